@@ -1,0 +1,70 @@
+# Shared helpers of the BATS suites.  Suites run against the build tree:
+# DRX_BUILD points at it (set by meson test; defaults to ./build).
+bats_load_library bats-support
+bats_load_library bats-assert
+bats_load_library bats-file
+
+: "${DRX_SOURCE:=$(cd "$BATS_TEST_DIRNAME/.." && pwd)}"
+: "${DRX_BUILD:=$DRX_SOURCE/build}"
+DRX="$DRX_BUILD/fs/drx"
+DRXFS="$DRX_BUILD/fs/drxfs"
+DRX_LOAD="$DRX_BUILD/mpi-loader/drx-load"
+# Debian's python3 has numpy; a python3 earlier on PATH may not.
+PY=/usr/bin/python3
+
+# A fresh scratch directory per test (bats removes BATS_TEST_TMPDIR).
+scratch() {
+    echo "$BATS_TEST_TMPDIR"
+}
+
+# random_bytes FILE N: N pseudo-random bytes (repeatable per name).
+random_bytes() {
+    head -c "$2" /dev/urandom >"$1"
+}
+
+# mount_store STORE MNT [drxfs options...]: start drxfs -f in the background,
+# wait until MNT is a mount point (deadline 20 s) while checking the daemon
+# lives.  The daemon's stderr goes to MNT.log, its pid to MNT.pid (so that
+# teardown_file finds it whatever process runs it).
+mount_store() {
+    local store=$1 mnt=$2
+    shift 2
+    mkdir -p "$mnt"
+    "$DRXFS" -f "$@" "$store" "$mnt" 3>&- 2>"$mnt.log" &
+    DRXFS_PID=$!
+    echo "$DRXFS_PID" >"$mnt.pid"
+    local i
+    for ((i = 0; i < 200; i++)); do
+        if mountpoint -q "$mnt"; then
+            return 0
+        fi
+        if ! kill -0 "$DRXFS_PID" 2>/dev/null; then
+            echo "drxfs exited before mounting; its log:" >&2
+            cat "$mnt.log" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+    echo "drxfs did not mount $mnt within 20 s" >&2
+    return 1
+}
+
+# unmount_store MNT: unmount and make sure the daemon is gone (lazy unmount
+# and kill as fallback).  Safe to call twice or when nothing is mounted.
+unmount_store() {
+    local mnt=$1 i
+    if mountpoint -q "$mnt" 2>/dev/null; then
+        fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
+    fi
+    local pid
+    pid=$(cat "$mnt.pid" 2>/dev/null || true)
+    if [ -n "$pid" ]; then
+        for ((i = 0; i < 100; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        rm -f "$mnt.pid"
+    fi
+}

@@ -1,0 +1,136 @@
+/* Extendible array files: NAME.xmd (libconfig metadata) + NAME.xta (chunks).
+ *
+ * NAME.xta holds chunk q at byte q * chunk_bytes, elements row-major inside
+ * a chunk, fill value beyond the bounds.  NAME.xmd is replaced atomically
+ * (temporary file, fsync, rename, fsync of the directory) and always written
+ * after the chunk data it describes, so a crash leaves at worst an .xta that
+ * is longer than its metadata (harmless; `drx fsck` trims it).
+ *
+ * A handle is safe to use from several threads for chunk I/O; extend and
+ * reload need the caller's exclusion against concurrent chunk I/O on the
+ * same handle (the daemon takes a write lock).
+ */
+#ifndef DRX_ARRAY_H
+#define DRX_ARRAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "drx/err.h"
+#include "drx/map.h"
+#include "drx/types.h"
+
+/* Largest chunk accepted (bytes): keeps "a few chunks" of memory sane. */
+#define DRX_MAX_CHUNK_BYTES ((uint64_t)1 << 30)
+
+/* Longest dimension name. */
+#define DRX_MAX_DIM_NAME 64
+
+/* One extension as the user asked for it (consecutive extensions of the same
+ * dimension are merged): dimension dim went from `from` to `to` elements. */
+struct drx_growth {
+    int dim;
+    uint64_t from, to;
+};
+
+struct drx_array_meta {
+    enum drx_type type;
+    int rank;
+    uint64_t chunk[DRX_MAX_RANK];   /* chunk shape, elements */
+    uint64_t bounds[DRX_MAX_RANK];  /* N[i], elements */
+    uint64_t initial[DRX_MAX_RANK]; /* bounds at creation */
+    char dim_name[DRX_MAX_RANK][DRX_MAX_DIM_NAME + 1]; /* "" when unnamed */
+    unsigned char fill[DRX_MAX_ELEM];                  /* native bytes */
+    size_t elem_size;
+    uint64_t chunk_elems, chunk_bytes;
+    struct drx_map map; /* chunk counts, nchunks, axial vectors */
+    struct drx_growth *history;
+    size_t nhistory;
+};
+
+/* What `drx create` asks for.  dim_name entries may be NULL; fill may be
+ * NULL (zero). */
+struct drx_array_spec {
+    enum drx_type type;
+    int rank;
+    uint64_t shape[DRX_MAX_RANK];
+    uint64_t chunk[DRX_MAX_RANK];
+    const char *dim_name[DRX_MAX_RANK];
+    const void *fill;
+};
+
+struct drx_array;
+
+enum { DRX_RDONLY = 0, DRX_RDWR = 1 };
+
+/* `path` is the array's name without suffix ("store/temp").  Creating fails
+ * with -EEXIST if either file exists.  On success *out owns both files'
+ * descriptors; close with drx_array_close(). */
+int drx_array_create(const char *path, const struct drx_array_spec *spec,
+                     struct drx_array **out, struct drx_err *err);
+int drx_array_open(const char *path, int mode, struct drx_array **out, struct drx_err *err);
+void drx_array_close(struct drx_array *a); /* NULL is a no-op */
+
+/* Removes NAME.xmd then NAME.xta (metadata first, so a crash in between
+ * leaves only an orphan .xta that fsck reports). */
+int drx_array_remove(const char *path, struct drx_err *err);
+
+/* True when path (no suffix) has an .xmd file. */
+bool drx_array_exists(const char *path);
+
+/* The metadata as of the last open/extend/reload.  Owned by the handle. */
+const struct drx_array_meta *drx_array_meta(const struct drx_array *a);
+const char *drx_array_path(const struct drx_array *a);
+
+/* Grows dimension dim by count (> 0) elements.  Writes fill into any new
+ * chunks (or just grows the file when the fill is zero), then commits the
+ * metadata.  Takes an exclusive lock on the .xta against other processes. */
+int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_err *err);
+
+/* Re-reads the .xmd if it changed on disk since it was read (another process
+ * extended the array).  Returns 1 when it changed, 0 when not, or -errno. */
+int drx_array_reload(struct drx_array *a, struct drx_err *err);
+
+/* Validated parse of an .xmd file into meta (for fsck and tests).  Frees
+ * with drx_array_meta_fini(). */
+int drx_array_meta_load(const char *xmd_path, struct drx_array_meta *meta, struct drx_err *err);
+void drx_array_meta_fini(struct drx_array_meta *meta);
+
+/* Chunk I/O.  Bytes [off, off+len) of chunk q (q < nchunks, off + len <=
+ * chunk_bytes).  drx_array_chunk_get returns a pointer to the bytes, either
+ * in the handle's chunk cache or in scratch (chunk_bytes long); release it
+ * with drx_array_chunk_put.  The cache is off unless drx_array_set_cache()
+ * gave it bytes. */
+struct drx_chunk_ref {
+    const unsigned char *data; /* points at byte off of the chunk */
+    void *entry;               /* cache entry pinned, or NULL */
+};
+int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len,
+                        void *scratch, struct drx_chunk_ref *ref);
+void drx_array_chunk_put(struct drx_array *a, struct drx_chunk_ref *ref);
+int drx_array_chunk_write(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len,
+                          const void *buf);
+
+/* Gives the handle a chunk cache of at most `bytes` (0 turns it off).
+ * Chunks are cached whole; writes go through to the file and the cache. */
+int drx_array_set_cache(struct drx_array *a, size_t bytes);
+
+/* File descriptors, for callers that do their own I/O (drx-load, fsync). */
+int drx_array_xta_fd(const struct drx_array *a);
+
+/* Byte offset of element idx[] in the .xta and its chunk index/address. */
+void drx_array_locate(const struct drx_array_meta *m, const uint64_t *idx, uint64_t *chunk_idx,
+                      uint64_t *q, uint64_t *byte_off);
+
+/* Name checks shared by all front ends. */
+bool drx_array_dim_name_valid(const char *name);
+/* Index of a dimension given by number or name, or -1. */
+int drx_array_dim_lookup(const struct drx_array_meta *m, const char *word);
+
+/* JSON for `drx info --json` and the `info` file (see view.h for views). */
+struct drx_view;
+char *drx_array_info_json(const struct drx_array_meta *m, const struct drx_view *v);
+
+#endif

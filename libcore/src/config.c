@@ -1,0 +1,2 @@
+/* placeholder: written by the striped-file/config work (issue 4) */
+typedef int drx_placeholder_config_;
