@@ -1,0 +1,59 @@
+/* Logging of libcore.
+ *
+ * libcore never prints.  Code that has something to tell an operator (a
+ * hostile metafile refused, a missing stripe directory) calls drx_log(); the
+ * message goes to the sink the front end registered (drxfs: its stderr or
+ * syslog; drx: stderr).  Without a sink, messages are dropped.
+ *
+ * Thread safety: drx_log() may be called from any thread at any time.  The
+ * sink is called with a complete, NUL-terminated, newline-free message and
+ * may be called from several threads at once; it must be thread-safe.
+ * drx_log_set_sink()/drx_log_set_level() may be called at any time as well.
+ */
+#ifndef DRX_LOG_H
+#define DRX_LOG_H
+
+#include <stdbool.h>
+
+/* Severities, most severe first: a level shows itself and all before it. */
+enum drx_log_level {
+    DRX_LOG_ERROR = 0,
+    DRX_LOG_WARNING = 1,
+    DRX_LOG_INFO = 2,
+    DRX_LOG_DEBUG = 3,
+};
+
+/* Longest message delivered to a sink (longer ones are cut). */
+#define DRX_LOG_MSG_MAX 1024
+
+/* A sink receives one message (no trailing newline) at a time. */
+typedef void (*drx_log_sink_fn)(void *arg, enum drx_log_level level, const char *msg);
+
+/* Registers the sink (NULL drops every message) and its argument. */
+void drx_log_set_sink(drx_log_sink_fn fn, void *arg);
+
+/* Messages less severe than level are dropped before formatting.  The
+ * default level is DRX_LOG_INFO. */
+void drx_log_set_level(enum drx_log_level level);
+enum drx_log_level drx_log_get_level(void);
+
+/* True when a message of this level would reach a sink (to skip costly
+ * formatting of debug messages). */
+bool drx_log_enabled(enum drx_log_level level);
+
+/* Formats and delivers one message. */
+void drx_log(enum drx_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "error", "warning", "info", "debug" (case-sensitive) -> *out; returns 0,
+ * or -EINVAL for any other name. */
+int drx_log_level_parse(const char *name, enum drx_log_level *out);
+
+/* The name of a level ("error", ...); "?" for an invalid value. */
+const char *drx_log_level_name(enum drx_log_level level);
+
+/* A ready-made sink writing "PREFIX: level: msg\n" to stderr with one
+ * write(2) per message (arg: the prefix as const char *, or NULL).  For
+ * front ends only; libcore itself never registers it. */
+void drx_log_stderr_sink(void *arg, enum drx_log_level level, const char *msg);
+
+#endif

@@ -1,0 +1,161 @@
+/* Stores: a directory tree with `.drx/` at its root.
+ *
+ * `.drx/` is reserved for the store's own use:
+ *   .drx/store.conf      the store's remembered settings (format below)
+ *   .drx/stripes/0, /1   the default stripe directories
+ *
+ * STORE.CONF FORMAT (libconfig text, replaced atomically; for the README):
+ *
+ *   # drxfs store settings (written by drx init / drxfs at first mount)
+ *   version = 1;
+ *   stripe = {
+ *     dirs   = [ ".drx/stripes/0", ".drx/stripes/1" ];
+ *     count  = 2;        # default subfiles of a new striped file
+ *     extent = 65536;    # default extent of a new striped file (bytes)
+ *   };
+ *
+ * A dir inside the store is written relative to the store root (so the store
+ * can be moved or copied whole); others are absolute.  The order of `dirs`
+ * matters: a metafile names each subfile's directory by its index.  The file
+ * accepts only `version` and `stripe`; it is read with the same checks as a
+ * --config file (unknown key, wrong type, impossible value: "FILE:LINE:
+ * reason").
+ *
+ * Paths: every function here takes store paths (the store's real files).
+ * A path under a drxfs mount point is turned into the store path by
+ * drx_store_resolve_path(); drx and drx-load never go through FUSE.
+ *
+ * The daemon mounts with `-o fsname=<absolute store root>,subtype=drxfs`, so
+ * /proc/self/mountinfo shows fstype `fuse.drxfs` and the store root as the
+ * mount source; that is how a mount point is mapped back to its store.
+ */
+#ifndef DRX_STORE_H
+#define DRX_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "drx/config.h"
+#include "drx/err.h"
+
+/* Name of the reserved directory at a store's root. */
+#define DRX_STORE_DIR ".drx"
+#define DRX_STORE_CONF ".drx/store.conf"
+/* The filesystem type drxfs mounts show in /proc/self/mountinfo. */
+#define DRX_STORE_FSTYPE "fuse.drxfs"
+
+/* An open store.  All fields are read-only for users of the handle. */
+struct drx_store {
+    char *root; /* absolute, normalised, no trailing '/' (except "/") */
+    /* Effective configuration (defaults < store.conf < config file < what
+     * the caller passed): cfg.stripe.dirs are absolute and normalised. */
+    struct drx_config cfg;
+    /* O_RDONLY|O_DIRECTORY descriptors of cfg.stripe.dirs[i], or -1 when that
+     * directory is missing or unusable at open (a warning is logged; the
+     * subfiles it holds then give -EIO, the rest of the store works). */
+    int *dir_fds;
+    int root_fd; /* O_RDONLY|O_DIRECTORY descriptor of root */
+};
+
+/* drx_store_init() flags. */
+enum {
+    /* An existing store keeps its remembered settings whatever cfg says
+     * (drxfs at mount, `drx init STORE` without layout options). */
+    DRX_STORE_INIT_KEEP = 1,
+};
+
+/* Makes `root` a store: creates root (one level, like mkdir) if missing,
+ * `.drx/`, the stripe directories of cfg (with parents), and writes
+ * `.drx/store.conf` remembering cfg->stripe (dirs, count, extent).  cfg must
+ * be valid (drx_config_validate); relative dirs are relative to root.
+ *
+ * Existing store (`.drx/store.conf` present): nothing is rewritten.  With
+ * DRX_STORE_INIT_KEEP, or when cfg's stripe dirs, count and extent equal the
+ * remembered ones, returns 1 (missing stripe directories are re-created).
+ * Otherwise returns -EEXIST with a message naming the difference: changing
+ * the stripe dirs of a store would orphan every striped file, and its default
+ * layout is changed with `drx stripe set STORE ...` instead.
+ * A `.drx/` without store.conf (drxfs made it, crash during init) is
+ * completed.  Returns 0 when a store was made, 1 when it existed, or -errno
+ * with a message in err. */
+int drx_store_init(const char *root, const struct drx_config *cfg, unsigned flags,
+                   struct drx_err *err);
+
+/* The effective configuration of the store at `root` without opening it:
+ * defaults(root) < root/.drx/store.conf (when present) < config_path (when
+ * non-NULL).  cfg need not be initialised; on success release with
+ * drx_config_fini().  Stripe dirs stay as written (relative = to root).
+ * Returns 0 or -errno/-EINVAL with "FILE:LINE: reason" in err. */
+int drx_store_load_config(const char *root, const char *config_path, struct drx_config *cfg,
+                          struct drx_err *err);
+
+/* Opens the store at root with the configuration cfg (typically from
+ * drx_store_load_config() plus command-line edits; it is copied and
+ * validated).  root must have `.drx/` (-ENOENT "not a drx store" otherwise).
+ * Missing default stripe dirs inside `.drx/` are created; a missing stripe
+ * dir elsewhere gets dir_fds[i] = -1 and a logged warning.  *out owns its
+ * descriptors; close with drx_store_close().  Handles of striped files opened
+ * through the store must be closed before the store. */
+int drx_store_open_cfg(const char *root, const struct drx_config *cfg, struct drx_store **out,
+                       struct drx_err *err);
+
+/* drx_store_load_config(root, config_path) + drx_store_open_cfg(). */
+int drx_store_open(const char *root, const char *config_path, struct drx_store **out,
+                   struct drx_err *err);
+
+void drx_store_close(struct drx_store *s); /* NULL is a no-op */
+
+/* Lexically normalises path into an absolute path: prefixes getcwd() when
+ * relative, removes "." and empty components, folds ".." (never above "/"),
+ * drops a trailing '/'.  Never stats or follows anything.  Returns the length,
+ * or -ENAMETOOLONG / -errno from getcwd. */
+int drx_store_abspath(const char *path, char *out, size_t outlen);
+
+/* Absolutises path (drx_store_abspath) and, if it lies under a mount point
+ * whose fstype is fuse.drxfs in /proc/self/mountinfo, rewrites the mount
+ * point prefix to the mount's source (the store root).  The deepest matching
+ * mount wins; mountinfo's octal escapes (\040 space, \011, \012, \134) are
+ * decoded.  Never touches the mount itself.  Returns the length of out, or
+ * -errno. */
+int drx_store_resolve_path(const char *path, char *out, size_t outlen);
+
+/* The same with the mountinfo file given (NULL: /proc/self/mountinfo), for
+ * tests.  An unreadable mountinfo means "no mounts" (not an error). */
+int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out, size_t outlen);
+
+/* Nearest ancestor-or-self of path (taken lexically: absolutised with
+ * drx_store_abspath, NOT resolved through drxfs mounts; resolve first) that
+ * has a `.drx` directory.  Writes the root to root (rootlen bytes).  Returns
+ * the root's length, -ENOENT when there is none, or -errno. */
+int drx_store_find(const char *path, char *root, size_t rootlen);
+
+/* For the command-line tools: resolve_path + find.  root gets the store root,
+ * store_path the resolved absolute path (may equal root), rel the part below
+ * the root ("" for the root itself); rel may be NULL.  Each buffer is
+ * PATH_MAX long.  Returns 0, -ENOENT with "PATH: not inside a drx store" in
+ * err, or -errno. */
+int drx_store_locate(const char *path, char *root, char *store_path, char *rel,
+                     struct drx_err *err);
+
+/* What a store name (no suffix) stands for, by looking at the store's files:
+ * NAME.xmd -> array, NAME.nafs -> striped file, NAME a directory -> dir,
+ * NAME any other file -> plain; nothing -> none.  When several exist the
+ * first in that order wins. */
+enum drx_store_kind {
+    DRX_STORE_NONE = 0,
+    DRX_STORE_ARRAY,
+    DRX_STORE_STRIPED,
+    DRX_STORE_DIRECTORY,
+    DRX_STORE_PLAIN,
+};
+enum drx_store_kind drx_store_classify(const char *path);
+
+/* True for names the daemon hides: `.drx` in the store root (at_root), and
+ * anywhere the temporary files of atomic replacement: `.NAME.xmd.XXXXXX`,
+ * `.NAME.nafs.XXXXXX` (X: six [A-Za-z0-9] characters, as mkstemp makes). */
+bool drx_store_name_internal(const char *name, bool at_root);
+
+/* True for the temporary-file names above (for fsck). */
+bool drx_store_name_is_temp(const char *name);
+
+#endif

@@ -1,0 +1,251 @@
+/* Striped files (NAFS): a metafile NAME.nafs in the store plus `count`
+ * subfiles, one in each of `count` stripe directories of the store.
+ *
+ * Mapping (SPEC section 5): byte b is in extent e = b / extent, stored in
+ * subfile e mod count at offset (e / count) * extent + b mod extent.
+ *
+ * METAFILE FORMAT (libconfig text; for the README):
+ *
+ *   # drxfs striped file (NAFS metafile)
+ *   version  = 1;
+ *   extent   = 65536;          # bytes per extent, 1..2^30
+ *   count    = 2;              # subfiles, 1..64 and <= stripe dirs of the store
+ *   size     = 1000000L;       # logical size in bytes (int or int64)
+ *   subfiles = ( { dir = 0; name = "5f3a9c0d12e4b7a1.0"; },
+ *                { dir = 1; name = "5f3a9c0d12e4b7a1.1"; } );
+ *
+ * Subfile i holds extents e with e mod count == i.  `dir` is an index into
+ * the store's stripe dirs (store.conf order), `name` is relative to that
+ * directory: 1..64 characters of [A-Za-z0-9._-], not starting with '.'.
+ * Names are a random 64-bit id plus the subfile number, fixed at creation
+ * and never derived from NAME, so a rename touches only the metafile.
+ * Anything else (absolute path, '/', "..", wrong type, count or extent out
+ * of range, size above 2^62, duplicate subfile) is refused with -EIO and
+ * logged; nothing is opened then.  Subfiles are opened with
+ * openat(stripe-dir fd, name, O_NOFOLLOW|O_NONBLOCK) and must be regular
+ * files: a symlink (even to a file inside the stripe dir) is refused with
+ * -EIO and logged, so nothing outside the stripe directories is ever opened.
+ *
+ * CRASH ORDER:
+ * - create: subfiles first, then the metafile (temp file, fsync, rename,
+ *   fsync of the directory).  A crash leaves at worst orphan subfiles (fsck).
+ * - write: data goes to the subfiles first; the in-memory size advances only
+ *   over bytes that were written.  The size is persisted (metafile replaced
+ *   atomically: temp `.NAME.nafs.XXXXXX`, rename) at drx_stripe_flush(),
+ *   drx_stripe_fsync(), drx_stripe_close(), at every truncate, and whenever
+ *   the file has grown 64 MiB past the persisted size, so the metafile is not
+ *   rewritten per write and a crashed writer loses at most the tail it had
+ *   not yet persisted (the bytes stay in the subfiles beyond the recorded
+ *   size, where fsck reports them).  Only drx_stripe_fsync() makes it
+ *   durable against power loss: fdatasync of every subfile, then the
+ *   metafile (fsync of temp file and directory).
+ * - truncate down: metafile first, then the subfiles; truncate up cuts stale
+ *   bytes beyond the old size off the subfiles first, so holes read zeros.
+ * - unlink: metafile first, then subfiles (a crash leaves orphans).
+ * - rename: one atomic rename(2) of the metafile; the subfiles of a striped
+ *   file it replaces are removed after.
+ *
+ * CONCURRENCY: one handle may be used from many threads (pread/pwrite; the
+ * size is under a mutex; truncate excludes concurrent writes).  Within one
+ * process, keep ONE read-write handle per file (the daemon shares a handle
+ * among opens of the same file): each handle has its own idea of the size.
+ * Across processes, persisting takes an flock on subfile 0 and keeps the
+ * larger of the on-disk and in-memory size (unless this handle truncated),
+ * so parallel writers extending one file (drx-load) end with the right size.
+ * Parallel writers should still let one rank create the file and truncate it
+ * to its final size before the others open it.
+ */
+#ifndef DRX_STRIPE_H
+#define DRX_STRIPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "drx/config.h"
+#include "drx/err.h"
+#include "drx/store.h"
+
+#define DRX_STRIPE_SUFFIX ".nafs"
+/* Extended attribute holding "count=N extent=BYTES" on store directories
+ * (inherited by new files below) and shown on striped files. */
+#define DRX_STRIPE_XATTR "user.drx.stripe"
+/* Longest subfile name. */
+#define DRX_STRIPE_NAME_MAX 64
+/* Largest logical size accepted in a metafile (keeps offsets far from
+ * overflow). */
+#define DRX_STRIPE_MAX_SIZE ((uint64_t)1 << 62)
+/* The size is persisted when it has grown this much since last persisted. */
+#define DRX_STRIPE_PERSIST_BYTES ((uint64_t)64 << 20)
+/* Length of a buffer large enough for drx_stripe_layout_format(). */
+#define DRX_STRIPE_LAYOUT_LEN 64
+
+struct drx_stripe_layout {
+    unsigned count;  /* subfiles, 1..DRX_MAX_STRIPE_DIRS */
+    uint64_t extent; /* bytes, 1..DRX_MAX_EXTENT */
+};
+
+struct drx_stripe_subfile {
+    unsigned dir; /* index into the store's stripe dirs */
+    char name[DRX_STRIPE_NAME_MAX + 1];
+};
+
+/* A parsed and validated metafile. */
+struct drx_stripe_meta {
+    struct drx_stripe_layout layout;
+    uint64_t size;
+    struct drx_stripe_subfile sub[DRX_MAX_STRIPE_DIRS]; /* [0..layout.count) */
+};
+
+struct drx_stripe;
+
+/* Open modes (the same values as DRX_RDONLY/DRX_RDWR of array.h). */
+enum { DRX_STRIPE_RDONLY = 0, DRX_STRIPE_RDWR = 1 };
+
+/* ---- layouts ---------------------------------------------------------- */
+
+/* Parses "count=N extent=BYTES" (either order, separated by spaces or
+ * commas; BYTES may carry a K/M/G suffix).  count must be 1..ndirs (pass
+ * DRX_MAX_STRIPE_DIRS when unknown), extent 1..DRX_MAX_EXTENT.  Returns 0 or
+ * -EINVAL with a reason in err. */
+int drx_stripe_layout_parse(const char *text, size_t ndirs, struct drx_stripe_layout *out,
+                            struct drx_err *err);
+
+/* Writes "count=N extent=BYTES" (plain decimal) into buf.  Returns the
+ * length, or -ERANGE when len is too small. */
+int drx_stripe_layout_format(const struct drx_stripe_layout *l, char *buf, size_t len);
+
+/* The layout a new file in store directory dir_path gets: the
+ * user.drx.stripe xattr of dir_path or of its nearest ancestor up to the
+ * store root that has one, else the store's default (cfg.stripe).  dir_path
+ * is a store path (absolute or relative to the cwd).  An invalid xattr is
+ * logged as a warning and skipped.  Returns 0 or -errno. */
+int drx_stripe_layout_for_new(const struct drx_store *s, const char *dir_path,
+                              struct drx_stripe_layout *out, struct drx_err *err);
+
+/* Reads the user.drx.stripe xattr of one directory: returns 1 and fills out
+ * when set and valid, 0 when not set, -EINVAL (err) when invalid, -errno. */
+int drx_stripe_layout_dir_get(const struct drx_store *s, const char *dir_path,
+                              struct drx_stripe_layout *out, struct drx_err *err);
+
+/* Sets (l non-NULL, validated against the store's ndirs) or removes (l NULL;
+ * no error when absent) the user.drx.stripe xattr of a store directory.
+ * Returns 0 or -errno (-ENOTDIR for a non-directory, -ENOTSUP when the
+ * filesystem has no user xattrs). */
+int drx_stripe_layout_dir_set(const struct drx_store *s, const char *dir_path,
+                              const struct drx_stripe_layout *l, struct drx_err *err);
+
+/* ---- metafiles without a handle ---------------------------------------- */
+
+/* Loads and validates metafile `metafile_path` (the .nafs file itself).
+ * ndirs: the store's number of stripe dirs (subfile dirs must be below it).
+ * Returns 0, -ENOENT, -EIO for anything malformed or hostile (reason in
+ * err and logged), or -errno. */
+int drx_stripe_meta_load(const char *metafile_path, size_t ndirs, struct drx_stripe_meta *m,
+                         struct drx_err *err);
+
+/* The same for the striped file NAME (path without suffix): layout, size and
+ * subfiles as recorded in NAME.nafs (what `drx stripe get` shows and what
+ * getattr of a file without an open handle uses). */
+int drx_stripe_stat(const struct drx_store *s, const char *path, struct drx_stripe_meta *m,
+                    struct drx_err *err);
+
+/* True when the striped file NAME exists (NAME.nafs is present). */
+bool drx_stripe_exists(const char *path);
+
+/* True when name is acceptable as a subfile name (see the format above). */
+bool drx_stripe_subfile_name_valid(const char *name);
+
+/* ---- handles -------------------------------------------------------------- */
+
+/* Creates the striped file NAME (path: store path without ".nafs") with
+ * layout l (NULL: drx_stripe_layout_for_new() of its directory) and file
+ * mode `mode` (metafile and subfiles, & 0666 for subfiles).  Subfiles are
+ * created first in stripe dirs (start + i) mod ndirs, start chosen at
+ * random, then the metafile appears by rename.  -EEXIST when NAME.nafs
+ * exists.  With out non-NULL, *out is a read-write handle; else the file is
+ * only created.  Returns 0 or -errno with err. */
+int drx_stripe_create(struct drx_store *s, const char *path, const struct drx_stripe_layout *l,
+                      mode_t mode, struct drx_stripe **out, struct drx_err *err);
+
+/* Opens NAME (path without suffix).  mode: DRX_STRIPE_RDONLY or _RDWR.
+ * A missing subfile (or missing stripe dir) is not an error here: its
+ * extents give -EIO at read/write time (logged once).  A hostile metafile is
+ * -EIO.  *out keeps a pointer to s: close handles before the store. */
+int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_stripe **out,
+                    struct drx_err *err);
+
+/* Persists a changed size (as drx_stripe_flush), closes every descriptor and
+ * frees.  Returns 0 or the flush error (the handle is freed anyway).  NULL is
+ * a no-op returning 0. */
+int drx_stripe_close(struct drx_stripe *f);
+
+/* Reads up to len bytes at off.  Bytes beyond the end of a short subfile but
+ * below the logical size read as zeros (holes).  Returns the count (short
+ * only at end of file, or when a later extent's subfile is missing: the
+ * bytes before it are returned), 0 at or past the end, -EIO when the first
+ * extent touched lies in a missing subfile, or -errno. */
+ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t off);
+
+/* Writes len bytes at off (any offset; a gap reads as zeros) and advances
+ * the size to cover what was written.  Returns len, or a shorter count when
+ * an error (e.g. ENOSPC) stopped it after some bytes (the size then covers
+ * exactly those), or -errno when nothing was written (-EBADF on a read-only
+ * handle, -EFBIG past DRX_STRIPE_MAX_SIZE, -ENOSPC, -EIO for a missing
+ * subfile). */
+ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off);
+
+/* Sets the logical size (down or up; new bytes read as zeros) and persists
+ * it at once.  Returns 0 or -errno. */
+int drx_stripe_truncate(struct drx_stripe *f, uint64_t size);
+
+/* Persists the in-memory size into the metafile if it changed (atomic
+ * replace, no fsync).  If NAME.nafs is no longer the metafile this handle
+ * opened (renamed away, unlinked, replaced), nothing is written and 0 is
+ * returned: an unlinked file stays readable through its handle until close.
+ * Returns 0 or -errno. */
+int drx_stripe_flush(struct drx_stripe *f);
+
+/* fdatasync (datasync) or fsync of every subfile, then persists the size
+ * with fsync of the metafile and its directory.  Returns 0 or -errno. */
+int drx_stripe_fsync(struct drx_stripe *f, bool datasync);
+
+/* Re-reads the size from the metafile when this handle has no unpersisted
+ * change (another process wrote the file).  Returns 1 when the size changed,
+ * 0 when not, or -errno. */
+int drx_stripe_reload(struct drx_stripe *f);
+
+/* The daemon renamed the file while this handle was open: later size
+ * updates go to the new name (path without suffix).  0 or -ENOMEM. */
+int drx_stripe_set_path(struct drx_stripe *f, const char *path);
+
+uint64_t drx_stripe_size(struct drx_stripe *f);
+void drx_stripe_layout(const struct drx_stripe *f, struct drx_stripe_layout *out);
+/* The metafile contents as of the last open/persist/reload, size included. */
+void drx_stripe_meta_get(struct drx_stripe *f, struct drx_stripe_meta *out);
+
+/* ---- names ----------------------------------------------------------------- */
+
+/* Removes NAME.nafs, then its subfiles (a missing subfile is not an error;
+ * hostile subfile names are skipped and logged).  Open handles keep reading
+ * and writing through their descriptors.  Returns 0 or -errno. */
+int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err);
+
+/* Renames NAME from -> to (paths without suffix) with one rename(2) of the
+ * metafile.  flags: 0 or RENAME_NOREPLACE (-EEXIST when to.nafs exists).
+ * When to.nafs existed, its subfiles are removed after the rename.  Returns
+ * 0 or -errno. */
+int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, unsigned flags,
+                      struct drx_err *err);
+
+/* Path of subfile i of m in s: "<stripe dir>/<name>" (for fsck and
+ * `drx stripe get`; never used to open).  Returns the length or -ERANGE. */
+int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_meta *m,
+                            unsigned i, char *buf, size_t len);
+
+/* Logical size a subfile i needs to hold bytes [0, size) of a file with
+ * layout l (what fsck compares subfile lengths against). */
+uint64_t drx_stripe_subfile_len(const struct drx_stripe_layout *l, unsigned i, uint64_t size);
+
+#endif
