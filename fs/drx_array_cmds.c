@@ -1,0 +1,558 @@
+/* drx subcommands on arrays: create info extend put get address index rm. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "drx/array.h"
+#include "drx/store.h"
+#include "drx/view.h"
+#include "drx_cli.h"
+
+/* Bytes moved per step by get and put: large enough for long sequential
+ * chunk spans, small enough that memory stays a few chunks' worth. */
+#define PIECE_BYTES ((size_t)16 << 20)
+
+/* Maps a user's ARRAY argument to the store-side path without suffix:
+ * a path under a drxfs mount goes to the store; "NAME.xmd" means NAME. */
+static int array_path(const char *arg, char *out)
+{
+    int n = drx_store_resolve_path(arg, out, PATH_MAX);
+    if (n < 0)
+        return drx_cli_fail("%s: %s", arg, strerror(-n));
+    if (n > 4 && (strcmp(out + n - 4, ".xmd") == 0 || strcmp(out + n - 4, ".xta") == 0))
+        out[n - 4] = '\0';
+    return 0;
+}
+
+static int open_array(const char *arg, int mode, struct drx_array **a)
+{
+    char path[PATH_MAX];
+    struct drx_err err = {""};
+    int rc;
+
+    if (array_path(arg, path))
+        return 1;
+    rc = drx_array_open(path, mode, a, &err);
+    if (rc)
+        return drx_cli_fail_err(NULL, rc, &err);
+    return 0;
+}
+
+/* Parses "N0xN1x..." into v; returns the rank or -1. */
+static int parse_shape(const char *s, uint64_t *v)
+{
+    int n = 0;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        if (n == DRX_MAX_RANK || *p < '0' || *p > '9')
+            return -1;
+        errno = 0;
+        v[n++] = strtoull(p, &end, 10);
+        if (errno || end == p)
+            return -1;
+        if (*end == '\0')
+            return n;
+        if (*end != 'x' && *end != 'X')
+            return -1;
+        p = end + 1;
+    }
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+    char *end;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    *v = strtoull(s, &end, 10);
+    return errno || *end ? -1 : 0;
+}
+
+/* View words from argv into a resolved view. */
+static int view_from_args(struct drx_array *a, int argc, char **argv, struct drx_view *v)
+{
+    struct drx_view_spec spec;
+    struct drx_err err = {""};
+    int rc;
+
+    drx_view_spec_init(&spec);
+    for (int i = 0; i < argc; i++) {
+        rc = drx_view_spec_add(&spec, argv[i], &err);
+        if (rc)
+            return drx_cli_fail("bad view word: %s", err.msg);
+    }
+    rc = drx_view_resolve(&spec, drx_array_meta(a), v, &err);
+    if (rc)
+        return drx_cli_fail("bad view: %s", err.msg);
+    return 0;
+}
+
+int drx_cmd_create(int argc, char **argv)
+{
+    struct drx_array_spec spec;
+    struct drx_array *a = NULL;
+    struct drx_err err = {""};
+    const char *type = NULL, *shape = NULL, *chunk = NULL, *fill = NULL;
+    char *dims = NULL, path[PATH_MAX];
+    unsigned char fillv[DRX_MAX_ELEM] = {0};
+    uint64_t cshape[DRX_MAX_RANK];
+    int rc, crank;
+
+    if (argc < 2 || argv[1][0] == '-')
+        return drx_cli_fail("usage: drx create ARRAY --type T --shape N0xN1x... --chunk "
+                            "C0xC1x... [--dims a,b,c] [--fill V]");
+    memset(&spec, 0, sizeof spec);
+    for (int i = 2; i < argc; i += 2) {
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!val)
+            return drx_cli_fail("create: %s needs a value", opt);
+        if (strcmp(opt, "--type") == 0)
+            type = val;
+        else if (strcmp(opt, "--shape") == 0)
+            shape = val;
+        else if (strcmp(opt, "--chunk") == 0)
+            chunk = val;
+        else if (strcmp(opt, "--dims") == 0)
+            dims = argv[i + 1];
+        else if (strcmp(opt, "--fill") == 0)
+            fill = val;
+        else
+            return drx_cli_fail("create: unknown option '%s'", opt);
+    }
+    if (!type || !shape || !chunk)
+        return drx_cli_fail("create: --type, --shape and --chunk are required");
+    rc = drx_type_parse(type, &spec.type, &err);
+    if (rc)
+        return drx_cli_fail("create: %s", err.msg);
+    spec.rank = parse_shape(shape, spec.shape);
+    if (spec.rank < 0)
+        return drx_cli_fail("create: bad --shape '%s' (want N0xN1x..., at most %d numbers)", shape,
+                            DRX_MAX_RANK);
+    crank = parse_shape(chunk, cshape);
+    if (crank < 0)
+        return drx_cli_fail("create: bad --chunk '%s' (want C0xC1x...)", chunk);
+    if (crank != spec.rank)
+        return drx_cli_fail("create: --chunk has %d extents for a rank-%d --shape", crank,
+                            spec.rank);
+    for (int i = 0; i < spec.rank; i++) {
+        if (spec.shape[i] == 0)
+            return drx_cli_fail("create: --shape extent %d is 0 (extents start at 1)", i);
+        if (cshape[i] == 0)
+            return drx_cli_fail("create: --chunk extent %d is 0", i);
+        spec.chunk[i] = cshape[i];
+    }
+    if (dims) {
+        int n = 0;
+        for (char *save = NULL, *tok = strtok_r(dims, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
+            if (n == spec.rank)
+                return drx_cli_fail("create: --dims has more names than the rank %d", spec.rank);
+            spec.dim_name[n++] = tok;
+        }
+        if (n != spec.rank)
+            return drx_cli_fail("create: --dims has %d names for rank %d", n, spec.rank);
+    }
+    if (fill) {
+        rc = drx_type_parse_value(spec.type, fill, fillv, &err);
+        if (rc)
+            return drx_cli_fail("create: --fill: %s", err.msg);
+        spec.fill = fillv;
+    }
+    if (array_path(argv[1], path))
+        return 1;
+    rc = drx_array_create(path, &spec, &a, &err);
+    if (rc)
+        return drx_cli_fail_err("create", rc, &err);
+    drx_array_close(a);
+    return 0;
+}
+
+static void print_list(const char *sep, int n, const uint64_t *v)
+{
+    for (int i = 0; i < n; i++)
+        printf("%s%" PRIu64, i ? sep : "", v[i]);
+}
+
+int drx_cmd_info(int argc, char **argv)
+{
+    struct drx_array *a;
+    const struct drx_array_meta *m;
+    bool json = false;
+    char fill[160];
+
+    if (argc < 2)
+        return drx_cli_fail("usage: drx info ARRAY [--json]");
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else
+            return drx_cli_fail("info: unknown option '%s'", argv[i]);
+    }
+    if (open_array(argv[1], DRX_RDONLY, &a))
+        return 1;
+    m = drx_array_meta(a);
+    if (json) {
+        char *text = drx_array_info_json(m, NULL);
+        if (!text) {
+            drx_array_close(a);
+            return drx_cli_fail("info: out of memory");
+        }
+        fputs(text, stdout);
+        free(text);
+        drx_array_close(a);
+        return 0;
+    }
+    drx_type_format_value(m->type, m->fill, fill, sizeof fill);
+    printf("array:       %s\n", drx_array_path(a));
+    printf("type:        %s (%zu bytes)\nrank:        %d\nshape:       ", drx_type_name(m->type),
+           m->elem_size, m->rank);
+    print_list(" x ", m->rank, m->bounds);
+    printf("\ndims:        ");
+    for (int i = 0; i < m->rank; i++)
+        printf("%s%s", i ? ", " : "", m->dim_name[i][0] ? m->dim_name[i] : "-");
+    printf("\nchunk:       ");
+    print_list(" x ", m->rank, m->chunk);
+    printf(" (%" PRIu64 " bytes)\nchunk grid:  ", m->chunk_bytes);
+    print_list(" x ", m->rank, m->map.bound);
+    printf("\nchunks:      %" PRIu64 " (%" PRIu64 " bytes in .xta)\nfill:        %s\n",
+           m->map.nchunks, m->map.nchunks * m->chunk_bytes, fill);
+    printf("history:     created ");
+    print_list(" x ", m->rank, m->initial);
+    printf("\n");
+    for (size_t i = 0; i < m->nhistory; i++)
+        printf("             dim %d: %" PRIu64 " -> %" PRIu64 "\n", m->history[i].dim,
+               m->history[i].from, m->history[i].to);
+    printf("axial vectors (start index, first chunk address, coefficients):\n");
+    for (int j = 0; j < m->rank; j++) {
+        printf("  dim %d:", j);
+        for (size_t i = 0; i < m->map.vec[j].n; i++) {
+            const struct drx_axial_rec *r = &m->map.vec[j].rec[i];
+            printf(" (%" PRIu64 ", %" PRId64 ", [", r->start, r->addr);
+            print_list(" ", m->rank, r->coef);
+            printf("])");
+        }
+        printf("\n");
+    }
+    drx_array_close(a);
+    return 0;
+}
+
+int drx_cmd_extend(int argc, char **argv)
+{
+    struct drx_array *a;
+    struct drx_err err = {""};
+    uint64_t count;
+    int dim, rc;
+
+    if (argc != 4)
+        return drx_cli_fail("usage: drx extend ARRAY DIM COUNT");
+    if (parse_u64(argv[3], &count) || count == 0)
+        return drx_cli_fail("extend: COUNT '%s' is not a number > 0", argv[3]);
+    if (open_array(argv[1], DRX_RDWR, &a))
+        return 1;
+    dim = drx_array_dim_lookup(drx_array_meta(a), argv[2]);
+    if (dim < 0) {
+        drx_array_close(a);
+        return drx_cli_fail("extend: '%s' is not a dimension of %s (rank %d)", argv[2], argv[1],
+                            drx_array_meta(a)->rank);
+    }
+    rc = drx_array_extend(a, dim, count, &err);
+    drx_array_close(a);
+    if (rc)
+        return drx_cli_fail_err("extend", rc, &err);
+    return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads up to len bytes; returns the count (short only at end of input). */
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, (char *)buf + got, len - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+int drx_cmd_get(int argc, char **argv)
+{
+    struct drx_array *a;
+    struct drx_view v;
+    uint64_t total, off;
+    size_t piece;
+    char *buf = NULL;
+    int rc = 0;
+
+    if (argc < 2)
+        return drx_cli_fail("usage: drx get ARRAY [VIEW...] > raw");
+    if (open_array(argv[1], DRX_RDONLY, &a))
+        return 1;
+    if (view_from_args(a, argc - 2, argv + 2, &v)) {
+        drx_array_close(a);
+        return 1;
+    }
+    total = drx_view_bytes(&v);
+    piece = PIECE_BYTES - PIECE_BYTES % v.elem_size;
+    buf = malloc(piece);
+    if (!buf) {
+        drx_array_close(a);
+        return drx_cli_fail("get: out of memory");
+    }
+    for (off = 0; off < total && rc == 0; off += piece) {
+        size_t n = total - off < piece ? (size_t)(total - off) : piece;
+        ssize_t got = drx_view_read(a, &v, off, buf, n);
+        if (got < 0)
+            rc = drx_cli_fail("get: %s: %s", argv[1], strerror((int)-got));
+        else if ((rc = write_all(STDOUT_FILENO, buf, (size_t)got)) != 0)
+            rc = drx_cli_fail("get: writing standard output: %s", strerror(-rc));
+    }
+    free(buf);
+    drx_array_close(a);
+    return rc;
+}
+
+/* put must change nothing when the input is short, so the whole input is
+ * known to be there before the first byte is stored: a regular file is
+ * checked by its size; a pipe is kept in memory up to one piece and spooled
+ * to an unlinked temporary file beyond that. */
+static int stage_input(uint64_t need, int *fd_out, char *mem, size_t memlen, size_t *inmem,
+                       const char *dir)
+{
+    struct stat st;
+    ssize_t got;
+    int tmp;
+
+    *fd_out = -1;
+    *inmem = 0;
+    if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
+        off_t pos = lseek(STDIN_FILENO, 0, SEEK_CUR);
+        if (pos >= 0) {
+            if ((uint64_t)(st.st_size - pos) < need)
+                return drx_cli_fail("put: standard input has %jd bytes; the view needs %" PRIu64
+                                    " (nothing was written)",
+                                    (intmax_t)(st.st_size - pos), need);
+            *fd_out = STDIN_FILENO;
+            return 0;
+        }
+    }
+    got = read_full(STDIN_FILENO, mem, need < memlen ? (size_t)need : memlen);
+    if (got < 0)
+        return drx_cli_fail("put: reading standard input: %s", strerror((int)-got));
+    *inmem = (size_t)got;
+    if ((uint64_t)got == need)
+        return 0;
+    if ((size_t)got < memlen)
+        return drx_cli_fail("put: standard input ended after %zd bytes; the view needs %" PRIu64
+                            " (nothing was written)",
+                            got, need);
+    tmp = open(dir, O_TMPFILE | O_RDWR, 0600);
+    if (tmp < 0)
+        return drx_cli_fail("put: cannot spool standard input in %s: %s", dir, strerror(errno));
+    uint64_t have = (uint64_t)got;
+    int rc = write_all(tmp, mem, (size_t)got);
+    while (rc == 0 && have < need) {
+        size_t want = need - have < memlen ? (size_t)(need - have) : memlen;
+        got = read_full(STDIN_FILENO, mem, want);
+        if (got < 0) {
+            rc = got;
+            break;
+        }
+        if (got == 0)
+            break;
+        rc = write_all(tmp, mem, (size_t)got);
+        have += (uint64_t)got;
+    }
+    if (rc) {
+        close(tmp);
+        return drx_cli_fail("put: spooling standard input: %s", strerror(-rc));
+    }
+    if (have < need) {
+        close(tmp);
+        return drx_cli_fail("put: standard input ended after %" PRIu64
+                            " bytes; the view needs %" PRIu64 " (nothing was written)",
+                            have, need);
+    }
+    lseek(tmp, 0, SEEK_SET);
+    *inmem = 0;
+    *fd_out = tmp;
+    return 0;
+}
+
+int drx_cmd_put(int argc, char **argv)
+{
+    struct drx_array *a;
+    struct drx_view v;
+    uint64_t total, off;
+    size_t piece, inmem;
+    char *buf, *dir, *slash;
+    int rc, fd;
+
+    if (argc < 2)
+        return drx_cli_fail("usage: drx put ARRAY [VIEW...] < raw");
+    if (open_array(argv[1], DRX_RDWR, &a))
+        return 1;
+    if (view_from_args(a, argc - 2, argv + 2, &v)) {
+        drx_array_close(a);
+        return 1;
+    }
+    total = drx_view_bytes(&v);
+    piece = PIECE_BYTES - PIECE_BYTES % v.elem_size;
+    buf = malloc(piece);
+    dir = strdup(drx_array_path(a));
+    if (!buf || !dir) {
+        rc = drx_cli_fail("put: out of memory");
+        goto out;
+    }
+    slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        strcpy(dir, ".");
+    rc = stage_input(total, &fd, buf, piece, &inmem, dir);
+    if (rc)
+        goto out;
+    if (fd < 0) {
+        ssize_t n = drx_view_write(a, &v, 0, buf, inmem);
+        if (n < 0)
+            rc = drx_cli_fail("put: %s: %s", argv[1], strerror((int)-n));
+        goto out;
+    }
+    for (off = 0; off < total && rc == 0; off += piece) {
+        size_t want = total - off < piece ? (size_t)(total - off) : piece;
+        ssize_t got = read_full(fd, buf, want), n;
+        if (got != (ssize_t)want) {
+            rc = drx_cli_fail("put: input ended early after %" PRIu64 " bytes", off);
+            break;
+        }
+        n = drx_view_write(a, &v, off, buf, want);
+        if (n < 0)
+            rc = drx_cli_fail("put: %s: %s", argv[1], strerror((int)-n));
+    }
+    if (fd != STDIN_FILENO)
+        close(fd);
+out:
+    if (rc == 0 && fdatasync(drx_array_xta_fd(a)))
+        rc = drx_cli_fail("put: %s: %s", argv[1], strerror(errno));
+    free(buf);
+    free(dir);
+    drx_array_close(a);
+    return rc;
+}
+
+int drx_cmd_address(int argc, char **argv)
+{
+    struct drx_array *a;
+    const struct drx_array_meta *m;
+    uint64_t idx[DRX_MAX_RANK], cidx[DRX_MAX_RANK], q, off;
+    int n = 0;
+    char *copy, *save = NULL;
+
+    if (argc != 3)
+        return drx_cli_fail("usage: drx address ARRAY I0,I1,...");
+    if (open_array(argv[1], DRX_RDONLY, &a))
+        return 1;
+    m = drx_array_meta(a);
+    copy = strdup(argv[2]);
+    for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (n == m->rank || parse_u64(tok, &idx[n])) {
+            n = -1;
+            break;
+        }
+        n++;
+    }
+    free(copy);
+    if (n != m->rank) {
+        drx_array_close(a);
+        return drx_cli_fail("address: '%s' is not %d comma-separated indices", argv[2],
+                            drx_array_meta(a)->rank);
+    }
+    for (int i = 0; i < m->rank; i++)
+        if (idx[i] >= m->bounds[i]) {
+            int rc = drx_cli_fail("address: index %" PRIu64 " out of range for dimension %d "
+                                  "(size %" PRIu64 ")",
+                                  idx[i], i, m->bounds[i]);
+            drx_array_close(a);
+            return rc;
+        }
+    drx_array_locate(m, idx, cidx, &q, &off);
+    printf("chunk=");
+    print_list(",", m->rank, cidx);
+    printf(" address=%" PRIu64 " offset=%" PRIu64 "\n", q, off);
+    drx_array_close(a);
+    return 0;
+}
+
+int drx_cmd_index(int argc, char **argv)
+{
+    struct drx_array *a;
+    const struct drx_array_meta *m;
+    uint64_t q, idx[DRX_MAX_RANK];
+
+    if (argc != 3)
+        return drx_cli_fail("usage: drx index ARRAY Q");
+    if (parse_u64(argv[2], &q))
+        return drx_cli_fail("index: '%s' is not a chunk address", argv[2]);
+    if (open_array(argv[1], DRX_RDONLY, &a))
+        return 1;
+    m = drx_array_meta(a);
+    if (q >= m->map.nchunks) {
+        int rc = drx_cli_fail("index: chunk address %" PRIu64 " out of range (%" PRIu64
+                              " chunks)",
+                              q, m->map.nchunks);
+        drx_array_close(a);
+        return rc;
+    }
+    drx_map_index(&m->map, q, idx);
+    printf("chunk=");
+    print_list(",", m->rank, idx);
+    printf("\n");
+    drx_array_close(a);
+    return 0;
+}
+
+int drx_cmd_rm(int argc, char **argv)
+{
+    char path[PATH_MAX];
+    struct drx_err err = {""};
+    int rc;
+
+    if (argc != 2)
+        return drx_cli_fail("usage: drx rm ARRAY");
+    if (array_path(argv[1], path))
+        return 1;
+    rc = drx_array_remove(path, &err);
+    if (rc)
+        return drx_cli_fail_err("rm", rc, &err);
+    return 0;
+}

@@ -1,0 +1,958 @@
+/* Extendible array files: metadata (.xmd) and chunk file (.xta). */
+#include "drx/array.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libconfig.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_i.h"
+
+#define XMD_VERSION 1
+
+/* Elements in an array at most (keeps every byte count in 63 bits). */
+#define MAX_ELEMS ((uint64_t)1 << 59)
+
+struct drx_array {
+    char *path, *xmd_path, *xta_path;
+    int mode;
+    int xta_fd;
+    struct drx_array_meta meta;
+    struct stat xmd_st; /* of the .xmd last read, to notice replacements */
+    struct drx_cache *cache;
+};
+
+static char *path_with(const char *path, const char *suffix)
+{
+    size_t n = strlen(path), s = strlen(suffix);
+    char *p = malloc(n + s + 1);
+    if (p) {
+        memcpy(p, path, n);
+        memcpy(p + n, suffix, s + 1);
+    }
+    return p;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+bool drx_array_dim_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    /* Names that would read as another view key are refused, so that a
+     * view word always means one thing. */
+    if (n == 0 || n > DRX_MAX_DIM_NAME || strcmp(name, "order") == 0 ||
+        strcmp(name, "rep") == 0)
+        return false;
+    if (strncmp(name, "dim", 3) == 0 && n > 3 && isdigit((unsigned char)name[3]))
+        return false;
+    if (!isalpha((unsigned char)name[0]) && name[0] != '_')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_')
+            return false;
+    return true;
+}
+
+int drx_array_dim_lookup(const struct drx_array_meta *m, const char *word)
+{
+    if (strncmp(word, "dim", 3) == 0 && isdigit((unsigned char)word[3])) {
+        char *end;
+        unsigned long d = strtoul(word + 3, &end, 10);
+        if (*end == '\0' && d < (unsigned long)m->rank && (word[3] != '0' || word[4] == '\0'))
+            return (int)d;
+        return -1;
+    }
+    if (isdigit((unsigned char)word[0])) {
+        char *end;
+        unsigned long d = strtoul(word, &end, 10);
+        if (*end == '\0' && d < (unsigned long)m->rank)
+            return (int)d;
+        return -1;
+    }
+    for (int d = 0; d < m->rank; d++)
+        if (m->dim_name[d][0] && strcmp(m->dim_name[d], word) == 0)
+            return d;
+    return -1;
+}
+
+void drx_array_meta_fini(struct drx_array_meta *m)
+{
+    drx_map_fini(&m->map);
+    free(m->history);
+    memset(m, 0, sizeof *m);
+}
+
+static bool fill_is_zero(const struct drx_array_meta *m)
+{
+    for (size_t i = 0; i < m->elem_size; i++)
+        if (m->fill[i])
+            return false;
+    return true;
+}
+
+/* Derived sizes and the initial map, from type/rank/chunk/initial. */
+static int meta_derive(struct drx_array_meta *m, struct drx_err *err)
+{
+    uint64_t ce = 1, ne = 1, b[DRX_MAX_RANK];
+    int rc;
+
+    m->elem_size = drx_type_size(m->type);
+    for (int i = 0; i < m->rank; i++) {
+        if (m->chunk[i] == 0)
+            return drx_err_set(err, EINVAL, "chunk extent of dimension %d is 0", i);
+        if (m->initial[i] == 0)
+            return drx_err_set(err, EINVAL, "extent of dimension %d is 0", i);
+        if (__builtin_mul_overflow(ce, m->chunk[i], &ce) ||
+            ce * m->elem_size > DRX_MAX_CHUNK_BYTES)
+            return drx_err_set(err, EFBIG, "chunk is larger than %" PRIu64 " bytes",
+                               (uint64_t)DRX_MAX_CHUNK_BYTES);
+        if (__builtin_mul_overflow(ne, m->initial[i], &ne) || ne > MAX_ELEMS)
+            return drx_err_set(err, EFBIG, "array has more than 2^59 elements");
+        b[i] = (m->initial[i] - 1) / m->chunk[i] + 1;
+    }
+    m->chunk_elems = ce;
+    m->chunk_bytes = ce * m->elem_size;
+    rc = drx_map_init(&m->map, m->rank, b);
+    if (rc)
+        return drx_err_set(err, -rc, "too many chunks");
+    return 0;
+}
+
+/* Applies one growth to bounds and map; history is the caller's. */
+static int meta_grow(struct drx_array_meta *m, int dim, uint64_t to, struct drx_err *err)
+{
+    uint64_t ne = 1, nb;
+    int rc;
+
+    for (int i = 0; i < m->rank; i++)
+        if (__builtin_mul_overflow(ne, i == dim ? to : m->bounds[i], &ne) || ne > MAX_ELEMS)
+            return drx_err_set(err, EFBIG, "array would have more than 2^59 elements");
+    nb = (to - 1) / m->chunk[dim] + 1;
+    if (nb > m->map.bound[dim]) {
+        rc = drx_map_grow(&m->map, dim, nb);
+        if (rc)
+            return drx_err_set(err, -rc, "too many chunks");
+    }
+    m->bounds[dim] = to;
+    return 0;
+}
+
+static int history_add(struct drx_array_meta *m, int dim, uint64_t from, uint64_t to)
+{
+    struct drx_growth *h;
+
+    if (m->nhistory && m->history[m->nhistory - 1].dim == dim &&
+        m->history[m->nhistory - 1].to == from) {
+        m->history[m->nhistory - 1].to = to;
+        return 0;
+    }
+    h = realloc(m->history, (m->nhistory + 1) * sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    m->history = h;
+    m->history[m->nhistory++] = (struct drx_growth){dim, from, to};
+    return 0;
+}
+
+/* ---- reading the .xmd ---- */
+
+struct xmd_reader {
+    const char *file;
+    struct drx_err *err;
+};
+
+static int bad(struct xmd_reader *r, const config_setting_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(struct xmd_reader *r, const config_setting_t *s, const char *fmt, ...)
+{
+    char what[DRX_ERR_LEN / 2];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (s)
+        return drx_err_set(r->err, EINVAL, "%s:%u: %s", r->file, config_setting_source_line(s),
+                           what);
+    return drx_err_set(r->err, EINVAL, "%s: %s", r->file, what);
+}
+
+static const config_setting_t *need(struct xmd_reader *r, const config_setting_t *root,
+                                    const char *name, int type, int *rc)
+{
+    const config_setting_t *s = config_setting_get_member(root, name);
+    int t;
+
+    if (!s) {
+        *rc = bad(r, NULL, "missing '%s'", name);
+        return NULL;
+    }
+    t = config_setting_type(s);
+    if (type == CONFIG_TYPE_INT64 ? (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+                                  : t != type) {
+        *rc = bad(r, s, "'%s' has the wrong type", name);
+        return NULL;
+    }
+    return s;
+}
+
+static int get_u64(struct xmd_reader *r, const config_setting_t *s, const char *what, uint64_t *out)
+{
+    int t = config_setting_type(s);
+    long long v;
+
+    if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+        return bad(r, s, "%s is not an integer", what);
+    v = config_setting_get_int64(s);
+    if (v < 0)
+        return bad(r, s, "%s is negative", what);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int get_vec(struct xmd_reader *r, const config_setting_t *root, const char *name, int rank,
+                   uint64_t *out)
+{
+    int rc = 0;
+    const config_setting_t *s = need(r, root, name, CONFIG_TYPE_ARRAY, &rc);
+
+    if (!s)
+        return rc;
+    if (config_setting_length(s) != rank)
+        return bad(r, s, "'%s' has %d entries for rank %d", name, config_setting_length(s), rank);
+    for (int i = 0; i < rank; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s[%d]", name, i);
+        rc = get_u64(r, config_setting_get_elem(s, (unsigned)i), what, &out[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta *m)
+{
+    const config_setting_t *root = config_root_setting(cfg), *s;
+    struct drx_map stored;
+    uint64_t u;
+    int rc = 0;
+    struct drx_err sub;
+
+    memset(&stored, 0, sizeof stored);
+    if (!(s = need(r, root, "version", CONFIG_TYPE_INT, &rc)))
+        return rc;
+    if (config_setting_get_int(s) != XMD_VERSION)
+        return bad(r, s, "version %d is not supported (this drx reads version %d)",
+                   config_setting_get_int(s), XMD_VERSION);
+    if (!(s = need(r, root, "type", CONFIG_TYPE_STRING, &rc)))
+        return rc;
+    if (drx_type_parse(config_setting_get_string(s), &m->type, &sub))
+        return bad(r, s, "%s", sub.msg);
+    if (!(s = need(r, root, "rank", CONFIG_TYPE_INT, &rc)))
+        return rc;
+    m->rank = config_setting_get_int(s);
+    if (m->rank < 1 || m->rank > DRX_MAX_RANK)
+        return bad(r, s, "rank %d is not in 1..%d", m->rank, DRX_MAX_RANK);
+    if ((rc = get_vec(r, root, "chunk", m->rank, m->chunk)) ||
+        (rc = get_vec(r, root, "initial", m->rank, m->initial)) ||
+        (rc = get_vec(r, root, "bounds", m->rank, m->bounds)))
+        return rc;
+    if (meta_derive(m, &sub)) {
+        s = config_setting_get_member(root, "chunk");
+        return bad(r, s, "%s", sub.msg);
+    }
+
+    if (!(s = need(r, root, "dims", CONFIG_TYPE_ARRAY, &rc)))
+        return rc;
+    if (config_setting_length(s) != m->rank)
+        return bad(r, s, "'dims' has %d entries for rank %d", config_setting_length(s), m->rank);
+    for (int i = 0; i < m->rank; i++) {
+        const char *name = config_setting_get_string_elem(s, (unsigned)i);
+        if (!name)
+            return bad(r, s, "dims[%d] is not a string", i);
+        if (name[0] && !drx_array_dim_name_valid(name))
+            return bad(r, s, "dims[%d] '%.80s' is not a valid dimension name", i, name);
+        for (int j = 0; j < i; j++)
+            if (name[0] && strcmp(name, m->dim_name[j]) == 0)
+                return bad(r, s, "dimension name '%s' is used twice", name);
+        strcpy(m->dim_name[i], name);
+    }
+
+    if (!(s = need(r, root, "fill", CONFIG_TYPE_STRING, &rc)))
+        return rc;
+    if (drx_type_parse_value(m->type, config_setting_get_string(s), m->fill, &sub))
+        return bad(r, s, "fill: %s", sub.msg);
+
+    /* The history decides the map; the stored axial vectors and counts must
+     * agree with it, so a tampered file cannot send F* outside the .xta. */
+    if (!(s = need(r, root, "history", CONFIG_TYPE_LIST, &rc)))
+        return rc;
+    {
+        uint64_t stored_bounds[DRX_MAX_RANK];
+        const config_setting_t *hist = s;
+        memcpy(stored_bounds, m->bounds, sizeof stored_bounds);
+        memcpy(m->bounds, m->initial, sizeof m->bounds);
+        for (int i = 0; i < config_setting_length(hist); i++) {
+            const config_setting_t *h = config_setting_get_elem(hist, (unsigned)i), *f;
+            uint64_t from, to;
+            int dim;
+            if (!config_setting_is_group(h))
+                return bad(r, h, "history[%d] is not a group", i);
+            if (!(f = need(r, h, "dim", CONFIG_TYPE_INT, &rc)))
+                return rc;
+            dim = config_setting_get_int(f);
+            if (dim < 0 || dim >= m->rank)
+                return bad(r, f, "history[%d]: dimension %d out of range", i, dim);
+            if (!(f = need(r, h, "from", CONFIG_TYPE_INT64, &rc)) ||
+                (rc = get_u64(r, f, "from", &from)))
+                return rc;
+            if (!(f = need(r, h, "to", CONFIG_TYPE_INT64, &rc)) || (rc = get_u64(r, f, "to", &to)))
+                return rc;
+            if (from != m->bounds[dim] || to <= from)
+                return bad(r, h, "history[%d]: growth %" PRIu64 "->%" PRIu64
+                                 " does not follow extent %" PRIu64,
+                           i, from, to, m->bounds[dim]);
+            if (meta_grow(m, dim, to, &sub) || history_add(m, dim, from, to))
+                return bad(r, h, "history[%d]: %s", i, sub.msg);
+        }
+        if (memcmp(stored_bounds, m->bounds, sizeof(uint64_t) * (size_t)m->rank))
+            return bad(r, config_setting_get_member(root, "bounds"),
+                       "bounds do not match the extension history");
+    }
+
+    if (!(s = need(r, root, "chunk_count", CONFIG_TYPE_INT64, &rc)) ||
+        (rc = get_u64(r, s, "chunk_count", &u)))
+        return rc;
+    if (u != m->map.nchunks)
+        return bad(r, s, "chunk_count %" PRIu64 " does not match the extension history (%" PRIu64
+                         ")",
+                   u, m->map.nchunks);
+
+    if (!(s = need(r, root, "axial", CONFIG_TYPE_LIST, &rc)))
+        return rc;
+    if (config_setting_length(s) != m->rank)
+        return bad(r, s, "'axial' has %d vectors for rank %d", config_setting_length(s), m->rank);
+    stored.rank = m->rank;
+    stored.nchunks = m->map.nchunks;
+    stored.last_dim = m->map.last_dim;
+    memcpy(stored.bound, m->map.bound, sizeof stored.bound);
+    for (int j = 0; j < m->rank && rc == 0; j++) {
+        const config_setting_t *vec = config_setting_get_elem(s, (unsigned)j);
+        if (config_setting_type(vec) != CONFIG_TYPE_LIST) {
+            rc = bad(r, vec, "axial[%d] is not a list", j);
+            break;
+        }
+        if ((size_t)config_setting_length(vec) != m->map.vec[j].n) {
+            rc = bad(r, vec, "axial[%d] has %d records; the extension history gives %zu", j,
+                     config_setting_length(vec), m->map.vec[j].n);
+            break;
+        }
+        for (int i = 0; i < config_setting_length(vec) && rc == 0; i++) {
+            const config_setting_t *g = config_setting_get_elem(vec, (unsigned)i), *f;
+            const struct drx_axial_rec *want = &m->map.vec[j].rec[i];
+            uint64_t coef[DRX_MAX_RANK];
+            long long addr;
+            if (!config_setting_is_group(g) || !(f = need(r, g, "start", CONFIG_TYPE_INT64, &rc)) ||
+                (rc = get_u64(r, f, "start", &u)))
+                rc = rc ? rc : bad(r, g, "axial[%d][%d] is not a record", j, i);
+            else if (!(f = need(r, g, "addr", CONFIG_TYPE_INT64, &rc)))
+                ;
+            else if ((addr = config_setting_get_int64(f)), (rc = get_vec(r, g, "coef", m->rank, coef)))
+                ;
+            else if (u != want->start || addr != want->addr ||
+                     memcmp(coef, want->coef, sizeof(uint64_t) * (size_t)m->rank))
+                rc = bad(r, g, "axial[%d][%d] does not match the extension history", j, i);
+        }
+    }
+    return rc;
+}
+
+int drx_array_meta_load(const char *xmd_path, struct drx_array_meta *m, struct drx_err *err)
+{
+    struct xmd_reader r = {xmd_path, err};
+    config_t cfg;
+    int rc;
+
+    memset(m, 0, sizeof *m);
+    config_init(&cfg);
+    if (!config_read_file(&cfg, xmd_path)) {
+        if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
+            rc = drx_err_set(err, errno ? errno : EIO, "%s: %s", xmd_path,
+                             strerror(errno ? errno : EIO));
+        else
+            rc = drx_err_set(err, EINVAL, "%s:%d: %s", xmd_path, config_error_line(&cfg),
+                             config_error_text(&cfg));
+        goto out;
+    }
+    rc = parse_meta(&r, &cfg, m);
+out:
+    config_destroy(&cfg);
+    if (rc)
+        drx_array_meta_fini(m);
+    return rc;
+}
+
+/* ---- writing the .xmd ---- */
+
+/* "name = [ 1L, 2L ]" with the caller's terminator after it. */
+static void put_vec(FILE *f, const char *name, int rank, const uint64_t *v, const char *end)
+{
+    fprintf(f, "%s = [", name);
+    for (int i = 0; i < rank; i++)
+        fprintf(f, "%s%" PRIu64 "L", i ? ", " : " ", v[i]);
+    fprintf(f, " ]%s", end);
+}
+
+static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
+{
+    char fill[160];
+
+    drx_type_format_value(m->type, m->fill, fill, sizeof fill);
+    fprintf(f, "# drx extendible array metadata; format in drxfs's README (\"The .xmd file\").\n");
+    fprintf(f, "version = %d;\ntype = \"%s\";\nrank = %d;\n", XMD_VERSION, drx_type_name(m->type),
+            m->rank);
+    put_vec(f, "chunk", m->rank, m->chunk, ";\n");
+    put_vec(f, "bounds", m->rank, m->bounds, ";\n");
+    put_vec(f, "initial", m->rank, m->initial, ";\n");
+    fprintf(f, "dims = [");
+    for (int i = 0; i < m->rank; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : " ", m->dim_name[i]);
+    fprintf(f, " ];\nfill = \"%s\";\nchunk_count = %" PRIu64 "L;\n", fill, m->map.nchunks);
+    fprintf(f, "history = (");
+    for (size_t i = 0; i < m->nhistory; i++)
+        fprintf(f, "%s\n  { dim = %d; from = %" PRIu64 "L; to = %" PRIu64 "L; }", i ? "," : "",
+                m->history[i].dim, m->history[i].from, m->history[i].to);
+    fprintf(f, "%s);\n", m->nhistory ? "\n" : " ");
+    fprintf(f, "axial = (\n");
+    for (int j = 0; j < m->rank; j++) {
+        const struct drx_axial_vec *v = &m->map.vec[j];
+        fprintf(f, "  ( # dimension %d\n", j);
+        for (size_t i = 0; i < v->n; i++) {
+            fprintf(f, "    { start = %" PRIu64 "L; addr = %" PRId64 "L; ", v->rec[i].start,
+                    v->rec[i].addr);
+            put_vec(f, "coef", m->rank, v->rec[i].coef, i + 1 < v->n ? "; },\n" : "; }\n");
+        }
+        fprintf(f, "  )%s\n", j + 1 < m->rank ? "," : "");
+    }
+    fprintf(f, ");\n");
+    return ferror(f) ? -EIO : 0;
+}
+
+static int fsync_dir_of(const char *path)
+{
+    char *dir = strdup(path), *slash;
+    int fd, rc = 0;
+
+    if (!dir)
+        return -ENOMEM;
+    slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0 || fsync(fd))
+        rc = -errno;
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    return rc;
+}
+
+/* Writes .NAME.xmd.XXXXXX beside the target, fsyncs it and renames it over
+ * the target, then fsyncs the directory: readers see the old or the new
+ * metadata, never a mix. */
+static int write_meta(const char *xmd_path, const struct drx_array_meta *m, struct drx_err *err)
+{
+    const char *base = base_name(xmd_path);
+    size_t dirlen = (size_t)(base - xmd_path);
+    char *tmp = malloc(dirlen + strlen(base) + 16);
+    FILE *f = NULL;
+    int fd = -1, rc;
+
+    if (!tmp)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    sprintf(tmp, "%.*s.%s.XXXXXX", (int)dirlen, xmd_path, base);
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
+        goto out_free;
+    }
+    fchmod(fd, 0644);
+    f = fdopen(fd, "w+");
+    if (!f) {
+        rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
+        close(fd);
+        goto out_unlink;
+    }
+    rc = write_meta_stream(f, m);
+    if (rc == 0 && (fflush(f) || fsync(fileno(f))))
+        rc = -errno;
+    if (fclose(f) && rc == 0)
+        rc = -errno;
+    if (rc) {
+        rc = drx_err_set(err, -rc, "%s: %s", tmp, strerror(-rc));
+        goto out_unlink;
+    }
+    if (rename(tmp, xmd_path)) {
+        rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
+        goto out_unlink;
+    }
+    rc = fsync_dir_of(xmd_path);
+    if (rc)
+        rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+    goto out_free;
+out_unlink:
+    unlink(tmp);
+out_free:
+    free(tmp);
+    return rc;
+}
+
+/* ---- chunk file ---- */
+
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = pwrite(fd, p, len, (off_t)off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
+static int pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+    char *p = buf;
+    while (len) {
+        ssize_t n = pread(fd, p, len, (off_t)off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -EIO; /* the .xta is shorter than its metadata */
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
+/* Makes chunks [from, to) hold the fill value.  The file is first cut to
+ * `from` chunks so that bytes a crash left past the committed end never show
+ * up as data. */
+static int fill_chunks(int fd, const struct drx_array_meta *m, uint64_t from, uint64_t to)
+{
+    uint64_t start = from * m->chunk_bytes, end = to * m->chunk_bytes;
+    size_t blen;
+    unsigned char *buf;
+    int rc = 0;
+
+    if (ftruncate(fd, (off_t)start))
+        return -errno;
+    if (fill_is_zero(m))
+        return ftruncate(fd, (off_t)end) ? -errno : 0;
+    blen = m->chunk_bytes < ((size_t)4 << 20) ? m->chunk_bytes : ((size_t)4 << 20);
+    blen -= blen % m->elem_size;
+    buf = malloc(blen);
+    if (!buf)
+        return -ENOMEM;
+    for (size_t i = 0; i < blen; i += m->elem_size)
+        memcpy(buf + i, m->fill, m->elem_size);
+    for (uint64_t off = start; off < end && rc == 0;) {
+        size_t n = end - off < blen ? (size_t)(end - off) : blen;
+        rc = pwrite_all(fd, buf, n, off);
+        off += n;
+    }
+    free(buf);
+    return rc;
+}
+
+static int check_xta_size(struct drx_array *a, struct drx_err *err)
+{
+    struct stat st;
+    uint64_t need = a->meta.map.nchunks * a->meta.chunk_bytes;
+
+    if (fstat(a->xta_fd, &st))
+        return drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
+    if ((uint64_t)st.st_size < need)
+        return drx_err_set(err, EIO,
+                           "%s is %jd bytes, shorter than the %" PRIu64
+                           " its metadata needs (run drx fsck)",
+                           a->xta_path, (intmax_t)st.st_size, need);
+    return 0;
+}
+
+static struct drx_array *array_alloc(const char *path, int mode)
+{
+    struct drx_array *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->mode = mode;
+    a->xta_fd = -1;
+    a->path = strdup(path);
+    a->xmd_path = path_with(path, ".xmd");
+    a->xta_path = path_with(path, ".xta");
+    if (!a->path || !a->xmd_path || !a->xta_path) {
+        drx_array_close(a);
+        return NULL;
+    }
+    return a;
+}
+
+int drx_array_create(const char *path, const struct drx_array_spec *spec, struct drx_array **out,
+                     struct drx_err *err)
+{
+    struct drx_array *a = array_alloc(path, DRX_RDWR);
+    struct drx_array_meta *m;
+    struct stat st;
+    int rc;
+
+    *out = NULL;
+    if (!a)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    m = &a->meta;
+    if (spec->rank < 1 || spec->rank > DRX_MAX_RANK) {
+        rc = drx_err_set(err, EINVAL, "rank %d is not in 1..%d", spec->rank, DRX_MAX_RANK);
+        goto fail;
+    }
+    if ((unsigned)spec->type >= DRX_NTYPES) {
+        rc = drx_err_set(err, EINVAL, "unknown element type");
+        goto fail;
+    }
+    m->type = spec->type;
+    m->rank = spec->rank;
+    for (int i = 0; i < m->rank; i++) {
+        const char *name = spec->dim_name[i] ? spec->dim_name[i] : "";
+        m->chunk[i] = spec->chunk[i];
+        m->initial[i] = m->bounds[i] = spec->shape[i];
+        if (name[0] && !drx_array_dim_name_valid(name)) {
+            rc = drx_err_set(err, EINVAL,
+                             "'%.80s' is not a valid dimension name (letters, digits, _; not "
+                             "order, rep or dimN)",
+                             name);
+            goto fail;
+        }
+        for (int j = 0; j < i; j++)
+            if (name[0] && strcmp(name, m->dim_name[j]) == 0) {
+                rc = drx_err_set(err, EINVAL, "dimension name '%s' is used twice", name);
+                goto fail;
+            }
+        strcpy(m->dim_name[i], name);
+    }
+    rc = meta_derive(m, err);
+    if (rc)
+        goto fail;
+    if (spec->fill)
+        memcpy(m->fill, spec->fill, m->elem_size);
+
+    if (stat(a->xmd_path, &st) == 0 || lstat(a->xta_path, &st) == 0) {
+        rc = drx_err_set(err, EEXIST, "%s: an array (or its .xmd/.xta) already exists", path);
+        goto fail;
+    }
+    /* Chunks first, metadata last: a crash leaves an orphan .xta at worst. */
+    a->xta_fd = open(a->xta_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (a->xta_fd < 0) {
+        rc = drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
+        goto fail;
+    }
+    rc = fill_chunks(a->xta_fd, m, 0, m->map.nchunks);
+    if (rc == 0 && fdatasync(a->xta_fd))
+        rc = -errno;
+    if (rc) {
+        drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
+        unlink(a->xta_path);
+        goto fail;
+    }
+    rc = write_meta(a->xmd_path, m, err);
+    if (rc) {
+        unlink(a->xta_path);
+        goto fail;
+    }
+    stat(a->xmd_path, &a->xmd_st);
+    *out = a;
+    return 0;
+fail:
+    drx_array_close(a);
+    return rc;
+}
+
+int drx_array_open(const char *path, int mode, struct drx_array **out, struct drx_err *err)
+{
+    struct drx_array *a = array_alloc(path, mode);
+    int rc;
+
+    *out = NULL;
+    if (!a)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    if (stat(a->xmd_path, &a->xmd_st)) {
+        rc = errno == ENOENT ? drx_err_set(err, ENOENT, "%s: no such array", path)
+                             : drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
+        goto fail;
+    }
+    rc = drx_array_meta_load(a->xmd_path, &a->meta, err);
+    if (rc)
+        goto fail;
+    a->xta_fd = open(a->xta_path, (mode == DRX_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (a->xta_fd < 0) {
+        rc = drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
+        goto fail;
+    }
+    rc = check_xta_size(a, err);
+    if (rc)
+        goto fail;
+    *out = a;
+    return 0;
+fail:
+    drx_array_close(a);
+    return rc;
+}
+
+void drx_array_close(struct drx_array *a)
+{
+    if (!a)
+        return;
+    if (a->xta_fd >= 0)
+        close(a->xta_fd);
+    drx_cache_destroy(a->cache);
+    drx_array_meta_fini(&a->meta);
+    free(a->path);
+    free(a->xmd_path);
+    free(a->xta_path);
+    free(a);
+}
+
+bool drx_array_exists(const char *path)
+{
+    char *xmd = path_with(path, ".xmd");
+    struct stat st;
+    bool yes = xmd && stat(xmd, &st) == 0 && S_ISREG(st.st_mode);
+    free(xmd);
+    return yes;
+}
+
+int drx_array_remove(const char *path, struct drx_err *err)
+{
+    char *xmd = path_with(path, ".xmd"), *xta = path_with(path, ".xta");
+    int rc = 0;
+
+    if (!xmd || !xta) {
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+        goto out;
+    }
+    if (unlink(xmd)) {
+        rc = errno == ENOENT ? drx_err_set(err, ENOENT, "%s: no such array", path)
+                             : drx_err_set(err, errno, "%s: %s", xmd, strerror(errno));
+        goto out;
+    }
+    if (unlink(xta) && errno != ENOENT)
+        rc = drx_err_set(err, errno, "%s: %s", xta, strerror(errno));
+out:
+    free(xmd);
+    free(xta);
+    return rc;
+}
+
+const struct drx_array_meta *drx_array_meta(const struct drx_array *a)
+{
+    return &a->meta;
+}
+
+const char *drx_array_path(const struct drx_array *a)
+{
+    return a->path;
+}
+
+int drx_array_xta_fd(const struct drx_array *a)
+{
+    return a->xta_fd;
+}
+
+static bool same_file_state(const struct stat *a, const struct stat *b)
+{
+    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+int drx_array_reload(struct drx_array *a, struct drx_err *err)
+{
+    struct drx_array_meta fresh;
+    struct stat st;
+    int rc;
+
+    if (stat(a->xmd_path, &st))
+        return drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
+    if (same_file_state(&st, &a->xmd_st))
+        return 0;
+    rc = drx_array_meta_load(a->xmd_path, &fresh, err);
+    if (rc)
+        return rc;
+    /* Only growth is possible: chunk shape and type never change, so cached
+     * chunks stay valid. */
+    if (fresh.type != a->meta.type || fresh.rank != a->meta.rank ||
+        memcmp(fresh.chunk, a->meta.chunk, sizeof fresh.chunk)) {
+        drx_array_meta_fini(&fresh);
+        return drx_err_set(err, ESTALE, "%s: the array was replaced by a different one",
+                           a->xmd_path);
+    }
+    drx_array_meta_fini(&a->meta);
+    a->meta = fresh;
+    a->xmd_st = st;
+    return 1;
+}
+
+int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_err *err)
+{
+    struct drx_array_meta next;
+    uint64_t from, to, old_chunks;
+    int rc;
+
+    if (a->mode != DRX_RDWR)
+        return drx_err_set(err, EBADF, "%s: opened read-only", a->path);
+    if (dim < 0 || dim >= a->meta.rank)
+        return drx_err_set(err, EINVAL, "dimension %d out of range (rank %d)", dim, a->meta.rank);
+    if (count == 0)
+        return drx_err_set(err, EINVAL, "extension count must be > 0");
+    /* One extender at a time per array, across processes. */
+    if (flock(a->xta_fd, LOCK_EX))
+        return drx_err_set(err, errno, "%s: lock: %s", a->xta_path, strerror(errno));
+    rc = drx_array_reload(a, err);
+    if (rc < 0)
+        goto out;
+    from = a->meta.bounds[dim];
+    if (__builtin_add_overflow(from, count, &to)) {
+        rc = drx_err_set(err, EFBIG, "extent of dimension %d would overflow", dim);
+        goto out;
+    }
+
+    /* Build the new metadata on a copy: the handle changes only once the
+     * new metadata is on disk. */
+    rc = drx_array_meta_load(a->xmd_path, &next, err);
+    if (rc)
+        goto out;
+    old_chunks = next.map.nchunks;
+    rc = meta_grow(&next, dim, to, err);
+    if (rc == 0 && history_add(&next, dim, from, to))
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+    if (rc == 0) {
+        rc = fill_chunks(a->xta_fd, &next, old_chunks, next.map.nchunks);
+        if (rc == 0 && fdatasync(a->xta_fd))
+            rc = -errno;
+        if (rc)
+            rc = drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
+    }
+    if (rc == 0)
+        rc = write_meta(a->xmd_path, &next, err);
+    if (rc) {
+        drx_array_meta_fini(&next);
+        goto out;
+    }
+    drx_array_meta_fini(&a->meta);
+    a->meta = next;
+    stat(a->xmd_path, &a->xmd_st);
+out:
+    flock(a->xta_fd, LOCK_UN);
+    return rc < 0 ? rc : 0;
+}
+
+void drx_array_locate(const struct drx_array_meta *m, const uint64_t *idx, uint64_t *chunk_idx,
+                      uint64_t *q, uint64_t *byte_off)
+{
+    uint64_t inner = 0;
+    for (int i = 0; i < m->rank; i++) {
+        chunk_idx[i] = idx[i] / m->chunk[i];
+        inner = inner * m->chunk[i] + idx[i] % m->chunk[i];
+    }
+    *q = drx_map_address(&m->map, chunk_idx);
+    *byte_off = *q * m->chunk_bytes + inner * m->elem_size;
+}
+
+/* ---- chunk I/O ---- */
+
+struct load_arg {
+    struct drx_array *a;
+};
+
+static int load_chunk(uint64_t q, void *buf, void *arg)
+{
+    struct drx_array *a = arg;
+    return pread_all(a->xta_fd, buf, a->meta.chunk_bytes, q * a->meta.chunk_bytes);
+}
+
+int drx_array_set_cache(struct drx_array *a, size_t bytes)
+{
+    drx_cache_destroy(a->cache);
+    a->cache = NULL;
+    if (bytes == 0)
+        return 0;
+    a->cache = drx_cache_create(bytes, a->meta.chunk_bytes);
+    return a->cache ? 0 : -ENOMEM;
+}
+
+int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len,
+                        void *scratch, struct drx_chunk_ref *ref)
+{
+    int rc = 0;
+
+    ref->entry = NULL;
+    if (q >= a->meta.map.nchunks || off + len > a->meta.chunk_bytes)
+        return -EINVAL;
+    if (a->cache) {
+        unsigned char *d = drx_cache_get(a->cache, q, load_chunk, a, &ref->entry, &rc);
+        if (!d)
+            return rc;
+        ref->data = d + off;
+        return 0;
+    }
+    rc = pread_all(a->xta_fd, scratch, len, q * a->meta.chunk_bytes + off);
+    ref->data = scratch;
+    return rc;
+}
+
+void drx_array_chunk_put(struct drx_array *a, struct drx_chunk_ref *ref)
+{
+    if (ref->entry)
+        drx_cache_put(a->cache, ref->entry);
+    ref->entry = NULL;
+}
+
+int drx_array_chunk_write(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len,
+                          const void *buf)
+{
+    int rc;
+
+    if (a->mode != DRX_RDWR)
+        return -EBADF;
+    if (q >= a->meta.map.nchunks || off + len > a->meta.chunk_bytes)
+        return -EINVAL;
+    rc = pwrite_all(a->xta_fd, buf, len, q * a->meta.chunk_bytes + off);
+    if (rc == 0 && a->cache)
+        drx_cache_update(a->cache, q, off, buf, len);
+    return rc;
+}

@@ -1,0 +1,219 @@
+/* The axial-vector mapping F* and its inverse (Otoo & Rotem, section III).
+ *
+ * Every vector but dimension 0's opens with a placeholder record (start 0,
+ * addr -1), as in the paper's Fig. 3b, so the binary search always finds a
+ * record and the comparison of start addresses needs no special case.
+ * Dimension 0's first record describes the initial row-major allocation,
+ * which is exactly a segment of dimension 0 starting at index 0.
+ */
+#include "drx/map.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CHUNKS ((uint64_t)INT64_MAX)
+
+static int vec_push(struct drx_axial_vec *v, const struct drx_axial_rec *r)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 4;
+        struct drx_axial_rec *p = realloc(v->rec, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        v->rec = p;
+        v->cap = cap;
+    }
+    v->rec[v->n++] = *r;
+    return 0;
+}
+
+/* Coefficients of a segment of dimension l over bounds B (B[l] excluded from
+ * every product): l varies slowest, the others keep row-major order. */
+static int segment_coefs(int rank, const uint64_t *bound, int l, uint64_t *coef)
+{
+    uint64_t prod = 1;
+    for (int j = rank - 1; j >= 0; j--) {
+        if (j == l)
+            continue;
+        coef[j] = prod;
+        if (__builtin_mul_overflow(prod, bound[j], &prod) || prod > MAX_CHUNKS)
+            return -EOVERFLOW;
+    }
+    coef[l] = prod;
+    return 0;
+}
+
+int drx_map_init(struct drx_map *m, int rank, const uint64_t *bound)
+{
+    struct drx_axial_rec r;
+    uint64_t n = 1;
+    int rc;
+
+    memset(m, 0, sizeof *m);
+    if (rank < 1 || rank > DRX_MAX_RANK)
+        return -EINVAL;
+    m->rank = rank;
+    for (int i = 0; i < rank; i++) {
+        if (bound[i] == 0)
+            return -EINVAL;
+        if (__builtin_mul_overflow(n, bound[i], &n) || n > MAX_CHUNKS)
+            return -EOVERFLOW;
+        m->bound[i] = bound[i];
+    }
+    m->nchunks = n;
+    m->last_dim = 0;
+
+    memset(&r, 0, sizeof r);
+    rc = segment_coefs(rank, bound, 0, r.coef);
+    if (rc == 0)
+        rc = vec_push(&m->vec[0], &r);
+    memset(&r, 0, sizeof r);
+    r.addr = -1;
+    for (int i = 1; i < rank && rc == 0; i++)
+        rc = vec_push(&m->vec[i], &r);
+    if (rc)
+        drx_map_fini(m);
+    return rc;
+}
+
+void drx_map_fini(struct drx_map *m)
+{
+    for (int i = 0; i < DRX_MAX_RANK; i++)
+        free(m->vec[i].rec);
+    memset(m, 0, sizeof *m);
+}
+
+int drx_map_grow(struct drx_map *m, int l, uint64_t new_bound)
+{
+    uint64_t others, added, total;
+    struct drx_axial_rec r;
+    int rc;
+
+    if (l < 0 || l >= m->rank || new_bound <= m->bound[l])
+        return -EINVAL;
+    memset(&r, 0, sizeof r);
+    rc = segment_coefs(m->rank, m->bound, l, r.coef);
+    if (rc)
+        return rc;
+    others = r.coef[l];
+    if (__builtin_mul_overflow(others, new_bound - m->bound[l], &added) ||
+        __builtin_add_overflow(m->nchunks, added, &total) || total > MAX_CHUNKS)
+        return -EOVERFLOW;
+
+    /* An uninterrupted growth of the newest segment's dimension continues
+     * that segment: same start, address and coefficients. */
+    if (m->last_dim != l) {
+        r.start = m->bound[l];
+        r.addr = (int64_t)m->nchunks;
+        rc = vec_push(&m->vec[l], &r);
+        if (rc)
+            return rc;
+        m->last_dim = l;
+    }
+    m->bound[l] = new_bound;
+    m->nchunks = total;
+    return 0;
+}
+
+/* Index of the last record whose start is <= i (the first record starts at
+ * 0, so there always is one). */
+static size_t search_start(const struct drx_axial_vec *v, uint64_t i)
+{
+    size_t lo = 0, hi = v->n; /* answer in [lo, hi) */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v->rec[mid].start <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Index of the last record whose addr is <= q (placeholders have -1). */
+static size_t search_addr(const struct drx_axial_vec *v, int64_t q)
+{
+    size_t lo = 0, hi = v->n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v->rec[mid].addr <= q)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint64_t drx_map_address(const struct drx_map *m, const uint64_t *idx)
+{
+    const struct drx_axial_rec *best = NULL;
+    int z = 0;
+    uint64_t q;
+
+    for (int j = 0; j < m->rank; j++) {
+        const struct drx_axial_rec *r;
+        assert(idx[j] < m->bound[j]);
+        r = &m->vec[j].rec[search_start(&m->vec[j], idx[j])];
+        if (!best || r->addr > best->addr) {
+            best = r;
+            z = j;
+        }
+    }
+    q = (uint64_t)best->addr + (idx[z] - best->start) * best->coef[z];
+    for (int j = 0; j < m->rank; j++)
+        if (j != z)
+            q += idx[j] * best->coef[j];
+    return q;
+}
+
+void drx_map_index(const struct drx_map *m, uint64_t q, uint64_t *idx)
+{
+    const struct drx_axial_rec *best = NULL;
+    int z = 0;
+    uint64_t rem;
+
+    assert(q < m->nchunks);
+    for (int j = 0; j < m->rank; j++) {
+        const struct drx_axial_rec *r = &m->vec[j].rec[search_addr(&m->vec[j], (int64_t)q)];
+        if (!best || r->addr > best->addr) {
+            best = r;
+            z = j;
+        }
+    }
+    rem = q - (uint64_t)best->addr;
+    idx[z] = best->start + rem / best->coef[z];
+    rem %= best->coef[z];
+    for (int j = 0; j < m->rank; j++) {
+        if (j == z)
+            continue;
+        idx[j] = rem / best->coef[j];
+        rem %= best->coef[j];
+    }
+}
+
+int drx_map_compare(const struct drx_map *a, const struct drx_map *b)
+{
+    if (a->rank != b->rank || a->nchunks != b->nchunks || a->last_dim != b->last_dim)
+        return 1;
+    for (int j = 0; j < a->rank; j++) {
+        if (a->bound[j] != b->bound[j] || a->vec[j].n != b->vec[j].n)
+            return 1;
+        for (size_t i = 0; i < a->vec[j].n; i++) {
+            const struct drx_axial_rec *x = &a->vec[j].rec[i], *y = &b->vec[j].rec[i];
+            if (x->start != y->start || x->addr != y->addr ||
+                memcmp(x->coef, y->coef, sizeof(uint64_t) * (size_t)a->rank))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+size_t drx_map_records(const struct drx_map *m)
+{
+    size_t n = 0;
+    for (int j = 0; j < m->rank; j++)
+        n += m->vec[j].n;
+    return n;
+}

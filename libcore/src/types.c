@@ -1,0 +1,240 @@
+#include "drx/types.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct type_info {
+    const char *name;
+    size_t size;
+    size_t unit;   /* bytes swapped as one number (half an element for complex) */
+    char kind;     /* 'i' signed, 'u' unsigned, 'f' float, 'c' complex */
+    const char *npy; /* NumPy type code without the byte-order mark */
+};
+
+static const struct type_info types[DRX_NTYPES] = {
+    [DRX_I8] = {"i8", 1, 1, 'i', "i1"},     [DRX_I16] = {"i16", 2, 2, 'i', "i2"},
+    [DRX_I32] = {"i32", 4, 4, 'i', "i4"},   [DRX_I64] = {"i64", 8, 8, 'i', "i8"},
+    [DRX_U8] = {"u8", 1, 1, 'u', "u1"},     [DRX_U16] = {"u16", 2, 2, 'u', "u2"},
+    [DRX_U32] = {"u32", 4, 4, 'u', "u4"},   [DRX_U64] = {"u64", 8, 8, 'u', "u8"},
+    [DRX_F32] = {"f32", 4, 4, 'f', "f4"},   [DRX_F64] = {"f64", 8, 8, 'f', "f8"},
+    [DRX_C64] = {"c64", 8, 4, 'c', "c8"},   [DRX_C128] = {"c128", 16, 8, 'c', "c16"},
+};
+
+int drx_type_parse(const char *name, enum drx_type *out, struct drx_err *err)
+{
+    for (int t = 0; t < DRX_NTYPES; t++) {
+        if (strcmp(name, types[t].name) == 0) {
+            *out = (enum drx_type)t;
+            return 0;
+        }
+    }
+    return drx_err_set(err, EINVAL,
+                       "unknown element type '%s' (one of i8 i16 i32 i64 u8 u16 u32 u64 f32 "
+                       "f64 c64 c128)",
+                       name);
+}
+
+const char *drx_type_name(enum drx_type t)
+{
+    return types[t].name;
+}
+
+size_t drx_type_size(enum drx_type t)
+{
+    return types[t].size;
+}
+
+bool drx_type_is_complex(enum drx_type t)
+{
+    return types[t].kind == 'c';
+}
+
+static bool host_little_endian(void)
+{
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+const char *drx_type_npy_descr(enum drx_type t, enum drx_rep rep)
+{
+    static char descr[2][DRX_NTYPES][8];
+    bool big = rep == DRX_REP_EXTERNAL32 || !host_little_endian();
+    char *d = descr[big][t];
+
+    if (!d[0]) {
+        /* Single-byte types have no byte order in NumPy: '|'. */
+        char mark = types[t].size == 1 ? '|' : (big ? '>' : '<');
+        snprintf(d, sizeof descr[0][0], "%c%s", mark, types[t].npy);
+    }
+    return d;
+}
+
+static int parse_real(enum drx_type t, const char *text, void *out, struct drx_err *err)
+{
+    char *end;
+    errno = 0;
+    switch (types[t].kind) {
+    case 'i': {
+        long long v = strtoll(text, &end, 0);
+        long long lo = types[t].size == 8 ? INT64_MIN : -(1LL << (8 * types[t].size - 1));
+        long long hi = types[t].size == 8 ? INT64_MAX : (1LL << (8 * types[t].size - 1)) - 1;
+        if (end == text || *end)
+            break;
+        if (errno == ERANGE || v < lo || v > hi)
+            return drx_err_set(err, ERANGE, "value '%s' does not fit in %s", text,
+                               types[t].name);
+        switch (types[t].size) {
+        case 1: *(int8_t *)out = (int8_t)v; break;
+        case 2: *(int16_t *)out = (int16_t)v; break;
+        case 4: *(int32_t *)out = (int32_t)v; break;
+        default: *(int64_t *)out = (int64_t)v; break;
+        }
+        return 0;
+    }
+    case 'u': {
+        unsigned long long v;
+        if (text[0] == '-')
+            return drx_err_set(err, ERANGE, "value '%s' does not fit in %s", text,
+                               types[t].name);
+        v = strtoull(text, &end, 0);
+        if (end == text || *end)
+            break;
+        if (errno == ERANGE || (types[t].size < 8 && v >> (8 * types[t].size)))
+            return drx_err_set(err, ERANGE, "value '%s' does not fit in %s", text,
+                               types[t].name);
+        switch (types[t].size) {
+        case 1: *(uint8_t *)out = (uint8_t)v; break;
+        case 2: *(uint16_t *)out = (uint16_t)v; break;
+        case 4: *(uint32_t *)out = (uint32_t)v; break;
+        default: *(uint64_t *)out = (uint64_t)v; break;
+        }
+        return 0;
+    }
+    default: {
+        double v = strtod(text, &end);
+        if (end == text || *end)
+            break;
+        if (types[t].unit == 4) {
+            float f = (float)v;
+            memcpy(out, &f, sizeof f);
+        } else {
+            memcpy(out, &v, sizeof v);
+        }
+        return 0;
+    }
+    }
+    return drx_err_set(err, EINVAL, "'%s' is not a %s value", text, types[t].name);
+}
+
+int drx_type_parse_value(enum drx_type t, const char *text, void *out, struct drx_err *err)
+{
+    if (types[t].kind == 'c') {
+        /* "re,im" or just "re" */
+        char re[128];
+        const char *comma = strchr(text, ',');
+        size_t n = comma ? (size_t)(comma - text) : strlen(text);
+        enum drx_type part = t == DRX_C64 ? DRX_F32 : DRX_F64;
+        int rc;
+
+        if (n >= sizeof re)
+            return drx_err_set(err, EINVAL, "'%s' is not a %s value", text, types[t].name);
+        memcpy(re, text, n);
+        re[n] = '\0';
+        rc = parse_real(part, re, out, err);
+        if (rc == 0)
+            rc = parse_real(part, comma ? comma + 1 : "0", (char *)out + types[t].unit, err);
+        return rc;
+    }
+    return parse_real(t, text, out, err);
+}
+
+static void format_real(enum drx_type t, const void *v, char *buf, size_t len)
+{
+    switch (types[t].kind) {
+    case 'i': {
+        int64_t x = types[t].size == 1   ? *(const int8_t *)v
+                    : types[t].size == 2 ? *(const int16_t *)v
+                    : types[t].size == 4 ? *(const int32_t *)v
+                                         : *(const int64_t *)v;
+        snprintf(buf, len, "%" PRId64, x);
+        break;
+    }
+    case 'u': {
+        uint64_t x = types[t].size == 1   ? *(const uint8_t *)v
+                     : types[t].size == 2 ? *(const uint16_t *)v
+                     : types[t].size == 4 ? *(const uint32_t *)v
+                                          : *(const uint64_t *)v;
+        snprintf(buf, len, "%" PRIu64, x);
+        break;
+    }
+    default:
+        if (types[t].unit == 4) {
+            float f;
+            memcpy(&f, v, sizeof f);
+            snprintf(buf, len, "%.9g", (double)f);
+        } else {
+            double d;
+            memcpy(&d, v, sizeof d);
+            snprintf(buf, len, "%.17g", d);
+        }
+    }
+}
+
+void drx_type_format_value(enum drx_type t, const void *value, char *buf, size_t len)
+{
+    if (types[t].kind == 'c') {
+        enum drx_type part = t == DRX_C64 ? DRX_F32 : DRX_F64;
+        char re[64], im[64];
+        format_real(part, value, re, sizeof re);
+        format_real(part, (const char *)value + types[t].unit, im, sizeof im);
+        snprintf(buf, len, "%s,%s", re, im);
+        return;
+    }
+    format_real(t, value, buf, len);
+}
+
+bool drx_type_rep_swaps(enum drx_type t, enum drx_rep rep)
+{
+    return rep == DRX_REP_EXTERNAL32 && host_little_endian() && types[t].unit > 1;
+}
+
+void drx_type_convert(enum drx_type t, enum drx_rep rep, void *buf, size_t n)
+{
+    size_t units;
+
+    if (!drx_type_rep_swaps(t, rep))
+        return;
+    units = n * (types[t].size / types[t].unit);
+    /* memcpy keeps this correct for unaligned buffers (FUSE hands us any
+     * offset); compilers turn it into plain loads and stores. */
+    switch (types[t].unit) {
+    case 2:
+        for (unsigned char *p = buf, *e = p + 2 * units; p < e; p += 2) {
+            uint16_t x;
+            memcpy(&x, p, 2);
+            x = __builtin_bswap16(x);
+            memcpy(p, &x, 2);
+        }
+        break;
+    case 4:
+        for (unsigned char *p = buf, *e = p + 4 * units; p < e; p += 4) {
+            uint32_t x;
+            memcpy(&x, p, 4);
+            x = __builtin_bswap32(x);
+            memcpy(p, &x, 4);
+        }
+        break;
+    case 8:
+        for (unsigned char *p = buf, *e = p + 8 * units; p < e; p += 8) {
+            uint64_t x;
+            memcpy(&x, p, 8);
+            x = __builtin_bswap64(x);
+            memcpy(p, &x, 8);
+        }
+        break;
+    }
+}

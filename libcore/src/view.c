@@ -1,0 +1,625 @@
+/* Views: parsing KEY=VALUE words, resolving them against an array's bounds,
+ * and copying between a view and a caller's buffer chunk by chunk.
+ *
+ * The copy engine works on a range of view elements [L0, L0+n) in the
+ * view's linear order.  Such a range is a union of at most 2k "boxes"
+ * (hyper-rectangles in view coordinates, each itself a contiguous run of
+ * the linear order).  The engine visits every chunk that meets the boxes'
+ * bounding box once, reads (or writes) only the span of the chunk the range
+ * needs, and copies rows along the view's fastest dimension.
+ */
+#include "drx/view.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+void drx_view_spec_init(struct drx_view_spec *s)
+{
+    s->nwords = 0;
+}
+
+/* Strict signed integer: optional '-', digits, nothing else. */
+static bool parse_i64(const char *p, const char *end, int64_t *out)
+{
+    bool neg = false;
+    uint64_t v = 0;
+
+    if (p < end && (*p == '-' || *p == '+'))
+        neg = *p++ == '-';
+    if (p == end)
+        return false;
+    for (; p < end; p++) {
+        if (!isdigit((unsigned char)*p) || v > (uint64_t)INT64_MAX / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*p - '0');
+        if (v > (uint64_t)INT64_MAX)
+            return false;
+    }
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return true;
+}
+
+static int parse_slice(struct drx_view_word *w, const char *val, const char *word,
+                       struct drx_err *err)
+{
+    const char *c1 = strchr(val, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    const char *end = val + strlen(val);
+
+    w->step = 1;
+    if (!c1) {
+        w->single = true;
+        w->has_start = w->has_stop = true;
+        if (!parse_i64(val, end, &w->start))
+            return drx_err_set(err, EINVAL, "'%.200s': '%.100s' is not an index or a slice", word,
+                               val);
+        return 0;
+    }
+    if (c2 && strchr(c2 + 1, ':'))
+        return drx_err_set(err, EINVAL, "'%.200s': a slice is START:STOP[:STEP]", word);
+    w->has_start = c1 > val;
+    if (w->has_start && !parse_i64(val, c1, &w->start))
+        return drx_err_set(err, EINVAL, "'%.200s': bad slice start", word);
+    {
+        const char *stop_end = c2 ? c2 : end;
+        w->has_stop = stop_end > c1 + 1;
+        if (w->has_stop && !parse_i64(c1 + 1, stop_end, &w->stop))
+            return drx_err_set(err, EINVAL, "'%.200s': bad slice stop", word);
+    }
+    if (c2 && c2 + 1 < end) {
+        if (!parse_i64(c2 + 1, end, &w->step))
+            return drx_err_set(err, EINVAL, "'%.200s': bad slice step", word);
+        if (w->step <= 0)
+            return drx_err_set(err, EINVAL, "'%.200s': the step must be positive", word);
+    }
+    return 0;
+}
+
+int drx_view_spec_add(struct drx_view_spec *s, const char *word, struct drx_err *err)
+{
+    const char *eq = strchr(word, '=');
+    struct drx_view_word w;
+    size_t klen;
+    const char *val;
+
+    if (s->nwords >= DRX_VIEW_MAX_WORDS)
+        return drx_err_set(err, E2BIG, "more than %d view words", DRX_VIEW_MAX_WORDS);
+    if (!eq)
+        return drx_err_set(err, EINVAL, "'%.200s' is not a KEY=VALUE view word", word);
+    memset(&w, 0, sizeof w);
+    klen = (size_t)(eq - word);
+    val = eq + 1;
+    w.dim = -1;
+    if (klen == 5 && strncmp(word, "order", 5) == 0) {
+        w.kind = DRX_WORD_ORDER;
+        if (strcmp(val, "C") == 0 || strcmp(val, "c") == 0)
+            w.value = DRX_ORDER_C;
+        else if (strcmp(val, "F") == 0 || strcmp(val, "f") == 0)
+            w.value = DRX_ORDER_F;
+        else
+            return drx_err_set(err, EINVAL, "'%.200s': order is C or F", word);
+    } else if (klen == 3 && strncmp(word, "rep", 3) == 0) {
+        w.kind = DRX_WORD_REP;
+        if (strcmp(val, "native") == 0)
+            w.value = DRX_REP_NATIVE;
+        else if (strcmp(val, "external32") == 0)
+            w.value = DRX_REP_EXTERNAL32;
+        else
+            return drx_err_set(err, EINVAL, "'%.200s': rep is native or external32", word);
+    } else {
+        int rc;
+        w.kind = DRX_WORD_SLICE;
+        if (klen > 3 && strncmp(word, "dim", 3) == 0 && isdigit((unsigned char)word[3])) {
+            int64_t d;
+            if (!parse_i64(word + 3, eq, &d) || d >= DRX_MAX_RANK || (word[3] == '0' && klen > 4))
+                return drx_err_set(err, EINVAL, "'%.200s': no such dimension", word);
+            w.dim = (int)d;
+        } else if (klen == 0 || klen > DRX_MAX_DIM_NAME) {
+            return drx_err_set(err, EINVAL, "'%.200s': bad key", word);
+        } else {
+            memcpy(w.name, word, klen);
+            w.name[klen] = '\0';
+            if (!drx_array_dim_name_valid(w.name))
+                return drx_err_set(err, EINVAL, "'%.200s': unknown key '%s'", word, w.name);
+        }
+        rc = parse_slice(&w, val, word, err);
+        if (rc)
+            return rc;
+    }
+    s->word[s->nwords++] = w;
+    return 0;
+}
+
+void drx_view_whole(const struct drx_array_meta *m, struct drx_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->rank = m->rank;
+    v->type = m->type;
+    v->order = DRX_ORDER_C;
+    v->rep = DRX_REP_NATIVE;
+    v->elem_size = m->elem_size;
+    v->nelem = 1;
+    for (int d = 0; d < m->rank; d++) {
+        v->step[d] = 1;
+        v->count[d] = m->bounds[d];
+        v->nelem *= m->bounds[d];
+    }
+}
+
+/* Python's slice.indices() for a positive step over n elements. */
+static int64_t clamp_index(int64_t i, int64_t n)
+{
+    if (i < 0) {
+        i += n;
+        return i < 0 ? 0 : i;
+    }
+    return i > n ? n : i;
+}
+
+int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta *m,
+                     struct drx_view *v, struct drx_err *err)
+{
+    drx_view_whole(m, v);
+    for (int i = 0; i < s->nwords; i++) {
+        const struct drx_view_word *w = &s->word[i];
+        int64_t n, start, stop;
+        uint64_t cnt;
+        int d;
+
+        if (w->kind == DRX_WORD_ORDER) {
+            v->order = (enum drx_order)w->value;
+            continue;
+        }
+        if (w->kind == DRX_WORD_REP) {
+            v->rep = (enum drx_rep)w->value;
+            continue;
+        }
+        d = w->dim >= 0 ? w->dim : drx_array_dim_lookup(m, w->name);
+        if (d < 0)
+            return drx_err_set(err, ENOENT, "no dimension named '%s'", w->name);
+        if (d >= m->rank)
+            return drx_err_set(err, ENOENT, "no dimension %d (rank %d)", d, m->rank);
+        n = (int64_t)v->count[d];
+        if (w->single) {
+            start = w->start < 0 ? w->start + n : w->start;
+            if (start < 0 || start >= n)
+                return drx_err_set(err, ENOENT,
+                                   "index %" PRId64 " out of range for dimension %d (size %" PRId64
+                                   ")",
+                                   w->start, d, n);
+            cnt = 1;
+        } else {
+            start = w->has_start ? clamp_index(w->start, n) : 0;
+            stop = w->has_stop ? clamp_index(w->stop, n) : n;
+            cnt = stop > start ? (uint64_t)((stop - start - 1) / w->step + 1) : 0;
+        }
+        v->origin[d] += (uint64_t)start * v->step[d];
+        /* A step only matters when two or more elements remain; nested steps
+         * cannot overflow then because the elements lie inside the bounds. */
+        v->step[d] = cnt > 1 ? v->step[d] * (uint64_t)w->step : 1;
+        v->count[d] = cnt;
+    }
+    v->nelem = 1;
+    for (int d = 0; d < v->rank; d++)
+        v->nelem *= v->count[d];
+    return 0;
+}
+
+/* ---- the copy engine ---- */
+
+struct box {
+    uint64_t lo[DRX_MAX_RANK], hi[DRX_MAX_RANK]; /* view coordinates, by dimension */
+    uint64_t first;                              /* linear index of lo, minus L0 */
+};
+
+struct engine {
+    struct drx_array *a;
+    const struct drx_array_meta *m;
+    const struct drx_view *v;
+    int rank;
+    int perm[DRX_MAX_RANK];     /* dimensions, slowest to fastest in the view order */
+    uint64_t lstride[DRX_MAX_RANK]; /* linear stride of each dimension (by dimension) */
+    uint64_t cstride[DRX_MAX_RANK]; /* element stride inside a chunk (by dimension) */
+    struct box box[2 * DRX_MAX_RANK];
+    int nbox;
+    unsigned char *buf; /* the caller's elements, view order, native */
+    bool writing;
+    unsigned char *scratch; /* one chunk */
+};
+
+static void engine_init(struct engine *e, struct drx_array *a, const struct drx_view *v)
+{
+    e->a = a;
+    e->m = drx_array_meta(a);
+    e->v = v;
+    e->rank = v->rank;
+    for (int i = 0; i < e->rank; i++)
+        e->perm[i] = v->order == DRX_ORDER_C ? i : e->rank - 1 - i;
+    {
+        uint64_t s = 1;
+        for (int i = e->rank - 1; i >= 0; i--) {
+            e->lstride[e->perm[i]] = s;
+            s *= v->count[e->perm[i]];
+        }
+        s = 1;
+        for (int d = e->rank - 1; d >= 0; d--) {
+            e->cstride[d] = s;
+            s *= e->m->chunk[d];
+        }
+    }
+}
+
+/* Splits [L0, L0+n) into boxes, each a contiguous run of the linear order. */
+static void split_boxes(struct engine *e, uint64_t L0, uint64_t n)
+{
+    uint64_t idx[DRX_MAX_RANK], L = L0, end = L0 + n;
+    int k = e->rank;
+
+    /* idx by position in perm */
+    for (int i = 0; i < k; i++) {
+        int d = e->perm[i];
+        idx[i] = (L0 / e->lstride[d]) % e->v->count[d];
+    }
+    e->nbox = 0;
+    while (L < end) {
+        struct box *b = &e->box[e->nbox++];
+        uint64_t rem = end - L, m;
+        int t = k - 1;
+        /* the slowest position whose faster positions are all at 0 ... */
+        while (t > 0 && idx[t] == 0)
+            t--;
+        /* ... narrowed until a whole step along it fits in what remains */
+        while (t < k - 1 && e->lstride[e->perm[t]] > rem)
+            t++;
+        {
+            int dt = e->perm[t];
+            uint64_t room = e->v->count[dt] - idx[t];
+            m = rem / e->lstride[dt];
+            if (m > room)
+                m = room;
+            for (int i = 0; i < k; i++) {
+                int d = e->perm[i];
+                if (i < t) {
+                    b->lo[d] = idx[i];
+                    b->hi[d] = idx[i] + 1;
+                } else if (i == t) {
+                    b->lo[d] = idx[i];
+                    b->hi[d] = idx[i] + m;
+                } else {
+                    b->lo[d] = 0;
+                    b->hi[d] = e->v->count[d];
+                }
+            }
+            b->first = L - L0;
+            L += m * e->lstride[dt];
+            /* advance idx by m along t, carrying into slower positions */
+            idx[t] += m;
+            for (int i = t; i > 0 && idx[i] == e->v->count[e->perm[i]]; i--) {
+                idx[i] = 0;
+                idx[i - 1]++;
+            }
+        }
+    }
+}
+
+/* View indices along d that fall in chunk coordinate K: [*wlo, *whi). */
+static void chunk_range(const struct engine *e, int d, uint64_t K, uint64_t lo, uint64_t hi,
+                        uint64_t *wlo, uint64_t *whi)
+{
+    uint64_t c = e->m->chunk[d], o = e->v->origin[d], s = e->v->step[d];
+    uint64_t a0 = K * c, a1 = K * c + c; /* array coordinates [a0, a1) */
+    uint64_t w0 = a0 > o ? (a0 - o + s - 1) / s : 0;
+    uint64_t w1 = a1 > o ? (a1 - o + s - 1) / s : 0;
+    *wlo = w0 > lo ? w0 : lo;
+    *whi = w1 < hi ? w1 : hi;
+}
+
+/* Element offset inside chunk K of view element w. */
+static uint64_t chunk_off(const struct engine *e, const uint64_t *K, const uint64_t *w)
+{
+    uint64_t off = 0;
+    for (int d = 0; d < e->rank; d++)
+        off += (e->v->origin[d] + w[d] * e->v->step[d] - K[d] * e->m->chunk[d]) * e->cstride[d];
+    return off;
+}
+
+static inline void copy_elem(unsigned char *dst, const unsigned char *src, size_t es)
+{
+    switch (es) {
+    case 1: *dst = *src; break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    default: memcpy(dst, src, 16); break;
+    }
+}
+
+/* Copies the part of box b inside chunk K (view ranges lo..hi) between the
+ * chunk bytes at span (chunk element offset span0) and the caller's buffer. */
+static void copy_part(struct engine *e, const struct box *b, const uint64_t *K, const uint64_t *lo,
+                      const uint64_t *hi, unsigned char *span, uint64_t span0)
+{
+    const size_t es = e->v->elem_size;
+    const int k = e->rank, f = e->perm[k - 1];
+    const uint64_t run = hi[f] - lo[f];
+    const size_t sstride = (size_t)(e->v->step[f] * e->cstride[f]) * es;
+    uint64_t w[DRX_MAX_RANK];
+
+    memcpy(w, lo, sizeof(uint64_t) * (size_t)k);
+    for (;;) {
+        uint64_t lin = b->first;
+        unsigned char *c = span + (chunk_off(e, K, w) - span0) * es, *u;
+        for (int d = 0; d < k; d++)
+            lin += (w[d] - b->lo[d]) * e->lstride[d];
+        u = e->buf + lin * es;
+        if (sstride == es) {
+            if (e->writing)
+                memcpy(c, u, run * es);
+            else
+                memcpy(u, c, run * es);
+        } else if (e->writing) {
+            for (uint64_t i = 0; i < run; i++, c += sstride, u += es)
+                copy_elem(c, u, es);
+        } else {
+            for (uint64_t i = 0; i < run; i++, c += sstride, u += es)
+                copy_elem(u, c, es);
+        }
+        /* odometer over every dimension but the fastest, fastest-first */
+        int i = k - 2;
+        for (; i >= 0; i--) {
+            int d = e->perm[i];
+            if (++w[d] < hi[d])
+                break;
+            w[d] = lo[d];
+        }
+        if (i < 0)
+            return;
+    }
+}
+
+/* Handles one chunk: every box's part in it, with one read (and one write)
+ * of the chunk span they need. */
+static int do_chunk(struct engine *e, const uint64_t *K, const uint64_t *blo, const uint64_t *bhi)
+{
+    uint64_t lo[2 * DRX_MAX_RANK][DRX_MAX_RANK], hi[2 * DRX_MAX_RANK][DRX_MAX_RANK];
+    bool any[2 * DRX_MAX_RANK];
+    uint64_t span0 = UINT64_MAX, span1 = 0, elems = 0, q;
+    const size_t es = e->v->elem_size;
+    struct drx_chunk_ref ref;
+    int rc;
+
+    (void)blo;
+    (void)bhi;
+    for (int j = 0; j < e->nbox; j++) {
+        uint64_t n = 1, last[DRX_MAX_RANK], o0, o1;
+        any[j] = true;
+        for (int d = 0; d < e->rank && any[j]; d++) {
+            chunk_range(e, d, K[d], e->box[j].lo[d], e->box[j].hi[d], &lo[j][d], &hi[j][d]);
+            if (lo[j][d] >= hi[j][d])
+                any[j] = false;
+            else {
+                last[d] = hi[j][d] - 1;
+                n *= hi[j][d] - lo[j][d];
+            }
+        }
+        if (!any[j])
+            continue;
+        elems += n;
+        o0 = chunk_off(e, K, lo[j]);
+        o1 = chunk_off(e, K, last) + 1;
+        if (o0 < span0)
+            span0 = o0;
+        if (o1 > span1)
+            span1 = o1;
+    }
+    if (span0 >= span1)
+        return 0;
+
+    q = drx_map_address(&e->m->map, K);
+    if (!e->writing) {
+        rc = drx_array_chunk_get(e->a, q, span0 * es, (span1 - span0) * es, e->scratch, &ref);
+        if (rc)
+            return rc;
+        for (int j = 0; j < e->nbox; j++)
+            if (any[j])
+                copy_part(e, &e->box[j], K, lo[j], hi[j], (unsigned char *)ref.data, span0);
+        drx_array_chunk_put(e->a, &ref);
+        return 0;
+    }
+    /* Writing: merge with the stored bytes unless the parts cover the span. */
+    if (elems != span1 - span0) {
+        rc = drx_array_chunk_get(e->a, q, span0 * es, (span1 - span0) * es, e->scratch, &ref);
+        if (rc)
+            return rc;
+        if (ref.data != e->scratch)
+            memcpy(e->scratch, ref.data, (span1 - span0) * es);
+        drx_array_chunk_put(e->a, &ref);
+    }
+    for (int j = 0; j < e->nbox; j++)
+        if (any[j])
+            copy_part(e, &e->box[j], K, lo[j], hi[j], e->scratch, span0);
+    return drx_array_chunk_write(e->a, q, span0 * es, (span1 - span0) * es, e->scratch);
+}
+
+/* Visits the chunks meeting the bounding box of the boxes, in chunk-grid
+ * row-major order, each once. */
+static int engine_run(struct engine *e)
+{
+    uint64_t blo[DRX_MAX_RANK], bhi[DRX_MAX_RANK], K0[DRX_MAX_RANK], K1[DRX_MAX_RANK],
+        K[DRX_MAX_RANK];
+    int k = e->rank, rc;
+
+    for (int d = 0; d < k; d++) {
+        blo[d] = UINT64_MAX;
+        bhi[d] = 0;
+        for (int j = 0; j < e->nbox; j++) {
+            if (e->box[j].lo[d] < blo[d])
+                blo[d] = e->box[j].lo[d];
+            if (e->box[j].hi[d] > bhi[d])
+                bhi[d] = e->box[j].hi[d];
+        }
+        K0[d] = (e->v->origin[d] + blo[d] * e->v->step[d]) / e->m->chunk[d];
+        K1[d] = (e->v->origin[d] + (bhi[d] - 1) * e->v->step[d]) / e->m->chunk[d] + 1;
+        K[d] = K0[d];
+    }
+    for (;;) {
+        rc = do_chunk(e, K, blo, bhi);
+        if (rc)
+            return rc;
+        int d = k - 1;
+        for (; d >= 0; d--) {
+            if (++K[d] < K1[d])
+                break;
+            K[d] = K0[d];
+        }
+        if (d < 0)
+            return 0;
+    }
+}
+
+/* Copies elements [L0, L0+n) (whole elements, native bytes in buf). */
+static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0, uint64_t n,
+                      unsigned char *buf, bool writing)
+{
+    struct engine e;
+    int rc;
+
+    if (n == 0)
+        return 0;
+    engine_init(&e, a, v);
+    e.buf = buf;
+    e.writing = writing;
+    e.scratch = malloc(e.m->chunk_bytes);
+    if (!e.scratch)
+        return -ENOMEM;
+    split_boxes(&e, L0, n);
+    rc = engine_run(&e);
+    free(e.scratch);
+    return rc;
+}
+
+ssize_t drx_view_read(struct drx_array *a, const struct drx_view *v, uint64_t off, void *buf,
+                      size_t len)
+{
+    const size_t es = v->elem_size;
+    uint64_t total = drx_view_bytes(v), e0, e1;
+    unsigned char *tmp;
+    int rc;
+
+    if (off >= total || len == 0)
+        return 0;
+    if (len > total - off)
+        len = (size_t)(total - off);
+    if (len > SSIZE_MAX)
+        len = SSIZE_MAX - SSIZE_MAX % es;
+    e0 = off / es;
+    e1 = (off + len + es - 1) / es;
+    if (off % es == 0 && len % es == 0) {
+        rc = copy_elems(a, v, e0, e1 - e0, buf, false);
+        if (rc)
+            return rc;
+        drx_type_convert(v->type, v->rep, buf, len / es);
+        return (ssize_t)len;
+    }
+    tmp = malloc((e1 - e0) * es);
+    if (!tmp)
+        return -ENOMEM;
+    rc = copy_elems(a, v, e0, e1 - e0, tmp, false);
+    if (rc == 0) {
+        drx_type_convert(v->type, v->rep, tmp, e1 - e0);
+        memcpy(buf, tmp + off % es, len);
+    }
+    free(tmp);
+    return rc ? rc : (ssize_t)len;
+}
+
+ssize_t drx_view_write(struct drx_array *a, const struct drx_view *v, uint64_t off,
+                       const void *buf, size_t len)
+{
+    const size_t es = v->elem_size;
+    uint64_t total = drx_view_bytes(v), e0, e1;
+    unsigned char *tmp;
+    int rc = 0;
+
+    if (len == 0)
+        return 0;
+    if (off >= total)
+        return -EFBIG;
+    if (len > total - off)
+        len = (size_t)(total - off);
+    if (len > SSIZE_MAX)
+        len = SSIZE_MAX - SSIZE_MAX % es;
+    e0 = off / es;
+    e1 = (off + len + es - 1) / es;
+    /* A private copy: the caller's buffer is const, and it may need a byte
+     * swap and a merge of partial elements at either end. */
+    tmp = malloc((e1 - e0) * es);
+    if (!tmp)
+        return -ENOMEM;
+    if (off % es)
+        rc = copy_elems(a, v, e0, 1, tmp, false);
+    if (rc == 0 && (off + len) % es && (e1 - 1 > e0 || off % es == 0))
+        rc = copy_elems(a, v, e1 - 1, 1, tmp + (e1 - 1 - e0) * es, false);
+    if (rc == 0) {
+        /* partial ends were read native; bring them to the caller's rep */
+        drx_type_convert(v->type, v->rep, tmp, e1 - e0);
+        memcpy(tmp + off % es, buf, len);
+        drx_type_convert(v->type, v->rep, tmp, e1 - e0);
+        rc = copy_elems(a, v, e0, e1 - e0, tmp, true);
+    }
+    free(tmp);
+    return rc ? rc : (ssize_t)len;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+int drx_view_chunks(const struct drx_array_meta *m, const struct drx_view *v,
+                    int (*fn)(uint64_t q, void *arg), void *arg)
+{
+    uint64_t K0[DRX_MAX_RANK], K1[DRX_MAX_RANK], K[DRX_MAX_RANK], n = 1, *qs, nq = 0;
+    int rc = 0;
+
+    if (v->nelem == 0)
+        return 0;
+    for (int d = 0; d < v->rank; d++) {
+        K0[d] = v->origin[d] / m->chunk[d];
+        K1[d] = (v->origin[d] + (v->count[d] - 1) * v->step[d]) / m->chunk[d] + 1;
+        K[d] = K0[d];
+        n *= K1[d] - K0[d];
+    }
+    qs = malloc(n * sizeof *qs);
+    if (!qs)
+        return -ENOMEM;
+    for (;;) {
+        bool hit = true;
+        /* with a step larger than the chunk, some chunks hold no element */
+        for (int d = 0; d < v->rank && hit; d++) {
+            uint64_t a0 = K[d] * m->chunk[d], a1 = a0 + m->chunk[d], o = v->origin[d],
+                     s = v->step[d];
+            uint64_t w0 = a0 > o ? (a0 - o + s - 1) / s : 0;
+            hit = w0 < v->count[d] && o + w0 * s < a1;
+        }
+        if (hit)
+            qs[nq++] = drx_map_address(&m->map, K);
+        int d = v->rank - 1;
+        for (; d >= 0; d--) {
+            if (++K[d] < K1[d])
+                break;
+            K[d] = K0[d];
+        }
+        if (d < 0)
+            break;
+    }
+    qsort(qs, nq, sizeof *qs, cmp_u64);
+    for (uint64_t i = 0; i < nq && rc == 0; i++)
+        rc = fn(qs[i], arg);
+    free(qs);
+    return rc;
+}
