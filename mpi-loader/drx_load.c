@@ -1,2 +1,369 @@
-/* placeholder */
-int main(void) { return 1; }
+/* drx-load: bulk parallel import, export, copy and prefetch with collective
+ * MPI-IO (SPEC section 7).
+ *
+ *   mpiexec -n P drx-load [OPTIONS] import ARRAY RAWFILE [VIEW...]
+ *   mpiexec -n P drx-load [OPTIONS] export ARRAY OUTFILE [VIEW...]
+ *   mpiexec -n P drx-load [OPTIONS] copy SRC DST
+ *   mpiexec -n P drx-load [OPTIONS] prefetch ARRAY [VIEW...]
+ *
+ * This file holds what all commands share: options, ROMIO hints, the
+ * agreement on failure, progress and small helpers.  Only rank 0 talks to
+ * the user.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "drx/config.h"
+#include "drx/log.h"
+#include "drx/store.h"
+#include "load_i.h"
+
+/* Default ROMIO hints, measured on local disk (README, "drx-load"):
+ * collective buffering funnels every rank's chunks through aggregators and
+ * data sieving turns a write into read-modify-write of whole sieve buffers;
+ * both only cost time when each rank's pieces are whole chunks on a local
+ * file system.  Configuration (--hint) and ROMIO_HINTS override these. */
+static const char *const default_hints[][2] = {
+    {"romio_cb_write", "disable"},
+    {"romio_cb_read", "disable"},
+    {"romio_ds_write", "disable"},
+    {"romio_ds_read", "disable"},
+};
+
+#define MAX_HINTS 64
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpiexec -n P drx-load [OPTIONS] COMMAND ARGS...\n"
+            "  import ARRAY RAWFILE [VIEW...]   raw bytes in the view's order -> array\n"
+            "  export ARRAY OUTFILE [VIEW...]   array -> raw bytes in the view's order\n"
+            "  copy SRC DST                     file -> file (either may be striped)\n"
+            "  prefetch ARRAY [VIEW...]         read the view's chunks into the page cache\n"
+            "options:\n"
+            "  --config FILE        libconfig file (store layout, log level)\n"
+            "  --buffer BYTES       data per rank per round (default 64M, at most 1G)\n"
+            "  --hint KEY=VALUE     MPI-IO hint (repeatable; overrides the defaults)\n"
+            "  --help, --version\n"
+            "ROMIO_HINTS=FILE (lines \"key value\") overrides both.\n");
+}
+
+/* --- agreement on failure --- */
+
+int load_agree(const struct load_ctx *c, int rc, const struct drx_err *err, const char *what)
+{
+    /* MINLOC finds the lowest status and the lowest rank that has it, so
+     * exactly one reason is shown even when every rank failed alike. */
+    struct {
+        int rc, rank;
+    } in = {rc < 0 ? rc : 0, c->rank}, res;
+    MPI_Allreduce(&in, &res, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
+    if (res.rc >= 0)
+        return 0;
+    char msg[DRX_ERR_LEN];
+    if (c->rank == res.rank) {
+        if (err && err->msg[0])
+            snprintf(msg, sizeof(msg), "%s", err->msg);
+        else
+            snprintf(msg, sizeof(msg), "%s", strerror(-res.rc));
+    }
+    if (res.rank != 0)
+        MPI_Bcast(msg, sizeof(msg), MPI_CHAR, res.rank, MPI_COMM_WORLD);
+    else if (c->rank != 0)
+        msg[0] = '\0';
+    if (c->rank == 0) {
+        if (what)
+            fprintf(stderr, "drx-load: %s: %s\n", what, msg);
+        else
+            fprintf(stderr, "drx-load: %s\n", msg);
+        fflush(stderr);
+    }
+    return res.rc;
+}
+
+int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
+{
+    char what[DRX_ERR_LEN / 2], mpimsg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    MPI_Error_string(mpirc, mpimsg, &len);
+    /* ROMIO's messages carry a prefix like "Other I/O error , error stack:\n
+     * ADIO_OPEN(...): ..."; keep the last line, which names the cause. */
+    mpimsg[len] = '\0';
+    char *nl;
+    while ((nl = strrchr(mpimsg, '\n')) && nl[1] == '\0')
+        *nl = '\0';
+    char *last = strrchr(mpimsg, '\n');
+    last = last ? last + 1 : mpimsg;
+    char *colon = strstr(last, "): ");
+    if (colon)
+        last = colon + 3;
+    return drx_err_set(err, EIO, "%s: %s", what, last);
+}
+
+void load_start_count(const struct load_ctx *c, uint64_t n, uint64_t *start, uint64_t *count)
+{
+    uint64_t p = (uint64_t)c->nprocs, r = (uint64_t)c->rank;
+    uint64_t base = n / p, rem = n % p;
+    *count = base + (r < rem ? 1 : 0);
+    *start = r * base + (r < rem ? r : rem);
+}
+
+int load_resolve(const char *path, char *out, size_t len, struct drx_err *err)
+{
+    int rc = drx_store_resolve_path(path, out, len);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: %s", path, strerror(-rc));
+    return 0;
+}
+
+void load_fill(void *buf, size_t len, const unsigned char *fill, size_t esize)
+{
+    unsigned char *b = buf;
+    bool zero = true;
+    for (size_t i = 0; i < esize; i++)
+        zero = zero && fill[i] == 0;
+    if (zero) {
+        memset(b, 0, len);
+        return;
+    }
+    for (size_t i = 0; i < len; i++)
+        b[i] = fill[i % esize];
+}
+
+void load_fill_range(void *buf, uint64_t from, uint64_t to, const unsigned char *fill,
+                     size_t esize)
+{
+    unsigned char *b = buf;
+    for (; from < to && from % esize; from++)
+        b[from] = fill[from % esize];
+    load_fill(b + from, to - from, fill, esize);
+}
+
+/* --- progress --- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void load_progress_start(const struct load_ctx *c, struct load_progress *p, const char *what,
+                         uint64_t total)
+{
+    memset(p, 0, sizeof(*p));
+    p->what = what;
+    p->total = total;
+    p->on = c->progress;
+    p->t0 = p->last = now();
+}
+
+static void progress_show(struct load_progress *p, uint64_t done, bool final)
+{
+    double t = now(), el = t - p->t0;
+    if (!final && t - p->last < 0.5)
+        return;
+    p->last = t;
+    double rate = el > 0 ? (double)done / el : 0;
+    double left = rate > 0 && done < p->total ? (double)(p->total - done) / rate : 0;
+    fprintf(stderr, "\r%s: %.1f of %.1f MB, %.1f MB/s, %.0f s %s   ", p->what, (double)done / 1e6,
+            (double)p->total / 1e6, rate / 1e6, final ? el : left, final ? "total" : "left");
+    if (final)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static uint64_t progress_done;
+
+void load_progress_add(const struct load_ctx *c, struct load_progress *p, uint64_t mine)
+{
+    /* Every rank calls this (collective); only a terminal on rank 0 sees the
+     * result.  One small reduce per round of tens of MB costs nothing. */
+    uint64_t sum = 0;
+    MPI_Reduce(&mine, &sum, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (c->rank != 0)
+        return;
+    progress_done += sum;
+    if (p->on)
+        progress_show(p, progress_done, false);
+}
+
+void load_progress_end(struct load_progress *p)
+{
+    if (p->on)
+        progress_show(p, progress_done, true);
+    progress_done = 0;
+}
+
+/* --- hints --- */
+
+static int hint_set(MPI_Info info, const char *key, const char *value, struct drx_err *err)
+{
+    if (!*key || strlen(key) >= MPI_MAX_INFO_KEY || strlen(value) >= MPI_MAX_INFO_VAL)
+        return drx_err_set(err, EINVAL, "bad MPI-IO hint '%s=%s'", key, value);
+    MPI_Info_set(info, key, value);
+    return 0;
+}
+
+/* ROMIO reads ROMIO_HINTS itself as well, but under the hints a program
+ * passes; reading it here makes the environment win over our defaults, as
+ * a user who sets it expects. */
+static int hints_from_env(MPI_Info info, struct drx_err *err)
+{
+    const char *path = getenv("ROMIO_HINTS");
+    if (!path || !*path)
+        return 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return drx_err_set(err, errno, "ROMIO_HINTS=%s: %s", path, strerror(errno));
+    char line[1024];
+    int rc = 0, lineno = 0;
+    while (rc == 0 && fgets(line, sizeof(line), f)) {
+        lineno++;
+        char key[MPI_MAX_INFO_KEY + 1], val[MPI_MAX_INFO_VAL + 1];
+        char *p = line + strspn(line, " \t");
+        if (*p == '#' || *p == '\n' || *p == '\0')
+            continue;
+        if (sscanf(p, "%255s %1023s", key, val) != 2)
+            rc = drx_err_set(err, EINVAL, "%s:%d: expected 'key value'", path, lineno);
+        else
+            rc = hint_set(info, key, val, err);
+    }
+    fclose(f);
+    return rc;
+}
+
+/* --- main --- */
+
+static int load_config(struct load_ctx *c, struct drx_config *cfg, struct drx_err *err)
+{
+    int rc = drx_config_defaults(cfg, NULL);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "configuration: %s", strerror(-rc));
+    if (c->config_path)
+        rc = drx_config_load_file(cfg, c->config_path, err);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct load_ctx c = {.buffer = LOAD_DEFAULT_BUFFER, .info = MPI_INFO_NULL};
+    struct drx_config cfg = {0};
+    struct drx_err err = {{0}};
+    const char *hints[MAX_HINTS];
+    int nhints = 0, rc = 0, status = 1;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &c.nprocs);
+    /* libcore's warnings (a missing stripe directory) are worth a line, but
+     * from rank 0 only. */
+    if (c.rank == 0)
+        drx_log_set_sink(drx_log_stderr_sink, (void *)"drx-load");
+
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"buffer", required_argument, NULL, 'b'},
+        {"hint", required_argument, NULL, 'H'},   {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+    };
+    int o;
+    opterr = 0;
+    /* '+': stop at the command, whose arguments may look like options. */
+    while ((o = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c':
+            c.config_path = optarg;
+            break;
+        case 'b':
+            if (drx_config_parse_bytes(optarg, &c.buffer) < 0 || c.buffer == 0 ||
+                c.buffer > LOAD_MAX_BUFFER) {
+                rc = drx_err_set(&err, EINVAL, "--buffer %s: expected 1..1G bytes", optarg);
+            }
+            break;
+        case 'H':
+            if (!strchr(optarg, '=') || nhints == MAX_HINTS)
+                rc = drx_err_set(&err, EINVAL, "--hint %s: expected KEY=VALUE", optarg);
+            else
+                hints[nhints++] = optarg;
+            break;
+        case 'h':
+            if (c.rank == 0)
+                usage(stdout);
+            status = 0;
+            goto out;
+        case 'V':
+            if (c.rank == 0)
+                printf("drx-load %s\n", DRX_VERSION);
+            status = 0;
+            goto out;
+        default:
+            rc = drx_err_set(&err, EINVAL, "unknown option '%s' (see --help)",
+                             argv[optind - 1]);
+            break;
+        }
+        if (rc < 0)
+            break;
+    }
+    if (rc == 0 && optind >= argc)
+        rc = drx_err_set(&err, EINVAL, "no command given (see --help)");
+    if (load_agree(&c, rc, &err, NULL) < 0) {
+        status = 2;
+        goto out;
+    }
+
+    rc = load_config(&c, &cfg, &err);
+    if (load_agree(&c, rc, &err, NULL) < 0)
+        goto out;
+    drx_log_set_level(cfg.log_level);
+    c.config = &cfg;
+
+    MPI_Info_create(&c.info);
+    for (size_t i = 0; i < sizeof(default_hints) / sizeof(default_hints[0]); i++)
+        MPI_Info_set(c.info, default_hints[i][0], default_hints[i][1]);
+    for (int i = 0; i < nhints && rc == 0; i++) {
+        char key[MPI_MAX_INFO_KEY + 1];
+        const char *eq = strchr(hints[i], '=');
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - hints[i]), hints[i]);
+        rc = hint_set(c.info, key, eq + 1, &err);
+    }
+    if (rc == 0)
+        rc = hints_from_env(c.info, &err);
+    if (load_agree(&c, rc, &err, NULL) < 0)
+        goto out;
+
+    c.progress = c.rank == 0 && isatty(STDERR_FILENO);
+    const char *cmd = argv[optind];
+    int cargc = argc - optind;
+    char **cargv = argv + optind;
+    if (strcmp(cmd, "import") == 0)
+        status = load_cmd_import(&c, cargc, cargv);
+    else if (strcmp(cmd, "export") == 0)
+        status = load_cmd_export(&c, cargc, cargv);
+    else if (strcmp(cmd, "copy") == 0)
+        status = load_cmd_copy(&c, cargc, cargv);
+    else if (strcmp(cmd, "prefetch") == 0)
+        status = load_cmd_prefetch(&c, cargc, cargv);
+    else {
+        if (c.rank == 0)
+            fprintf(stderr, "drx-load: unknown command '%s' (see --help)\n", cmd);
+        status = 2;
+    }
+
+out:
+    if (c.info != MPI_INFO_NULL)
+        MPI_Info_free(&c.info);
+    drx_config_fini(&cfg);
+    MPI_Finalize();
+    return status;
+}

@@ -1,0 +1,426 @@
+/* drx-load import and export: a view's raw bytes <-> the array's chunks.
+ *
+ * As in the paper (section IV.B): every rank opens the array read-only
+ * (replicated metadata), the view's chunks, sorted by address, are dealt out
+ * BLOCK over the ranks, and each rank moves its chunks with one collective
+ * MPI_File_read_all/write_all per round over an hindexed file type of chunk
+ * byte offsets.  The bridge between chunk order and the view's order is on
+ * the raw side: each rank reads (import) or writes (export) exactly the
+ * ranges of the raw file that its chunks hold, again with one collective
+ * call over an hindexed file type.  So no rank ever holds more than a
+ * round's chunks plus their packed view bytes, no data moves between ranks,
+ * and the result does not depend on P.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "load_i.h"
+
+int load_open_view(struct load_ctx *c, const char *path, char **words, int nwords,
+                   struct drx_array **a, struct drx_view *v, char *store_path, size_t len)
+{
+    struct drx_err err = {{0}};
+    struct drx_view_spec spec;
+    int rc = load_resolve(path, store_path, len, &err);
+
+    *a = NULL;
+    if (rc == 0)
+        rc = drx_array_open(store_path, DRX_RDONLY, a, &err);
+    drx_view_spec_init(&spec);
+    for (int i = 0; i < nwords && rc == 0; i++)
+        rc = drx_view_spec_add(&spec, words[i], &err);
+    if (rc == 0)
+        rc = drx_view_resolve(&spec, drx_array_meta(*a), v, &err);
+    rc = load_agree(c, rc, &err, NULL);
+    if (rc < 0) {
+        drx_array_close(*a);
+        *a = NULL;
+    }
+    return rc;
+}
+
+int load_share_init(struct load_ctx *c, const struct drx_array_meta *m, const struct drx_view *v,
+                    struct load_share *s)
+{
+    struct drx_err err = {{0}};
+    uint64_t n = 0, start = 0;
+    int rc;
+
+    memset(s, 0, sizeof(*s));
+    rc = load_plan_count(m, v, &n);
+    if (rc == 0) {
+        load_start_count(c, n, &start, &s->n);
+        s->q = malloc((s->n ? s->n : 1) * sizeof(*s->q));
+        rc = s->q ? load_plan_chunks(m, v, start, s->n, s->q) : -ENOMEM;
+    }
+    if (rc < 0)
+        drx_err_set(&err, -rc, "listing the view's chunks: %s", strerror(-rc));
+    /* Rounds: a round moves at most `buffer` bytes of chunks per rank (at
+     * least one chunk).  Every rank runs as many rounds as the rank with
+     * the most chunks (rank 0 under BLOCK), so the collective calls match. */
+    s->batch = c->buffer / m->chunk_bytes;
+    if (s->batch == 0)
+        s->batch = 1;
+    uint64_t most = (n + (uint64_t)c->nprocs - 1) / (uint64_t)c->nprocs;
+    s->rounds = (most + s->batch - 1) / s->batch;
+    s->chunk_buf = malloc(s->batch * m->chunk_bytes);
+    if (rc == 0 && !s->chunk_buf)
+        rc = drx_err_set(&err, ENOMEM, "out of memory for %llu chunks of %llu bytes",
+                         (unsigned long long)s->batch, (unsigned long long)m->chunk_bytes);
+    rc = load_agree(c, rc, &err, NULL);
+    if (rc < 0)
+        load_share_fini(s);
+    return rc;
+}
+
+void load_share_round(const struct load_share *s, uint64_t round, const uint64_t **q, size_t *n)
+{
+    uint64_t first = round * s->batch;
+    *q = s->q + (first < s->n ? first : s->n);
+    *n = first < s->n ? (size_t)(s->n - first < s->batch ? s->n - first : s->batch) : 0;
+}
+
+void load_share_fini(struct load_share *s)
+{
+    free(s->q);
+    free(s->chunk_buf);
+    memset(s, 0, sizeof(*s));
+}
+
+int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh, const char *what)
+{
+    struct drx_err err = {{0}};
+    int mrc = MPI_File_open(MPI_COMM_WORLD, path, amode, c->info, fh);
+    int rc = 0;
+    if (mrc != MPI_SUCCESS) {
+        *fh = MPI_FILE_NULL;
+        rc = load_mpi_err(&err, mrc, "%s %s", what, path);
+    } else {
+        /* Errors of the I/O calls come back as codes, never abort. */
+        MPI_File_set_errhandler(*fh, MPI_ERRORS_RETURN);
+    }
+    rc = load_agree(c, rc, &err, NULL);
+    if (rc < 0 && *fh != MPI_FILE_NULL)
+        MPI_File_close(fh);
+    return rc;
+}
+
+void load_close_file(MPI_File *fh)
+{
+    if (*fh != MPI_FILE_NULL)
+        MPI_File_close(fh);
+}
+
+int load_check_input(const char *path, uint64_t *size, struct drx_err *err)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    int rc = 0;
+    if (fstat(fd, &st) < 0)
+        rc = drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    else if (S_ISDIR(st.st_mode))
+        rc = drx_err_set(err, EISDIR, "%s: is a directory", path);
+    else if (!S_ISREG(st.st_mode))
+        rc = drx_err_set(err, EINVAL, "%s: not a regular file", path);
+    else {
+        /* Read one byte: proves the data is readable (not just openable)
+         * before anything is written anywhere. */
+        char b;
+        if (st.st_size > 0 && pread(fd, &b, 1, 0) < 0)
+            rc = drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+        *size = (uint64_t)st.st_size;
+    }
+    close(fd);
+    return rc;
+}
+
+/* Reads the round's chunks q (slot i of buf is q[i]) whose want[i] is set,
+ * collectively; bytes past the end of the .xta keep what buf held (the
+ * caller fills with the fill value first). */
+static int read_chunks(struct load_plan *p, MPI_File xf, unsigned char *buf, const bool *want,
+                       bool want_value, uint64_t *got, struct drx_err *err)
+{
+    const uint64_t cb = p->meta->chunk_bytes;
+    size_t n = p->nchunks, k = 0;
+    uint64_t *foff = malloc((n ? n : 1) * sizeof(*foff));
+    uint64_t *moff = malloc((n ? n : 1) * sizeof(*moff));
+    uint64_t *len = malloc((n ? n : 1) * sizeof(*len));
+    MPI_Datatype ft = MPI_BYTE, mt = MPI_BYTE;
+    uint64_t bytes = 0;
+    int rc = -ENOMEM, mrc;
+
+    if (!foff || !moff || !len) {
+        drx_err_set(err, ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (want && want[i] != want_value)
+            continue;
+        foff[k] = p->q[i] * cb;
+        moff[k] = (uint64_t)i * cb;
+        len[k++] = cb;
+    }
+    rc = load_type_ranges(foff, len, k, &ft, &bytes);
+    if (rc == 0)
+        rc = load_type_ranges(moff, len, k, &mt, NULL);
+    if (rc < 0) {
+        drx_err_set(err, -rc, "chunk type: %s", strerror(-rc));
+        goto out;
+    }
+    MPI_Status st;
+    int count = 0;
+    mrc = MPI_File_set_view(xf, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+    if (mrc == MPI_SUCCESS)
+        mrc = MPI_File_read_all(xf, buf, k ? 1 : 0, mt, &st);
+    if (mrc == MPI_SUCCESS)
+        MPI_Get_count(&st, MPI_BYTE, &count);
+    if (mrc != MPI_SUCCESS)
+        rc = load_mpi_err(err, mrc, "reading chunks");
+    if (got)
+        *got = (uint64_t)(count > 0 ? count : 0);
+out:
+    load_type_free(&ft);
+    load_type_free(&mt);
+    free(foff);
+    free(moff);
+    free(len);
+    return rc;
+}
+
+/* --- import --- */
+
+int load_cmd_import(struct load_ctx *c, int argc, char **argv)
+{
+    struct drx_err err = {{0}};
+    struct drx_array *a = NULL;
+    struct drx_view v;
+    struct load_share s = {0};
+    struct load_plan p = {0};
+    struct load_progress pr;
+    MPI_File rf = MPI_FILE_NULL, xf = MPI_FILE_NULL;
+    MPI_Datatype ft = MPI_BYTE;
+    char path[PATH_MAX], raw[PATH_MAX], xta[PATH_MAX + 8];
+    unsigned char *packed = NULL;
+    uint64_t size = 0;
+    int rc, status = 1;
+
+    if (argc < 3) {
+        if (c->rank == 0)
+            fprintf(stderr, "drx-load: usage: import ARRAY RAWFILE [VIEW...]\n");
+        return 2;
+    }
+    /* Validate everything before the first byte is written: the array and
+     * view, a readable raw file of exactly the view's size. */
+    if (load_open_view(c, argv[1], argv + 3, argc - 3, &a, &v, path, sizeof(path)) < 0)
+        goto out;
+    const struct drx_array_meta *m = drx_array_meta(a);
+    rc = load_resolve(argv[2], raw, sizeof(raw), &err);
+    if (rc == 0)
+        rc = load_check_input(raw, &size, &err);
+    if (rc == 0 && size != drx_view_bytes(&v))
+        rc = drx_err_set(&err, EINVAL, "%s: %llu bytes, but the view holds %llu", argv[2],
+                         (unsigned long long)size, (unsigned long long)drx_view_bytes(&v));
+    if (load_agree(c, rc, &err, "import") < 0)
+        goto out;
+    if (load_open_file(c, raw, MPI_MODE_RDONLY, &rf, "opening") < 0)
+        goto out;
+    snprintf(xta, sizeof(xta), "%s.xta", path);
+    if (load_open_file(c, xta, MPI_MODE_RDWR, &xf, "opening") < 0)
+        goto out;
+    if (load_share_init(c, m, &v, &s) < 0)
+        goto out;
+    packed = malloc(s.batch * m->chunk_bytes);
+    rc = packed ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
+    if (load_agree(c, rc, &err, "import") < 0)
+        goto out;
+    load_plan_init(&p, m, &v);
+
+    const bool swap = drx_type_rep_swaps(v.type, v.rep);
+    load_progress_start(c, &pr, "import", drx_view_bytes(&v));
+    for (uint64_t r = 0; r < s.rounds; r++) {
+        const uint64_t *q;
+        size_t n;
+        uint64_t bytes = 0;
+        int mrc;
+        MPI_Status st;
+
+        load_share_round(&s, r, &q, &n);
+        rc = load_plan_round(&p, q, n);
+        if (rc == 0)
+            rc = load_type_runs(&p, &ft);
+        if (rc < 0)
+            drx_err_set(&err, -rc, "planning: %s", strerror(-rc));
+        bytes = load_plan_bytes(&p);
+        /* 1. This rank's pieces of the raw file, packed in raw order. */
+        if (rc == 0) {
+            mrc = MPI_File_set_view(rf, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+            if (mrc == MPI_SUCCESS)
+                mrc = MPI_File_read_all(rf, packed, (int)bytes, MPI_BYTE, &st);
+            int got = 0;
+            if (mrc == MPI_SUCCESS)
+                MPI_Get_count(&st, MPI_BYTE, &got);
+            if (mrc != MPI_SUCCESS)
+                rc = load_mpi_err(&err, mrc, "reading %s", argv[2]);
+            else if ((uint64_t)got != bytes)
+                rc = drx_err_set(&err, EIO, "%s: short read (file changed?)", argv[2]);
+        }
+        if (rc == 0 && swap)
+            drx_type_convert(v.type, v.rep, packed, bytes / v.elem_size);
+        /* 2. Chunks the view covers only in part keep their other elements:
+         * read them first (read-modify-write).  Beyond the bounds a chunk
+         * holds the fill value. */
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            if (!p.covered[i] || !p.inside[i])
+                load_fill(s.chunk_buf + i * m->chunk_bytes, m->chunk_bytes, m->fill, m->elem_size);
+        if (load_agree(c, rc, &err, "import") < 0)
+            goto out;
+        rc = read_chunks(&p, xf, s.chunk_buf, p.covered, false, NULL, &err);
+        if (load_agree(c, rc, &err, "import") < 0)
+            goto out;
+        /* 3. Scatter the view's bytes into the chunks and write them. */
+        load_plan_unpack(&p, packed, s.chunk_buf);
+        load_type_free(&ft);
+        rc = load_type_chunks(&p, &ft);
+        if (rc < 0)
+            drx_err_set(&err, -rc, "chunk type: %s", strerror(-rc));
+        if (rc == 0) {
+            mrc = MPI_File_set_view(xf, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+            if (mrc == MPI_SUCCESS)
+                mrc = MPI_File_write_all(xf, s.chunk_buf, (int)(n * m->chunk_bytes), MPI_BYTE,
+                                         MPI_STATUS_IGNORE);
+            if (mrc != MPI_SUCCESS)
+                rc = load_mpi_err(&err, mrc, "writing %s", xta);
+        }
+        load_type_free(&ft);
+        if (load_agree(c, rc, &err, "import") < 0)
+            goto out;
+        load_progress_add(c, &pr, bytes);
+    }
+    /* Exit 0 means the data is on disk. */
+    int mrc = MPI_File_sync(xf);
+    rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "syncing %s", xta);
+    if (load_agree(c, rc, &err, "import") < 0)
+        goto out;
+    load_progress_end(&pr);
+    status = 0;
+out:
+    load_type_free(&ft);
+    load_close_file(&rf);
+    load_close_file(&xf);
+    load_plan_fini(&p);
+    load_share_fini(&s);
+    free(packed);
+    drx_array_close(a);
+    return status;
+}
+
+/* --- export --- */
+
+int load_cmd_export(struct load_ctx *c, int argc, char **argv)
+{
+    struct drx_err err = {{0}};
+    struct drx_array *a = NULL;
+    struct drx_view v;
+    struct load_share s = {0};
+    struct load_plan p = {0};
+    struct load_progress pr;
+    MPI_File of = MPI_FILE_NULL, xf = MPI_FILE_NULL;
+    MPI_Datatype ft = MPI_BYTE;
+    char path[PATH_MAX], out[PATH_MAX], xta[PATH_MAX + 8];
+    unsigned char *packed = NULL;
+    int rc, status = 1;
+
+    if (argc < 3) {
+        if (c->rank == 0)
+            fprintf(stderr, "drx-load: usage: export ARRAY OUTFILE [VIEW...]\n");
+        return 2;
+    }
+    if (load_open_view(c, argv[1], argv + 3, argc - 3, &a, &v, path, sizeof(path)) < 0)
+        goto out;
+    const struct drx_array_meta *m = drx_array_meta(a);
+    rc = load_resolve(argv[2], out, sizeof(out), &err);
+    if (load_agree(c, rc, &err, "export") < 0)
+        goto out;
+    snprintf(xta, sizeof(xta), "%s.xta", path);
+    if (load_open_file(c, xta, MPI_MODE_RDONLY, &xf, "opening") < 0)
+        goto out;
+    if (load_open_file(c, out, MPI_MODE_WRONLY | MPI_MODE_CREATE, &of, "creating") < 0)
+        goto out;
+    /* The output is exactly the view's bytes, whatever the file held. */
+    int mrc = MPI_File_set_size(of, (MPI_Offset)drx_view_bytes(&v));
+    rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "truncating %s", argv[2]);
+    if (load_agree(c, rc, &err, "export") < 0)
+        goto out;
+    if (load_share_init(c, m, &v, &s) < 0)
+        goto out;
+    packed = malloc(s.batch * m->chunk_bytes);
+    rc = packed ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
+    if (load_agree(c, rc, &err, "export") < 0)
+        goto out;
+    load_plan_init(&p, m, &v);
+
+    const bool swap = drx_type_rep_swaps(v.type, v.rep);
+    load_progress_start(c, &pr, "export", drx_view_bytes(&v));
+    for (uint64_t r = 0; r < s.rounds; r++) {
+        const uint64_t *q;
+        size_t n;
+        uint64_t bytes;
+
+        load_share_round(&s, r, &q, &n);
+        rc = load_plan_round(&p, q, n);
+        if (rc < 0)
+            drx_err_set(&err, -rc, "planning: %s", strerror(-rc));
+        if (load_agree(c, rc, &err, "export") < 0)
+            goto out;
+        uint64_t got = 0;
+        rc = read_chunks(&p, xf, s.chunk_buf, NULL, false, &got, &err);
+        if (load_agree(c, rc, &err, "export") < 0)
+            goto out;
+        /* Chunks past the end of the .xta (a short file) read as the fill
+         * value; the chunks are contiguous in the buffer, so that is the
+         * tail after what was read. */
+        if (got < n * m->chunk_bytes)
+            load_fill_range(s.chunk_buf, got, n * m->chunk_bytes, m->fill, m->elem_size);
+        load_plan_pack(&p, s.chunk_buf, packed);
+        bytes = load_plan_bytes(&p);
+        if (swap)
+            drx_type_convert(v.type, v.rep, packed, bytes / v.elem_size);
+        rc = load_type_runs(&p, &ft);
+        if (rc < 0)
+            drx_err_set(&err, -rc, "planning: %s", strerror(-rc));
+        if (rc == 0) {
+            mrc = MPI_File_set_view(of, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+            if (mrc == MPI_SUCCESS)
+                mrc = MPI_File_write_all(of, packed, (int)bytes, MPI_BYTE, MPI_STATUS_IGNORE);
+            if (mrc != MPI_SUCCESS)
+                rc = load_mpi_err(&err, mrc, "writing %s", argv[2]);
+        }
+        load_type_free(&ft);
+        if (load_agree(c, rc, &err, "export") < 0)
+            goto out;
+        load_progress_add(c, &pr, bytes);
+    }
+    mrc = MPI_File_sync(of);
+    rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "syncing %s", argv[2]);
+    if (load_agree(c, rc, &err, "export") < 0)
+        goto out;
+    load_progress_end(&pr);
+    status = 0;
+out:
+    load_type_free(&ft);
+    load_close_file(&of);
+    load_close_file(&xf);
+    load_plan_fini(&p);
+    load_share_fini(&s);
+    free(packed);
+    drx_array_close(a);
+    return status;
+}

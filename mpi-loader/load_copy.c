@@ -1,0 +1,411 @@
+/* drx-load copy SRC DST: plain or striped files, in parallel.
+ *
+ * The logical bytes are dealt out BLOCK over the ranks in units of the
+ * striped side's extent (the destination's when both are striped), so a
+ * rank writes whole extents to subfiles as in the NAFS collective write, and
+ * its consecutive extents of one subfile are contiguous there: one large
+ * write per subfile and round.  A striped side is moved with one collective
+ * call per subfile and round: the file type lists the rank's pieces in that
+ * subfile, the memory type where they sit in the round's buffer.
+ *
+ * A new file inside a store is a striped file with the layout the store
+ * gives its directory (drx_stripe_layout_for_new: the directory's
+ * user.drx.stripe, else the store's default).  Rank 0 creates it and sets
+ * its final size before anyone writes (what stripe.h asks of parallel
+ * writers); an existing striped destination keeps its layout.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "drx/store.h"
+#include "drx/stripe.h"
+#include "load_i.h"
+
+/* Unit of distribution when neither side is striped. */
+#define COPY_UNIT ((uint64_t)1 << 20)
+
+struct endpoint {
+    const char *arg;            /* as the user wrote it */
+    char path[PATH_MAX];        /* store path (striped: without suffix) */
+    char root[PATH_MAX];        /* store root when inside a store */
+    bool in_store, striped;
+    struct drx_store *store;    /* striped only */
+    struct drx_stripe_meta meta;
+    MPI_File fh[DRX_MAX_STRIPE_DIRS];
+    unsigned nfh;
+    uint64_t size;
+};
+
+static void endpoint_init(struct endpoint *e, const char *arg)
+{
+    memset(e, 0, sizeof(*e));
+    e->arg = arg;
+    for (unsigned i = 0; i < DRX_MAX_STRIPE_DIRS; i++)
+        e->fh[i] = MPI_FILE_NULL;
+}
+
+static void endpoint_close(struct endpoint *e)
+{
+    for (unsigned i = 0; i < e->nfh; i++)
+        load_close_file(&e->fh[i]);
+    e->nfh = 0;
+    drx_store_close(e->store);
+    e->store = NULL;
+}
+
+/* Where the path lies: inside a store or not, resolved through drxfs
+ * mounts.  Local, the same on every rank. */
+static int endpoint_locate(struct load_ctx *c, struct endpoint *e, struct drx_err *err)
+{
+    int rc = load_resolve(e->arg, e->path, sizeof(e->path), err);
+    if (rc < 0)
+        return rc;
+    rc = drx_store_find(e->path, e->root, sizeof(e->root));
+    if (rc >= 0)
+        e->in_store = true;
+    else if (rc != -ENOENT)
+        return drx_err_set(err, -rc, "%s: %s", e->arg, strerror(-rc));
+    if (e->in_store) {
+        rc = drx_store_open(e->root, c->config_path, &e->store, err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Refuses a subfile that is not a regular file (a symlink could lead out of
+ * the stripe directory; libcore opens them with O_NOFOLLOW for the same
+ * reason, but MPI-IO needs a path). */
+static int subfile_path(const struct endpoint *e, unsigned i, char *buf, size_t len,
+                        bool must_exist, struct drx_err *err)
+{
+    struct stat st;
+    int rc = drx_stripe_subfile_path(e->store, &e->meta, i, buf, len);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: subfile %u: %s", e->arg, i, strerror(-rc));
+    if (lstat(buf, &st) < 0) {
+        if (errno == ENOENT && !must_exist)
+            return 0;
+        return drx_err_set(err, errno, "%s: subfile %s: %s", e->arg, buf, strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode))
+        return drx_err_set(err, EIO, "%s: subfile %s is not a regular file", e->arg, buf);
+    return 0;
+}
+
+/* Opens the striped file's subfiles on every rank (collective, one open per
+ * subfile, in order). */
+static int open_subfiles(struct load_ctx *c, struct endpoint *e, int amode, bool must_exist)
+{
+    struct drx_err err = {{0}};
+    char sub[PATH_MAX];
+    for (unsigned i = 0; i < e->meta.layout.count; i++) {
+        int rc = subfile_path(e, i, sub, sizeof(sub), must_exist, &err);
+        if (load_agree(c, rc, &err, "copy") < 0)
+            return -EIO;
+        rc = load_open_file(c, sub, amode, &e->fh[i], "opening");
+        if (rc < 0)
+            return rc;
+        e->nfh = i + 1;
+    }
+    return 0;
+}
+
+static int open_source(struct load_ctx *c, struct endpoint *e)
+{
+    struct drx_err err = {{0}};
+    int rc = endpoint_locate(c, e, &err);
+    if (rc == 0 && e->in_store) {
+        switch (drx_store_classify(e->path)) {
+        case DRX_STORE_STRIPED:
+            e->striped = true;
+            rc = drx_stripe_stat(e->store, e->path, &e->meta, &err);
+            e->size = e->meta.size;
+            break;
+        case DRX_STORE_ARRAY:
+            rc = drx_err_set(&err, EISDIR, "%s: is an array (use export)", e->arg);
+            break;
+        case DRX_STORE_NONE:
+            rc = drx_err_set(&err, ENOENT, "%s: no such file", e->arg);
+            break;
+        default:
+            break;
+        }
+    }
+    if (rc == 0 && !e->striped)
+        rc = load_check_input(e->path, &e->size, &err);
+    if (load_agree(c, rc, &err, "copy") < 0)
+        return -EIO;
+    if (e->striped)
+        return open_subfiles(c, e, MPI_MODE_RDONLY, false);
+    e->nfh = 1;
+    return load_open_file(c, e->path, MPI_MODE_RDONLY, &e->fh[0], "opening");
+}
+
+/* DST naming a directory means DST/basename(SRC), as cp does. */
+static int dest_name(struct endpoint *d, const struct endpoint *s, struct drx_err *err)
+{
+    struct stat st;
+    if (stat(d->path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return 0;
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s", s->path);
+    const char *base = basename(tmp);
+    if ((size_t)snprintf(d->path + strlen(d->path), sizeof(d->path) - strlen(d->path), "/%s",
+                         base) >= sizeof(d->path) - strlen(d->path))
+        return drx_err_set(err, ENAMETOOLONG, "%s/%s: name too long", d->arg, base);
+    return 0;
+}
+
+/* Rank 0 creates (or empties) the striped destination and sets its size. */
+static int create_striped(struct load_ctx *c, struct endpoint *d, bool exists,
+                          struct drx_err *err)
+{
+    struct drx_stripe *f = NULL;
+    int rc;
+    if (c->rank != 0)
+        return 0;
+    if (exists) {
+        rc = drx_stripe_open(d->store, d->path, DRX_STRIPE_RDWR, &f, err);
+        /* Cut the old bytes off, so the holes of the new size read zeros. */
+        if (rc == 0)
+            rc = drx_stripe_truncate(f, 0);
+    } else {
+        mode_t um = umask(0);
+        umask(um);
+        rc = drx_stripe_create(d->store, d->path, NULL, 0666 & ~um, &f, err);
+    }
+    if (rc == 0)
+        rc = drx_stripe_truncate(f, d->size);
+    int crc = f ? drx_stripe_close(f) : 0;
+    if (rc == 0)
+        rc = crc;
+    if (rc < 0 && !err->msg[0])
+        drx_err_set(err, -rc, "%s: %s", d->arg, strerror(-rc));
+    return rc;
+}
+
+static int open_dest(struct load_ctx *c, struct endpoint *d, const struct endpoint *s)
+{
+    struct drx_err err = {{0}};
+    bool exists = false;
+    int rc = endpoint_locate(c, d, &err);
+    if (rc == 0)
+        rc = dest_name(d, s, &err);
+    d->size = s->size;
+    if (rc == 0 && d->in_store) {
+        switch (drx_store_classify(d->path)) {
+        case DRX_STORE_STRIPED:
+            exists = true;
+            /* fall through */
+        case DRX_STORE_NONE:
+            d->striped = true;
+            break;
+        case DRX_STORE_ARRAY:
+            rc = drx_err_set(&err, EISDIR, "%s: is an array (use import)", d->arg);
+            break;
+        case DRX_STORE_DIRECTORY:
+            rc = drx_err_set(&err, EISDIR, "%s: is a directory", d->arg);
+            break;
+        default:
+            break; /* an existing plain file in the store stays plain */
+        }
+    }
+    if (rc == 0 && d->striped && s->striped && strcmp(d->path, s->path) == 0)
+        rc = drx_err_set(&err, EINVAL, "%s and %s are the same file", s->arg, d->arg);
+    if (load_agree(c, rc, &err, "copy") < 0)
+        return -EIO;
+    if (!d->striped) {
+        d->nfh = 1;
+        rc = load_open_file(c, d->path, MPI_MODE_WRONLY | MPI_MODE_CREATE, &d->fh[0], "creating");
+        if (rc < 0)
+            return rc;
+        int mrc = MPI_File_set_size(d->fh[0], (MPI_Offset)d->size);
+        rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "truncating %s", d->arg);
+        return load_agree(c, rc, &err, "copy");
+    }
+    rc = create_striped(c, d, exists, &err);
+    if (load_agree(c, rc, &err, "copy") < 0)
+        return -EIO;
+    rc = drx_stripe_stat(d->store, d->path, &d->meta, &err);
+    if (load_agree(c, rc, &err, "copy") < 0)
+        return -EIO;
+    return open_subfiles(c, d, MPI_MODE_WRONLY, false);
+}
+
+/* Moves logical bytes [a, b) of a striped file between its subfiles and
+ * buf (buf[0] is byte a).  Collective: every rank calls it for every
+ * subfile, with an empty range when it has nothing. */
+static int striped_io(struct endpoint *e, bool write, uint64_t a, uint64_t b, unsigned char *buf,
+                      struct drx_err *err)
+{
+    const uint64_t ext = e->meta.layout.extent, cnt = e->meta.layout.count;
+    uint64_t e0 = a / ext, e1 = b > a ? (b - 1) / ext + 1 : e0;
+    size_t cap = (size_t)((e1 - e0) / cnt + 2);
+    uint64_t *foff = malloc(cap * sizeof(*foff));
+    uint64_t *moff = malloc(cap * sizeof(*moff));
+    uint64_t *len = malloc(cap * sizeof(*len));
+    int rc = 0;
+
+    if (!foff || !moff || !len) {
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+        goto out;
+    }
+    for (unsigned i = 0; i < e->nfh && rc == 0; i++) {
+        size_t k = 0;
+        uint64_t want = 0, got;
+        MPI_Datatype ft = MPI_BYTE, mt = MPI_BYTE;
+        MPI_Status st;
+        int mrc, count = 0;
+
+        /* The first extent at or after e0 that lives in subfile i. */
+        uint64_t first = e0 + (i + cnt - e0 % cnt) % cnt;
+        for (uint64_t x = first; x < e1; x += cnt) {
+            uint64_t lo = x * ext > a ? x * ext : a, hi = (x + 1) * ext < b ? (x + 1) * ext : b;
+            foff[k] = (x / cnt) * ext + lo % ext;
+            moff[k] = lo - a;
+            len[k++] = hi - lo;
+        }
+        rc = load_type_ranges(foff, len, k, &ft, &want);
+        if (rc == 0)
+            rc = load_type_ranges(moff, len, k, &mt, NULL);
+        if (rc < 0) {
+            drx_err_set(err, -rc, "file type: %s", strerror(-rc));
+            load_type_free(&ft);
+            load_type_free(&mt);
+            break;
+        }
+        mrc = MPI_File_set_view(e->fh[i], 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+        if (mrc == MPI_SUCCESS && write)
+            mrc = MPI_File_write_all(e->fh[i], buf, k ? 1 : 0, mt, &st);
+        else if (mrc == MPI_SUCCESS)
+            mrc = MPI_File_read_all(e->fh[i], buf, k ? 1 : 0, mt, &st);
+        if (mrc == MPI_SUCCESS)
+            MPI_Get_count(&st, MPI_BYTE, &count);
+        load_type_free(&ft);
+        load_type_free(&mt);
+        if (mrc != MPI_SUCCESS) {
+            rc = load_mpi_err(err, mrc, "%s %s (subfile %u)", write ? "writing" : "reading",
+                              e->arg, i);
+            break;
+        }
+        got = count > 0 ? (uint64_t)count : 0;
+        if (write && got != want) {
+            rc = drx_err_set(err, EIO, "writing %s: short write", e->arg);
+            break;
+        }
+        /* A subfile shorter than the logical size has a hole there: the
+         * pieces past what was read are zeros. */
+        for (size_t j = 0; !write && j < k && got < want; j++) {
+            if (got >= len[j]) {
+                got -= len[j];
+                continue;
+            }
+            memset(buf + moff[j] + got, 0, len[j] - got);
+            got = 0;
+        }
+    }
+out:
+    free(foff);
+    free(moff);
+    free(len);
+    return rc;
+}
+
+static int endpoint_io(struct endpoint *e, bool write, uint64_t a, uint64_t b,
+                       unsigned char *buf, struct drx_err *err)
+{
+    if (e->striped)
+        return striped_io(e, write, a, b, buf, err);
+    MPI_Status st;
+    int count = 0, mrc;
+    if (write)
+        mrc = MPI_File_write_at_all(e->fh[0], (MPI_Offset)a, buf, (int)(b - a), MPI_BYTE, &st);
+    else
+        mrc = MPI_File_read_at_all(e->fh[0], (MPI_Offset)a, buf, (int)(b - a), MPI_BYTE, &st);
+    if (mrc != MPI_SUCCESS)
+        return load_mpi_err(err, mrc, "%s %s", write ? "writing" : "reading", e->arg);
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    if ((uint64_t)count != b - a)
+        return drx_err_set(err, EIO, "%s %s: short %s (file changed?)",
+                           write ? "writing" : "reading", e->arg, write ? "write" : "read");
+    return 0;
+}
+
+int load_cmd_copy(struct load_ctx *c, int argc, char **argv)
+{
+    struct drx_err err = {{0}};
+    struct endpoint src, dst;
+    struct load_progress pr;
+    unsigned char *buf = NULL;
+    int rc, status = 1;
+
+    endpoint_init(&src, argc > 1 ? argv[1] : "");
+    endpoint_init(&dst, argc > 2 ? argv[2] : "");
+    if (argc != 3) {
+        if (c->rank == 0)
+            fprintf(stderr, "drx-load: usage: copy SRC DST\n");
+        return 2;
+    }
+    if (open_source(c, &src) < 0)
+        goto out;
+    if (open_dest(c, &dst, &src) < 0)
+        goto out;
+
+    uint64_t unit = dst.striped ? dst.meta.layout.extent
+                                : src.striped ? src.meta.layout.extent : COPY_UNIT;
+    uint64_t units = (src.size + unit - 1) / unit, start, count;
+    load_start_count(c, units, &start, &count);
+    uint64_t per_round = c->buffer / unit ? c->buffer / unit : 1;
+    uint64_t most = (units + (uint64_t)c->nprocs - 1) / (uint64_t)c->nprocs;
+    uint64_t rounds = (most + per_round - 1) / per_round;
+    buf = malloc(per_round * unit);
+    rc = buf ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
+    if (load_agree(c, rc, &err, "copy") < 0)
+        goto out;
+
+    load_progress_start(c, &pr, "copy", src.size);
+    for (uint64_t r = 0; r < rounds; r++) {
+        /* This rank's bytes of round r: units start + r*per_round ... */
+        uint64_t u0 = start + r * per_round, u1 = u0 + per_round;
+        if (u0 > start + count)
+            u0 = start + count;
+        if (u1 > start + count)
+            u1 = start + count;
+        uint64_t a = u0 * unit, b = u1 * unit;
+        if (b > src.size)
+            b = src.size;
+        if (a > b)
+            a = b;
+        rc = endpoint_io(&src, false, a, b, buf, &err);
+        if (load_agree(c, rc, &err, "copy") < 0)
+            goto out;
+        rc = endpoint_io(&dst, true, a, b, buf, &err);
+        if (load_agree(c, rc, &err, "copy") < 0)
+            goto out;
+        load_progress_add(c, &pr, b - a);
+    }
+    /* Exit 0 means the data is on disk. */
+    rc = 0;
+    for (unsigned i = 0; i < dst.nfh && rc == 0; i++) {
+        int mrc = MPI_File_sync(dst.fh[i]);
+        if (mrc != MPI_SUCCESS)
+            rc = load_mpi_err(&err, mrc, "syncing %s", dst.arg);
+    }
+    if (load_agree(c, rc, &err, "copy") < 0)
+        goto out;
+    load_progress_end(&pr);
+    status = 0;
+out:
+    endpoint_close(&src);
+    endpoint_close(&dst);
+    free(buf);
+    return status;
+}

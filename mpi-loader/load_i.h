@@ -1,0 +1,175 @@
+/* Private pieces shared by the drx-load commands (mpi-loader/ only).
+ *
+ * Every command follows the same collective shape: all ranks parse the same
+ * arguments, open the same files, agree on failure with load_agree() before
+ * anyone leaves, and move data in rounds that every rank enters, also the
+ * ranks that have nothing to move in that round (MPI-IO collectives need
+ * every rank of the communicator).
+ */
+#ifndef DRX_LOAD_I_H
+#define DRX_LOAD_I_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drx/array.h"
+#include "drx/err.h"
+#include "drx/view.h"
+
+/* Largest buffer one rank uses per round (bytes).  MPI counts are int, so a
+ * round's byte count has to stay below 2 GiB; chunks are at most 1 GiB. */
+#define LOAD_MAX_BUFFER ((uint64_t)1 << 30)
+#define LOAD_DEFAULT_BUFFER ((uint64_t)64 << 20)
+
+struct drx_config;
+
+struct load_ctx {
+    int rank, nprocs;
+    const char *config_path;       /* --config FILE or NULL */
+    struct drx_config *config;     /* loaded configuration (never NULL after main's setup) */
+    uint64_t buffer;               /* bytes of data per rank per round */
+    MPI_Info info;                 /* ROMIO hints for every file we open */
+    bool progress;                 /* rank 0 and stderr is a terminal */
+};
+
+/* --- drx_load.c: agreement, progress, helpers --- */
+
+/* Collective.  Every rank passes its own status (0 or -errno) and, when it
+ * failed, the reason in err.  Returns the lowest status over all ranks; when
+ * that is negative, rank 0 has printed the failing rank's reason as one line
+ * ("drx-load: WHAT: reason").  All ranks return the same value. */
+int load_agree(const struct load_ctx *c, int rc, const struct drx_err *err, const char *what);
+
+/* Turns an MPI error code into a message in err; returns -EIO. */
+int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* BLOCK distribution of n items over the ranks (as mfu_get_start_count):
+ * the first n % nprocs ranks get one more. */
+void load_start_count(const struct load_ctx *c, uint64_t n, uint64_t *start, uint64_t *count);
+
+/* Resolves a user path (store path or the same path under a drxfs mount)
+ * into the store path, in out (PATH_MAX bytes).  Never goes through FUSE. */
+int load_resolve(const char *path, char *out, size_t len, struct drx_err *err);
+
+/* Progress on rank 0 when stderr is a terminal; no-ops elsewhere.  done is
+ * the byte count over all ranks (the caller reduces it). */
+struct load_progress {
+    const char *what;
+    uint64_t total;
+    double t0, last;
+    bool on;
+};
+void load_progress_start(const struct load_ctx *c, struct load_progress *p, const char *what,
+                         uint64_t total);
+/* Collective (reduces the ranks' byte counts to rank 0). */
+void load_progress_add(const struct load_ctx *c, struct load_progress *p, uint64_t mine);
+void load_progress_end(struct load_progress *p);
+
+/* Fills len bytes at buf with the element fill pattern (buf is element
+ * aligned). */
+void load_fill(void *buf, size_t len, const unsigned char *fill, size_t esize);
+
+/* The same for bytes [from, to) of buf, keeping the pattern's phase
+ * relative to buf (buf is element aligned). */
+void load_fill_range(void *buf, uint64_t from, uint64_t to, const unsigned char *fill,
+                     size_t esize);
+
+/* --- load_array.c: shared by the array commands --- */
+
+/* This rank's share of the view's chunks (BLOCK) and its rounds. */
+struct load_share {
+    uint64_t *q, n;          /* my chunk addresses, ascending */
+    uint64_t batch;          /* chunks per round */
+    uint64_t rounds;         /* the same on every rank */
+    unsigned char *chunk_buf; /* batch * chunk_bytes */
+};
+/* Collective. */
+int load_share_init(struct load_ctx *c, const struct drx_array_meta *m, const struct drx_view *v,
+                    struct load_share *s);
+/* The chunks of round r (possibly none). */
+void load_share_round(const struct load_share *s, uint64_t round, const uint64_t **q, size_t *n);
+void load_share_fini(struct load_share *s);
+
+/* Collective MPI_File_open with the hints; agrees on failure (message
+ * "WHAT PATH: reason").  Errors of later calls are returned, not fatal. */
+int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh, const char *what);
+void load_close_file(MPI_File *fh); /* collective; MPI_FILE_NULL is a no-op */
+/* Local check that path is a readable regular file; its size in *size. */
+int load_check_input(const char *path, uint64_t *size, struct drx_err *err);
+
+/* --- load_plan.c: chunk order <-> view order --- */
+
+/* One run: `len` consecutive elements of the view's data (at byte raw_off
+ * of the view) that lie in one chunk, at byte buf_off of the round's chunk
+ * buffer and then every `stride` bytes (the plan's run_stride). */
+struct load_run {
+    uint64_t raw_off;
+    uint64_t buf_off;
+    uint64_t len; /* elements */
+};
+
+/* The chunks one rank moves in one round and the runs that connect them to
+ * the view's data, sorted by raw_off (MPI file views need ascending
+ * displacements). */
+struct load_plan {
+    const struct drx_array_meta *meta;
+    const struct drx_view *view;
+    uint64_t run_stride;   /* bytes between elements of a run in a chunk */
+    size_t nchunks;
+    const uint64_t *q;     /* the round's chunk addresses, ascending */
+    bool *covered;         /* chunk: the view covers every in-bounds element */
+    bool *inside;          /* chunk: lies wholly inside the bounds */
+    struct load_run *run;
+    size_t nruns, cap;
+};
+
+void load_plan_init(struct load_plan *p, const struct drx_array_meta *m, const struct drx_view *v);
+void load_plan_fini(struct load_plan *p);
+/* Plans the round for chunks q[0..n-1] (ascending, each holding elements of
+ * the view).  Slot i of the round's buffer is chunk q[i]. */
+int load_plan_round(struct load_plan *p, const uint64_t *q, size_t n);
+/* Upper bound of runs per chunk (for sizing rounds). */
+uint64_t load_plan_runs_per_chunk(const struct drx_array_meta *m, const struct drx_view *v);
+/* Copies between the round's chunk buffer and the packed view bytes
+ * (runs in raw_off order, back to back). */
+void load_plan_unpack(const struct load_plan *p, const unsigned char *packed, unsigned char *chunks);
+void load_plan_pack(const struct load_plan *p, const unsigned char *chunks, unsigned char *packed);
+/* Bytes of view data in the round. */
+uint64_t load_plan_bytes(const struct load_plan *p);
+/* Number of chunks holding elements of the view. */
+int load_plan_count(const struct drx_array_meta *m, const struct drx_view *v, uint64_t *n);
+/* The view's chunk addresses number start .. start+count-1 in ascending
+ * order, into out (count entries).  Only a rank's own share is kept, so
+ * tiny chunks do not cost every rank the whole list. */
+int load_plan_chunks(const struct drx_array_meta *m, const struct drx_view *v, uint64_t start,
+                     uint64_t count, uint64_t *out);
+
+/* --- MPI datatypes (load_plan.c) --- */
+
+/* A file or memory type of n byte ranges (off[i], len[i]), ascending and
+ * disjoint; adjacent ranges are merged.  n == 0 gives MPI_BYTE, which the
+ * caller uses with count 0.  *bytes gets the total.  Free with
+ * load_type_free(). */
+int load_type_ranges(const uint64_t *off, const uint64_t *len, size_t n, MPI_Datatype *t,
+                     uint64_t *bytes);
+void load_type_free(MPI_Datatype *t);
+/* File type of the plan's whole chunks in the .xta. */
+int load_type_chunks(const struct load_plan *p, MPI_Datatype *t);
+/* File type of the plan's runs in the view's data. */
+int load_type_runs(const struct load_plan *p, MPI_Datatype *t);
+
+/* --- commands --- */
+int load_cmd_import(struct load_ctx *c, int argc, char **argv);
+int load_cmd_export(struct load_ctx *c, int argc, char **argv);
+int load_cmd_copy(struct load_ctx *c, int argc, char **argv);
+int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv);
+
+/* Opens the array read-only on every rank and resolves the view words
+ * (collective: agrees on failure).  On success *a and *v are set. */
+int load_open_view(struct load_ctx *c, const char *path, char **words, int nwords,
+                   struct drx_array **a, struct drx_view *v, char *store_path, size_t len);
+
+#endif
