@@ -1,2 +1,486 @@
-/* placeholder: written by the striped-file/config work (issue 4) */
-typedef int drx_placeholder_config_;
+/* Configuration: defaults and libconfig files, validated with line numbers. */
+#include "drx/config.h"
+
+#include <errno.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_i.h"
+
+int drx_config_defaults(struct drx_config *cfg, const char *store_root)
+{
+    char buf[4096];
+
+    memset(cfg, 0, sizeof *cfg);
+    cfg->stripe.dirs = calloc(2, sizeof *cfg->stripe.dirs);
+    if (!cfg->stripe.dirs)
+        goto nomem;
+    cfg->stripe.ndirs = 2;
+    for (int i = 0; i < 2; i++) {
+        if (store_root) {
+            const char *sep = (store_root[0] && store_root[strlen(store_root) - 1] == '/') ? "" : "/";
+            snprintf(buf, sizeof buf, "%s%s.drx/stripes/%d", store_root, sep, i);
+        } else {
+            snprintf(buf, sizeof buf, ".drx/stripes/%d", i);
+        }
+        cfg->stripe.dirs[i] = strdup(buf);
+        if (!cfg->stripe.dirs[i])
+            goto nomem;
+    }
+    cfg->stripe.count = DRX_DEFAULT_STRIPE_COUNT;
+    cfg->stripe.extent = DRX_DEFAULT_STRIPE_EXTENT;
+    cfg->cache_bytes = DRX_DEFAULT_CACHE_BYTES;
+    cfg->prefetch.enabled = false;
+    cfg->prefetch.min_bytes = DRX_DEFAULT_PREFETCH_MIN_BYTES;
+    cfg->prefetch.ranks = DRX_DEFAULT_PREFETCH_RANKS;
+    cfg->prefetch.mpiexec = strdup("mpiexec");
+    if (!cfg->prefetch.mpiexec)
+        goto nomem;
+    cfg->log_level = DRX_LOG_INFO;
+    return 0;
+nomem:
+    drx_config_fini(cfg);
+    return -ENOMEM;
+}
+
+void drx_config_fini(struct drx_config *cfg)
+{
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < cfg->stripe.ndirs && cfg->stripe.dirs; i++)
+        free(cfg->stripe.dirs[i]);
+    free(cfg->stripe.dirs);
+    free(cfg->prefetch.mpiexec);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+static char **dup_dirs(const char *const *dirs, size_t n)
+{
+    char **out = calloc(n ? n : 1, sizeof *out);
+
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = strdup(dirs[i]);
+        if (!out[i]) {
+            for (size_t j = 0; j < i; j++)
+                free(out[j]);
+            free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+int drx_config_copy(struct drx_config *dst, const struct drx_config *src)
+{
+    *dst = *src;
+    dst->stripe.dirs = NULL;
+    dst->stripe.ndirs = 0;
+    dst->prefetch.mpiexec = NULL;
+    dst->stripe.dirs = dup_dirs((const char *const *)src->stripe.dirs, src->stripe.ndirs);
+    if (!dst->stripe.dirs)
+        goto nomem;
+    dst->stripe.ndirs = src->stripe.ndirs;
+    if (src->prefetch.mpiexec) {
+        dst->prefetch.mpiexec = strdup(src->prefetch.mpiexec);
+        if (!dst->prefetch.mpiexec)
+            goto nomem;
+    }
+    return 0;
+nomem:
+    drx_config_fini(dst);
+    return -ENOMEM;
+}
+
+int drx_config_set_dirs(struct drx_config *cfg, const char *const *dirs, size_t n)
+{
+    char **copy = dup_dirs(dirs, n);
+
+    if (!copy)
+        return -ENOMEM;
+    for (size_t i = 0; i < cfg->stripe.ndirs; i++)
+        free(cfg->stripe.dirs[i]);
+    free(cfg->stripe.dirs);
+    cfg->stripe.dirs = copy;
+    cfg->stripe.ndirs = n;
+    return 0;
+}
+
+/* Checks shared by validate and the file loader; the loader adds the line
+ * of the key at fault, so each check names its key. */
+enum check_key { K_NONE, K_DIRS, K_COUNT, K_EXTENT, K_CACHE, K_RANKS, K_MPIEXEC };
+
+static enum check_key check(const struct drx_config *cfg, char *why, size_t len)
+{
+    if (cfg->stripe.ndirs < 1 || cfg->stripe.ndirs > DRX_MAX_STRIPE_DIRS) {
+        snprintf(why, len, "stripe.dirs: %zu directories, must be 1..%d", cfg->stripe.ndirs,
+                 DRX_MAX_STRIPE_DIRS);
+        return K_DIRS;
+    }
+    for (size_t i = 0; i < cfg->stripe.ndirs; i++) {
+        if (!cfg->stripe.dirs[i] || !cfg->stripe.dirs[i][0]) {
+            snprintf(why, len, "stripe.dirs: entry %zu is empty", i);
+            return K_DIRS;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(cfg->stripe.dirs[i], cfg->stripe.dirs[j]) == 0) {
+                snprintf(why, len, "stripe.dirs: \"%s\" is listed twice", cfg->stripe.dirs[i]);
+                return K_DIRS;
+            }
+        }
+    }
+    if (cfg->stripe.count < 1 || cfg->stripe.count > cfg->stripe.ndirs) {
+        snprintf(why, len, "stripe.count: %u is not in 1..%zu (the number of stripe.dirs)",
+                 cfg->stripe.count, cfg->stripe.ndirs);
+        return K_COUNT;
+    }
+    if (cfg->stripe.extent < 1 || cfg->stripe.extent > DRX_MAX_EXTENT) {
+        snprintf(why, len, "stripe.extent: %llu is not in 1..%llu bytes",
+                 (unsigned long long)cfg->stripe.extent, (unsigned long long)DRX_MAX_EXTENT);
+        return K_EXTENT;
+    }
+    if (cfg->cache_bytes > DRX_MAX_CACHE_BYTES) {
+        snprintf(why, len, "cache.bytes: %llu is above the limit %llu",
+                 (unsigned long long)cfg->cache_bytes, (unsigned long long)DRX_MAX_CACHE_BYTES);
+        return K_CACHE;
+    }
+    if (cfg->prefetch.ranks < 1 || cfg->prefetch.ranks > DRX_MAX_PREFETCH_RANKS) {
+        snprintf(why, len, "prefetch.ranks: %u is not in 1..%d", cfg->prefetch.ranks,
+                 DRX_MAX_PREFETCH_RANKS);
+        return K_RANKS;
+    }
+    if (!cfg->prefetch.mpiexec || !cfg->prefetch.mpiexec[0]) {
+        snprintf(why, len, "prefetch.mpiexec: empty program name");
+        return K_MPIEXEC;
+    }
+    return K_NONE;
+}
+
+int drx_config_validate(const struct drx_config *cfg, struct drx_err *err)
+{
+    char why[DRX_ERR_LEN];
+
+    if (check(cfg, why, sizeof why) != K_NONE)
+        return drx_err_set(err, EINVAL, "%s", why);
+    return 0;
+}
+
+/* ---- file loading --------------------------------------------------------- */
+
+struct loader {
+    const char *path;
+    struct drx_err *err;
+    int line[K_MPIEXEC + 1]; /* line where each checked key was set, 0: not */
+};
+
+static int fail(struct loader *ld, const config_setting_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(struct loader *ld, const config_setting_t *s, const char *fmt, ...)
+{
+    char why[DRX_ERR_LEN];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return drx_err_set(ld->err, EINVAL, "%s:%u: %s", ld->path,
+                       s ? (unsigned)config_setting_source_line(s) : 0u, why);
+}
+
+/* Full dotted name of a setting ("stripe.count"), for messages. */
+static void key_name(const config_setting_t *s, char *buf, size_t len)
+{
+    const config_setting_t *p = config_setting_parent(s);
+
+    if (p && config_setting_name(p) && !config_setting_is_root(p))
+        snprintf(buf, len, "%s.%s", config_setting_name(p), config_setting_name(s));
+    else
+        snprintf(buf, len, "%s", config_setting_name(s) ? config_setting_name(s) : "?");
+}
+
+static int get_u64(struct loader *ld, const config_setting_t *s, uint64_t max, uint64_t *out)
+{
+    char name[128];
+    long long v;
+
+    key_name(s, name, sizeof name);
+    int t = config_setting_type(s);
+    if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+        return fail(ld, s, "%s: wrong type, expected an integer", name);
+    v = config_setting_get_int64(s);
+    if (v < 0)
+        return fail(ld, s, "%s: %lld is negative", name, v);
+    if ((unsigned long long)v > max)
+        return fail(ld, s, "%s: %lld is above the limit %llu", name, v, (unsigned long long)max);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int get_string(struct loader *ld, const config_setting_t *s, const char **out)
+{
+    char name[128];
+
+    key_name(s, name, sizeof name);
+    if (config_setting_type(s) != CONFIG_TYPE_STRING)
+        return fail(ld, s, "%s: wrong type, expected a string", name);
+    *out = config_setting_get_string(s);
+    return 0;
+}
+
+static int load_dirs(struct loader *ld, const config_setting_t *s, struct drx_config *cfg)
+{
+    const char *dirs[DRX_MAX_STRIPE_DIRS];
+    int n, rc;
+
+    if (config_setting_type(s) != CONFIG_TYPE_ARRAY && config_setting_type(s) != CONFIG_TYPE_LIST)
+        return fail(ld, s, "stripe.dirs: wrong type, expected a list of strings [ \"...\", ... ]");
+    n = config_setting_length(s);
+    if (n < 1)
+        return fail(ld, s, "stripe.dirs: empty, at least one directory is needed");
+    if (n > DRX_MAX_STRIPE_DIRS)
+        return fail(ld, s, "stripe.dirs: %d directories, at most %d", n, DRX_MAX_STRIPE_DIRS);
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        if (config_setting_type(e) != CONFIG_TYPE_STRING)
+            return fail(ld, e, "stripe.dirs[%d]: wrong type, expected a string", i);
+        dirs[i] = config_setting_get_string(e);
+        if (!dirs[i][0])
+            return fail(ld, e, "stripe.dirs[%d]: empty directory name", i);
+    }
+    rc = drx_config_set_dirs(cfg, dirs, (size_t)n);
+    if (rc < 0)
+        return drx_err_set(ld->err, -rc, "%s: out of memory", ld->path);
+    ld->line[K_DIRS] = config_setting_source_line(s);
+    return 0;
+}
+
+static int load_stripe(struct loader *ld, const config_setting_t *g, struct drx_config *cfg)
+{
+    int rc = 0;
+    uint64_t v;
+
+    for (int i = 0; i < config_setting_length(g) && rc == 0; i++) {
+        const config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
+        const char *k = config_setting_name(s);
+        if (strcmp(k, "dirs") == 0) {
+            rc = load_dirs(ld, s, cfg);
+        } else if (strcmp(k, "count") == 0) {
+            rc = get_u64(ld, s, DRX_MAX_STRIPE_DIRS, &v);
+            if (rc == 0 && v == 0)
+                rc = fail(ld, s, "stripe.count: 0, a file needs at least one subfile");
+            cfg->stripe.count = (unsigned)v;
+            ld->line[K_COUNT] = config_setting_source_line(s);
+        } else if (strcmp(k, "extent") == 0) {
+            rc = get_u64(ld, s, DRX_MAX_EXTENT, &v);
+            if (rc == 0 && v == 0)
+                rc = fail(ld, s, "stripe.extent: 0, an extent is at least 1 byte");
+            cfg->stripe.extent = v;
+            ld->line[K_EXTENT] = config_setting_source_line(s);
+        } else {
+            rc = fail(ld, s, "unknown key stripe.%s (known: dirs, count, extent)", k);
+        }
+    }
+    return rc;
+}
+
+static int load_cache(struct loader *ld, const config_setting_t *g, struct drx_config *cfg)
+{
+    int rc = 0;
+
+    for (int i = 0; i < config_setting_length(g) && rc == 0; i++) {
+        const config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
+        if (strcmp(config_setting_name(s), "bytes") == 0) {
+            rc = get_u64(ld, s, DRX_MAX_CACHE_BYTES, &cfg->cache_bytes);
+            ld->line[K_CACHE] = config_setting_source_line(s);
+        } else {
+            rc = fail(ld, s, "unknown key cache.%s (known: bytes)", config_setting_name(s));
+        }
+    }
+    return rc;
+}
+
+static int load_prefetch(struct loader *ld, const config_setting_t *g, struct drx_config *cfg)
+{
+    int rc = 0;
+    uint64_t v;
+
+    for (int i = 0; i < config_setting_length(g) && rc == 0; i++) {
+        const config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
+        const char *k = config_setting_name(s);
+        if (strcmp(k, "enabled") == 0) {
+            if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+                rc = fail(ld, s, "prefetch.enabled: wrong type, expected true or false");
+            else
+                cfg->prefetch.enabled = config_setting_get_bool(s) != 0;
+        } else if (strcmp(k, "min_bytes") == 0) {
+            rc = get_u64(ld, s, UINT64_MAX >> 1, &cfg->prefetch.min_bytes);
+        } else if (strcmp(k, "ranks") == 0) {
+            rc = get_u64(ld, s, DRX_MAX_PREFETCH_RANKS, &v);
+            if (rc == 0 && v == 0)
+                rc = fail(ld, s, "prefetch.ranks: 0, at least one rank is needed");
+            cfg->prefetch.ranks = (unsigned)v;
+            ld->line[K_RANKS] = config_setting_source_line(s);
+        } else if (strcmp(k, "mpiexec") == 0) {
+            const char *str = NULL;
+            rc = get_string(ld, s, &str);
+            if (rc == 0 && !str[0])
+                rc = fail(ld, s, "prefetch.mpiexec: empty program name");
+            if (rc == 0) {
+                char *copy = strdup(str);
+                if (!copy)
+                    return drx_err_set(ld->err, ENOMEM, "%s: out of memory", ld->path);
+                free(cfg->prefetch.mpiexec);
+                cfg->prefetch.mpiexec = copy;
+            }
+        } else {
+            rc = fail(ld, s, "unknown key prefetch.%s (known: enabled, min_bytes, ranks, mpiexec)",
+                      k);
+        }
+    }
+    return rc;
+}
+
+static int load_log(struct loader *ld, const config_setting_t *g, struct drx_config *cfg)
+{
+    int rc = 0;
+
+    for (int i = 0; i < config_setting_length(g) && rc == 0; i++) {
+        const config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
+        if (strcmp(config_setting_name(s), "level") == 0) {
+            const char *str = NULL;
+            rc = get_string(ld, s, &str);
+            if (rc == 0 && drx_log_level_parse(str, &cfg->log_level) < 0)
+                rc = fail(ld, s, "log.level: \"%s\" is not one of error, warning, info, debug",
+                          str);
+        } else {
+            rc = fail(ld, s, "unknown key log.%s (known: level)", config_setting_name(s));
+        }
+    }
+    return rc;
+}
+
+int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, struct drx_err *err)
+{
+    struct loader ld = {.path = path, .err = err};
+    struct drx_config tmp = {0};
+    config_t lc;
+    FILE *fp;
+    int rc;
+
+    fp = fopen(path, "r");
+    if (!fp)
+        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    config_init(&lc);
+    if (!config_read(&lc, fp)) {
+        rc = drx_err_set(err, EINVAL, "%s:%d: %s", path, config_error_line(&lc),
+                         config_error_text(&lc) ? config_error_text(&lc) : "syntax error");
+        goto out;
+    }
+    rc = drx_config_copy(&tmp, cfg);
+    if (rc < 0) {
+        drx_err_set(err, -rc, "%s: out of memory", path);
+        goto out;
+    }
+
+    const config_setting_t *root = config_root_setting(&lc);
+    for (int i = 0; i < config_setting_length(root) && rc == 0; i++) {
+        const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+        const char *k = config_setting_name(s);
+        bool all = keys == DRX_CONFIG_KEYS_ALL;
+        bool group = config_setting_type(s) == CONFIG_TYPE_GROUP;
+
+        if (strcmp(k, "version") == 0 && !all) {
+            long long v;
+            int t = config_setting_type(s);
+            if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+                rc = fail(&ld, s, "version: wrong type, expected an integer");
+            else if ((v = config_setting_get_int64(s)) != 1)
+                rc = fail(&ld, s, "version: %lld is not supported (this drx knows version 1)", v);
+            continue;
+        }
+        if (strcmp(k, "stripe") != 0 && !(all && (strcmp(k, "cache") == 0 ||
+                                                  strcmp(k, "prefetch") == 0 ||
+                                                  strcmp(k, "log") == 0))) {
+            rc = fail(&ld, s, all ? "unknown key %s (known: stripe, cache, prefetch, log)"
+                                  : "unknown key %s (known: version, stripe)",
+                      k);
+            break;
+        }
+        if (!group) {
+            rc = fail(&ld, s, "%s: wrong type, expected a group { ... }", k);
+            break;
+        }
+        if (strcmp(k, "stripe") == 0)
+            rc = load_stripe(&ld, s, &tmp);
+        else if (strcmp(k, "cache") == 0)
+            rc = load_cache(&ld, s, &tmp);
+        else if (strcmp(k, "prefetch") == 0)
+            rc = load_prefetch(&ld, s, &tmp);
+        else
+            rc = load_log(&ld, s, &tmp);
+    }
+    if (rc < 0)
+        goto out;
+
+    /* Validate the overlay as a whole, blaming the line of the key at fault,
+     * or of the key that made it wrong (dirs shrunk under an inherited count). */
+    char why[DRX_ERR_LEN];
+    enum check_key bad = check(&tmp, why, sizeof why);
+    if (bad != K_NONE) {
+        int line = ld.line[bad];
+        if (!line && bad == K_COUNT)
+            line = ld.line[K_DIRS];
+        rc = drx_err_set(err, EINVAL, "%s:%d: %s", path, line, why);
+        goto out;
+    }
+    drx_config_fini(cfg);
+    *cfg = tmp;
+    memset(&tmp, 0, sizeof tmp);
+out:
+    drx_config_fini(&tmp);
+    config_destroy(&lc);
+    fclose(fp);
+    return rc;
+}
+
+int drx_config_load_file(struct drx_config *cfg, const char *path, struct drx_err *err)
+{
+    return drx_config_load_keys(cfg, path, DRX_CONFIG_KEYS_ALL, err);
+}
+
+int drx_config_parse_bytes(const char *text, uint64_t *out)
+{
+    uint64_t v = 0, mul = 1;
+    const char *p = text;
+
+    if (!p || *p < '0' || *p > '9')
+        return -EINVAL;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return -EINVAL;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    switch (*p) {
+    case '\0':
+        break;
+    case 'k': case 'K': mul = (uint64_t)1 << 10; p++; break;
+    case 'm': case 'M': mul = (uint64_t)1 << 20; p++; break;
+    case 'g': case 'G': mul = (uint64_t)1 << 30; p++; break;
+    case 't': case 'T': mul = (uint64_t)1 << 40; p++; break;
+    default: return -EINVAL;
+    }
+    /* Accept "64K", "64KiB" and "64KB" alike. */
+    if (mul > 1 && (strcmp(p, "iB") == 0 || strcmp(p, "B") == 0))
+        p += strlen(p);
+    if (*p)
+        return -EINVAL;
+    if (v > UINT64_MAX / mul)
+        return -EINVAL;
+    *out = v * mul;
+    return 0;
+}

@@ -1,2 +1,614 @@
-/* placeholder: written by the striped-file/config work (issue 4) */
-typedef int drx_placeholder_store_;
+/* Stores: `.drx/` at the root, remembered settings, path mapping. */
+#include "drx/store.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config_i.h"
+#include "drx/log.h"
+
+/* ---- lexical paths ---------------------------------------------------------- */
+
+int drx_store_abspath(const char *path, char *out, size_t outlen)
+{
+    char buf[PATH_MAX * 2];
+    size_t n = 0;
+
+    if (!path || !path[0])
+        return -ENOENT;
+    if (path[0] != '/') {
+        if (!getcwd(buf, PATH_MAX))
+            return -errno;
+        n = strlen(buf);
+    }
+    /* Append component by component, folding "." and "..": never looks at
+     * the filesystem, so a drxfs mount is never entered and symlinks keep
+     * the meaning the user typed (as a shell's logical cd does). */
+    const char *p = path;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *e = strchr(p, '/');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 1 && p[0] == '.') {
+            /* nothing */
+        } else if (len == 2 && p[0] == '.' && p[1] == '.') {
+            while (n > 0 && buf[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--; /* the '/' before the removed component */
+        } else {
+            if (n + 1 + len + 1 > sizeof buf)
+                return -ENAMETOOLONG;
+            buf[n++] = '/';
+            memcpy(buf + n, p, len);
+            n += len;
+        }
+        p += len;
+    }
+    if (n == 0)
+        buf[n++] = '/';
+    buf[n] = '\0';
+    if (n + 1 > outlen)
+        return -ENAMETOOLONG;
+    memcpy(out, buf, n + 1);
+    return (int)n;
+}
+
+/* Joins root and a relative path, then normalises. */
+static int join_abs(const char *root, const char *rel, char *out, size_t outlen)
+{
+    char buf[PATH_MAX * 2];
+
+    if (rel[0] == '/')
+        return drx_store_abspath(rel, out, outlen);
+    if ((size_t)snprintf(buf, sizeof buf, "%s/%s", root, rel) >= sizeof buf)
+        return -ENAMETOOLONG;
+    return drx_store_abspath(buf, out, outlen);
+}
+
+/* Length of prefix when path equals prefix or continues with '/' below it. */
+static size_t under(const char *path, const char *prefix)
+{
+    size_t n = strlen(prefix);
+
+    if (strcmp(prefix, "/") == 0)
+        return path[0] == '/' ? 0 : (size_t)-1;
+    if (strncmp(path, prefix, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+        return (size_t)-1;
+    return n;
+}
+
+/* ---- mountinfo ----------------------------------------------------------- */
+
+/* Decodes mountinfo's octal escapes (\040 etc.) in place. */
+static void unescape(char *s)
+{
+    char *w = s;
+
+    for (char *r = s; *r;) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+            r[3] >= '0' && r[3] <= '7') {
+            *w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+            r += 4;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+}
+
+int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out, size_t outlen)
+{
+    char abs[PATH_MAX], best_src[PATH_MAX], tmp[PATH_MAX * 2];
+    size_t best_len = 0;
+    bool found = false;
+    char *line = NULL;
+    size_t cap = 0;
+    FILE *fp;
+    int n;
+
+    n = drx_store_abspath(path, abs, sizeof abs);
+    if (n < 0)
+        return n;
+    fp = fopen(mountinfo ? mountinfo : "/proc/self/mountinfo", "re");
+    if (fp) {
+        while (getline(&line, &cap, fp) > 0) {
+            /* id parent maj:min root MOUNTPOINT opts [optional...] - FSTYPE SOURCE sopts */
+            char *f[6] = {0}, *save = NULL, *tok;
+            int i = 0;
+            line[strcspn(line, "\n")] = '\0';
+            char *sep = strstr(line, " - ");
+            if (!sep)
+                continue;
+            *sep = '\0';
+            for (tok = strtok_r(line, " ", &save); tok && i < 5; tok = strtok_r(NULL, " ", &save))
+                f[i++] = tok;
+            if (i < 5)
+                continue;
+            save = NULL;
+            char *fstype = strtok_r(sep + 3, " ", &save);
+            char *source = fstype ? strtok_r(NULL, " ", &save) : NULL;
+            if (!fstype || !source || strcmp(fstype, DRX_STORE_FSTYPE) != 0)
+                continue;
+            char *mnt = f[4];
+            unescape(mnt);
+            unescape(source);
+            if (source[0] != '/')
+                continue; /* not mounted by our daemon with fsname=STORE */
+            size_t m = under(abs, mnt);
+            if (m == (size_t)-1)
+                continue;
+            /* The deepest mount point wins (a store mounted inside another). */
+            if (!found || m >= best_len) {
+                found = true;
+                best_len = m;
+                if (snprintf(best_src, sizeof best_src, "%s", source) >= (int)sizeof best_src)
+                    found = false;
+            }
+        }
+        free(line);
+        fclose(fp);
+    }
+    if (!found) {
+        if ((size_t)n + 1 > outlen)
+            return -ENAMETOOLONG;
+        memcpy(out, abs, (size_t)n + 1);
+        return n;
+    }
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s/%s", best_src, abs + best_len) >= sizeof tmp)
+        return -ENAMETOOLONG;
+    return drx_store_abspath(tmp, out, outlen);
+}
+
+int drx_store_resolve_path(const char *path, char *out, size_t outlen)
+{
+    return drx_store_resolve_path_mi(NULL, path, out, outlen);
+}
+
+/* ---- finding stores -------------------------------------------------------- */
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int drx_store_find(const char *path, char *root, size_t rootlen)
+{
+    char cur[PATH_MAX], probe[PATH_MAX + 8];
+    int n = drx_store_abspath(path, cur, sizeof cur);
+
+    if (n < 0)
+        return n;
+    for (;;) {
+        snprintf(probe, sizeof probe, "%s%s" DRX_STORE_DIR, cur,
+                 strcmp(cur, "/") == 0 ? "" : "/");
+        if (is_dir(probe)) {
+            n = (int)strlen(cur);
+            if ((size_t)n + 1 > rootlen)
+                return -ENAMETOOLONG;
+            memcpy(root, cur, (size_t)n + 1);
+            return n;
+        }
+        if (strcmp(cur, "/") == 0)
+            return -ENOENT;
+        char *slash = strrchr(cur, '/');
+        if (slash == cur)
+            cur[1] = '\0';
+        else
+            *slash = '\0';
+    }
+}
+
+int drx_store_locate(const char *path, char *root, char *store_path, char *rel,
+                     struct drx_err *err)
+{
+    int n = drx_store_resolve_path(path, store_path, PATH_MAX);
+
+    if (n < 0)
+        return drx_err_set(err, -n, "%s: %s", path, strerror(-n));
+    n = drx_store_find(store_path, root, PATH_MAX);
+    if (n == -ENOENT)
+        return drx_err_set(err, ENOENT, "%s: not inside a drx store (no %s/ above it)", path,
+                           DRX_STORE_DIR);
+    if (n < 0)
+        return drx_err_set(err, -n, "%s: %s", path, strerror(-n));
+    if (rel) {
+        const char *r = store_path + under(store_path, root);
+        while (*r == '/')
+            r++;
+        snprintf(rel, PATH_MAX, "%s", r);
+    }
+    return 0;
+}
+
+/* ---- names ------------------------------------------------------------------ */
+
+bool drx_store_name_is_temp(const char *name)
+{
+    size_t n = strlen(name);
+    static const char *const kinds[] = {".xmd", ".nafs"};
+
+    if (n < 8 || name[0] != '.' || name[n - 7] != '.')
+        return false;
+    for (size_t i = n - 6; i < n; i++)
+        if (!isalnum((unsigned char)name[i]))
+            return false;
+    for (size_t k = 0; k < 2; k++) {
+        size_t kl = strlen(kinds[k]);
+        /* "." + at least one character of NAME + kind + ".XXXXXX" */
+        if (n >= 1 + 1 + kl + 7 && memcmp(name + n - 7 - kl, kinds[k], kl) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool drx_store_name_internal(const char *name, bool at_root)
+{
+    if (at_root && strcmp(name, DRX_STORE_DIR) == 0)
+        return true;
+    return drx_store_name_is_temp(name);
+}
+
+enum drx_store_kind drx_store_classify(const char *path)
+{
+    char buf[PATH_MAX + 8];
+    struct stat st;
+
+    snprintf(buf, sizeof buf, "%s.xmd", path);
+    if (stat(buf, &st) == 0)
+        return DRX_STORE_ARRAY;
+    snprintf(buf, sizeof buf, "%s.nafs", path);
+    if (stat(buf, &st) == 0)
+        return DRX_STORE_STRIPED;
+    if (stat(path, &st) != 0)
+        return DRX_STORE_NONE;
+    return S_ISDIR(st.st_mode) ? DRX_STORE_DIRECTORY : DRX_STORE_PLAIN;
+}
+
+/* ---- store.conf ------------------------------------------------------------ */
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return -ENAMETOOLONG;
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return -errno;
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+    return is_dir(path) ? 0 : -ENOTDIR;
+}
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = 0;
+
+    if (fd < 0)
+        return -errno;
+    if (fsync(fd) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+/* Writes a libconfig string literal (escaping '"' and '\\'). */
+static void put_string(FILE *fp, const char *s)
+{
+    fputc('"', fp);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', fp);
+        fputc(*s, fp);
+    }
+    fputc('"', fp);
+}
+
+/* dirs[] absolute; written relative to root when inside it. */
+static int write_store_conf(const char *root, char *const *dirs, size_t ndirs, unsigned count,
+                            uint64_t extent, struct drx_err *err)
+{
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 64], dir[PATH_MAX + 32];
+    FILE *fp = NULL;
+    int fd = -1, rc = 0;
+
+    snprintf(dir, sizeof dir, "%s/" DRX_STORE_DIR, root);
+    snprintf(path, sizeof path, "%s/" DRX_STORE_CONF, root);
+    if (snprintf(tmp, sizeof tmp, "%s/.store.conf.XXXXXX", dir) >= (int)sizeof tmp)
+        return drx_err_set(err, ENAMETOOLONG, "%s: path too long", dir);
+    fd = mkstemp(tmp);
+    if (fd < 0)
+        return drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
+    fchmod(fd, 0644);
+    fp = fdopen(fd, "w");
+    if (!fp) {
+        rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
+        close(fd);
+        goto out;
+    }
+    fprintf(fp, "# drxfs store settings (written by drx init / drxfs at first mount).\n"
+                "# Stripe directories are in order: a metafile names a subfile's directory\n"
+                "# by its index here, so do not reorder or remove entries of a store in use.\n"
+                "# Relative directories are relative to the store root.\n"
+                "version = 1;\n"
+                "stripe = {\n"
+                "  dirs = [ ");
+    for (size_t i = 0; i < ndirs; i++) {
+        size_t m = under(dirs[i], root);
+        const char *d = dirs[i];
+        if (m != (size_t)-1 && dirs[i][m] == '/')
+            d = dirs[i] + m + 1;
+        put_string(fp, d);
+        fputs(i + 1 < ndirs ? ", " : " ", fp);
+    }
+    fprintf(fp, "];\n  count = %u;\n  extent = %llu;\n};\n", count, (unsigned long long)extent);
+    if (fflush(fp) != 0 || fsync(fileno(fp)) < 0) {
+        rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (rename(tmp, path) < 0) {
+        rc = drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    tmp[0] = '\0';
+    rc = fsync_dir(dir);
+    if (rc < 0)
+        drx_err_set(err, -rc, "%s: %s", dir, strerror(-rc));
+out:
+    if (fp)
+        fclose(fp);
+    if (tmp[0])
+        unlink(tmp);
+    return rc;
+}
+
+/* Makes cfg's dirs absolute against root. */
+static int absolutise_dirs(struct drx_config *cfg, const char *root, struct drx_err *err)
+{
+    char buf[PATH_MAX];
+
+    for (size_t i = 0; i < cfg->stripe.ndirs; i++) {
+        int n = join_abs(root, cfg->stripe.dirs[i], buf, sizeof buf);
+        if (n < 0)
+            return drx_err_set(err, -n, "stripe dir %s: %s", cfg->stripe.dirs[i], strerror(-n));
+        char *copy = strdup(buf);
+        if (!copy)
+            return drx_err_set(err, ENOMEM, "out of memory");
+        free(cfg->stripe.dirs[i]);
+        cfg->stripe.dirs[i] = copy;
+    }
+    return 0;
+}
+
+int drx_store_load_config(const char *root, const char *config_path, struct drx_config *cfg,
+                          struct drx_err *err)
+{
+    char conf[PATH_MAX];
+    struct stat st;
+    int rc;
+
+    rc = drx_config_defaults(cfg, NULL);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "out of memory");
+    if (snprintf(conf, sizeof conf, "%s/" DRX_STORE_CONF, root) >= (int)sizeof conf) {
+        rc = drx_err_set(err, ENAMETOOLONG, "%s: path too long", root);
+        goto out;
+    }
+    if (stat(conf, &st) == 0) {
+        rc = drx_config_load_keys(cfg, conf, DRX_CONFIG_KEYS_STORE, err);
+        if (rc < 0)
+            goto out;
+    }
+    if (config_path)
+        rc = drx_config_load_file(cfg, config_path, err);
+out:
+    if (rc < 0)
+        drx_config_fini(cfg);
+    return rc;
+}
+
+int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigned flags,
+                   struct drx_err *err)
+{
+    char root[PATH_MAX], path[PATH_MAX + 32];
+    struct drx_config want = {0}, have = {0};
+    struct stat st;
+    int rc, existed = 0;
+
+    rc = drx_store_abspath(root_in, root, sizeof root);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: %s", root_in, strerror(-rc));
+    rc = drx_config_validate(cfg_in, err);
+    if (rc < 0)
+        return rc;
+    if (mkdir(root, 0755) < 0 && errno != EEXIST)
+        return drx_err_set(err, errno, "%s: %s", root, strerror(errno));
+    if (!is_dir(root))
+        return drx_err_set(err, ENOTDIR, "%s: not a directory", root);
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
+    if (mkdir(path, 0755) < 0 && errno != EEXIST)
+        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    if (!is_dir(path))
+        return drx_err_set(err, ENOTDIR, "%s: exists and is not a directory", path);
+
+    rc = drx_config_copy(&want, cfg_in);
+    if (rc < 0) {
+        drx_err_set(err, -rc, "out of memory");
+        goto out;
+    }
+    rc = absolutise_dirs(&want, root, err);
+    if (rc < 0)
+        goto out;
+
+    snprintf(path, sizeof path, "%s/" DRX_STORE_CONF, root);
+    if (stat(path, &st) == 0) {
+        existed = 1;
+        rc = drx_store_load_config(root, NULL, &have, err);
+        if (rc < 0)
+            goto out;
+        rc = absolutise_dirs(&have, root, err);
+        if (rc < 0)
+            goto out;
+        if (!(flags & DRX_STORE_INIT_KEEP)) {
+            bool same = have.stripe.ndirs == want.stripe.ndirs;
+            for (size_t i = 0; same && i < have.stripe.ndirs; i++)
+                same = strcmp(have.stripe.dirs[i], want.stripe.dirs[i]) == 0;
+            if (!same) {
+                rc = drx_err_set(err, EEXIST,
+                                 "%s is already a store with other stripe dirs (%s%s); changing "
+                                 "them would orphan its striped files",
+                                 root, have.stripe.dirs[0], have.stripe.ndirs > 1 ? ", ..." : "");
+                goto out;
+            }
+            if (have.stripe.count != want.stripe.count ||
+                have.stripe.extent != want.stripe.extent) {
+                rc = drx_err_set(err, EEXIST,
+                                 "%s is already a store with count=%u extent=%llu; use `drx "
+                                 "stripe set %s --count N --extent BYTES` to change the default "
+                                 "layout",
+                                 root, have.stripe.count, (unsigned long long)have.stripe.extent,
+                                 root);
+                goto out;
+            }
+        }
+    }
+    /* Stripe directories: (re)create any missing, so a store whose default
+     * dirs were removed by hand recovers; existing ones are left as they are. */
+    {
+        const struct drx_config *use = existed ? &have : &want;
+        for (size_t i = 0; i < use->stripe.ndirs; i++) {
+            rc = mkdir_p(use->stripe.dirs[i], 0755);
+            if (rc < 0) {
+                drx_err_set(err, -rc, "stripe dir %s: %s", use->stripe.dirs[i], strerror(-rc));
+                goto out;
+            }
+        }
+    }
+    if (!existed) {
+        rc = write_store_conf(root, want.stripe.dirs, want.stripe.ndirs, want.stripe.count,
+                              want.stripe.extent, err);
+        if (rc < 0)
+            goto out;
+    }
+    rc = existed;
+out:
+    drx_config_fini(&want);
+    drx_config_fini(&have);
+    return rc;
+}
+
+int drx_store_open_cfg(const char *root_in, const struct drx_config *cfg, struct drx_store **out,
+                       struct drx_err *err)
+{
+    char root[PATH_MAX], path[PATH_MAX + 32];
+    struct drx_store *s = NULL;
+    int rc;
+
+    *out = NULL;
+    rc = drx_store_abspath(root_in, root, sizeof root);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: %s", root_in, strerror(-rc));
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
+    if (!is_dir(path))
+        return drx_err_set(err, ENOENT, "%s: not a drx store (no %s/; run `drx init %s`)", root,
+                           DRX_STORE_DIR, root);
+    rc = drx_config_validate(cfg, err);
+    if (rc < 0)
+        return rc;
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    s->root_fd = -1;
+    s->root = strdup(root);
+    rc = drx_config_copy(&s->cfg, cfg);
+    if (!s->root || rc < 0) {
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = absolutise_dirs(&s->cfg, root, err);
+    if (rc < 0)
+        goto out;
+    s->dir_fds = malloc(s->cfg.stripe.ndirs * sizeof *s->dir_fds);
+    if (!s->dir_fds) {
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < s->cfg.stripe.ndirs; i++)
+        s->dir_fds[i] = -1;
+    s->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s->root_fd < 0) {
+        rc = drx_err_set(err, errno, "%s: %s", root, strerror(errno));
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR "/", root);
+    for (size_t i = 0; i < s->cfg.stripe.ndirs; i++) {
+        const char *d = s->cfg.stripe.dirs[i];
+        /* Our own default dirs are ours to recreate; a missing external dir
+         * is probably an unmounted disk, and creating an empty directory in
+         * its place would hide that. */
+        if (strncmp(d, path, strlen(path)) == 0 && !is_dir(d))
+            mkdir_p(d, 0755);
+        s->dir_fds[i] = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (s->dir_fds[i] < 0)
+            drx_log(DRX_LOG_WARNING, "%s: stripe dir %zu (%s) unusable: %s; its subfiles give EIO",
+                    root, i, d, strerror(errno));
+    }
+    *out = s;
+    s = NULL;
+    rc = 0;
+out:
+    drx_store_close(s);
+    return rc;
+}
+
+int drx_store_open(const char *root, const char *config_path, struct drx_store **out,
+                   struct drx_err *err)
+{
+    struct drx_config cfg;
+    int rc;
+
+    *out = NULL;
+    rc = drx_store_load_config(root, config_path, &cfg, err);
+    if (rc < 0)
+        return rc;
+    rc = drx_store_open_cfg(root, &cfg, out, err);
+    drx_config_fini(&cfg);
+    return rc;
+}
+
+void drx_store_close(struct drx_store *s)
+{
+    if (!s)
+        return;
+    if (s->dir_fds) {
+        for (size_t i = 0; i < s->cfg.stripe.ndirs; i++)
+            if (s->dir_fds[i] >= 0)
+                close(s->dir_fds[i]);
+        free(s->dir_fds);
+    }
+    if (s->root_fd >= 0)
+        close(s->root_fd);
+    drx_config_fini(&s->cfg);
+    free(s->root);
+    free(s);
+}

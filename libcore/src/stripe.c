@@ -1,2 +1,1276 @@
-/* placeholder: written by the striped-file/config work (issue 4) */
-typedef int drx_placeholder_stripe_;
+/* Striped files (NAFS): metafile NAME.nafs + round-robin subfiles. */
+#include "drx/stripe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "drx/log.h"
+
+/* A metafile is a few hundred bytes; anything much larger is not ours. */
+#define META_MAX_BYTES 65536
+
+struct drx_stripe {
+    struct drx_store *s;
+    char *path; /* NAME, without suffix */
+    int mode;
+    struct drx_stripe_meta meta; /* layout and subfiles; meta.size unused */
+    int fds[DRX_MAX_STRIPE_DIRS];
+    atomic_bool warned[DRX_MAX_STRIPE_DIRS]; /* missing subfile logged */
+
+    /* Writes hold io shared; truncate holds it exclusive, so no write lands
+     * between cutting the subfiles and recording the new size. */
+    pthread_rwlock_t io;
+    pthread_mutex_t lock; /* guards everything below */
+    uint64_t size;        /* logical size, in memory */
+    uint64_t persisted;   /* size as last written to/read from the metafile */
+    bool truncated;       /* size was set by truncate since the last persist */
+    bool meta_synced;     /* the metafile on disk is known durable */
+    dev_t meta_dev;       /* identity of the metafile this handle wrote/read */
+    ino_t meta_ino;
+};
+
+/* ---- mapping ------------------------------------------------------------------- */
+
+uint64_t drx_stripe_subfile_len(const struct drx_stripe_layout *l, unsigned i, uint64_t size)
+{
+    uint64_t full = size / l->extent, rem = size % l->extent;
+    uint64_t n = full / l->count + (i < full % l->count ? 1 : 0);
+
+    /* The partial last extent, if any, is extent `full`, in subfile full % count. */
+    if (rem && full % l->count == i)
+        return n * l->extent + rem;
+    return n * l->extent;
+}
+
+/* ---- names and paths --------------------------------------------------------- */
+
+bool drx_stripe_subfile_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+
+    if (n < 1 || n > DRX_STRIPE_NAME_MAX || name[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return strstr(name, "..") == NULL;
+}
+
+static int meta_path(const char *path, char *buf, size_t len)
+{
+    if ((size_t)snprintf(buf, len, "%s" DRX_STRIPE_SUFFIX, path) >= len)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+bool drx_stripe_exists(const char *path)
+{
+    char mp[PATH_MAX];
+    struct stat st;
+
+    return meta_path(path, mp, sizeof mp) == 0 && stat(mp, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_meta *m,
+                            unsigned i, char *buf, size_t len)
+{
+    int n;
+
+    if (i >= m->layout.count || m->sub[i].dir >= s->cfg.stripe.ndirs)
+        return -EINVAL;
+    n = snprintf(buf, len, "%s/%s", s->cfg.stripe.dirs[m->sub[i].dir], m->sub[i].name);
+    return (n < 0 || (size_t)n >= len) ? -ERANGE : n;
+}
+
+/* ---- layouts ------------------------------------------------------------------- */
+
+int drx_stripe_layout_parse(const char *text, size_t ndirs, struct drx_stripe_layout *out,
+                            struct drx_err *err)
+{
+    char buf[256];
+    bool have_count = false, have_extent = false;
+    struct drx_stripe_layout l = {0};
+    char *save = NULL;
+
+    if (ndirs > DRX_MAX_STRIPE_DIRS)
+        ndirs = DRX_MAX_STRIPE_DIRS;
+    if (!text || strlen(text) >= sizeof buf)
+        return drx_err_set(err, EINVAL, "layout: expected \"count=N extent=BYTES\"");
+    strcpy(buf, text);
+    for (char *w = strtok_r(buf, " \t\n,", &save); w; w = strtok_r(NULL, " \t\n,", &save)) {
+        uint64_t v;
+        if (strncmp(w, "count=", 6) == 0 && !have_count) {
+            if (drx_config_parse_bytes(w + 6, &v) < 0 || strpbrk(w + 6, "kKmMgGtT"))
+                return drx_err_set(err, EINVAL, "layout: count \"%s\" is not a number", w + 6);
+            if (v < 1 || v > ndirs)
+                return drx_err_set(err, EINVAL,
+                                   "layout: count=%llu is not in 1..%zu (the stripe dirs)",
+                                   (unsigned long long)v, ndirs);
+            l.count = (unsigned)v;
+            have_count = true;
+        } else if (strncmp(w, "extent=", 7) == 0 && !have_extent) {
+            if (drx_config_parse_bytes(w + 7, &v) < 0)
+                return drx_err_set(err, EINVAL, "layout: extent \"%s\" is not a byte count",
+                                   w + 7);
+            if (v < 1 || v > DRX_MAX_EXTENT)
+                return drx_err_set(err, EINVAL, "layout: extent=%llu is not in 1..%llu",
+                                   (unsigned long long)v, (unsigned long long)DRX_MAX_EXTENT);
+            l.extent = v;
+            have_extent = true;
+        } else {
+            return drx_err_set(err, EINVAL,
+                               "layout: unexpected \"%s\", expected \"count=N extent=BYTES\"", w);
+        }
+    }
+    if (!have_count || !have_extent)
+        return drx_err_set(err, EINVAL, "layout: expected \"count=N extent=BYTES\"");
+    *out = l;
+    return 0;
+}
+
+int drx_stripe_layout_format(const struct drx_stripe_layout *l, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "count=%u extent=%llu", l->count, (unsigned long long)l->extent);
+
+    return (n < 0 || (size_t)n >= len) ? -ERANGE : n;
+}
+
+int drx_stripe_layout_dir_get(const struct drx_store *s, const char *dir_path,
+                              struct drx_stripe_layout *out, struct drx_err *err)
+{
+    char val[256];
+    ssize_t n = getxattr(dir_path, DRX_STRIPE_XATTR, val, sizeof val - 1);
+    int rc;
+
+    if (n < 0) {
+        if (errno == ENODATA || errno == ENOTSUP)
+            return 0;
+        if (errno == ERANGE)
+            return drx_err_set(err, EINVAL, "%s: %s too long", dir_path, DRX_STRIPE_XATTR);
+        return drx_err_set(err, errno, "%s: %s", dir_path, strerror(errno));
+    }
+    val[n] = '\0';
+    rc = drx_stripe_layout_parse(val, s->cfg.stripe.ndirs, out, err);
+    if (rc < 0) {
+        drx_err_prefix(err, "%s: %s", dir_path, DRX_STRIPE_XATTR);
+        return rc;
+    }
+    return 1;
+}
+
+int drx_stripe_layout_dir_set(const struct drx_store *s, const char *dir_path,
+                              const struct drx_stripe_layout *l, struct drx_err *err)
+{
+    char val[DRX_STRIPE_LAYOUT_LEN];
+    struct stat st;
+
+    if (stat(dir_path, &st) < 0)
+        return drx_err_set(err, errno, "%s: %s", dir_path, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return drx_err_set(err, ENOTDIR, "%s: not a directory (a layout is set on directories)",
+                           dir_path);
+    if (!l) {
+        if (removexattr(dir_path, DRX_STRIPE_XATTR) < 0 && errno != ENODATA)
+            return drx_err_set(err, errno, "%s: %s", dir_path, strerror(errno));
+        return 0;
+    }
+    if (l->count < 1 || l->count > s->cfg.stripe.ndirs)
+        return drx_err_set(err, EINVAL, "count=%u is not in 1..%zu (the store's stripe dirs)",
+                           l->count, s->cfg.stripe.ndirs);
+    if (l->extent < 1 || l->extent > DRX_MAX_EXTENT)
+        return drx_err_set(err, EINVAL, "extent=%llu is not in 1..%llu",
+                           (unsigned long long)l->extent, (unsigned long long)DRX_MAX_EXTENT);
+    drx_stripe_layout_format(l, val, sizeof val);
+    if (setxattr(dir_path, DRX_STRIPE_XATTR, val, strlen(val), 0) < 0)
+        return drx_err_set(err, errno, "%s: cannot set %s: %s", dir_path, DRX_STRIPE_XATTR,
+                           strerror(errno));
+    return 0;
+}
+
+int drx_stripe_layout_for_new(const struct drx_store *s, const char *dir_path,
+                              struct drx_stripe_layout *out, struct drx_err *err)
+{
+    char cur[PATH_MAX];
+    size_t rootlen = strlen(s->root);
+    int n = drx_store_abspath(dir_path, cur, sizeof cur);
+
+    if (n < 0)
+        return drx_err_set(err, -n, "%s: %s", dir_path, strerror(-n));
+    out->count = s->cfg.stripe.count;
+    out->extent = s->cfg.stripe.extent;
+    /* Only directories of this store count: walking on above the root would
+     * let an unrelated directory decide. */
+    bool inside = strcmp(s->root, "/") == 0 ||
+                  (strncmp(cur, s->root, rootlen) == 0 && (cur[rootlen] == '\0' || cur[rootlen] == '/'));
+    if (!inside)
+        return 0;
+    for (;;) {
+        struct drx_err e2 = {{0}};
+        int rc = drx_stripe_layout_dir_get(s, cur, out, &e2);
+        if (rc == 1)
+            return 0;
+        if (rc < 0) {
+            /* A bad value set behind the daemon's back must not stop file
+             * creation: say so and let the next directory up decide. */
+            drx_log(DRX_LOG_WARNING, "%s; ignored", e2.msg);
+            out->count = s->cfg.stripe.count;
+            out->extent = s->cfg.stripe.extent;
+        }
+        if (strlen(cur) <= rootlen)
+            return 0;
+        char *slash = strrchr(cur, '/');
+        if (slash == cur)
+            cur[1] = '\0';
+        else
+            *slash = '\0';
+    }
+}
+
+/* ---- metafiles ----------------------------------------------------------------- */
+
+static int bad_meta(struct drx_err *err, const char *path, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int bad_meta(struct drx_err *err, const char *path, int line, const char *fmt, ...)
+{
+    char why[DRX_ERR_LEN];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    drx_log(DRX_LOG_ERROR, "%s:%d: refused metafile: %s", path, line, why);
+    return drx_err_set(err, EIO, "%s:%d: bad metafile: %s", path, line, why);
+}
+
+static bool get_int(const config_setting_t *s, long long *v)
+{
+    int t = config_setting_type(s);
+
+    if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+        return false;
+    *v = config_setting_get_int64(s);
+    return true;
+}
+
+/* Parses metafile text (NUL-terminated) into m. */
+static int meta_parse(const char *text, const char *path, size_t ndirs, struct drx_stripe_meta *m,
+                      struct drx_err *err)
+{
+    config_t lc;
+    int rc = 0;
+    bool seen_v = false, seen_e = false, seen_c = false, seen_s = false, seen_sub = false;
+    const config_setting_t *subs = NULL;
+    long long v;
+
+    memset(m, 0, sizeof *m);
+    /* libconfig would follow @include to any file; a metafile never has one. */
+    if (strstr(text, "@include"))
+        return bad_meta(err, path, 0, "@include is not allowed");
+    config_init(&lc);
+    if (!config_read_string(&lc, text)) {
+        rc = bad_meta(err, path, config_error_line(&lc), "%s",
+                      config_error_text(&lc) ? config_error_text(&lc) : "syntax error");
+        goto out;
+    }
+    const config_setting_t *root = config_root_setting(&lc);
+    for (int i = 0; i < config_setting_length(root); i++) {
+        const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+        const char *k = config_setting_name(s);
+        int line = config_setting_source_line(s);
+        if (strcmp(k, "version") == 0) {
+            if (!get_int(s, &v) || v != 1) {
+                rc = bad_meta(err, path, line, "version must be 1");
+                goto out;
+            }
+            seen_v = true;
+        } else if (strcmp(k, "extent") == 0) {
+            if (!get_int(s, &v) || v < 1 || (unsigned long long)v > DRX_MAX_EXTENT) {
+                rc = bad_meta(err, path, line, "extent must be an integer in 1..%llu",
+                              (unsigned long long)DRX_MAX_EXTENT);
+                goto out;
+            }
+            m->layout.extent = (uint64_t)v;
+            seen_e = true;
+        } else if (strcmp(k, "count") == 0) {
+            if (!get_int(s, &v) || v < 1 || v > DRX_MAX_STRIPE_DIRS || (size_t)v > ndirs) {
+                rc = bad_meta(err, path, line,
+                              "count must be an integer in 1..%zu (the store's stripe dirs)",
+                              ndirs < DRX_MAX_STRIPE_DIRS ? ndirs : (size_t)DRX_MAX_STRIPE_DIRS);
+                goto out;
+            }
+            m->layout.count = (unsigned)v;
+            seen_c = true;
+        } else if (strcmp(k, "size") == 0) {
+            if (!get_int(s, &v) || v < 0 || (unsigned long long)v > DRX_STRIPE_MAX_SIZE) {
+                rc = bad_meta(err, path, line, "size must be an integer in 0..%llu",
+                              (unsigned long long)DRX_STRIPE_MAX_SIZE);
+                goto out;
+            }
+            m->size = (uint64_t)v;
+            seen_s = true;
+        } else if (strcmp(k, "subfiles") == 0) {
+            if (config_setting_type(s) != CONFIG_TYPE_LIST) {
+                rc = bad_meta(err, path, line, "subfiles must be a list ( {dir; name}, ... )");
+                goto out;
+            }
+            subs = s;
+            seen_sub = true;
+        } else {
+            rc = bad_meta(err, path, line, "unknown key %s", k);
+            goto out;
+        }
+    }
+    if (!seen_v || !seen_e || !seen_c || !seen_s || !seen_sub) {
+        rc = bad_meta(err, path, 0, "missing %s",
+                      !seen_v ? "version" : !seen_e ? "extent" : !seen_c ? "count" : !seen_s ? "size" : "subfiles");
+        goto out;
+    }
+    if (config_setting_length(subs) != (int)m->layout.count) {
+        rc = bad_meta(err, path, config_setting_source_line(subs),
+                      "%d subfiles listed, count is %u", config_setting_length(subs),
+                      m->layout.count);
+        goto out;
+    }
+    for (unsigned i = 0; i < m->layout.count; i++) {
+        const config_setting_t *g = config_setting_get_elem(subs, i);
+        int line = config_setting_source_line(g);
+        const config_setting_t *d = NULL, *nm = NULL;
+        if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+            rc = bad_meta(err, path, line, "subfile %u must be a group { dir = N; name = \"...\"; }", i);
+            goto out;
+        }
+        for (int j = 0; j < config_setting_length(g); j++) {
+            const config_setting_t *e = config_setting_get_elem(g, (unsigned)j);
+            if (strcmp(config_setting_name(e), "dir") == 0)
+                d = e;
+            else if (strcmp(config_setting_name(e), "name") == 0)
+                nm = e;
+            else {
+                rc = bad_meta(err, path, config_setting_source_line(e), "subfile %u: unknown key %s",
+                              i, config_setting_name(e));
+                goto out;
+            }
+        }
+        if (!d || !get_int(d, &v) || v < 0 || (unsigned long long)v >= ndirs) {
+            rc = bad_meta(err, path, d ? (int)config_setting_source_line(d) : line,
+                          "subfile %u: dir must be an index in 0..%zu", i, ndirs - 1);
+            goto out;
+        }
+        m->sub[i].dir = (unsigned)v;
+        if (!nm || config_setting_type(nm) != CONFIG_TYPE_STRING) {
+            rc = bad_meta(err, path, nm ? (int)config_setting_source_line(nm) : line,
+                          "subfile %u: name must be a string", i);
+            goto out;
+        }
+        const char *name = config_setting_get_string(nm);
+        if (!drx_stripe_subfile_name_valid(name)) {
+            /* Absolute paths, "..", '/' and odd characters all end here:
+             * a subfile can only be a plain name inside its stripe dir. */
+            rc = bad_meta(err, path, config_setting_source_line(nm),
+                          "subfile %u: name \"%.80s\" is not a plain name inside its stripe "
+                          "directory",
+                          i, name);
+            goto out;
+        }
+        strcpy(m->sub[i].name, name);
+        for (unsigned j = 0; j < i; j++) {
+            if (m->sub[j].dir == m->sub[i].dir && strcmp(m->sub[j].name, name) == 0) {
+                rc = bad_meta(err, path, config_setting_source_line(nm),
+                              "subfile %u: same as subfile %u", i, j);
+                goto out;
+            }
+        }
+    }
+out:
+    config_destroy(&lc);
+    return rc;
+}
+
+/* Reads an open metafile (at most META_MAX_BYTES) and parses it. */
+static int meta_read_fd(int fd, const char *path, size_t ndirs, struct drx_stripe_meta *m,
+                        struct drx_err *err)
+{
+    char *buf = NULL;
+    struct stat st;
+    size_t n = 0;
+    int rc = 0;
+
+    if (fstat(fd, &st) < 0)
+        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return bad_meta(err, path, 0, "not a regular file");
+    if (st.st_size > META_MAX_BYTES)
+        return bad_meta(err, path, 0, "%lld bytes, larger than any metafile",
+                        (long long)st.st_size);
+    buf = malloc(META_MAX_BYTES + 1);
+    if (!buf)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    for (;;) {
+        ssize_t r = pread(fd, buf + n, META_MAX_BYTES + 1 - n, (off_t)n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n > META_MAX_BYTES) {
+            rc = bad_meta(err, path, 0, "larger than any metafile");
+            goto out;
+        }
+    }
+    buf[n] = '\0';
+    if (strlen(buf) != n) {
+        rc = bad_meta(err, path, 0, "contains NUL bytes");
+        goto out;
+    }
+    rc = meta_parse(buf, path, ndirs, m, err);
+out:
+    free(buf);
+    return rc;
+}
+
+/* Opens and parses; *st gets the identity of the file parsed. */
+static int meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta *m, struct stat *st,
+                        struct drx_err *err)
+{
+    int fd = open(mp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    int rc;
+
+    if (fd < 0) {
+        if (errno == ELOOP)
+            return bad_meta(err, mp, 0, "is a symbolic link");
+        return drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
+    }
+    rc = meta_read_fd(fd, mp, ndirs, m, err);
+    if (rc == 0 && st && fstat(fd, st) < 0)
+        rc = drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+int drx_stripe_meta_load(const char *metafile_path, size_t ndirs, struct drx_stripe_meta *m,
+                         struct drx_err *err)
+{
+    return meta_load_st(metafile_path, ndirs, m, NULL, err);
+}
+
+int drx_stripe_stat(const struct drx_store *s, const char *path, struct drx_stripe_meta *m,
+                    struct drx_err *err)
+{
+    char mp[PATH_MAX];
+
+    if (meta_path(path, mp, sizeof mp) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    return meta_load_st(mp, s->cfg.stripe.ndirs, m, NULL, err);
+}
+
+static int meta_format(const struct drx_stripe_meta *m, char *buf, size_t len)
+{
+    size_t n = 0;
+    int w;
+
+    w = snprintf(buf, len,
+                 "# drxfs striped file (NAFS metafile): subfile i holds extents e with\n"
+                 "# e mod count == i; dir indexes the store's stripe dirs.\n"
+                 "version = 1;\nextent = %llu;\ncount = %u;\nsize = %lldL;\nsubfiles = (\n",
+                 (unsigned long long)m->layout.extent, m->layout.count, (long long)m->size);
+    if (w < 0 || (size_t)w >= len)
+        return -ERANGE;
+    n = (size_t)w;
+    for (unsigned i = 0; i < m->layout.count; i++) {
+        w = snprintf(buf + n, len - n, "  { dir = %u; name = \"%s\"; }%s\n", m->sub[i].dir,
+                     m->sub[i].name, i + 1 < m->layout.count ? "," : "");
+        if (w < 0 || (size_t)w >= len - n)
+            return -ERANGE;
+        n += (size_t)w;
+    }
+    w = snprintf(buf + n, len - n, ");\n");
+    if (w < 0 || (size_t)w >= len - n)
+        return -ERANGE;
+    return (int)(n + (size_t)w);
+}
+
+static void split_path(const char *mp, char *dir, size_t dlen, const char **base)
+{
+    const char *slash = strrchr(mp, '/');
+
+    if (!slash) {
+        snprintf(dir, dlen, ".");
+        *base = mp;
+    } else if (slash == mp) {
+        snprintf(dir, dlen, "/");
+        *base = slash + 1;
+    } else {
+        snprintf(dir, dlen, "%.*s", (int)(slash - mp), mp);
+        *base = slash + 1;
+    }
+}
+
+static int fsync_path_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = 0;
+
+    if (fd < 0)
+        return -errno;
+    if (fsync(fd) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+/* Writes m as metafile mp by temp file + rename.  noreplace: fail with
+ * -EEXIST instead of replacing.  like: an existing metafile whose mode and
+ * owner the new one keeps (NULL: `mode`).  *st_out: identity of the new file. */
+static int meta_write(const char *mp, const struct drx_stripe_meta *m, bool noreplace, bool sync,
+                      const struct stat *like, mode_t mode, struct stat *st_out)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX + 32], text[8192];
+    const char *base;
+    int fd, rc = 0, len;
+
+    len = meta_format(m, text, sizeof text);
+    if (len < 0)
+        return len;
+    split_path(mp, dir, sizeof dir, &base);
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, base) >= sizeof tmp)
+        return -ENAMETOOLONG;
+    fd = mkstemp(tmp);
+    if (fd < 0)
+        return -errno;
+    if (like) {
+        if (fchown(fd, like->st_uid, like->st_gid) < 0) {
+            /* Not ours to give away: keep our ownership. */
+        }
+        fchmod(fd, like->st_mode & 07777);
+    } else {
+        fchmod(fd, mode & 07777);
+    }
+    for (int off = 0; off < len;) {
+        ssize_t w = write(fd, text + off, (size_t)(len - off));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            rc = -errno;
+            goto out;
+        }
+        off += (int)w;
+    }
+    if (sync && fsync(fd) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (st_out && fstat(fd, st_out) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (noreplace) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, mp, RENAME_NOREPLACE) < 0) {
+            if (errno != EINVAL && errno != ENOSYS) {
+                rc = -errno;
+                goto out;
+            }
+            /* Filesystem without RENAME_NOREPLACE: link() refuses to
+             * replace as well. */
+            if (link(tmp, mp) < 0) {
+                rc = -errno;
+                goto out;
+            }
+            unlink(tmp);
+        }
+    } else if (rename(tmp, mp) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    tmp[0] = '\0';
+    if (sync)
+        rc = fsync_path_dir(dir);
+out:
+    close(fd);
+    if (tmp[0])
+        unlink(tmp);
+    return rc;
+}
+
+/* ---- subfiles -------------------------------------------------------------------- */
+
+/* Opens subfile i of m: relative to its stripe dir's descriptor, never
+ * following a link, and only a regular file.  Returns the fd, -ENOENT when
+ * missing, -EIO when refused (logged), or -errno. */
+static int subfile_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                        int flags, mode_t mode, const char *who)
+{
+    const struct drx_stripe_subfile *sf = &m->sub[i];
+    struct stat st;
+    int fd, dfd;
+
+    if (sf->dir >= s->cfg.stripe.ndirs || !drx_stripe_subfile_name_valid(sf->name))
+        return -EIO;
+    dfd = s->dir_fds[sf->dir];
+    if (dfd < 0)
+        return -ENOENT;
+    fd = openat(dfd, sf->name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP) {
+            drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) is a symbolic link: refused", who, i,
+                    s->cfg.stripe.dirs[sf->dir], sf->name);
+            return -EIO;
+        }
+        return -e;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) is not a regular file: refused", who, i,
+                s->cfg.stripe.dirs[sf->dir], sf->name);
+        close(fd);
+        return -EIO;
+    }
+    /* O_NONBLOCK only guarded the open against a FIFO planted in its place. */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+static void random_id(uint64_t *id)
+{
+    if (getrandom(id, sizeof *id, 0) != (ssize_t)sizeof *id) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        *id = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40);
+    }
+}
+
+/* ---- handles ------------------------------------------------------------------------ */
+
+static struct drx_stripe *handle_new(struct drx_store *s, const char *path, int mode)
+{
+    struct drx_stripe *f = calloc(1, sizeof *f);
+
+    if (!f)
+        return NULL;
+    f->path = strdup(path);
+    if (!f->path) {
+        free(f);
+        return NULL;
+    }
+    f->s = s;
+    f->mode = mode;
+    for (int i = 0; i < DRX_MAX_STRIPE_DIRS; i++)
+        f->fds[i] = -1;
+    pthread_rwlock_init(&f->io, NULL);
+    pthread_mutex_init(&f->lock, NULL);
+    return f;
+}
+
+static void handle_free(struct drx_stripe *f)
+{
+    for (int i = 0; i < DRX_MAX_STRIPE_DIRS; i++)
+        if (f->fds[i] >= 0)
+            close(f->fds[i]);
+    pthread_rwlock_destroy(&f->io);
+    pthread_mutex_destroy(&f->lock);
+    free(f->path);
+    free(f);
+}
+
+static int lock_fd(const struct drx_stripe *f)
+{
+    for (unsigned i = 0; i < f->meta.layout.count; i++)
+        if (f->fds[i] >= 0)
+            return f->fds[i];
+    return -1;
+}
+
+/* Writes the in-memory size to the metafile (f->lock held).  See the
+ * header for the merge with other processes' sizes. */
+static int persist_locked(struct drx_stripe *f, bool sync)
+{
+    char mp[PATH_MAX];
+    struct drx_stripe_meta disk, m;
+    struct stat st, nst;
+    int lfd = lock_fd(f), rc = 0;
+
+    if (f->size == f->persisted && !f->truncated) {
+        if (!sync || f->meta_synced)
+            return 0;
+    }
+    if (meta_path(f->path, mp, sizeof mp) < 0)
+        return -ENAMETOOLONG;
+    if (lfd >= 0)
+        while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
+            ;
+    rc = meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, &st, NULL);
+    if (rc == -ENOENT || (rc == 0 && (st.st_ino != f->meta_ino || st.st_dev != f->meta_dev))) {
+        /* Unlinked, renamed away or replaced: the name is no longer this
+         * file, and writing it would resurrect or clobber another file. */
+        drx_log(DRX_LOG_DEBUG, "%s: metafile gone or replaced; size %llu not recorded", mp,
+                (unsigned long long)f->size);
+        f->persisted = f->size;
+        f->truncated = false;
+        rc = 0;
+        goto out;
+    }
+    if (rc < 0)
+        goto out;
+    if (!f->truncated && disk.size > f->size)
+        f->size = disk.size; /* another process extended it further */
+    if (f->size == disk.size && !sync) {
+        f->persisted = f->size;
+        f->truncated = false;
+        goto out;
+    }
+    m = f->meta;
+    m.size = f->size;
+    if (f->size == disk.size) {
+        /* Only durability is missing: fsync what is there. */
+        int fd = open(mp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        char dir[PATH_MAX];
+        const char *base;
+        if (fd < 0 || fsync(fd) < 0)
+            rc = -errno;
+        if (fd >= 0)
+            close(fd);
+        split_path(mp, dir, sizeof dir, &base);
+        if (rc == 0)
+            rc = fsync_path_dir(dir);
+    } else {
+        rc = meta_write(mp, &m, false, sync, &st, 0, &nst);
+        if (rc == 0) {
+            f->meta_dev = nst.st_dev;
+            f->meta_ino = nst.st_ino;
+        }
+    }
+    if (rc == 0) {
+        f->persisted = f->size;
+        f->truncated = false;
+        f->meta_synced = sync;
+    }
+out:
+    if (lfd >= 0)
+        flock(lfd, LOCK_UN);
+    return rc;
+}
+
+int drx_stripe_flush(struct drx_stripe *f)
+{
+    int rc;
+
+    if (f->mode != DRX_STRIPE_RDWR)
+        return 0;
+    pthread_mutex_lock(&f->lock);
+    rc = persist_locked(f, false);
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
+int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
+{
+    int rc = 0;
+    bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
+
+    if (f->mode != DRX_STRIPE_RDWR)
+        return 0;
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        if (f->fds[i] < 0)
+            continue;
+        if ((datasync ? fdatasync(f->fds[i]) : fsync(f->fds[i])) < 0 && rc == 0)
+            rc = -errno;
+        dirs[f->meta.sub[i].dir] = true;
+    }
+    /* The subfiles' names must be durable before a metafile that names them. */
+    for (size_t d = 0; d < f->s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++)
+        if (dirs[d] && f->s->dir_fds[d] >= 0 && fsync(f->s->dir_fds[d]) < 0 && rc == 0)
+            rc = -errno;
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&f->lock);
+    rc = persist_locked(f, true);
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
+int drx_stripe_create(struct drx_store *s, const char *path, const struct drx_stripe_layout *l,
+                      mode_t mode, struct drx_stripe **out, struct drx_err *err)
+{
+    char mp[PATH_MAX], dir[PATH_MAX];
+    const char *base;
+    struct drx_stripe_layout lay;
+    struct drx_stripe *f = NULL;
+    struct stat st;
+    int rc;
+
+    if (out)
+        *out = NULL;
+    if (meta_path(path, mp, sizeof mp) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    if (lstat(mp, &st) == 0)
+        return drx_err_set(err, EEXIST, "%s: exists", mp);
+    if (l) {
+        lay = *l;
+    } else {
+        split_path(path, dir, sizeof dir, &base);
+        rc = drx_stripe_layout_for_new(s, dir, &lay, err);
+        if (rc < 0)
+            return rc;
+    }
+    if (lay.count < 1 || lay.count > s->cfg.stripe.ndirs || lay.count > DRX_MAX_STRIPE_DIRS)
+        return drx_err_set(err, EINVAL, "%s: count=%u is not in 1..%zu (the store's stripe dirs)",
+                           path, lay.count, s->cfg.stripe.ndirs);
+    if (lay.extent < 1 || lay.extent > DRX_MAX_EXTENT)
+        return drx_err_set(err, EINVAL, "%s: extent=%llu is not in 1..%llu", path,
+                           (unsigned long long)lay.extent, (unsigned long long)DRX_MAX_EXTENT);
+    f = handle_new(s, path, DRX_STRIPE_RDWR);
+    if (!f)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    f->meta.layout = lay;
+
+    /* Subfiles first: a crash now leaves orphans for fsck, never a metafile
+     * naming subfiles that do not exist.  An id collision is retried. */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        uint64_t id;
+        random_id(&id);
+        unsigned start = (unsigned)(id % s->cfg.stripe.ndirs);
+        rc = 0;
+        for (unsigned i = 0; i < lay.count; i++) {
+            f->meta.sub[i].dir = (start + i) % (unsigned)s->cfg.stripe.ndirs;
+            snprintf(f->meta.sub[i].name, sizeof f->meta.sub[i].name, "%016llx.%u",
+                     (unsigned long long)id, i);
+        }
+        for (unsigned i = 0; i < lay.count && rc == 0; i++) {
+            int fd = subfile_open(s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, mp);
+            if (fd < 0) {
+                rc = fd;
+                if (fd == -ENOENT)
+                    rc = -EIO; /* stripe dir missing */
+                drx_err_set(err, -rc, "%s: cannot create subfile in %s: %s", path,
+                            s->cfg.stripe.dirs[f->meta.sub[i].dir], strerror(-rc));
+                for (unsigned j = 0; j < i; j++) {
+                    close(f->fds[j]);
+                    f->fds[j] = -1;
+                    unlinkat(s->dir_fds[f->meta.sub[j].dir], f->meta.sub[j].name, 0);
+                }
+            } else {
+                f->fds[i] = fd;
+            }
+        }
+        if (rc != -EEXIST)
+            break;
+    }
+    if (rc < 0)
+        goto out;
+    f->meta.size = 0;
+    rc = meta_write(mp, &f->meta, true, false, NULL, mode, &st);
+    if (rc < 0) {
+        drx_err_set(err, -rc, "%s: %s", mp, strerror(-rc));
+        for (unsigned j = 0; j < lay.count; j++)
+            unlinkat(s->dir_fds[f->meta.sub[j].dir], f->meta.sub[j].name, 0);
+        goto out;
+    }
+    f->meta_dev = st.st_dev;
+    f->meta_ino = st.st_ino;
+    f->meta_synced = false;
+    if (out) {
+        *out = f;
+        f = NULL;
+    }
+    rc = 0;
+out:
+    if (f)
+        handle_free(f);
+    return rc;
+}
+
+int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_stripe **out,
+                    struct drx_err *err)
+{
+    char mp[PATH_MAX];
+    struct drx_stripe *f;
+    struct stat st;
+    int rc;
+
+    *out = NULL;
+    if (mode != DRX_STRIPE_RDONLY && mode != DRX_STRIPE_RDWR)
+        return drx_err_set(err, EINVAL, "%s: bad open mode %d", path, mode);
+    if (meta_path(path, mp, sizeof mp) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    f = handle_new(s, path, mode);
+    if (!f)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    rc = meta_load_st(mp, s->cfg.stripe.ndirs, &f->meta, &st, err);
+    if (rc < 0)
+        goto out;
+    f->size = f->persisted = f->meta.size;
+    f->meta_dev = st.st_dev;
+    f->meta_ino = st.st_ino;
+    f->meta_synced = true; /* as far as we know: we did not write it */
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        int fd = subfile_open(s, &f->meta, i, mode == DRX_STRIPE_RDWR ? O_RDWR : O_RDONLY, 0, mp);
+        if (fd == -ENOENT || fd == -EIO) {
+            /* Missing or refused: its extents fail with EIO, the rest of the
+             * file stays usable. */
+            if (fd == -ENOENT)
+                drx_log(DRX_LOG_WARNING, "%s: subfile %u (%s) is missing", mp, i,
+                        f->meta.sub[i].name);
+            atomic_store(&f->warned[i], true);
+            continue;
+        }
+        if (fd < 0) {
+            rc = drx_err_set(err, -fd, "%s: subfile %u (%s): %s", mp, i, f->meta.sub[i].name,
+                             strerror(-fd));
+            goto out;
+        }
+        f->fds[i] = fd;
+    }
+    *out = f;
+    f = NULL;
+    rc = 0;
+out:
+    if (f)
+        handle_free(f);
+    return rc;
+}
+
+int drx_stripe_close(struct drx_stripe *f)
+{
+    int rc;
+
+    if (!f)
+        return 0;
+    rc = drx_stripe_flush(f);
+    handle_free(f);
+    return rc;
+}
+
+uint64_t drx_stripe_size(struct drx_stripe *f)
+{
+    uint64_t v;
+
+    pthread_mutex_lock(&f->lock);
+    v = f->size;
+    pthread_mutex_unlock(&f->lock);
+    return v;
+}
+
+void drx_stripe_layout(const struct drx_stripe *f, struct drx_stripe_layout *out)
+{
+    *out = f->meta.layout;
+}
+
+void drx_stripe_meta_get(struct drx_stripe *f, struct drx_stripe_meta *out)
+{
+    *out = f->meta;
+    out->size = drx_stripe_size(f);
+}
+
+int drx_stripe_set_path(struct drx_stripe *f, const char *path)
+{
+    char *copy = strdup(path);
+
+    if (!copy)
+        return -ENOMEM;
+    pthread_mutex_lock(&f->lock);
+    free(f->path);
+    f->path = copy;
+    pthread_mutex_unlock(&f->lock);
+    return 0;
+}
+
+int drx_stripe_reload(struct drx_stripe *f)
+{
+    char mp[PATH_MAX];
+    struct drx_stripe_meta m;
+    struct stat st;
+    int rc;
+
+    pthread_mutex_lock(&f->lock);
+    if (f->size != f->persisted || f->truncated) {
+        rc = 0; /* our own changes are newer than the disk's */
+        goto out;
+    }
+    rc = meta_path(f->path, mp, sizeof mp);
+    if (rc < 0)
+        goto out;
+    if (stat(mp, &st) == 0 && st.st_ino == f->meta_ino && st.st_dev == f->meta_dev) {
+        rc = 0;
+        goto out;
+    }
+    rc = meta_load_st(mp, f->s->cfg.stripe.ndirs, &m, &st, NULL);
+    if (rc < 0)
+        goto out;
+    bool same = m.layout.count == f->meta.layout.count &&
+                m.layout.extent == f->meta.layout.extent;
+    for (unsigned i = 0; same && i < m.layout.count; i++)
+        same = m.sub[i].dir == f->meta.sub[i].dir && strcmp(m.sub[i].name, f->meta.sub[i].name) == 0;
+    if (!same) {
+        rc = -ESTALE; /* another file now has this name */
+        goto out;
+    }
+    f->meta_dev = st.st_dev;
+    f->meta_ino = st.st_ino;
+    rc = m.size != f->size;
+    f->size = f->persisted = m.size;
+out:
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
+/* ---- I/O ------------------------------------------------------------------------------ */
+
+static int missing(struct drx_stripe *f, unsigned i)
+{
+    if (!atomic_exchange(&f->warned[i], true))
+        drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": subfile %u (%s) is unavailable", f->path,
+                i, f->meta.sub[i].name);
+    return -EIO;
+}
+
+ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t off)
+{
+    const uint64_t extent = f->meta.layout.extent, count = f->meta.layout.count;
+    unsigned char *p = buf;
+    uint64_t size = drx_stripe_size(f);
+    size_t done = 0;
+
+    if (off >= size || len == 0)
+        return 0;
+    if (len > size - off)
+        len = (size_t)(size - off);
+    if (len > SSIZE_MAX)
+        len = SSIZE_MAX;
+    while (done < len) {
+        uint64_t b = off + done, e = b / extent, within = b % extent;
+        size_t n = (size_t)(extent - within < len - done ? extent - within : len - done);
+        unsigned i = (unsigned)(e % count);
+        off_t so = (off_t)((e / count) * extent + within);
+        int fd = f->fds[i];
+        size_t got = 0;
+
+        if (fd < 0)
+            return done ? (ssize_t)done : missing(f, i);
+        while (got < n) {
+            ssize_t r = pread(fd, p + done + got, n - got, so + (off_t)got);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                return done ? (ssize_t)done : -errno;
+            if (r == 0) {
+                /* Short subfile: a hole up to the logical size. */
+                memset(p + done + got, 0, n - got);
+                break;
+            }
+            got += (size_t)r;
+        }
+        done += n;
+    }
+    return (ssize_t)done;
+}
+
+ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
+{
+    const uint64_t extent = f->meta.layout.extent, count = f->meta.layout.count;
+    const unsigned char *p = buf;
+    size_t done = 0;
+    int rc = 0;
+    bool persist = false;
+
+    if (f->mode != DRX_STRIPE_RDWR)
+        return -EBADF;
+    if (len == 0)
+        return 0;
+    if (len > SSIZE_MAX)
+        len = SSIZE_MAX;
+    if (off > DRX_STRIPE_MAX_SIZE || len > DRX_STRIPE_MAX_SIZE - off)
+        return -EFBIG;
+    pthread_rwlock_rdlock(&f->io);
+    while (done < len) {
+        uint64_t b = off + done, e = b / extent, within = b % extent;
+        size_t n = (size_t)(extent - within < len - done ? extent - within : len - done);
+        unsigned i = (unsigned)(e % count);
+        off_t so = (off_t)((e / count) * extent + within);
+        int fd = f->fds[i];
+        size_t put = 0;
+
+        if (fd < 0) {
+            rc = missing(f, i);
+            break;
+        }
+        while (put < n) {
+            ssize_t w = pwrite(fd, p + done + put, n - put, so + (off_t)put);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                rc = w < 0 ? -errno : -EIO;
+                break;
+            }
+            put += (size_t)w;
+        }
+        done += put;
+        if (rc < 0)
+            break;
+    }
+    if (done > 0) {
+        /* Only now, with the bytes in the subfiles, may the size cover them. */
+        pthread_mutex_lock(&f->lock);
+        if (off + done > f->size)
+            f->size = off + done;
+        persist = f->size > f->persisted && f->size - f->persisted >= DRX_STRIPE_PERSIST_BYTES;
+        pthread_mutex_unlock(&f->lock);
+    }
+    pthread_rwlock_unlock(&f->io);
+    if (persist) {
+        int prc = drx_stripe_flush(f);
+        if (prc < 0)
+            drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cannot record size: %s", f->path,
+                    strerror(-prc));
+    }
+    return done > 0 ? (ssize_t)done : rc;
+}
+
+/* Cuts every subfile to what `size` needs, when longer (f->io held
+ * exclusively). */
+static int cut_subfiles(struct drx_stripe *f, uint64_t size)
+{
+    int rc = 0;
+
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        struct stat st;
+        uint64_t want = drx_stripe_subfile_len(&f->meta.layout, i, size);
+        if (f->fds[i] < 0)
+            continue;
+        if (fstat(f->fds[i], &st) < 0) {
+            rc = rc ? rc : -errno;
+            continue;
+        }
+        if ((uint64_t)st.st_size > want && ftruncate(f->fds[i], (off_t)want) < 0)
+            rc = rc ? rc : -errno;
+    }
+    return rc;
+}
+
+int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
+{
+    int rc;
+
+    if (f->mode != DRX_STRIPE_RDWR)
+        return -EBADF;
+    if (size > DRX_STRIPE_MAX_SIZE)
+        return -EFBIG;
+    pthread_rwlock_wrlock(&f->io);
+    pthread_mutex_lock(&f->lock);
+    uint64_t old = f->size;
+    if (size < old) {
+        /* Metafile first: a crash before the subfiles are cut leaves bytes
+         * beyond the size (fsck trims them), never a size past the data. */
+        f->size = size;
+        f->truncated = true;
+        rc = persist_locked(f, false);
+        if (rc == 0)
+            rc = cut_subfiles(f, size);
+    } else {
+        /* Stale bytes beyond the old size (a crashed writer's, or a cut that
+         * did not finish) would show through the new hole: cut them first. */
+        rc = cut_subfiles(f, old);
+        if (rc == 0) {
+            f->size = size;
+            f->truncated = true;
+            rc = persist_locked(f, false);
+        }
+    }
+    pthread_mutex_unlock(&f->lock);
+    pthread_rwlock_unlock(&f->io);
+    return rc;
+}
+
+/* ---- names -------------------------------------------------------------------------- */
+
+int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err)
+{
+    char mp[PATH_MAX];
+    struct drx_stripe_meta m;
+    struct drx_err e2 = {{0}};
+    int rc;
+
+    if (meta_path(path, mp, sizeof mp) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    rc = meta_load_st(mp, s->cfg.stripe.ndirs, &m, NULL, &e2);
+    if (rc == -ENOENT)
+        return drx_err_set(err, ENOENT, "%s: no such striped file", path);
+    if (rc < 0 && rc != -EIO)
+        return drx_err_set(err, -rc, "%s", e2.msg);
+    bool valid = rc == 0;
+    /* Metafile first: a crash after it leaves orphan subfiles (fsck), never
+     * a metafile naming subfiles that are gone. */
+    if (unlink(mp) < 0)
+        return drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
+    if (!valid) {
+        drx_log(DRX_LOG_WARNING, "%s: removed a bad metafile; its subfiles (if any) are left for "
+                                 "drx fsck", mp);
+        return 0;
+    }
+    for (unsigned i = 0; i < m.layout.count; i++) {
+        int dfd = s->dir_fds[m.sub[i].dir];
+        if (dfd < 0 || unlinkat(dfd, m.sub[i].name, 0) < 0) {
+            if (dfd >= 0 && errno != ENOENT)
+                drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m.sub[i].name,
+                        strerror(errno));
+        }
+    }
+    return 0;
+}
+
+int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, unsigned flags,
+                      struct drx_err *err)
+{
+    char mfrom[PATH_MAX], mto[PATH_MAX];
+    struct drx_stripe_meta src, old;
+    bool have_old = false;
+    int rc;
+
+    if (flags & ~(unsigned)RENAME_NOREPLACE)
+        return drx_err_set(err, EINVAL, "%s: unsupported rename flags", from);
+    if (meta_path(from, mfrom, sizeof mfrom) < 0 || meta_path(to, mto, sizeof mto) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", to);
+    rc = meta_load_st(mfrom, s->cfg.stripe.ndirs, &src, NULL, NULL);
+    bool src_ok = rc == 0;
+    if (rc == -ENOENT)
+        return drx_err_set(err, ENOENT, "%s: no such striped file", from);
+    if (!(flags & RENAME_NOREPLACE))
+        have_old = meta_load_st(mto, s->cfg.stripe.ndirs, &old, NULL, NULL) == 0;
+    if (flags & RENAME_NOREPLACE)
+        rc = renameat2(AT_FDCWD, mfrom, AT_FDCWD, mto, RENAME_NOREPLACE);
+    else
+        rc = rename(mfrom, mto);
+    if (rc < 0)
+        return drx_err_set(err, errno, "%s -> %s: %s", mfrom, mto, strerror(errno));
+    if (!have_old)
+        return 0;
+    /* The replaced file's subfiles are now unreachable; remove them unless
+     * they are the renamed file's own (a rename onto itself). */
+    for (unsigned i = 0; i < old.layout.count; i++) {
+        bool shared = false;
+        for (unsigned j = 0; src_ok && j < src.layout.count; j++)
+            shared |= src.sub[j].dir == old.sub[i].dir && strcmp(src.sub[j].name, old.sub[i].name) == 0;
+        if (!shared && s->dir_fds[old.sub[i].dir] >= 0)
+            unlinkat(s->dir_fds[old.sub[i].dir], old.sub[i].name, 0);
+    }
+    return 0;
+}
