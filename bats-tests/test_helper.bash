@@ -17,6 +17,13 @@ scratch() {
     echo "$BATS_TEST_TMPDIR"
 }
 
+# assert_file_size FILE BYTES
+assert_file_size() {
+    local got
+    got=$(stat -c %s "$1") || return 1
+    [ "$got" -eq "$2" ] || { echo "$1: size $got, expected $2" >&2; return 1; }
+}
+
 # random_bytes FILE N: N pseudo-random bytes (repeatable per name).
 random_bytes() {
     head -c "$2" /dev/urandom >"$1"

@@ -259,9 +259,10 @@ int drx_cmd_extend(int argc, char **argv)
         return 1;
     dim = drx_array_dim_lookup(drx_array_meta(a), argv[2]);
     if (dim < 0) {
+        rc = drx_cli_fail("extend: '%s' is not a dimension of %s (rank %d)", argv[2], argv[1],
+                          drx_array_meta(a)->rank);
         drx_array_close(a);
-        return drx_cli_fail("extend: '%s' is not a dimension of %s (rank %d)", argv[2], argv[1],
-                            drx_array_meta(a)->rank);
+        return rc;
     }
     rc = drx_array_extend(a, dim, count, &err);
     drx_array_close(a);
@@ -493,9 +494,9 @@ int drx_cmd_address(int argc, char **argv)
     }
     free(copy);
     if (n != m->rank) {
+        int rc = drx_cli_fail("address: '%s' is not %d comma-separated indices", argv[2], m->rank);
         drx_array_close(a);
-        return drx_cli_fail("address: '%s' is not %d comma-separated indices", argv[2],
-                            drx_array_meta(a)->rank);
+        return rc;
     }
     for (int i = 0; i < m->rank; i++)
         if (idx[i] >= m->bounds[i]) {

@@ -1,0 +1,202 @@
+#!/usr/bin/env bats
+# The drx command on arrays: create info extend put get address index rm,
+# including every bad input giving one clear line and a non-zero exit.
+
+load test_helper
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+# numpy one-liner helper: py 'code' runs with np imported
+py() {
+    "$PY" -c "import numpy as np, sys, json
+$1"
+}
+
+@test "create, info and info --json describe the array" {
+    run "$DRX" create temp --type f64 --shape 10x20x5 --chunk 4x8x5 --dims time,lat,lon --fill 1.5
+    assert_success
+    assert_file_exists temp.xmd
+    assert_file_exists temp.xta
+    # 3 x 3 x 1 chunks of 4*8*5*8 bytes
+    assert_file_size temp.xta $((9 * 4 * 8 * 5 * 8))
+    run "$DRX" info temp
+    assert_success
+    assert_output --partial "shape:       10 x 20 x 5"
+    assert_output --partial "dims:        time, lat, lon"
+    assert_output --partial "fill:        1.5"
+    run "$DRX" info temp --json
+    assert_success
+    echo "$output" | py 'j = json.load(sys.stdin)
+assert j["dtype"] == "f64" and j["shape"] == [10, 20, 5] and j["chunk"] == [4, 8, 5], j
+assert j["chunk_count"] == 9 and j["dims"] == ["time", "lat", "lon"] and j["bytes"] == 8000, j'
+}
+
+@test "put then get round-trips every type, whole and by views" {
+    for t in i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 c64 c128; do
+        "$DRX" create "a_$t" --type "$t" --shape 7x5 --chunk 3x2
+        py "
+dt = {'i8':'i1','i16':'i2','i32':'i4','i64':'i8','u8':'u1','u16':'u2','u32':'u4','u64':'u8','f32':'f4','f64':'f8','c64':'c8','c128':'c16'}['$t']
+a = (np.arange(35) * 3 + 1).astype(dt).reshape(7, 5)
+if dt.startswith('c'): a = a + 1j * np.arange(35).reshape(7, 5)
+a.astype('<' + dt if dt[1:] != '1' else dt).tofile('in_$t')
+np.ascontiguousarray(a[1:6:2, ::-1][:, ::-1][:, 1:]).astype('<' + dt if dt[1:] != '1' else dt).tofile('want_$t')
+np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).tofile('want_fbe_$t')
+"
+        run "$DRX" put "a_$t" <"in_$t"
+        assert_success
+        "$DRX" get "a_$t" >"out_$t"
+        cmp "in_$t" "out_$t"
+        "$DRX" get "a_$t" dim0=1:6:2 dim1=1: >"view_$t"
+        cmp "want_$t" "view_$t"
+        "$DRX" get "a_$t" order=F rep=external32 >"fbe_$t"
+        cmp "want_fbe_$t" "fbe_$t"
+    done
+}
+
+@test "views: negative bounds, names, nested slices, single index keeps rank" {
+    "$DRX" create t --type i32 --shape 6x4 --chunk 4x3 --dims row,col
+    py "np.arange(24, dtype='<i4').tofile('in')"
+    "$DRX" put t <in
+    run bash -c "'$DRX' get t row=-2: col=::2 | od -An -td4 -w64"
+    assert_output --regexp "^ +16 +18 +20 +22$"
+    run bash -c "'$DRX' get t dim0=1:5 dim0=1:3 dim1=-1 | od -An -td4 -w64"
+    assert_output --regexp "^ +11 +15$"
+    # an empty slice is an empty view, not an error
+    run bash -c "'$DRX' get t dim0=4:2 | wc -c"
+    assert_output 0
+}
+
+@test "put of a view writes only that view" {
+    "$DRX" create t --type u8 --shape 4x4 --chunk 3x3 --fill 9
+    printf 'abcd' | "$DRX" put t dim0=1:3 dim1=1:3
+    run bash -c "'$DRX' get t | od -An -c -w16 | tr -s ' '"
+    assert_output " \t \t \t \t \t a b \t \t c d \t \t \t \t \t"
+}
+
+@test "put from a pipe larger than the in-memory piece is spooled, and a short one changes nothing" {
+    "$DRX" create big --type f64 --shape 3000x1000 --chunk 256x256
+    head -c 24000000 /dev/urandom >in
+    cat in | "$DRX" put big
+    "$DRX" get big | cmp - in
+    sum_before=$(md5sum big.xta big.xmd)
+    run bash -c "head -c 23999999 in | '$DRX' put big"
+    assert_failure
+    assert_output --partial "nothing was written"
+    [ "${#lines[@]}" -eq 1 ]
+    assert_equal "$(md5sum big.xta big.xmd)" "$sum_before"
+    # short regular file too
+    head -c 1000 in >short
+    run "$DRX" put big dim0=0:1 <short
+    assert_failure
+    assert_output --partial "needs 8000"
+    assert_equal "$(md5sum big.xta big.xmd)" "$sum_before"
+}
+
+@test "extend by number and by name; growth inside the last chunk allocates nothing" {
+    "$DRX" create t --type f32 --shape 5x6 --chunk 4x4 --dims y,x --fill -1
+    size0=$(stat -c %s t.xta)
+    run "$DRX" extend t 0 3
+    assert_success
+    assert_equal "$(stat -c %s t.xta)" "$size0"
+    md5sum <t.xta >prefix_before
+    run "$DRX" extend t x 7
+    assert_success
+    assert_equal "$(head -c "$size0" t.xta | md5sum)" "$(cat prefix_before)"
+    run "$DRX" info t --json
+    echo "$output" | py 'j = json.load(sys.stdin)
+assert j["shape"] == [8, 13], j
+assert j["history"] == [{"dim": 0, "from": 5, "to": 8}, {"dim": 1, "from": 6, "to": 13}], j'
+    # new elements hold the fill value
+    run bash -c "'$DRX' get t dim1=12 | od -An -tf4 -w64"
+    assert_output --regexp "^( +-1){8}$"
+}
+
+@test "address and index agree with the paper's Fig. 3 example" {
+    "$DRX" create fig3 --type u8 --shape 4x3x1 --chunk 1x1x1
+    "$DRX" extend fig3 2 2
+    "$DRX" extend fig3 1 1
+    "$DRX" extend fig3 0 2
+    "$DRX" extend fig3 2 1
+    run "$DRX" address fig3 2,1,0
+    assert_output "chunk=2,1,0 address=7 offset=7"
+    run "$DRX" address fig3 3,1,2
+    assert_output "chunk=3,1,2 address=34 offset=34"
+    run "$DRX" address fig3 4,2,2
+    assert_output "chunk=4,2,2 address=56 offset=56"
+    run "$DRX" index fig3 56
+    assert_output "chunk=4,2,2"
+    run "$DRX" info fig3 --json
+    assert_output --partial '"chunk_count": 96'
+    assert_file_size fig3.xta 96
+}
+
+@test "rm removes both files" {
+    "$DRX" create t --type i8 --shape 2 --chunk 1
+    run "$DRX" rm t
+    assert_success
+    assert_file_not_exists t.xmd
+    assert_file_not_exists t.xta
+    run "$DRX" rm t
+    assert_failure
+    assert_output "drx: rm: $BATS_TEST_TMPDIR/t: no such array"
+}
+
+# bad input: one line on stderr naming the problem, non-zero exit, nothing changed
+bad() {
+    local expect=$1
+    shift
+    run "$@"
+    assert_failure
+    [ "${#lines[@]}" -eq 1 ] || { echo "expected one line, got: $output"; return 1; }
+    assert_output --partial "$expect"
+}
+
+@test "bad input to create" {
+    bad "unknown element type 'f16'" "$DRX" create x --type f16 --shape 2 --chunk 1
+    bad "bad --shape '2xx3'" "$DRX" create x --type f64 --shape 2xx3 --chunk 1x1
+    bad "--chunk has 1 extents for a rank-2" "$DRX" create x --type f64 --shape 2x3 --chunk 1
+    bad "extent 1 is 0" "$DRX" create x --type f64 --shape 2x0 --chunk 1x1
+    bad "--chunk extent 0 is 0" "$DRX" create x --type f64 --shape 2 --chunk 0
+    bad "'order' is not a valid dimension name" "$DRX" create x --type f64 --shape 2 --chunk 1 --dims order
+    bad "--dims has 1 names for rank 2" "$DRX" create x --type f64 --shape 2x2 --chunk 1x1 --dims a
+    bad "value '300' does not fit in u8" "$DRX" create x --type u8 --shape 2 --chunk 1 --fill 300
+    bad "chunk is larger" "$DRX" create x --type f64 --shape 100000x100000 --chunk 100000x100000
+    bad "unknown option '--chunks'" "$DRX" create x --type f64 --shape 2 --chunks 1
+    "$DRX" create x --type f64 --shape 2 --chunk 1
+    bad "already exists" "$DRX" create x --type f64 --shape 2 --chunk 1
+    run ls
+    assert_output "x.xmd
+x.xta"
+}
+
+@test "bad input to the other commands" {
+    "$DRX" create t --type f64 --shape 4x4 --chunk 2x2 --dims a,b
+    bad "no such array" "$DRX" info nope
+    bad "bad view word: 'dim0=1:2:0': the step must be positive" "$DRX" get t dim0=1:2:0
+    bad "bad view word: 'a=x'" "$DRX" get t a=x
+    bad "bad view: no dimension named 'c'" "$DRX" get t c=1
+    bad "bad view: index 4 out of range for dimension 0" "$DRX" get t dim0=4
+    bad "bad view word: 'wat' is not a KEY=VALUE" "$DRX" get t wat
+    bad "'c' is not a dimension" "$DRX" extend t c 1
+    bad "COUNT '0' is not a number > 0" "$DRX" extend t 0 0
+    bad "COUNT '-1' is not a number > 0" "$DRX" extend t 0 -1
+    bad "is not 2 comma-separated indices" "$DRX" address t 1
+    bad "index 4 out of range for dimension 1" "$DRX" address t 1,4
+    bad "chunk address 4 out of range (4 chunks)" "$DRX" index t 4
+    bad "unknown command 'frobnicate'" "$DRX" frobnicate
+}
+
+@test "a corrupt .xmd is reported with file and line, and nothing is changed" {
+    "$DRX" create t --type f64 --shape 4x4 --chunk 2x2
+    sed -i 's/^chunk = \[ 2L, 2L \]/chunk = [ 2L, 0L ]/' t.xmd
+    before=$(md5sum t.xmd t.xta)
+    bad "t.xmd:5: chunk extent of dimension 1 is 0" "$DRX" get t
+    bad "t.xmd:5:" "$DRX" extend t 0 1
+    sed -i 's/^chunk = \[ 2L, 0L \]/chunk = [ 2L, 2L/' t.xmd
+    bad "t.xmd:" "$DRX" info t
+    printf 'garbage' >u.xmd
+    : >u.xta
+    bad "u.xmd:1:" "$DRX" info u
+}
