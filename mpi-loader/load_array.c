@@ -37,6 +37,8 @@ int load_open_view(struct load_ctx *c, const char *path, char **words, int nword
         rc = drx_view_spec_add(&spec, words[i], &err);
     if (rc == 0)
         rc = drx_view_resolve(&spec, drx_array_meta(*a), v, &err);
+    if (rc < 0 && *a)
+        drx_err_prefix(&err, "%s", path);
     rc = load_agree(c, rc, &err, NULL);
     if (rc < 0) {
         drx_array_close(*a);
@@ -115,6 +117,19 @@ void load_close_file(MPI_File *fh)
 {
     if (*fh != MPI_FILE_NULL)
         MPI_File_close(fh);
+}
+
+int load_check_output(const struct load_ctx *c, const char *path, struct drx_err *err)
+{
+    /* ROMIO names every failure to create "Invalid file name"; trying it
+     * here (the collective open creates it anyway) gives the real reason. */
+    if (c->rank != 0)
+        return 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    close(fd);
+    return 0;
 }
 
 int load_check_input(const char *path, uint64_t *size, struct drx_err *err)
@@ -347,6 +362,8 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
         goto out;
     const struct drx_array_meta *m = drx_array_meta(a);
     rc = load_resolve(argv[2], out, sizeof(out), &err);
+    if (rc == 0)
+        rc = load_check_output(c, out, &err);
     if (load_agree(c, rc, &err, "export") < 0)
         goto out;
     snprintf(xta, sizeof(xta), "%s.xta", path);

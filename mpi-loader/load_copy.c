@@ -223,6 +223,9 @@ static int open_dest(struct load_ctx *c, struct endpoint *d, const struct endpoi
     if (load_agree(c, rc, &err, "copy") < 0)
         return -EIO;
     if (!d->striped) {
+        rc = load_check_output(c, d->path, &err);
+        if (load_agree(c, rc, &err, "copy") < 0)
+            return -EIO;
         d->nfh = 1;
         rc = load_open_file(c, d->path, MPI_MODE_WRONLY | MPI_MODE_CREATE, &d->fh[0], "creating");
         if (rc < 0)

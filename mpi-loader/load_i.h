@@ -97,6 +97,8 @@ void load_share_fini(struct load_share *s);
  * "WHAT PATH: reason").  Errors of later calls are returned, not fatal. */
 int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh, const char *what);
 void load_close_file(MPI_File *fh); /* collective; MPI_FILE_NULL is a no-op */
+/* Rank 0 creates path if missing, for a clear reason when it cannot. */
+int load_check_output(const struct load_ctx *c, const char *path, struct drx_err *err);
 /* Local check that path is a readable regular file; its size in *size. */
 int load_check_input(const char *path, uint64_t *size, struct drx_err *err);
 
