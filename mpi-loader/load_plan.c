@@ -209,6 +209,28 @@ uint64_t load_plan_bytes(const struct load_plan *p)
     return n * p->view->elem_size;
 }
 
+/* n elements of es bytes from src (every sstride bytes) to dst (every
+ * dstride).  A constant size per case lets the compiler turn each memcpy
+ * into one load and store: this loop is the whole cost of a transpose
+ * (order=F or a step), one element at a time. */
+static void strided_copy(unsigned char *dst, uint64_t dstride, const unsigned char *src,
+                         uint64_t sstride, uint64_t n, size_t es)
+{
+#define STRIDED(SIZE)                                                                          \
+    for (uint64_t j = 0; j < n; j++, dst += dstride, src += sstride)                          \
+        memcpy(dst, src, SIZE);                                                                \
+    return
+    switch (es) {
+    case 1: STRIDED(1);
+    case 2: STRIDED(2);
+    case 4: STRIDED(4);
+    case 8: STRIDED(8);
+    case 16: STRIDED(16);
+    default: STRIDED(es);
+    }
+#undef STRIDED
+}
+
 void load_plan_unpack(const struct load_plan *p, const unsigned char *packed, unsigned char *chunks)
 {
     const size_t es = p->view->elem_size;
@@ -220,8 +242,8 @@ void load_plan_unpack(const struct load_plan *p, const unsigned char *packed, un
             packed += r->len * es;
             continue;
         }
-        for (uint64_t j = 0; j < r->len; j++, packed += es, dst += p->run_stride)
-            memcpy(dst, packed, es);
+        strided_copy(dst, p->run_stride, packed, es, r->len, es);
+        packed += r->len * es;
     }
 }
 
@@ -236,8 +258,8 @@ void load_plan_pack(const struct load_plan *p, const unsigned char *chunks, unsi
             packed += r->len * es;
             continue;
         }
-        for (uint64_t j = 0; j < r->len; j++, packed += es, src += p->run_stride)
-            memcpy(packed, src, es);
+        strided_copy(packed, es, src, p->run_stride, r->len, es);
+        packed += r->len * es;
     }
 }
 
