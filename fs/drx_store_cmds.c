@@ -1,5 +1,674 @@
-/* placeholder */
+/* drx init, drx stripe get/set, drx fsck: the store's subcommands. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "drx/array.h"
+#include "drx/config.h"
+#include "drx/log.h"
+#include "drx/store.h"
+#include "drx/stripe.h"
 #include "drx_cli.h"
-int drx_cmd_init(int argc, char **argv) { (void)argc; (void)argv; return drx_cli_fail("init: not yet"); }
-int drx_cmd_stripe(int argc, char **argv) { (void)argc; (void)argv; return drx_cli_fail("stripe: not yet"); }
-int drx_cmd_fsck(int argc, char **argv) { (void)argc; (void)argv; return drx_cli_fail("fsck: not yet"); }
+
+/* libcore's warnings (a refused metafile, a missing stripe dir) go to stderr. */
+static void setup_log(void)
+{
+    drx_log_set_sink(drx_log_stderr_sink, (void *)"drx");
+    drx_log_set_level(DRX_LOG_WARNING);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int parse_count(const char *text, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (errno || end == text || *end || text[0] == '-' || v < 1 || v > DRX_MAX_STRIPE_DIRS)
+        return -EINVAL;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int parse_extent(const char *text, uint64_t *out)
+{
+    if (drx_config_parse_bytes(text, out) < 0 || *out < 1 || *out > DRX_MAX_EXTENT)
+        return -EINVAL;
+    return 0;
+}
+
+/* "--opt VALUE" or "--opt=VALUE"; advances *i past what it used. */
+static const char *opt_value(int argc, char **argv, int *i, const char *opt)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[*i], opt, n) == 0 && argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (strcmp(argv[*i], opt) == 0 && *i + 1 < argc)
+        return argv[++*i];
+    return NULL;
+}
+
+/* ---- drx init -------------------------------------------------------------- */
+
+int drx_cmd_init(int argc, char **argv)
+{
+    const char *store = NULL, *dirs_arg = NULL, *v;
+    unsigned count = 0;
+    uint64_t extent = 0;
+    struct drx_config cfg = {0};
+    struct drx_err err = {{0}};
+    char root[PATH_MAX];
+    char **dirs = NULL;
+    size_t ndirs = 0;
+    int rc, ret = 1;
+
+    setup_log();
+    for (int i = 1; i < argc; i++) {
+        if ((v = opt_value(argc, argv, &i, "--stripe-dirs"))) {
+            dirs_arg = v;
+        } else if ((v = opt_value(argc, argv, &i, "--count"))) {
+            if (parse_count(v, &count) < 0)
+                return drx_cli_fail("init: --count %s: not a number in 1..%d", v,
+                                    DRX_MAX_STRIPE_DIRS);
+        } else if ((v = opt_value(argc, argv, &i, "--extent"))) {
+            if (parse_extent(v, &extent) < 0)
+                return drx_cli_fail("init: --extent %s: not a byte count in 1..%llu", v,
+                                    (unsigned long long)DRX_MAX_EXTENT);
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return drx_cli_fail("init: unknown option '%s' (usage: drx init STORE "
+                                "[--stripe-dirs D1,D2,... --count N --extent BYTES])",
+                                argv[i]);
+        } else if (!store) {
+            store = argv[i];
+        } else {
+            return drx_cli_fail("init: one STORE only ('%s' is extra)", argv[i]);
+        }
+    }
+    if (!store)
+        return drx_cli_fail("init: usage: drx init STORE [--stripe-dirs D1,D2,... --count N "
+                            "--extent BYTES]");
+    rc = drx_store_resolve_path(store, root, sizeof root);
+    if (rc < 0)
+        return drx_cli_fail("init: %s: %s", store, strerror(-rc));
+
+    /* defaults < --config file < options */
+    rc = drx_config_defaults(&cfg, NULL);
+    if (rc == 0 && drx_cli.config_path)
+        rc = drx_config_load_file(&cfg, drx_cli.config_path, &err);
+    if (rc < 0) {
+        ret = drx_cli_fail_err("init", rc, &err);
+        goto out;
+    }
+    if (dirs_arg) {
+        char *copy = strdup(dirs_arg), *save = NULL;
+        dirs = calloc(strlen(dirs_arg) + 1, sizeof *dirs);
+        if (!copy || !dirs) {
+            free(copy);
+            ret = drx_cli_fail("init: out of memory");
+            goto out;
+        }
+        for (char *d = strtok_r(copy, ",", &save); d; d = strtok_r(NULL, ",", &save)) {
+            char abs[PATH_MAX];
+            /* Relative to where the user typed it, not to the store. */
+            if (drx_store_abspath(d, abs, sizeof abs) < 0 || !(dirs[ndirs] = strdup(abs))) {
+                free(copy);
+                ret = drx_cli_fail("init: --stripe-dirs: bad directory '%s'", d);
+                goto out;
+            }
+            ndirs++;
+        }
+        free(copy);
+        if (ndirs == 0) {
+            ret = drx_cli_fail("init: --stripe-dirs: no directory given");
+            goto out;
+        }
+        if (drx_config_set_dirs(&cfg, (const char *const *)dirs, ndirs) < 0) {
+            ret = drx_cli_fail("init: out of memory");
+            goto out;
+        }
+        /* New disks are there to be used: stripe over all of them unless
+         * told otherwise. */
+        if (!count)
+            cfg.stripe.count = (unsigned)(ndirs < DRX_MAX_STRIPE_DIRS ? ndirs : DRX_MAX_STRIPE_DIRS);
+    }
+    if (count)
+        cfg.stripe.count = count;
+    if (extent)
+        cfg.stripe.extent = extent;
+    rc = drx_config_validate(&cfg, &err);
+    if (rc < 0) {
+        ret = drx_cli_fail_err("init", rc, &err);
+        goto out;
+    }
+    bool layout_given = dirs_arg || count || extent;
+    rc = drx_store_init(root, &cfg, layout_given ? 0 : DRX_STORE_INIT_KEEP, &err);
+    if (rc < 0) {
+        ret = drx_cli_fail_err("init", rc, &err);
+        goto out;
+    }
+    /* Show what the store now remembers (the existing settings when it was
+     * already a store). */
+    struct drx_config have;
+    if (drx_store_load_config(root, NULL, &have, &err) == 0) {
+        printf("%s: %s store: count=%u extent=%llu, stripe dirs:", root,
+               rc == 1 ? "existing" : "new", have.stripe.count,
+               (unsigned long long)have.stripe.extent);
+        for (size_t i = 0; i < have.stripe.ndirs; i++)
+            printf(" %s", have.stripe.dirs[i]);
+        printf("\n");
+        drx_config_fini(&have);
+    }
+    ret = 0;
+out:
+    for (size_t i = 0; i < ndirs; i++)
+        free(dirs[i]);
+    free(dirs);
+    drx_config_fini(&cfg);
+    return ret;
+}
+
+/* ---- drx stripe ---------------------------------------------------------------- */
+
+/* Opens the store holding path; fills store_path (the resolved path). */
+static int open_store_of(const char *what, const char *path, struct drx_store **s,
+                         char *store_path)
+{
+    char root[PATH_MAX];
+    struct drx_err err = {{0}};
+    int rc = drx_store_locate(path, root, store_path, NULL, &err);
+
+    if (rc == 0)
+        rc = drx_store_open(root, drx_cli.config_path, s, &err);
+    if (rc < 0)
+        return drx_cli_fail_err(what, rc, &err);
+    return 0;
+}
+
+static int stripe_get(const char *file)
+{
+    char sp[PATH_MAX], sub[PATH_MAX + 80], lay[DRX_STRIPE_LAYOUT_LEN];
+    struct drx_store *s = NULL;
+    struct drx_stripe_meta m;
+    struct drx_err err = {{0}};
+    struct stat st;
+    int ret;
+
+    if (open_store_of("stripe get", file, &s, sp))
+        return 1;
+    if (ends_with(sp, DRX_STRIPE_SUFFIX) && !drx_stripe_exists(sp))
+        sp[strlen(sp) - strlen(DRX_STRIPE_SUFFIX)] = '\0';
+    if (drx_stripe_exists(sp)) {
+        int rc = drx_stripe_stat(s, sp, &m, &err);
+        if (rc < 0) {
+            ret = drx_cli_fail_err("stripe get", rc, &err);
+            goto out;
+        }
+        drx_stripe_layout_format(&m.layout, lay, sizeof lay);
+        printf("%s\n", lay);
+        printf("size=%llu\n", (unsigned long long)m.size);
+        for (unsigned i = 0; i < m.layout.count; i++) {
+            drx_stripe_subfile_path(s, &m, i, sub, sizeof sub);
+            uint64_t want = drx_stripe_subfile_len(&m.layout, i, m.size);
+            if (lstat(sub, &st) == 0)
+                printf("subfile %u: %s (%lld bytes, size needs %llu)\n", i, sub,
+                       (long long)st.st_size, (unsigned long long)want);
+            else
+                printf("subfile %u: %s (missing: %s)\n", i, sub, strerror(errno));
+        }
+        ret = 0;
+    } else if (stat(sp, &st) == 0 && S_ISDIR(st.st_mode)) {
+        struct drx_stripe_layout l;
+        int rc = drx_stripe_layout_dir_get(s, sp, &l, &err);
+        if (rc < 0) {
+            ret = drx_cli_fail_err("stripe get", rc, &err);
+            goto out;
+        }
+        if (rc == 0)
+            drx_stripe_layout_for_new(s, sp, &l, &err);
+        drx_stripe_layout_format(&l, lay, sizeof lay);
+        printf("%s\n", lay);
+        printf("%s\n", rc == 1 ? "(set on this directory)"
+                               : "(inherited: new files here get this layout)");
+        ret = 0;
+    } else {
+        ret = drx_cli_fail("stripe get: %s: not a striped file or directory", file);
+    }
+out:
+    drx_store_close(s);
+    return ret;
+}
+
+static int stripe_set(int argc, char **argv)
+{
+    const char *dir = NULL, *v;
+    unsigned count = 0;
+    uint64_t extent = 0;
+    bool clear = false;
+    char sp[PATH_MAX];
+    struct drx_store *s = NULL;
+    struct drx_err err = {{0}};
+    struct drx_stripe_layout l;
+    int rc, ret;
+
+    for (int i = 2; i < argc; i++) {
+        if ((v = opt_value(argc, argv, &i, "--count"))) {
+            if (parse_count(v, &count) < 0)
+                return drx_cli_fail("stripe set: --count %s: not a number in 1..%d", v,
+                                    DRX_MAX_STRIPE_DIRS);
+        } else if ((v = opt_value(argc, argv, &i, "--extent"))) {
+            if (parse_extent(v, &extent) < 0)
+                return drx_cli_fail("stripe set: --extent %s: not a byte count in 1..%llu", v,
+                                    (unsigned long long)DRX_MAX_EXTENT);
+        } else if (strcmp(argv[i], "--clear") == 0) {
+            clear = true;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return drx_cli_fail("stripe set: unknown option '%s'", argv[i]);
+        } else if (!dir) {
+            dir = argv[i];
+        } else {
+            return drx_cli_fail("stripe set: one DIR only ('%s' is extra)", argv[i]);
+        }
+    }
+    if (!dir || (!clear && !count && !extent))
+        return drx_cli_fail("stripe set: usage: drx stripe set DIR --count N --extent BYTES "
+                            "(or --clear)");
+    if (open_store_of("stripe set", dir, &s, sp))
+        return 1;
+    if (clear) {
+        rc = drx_stripe_layout_dir_set(s, sp, NULL, &err);
+    } else {
+        /* An option left out keeps what new files here would get now. */
+        rc = drx_stripe_layout_for_new(s, sp, &l, &err);
+        if (count)
+            l.count = count;
+        if (extent)
+            l.extent = extent;
+        if (rc == 0)
+            rc = drx_stripe_layout_dir_set(s, sp, &l, &err);
+    }
+    if (rc < 0) {
+        ret = drx_cli_fail_err("stripe set", rc, &err);
+    } else {
+        if (!clear) {
+            char lay[DRX_STRIPE_LAYOUT_LEN];
+            drx_stripe_layout_format(&l, lay, sizeof lay);
+            printf("%s: %s\n", dir, lay);
+        }
+        ret = 0;
+    }
+    drx_store_close(s);
+    return ret;
+}
+
+int drx_cmd_stripe(int argc, char **argv)
+{
+    setup_log();
+    if (argc >= 3 && strcmp(argv[1], "get") == 0) {
+        if (argc != 3)
+            return drx_cli_fail("stripe get: usage: drx stripe get FILE");
+        return stripe_get(argv[2]);
+    }
+    if (argc >= 2 && strcmp(argv[1], "set") == 0)
+        return stripe_set(argc, argv);
+    return drx_cli_fail("stripe: usage: drx stripe get FILE | drx stripe set DIR --count N "
+                        "--extent BYTES");
+}
+
+/* ---- drx fsck ----------------------------------------------------------------------- */
+
+struct ref {
+    unsigned dir;
+    char name[DRX_STRIPE_NAME_MAX + 1];
+    char *owner; /* store-relative path of the metafile */
+};
+
+struct fsck {
+    struct drx_store *s;
+    bool repair;
+    unsigned problems, repaired;
+    bool bad_meta; /* some metafile could not be read: orphans are unsafe to remove */
+    struct ref *refs;
+    size_t nrefs, caprefs;
+};
+
+static const char *rel_of(const struct fsck *k, const char *path)
+{
+    size_t n = strlen(k->s->root);
+    if (strncmp(path, k->s->root, n) == 0 && path[n] == '/')
+        return path + n + 1;
+    return path;
+}
+
+/* One line per finding; repaired says whether --repair fixed it (then the
+ * action is named), -1 when it is not repairable. */
+static void finding(struct fsck *k, const char *where, bool fixed, const char *action,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void finding(struct fsck *k, const char *where, bool fixed, const char *action,
+                    const char *fmt, ...)
+{
+    va_list ap;
+    printf("%s: ", where);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    if (fixed)
+        printf(" (repaired: %s)", action);
+    else if (action && !k->repair)
+        printf(" (--repair would %s)", action);
+    printf("\n");
+    k->problems++;
+    if (fixed)
+        k->repaired++;
+}
+
+static void add_ref(struct fsck *k, unsigned dir, const char *name, const char *owner)
+{
+    if (k->nrefs == k->caprefs) {
+        size_t cap = k->caprefs ? k->caprefs * 2 : 64;
+        struct ref *r = realloc(k->refs, cap * sizeof *r);
+        if (!r)
+            return;
+        k->refs = r;
+        k->caprefs = cap;
+    }
+    struct ref *r = &k->refs[k->nrefs];
+    r->dir = dir;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->owner = strdup(owner);
+    if (r->owner)
+        k->nrefs++;
+}
+
+static int ref_cmp(const void *a, const void *b)
+{
+    const struct ref *x = a, *y = b;
+    if (x->dir != y->dir)
+        return x->dir < y->dir ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static void check_striped(struct fsck *k, const char *mp)
+{
+    char name[PATH_MAX], sub[PATH_MAX + 80];
+    struct drx_stripe_meta m;
+    struct drx_err err = {{0}};
+    const char *rel = rel_of(k, mp);
+    struct stat st;
+
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(mp) - strlen(DRX_STRIPE_SUFFIX)), mp);
+    int rc = drx_stripe_stat(k->s, name, &m, &err);
+    if (rc < 0) {
+        k->bad_meta = true;
+        finding(k, rel, false, NULL, "unreadable metafile: %s", err.msg);
+        return;
+    }
+    for (unsigned i = 0; i < m.layout.count; i++) {
+        add_ref(k, m.sub[i].dir, m.sub[i].name, rel);
+        drx_stripe_subfile_path(k->s, &m, i, sub, sizeof sub);
+        int dfd = k->s->dir_fds[m.sub[i].dir];
+        if (dfd < 0 || fstatat(dfd, m.sub[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            finding(k, rel, false, NULL, "subfile %u (%s) is missing: its extents read as EIO",
+                    i, sub);
+            continue;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            finding(k, rel, false, NULL, "subfile %u (%s) is not a regular file (refused)", i,
+                    sub);
+            continue;
+        }
+        uint64_t want = drx_stripe_subfile_len(&m.layout, i, m.size);
+        if ((uint64_t)st.st_size > want) {
+            /* Bytes past the recorded size are not part of the file (a
+             * writer crashed before recording them): cutting is safe. */
+            bool fixed = false;
+            if (k->repair) {
+                int fd = openat(dfd, m.sub[i].name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+                fixed = fd >= 0 && ftruncate(fd, (off_t)want) == 0;
+                if (fd >= 0)
+                    close(fd);
+            }
+            finding(k, rel, fixed, "trim it",
+                    "subfile %u (%s) is %lld bytes, longer than the %llu the recorded size "
+                    "%llu needs",
+                    i, sub, (long long)st.st_size, (unsigned long long)want,
+                    (unsigned long long)m.size);
+        }
+    }
+}
+
+static void check_array(struct fsck *k, const char *xmd)
+{
+    char xta[PATH_MAX];
+    struct drx_array_meta meta;
+    struct drx_err err = {{0}};
+    const char *rel = rel_of(k, xmd);
+    struct stat st;
+
+    snprintf(xta, sizeof xta, "%.*s.xta", (int)(strlen(xmd) - 4), xmd);
+    memset(&meta, 0, sizeof meta);
+    int rc = drx_array_meta_load(xmd, &meta, &err);
+    if (rc < 0) {
+        finding(k, rel, false, NULL, "unreadable array metadata: %s", err.msg);
+        return;
+    }
+    uint64_t committed = meta.map.nchunks * meta.chunk_bytes;
+    drx_array_meta_fini(&meta);
+    if (lstat(xta, &st) < 0) {
+        finding(k, rel_of(k, xta), false, NULL, "missing (the metadata names %llu bytes of chunks)",
+                (unsigned long long)committed);
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        finding(k, rel_of(k, xta), false, NULL, "not a regular file");
+        return;
+    }
+    if ((uint64_t)st.st_size > committed) {
+        /* Chunks past the metadata's count were written by an extension
+         * that never committed: no one can see them. */
+        bool fixed = k->repair && truncate(xta, (off_t)committed) == 0;
+        finding(k, rel_of(k, xta), fixed, "trim it",
+                "%lld bytes, longer than its metadata's %llu (uncommitted extension)",
+                (long long)st.st_size, (unsigned long long)committed);
+    } else if ((uint64_t)st.st_size < committed) {
+        finding(k, rel_of(k, xta), false, NULL,
+                "%lld bytes, shorter than its metadata's %llu (chunks lost)",
+                (long long)st.st_size, (unsigned long long)committed);
+    }
+}
+
+static bool is_stripe_dir(const struct fsck *k, const char *path)
+{
+    for (size_t i = 0; i < k->s->cfg.stripe.ndirs; i++)
+        if (strcmp(k->s->cfg.stripe.dirs[i], path) == 0)
+            return true;
+    return false;
+}
+
+static void walk(struct fsck *k, const char *dir, int depth)
+{
+    DIR *d;
+    struct dirent *e;
+    char path[PATH_MAX];
+    struct stat st;
+
+    if (depth > 256 || !(d = opendir(dir))) {
+        finding(k, rel_of(k, dir), false, NULL, "cannot read directory: %s",
+                depth > 256 ? "too deep" : strerror(errno));
+        return;
+    }
+    bool at_root = strcmp(dir, k->s->root) == 0;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || (at_root && strcmp(n, DRX_STORE_DIR) == 0))
+            continue;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, n) >= sizeof path)
+            continue;
+        if (lstat(path, &st) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (!is_stripe_dir(k, path))
+                walk(k, path, depth + 1);
+            continue;
+        }
+        if (!S_ISREG(st.st_mode))
+            continue;
+        if (drx_store_name_is_temp(n)) {
+            bool fixed = k->repair && unlink(path) == 0;
+            finding(k, rel_of(k, path), fixed, "remove it",
+                    "leftover temporary file of an interrupted update");
+        } else if (ends_with(n, DRX_STRIPE_SUFFIX)) {
+            check_striped(k, path);
+        } else if (ends_with(n, ".xmd")) {
+            check_array(k, path);
+        } else if (ends_with(n, ".xta")) {
+            char xmd[PATH_MAX];
+            snprintf(xmd, sizeof xmd, "%.*s.xmd", (int)(strlen(path) - 4), path);
+            if (access(xmd, F_OK) < 0) {
+                bool fixed = k->repair && unlink(path) == 0;
+                finding(k, rel_of(k, path), fixed, "remove it",
+                        "orphan chunk file: no %s beside it", strrchr(xmd, '/') + 1);
+            }
+        }
+    }
+    closedir(d);
+}
+
+/* A subfile name as drx makes them: 16 hex digits, '.', subfile number. */
+static bool our_subfile_name(const char *n)
+{
+    size_t i;
+    for (i = 0; i < 16; i++)
+        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+            return false;
+    if (n[i++] != '.' || !n[i])
+        return false;
+    for (; n[i]; i++)
+        if (n[i] < '0' || n[i] > '9')
+            return false;
+    return true;
+}
+
+static void check_stripe_dirs(struct fsck *k)
+{
+    qsort(k->refs, k->nrefs, sizeof *k->refs, ref_cmp);
+    for (size_t i = 1; i < k->nrefs; i++)
+        if (ref_cmp(&k->refs[i - 1], &k->refs[i]) == 0)
+            finding(k, k->refs[i].owner, false, NULL,
+                    "shares subfile %s with %s (writing one changes the other)", k->refs[i].name,
+                    k->refs[i - 1].owner);
+
+    for (size_t di = 0; di < k->s->cfg.stripe.ndirs; di++) {
+        const char *dname = k->s->cfg.stripe.dirs[di];
+        if (k->s->dir_fds[di] < 0) {
+            finding(k, dname, false, NULL, "stripe directory %zu is missing or unreadable", di);
+            continue;
+        }
+        int fd = openat(k->s->dir_fds[di], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *e;
+        if (!d) {
+            if (fd >= 0)
+                close(fd);
+            finding(k, dname, false, NULL, "cannot read stripe directory: %s", strerror(errno));
+            continue;
+        }
+        while ((e = readdir(d))) {
+            const char *n = e->d_name;
+            if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+                continue;
+            struct ref key = {.dir = (unsigned)di};
+            size_t nl = strlen(n);
+            if (nl <= DRX_STRIPE_NAME_MAX) {
+                memcpy(key.name, n, nl + 1);
+                if (bsearch(&key, k->refs, k->nrefs, sizeof *k->refs, ref_cmp))
+                    continue;
+            }
+            char where[PATH_MAX + 300];
+            snprintf(where, sizeof where, "%s/%s", dname, n);
+            if (!our_subfile_name(n)) {
+                finding(k, where, false, NULL,
+                        "unknown file in a stripe directory (left alone)");
+            } else if (k->bad_meta) {
+                finding(k, where, false, NULL,
+                        "orphan subfile, kept because some metafile is unreadable and may "
+                        "name it");
+            } else {
+                bool fixed = k->repair && unlinkat(k->s->dir_fds[di], n, 0) == 0;
+                finding(k, where, fixed, "remove it", "orphan subfile: no metafile names it");
+            }
+        }
+        closedir(d);
+    }
+}
+
+/* .drx/ itself: leftover store.conf temporaries. */
+static void check_drx_dir(struct fsck *k)
+{
+    char dir[PATH_MAX + 8], path[PATH_MAX * 2];
+    struct dirent *e;
+    DIR *d;
+
+    snprintf(dir, sizeof dir, "%s/" DRX_STORE_DIR, k->s->root);
+    if (!(d = opendir(dir)))
+        return;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, ".store.conf.", 12) != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        bool fixed = k->repair && unlink(path) == 0;
+        finding(k, rel_of(k, path), fixed, "remove it",
+                "leftover temporary file of an interrupted update");
+    }
+    closedir(d);
+}
+
+int drx_cmd_fsck(int argc, char **argv)
+{
+    const char *store = NULL;
+    struct fsck k = {0};
+    char sp[PATH_MAX];
+
+    setup_log();
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--repair") == 0)
+            k.repair = true;
+        else if (argv[i][0] == '-' && argv[i][1])
+            return drx_cli_fail("fsck: unknown option '%s' (usage: drx fsck STORE [--repair])",
+                                argv[i]);
+        else if (!store)
+            store = argv[i];
+        else
+            return drx_cli_fail("fsck: one STORE only ('%s' is extra)", argv[i]);
+    }
+    if (!store)
+        return drx_cli_fail("fsck: usage: drx fsck STORE [--repair]");
+    if (open_store_of("fsck", store, &k.s, sp))
+        return 1;
+    walk(&k, k.s->root, 0);
+    check_drx_dir(&k);
+    check_stripe_dirs(&k);
+    if (k.problems == 0)
+        printf("%s: clean\n", k.s->root);
+    else
+        printf("%s: %u problem%s, %u repaired\n", k.s->root, k.problems,
+               k.problems == 1 ? "" : "s", k.repaired);
+    int ret = k.problems == k.repaired ? 0 : 1;
+    for (size_t i = 0; i < k.nrefs; i++)
+        free(k.refs[i].owner);
+    free(k.refs);
+    drx_store_close(k.s);
+    return ret;
+}

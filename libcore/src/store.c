@@ -441,16 +441,6 @@ int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigne
     rc = drx_config_validate(cfg_in, err);
     if (rc < 0)
         return rc;
-    if (mkdir(root, 0755) < 0 && errno != EEXIST)
-        return drx_err_set(err, errno, "%s: %s", root, strerror(errno));
-    if (!is_dir(root))
-        return drx_err_set(err, ENOTDIR, "%s: not a directory", root);
-    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
-    if (mkdir(path, 0755) < 0 && errno != EEXIST)
-        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
-    if (!is_dir(path))
-        return drx_err_set(err, ENOTDIR, "%s: exists and is not a directory", path);
-
     rc = drx_config_copy(&want, cfg_in);
     if (rc < 0) {
         drx_err_set(err, -rc, "out of memory");
@@ -459,6 +449,37 @@ int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigne
     rc = absolutise_dirs(&want, root, err);
     if (rc < 0)
         goto out;
+    /* A stripe dir elsewhere in the tree would show its subfiles at the
+     * mount point as ordinary files. */
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
+    for (size_t i = 0; i < want.stripe.ndirs; i++) {
+        if (under(want.stripe.dirs[i], root) != (size_t)-1 &&
+            under(want.stripe.dirs[i], path) == (size_t)-1) {
+            rc = drx_err_set(err, EINVAL,
+                             "stripe dir %s is inside the store but not under %s/: it would "
+                             "show at the mount point",
+                             want.stripe.dirs[i], path);
+            goto out;
+        }
+    }
+
+    if (mkdir(root, 0755) < 0 && errno != EEXIST) {
+        rc = drx_err_set(err, errno, "%s: %s", root, strerror(errno));
+        goto out;
+    }
+    if (!is_dir(root)) {
+        rc = drx_err_set(err, ENOTDIR, "%s: not a directory", root);
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
+    if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+        rc = drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!is_dir(path)) {
+        rc = drx_err_set(err, ENOTDIR, "%s: exists and is not a directory", path);
+        goto out;
+    }
 
     snprintf(path, sizeof path, "%s/" DRX_STORE_CONF, root);
     if (stat(path, &st) == 0) {
