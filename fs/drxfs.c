@@ -1,2 +1,393 @@
-/* placeholder */
-int main(void) { return 1; }
+/* drxfs: the FUSE daemon.  Mounts a store and shows arrays as directories
+ * with slice views, striped files as regular files, and everything else as
+ * it is (SPEC sections 2, 4, 5).
+ *
+ *   drxfs [-f] [-d] [-s] [-o config=FILE,OPTION...] STORE MOUNTPOINT
+ *
+ * This file: options, configuration, the store, logging, init/destroy and
+ * the operations table.  libfuse's high-level (path) API suits views, whose
+ * names are paths resolved afresh on every request.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "drx/config.h"
+#include "drxfs_i.h"
+
+struct drxfs drxfs = {.root_fd = -1};
+
+/* Worker threads at most (libfuse's own default; see the README for what
+ * other values measured). */
+#define DRXFS_THREADS "10"
+
+
+struct drxfs_cli {
+    char *config;
+    char *log_level;
+    char *cache_bytes;
+    char *data_io;
+    char *npy_io;
+    char *store;
+    int help;
+    int version;
+    int debug;
+    int foreground;
+    int ro;
+    int timeouts_given;
+    int threads_given;
+    unsigned max_read;
+};
+
+enum {
+    KEY_HELP,
+    KEY_VERSION,
+    KEY_DEBUG,
+    KEY_FOREGROUND,
+    KEY_RO,
+    KEY_RW,
+    KEY_TIMEOUT,
+    KEY_MAX_READ,
+    KEY_THREADS,
+};
+
+#define DRXFS_OPT(t, p) {t, offsetof(struct drxfs_cli, p), 1}
+
+static const struct fuse_opt drxfs_opts[] = {
+    DRXFS_OPT("config=%s", config),
+    DRXFS_OPT("log_level=%s", log_level),
+    DRXFS_OPT("cache_bytes=%s", cache_bytes),
+    DRXFS_OPT("data_io=%s", data_io),
+    DRXFS_OPT("npy_io=%s", npy_io),
+    FUSE_OPT_KEY("-h", KEY_HELP),
+    FUSE_OPT_KEY("--help", KEY_HELP),
+    FUSE_OPT_KEY("-V", KEY_VERSION),
+    FUSE_OPT_KEY("--version", KEY_VERSION),
+    FUSE_OPT_KEY("-d", KEY_DEBUG),
+    FUSE_OPT_KEY("debug", KEY_DEBUG),
+    FUSE_OPT_KEY("-f", KEY_FOREGROUND),
+    FUSE_OPT_KEY("ro", KEY_RO),
+    FUSE_OPT_KEY("rw", KEY_RW),
+    FUSE_OPT_KEY("entry_timeout=", KEY_TIMEOUT),
+    FUSE_OPT_KEY("attr_timeout=", KEY_TIMEOUT),
+    FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
+    FUSE_OPT_KEY("max_threads=", KEY_THREADS),
+    FUSE_OPT_KEY("max_idle_threads=", KEY_THREADS),
+    FUSE_OPT_END,
+};
+
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+    struct drxfs_cli *cli = data;
+    (void)outargs;
+
+    switch (key) {
+    case FUSE_OPT_KEY_NONOPT:
+        if (!cli->store) {
+            cli->store = strdup(arg);
+            return 0;
+        }
+        return 1;
+    case KEY_HELP:
+        cli->help = 1;
+        return 0;
+    case KEY_VERSION:
+        cli->version = 1;
+        return 0;
+    case KEY_DEBUG:
+        cli->debug = 1;
+        cli->foreground = 1;
+        return 1;
+    case KEY_FOREGROUND:
+        cli->foreground = 1;
+        return 1;
+    case KEY_RO:
+        cli->ro = 1;
+        return 1;
+    case KEY_RW:
+        cli->ro = 0;
+        return 1;
+    case KEY_TIMEOUT:
+        cli->timeouts_given = 1;
+        return 1;
+    case KEY_THREADS:
+        cli->threads_given = 1;
+        return 1;
+    case KEY_MAX_READ: {
+        /* libfuse 3.14 aborts the mount when the kernel's max_read and the
+         * session's differ; init() copies it into conn->max_read. */
+        const char *eq = strchr(arg, '=');
+        char *end;
+        unsigned long v = strtoul(eq + 1, &end, 10);
+        if (*end || v == 0 || v > UINT_MAX) {
+            fprintf(stderr, "drxfs: bad option %s\n", arg);
+            return -1;
+        }
+        cli->max_read = (unsigned)v;
+        return 1;
+    }
+    default:
+        return 1;
+    }
+}
+
+static void usage(const char *prog)
+{
+    printf("usage: %s [options] STORE MOUNTPOINT\n\n"
+           "Shows the drx store STORE at MOUNTPOINT: arrays as directories with slice\n"
+           "views (data, data.npy, info), striped files as regular files.\n\n"
+           "drxfs options:\n"
+           "    -o config=FILE         libconfig file (see conf/drxfs.conf)\n"
+           "    -o cache_bytes=N       chunk cache of the daemon (K/M/G suffix allowed)\n"
+           "    -o log_level=LEVEL     error, warning, info or debug (-d: debug)\n"
+           "    -o data_io=direct|cached   array data files bypass the page cache\n"
+           "                           (direct, default) or use it\n"
+           "    -o npy_io=direct|cached    the same for data.npy (default cached, so\n"
+           "                           numpy.load(mmap_mode='r') works)\n"
+           "    -o ro                  read-only mount (writes fail with EROFS)\n\n",
+           prog);
+}
+
+/* Log sink for a daemon in the background: its stderr is /dev/null. */
+static void syslog_sink(void *arg, enum drx_log_level level, const char *msg)
+{
+    static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+    (void)arg;
+    syslog(prio[level <= DRX_LOG_DEBUG ? level : DRX_LOG_DEBUG], "%s", msg);
+}
+
+static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+    /* Sizes and bytes must be current right after another process extends
+     * an array: the kernel asks us every time (we stat the .xmd, cheap). */
+    if (drxfs.set_timeouts) {
+        cfg->entry_timeout = 0;
+        cfg->attr_timeout = 0;
+        cfg->negative_timeout = 0;
+    }
+    /* Unlink of an open striped file removes it at once; open handles keep
+     * their descriptors (no .fuse_hidden files in the store). */
+    cfg->hard_remove = 1;
+    cfg->nullpath_ok = 1;
+    cfg->use_ino = 0;
+    if (drxfs.max_read)
+        conn->max_read = drxfs.max_read;
+    /* Splice reads measured slower here (LIMITS.md). */
+    conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+                              FUSE_CAP_SPLICE_MOVE);
+    if (!drxfs.foreground) {
+        openlog("drxfs", LOG_PID, LOG_DAEMON);
+        drx_log_set_sink(syslog_sink, NULL);
+    }
+    drx_log(DRX_LOG_INFO, "mounted %s (max_read %u, max_write %u, max_readahead %u)",
+            drxfs.store_path, conn->max_read, conn->max_write, conn->max_readahead);
+    return NULL;
+}
+
+static void op_destroy(void *private_data)
+{
+    (void)private_data;
+    drxfs_arr_shutdown();
+    drxfs_striped_shutdown();
+}
+
+static const struct fuse_operations drxfs_ops = {
+    .getattr = drxfs_op_getattr,
+    .readlink = drxfs_op_readlink,
+    .mknod = drxfs_op_mknod,
+    .mkdir = drxfs_op_mkdir,
+    .unlink = drxfs_op_unlink,
+    .rmdir = drxfs_op_rmdir,
+    .symlink = drxfs_op_symlink,
+    .rename = drxfs_op_rename,
+    .link = drxfs_op_link,
+    .chmod = drxfs_op_chmod,
+    .chown = drxfs_op_chown,
+    .truncate = drxfs_op_truncate,
+    .open = drxfs_op_open,
+    .read = drxfs_op_read,
+    .write = drxfs_op_write,
+    .statfs = drxfs_op_statfs,
+    .flush = drxfs_op_flush,
+    .release = drxfs_op_release,
+    .fsync = drxfs_op_fsync,
+    .setxattr = drxfs_op_setxattr,
+    .getxattr = drxfs_op_getxattr,
+    .listxattr = drxfs_op_listxattr,
+    .removexattr = drxfs_op_removexattr,
+    .opendir = drxfs_op_opendir,
+    .readdir = drxfs_op_readdir,
+    .releasedir = drxfs_op_releasedir,
+    .init = op_init,
+    .destroy = op_destroy,
+    .create = drxfs_op_create,
+    .utimens = drxfs_op_utimens,
+};
+
+static int parse_io(const char *what, const char *v, bool *direct)
+{
+    if (!v)
+        return 0;
+    if (strcmp(v, "direct") == 0)
+        *direct = true;
+    else if (strcmp(v, "cached") == 0)
+        *direct = false;
+    else {
+        fprintf(stderr, "drxfs: %s=%s: expected direct or cached\n", what, v);
+        return -1;
+    }
+    return 0;
+}
+
+/* Loads the configuration (defaults < store.conf < -o config=FILE <
+ * other -o options), makes the store's .drx/ when missing and opens it. */
+static int open_store(struct drxfs_cli *cli, const char *abs_root)
+{
+    struct drx_config cfg = {0};
+    struct drx_err err = {{0}};
+    enum drx_log_level level;
+    int rc;
+
+    rc = drx_store_load_config(drxfs.proc_root, cli->config, &cfg, &err);
+    if (rc < 0) {
+        fprintf(stderr, "drxfs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+        goto out;
+    }
+    if (cli->cache_bytes && drx_config_parse_bytes(cli->cache_bytes, &cfg.cache_bytes) < 0) {
+        fprintf(stderr, "drxfs: cache_bytes=%s: not a byte count\n", cli->cache_bytes);
+        rc = -EINVAL;
+        goto out;
+    }
+    if (cli->log_level && drx_log_level_parse(cli->log_level, &cfg.log_level) < 0) {
+        fprintf(stderr, "drxfs: log_level=%s: expected error, warning, info or debug\n",
+                cli->log_level);
+        rc = -EINVAL;
+        goto out;
+    }
+    if (cli->debug)
+        cfg.log_level = DRX_LOG_DEBUG;
+    if ((rc = drx_config_validate(&cfg, &err)) < 0) {
+        fprintf(stderr, "drxfs: %s\n", err.msg);
+        goto out;
+    }
+    level = cfg.log_level;
+    drx_log_set_level(level);
+    drxfs.cache_bytes = cfg.cache_bytes;
+
+    /* A store is marked by .drx/; make one when missing (SPEC section 2). */
+    rc = drx_store_init(drxfs.proc_root, &cfg, DRX_STORE_INIT_KEEP, &err);
+    if (rc < 0) {
+        fprintf(stderr, "drxfs: %s: %s\n", abs_root, err.msg[0] ? err.msg : strerror(-rc));
+        goto out;
+    }
+    if (rc == 0)
+        drx_log(DRX_LOG_INFO, "%s: made a new store (.drx/)", abs_root);
+    rc = drx_store_open_cfg(drxfs.proc_root, &cfg, &drxfs.store, &err);
+    if (rc < 0) {
+        fprintf(stderr, "drxfs: %s: %s\n", abs_root, err.msg[0] ? err.msg : strerror(-rc));
+        goto out;
+    }
+out:
+    drx_config_fini(&cfg);
+    return rc;
+}
+
+int main(int argc, char *argv[])
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    struct drxfs_cli cli = {0};
+    char *abs_root = NULL, *mopts = NULL;
+    int ret = 1;
+
+    if (fuse_opt_parse(&args, &cli, drxfs_opts, opt_proc) < 0)
+        goto out;
+    if (cli.help) {
+        usage(argv[0]);
+        fuse_opt_add_arg(&args, "--help");
+        args.argv[0][0] = '\0';
+        ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
+        goto out;
+    }
+    if (cli.version) {
+        printf("drxfs version %s\n", DRX_VERSION);
+        fuse_opt_add_arg(&args, "--version");
+        ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
+        goto out;
+    }
+    if (!cli.store) {
+        fprintf(stderr, "drxfs: no store given\nusage: %s [options] STORE MOUNTPOINT\n"
+                        "       %s --help\n", argv[0], argv[0]);
+        goto out;
+    }
+    if (parse_io("data_io", cli.data_io, &(bool){0}) < 0 ||
+        parse_io("npy_io", cli.npy_io, &(bool){0}) < 0)
+        goto out;
+    drxfs.data_direct_io = true;
+    drxfs.npy_direct_io = false;
+    parse_io("data_io", cli.data_io, &drxfs.data_direct_io);
+    parse_io("npy_io", cli.npy_io, &drxfs.npy_direct_io);
+    drxfs.ro = cli.ro;
+    drxfs.foreground = cli.foreground;
+    drxfs.max_read = cli.max_read;
+    drxfs.set_timeouts = !cli.timeouts_given;
+    drxfs.root_euid = geteuid() == 0;
+
+    drx_log_set_sink(drx_log_stderr_sink, (void *)"drxfs");
+
+    /* The store is opened before the mount: the mount point may shadow the
+     * store path, so everything after goes through this descriptor. */
+    if (!(abs_root = realpath(cli.store, NULL))) {
+        fprintf(stderr, "drxfs: %s: %s\n", cli.store, strerror(errno));
+        goto out;
+    }
+    drxfs.store_path = abs_root;
+    drxfs.root_fd = open(abs_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (drxfs.root_fd < 0) {
+        fprintf(stderr, "drxfs: %s: %s\n", abs_root, strerror(errno));
+        goto out;
+    }
+    snprintf(drxfs.proc_root, sizeof(drxfs.proc_root), "/proc/self/fd/%d", drxfs.root_fd);
+    if (open_store(&cli, abs_root) < 0)
+        goto out;
+
+    /* Modes of created files come from the caller (the kernel applied its
+     * umask already). */
+    umask(0);
+
+    /* fsname = the store's absolute path: drx and drx-load map a path under
+     * the mount back to the store through /proc/self/mountinfo. */
+    char fsname[PATH_MAX + 16];
+    snprintf(fsname, sizeof(fsname), "fsname=%s", abs_root);
+    if (fuse_opt_add_opt_escaped(&mopts, fsname) < 0 ||
+        fuse_opt_add_opt(&mopts, "subtype=drxfs") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
+        fuse_opt_add_arg(&args, mopts) < 0 ||
+        /* libfuse 3.14's fuse_main passes an unset max_idle_threads as
+         * UINT_MAX and complains; say what we want. */
+        (!cli.threads_given &&
+         fuse_opt_add_arg(&args, "-omax_threads=" DRXFS_THREADS
+                                 ",max_idle_threads=" DRXFS_THREADS) < 0)) {
+        fprintf(stderr, "drxfs: out of memory\n");
+        goto out;
+    }
+    ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
+out:
+    drx_store_close(drxfs.store);
+    if (drxfs.root_fd >= 0)
+        close(drxfs.root_fd);
+    free(mopts);
+    free(abs_root);
+    free(cli.config);
+    free(cli.log_level);
+    free(cli.cache_bytes);
+    free(cli.data_io);
+    free(cli.npy_io);
+    free(cli.store);
+    fuse_opt_free_args(&args);
+    return ret;
+}

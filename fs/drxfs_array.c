@@ -1,0 +1,746 @@
+/* Arrays and views at the mount point: the shared handle table and the
+ * files data, data.npy and info.
+ *
+ * One drx_array handle per array serves every lookup and open file.  Its
+ * rwlock is taken shared for chunk I/O and metadata reads, exclusive for
+ * reload and cache resizing.  Freshness: every path operation stats the
+ * .xmd anyway (resolution); when its inode, size or times differ from what
+ * the handle last read, the handle reloads before answering, so a `drx
+ * extend` by another process shows at once (the daemon runs with entry and
+ * attribute timeouts of 0, and data files bypass the page cache).  An open
+ * file keeps the view resolved at open: chunks never move, so it keeps
+ * reading the elements it was opened on.
+ *
+ * Chunk cache: only arrays with open files have one; cache.bytes is split
+ * evenly between them.  It is emptied at open when the .xta changed on disk
+ * (another process wrote it), which gives close-to-open consistency for
+ * bytes written by `drx put`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drxfs_i.h"
+
+/* Idle handles kept open for fast lookups. */
+#define DRXFS_ARR_IDLE_MAX 32
+
+struct drxfs_sig {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim, ctim;
+};
+
+struct drxfs_arr {
+    char *key; /* store-relative name without suffix */
+    struct drx_array *a;
+    pthread_rwlock_t lock;
+    bool rdonly;   /* the .xta could only be opened read-only */
+    bool detached; /* no longer in the table (renamed, replaced) */
+    /* Below: protected by table.mutex. */
+    unsigned refs;
+    unsigned nopen;
+    size_t cache_set;
+    struct drxfs_arr *prev, *next;
+    /* Protected by lock (exclusive to write). */
+    struct drxfs_sig xmd; /* .xmd as last read */
+    struct drxfs_sig xta; /* .xta when the cache was last emptied */
+};
+
+static struct {
+    pthread_mutex_t mutex;
+    struct drxfs_arr *head; /* most recently used first */
+    unsigned count;
+} table = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+static void sig_of(struct drxfs_sig *s, const struct stat *st)
+{
+    s->dev = st->st_dev;
+    s->ino = st->st_ino;
+    s->size = st->st_size;
+    s->mtim = st->st_mtim;
+    s->ctim = st->st_ctim;
+}
+
+static bool sig_same(const struct drxfs_sig *a, const struct drxfs_sig *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtim.tv_sec == b->mtim.tv_sec && a->mtim.tv_nsec == b->mtim.tv_nsec &&
+           a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
+}
+
+static void arr_destroy(struct drxfs_arr *e)
+{
+    if (!e)
+        return;
+    drx_array_close(e->a);
+    pthread_rwlock_destroy(&e->lock);
+    free(e->key);
+    free(e);
+}
+
+static void list_unlink(struct drxfs_arr *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        table.head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    e->prev = e->next = NULL;
+    table.count--;
+}
+
+static void list_push(struct drxfs_arr *e)
+{
+    e->prev = NULL;
+    e->next = table.head;
+    if (table.head)
+        table.head->prev = e;
+    table.head = e;
+    table.count++;
+}
+
+/* Closes idle entries beyond the limit, oldest first.  Table locked. */
+static void trim_idle(void)
+{
+    struct drxfs_arr *e = table.head, *last = NULL;
+    unsigned idle = 0;
+    for (; e; e = e->next) {
+        last = e;
+        if (e->refs == 0)
+            idle++;
+    }
+    for (e = last; e && idle > DRXFS_ARR_IDLE_MAX;) {
+        struct drxfs_arr *prev = e->prev;
+        if (e->refs == 0) {
+            list_unlink(e);
+            arr_destroy(e);
+            idle--;
+        }
+        e = prev;
+    }
+}
+
+static int arr_open(const struct drxfs_node *n, struct drxfs_arr **out)
+{
+    char path[PATH_MAX + 64];
+    struct drx_err err = {{0}};
+    struct drxfs_arr *e = calloc(1, sizeof(*e));
+    struct stat st;
+    int rc;
+
+    if (!e)
+        return -ENOMEM;
+    pthread_rwlock_init(&e->lock, NULL);
+    if (!(e->key = strdup(n->rel))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((rc = drxfs_proc_path(path, sizeof(path), n->rel)) < 0)
+        goto out;
+    rc = -EROFS;
+    if (!drxfs.ro)
+        rc = drx_array_open(path, DRX_RDWR, &e->a, &err);
+    if (rc == -EACCES || rc == -EPERM || rc == -EROFS) {
+        err.msg[0] = '\0';
+        e->rdonly = true;
+        rc = drx_array_open(path, DRX_RDONLY, &e->a, &err);
+    }
+    if (rc < 0) {
+        drx_log(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel,
+                err.msg[0] ? err.msg : strerror(-rc));
+        rc = (rc == -ENOENT || rc == -ENOMEM || rc == -EACCES) ? rc : -EIO;
+        goto out;
+    }
+    /* The stat the resolution saw may predate what open read; a second
+     * reload on the next access is harmless. */
+    sig_of(&e->xmd, &n->st);
+    if (fstat(drx_array_xta_fd(e->a), &st) == 0)
+        sig_of(&e->xta, &st);
+    *out = e;
+    return 0;
+out:
+    arr_destroy(e);
+    return rc;
+}
+
+/* The .xmd changed: reload the metadata, or tell the caller the array was
+ * replaced (the .xta is another file) by returning 1.  e->lock held
+ * exclusive. */
+static int arr_refresh(struct drxfs_arr *e, const struct drxfs_node *n)
+{
+    char xta[PATH_MAX];
+    struct stat st_now, st_ours;
+    struct drx_err err = {{0}};
+    int rc;
+
+    if ((rc = drxfs_rel_suffix(xta, n->rel, DRXFS_XTA)) < 0)
+        return rc;
+    if (fstatat(drxfs.root_fd, xta, &st_now, 0) < 0)
+        return -errno == -ENOENT ? -ENOENT : -EIO;
+    if (fstat(drx_array_xta_fd(e->a), &st_ours) < 0)
+        return -EIO;
+    if (st_now.st_ino != st_ours.st_ino || st_now.st_dev != st_ours.st_dev)
+        return 1;
+    rc = drx_array_reload(e->a, &err);
+    if (rc < 0) {
+        drx_log(DRX_LOG_WARNING, "%s: reloading metadata: %s", n->rel,
+                err.msg[0] ? err.msg : strerror(-rc));
+        return -EIO;
+    }
+    if (rc > 0)
+        drx_log(DRX_LOG_DEBUG, "%s: metadata changed on disk, reloaded", n->rel);
+    sig_of(&e->xmd, &n->st);
+    return 0;
+}
+
+static void arr_detach(struct drxfs_arr *e)
+{
+    pthread_mutex_lock(&table.mutex);
+    if (!e->detached) {
+        e->detached = true;
+        list_unlink(e);
+    }
+    pthread_mutex_unlock(&table.mutex);
+}
+
+int drxfs_arr_get(const struct drxfs_node *n, struct drxfs_arr **out)
+{
+    struct drxfs_arr *e, *fresh = NULL;
+    struct drxfs_sig now;
+    int rc;
+
+    sig_of(&now, &n->st);
+again:
+    pthread_mutex_lock(&table.mutex);
+    for (e = table.head; e; e = e->next)
+        if (strcmp(e->key, n->rel) == 0)
+            break;
+    if (e) {
+        e->refs++;
+        if (e != table.head) {
+            list_unlink(e);
+            list_push(e);
+        }
+    } else if (fresh) {
+        e = fresh;
+        fresh = NULL;
+        e->refs = 1;
+        list_push(e);
+        trim_idle();
+    }
+    pthread_mutex_unlock(&table.mutex);
+    if (fresh) {
+        /* Another thread opened it meanwhile. */
+        arr_destroy(fresh);
+        fresh = NULL;
+    }
+    if (!e) {
+        if ((rc = arr_open(n, &fresh)) < 0)
+            return rc;
+        goto again;
+    }
+
+    pthread_rwlock_rdlock(&e->lock);
+    bool same = sig_same(&e->xmd, &now);
+    pthread_rwlock_unlock(&e->lock);
+    if (!same) {
+        pthread_rwlock_wrlock(&e->lock);
+        rc = sig_same(&e->xmd, &now) ? 0 : arr_refresh(e, n);
+        pthread_rwlock_unlock(&e->lock);
+        if (rc != 0) {
+            /* Replaced or gone: this handle serves only its open files. */
+            arr_detach(e);
+            drxfs_arr_put(e);
+            if (rc < 0)
+                return rc;
+            goto again;
+        }
+    }
+    *out = e;
+    return 0;
+}
+
+void drxfs_arr_put(struct drxfs_arr *e)
+{
+    bool destroy = false;
+    if (!e)
+        return;
+    pthread_mutex_lock(&table.mutex);
+    if (--e->refs == 0 && e->detached)
+        destroy = true;
+    pthread_mutex_unlock(&table.mutex);
+    if (destroy)
+        arr_destroy(e);
+}
+
+void drxfs_arr_forget(const char *rel)
+{
+    size_t len = rel ? strlen(rel) : 0;
+    pthread_mutex_lock(&table.mutex);
+    for (struct drxfs_arr *e = table.head, *next; e; e = next) {
+        next = e->next;
+        /* rel itself, or anything below it when rel is a directory */
+        if (rel && !(strncmp(e->key, rel, len) == 0 &&
+                     (e->key[len] == '\0' || e->key[len] == '/')))
+            continue;
+        list_unlink(e);
+        e->detached = true;
+        if (e->refs == 0)
+            arr_destroy(e);
+    }
+    pthread_mutex_unlock(&table.mutex);
+}
+
+void drxfs_arr_shutdown(void)
+{
+    drxfs_arr_forget(NULL);
+}
+
+/* Splits cache.bytes evenly between the arrays that have open files.
+ * Called without locks held. */
+static void cache_rebalance(void)
+{
+    struct drxfs_arr **act = NULL;
+    unsigned n = 0, nactive = 0;
+
+    pthread_mutex_lock(&table.mutex);
+    for (struct drxfs_arr *e = table.head; e; e = e->next)
+        if (e->nopen)
+            nactive++;
+    if (nactive)
+        act = calloc(nactive, sizeof(*act));
+    for (struct drxfs_arr *e = table.head; e && act; e = e->next)
+        if (e->nopen && n < nactive) {
+            e->refs++;
+            act[n++] = e;
+        }
+    pthread_mutex_unlock(&table.mutex);
+    if (!act)
+        return;
+    size_t share = n ? (size_t)(drxfs.cache_bytes / n) : 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct drxfs_arr *e = act[i];
+        pthread_rwlock_wrlock(&e->lock);
+        if (e->cache_set != share) {
+            drx_array_set_cache(e->a, share);
+            e->cache_set = share;
+        }
+        pthread_rwlock_unlock(&e->lock);
+        drxfs_arr_put(e);
+    }
+    free(act);
+}
+
+/* Counts an open file of e; empties its chunk cache when the .xta changed
+ * since (another process wrote chunks). */
+static void arr_opened(struct drxfs_arr *e)
+{
+    struct stat st;
+    bool first;
+
+    pthread_mutex_lock(&table.mutex);
+    first = e->nopen++ == 0;
+    pthread_mutex_unlock(&table.mutex);
+
+    if (fstat(drx_array_xta_fd(e->a), &st) == 0) {
+        struct drxfs_sig now;
+        sig_of(&now, &st);
+        pthread_rwlock_wrlock(&e->lock);
+        if (!sig_same(&now, &e->xta)) {
+            if (e->cache_set) {
+                drx_array_set_cache(e->a, 0);
+                drx_array_set_cache(e->a, e->cache_set);
+            }
+            e->xta = now;
+        }
+        pthread_rwlock_unlock(&e->lock);
+    }
+    if (first)
+        cache_rebalance();
+}
+
+static void arr_closed(struct drxfs_arr *e)
+{
+    bool last;
+    pthread_mutex_lock(&table.mutex);
+    last = --e->nopen == 0;
+    pthread_mutex_unlock(&table.mutex);
+    if (last) {
+        pthread_rwlock_wrlock(&e->lock);
+        drx_array_set_cache(e->a, 0);
+        e->cache_set = 0;
+        pthread_rwlock_unlock(&e->lock);
+        cache_rebalance();
+    }
+}
+
+/* ---- .npy header ---- */
+
+static int append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= cap - *len)
+        return -ENAMETOOLONG;
+    *len += (size_t)n;
+    return 0;
+}
+
+char *drxfs_npy_header(const struct drx_view *v, size_t *out_len)
+{
+    /* NumPy 1.24's _write_array_header: the dict repr with sorted keys,
+     * spare spaces for the growth axis (GROWTH_AXIS_MAX_DIGITS = 21), then
+     * padding with spaces and a newline to a multiple of 64 bytes.  Matching
+     * it byte for byte lets np.save() of a same-shaped array write through
+     * the header. */
+    char dict[1024];
+    size_t len = 0;
+    char num[32];
+
+    if (append(dict, sizeof(dict), &len, "{'descr': '%s', 'fortran_order': %s, 'shape': (",
+               drx_type_npy_descr(v->type, v->rep),
+               v->order == DRX_ORDER_F ? "True" : "False") < 0)
+        return NULL;
+    for (int d = 0; d < v->rank; d++)
+        if (append(dict, sizeof(dict), &len, d + 1 < v->rank ? "%" PRIu64 ", " : "%" PRIu64,
+                   v->count[d]) < 0)
+            return NULL;
+    if (append(dict, sizeof(dict), &len, "%s), }", v->rank == 1 ? "," : "") < 0)
+        return NULL;
+    if (v->rank > 0) {
+        int growth = v->order == DRX_ORDER_F ? v->rank - 1 : 0;
+        int digits = snprintf(num, sizeof(num), "%" PRIu64, v->count[growth]);
+        for (int i = digits; i < 21; i++)
+            if (append(dict, sizeof(dict), &len, " ") < 0)
+                return NULL;
+    }
+    size_t hlen = len + 1;
+    size_t pad = 64 - ((10 + hlen) % 64);
+    size_t total = 10 + hlen + pad;
+    if (hlen + pad > 65535)
+        return NULL;
+    char *h = malloc(total);
+    if (!h)
+        return NULL;
+    memcpy(h, "\x93NUMPY\x01\x00", 8);
+    h[8] = (char)((hlen + pad) & 0xff);
+    h[9] = (char)((hlen + pad) >> 8);
+    memcpy(h + 10, dict, len);
+    memset(h + 10 + len, ' ', pad);
+    h[total - 1] = '\n';
+    *out_len = total;
+    return h;
+}
+
+/* ---- attributes ---- */
+
+static int resolve_view(struct drxfs_arr *e, const struct drxfs_node *n, struct drx_view *v)
+{
+    struct drx_err err = {{0}};
+    int rc = drx_view_resolve(&n->spec, drx_array_meta(e->a), v, &err);
+    if (rc < 0) {
+        if (drx_log_enabled(DRX_LOG_DEBUG))
+            drx_log(DRX_LOG_DEBUG, "%s: view does not resolve: %s", n->rel,
+                    err.msg[0] ? err.msg : strerror(-rc));
+        return -ENOENT;
+    }
+    return 0;
+}
+
+/* Directory permissions of an array: its .xmd's, with x wherever r is. */
+static mode_t dir_mode(mode_t m)
+{
+    m &= 07777;
+    return S_IFDIR | m | ((m & 0444) >> 2);
+}
+
+int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
+{
+    struct drxfs_arr *e;
+    struct drx_view v;
+    struct stat xta;
+    int rc;
+
+    if ((rc = drxfs_arr_get(n, &e)) < 0)
+        return rc;
+    pthread_rwlock_rdlock(&e->lock);
+    if ((rc = resolve_view(e, n, &v)) < 0)
+        goto out;
+    *st = n->st;
+    st->st_nlink = 1;
+    switch (n->kind) {
+    case DRXFS_ARRAY:
+        st->st_mode = dir_mode(n->st.st_mode);
+        st->st_nlink = 2;
+        st->st_size = 0;
+        st->st_blocks = 0;
+        break;
+    case DRXFS_ADATA:
+    case DRXFS_ANPY: {
+        uint64_t size = drx_view_bytes(&v);
+        if (n->kind == DRXFS_ANPY) {
+            size_t hlen;
+            char *h = drxfs_npy_header(&v, &hlen);
+            if (!h) {
+                rc = -EIO;
+                goto out;
+            }
+            free(h);
+            size += hlen;
+        }
+        if (fstat(drx_array_xta_fd(e->a), &xta) == 0) {
+            st->st_mode = xta.st_mode;
+            st->st_uid = xta.st_uid;
+            st->st_gid = xta.st_gid;
+            st->st_atim = xta.st_atim;
+            st->st_mtim = xta.st_mtim;
+            st->st_ctim = xta.st_ctim;
+        }
+        st->st_mode = S_IFREG | (st->st_mode & 07666);
+        st->st_size = (off_t)size;
+        st->st_blocks = (blkcnt_t)((size + 511) / 512);
+        st->st_blksize = DRXFS_DATA_BLKSIZE;
+        break;
+    }
+    case DRXFS_AINFO: {
+        char *j = drx_array_info_json(drx_array_meta(e->a), &v);
+        if (!j) {
+            rc = -EIO;
+            goto out;
+        }
+        st->st_mode = S_IFREG | (n->st.st_mode & 0444);
+        st->st_size = (off_t)strlen(j);
+        st->st_blocks = (st->st_size + 511) / 512;
+        free(j);
+        break;
+    }
+    default:
+        rc = -EIO;
+        goto out;
+    }
+    if (e->rdonly || drxfs.ro)
+        st->st_mode &= ~(mode_t)0222;
+out:
+    pthread_rwlock_unlock(&e->lock);
+    drxfs_arr_put(e);
+    return rc;
+}
+
+int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
+{
+    struct stat xta;
+    uint64_t size = drx_view_bytes(&fh->view);
+
+    if (fstat(drx_array_xta_fd(fh->arr->a), &xta) < 0)
+        return -errno;
+    *st = xta;
+    st->st_nlink = 1;
+    if (fh->kind == DRXFS_ANPY)
+        size += fh->text_len;
+    else if (fh->kind == DRXFS_AINFO)
+        size = fh->text_len;
+    st->st_mode = S_IFREG | (xta.st_mode & (fh->kind == DRXFS_AINFO ? 0444 : 07666));
+    if (fh->arr->rdonly || drxfs.ro)
+        st->st_mode &= ~(mode_t)0222;
+    st->st_size = (off_t)size;
+    st->st_blocks = (blkcnt_t)((size + 511) / 512);
+    st->st_blksize = DRXFS_DATA_BLKSIZE;
+    return 0;
+}
+
+const char *drxfs_array_fh_rel(const struct drxfs_fh *fh)
+{
+    return fh->arr->key;
+}
+
+/* ---- open files ---- */
+
+int drxfs_array_open(const struct drxfs_node *n, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = NULL;
+    struct drxfs_arr *e = NULL;
+    bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
+    int rc;
+
+    if (n->kind == DRXFS_ARRAY)
+        return -EISDIR;
+    if (wr && drxfs.ro)
+        return -EROFS;
+    if (wr && n->kind == DRXFS_AINFO)
+        return -EACCES;
+    if ((rc = drxfs_arr_get(n, &e)) < 0)
+        return rc;
+    if (wr && e->rdonly) {
+        rc = -EACCES;
+        goto out;
+    }
+    if (!(fh = calloc(1, sizeof(*fh)))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    fh->kind = n->kind;
+    fh->fd = -1;
+    fh->nwords = n->spec.nwords;
+    pthread_rwlock_rdlock(&e->lock);
+    rc = resolve_view(e, n, &fh->view);
+    if (rc == 0 && n->kind == DRXFS_ANPY)
+        fh->text = drxfs_npy_header(&fh->view, &fh->text_len);
+    else if (rc == 0 && n->kind == DRXFS_AINFO)
+        fh->text = drx_array_info_json(drx_array_meta(e->a), &fh->view);
+    pthread_rwlock_unlock(&e->lock);
+    if (rc < 0)
+        goto out;
+    if ((n->kind == DRXFS_ANPY || n->kind == DRXFS_AINFO) && !fh->text) {
+        rc = -EIO;
+        goto out;
+    }
+    if (n->kind == DRXFS_AINFO)
+        fh->text_len = strlen(fh->text);
+    arr_opened(e);
+    fh->arr = e;
+    e = NULL;
+    switch (n->kind) {
+    case DRXFS_ADATA:
+        fi->direct_io = drxfs.data_direct_io;
+        break;
+    case DRXFS_ANPY:
+        fi->direct_io = drxfs.npy_direct_io;
+        break;
+    default:
+        /* info is made at open: never serve an older one from the cache */
+        fi->direct_io = 1;
+        break;
+    }
+    fi->keep_cache = 0;
+    fi->fh = (uint64_t)(uintptr_t)fh;
+    fh = NULL;
+out:
+    if (fh)
+        free(fh->text);
+    free(fh);
+    drxfs_arr_put(e);
+    return rc;
+}
+
+void drxfs_array_release(struct drxfs_fh *fh)
+{
+    arr_closed(fh->arr);
+    drxfs_arr_put(fh->arr);
+    free(fh->text);
+    free(fh);
+}
+
+int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
+{
+    size_t done = 0;
+    uint64_t uoff = (uint64_t)off;
+
+    if (off < 0)
+        return -EINVAL;
+    if (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANPY) {
+        if (uoff < fh->text_len) {
+            size_t n = fh->text_len - (size_t)uoff;
+            if (n > size)
+                n = size;
+            memcpy(buf, fh->text + uoff, n);
+            done = n;
+        }
+        if (fh->kind == DRXFS_AINFO || done == size)
+            return (int)done;
+        uoff = uoff + done - fh->text_len;
+    }
+    pthread_rwlock_rdlock(&fh->arr->lock);
+    ssize_t n = drx_view_read(fh->arr->a, &fh->view, uoff, buf + done, size - done);
+    pthread_rwlock_unlock(&fh->arr->lock);
+    if (n < 0) {
+        drx_log(DRX_LOG_ERROR, "%s: read of %zu bytes at %" PRIu64 ": %s", fh->arr->key,
+                size - done, uoff, strerror((int)-n));
+        return done ? (int)done : (int)n;
+    }
+    return (int)(done + (size_t)n);
+}
+
+int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
+{
+    size_t done = 0;
+    uint64_t uoff = (uint64_t)off;
+
+    if (off < 0)
+        return -EINVAL;
+    if (fh->kind == DRXFS_AINFO)
+        return -EACCES;
+    if (fh->kind == DRXFS_ANPY) {
+        /* The header follows from the view: bytes equal to it are accepted
+         * (np.save of a same-shaped array), others refused. */
+        if (uoff < fh->text_len) {
+            size_t n = fh->text_len - (size_t)uoff;
+            if (n > size)
+                n = size;
+            if (memcmp(fh->text + uoff, buf, n) != 0) {
+                drx_log(DRX_LOG_DEBUG, "%s: write changes the .npy header: refused",
+                        fh->arr->key);
+                return -EPERM;
+            }
+            done = n;
+        }
+        if (done == size)
+            return (int)done;
+        uoff = uoff + done - fh->text_len;
+    }
+    pthread_rwlock_rdlock(&fh->arr->lock);
+    ssize_t n = drx_view_write(fh->arr->a, &fh->view, uoff, buf + done, size - done);
+    pthread_rwlock_unlock(&fh->arr->lock);
+    if (n < 0) {
+        if (n != -EFBIG)
+            drx_log(DRX_LOG_ERROR, "%s: write of %zu bytes at %" PRIu64 ": %s", fh->arr->key,
+                    size - done, uoff, strerror((int)-n));
+        return done ? (int)done : (int)n;
+    }
+    return (int)(done + (size_t)n);
+}
+
+int drxfs_array_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size)
+{
+    /* The size of a view's file is fixed by the view.  Truncating to 0 (what
+     * O_TRUNC and `cat x > data` do) or to the current size is accepted and
+     * changes nothing; growing is EFBIG like a write past the end. */
+    struct stat st;
+    int rc;
+
+    if (drxfs.ro)
+        return -EROFS;
+    if (size == 0)
+        return (n && n->kind == DRXFS_AINFO) ? -EACCES : 0;
+    if (fh) {
+        uint64_t cur = drx_view_bytes(&fh->view) + (fh->kind == DRXFS_ANPY ? fh->text_len : 0);
+        if (fh->kind == DRXFS_AINFO)
+            return -EACCES;
+        return (uint64_t)size == cur ? 0 : (uint64_t)size > cur ? -EFBIG : -EPERM;
+    }
+    if ((rc = drxfs_array_getattr(n, &st)) < 0)
+        return rc;
+    if (n->kind == DRXFS_AINFO)
+        return -EACCES;
+    if (n->kind == DRXFS_ARRAY)
+        return -EISDIR;
+    return size == st.st_size ? 0 : size > st.st_size ? -EFBIG : -EPERM;
+}
+
+int drxfs_array_fsync(struct drxfs_fh *fh, int datasync)
+{
+    int fd = drx_array_xta_fd(fh->arr->a);
+    int rc = datasync ? fdatasync(fd) : fsync(fd);
+    return rc < 0 ? -errno : 0;
+}

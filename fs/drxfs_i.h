@@ -1,0 +1,209 @@
+/* Private pieces of the drxfs daemon, shared by its files:
+ *
+ *   drxfs.c         main, options, configuration, init/destroy, ops table
+ *   drxfs_node.c    path resolution (mount path -> what it is in the store)
+ *   drxfs_pass.c    directories, plain files and symlinks passed through
+ *   drxfs_array.c   arrays and views: the handle table, data/data.npy/info
+ *   drxfs_striped.c striped files (NAME.nafs) and user.drx.stripe
+ *
+ * Every store access is relative to the store's root descriptor, opened
+ * before the mount (the mount point may shadow the store path).  libcore
+ * functions that take a path get "/proc/self/fd/N/REL" for the same reason.
+ */
+#ifndef DRXFS_I_H
+#define DRXFS_I_H
+
+#define FUSE_USE_VERSION 314
+
+#include <fuse.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "drx/array.h"
+#include "drx/log.h"
+#include "drx/store.h"
+#include "drx/view.h"
+
+/* Suffixes of the store files behind arrays and striped files. */
+#define DRXFS_XMD ".xmd"
+#define DRXFS_XTA ".xta"
+#define DRXFS_NAFS ".nafs"
+
+/* Block size reported for array data files: tools that size their reads by
+ * st_blksize (cat, cp) then send 1 MiB requests, the largest FUSE request. */
+#define DRXFS_DATA_BLKSIZE (1 << 20)
+
+/* The mount's state (one mount per process). */
+struct drxfs {
+    struct drx_store *store;
+    int root_fd;
+    char proc_root[48]; /* "/proc/self/fd/N": the store root for libcore paths */
+    bool ro;
+    bool foreground;
+    bool data_direct_io; /* data files bypass the page cache (default) */
+    bool npy_direct_io;  /* data.npy too (off: keeps mmap of .npy working) */
+    bool root_euid;      /* we may chown what we create */
+    bool set_timeouts;   /* user gave no entry/attr timeout: use 0 */
+    unsigned max_read;   /* -o max_read=N, or 0 */
+    uint64_t cache_bytes;
+    const char *store_path; /* absolute, for messages */
+};
+extern struct drxfs drxfs;
+
+/* What a mount path is. */
+enum drxfs_kind {
+    DRXFS_DIR,     /* store directory */
+    DRXFS_PLAIN,   /* regular file passed through */
+    DRXFS_LINK,    /* symlink passed through */
+    DRXFS_ARRAY,   /* array or view directory */
+    DRXFS_ADATA,   /* .../data */
+    DRXFS_ANPY,    /* .../data.npy */
+    DRXFS_AINFO,   /* .../info */
+    DRXFS_STRIPED, /* NAME.nafs */
+};
+
+struct drxfs_node {
+    enum drxfs_kind kind;
+    /* Store-relative path: "." for the root; for arrays and striped files
+     * the name without suffix. */
+    char rel[PATH_MAX];
+    /* The store object's stat: itself, the .xmd of an array, the .nafs of
+     * a striped file. */
+    struct stat st;
+    bool at_root; /* the object is a direct child of the store root */
+    /* View words below the array (array kinds only). */
+    struct drx_view_spec spec;
+};
+
+/* drxfs_node.c */
+int drxfs_resolve(const char *path, struct drxfs_node *n);
+/* Resolves the parent of path, which must be a directory, and returns the
+ * store-relative path of the new child in rel (PATH_MAX) and its last
+ * component in *name.  -EPERM when the parent is an array or view. */
+int drxfs_resolve_new(const char *path, char *rel, const char **name, bool *at_root);
+/* Joins the store-relative rel with suffix into out (PATH_MAX). */
+int drxfs_rel_suffix(char *out, const char *rel, const char *suffix);
+/* "/proc/self/fd/N/rel" for libcore. */
+int drxfs_proc_path(char *out, size_t len, const char *rel);
+/* True for names a user may not create in the store (.drx at the root,
+ * temporary names, names with an array/striped suffix). */
+bool drxfs_name_reserved(const char *name, bool at_root);
+/* Gives the calling user the new store object rel (when we run as root). */
+void drxfs_chown_new(const char *rel);
+
+/* drxfs_pass.c: the operations, dispatching to the array and striped code. */
+int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi);
+int drxfs_op_readlink(const char *path, char *buf, size_t size);
+int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev);
+int drxfs_op_mkdir(const char *path, mode_t mode);
+int drxfs_op_unlink(const char *path);
+int drxfs_op_rmdir(const char *path);
+int drxfs_op_symlink(const char *target, const char *path);
+int drxfs_op_rename(const char *from, const char *to, unsigned int flags);
+int drxfs_op_link(const char *from, const char *to);
+int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
+int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
+int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi);
+int drxfs_op_open(const char *path, struct fuse_file_info *fi);
+int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi);
+int drxfs_op_read(const char *path, char *buf, size_t size, off_t off,
+                  struct fuse_file_info *fi);
+int drxfs_op_write(const char *path, const char *buf, size_t size, off_t off,
+                   struct fuse_file_info *fi);
+int drxfs_op_statfs(const char *path, struct statvfs *sv);
+int drxfs_op_flush(const char *path, struct fuse_file_info *fi);
+int drxfs_op_release(const char *path, struct fuse_file_info *fi);
+int drxfs_op_fsync(const char *path, int datasync, struct fuse_file_info *fi);
+int drxfs_op_opendir(const char *path, struct fuse_file_info *fi);
+int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+                     struct fuse_file_info *fi, enum fuse_readdir_flags flags);
+int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi);
+int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
+int drxfs_op_setxattr(const char *path, const char *name, const char *value, size_t size,
+                      int flags);
+int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t size);
+int drxfs_op_listxattr(const char *path, char *list, size_t size);
+int drxfs_op_removexattr(const char *path, const char *name);
+
+/* An open file. */
+struct drxfs_arr;
+struct drxfs_sfile;
+struct drxfs_fh {
+    enum drxfs_kind kind;
+    int fd;                  /* DRXFS_PLAIN */
+    struct drxfs_arr *arr;   /* array kinds */
+    int nwords;              /* view words of the path opened */
+    struct drx_view view;    /* resolved at open */
+    char *text;              /* .npy header or info JSON */
+    size_t text_len;
+    struct drxfs_sfile *sf;  /* DRXFS_STRIPED */
+};
+
+static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
+{
+    return (struct drxfs_fh *)(uintptr_t)fi->fh;
+}
+
+/* drxfs_array.c */
+/* The table of open arrays: one handle per array, shared by every open file
+ * and lookup, refcounted.  drxfs_arr_get() checks the .xmd it was given
+ * (n->st) against what the handle last read and reloads it when another
+ * process extended the array. */
+int drxfs_arr_get(const struct drxfs_node *n, struct drxfs_arr **out);
+void drxfs_arr_put(struct drxfs_arr *e);
+/* Forgets cached handles (after rename or removal in the store): open files
+ * keep theirs, new lookups reopen.  rel NULL: all. */
+void drxfs_arr_forget(const char *rel);
+void drxfs_arr_shutdown(void);
+/* The attributes of an array kind node (no chunk data is read). */
+int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st);
+/* The same for an open file (libfuse passes no path then): its view as
+ * resolved at open. */
+int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st);
+/* Store-relative name (no suffix) of the array of an open file. */
+const char *drxfs_array_fh_rel(const struct drxfs_fh *fh);
+int drxfs_array_open(const struct drxfs_node *n, struct fuse_file_info *fi);
+int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off);
+int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off);
+int drxfs_array_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);
+int drxfs_array_fsync(struct drxfs_fh *fh, int datasync);
+void drxfs_array_release(struct drxfs_fh *fh);
+/* The .npy v1.0 header of a view, byte for byte as NumPy writes it;
+ * malloc'ed, length in *len. */
+char *drxfs_npy_header(const struct drx_view *v, size_t *len);
+
+/* drxfs_striped.c: striped files (NAME.nafs), statfs, user.drx.stripe.
+ * One drx_stripe handle per file, shared by its opens (stripe.h asks for
+ * it: each handle has its own idea of the size). */
+#define DRXFS_STRIPE_XATTR "user.drx.stripe"
+int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st);
+int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st);
+int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi);
+int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi);
+int drxfs_striped_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off);
+int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off);
+int drxfs_striped_flush(struct drxfs_fh *fh);
+int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync);
+void drxfs_striped_release(struct drxfs_fh *fh);
+/* These take a node (path given) or an open file (n NULL). */
+int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);
+int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode);
+int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid);
+int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
+                          const struct timespec tv[2]);
+int drxfs_striped_unlink(const struct drxfs_node *n);
+/* Renames striped file src to store name to_rel; dst is what to_rel was
+ * (NULL, a plain file, a symlink or a striped file), replaced atomically. */
+int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
+                         const char *to_rel);
+int drxfs_striped_statfs(struct statvfs *sv);
+int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size,
+                           int flags);
+int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size);
+void drxfs_striped_shutdown(void);
+
+#endif

@@ -1,0 +1,214 @@
+/* Path resolution: what a path at the mount point is in the store.
+ *
+ * The walk follows drx_store_classify(): for each component NAME, an array
+ * NAME.xmd wins over a striped file NAME.nafs, which wins over a directory
+ * or file NAME.  Below an array, components are view words (KEY=VALUE) and
+ * a last component data, data.npy or info.  Store names with our suffixes
+ * and the internal names (.drx, temporary files) never show as themselves.
+ * Every stat is relative to the store's root descriptor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drxfs_i.h"
+
+static bool has_suffix(const char *s, size_t len, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    return len > n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+/* Names that are store files of arrays or striped files, never shown. */
+static bool name_has_internal_suffix(const char *name, size_t len)
+{
+    return has_suffix(name, len, DRXFS_XMD) || has_suffix(name, len, DRXFS_XTA) ||
+           has_suffix(name, len, DRXFS_NAFS);
+}
+
+bool drxfs_name_reserved(const char *name, bool at_root)
+{
+    return drx_store_name_internal(name, at_root) ||
+           name_has_internal_suffix(name, strlen(name));
+}
+
+int drxfs_rel_suffix(char *out, const char *rel, const char *suffix)
+{
+    int n = snprintf(out, PATH_MAX, "%s%s", rel, suffix);
+    return (n < 0 || n >= PATH_MAX) ? -ENAMETOOLONG : 0;
+}
+
+int drxfs_proc_path(char *out, size_t len, const char *rel)
+{
+    int n = snprintf(out, len, "%s/%s", drxfs.proc_root, rel);
+    return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+void drxfs_chown_new(const char *rel)
+{
+    if (!drxfs.root_euid)
+        return;
+    struct fuse_context *ctx = fuse_get_context();
+    if (fchownat(drxfs.root_fd, rel, ctx->uid, ctx->gid, AT_SYMLINK_NOFOLLOW) < 0)
+        drx_log(DRX_LOG_WARNING, "chown %s to %u:%u: %s", rel, (unsigned)ctx->uid,
+                (unsigned)ctx->gid, strerror(errno));
+}
+
+static int stat_rel(const char *rel, struct stat *st)
+{
+    if (fstatat(drxfs.root_fd, rel, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Classifies the store name `rel` (a child of a directory).  0 with n->kind
+ * and n->st set, or -errno. */
+static int classify(struct drxfs_node *n, const char *rel, const char *name, size_t nlen,
+                    bool at_root)
+{
+    char path[PATH_MAX];
+    int rc;
+
+    if (drx_store_name_internal(name, at_root))
+        return -ENOENT;
+    if ((rc = drxfs_rel_suffix(path, rel, DRXFS_XMD)) < 0)
+        return rc;
+    if (stat_rel(path, &n->st) == 0 && S_ISREG(n->st.st_mode)) {
+        n->kind = DRXFS_ARRAY;
+        return 0;
+    }
+    if ((rc = drxfs_rel_suffix(path, rel, DRXFS_NAFS)) < 0)
+        return rc;
+    if (stat_rel(path, &n->st) == 0 && S_ISREG(n->st.st_mode)) {
+        n->kind = DRXFS_STRIPED;
+        return 0;
+    }
+    if (name_has_internal_suffix(name, nlen))
+        return -ENOENT;
+    if ((rc = stat_rel(rel, &n->st)) < 0)
+        return rc;
+    if (S_ISDIR(n->st.st_mode))
+        n->kind = DRXFS_DIR;
+    else if (S_ISREG(n->st.st_mode))
+        n->kind = DRXFS_PLAIN;
+    else if (S_ISLNK(n->st.st_mode))
+        n->kind = DRXFS_LINK;
+    else
+        return -ENOENT; /* devices, fifos, sockets are not shown */
+    return 0;
+}
+
+int drxfs_resolve(const char *path, struct drxfs_node *n)
+{
+    size_t used = 0;
+    const char *p = path;
+    int rc;
+
+    n->kind = DRXFS_DIR;
+    n->at_root = false;
+    drx_view_spec_init(&n->spec);
+    strcpy(n->rel, ".");
+    if (fstat(drxfs.root_fd, &n->st) < 0)
+        return -errno;
+
+    while (*p == '/')
+        p++;
+    while (*p) {
+        const char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *next = p + len;
+        while (*next == '/')
+            next++;
+        char name[NAME_MAX + 1];
+
+        if (len > NAME_MAX)
+            return -ENAMETOOLONG;
+        memcpy(name, p, len);
+        name[len] = '\0';
+
+        switch (n->kind) {
+        case DRXFS_DIR: {
+            bool at_root = used == 0;
+            if (used + len + 2 > PATH_MAX)
+                return -ENAMETOOLONG;
+            if (used)
+                n->rel[used++] = '/';
+            memcpy(n->rel + used, name, len + 1);
+            used += len;
+            if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                return -ENOENT;
+            n->at_root = at_root;
+            if ((rc = classify(n, n->rel, name, len, at_root)) < 0)
+                return rc;
+            break;
+        }
+        case DRXFS_ARRAY: {
+            struct drx_err err = {{0}};
+            if (strcmp(name, "data") == 0) {
+                n->kind = DRXFS_ADATA;
+            } else if (strcmp(name, "data.npy") == 0) {
+                n->kind = DRXFS_ANPY;
+            } else if (strcmp(name, "info") == 0) {
+                n->kind = DRXFS_AINFO;
+            } else if (!strchr(name, '=')) {
+                drx_log(DRX_LOG_DEBUG, "%s: %s: not a view (KEY=VALUE) nor a file of a view",
+                        n->rel, name);
+                return -ENOENT;
+            } else if (n->spec.nwords >= DRX_VIEW_MAX_WORDS) {
+                drx_log(DRX_LOG_DEBUG, "%s: more than %d view words", n->rel,
+                        DRX_VIEW_MAX_WORDS);
+                return -ENOENT;
+            } else if (drx_view_spec_add(&n->spec, name, &err) < 0) {
+                if (drx_log_enabled(DRX_LOG_DEBUG))
+                    drx_log(DRX_LOG_DEBUG, "%s: not a view: %s", n->rel, err.msg);
+                return -ENOENT;
+            }
+            break;
+        }
+        default:
+            /* A file has no children. */
+            return -ENOTDIR;
+        }
+        p = next;
+    }
+    return 0;
+}
+
+int drxfs_resolve_new(const char *path, char *rel, const char **name, bool *at_root)
+{
+    struct drxfs_node *parent = malloc(sizeof(*parent));
+    char ppath[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int rc = 0;
+
+    if (!parent)
+        return -ENOMEM;
+    if (!slash || strlen(path) >= PATH_MAX) {
+        rc = -ENAMETOOLONG;
+        goto out;
+    }
+    memcpy(ppath, path, (size_t)(slash - path));
+    ppath[slash - path] = '\0';
+    *name = slash + 1;
+    if (strlen(*name) > NAME_MAX) {
+        rc = -ENAMETOOLONG;
+        goto out;
+    }
+    if ((rc = drxfs_resolve(ppath, parent)) < 0)
+        goto out;
+    if (parent->kind != DRXFS_DIR) {
+        rc = parent->kind == DRXFS_ARRAY ? -EPERM : -ENOTDIR;
+        goto out;
+    }
+    *at_root = strcmp(parent->rel, ".") == 0;
+    int len = *at_root ? snprintf(rel, PATH_MAX, "%s", *name)
+                       : snprintf(rel, PATH_MAX, "%s/%s", parent->rel, *name);
+    if (len < 0 || len >= PATH_MAX)
+        rc = -ENAMETOOLONG;
+out:
+    free(parent);
+    return rc;
+}

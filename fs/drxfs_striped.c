@@ -1,0 +1,625 @@
+/* Striped files at the mount point: NAME.nafs in the store is regular file
+ * NAME.  The work is libcore's stripe module; this file keeps one handle per
+ * open file (shared by all its opens, as stripe.h asks), maps FUSE
+ * operations onto it, sums the stripe directories for statfs and serves the
+ * user.drx.stripe attribute.
+ *
+ * Paths handed to libcore are "/proc/self/fd/N/REL": the store was opened
+ * through that name, so nothing goes through the mount point.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "drx/stripe.h"
+#include "drxfs_i.h"
+
+struct drxfs_sfile {
+    char *key; /* store-relative name without suffix */
+    struct drx_stripe *f;
+    bool rw;
+    bool detached; /* unlinked or replaced: serves its open files only */
+    unsigned refs; /* protected by stable.mutex */
+    struct stat st; /* metafile at open (for fstat of an unlinked file) */
+    struct drxfs_sfile *prev, *next;
+};
+
+static struct {
+    pthread_mutex_t mutex;
+    struct drxfs_sfile *head;
+} stable = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+static void sfile_put(struct drxfs_sfile *e);
+
+static void s_unlink(struct drxfs_sfile *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        stable.head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static struct drxfs_sfile *s_find(const char *rel)
+{
+    for (struct drxfs_sfile *e = stable.head; e; e = e->next)
+        if (strcmp(e->key, rel) == 0)
+            return e;
+    return NULL;
+}
+
+static void s_insert(struct drxfs_sfile *e)
+{
+    e->prev = NULL;
+    e->next = stable.head;
+    if (stable.head)
+        stable.head->prev = e;
+    stable.head = e;
+}
+
+static int store_path(char *out, const char *rel)
+{
+    return drxfs_proc_path(out, PATH_MAX + 64, rel);
+}
+
+static int log_err(const char *what, const char *rel, int rc, const struct drx_err *err)
+{
+    enum drx_log_level lv = (rc == -ENOENT || rc == -EEXIST || rc == -ENOSPC ||
+                             rc == -EDQUOT || rc == -EFBIG)
+                                ? DRX_LOG_DEBUG
+                                : DRX_LOG_WARNING;
+    drx_log(lv, "%s %s: %s", what, rel, err && err->msg[0] ? err->msg : strerror(-rc));
+    return rc;
+}
+
+static void sfile_close(struct drxfs_sfile *e)
+{
+    int rc = drx_stripe_close(e->f);
+    if (rc < 0)
+        drx_log(DRX_LOG_ERROR, "%s: recording the size at close: %s", e->key, strerror(-rc));
+    free(e->key);
+    free(e);
+}
+
+/* The shared handle of rel, opened when needed.  want_rw: the caller
+ * writes.  */
+static int sfile_get(const char *rel, bool want_rw, struct drxfs_sfile **out)
+{
+    char path[PATH_MAX + 64];
+    struct drx_err err = {{0}};
+    struct drxfs_sfile *e, *fresh = NULL;
+    int rc;
+
+    pthread_mutex_lock(&stable.mutex);
+    e = s_find(rel);
+    if (e)
+        e->refs++;
+    pthread_mutex_unlock(&stable.mutex);
+    if (e) {
+        if (want_rw && !e->rw) {
+            sfile_put(e);
+            return -EACCES;
+        }
+        /* another process may have written the file since (drx-load) */
+        drx_stripe_reload(e->f);
+        *out = e;
+        return 0;
+    }
+
+    if ((rc = store_path(path, rel)) < 0)
+        return rc;
+    if (!(fresh = calloc(1, sizeof(*fresh))) || !(fresh->key = strdup(rel))) {
+        free(fresh);
+        return -ENOMEM;
+    }
+    fresh->refs = 1;
+    rc = -EROFS;
+    if (!drxfs.ro) {
+        rc = drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDWR, &fresh->f, &err);
+        fresh->rw = rc == 0;
+    }
+    if (rc == -EACCES || rc == -EPERM || rc == -EROFS) {
+        err.msg[0] = '\0';
+        rc = drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDONLY, &fresh->f, &err);
+    }
+    if (rc < 0) {
+        free(fresh->key);
+        free(fresh);
+        return log_err("open", rel, rc, &err);
+    }
+    char meta[PATH_MAX];
+    if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)
+        fstatat(drxfs.root_fd, meta, &fresh->st, 0);
+
+    pthread_mutex_lock(&stable.mutex);
+    e = s_find(rel);
+    if (e) {
+        e->refs++;
+    } else {
+        s_insert(fresh);
+        e = fresh;
+        fresh = NULL;
+    }
+    pthread_mutex_unlock(&stable.mutex);
+    if (fresh)
+        sfile_close(fresh); /* another thread was quicker */
+    if (want_rw && !e->rw) {
+        sfile_put(e);
+        return -EACCES;
+    }
+    *out = e;
+    return 0;
+}
+
+static void sfile_put(struct drxfs_sfile *e)
+{
+    bool last;
+    pthread_mutex_lock(&stable.mutex);
+    last = --e->refs == 0;
+    if (last && !e->detached)
+        s_unlink(e);
+    pthread_mutex_unlock(&stable.mutex);
+    if (last)
+        sfile_close(e);
+}
+
+/* Takes rel out of the table: its open files keep their handle. */
+static void sfile_detach(const char *rel)
+{
+    pthread_mutex_lock(&stable.mutex);
+    struct drxfs_sfile *e = s_find(rel);
+    if (e) {
+        s_unlink(e);
+        e->detached = true;
+    }
+    pthread_mutex_unlock(&stable.mutex);
+}
+
+void drxfs_striped_shutdown(void)
+{
+    /* Every file is released before destroy; whatever is left (a killed
+     * client) still gets its size recorded. */
+    pthread_mutex_lock(&stable.mutex);
+    struct drxfs_sfile *e = stable.head;
+    stable.head = NULL;
+    pthread_mutex_unlock(&stable.mutex);
+    while (e) {
+        struct drxfs_sfile *next = e->next;
+        sfile_close(e);
+        e = next;
+    }
+}
+
+static void fill_stat(struct stat *st, const struct stat *meta, uint64_t size)
+{
+    *st = *meta;
+    st->st_nlink = 1;
+    st->st_size = (off_t)size;
+    st->st_blocks = (blkcnt_t)((size + 511) / 512);
+    if (drxfs.ro)
+        st->st_mode &= ~(mode_t)0222;
+}
+
+int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
+{
+    char path[PATH_MAX + 64];
+    struct drx_stripe_meta m;
+    struct drx_err err = {{0}};
+    struct drxfs_sfile *e;
+    uint64_t size = 0;
+    int rc;
+
+    pthread_mutex_lock(&stable.mutex);
+    e = s_find(n->rel);
+    if (e)
+        e->refs++;
+    pthread_mutex_unlock(&stable.mutex);
+    if (e) {
+        /* An open handle knows writes not yet recorded in the metafile. */
+        drx_stripe_reload(e->f);
+        size = drx_stripe_size(e->f);
+        sfile_put(e);
+    } else if ((rc = store_path(path, n->rel)) < 0) {
+        return rc;
+    } else if ((rc = drx_stripe_stat(drxfs.store, path, &m, &err)) < 0) {
+        if (rc == -ENOENT)
+            return rc;
+        /* A broken or hostile metafile: the name stays visible (so it can
+         * be removed); opening it fails with EIO. */
+        log_err("stat", n->rel, rc, &err);
+    } else {
+        size = m.size;
+    }
+    fill_stat(st, &n->st, size);
+    return 0;
+}
+
+int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
+{
+    fill_stat(st, &fh->sf->st, drx_stripe_size(fh->sf->f));
+    return 0;
+}
+
+static int attach_fh(struct drxfs_sfile *e, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = calloc(1, sizeof(*fh));
+    if (!fh)
+        return -ENOMEM;
+    fh->kind = DRXFS_STRIPED;
+    fh->fd = -1;
+    fh->sf = e;
+    fi->fh = (uint64_t)(uintptr_t)fh;
+    /* Page-cache mode: mmap works and small writes are sent as written;
+     * without keep_cache, each open drops pages another process may have
+     * made stale. */
+    fi->direct_io = 0;
+    fi->keep_cache = 0;
+    return 0;
+}
+
+int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
+{
+    struct drxfs_sfile *e;
+    bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
+    int rc;
+
+    if (wr && drxfs.ro)
+        return -EROFS;
+    if ((rc = sfile_get(n->rel, wr, &e)) < 0)
+        return rc;
+    if (wr && (fi->flags & O_TRUNC) && (rc = drx_stripe_truncate(e->f, 0)) < 0) {
+        log_err("truncate", n->rel, rc, NULL);
+        sfile_put(e);
+        return rc;
+    }
+    if ((rc = attach_fh(e, fi)) < 0)
+        sfile_put(e);
+    return rc;
+}
+
+/* Gives the caller the metafile and the subfiles of a new file. */
+static void chown_new(struct drx_stripe *f, const char *rel)
+{
+    char meta[PATH_MAX];
+    struct drx_stripe_meta m;
+
+    if (!drxfs.root_euid || drxfs_rel_suffix(meta, rel, DRXFS_NAFS) < 0)
+        return;
+    drxfs_chown_new(meta);
+    struct fuse_context *ctx = fuse_get_context();
+    drx_stripe_meta_get(f, &m);
+    for (unsigned i = 0; i < m.layout.count; i++) {
+        int dfd = drxfs.store->dir_fds[m.sub[i].dir];
+        if (dfd >= 0)
+            fchownat(dfd, m.sub[i].name, ctx->uid, ctx->gid, AT_SYMLINK_NOFOLLOW);
+    }
+}
+
+int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi)
+{
+    char path[PATH_MAX + 64];
+    struct drx_err err = {{0}};
+    struct drxfs_sfile *e;
+    int rc;
+
+    if ((rc = store_path(path, rel)) < 0)
+        return rc;
+    if (!(e = calloc(1, sizeof(*e))) || !(e->key = strdup(rel))) {
+        free(e);
+        return -ENOMEM;
+    }
+    rc = drx_stripe_create(drxfs.store, path, NULL, mode & 07777, &e->f, &err);
+    if (rc < 0) {
+        free(e->key);
+        free(e);
+        return log_err("create", rel, rc, &err);
+    }
+    chown_new(e->f, rel);
+    char meta[PATH_MAX];
+    if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)
+        fstatat(drxfs.root_fd, meta, &e->st, 0);
+    e->rw = true;
+    e->refs = 1;
+    pthread_mutex_lock(&stable.mutex);
+    struct drxfs_sfile *old = s_find(rel);
+    if (old) {
+        /* a stale entry of a file removed behind our back */
+        s_unlink(old);
+        old->detached = true;
+    }
+    s_insert(e);
+    pthread_mutex_unlock(&stable.mutex);
+    if ((rc = attach_fh(e, fi)) < 0)
+        sfile_put(e);
+    return rc;
+}
+
+int drxfs_striped_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
+{
+    ssize_t n = drx_stripe_read(fh->sf->f, buf, size, (uint64_t)off);
+    if (n < 0)
+        log_err("read", fh->sf->key, (int)n, NULL);
+    return (int)n;
+}
+
+int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
+{
+    if (!fh->sf->rw)
+        return -EBADF;
+    ssize_t n = drx_stripe_write(fh->sf->f, buf, size, (uint64_t)off);
+    if (n < 0)
+        log_err("write", fh->sf->key, (int)n, NULL);
+    return (int)n;
+}
+
+int drxfs_striped_flush(struct drxfs_fh *fh)
+{
+    if (!fh->sf->rw)
+        return 0;
+    int rc = drx_stripe_flush(fh->sf->f);
+    return rc < 0 ? log_err("flush", fh->sf->key, rc, NULL) : 0;
+}
+
+int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
+{
+    if (!fh->sf->rw)
+        return 0;
+    int rc = drx_stripe_fsync(fh->sf->f, datasync != 0);
+    return rc < 0 ? log_err("fsync", fh->sf->key, rc, NULL) : 0;
+}
+
+void drxfs_striped_release(struct drxfs_fh *fh)
+{
+    sfile_put(fh->sf);
+    free(fh);
+}
+
+int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size)
+{
+    struct drxfs_sfile *e;
+    int rc;
+
+    if (size < 0)
+        return -EINVAL;
+    if (fh) {
+        if (!fh->sf->rw)
+            return -EACCES;
+        rc = drx_stripe_truncate(fh->sf->f, (uint64_t)size);
+        return rc < 0 ? log_err("truncate", fh->sf->key, rc, NULL) : 0;
+    }
+    if ((rc = sfile_get(n->rel, true, &e)) < 0)
+        return rc;
+    rc = drx_stripe_truncate(e->f, (uint64_t)size);
+    if (rc < 0)
+        log_err("truncate", n->rel, rc, NULL);
+    sfile_put(e);
+    return rc;
+}
+
+/* The metafile of a node or open file, for chmod/chown/utimens. */
+static int meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out)
+{
+    if (n)
+        return drxfs_rel_suffix(out, n->rel, DRXFS_NAFS);
+    if (fh->sf->detached)
+        return -ENOENT;
+    return drxfs_rel_suffix(out, fh->sf->key, DRXFS_NAFS);
+}
+
+int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
+{
+    char meta[PATH_MAX];
+    int rc = meta_rel(n, fh, meta);
+    if (rc < 0)
+        return rc;
+    return fchmodat(drxfs.root_fd, meta, mode & 07777, 0) < 0 ? -errno : 0;
+}
+
+int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
+{
+    char meta[PATH_MAX];
+    int rc = meta_rel(n, fh, meta);
+    if (rc < 0)
+        return rc;
+    return fchownat(drxfs.root_fd, meta, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
+                          const struct timespec tv[2])
+{
+    char meta[PATH_MAX];
+    int rc = meta_rel(n, fh, meta);
+    if (rc < 0)
+        return rc;
+    /* Record a pending size first: persisting replaces the metafile, which
+     * would lose the times set now. */
+    const char *key = n ? n->rel : fh->sf->key;
+    pthread_mutex_lock(&stable.mutex);
+    struct drxfs_sfile *e = s_find(key);
+    if (e)
+        e->refs++;
+    pthread_mutex_unlock(&stable.mutex);
+    if (e) {
+        if (e->rw)
+            drx_stripe_flush(e->f);
+        sfile_put(e);
+    }
+    return utimensat(drxfs.root_fd, meta, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+int drxfs_striped_unlink(const struct drxfs_node *n)
+{
+    char path[PATH_MAX + 64];
+    struct drx_err err = {{0}};
+    int rc;
+
+    if ((rc = store_path(path, n->rel)) < 0)
+        return rc;
+    sfile_detach(n->rel);
+    rc = drx_stripe_unlink(drxfs.store, path, &err);
+    return rc < 0 ? log_err("unlink", n->rel, rc, &err) : 0;
+}
+
+int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
+                         const char *to_rel)
+{
+    char from[PATH_MAX + 64], to[PATH_MAX + 64];
+    struct drx_err err = {{0}};
+    int rc;
+
+    if ((rc = store_path(from, src->rel)) < 0 || (rc = store_path(to, to_rel)) < 0)
+        return rc;
+    /* Write a pending size under the old name before the rename. */
+    pthread_mutex_lock(&stable.mutex);
+    struct drxfs_sfile *e = s_find(src->rel);
+    if (e)
+        e->refs++;
+    pthread_mutex_unlock(&stable.mutex);
+    if (e && e->rw)
+        drx_stripe_flush(e->f);
+    if (dst && dst->kind == DRXFS_STRIPED)
+        sfile_detach(to_rel);
+    rc = drx_stripe_rename(drxfs.store, from, to, 0, &err);
+    if (rc < 0) {
+        if (e)
+            sfile_put(e);
+        return log_err("rename", src->rel, rc, &err);
+    }
+    if (e) {
+        pthread_mutex_lock(&stable.mutex);
+        char *key = strdup(to_rel);
+        if (key && !e->detached) {
+            free(e->key);
+            e->key = key;
+        } else {
+            free(key);
+        }
+        pthread_mutex_unlock(&stable.mutex);
+        if (drx_stripe_set_path(e->f, to) < 0)
+            drx_log(DRX_LOG_ERROR, "rename %s: out of memory", src->rel);
+        sfile_put(e);
+    }
+    /* The name was a plain file or symlink: the striped file replaces it
+     * (the metafile wins lookups already; remove what it hides). */
+    if (dst && (dst->kind == DRXFS_PLAIN || dst->kind == DRXFS_LINK))
+        unlinkat(drxfs.root_fd, dst->rel, 0);
+    return 0;
+}
+
+int drxfs_striped_statfs(struct statvfs *sv)
+{
+    /* The store root plus every stripe directory, each filesystem once;
+     * counts are in units of the first one's fragment size. */
+    struct statvfs seen[DRX_MAX_STRIPE_DIRS + 1];
+    size_t nseen = 0;
+
+    if (fstatvfs(drxfs.root_fd, sv) < 0)
+        return -errno;
+    seen[nseen++] = *sv;
+    for (size_t i = 0; i < drxfs.store->cfg.stripe.ndirs; i++) {
+        struct statvfs d;
+        int fd = drxfs.store->dir_fds[i];
+        bool dup = false;
+        if (fd < 0 || fstatvfs(fd, &d) < 0)
+            continue;
+        for (size_t j = 0; j < nseen; j++)
+            if (seen[j].f_fsid == d.f_fsid && seen[j].f_blocks == d.f_blocks &&
+                seen[j].f_frsize == d.f_frsize)
+                dup = true;
+        if (dup || nseen >= DRX_MAX_STRIPE_DIRS + 1)
+            continue;
+        seen[nseen++] = d;
+        double k = (double)d.f_frsize / (double)sv->f_frsize;
+        sv->f_blocks += (fsblkcnt_t)((double)d.f_blocks * k);
+        sv->f_bfree += (fsblkcnt_t)((double)d.f_bfree * k);
+        sv->f_bavail += (fsblkcnt_t)((double)d.f_bavail * k);
+        sv->f_files += d.f_files;
+        sv->f_ffree += d.f_ffree;
+        sv->f_favail += d.f_favail;
+    }
+    return 0;
+}
+
+int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size,
+                           int flags)
+{
+    char path[PATH_MAX + 64], text[DRX_STRIPE_LAYOUT_LEN * 2];
+    struct drx_stripe_layout l, cur;
+    struct drx_err err = {{0}};
+    int rc;
+
+    if (n->kind != DRXFS_DIR)
+        return -EPERM; /* a file's layout is fixed when it is made */
+    if ((rc = store_path(path, n->rel)) < 0)
+        return rc;
+    if (flags & (XATTR_CREATE | XATTR_REPLACE)) {
+        rc = drx_stripe_layout_dir_get(drxfs.store, path, &cur, &err);
+        if (rc < 0 && rc != -EINVAL)
+            return rc;
+        if ((flags & XATTR_CREATE) && rc != 0)
+            return -EEXIST;
+        if ((flags & XATTR_REPLACE) && rc == 0)
+            return -ENODATA;
+    }
+    if (!value) {
+        rc = drx_stripe_layout_dir_set(drxfs.store, path, NULL, &err);
+        return rc < 0 ? log_err("removing layout of", n->rel, rc, &err) : 0;
+    }
+    if (size >= sizeof(text)) {
+        drx_log(DRX_LOG_DEBUG, "%s: %s value too long", n->rel, DRXFS_STRIPE_XATTR);
+        return -EINVAL;
+    }
+    memcpy(text, value, size);
+    text[size] = '\0';
+    /* setfattr may pass a trailing newline */
+    while (size && (text[size - 1] == '\n' || text[size - 1] == '\0'))
+        text[--size] = '\0';
+    rc = drx_stripe_layout_parse(text, drxfs.store->cfg.stripe.ndirs, &l, &err);
+    if (rc < 0) {
+        drx_log(DRX_LOG_INFO, "%s: %s: %s", n->rel, DRXFS_STRIPE_XATTR, err.msg);
+        return -EINVAL;
+    }
+    rc = drx_stripe_layout_dir_set(drxfs.store, path, &l, &err);
+    return rc < 0 ? log_err("setting layout of", n->rel, rc, &err) : 0;
+}
+
+int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
+{
+    char path[PATH_MAX + 64], text[DRX_STRIPE_LAYOUT_LEN];
+    struct drx_stripe_layout l;
+    struct drx_stripe_meta m;
+    struct drx_err err = {{0}};
+    int rc;
+
+    if ((rc = store_path(path, n->rel)) < 0)
+        return rc;
+    if (n->kind == DRXFS_DIR) {
+        rc = drx_stripe_layout_dir_get(drxfs.store, path, &l, &err);
+        if (rc == 0)
+            return -ENODATA;
+        if (rc < 0)
+            return rc == -EINVAL ? -ENODATA : rc;
+    } else if (n->kind == DRXFS_STRIPED) {
+        if ((rc = drx_stripe_stat(drxfs.store, path, &m, &err)) < 0)
+            return log_err("stat", n->rel, rc, &err);
+        l = m.layout;
+    } else {
+        return -ENODATA;
+    }
+    int len = drx_stripe_layout_format(&l, text, sizeof(text));
+    if (len < 0)
+        return -EIO;
+    if (size == 0)
+        return len;
+    if ((size_t)len > size)
+        return -ERANGE;
+    memcpy(value, text, (size_t)len);
+    return len;
+}
