@@ -15,16 +15,29 @@
 
 #define MAX_CHUNKS ((uint64_t)INT64_MAX)
 
-static int vec_push(struct drx_axial_vec *v, const struct drx_axial_rec *r)
+static int vec_push(struct drx_axial_vec *v, struct drx_axial_rec *r, int dim)
 {
+    r->base = (uint64_t)r->addr - r->start * r->coef[dim];
     if (v->n == v->cap) {
         size_t cap = v->cap ? 2 * v->cap : 4;
         struct drx_axial_rec *p = realloc(v->rec, cap * sizeof *p);
+        uint64_t *s;
+        int64_t *a;
         if (!p)
             return -ENOMEM;
         v->rec = p;
+        s = realloc(v->start, cap * sizeof *s);
+        if (!s)
+            return -ENOMEM;
+        v->start = s;
+        a = realloc(v->addr, cap * sizeof *a);
+        if (!a)
+            return -ENOMEM;
+        v->addr = a;
         v->cap = cap;
     }
+    v->start[v->n] = r->start;
+    v->addr[v->n] = r->addr;
     v->rec[v->n++] = *r;
     return 0;
 }
@@ -68,11 +81,11 @@ int drx_map_init(struct drx_map *m, int rank, const uint64_t *bound)
     memset(&r, 0, sizeof r);
     rc = segment_coefs(rank, bound, 0, r.coef);
     if (rc == 0)
-        rc = vec_push(&m->vec[0], &r);
+        rc = vec_push(&m->vec[0], &r, 0);
     memset(&r, 0, sizeof r);
     r.addr = -1;
     for (int i = 1; i < rank && rc == 0; i++)
-        rc = vec_push(&m->vec[i], &r);
+        rc = vec_push(&m->vec[i], &r, i);
     if (rc)
         drx_map_fini(m);
     return rc;
@@ -80,8 +93,11 @@ int drx_map_init(struct drx_map *m, int rank, const uint64_t *bound)
 
 void drx_map_fini(struct drx_map *m)
 {
-    for (int i = 0; i < DRX_MAX_RANK; i++)
+    for (int i = 0; i < DRX_MAX_RANK; i++) {
         free(m->vec[i].rec);
+        free(m->vec[i].start);
+        free(m->vec[i].addr);
+    }
     memset(m, 0, sizeof *m);
 }
 
@@ -107,7 +123,7 @@ int drx_map_grow(struct drx_map *m, int l, uint64_t new_bound)
     if (m->last_dim != l) {
         r.start = m->bound[l];
         r.addr = (int64_t)m->nchunks;
-        rc = vec_push(&m->vec[l], &r);
+        rc = vec_push(&m->vec[l], &r, l);
         if (rc)
             return rc;
         m->last_dim = l;
@@ -118,53 +134,58 @@ int drx_map_grow(struct drx_map *m, int l, uint64_t new_bound)
 }
 
 /* Index of the last record whose start is <= i (the first record starts at
- * 0, so there always is one). */
+ * 0, so there always is one).  Branch-free: the loop runs log2(n) times
+ * whatever the input, and the comparison becomes a conditional move, which
+ * matters because F* sits under every chunk access. */
 static size_t search_start(const struct drx_axial_vec *v, uint64_t i)
 {
-    size_t lo = 0, hi = v->n; /* answer in [lo, hi) */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v->rec[mid].start <= i)
-            lo = mid;
-        else
-            hi = mid;
+    const uint64_t *base = v->start;
+    size_t n = v->n;
+    while (n > 1) {
+        size_t half = n / 2;
+        base = base[half] <= i ? base + half : base;
+        n -= half;
     }
-    return lo;
+    return (size_t)(base - v->start);
 }
 
 /* Index of the last record whose addr is <= q (placeholders have -1). */
 static size_t search_addr(const struct drx_axial_vec *v, int64_t q)
 {
-    size_t lo = 0, hi = v->n;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v->rec[mid].addr <= q)
-            lo = mid;
-        else
-            hi = mid;
+    const int64_t *base = v->addr;
+    size_t n = v->n;
+    while (n > 1) {
+        size_t half = n / 2;
+        base = base[half] <= q ? base + half : base;
+        n -= half;
     }
-    return lo;
+    return (size_t)(base - v->addr);
 }
 
 uint64_t drx_map_address(const struct drx_map *m, const uint64_t *idx)
 {
-    const struct drx_axial_rec *best = NULL;
+    const struct drx_axial_rec *r;
+    int64_t best = -2;
+    size_t zi = 0;
     int z = 0;
     uint64_t q;
 
+    /* Compare start addresses from the packed arrays; touch only the one
+     * record that wins. */
     for (int j = 0; j < m->rank; j++) {
-        const struct drx_axial_rec *r;
+        size_t i;
         assert(idx[j] < m->bound[j]);
-        r = &m->vec[j].rec[search_start(&m->vec[j], idx[j])];
-        if (!best || r->addr > best->addr) {
-            best = r;
+        i = search_start(&m->vec[j], idx[j]);
+        if (m->vec[j].addr[i] > best) {
+            best = m->vec[j].addr[i];
             z = j;
+            zi = i;
         }
     }
-    q = (uint64_t)best->addr + (idx[z] - best->start) * best->coef[z];
+    r = &m->vec[z].rec[zi];
+    q = r->base;
     for (int j = 0; j < m->rank; j++)
-        if (j != z)
-            q += idx[j] * best->coef[j];
+        q += idx[j] * r->coef[j];
     return q;
 }
 

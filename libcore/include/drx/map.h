@@ -23,10 +23,17 @@ struct drx_axial_rec {
     uint64_t start;
     int64_t addr;
     uint64_t coef[DRX_MAX_RANK];
+    /* addr - start * coef[dim] (mod 2^64), so that F* is one dot product:
+     * q = base + sum_j I[j] * coef[j].  Derived; not stored in the .xmd. */
+    uint64_t base;
 };
 
 struct drx_axial_vec {
     struct drx_axial_rec *rec;
+    /* rec[i].start and rec[i].addr again, packed, for the binary searches
+     * (a record is 144 bytes; the search touches only these). */
+    uint64_t *start;
+    int64_t *addr;
     size_t n, cap;
 };
 
