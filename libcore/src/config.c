@@ -1,8 +1,10 @@
 /* Configuration: defaults and libconfig files, validated with line numbers. */
 #include "drx/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <libconfig.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +175,7 @@ int drx_config_validate(const struct drx_config *cfg, struct drx_err *err)
 
 struct loader {
     const char *path;
+    char *text; /* the file's text, for integers libconfig truncated */
     struct drx_err *err;
     int line[K_MPIEXEC + 1]; /* line where each checked key was set, 0: not */
 };
@@ -203,16 +206,64 @@ static void key_name(const config_setting_t *s, char *buf, size_t len)
         snprintf(buf, len, "%s", config_setting_name(s) ? config_setting_name(s) : "?");
 }
 
+/* libconfig 1.5 keeps a plain integer literal (no L suffix) in 32 bits and
+ * silently wraps larger ones ("9000000000" reads as 410065408).  Users write
+ * byte counts that large, so such a setting's literal is re-read from its
+ * source line; returns false when it cannot be found there. */
+static bool literal_int(const struct loader *ld, const config_setting_t *s, long long *v)
+{
+    unsigned line = config_setting_source_line(s);
+    const char *name = config_setting_name(s), *p = ld->text;
+    size_t nl = name ? strlen(name) : 0;
+
+    if (!p || !name || line == 0)
+        return false;
+    for (unsigned l = 1; l < line && p; l++) {
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    if (!p)
+        return false;
+    const char *end = strchr(p, '\n');
+    for (const char *q = p; (q = strstr(q, name)) && (!end || q < end); q++) {
+        bool word = (q == p || !(isalnum((unsigned char)q[-1]) || q[-1] == '_')) &&
+                    !(isalnum((unsigned char)q[nl]) || q[nl] == '_');
+        if (!word)
+            continue;
+        const char *r = q + nl;
+        while (*r == ' ' || *r == '\t')
+            r++;
+        if (*r != '=' && *r != ':')
+            continue;
+        r++;
+        while (*r == ' ' || *r == '\t')
+            r++;
+        char *e;
+        errno = 0;
+        long long x = strtoll(r, &e, 0);
+        if (e == r)
+            return false;
+        if (errno == ERANGE)
+            x = *r == '-' ? LLONG_MIN : LLONG_MAX;
+        *v = x;
+        return true;
+    }
+    return false;
+}
+
 static int get_u64(struct loader *ld, const config_setting_t *s, uint64_t max, uint64_t *out)
 {
     char name[128];
-    long long v;
+    long long v, lit;
 
     key_name(s, name, sizeof name);
     int t = config_setting_type(s);
     if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
         return fail(ld, s, "%s: wrong type, expected an integer", name);
     v = config_setting_get_int64(s);
+    if (t == CONFIG_TYPE_INT && literal_int(ld, s, &lit) && lit != v)
+        v = lit;
     if (v < 0)
         return fail(ld, s, "%s: %lld is negative", name, v);
     if ((unsigned long long)v > max)
@@ -375,6 +426,23 @@ int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, str
     fp = fopen(path, "r");
     if (!fp)
         return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    {
+        /* A configuration file is small; keep its text for literal_int(). */
+        size_t cap = 0, n = 0;
+        char chunk[4096];
+        size_t r;
+        while ((r = fread(chunk, 1, sizeof chunk, fp)) > 0 && n < (1u << 20)) {
+            char *t = realloc(ld.text, cap = n + r + 1);
+            if (!t)
+                break;
+            ld.text = t;
+            memcpy(ld.text + n, chunk, r);
+            n += r;
+            ld.text[n] = '\0';
+        }
+        (void)cap;
+        rewind(fp);
+    }
     config_init(&lc);
     if (!config_read(&lc, fp)) {
         rc = drx_err_set(err, EINVAL, "%s:%d: %s", path, config_error_line(&lc),
@@ -445,6 +513,7 @@ out:
     drx_config_fini(&tmp);
     config_destroy(&lc);
     fclose(fp);
+    free(ld.text);
     return rc;
 }
 
