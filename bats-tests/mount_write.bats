@@ -1,0 +1,218 @@
+#!/usr/bin/env bats
+# Arrays at the mount point, write side: dd and cat into data, partial
+# elements, EFBIG, data.npy, EROFS on -o ro, and extension while mounted.
+
+load test_helper
+
+setup_file() {
+    export S="$BATS_FILE_TMPDIR/store" M="$BATS_FILE_TMPDIR/mnt"
+    mkdir -p "$S"
+    mount_store "$S" "$M"
+}
+
+teardown_file() {
+    unmount_store "$M"
+    unmount_store "$BATS_FILE_TMPDIR/ro"
+}
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+# fresh NAME SHAPE CHUNK: an f64 array with values 0, 1, 2, ... (also in NAME.raw)
+fresh() {
+    "$DRX" rm "$S/$1" 2>/dev/null || true
+    "$DRX" create "$S/$1" --type f64 --shape "$2" --chunk "$3"
+    "$PY" -c "
+import numpy as np
+n = 1
+for x in '$2'.split('x'): n *= int(x)
+np.arange(n, dtype='<f8').tofile('$1.raw')"
+    "$DRX" put "$S/$1" <"$1.raw"
+}
+
+@test "dd conv=notrunc into a view writes exactly that view" {
+    fresh w 10x6x4 3x4x3
+    "$PY" -c "import numpy as np; (-np.arange(4*6*4, dtype='<f8') - 1).tofile('block')"
+    dd if=block of="$M/w/dim0=4:8/data" conv=notrunc status=none
+    cmp block <("$DRX" get "$S/w" dim0=4:8)
+    "$PY" -c "
+import numpy as np
+a = np.arange(240, dtype='<f8').reshape(10, 6, 4)
+a[4:8] = (-np.arange(96) - 1).reshape(4, 6, 4)
+a.tofile('want')"
+    cmp want <("$DRX" get "$S/w")
+    # a strided, reordered, big-endian view; dd at an offset inside it
+    "$PY" -c "import numpy as np; np.array([1e6, 2e6, 3e6], dtype='>f8').tofile('three')"
+    dd if=three of="$M/w/dim1=1:6:2/dim2=-1/order=F/rep=external32/data" bs=8 seek=2 \
+        conv=notrunc status=none
+    "$PY" -c "
+import numpy as np
+a = np.fromfile('want', dtype='<f8').reshape(10, 6, 4)
+v = a[:, 1:6:2, -1:]          # shape (10, 3, 1), F order: dim0 fastest
+flat = v.ravel(order='F')
+flat[2:5] = [1e6, 2e6, 3e6]
+a[:, 1:6:2, -1:] = flat.reshape(v.shape, order='F')
+a.tofile('want')"
+    cmp want <("$DRX" get "$S/w")
+}
+
+@test "cat x > data replaces the contents; O_TRUNC changes no size" {
+    fresh c 7x5 4x4
+    "$PY" -c "import numpy as np; (np.arange(35, dtype='<f8') * 3).tofile('new')"
+    cat new >"$M/c/data"
+    assert_file_size "$M/c/data" 280
+    cmp new <("$DRX" get "$S/c")
+    cmp new "$M/c/data"
+    # into a view
+    "$PY" -c "import numpy as np; np.full(10, 7.5, dtype='<f8').tofile('row')"
+    cat row >"$M/c/dim0=-2:/data"
+    "$PY" -c "
+import numpy as np
+a = (np.arange(35, dtype='<f8') * 3).reshape(7, 5); a[-2:] = 7.5; a.tofile('want')"
+    cmp want <("$DRX" get "$S/c")
+    # truncate to 0 or to the size is accepted and changes nothing
+    truncate -s 0 "$M/c/data"
+    truncate -s 280 "$M/c/data"
+    cmp want <("$DRX" get "$S/c")
+    run truncate -s 100 "$M/c/data"
+    assert_failure
+    run truncate -s 1000 "$M/c/data"
+    assert_failure
+    assert_output --partial "File too large"
+}
+
+@test "a write covering part of an element is merged with its bytes" {
+    fresh p 6 4
+    printf '\xAA\xBB\xCC' | dd of="$M/p/data" bs=1 seek=13 conv=notrunc status=none
+    printf '\x11' | dd of="$M/p/dim0=5/data" bs=1 seek=7 conv=notrunc status=none
+    "$PY" -c "
+import numpy as np
+b = bytearray(np.arange(6, dtype='<f8').tobytes())
+b[13:16] = b'\xaa\xbb\xcc'
+b[5*8+7] = 0x11
+open('want', 'wb').write(b)"
+    cmp want <("$DRX" get "$S/p")
+    # in external32 the bytes land big-endian
+    printf '\x40' | dd of="$M/p/dim0=2/rep=external32/data" bs=1 seek=0 conv=notrunc status=none
+    "$PY" -c "
+import numpy as np
+b = bytearray(open('want', 'rb').read())
+b[2*8+7] = 0x40
+open('want', 'wb').write(b)"
+    cmp want <("$DRX" get "$S/p")
+}
+
+@test "a write past the end fails with EFBIG" {
+    fresh e 4x4 2x2
+    run dd if=/dev/zero of="$M/e/data" bs=8 count=1 seek=16 conv=notrunc status=none
+    assert_failure
+    assert_output --partial "File too large"
+    run dd if=/dev/zero of="$M/e/dim0=1/data" bs=8 count=1 seek=4 conv=notrunc status=none
+    assert_failure
+    assert_output --partial "File too large"
+    # a write straddling the end stores what fits, then EFBIG
+    run dd if=/dev/zero of="$M/e/data" bs=24 count=1 seek=120 oflag=seek_bytes conv=notrunc status=none
+    assert_failure
+    "$PY" -c "
+import numpy as np
+a = np.arange(16, dtype='<f8'); a[15] = 0; a.tofile('want')"
+    cmp want <("$DRX" get "$S/e")
+    assert_file_size "$M/e/data" 128
+}
+
+@test "data.npy: the data part is writable, the header is fixed" {
+    fresh n 5x3 2x2
+    "$PY" - "$M" <<'EOF'
+import errno, numpy as np, sys
+m = sys.argv[1]
+# np.save of a same-shaped array writes through (the header is identical)
+np.save(m + "/n/data.npy", np.arange(15, dtype="<f8").reshape(5, 3) * 10)
+# in place through the data part
+with open(m + "/n/dim1=2/order=F/data.npy", "r+b") as f:
+    h = f.read(128)
+    assert h[:6] == b"\x93NUMPY"
+    hlen = 10 + int.from_bytes(h[8:10], "little")
+    f.seek(hlen + 8)
+    f.write(np.array([-1.0], dtype="<f8").tobytes())
+# a different shape changes the header: refused
+try:
+    np.save(m + "/n/data.npy", np.zeros((2, 2)))
+    raise SystemExit("np.save of another shape succeeded")
+except OSError as e:
+    assert e.errno == errno.EPERM, e
+EOF
+    "$PY" -c "
+import numpy as np
+a = np.arange(15, dtype='<f8').reshape(5, 3) * 10; a[1, 2] = -1; a.tofile('want')"
+    cmp want <("$DRX" get "$S/n")
+}
+
+@test "info is read-only" {
+    fresh i 3 2
+    run bash -c "echo x > '$M/i/info'"
+    assert_failure
+}
+
+@test "-o ro: writes fail with EROFS, reads work" {
+    fresh r 4x4 2x2
+    echo text >"$S/plain"
+    local ro="$BATS_FILE_TMPDIR/ro"
+    mount_store "$S" "$ro" -o ro
+    cmp r.raw "$ro/r/data"
+    run dd if=/dev/zero of="$ro/r/data" bs=8 count=1 conv=notrunc status=none
+    assert_failure
+    assert_output --partial "Read-only file system"
+    run bash -c "echo y >> '$ro/plain'"
+    assert_output --partial "Read-only file system"
+    run mkdir "$ro/newdir"
+    assert_output --partial "Read-only file system"
+    run touch "$ro/newfile"
+    assert_output --partial "Read-only file system"
+    unmount_store "$ro"
+    cmp r.raw <("$DRX" get "$S/r")
+}
+
+@test "extension while mounted: sizes and bytes are new right after drx extend" {
+    fresh x 6x5x4 4x2x3
+    # warm every cache first
+    cmp x.raw "$M/x/data"
+    stat "$M/x/data" "$M/x/data.npy" "$M/x/dim0=-2:/data" >/dev/null
+    exec 5<"$M/x/data"
+    exec 6<"$M/x/data.npy"
+    "$DRX" extend "$S/x" 0 3
+    assert_file_size "$M/x/data" $((9 * 5 * 4 * 8))
+    cmp <("$DRX" get "$S/x") "$M/x/data"
+    cmp <("$DRX" get "$S/x" dim0=-2:) "$M/x/dim0=-2:/data"
+    # through the mounted path, along a dimension that reorders the bytes
+    "$DRX" extend "$M/x" 2 5
+    assert_file_size "$M/x/data" $((9 * 5 * 9 * 8))
+    cmp <("$DRX" get "$S/x") "$M/x/data"
+    "$PY" -c "
+import numpy as np
+a = np.load('$M/x/data.npy')
+assert a.shape == (9, 5, 9), a.shape
+old = np.arange(120, dtype='<f8').reshape(6, 5, 4)
+assert (a[:6, :, :4] == old).all() and (a[6:] == 0).all() and (a[:, :, 4:] == 0).all()"
+    # the files opened before keep reading the view they were opened on
+    cmp x.raw <(cat <&5)
+    "$PY" -c "
+import numpy as np, os, io
+b = os.read(6, 1 << 20)
+a = np.load(io.BytesIO(b))
+assert a.shape == (6, 5, 4) and (a == np.arange(120).reshape(6, 5, 4)).all(), a.shape"
+    exec 5<&- 6<&-
+    # the new region is writable at once
+    "$PY" -c "import numpy as np; np.full(5 * 9, 2.5, dtype='<f8').tofile('plane')"
+    dd if=plane of="$M/x/dim0=8/data" conv=notrunc status=none
+    cmp plane <("$DRX" get "$S/x" dim0=8)
+}
+
+@test "bytes written by drx put show at the next open" {
+    fresh q 8x8 4x4
+    cmp q.raw "$M/q/data"
+    "$PY" -c "import numpy as np; np.full(64, 9.0, dtype='<f8').tofile('nines')"
+    "$DRX" put "$S/q" <nines
+    cmp nines "$M/q/data"
+    cmp <("$DRX" get "$S/q" dim1=3) "$M/q/dim1=3/data"
+}
