@@ -18,11 +18,13 @@
 #include "drx/stripe.h"
 #include "drx_cli.h"
 
-/* libcore's warnings (a refused metafile, a missing stripe dir) go to stderr. */
+/* libcore's errors go to stderr.  Its warnings (a refused metafile, a
+ * missing stripe dir) are what these commands report themselves, in their
+ * own one-line form, so they are not repeated. */
 static void setup_log(void)
 {
     drx_log_set_sink(drx_log_stderr_sink, (void *)"drx");
-    drx_log_set_level(DRX_LOG_WARNING);
+    drx_log_set_level(DRX_LOG_ERROR);
 }
 
 static bool ends_with(const char *s, const char *suffix)

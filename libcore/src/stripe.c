@@ -255,7 +255,7 @@ static int bad_meta(struct drx_err *err, const char *path, int line, const char 
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    drx_log(DRX_LOG_ERROR, "%s:%d: refused metafile: %s", path, line, why);
+    drx_log(DRX_LOG_WARNING, "%s:%d: refused metafile: %s", path, line, why);
     return drx_err_set(err, EIO, "%s:%d: bad metafile: %s", path, line, why);
 }
 

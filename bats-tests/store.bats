@@ -1,0 +1,330 @@
+#!/usr/bin/env bats
+# Stores from the command line: drx init, drx stripe get/set, drx fsck on
+# stores broken on purpose (orphan and missing subfiles, subfiles and .xta
+# files longer than their metadata, leftover temporary files), with exit
+# codes and --repair; paths under a drxfs mount map to the store.
+
+load test_helper
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    unmount_store "$BATS_TEST_TMPDIR/mnt"
+}
+
+# mkstriped STORE NAME COUNT EXTENT SRC [DIR0 DIR1...]: writes a striped file
+# by hand, straight from SPEC section 5 (independent of libcore): subfile
+# e mod count gets extent e at (e / count) * extent.  Subfiles go to the
+# store's default stripe dirs unless dirs are given (store.conf indexes).
+mkstriped() {
+    "$PY" - "$@" <<'EOF_PY'
+import os, sys
+store, name, count, extent, src = sys.argv[1:6]
+count, extent = int(count), int(extent)
+data = open(src, "rb").read()
+ident = os.urandom(8).hex()
+subs = []
+for i in range(count):
+    d = i % 2
+    sub = "%s.%d" % (ident, i)
+    with open(os.path.join(store, ".drx/stripes", str(d), sub), "wb") as f:
+        e = i
+        while e * extent < len(data):
+            f.seek((e // count) * extent)
+            f.write(data[e * extent:(e + 1) * extent])
+            e += count
+    subs.append('{ dir = %d; name = "%s"; }' % (d, sub))
+with open(os.path.join(store, name + ".nafs"), "w") as f:
+    f.write("version = 1;\nextent = %d;\ncount = %d;\nsize = %dL;\nsubfiles = ( %s );\n"
+            % (extent, count, len(data), ", ".join(subs)))
+EOF_PY
+}
+
+# subfile STORE NAME I: path of subfile I as `drx stripe get` reports it.
+subfile() {
+    "$DRX" stripe get "$1/$2" | sed -n "s/^subfile $3: \([^ ]*\) .*/\1/p"
+}
+
+@test "init makes a store that remembers its layout" {
+    run "$DRX" init st
+    assert_success
+    assert_output --partial "new store: count=2 extent=65536"
+    assert_dir_exists st/.drx/stripes/0
+    assert_dir_exists st/.drx/stripes/1
+    assert_file_exists st/.drx/store.conf
+    grep -q 'dirs = \[ ".drx/stripes/0", ".drx/stripes/1" \]' st/.drx/store.conf
+    # again: fine, nothing changes
+    run "$DRX" init st
+    assert_success
+    assert_output --partial "existing store"
+    # again with another layout: refused, says how to change it
+    run "$DRX" init st --count 1
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "drx stripe set"
+    grep -q 'count = 2;' st/.drx/store.conf
+}
+
+@test "init with stripe dirs, count and extent" {
+    run "$DRX" init st --stripe-dirs d0,d1,d2 --extent 4K
+    assert_success
+    assert_output --partial "count=3 extent=4096"
+    assert_dir_exists d2
+    grep -q "\"$PWD/d0\", \"$PWD/d1\", \"$PWD/d2\"" st/.drx/store.conf
+    run "$DRX" init st2 --stripe-dirs d3,d4 --count 1 --extent 100
+    assert_success
+    grep -q 'count = 1;' st2/.drx/store.conf
+    grep -q 'extent = 100;' st2/.drx/store.conf
+}
+
+@test "init refuses bad layouts with one clear line" {
+    for args in "--count 0" "--count 3" "--count x" "--extent 0" "--extent 2G" "--extent -5" \
+        "--bogus" "--stripe-dirs ,"; do
+        # shellcheck disable=SC2086
+        run "$DRX" init "st" $args
+        assert_failure
+        assert_equal "${#lines[@]}" 1
+    done
+    run "$DRX" init st --stripe-dirs st/inside
+    assert_failure
+    assert_output --partial "not under"
+    assert_not_exists st/.drx/store.conf
+    run "$DRX" init
+    assert_failure
+}
+
+@test "a bad --config file is reported with file and line" {
+    printf 'stripe = {\n  count = 2;\n  extent = 0;\n};\n' >bad.conf
+    run "$DRX" --config bad.conf init st
+    assert_failure
+    assert_output --partial "bad.conf:3: stripe.extent"
+    printf 'cache = { bytes = 1; };\nwhat = 2;\n' >bad2.conf
+    run "$DRX" --config bad2.conf init st
+    assert_failure
+    assert_output --partial "bad2.conf:2: unknown key what"
+    printf 'stripe = { extent = 512; };\n' >good.conf
+    run "$DRX" --config good.conf init st
+    assert_success
+    grep -q 'extent = 512;' st/.drx/store.conf
+    # the shipped configuration file is valid
+    run "$DRX" --config "$DRX_SOURCE/conf/drxfs.conf" init st3
+    assert_success
+}
+
+@test "stripe set/get on directories, inherited below" {
+    "$DRX" init st --stripe-dirs d0,d1,d2,d3 --count 2 --extent 64K
+    mkdir -p st/a/b/c
+    run "$DRX" stripe get st/a/b
+    assert_success
+    assert_line --index 0 "count=2 extent=65536"
+    run "$DRX" stripe set st/a --count 3 --extent 1M
+    assert_success
+    run getfattr --only-values -n user.drx.stripe st/a
+    assert_success
+    assert_output "count=3 extent=1048576"
+    run "$DRX" stripe get st/a/b/c
+    assert_success
+    assert_line --index 0 "count=3 extent=1048576"
+    assert_line --index 1 --partial "inherited"
+    # setfattr works as well, and the nearest directory wins
+    setfattr -n user.drx.stripe -v "count=4 extent=4096" st/a/b
+    run "$DRX" stripe get st/a/b/c
+    assert_line --index 0 "count=4 extent=4096"
+    # one option keeps the other
+    run "$DRX" stripe set st/a/b --count 1
+    assert_success
+    run "$DRX" stripe get st/a/b
+    assert_line --index 0 "count=1 extent=4096"
+    run "$DRX" stripe set st/a/b --clear
+    assert_success
+    run "$DRX" stripe get st/a/b
+    assert_line --index 0 "count=3 extent=1048576"
+}
+
+@test "stripe set refuses bad values and non-directories" {
+    "$DRX" init st
+    mkdir st/d
+    : >st/plain
+    run "$DRX" stripe set st/d --count 3 --extent 4096
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "count=3 is not in 1..2"
+    run "$DRX" stripe set st/d --count 1 --extent 0
+    assert_failure
+    run "$DRX" stripe set st/plain --count 1 --extent 4096
+    assert_failure
+    assert_output --partial "not a directory"
+    run "$DRX" stripe set outside --count 1 --extent 4096
+    assert_failure
+    assert_output --partial "not inside a drx store"
+    run "$DRX" stripe get st/nosuch
+    assert_failure
+    run "$DRX" stripe frobnicate
+    assert_failure
+}
+
+@test "stripe get shows a striped file's layout and subfiles; fsck calls it clean" {
+    "$DRX" init st
+    random_bytes src 10007
+    mkstriped st f 2 1000 src
+    run "$DRX" stripe get st/f
+    assert_success
+    assert_line --index 0 "count=2 extent=1000"
+    assert_line --index 1 "size=10007"
+    # 11 extents: 6 in subfile 0 (the last one 7 bytes), 5 in subfile 1
+    assert_line --index 2 --regexp "^subfile 0: .*/\.drx/stripes/0/[0-9a-f]{16}\.0 \(5007 bytes, size needs 5007\)$"
+    assert_line --index 3 --regexp "^subfile 1: .*/\.drx/stripes/1/[0-9a-f]{16}\.1 \(5000 bytes, size needs 5000\)$"
+    run "$DRX" stripe get st/f.nafs
+    assert_success
+    assert_line --index 0 "count=2 extent=1000"
+    run "$DRX" fsck st
+    assert_success
+    assert_output "$PWD/st: clean"
+}
+
+@test "fsck: orphan subfiles are found and removed by --repair" {
+    "$DRX" init st
+    random_bytes src 3000
+    mkstriped st keep 2 512 src
+    random_bytes st/.drx/stripes/0/0123456789abcdef.0 100
+    random_bytes st/.drx/stripes/1/0123456789abcdef.1 100
+    run "$DRX" fsck st
+    assert_failure
+    assert_line --partial "0123456789abcdef.0: orphan subfile"
+    assert_line --partial "0123456789abcdef.1: orphan subfile"
+    assert_line "$PWD/st: 2 problems, 0 repaired"
+    assert_file_exists st/.drx/stripes/0/0123456789abcdef.0
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_output --partial "(repaired: remove it)"
+    assert_not_exists st/.drx/stripes/0/0123456789abcdef.0
+    assert_not_exists st/.drx/stripes/1/0123456789abcdef.1
+    # the file's own subfiles are untouched
+    assert_file_exists "$(subfile st keep 0)"
+    run "$DRX" fsck st
+    assert_success
+    # a file of someone else's in a stripe dir is reported, never removed
+    echo hello >st/.drx/stripes/0/notes.txt
+    run "$DRX" fsck st --repair
+    assert_failure
+    assert_output --partial "notes.txt: unknown file"
+    assert_file_exists st/.drx/stripes/0/notes.txt
+}
+
+@test "fsck: a missing subfile is reported and not 'repaired'" {
+    "$DRX" init st
+    random_bytes src 3000
+    mkstriped st f 2 512 src
+    rm "$(subfile st f 1)"
+    run "$DRX" fsck st
+    assert_failure
+    assert_line --partial "f.nafs: subfile 1"
+    assert_output --partial "is missing"
+    run "$DRX" fsck st --repair
+    assert_failure
+    assert_line "$PWD/st: 1 problem, 0 repaired"
+}
+
+@test "fsck: subfiles longer than the recorded size are trimmed by --repair" {
+    "$DRX" init st
+    random_bytes src 3000
+    mkstriped st f 2 512 src
+    sub0=$(subfile st f 0)
+    head -c 5000 /dev/zero >>"$sub0"
+    run "$DRX" fsck st
+    assert_failure
+    assert_output --partial "longer than the 1536 the recorded size 3000 needs"
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_file_size_equals "$sub0" 1536
+    run "$DRX" fsck st
+    assert_success
+}
+
+@test "fsck: an .xta longer than its metadata, orphan .xta, temp files" {
+    "$DRX" init st
+    run "$DRX" create st/arr --type f64 --shape 4x5 --chunk 2x2
+    assert_success
+    # 2 x 3 chunks of 2*2*8 bytes
+    assert_file_size_equals st/arr.xta 192
+    head -c 64 /dev/urandom >>st/arr.xta
+    mkdir st/sub
+    : >st/sub/lost.xta
+    echo partial >st/sub/.arr.xmd.Ab3dE9
+    echo partial >st/.f.nafs.x0Y1z2
+    echo partial >st/.drx/.store.conf.QwErTy
+    run "$DRX" fsck st
+    assert_failure
+    assert_line --partial "arr.xta: 256 bytes, longer than its metadata's 192"
+    assert_line --partial "sub/lost.xta: orphan chunk file"
+    assert_line --partial "sub/.arr.xmd.Ab3dE9: leftover temporary file"
+    assert_line --partial ".f.nafs.x0Y1z2: leftover temporary file"
+    assert_line --partial ".drx/.store.conf.QwErTy: leftover temporary file"
+    assert_line "$PWD/st: 5 problems, 0 repaired"
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_line "$PWD/st: 5 problems, 5 repaired"
+    assert_file_size_equals st/arr.xta 192
+    assert_not_exists st/sub/lost.xta
+    assert_not_exists st/sub/.arr.xmd.Ab3dE9
+    assert_not_exists st/.f.nafs.x0Y1z2
+    run "$DRX" info st/arr
+    assert_success
+    run "$DRX" fsck st
+    assert_success
+}
+
+@test "fsck: a hostile metafile is reported and its neighbours' orphans are kept" {
+    "$DRX" init st
+    printf 'version = 1; extent = 4; count = 1; size = 4L;\nsubfiles = ( { dir = 0; name = "../../../etc/passwd"; } );\n' >st/evil.nafs
+    random_bytes st/.drx/stripes/0/00000000000000aa.0 10
+    run "$DRX" fsck st --repair
+    assert_failure
+    assert_output --partial "evil.nafs: unreadable metafile"
+    assert_output --partial "is not a plain name"
+    assert_output --partial "kept because some metafile is unreadable"
+    assert_file_exists st/.drx/stripes/0/00000000000000aa.0
+    run "$DRX" stripe get st/evil
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+}
+
+@test "fsck of a non-store and bad arguments" {
+    mkdir plain
+    run "$DRX" fsck plain
+    assert_failure
+    assert_output --partial "not inside a drx store"
+    run "$DRX" fsck
+    assert_failure
+    "$DRX" init st
+    run "$DRX" fsck st --frobnicate
+    assert_failure
+}
+
+@test "paths under a drxfs mount work on the store directly" {
+    "$DRX" init st --count 2 --extent 4096
+    mkdir st/dir
+    mount_store st mnt
+    run "$DRX" stripe set mnt/dir --count 1 --extent 8192
+    assert_success
+    # the attribute is on the store's directory, not set through FUSE
+    run getfattr --only-values -n user.drx.stripe st/dir
+    assert_output "count=1 extent=8192"
+    random_bytes src 50000
+    cp src mnt/dir/f
+    run "$DRX" stripe get mnt/dir/f
+    assert_success
+    assert_line --index 0 "count=1 extent=8192"
+    assert_line --index 1 "size=50000"
+    assert_line --index 2 --partial "$PWD/st/.drx/stripes/"
+    run "$DRX" fsck mnt
+    assert_success
+    assert_output "$PWD/st: clean"
+    random_bytes st/.drx/stripes/1/fedcba9876543210.0 10
+    run "$DRX" fsck mnt/dir --repair
+    assert_success
+    assert_output --partial "orphan subfile"
+    cmp src mnt/dir/f
+}
