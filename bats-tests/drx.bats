@@ -200,3 +200,18 @@ x.xta"
     : >u.xta
     bad "u.xmd:1:" "$DRX" info u
 }
+
+@test "get and put of a 2 GiB array run in bounded memory" {
+    # ASan reserves terabytes of address space: a limit on it means nothing there
+    [ -z "${ASAN_OPTIONS:-}" ] || skip "address-space limit does not apply under ASan"
+    "$DRX" create huge --type f64 --shape 1024x512x512 --chunk 64x64x64
+    head -c $((24 * 512 * 512 * 8)) /dev/urandom >tail
+    run bash -c "ulimit -v 262144 && '$DRX' put huge dim0=1000: <tail && '$DRX' get huge | wc -c"
+    assert_success
+    assert_output "2147483648"
+    run bash -c "ulimit -v 262144 && '$DRX' get huge dim0=-24: | cmp - tail"
+    assert_success
+    # a process limited to 256 MiB cannot hold the array: it really streamed
+    run bash -c "ulimit -v 262144 && head -c 300000000 /dev/zero | '$PY' -c 'import sys; sys.stdin.buffer.read()'"
+    assert_failure
+}
