@@ -51,6 +51,8 @@ static void usage(FILE *f)
             "  --config FILE        libconfig file (store layout, log level)\n"
             "  --buffer BYTES       data per rank per round (default 64M, at most 1G)\n"
             "  --hint KEY=VALUE     MPI-IO hint (repeatable; overrides the defaults)\n"
+            "  --progress, --no-progress   progress on rank 0 (default: when mpiexec's\n"
+            "                       stderr is a terminal)\n"
             "  --help, --version\n"
             "ROMIO_HINTS=FILE (lines \"key value\") overrides both.\n");
 }
@@ -244,6 +246,51 @@ static int hints_from_env(MPI_Info info, struct drx_err *err)
     return rc;
 }
 
+/* True when the user watches a terminal.  Under mpiexec our stderr is a
+ * pipe to the launcher, which copies it to its own stderr; so look at the
+ * stderr of the nearest ancestor that is mpiexec (hydra's proxy sits in
+ * between).  Our own stderr counts when run without a launcher. */
+static bool stderr_is_terminal(void)
+{
+    if (isatty(STDERR_FILENO))
+        return true;
+    pid_t pid = getppid();
+    for (int depth = 0; depth < 4 && pid > 1; depth++) {
+        char path[64], comm[64] = "", link[PATH_MAX];
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return false;
+        if (!fgets(comm, sizeof(comm), f))
+            comm[0] = '\0';
+        fclose(f);
+        comm[strcspn(comm, "\n")] = '\0';
+        if (strncmp(comm, "mpiexec", 7) == 0 || strncmp(comm, "mpirun", 6) == 0) {
+            snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)pid);
+            ssize_t n = readlink(path, link, sizeof(link) - 1);
+            if (n <= 0)
+                return false;
+            link[n] = '\0';
+            return strncmp(link, "/dev/pts/", 9) == 0 || strncmp(link, "/dev/tty", 8) == 0;
+        }
+        /* the parent's parent: field 4 of /proc/PID/stat */
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        f = fopen(path, "r");
+        if (!f)
+            return false;
+        int ppid = 0;
+        char line[512];
+        if (fgets(line, sizeof(line), f)) {
+            const char *rp = strrchr(line, ')');
+            if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
+                ppid = 0;
+        }
+        fclose(f);
+        pid = (pid_t)ppid;
+    }
+    return false;
+}
+
 /* --- main --- */
 
 static int load_config(struct load_ctx *c, struct drx_config *cfg, struct drx_err *err)
@@ -262,7 +309,7 @@ int main(int argc, char **argv)
     struct drx_config cfg = {0};
     struct drx_err err = {{0}};
     const char *hints[MAX_HINTS];
-    int nhints = 0, rc = 0, status = 1;
+    int nhints = 0, rc = 0, status = 1, progress = -1;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
@@ -275,7 +322,8 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"buffer", required_argument, NULL, 'b'},
         {"hint", required_argument, NULL, 'H'},   {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, 'V'},      {"progress", no_argument, NULL, 'p'},
+        {"no-progress", no_argument, NULL, 'P'},  {NULL, 0, NULL, 0},
     };
     int o;
     opterr = 0;
@@ -296,6 +344,10 @@ int main(int argc, char **argv)
                 rc = drx_err_set(&err, EINVAL, "--hint %s: expected KEY=VALUE", optarg);
             else
                 hints[nhints++] = optarg;
+            break;
+        case 'p':
+        case 'P':
+            progress = o == 'p';
             break;
         case 'h':
             if (c.rank == 0)
@@ -342,7 +394,9 @@ int main(int argc, char **argv)
     if (load_agree(&c, rc, &err, NULL) < 0)
         goto out;
 
-    c.progress = c.rank == 0 && isatty(STDERR_FILENO);
+    if (c.rank == 0 && progress < 0)
+        progress = stderr_is_terminal();
+    c.progress = c.rank == 0 && progress > 0;
     const char *cmd = argv[optind];
     int cargc = argc - optind;
     char **cargv = argv + optind;

@@ -135,7 +135,8 @@ int load_check_output(const struct load_ctx *c, const char *path, struct drx_err
 int load_check_input(const char *path, uint64_t *size, struct drx_err *err)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must be refused, not waited on. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
     int rc = 0;

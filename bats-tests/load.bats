@@ -1,0 +1,361 @@
+#!/usr/bin/env bats
+# drx-load under a real mpiexec: import/export against `drx put`/`drx get`
+# byte for byte for several rank counts, shapes, chunkings, extensions and
+# views; copy between plain and striped files; prefetch into the page cache;
+# failures that change nothing and are reported once.
+
+load test_helper
+
+# MPI processes of this suite run in its scratch directories; anything of
+# ours still alive at the end is found by its working directory and killed
+# by pid (never by name: other suites and users may run MPI too).
+kill_our_mpi() {
+    local p cwd
+    for p in $(pgrep -x 'drx-load|hydra_pmi_proxy|mpiexec|mpiexec.hydra' 2>/dev/null); do
+        cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
+        case "$cwd" in
+        "$BATS_FILE_TMPDIR"* | "$BATS_RUN_TMPDIR"*) kill -9 "$p" 2>/dev/null || true ;;
+        esac
+    done
+}
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    kill_our_mpi
+}
+
+teardown_file() {
+    kill_our_mpi
+}
+
+# mpi_load P ARGS...: drx-load on P ranks (oversubscribed on this box).
+mpi_load() {
+    local p=$1
+    shift
+    timeout 120 mpiexec -n "$p" "$DRX_LOAD" "$@"
+}
+
+view_bytes() {
+    local a=$1
+    shift
+    "$DRX" get "$a" "$@" | wc -c
+}
+
+# same_as_drx TYPE SHAPE CHUNK "DIM:COUNT..." "P..." [drx-load options --] VIEW...
+# Two identical arrays (same extensions, random contents, fill 7); the view
+# is written into one with `drx put` and into the other with drx-load
+# import, for each P: the .xta files must be identical.  Then export must
+# give the bytes of `drx get`.
+same_as_drx() {
+    local type=$1 shape=$2 chunk=$3 ext=$4 ps=$5 e p
+    shift 5
+    local opts=()
+    if [ "${1:-}" = "--opts" ]; then
+        read -r -a opts <<<"$2"
+        shift 2
+    fi
+    rm -f ref.* cand.* base raw want got
+    "$DRX" create ref --type "$type" --shape "$shape" --chunk "$chunk" --fill 7
+    for e in $ext; do "$DRX" extend ref "${e%:*}" "${e#*:}"; done
+    random_bytes base "$(view_bytes ref)"
+    "$DRX" put ref <base
+    random_bytes raw "$(view_bytes ref "$@")"
+    cp ref.xta base.xta
+    cp ref.xmd cand.xmd
+    "$DRX" put ref "$@" <raw
+    "$DRX" get ref "$@" >want
+    for p in $ps; do
+        cp base.xta cand.xta
+        run mpi_load "$p" "${opts[@]}" import cand raw "$@"
+        assert_success
+        assert_output ""
+        cmp ref.xta cand.xta || fail "import P=$p $type $shape/$chunk [$ext] $* differs from drx put"
+        rm -f got
+        run mpi_load "$p" "${opts[@]}" export cand got "$@"
+        assert_success
+        cmp want got || fail "export P=$p $type $shape/$chunk [$ext] $* differs from drx get"
+    done
+}
+
+@test "import and export equal drx put and drx get for P = 1, 2, 3, 5" {
+    same_as_drx f64 10x7x5 3x4x2 "" "1 2 3 5"
+    same_as_drx i32 13x11 4x4 "0:5 1:3" "1 2 3 5" dim0=1:17:3 order=F
+    same_as_drx c64 9x8 2x3 "0:3 1:5 0:2" "1 2 3 5" dim1=2::3 rep=external32
+    same_as_drx i16 5x6x7x3 2x3x4x2 "2:3 0:1 3:2" "1 2 3 5" dim3=1 dim1=::2 order=F rep=external32
+    same_as_drx u8 100 7 "0:50" "1 2 3 5" dim0=-30:
+}
+
+@test "import and export in many small rounds (one chunk per round)" {
+    same_as_drx f32 20x9 3x4 "1:6" "2 3" --opts "--buffer 1" dim0=2:19:2 order=F
+    same_as_drx c128 6x6 4x1 "" "1 3" --opts "--buffer 100" dim1=::5 rep=external32
+}
+
+@test "more ranks than chunks: idle ranks take part, result unchanged" {
+    # 2x2 chunks of 2x2: the view holds 2 chunks, 5 ranks
+    same_as_drx i64 4x4 2x2 "" "5" dim0=0:2
+    same_as_drx u16 3x3 3x3 "" "1 5" order=F
+}
+
+# checksums of an array's files, to prove a failure changed nothing
+sums() {
+    md5sum "$1.xmd" "$1.xta"
+}
+
+@test "import of a raw file of the wrong size fails once and changes nothing" {
+    "$DRX" create a --type f64 --shape 10x7 --chunk 3x4
+    random_bytes raw 560
+    "$DRX" put a <raw
+    sums a >before
+    head -c 559 raw >short
+    run mpi_load 3 import a short
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "559 bytes, but the view holds 560"
+    cat raw raw >long
+    run mpi_load 3 import a long dim0=0:5
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "1120 bytes, but the view holds 280"
+    md5sum -c --quiet before
+}
+
+@test "unreadable input, missing array and bad views fail once and change nothing" {
+    "$DRX" create a --type i32 --shape 8x8 --chunk 3x3
+    random_bytes raw 256
+    "$DRX" put a <raw
+    sums a >before
+    mkdir adir
+    run mpi_load 3 import a adir
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "adir: is a directory"
+    run mpi_load 3 import a nonexistent
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "nonexistent: No such file or directory"
+    # a FIFO would block a collective open: refused up front
+    mkfifo fifo
+    run mpi_load 2 import a fifo
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "not a regular file"
+    run mpi_load 3 import missing raw
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "missing: no such array"
+    run mpi_load 3 import a raw dim7=1
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "no dimension 7"
+    run mpi_load 2 export missing out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    run mpi_load 2 export a /nonexistent-dir/out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "No such file or directory"
+    md5sum -c --quiet before
+}
+
+@test "usage errors: unknown command, missing arguments, bad options, bad config" {
+    run mpi_load 2 frob
+    assert_failure 2
+    assert_equal "${#lines[@]}" 1
+    run mpi_load 2 import a
+    assert_failure 2
+    assert_equal "${#lines[@]}" 1
+    run mpi_load 2 --buffer 0 export a out
+    assert_failure 2
+    assert_equal "${#lines[@]}" 1
+    run mpi_load 2 --hint nonsense export a out
+    assert_failure 2
+    assert_equal "${#lines[@]}" 1
+    printf 'log = { level = "loud"; };\n' >bad.conf
+    run mpi_load 2 --config bad.conf export a out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "bad.conf:1"
+    printf 'romio_cb_write\n' >hints
+    ROMIO_HINTS=$PWD/hints run mpi_load 2 export a out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "hints:1"
+}
+
+@test "hints from --hint and ROMIO_HINTS keep the result identical" {
+    printf 'romio_cb_write enable\nromio_ds_write enable\n# comment\n' >hints
+    export ROMIO_HINTS=$PWD/hints
+    same_as_drx f64 12x10 5x3 "1:4" "2 3" dim1=1::2
+    unset ROMIO_HINTS
+    same_as_drx f64 12x10 5x3 "" "2" --opts "--hint romio_cb_read=enable --hint cb_nodes=1" order=F
+}
+
+@test "progress shows on a terminal, never otherwise" {
+    "$DRX" create a --type f64 --shape 64x64 --chunk 16x16
+    random_bytes raw 32768
+    run mpi_load 2 import a raw
+    assert_success
+    assert_output ""
+    run script -qec "timeout 60 mpiexec -n 2 '$DRX_LOAD' import a raw" /dev/null
+    assert_success
+    assert_output --partial "import: "
+    assert_output --partial "MB/s"
+    run mpi_load 2 --progress export a out
+    assert_success
+    assert_output --partial "export: "
+    run script -qec "timeout 60 mpiexec -n 2 '$DRX_LOAD' --no-progress import a raw" /dev/null
+    assert_success
+    assert_output ""
+}
+
+# striped file helpers ---------------------------------------------------------
+
+# reassemble STORE NAME OUT: the logical bytes of striped file NAME from its
+# metafile and subfiles by SPEC section 5's formula (independent of libcore).
+reassemble() {
+    "$PY" - "$1" "$2" "$3" <<'EOF'
+import re, sys, os
+store, name, out = sys.argv[1:]
+meta = open(os.path.join(store, name + ".nafs")).read()
+ext = int(re.search(r"extent\s*=\s*(\d+)", meta).group(1))
+cnt = int(re.search(r"count\s*=\s*(\d+)", meta).group(1))
+size = int(re.search(r"size\s*=\s*(\d+)", meta).group(1))
+conf = open(os.path.join(store, ".drx/store.conf")).read()
+dirs = re.findall(r'"([^"]+)"', re.search(r"dirs\s*=\s*\[([^]]*)\]", conf).group(1))
+subs = re.findall(r'dir\s*=\s*(\d+);\s*name\s*=\s*"([^"]+)"', meta)
+data = [open(os.path.join(store, dirs[int(d)], n), "rb").read() for d, n in subs]
+res = bytearray()
+e = 0
+while len(res) < size:
+    s = data[e % cnt]
+    off = (e // cnt) * ext
+    piece = s[off:off + ext].ljust(min(ext, size - len(res)), b"\0")
+    res += piece[:min(ext, size - len(res))]
+    e += 1
+open(out, "wb").write(res)
+print(ext, cnt)
+EOF
+}
+
+@test "copy between plain and striped files for P = 1, 2, 3, 5" {
+    "$DRX" init st --count 2 --extent 4096
+    random_bytes src 1000003
+    for p in 1 2 3 5; do
+        run mpi_load "$p" copy src "st/f$p"
+        assert_success
+        assert_file_exists "st/f$p.nafs"
+        # the store's layout, and the bytes where SPEC section 5 puts them
+        run reassemble st "f$p" "re$p"
+        assert_success
+        assert_output "4096 2"
+        cmp src "re$p"
+        run mpi_load "$p" copy "st/f$p" "back$p"
+        assert_success
+        cmp src "back$p"
+        run mpi_load "$p" copy "st/f$p" "st/g$p"
+        assert_success
+        run mpi_load "$p" copy "st/g$p" "again$p"
+        assert_success
+        cmp src "again$p"
+    done
+}
+
+@test "copy: layout from the directory's xattr, overwrite, empty file, directory target" {
+    "$DRX" init st --count 2 --extent 4096
+    mkdir st/sub
+    "$DRX" stripe set st/sub --count 1 --extent 8192
+    random_bytes src 100000
+    run mpi_load 3 copy src st/sub/
+    assert_success
+    run reassemble st sub/src re
+    assert_success
+    assert_output "8192 1"
+    cmp src re
+    # overwriting a longer striped file leaves exactly the new bytes
+    random_bytes small 5000
+    run mpi_load 2 copy small st/sub/src
+    assert_success
+    run reassemble st sub/src re2
+    cmp small re2
+    : >empty
+    run mpi_load 3 copy empty st/e
+    assert_success
+    run mpi_load 3 copy st/e e.out
+    assert_success
+    assert_file_exists e.out
+    assert_file_size_equals e.out 0
+}
+
+@test "copy failures: missing source, array source, unknown store path" {
+    "$DRX" init st
+    "$DRX" create st/arr --type u8 --shape 10 --chunk 4
+    run mpi_load 2 copy nosuch st/x
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "nosuch"
+    run mpi_load 2 copy st/arr out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "is an array"
+    random_bytes src 10
+    run mpi_load 2 copy src st/arr
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "is an array"
+    assert_file_not_exists st/x.nafs
+}
+
+# resident_bytes FILE: bytes of FILE in the page cache (fincore)
+resident_bytes() {
+    fincore --bytes --noheadings --output RES "$1" | tr -d ' '
+}
+
+@test "prefetch brings exactly the view's chunks into the page cache" {
+    # 64 chunks of 128 KiB; dim0=0:32 holds chunks 0..7 (1 MiB), and
+    # dim0=224:256 dim1=0:32 holds one chunk at the end of the file
+    "$DRX" create a --type f64 --shape 256x256x16 --chunk 32x32x16
+    random_bytes raw $((256 * 256 * 16 * 8))
+    "$DRX" put a <raw
+    sync
+    echo 3 >/proc/sys/vm/drop_caches
+    [ "$(resident_bytes a.xta)" -eq 0 ] || skip "page cache not droppable here"
+    run mpi_load 2 prefetch a dim0=224:256 dim1=0:32
+    assert_success
+    local one=$(resident_bytes a.xta)
+    [ "$one" -ge $((128 * 1024)) ]
+    [ "$one" -lt $((1024 * 1024)) ]
+    echo 3 >/proc/sys/vm/drop_caches
+    run mpi_load 3 prefetch a dim0=0:32
+    assert_success
+    local eight=$(resident_bytes a.xta)
+    [ "$eight" -ge $((1024 * 1024)) ]
+    [ "$eight" -lt $((2 * 1024 * 1024)) ]
+    # and every page of those chunks, not just as many bytes
+    "$PY" - a.xta $((1024 * 1024)) <<'EOF'
+import ctypes, mmap, os, sys
+path, n = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_RDONLY)
+# a private writable mapping (never written) so ctypes can take its address
+m = mmap.mmap(fd, n, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+pages = n // mmap.PAGESIZE
+vec = (ctypes.c_ubyte * pages)()
+assert libc.mincore(base, n, vec) == 0, os.strerror(ctypes.get_errno())
+missing = sum(1 for i in range(pages) if not vec[i] & 1)
+assert missing == 0, "%d of %d pages not cached" % (missing, pages)
+EOF
+}
+
+@test "no MPI process of this suite is left behind" {
+    local p cwd left=()
+    for p in $(pgrep -x 'drx-load|hydra_pmi_proxy|mpiexec|mpiexec.hydra' 2>/dev/null); do
+        cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
+        case "$cwd" in "$BATS_RUN_TMPDIR"*) left+=("$p") ;; esac
+    done
+    [ "${#left[@]}" -eq 0 ] || fail "left running: ${left[*]}"
+}
