@@ -187,6 +187,11 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     }
     drx_log(DRX_LOG_INFO, "mounted %s (max_read %u, max_write %u, max_readahead %u)",
             drxfs.store_path, conn->max_read, conn->max_write, conn->max_readahead);
+    drx_log(DRX_LOG_DEBUG,
+            "settings: cache.bytes %llu, data %s, data.npy %s, entry/attr timeouts %g/%g s%s",
+            (unsigned long long)drxfs.cache_bytes, drxfs.data_direct_io ? "direct_io" : "cached",
+            drxfs.npy_direct_io ? "direct_io" : "cached", cfg->entry_timeout, cfg->attr_timeout,
+            drxfs.ro ? ", read-only" : "");
     return NULL;
 }
 
@@ -309,6 +314,7 @@ int main(int argc, char *argv[])
         goto out;
     if (cli.help) {
         usage(argv[0]);
+        fflush(stdout);
         fuse_opt_add_arg(&args, "--help");
         args.argv[0][0] = '\0';
         ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
@@ -316,6 +322,7 @@ int main(int argc, char *argv[])
     }
     if (cli.version) {
         printf("drxfs version %s\n", DRX_VERSION);
+        fflush(stdout);
         fuse_opt_add_arg(&args, "--version");
         ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
         goto out;

@@ -1,0 +1,264 @@
+#!/usr/bin/env bats
+# The store at the mount point: .drx/, directories, renames of arrays,
+# pass-through files, ownership and permissions, options, fstab mounts and a
+# mount point that shadows the store.
+
+load test_helper
+
+setup_file() {
+    export S="$BATS_FILE_TMPDIR/store" M="$BATS_FILE_TMPDIR/mnt"
+    mkdir -p "$S"
+    mount_store "$S" "$M"
+}
+
+teardown_file() {
+    unmount_store "$M"
+}
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    # mounts a test made of its own
+    for m in "$BATS_TEST_TMPDIR"/m* "${OWN_DIR:-/nonexistent}/m"; do
+        [ -e "$m" ] && unmount_store "$m"
+    done
+    if [ -n "${OWN_DIR:-}" ]; then
+        rm -rf "$OWN_DIR"
+    fi
+}
+
+# arr NAME: a small f64 array with values 0..23 in the store
+arr() {
+    "$DRX" create "$S/$1" --type f64 --shape 4x6 --chunk 3x4
+    "$PY" -c "import numpy as np; np.arange(24, dtype='<f8').tofile('arr.raw')"
+    "$DRX" put "$S/$1" <arr.raw
+}
+
+@test ".drx is made at mount and never shown" {
+    [ -d "$S/.drx" ]
+    run ls -a "$M"
+    refute_output --partial ".drx"
+    run stat "$M/.drx"
+    assert_failure
+    run mkdir "$M/.drx"
+    assert_failure
+    # inside subdirectories .drx is an ordinary name
+    mkdir -p "$M/d0/.drx"
+    [ -d "$S/d0/.drx" ]
+}
+
+@test "mkdir, rmdir and rename of directories; store names are reserved" {
+    mkdir -p "$M/a/b/c"
+    [ -d "$S/a/b/c" ]
+    mv "$M/a/b" "$M/a/b2"
+    [ -d "$S/a/b2/c" ]
+    [ ! -e "$S/a/b" ]
+    rmdir "$M/a/b2/c"
+    run rmdir "$M/a"
+    assert_failure
+    assert_output --partial "Directory not empty"
+    rmdir "$M/a/b2" "$M/a"
+    [ ! -e "$S/a" ]
+    for n in x.xmd x.xta x.nafs; do
+        run mkdir "$M/$n"
+        assert_failure
+        run touch "$M/$n"
+        assert_failure
+    done
+    [ -z "$(ls "$S" | grep -v '^d0$' || true)" ]
+}
+
+@test "mv renames an array (both store files); rmdir of an array fails" {
+    arr a1
+    mkdir "$M/dir"
+    mv "$M/a1" "$M/dir/a2"
+    [ -f "$S/dir/a2.xmd" ] && [ -f "$S/dir/a2.xta" ]
+    [ ! -e "$S/a1.xmd" ] && [ ! -e "$S/a1.xta" ]
+    cmp arr.raw "$M/dir/a2/data"
+    cmp arr.raw <("$DRX" get "$S/dir/a2")
+    mv "$M/dir/a2" "$M/a3"
+    cmp arr.raw "$M/a3/dim0=0:4/data"
+    run rmdir "$M/a3"
+    assert_failure
+    # over another array, or moving the files of a view: refused
+    arr a4
+    run mv -T "$M/a3" "$M/a4"
+    assert_failure
+    run mv "$M/a3/data" "$M/x"
+    assert_failure
+    run rm "$M/a3/data"
+    assert_failure
+    cmp arr.raw "$M/a3/data"
+    cmp arr.raw "$M/a4/data"
+    # a file open across the rename keeps reading
+    exec 5<"$M/a4/data"
+    mv "$M/a4" "$M/a5"
+    cmp arr.raw <(cat <&5)
+    exec 5<&-
+    "$DRX" rm "$S/a3"
+    "$DRX" rm "$S/a5"
+    rmdir "$M/dir"
+}
+
+@test "plain files, symlinks and hard links of the store pass through" {
+    printf 'hello\n' >"$S/hello.txt"
+    ln -s hello.txt "$S/link"
+    run cat "$M/link"
+    assert_output "hello"
+    [ "$(readlink "$M/link")" = hello.txt ]
+    printf 'more\n' >>"$M/hello.txt"
+    run cat "$S/hello.txt"
+    assert_output "$(printf 'hello\nmore')"
+    ln -s hello.txt "$M/link2"
+    [ "$(readlink "$S/link2")" = hello.txt ]
+    ln "$M/hello.txt" "$M/hard"
+    [ "$(stat -c %h "$S/hello.txt")" -eq 2 ]
+    chmod 600 "$M/hello.txt"
+    [ "$(stat -c %a "$S/hello.txt")" = 600 ]
+    touch -d '2001-02-03 04:05:06' "$M/hello.txt"
+    [ "$(stat -c %Y "$S/hello.txt")" = "$(date -d '2001-02-03 04:05:06' +%s)" ]
+    truncate -s 3 "$M/hello.txt"
+    run cat "$S/hello.txt"
+    assert_output "hel"
+    setfattr -n user.note -v abc "$M/hello.txt"
+    [ "$(getfattr --only-values -n user.note "$S/hello.txt")" = abc ]
+    rm "$M/hello.txt" "$M/hard" "$M/link" "$M/link2"
+    [ ! -e "$S/hello.txt" ]
+    # other kinds of store entries are not shown
+    mkfifo "$S/fifo"
+    run stat "$M/fifo"
+    assert_failure
+    rm "$S/fifo"
+}
+
+@test "created files belong to the caller; allow_other,default_permissions" {
+    OWN_DIR=$(mktemp -d /tmp/drxfs-own.XXXXXX)
+    chmod 755 "$OWN_DIR"
+    local s="$OWN_DIR/s" m="$OWN_DIR/m"
+    mkdir "$s"
+    "$DRX" create "$s/arr" --type i32 --shape 4 --chunk 2
+    echo secret >"$s/rootfile"
+    chmod 644 "$s/rootfile"
+    mount_store "$s" "$m" -o allow_other,default_permissions
+    mkdir "$m/pub"
+    chmod 1777 "$m/pub"
+    nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+    nob mkdir "$m/pub/dir"
+    nob sh -c "echo mine > '$m/pub/dir/file'"
+    [ "$(stat -c %u:%g "$m/pub/dir")" = 65534:65534 ]
+    [ "$(stat -c %u:%g "$s/pub/dir")" = 65534:65534 ]
+    [ "$(stat -c %u:%g "$m/pub/dir/file")" = 65534:65534 ]
+    run nob cat "$m/pub/dir/file"
+    assert_output mine
+    # the kernel checks permissions against what we report
+    run nob cat "$m/rootfile"
+    assert_output secret
+    run nob sh -c "echo x >> '$m/rootfile'"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run nob dd if=/dev/zero of="$m/arr/data" bs=4 count=1 conv=notrunc status=none
+    assert_failure
+    assert_output --partial "Permission denied"
+    run nob cat "$m/arr/data"
+    assert_success
+    chmod 600 "$m/arr"
+    [ "$(stat -c %a "$s/arr.xmd")" = 600 ] && [ "$(stat -c %a "$s/arr.xta")" = 600 ]
+    run nob cat "$m/arr/data"
+    assert_failure
+    chown 65534 "$m/arr"
+    [ "$(stat -c %u "$s/arr.xta")" = 65534 ]
+    nob dd if=/dev/zero of="$m/arr/data" bs=4 count=1 conv=notrunc status=none
+    unmount_store "$m"
+}
+
+@test "--help, --version and bad options or configuration" {
+    run "$DRXFS" --help
+    assert_success
+    assert_output --partial "STORE MOUNTPOINT"
+    assert_output --partial "config=FILE"
+    assert_output --partial "allow_other"
+    run "$DRXFS" --version
+    assert_success
+    assert_output --partial "drxfs version"
+    printf 'cache = { bytes = 1024; };\nlog = { levle = "debug"; };\n' >bad.conf
+    mkdir m1
+    run "$DRXFS" -f -o config=bad.conf "$S" m1
+    assert_failure
+    assert_output --partial "bad.conf:2"
+    assert_output --partial "levle"
+    printf 'cache = { bytes = "lots"; };\n' >bad2.conf
+    run "$DRXFS" -f -o config=bad2.conf "$S" m1
+    assert_failure
+    assert_output --partial "bad2.conf:1"
+    run "$DRXFS" -f -o config=/nonexistent.conf "$S" m1
+    assert_failure
+    assert_output --partial "nonexistent.conf"
+    run "$DRXFS" -f -o data_io=sideways "$S" m1
+    assert_failure
+    assert_output --partial "data_io"
+    run "$DRXFS" -f "$BATS_TEST_TMPDIR/nostore" m1
+    assert_failure
+    assert_output --partial "nostore"
+    ! mountpoint -q m1
+    # a good configuration file mounts
+    printf 'cache = { bytes = 1048576; };\nlog = { level = "debug"; };\n' >good.conf
+    mount_store "$S" "$BATS_TEST_TMPDIR/m2" -o config="$BATS_TEST_TMPDIR/good.conf"
+    ls "$BATS_TEST_TMPDIR/m2" >/dev/null
+    unmount_store "$BATS_TEST_TMPDIR/m2"
+    grep -q "debug" "$BATS_TEST_TMPDIR/m2.log"
+}
+
+@test "a mount point that shadows the store path still serves the store" {
+    local s="$BATS_TEST_TMPDIR/m_shadow"
+    mkdir "$s"
+    "$DRX" create "$s/sh" --type f64 --shape 5x5 --chunk 2x2
+    "$PY" -c "import numpy as np; np.arange(25, dtype='<f8').tofile('sh.raw')"
+    "$DRX" put "$s/sh" <sh.raw
+    "$DRX" get "$s/sh" dim1=1:4 >want
+    mount_store "$s" "$s"
+    cmp sh.raw "$s/sh/data"
+    cmp want "$s/sh/dim1=1:4/data"
+    echo hi >"$s/new.txt"
+    unmount_store "$s"
+    [ -f "$s/new.txt.nafs" ] || [ -f "$s/new.txt" ]
+}
+
+@test "works from fstab through mount.fuse3 (drxfs#STORE)" {
+    arr fst
+    local m="$BATS_TEST_TMPDIR/m_fstab"
+    mkdir "$m"
+    mount -t fuse "$DRXFS#$S" "$m" -o allow_other,ro
+    # the daemon went to the background; unmount_store cleans up by mount
+    mountpoint -q "$m"
+    grep " $m " /proc/self/mountinfo | grep -q " - fuse.drxfs $S "
+    cmp arr.raw "$m/fst/data"
+    run touch "$m/x"
+    assert_failure
+    umount "$m"
+    ! mountpoint -q "$m"
+    "$DRX" rm "$S/fst"
+}
+
+@test "works as mount -t fuse.drxfs when drxfs is installed" {
+    local p
+    p=$(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v drxfs || true)
+    if [ -z "$p" ]; then
+        skip "drxfs is not installed where mount.fuse3 looks (PATH is reset)"
+    fi
+    arr fst2
+    local m="$BATS_TEST_TMPDIR/m_fstab2"
+    mkdir "$m"
+    mount -t fuse.drxfs "$S" "$m"
+    cmp arr.raw "$m/fst2/data"
+    umount "$m"
+    "$DRX" rm "$S/fst2"
+}
+
+@test "statfs reports the store's filesystems" {
+    run df -P "$M"
+    assert_success
+    assert_output --partial "$S"
+    [ "$(stat -f -c %b "$M")" -gt 0 ]
+}
