@@ -2,8 +2,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,7 +143,8 @@ int drx_cmd_init(int argc, char **argv)
         /* New disks are there to be used: stripe over all of them unless
          * told otherwise. */
         if (!count)
-            cfg.stripe.count = (unsigned)(ndirs < DRX_MAX_STRIPE_DIRS ? ndirs : DRX_MAX_STRIPE_DIRS);
+            cfg.stripe.count =
+                (unsigned)(ndirs < DRX_MAX_STRIPE_DIRS ? ndirs : DRX_MAX_STRIPE_DIRS);
     }
     if (count)
         cfg.stripe.count = count;
@@ -184,8 +185,7 @@ out:
 /* ---- drx stripe ---------------------------------------------------------------- */
 
 /* Opens the store holding path; fills store_path (the resolved path). */
-static int open_store_of(const char *what, const char *path, struct drx_store **s,
-                         char *store_path)
+static int open_store_of(const char *what, const char *path, struct drx_store **s, char *store_path)
 {
     char root[PATH_MAX];
     struct drx_err err = {{0}};
@@ -241,8 +241,8 @@ static int stripe_get(const char *file)
             drx_stripe_layout_for_new(s, sp, &l, &err);
         drx_stripe_layout_format(&l, lay, sizeof lay);
         printf("%s\n", lay);
-        printf("%s\n", rc == 1 ? "(set on this directory)"
-                               : "(inherited: new files here get this layout)");
+        printf("%s\n",
+               rc == 1 ? "(set on this directory)" : "(inherited: new files here get this layout)");
         ret = 0;
     } else {
         ret = drx_cli_fail("stripe get: %s: not a striped file or directory", file);
@@ -422,13 +422,12 @@ static void check_striped(struct fsck *k, const char *mp)
         drx_stripe_subfile_path(k->s, &m, i, sub, sizeof sub);
         int dfd = k->s->dir_fds[m.sub[i].dir];
         if (dfd < 0 || fstatat(dfd, m.sub[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            finding(k, rel, false, NULL, "subfile %u (%s) is missing: its extents read as EIO",
-                    i, sub);
+            finding(k, rel, false, NULL, "subfile %u (%s) is missing: its extents read as EIO", i,
+                    sub);
             continue;
         }
         if (!S_ISREG(st.st_mode)) {
-            finding(k, rel, false, NULL, "subfile %u (%s) is not a regular file (refused)", i,
-                    sub);
+            finding(k, rel, false, NULL, "subfile %u (%s) is not a regular file (refused)", i, sub);
             continue;
         }
         uint64_t want = drx_stripe_subfile_len(&m.layout, i, m.size);
@@ -486,8 +485,8 @@ static void check_array(struct fsck *k, const char *xmd)
                 (long long)st.st_size, (unsigned long long)committed);
     } else if ((uint64_t)st.st_size < committed) {
         finding(k, rel_of(k, xta), false, NULL,
-                "%lld bytes, shorter than its metadata's %llu (chunks lost)",
-                (long long)st.st_size, (unsigned long long)committed);
+                "%lld bytes, shorter than its metadata's %llu (chunks lost)", (long long)st.st_size,
+                (unsigned long long)committed);
     }
 }
 
@@ -514,7 +513,8 @@ static void walk(struct fsck *k, const char *dir, int depth)
     bool at_root = strcmp(dir, k->s->root) == 0;
     while ((e = readdir(d))) {
         const char *n = e->d_name;
-        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || (at_root && strcmp(n, DRX_STORE_DIR) == 0))
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
+            (at_root && strcmp(n, DRX_STORE_DIR) == 0))
             continue;
         if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, n) >= sizeof path)
             continue;
@@ -601,8 +601,7 @@ static void check_stripe_dirs(struct fsck *k)
             char where[PATH_MAX + 300];
             snprintf(where, sizeof where, "%s/%s", dname, n);
             if (!our_subfile_name(n)) {
-                finding(k, where, false, NULL,
-                        "unknown file in a stripe directory (left alone)");
+                finding(k, where, false, NULL, "unknown file in a stripe directory (left alone)");
             } else if (k->bad_meta) {
                 finding(k, where, false, NULL,
                         "orphan subfile, kept because some metafile is unreadable and may "
@@ -665,8 +664,8 @@ int drx_cmd_fsck(int argc, char **argv)
     if (k.problems == 0)
         printf("%s: clean\n", k.s->root);
     else
-        printf("%s: %u problem%s, %u repaired\n", k.s->root, k.problems,
-               k.problems == 1 ? "" : "s", k.repaired);
+        printf("%s: %u problem%s, %u repaired\n", k.s->root, k.problems, k.problems == 1 ? "" : "s",
+               k.repaired);
     int ret = k.problems == k.repaired ? 0 : 1;
     for (size_t i = 0; i < k.nrefs; i++)
         free(k.refs[i].owner);

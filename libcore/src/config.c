@@ -23,7 +23,8 @@ int drx_config_defaults(struct drx_config *cfg, const char *store_root)
     cfg->stripe.ndirs = 2;
     for (int i = 0; i < 2; i++) {
         if (store_root) {
-            const char *sep = (store_root[0] && store_root[strlen(store_root) - 1] == '/') ? "" : "/";
+            const char *sep =
+                (store_root[0] && store_root[strlen(store_root) - 1] == '/') ? "" : "/";
             snprintf(buf, sizeof buf, "%s%s.drx/stripes/%d", store_root, sep, i);
         } else {
             snprintf(buf, sizeof buf, ".drx/stripes/%d", i);
@@ -406,8 +407,8 @@ static int load_log(struct loader *ld, const config_setting_t *g, struct drx_con
             const char *str = NULL;
             rc = get_string(ld, s, &str);
             if (rc == 0 && drx_log_level_parse(str, &cfg->log_level) < 0)
-                rc = fail(ld, s, "log.level: \"%s\" is not one of error, warning, info, debug",
-                          str);
+                rc =
+                    fail(ld, s, "log.level: \"%s\" is not one of error, warning, info, debug", str);
         } else {
             rc = fail(ld, s, "unknown key log.%s (known: level)", config_setting_name(s));
         }
@@ -471,11 +472,12 @@ int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, str
                 rc = fail(&ld, s, "version: %lld is not supported (this drx knows version 1)", v);
             continue;
         }
-        if (strcmp(k, "stripe") != 0 && !(all && (strcmp(k, "cache") == 0 ||
-                                                  strcmp(k, "prefetch") == 0 ||
-                                                  strcmp(k, "log") == 0))) {
-            rc = fail(&ld, s, all ? "unknown key %s (known: stripe, cache, prefetch, log)"
-                                  : "unknown key %s (known: version, stripe)",
+        if (strcmp(k, "stripe") != 0 &&
+            !(all &&
+              (strcmp(k, "cache") == 0 || strcmp(k, "prefetch") == 0 || strcmp(k, "log") == 0))) {
+            rc = fail(&ld, s,
+                      all ? "unknown key %s (known: stripe, cache, prefetch, log)"
+                          : "unknown key %s (known: version, stripe)",
                       k);
             break;
         }
@@ -537,11 +539,28 @@ int drx_config_parse_bytes(const char *text, uint64_t *out)
     switch (*p) {
     case '\0':
         break;
-    case 'k': case 'K': mul = (uint64_t)1 << 10; p++; break;
-    case 'm': case 'M': mul = (uint64_t)1 << 20; p++; break;
-    case 'g': case 'G': mul = (uint64_t)1 << 30; p++; break;
-    case 't': case 'T': mul = (uint64_t)1 << 40; p++; break;
-    default: return -EINVAL;
+    case 'k':
+    case 'K':
+        mul = (uint64_t)1 << 10;
+        p++;
+        break;
+    case 'm':
+    case 'M':
+        mul = (uint64_t)1 << 20;
+        p++;
+        break;
+    case 'g':
+    case 'G':
+        mul = (uint64_t)1 << 30;
+        p++;
+        break;
+    case 't':
+    case 'T':
+        mul = (uint64_t)1 << 40;
+        p++;
+        break;
+    default:
+        return -EINVAL;
     }
     /* Accept "64K", "64KiB" and "64KB" alike. */
     if (mul > 1 && (strcmp(p, "iB") == 0 || strcmp(p, "B") == 0))

@@ -192,8 +192,7 @@ int drx_store_find(const char *path, char *root, size_t rootlen)
     if (n < 0)
         return n;
     for (;;) {
-        snprintf(probe, sizeof probe, "%s%s" DRX_STORE_DIR, cur,
-                 strcmp(cur, "/") == 0 ? "" : "/");
+        snprintf(probe, sizeof probe, "%s%s" DRX_STORE_DIR, cur, strcmp(cur, "/") == 0 ? "" : "/");
         if (is_dir(probe)) {
             n = (int)strlen(cur);
             if ((size_t)n + 1 > rootlen)
@@ -211,8 +210,7 @@ int drx_store_find(const char *path, char *root, size_t rootlen)
     }
 }
 
-int drx_store_locate(const char *path, char *root, char *store_path, char *rel,
-                     struct drx_err *err)
+int drx_store_locate(const char *path, char *root, char *store_path, char *rel, struct drx_err *err)
 {
     int n = drx_store_resolve_path(path, store_path, PATH_MAX);
 

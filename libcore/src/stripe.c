@@ -4,9 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libconfig.h>
-#include <stdarg.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,8 +87,8 @@ bool drx_stripe_exists(const char *path)
     return meta_path(path, mp, sizeof mp) == 0 && stat(mp, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_meta *m,
-                            unsigned i, char *buf, size_t len)
+int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                            char *buf, size_t len)
 {
     int n;
 
@@ -126,8 +126,7 @@ int drx_stripe_layout_parse(const char *text, size_t ndirs, struct drx_stripe_la
             have_count = true;
         } else if (strncmp(w, "extent=", 7) == 0 && !have_extent) {
             if (drx_config_parse_bytes(w + 7, &v) < 0)
-                return drx_err_set(err, EINVAL, "layout: extent \"%s\" is not a byte count",
-                                   w + 7);
+                return drx_err_set(err, EINVAL, "layout: extent \"%s\" is not a byte count", w + 7);
             if (v < 1 || v > DRX_MAX_EXTENT)
                 return drx_err_set(err, EINVAL, "layout: extent=%llu is not in 1..%llu",
                                    (unsigned long long)v, (unsigned long long)DRX_MAX_EXTENT);
@@ -216,8 +215,8 @@ int drx_stripe_layout_for_new(const struct drx_store *s, const char *dir_path,
     out->extent = s->cfg.stripe.extent;
     /* Only directories of this store count: walking on above the root would
      * let an unrelated directory decide. */
-    bool inside = strcmp(s->root, "/") == 0 ||
-                  (strncmp(cur, s->root, rootlen) == 0 && (cur[rootlen] == '\0' || cur[rootlen] == '/'));
+    bool inside = strcmp(s->root, "/") == 0 || (strncmp(cur, s->root, rootlen) == 0 &&
+                                                (cur[rootlen] == '\0' || cur[rootlen] == '/'));
     if (!inside)
         return 0;
     for (;;) {
@@ -339,13 +338,17 @@ static int meta_parse(const char *text, const char *path, size_t ndirs, struct d
     }
     if (!seen_v || !seen_e || !seen_c || !seen_s || !seen_sub) {
         rc = bad_meta(err, path, 0, "missing %s",
-                      !seen_v ? "version" : !seen_e ? "extent" : !seen_c ? "count" : !seen_s ? "size" : "subfiles");
+                      !seen_v   ? "version"
+                      : !seen_e ? "extent"
+                      : !seen_c ? "count"
+                      : !seen_s ? "size"
+                                : "subfiles");
         goto out;
     }
     if (config_setting_length(subs) != (int)m->layout.count) {
-        rc = bad_meta(err, path, config_setting_source_line(subs),
-                      "%d subfiles listed, count is %u", config_setting_length(subs),
-                      m->layout.count);
+        rc =
+            bad_meta(err, path, config_setting_source_line(subs), "%d subfiles listed, count is %u",
+                     config_setting_length(subs), m->layout.count);
         goto out;
     }
     for (unsigned i = 0; i < m->layout.count; i++) {
@@ -353,7 +356,8 @@ static int meta_parse(const char *text, const char *path, size_t ndirs, struct d
         int line = config_setting_source_line(g);
         const config_setting_t *d = NULL, *nm = NULL;
         if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-            rc = bad_meta(err, path, line, "subfile %u must be a group { dir = N; name = \"...\"; }", i);
+            rc = bad_meta(err, path, line,
+                          "subfile %u must be a group { dir = N; name = \"...\"; }", i);
             goto out;
         }
         for (int j = 0; j < config_setting_length(g); j++) {
@@ -363,8 +367,8 @@ static int meta_parse(const char *text, const char *path, size_t ndirs, struct d
             else if (strcmp(config_setting_name(e), "name") == 0)
                 nm = e;
             else {
-                rc = bad_meta(err, path, config_setting_source_line(e), "subfile %u: unknown key %s",
-                              i, config_setting_name(e));
+                rc = bad_meta(err, path, config_setting_source_line(e),
+                              "subfile %u: unknown key %s", i, config_setting_name(e));
                 goto out;
             }
         }
@@ -1016,10 +1020,10 @@ int drx_stripe_reload(struct drx_stripe *f)
     rc = meta_load_st(mp, f->s->cfg.stripe.ndirs, &m, &st, NULL);
     if (rc < 0)
         goto out;
-    bool same = m.layout.count == f->meta.layout.count &&
-                m.layout.extent == f->meta.layout.extent;
+    bool same = m.layout.count == f->meta.layout.count && m.layout.extent == f->meta.layout.extent;
     for (unsigned i = 0; same && i < m.layout.count; i++)
-        same = m.sub[i].dir == f->meta.sub[i].dir && strcmp(m.sub[i].name, f->meta.sub[i].name) == 0;
+        same =
+            m.sub[i].dir == f->meta.sub[i].dir && strcmp(m.sub[i].name, f->meta.sub[i].name) == 0;
     if (!same) {
         rc = -ESTALE; /* another file now has this name */
         goto out;
@@ -1222,8 +1226,10 @@ int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err
     if (unlink(mp) < 0)
         return drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
     if (!valid) {
-        drx_log(DRX_LOG_WARNING, "%s: removed a bad metafile; its subfiles (if any) are left for "
-                                 "drx fsck", mp);
+        drx_log(DRX_LOG_WARNING,
+                "%s: removed a bad metafile; its subfiles (if any) are left for "
+                "drx fsck",
+                mp);
         return 0;
     }
     for (unsigned i = 0; i < m.layout.count; i++) {
@@ -1268,7 +1274,8 @@ int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, uns
     for (unsigned i = 0; i < old.layout.count; i++) {
         bool shared = false;
         for (unsigned j = 0; src_ok && j < src.layout.count; j++)
-            shared |= src.sub[j].dir == old.sub[i].dir && strcmp(src.sub[j].name, old.sub[i].name) == 0;
+            shared |=
+                src.sub[j].dir == old.sub[i].dir && strcmp(src.sub[j].name, old.sub[i].name) == 0;
         if (!shared && s->dir_fds[old.sub[i].dir] >= 0)
             unlinkat(s->dir_fds[old.sub[i].dir], old.sub[i].name, 0);
     }

@@ -67,17 +67,17 @@ int main(void)
     tap_ok(strcmp(cfg.stripe.dirs[1], ".drx/stripes/1") == 0, "without a root: relative dirs");
 
     /* A full file overlays everything. */
-    const char *full = write_conf("full.conf",
-                                  "# comment\n"
-                                  "stripe = {\n"
-                                  "  dirs = [ \"/d0\", \"/d1\", \"/d2\" ];\n"
-                                  "  count = 3;\n"
-                                  "  extent = 4096;\n"
-                                  "};\n"
-                                  "cache = { bytes = 8589934592; };\n"
-                                  "prefetch = { enabled = true; min_bytes = 1048576L; ranks = 4;"
-                                  " mpiexec = \"/usr/bin/mpiexec.hydra\"; };\n"
-                                  "log = { level = \"debug\"; };\n");
+    const char *full =
+        write_conf("full.conf", "# comment\n"
+                                "stripe = {\n"
+                                "  dirs = [ \"/d0\", \"/d1\", \"/d2\" ];\n"
+                                "  count = 3;\n"
+                                "  extent = 4096;\n"
+                                "};\n"
+                                "cache = { bytes = 8589934592; };\n"
+                                "prefetch = { enabled = true; min_bytes = 1048576L; ranks = 4;"
+                                " mpiexec = \"/usr/bin/mpiexec.hydra\"; };\n"
+                                "log = { level = \"debug\"; };\n");
     tap_ok(drx_config_load_file(&cfg, full, &err) == 0, "full file loads (%s)", err.msg);
     tap_ok(cfg.stripe.ndirs == 3 && strcmp(cfg.stripe.dirs[2], "/d2") == 0 &&
                cfg.stripe.count == 3 && cfg.stripe.extent == 4096,
@@ -123,8 +123,7 @@ int main(void)
     expect_error("dirs_dup", "stripe = {\n  dirs = [ \"/a\", \"/a\" ];\n};\n", 2, "listed twice");
     expect_error("dirs_blank", "stripe = {\n  dirs = [ \"/a\", \"\" ];\n};\n", 2, "empty");
     expect_error("extent_zero", "stripe = { extent = 0; };\n", 1, "stripe.extent: 0");
-    expect_error("extent_huge", "stripe = {\n extent = 4294967296L;\n};\n", 2,
-                 "above the limit");
+    expect_error("extent_huge", "stripe = {\n extent = 4294967296L;\n};\n", 2, "above the limit");
     expect_error("extent_neg", "stripe = {\n extent = -4;\n};\n", 2, "negative");
     expect_error("cache_neg", "cache = {\n  bytes = -1;\n};\n", 2, "cache.bytes: -1 is negative");
     expect_error("cache_overflow", "cache = {\n  bytes = 99999999999999999999;\n};\n", 2,

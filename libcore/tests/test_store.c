@@ -34,12 +34,15 @@ static void test_abspath(void)
 {
     char out[PATH_MAX], cwd[PATH_MAX];
     static const char *const cases[][2] = {
-        {"/a/b/../c/./d/", "/a/c/d"}, {"/../..", "/"},  {"//a//b", "/a/b"},
-        {"/a/b/..", "/a"},            {"/", "/"},       {"/a/./../b/c/../../d", "/d"},
+        {"/a/b/../c/./d/", "/a/c/d"},
+        {"/../..", "/"},
+        {"//a//b", "/a/b"},
+        {"/a/b/..", "/a"},
+        {"/", "/"},
+        {"/a/./../b/c/../../d", "/d"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        tap_ok(drx_store_abspath(cases[i][0], out, sizeof out) > 0 &&
-                   strcmp(out, cases[i][1]) == 0,
+        tap_ok(drx_store_abspath(cases[i][0], out, sizeof out) > 0 && strcmp(out, cases[i][1]) == 0,
                "abspath %s -> %s (%s)", cases[i][0], cases[i][1], out);
     if (!getcwd(cwd, sizeof cwd))
         abort();
@@ -55,15 +58,14 @@ static void test_resolve(void)
     char mi[128], out[PATH_MAX];
 
     snprintf(mi, sizeof mi, "%s/mountinfo", base);
-    write_file(mi,
-               "22 1 0:21 / /proc rw,nosuid shared:12 - proc proc rw\n"
-               "80 22 0:50 / /mnt/drx rw,nosuid,nodev shared:40 - fuse.drxfs /data/store "
-               "rw,user_id=0\n"
-               "81 22 0:51 / /mnt/my\\040mount rw master:3 - fuse.drxfs /data/my\\040store rw\n"
-               "82 80 0:52 / /mnt/drx/inner rw - fuse.drxfs /data/inner rw\n"
-               "83 22 0:53 / /mnt/other rw - fuse.sshfs /data/ssh rw\n"
-               "84 22 0:54 / /mnt/rel rw - fuse.drxfs relative-source rw\n"
-               "garbage line without separator\n");
+    write_file(mi, "22 1 0:21 / /proc rw,nosuid shared:12 - proc proc rw\n"
+                   "80 22 0:50 / /mnt/drx rw,nosuid,nodev shared:40 - fuse.drxfs /data/store "
+                   "rw,user_id=0\n"
+                   "81 22 0:51 / /mnt/my\\040mount rw master:3 - fuse.drxfs /data/my\\040store rw\n"
+                   "82 80 0:52 / /mnt/drx/inner rw - fuse.drxfs /data/inner rw\n"
+                   "83 22 0:53 / /mnt/other rw - fuse.sshfs /data/ssh rw\n"
+                   "84 22 0:54 / /mnt/rel rw - fuse.drxfs relative-source rw\n"
+                   "garbage line without separator\n");
     static const char *const cases[][2] = {
         {"/mnt/drx/a/b", "/data/store/a/b"},
         {"/mnt/drx", "/data/store"},

@@ -133,8 +133,8 @@ static void test_round_robin(struct drx_store *s, const char *root)
     for (size_t ci = 0; ci < 4; ci++) {
         for (size_t ei = 0; ei < 4; ei++) {
             uint64_t ext = extents[ei];
-            uint64_t sizes[] = {0, 1, ext > 1 ? ext - 1 : 1, ext, ext * counts[ci] * 3 + 5,
-                                ext * 5 + ext / 2 + 1};
+            uint64_t sizes[] = {
+                0, 1, ext > 1 ? ext - 1 : 1, ext, ext * counts[ci] * 3 + 5, ext * 5 + ext / 2 + 1};
             for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
                 struct drx_stripe_layout l = {counts[ci], ext};
                 struct drx_stripe *f;
@@ -316,15 +316,15 @@ static void test_hostile(struct drx_store *s, const char *root)
     write_file(outside, "SECRET-SECRET-SECRET", 20);
 #define META(SUBS, EXTRA)                                                                          \
     "version = 1; extent = 4; count = 2; size = 20L; " EXTRA " subfiles = ( " SUBS " );"
-    snprintf(text, sizeof text,
-             META("{ dir = 0; name = \"%s\"; }, { dir = 1; name = \"b\"; }", ""), outside);
+    snprintf(text, sizeof text, META("{ dir = 0; name = \"%s\"; }, { dir = 1; name = \"b\"; }", ""),
+             outside);
     hostile(s, root, "absolute", text, -EIO);
     hostile(s, root, "dotdot",
             META("{ dir = 0; name = \"../../secret\"; }, { dir = 1; name = \"b\"; }", ""), -EIO);
-    hostile(s, root, "dotdot2",
-            META("{ dir = 0; name = \"..\"; }, { dir = 1; name = \"b\"; }", ""), -EIO);
-    hostile(s, root, "slash",
-            META("{ dir = 0; name = \"x/y\"; }, { dir = 1; name = \"b\"; }", ""), -EIO);
+    hostile(s, root, "dotdot2", META("{ dir = 0; name = \"..\"; }, { dir = 1; name = \"b\"; }", ""),
+            -EIO);
+    hostile(s, root, "slash", META("{ dir = 0; name = \"x/y\"; }, { dir = 1; name = \"b\"; }", ""),
+            -EIO);
     hostile(s, root, "empty", META("{ dir = 0; name = \"\"; }, { dir = 1; name = \"b\"; }", ""),
             -EIO);
     hostile(s, root, "dir_range",

@@ -27,8 +27,11 @@
  * -EIO and logged, so nothing outside the stripe directories is ever opened.
  *
  * CRASH ORDER:
- * - create: subfiles first, then the metafile (temp file, fsync, rename,
- *   fsync of the directory).  A crash leaves at worst orphan subfiles (fsck).
+ * - create: subfiles first, then the metafile (temp file, rename with
+ *   RENAME_NOREPLACE).  A crash leaves at worst orphan subfiles (fsck).
+ *   Nothing is fsynced at create (tar of many small files stays fast);
+ *   drx_stripe_fsync() makes a file durable: subfiles, their directories,
+ *   then the metafile and its directory.
  * - write: data goes to the subfiles first; the in-memory size advances only
  *   over bytes that were written.  The size is persisted (metafile replaced
  *   atomically: temp `.NAME.nafs.XXXXXX`, rename) at drx_stripe_flush(),
@@ -54,6 +57,11 @@
  * so parallel writers extending one file (drx-load) end with the right size.
  * Parallel writers should still let one rank create the file and truncate it
  * to its final size before the others open it.
+ *
+ * TIMES AND MODE: every persist replaces the metafile, which keeps the old
+ * one's mode and owner but gets a new mtime.  A front end that sets times
+ * (utimens) on an open file should drx_stripe_flush() first, so a later
+ * persist does not override them.
  */
 #ifndef DRX_STRIPE_H
 #define DRX_STRIPE_H
@@ -241,8 +249,8 @@ int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, uns
 
 /* Path of subfile i of m in s: "<stripe dir>/<name>" (for fsck and
  * `drx stripe get`; never used to open).  Returns the length or -ERANGE. */
-int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_meta *m,
-                            unsigned i, char *buf, size_t len);
+int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                            char *buf, size_t len);
 
 /* Logical size a subfile i needs to hold bytes [0, size) of a file with
  * layout l (what fsck compares subfile lengths against). */
