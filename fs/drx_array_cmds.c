@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "drx/array.h"
+#include "drx/io.h"
 #include "drx/store.h"
 #include "drx/view.h"
 #include "drx_cli.h"
@@ -271,40 +272,6 @@ int drx_cmd_extend(int argc, char **argv)
     return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Reads up to len bytes; returns the count (short only at end of input). */
-static ssize_t read_full(int fd, void *buf, size_t len)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = read(fd, (char *)buf + got, len - got);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    return (ssize_t)got;
-}
-
 int drx_cmd_get(int argc, char **argv)
 {
     struct drx_array *a;
@@ -334,7 +301,7 @@ int drx_cmd_get(int argc, char **argv)
         ssize_t got = drx_view_read(a, &v, off, buf, n);
         if (got < 0)
             rc = drx_cli_fail("get: %s: %s", argv[1], strerror((int)-got));
-        else if ((rc = write_all(STDOUT_FILENO, buf, (size_t)got)) != 0)
+        else if ((rc = drx_io_write_all(STDOUT_FILENO, buf, (size_t)got)) != 0)
             rc = drx_cli_fail("get: writing standard output: %s", strerror(-rc));
     }
     free(buf);
@@ -366,7 +333,7 @@ static int stage_input(uint64_t need, int *fd_out, char *mem, size_t memlen, siz
             return 0;
         }
     }
-    got = read_full(STDIN_FILENO, mem, need < memlen ? (size_t)need : memlen);
+    got = drx_io_read_full(STDIN_FILENO, mem, need < memlen ? (size_t)need : memlen);
     if (got < 0)
         return drx_cli_fail("put: reading standard input: %s", strerror((int)-got));
     *inmem = (size_t)got;
@@ -380,17 +347,17 @@ static int stage_input(uint64_t need, int *fd_out, char *mem, size_t memlen, siz
     if (tmp < 0)
         return drx_cli_fail("put: cannot spool standard input in %s: %s", dir, strerror(errno));
     uint64_t have = (uint64_t)got;
-    int rc = write_all(tmp, mem, (size_t)got);
+    int rc = drx_io_write_all(tmp, mem, (size_t)got);
     while (rc == 0 && have < need) {
         size_t want = need - have < memlen ? (size_t)(need - have) : memlen;
-        got = read_full(STDIN_FILENO, mem, want);
+        got = drx_io_read_full(STDIN_FILENO, mem, want);
         if (got < 0) {
             rc = got;
             break;
         }
         if (got == 0)
             break;
-        rc = write_all(tmp, mem, (size_t)got);
+        rc = drx_io_write_all(tmp, mem, (size_t)got);
         have += (uint64_t)got;
     }
     if (rc) {
@@ -450,7 +417,7 @@ int drx_cmd_put(int argc, char **argv)
     }
     for (off = 0; off < total && rc == 0; off += piece) {
         size_t want = total - off < piece ? (size_t)(total - off) : piece;
-        ssize_t got = read_full(fd, buf, want), n;
+        ssize_t got = drx_io_read_full(fd, buf, want), n;
         if (got != (ssize_t)want) {
             rc = drx_cli_fail("put: input ended early after %" PRIu64 " bytes", off);
             break;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cache_i.h"
+#include "drx/io.h"
 
 #define XMD_VERSION 1
 
@@ -453,29 +454,6 @@ static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
     return ferror(f) ? -EIO : 0;
 }
 
-static int fsync_dir_of(const char *path)
-{
-    char *dir = strdup(path), *slash;
-    int fd, rc = 0;
-
-    if (!dir)
-        return -ENOMEM;
-    slash = strrchr(dir, '/');
-    if (slash == dir)
-        slash[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        strcpy(dir, ".");
-    fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0 || fsync(fd))
-        rc = -errno;
-    if (fd >= 0)
-        close(fd);
-    free(dir);
-    return rc;
-}
-
 /* Writes .NAME.xmd.XXXXXX beside the target, fsyncs it and renames it over
  * the target, then fsyncs the directory: readers see the old or the new
  * metadata, never a mix. */
@@ -515,7 +493,7 @@ static int write_meta(const char *xmd_path, const struct drx_array_meta *m, stru
         rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
         goto out_unlink;
     }
-    rc = fsync_dir_of(xmd_path);
+    rc = drx_io_fsync_parent(xmd_path);
     if (rc)
         rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
     goto out_free;
@@ -527,42 +505,6 @@ out_free:
 }
 
 /* ---- chunk file ---- */
-
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t n = pwrite(fd, p, len, (off_t)off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
-}
-
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-    char *p = buf;
-    while (len) {
-        ssize_t n = pread(fd, p, len, (off_t)off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0)
-            return -EIO; /* the .xta is shorter than its metadata */
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
-}
 
 /* Makes chunks [from, to) hold the fill value.  The file is first cut to
  * `from` chunks so that bytes a crash left past the committed end never show
@@ -587,7 +529,7 @@ static int fill_chunks(int fd, const struct drx_array_meta *m, uint64_t from, ui
         memcpy(buf + i, m->fill, m->elem_size);
     for (uint64_t off = start; off < end && rc == 0;) {
         size_t n = end - off < blen ? (size_t)(end - off) : blen;
-        rc = pwrite_all(fd, buf, n, off);
+        rc = drx_io_pwrite_all(fd, buf, n, off);
         off += n;
     }
     free(buf);
@@ -902,7 +844,7 @@ struct load_arg {
 static int load_chunk(uint64_t q, void *buf, void *arg)
 {
     struct drx_array *a = arg;
-    return pread_all(a->xta_fd, buf, a->meta.chunk_bytes, q * a->meta.chunk_bytes);
+    return drx_io_pread_all(a->xta_fd, buf, a->meta.chunk_bytes, q * a->meta.chunk_bytes);
 }
 
 int drx_array_set_cache(struct drx_array *a, size_t bytes)
@@ -930,7 +872,7 @@ int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t 
         ref->data = d + off;
         return 0;
     }
-    rc = pread_all(a->xta_fd, scratch, len, q * a->meta.chunk_bytes + off);
+    rc = drx_io_pread_all(a->xta_fd, scratch, len, q * a->meta.chunk_bytes + off);
     ref->data = scratch;
     return rc;
 }
@@ -951,7 +893,7 @@ int drx_array_chunk_write(struct drx_array *a, uint64_t q, uint64_t off, uint64_
         return -EBADF;
     if (q >= a->meta.map.nchunks || off + len > a->meta.chunk_bytes)
         return -EINVAL;
-    rc = pwrite_all(a->xta_fd, buf, len, q * a->meta.chunk_bytes + off);
+    rc = drx_io_pwrite_all(a->xta_fd, buf, len, q * a->meta.chunk_bytes + off);
     if (rc == 0 && a->cache)
         drx_cache_update(a->cache, q, off, buf, len);
     return rc;
