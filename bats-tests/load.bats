@@ -24,6 +24,7 @@ setup() {
 }
 
 teardown() {
+    unmount_store "$BATS_TEST_TMPDIR/mnt"
     kill_our_mpi
 }
 
@@ -289,7 +290,7 @@ EOF
     assert_file_size_equals e.out 0
 }
 
-@test "copy failures: missing source, array source, unknown store path" {
+@test "copy failures: missing source, array source or destination" {
     "$DRX" init st
     "$DRX" create st/arr --type u8 --shape 10 --chunk 4
     run mpi_load 2 copy nosuch st/x
@@ -306,6 +307,29 @@ EOF
     assert_equal "${#lines[@]}" 1
     assert_output --partial "is an array"
     assert_file_not_exists st/x.nafs
+}
+
+@test "paths under a drxfs mount work on the store; the mount shows the result at once" {
+    "$DRX" init st
+    mount_store st mnt
+    random_bytes src 300000
+    run mpi_load 2 copy src mnt/f
+    assert_success
+    assert_file_exists st/f.nafs
+    cmp src mnt/f
+    "$DRX" create st/arr --type f64 --shape 100x100 --chunk 30x30
+    random_bytes raw1 80000
+    random_bytes raw2 80000
+    run mpi_load 3 import mnt/arr raw1
+    assert_success
+    cmp raw1 mnt/arr/data
+    run mpi_load 3 import mnt/arr raw2
+    assert_success
+    cmp raw2 mnt/arr/data
+    run mpi_load 2 export mnt/arr out dim1=::3
+    assert_success
+    cmp out mnt/arr/dim1=::3/data
+    unmount_store mnt
 }
 
 # resident_bytes FILE: bytes of FILE in the page cache (fincore)
