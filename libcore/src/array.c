@@ -857,6 +857,11 @@ int drx_array_set_cache(struct drx_array *a, size_t bytes)
     return a->cache ? 0 : -ENOMEM;
 }
 
+bool drx_array_has_cache(const struct drx_array *a)
+{
+    return a->cache != NULL;
+}
+
 int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len,
                         void *scratch, struct drx_chunk_ref *ref)
 {

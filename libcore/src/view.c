@@ -492,9 +492,14 @@ static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0
     engine_init(&e, a, v);
     e.buf = buf;
     e.writing = writing;
-    e.scratch = malloc(e.m->chunk_bytes);
-    if (!e.scratch)
-        return -ENOMEM;
+    /* A read served by the chunk cache needs no scratch chunk: the daemon
+     * calls this once per FUSE request, so skip the allocation there. */
+    e.scratch = NULL;
+    if (writing || !drx_array_has_cache(a)) {
+        e.scratch = malloc(e.m->chunk_bytes);
+        if (!e.scratch)
+            return -ENOMEM;
+    }
     split_boxes(&e, L0, n);
     rc = engine_run(&e);
     free(e.scratch);

@@ -117,6 +117,9 @@ int drx_array_chunk_write(struct drx_array *a, uint64_t q, uint64_t off, uint64_
  * Chunks are cached whole; writes go through to the file and the cache. */
 int drx_array_set_cache(struct drx_array *a, size_t bytes);
 
+/* True when the handle has a chunk cache (chunk_get then needs no scratch). */
+bool drx_array_has_cache(const struct drx_array *a);
+
 /* File descriptors, for callers that do their own I/O (drx-load, fsync). */
 int drx_array_xta_fd(const struct drx_array *a);
 
