@@ -33,24 +33,6 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-static int parse_count(const char *text, unsigned *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-' || v < 1 || v > DRX_MAX_STRIPE_DIRS)
-        return -EINVAL;
-    *out = (unsigned)v;
-    return 0;
-}
-
-static int parse_extent(const char *text, uint64_t *out)
-{
-    if (drx_config_parse_bytes(text, out) < 0 || *out < 1 || *out > DRX_MAX_EXTENT)
-        return -EINVAL;
-    return 0;
-}
-
 /* "--opt VALUE" or "--opt=VALUE"; advances *i past what it used. */
 static const char *opt_value(int argc, char **argv, int *i, const char *opt)
 {
@@ -60,6 +42,36 @@ static const char *opt_value(int argc, char **argv, int *i, const char *opt)
     if (strcmp(argv[*i], opt) == 0 && *i + 1 < argc)
         return argv[++*i];
     return NULL;
+}
+
+/* The layout options init and stripe set share: --count N, --extent BYTES
+ * at argv[*i].  1 when it was one of them (stored in *count or *extent),
+ * 0 when it was not, -1 when its value is bad (reported, naming cmd). */
+static int layout_opt(const char *cmd, int argc, char **argv, int *i, unsigned *count,
+                      uint64_t *extent)
+{
+    const char *v;
+
+    if ((v = opt_value(argc, argv, i, "--count"))) {
+        char *end;
+        errno = 0;
+        unsigned long n = strtoul(v, &end, 10);
+        if (errno || end == v || *end || v[0] == '-' || n < 1 || n > DRX_MAX_STRIPE_DIRS) {
+            drx_cli_fail("%s: --count %s: not a number in 1..%d", cmd, v, DRX_MAX_STRIPE_DIRS);
+            return -1;
+        }
+        *count = (unsigned)n;
+        return 1;
+    }
+    if ((v = opt_value(argc, argv, i, "--extent"))) {
+        if (drx_config_parse_bytes(v, extent) < 0 || *extent < 1 || *extent > DRX_MAX_EXTENT) {
+            drx_cli_fail("%s: --extent %s: not a byte count in 1..%llu", cmd, v,
+                         (unsigned long long)DRX_MAX_EXTENT);
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- drx init -------------------------------------------------------------- */
@@ -78,16 +90,13 @@ int drx_cmd_init(int argc, char **argv)
 
     setup_log();
     for (int i = 1; i < argc; i++) {
-        if ((v = opt_value(argc, argv, &i, "--stripe-dirs"))) {
+        int used = layout_opt("init", argc, argv, &i, &count, &extent);
+        if (used < 0)
+            return 1;
+        if (used) {
+            continue;
+        } else if ((v = opt_value(argc, argv, &i, "--stripe-dirs"))) {
             dirs_arg = v;
-        } else if ((v = opt_value(argc, argv, &i, "--count"))) {
-            if (parse_count(v, &count) < 0)
-                return drx_cli_fail("init: --count %s: not a number in 1..%d", v,
-                                    DRX_MAX_STRIPE_DIRS);
-        } else if ((v = opt_value(argc, argv, &i, "--extent"))) {
-            if (parse_extent(v, &extent) < 0)
-                return drx_cli_fail("init: --extent %s: not a byte count in 1..%llu", v,
-                                    (unsigned long long)DRX_MAX_EXTENT);
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return drx_cli_fail("init: unknown option '%s' (usage: drx init STORE "
                                 "[--stripe-dirs D1,D2,... --count N --extent BYTES])",
@@ -254,7 +263,7 @@ out:
 
 static int stripe_set(int argc, char **argv)
 {
-    const char *dir = NULL, *v;
+    const char *dir = NULL;
     unsigned count = 0;
     uint64_t extent = 0;
     bool clear = false;
@@ -265,14 +274,11 @@ static int stripe_set(int argc, char **argv)
     int rc, ret;
 
     for (int i = 2; i < argc; i++) {
-        if ((v = opt_value(argc, argv, &i, "--count"))) {
-            if (parse_count(v, &count) < 0)
-                return drx_cli_fail("stripe set: --count %s: not a number in 1..%d", v,
-                                    DRX_MAX_STRIPE_DIRS);
-        } else if ((v = opt_value(argc, argv, &i, "--extent"))) {
-            if (parse_extent(v, &extent) < 0)
-                return drx_cli_fail("stripe set: --extent %s: not a byte count in 1..%llu", v,
-                                    (unsigned long long)DRX_MAX_EXTENT);
+        int used = layout_opt("stripe set", argc, argv, &i, &count, &extent);
+        if (used < 0)
+            return 1;
+        if (used) {
+            continue;
         } else if (strcmp(argv[i], "--clear") == 0) {
             clear = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {

@@ -536,31 +536,12 @@ int drx_config_parse_bytes(const char *text, uint64_t *out)
             return -EINVAL;
         v = v * 10 + (uint64_t)(*p - '0');
     }
-    switch (*p) {
-    case '\0':
-        break;
-    case 'k':
-    case 'K':
-        mul = (uint64_t)1 << 10;
+    /* Binary units: the k-th letter of "kmgt" is 2^(10k). */
+    static const char units[] = "kmgt";
+    const char *u = *p ? strchr(units, tolower((unsigned char)*p)) : NULL;
+    if (u) {
+        mul = (uint64_t)1 << (10 * (u - units + 1));
         p++;
-        break;
-    case 'm':
-    case 'M':
-        mul = (uint64_t)1 << 20;
-        p++;
-        break;
-    case 'g':
-    case 'G':
-        mul = (uint64_t)1 << 30;
-        p++;
-        break;
-    case 't':
-    case 'T':
-        mul = (uint64_t)1 << 40;
-        p++;
-        break;
-    default:
-        return -EINVAL;
     }
     /* Accept "64K", "64KiB" and "64KB" alike. */
     if (mul > 1 && (strcmp(p, "iB") == 0 || strcmp(p, "B") == 0))

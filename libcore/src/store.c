@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config_i.h"
+#include "drx/io.h"
 #include "drx/log.h"
 
 /* ---- lexical paths ---------------------------------------------------------- */
@@ -297,17 +298,14 @@ static int mkdir_p(const char *path, mode_t mode)
     return is_dir(path) ? 0 : -ENOTDIR;
 }
 
-static int fsync_dir(const char *dir)
+/* mkdir that accepts a directory already there, but nothing else. */
+static int make_dir(const char *path, struct drx_err *err)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = 0;
-
-    if (fd < 0)
-        return -errno;
-    if (fsync(fd) < 0)
-        rc = -errno;
-    close(fd);
-    return rc;
+    if (mkdir(path, 0755) < 0 && errno != EEXIST)
+        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    if (!is_dir(path))
+        return drx_err_set(err, ENOTDIR, "%s: exists and is not a directory", path);
+    return 0;
 }
 
 /* Writes a libconfig string literal (escaping '"' and '\\'). */
@@ -369,7 +367,7 @@ static int write_store_conf(const char *root, char *const *dirs, size_t ndirs, u
         goto out;
     }
     tmp[0] = '\0';
-    rc = fsync_dir(dir);
+    rc = drx_io_fsync_dir(dir);
     if (rc < 0)
         drx_err_set(err, -rc, "%s: %s", dir, strerror(-rc));
 out:
@@ -461,23 +459,13 @@ int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigne
         }
     }
 
-    if (mkdir(root, 0755) < 0 && errno != EEXIST) {
-        rc = drx_err_set(err, errno, "%s: %s", root, strerror(errno));
+    rc = make_dir(root, err);
+    if (rc < 0)
         goto out;
-    }
-    if (!is_dir(root)) {
-        rc = drx_err_set(err, ENOTDIR, "%s: not a directory", root);
-        goto out;
-    }
     snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
-    if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-        rc = drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    rc = make_dir(path, err);
+    if (rc < 0)
         goto out;
-    }
-    if (!is_dir(path)) {
-        rc = drx_err_set(err, ENOTDIR, "%s: exists and is not a directory", path);
-        goto out;
-    }
 
     snprintf(path, sizeof path, "%s/" DRX_STORE_CONF, root);
     if (stat(path, &st) == 0) {

@@ -17,6 +17,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "drx/io.h"
 #include "drx/log.h"
 
 /* A metafile is a few hundred bytes; anything much larger is not ours. */
@@ -413,7 +414,7 @@ static int meta_read_fd(int fd, const char *path, size_t ndirs, struct drx_strip
 {
     char *buf = NULL;
     struct stat st;
-    size_t n = 0;
+    ssize_t n;
     int rc = 0;
 
     if (fstat(fd, &st) < 0)
@@ -426,24 +427,19 @@ static int meta_read_fd(int fd, const char *path, size_t ndirs, struct drx_strip
     buf = malloc(META_MAX_BYTES + 1);
     if (!buf)
         return drx_err_set(err, ENOMEM, "out of memory");
-    for (;;) {
-        ssize_t r = pread(fd, buf + n, META_MAX_BYTES + 1 - n, (off_t)n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = drx_err_set(err, errno, "%s: %s", path, strerror(errno));
-            goto out;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-        if (n > META_MAX_BYTES) {
-            rc = bad_meta(err, path, 0, "larger than any metafile");
-            goto out;
-        }
+    /* One byte more than any metafile: a file that grew since the fstat
+     * is caught here. */
+    n = drx_io_read_full(fd, buf, META_MAX_BYTES + 1);
+    if (n < 0) {
+        rc = drx_err_set(err, (int)-n, "%s: %s", path, strerror((int)-n));
+        goto out;
+    }
+    if (n > META_MAX_BYTES) {
+        rc = bad_meta(err, path, 0, "larger than any metafile");
+        goto out;
     }
     buf[n] = '\0';
-    if (strlen(buf) != n) {
+    if (strlen(buf) != (size_t)n) {
         rc = bad_meta(err, path, 0, "contains NUL bytes");
         goto out;
     }
@@ -530,19 +526,6 @@ static void split_path(const char *mp, char *dir, size_t dlen, const char **base
     }
 }
 
-static int fsync_path_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = 0;
-
-    if (fd < 0)
-        return -errno;
-    if (fsync(fd) < 0)
-        rc = -errno;
-    close(fd);
-    return rc;
-}
-
 /* Writes m as metafile mp by temp file + rename.  noreplace: fail with
  * -EEXIST instead of replacing.  like: an existing metafile whose mode and
  * owner the new one keeps (NULL: `mode`).  *st_out: identity of the new file. */
@@ -570,16 +553,9 @@ static int meta_write(const char *mp, const struct drx_stripe_meta *m, bool nore
     } else {
         fchmod(fd, mode & 07777);
     }
-    for (int off = 0; off < len;) {
-        ssize_t w = write(fd, text + off, (size_t)(len - off));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            rc = -errno;
-            goto out;
-        }
-        off += (int)w;
-    }
+    rc = drx_io_write_all(fd, text, (size_t)len);
+    if (rc < 0)
+        goto out;
     if (sync && fsync(fd) < 0) {
         rc = -errno;
         goto out;
@@ -608,7 +584,7 @@ static int meta_write(const char *mp, const struct drx_stripe_meta *m, bool nore
     }
     tmp[0] = '\0';
     if (sync)
-        rc = fsync_path_dir(dir);
+        rc = drx_io_fsync_dir(dir);
 out:
     close(fd);
     if (tmp[0])
@@ -747,15 +723,12 @@ static int persist_locked(struct drx_stripe *f, bool sync)
     if (f->size == disk.size) {
         /* Only durability is missing: fsync what is there. */
         int fd = open(mp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        char dir[PATH_MAX];
-        const char *base;
         if (fd < 0 || fsync(fd) < 0)
             rc = -errno;
         if (fd >= 0)
             close(fd);
-        split_path(mp, dir, sizeof dir, &base);
         if (rc == 0)
-            rc = fsync_path_dir(dir);
+            rc = drx_io_fsync_parent(mp);
     } else {
         rc = meta_write(mp, &m, false, sync, &st, 0, &nst);
         if (rc == 0) {
@@ -1047,9 +1020,21 @@ static int missing(struct drx_stripe *f, unsigned i)
     return -EIO;
 }
 
+/* The run of bytes from logical offset b on that one subfile holds: the
+ * rest of b's extent, at most left bytes.  Sets the subfile *i and the
+ * offset *so in it (the placement formula of SPEC section 5). */
+static size_t extent_run(const struct drx_stripe_layout *l, uint64_t b, size_t left, unsigned *i,
+                         uint64_t *so)
+{
+    uint64_t e = b / l->extent, within = b % l->extent;
+
+    *i = (unsigned)(e % l->count);
+    *so = (e / l->count) * l->extent + within;
+    return l->extent - within < left ? (size_t)(l->extent - within) : left;
+}
+
 ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t off)
 {
-    const uint64_t extent = f->meta.layout.extent, count = f->meta.layout.count;
     unsigned char *p = buf;
     uint64_t size = drx_stripe_size(f);
     size_t done = 0;
@@ -1061,17 +1046,17 @@ ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t of
     if (len > SSIZE_MAX)
         len = SSIZE_MAX;
     while (done < len) {
-        uint64_t b = off + done, e = b / extent, within = b % extent;
-        size_t n = (size_t)(extent - within < len - done ? extent - within : len - done);
-        unsigned i = (unsigned)(e % count);
-        off_t so = (off_t)((e / count) * extent + within);
+        unsigned i;
+        uint64_t so;
+        size_t n = extent_run(&f->meta.layout, off + done, len - done, &i, &so), got = 0;
         int fd = f->fds[i];
-        size_t got = 0;
 
         if (fd < 0)
             return done ? (ssize_t)done : missing(f, i);
+        /* Not drx_io_pread_all: the end of a subfile is a hole here, not an
+         * error. */
         while (got < n) {
-            ssize_t r = pread(fd, p + done + got, n - got, so + (off_t)got);
+            ssize_t r = pread(fd, p + done + got, n - got, (off_t)(so + got));
             if (r < 0 && errno == EINTR)
                 continue;
             if (r < 0)
@@ -1090,7 +1075,6 @@ ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t of
 
 ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
 {
-    const uint64_t extent = f->meta.layout.extent, count = f->meta.layout.count;
     const unsigned char *p = buf;
     size_t done = 0;
     int rc = 0;
@@ -1106,30 +1090,20 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
         return -EFBIG;
     pthread_rwlock_rdlock(&f->io);
     while (done < len) {
-        uint64_t b = off + done, e = b / extent, within = b % extent;
-        size_t n = (size_t)(extent - within < len - done ? extent - within : len - done);
-        unsigned i = (unsigned)(e % count);
-        off_t so = (off_t)((e / count) * extent + within);
-        int fd = f->fds[i];
-        size_t put = 0;
+        unsigned i;
+        uint64_t so;
+        size_t n = extent_run(&f->meta.layout, off + done, len - done, &i, &so);
 
-        if (fd < 0) {
+        if (f->fds[i] < 0) {
             rc = missing(f, i);
             break;
         }
-        while (put < n) {
-            ssize_t w = pwrite(fd, p + done + put, n - put, so + (off_t)put);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                rc = w < 0 ? -errno : -EIO;
-                break;
-            }
-            put += (size_t)w;
-        }
-        done += put;
+        /* A run cut short (ENOSPC) counts for nothing: its bytes lie beyond
+         * the size, unseen, and a later grow cuts them off. */
+        rc = drx_io_pwrite_all(f->fds[i], p + done, n, so);
         if (rc < 0)
             break;
+        done += n;
     }
     if (done > 0) {
         /* Only now, with the bytes in the subfiles, may the size cover them. */

@@ -65,6 +65,23 @@ static void fill_random(unsigned char *buf, size_t n, unsigned seed)
     }
 }
 
+/* The setup of several tests: striped file path holding data[0..len),
+ * closed, its metafile read into *m.  Aborts on failure, as the tests
+ * below it would only fail confusingly. */
+static void make_striped(struct drx_store *s, const char *path, const struct drx_stripe_layout *l,
+                         mode_t mode, const void *data, size_t len, struct drx_stripe_meta *m)
+{
+    struct drx_stripe *f;
+    struct drx_err err = {{0}};
+
+    if (drx_stripe_create(s, path, l, mode, &f, &err) < 0 ||
+        drx_stripe_write(f, data, len, 0) != (ssize_t)len || drx_stripe_close(f) < 0 ||
+        drx_stripe_stat(s, path, m, &err) < 0) {
+        fprintf(stderr, "# make_striped %s: %s\n", path, err.msg);
+        abort();
+    }
+}
+
 /* A store with 4 stripe dirs under base/NAME. */
 static struct drx_store *make_store(const char *name, char *root)
 {
@@ -198,10 +215,7 @@ static void test_truncate(struct drx_store *s, const char *root)
     /* Stale bytes left in a subfile beyond the recorded size (a crashed
      * writer) must not show through a truncate up. */
     snprintf(path, sizeof path, "%s/stale", root);
-    drx_stripe_create(s, path, &l, 0644, &f, NULL);
-    drx_stripe_write(f, data, 10, 0);
-    drx_stripe_close(f);
-    drx_stripe_stat(s, path, &m, NULL);
+    make_striped(s, path, &l, 0644, data, 10, &m);
     char sp[1024];
     drx_stripe_subfile_path(s, &m, 0, sp, sizeof sp);
     memset(back, 'S', 30);
@@ -226,10 +240,7 @@ static void test_rename_unlink(struct drx_store *s, const char *root)
     snprintf(a, sizeof a, "%s/ren_a", root);
     snprintf(b, sizeof b, "%s/ren_b", root);
     fill_random(data, sizeof data, 9);
-    drx_stripe_create(s, a, &l, 0640, &f, NULL);
-    drx_stripe_write(f, data, 50, 0);
-    drx_stripe_close(f);
-    drx_stripe_stat(s, a, &m, NULL);
+    make_striped(s, a, &l, 0640, data, 50, &m);
     tap_ok(drx_stripe_rename(s, a, b, 0, NULL) == 0, "rename");
     tap_ok(!drx_stripe_exists(a) && drx_stripe_exists(b), "old name gone, new name there");
     drx_stripe_stat(s, b, &m2, NULL);
@@ -244,10 +255,7 @@ static void test_rename_unlink(struct drx_store *s, const char *root)
     tap_ok((st.st_mode & 0777) == 0640, "metafile mode is the create mode");
 
     /* Rename over an existing striped file removes that file's subfiles. */
-    drx_stripe_create(s, a, &l, 0644, &f, NULL);
-    drx_stripe_write(f, "xyz", 3, 0);
-    drx_stripe_close(f);
-    drx_stripe_stat(s, a, &m, NULL);
+    make_striped(s, a, &l, 0644, "xyz", 3, &m);
     drx_stripe_subfile_path(s, &m2, 0, sp2, sizeof sp2); /* b's (the victim's) */
     tap_ok(drx_stripe_rename(s, a, b, RENAME_NOREPLACE, NULL) == -EEXIST,
            "RENAME_NOREPLACE refuses an existing target");
@@ -370,10 +378,7 @@ static void test_hostile(struct drx_store *s, const char *root)
      * the link is never followed, its extents give EIO. */
     struct drx_stripe_layout l = {2, 4};
     snprintf(path, sizeof path, "%s/linked", root);
-    drx_stripe_create(s, path, &l, 0644, &f, NULL);
-    drx_stripe_write(f, "0123456789abcdefghij", 20, 0);
-    drx_stripe_close(f);
-    drx_stripe_stat(s, path, &m, NULL);
+    make_striped(s, path, &l, 0644, "0123456789abcdefghij", 20, &m);
     drx_stripe_subfile_path(s, &m, 1, sp, sizeof sp);
     unlink(sp);
     tap_ok(symlink(outside, sp) == 0, "subfile replaced by a symlink to an outside file");
@@ -408,10 +413,7 @@ static void test_missing(struct drx_store *s, const char *root)
 
     snprintf(path, sizeof path, "%s/missing", root);
     fill_random(data, sizeof data, 3);
-    drx_stripe_create(s, path, &l, 0644, &f, NULL);
-    drx_stripe_write(f, data, 40, 0);
-    drx_stripe_close(f);
-    drx_stripe_stat(s, path, &m, NULL);
+    make_striped(s, path, &l, 0644, data, 40, &m);
     drx_stripe_subfile_path(s, &m, 1, sp, sizeof sp);
     unlink(sp);
     tap_ok(drx_stripe_open(s, path, DRX_STRIPE_RDONLY, &f, NULL) == 0,
