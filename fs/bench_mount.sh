@@ -1,0 +1,102 @@
+#!/bin/bash
+# Benchmark of arrays through drxfs (meson benchmark 'mount'; prints figures
+# and ratios from one run, never fails on timings).
+#
+#   bench_mount.sh BUILD_DIR
+#
+# A cubic f64 array with 64^3 chunks, hot cache:
+#   - cat of data through the mount vs `drx get` vs cat of the .xta
+#     (target: mount >= 0.6 x drx get)
+#   - row slab dim0=0:128 vs column slab dim2=0:64 through the mount
+#     (target: column time <= 1.5 x row time)
+#
+# DRX_BENCH_MIB   array size in MiB (default 1024; e.g. 64 for a quick run)
+# DRX_BENCH_DIR   where to put the store (default /tmp; needs the size free)
+# DRX_BENCH_OPTS  extra drxfs options (e.g. "-o data_io=cached" or "-s")
+# DRX_BENCH_RUNS  timed runs per figure, the median is shown (default 3)
+set -euo pipefail
+
+build=${1:-${DRX_BUILD:-build}}
+drx="$build/fs/drx"
+drxfs="$build/fs/drxfs"
+mib=${DRX_BENCH_MIB:-1024}
+runs=${DRX_BENCH_RUNS:-3}
+# side: the cube root of the element count, rounded to whole chunks
+n=$(awk -v m="$mib" 'BEGIN { s = (m * 1048576 / 8) ^ (1 / 3); n = int(s / 64 + 0.5) * 64;
+                             if (n < 128) n = 128; print n }')
+bytes=$((n * n * n * 8))
+
+work=$(mktemp -d "${DRX_BENCH_DIR:-/tmp}/drx-bench.XXXXXX")
+store="$work/store"
+mnt="$work/mnt"
+pid=
+cleanup() {
+    if mountpoint -q "$mnt" 2>/dev/null; then
+        fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
+    fi
+    if [ -n "$pid" ]; then
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$store" "$mnt"
+
+echo "array ${n}x${n}x${n} f64, chunk 64x64x64, $((bytes >> 20)) MiB; median of $runs runs"
+"$drx" create "$store/big" --type f64 --shape "${n}x${n}x${n}" --chunk 64x64x64
+head -c "$bytes" /dev/urandom | "$drx" put "$store/big"
+
+# shellcheck disable=SC2086
+"$drxfs" -f ${DRX_BENCH_OPTS:-} "$store" "$mnt" 3>&- 2>"$work/drxfs.log" &
+pid=$!
+for _ in $(seq 200); do
+    mountpoint -q "$mnt" && break
+    kill -0 "$pid" 2>/dev/null || { cat "$work/drxfs.log" >&2; exit 1; }
+    sleep 0.1
+done
+mountpoint -q "$mnt"
+
+# secs CMD...: median wall time of $runs runs (after one warm-up run)
+secs() {
+    local t=() i s e
+    "$@" >/dev/null
+    for ((i = 0; i < runs; i++)); do
+        s=$(date +%s.%N)
+        "$@" >/dev/null
+        e=$(date +%s.%N)
+        t+=("$(awk -v s="$s" -v e="$e" 'BEGIN { printf "%.6f", e - s }')")
+    done
+    printf '%s\n' "${t[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
+}
+
+rate() { awk -v b="$1" -v t="$2" 'BEGIN { printf "%8.0f MB/s", b / t / 1e6 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+t_xta=$(secs cat "$store/big.xta")
+t_get=$(secs "$drx" get "$store/big")
+t_mnt=$(secs cat "$mnt/big/data")
+row=$((128 < n ? 128 : n))
+row_bytes=$((row * n * n * 8))
+col_bytes=$((n * n * 64 * 8))
+t_row=$(secs cat "$mnt/big/dim0=0:$row/data")
+t_col=$(secs cat "$mnt/big/dim2=0:64/data")
+t_grow=$(secs "$drx" get "$store/big" "dim0=0:$row")
+t_gcol=$(secs "$drx" get "$store/big" dim2=0:64)
+
+echo "whole array ($((bytes >> 20)) MiB):"
+echo "  cat .xta                $(rate "$bytes" "$t_xta")  ${t_xta} s"
+echo "  drx get                 $(rate "$bytes" "$t_get")  ${t_get} s"
+echo "  cat MNT/big/data        $(rate "$bytes" "$t_mnt")  ${t_mnt} s"
+echo "  mount / drx get         $(ratio "$t_get" "$t_mnt")   (target >= 0.6)"
+echo "  mount / cat .xta        $(ratio "$t_xta" "$t_mnt")"
+echo "slabs through the mount:"
+echo "  row dim0=0:$row        $(rate "$row_bytes" "$t_row")  ${t_row} s"
+echo "  column dim2=0:64        $(rate "$col_bytes" "$t_col")  ${t_col} s"
+echo "  column / row time       $(ratio "$t_col" "$t_row")   (target <= 1.5)"
+echo "slabs by drx get:"
+echo "  row dim0=0:$row        $(rate "$row_bytes" "$t_grow")  ${t_grow} s"
+echo "  column dim2=0:64        $(rate "$col_bytes" "$t_gcol")  ${t_gcol} s"
+echo "  mount / drx get, row    $(ratio "$t_grow" "$t_row")"
+echo "  mount / drx get, column $(ratio "$t_gcol" "$t_col")"
