@@ -182,6 +182,17 @@ static void advise_runs(int fd, const struct load_plan *p)
     }
 }
 
+void load_advise_chunks(int fd, const uint64_t *q, size_t n, uint64_t cb)
+{
+    for (size_t i = 0; fd >= 0 && i < n;) {
+        size_t j = i + 1;
+        while (j < n && q[j] == q[j - 1] + 1)
+            j++;
+        posix_fadvise(fd, (off_t)(q[i] * cb), (off_t)((j - i) * cb), POSIX_FADV_WILLNEED);
+        i = j;
+    }
+}
+
 /* Reads the round's chunks q (slot i of buf is q[i]) whose want[i] is set,
  * collectively; bytes past the end of the .xta keep what buf held (the
  * caller fills with the fill value first). */
@@ -243,7 +254,7 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
     struct drx_array *a = NULL;
     struct drx_view v;
     struct load_share s = {0};
-    struct load_plan p = {0};
+    struct load_plan p = {0}, ahead = {0};
     struct load_progress pr;
     MPI_File rf = MPI_FILE_NULL, xf = MPI_FILE_NULL;
     MPI_Datatype ft = MPI_BYTE;
@@ -283,6 +294,7 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
     if (load_agree(c, rc, &err, "import") < 0)
         goto out;
     load_plan_init(&p, m, &v);
+    load_plan_init(&ahead, m, &v);
 
     const bool swap = drx_type_rep_swaps(v.type, v.rep);
     load_progress_start(c, &pr, "import", drx_view_bytes(&v));
@@ -302,7 +314,8 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
         bytes = load_plan_bytes(&p);
         /* 1. This rank's pieces of the raw file, packed in raw order. */
         if (rc == 0) {
-            advise_runs(rawfd, &p);
+            if (r == 0)
+                advise_runs(rawfd, &p);
             mrc = MPI_File_set_view(rf, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
             if (mrc == MPI_SUCCESS)
                 mrc = MPI_File_read_all(rf, packed, (int)bytes, MPI_BYTE, &st);
@@ -313,6 +326,15 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
                 rc = load_mpi_err(&err, mrc, "reading %s", argv[2]);
             else if ((uint64_t)got != bytes)
                 rc = drx_err_set(&err, EIO, "%s: short read (file changed?)", argv[2]);
+        }
+        /* Read-ahead of the next round's raw ranges, so the disk reads
+         * them while this round's chunks are written. */
+        if (rc == 0 && rawfd >= 0 && r + 1 < s.rounds) {
+            const uint64_t *qn;
+            size_t nn;
+            load_share_round(&s, r + 1, &qn, &nn);
+            if (load_plan_round(&ahead, qn, nn) == 0)
+                advise_runs(rawfd, &ahead);
         }
         if (rc == 0 && swap)
             drx_type_convert(v.type, v.rep, packed, bytes / v.elem_size);
@@ -359,6 +381,7 @@ out:
     load_close_file(&xf);
     if (rawfd >= 0)
         close(rawfd);
+    load_plan_fini(&ahead);
     load_plan_fini(&p);
     load_share_fini(&s);
     free(packed);
@@ -380,7 +403,7 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
     MPI_Datatype ft = MPI_BYTE;
     char path[PATH_MAX], out[PATH_MAX], xta[PATH_MAX + 8];
     unsigned char *packed = NULL;
-    int rc, status = 1;
+    int rc, status = 1, xtafd = -1;
 
     if (argc < 3) {
         if (c->rank == 0)
@@ -398,6 +421,7 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
     snprintf(xta, sizeof(xta), "%s.xta", path);
     if (load_open_file(c, xta, MPI_MODE_RDONLY, &xf, "opening") < 0)
         goto out;
+    xtafd = open(xta, O_RDONLY | O_CLOEXEC); /* for read-ahead advice only */
     if (load_open_file(c, out, MPI_MODE_WRONLY | MPI_MODE_CREATE, &of, "creating") < 0)
         goto out;
     /* The output is exactly the view's bytes, whatever the file held. */
@@ -430,6 +454,13 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
         rc = read_chunks(&p, xf, s.chunk_buf, NULL, false, &got, &err);
         if (load_agree(c, rc, &err, "export") < 0)
             goto out;
+        /* The next round's chunks come in while this round is written. */
+        if (r + 1 < s.rounds) {
+            const uint64_t *qn;
+            size_t nn;
+            load_share_round(&s, r + 1, &qn, &nn);
+            load_advise_chunks(xtafd, qn, nn, m->chunk_bytes);
+        }
         /* Chunks past the end of the .xta (a short file) read as the fill
          * value; the chunks are contiguous in the buffer, so that is the
          * tail after what was read. */
@@ -464,6 +495,8 @@ out:
     load_type_free(&ft);
     load_close_file(&of);
     load_close_file(&xf);
+    if (xtafd >= 0)
+        close(xtafd);
     load_plan_fini(&p);
     load_share_fini(&s);
     free(packed);

@@ -16,22 +16,6 @@
 
 #include "load_i.h"
 
-/* Read-ahead advice for this rank's chunks, adjacent chunks merged. */
-static void advise(const char *xta, const struct load_share *s, uint64_t cb)
-{
-    int fd = open(xta, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return; /* the collective open reports it */
-    for (uint64_t i = 0; i < s->n;) {
-        uint64_t j = i + 1;
-        while (j < s->n && s->q[j] == s->q[j - 1] + 1)
-            j++;
-        posix_fadvise(fd, (off_t)(s->q[i] * cb), (off_t)((j - i) * cb), POSIX_FADV_WILLNEED);
-        i = j;
-    }
-    close(fd);
-}
-
 int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv)
 {
     struct drx_err err = {{0}};
@@ -58,7 +42,11 @@ int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv)
         goto out;
     if (load_share_init(c, m, &v, &s) < 0)
         goto out;
-    advise(xta, &s, m->chunk_bytes);
+    /* Read-ahead advice for all of this rank's chunks at once. */
+    int fd = open(xta, O_RDONLY | O_CLOEXEC);
+    load_advise_chunks(fd, s.q, s.n, m->chunk_bytes);
+    if (fd >= 0)
+        close(fd);
     load_plan_init(&p, m, &v);
 
     load_progress_start(c, &pr, "prefetch", 0);
