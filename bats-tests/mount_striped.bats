@@ -1,0 +1,341 @@
+#!/usr/bin/env bats
+# Striped files at the mount point (SPEC section 5): the round-robin
+# placement, everyday tools, layout inheritance, hostile metafiles, ENOSPC,
+# missing subfiles and a random-operation exerciser against a local file.
+
+load test_helper
+
+setup_file() {
+    export S="$BATS_FILE_TMPDIR/store" M="$BATS_FILE_TMPDIR/mnt" D="$BATS_FILE_TMPDIR/disks"
+    mkdir -p "$D/0" "$D/1" "$D/2"
+    "$DRX" init "$S" --stripe-dirs "$D/0,$D/1,$D/2" --count 2 --extent 4096 >/dev/null
+    mount_store "$S" "$M"
+}
+
+teardown_file() {
+    unmount_store "$M"
+}
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    if [ -n "${SMALL:-}" ]; then
+        unmount_store "$SMALL/m"
+        umount "$SMALL/tmpfs" 2>/dev/null || umount -l "$SMALL/tmpfs" 2>/dev/null || true
+    fi
+}
+
+subfiles() { find "$D" -type f | wc -l; }
+
+# check_layout FILE: the subfiles hold exactly the bytes the round-robin
+# formula puts there (metafile read from the store, subfiles from the disks)
+check_layout() {
+    "$PY" - "$S/$1.nafs" "$D" "$2" <<'EOF'
+import re, sys
+meta, disks, local = sys.argv[1], sys.argv[2], sys.argv[3]
+t = open(meta).read()
+extent = int(re.search(r"^extent\s*=\s*(\d+)", t, re.M).group(1))
+count = int(re.search(r"^count\s*=\s*(\d+)", t, re.M).group(1))
+size = int(re.search(r"^size\s*=\s*(\d+)", t, re.M).group(1))
+subs = re.findall(r'dir\s*=\s*(\d+);\s*name\s*=\s*"([^"]+)"', t)
+assert len(subs) == count, (subs, count)
+data = open(local, "rb").read()
+assert size == len(data), (size, len(data))
+parts = [open("%s/%s/%s" % (disks, d, n), "rb").read() for d, n in subs]
+assert len({d for d, n in subs}) == count, "subfiles share a stripe directory"
+for b0 in range(0, size, extent):
+    e = b0 // extent
+    sub, off = e % count, (e // count) * extent
+    n = min(extent, size - b0)
+    assert parts[sub][off:off + n] == data[b0:b0 + n], ("extent", e)
+for i, p in enumerate(parts):
+    # a subfile holds its extents and nothing beyond the last one
+    full, rest = divmod(size, extent)
+    mine = sum(1 for e in range(full + (1 if rest else 0)) if e % count == i)
+    last = max([e for e in range(full + (1 if rest else 0)) if e % count == i], default=-1)
+    need = 0 if last < 0 else (last // count) * extent + min(extent, size - last * extent)
+    assert len(p) == need, (i, len(p), need)
+print("layout ok", count, extent, size)
+EOF
+}
+
+@test "subfiles follow the round-robin formula for several layouts" {
+    for layout in "1 4096" "2 4096" "3 1000" "2 65536" "3 1"; do
+        read -r c e <<<"$layout"
+        mkdir -p "$M/l$c-$e"
+        setfattr -n user.drx.stripe -v "count=$c extent=$e" "$M/l$c-$e"
+        for size in 0 100 4096 10007 $((3 * 65536 + 5)); do
+            [ "$e" = 1 ] && [ "$size" -gt 10007 ] && continue
+            head -c "$size" /dev/urandom >"r$size"
+            cp "r$size" "$M/l$c-$e/f$size"
+            cmp "r$size" "$M/l$c-$e/f$size"
+            [ "$(getfattr --only-values -n user.drx.stripe "$M/l$c-$e/f$size")" = "count=$c extent=$e" ]
+            check_layout "l$c-$e/f$size" "r$size"
+        done
+    done
+}
+
+@test "cp, cmp, mv, rm: a rename touches the metafile only, rm removes subfiles" {
+    local before
+    before=$(subfiles)
+    head -c 300000 /dev/urandom >big
+    cp big "$M/big"
+    cmp big "$M/big"
+    [ "$(subfiles)" -eq $((before + 2)) ]
+    local subs
+    subs=$(find "$D" -type f -newer big | sort)
+    mkdir -p "$M/dir"
+    mv "$M/big" "$M/dir/big2"
+    [ ! -e "$S/big.nafs" ] && [ -f "$S/dir/big2.nafs" ]
+    [ "$(find "$D" -type f -newer big | sort)" = "$subs" ]
+    cmp big "$M/dir/big2"
+    # rename over another striped file replaces it atomically
+    head -c 5000 /dev/urandom >small
+    cp small "$M/dir/small"
+    mv "$M/dir/small" "$M/dir/big2"
+    cmp small "$M/dir/big2"
+    [ "$(subfiles)" -eq $((before + 2)) ]
+    rm "$M/dir/big2"
+    [ ! -e "$S/dir/big2.nafs" ]
+    [ "$(subfiles)" -eq "$before" ]
+}
+
+@test ">> appends, dd seek writes in place, truncate down and up" {
+    head -c 10000 /dev/urandom >loc
+    cp loc "$M/f"
+    head -c 7777 /dev/urandom >more
+    cat more >>"$M/f"
+    cat more >>loc
+    cmp loc "$M/f"
+    head -c 5000 /dev/urandom >patch
+    dd if=patch of="$M/f" bs=1000 seek=3 conv=notrunc status=none
+    dd if=patch of=loc bs=1000 seek=3 conv=notrunc status=none
+    cmp loc "$M/f"
+    # past the end: a hole reads as zeros
+    dd if=patch of="$M/f" bs=1000 seek=40 conv=notrunc status=none
+    dd if=patch of=loc bs=1000 seek=40 conv=notrunc status=none
+    cmp loc "$M/f"
+    truncate -s 6001 "$M/f"
+    truncate -s 6001 loc
+    cmp loc "$M/f"
+    truncate -s 100000 "$M/f"
+    truncate -s 100000 loc
+    cmp loc "$M/f"
+    assert_file_size "$M/f" 100000
+    grep -q 'size = 100000' "$S/f.nafs"
+    : >"$M/f"
+    assert_file_size "$M/f" 0
+    rm "$M/f"
+}
+
+@test "rsync -a of a tree and tar -x into the mount" {
+    mkdir -p tree/a/b tree/c
+    head -c 123456 /dev/urandom >tree/a/b/one
+    head -c 1 /dev/urandom >tree/c/two
+    : >tree/empty
+    printf 'text\n' >tree/a/three.txt
+    ln -s a/three.txt tree/link
+    chmod 600 tree/a/b/one
+    chmod 751 tree/c
+    touch -d '2010-05-06 07:08:09' tree/a/three.txt tree/a/b/one
+    rsync -a tree/ "$M/rs/"
+    diff -r tree "$M/rs"
+    # rsync sets times only where they differ by a second or more
+    (cd tree && find . -exec stat -c '%n %a %F %s %Y' {} + | sort) >want
+    (cd "$M/rs" && find . -exec stat -c '%n %a %F %s %Y' {} + | sort) >got
+    diff want got
+    # a second rsync finds nothing to do
+    run rsync -ai tree/ "$M/rs/"
+    assert_output ""
+    tar -C tree -cf t.tar .
+    mkdir "$M/tx"
+    tar -C "$M/tx" -xf t.tar
+    diff -r tree "$M/tx"
+    (cd "$M/tx" && find . -exec stat -c '%n %a %F %s %Y' {} + | sort) >got2
+    diff want got2
+}
+
+@test "chmod, chown, touch -d, fsync and an unlinked open file" {
+    printf 'abc\n' >"$M/attrs"
+    chmod 640 "$M/attrs"
+    [ "$(stat -c %a "$M/attrs")" = 640 ]
+    chown 65534:65534 "$M/attrs"
+    [ "$(stat -c %u:%g "$M/attrs")" = 65534:65534 ]
+    touch -d '2003-04-05 06:07:08' "$M/attrs"
+    [ "$(stat -c %Y "$M/attrs")" = "$(date -d '2003-04-05 06:07:08' +%s)" ]
+    "$PY" - "$M" <<'EOF'
+import os, sys
+m = sys.argv[1]
+fd = os.open(m + "/synced", os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b"x" * 70000)
+os.fsync(fd)
+os.fdatasync(fd)
+assert os.stat(m + "/synced").st_size == 70000
+os.unlink(m + "/synced")
+assert not os.path.exists(m + "/synced")
+assert os.pread(fd, 10, 69990) == b"x" * 10
+os.pwrite(fd, b"y", 5)
+assert os.pread(fd, 3, 4) == b"xyx"
+os.close(fd)
+EOF
+    [ ! -e "$S/synced.nafs" ]
+}
+
+@test "layout inheritance through setfattr and drx stripe set; xattr not listed" {
+    mkdir -p "$M/lay/deep/er"
+    setfattr -n user.drx.stripe -v "count=3 extent=8192" "$M/lay"
+    [ "$(getfattr --only-values -n user.drx.stripe "$M/lay")" = "count=3 extent=8192" ]
+    echo x >"$M/lay/deep/er/f"
+    [ "$(getfattr --only-values -n user.drx.stripe "$M/lay/deep/er/f")" = "count=3 extent=8192" ]
+    "$DRX" stripe set "$M/lay/deep" --count 1 --extent 512
+    echo y >"$M/lay/deep/er/g"
+    [ "$(getfattr --only-values -n user.drx.stripe "$M/lay/deep/er/g")" = "count=1 extent=512" ]
+    run "$DRX" stripe get "$M/lay/deep/er/g"
+    assert_output --partial "count=1 extent=512"
+    # outside the subtree: the store default
+    echo z >"$M/outside"
+    [ "$(getfattr --only-values -n user.drx.stripe "$M/outside")" = "count=2 extent=4096" ]
+    # not listed, so cp -a and rsync -X leave it alone
+    run getfattr -d -m - "$M/lay" "$M/lay/deep/er/f"
+    refute_output --partial "drx.stripe"
+    # bad values and files refuse
+    run setfattr -n user.drx.stripe -v "count=99 extent=1" "$M/lay"
+    assert_failure
+    run setfattr -n user.drx.stripe -v "garbage" "$M/lay"
+    assert_failure
+    run setfattr -n user.drx.stripe -v "count=1 extent=512" "$M/outside"
+    assert_failure
+    setfattr -x user.drx.stripe "$M/lay"
+    run getfattr -n user.drx.stripe "$M/lay"
+    assert_failure
+}
+
+@test "hostile metafiles never serve outside bytes and never crash the daemon" {
+    echo SECRET-OUTSIDE >"$BATS_FILE_TMPDIR/outside"
+    head -c 9000 /dev/urandom >"$M/victim"
+    meta() {
+        printf 'version = 1;\nextent = 4096;\ncount = 1;\nsize = 100L;\nsubfiles = ( { dir = 0; name = "%s"; } );\n' "$1" >"$S/$2.nafs"
+    }
+    meta "$BATS_FILE_TMPDIR/outside" abs
+    meta "../../outside" dotdot
+    meta "../outside" dotdot1
+    ln -s "$BATS_FILE_TMPDIR/outside" "$D/0/evil.0"
+    meta "evil.0" link
+    printf 'version = 1;\nextent = -5;\ncount = 1000;\nsize = "big";\n' >"$S/junk.nafs"
+    head -c 3000 /dev/urandom >"$S/random.nafs"
+    for f in abs dotdot dotdot1 link junk random; do
+        run cat "$M/$f"
+        assert_failure
+        refute_output --partial SECRET
+    done
+    run cat "$M/link"
+    assert_output --partial "Input/output error"
+    # the daemon lives, the rest of the store works, the names can be removed
+    cmp <(cat "$M/victim") "$M/victim"
+    [ -n "$(ls "$M")" ]
+    for f in abs dotdot dotdot1 link junk random; do
+        rm -f "$M/$f"
+        [ ! -e "$S/$f.nafs" ]
+    done
+    [ "$(cat "$BATS_FILE_TMPDIR/outside")" = SECRET-OUTSIDE ]
+    rm -f "$D/0/evil.0"
+    grep -q . "$M.log"
+}
+
+@test "a full stripe directory gives ENOSPC; the size stays at what was written" {
+    SMALL="$BATS_TEST_TMPDIR/small"
+    mkdir -p "$SMALL/tmpfs" "$SMALL/s"
+    mount -t tmpfs -o size=1m tmpfs "$SMALL/tmpfs"
+    mkdir "$SMALL/tmpfs/a" "$SMALL/tmpfs/b"
+    "$DRX" init "$SMALL/s" --stripe-dirs "$SMALL/tmpfs/a,$SMALL/tmpfs/b" --count 2 --extent 65536 >/dev/null
+    mount_store "$SMALL/s" "$SMALL/m"
+    # statfs sums the store's filesystem and the tmpfs
+    local root_blocks
+    root_blocks=$(stat -f -c '%b %S' "$SMALL/s" | awk '{ printf "%.0f", $1 * $2 }')
+    [ "$(stat -f -c '%b %S' "$SMALL/m" | awk '{ printf "%.0f", $1 * $2 }')" -gt "$root_blocks" ]
+    head -c 3000000 /dev/urandom >big
+    run cp big "$SMALL/m/big"
+    assert_failure
+    assert_output --partial "No space left on device"
+    local size
+    size=$(stat -c %s "$SMALL/m/big")
+    [ "$size" -gt 0 ] && [ "$size" -lt 3000000 ]
+    cmp -n "$size" big "$SMALL/m/big"
+    rm "$SMALL/m/big"
+    # space is back
+    head -c 100000 big | cp /dev/stdin "$SMALL/m/again"
+    cmp -n 100000 big "$SMALL/m/again"
+}
+
+@test "a missing subfile gives EIO for its extents; the rest still reads" {
+    mkdir -p "$M/eio"
+    setfattr -n user.drx.stripe -v "count=2 extent=4096" "$M/eio"
+    head -c 32768 /dev/urandom >loc
+    cp loc "$M/eio/f"
+    local sub1
+    sub1=$(sed -n 's/.*dir = \([0-9]*\); name = "\([^"]*\.1\)".*/\1\/\2/p' "$S/eio/f.nafs")
+    [ -f "$D/$sub1" ]
+    rm "$D/$sub1"
+    run cat "$M/eio/f"
+    assert_failure
+    assert_output --partial "Input/output error"
+    cmp <(dd if="$M/eio/f" bs=4096 count=1 status=none) <(head -c 4096 loc)
+    cmp <(dd if="$M/eio/f" bs=4096 skip=2 count=1 status=none) <(dd if=loc bs=4096 skip=2 count=1 status=none)
+    run dd if="$M/eio/f" bs=4096 skip=1 count=1 status=none
+    assert_failure
+    rm "$M/eio/f"
+}
+
+@test "random-operation exerciser agrees with a local file after every step" {
+    timeout 100 "$PY" - "$M/fsx" "$BATS_TEST_TMPDIR/fsx.local" <<'EOF'
+import os, random, sys
+remote, local = sys.argv[1], sys.argv[2]
+rnd = random.Random(20261122)
+flags = os.O_RDWR | os.O_CREAT
+fr, fl = os.open(remote, flags, 0o644), os.open(local, flags, 0o644)
+MAX = 300000
+def check(step, what):
+    sr, sl = os.fstat(fr).st_size, os.fstat(fl).st_size
+    assert sr == sl, (step, what, sr, sl)
+    assert os.stat(remote).st_size == sl, (step, what, "stat")
+    a, b = os.pread(fr, sl + 10, 0), os.pread(fl, sl + 10, 0)
+    assert a == b, (step, what, len(a), len(b),
+                    next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), None))
+for step in range(400):
+    op = rnd.random()
+    size = os.fstat(fl).st_size
+    if op < 0.45:
+        off = rnd.randrange(0, MAX)
+        data = os.urandom(rnd.choice([1, 7, 512, 4095, 4096, 4097, 10000, 70000]))
+        what = ("write", off, len(data))
+        assert os.pwrite(fr, data, off) == len(data)
+        os.pwrite(fl, data, off)
+    elif op < 0.6:
+        n = rnd.randrange(0, MAX)
+        what = ("truncate", n)
+        os.ftruncate(fr, n); os.ftruncate(fl, n)
+    elif op < 0.7:
+        data = os.urandom(rnd.randrange(1, 20000))
+        what = ("append", len(data))
+        for f in (fr, fl):
+            os.lseek(f, 0, os.SEEK_END); os.write(f, data)
+    elif op < 0.8:
+        off, n = rnd.randrange(0, MAX), rnd.randrange(1, 100000)
+        what = ("read", off, n)
+        assert os.pread(fr, n, off) == os.pread(fl, n, off), what
+    elif op < 0.9:
+        what = ("reopen",)
+        os.close(fr)
+        fr = os.open(remote, os.O_RDWR)
+    else:
+        what = ("fsync",)
+        os.fsync(fr)
+    check(step, what)
+os.close(fr); os.close(fl)
+print("400 steps agree")
+EOF
+    cmp "$M/fsx" "$BATS_TEST_TMPDIR/fsx.local"
+    rm "$M/fsx"
+}
