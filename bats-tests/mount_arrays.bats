@@ -239,3 +239,22 @@ EOF
     run ls "$M/sub"
     assert_output "ints"
 }
+
+@test "large reads launch drx-load prefetch when configured; reads stay correct" {
+    [ -x "$DRX_LOAD" ] || skip "drx-load not built (no MPI)"
+    printf 'prefetch = { enabled = true; min_bytes = 4096; ranks = 1; };\n' >"$BATS_TEST_TMPDIR/pf.conf"
+    local m2="$BATS_TEST_TMPDIR/mpf"
+    mount_store "$S" "$m2" -o config="$BATS_TEST_TMPDIR/pf.conf",log_level=debug
+    cmp <("$DRX" get "$S/temp" dim0=2:12 order=F) "$m2/temp/dim0=2:12/order=F/data"
+    # small views do not
+    cmp <("$DRX" get "$S/temp" dim0=1 dim1=1) "$m2/temp/dim0=1/dim1=1/data"
+    for _ in $(seq 100); do
+        grep -q "prefetch of $S/temp.*\(done\|exited\|killed\)" "$m2.log" && break
+        sleep 0.1
+    done
+    unmount_store "$m2"
+    grep -q "prefetch of $S/temp: started .* -n 1 .*drx-load" "$m2.log"
+    grep -q "prefetch of $S/temp done" "$m2.log"
+    [ "$(grep -c 'asking for a prefetch' "$m2.log")" -eq 1 ]
+    ! pgrep -f "drx-load prefetch $S/temp" >/dev/null
+}

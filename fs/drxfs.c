@@ -21,6 +21,7 @@
 
 #include "drx/config.h"
 #include "drxfs_i.h"
+#include "drxfs_prefetch.h"
 
 struct drxfs drxfs = {.root_fd = -1};
 
@@ -201,6 +202,8 @@ static void op_destroy(void *private_data)
     (void)private_data;
     drxfs_arr_shutdown();
     drxfs_striped_shutdown();
+    drxfs_prefetch_destroy(drxfs.prefetch);
+    drxfs.prefetch = NULL;
 }
 
 static const struct fuse_operations drxfs_ops = {
@@ -285,6 +288,17 @@ static int open_store(struct drxfs_cli *cli, const char *abs_root)
     level = cfg.log_level;
     drx_log_set_level(level);
     drxfs.cache_bytes = cfg.cache_bytes;
+    if (cfg.prefetch.enabled) {
+        char loader[PATH_MAX];
+        drxfs.prefetch = drxfs_prefetch_create(
+            cfg.prefetch.mpiexec, (int)cfg.prefetch.ranks,
+            drxfs_prefetch_find_loader(loader, sizeof(loader)), cfg.prefetch.min_bytes);
+        if (!drxfs.prefetch) {
+            rc = -ENOMEM;
+            fprintf(stderr, "drxfs: out of memory\n");
+            goto out;
+        }
+    }
 
     /* A store is marked by .drx/; make one when missing (SPEC section 2). */
     rc = drx_store_init(drxfs.proc_root, &cfg, DRX_STORE_INIT_KEEP, &err);
@@ -397,6 +411,7 @@ int main(int argc, char *argv[])
     }
     ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
 out:
+    drxfs_prefetch_destroy(drxfs.prefetch);
     drx_store_close(drxfs.store);
     if (drxfs.root_fd >= 0)
         close(drxfs.root_fd);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "drxfs_i.h"
+#include "drxfs_prefetch.h"
 
 /* Idle handles kept open for fast lookups. */
 #define DRXFS_ARR_IDLE_MAX 32
@@ -567,7 +568,46 @@ const char *drxfs_array_fh_rel(const struct drxfs_fh *fh)
 
 /* ---- open files ---- */
 
-int drxfs_array_open(const struct drxfs_node *n, struct fuse_file_info *fi)
+static void fh_free(struct drxfs_fh *fh)
+{
+    if (!fh)
+        return;
+    free(fh->text);
+    if (fh->words)
+        for (int i = 0; i < fh->nwords; i++)
+            free(fh->words[i]);
+    free(fh->words);
+    free(fh->prefetch_path);
+    free(fh);
+}
+
+/* Keeps what a prefetch of this file's view needs: the array's real store
+ * path (drx-load is another process: /proc/self/fd means nothing to it) and
+ * the view words, which are the path components before the file name. */
+static int prefetch_prepare(struct drxfs_fh *fh, const char *path, const struct drxfs_node *n)
+{
+    if (!drxfs.prefetch || (n->kind != DRXFS_ADATA && n->kind != DRXFS_ANPY) ||
+        drx_view_bytes(&fh->view) < drxfs_prefetch_min_bytes(drxfs.prefetch))
+        return 0;
+    size_t plen = strlen(drxfs.store_path) + strlen(n->rel) + 2;
+    if (!(fh->prefetch_path = malloc(plen)) ||
+        (n->spec.nwords && !(fh->words = calloc((size_t)n->spec.nwords, sizeof(char *)))))
+        return -ENOMEM;
+    snprintf(fh->prefetch_path, plen, "%s/%s", drxfs.store_path, n->rel);
+    /* path is ".../ARRAY/W1/.../Wk/FILE": walk back over FILE, then k words */
+    const char *end = strrchr(path, '/');
+    for (int i = n->spec.nwords - 1; i >= 0 && end; i--) {
+        const char *start = end;
+        while (start > path && start[-1] != '/')
+            start--;
+        if (!(fh->words[i] = strndup(start, (size_t)(end - start))))
+            return -ENOMEM;
+        end = start > path ? start - 1 : NULL;
+    }
+    return 0;
+}
+
+int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = NULL;
     struct drxfs_arr *e = NULL;
@@ -608,6 +648,8 @@ int drxfs_array_open(const struct drxfs_node *n, struct fuse_file_info *fi)
     }
     if (n->kind == DRXFS_AINFO)
         fh->text_len = strlen(fh->text);
+    if ((rc = prefetch_prepare(fh, path, n)) < 0)
+        goto out;
     arr_opened(e);
     fh->arr = e;
     e = NULL;
@@ -627,9 +669,7 @@ int drxfs_array_open(const struct drxfs_node *n, struct fuse_file_info *fi)
     fi->fh = (uint64_t)(uintptr_t)fh;
     fh = NULL;
 out:
-    if (fh)
-        free(fh->text);
-    free(fh);
+    fh_free(fh);
     drxfs_arr_put(e);
     return rc;
 }
@@ -638,8 +678,7 @@ void drxfs_array_release(struct drxfs_fh *fh)
 {
     arr_closed(fh->arr);
     drxfs_arr_put(fh->arr);
-    free(fh->text);
-    free(fh);
+    fh_free(fh);
 }
 
 int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
@@ -649,6 +688,14 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
 
     if (off < 0)
         return -EINVAL;
+    if (fh->prefetch_path && !__atomic_exchange_n(&fh->read_seen, true, __ATOMIC_RELAXED)) {
+        /* a large view is being read: warm its chunks in parallel (the
+         * launch returns at once; reads never wait for it) */
+        drx_log(DRX_LOG_DEBUG, "%s: read of a %llu-byte view: asking for a prefetch",
+                fh->arr->key, (unsigned long long)drx_view_bytes(&fh->view));
+        drxfs_prefetch_request(drxfs.prefetch, fh->prefetch_path,
+                               (const char *const *)fh->words, fh->nwords);
+    }
     if (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANPY) {
         if (uoff < fh->text_len) {
             size_t n = fh->text_len - (size_t)uoff;

@@ -50,7 +50,8 @@ struct drxfs {
     bool set_timeouts;   /* user gave no entry/attr timeout: use 0 */
     unsigned max_read;   /* -o max_read=N, or 0 */
     uint64_t cache_bytes;
-    const char *store_path; /* absolute, for messages */
+    const char *store_path; /* absolute, for messages and drx-load */
+    struct drxfs_prefetch *prefetch; /* NULL unless prefetch.enabled */
 };
 extern struct drxfs drxfs;
 
@@ -137,6 +138,9 @@ struct drxfs_fh {
     int fd;                  /* DRXFS_PLAIN */
     struct drxfs_arr *arr;   /* array kinds */
     int nwords;              /* view words of the path opened */
+    bool read_seen;          /* a read happened (prefetch is asked once) */
+    char *prefetch_path;     /* store path of the array, when prefetch applies */
+    char **words;            /* its view words, for drx-load */
     struct drx_view view;    /* resolved at open */
     char *text;              /* .npy header or info JSON */
     size_t text_len;
@@ -166,7 +170,7 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st);
 int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st);
 /* Store-relative name (no suffix) of the array of an open file. */
 const char *drxfs_array_fh_rel(const struct drxfs_fh *fh);
-int drxfs_array_open(const struct drxfs_node *n, struct fuse_file_info *fi);
+int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi);
 int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off);
 int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off);
 int drxfs_array_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);

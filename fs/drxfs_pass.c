@@ -643,7 +643,7 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
         rc = -ELOOP;
         break;
     default:
-        rc = drxfs_array_open(n, fi);
+        rc = drxfs_array_open(path, n, fi);
         break;
     }
     free(n);
