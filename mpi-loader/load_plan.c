@@ -197,7 +197,8 @@ int load_plan_round(struct load_plan *p, const uint64_t *q, size_t n)
         if (rc < 0)
             return rc;
     }
-    qsort(p->run, p->nruns, sizeof(*p->run), run_cmp);
+    if (p->nruns > 1)
+        qsort(p->run, p->nruns, sizeof(*p->run), run_cmp);
     return 0;
 }
 
