@@ -262,3 +262,21 @@ arr() {
     assert_output --partial "$S"
     [ "$(stat -f -c %b "$M")" -gt 0 ]
 }
+
+@test "tuning options mount and serve the same bytes (-s, max_read, data_io, npy_io)" {
+    arr tune
+    local i=0
+    for opts in "-s" "-o max_read=131072" "-o data_io=cached,npy_io=direct" "-o max_threads=2,cache_bytes=0"; do
+        i=$((i + 1))
+        # shellcheck disable=SC2086
+        mount_store "$S" "$BATS_TEST_TMPDIR/m$i" $opts
+        cmp arr.raw "$BATS_TEST_TMPDIR/m$i/tune/data"
+        cmp <("$DRX" get "$S/tune" dim1=1:6:2 order=F) "$BATS_TEST_TMPDIR/m$i/tune/dim1=1:6:2/order=F/data"
+        "$PY" -c "
+import numpy as np
+a = np.load('$BATS_TEST_TMPDIR/m$i/tune/data.npy')
+assert (a == np.arange(24).reshape(4, 6)).all()"
+        unmount_store "$BATS_TEST_TMPDIR/m$i"
+    done
+    "$DRX" rm "$S/tune"
+}

@@ -156,12 +156,39 @@ static void usage(const char *prog)
            prog);
 }
 
+/* Messages name store files as libcore saw them, "/proc/self/fd/N/REL";
+ * operators want the store's path.  Rewrites every occurrence into buf. */
+static const char *readable(const char *msg, char *buf, size_t len)
+{
+    size_t plen = strlen(drxfs.proc_root), used = 0;
+    const char *p;
+
+    if (!plen || !drxfs.store_path || !strstr(msg, drxfs.proc_root))
+        return msg;
+    while ((p = strstr(msg, drxfs.proc_root)) && used < len) {
+        used += (size_t)snprintf(buf + used, len - used, "%.*s%s", (int)(p - msg), msg,
+                                 drxfs.store_path);
+        msg = p + plen;
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, "%s", msg);
+    return buf;
+}
+
+static void stderr_sink(void *arg, enum drx_log_level level, const char *msg)
+{
+    char buf[DRX_LOG_MSG_MAX + PATH_MAX];
+    drx_log_stderr_sink(arg, level, readable(msg, buf, sizeof(buf)));
+}
+
 /* Log sink for a daemon in the background: its stderr is /dev/null. */
 static void syslog_sink(void *arg, enum drx_log_level level, const char *msg)
 {
     static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+    char buf[DRX_LOG_MSG_MAX + PATH_MAX];
     (void)arg;
-    syslog(prio[level <= DRX_LOG_DEBUG ? level : DRX_LOG_DEBUG], "%s", msg);
+    syslog(prio[level <= DRX_LOG_DEBUG ? level : DRX_LOG_DEBUG], "%s",
+           readable(msg, buf, sizeof(buf)));
 }
 
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
@@ -360,7 +387,7 @@ int main(int argc, char *argv[])
     drxfs.set_timeouts = !cli.timeouts_given;
     drxfs.root_euid = geteuid() == 0;
 
-    drx_log_set_sink(drx_log_stderr_sink, (void *)"drxfs");
+    drx_log_set_sink(stderr_sink, (void *)"drxfs");
 
     /* The store is opened before the mount: the mount point may shadow the
      * store path, so everything after goes through this descriptor. */
