@@ -375,6 +375,66 @@ assert missing == 0, "%d of %d pages not cached" % (missing, pages)
 EOF
 }
 
+# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds
+wait_for() {
+    local n=$(($1 * 10)) i
+    shift
+    for ((i = 0; i < n; i++)); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+cached_at_least() {
+    [ "$(resident_bytes "$1")" -ge "$2" ]
+}
+
+@test "drxfs launches drx-load prefetch for a large read: the view's chunks get cached" {
+    "$DRX" init st
+    # 64 chunks of 128 KiB; dim0=0:128 is chunks 0..31 (4 MiB)
+    "$DRX" create st/a --type f64 --shape 256x256x16 --chunk 32x32x16
+    random_bytes raw $((256 * 256 * 16 * 8))
+    "$DRX" put st/a <raw
+    printf 'prefetch = { enabled = true; min_bytes = 1048576; ranks = 2; };\n' >pf.conf
+    mount_store st mnt -o config="$PWD/pf.conf",log_level=debug
+    sync
+    echo 3 >/proc/sys/vm/drop_caches
+    [ "$(resident_bytes st/a.xta)" -eq 0 ] || skip "page cache not droppable here"
+    # one small read of the large view starts the prefetch of all of it
+    head -c 4096 mnt/a/dim0=0:128/data >first
+    cmp first <(head -c 4096 raw)
+    wait_for 30 cached_at_least st/a.xta $((4 * 1024 * 1024))
+    wait_for 30 grep -q "prefetch of .*/st/a done" mnt.log
+    unmount_store mnt
+    grep -q "prefetch of .*/st/a: started mpiexec -n 2 .*drx-load" mnt.log
+}
+
+@test "drxfs prefetch: missing mpiexec is logged and reads go on; unmount stops a running one" {
+    "$DRX" init st
+    "$DRX" create st/a --type u8 --shape 4096x64 --chunk 256x64
+    random_bytes raw $((4096 * 64))
+    "$DRX" put st/a <raw
+    printf 'prefetch = { enabled = true; min_bytes = 1024; ranks = 2; mpiexec = "no-such-mpiexec"; };\n' >pf.conf
+    mount_store st mnt -o config="$PWD/pf.conf"
+    cmp raw mnt/a/data
+    cmp <(head -c 65536 raw) mnt/a/dim0=0:1024/data
+    unmount_store mnt
+    grep -q "cannot run no-such-mpiexec: No such file or directory (reads go on" mnt.log
+    # a launcher that never ends: the unmount must stop its process group
+    printf '#!/bin/sh\nexec sleep 300\n' >slow-mpiexec
+    chmod +x slow-mpiexec
+    printf 'prefetch = { enabled = true; min_bytes = 1024; ranks = 1; mpiexec = "%s"; };\n' \
+        "$PWD/slow-mpiexec" >pf2.conf
+    mount_store st mnt -o config="$PWD/pf2.conf"
+    cmp raw mnt/a/data
+    wait_for 10 pgrep -f "^sleep 300" -P "$(cat mnt.pid)"
+    local child
+    child=$(pgrep -f "^sleep 300" -P "$(cat mnt.pid)")
+    unmount_store mnt
+    ! kill -0 "$child" 2>/dev/null
+}
+
 @test "no MPI process of this suite is left behind" {
     local p cwd left=()
     for p in $(pgrep -x 'drx-load|hydra_pmi_proxy|mpiexec|mpiexec.hydra' 2>/dev/null); do
