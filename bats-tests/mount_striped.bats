@@ -165,6 +165,18 @@ EOF
     [ "$(stat -c %u:%g "$M/attrs")" = 65534:65534 ]
     touch -d '2003-04-05 06:07:08' "$M/attrs"
     [ "$(stat -c %Y "$M/attrs")" = "$(date -d '2003-04-05 06:07:08' +%s)" ]
+    # a write that keeps the size still moves the mtime
+    printf 'X' | dd of="$M/attrs" bs=1 seek=1 conv=notrunc status=none
+    [ "$(cat "$M/attrs")" = aXc ]
+    [ "$(stat -c %Y "$M/attrs")" -ge "$(($(date +%s) - 60))" ]
+    # times set on an open file stick (tar and cp -p set them before close)
+    "$PY" -c "
+import os
+fd = os.open('$M/attrs', os.O_WRONLY)
+os.pwrite(fd, b'Y', 2)
+os.utime(fd, (1000000000, 1000000000))
+os.close(fd)
+assert os.stat('$M/attrs').st_mtime == 1000000000, os.stat('$M/attrs')"
     "$PY" - "$M" <<'EOF'
 import os, sys
 m = sys.argv[1]

@@ -24,6 +24,10 @@ struct drxfs_sfile {
     struct drx_stripe *f;
     bool rw;
     bool detached; /* unlinked or replaced: serves its open files only */
+    /* Written since the last flush (atomic): the metafile's mtime is the
+     * file's, and a write that does not change the size does not rewrite
+     * the metafile, so flush sets it. */
+    bool dirty;
     unsigned refs; /* protected by stable.mutex */
     struct stat st; /* metafile at open (for fstat of an unlinked file) */
     struct drxfs_sfile *prev, *next;
@@ -354,17 +358,34 @@ int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t
     if (!fh->sf->rw)
         return -EBADF;
     ssize_t n = drx_stripe_write(fh->sf->f, buf, size, (uint64_t)off);
+    if (n > 0)
+        __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
     if (n < 0)
         log_err("write", fh->sf->key, (int)n, NULL);
     return (int)n;
 }
 
+/* Persists the size and, after writes, makes the metafile's mtime now. */
+static int sfile_flush(struct drxfs_sfile *e)
+{
+    char meta[PATH_MAX];
+    int rc = drx_stripe_flush(e->f);
+    if (rc < 0)
+        return log_err("flush", e->key, rc, NULL);
+    if (__atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED)) {
+        const struct timespec now[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
+        pthread_mutex_lock(&stable.mutex);
+        bool ours = !e->detached && drxfs_rel_suffix(meta, e->key, DRXFS_NAFS) == 0;
+        pthread_mutex_unlock(&stable.mutex);
+        if (ours)
+            utimensat(drxfs.root_fd, meta, now, AT_SYMLINK_NOFOLLOW);
+    }
+    return 0;
+}
+
 int drxfs_striped_flush(struct drxfs_fh *fh)
 {
-    if (!fh->sf->rw)
-        return 0;
-    int rc = drx_stripe_flush(fh->sf->f);
-    return rc < 0 ? log_err("flush", fh->sf->key, rc, NULL) : 0;
+    return fh->sf->rw ? sfile_flush(fh->sf) : 0;
 }
 
 int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
@@ -391,6 +412,7 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
     if (fh) {
         if (!fh->sf->rw)
             return -EACCES;
+        __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
         rc = drx_stripe_truncate(fh->sf->f, (uint64_t)size);
         return rc < 0 ? log_err("truncate", fh->sf->key, rc, NULL) : 0;
     }
@@ -447,8 +469,10 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
         e->refs++;
     pthread_mutex_unlock(&stable.mutex);
     if (e) {
+        /* written bytes get the times set now, not those of a later flush */
         if (e->rw)
-            drx_stripe_flush(e->f);
+            sfile_flush(e);
+        __atomic_store_n(&e->dirty, false, __ATOMIC_RELAXED);
         sfile_put(e);
     }
     return utimensat(drxfs.root_fd, meta, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
@@ -483,7 +507,7 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
         e->refs++;
     pthread_mutex_unlock(&stable.mutex);
     if (e && e->rw)
-        drx_stripe_flush(e->f);
+        sfile_flush(e);
     if (dst && dst->kind == DRXFS_STRIPED)
         sfile_detach(to_rel);
     rc = drx_stripe_rename(drxfs.store, from, to, 0, &err);
