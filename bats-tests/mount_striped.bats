@@ -195,6 +195,23 @@ EOF
     [ ! -e "$S/synced.nafs" ]
 }
 
+@test "a file open for writing follows a rename of its directory" {
+    mkdir -p "$M/mvd/in"
+    "$PY" - "$M" "$S" <<'EOF'
+import os, sys
+m, s = sys.argv[1], sys.argv[2]
+fd = os.open(m + "/mvd/in/w", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"a" * 1000)
+os.rename(m + "/mvd", m + "/mvd2")
+os.write(fd, b"b" * 5000)
+os.close(fd)
+assert os.stat(m + "/mvd2/in/w").st_size == 6000
+assert "size = 6000" in open(s + "/mvd2/in/w.nafs").read()
+assert open(m + "/mvd2/in/w", "rb").read() == b"a" * 1000 + b"b" * 5000
+EOF
+    rm -r "$M/mvd2"
+}
+
 @test "layout inheritance through setfattr and drx stripe set; xattr not listed" {
     mkdir -p "$M/lay/deep/er"
     setfattr -n user.drx.stripe -v "count=3 extent=8192" "$M/lay"

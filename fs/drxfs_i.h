@@ -204,6 +204,9 @@ int drxfs_striped_unlink(const struct drxfs_node *n);
  * (NULL, a plain file, a symlink or a striped file), replaced atomically. */
 int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
                          const char *to_rel);
+/* Directory from was renamed to (store-relative): open striped files below
+ * it follow. */
+void drxfs_striped_dir_renamed(const char *from, const char *to);
 int drxfs_striped_statfs(struct statvfs *sv);
 int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size,
                            int flags);

@@ -557,10 +557,15 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
                 rc = renameat(drxfs.root_fd, src->rel, drxfs.root_fd, rel) < 0 ? -errno : 0;
             break;
         }
-        if (renameat2(drxfs.root_fd, src->rel, drxfs.root_fd, rel, flags) < 0)
+        if (renameat2(drxfs.root_fd, src->rel, drxfs.root_fd, rel, flags) < 0) {
             rc = -errno;
-        else if (src->kind == DRXFS_DIR)
+        } else if (src->kind == DRXFS_DIR) {
             drxfs_arr_forget(src->rel);
+            if (flags & RENAME_EXCHANGE)
+                drxfs_arr_forget(rel);
+            else
+                drxfs_striped_dir_renamed(src->rel, rel);
+        }
         break;
     case DRXFS_ARRAY:
         if (src->spec.nwords) {

@@ -537,6 +537,33 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
     return 0;
 }
 
+void drxfs_striped_dir_renamed(const char *from, const char *to)
+{
+    size_t flen = strlen(from);
+    pthread_mutex_lock(&stable.mutex);
+    for (struct drxfs_sfile *e = stable.head; e; e = e->next) {
+        if (strncmp(e->key, from, flen) != 0 || e->key[flen] != '/')
+            continue;
+        char path[PATH_MAX + 64];
+        size_t klen = strlen(to) + strlen(e->key + flen) + 1;
+        char *key = malloc(klen);
+        if (!key) {
+            drx_log(DRX_LOG_ERROR, "rename %s: out of memory", e->key);
+            continue;
+        }
+        snprintf(key, klen, "%s%s", to, e->key + flen);
+        /* the open handle records its size under the new name */
+        if (store_path(path, key) < 0 || drx_stripe_set_path(e->f, path) < 0) {
+            drx_log(DRX_LOG_ERROR, "rename %s: cannot follow to %s", e->key, key);
+            free(key);
+            continue;
+        }
+        free(e->key);
+        e->key = key;
+    }
+    pthread_mutex_unlock(&stable.mutex);
+}
+
 int drxfs_striped_statfs(struct statvfs *sv)
 {
     /* The store root plus every stripe directory, each filesystem once;
