@@ -280,3 +280,26 @@ assert (a == np.arange(24).reshape(4, 6)).all()"
     done
     "$DRX" rm "$S/tune"
 }
+
+@test "broken array files give EIO, never a crash; the rest of the store works" {
+    arr good
+    printf 'type = "f64";\nrank = 99;\n' >"$S/bad1.xmd"
+    : >"$S/bad1.xta"
+    head -c 5000 /dev/urandom >"$S/bad2.xmd"
+    : >"$S/bad2.xta"
+    "$DRX" create "$S/noxta" --type i8 --shape 4 --chunk 2
+    rm "$S/noxta.xta"
+    for a in bad1 bad2 noxta; do
+        run stat "$M/$a/data"
+        assert_failure
+        run cat "$M/$a/dim0=1/data"
+        assert_failure
+    done
+    run ls "$M"
+    assert_success
+    assert_output --partial bad1
+    cmp arr.raw "$M/good/data"
+    kill -0 "$(cat "$M.pid")"
+    rm -f "$S"/bad1.* "$S"/bad2.* "$S"/noxta.*
+    "$DRX" rm "$S/good"
+}
