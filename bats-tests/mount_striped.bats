@@ -317,8 +317,10 @@ EOF
     rm "$M/eio/f"
 }
 
-@test "random-operation exerciser agrees with a local file after every step" {
-    timeout 100 "$PY" - "$M/fsx" "$BATS_TEST_TMPDIR/fsx.local" <<'EOF'
+# exercise REMOTE LOCAL: 400 random writes, truncates, appends, reads,
+# reopens and fsyncs on both files, comparing them after every step
+exercise() {
+    timeout 100 "$PY" - "$1" "$2" <<'EOF'
 import os, random, sys
 remote, local = sys.argv[1], sys.argv[2]
 rnd = random.Random(20261122)
@@ -365,6 +367,45 @@ for step in range(400):
 os.close(fr); os.close(fl)
 print("400 steps agree")
 EOF
+}
+
+@test "random-operation exerciser agrees with a local file after every step" {
+    exercise "$M/fsx" "$BATS_TEST_TMPDIR/fsx.local"
     cmp "$M/fsx" "$BATS_TEST_TMPDIR/fsx.local"
     rm "$M/fsx"
+}
+
+@test "striped_io=cached: page-cache mode passes the exerciser and allows shared mmap" {
+    local m2="$BATS_TEST_TMPDIR/mc"
+    mount_store "$S" "$m2" -o striped_io=cached
+    exercise "$m2/fsx2" "$BATS_TEST_TMPDIR/fsx2.local"
+    cmp "$m2/fsx2" "$BATS_TEST_TMPDIR/fsx2.local"
+    rm "$m2/fsx2"
+    head -c 200000 /dev/urandom >loc
+    cp loc "$m2/c"
+    cmp loc "$m2/c"
+    printf 'zz' | dd of="$m2/c" bs=1 seek=70000 conv=notrunc status=none
+    printf 'zz' | dd of=loc bs=1 seek=70000 conv=notrunc status=none
+    cmp loc "$m2/c"
+    "$PY" - "$m2/c" "$M/c" <<'EOF'
+import errno, mmap, os, sys
+cached, direct = sys.argv[1], sys.argv[2]
+with open(cached, "r+b") as f:
+    m = mmap.mmap(f.fileno(), 0)
+    m[5:8] = b"abc"
+    m.flush()
+    m.close()
+assert open(cached, "rb").read()[5:8] == b"abc"
+# the default (direct_io) mount: private maps work, shared ones are refused
+with open(direct, "rb") as f:
+    p = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    assert p[5:8] == b"abc"
+    try:
+        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        print("shared mmap allowed by this kernel")
+    except OSError as e:
+        assert e.errno == errno.ENODEV, e
+EOF
+    unmount_store "$m2"
+    rm "$M/c"
 }

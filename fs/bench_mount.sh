@@ -9,6 +9,9 @@
 #     (target: mount >= 0.6 x drx get)
 #   - row slab dim0=0:128 vs column slab dim2=0:64 through the mount
 #     (target: column time <= 1.5 x row time)
+# and a striped file (2 stripes, store default layout), hot cache:
+#   - cp into and out of the mount vs the same cp on the local disk
+#     (targets: reading >= 0.5, writing >= 0.4 of local speed)
 #
 # DRX_BENCH_MIB   array size in MiB (default 1024; e.g. 64 for a quick run)
 # DRX_BENCH_DIR   where to put the store (default /tmp; needs the size free)
@@ -42,7 +45,8 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-mkdir -p "$store" "$mnt"
+mkdir -p "$store" "$mnt" "$work/local"
+"$drx" init "$store" >/dev/null
 
 echo "array ${n}x${n}x${n} f64, chunk 64x64x64, $((bytes >> 20)) MiB; median of $runs runs"
 "$drx" create "$store/big" --type f64 --shape "${n}x${n}x${n}" --chunk 64x64x64
@@ -100,3 +104,23 @@ echo "  row dim0=0:$row        $(rate "$row_bytes" "$t_grow")  ${t_grow} s"
 echo "  column dim2=0:64        $(rate "$col_bytes" "$t_gcol")  ${t_gcol} s"
 echo "  mount / drx get, row    $(ratio "$t_grow" "$t_row")"
 echo "  mount / drx get, column $(ratio "$t_gcol" "$t_col")"
+
+# striped files: cp in and out, against cp on the local disk
+src="$work/src"
+head -c "$bytes" /dev/urandom >"$src"
+cp_in_local() { rm -f "$work/local/f"; cp "$src" "$work/local/f"; }
+cp_in_mount() { rm -f "$mnt/f"; cp "$src" "$mnt/f"; }
+cp_out_local() { rm -f "$work/out"; cp "$work/local/f" "$work/out"; }
+cp_out_mount() { rm -f "$work/out"; cp "$mnt/f" "$work/out"; }
+t_inl=$(secs cp_in_local)
+t_inm=$(secs cp_in_mount)
+t_outl=$(secs cp_out_local)
+t_outm=$(secs cp_out_mount)
+cmp "$src" "$mnt/f"
+echo "striped file ($((bytes >> 20)) MiB, 2 stripes), cp:"
+echo "  into local disk         $(rate "$bytes" "$t_inl")  ${t_inl} s"
+echo "  into the mount          $(rate "$bytes" "$t_inm")  ${t_inm} s"
+echo "  writing mount / local   $(ratio "$t_inl" "$t_inm")   (target >= 0.4)"
+echo "  out of local disk       $(rate "$bytes" "$t_outl")  ${t_outl} s"
+echo "  out of the mount        $(rate "$bytes" "$t_outm")  ${t_outm} s"
+echo "  reading mount / local   $(ratio "$t_outl" "$t_outm")   (target >= 0.5)"

@@ -36,6 +36,7 @@ struct drxfs_cli {
     char *cache_bytes;
     char *data_io;
     char *npy_io;
+    char *striped_io;
     char *store;
     int help;
     int version;
@@ -67,6 +68,7 @@ static const struct fuse_opt drxfs_opts[] = {
     DRXFS_OPT("cache_bytes=%s", cache_bytes),
     DRXFS_OPT("data_io=%s", data_io),
     DRXFS_OPT("npy_io=%s", npy_io),
+    DRXFS_OPT("striped_io=%s", striped_io),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -152,6 +154,9 @@ static void usage(const char *prog)
            "                           (direct, default) or use it\n"
            "    -o npy_io=direct|cached    the same for data.npy (default cached, so\n"
            "                           numpy.load(mmap_mode='r') works)\n"
+           "    -o striped_io=direct|cached  the same for striped files (default\n"
+           "                           direct; cached: shared mmap works, small\n"
+           "                           reads are served by read-ahead)\n"
            "    -o ro                  read-only mount (writes fail with EROFS)\n\n",
            prog);
 }
@@ -217,9 +222,11 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     drx_log(DRX_LOG_INFO, "mounted %s (max_read %u, max_write %u, max_readahead %u)",
             drxfs.store_path, conn->max_read, conn->max_write, conn->max_readahead);
     drx_log(DRX_LOG_DEBUG,
-            "settings: cache.bytes %llu, data %s, data.npy %s, entry/attr timeouts %g/%g s%s",
+            "settings: cache.bytes %llu, data %s, data.npy %s, striped files %s, "
+            "entry/attr timeouts %g/%g s%s",
             (unsigned long long)drxfs.cache_bytes, drxfs.data_direct_io ? "direct_io" : "cached",
-            drxfs.npy_direct_io ? "direct_io" : "cached", cfg->entry_timeout, cfg->attr_timeout,
+            drxfs.npy_direct_io ? "direct_io" : "cached",
+            drxfs.striped_direct_io ? "direct_io" : "cached", cfg->entry_timeout, cfg->attr_timeout,
             drxfs.ro ? ", read-only" : "");
     return NULL;
 }
@@ -375,12 +382,18 @@ int main(int argc, char *argv[])
         goto out;
     }
     if (parse_io("data_io", cli.data_io, &(bool){0}) < 0 ||
-        parse_io("npy_io", cli.npy_io, &(bool){0}) < 0)
+        parse_io("npy_io", cli.npy_io, &(bool){0}) < 0 ||
+        parse_io("striped_io", cli.striped_io, &(bool){0}) < 0)
         goto out;
     drxfs.data_direct_io = true;
     drxfs.npy_direct_io = false;
+    /* Striped files: direct_io measured 0.46/0.58 of local cp speed
+     * (write/read) against 0.24/0.34 in page-cache mode; page-cache mode
+     * stays available for programs that mmap(MAP_SHARED). */
+    drxfs.striped_direct_io = true;
     parse_io("data_io", cli.data_io, &drxfs.data_direct_io);
     parse_io("npy_io", cli.npy_io, &drxfs.npy_direct_io);
+    parse_io("striped_io", cli.striped_io, &drxfs.striped_direct_io);
     drxfs.ro = cli.ro;
     drxfs.foreground = cli.foreground;
     drxfs.max_read = cli.max_read;
@@ -449,6 +462,7 @@ out:
     free(cli.cache_bytes);
     free(cli.data_io);
     free(cli.npy_io);
+    free(cli.striped_io);
     free(cli.store);
     fuse_opt_free_args(&args);
     return ret;

@@ -46,6 +46,7 @@ struct drxfs {
     bool foreground;
     bool data_direct_io; /* data files bypass the page cache (default) */
     bool npy_direct_io;  /* data.npy too (off: keeps mmap of .npy working) */
+    bool striped_direct_io; /* striped files bypass the page cache */
     bool root_euid;      /* we may chown what we create */
     bool set_timeouts;   /* user gave no entry/attr timeout: use 0 */
     unsigned max_read;   /* -o max_read=N, or 0 */

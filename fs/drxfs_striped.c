@@ -207,6 +207,9 @@ static void fill_stat(struct stat *st, const struct stat *meta, uint64_t size)
     st->st_nlink = 1;
     st->st_size = (off_t)size;
     st->st_blocks = (blkcnt_t)((size + 511) / 512);
+    /* cp, cat, rsync size their buffers by st_blksize: 1 MiB buffers make
+     * 1 MiB FUSE requests (reads through read-ahead, writes as written). */
+    st->st_blksize = DRXFS_DATA_BLKSIZE;
     if (drxfs.ro)
         st->st_mode &= ~(mode_t)0222;
 }
@@ -260,10 +263,11 @@ static int attach_fh(struct drxfs_sfile *e, struct fuse_file_info *fi)
     fh->fd = -1;
     fh->sf = e;
     fi->fh = (uint64_t)(uintptr_t)fh;
-    /* Page-cache mode: mmap works and small writes are sent as written;
-     * without keep_cache, each open drops pages another process may have
-     * made stale. */
-    fi->direct_io = 0;
+    /* direct_io (default): one copy less each way for large transfers, and
+     * nothing cached that another process could make stale.  Page-cache
+     * mode (-o striped_io=cached): shared mmap works, small reads are served
+     * by read-ahead; without keep_cache each open drops stale pages. */
+    fi->direct_io = drxfs.striped_direct_io;
     fi->keep_cache = 0;
     return 0;
 }
