@@ -94,6 +94,9 @@ int drxfs_proc_path(char *out, size_t len, const char *rel);
 /* True for names a user may not create in the store (.drx at the root,
  * temporary names, names with an array/striped suffix). */
 bool drxfs_name_reserved(const char *name, bool at_root);
+/* openat(root, rel) that never follows a symlink on the way nor leaves the
+ * store (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS).  fd or -errno. */
+int drxfs_open_beneath(const char *rel, int flags, mode_t mode);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
 

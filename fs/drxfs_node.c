@@ -9,9 +9,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "drxfs_i.h"
@@ -45,6 +47,24 @@ int drxfs_proc_path(char *out, size_t len, const char *rel)
 {
     int n = snprintf(out, len, "%s/%s", drxfs.proc_root, rel);
     return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+int drxfs_open_beneath(const char *rel, int flags, mode_t mode)
+{
+    /* The daemon runs as root for allow_other mounts: a user who can write
+     * the store must not swap a directory for a symlink between our lookup
+     * and our open and so make us open a file outside it. */
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC),
+        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    long fd = syscall(SYS_openat2, drxfs.root_fd, rel, &how, sizeof(how));
+    if (fd < 0 && errno == ENOSYS)
+        fd = openat(drxfs.root_fd, rel, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0 && errno == ELOOP)
+        drx_log(DRX_LOG_WARNING, "%s: a symlink in the way: refused", rel);
+    return fd < 0 ? -errno : (int)fd;
 }
 
 void drxfs_chown_new(const char *rel)

@@ -269,9 +269,9 @@ int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         return rc;
     switch (n->kind) {
     case DRXFS_PLAIN: {
-        int fd = openat(drxfs.root_fd, n->rel, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        int fd = drxfs_open_beneath(n->rel, O_WRONLY, 0);
         if (fd < 0) {
-            rc = -errno;
+            rc = fd;
             break;
         }
         rc = ftruncate(fd, size) < 0 ? -errno : 0;
@@ -628,10 +628,9 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
             break;
         }
         fh->kind = DRXFS_PLAIN;
-        fh->fd = openat(drxfs.root_fd, n->rel,
-                        (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY)) | O_NOFOLLOW | O_CLOEXEC);
+        fh->fd = drxfs_open_beneath(n->rel, fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY), 0);
         if (fh->fd < 0) {
-            rc = -errno;
+            rc = fh->fd;
             free(fh);
             break;
         }
@@ -792,7 +791,9 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
         goto out;
     }
     if (n->kind == DRXFS_DIR) {
-        int fd = openat(drxfs.root_fd, n->rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd = drxfs_open_beneath(n->rel, O_RDONLY | O_DIRECTORY, 0);
+        if (fd < 0)
+            errno = -fd;
         if (fd < 0 || !(dh->dp = fdopendir(fd))) {
             rc = -errno;
             if (fd >= 0)
