@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "drx/stripe.h"
 #include "load_i.h"
 
 int load_open_view(struct load_ctx *c, const char *path, char **words, int nwords,
@@ -71,10 +72,13 @@ int load_share_init(struct load_ctx *c, const struct drx_array_meta *m, const st
         s->batch = 1;
     uint64_t most = (n + (uint64_t)c->nprocs - 1) / (uint64_t)c->nprocs;
     s->rounds = (most + s->batch - 1) / s->batch;
-    s->chunk_buf = malloc(s->batch * m->chunk_bytes);
+    /* A rank with fewer chunks than a round (P larger than the chunk
+     * count) needs no more buffer than its chunks. */
+    s->bufchunks = s->n < s->batch ? (s->n ? s->n : 1) : s->batch;
+    s->chunk_buf = malloc(s->bufchunks * m->chunk_bytes);
     if (rc == 0 && !s->chunk_buf)
         rc = drx_err_set(&err, ENOMEM, "out of memory for %llu chunks of %llu bytes",
-                         (unsigned long long)s->batch, (unsigned long long)m->chunk_bytes);
+                         (unsigned long long)s->bufchunks, (unsigned long long)m->chunk_bytes);
     rc = load_agree(c, rc, &err, NULL);
     if (rc < 0)
         load_share_fini(s);
@@ -276,6 +280,9 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
     rc = load_resolve(argv[2], raw, sizeof(raw), &err);
     if (rc == 0)
         rc = load_check_input(raw, &size, &err);
+    if (rc == -ENOENT && drx_stripe_exists(raw))
+        rc = drx_err_set(&err, EINVAL, "%s: is a striped file; import reads plain files "
+                         "(drx-load copy it out first)", argv[2]);
     if (rc == 0 && size != drx_view_bytes(&v))
         rc = drx_err_set(&err, EINVAL, "%s: %llu bytes, but the view holds %llu", argv[2],
                          (unsigned long long)size, (unsigned long long)drx_view_bytes(&v));
@@ -289,7 +296,7 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
         goto out;
     if (load_share_init(c, m, &v, &s) < 0)
         goto out;
-    packed = malloc(s.batch * m->chunk_bytes);
+    packed = malloc(s.bufchunks * m->chunk_bytes);
     rc = packed ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
     if (load_agree(c, rc, &err, "import") < 0)
         goto out;
@@ -298,6 +305,7 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
 
     const bool swap = drx_type_rep_swaps(v.type, v.rep);
     load_progress_start(c, &pr, "import", drx_view_bytes(&v));
+    bool planned = false; /* p already holds round r (planned ahead) */
     for (uint64_t r = 0; r < s.rounds; r++) {
         const uint64_t *q;
         size_t n;
@@ -306,16 +314,28 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
         MPI_Status st;
 
         load_share_round(&s, r, &q, &n);
-        rc = load_plan_round(&p, q, n);
+        rc = planned ? 0 : load_plan_round(&p, q, n);
         if (rc == 0)
             rc = load_type_runs(&p, &ft);
         if (rc < 0)
             drx_err_set(&err, -rc, "planning: %s", strerror(-rc));
         bytes = load_plan_bytes(&p);
+        /* Read-ahead: this round's raw ranges (first round) and the next
+         * round's, asked for before this round's read so the disk has the
+         * next round queued while this one is unpacked and written. */
+        if (rc == 0 && r == 0)
+            advise_runs(rawfd, &p);
+        planned = false;
+        if (rc == 0 && r + 1 < s.rounds) {
+            const uint64_t *qn;
+            size_t nn;
+            load_share_round(&s, r + 1, &qn, &nn);
+            planned = load_plan_round(&ahead, qn, nn) == 0;
+            if (planned)
+                advise_runs(rawfd, &ahead);
+        }
         /* 1. This rank's pieces of the raw file, packed in raw order. */
         if (rc == 0) {
-            if (r == 0)
-                advise_runs(rawfd, &p);
             mrc = MPI_File_set_view(rf, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
             if (mrc == MPI_SUCCESS)
                 mrc = MPI_File_read_all(rf, packed, (int)bytes, MPI_BYTE, &st);
@@ -326,15 +346,6 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
                 rc = load_mpi_err(&err, mrc, "reading %s", argv[2]);
             else if ((uint64_t)got != bytes)
                 rc = drx_err_set(&err, EIO, "%s: short read (file changed?)", argv[2]);
-        }
-        /* Read-ahead of the next round's raw ranges, so the disk reads
-         * them while this round's chunks are written. */
-        if (rc == 0 && rawfd >= 0 && r + 1 < s.rounds) {
-            const uint64_t *qn;
-            size_t nn;
-            load_share_round(&s, r + 1, &qn, &nn);
-            if (load_plan_round(&ahead, qn, nn) == 0)
-                advise_runs(rawfd, &ahead);
         }
         if (rc == 0 && swap)
             drx_type_convert(v.type, v.rep, packed, bytes / v.elem_size);
@@ -367,6 +378,10 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
         if (load_agree(c, rc, &err, "import") < 0)
             goto out;
         load_progress_add(c, &pr, bytes);
+        /* the plan made ahead becomes the next round's */
+        struct load_plan t = p;
+        p = ahead;
+        ahead = t;
     }
     /* Exit 0 means the data is on disk. */
     int mrc = MPI_File_sync(xf);
@@ -431,7 +446,7 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
         goto out;
     if (load_share_init(c, m, &v, &s) < 0)
         goto out;
-    packed = malloc(s.batch * m->chunk_bytes);
+    packed = malloc(s.bufchunks * m->chunk_bytes);
     rc = packed ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
     if (load_agree(c, rc, &err, "export") < 0)
         goto out;

@@ -369,7 +369,7 @@ int load_cmd_copy(struct load_ctx *c, int argc, char **argv)
     uint64_t per_round = c->buffer / unit ? c->buffer / unit : 1;
     uint64_t most = (units + (uint64_t)c->nprocs - 1) / (uint64_t)c->nprocs;
     uint64_t rounds = (most + per_round - 1) / per_round;
-    buf = malloc(per_round * unit);
+    buf = malloc((count < per_round ? (count ? count : 1) : per_round) * unit);
     rc = buf ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
     if (load_agree(c, rc, &err, "copy") < 0)
         goto out;

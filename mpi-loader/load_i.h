@@ -84,7 +84,8 @@ struct load_share {
     uint64_t *q, n;          /* my chunk addresses, ascending */
     uint64_t batch;          /* chunks per round */
     uint64_t rounds;         /* the same on every rank */
-    unsigned char *chunk_buf; /* batch * chunk_bytes */
+    uint64_t bufchunks;      /* min(batch, n), at least 1 */
+    unsigned char *chunk_buf; /* bufchunks * chunk_bytes */
 };
 /* Collective. */
 int load_share_init(struct load_ctx *c, const struct drx_array_meta *m, const struct drx_view *v,
