@@ -31,6 +31,14 @@ teardown_file() {
     unmount_store "$M"
 }
 
+teardown() {
+    # mounts a test made of its own, even when it failed half-way
+    for m in "$BATS_TEST_TMPDIR"/m*; do
+        [ -d "$m" ] && unmount_store "$m"
+    done
+    return 0
+}
+
 # same VIEW...: the mount path of the view words and drx get agree
 same() {
     local arr=$1 file=${FILE:-data} p

@@ -27,6 +27,7 @@ teardown() {
     if [ -n "${OWN_DIR:-}" ]; then
         rm -rf "$OWN_DIR"
     fi
+    return 0
 }
 
 # arr NAME: a small f64 array with values 0..23 in the store

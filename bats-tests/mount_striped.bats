@@ -21,6 +21,9 @@ setup() {
 }
 
 teardown() {
+    for m in "$BATS_TEST_TMPDIR"/m*; do
+        [ -d "$m" ] && unmount_store "$m"
+    done
     if [ -n "${SMALL:-}" ]; then
         unmount_store "$SMALL/m"
         umount "$SMALL/tmpfs" 2>/dev/null || umount -l "$SMALL/tmpfs" 2>/dev/null || true
