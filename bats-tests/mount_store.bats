@@ -304,3 +304,15 @@ assert (a == np.arange(24).reshape(4, 6)).all()"
     rm -f "$S"/bad1.* "$S"/bad2.* "$S"/noxta.*
     "$DRX" rm "$S/good"
 }
+
+@test "a daemon killed under its mount is cleaned up by unmount_store" {
+    local m="$BATS_TEST_TMPDIR/m_killed"
+    mount_store "$S" "$m"
+    kill -9 "$(cat "$m.pid")"
+    sleep 0.2
+    run stat "$m/x"
+    assert_failure
+    unmount_store "$m"
+    ! grep -q " $m " /proc/self/mountinfo
+    [ ! -e "$m.pid" ]
+}

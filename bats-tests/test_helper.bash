@@ -60,7 +60,11 @@ mount_store() {
 # and kill as fallback).  Safe to call twice or when nothing is mounted.
 unmount_store() {
     local mnt=$1 i
-    if mountpoint -q "$mnt" 2>/dev/null; then
+    # mountpoint(1) fails on the mount of a daemon that died (ENOTCONN):
+    # ask the mount table as well
+    if mountpoint -q "$mnt" 2>/dev/null ||
+        { [ -n "$mnt" ] && awk -v m="$(realpath -m "$mnt")" '$5 == m { f = 1 } END { exit !f }' \
+            /proc/self/mountinfo; }; then
         fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
     fi
     local pid
