@@ -2,7 +2,8 @@
  *
  *   drxfs.c         main, options, configuration, init/destroy, ops table
  *   drxfs_node.c    path resolution (mount path -> what it is in the store)
- *   drxfs_pass.c    directories, plain files and symlinks passed through
+ *   drxfs_pass.c    attributes, open files, xattrs; plain files passed through
+ *   drxfs_names.c   names (mkdir, rename, unlink, ...) and directory listings
  *   drxfs_array.c   arrays and views: the handle table, data/data.npy/info
  *   drxfs_striped.c striped files (NAME.nafs) and user.drx.stripe
  *
@@ -56,7 +57,8 @@ struct drxfs {
 };
 extern struct drxfs drxfs;
 
-/* What a mount path is. */
+/* What a mount path is.  The pass-through kinds come first (rename relies
+ * on kind <= DRXFS_LINK meaning "one plain store entry"). */
 enum drxfs_kind {
     DRXFS_DIR,     /* store directory */
     DRXFS_PLAIN,   /* regular file passed through */
@@ -76,13 +78,20 @@ struct drxfs_node {
     /* The store object's stat: itself, the .xmd of an array, the .nafs of
      * a striped file. */
     struct stat st;
-    bool at_root; /* the object is a direct child of the store root */
     /* View words below the array (array kinds only). */
     struct drx_view_spec spec;
 };
 
+static inline bool drxfs_is_array_kind(enum drxfs_kind k)
+{
+    return k == DRXFS_ARRAY || k == DRXFS_ADATA || k == DRXFS_ANPY || k == DRXFS_AINFO;
+}
+
 /* drxfs_node.c */
 int drxfs_resolve(const char *path, struct drxfs_node *n);
+/* drxfs_resolve() into a node on the heap (a node is large: it holds a
+ * view spec).  NULL with *rc = -errno on failure; free() the result. */
+struct drxfs_node *drxfs_node_get(const char *path, int *rc);
 /* Resolves the parent of path, which must be a directory, and returns the
  * store-relative path of the new child in rel (PATH_MAX) and its last
  * component in *name.  -EPERM when the parent is an array or view. */
@@ -100,7 +109,12 @@ int drxfs_open_beneath(const char *rel, int flags, mode_t mode);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
 
-/* drxfs_pass.c: the operations, dispatching to the array and striped code. */
+/* drxfs_names.c: refuses names the store reserves; -EEXIST when the name
+ * already stands for something. */
+int drxfs_check_new_name(const char *path, const char *name, bool at_root);
+
+/* drxfs_pass.c and drxfs_names.c: the operations, dispatching to the array
+ * and striped code. */
 int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi);
 int drxfs_op_readlink(const char *path, char *buf, size_t size);
 int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev);

@@ -128,7 +128,6 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
     int rc;
 
     n->kind = DRXFS_DIR;
-    n->at_root = false;
     drx_view_spec_init(&n->spec);
     strcpy(n->rel, ".");
     if (fstat(drxfs.root_fd, &n->st) < 0)
@@ -160,7 +159,6 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
             used += len;
             if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
                 return -ENOENT;
-            n->at_root = at_root;
             if ((rc = classify(n, n->rel, name, len, at_root)) < 0)
                 return rc;
             break;
@@ -195,6 +193,26 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
         p = next;
     }
     return 0;
+}
+
+struct drxfs_node *drxfs_node_get(const char *path, int *rc)
+{
+    struct drxfs_node *n;
+
+    if (!path) {
+        /* libfuse gives no path for an unlinked open file (hard_remove) */
+        *rc = -ENOENT;
+        return NULL;
+    }
+    if (!(n = malloc(sizeof(*n)))) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    if ((*rc = drxfs_resolve(path, n)) < 0) {
+        free(n);
+        return NULL;
+    }
+    return n;
 }
 
 int drxfs_resolve_new(const char *path, char *rel, const char **name, bool *at_root)

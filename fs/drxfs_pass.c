@@ -1,6 +1,8 @@
-/* The FUSE operations: directories, plain files and symlinks of the store
- * are passed through (relative to the store's root descriptor); array and
- * striped-file nodes go to drxfs_array.c and drxfs_striped.c.
+/* The FUSE operations on attributes, open files and extended attributes:
+ * directories, plain files and symlinks of the store are passed through
+ * (relative to the store's root descriptor); array and striped-file nodes
+ * go to drxfs_array.c and drxfs_striped.c.  Names (create, remove, rename)
+ * and directory listings are in drxfs_names.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,32 +16,6 @@
 
 #include "drxfs_i.h"
 
-/* Resolution of a path into a node.  A node is large (a view spec), so
- * handlers keep it on the heap. */
-static struct drxfs_node *node_get(const char *path, int *rc)
-{
-    struct drxfs_node *n = malloc(sizeof(*n));
-    if (!n) {
-        *rc = -ENOMEM;
-        return NULL;
-    }
-    if (!path) {
-        *rc = -ENOENT;
-        free(n);
-        return NULL;
-    }
-    if ((*rc = drxfs_resolve(path, n)) < 0) {
-        free(n);
-        return NULL;
-    }
-    return n;
-}
-
-static bool is_array_kind(enum drxfs_kind k)
-{
-    return k == DRXFS_ARRAY || k == DRXFS_ADATA || k == DRXFS_ANPY || k == DRXFS_AINFO;
-}
-
 /* ---- attributes ---- */
 
 int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
@@ -52,11 +28,11 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return fstat(fh->fd, st) < 0 ? -errno : 0;
     if (fh && fh->kind == DRXFS_STRIPED && !path)
         return drxfs_striped_fgetattr(fh, st);
-    if (fh && is_array_kind(fh->kind))
+    if (fh && drxfs_is_array_kind(fh->kind))
         return drxfs_array_fgetattr(fh, st);
-    if (!(n = node_get(path, &rc)))
+    if (!(n = drxfs_node_get(path, &rc)))
         return rc;
-    if (is_array_kind(n->kind)) {
+    if (drxfs_is_array_kind(n->kind)) {
         rc = drxfs_array_getattr(n, st);
     } else if (n->kind == DRXFS_STRIPED) {
         rc = drxfs_striped_getattr(n, st);
@@ -76,7 +52,7 @@ int drxfs_op_readlink(const char *path, char *buf, size_t size)
 
     if (size == 0)
         return -EINVAL;
-    if (!(n = node_get(path, &rc)))
+    if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     if (n->kind != DRXFS_LINK) {
         rc = -EINVAL;
@@ -129,7 +105,7 @@ int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
         return fchmod(fh->fd, mode & 07777) < 0 ? -errno : 0;
     if (fh && fh->kind == DRXFS_STRIPED)
         return drxfs_striped_chmod(NULL, fh, mode);
-    if (fh && is_array_kind(fh->kind)) {
+    if (fh && drxfs_is_array_kind(fh->kind)) {
         if ((rc = array_fh_files(fh, xmd, xta)) < 0)
             return rc;
         if (fchmodat(drxfs.root_fd, xta, mode & 07777, 0) < 0 ||
@@ -137,7 +113,7 @@ int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
             return -errno;
         return 0;
     }
-    if (!(n = node_get(path, &rc)))
+    if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     switch (n->kind) {
     case DRXFS_DIR:
@@ -175,7 +151,7 @@ int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info
         return fchown(fh->fd, uid, gid) < 0 ? -errno : 0;
     if (fh && fh->kind == DRXFS_STRIPED)
         return drxfs_striped_chown(NULL, fh, uid, gid);
-    if (fh && is_array_kind(fh->kind)) {
+    if (fh && drxfs_is_array_kind(fh->kind)) {
         if ((rc = array_fh_files(fh, xmd, xta)) < 0)
             return rc;
         if (fchownat(drxfs.root_fd, xta, uid, gid, 0) < 0 ||
@@ -183,7 +159,7 @@ int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info
             return -errno;
         return 0;
     }
-    if (!(n = node_get(path, &rc)))
+    if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     switch (n->kind) {
     case DRXFS_DIR:
@@ -219,14 +195,14 @@ int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_
         return futimens(fh->fd, tv) < 0 ? -errno : 0;
     if (fh && fh->kind == DRXFS_STRIPED)
         return drxfs_striped_utimens(NULL, fh, tv);
-    if (fh && is_array_kind(fh->kind)) {
+    if (fh && drxfs_is_array_kind(fh->kind)) {
         if ((rc = drxfs_rel_suffix(xmd, drxfs_array_fh_rel(fh), DRXFS_XMD)) < 0 ||
             (rc = drxfs_rel_suffix(xta, drxfs_array_fh_rel(fh), DRXFS_XTA)) < 0)
             return rc;
         rc = utimensat(drxfs.root_fd, fh->kind == DRXFS_AINFO ? xmd : xta, tv, 0);
         return rc < 0 ? -errno : 0;
     }
-    if (!(n = node_get(path, &rc)))
+    if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     switch (n->kind) {
     case DRXFS_DIR:
@@ -263,9 +239,9 @@ int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         return ftruncate(fh->fd, size) < 0 ? -errno : 0;
     if (fh && fh->kind == DRXFS_STRIPED)
         return drxfs_striped_truncate(NULL, fh, size);
-    if (fh && is_array_kind(fh->kind))
+    if (fh && drxfs_is_array_kind(fh->kind))
         return drxfs_array_truncate(NULL, fh, size);
-    if (!(n = node_get(path, &rc)))
+    if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     switch (n->kind) {
     case DRXFS_PLAIN: {
@@ -296,319 +272,6 @@ int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
     return rc;
 }
 
-/* ---- names ---- */
-
-/* Refuses names the store reserves; EEXIST when name already stands for
- * something (an array NAME.xmd exists while NAME does not). */
-static int check_new_name(const char *path, const char *name, bool at_root)
-{
-    struct drxfs_node *n;
-    int rc;
-
-    if (drxfs.ro)
-        return -EROFS;
-    if (drxfs_name_reserved(name, at_root)) {
-        drx_log(DRX_LOG_DEBUG, "%s: reserved name in the store", path);
-        return -EPERM;
-    }
-    if ((n = node_get(path, &rc))) {
-        free(n);
-        return -EEXIST;
-    }
-    return rc == -ENOENT ? 0 : rc;
-}
-
-int drxfs_op_mkdir(const char *path, mode_t mode)
-{
-    char rel[PATH_MAX];
-    const char *name;
-    bool at_root;
-    int rc;
-
-    if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
-        return rc;
-    if ((rc = check_new_name(path, name, at_root)) < 0)
-        return rc;
-    if (mkdirat(drxfs.root_fd, rel, mode & 07777) < 0)
-        return -errno;
-    drxfs_chown_new(rel);
-    return 0;
-}
-
-int drxfs_op_symlink(const char *target, const char *path)
-{
-    char rel[PATH_MAX];
-    const char *name;
-    bool at_root;
-    int rc;
-
-    if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
-        return rc;
-    if ((rc = check_new_name(path, name, at_root)) < 0)
-        return rc;
-    if (symlinkat(target, drxfs.root_fd, rel) < 0)
-        return -errno;
-    drxfs_chown_new(rel);
-    return 0;
-}
-
-int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev)
-{
-    /* Only regular files: devices and fifos in a store would be served with
-     * the daemon's privileges. */
-    (void)rdev;
-    if (!S_ISREG(mode))
-        return -EPERM;
-    struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT | O_EXCL};
-    int rc = drxfs_op_create(path, mode, &fi);
-    if (rc == 0)
-        drxfs_op_release(path, &fi);
-    return rc;
-}
-
-int drxfs_op_link(const char *from, const char *to)
-{
-    struct drxfs_node *n;
-    char rel[PATH_MAX];
-    const char *name;
-    bool at_root;
-    int rc;
-
-    if ((rc = drxfs_resolve_new(to, rel, &name, &at_root)) < 0)
-        return rc;
-    if ((rc = check_new_name(to, name, at_root)) < 0)
-        return rc;
-    if (!(n = node_get(from, &rc)))
-        return rc;
-    /* Hard links only between plain files: a striped file or an array is
-     * several store files. */
-    if (n->kind != DRXFS_PLAIN && n->kind != DRXFS_LINK)
-        rc = -EPERM;
-    else if (linkat(drxfs.root_fd, n->rel, drxfs.root_fd, rel, 0) < 0)
-        rc = -errno;
-    free(n);
-    return rc;
-}
-
-int drxfs_op_unlink(const char *path)
-{
-    struct drxfs_node *n;
-    int rc;
-
-    if (drxfs.ro)
-        return -EROFS;
-    if (!(n = node_get(path, &rc)))
-        return rc;
-    switch (n->kind) {
-    case DRXFS_PLAIN:
-    case DRXFS_LINK:
-        rc = unlinkat(drxfs.root_fd, n->rel, 0) < 0 ? -errno : 0;
-        break;
-    case DRXFS_STRIPED:
-        rc = drxfs_striped_unlink(n);
-        break;
-    case DRXFS_DIR:
-    case DRXFS_ARRAY:
-        rc = -EISDIR;
-        break;
-    default:
-        /* the files of a view: remove arrays with `drx rm` */
-        rc = -EPERM;
-        break;
-    }
-    free(n);
-    return rc;
-}
-
-int drxfs_op_rmdir(const char *path)
-{
-    struct drxfs_node *n;
-    int rc;
-
-    if (drxfs.ro)
-        return -EROFS;
-    if (!(n = node_get(path, &rc)))
-        return rc;
-    switch (n->kind) {
-    case DRXFS_DIR:
-        if (strcmp(n->rel, ".") == 0)
-            rc = -EBUSY;
-        else if (unlinkat(drxfs.root_fd, n->rel, AT_REMOVEDIR) < 0)
-            rc = -errno;
-        else
-            drxfs_arr_forget(n->rel);
-        break;
-    case DRXFS_ARRAY:
-        /* An array always holds data, data.npy and info; `drx rm` removes
-         * it.  A view is not a thing that can be removed. */
-        rc = n->spec.nwords ? -EPERM : -ENOTEMPTY;
-        break;
-    default:
-        rc = -ENOTDIR;
-        break;
-    }
-    free(n);
-    return rc;
-}
-
-static void fsync_parent(const char *rel)
-{
-    char dir[PATH_MAX];
-    const char *slash = strrchr(rel, '/');
-    if (slash) {
-        memcpy(dir, rel, (size_t)(slash - rel));
-        dir[slash - rel] = '\0';
-    } else {
-        strcpy(dir, ".");
-    }
-    int fd = openat(drxfs.root_fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
-/* Moves array `from` to `to` (names without suffix).  Hard links make the
- * move crash safe: at every moment one complete pair exists (`drx fsck`
- * reports a leftover .xta).  Falls back to two renames where the store's
- * filesystem has no hard links. */
-static int rename_array(const char *from, const char *to)
-{
-    char fx[PATH_MAX], fd[PATH_MAX], tx[PATH_MAX], td[PATH_MAX];
-    int rc;
-
-    if ((rc = drxfs_rel_suffix(fx, from, DRXFS_XTA)) < 0 ||
-        (rc = drxfs_rel_suffix(fd, from, DRXFS_XMD)) < 0 ||
-        (rc = drxfs_rel_suffix(tx, to, DRXFS_XTA)) < 0 ||
-        (rc = drxfs_rel_suffix(td, to, DRXFS_XMD)) < 0)
-        return rc;
-    if (linkat(drxfs.root_fd, fx, drxfs.root_fd, tx, 0) == 0) {
-        if (linkat(drxfs.root_fd, fd, drxfs.root_fd, td, 0) < 0) {
-            rc = -errno;
-            unlinkat(drxfs.root_fd, tx, 0);
-            return rc;
-        }
-        fsync_parent(td);
-        if (unlinkat(drxfs.root_fd, fd, 0) < 0 || unlinkat(drxfs.root_fd, fx, 0) < 0)
-            drx_log(DRX_LOG_WARNING, "rename %s -> %s: removing the old names: %s", from, to,
-                    strerror(errno));
-    } else if (errno == EEXIST) {
-        drx_log(DRX_LOG_WARNING, "rename %s -> %s: %s exists (an orphan? see drx fsck)", from,
-                to, tx);
-        return -EEXIST;
-    } else {
-        if (renameat2(drxfs.root_fd, fx, drxfs.root_fd, tx, RENAME_NOREPLACE) < 0)
-            return -errno;
-        if (renameat2(drxfs.root_fd, fd, drxfs.root_fd, td, RENAME_NOREPLACE) < 0) {
-            rc = -errno;
-            renameat(drxfs.root_fd, tx, drxfs.root_fd, fx);
-            return rc;
-        }
-    }
-    fsync_parent(td);
-    fsync_parent(fd);
-    return 0;
-}
-
-int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
-{
-    struct drxfs_node *src = NULL, *dst = NULL;
-    char rel[PATH_MAX];
-    const char *name;
-    bool at_root;
-    int rc;
-
-    if (drxfs.ro)
-        return -EROFS;
-    if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
-        return -EINVAL;
-    if ((rc = drxfs_resolve_new(to, rel, &name, &at_root)) < 0)
-        return rc;
-    if (drxfs_name_reserved(name, at_root))
-        return -EPERM;
-    if (!(src = node_get(from, &rc)))
-        return rc;
-    dst = node_get(to, &rc);
-    if (!dst && rc != -ENOENT)
-        goto out;
-    rc = 0;
-    if (dst && (flags & RENAME_NOREPLACE)) {
-        rc = -EEXIST;
-        goto out;
-    }
-    if ((flags & RENAME_EXCHANGE) &&
-        (!dst || src->kind > DRXFS_LINK || dst->kind > DRXFS_LINK)) {
-        rc = dst ? -EINVAL : -ENOENT;
-        goto out;
-    }
-    if (dst && strcmp(src->rel, dst->rel) == 0 && src->kind == dst->kind)
-        goto out; /* same object: nothing to do */
-
-    switch (src->kind) {
-    case DRXFS_DIR:
-    case DRXFS_PLAIN:
-    case DRXFS_LINK:
-        if (dst && (dst->kind == DRXFS_ARRAY || dst->kind == DRXFS_STRIPED)) {
-            if (src->kind == DRXFS_DIR)
-                rc = dst->kind == DRXFS_ARRAY ? -ENOTEMPTY : -ENOTDIR;
-            else if (dst->kind == DRXFS_ARRAY)
-                rc = -EISDIR;
-            else if ((rc = drxfs_striped_unlink(dst)) == 0)
-                rc = renameat(drxfs.root_fd, src->rel, drxfs.root_fd, rel) < 0 ? -errno : 0;
-            break;
-        }
-        if (renameat2(drxfs.root_fd, src->rel, drxfs.root_fd, rel, flags) < 0) {
-            rc = -errno;
-        } else if (src->kind == DRXFS_DIR) {
-            drxfs_arr_forget(src->rel);
-            if (flags & RENAME_EXCHANGE)
-                drxfs_arr_forget(rel);
-            else
-                drxfs_striped_dir_renamed(src->rel, rel);
-        }
-        break;
-    case DRXFS_ARRAY:
-        if (src->spec.nwords) {
-            rc = -EPERM;
-            break;
-        }
-        if (dst) {
-            if (dst->kind != DRXFS_DIR && dst->kind != DRXFS_ARRAY) {
-                rc = -ENOTDIR;
-                break;
-            }
-            if (dst->kind == DRXFS_ARRAY) {
-                rc = -ENOTEMPTY;
-                break;
-            }
-            /* an empty directory may be replaced, as rename(2) allows */
-            if (unlinkat(drxfs.root_fd, dst->rel, AT_REMOVEDIR) < 0) {
-                rc = -errno;
-                break;
-            }
-        }
-        if ((rc = rename_array(src->rel, rel)) == 0)
-            drxfs_arr_forget(src->rel);
-        break;
-    case DRXFS_STRIPED:
-        if (dst && dst->kind != DRXFS_PLAIN && dst->kind != DRXFS_STRIPED &&
-            dst->kind != DRXFS_LINK) {
-            rc = (dst->kind == DRXFS_DIR || dst->kind == DRXFS_ARRAY) ? -EISDIR : -EPERM;
-            break;
-        }
-        rc = drxfs_striped_rename(src, dst, rel);
-        break;
-    default:
-        /* data, data.npy, info belong to their view */
-        rc = -EPERM;
-        break;
-    }
-out:
-    free(src);
-    free(dst);
-    return rc;
-}
-
 /* ---- files ---- */
 
 int drxfs_op_open(const char *path, struct fuse_file_info *fi)
@@ -618,7 +281,7 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
 
     if (drxfs.ro && (fi->flags & O_ACCMODE) != O_RDONLY)
         return -EROFS;
-    if (!(n = node_get(path, &rc)))
+    if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     switch (n->kind) {
     case DRXFS_PLAIN: {
@@ -669,7 +332,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         drx_log(DRX_LOG_DEBUG, "%s: reserved name in the store", path);
         return -EPERM;
     }
-    if ((rc = check_new_name(path, name, at_root)) < 0) {
+    if ((rc = drxfs_check_new_name(path, name, at_root)) < 0) {
         /* O_CREAT without O_EXCL on an existing name opens it */
         if (rc == -EEXIST && !(fi->flags & O_EXCL))
             return drxfs_op_open(path, fi);
@@ -762,160 +425,6 @@ int drxfs_op_statfs(const char *path, struct statvfs *sv)
     return drxfs_striped_statfs(sv);
 }
 
-/* ---- directories ---- */
-
-struct drxfs_dirh {
-    DIR *dp;      /* NULL for an array or view */
-    bool at_root; /* listing the store root */
-};
-
-int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
-{
-    struct drxfs_node *n;
-    struct drxfs_dirh *dh = NULL;
-    int rc;
-
-    if (!(n = node_get(path, &rc)))
-        return rc;
-    if (n->kind == DRXFS_ARRAY) {
-        struct stat st;
-        /* a view that does not resolve does not exist */
-        rc = drxfs_array_getattr(n, &st);
-    } else if (n->kind != DRXFS_DIR) {
-        rc = -ENOTDIR;
-    }
-    if (rc < 0)
-        goto out;
-    if (!(dh = calloc(1, sizeof(*dh)))) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    if (n->kind == DRXFS_DIR) {
-        int fd = drxfs_open_beneath(n->rel, O_RDONLY | O_DIRECTORY, 0);
-        if (fd < 0)
-            errno = -fd;
-        if (fd < 0 || !(dh->dp = fdopendir(fd))) {
-            rc = -errno;
-            if (fd >= 0)
-                close(fd);
-            free(dh);
-            goto out;
-        }
-        dh->at_root = strcmp(n->rel, ".") == 0;
-    }
-    fi->fh = (uint64_t)(uintptr_t)dh;
-out:
-    free(n);
-    return rc;
-}
-
-static bool regular_at(int dfd, const char *name)
-{
-    struct stat st;
-    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-}
-
-static bool name_with_suffix_is_reg(int dfd, const char *base, size_t blen, const char *suffix)
-{
-    char name[NAME_MAX + 8];
-    if (blen + strlen(suffix) > NAME_MAX)
-        return false;
-    memcpy(name, base, blen);
-    strcpy(name + blen, suffix);
-    return regular_at(dfd, name);
-}
-
-static bool strip_suffix(const char *name, size_t len, const char *suffix, size_t *blen)
-{
-    size_t n = strlen(suffix);
-    if (len <= n || memcmp(name + len - n, suffix, n) != 0)
-        return false;
-    *blen = len - n;
-    return true;
-}
-
-int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
-                     struct fuse_file_info *fi, enum fuse_readdir_flags flags)
-{
-    struct drxfs_dirh *dh = (struct drxfs_dirh *)(uintptr_t)fi->fh;
-    struct stat st = {0};
-    (void)path;
-    (void)off;
-    (void)flags;
-
-    st.st_mode = S_IFDIR;
-    fill(buf, ".", &st, 0, 0);
-    fill(buf, "..", &st, 0, 0);
-    if (!dh->dp) {
-        /* The files of an array or view; views themselves are not listed
-         * (there are infinitely many). */
-        st.st_mode = S_IFREG;
-        fill(buf, "data", &st, 0, 0);
-        fill(buf, "data.npy", &st, 0, 0);
-        fill(buf, "info", &st, 0, 0);
-        return 0;
-    }
-    int dfd = dirfd(dh->dp);
-    rewinddir(dh->dp);
-    for (;;) {
-        errno = 0;
-        struct dirent *de = readdir(dh->dp);
-        if (!de)
-            return errno ? -errno : 0;
-        const char *name = de->d_name;
-        size_t len = strlen(name), blen;
-        char shown[NAME_MAX + 1];
-        unsigned char type = de->d_type;
-
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        if (drx_store_name_internal(name, dh->at_root))
-            continue;
-        if (strip_suffix(name, len, DRXFS_XTA, &blen))
-            continue;
-        if (strip_suffix(name, len, DRXFS_XMD, &blen)) {
-            if (!regular_at(dfd, name))
-                continue;
-            type = DT_DIR;
-        } else if (strip_suffix(name, len, DRXFS_NAFS, &blen)) {
-            /* an array of the same name wins (drx_store_classify) */
-            if (!regular_at(dfd, name) || name_with_suffix_is_reg(dfd, name, blen, DRXFS_XMD))
-                continue;
-            type = DT_REG;
-        } else {
-            blen = len;
-            if (name_with_suffix_is_reg(dfd, name, len, DRXFS_XMD) ||
-                name_with_suffix_is_reg(dfd, name, len, DRXFS_NAFS))
-                continue;
-            if (type == DT_UNKNOWN) {
-                struct stat s;
-                if (fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
-                    continue;
-                type = IFTODT(s.st_mode);
-            }
-            if (type != DT_DIR && type != DT_REG && type != DT_LNK)
-                continue;
-        }
-        memcpy(shown, name, blen);
-        shown[blen] = '\0';
-        if (drx_store_name_internal(shown, dh->at_root))
-            continue;
-        st.st_mode = DTTOIF(type);
-        if (fill(buf, shown, &st, 0, 0))
-            return 0;
-    }
-}
-
-int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
-{
-    struct drxfs_dirh *dh = (struct drxfs_dirh *)(uintptr_t)fi->fh;
-    (void)path;
-    if (dh->dp)
-        closedir(dh->dp);
-    free(dh);
-    return 0;
-}
-
 /* ---- extended attributes ----
  * user.drx.stripe is handled by the striped-file code; other attributes of
  * plain files and directories pass through (so cp -a and rsync -X keep
@@ -924,7 +433,7 @@ int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
 static int xattr_node(const char *path, struct drxfs_node **out, char *proc, size_t len)
 {
     int rc;
-    if (!(*out = node_get(path, &rc)))
+    if (!(*out = drxfs_node_get(path, &rc)))
         return rc;
     if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN &&
         (*out)->kind != DRXFS_STRIPED) {
