@@ -170,19 +170,11 @@ int load_check_input(const char *path, uint64_t *size, struct drx_err *err)
 static void advise_runs(int fd, const struct load_plan *p)
 {
     const uint64_t gap = (uint64_t)1 << 20;
-    uint64_t lo = 0, hi = 0;
-    for (size_t i = 0; fd >= 0 && i <= p->nruns; i++) {
-        uint64_t a = i < p->nruns ? p->run[i].raw_off : UINT64_MAX;
-        if (i > 0 && a - hi < gap && a != UINT64_MAX) {
-            hi = a + p->run[i].len * p->view->elem_size;
-            continue;
-        }
-        if (i > 0)
-            posix_fadvise(fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
-        if (i < p->nruns) {
-            lo = a;
-            hi = a + p->run[i].len * p->view->elem_size;
-        }
+    for (size_t i = 0; fd >= 0 && i < p->nranges;) {
+        uint64_t lo = p->roff[i], hi = lo + p->rlen[i];
+        for (i++; i < p->nranges && p->roff[i] - hi < gap; i++)
+            hi = p->roff[i] + p->rlen[i];
+        posix_fadvise(fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
     }
 }
 

@@ -114,12 +114,15 @@ int load_check_input(const char *path, uint64_t *size, struct drx_err *err);
 struct load_run {
     uint64_t raw_off;
     uint64_t buf_off;
-    uint64_t len; /* elements */
+    uint64_t pk_off; /* where the run sits in the packed bytes */
+    uint64_t len;    /* elements */
 };
 
 /* The chunks one rank moves in one round and the runs that connect them to
- * the view's data, sorted by raw_off (MPI file views need ascending
- * displacements). */
+ * the view's data.  The packed bytes hold the runs in raw_off order (MPI
+ * file views need ascending displacements); the runs themselves are kept in
+ * chunk-buffer order when they are strided (a transpose), so that copying
+ * walks each chunk's cache lines together. */
 struct load_plan {
     const struct drx_array_meta *meta;
     const struct drx_view *view;
@@ -130,6 +133,10 @@ struct load_plan {
     bool *inside;          /* chunk: lies wholly inside the bounds */
     struct load_run *run;
     size_t nruns, cap;
+    /* The runs' byte ranges in the view's data, ascending, adjacent ones
+     * merged: the raw file type and the read-ahead advice. */
+    uint64_t *roff, *rlen;
+    size_t nranges, rcap;
 };
 
 void load_plan_init(struct load_plan *p, const struct drx_array_meta *m, const struct drx_view *v);

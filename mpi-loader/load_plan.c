@@ -70,6 +70,8 @@ void load_plan_fini(struct load_plan *p)
     free(p->covered);
     free(p->inside);
     free(p->run);
+    free(p->roff);
+    free(p->rlen);
     memset(p, 0, sizeof(*p));
 }
 
@@ -103,6 +105,47 @@ static int run_cmp(const void *x, const void *y)
 {
     const struct load_run *a = x, *b = y;
     return (a->raw_off > b->raw_off) - (a->raw_off < b->raw_off);
+}
+
+static int run_cmp_buf(const void *x, const void *y)
+{
+    const struct load_run *a = x, *b = y;
+    return (a->buf_off > b->buf_off) - (a->buf_off < b->buf_off);
+}
+
+/* With the runs in raw_off order: their packed offsets and the merged
+ * byte ranges of the view's data. */
+static int plan_ranges(struct load_plan *p)
+{
+    const size_t es = p->view->elem_size;
+    uint64_t pk = 0;
+    p->nranges = 0;
+    for (size_t i = 0; i < p->nruns; i++) {
+        struct load_run *r = &p->run[i];
+        uint64_t len = r->len * es;
+        r->pk_off = pk;
+        pk += len;
+        if (p->nranges > 0 &&
+            p->roff[p->nranges - 1] + p->rlen[p->nranges - 1] == r->raw_off) {
+            p->rlen[p->nranges - 1] += len;
+            continue;
+        }
+        if (p->nranges == p->rcap) {
+            size_t cap = p->rcap ? 2 * p->rcap : 256;
+            uint64_t *o = realloc(p->roff, cap * sizeof(*o));
+            if (!o)
+                return -ENOMEM;
+            p->roff = o;
+            uint64_t *l = realloc(p->rlen, cap * sizeof(*l));
+            if (!l)
+                return -ENOMEM;
+            p->rlen = l;
+            p->rcap = cap;
+        }
+        p->roff[p->nranges] = r->raw_off;
+        p->rlen[p->nranges++] = len;
+    }
+    return 0;
 }
 
 static int plan_push(struct load_plan *p, const struct load_run *r)
@@ -159,7 +202,7 @@ static int plan_chunk(struct load_plan *p, uint64_t q, size_t slot)
             raw += cur[d] * vs[d];
             in += (v->origin[d] + cur[d] * v->step[d] - lo[d]) * cs[d];
         }
-        struct load_run r = {raw * es, base + in * es, vhi[g] - vlo[g]};
+        struct load_run r = {.raw_off = raw * es, .buf_off = base + in * es, .len = vhi[g] - vlo[g]};
         int rc = plan_push(p, &r);
         if (rc < 0)
             return rc;
@@ -199,6 +242,14 @@ int load_plan_round(struct load_plan *p, const uint64_t *q, size_t n)
     }
     if (p->nruns > 1)
         qsort(p->run, p->nruns, sizeof(*p->run), run_cmp);
+    int rc = plan_ranges(p);
+    if (rc < 0)
+        return rc;
+    /* Strided runs (order=F, steps) copied in raw order would touch a new
+     * cache line of some chunk per element; in buffer order, consecutive
+     * runs share their chunk's cache lines. */
+    if (p->run_stride != p->view->elem_size && p->nruns > 1)
+        qsort(p->run, p->nruns, sizeof(*p->run), run_cmp_buf);
     return 0;
 }
 
@@ -217,6 +268,10 @@ uint64_t load_plan_bytes(const struct load_plan *p)
 static void strided_copy(unsigned char *dst, uint64_t dstride, const unsigned char *src,
                          uint64_t sstride, uint64_t n, size_t es)
 {
+    if (dstride == es && sstride == es) {
+        memcpy(dst, src, n * es);
+        return;
+    }
 #define STRIDED(SIZE)                                                                          \
     for (uint64_t j = 0; j < n; j++, dst += dstride, src += sstride)                          \
         memcpy(dst, src, SIZE);                                                                \
@@ -237,14 +292,7 @@ void load_plan_unpack(const struct load_plan *p, const unsigned char *packed, un
     const size_t es = p->view->elem_size;
     for (size_t i = 0; i < p->nruns; i++) {
         const struct load_run *r = &p->run[i];
-        unsigned char *dst = chunks + r->buf_off;
-        if (p->run_stride == es) {
-            memcpy(dst, packed, r->len * es);
-            packed += r->len * es;
-            continue;
-        }
-        strided_copy(dst, p->run_stride, packed, es, r->len, es);
-        packed += r->len * es;
+        strided_copy(chunks + r->buf_off, p->run_stride, packed + r->pk_off, es, r->len, es);
     }
 }
 
@@ -253,14 +301,7 @@ void load_plan_pack(const struct load_plan *p, const unsigned char *chunks, unsi
     const size_t es = p->view->elem_size;
     for (size_t i = 0; i < p->nruns; i++) {
         const struct load_run *r = &p->run[i];
-        const unsigned char *src = chunks + r->buf_off;
-        if (p->run_stride == es) {
-            memcpy(packed, src, r->len * es);
-            packed += r->len * es;
-            continue;
-        }
-        strided_copy(packed, es, src, p->run_stride, r->len, es);
-        packed += r->len * es;
+        strided_copy(packed + r->pk_off, es, chunks + r->buf_off, p->run_stride, r->len, es);
     }
 }
 
@@ -386,18 +427,5 @@ int load_type_chunks(const struct load_plan *p, MPI_Datatype *t)
 
 int load_type_runs(const struct load_plan *p, MPI_Datatype *t)
 {
-    size_t n = p->nruns;
-    uint64_t *off = malloc((n ? n : 1) * sizeof(*off));
-    uint64_t *len = malloc((n ? n : 1) * sizeof(*len));
-    int rc = -ENOMEM;
-    if (off && len) {
-        for (size_t i = 0; i < n; i++) {
-            off[i] = p->run[i].raw_off;
-            len[i] = p->run[i].len * p->view->elem_size;
-        }
-        rc = load_type_ranges(off, len, n, t, NULL);
-    }
-    free(off);
-    free(len);
-    return rc;
+    return load_type_ranges(p->roff, p->rlen, p->nranges, t, NULL);
 }
