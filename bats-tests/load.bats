@@ -264,7 +264,7 @@ EOF
     done
 }
 
-@test "copy: layout from the directory's xattr, overwrite, empty file, directory target" {
+@test "copy: layout from the directory's xattr or --config, overwrite, empty file, directory target" {
     "$DRX" init st --count 2 --extent 4096
     mkdir st/sub
     "$DRX" stripe set st/sub --count 1 --extent 8192
@@ -281,6 +281,13 @@ EOF
     assert_success
     run reassemble st sub/src re2
     cmp small re2
+    # --config overrides the store's default layout for new files
+    printf 'stripe = { count = 1; extent = 16384; };\n' >layout.conf
+    run mpi_load 2 --config layout.conf copy src st/c
+    assert_success
+    run reassemble st c re3
+    assert_output "16384 1"
+    cmp src re3
     : >empty
     run mpi_load 3 copy empty st/e
     assert_success
