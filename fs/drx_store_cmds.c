@@ -571,7 +571,8 @@ static bool our_subfile_name(const char *n)
 
 static void check_stripe_dirs(struct fsck *k)
 {
-    qsort(k->refs, k->nrefs, sizeof *k->refs, ref_cmp);
+    if (k->nrefs) /* qsort's base may not be NULL, even for no elements */
+        qsort(k->refs, k->nrefs, sizeof *k->refs, ref_cmp);
     for (size_t i = 1; i < k->nrefs; i++)
         if (ref_cmp(&k->refs[i - 1], &k->refs[i]) == 0)
             finding(k, k->refs[i].owner, false, NULL,
