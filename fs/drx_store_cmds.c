@@ -602,7 +602,7 @@ static void check_stripe_dirs(struct fsck *k)
             size_t nl = strlen(n);
             if (nl <= DRX_STRIPE_NAME_MAX) {
                 memcpy(key.name, n, nl + 1);
-                if (bsearch(&key, k->refs, k->nrefs, sizeof *k->refs, ref_cmp))
+                if (k->nrefs && bsearch(&key, k->refs, k->nrefs, sizeof *k->refs, ref_cmp))
                     continue;
             }
             char where[PATH_MAX + 300];
