@@ -457,17 +457,20 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
             drx_err_set(&err, -rc, "planning: %s", strerror(-rc));
         if (load_agree(c, rc, &err, "export") < 0)
             goto out;
-        uint64_t got = 0;
-        rc = read_chunks(&p, xf, s.chunk_buf, NULL, false, &got, &err);
-        if (load_agree(c, rc, &err, "export") < 0)
-            goto out;
-        /* The next round's chunks come in while this round is written. */
+        /* Read-ahead as in import: this round's chunks (first round) and
+         * the next round's, so they come in while this round is written. */
+        if (r == 0)
+            load_advise_chunks(xtafd, q, n, m->chunk_bytes);
         if (r + 1 < s.rounds) {
             const uint64_t *qn;
             size_t nn;
             load_share_round(&s, r + 1, &qn, &nn);
             load_advise_chunks(xtafd, qn, nn, m->chunk_bytes);
         }
+        uint64_t got = 0;
+        rc = read_chunks(&p, xf, s.chunk_buf, NULL, false, &got, &err);
+        if (load_agree(c, rc, &err, "export") < 0)
+            goto out;
         /* Chunks past the end of the .xta (a short file) read as the fill
          * value; the chunks are contiguous in the buffer, so that is the
          * tail after what was read. */
