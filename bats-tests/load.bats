@@ -100,6 +100,25 @@ same_as_drx() {
     same_as_drx u16 3x3 3x3 "" "1 5" order=F
 }
 
+@test "offsets past 2 GiB and 4 GiB: 64-bit displacements in the file types" {
+    # a sparse 6 GiB array of 1 Mi-element chunks; views at its far end
+    # (both views lie in the last 8 MiB of the 6 GiB .xta)
+    random_bytes tail 2000
+    random_bytes mid 2000
+    for x in a b; do
+        "$DRX" create $x --type u16 --shape 3221225472 --chunk 1048576
+        "$DRX" put $x dim0=-1000: <tail
+    done
+    "$DRX" put a dim0=3220000000:3220001000 <mid
+    run mpi_load 3 import b mid dim0=3220000000:3220001000
+    assert_success
+    assert_equal "$(stat -c %s b.xta)" "$(stat -c %s a.xta)"
+    cmp <(tail -c 8M a.xta) <(tail -c 8M b.xta)
+    run mpi_load 2 export b out dim0=-1000:
+    assert_success
+    cmp tail out
+}
+
 # checksums of an array's files, to prove a failure changed nothing
 sums() {
     md5sum "$1.xmd" "$1.xta"
