@@ -33,8 +33,8 @@
  * aggregators in cb_buffer_size pieces (4x the pwrite calls, 0.57 vs 0.63
  * of dd for a cold 1 GiB import at P = 2; all of cb/ds on: 0.55).  Data
  * sieving issues exactly the same pread/pwrite calls for these accesses
- * (checked with strace) and only costs a sieve buffer; off, a read-modify-
- * write of it can never widen a write.  --hint and ROMIO_HINTS override. */
+ * (checked with strace) and only costs a sieve buffer; off, no write can
+ * turn into a read-modify-write of one.  --hint and ROMIO_HINTS override. */
 static const char *const default_hints[][2] = {
     {"romio_cb_write", "disable"},
     {"romio_cb_read", "disable"},
