@@ -20,7 +20,11 @@ setup_file() {
     # three stripe dirs outside the store, as three disks would be
     "$DRX" init "$S" --stripe-dirs "$T/disk0,$T/disk1,$T/disk2" --count 2 --extent 4096 \
         >/dev/null
+    # the defaults (data files and striped files bypass the page cache, so
+    # mmap is refused), and a second daemon on the same store with both in
+    # the page cache (mmap works); each test uses its own files on one
     mount_store "$S" "$M"
+    mount_store "$S" "$MC" -o data_io=cached,striped_io=cached
 }
 
 teardown_file() {
@@ -46,16 +50,17 @@ fsx() {
     sed 's/^/#   /' <<<"$output" >&3
 }
 
-# striped_ok FILE REF COUNT EXTENT: FILE (at the mount) is a striped file
-# with that layout; remembered with its reference for the on-disk check.
+# striped_ok FILE REF COUNT EXTENT: FILE (at either mount) is a striped
+# file with that layout; remembered with its reference for the on-disk check.
 striped_ok() {
     local rel=${1#"$M"/}
+    rel=${rel#"$MC"/}
     [ -f "$S/$rel.nafs" ] || { echo "$S/$rel.nafs: no metafile" >&2; return 1; }
     [ "$(getfattr --only-values -n user.drx.stripe "$1")" = "count=$3 extent=$4" ]
     echo "$rel $2 $3 $4" >>"$T/striped.list"
 }
 
-@test "striped file, count=2 extent=4096: random operations match a local file" {
+@test "striped file, count=2 extent=4096 (direct_io): random operations match a local file" {
     mkdir "$M/two"
     setfattr -n user.drx.stripe -v "count=2 extent=4096" "$M/two"
     for seed in 1 2 3; do
@@ -67,15 +72,16 @@ striped_ok() {
     striped_ok "$M/two/f4" "$T/two4.ref" 2 4096
 }
 
-@test "striped file, count=3 extent=1000: random operations match a local file" {
-    mkdir "$M/three"
-    "$DRX" stripe set "$M/three" --count 3 --extent 1000
+@test "striped file, count=3 extent=1000 (page cache): random operations and mmap match" {
+    mkdir "$MC/three"
+    "$DRX" stripe set "$MC/three" --count 3 --extent 1000
     for seed in 5 6; do
-        fsx -N "$FSX_OPS" -S $seed -m -B 1000 -g "$T/three$seed.ref" "$M/three/g$seed"
-        striped_ok "$M/three/g$seed" "$T/three$seed.ref" 3 1000
+        fsx -N "$FSX_OPS" -S $seed -m -B 1000 -g "$T/three$seed.ref" "$MC/three/g$seed"
+        [[ "$output" == *"mmap: used"* ]]
+        striped_ok "$MC/three/g$seed" "$T/three$seed.ref" 3 1000
     done
-    fsx -N "$FSX_OPS" -S 7 -m -B 1000 -l 9000 -o 2500 -g "$T/three7.ref" "$M/three/g7"
-    striped_ok "$M/three/g7" "$T/three7.ref" 3 1000
+    fsx -N "$FSX_OPS" -S 7 -m -B 1000 -l 9000 -o 2500 -g "$T/three7.ref" "$MC/three/g7"
+    striped_ok "$MC/three/g7" "$T/three7.ref" 3 1000
 }
 
 @test "striped file: a stat right after a write shows the new mtime (POSIX), not only after close" {
@@ -123,12 +129,10 @@ EOF
 
 @test "array data files through the page cache (-o data_io=cached): mmap reads too" {
     arr c
-    mount_store "$S" "$MC" -o data_io=cached
     fsx -F -N "$FSX_OPS" -S 10 -g "$T/c.ref" "$MC/c/data"
     [[ "$output" == *"mmap: used"* ]]
     fsx -F -N "$FSX_OPS" -S 11 -g "$T/c-view.ref" "$MC/c/dim0=1:7:2/order=F/data"
     [[ "$output" == *"mmap: used"* ]]
-    unmount_store "$MC"
     check_array c "$T/c.ref" "$T/c-view.ref"
 }
 
@@ -173,6 +177,7 @@ EOF
 @test "after unmount: metafiles and subfiles on disk follow the round-robin formula" {
     [ -s "$T/striped.list" ] || fail "no striped files from the tests above"
     unmount_store "$M"
+    unmount_store "$MC"
     # no temporary metafile and no renamed-away name left behind
     run find "$S" -name '.*.nafs.*' -o -name '*.fsxmv*'
     assert_output ""
