@@ -266,3 +266,24 @@ EOF
     [ "$(grep -c 'asking for a prefetch' "$m2.log")" -eq 1 ]
     ! pgrep -f "drx-load prefetch $S/temp" >/dev/null
 }
+
+@test "large reads (copied on two threads) agree with drx get, also concurrently" {
+    local d="$BATS_TEST_TMPDIR"
+    "$DRX" create "$S/large" --type f64 --shape 70x64x40 --chunk 16x16x8
+    head -c $((70 * 64 * 40 * 8)) /dev/urandom >"$d/large.raw"
+    "$DRX" put "$S/large" <"$d/large.raw"
+    cmp "$d/large.raw" "$M/large/data"
+    dd if="$M/large/data" bs=3M status=none | cmp - "$d/large.raw"
+    cmp <("$DRX" get "$S/large" order=F rep=external32) "$M/large/order=F/rep=external32/data"
+    cmp <("$DRX" get "$S/large" dim1=3:60:2 dim2=-30:) "$M/large/dim1=3:60:2/dim2=-30:/data"
+    local pids=() i
+    for i in 0 1 2 3; do
+        (for r in 1 2 3; do cat "$M/large/dim0=$i::2/data"; done >"$d/par$i") &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p"; done
+    for i in 0 1 2 3; do
+        cmp <(for r in 1 2 3; do "$DRX" get "$S/large" "dim0=$i::2"; done) "$d/par$i"
+    done
+    "$DRX" rm "$S/large"
+}

@@ -199,6 +199,9 @@ arr() {
     run "$DRXFS" -f -o data_io=sideways "$S" m1
     assert_failure
     assert_output --partial "data_io"
+    run "$DRXFS" -f -o split_reads=maybe "$S" m1
+    assert_failure
+    assert_output --partial "split_reads"
     run "$DRXFS" -f "$BATS_TEST_TMPDIR/nostore" m1
     assert_failure
     assert_output --partial "nostore"
@@ -268,7 +271,8 @@ arr() {
 @test "tuning options mount and serve the same bytes (-s, max_read, data_io, npy_io)" {
     arr tune
     local i=0
-    for opts in "-s" "-o max_read=131072" "-o data_io=cached,npy_io=direct" "-o max_threads=2,cache_bytes=0"; do
+    for opts in "-s" "-o max_read=131072" "-o data_io=cached,npy_io=direct" \
+        "-o max_threads=2,cache_bytes=0" "-o split_reads=no"; do
         i=$((i + 1))
         # shellcheck disable=SC2086
         mount_store "$S" "$BATS_TEST_TMPDIR/m$i" $opts

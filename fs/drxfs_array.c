@@ -681,6 +681,102 @@ void drxfs_array_release(struct drxfs_fh *fh)
     fh_free(fh);
 }
 
+/* ---- reads split over two threads ----
+ * A single reader (cat, cp) sends one 1 MiB request at a time, so one
+ * worker thread does all the copying while the other core idles.  A large
+ * request is cut in two: a helper thread copies the second half while the
+ * worker copies the first (each half loads its own chunks).  The worker
+ * holds the handle's read lock until both halves are done. */
+
+#define DRXFS_SPLIT_MIN ((size_t)256 << 10)
+
+static struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    bool started, stop, busy, has_job, done;
+    pthread_t thread;
+    struct drx_array *a;
+    const struct drx_view *v;
+    uint64_t off;
+    char *buf;
+    size_t len;
+    ssize_t result;
+} helper = {.mutex = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void *helper_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&helper.mutex);
+    for (;;) {
+        while (!helper.has_job && !helper.stop)
+            pthread_cond_wait(&helper.cond, &helper.mutex);
+        if (helper.stop)
+            break;
+        pthread_mutex_unlock(&helper.mutex);
+        ssize_t r = drx_view_read(helper.a, helper.v, helper.off, helper.buf, helper.len);
+        pthread_mutex_lock(&helper.mutex);
+        helper.result = r;
+        helper.has_job = false;
+        helper.done = true;
+        pthread_cond_broadcast(&helper.cond);
+    }
+    pthread_mutex_unlock(&helper.mutex);
+    return NULL;
+}
+
+void drxfs_array_split_stop(void)
+{
+    pthread_mutex_lock(&helper.mutex);
+    bool started = helper.started;
+    helper.stop = true;
+    pthread_cond_broadcast(&helper.cond);
+    pthread_mutex_unlock(&helper.mutex);
+    if (started)
+        pthread_join(helper.thread, NULL);
+}
+
+/* drx_view_read, in two halves on two threads when the helper is free.
+ * The caller holds the array's read lock. */
+static ssize_t view_read(struct drx_array *a, const struct drx_view *v, uint64_t off, char *buf,
+                         size_t len)
+{
+    if (len < DRXFS_SPLIT_MIN || !drxfs.split_reads)
+        return drx_view_read(a, v, off, buf, len);
+    pthread_mutex_lock(&helper.mutex);
+    if (!helper.started && !helper.stop)
+        helper.started = pthread_create(&helper.thread, NULL, helper_main, NULL) == 0;
+    if (!helper.started || helper.busy || helper.stop) {
+        /* another reader has the helper: no waiting for it */
+        pthread_mutex_unlock(&helper.mutex);
+        return drx_view_read(a, v, off, buf, len);
+    }
+    /* 4 KiB-aligned halves are whole elements (sizes are powers of 2) */
+    size_t half = (len / 2) & ~(size_t)4095;
+    helper.busy = true;
+    helper.a = a;
+    helper.v = v;
+    helper.off = off + half;
+    helper.buf = buf + half;
+    helper.len = len - half;
+    helper.has_job = true;
+    helper.done = false;
+    pthread_cond_broadcast(&helper.cond);
+    pthread_mutex_unlock(&helper.mutex);
+
+    ssize_t n1 = drx_view_read(a, v, off, buf, half);
+
+    pthread_mutex_lock(&helper.mutex);
+    while (!helper.done)
+        pthread_cond_wait(&helper.cond, &helper.mutex);
+    ssize_t n2 = helper.result;
+    helper.busy = false;
+    pthread_mutex_unlock(&helper.mutex);
+
+    if (n1 < 0 || (size_t)n1 < half)
+        return n1;
+    return n2 < 0 ? n1 : n1 + n2;
+}
+
 int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
 {
     size_t done = 0;
@@ -709,7 +805,7 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
         uoff = uoff + done - fh->text_len;
     }
     pthread_rwlock_rdlock(&fh->arr->lock);
-    ssize_t n = drx_view_read(fh->arr->a, &fh->view, uoff, buf + done, size - done);
+    ssize_t n = view_read(fh->arr->a, &fh->view, uoff, buf + done, size - done);
     pthread_rwlock_unlock(&fh->arr->lock);
     if (n < 0) {
         drx_log(DRX_LOG_ERROR, "%s: read of %zu bytes at %" PRIu64 ": %s", fh->arr->key,

@@ -48,6 +48,7 @@ struct drxfs {
     bool data_direct_io; /* data files bypass the page cache (default) */
     bool npy_direct_io;  /* data.npy too (off: keeps mmap of .npy working) */
     bool striped_direct_io; /* striped files bypass the page cache */
+    bool split_reads;       /* large array reads use two threads */
     bool root_euid;      /* we may chown what we create */
     bool set_timeouts;   /* user gave no entry/attr timeout: use 0 */
     unsigned max_read;   /* -o max_read=N, or 0 */
@@ -194,6 +195,8 @@ int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t o
 int drxfs_array_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);
 int drxfs_array_fsync(struct drxfs_fh *fh, int datasync);
 void drxfs_array_release(struct drxfs_fh *fh);
+/* Stops the helper thread of split reads (at unmount). */
+void drxfs_array_split_stop(void);
 /* The .npy v1.0 header of a view, byte for byte as NumPy writes it;
  * malloc'ed, length in *len. */
 char *drxfs_npy_header(const struct drx_view *v, size_t *len);
