@@ -53,6 +53,6 @@ void drxfs_prefetch_destroy(struct drxfs_prefetch *p);
 /* Where drx-load is: DIR/../mpi-loader/drx-load beside the running binary
  * (build tree), else DIR/drx-load (installed next to drxfs), else
  * "drx-load" (found in PATH by mpiexec).  Writes into buf; returns buf. */
-const char *drxfs_prefetch_find_loader(char *buf, size_t len);
+const char *drxfs_prefetch_find_loader(char *buf, size_t len) __attribute__((nonnull));
 
 #endif
