@@ -214,6 +214,27 @@ static void fill_stat(struct stat *st, const struct stat *meta, uint64_t size)
         st->st_mode &= ~(mode_t)0222;
 }
 
+/* POSIX: a write marks mtime and ctime for update, and stat must show it.
+ * Writes only set `dirty` (stamping the metafile per write would cost a
+ * syscall each); a stat of a file with unstamped writes stamps it now and
+ * returns the metafile's fresh times in *meta.  0 when nothing changed. */
+static int stamp_if_dirty(struct drxfs_sfile *e, struct stat *meta)
+{
+    const struct timespec now[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
+    char rel[PATH_MAX];
+    bool ours;
+
+    if (!__atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED))
+        return 0;
+    pthread_mutex_lock(&stable.mutex);
+    ours = !e->detached && drxfs_rel_suffix(rel, e->key, DRXFS_NAFS) == 0;
+    pthread_mutex_unlock(&stable.mutex);
+    if (!ours || utimensat(drxfs.root_fd, rel, now, AT_SYMLINK_NOFOLLOW) < 0 ||
+        fstatat(drxfs.root_fd, rel, meta, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    return 1;
+}
+
 int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
 {
     char path[PATH_MAX + 64];
@@ -221,6 +242,7 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     struct drx_err err = {{0}};
     struct drxfs_sfile *e;
     uint64_t size = 0;
+    struct stat meta = n->st;
     int rc;
 
     pthread_mutex_lock(&stable.mutex);
@@ -232,6 +254,11 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
         /* An open handle knows writes not yet recorded in the metafile. */
         drx_stripe_reload(e->f);
         size = drx_stripe_size(e->f);
+        if (stamp_if_dirty(e, &meta)) {
+            pthread_mutex_lock(&stable.mutex);
+            e->st = meta;
+            pthread_mutex_unlock(&stable.mutex);
+        }
         sfile_put(e);
     } else if ((rc = store_path(path, n->rel)) < 0) {
         return rc;
@@ -244,13 +271,20 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     } else {
         size = m.size;
     }
-    fill_stat(st, &n->st, size);
+    fill_stat(st, &meta, size);
     return 0;
 }
 
 int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
 {
-    fill_stat(st, &fh->sf->st, drx_stripe_size(fh->sf->f));
+    struct stat meta, fresh;
+    bool stamped = stamp_if_dirty(fh->sf, &fresh);
+    pthread_mutex_lock(&stable.mutex);
+    if (stamped)
+        fh->sf->st = fresh;
+    meta = fh->sf->st;
+    pthread_mutex_unlock(&stable.mutex);
+    fill_stat(st, &meta, drx_stripe_size(fh->sf->f));
     return 0;
 }
 
