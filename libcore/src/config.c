@@ -12,6 +12,9 @@
 
 #include "config_i.h"
 
+#define DRX_STR_(x) #x
+#define DRX_STR(x) DRX_STR_(x)
+
 int drx_config_defaults(struct drx_config *cfg, const char *store_root)
 {
     char buf[4096];
@@ -43,6 +46,7 @@ int drx_config_defaults(struct drx_config *cfg, const char *store_root)
     if (!cfg->prefetch.mpiexec)
         goto nomem;
     cfg->log_level = DRX_LOG_INFO;
+    cfg->mpiio.buffer = DRX_DEFAULT_MPIIO_BUFFER;
     return 0;
 nomem:
     drx_config_fini(cfg);
@@ -57,6 +61,11 @@ void drx_config_fini(struct drx_config *cfg)
         free(cfg->stripe.dirs[i]);
     free(cfg->stripe.dirs);
     free(cfg->prefetch.mpiexec);
+    for (size_t i = 0; i < cfg->mpiio.nhints && cfg->mpiio.hints; i++) {
+        free(cfg->mpiio.hints[i].key);
+        free(cfg->mpiio.hints[i].value);
+    }
+    free(cfg->mpiio.hints);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -84,6 +93,8 @@ int drx_config_copy(struct drx_config *dst, const struct drx_config *src)
     dst->stripe.dirs = NULL;
     dst->stripe.ndirs = 0;
     dst->prefetch.mpiexec = NULL;
+    dst->mpiio.hints = NULL;
+    dst->mpiio.nhints = 0;
     dst->stripe.dirs = dup_dirs((const char *const *)src->stripe.dirs, src->stripe.ndirs);
     if (!dst->stripe.dirs)
         goto nomem;
@@ -92,6 +103,20 @@ int drx_config_copy(struct drx_config *dst, const struct drx_config *src)
         dst->prefetch.mpiexec = strdup(src->prefetch.mpiexec);
         if (!dst->prefetch.mpiexec)
             goto nomem;
+    }
+    /* A plain copy, not drx_config_set_hint(): copying never judges. */
+    if (src->mpiio.nhints) {
+        dst->mpiio.hints = calloc(src->mpiio.nhints, sizeof *dst->mpiio.hints);
+        if (!dst->mpiio.hints)
+            goto nomem;
+        for (size_t i = 0; i < src->mpiio.nhints; i++) {
+            struct drx_config_hint *h = &dst->mpiio.hints[i];
+            dst->mpiio.nhints = i + 1; /* so fini frees a partial copy */
+            h->key = src->mpiio.hints[i].key ? strdup(src->mpiio.hints[i].key) : NULL;
+            h->value = src->mpiio.hints[i].value ? strdup(src->mpiio.hints[i].value) : NULL;
+            if ((src->mpiio.hints[i].key && !h->key) || (src->mpiio.hints[i].value && !h->value))
+                goto nomem;
+        }
     }
     return 0;
 nomem:
@@ -113,9 +138,78 @@ int drx_config_set_dirs(struct drx_config *cfg, const char *const *dirs, size_t 
     return 0;
 }
 
+/* What is wrong with an MPI-IO hint, or NULL.  The key's alphabet is
+ * ROMIO's (and every MPI's we know); libconfig names would also allow '-'
+ * and '*', which no hint uses, so they are refused as likely typos. */
+static const char *hint_problem(const char *key, const char *value)
+{
+    size_t n = strlen(key);
+
+    if (n == 0)
+        return "empty hint name";
+    if (n > DRX_MAX_HINT_KEY)
+        return "hint name longer than " DRX_STR(DRX_MAX_HINT_KEY) " characters";
+    if (strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != n)
+        return "hint name may hold only letters, digits and _";
+    if (!value[0])
+        return "empty value";
+    if (strlen(value) > DRX_MAX_HINT_VALUE)
+        return "value longer than " DRX_STR(DRX_MAX_HINT_VALUE) " characters";
+    return NULL;
+}
+
+int drx_config_set_hint(struct drx_config *cfg, const char *key, const char *value)
+{
+    struct drx_config_hint *h = NULL;
+    char *v;
+
+    if (hint_problem(key, value))
+        return -EINVAL;
+    for (size_t i = 0; i < cfg->mpiio.nhints; i++) {
+        if (strcmp(cfg->mpiio.hints[i].key, key) == 0)
+            h = &cfg->mpiio.hints[i];
+    }
+    if (!h && cfg->mpiio.nhints >= DRX_MAX_MPIIO_HINTS)
+        return -E2BIG;
+    v = strdup(value);
+    if (!v)
+        return -ENOMEM;
+    if (h) {
+        free(h->value);
+        h->value = v;
+        return 0;
+    }
+    /* At most 64 entries: growing by one each time costs nothing. */
+    h = realloc(cfg->mpiio.hints, (cfg->mpiio.nhints + 1) * sizeof *h);
+    if (!h) {
+        free(v);
+        return -ENOMEM;
+    }
+    cfg->mpiio.hints = h;
+    h += cfg->mpiio.nhints;
+    h->key = strdup(key);
+    if (!h->key) {
+        free(v);
+        return -ENOMEM;
+    }
+    h->value = v;
+    cfg->mpiio.nhints++;
+    return 0;
+}
+
 /* Checks shared by validate and the file loader; the loader adds the line
  * of the key at fault, so each check names its key. */
-enum check_key { K_NONE, K_DIRS, K_COUNT, K_EXTENT, K_CACHE, K_RANKS, K_MPIEXEC };
+enum check_key {
+    K_NONE,
+    K_DIRS,
+    K_COUNT,
+    K_EXTENT,
+    K_CACHE,
+    K_RANKS,
+    K_MPIEXEC,
+    K_BUFFER,
+    K_HINTS
+};
 
 static enum check_key check(const struct drx_config *cfg, char *why, size_t len)
 {
@@ -160,6 +254,31 @@ static enum check_key check(const struct drx_config *cfg, char *why, size_t len)
         snprintf(why, len, "prefetch.mpiexec: empty program name");
         return K_MPIEXEC;
     }
+    if (cfg->mpiio.buffer < DRX_MIN_MPIIO_BUFFER || cfg->mpiio.buffer > DRX_MAX_MPIIO_BUFFER) {
+        snprintf(why, len, "mpiio.buffer: %llu is not in %llu..%llu bytes (1 MiB..1 GiB)",
+                 (unsigned long long)cfg->mpiio.buffer, (unsigned long long)DRX_MIN_MPIIO_BUFFER,
+                 (unsigned long long)DRX_MAX_MPIIO_BUFFER);
+        return K_BUFFER;
+    }
+    if (cfg->mpiio.nhints > DRX_MAX_MPIIO_HINTS) {
+        snprintf(why, len, "mpiio.hints: %zu hints, at most %d", cfg->mpiio.nhints,
+                 DRX_MAX_MPIIO_HINTS);
+        return K_HINTS;
+    }
+    for (size_t i = 0; i < cfg->mpiio.nhints; i++) {
+        const struct drx_config_hint *h = &cfg->mpiio.hints[i];
+        const char *bad = h->key && h->value ? hint_problem(h->key, h->value) : "missing";
+        if (bad) {
+            snprintf(why, len, "mpiio.hints.%.40s: %s", h->key ? h->key : "?", bad);
+            return K_HINTS;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(h->key, cfg->mpiio.hints[j].key) == 0) {
+                snprintf(why, len, "mpiio.hints.%.40s: set twice", h->key);
+                return K_HINTS;
+            }
+        }
+    }
     return K_NONE;
 }
 
@@ -178,7 +297,7 @@ struct loader {
     const char *path;
     char *text; /* the file's text, for integers libconfig truncated */
     struct drx_err *err;
-    int line[K_MPIEXEC + 1]; /* line where each checked key was set, 0: not */
+    int line[K_HINTS + 1]; /* line where each checked key was set, 0: not */
 };
 
 static int fail(struct loader *ld, const config_setting_t *s, const char *fmt, ...)
@@ -242,7 +361,10 @@ static bool literal_int(const struct loader *ld, const config_setting_t *s, long
             r++;
         char *e;
         errno = 0;
-        long long x = strtoll(r, &e, 0);
+        /* libconfig reads "010" as ten, not as octal; only 0x is special. */
+        const char *digits = r + (*r == '-' || *r == '+');
+        int base = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10;
+        long long x = strtoll(r, &e, base);
         if (e == r)
             return false;
         if (errno == ERANGE)
@@ -416,6 +538,90 @@ static int load_log(struct loader *ld, const config_setting_t *g, struct drx_con
     return rc;
 }
 
+/* One hint's value as text.  MPI info values are strings, but users write
+ * cb_buffer_size = 16777216 or romio_no_indep_rw = true; those become
+ * "16777216" and "true".  Floats, lists and groups are refused. */
+static int hint_value(struct loader *ld, const config_setting_t *s, char *buf, size_t len,
+                      const char **out)
+{
+    const char *k = config_setting_name(s);
+    long long v, lit;
+
+    switch (config_setting_type(s)) {
+    case CONFIG_TYPE_STRING:
+        *out = config_setting_get_string(s);
+        return 0;
+    case CONFIG_TYPE_INT:
+    case CONFIG_TYPE_INT64:
+        v = config_setting_get_int64(s);
+        if (config_setting_type(s) == CONFIG_TYPE_INT && literal_int(ld, s, &lit) && lit != v)
+            v = lit;
+        snprintf(buf, len, "%lld", v);
+        *out = buf;
+        return 0;
+    case CONFIG_TYPE_BOOL:
+        *out = config_setting_get_bool(s) ? "true" : "false";
+        return 0;
+    default:
+        return fail(ld, s,
+                    "mpiio.hints.%.40s: wrong type, expected a string (an integer or true/false "
+                    "is taken as its text)",
+                    k);
+    }
+}
+
+static int load_hints(struct loader *ld, const config_setting_t *g, struct drx_config *cfg)
+{
+    int rc = 0;
+
+    if (config_setting_type(g) != CONFIG_TYPE_GROUP)
+        return fail(ld, g, "mpiio.hints: wrong type, expected a group { key = \"value\"; ... }");
+    for (int i = 0; i < config_setting_length(g) && rc == 0; i++) {
+        const config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
+        const char *k = config_setting_name(s), *value = NULL, *bad;
+        char num[32];
+
+        rc = hint_value(ld, s, num, sizeof num, &value);
+        if (rc < 0)
+            break;
+        bad = hint_problem(k, value);
+        if (bad) {
+            rc = fail(ld, s, "mpiio.hints.%.40s%s: %s", k, strlen(k) > 40 ? "..." : "", bad);
+            break;
+        }
+        rc = drx_config_set_hint(cfg, k, value);
+        if (rc == -E2BIG)
+            rc = fail(ld, s, "mpiio.hints: more than %d hints", DRX_MAX_MPIIO_HINTS);
+        else if (rc < 0)
+            rc = drx_err_set(ld->err, -rc, "%s: out of memory", ld->path);
+    }
+    ld->line[K_HINTS] = config_setting_source_line(g);
+    return rc;
+}
+
+static int load_mpiio(struct loader *ld, const config_setting_t *g, struct drx_config *cfg)
+{
+    int rc = 0;
+
+    for (int i = 0; i < config_setting_length(g) && rc == 0; i++) {
+        const config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
+        const char *k = config_setting_name(s);
+        if (strcmp(k, "buffer") == 0) {
+            rc = get_u64(ld, s, DRX_MAX_MPIIO_BUFFER, &cfg->mpiio.buffer);
+            if (rc == 0 && cfg->mpiio.buffer < DRX_MIN_MPIIO_BUFFER)
+                rc = fail(ld, s, "mpiio.buffer: %llu is below the minimum %llu (1 MiB)",
+                          (unsigned long long)cfg->mpiio.buffer,
+                          (unsigned long long)DRX_MIN_MPIIO_BUFFER);
+            ld->line[K_BUFFER] = config_setting_source_line(s);
+        } else if (strcmp(k, "hints") == 0) {
+            rc = load_hints(ld, s, cfg);
+        } else {
+            rc = fail(ld, s, "unknown key mpiio.%s (known: buffer, hints)", k);
+        }
+    }
+    return rc;
+}
+
 int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, struct drx_err *err)
 {
     struct loader ld = {.path = path, .err = err};
@@ -473,10 +679,10 @@ int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, str
             continue;
         }
         if (strcmp(k, "stripe") != 0 &&
-            !(all &&
-              (strcmp(k, "cache") == 0 || strcmp(k, "prefetch") == 0 || strcmp(k, "log") == 0))) {
+            !(all && (strcmp(k, "cache") == 0 || strcmp(k, "prefetch") == 0 ||
+                      strcmp(k, "log") == 0 || strcmp(k, "mpiio") == 0))) {
             rc = fail(&ld, s,
-                      all ? "unknown key %s (known: stripe, cache, prefetch, log)"
+                      all ? "unknown key %s (known: stripe, cache, prefetch, log, mpiio)"
                           : "unknown key %s (known: version, stripe)",
                       k);
             break;
@@ -491,6 +697,8 @@ int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, str
             rc = load_cache(&ld, s, &tmp);
         else if (strcmp(k, "prefetch") == 0)
             rc = load_prefetch(&ld, s, &tmp);
+        else if (strcmp(k, "mpiio") == 0)
+            rc = load_mpiio(&ld, s, &tmp);
         else
             rc = load_log(&ld, s, &tmp);
     }
