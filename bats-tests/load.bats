@@ -213,6 +213,123 @@ sums() {
     same_as_drx f64 12x10 5x3 "" "2" --opts "--hint romio_cb_read=enable --hint cb_nodes=1" order=F
 }
 
+# hint_of KEY FILE: the value that drx-load --verbose reported MPI-IO holds
+# for KEY when it opened FILE (searched in `run`'s output).
+hint_of() {
+    local line
+    line=$(grep -E "^drx-load: debug: hints of [^ ]*/$2:" <<<"$output" | head -1)
+    [ -n "$line" ] || return 1
+    sed -nE "s/.* $1=([^ ]*).*/\1/p" <<<"$line"
+}
+
+@test "mpiio hints and buffer from --config reach MPI-IO; config < ROMIO_HINTS < --hint" {
+    "$DRX" create a --type f64 --shape 512x512 --chunk 64x64
+    random_bytes raw $((512 * 512 * 8))
+    "$DRX" put a <raw
+    cat >mpiio.conf <<'CONF'
+mpiio = {
+  buffer = 1048576;   # 32 chunks of 32 KiB
+  hints = {
+    romio_cb_read = "enable";
+    cb_buffer_size = 8388608;
+    romio_ds_write = "enable";
+  };
+};
+CONF
+    run mpi_load 2 --config mpiio.conf --verbose export a out
+    assert_success
+    cmp raw out
+    assert_output --partial "round buffer: 1048576 bytes per rank (mpiio.buffer)"
+    # 64 chunks, 32 per rank, 32 per round: one round
+    assert_output --partial "64 chunks of 32768 bytes: 1 rounds of at most 32 per rank"
+    assert_equal "$(hint_of romio_cb_read a.xta)" enable
+    assert_equal "$(hint_of cb_buffer_size a.xta)" 8388608
+    assert_equal "$(hint_of romio_ds_write out)" enable
+    # built-in defaults the file does not name stay
+    assert_equal "$(hint_of romio_cb_write out)" disable
+    assert_equal "$(hint_of romio_ds_read a.xta)" disable
+    # without --config: the built-in ones
+    run mpi_load 1 --verbose export a out
+    assert_success
+    assert_output --partial "round buffer: 67108864 bytes per rank (mpiio.buffer)"
+    assert_equal "$(hint_of romio_cb_read a.xta)" disable
+    assert_equal "$(hint_of romio_ds_write out)" disable
+    # the shipped conf/drxfs.conf spells out exactly the built-in ones
+    local builtin
+    builtin=$(grep "hints of" <<<"$output")
+    run mpi_load 1 --config "$DRX_SOURCE/conf/drxfs.conf" --verbose export a out
+    assert_success
+    assert_output --partial "round buffer: 67108864 bytes per rank (mpiio.buffer)"
+    assert_equal "$(grep "hints of" <<<"$output")" "$builtin"
+    # P = 1: two rounds of the config's buffer; --buffer beats it
+    run mpi_load 1 --config mpiio.conf --verbose import a raw
+    assert_success
+    assert_output --partial "64 chunks of 32768 bytes: 2 rounds of at most 32 per rank"
+    run mpi_load 1 --config mpiio.conf --buffer 4M --verbose import a raw
+    assert_success
+    assert_output --partial "round buffer: 4194304 bytes per rank (--buffer)"
+    assert_output --partial "64 chunks of 32768 bytes: 1 rounds of at most 128 per rank"
+    # ROMIO_HINTS beats the config; --hint beats both
+    printf 'cb_buffer_size 4194304\nromio_ds_write disable\n' >hints
+    ROMIO_HINTS=$PWD/hints run mpi_load 2 --config mpiio.conf --verbose export a out
+    assert_success
+    assert_equal "$(hint_of cb_buffer_size a.xta)" 4194304
+    assert_equal "$(hint_of romio_ds_write out)" disable
+    assert_equal "$(hint_of romio_cb_read a.xta)" enable
+    ROMIO_HINTS=$PWD/hints run mpi_load 2 --config mpiio.conf --verbose \
+        --hint cb_buffer_size=2097152 --hint romio_cb_read=automatic export a out
+    assert_success
+    assert_equal "$(hint_of cb_buffer_size a.xta)" 2097152
+    assert_equal "$(hint_of romio_cb_read out)" automatic
+    assert_equal "$(hint_of romio_ds_write out)" disable
+    cmp raw out
+    # without --verbose: silent
+    run mpi_load 2 --config mpiio.conf export a out
+    assert_success
+    assert_output ""
+}
+
+@test "hints from --config (collective buffering and sieving on) keep the result identical" {
+    cat >cb.conf <<'CONF'
+mpiio = {
+  buffer = 1048576;
+  hints = {
+    romio_cb_write = "enable"; romio_cb_read = "enable";
+    romio_ds_write = "enable"; romio_ds_read = "enable";
+    cb_buffer_size = 65536; cb_nodes = 2;
+  };
+};
+CONF
+    same_as_drx f64 12x10 5x3 "1:4" "1 2 3" --opts "--config cb.conf" dim1=1::2
+    # 182 chunks of 10000 bytes: two rounds of the config's 1 MiB at P = 1
+    same_as_drx f32 600x700 50x50 "0:40" "1 3" --opts "--config cb.conf" dim0=3:: order=F
+}
+
+@test "a bad mpiio section in --config fails once with FILE:LINE" {
+    "$DRX" create a --type u8 --shape 10 --chunk 4
+    printf 'mpiio = {\n  buffer = 1048576;\n  colour = 1;\n};\n' >bad1.conf
+    run mpi_load 2 --config bad1.conf export a out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "bad1.conf:3: unknown key mpiio.colour (known: buffer, hints)"
+    printf 'mpiio = {\n  hints = {\n    romio-cb-write = "enable";\n  };\n};\n' >bad2.conf
+    run mpi_load 2 --config bad2.conf export a out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "bad2.conf:3: mpiio.hints.romio-cb-write: hint name may hold only"
+    printf 'mpiio = {\n  buffer = 4096;\n};\n' >bad3.conf
+    run mpi_load 2 --config bad3.conf export a out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "bad3.conf:2: mpiio.buffer: 4096 is below the minimum"
+    printf 'mpiio = { hints = {\n  cb_nodes = 1.5;\n}; };\n' >bad4.conf
+    run mpi_load 2 --config bad4.conf export a out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "bad4.conf:2: mpiio.hints.cb_nodes: wrong type"
+    assert_file_not_exists out
+}
+
 @test "progress shows on a terminal, never otherwise" {
     "$DRX" create a --type f64 --shape 64x64 --chunk 16x16
     random_bytes raw 32768

@@ -34,7 +34,8 @@
  * of dd for a cold 1 GiB import at P = 2; all of cb/ds on: 0.55).  Data
  * sieving issues exactly the same pread/pwrite calls for these accesses
  * (checked with strace) and only costs a sieve buffer; off, no write can
- * turn into a read-modify-write of one.  --hint and ROMIO_HINTS override. */
+ * turn into a read-modify-write of one.  Precedence, lowest first: these <
+ * mpiio.hints of --config < ROMIO_HINTS < --hint (see usage()). */
 static const char *const default_hints[][2] = {
     {"romio_cb_write", "disable"},
     {"romio_cb_read", "disable"},
@@ -53,13 +54,20 @@ static void usage(FILE *f)
             "  copy SRC DST                     file -> file (either may be striped)\n"
             "  prefetch ARRAY [VIEW...]         read the view's chunks into the page cache\n"
             "options:\n"
-            "  --config FILE        libconfig file (store layout, log level)\n"
-            "  --buffer BYTES       data per rank per round (default 64M, at most 1G)\n"
-            "  --hint KEY=VALUE     MPI-IO hint (repeatable; overrides the defaults)\n"
+            "  --config FILE        libconfig file (store layout, log level, mpiio = {\n"
+            "                       buffer = BYTES; hints = { KEY = \"VALUE\"; ... }; })\n"
+            "  --buffer BYTES       data per rank per round, 1..1G (default: mpiio.buffer\n"
+            "                       of --config, else 64M)\n"
+            "  --hint KEY=VALUE     MPI-IO hint (repeatable)\n"
+            "  --verbose            log level debug: the round buffer and the effective\n"
+            "                       MPI-IO hints of every file opened\n"
             "  --progress, --no-progress   progress on rank 0 (default: when mpiexec's\n"
             "                       stderr is a terminal)\n"
             "  --help, --version\n"
-            "ROMIO_HINTS=FILE (lines \"key value\") overrides both.\n");
+            "MPI-IO hints, each overriding the one before for the same key:\n"
+            "  built-in (romio_cb_read, romio_cb_write, romio_ds_read, romio_ds_write\n"
+            "  = disable) < mpiio.hints of --config < ROMIO_HINTS=FILE (lines\n"
+            "  \"KEY VALUE\") < --hint KEY=VALUE.\n");
 }
 
 /* --- agreement on failure --- */
@@ -224,8 +232,9 @@ static int hint_set(MPI_Info info, const char *key, const char *value, struct dr
 }
 
 /* ROMIO reads ROMIO_HINTS itself as well, but under the hints a program
- * passes; reading it here makes the environment win over our defaults, as
- * a user who sets it expects. */
+ * passes; reading it here makes the environment win over our defaults and
+ * the config file, as a user who sets it expects.  --hint is applied after
+ * it: a command line beats the environment. */
 static int hints_from_env(MPI_Info info, struct drx_err *err)
 {
     const char *path = getenv("ROMIO_HINTS");
@@ -323,6 +332,7 @@ int main(int argc, char **argv)
     struct drx_err err = {{0}};
     const char *hints[MAX_HINTS];
     int nhints = 0, rc = 0, status = 1, progress = -1;
+    bool buffer_set = false, verbose = false;
 
     /* MPI_Init runs hwloc, which loads its GPU plugins (OpenCL, and GL with
      * X11): about 0.3 s with a cold page cache, for nothing a file loader
@@ -347,7 +357,8 @@ int main(int argc, char **argv)
         {"config", required_argument, NULL, 'c'}, {"buffer", required_argument, NULL, 'b'},
         {"hint", required_argument, NULL, 'H'},   {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},      {"progress", no_argument, NULL, 'p'},
-        {"no-progress", no_argument, NULL, 'P'},  {NULL, 0, NULL, 0},
+        {"no-progress", no_argument, NULL, 'P'},  {"verbose", no_argument, NULL, 'v'},
+        {NULL, 0, NULL, 0},
     };
     int o;
     opterr = 0;
@@ -362,6 +373,7 @@ int main(int argc, char **argv)
                 c.buffer > LOAD_MAX_BUFFER) {
                 rc = drx_err_set(&err, EINVAL, "--buffer %s: expected 1..1G bytes", optarg);
             }
+            buffer_set = true;
             break;
         case 'H':
             if (!strchr(optarg, '=') || nhints == MAX_HINTS)
@@ -372,6 +384,9 @@ int main(int argc, char **argv)
         case 'p':
         case 'P':
             progress = o == 'p';
+            break;
+        case 'v':
+            verbose = true;
             break;
         case 'h':
             if (c.rank == 0)
@@ -401,20 +416,35 @@ int main(int argc, char **argv)
     rc = load_config(&c, &cfg, &err);
     if (load_agree(&c, rc, &err, NULL) < 0)
         goto out;
-    drx_log_set_level(cfg.log_level);
+    /* Command line over file: --verbose over log.level, --buffer over
+     * mpiio.buffer. */
+    drx_log_set_level(verbose ? DRX_LOG_DEBUG : cfg.log_level);
     c.config = &cfg;
+    if (!buffer_set)
+        c.buffer = cfg.mpiio.buffer;
+    if (c.rank == 0)
+        drx_log(DRX_LOG_DEBUG, "round buffer: %llu bytes per rank (%s)",
+                (unsigned long long)c.buffer,
+                buffer_set ? "--buffer" : "mpiio.buffer");
 
+    /* Hints, lowest precedence first: a later MPI_Info_set of the same key
+     * replaces the value. */
     MPI_Info_create(&c.info);
     for (size_t i = 0; i < sizeof(default_hints) / sizeof(default_hints[0]); i++)
         MPI_Info_set(c.info, default_hints[i][0], default_hints[i][1]);
+    for (size_t i = 0; i < cfg.mpiio.nhints && rc == 0; i++) {
+        rc = hint_set(c.info, cfg.mpiio.hints[i].key, cfg.mpiio.hints[i].value, &err);
+        if (rc < 0)
+            drx_err_prefix(&err, "%s: mpiio.hints", c.config_path ? c.config_path : "config");
+    }
+    if (rc == 0)
+        rc = hints_from_env(c.info, &err);
     for (int i = 0; i < nhints && rc == 0; i++) {
         char key[MPI_MAX_INFO_KEY + 1];
         const char *eq = strchr(hints[i], '=');
         snprintf(key, sizeof(key), "%.*s", (int)(eq - hints[i]), hints[i]);
         rc = hint_set(c.info, key, eq + 1, &err);
     }
-    if (rc == 0)
-        rc = hints_from_env(c.info, &err);
     if (load_agree(&c, rc, &err, NULL) < 0)
         goto out;
 

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "drx/log.h"
 #include "drx/stripe.h"
 #include "load_i.h"
 
@@ -82,6 +83,10 @@ int load_share_init(struct load_ctx *c, const struct drx_array_meta *m, const st
     rc = load_agree(c, rc, &err, NULL);
     if (rc < 0)
         load_share_fini(s);
+    else if (c->rank == 0)
+        drx_log(DRX_LOG_DEBUG, "%llu chunks of %llu bytes: %llu rounds of at most %llu per rank",
+                (unsigned long long)n, (unsigned long long)m->chunk_bytes,
+                (unsigned long long)s->rounds, (unsigned long long)s->batch);
     return rc;
 }
 
@@ -99,6 +104,50 @@ void load_share_fini(struct load_share *s)
     memset(s, 0, sizeof(*s));
 }
 
+/* --verbose: the hints the MPI library holds for an open file, its own
+ * defaults included, so a user can check that a hint from --config,
+ * ROMIO_HINTS or --hint arrived (MPI drops keys it does not know).  Rank 0
+ * only; MPI_File_get_info is local.  A long list goes out in several
+ * messages rather than being cut. */
+static void log_file_hints(const struct load_ctx *c, MPI_File fh, const char *path)
+{
+    MPI_Info info = MPI_INFO_NULL;
+    char msg[DRX_LOG_MSG_MAX / 2 + MPI_MAX_INFO_KEY + MPI_MAX_INFO_VAL + 4];
+    int n = 0;
+    size_t len = 0;
+
+    if (c->rank != 0 || !drx_log_enabled(DRX_LOG_DEBUG))
+        return;
+    if (MPI_File_get_info(fh, &info) != MPI_SUCCESS)
+        return;
+    MPI_Info_get_nkeys(info, &n);
+    msg[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        char key[MPI_MAX_INFO_KEY + 1], val[MPI_MAX_INFO_VAL + 1];
+        int flag = 0;
+        if (MPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS)
+            continue;
+#if MPI_VERSION >= 4
+        int vlen = (int)sizeof(val);
+        MPI_Info_get_string(info, key, &vlen, val, &flag);
+#else
+        MPI_Info_get(info, key, MPI_MAX_INFO_VAL, val, &flag);
+#endif
+        if (!flag)
+            continue;
+        int w = snprintf(msg + len, sizeof(msg) - len, " %s=%s", key, val);
+        len += w > 0 ? (size_t)w : 0;
+        if (len >= DRX_LOG_MSG_MAX / 2) {
+            drx_log(DRX_LOG_DEBUG, "hints of %s:%s", path, msg);
+            len = 0;
+            msg[0] = '\0';
+        }
+    }
+    if (len > 0 || n == 0)
+        drx_log(DRX_LOG_DEBUG, "hints of %s:%s", path, n ? msg : " (none)");
+    MPI_Info_free(&info);
+}
+
 int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh, const char *what)
 {
     struct drx_err err = {{0}};
@@ -110,6 +159,7 @@ int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh
     } else {
         /* Errors of the I/O calls come back as codes, never abort. */
         MPI_File_set_errhandler(*fh, MPI_ERRORS_RETURN);
+        log_file_hints(c, *fh, path);
     }
     rc = load_agree(c, rc, &err, NULL);
     if (rc < 0 && *fh != MPI_FILE_NULL)

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "drx/log.h"
 #include "drx/store.h"
 #include "drx/stripe.h"
 #include "load_i.h"
@@ -373,6 +374,10 @@ int load_cmd_copy(struct load_ctx *c, int argc, char **argv)
     rc = buf ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
     if (load_agree(c, rc, &err, "copy") < 0)
         goto out;
+    if (c->rank == 0)
+        drx_log(DRX_LOG_DEBUG, "%llu units of %llu bytes: %llu rounds of at most %llu per rank",
+                (unsigned long long)units, (unsigned long long)unit, (unsigned long long)rounds,
+                (unsigned long long)per_round);
 
     load_progress_start(c, &pr, "copy", src.size);
     for (uint64_t r = 0; r < rounds; r++) {

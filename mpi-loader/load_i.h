@@ -15,15 +15,16 @@
 #include <stdint.h>
 
 #include "drx/array.h"
+#include "drx/config.h"
 #include "drx/err.h"
 #include "drx/view.h"
 
 /* Largest buffer one rank uses per round (bytes).  MPI counts are int, so a
- * round's byte count has to stay below 2 GiB; chunks are at most 1 GiB. */
-#define LOAD_MAX_BUFFER ((uint64_t)1 << 30)
-#define LOAD_DEFAULT_BUFFER ((uint64_t)64 << 20)
-
-struct drx_config;
+ * round's byte count has to stay below 2 GiB; chunks are at most 1 GiB.
+ * mpiio.buffer of the config has the same ceiling (and a floor of 1 MiB;
+ * --buffer may go lower, for tests of many small rounds). */
+#define LOAD_MAX_BUFFER DRX_MAX_MPIIO_BUFFER
+#define LOAD_DEFAULT_BUFFER DRX_DEFAULT_MPIIO_BUFFER
 
 struct load_ctx {
     int rank, nprocs;
