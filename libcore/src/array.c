@@ -16,10 +16,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array_i.h"
 #include "cache_i.h"
 #include "drx/io.h"
 
 #define XMD_VERSION 1
+
+/* Stripes of the per-chunk write lock table (see array_i.h). */
+#define CHUNK_LOCKS 64
+
+/* Largest .xmd read (a million growths fit; a bigger file is hostile). */
+#define XMD_MAX_BYTES ((off_t)64 << 20)
 
 /* Elements in an array at most (keeps every byte count in 63 bits). */
 #define MAX_ELEMS ((uint64_t)1 << 59)
@@ -31,6 +38,8 @@ struct drx_array {
     struct drx_array_meta meta;
     struct stat xmd_st; /* of the .xmd last read, to notice replacements */
     struct drx_cache *cache;
+    bool cache_serves; /* the cache exists and a chunk fits it comfortably */
+    pthread_mutex_t chunk_lock[CHUNK_LOCKS];
 };
 
 static char *path_with(const char *path, const char *suffix)
@@ -383,18 +392,54 @@ static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta
     return rc;
 }
 
+/* Opens an array file without following a symlink in its last component
+ * and requires a regular file: the daemon runs as root on a store users
+ * can write, and NAME.xta -> /etc/shadow must not become readable. */
+static int open_regular(const char *path, int flags, struct stat *st, struct drx_err *err)
+{
+    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+    if (fd < 0) {
+        if (errno == ELOOP)
+            return drx_err_set(err, ELOOP, "%s is a symbolic link (refused)", path);
+        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    }
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+        close(fd);
+        return drx_err_set(err, EIO, "%s is not a regular file (refused)", path);
+    }
+    /* O_NONBLOCK was only for the open (a FIFO must not hang us) */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 int drx_array_meta_load(const char *xmd_path, struct drx_array_meta *m, struct drx_err *err)
 {
     struct xmd_reader r = {xmd_path, err};
+    struct stat st;
     config_t cfg;
-    int rc;
+    FILE *f;
+    int rc, fd;
 
     memset(m, 0, sizeof *m);
+    fd = open_regular(xmd_path, O_RDONLY, &st, err);
+    if (fd < 0)
+        return fd;
+    if (st.st_size > XMD_MAX_BYTES) {
+        close(fd);
+        return drx_err_set(err, EFBIG, "%s: %jd bytes is too large for array metadata", xmd_path,
+                           (intmax_t)st.st_size);
+    }
+    f = fdopen(fd, "r");
+    if (!f) {
+        rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
+        close(fd);
+        return rc;
+    }
     config_init(&cfg);
-    if (!config_read_file(&cfg, xmd_path)) {
+    if (!config_read(&cfg, f)) {
         if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
-            rc = drx_err_set(err, errno ? errno : EIO, "%s: %s", xmd_path,
-                             strerror(errno ? errno : EIO));
+            rc = drx_err_set(err, EIO, "%s: read error", xmd_path);
         else
             rc = drx_err_set(err, EINVAL, "%s:%d: %s", xmd_path, config_error_line(&cfg),
                              config_error_text(&cfg));
@@ -403,6 +448,7 @@ int drx_array_meta_load(const char *xmd_path, struct drx_array_meta *m, struct d
     rc = parse_meta(&r, &cfg, m);
 out:
     config_destroy(&cfg);
+    fclose(f);
     if (rc)
         drx_array_meta_fini(m);
     return rc;
@@ -558,6 +604,8 @@ static struct drx_array *array_alloc(const char *path, int mode)
         return NULL;
     a->mode = mode;
     a->xta_fd = -1;
+    for (int i = 0; i < CHUNK_LOCKS; i++)
+        pthread_mutex_init(&a->chunk_lock[i], NULL);
     a->path = strdup(path);
     a->xmd_path = path_with(path, ".xmd");
     a->xta_path = path_with(path, ".xta");
@@ -614,7 +662,7 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
     if (spec->fill)
         memcpy(m->fill, spec->fill, m->elem_size);
 
-    if (stat(a->xmd_path, &st) == 0 || lstat(a->xta_path, &st) == 0) {
+    if (lstat(a->xmd_path, &st) == 0 || lstat(a->xta_path, &st) == 0) {
         rc = drx_err_set(err, EEXIST, "%s: an array (or its .xmd/.xta) already exists", path);
         goto fail;
     }
@@ -637,7 +685,7 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
         unlink(a->xta_path);
         goto fail;
     }
-    stat(a->xmd_path, &a->xmd_st);
+    lstat(a->xmd_path, &a->xmd_st);
     *out = a;
     return 0;
 fail:
@@ -653,7 +701,7 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
     *out = NULL;
     if (!a)
         return drx_err_set(err, ENOMEM, "out of memory");
-    if (stat(a->xmd_path, &a->xmd_st)) {
+    if (lstat(a->xmd_path, &a->xmd_st)) {
         rc = errno == ENOENT ? drx_err_set(err, ENOENT, "%s: no such array", path)
                              : drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
         goto fail;
@@ -661,10 +709,12 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
     rc = drx_array_meta_load(a->xmd_path, &a->meta, err);
     if (rc)
         goto fail;
-    a->xta_fd = open(a->xta_path, (mode == DRX_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-    if (a->xta_fd < 0) {
-        rc = drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
-        goto fail;
+    {
+        struct stat st;
+        rc = open_regular(a->xta_path, mode == DRX_RDWR ? O_RDWR : O_RDONLY, &st, err);
+        if (rc < 0)
+            goto fail;
+        a->xta_fd = rc;
     }
     rc = check_xta_size(a, err);
     if (rc)
@@ -683,6 +733,8 @@ void drx_array_close(struct drx_array *a)
     if (a->xta_fd >= 0)
         close(a->xta_fd);
     drx_cache_destroy(a->cache);
+    for (int i = 0; i < CHUNK_LOCKS; i++)
+        pthread_mutex_destroy(&a->chunk_lock[i]);
     drx_array_meta_fini(&a->meta);
     free(a->path);
     free(a->xmd_path);
@@ -748,7 +800,7 @@ int drx_array_reload(struct drx_array *a, struct drx_err *err)
     struct stat st;
     int rc;
 
-    if (stat(a->xmd_path, &st))
+    if (lstat(a->xmd_path, &st))
         return drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
     if (same_file_state(&st, &a->xmd_st))
         return 0;
@@ -817,7 +869,7 @@ int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_er
     }
     drx_array_meta_fini(&a->meta);
     a->meta = next;
-    stat(a->xmd_path, &a->xmd_st);
+    lstat(a->xmd_path, &a->xmd_st);
 out:
     flock(a->xta_fd, LOCK_UN);
     return rc < 0 ? rc : 0;
@@ -851,15 +903,33 @@ int drx_array_set_cache(struct drx_array *a, size_t bytes)
 {
     drx_cache_destroy(a->cache);
     a->cache = NULL;
+    a->cache_serves = false;
     if (bytes == 0)
         return 0;
     a->cache = drx_cache_create(bytes, a->meta.chunk_bytes);
-    return a->cache ? 0 : -ENOMEM;
+    if (!a->cache)
+        return -ENOMEM;
+    /* Whole chunks are cached: one larger than a quarter of the budget
+     * would evict everything else (and a hostile .xmd with 1 GiB chunks
+     * would make every 4 KiB read load 1 GiB), so such arrays read only the
+     * bytes they need. */
+    a->cache_serves = a->meta.chunk_bytes <= bytes / 4;
+    return 0;
 }
 
 bool drx_array_has_cache(const struct drx_array *a)
 {
-    return a->cache != NULL;
+    return a->cache_serves;
+}
+
+void drx_array_chunk_lock(struct drx_array *a, uint64_t q)
+{
+    pthread_mutex_lock(&a->chunk_lock[q % CHUNK_LOCKS]);
+}
+
+void drx_array_chunk_unlock(struct drx_array *a, uint64_t q)
+{
+    pthread_mutex_unlock(&a->chunk_lock[q % CHUNK_LOCKS]);
 }
 
 int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len,
@@ -870,7 +940,7 @@ int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t 
     ref->entry = NULL;
     if (q >= a->meta.map.nchunks || off + len > a->meta.chunk_bytes)
         return -EINVAL;
-    if (a->cache) {
+    if (a->cache_serves) {
         unsigned char *d = drx_cache_get(a->cache, q, load_chunk, a, &ref->entry, &rc);
         if (!d)
             return rc;

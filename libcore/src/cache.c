@@ -15,8 +15,14 @@ struct entry {
     unsigned char *data;        /* the chunk, allocated with the entry */
 };
 
+/* Write generations, by chunk address modulo GENS: a load that overlapped a
+ * write to its chunk must not publish what it read (it may predate the
+ * write, and nothing would ever correct it). */
+#define GENS 256
+
 struct drx_cache {
     pthread_mutex_t lock;
+    uint64_t gen[GENS];
     size_t budget, chunk_bytes, used;
     size_t nbuckets;
     struct entry **bucket;
@@ -108,6 +114,7 @@ void *drx_cache_get(struct drx_cache *c, uint64_t q, int (*load)(uint64_t q, voi
         *entry = e;
         return e->data;
     }
+    uint64_t gen = c->gen[q % GENS];
     pthread_mutex_unlock(&c->lock);
 
     /* Load without the lock so other chunks are served meanwhile; if two
@@ -128,6 +135,15 @@ void *drx_cache_get(struct drx_cache *c, uint64_t q, int (*load)(uint64_t q, voi
     e->stale = false;
 
     pthread_mutex_lock(&c->lock);
+    if (c->gen[q % GENS] != gen) {
+        /* A write to this chunk ran during the load: serve this read from
+         * the private copy (the read overlapped the write, so either bytes
+         * are right for it) and leave the cache to a later load. */
+        e->stale = true;
+        pthread_mutex_unlock(&c->lock);
+        *entry = e;
+        return e->data;
+    }
     other = lookup(c, q);
     if (other) {
         other->refs++;
@@ -165,6 +181,7 @@ void drx_cache_update(struct drx_cache *c, uint64_t q, uint64_t off, const void 
     struct entry *e;
 
     pthread_mutex_lock(&c->lock);
+    c->gen[q % GENS]++;
     e = lookup(c, q);
     if (e)
         memcpy(e->data + off, buf, len);

@@ -22,7 +22,8 @@ void *drx_cache_get(struct drx_cache *c, uint64_t q, int (*load)(uint64_t q, voi
 void drx_cache_put(struct drx_cache *c, void *entry);
 
 /* After a write to the file: copies the bytes into the cached chunk if it is
- * cached. */
+ * cached, and keeps loads of that chunk in flight from publishing what they
+ * read (it may predate the write). */
 void drx_cache_update(struct drx_cache *c, uint64_t q, uint64_t off, const void *buf, size_t len);
 
 /* Forgets every entry nobody holds and marks held ones stale. */

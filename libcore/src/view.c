@@ -10,6 +10,8 @@
  */
 #include "drx/view.h"
 
+#include "array_i.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -429,11 +431,15 @@ static int do_chunk(struct engine *e, const uint64_t *K, const uint64_t *blo, co
         drx_array_chunk_put(e->a, &ref);
         return 0;
     }
-    /* Writing: merge with the stored bytes unless the parts cover the span. */
+    /* Writing: merge with the stored bytes unless the parts cover the span.
+     * The chunk lock keeps two merging writers (say, two views splitting
+     * the fastest dimension) from writing back each other's old bytes, and
+     * keeps the file and the cache in step. */
+    drx_array_chunk_lock(e->a, q);
     if (elems != span1 - span0) {
         rc = drx_array_chunk_get(e->a, q, span0 * es, (span1 - span0) * es, e->scratch, &ref);
         if (rc)
-            return rc;
+            goto out;
         if (ref.data != e->scratch)
             memcpy(e->scratch, ref.data, (span1 - span0) * es);
         drx_array_chunk_put(e->a, &ref);
@@ -441,7 +447,10 @@ static int do_chunk(struct engine *e, const uint64_t *K, const uint64_t *blo, co
     for (int j = 0; j < e->nbox; j++)
         if (any[j])
             copy_part(e, &e->box[j], K, lo[j], hi[j], e->scratch, span0);
-    return drx_array_chunk_write(e->a, q, span0 * es, (span1 - span0) * es, e->scratch);
+    rc = drx_array_chunk_write(e->a, q, span0 * es, (span1 - span0) * es, e->scratch);
+out:
+    drx_array_chunk_unlock(e->a, q);
+    return rc;
 }
 
 /* Visits the chunks meeting the bounding box of the boxes, in chunk-grid

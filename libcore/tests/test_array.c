@@ -250,6 +250,44 @@ static void create_errors(void)
     tap_ok(drx_array_remove(path, &err) == 0 && !drx_array_exists(path), "remove");
 }
 
+static void symlinks_refused(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 1, .shape = {8}, .chunk = {4}};
+    struct drx_array *a;
+    struct drx_err err;
+    char path[300], xta[310], xmd[310], outside[310];
+    int fd;
+
+    snprintf(path, sizeof path, "%s/link", dir);
+    snprintf(xta, sizeof xta, "%s.xta", path);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    snprintf(outside, sizeof outside, "%s/outside", dir);
+    drx_array_create(path, &spec, &a, &err);
+    drx_array_close(a);
+    /* NAME.xta -> a file outside the store: never opened */
+    fd = open(outside, O_WRONLY | O_CREAT, 0600);
+    tap_ok(write(fd, "secret!!", 8) == 8, "an outside file");
+    close(fd);
+    unlink(xta);
+    tap_ok(symlink(outside, xta) == 0, "replace the .xta by a symlink to it");
+    tap_ok(drx_array_open(path, DRX_RDONLY, &a, &err) == -ELOOP && strstr(err.msg, "symbolic link"),
+           "an .xta symlink is refused: %s", err.msg);
+    /* NAME.xmd -> another array's metadata */
+    unlink(xta);
+    if (drx_array_create(path, &spec, &a, &err) == 0)
+        drx_array_close(a);
+    snprintf(outside, sizeof outside, "%s/layout.xmd", dir);
+    unlink(xmd);
+    tap_ok(symlink(outside, xmd) == 0, "replace the .xmd by a symlink");
+    tap_ok(drx_array_open(path, DRX_RDONLY, &a, &err) == -ELOOP, "an .xmd symlink is refused: %s",
+           err.msg);
+    /* a FIFO does not hang the open */
+    unlink(xmd);
+    tap_ok(mkfifo(xmd, 0600) == 0, "replace the .xmd by a FIFO");
+    tap_ok(drx_array_open(path, DRX_RDONLY, &a, &err) == -EIO && strstr(err.msg, "not a regular file"),
+           "a FIFO .xmd is refused without blocking: %s", err.msg);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -258,6 +296,7 @@ int main(void)
     extend_rules();
     validation();
     create_errors();
+    symlinks_refused();
     {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
