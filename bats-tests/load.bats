@@ -539,8 +539,14 @@ cached_at_least() {
     "$DRX" create st/a --type f64 --shape 256x256x16 --chunk 32x32x16
     random_bytes raw $((256 * 256 * 16 * 8))
     "$DRX" put st/a <raw
-    printf 'prefetch = { enabled = true; min_bytes = 1048576; ranks = 2; };\n' >pf.conf
-    mount_store st mnt -o config="$PWD/pf.conf",log_level=debug
+    # an mpiexec that notes its arguments: the daemon's --config must reach
+    # drx-load, so prefetches use its mpiio settings
+    printf '#!/bin/sh\necho "$@" >>"%s/args"\nexec mpiexec "$@"\n' "$PWD" >note-mpiexec
+    chmod +x note-mpiexec
+    printf 'prefetch = { enabled = true; min_bytes = 1048576; ranks = 2; mpiexec = "%s"; };\n' \
+        "$PWD/note-mpiexec" >pf.conf
+    printf 'mpiio = { buffer = 2097152; };\n' >>pf.conf
+    mount_store st mnt -o config=pf.conf,log_level=debug
     sync
     echo 3 >/proc/sys/vm/drop_caches
     [ "$(resident_bytes st/a.xta)" -eq 0 ] || skip "page cache not droppable here"
@@ -550,7 +556,8 @@ cached_at_least() {
     wait_for 30 cached_at_least st/a.xta $((4 * 1024 * 1024))
     wait_for 30 grep -q "prefetch of .*/st/a done" mnt.log
     unmount_store mnt
-    grep -q "prefetch of .*/st/a: started mpiexec -n 2 .*drx-load" mnt.log
+    grep -q "prefetch of .*/st/a: started .*note-mpiexec -n 2 .*drx-load" mnt.log
+    grep -q -- "--config $(realpath pf.conf) --no-progress prefetch" args
 }
 
 @test "drxfs prefetch: missing mpiexec is logged and reads go on; unmount stops a running one" {

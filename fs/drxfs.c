@@ -336,6 +336,10 @@ static int open_store(struct drxfs_cli *cli, const char *abs_root)
             fprintf(stderr, "drxfs: out of memory\n");
             goto out;
         }
+        if (cli->config && (rc = drxfs_prefetch_set_config(drxfs.prefetch, cli->config)) < 0) {
+            fprintf(stderr, "drxfs: %s: %s\n", cli->config, strerror(-rc));
+            goto out;
+        }
     }
 
     /* A store is marked by .drx/; make one when missing (SPEC section 2). */

@@ -35,6 +35,7 @@ struct job {
 
 struct drxfs_prefetch {
     char *mpiexec, *loader;
+    char *config; /* the daemon's -o config=FILE (absolute), or NULL */
     int ranks;
     uint64_t min_bytes;
     pthread_mutex_t lock;
@@ -86,6 +87,16 @@ struct drxfs_prefetch *drxfs_prefetch_create(const char *mpiexec, int ranks,
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
     return p;
+}
+
+int drxfs_prefetch_set_config(struct drxfs_prefetch *p, const char *config_path)
+{
+    char *copy = NULL;
+    if (config_path && !(copy = realpath(config_path, NULL)))
+        return -errno;
+    free(p->config);
+    p->config = copy;
+    return 0;
 }
 
 uint64_t drxfs_prefetch_min_bytes(const struct drxfs_prefetch *p)
@@ -194,7 +205,7 @@ static int spawn(struct drxfs_prefetch *p, struct job *j, const char *const *wor
     char nbuf[16];
     int rc;
 
-    char **argv = calloc((size_t)nwords + 8, sizeof(*argv));
+    char **argv = calloc((size_t)nwords + 10, sizeof(*argv));
     if (!argv)
         return ENOMEM;
     snprintf(nbuf, sizeof(nbuf), "%d", p->ranks);
@@ -203,6 +214,10 @@ static int spawn(struct drxfs_prefetch *p, struct job *j, const char *const *wor
     argv[k++] = (char *)"-n";
     argv[k++] = nbuf;
     argv[k++] = p->loader;
+    if (p->config) {
+        argv[k++] = (char *)"--config";
+        argv[k++] = p->config;
+    }
     argv[k++] = (char *)"--no-progress";
     argv[k++] = (char *)"prefetch";
     argv[k++] = j->array;
@@ -359,5 +374,6 @@ void drxfs_prefetch_destroy(struct drxfs_prefetch *p)
     pthread_mutex_destroy(&p->lock);
     free(p->mpiexec);
     free(p->loader);
+    free(p->config);
     free(p);
 }

@@ -33,6 +33,11 @@ struct drxfs_prefetch;
 struct drxfs_prefetch *drxfs_prefetch_create(const char *mpiexec, int ranks,
                                              const char *drx_load_path, uint64_t min_bytes);
 
+/* Passes `--config FILE` (made absolute now: the daemon may change
+ * directory) to every launched drx-load, so prefetches use the daemon's
+ * configuration (mpiio buffer and hints).  NULL: none.  0 or -errno. */
+int drxfs_prefetch_set_config(struct drxfs_prefetch *p, const char *config_path);
+
 /* Starts a prefetch of the view given by words[0..nwords-1] (the KEY=VALUE
  * words of the view, outermost first) of the array at array_store_path (a
  * store path without suffix), unless one for that array is running.
