@@ -548,7 +548,14 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
         sfile_flush(e);
     if (dst && dst->kind == DRXFS_STRIPED)
         sfile_detach(to_rel);
-    rc = drx_stripe_rename(drxfs.store, from, to, 0, &err);
+    /* With an open handle, the rename and its new path happen under the
+     * handle's lock: a flush or close on another thread in between would
+     * write the size back under the old name (or, finding no metafile
+     * there, keep it pending for the new one). */
+    if (e)
+        rc = drx_stripe_rename_handle(e->f, to, 0, &err);
+    else
+        rc = drx_stripe_rename(drxfs.store, from, to, 0, &err);
     if (rc < 0) {
         if (e)
             sfile_put(e);
@@ -564,8 +571,6 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
             free(key);
         }
         pthread_mutex_unlock(&stable.mutex);
-        if (drx_stripe_set_path(e->f, to) < 0)
-            drx_log(DRX_LOG_ERROR, "rename %s: out of memory", src->rel);
         sfile_put(e);
     }
     /* The name was a plain file or symlink: the striped file replaces it

@@ -672,6 +672,20 @@ static void handle_free(struct drx_stripe *f)
     free(f);
 }
 
+/* True when m (a metafile read from disk) describes the file f opened: the
+ * same layout and subfiles.  Not the inode: every persist replaces the
+ * metafile, so another handle's persist (another process, or a second
+ * handle in this one) gives the same file a new inode. */
+static bool same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m)
+{
+    if (m->layout.count != f->meta.layout.count || m->layout.extent != f->meta.layout.extent)
+        return false;
+    for (unsigned i = 0; i < m->layout.count; i++)
+        if (m->sub[i].dir != f->meta.sub[i].dir || strcmp(m->sub[i].name, f->meta.sub[i].name) != 0)
+            return false;
+    return true;
+}
+
 static int lock_fd(const struct drx_stripe *f)
 {
     for (unsigned i = 0; i < f->meta.layout.count; i++)
@@ -699,13 +713,13 @@ static int persist_locked(struct drx_stripe *f, bool sync)
         while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
             ;
     rc = meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, &st, NULL);
-    if (rc == -ENOENT || (rc == 0 && (st.st_ino != f->meta_ino || st.st_dev != f->meta_dev))) {
+    if (rc == -ENOENT || (rc == 0 && !same_file(f, &disk))) {
         /* Unlinked, renamed away or replaced: the name is no longer this
-         * file, and writing it would resurrect or clobber another file. */
-        drx_log(DRX_LOG_DEBUG, "%s: metafile gone or replaced; size %llu not recorded", mp,
+         * file, and writing it would resurrect or clobber another file.
+         * The size stays pending: after a rename the new name comes with
+         * drx_stripe_set_path() and the next persist records it there. */
+        drx_log(DRX_LOG_DEBUG, "%s: metafile gone or replaced; size %llu not recorded (yet)", mp,
                 (unsigned long long)f->size);
-        f->persisted = f->size;
-        f->truncated = false;
         rc = 0;
         goto out;
     }
@@ -971,6 +985,30 @@ int drx_stripe_set_path(struct drx_stripe *f, const char *path)
     return 0;
 }
 
+int drx_stripe_rename_handle(struct drx_stripe *f, const char *to, unsigned flags,
+                             struct drx_err *err)
+{
+    char *copy = strdup(to);
+    int rc;
+
+    if (!copy)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    /* f->lock keeps this handle's persists out from between the rename and
+     * the new path: one that read the metafile under the old name before
+     * the rename would otherwise write it back there after it, a second
+     * metafile naming the same subfiles. */
+    pthread_mutex_lock(&f->lock);
+    rc = drx_stripe_rename(f->s, f->path, to, flags, err);
+    if (rc == 0) {
+        free(f->path);
+        f->path = copy;
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&f->lock);
+    free(copy);
+    return rc;
+}
+
 int drx_stripe_reload(struct drx_stripe *f)
 {
     char mp[PATH_MAX];
@@ -993,11 +1031,7 @@ int drx_stripe_reload(struct drx_stripe *f)
     rc = meta_load_st(mp, f->s->cfg.stripe.ndirs, &m, &st, NULL);
     if (rc < 0)
         goto out;
-    bool same = m.layout.count == f->meta.layout.count && m.layout.extent == f->meta.layout.extent;
-    for (unsigned i = 0; same && i < m.layout.count; i++)
-        same =
-            m.sub[i].dir == f->meta.sub[i].dir && strcmp(m.sub[i].name, f->meta.sub[i].name) == 0;
-    if (!same) {
+    if (!same_file(f, &m)) {
         rc = -ESTALE; /* another file now has this name */
         goto out;
     }

@@ -510,6 +510,75 @@ static void test_threads_and_persist(struct drx_store *s, const char *root)
     drx_stripe_close(f);
 }
 
+/* Two read-write handles on one file (two processes, or drxfs and
+ * drx-load): each persist replaces the metafile, which must not make the
+ * other handle think its file was replaced and drop its size.  And a size
+ * pending while the file is renamed under the handle is kept for the new
+ * name, never written back under the old one. */
+static void test_shared_handles(struct drx_store *s, const char *root)
+{
+    struct drx_stripe_layout l = {2, 64};
+    struct drx_stripe *a, *b;
+    struct drx_stripe_meta m;
+    unsigned char buf[400];
+    char path[600], to[600];
+
+    memset(buf, 'x', sizeof buf);
+    snprintf(path, sizeof path, "%s/shared", root);
+    drx_stripe_create(s, path, &l, 0644, NULL, NULL);
+    drx_stripe_open(s, path, DRX_STRIPE_RDWR, &a, NULL);
+    drx_stripe_open(s, path, DRX_STRIPE_RDWR, &b, NULL);
+    drx_stripe_write(a, buf, 100, 0);
+    drx_stripe_write(b, buf, 100, 100);
+    tap_ok(drx_stripe_flush(a) == 0 && drx_stripe_flush(b) == 0, "flush A, then B");
+    drx_stripe_stat(s, path, &m, NULL);
+    TAP_CHECK_EQ_U64(m.size, 200, "B's larger size survives A's persist");
+    drx_stripe_write(a, buf, 100, 300);
+    drx_stripe_write(b, buf, 50, 200);
+    drx_stripe_flush(a);
+    drx_stripe_flush(b);
+    drx_stripe_close(a);
+    drx_stripe_close(b);
+    drx_stripe_stat(s, path, &m, NULL);
+    TAP_CHECK_EQ_U64(m.size, 400, "A's larger size survives B's later persist and both closes");
+
+    /* renamed by someone else: nothing is written under either name until
+     * the handle is told the new one; then the size lands there */
+    snprintf(to, sizeof to, "%s/shared-moved", root);
+    drx_stripe_open(s, path, DRX_STRIPE_RDWR, &a, NULL);
+    drx_stripe_write(a, buf, 100, 400);
+    drx_stripe_rename(s, path, to, 0, NULL);
+    tap_ok(drx_stripe_flush(a) == 0 && !drx_stripe_exists(path),
+           "flush after a rename: the old name is not brought back");
+    drx_stripe_stat(s, to, &m, NULL);
+    TAP_CHECK_EQ_U64(m.size, 400, "nor is the new name written before set_path");
+    drx_stripe_set_path(a, to);
+    drx_stripe_flush(a);
+    drx_stripe_stat(s, to, &m, NULL);
+    TAP_CHECK_EQ_U64(m.size, 500, "the pending size is recorded under the new name");
+
+    /* rename through the handle: the pending size follows */
+    drx_stripe_write(a, buf, 100, 500);
+    tap_ok(drx_stripe_rename_handle(a, path, 0, NULL) == 0 && !drx_stripe_exists(to),
+           "rename_handle");
+    drx_stripe_close(a);
+    drx_stripe_stat(s, path, &m, NULL);
+    TAP_CHECK_EQ_U64(m.size, 600, "close after rename_handle records the size under the new name");
+    tap_ok(!drx_stripe_exists(to), "and not under the old one");
+
+    /* replaced by another file: its metafile is left alone */
+    drx_stripe_open(s, path, DRX_STRIPE_RDWR, &a, NULL);
+    drx_stripe_create(s, to, &l, 0644, &b, NULL);
+    drx_stripe_write(b, buf, 10, 0);
+    drx_stripe_close(b);
+    drx_stripe_rename(s, to, path, 0, NULL);
+    drx_stripe_write(a, buf, 100, 600);
+    drx_stripe_close(a);
+    drx_stripe_stat(s, path, &m, NULL);
+    TAP_CHECK_EQ_U64(m.size, 10, "a handle on a replaced file does not write the new file's size");
+    drx_stripe_unlink(s, path, NULL);
+}
+
 static void test_layouts(struct drx_store *s, const char *root)
 {
     struct drx_stripe_layout l;
@@ -648,6 +717,7 @@ int main(void)
         test_hostile(s, root);
         test_missing(s, root);
         test_threads_and_persist(s, root);
+        test_shared_handles(s, root);
         test_layouts(s, root);
         drx_store_close(s);
     }

@@ -52,9 +52,12 @@
  * size is under a mutex; truncate excludes concurrent writes).  Within one
  * process, keep ONE read-write handle per file (the daemon shares a handle
  * among opens of the same file): each handle has its own idea of the size.
- * Across processes, persisting takes an flock on subfile 0 and keeps the
- * larger of the on-disk and in-memory size (unless this handle truncated),
- * so parallel writers extending one file (drx-load) end with the right size.
+ * Across processes (or handles), persisting takes an flock on subfile 0 and
+ * keeps the larger of the on-disk and in-memory size (unless this handle
+ * truncated), so parallel writers extending one file end with the right
+ * size.  A handle knows its file by layout and subfile names, not by the
+ * metafile's inode (every persist makes a new one): when NAME.nafs is gone or
+ * names other subfiles, a persist writes nothing and keeps its size pending.
  * Parallel writers should still let one rank create the file and truncate it
  * to its final size before the others open it.
  *
@@ -209,9 +212,10 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
 int drx_stripe_truncate(struct drx_stripe *f, uint64_t size);
 
 /* Persists the in-memory size into the metafile if it changed (atomic
- * replace, no fsync).  If NAME.nafs is no longer the metafile this handle
- * opened (renamed away, unlinked, replaced), nothing is written and 0 is
- * returned: an unlinked file stays readable through its handle until close.
+ * replace, no fsync).  If NAME.nafs is no longer the file this handle
+ * opened (renamed away, unlinked, replaced: missing, or naming other
+ * subfiles), nothing is written, the size stays pending and 0 is returned:
+ * an unlinked file stays readable through its handle until close.
  * Returns 0 or -errno. */
 int drx_stripe_flush(struct drx_stripe *f);
 
@@ -225,8 +229,18 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync);
 int drx_stripe_reload(struct drx_stripe *f);
 
 /* The daemon renamed the file while this handle was open: later size
- * updates go to the new name (path without suffix).  0 or -ENOMEM. */
+ * updates go to the new name (path without suffix).  0 or -ENOMEM.  (For a
+ * rename of the file itself use drx_stripe_rename_handle(); this is for a
+ * directory above it.  A persist that runs between the rename and this call
+ * finds no metafile and keeps the size pending for the new name.) */
 int drx_stripe_set_path(struct drx_stripe *f, const char *path);
+
+/* drx_stripe_rename() of the file open as f (from its current path to
+ * `to`) and drx_stripe_set_path(f, to), with f's persists held off in
+ * between, so a flush or close racing the rename can neither record the size
+ * under the old name nor lose it.  Returns 0 or -errno. */
+int drx_stripe_rename_handle(struct drx_stripe *f, const char *to, unsigned flags,
+                             struct drx_err *err);
 
 uint64_t drx_stripe_size(struct drx_stripe *f);
 void drx_stripe_layout(const struct drx_stripe *f, struct drx_stripe_layout *out);
