@@ -39,6 +39,12 @@ struct drx_stripe {
     uint64_t persisted;   /* size as last written to/read from the metafile */
     bool truncated;       /* size was set by truncate since the last persist */
     bool meta_synced;     /* the metafile on disk is known durable */
+    /* Subfile changes (writes, cuts) counted; synced_gen is the count the
+     * last fdatasync of every subfile covered.  A persist that advances the
+     * recorded size syncs first when they differ (SPEC 9: data before the
+     * metadata that points to it). */
+    uint64_t wgen, synced_gen;
+    bool dirs_synced; /* the subfiles' directory entries are durable */
     dev_t meta_dev;       /* identity of the metafile this handle wrote/read */
     ino_t meta_ino;
 };
@@ -694,6 +700,30 @@ static int lock_fd(const struct drx_stripe *f)
     return -1;
 }
 
+/* fdatasync of every subfile, and once per handle fsync of the stripe
+ * directories holding them (a new file's subfile names must be durable
+ * before a metafile naming them with a size). */
+static int sync_subfiles(struct drx_stripe *f)
+{
+    bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
+    int rc = 0;
+
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        if (f->fds[i] < 0)
+            continue;
+        if (fdatasync(f->fds[i]) < 0 && rc == 0)
+            rc = -errno;
+        dirs[f->meta.sub[i].dir] = true;
+    }
+    if (rc == 0 && !f->dirs_synced) {
+        for (size_t d = 0; d < f->s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++)
+            if (dirs[d] && f->s->dir_fds[d] >= 0 && fsync(f->s->dir_fds[d]) < 0 && rc == 0)
+                rc = -errno;
+        f->dirs_synced = rc == 0;
+    }
+    return rc;
+}
+
 /* Writes the in-memory size to the metafile (f->lock held).  See the
  * header for the merge with other processes' sizes. */
 static int persist_locked(struct drx_stripe *f, bool sync)
@@ -744,6 +774,16 @@ static int persist_locked(struct drx_stripe *f, bool sync)
         if (rc == 0)
             rc = drx_io_fsync_parent(mp);
     } else {
+        /* A size past the recorded one covers bytes this handle wrote (or a
+         * truncate's cut): they reach the disk before the metafile does, or
+         * a power loss could leave a size over bytes never written.  At most
+         * once per DRX_STRIPE_PERSIST_BYTES of growth, and at close. */
+        if (f->size > disk.size && f->wgen != f->synced_gen) {
+            rc = sync_subfiles(f);
+            if (rc < 0)
+                goto out;
+            f->synced_gen = f->wgen;
+        }
         rc = meta_write(mp, &m, false, sync, &st, 0, &nst);
         if (rc == 0) {
             f->meta_dev = nst.st_dev;
@@ -777,9 +817,14 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
 {
     int rc = 0;
     bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
+    uint64_t gen;
 
     if (f->mode != DRX_STRIPE_RDWR)
         return 0;
+    /* Changes counted before the syncs below are covered by them. */
+    pthread_mutex_lock(&f->lock);
+    gen = f->wgen;
+    pthread_mutex_unlock(&f->lock);
     for (unsigned i = 0; i < f->meta.layout.count; i++) {
         if (f->fds[i] < 0)
             continue;
@@ -794,6 +839,9 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&f->lock);
+    if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
+        f->synced_gen = gen;
+    f->dirs_synced = true;
     rc = persist_locked(f, true);
     pthread_mutex_unlock(&f->lock);
     return rc;
@@ -1144,6 +1192,7 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
         pthread_mutex_lock(&f->lock);
         if (off + done > f->size)
             f->size = off + done;
+        f->wgen++;
         persist = f->size > f->persisted && f->size - f->persisted >= DRX_STRIPE_PERSIST_BYTES;
         pthread_mutex_unlock(&f->lock);
     }
@@ -1172,8 +1221,11 @@ static int cut_subfiles(struct drx_stripe *f, uint64_t size)
             rc = rc ? rc : -errno;
             continue;
         }
-        if ((uint64_t)st.st_size > want && ftruncate(f->fds[i], (off_t)want) < 0)
-            rc = rc ? rc : -errno;
+        if ((uint64_t)st.st_size > want) {
+            if (ftruncate(f->fds[i], (off_t)want) < 0)
+                rc = rc ? rc : -errno;
+            f->wgen++; /* a later size over the cut needs it durable */
+        }
     }
     return rc;
 }
@@ -1190,11 +1242,13 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
     pthread_mutex_lock(&f->lock);
     uint64_t old = f->size;
     if (size < old) {
-        /* Metafile first: a crash before the subfiles are cut leaves bytes
-         * beyond the size (fsck trims them), never a size past the data. */
+        /* Metafile first, and durable (fsync of it and its directory): a
+         * crash before the subfiles are cut leaves bytes beyond the size
+         * (fsck trims them), never a size past the data, even when the cut
+         * reached the disk and the new metafile did not. */
         f->size = size;
         f->truncated = true;
-        rc = persist_locked(f, false);
+        rc = persist_locked(f, true);
         if (rc == 0)
             rc = cut_subfiles(f, size);
     } else {
