@@ -433,6 +433,81 @@ EOF
     assert_file_size_equals e.out 0
 }
 
+# temp_bytes STORE TMP: bytes in the subfiles the metafile TMP names.
+temp_bytes() {
+    local id
+    id=$(grep -o 'name = "[0-9a-f]*\.' "$2" | head -1 | sed 's/name = "//; s/\.$//')
+    [ -n "$id" ] || { echo 0; return; }
+    stat -c %s "$1"/.drx/stripes/*/"$id".* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# copy_killed DST: drx-load copy of a 1 GiB sparse file to DST in store st
+# in rounds of 4 KiB (seconds of work), killed with SIGKILL, every process
+# of it, once the hidden temporary file it fills holds data.
+copy_killed() {
+    local dst=$1 tmp= i pid
+    [ -f sparse ] || truncate -s 1G sparse
+    mpi_load 2 --buffer 4K copy sparse "st/$dst" 3>&- &
+    pid=$!
+    for ((i = 0; i < 1000; i++)); do
+        tmp=$(find st -maxdepth 1 -name ".$dst.nafs.??????" | head -1)
+        if [ -n "$tmp" ] && [ "$(temp_bytes st "$tmp")" -gt 0 ]; then
+            break
+        fi
+        tmp=
+        sleep 0.01
+    done
+    if [ -z "$tmp" ] || ! kill -0 "$pid" 2>/dev/null; then
+        kill_our_mpi
+        wait "$pid" || true
+        echo "the copy to $dst ended (or never wrote) before it could be killed" >&2
+        return 1
+    fi
+    kill_our_mpi
+    wait "$pid" || true
+    assert_file_exists "$tmp"
+}
+
+@test "copy killed mid-way: the destination is old or absent, fsck finds the temporary file" {
+    "$DRX" init st --count 2 --extent 4096
+    random_bytes old 100000
+    run mpi_load 2 copy old st/f
+    assert_success
+    copy_killed f
+    copy_killed g
+    # the existing destination keeps exactly its old bytes, the new one
+    # does not exist
+    run "$DRX" stripe get st/f
+    assert_line "size=100000"
+    run reassemble st f re
+    assert_success
+    cmp old re
+    assert_file_not_exists st/g.nafs
+    # fsck names the leftovers and --repair removes them
+    run "$DRX" fsck st
+    assert_failure
+    assert_output --regexp "\.f\.nafs\.[A-Za-z0-9]{6}: leftover temporary file"
+    assert_output --regexp "\.g\.nafs\.[A-Za-z0-9]{6}: leftover temporary file"
+    assert_output --partial "orphan subfile"
+    run "$DRX" fsck st --repair
+    assert_success
+    run "$DRX" fsck st
+    assert_success
+    assert_output --partial "clean"
+    run reassemble st f re
+    cmp old re
+    # a copy that completes replaces it whole; nothing is left behind
+    random_bytes new 300000
+    run mpi_load 3 copy new st/f
+    assert_success
+    run reassemble st f re
+    cmp new re
+    run "$DRX" fsck st
+    assert_success
+    assert_output --partial "clean"
+    [ -z "$(find st -maxdepth 1 -name '.f.nafs.*')" ]
+}
+
 @test "copy failures: missing source, array source or destination" {
     "$DRX" init st
     "$DRX" create st/arr --type u8 --shape 10 --chunk 4
@@ -472,6 +547,26 @@ EOF
     run mpi_load 2 export mnt/arr out dim1=::3
     assert_success
     cmp out mnt/arr/dim1=::3/data
+    unmount_store mnt
+}
+
+@test "copy over a file open at the mount: new opens get the new file, open ones keep the old" {
+    "$DRX" init st
+    mount_store st mnt
+    random_bytes a 300000
+    random_bytes b 200000
+    cp a mnt/f
+    exec 4<mnt/f
+    run mpi_load 2 copy b mnt/f
+    assert_success
+    cmp b mnt/f
+    assert_file_size mnt/f 200000
+    cat <&4 >held
+    exec 4<&-
+    cmp a held
+    # and the old one's subfiles are gone once it is closed
+    run "$DRX" fsck st
+    assert_success
     unmount_store mnt
 }
 

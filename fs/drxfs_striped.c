@@ -39,6 +39,21 @@ static struct {
 } stable = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
 static void sfile_put(struct drxfs_sfile *e);
+static void sfile_detach_entry(struct drxfs_sfile *e);
+
+/* The handle's view of the metafile, refreshed: another process may have
+ * written the file since (drx-load), or put another file in its place
+ * (drx-load copy renames a new file over it).  In that case e is taken out
+ * of the table, serving its open files only, and false is returned: the
+ * name is now another file, for a fresh handle. */
+static bool sfile_refresh(struct drxfs_sfile *e)
+{
+    if (drx_stripe_reload(e->f) != -ESTALE)
+        return true;
+    drx_log(DRX_LOG_DEBUG, "%s: replaced behind the mount; open files keep the old one", e->key);
+    sfile_detach_entry(e);
+    return false;
+}
 
 static void s_unlink(struct drxfs_sfile *e)
 {
@@ -106,13 +121,15 @@ static int sfile_get(const char *rel, bool want_rw, struct drxfs_sfile **out)
     if (e)
         e->refs++;
     pthread_mutex_unlock(&stable.mutex);
+    if (e && !sfile_refresh(e)) {
+        sfile_put(e);
+        e = NULL;
+    }
     if (e) {
         if (want_rw && !e->rw) {
             sfile_put(e);
             return -EACCES;
         }
-        /* another process may have written the file since (drx-load) */
-        drx_stripe_reload(e->f);
         *out = e;
         return 0;
     }
@@ -172,6 +189,17 @@ static void sfile_put(struct drxfs_sfile *e)
     pthread_mutex_unlock(&stable.mutex);
     if (last)
         sfile_close(e);
+}
+
+/* Takes e out of the table if it is still there under its key. */
+static void sfile_detach_entry(struct drxfs_sfile *e)
+{
+    pthread_mutex_lock(&stable.mutex);
+    if (!e->detached && s_find(e->key) == e) {
+        s_unlink(e);
+        e->detached = true;
+    }
+    pthread_mutex_unlock(&stable.mutex);
 }
 
 /* Takes rel out of the table: its open files keep their handle. */
@@ -250,9 +278,12 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     if (e)
         e->refs++;
     pthread_mutex_unlock(&stable.mutex);
+    if (e && !sfile_refresh(e)) {
+        sfile_put(e);
+        e = NULL;
+    }
     if (e) {
         /* An open handle knows writes not yet recorded in the metafile. */
-        drx_stripe_reload(e->f);
         size = drx_stripe_size(e->f);
         if (stamp_if_dirty(e, &meta)) {
             pthread_mutex_lock(&stable.mutex);

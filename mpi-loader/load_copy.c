@@ -10,9 +10,14 @@
  *
  * A new file inside a store is a striped file with the layout the store
  * gives its directory (drx_stripe_layout_for_new: the directory's
- * user.drx.stripe, else the store's default).  Rank 0 creates it and sets
- * its final size before anyone writes (what stripe.h asks of parallel
- * writers); an existing striped destination keeps its layout.
+ * user.drx.stripe, else the store's default); an existing striped
+ * destination keeps its layout.  Either way the bytes go into a hidden
+ * temporary striped file (drx_stripe_create_temp, by rank 0; its metafile
+ * says size 0), and only when every rank has written and synced its part
+ * does rank 0 record the size and rename it over the destination
+ * (drx_stripe_commit_temp).  A copy killed on the way leaves the
+ * destination as it was, or absent, and a temporary file that drx fsck
+ * reports; never a destination whose size covers bytes not yet written.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +44,7 @@ struct endpoint {
     bool in_store, striped;
     struct drx_store *store;    /* striped only */
     struct drx_stripe_meta meta;
+    char tmp[PATH_MAX];         /* striped destination: the temporary metafile */
     MPI_File fh[DRX_MAX_STRIPE_DIRS];
     unsigned nfh;
     uint64_t size;
@@ -165,31 +171,31 @@ static int dest_name(struct endpoint *d, const struct endpoint *s, struct drx_er
     return 0;
 }
 
-/* Rank 0 creates (or empties) the striped destination and sets its size. */
+/* Rank 0 creates the temporary file the copy fills (d->tmp), with the
+ * layout of an existing striped destination, else the one its directory
+ * gives; the destination itself is not touched until the commit. */
 static int create_striped(struct load_ctx *c, struct endpoint *d, bool exists,
                           struct drx_err *err)
 {
-    struct drx_stripe *f = NULL;
+    struct drx_stripe_meta old;
+    mode_t um;
     int rc;
     if (c->rank != 0)
         return 0;
     if (exists) {
-        rc = drx_stripe_open(d->store, d->path, DRX_STRIPE_RDWR, &f, err);
-        /* Cut the old bytes off, so the holes of the new size read zeros. */
-        if (rc == 0)
-            rc = drx_stripe_truncate(f, 0);
-    } else {
-        mode_t um = umask(0);
-        umask(um);
-        rc = drx_stripe_create(d->store, d->path, NULL, 0666 & ~um, &f, err);
+        rc = drx_stripe_stat(d->store, d->path, &old, err);
+        if (rc < 0)
+            return rc;
     }
-    if (rc == 0)
-        rc = drx_stripe_truncate(f, d->size);
-    int crc = f ? drx_stripe_close(f) : 0;
-    if (rc == 0)
-        rc = crc;
-    if (rc < 0 && !err->msg[0])
-        drx_err_set(err, -rc, "%s: %s", d->arg, strerror(-rc));
+    um = umask(0);
+    umask(um);
+    rc = drx_stripe_create_temp(d->store, d->path, exists ? &old.layout : NULL, 0666 & ~um, d->tmp,
+                                sizeof(d->tmp), err);
+    if (rc < 0) {
+        d->tmp[0] = '\0';
+        if (!err->msg[0])
+            drx_err_set(err, -rc, "%s: %s", d->arg, strerror(-rc));
+    }
     return rc;
 }
 
@@ -238,10 +244,30 @@ static int open_dest(struct load_ctx *c, struct endpoint *d, const struct endpoi
     rc = create_striped(c, d, exists, &err);
     if (load_agree(c, rc, &err, "copy") < 0)
         return -EIO;
-    rc = drx_stripe_stat(d->store, d->path, &d->meta, &err);
+    MPI_Bcast(d->tmp, sizeof(d->tmp), MPI_CHAR, 0, MPI_COMM_WORLD);
+    rc = drx_stripe_meta_load(d->tmp, d->store->cfg.stripe.ndirs, &d->meta, &err);
     if (load_agree(c, rc, &err, "copy") < 0)
         return -EIO;
-    return open_subfiles(c, d, MPI_MODE_WRONLY, false);
+    return open_subfiles(c, d, MPI_MODE_WRONLY, true);
+}
+
+/* After every rank's bytes are synced: rank 0 puts the temporary file in
+ * place as the destination (size recorded, then one rename). */
+static int commit_striped(struct load_ctx *c, struct endpoint *d)
+{
+    struct drx_err err = {{0}};
+    int rc = 0;
+    /* MPI-IO's descriptors of the subfiles go first: nothing of this copy
+     * writes after the commit. */
+    for (unsigned i = 0; i < d->nfh; i++)
+        load_close_file(&d->fh[i]);
+    d->nfh = 0;
+    if (c->rank == 0) {
+        rc = drx_stripe_commit_temp(d->store, d->tmp, d->path, d->size, &err);
+        if (rc == 0)
+            d->tmp[0] = '\0';
+    }
+    return load_agree(c, rc, &err, "copy");
 }
 
 /* Moves logical bytes [a, b) of a striped file between its subfiles and
@@ -409,10 +435,15 @@ int load_cmd_copy(struct load_ctx *c, int argc, char **argv)
     }
     if (load_agree(c, rc, &err, "copy") < 0)
         goto out;
+    if (dst.striped && commit_striped(c, &dst) < 0)
+        goto out;
     load_progress_end(&pr);
     status = 0;
 out:
     endpoint_close(&src);
+    /* A copy that failed leaves the destination as it was. */
+    if (c->rank == 0 && dst.tmp[0] && drx_stripe_discard_temp(dst.store, dst.tmp, &err) < 0)
+        fprintf(stderr, "drx-load: copy: %s (drx fsck removes it)\n", err.msg);
     endpoint_close(&dst);
     free(buf);
     return status;

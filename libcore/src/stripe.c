@@ -45,7 +45,7 @@ struct drx_stripe {
      * metadata that points to it). */
     uint64_t wgen, synced_gen;
     bool dirs_synced; /* the subfiles' directory entries are durable */
-    dev_t meta_dev;       /* identity of the metafile this handle wrote/read */
+    dev_t meta_dev;   /* identity of the metafile this handle wrote/read */
     ino_t meta_ino;
 };
 
@@ -598,6 +598,38 @@ out:
     return rc;
 }
 
+/* Writes m into mp itself, no temp file and no rename: only for temporary
+ * metafiles (drx_stripe_create_temp), which fsck removes in whatever state a
+ * crash left them.  flags: O_EXCL to create (with `mode`), O_TRUNC to
+ * rewrite.  like: an existing metafile whose mode and owner it takes. */
+static int meta_write_here(const char *mp, const struct drx_stripe_meta *m, int flags, mode_t mode,
+                           const struct stat *like, bool sync, struct stat *st_out)
+{
+    char text[8192];
+    int len = meta_format(m, text, sizeof text), fd, rc;
+
+    if (len < 0)
+        return len;
+    fd = open(mp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, mode & 07777);
+    if (fd < 0)
+        return -errno;
+    if (like) {
+        if (fchown(fd, like->st_uid, like->st_gid) < 0) {
+            /* Not ours to give away: keep our ownership. */
+        }
+        fchmod(fd, like->st_mode & 07777);
+    } else if (flags & O_EXCL) {
+        fchmod(fd, mode & 07777); /* exactly mode, whatever the umask */
+    }
+    rc = drx_io_write_all(fd, text, (size_t)len);
+    if (rc == 0 && sync && fsync(fd) < 0)
+        rc = -errno;
+    if (rc == 0 && st_out && fstat(fd, st_out) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
 /* ---- subfiles -------------------------------------------------------------------- */
 
 /* Opens subfile i of m: relative to its stripe dir's descriptor, never
@@ -847,22 +879,20 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
     return rc;
 }
 
-int drx_stripe_create(struct drx_store *s, const char *path, const struct drx_stripe_layout *l,
-                      mode_t mode, struct drx_stripe **out, struct drx_err *err)
+/* drx_stripe_create() with the metafile at mp: NAME.nafs (temp false), or
+ * a temporary name, written in place (temp true); -EEXIST when mp exists by
+ * then. */
+static int create_meta(struct drx_store *s, const char *path, const char *mp, bool temp,
+                       const struct drx_stripe_layout *l, mode_t mode, struct drx_stripe **out,
+                       struct drx_err *err)
 {
-    char mp[PATH_MAX], dir[PATH_MAX];
+    char dir[PATH_MAX];
     const char *base;
     struct drx_stripe_layout lay;
     struct drx_stripe *f = NULL;
     struct stat st;
     int rc;
 
-    if (out)
-        *out = NULL;
-    if (meta_path(path, mp, sizeof mp) < 0)
-        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
-    if (lstat(mp, &st) == 0)
-        return drx_err_set(err, EEXIST, "%s: exists", mp);
     if (l) {
         lay = *l;
     } else {
@@ -917,7 +947,10 @@ int drx_stripe_create(struct drx_store *s, const char *path, const struct drx_st
     if (rc < 0)
         goto out;
     f->meta.size = 0;
-    rc = meta_write(mp, &f->meta, true, false, NULL, mode, &st);
+    if (temp)
+        rc = meta_write_here(mp, &f->meta, O_EXCL, mode, NULL, false, &st);
+    else
+        rc = meta_write(mp, &f->meta, true, false, NULL, mode, &st);
     if (rc < 0) {
         drx_err_set(err, -rc, "%s: %s", mp, strerror(-rc));
         for (unsigned j = 0; j < lay.count; j++)
@@ -935,6 +968,50 @@ int drx_stripe_create(struct drx_store *s, const char *path, const struct drx_st
 out:
     if (f)
         handle_free(f);
+    return rc;
+}
+
+int drx_stripe_create(struct drx_store *s, const char *path, const struct drx_stripe_layout *l,
+                      mode_t mode, struct drx_stripe **out, struct drx_err *err)
+{
+    char mp[PATH_MAX];
+    struct stat st;
+
+    if (out)
+        *out = NULL;
+    if (meta_path(path, mp, sizeof mp) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    if (lstat(mp, &st) == 0)
+        return drx_err_set(err, EEXIST, "%s: exists", mp);
+    return create_meta(s, path, mp, false, l, mode, out, err);
+}
+
+/* ---- files built behind a handle's back ------------------------------------------ */
+
+int drx_stripe_create_temp(struct drx_store *s, const char *path, const struct drx_stripe_layout *l,
+                           mode_t mode, char *tmp, size_t tmplen, struct drx_err *err)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    char mp[PATH_MAX], dir[PATH_MAX];
+    const char *base;
+    int rc = -EEXIST;
+
+    if (meta_path(path, mp, sizeof mp) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    split_path(mp, dir, sizeof dir, &base);
+    /* `.NAME.nafs.XXXXXX`, as meta_write's temporaries: a name the daemon
+     * hides and fsck knows as a leftover of an interrupted update. */
+    for (int attempt = 0; attempt < 8 && rc == -EEXIST; attempt++) {
+        uint64_t id;
+        char x[7];
+        random_id(&id);
+        for (int i = 0; i < 6; i++, id /= sizeof abc - 1)
+            x[i] = abc[id % (sizeof abc - 1)];
+        x[6] = '\0';
+        if ((size_t)snprintf(tmp, tmplen, "%s/.%s.%s", dir, base, x) >= tmplen)
+            return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+        rc = create_meta(s, path, tmp, true, l, mode, NULL, err);
+    }
     return rc;
 }
 
@@ -1065,10 +1142,6 @@ int drx_stripe_reload(struct drx_stripe *f)
     int rc;
 
     pthread_mutex_lock(&f->lock);
-    if (f->size != f->persisted || f->truncated) {
-        rc = 0; /* our own changes are newer than the disk's */
-        goto out;
-    }
     rc = meta_path(f->path, mp, sizeof mp);
     if (rc < 0)
         goto out;
@@ -1085,6 +1158,12 @@ int drx_stripe_reload(struct drx_stripe *f)
     }
     f->meta_dev = st.st_dev;
     f->meta_ino = st.st_ino;
+    if (f->size != f->persisted || f->truncated) {
+        /* Our own changes are newer than the disk's; the next persist
+         * merges a larger size from it. */
+        rc = 0;
+        goto out;
+    }
     rc = m.size != f->size;
     f->size = f->persisted = m.size;
 out:
@@ -1268,15 +1347,13 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
 
 /* ---- names -------------------------------------------------------------------------- */
 
-int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err)
+/* drx_stripe_unlink() of metafile mp (path: the name for messages). */
+static int unlink_meta(struct drx_store *s, const char *path, const char *mp, struct drx_err *err)
 {
-    char mp[PATH_MAX];
     struct drx_stripe_meta m;
     struct drx_err e2 = {{0}};
     int rc;
 
-    if (meta_path(path, mp, sizeof mp) < 0)
-        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
     rc = meta_load_st(mp, s->cfg.stripe.ndirs, &m, NULL, &e2);
     if (rc == -ENOENT)
         return drx_err_set(err, ENOENT, "%s: no such striped file", path);
@@ -1305,18 +1382,24 @@ int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err
     return 0;
 }
 
-int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, unsigned flags,
-                      struct drx_err *err)
+int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err)
 {
-    char mfrom[PATH_MAX], mto[PATH_MAX];
+    char mp[PATH_MAX];
+
+    if (meta_path(path, mp, sizeof mp) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    return unlink_meta(s, path, mp, err);
+}
+
+/* drx_stripe_rename() of metafile mfrom to mto (from: the name for
+ * messages). */
+static int rename_meta(struct drx_store *s, const char *from, const char *mfrom, const char *mto,
+                       unsigned flags, struct drx_err *err)
+{
     struct drx_stripe_meta src, old;
     bool have_old = false;
     int rc;
 
-    if (flags & ~(unsigned)RENAME_NOREPLACE)
-        return drx_err_set(err, EINVAL, "%s: unsupported rename flags", from);
-    if (meta_path(from, mfrom, sizeof mfrom) < 0 || meta_path(to, mto, sizeof mto) < 0)
-        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", to);
     rc = meta_load_st(mfrom, s->cfg.stripe.ndirs, &src, NULL, NULL);
     bool src_ok = rc == 0;
     if (rc == -ENOENT)
@@ -1342,4 +1425,82 @@ int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, uns
             unlinkat(s->dir_fds[old.sub[i].dir], old.sub[i].name, 0);
     }
     return 0;
+}
+
+int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, unsigned flags,
+                      struct drx_err *err)
+{
+    char mfrom[PATH_MAX], mto[PATH_MAX];
+
+    if (flags & ~(unsigned)RENAME_NOREPLACE)
+        return drx_err_set(err, EINVAL, "%s: unsupported rename flags", from);
+    if (meta_path(from, mfrom, sizeof mfrom) < 0 || meta_path(to, mto, sizeof mto) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", to);
+    return rename_meta(s, from, mfrom, mto, flags, err);
+}
+
+int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *path, uint64_t size,
+                           struct drx_err *err)
+{
+    char mp[PATH_MAX];
+    bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
+    struct drx_stripe_meta m;
+    struct stat old, *like = NULL;
+    int rc;
+
+    if (meta_path(path, mp, sizeof mp) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    if (size > DRX_STRIPE_MAX_SIZE)
+        return drx_err_set(err, EFBIG, "%s: size %llu is too large", path,
+                           (unsigned long long)size);
+    rc = meta_load_st(tmp, s->cfg.stripe.ndirs, &m, NULL, err);
+    if (rc < 0)
+        return rc;
+    /* Data first (SPEC 9): every subfile on disk, cut to what the size
+     * needs, and its name durable in its stripe directory. */
+    for (unsigned i = 0; i < m.layout.count; i++) {
+        struct stat st;
+        uint64_t want = drx_stripe_subfile_len(&m.layout, i, size);
+        int fd = subfile_open(s, &m, i, O_RDWR, 0, tmp);
+        if (fd < 0) {
+            rc = fd == -ENOENT ? -EIO : fd;
+            return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m.sub[i].name,
+                               fd == -ENOENT ? "missing" : strerror(-fd));
+        }
+        rc = fstat(fd, &st) < 0 ? -errno : 0;
+        if (rc == 0 && (uint64_t)st.st_size > want && ftruncate(fd, (off_t)want) < 0)
+            rc = -errno;
+        if (rc == 0 && fdatasync(fd) < 0)
+            rc = -errno;
+        close(fd);
+        if (rc < 0)
+            return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m.sub[i].name,
+                               strerror(-rc));
+        dirs[m.sub[i].dir] = true;
+    }
+    for (size_t d = 0; d < s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++)
+        if (dirs[d] && s->dir_fds[d] >= 0 && fsync(s->dir_fds[d]) < 0)
+            return drx_err_set(err, errno, "%s: %s", s->cfg.stripe.dirs[d], strerror(errno));
+    /* Then the metafile: the size written into the temporary one (nobody
+     * else has it), durable, and renamed over NAME.nafs: readers see the
+     * old file or the whole new one.  A file it replaces keeps its mode
+     * and owner, as cp into an existing file does. */
+    if (lstat(mp, &old) == 0 && S_ISREG(old.st_mode))
+        like = &old;
+    m.size = size;
+    rc = meta_write_here(tmp, &m, O_TRUNC, 0, like, true, NULL);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: %s", tmp, strerror(-rc));
+    rc = rename_meta(s, tmp, tmp, mp, 0, err);
+    if (rc < 0)
+        return rc;
+    rc = drx_io_fsync_parent(mp);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: %s", mp, strerror(-rc));
+    return 0;
+}
+
+int drx_stripe_discard_temp(struct drx_store *s, const char *tmp, struct drx_err *err)
+{
+    return unlink_meta(s, tmp, tmp, err);
 }

@@ -2,6 +2,7 @@
  * hostile metafiles, missing subfiles, ENOSPC, threads, size persistence. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -580,6 +581,97 @@ static void test_shared_handles(struct drx_store *s, const char *root)
     drx_stripe_unlink(s, path, NULL);
 }
 
+/* Writes data[0..len) into the subfiles of m where SPEC section 5 puts
+ * them, as drx-load does over MPI-IO. */
+static int write_subfiles(struct drx_store *s, const struct drx_stripe_meta *m,
+                          const unsigned char *data, uint64_t len)
+{
+    char sub[700];
+    uint64_t ext = m->layout.extent, cnt = m->layout.count;
+
+    for (uint64_t b = 0; b < len; b += ext) {
+        uint64_t e = b / ext, n = len - b < ext ? len - b : ext;
+        drx_stripe_subfile_path(s, m, (unsigned)(e % cnt), sub, sizeof sub);
+        int fd = open(sub, O_WRONLY);
+        if (fd < 0 || pwrite(fd, data + b, n, (off_t)((e / cnt) * ext)) != (ssize_t)n) {
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        close(fd);
+    }
+    return 0;
+}
+
+/* drx-load's way to fill a striped file: a hidden temporary file, its
+ * subfiles written directly, then the size and one rename over NAME. */
+static void test_temp(struct drx_store *s, const char *root)
+{
+    struct drx_stripe_layout l = {2, 16}, l3 = {3, 32};
+    struct drx_stripe_meta m, old, t;
+    struct drx_err err = {{0}};
+    struct drx_stripe *f;
+    static unsigned char a[1000], b[5000], back[6000];
+    char path[600], tmp[PATH_MAX], sub[700], fresh[600];
+    struct stat st;
+
+    fill_random(a, sizeof a, 31);
+    fill_random(b, sizeof b, 32);
+    snprintf(path, sizeof path, "%s/dst", root);
+    make_striped(s, path, &l, 0640, a, sizeof a, &old);
+    int rc = drx_stripe_create_temp(s, path, &l3, 0600, tmp, sizeof tmp, &err);
+    const char *tbase = strrchr(tmp, '/') + 1;
+    tap_ok(rc == 0 && drx_store_name_is_temp(tbase) && strncmp(tbase, ".dst.nafs.", 10) == 0,
+           "create_temp: %s (%s)", tbase, err.msg);
+    tap_ok(drx_stripe_meta_load(tmp, s->cfg.stripe.ndirs, &t, NULL) == 0 && t.size == 0 &&
+               t.layout.count == 3 && t.layout.extent == 32,
+           "the temporary metafile: size 0, the layout asked for");
+    tap_ok(write_subfiles(s, &t, b, sizeof b) == 0, "subfiles written directly");
+    tap_ok(drx_stripe_stat(s, path, &m, NULL) == 0 && m.size == sizeof a && m.layout.count == 2 &&
+               strcmp(m.sub[0].name, old.sub[0].name) == 0,
+           "NAME is untouched meanwhile");
+    rc = drx_stripe_commit_temp(s, tmp, path, sizeof b, &err);
+    tap_ok(rc == 0, "commit_temp (%s)", err.msg);
+    tap_ok(drx_stripe_stat(s, path, &m, NULL) == 0 && m.size == sizeof b && m.layout.count == 3 &&
+               strcmp(m.sub[0].name, t.sub[0].name) == 0,
+           "NAME is now the new file, with its size");
+    tap_ok(drx_stripe_open(s, path, DRX_STRIPE_RDONLY, &f, NULL) == 0 &&
+               drx_stripe_read(f, back, sizeof back, 0) == (ssize_t)sizeof b &&
+               memcmp(back, b, sizeof b) == 0,
+           "and reads the new bytes");
+    drx_stripe_close(f);
+    snprintf(sub, sizeof sub, "%s.nafs", path);
+    memset(&st, 0, sizeof st);
+    rc = stat(sub, &st);
+    tap_ok(access(tmp, F_OK) < 0 && rc == 0 && (st.st_mode & 07777) == 0640,
+           "the temporary name is gone; the replaced file's mode stays (%o)",
+           (unsigned)(st.st_mode & 07777));
+    drx_stripe_subfile_path(s, &old, 0, sub, sizeof sub);
+    tap_ok(access(sub, F_OK) < 0, "the replaced file's subfiles are removed");
+
+    /* a new name; then one given up */
+    snprintf(fresh, sizeof fresh, "%s/fresh", root);
+    tap_ok(drx_stripe_create_temp(s, fresh, NULL, 0600, tmp, sizeof tmp, &err) == 0 &&
+               !drx_stripe_exists(fresh),
+           "create_temp of a new name: NAME does not exist yet");
+    drx_stripe_meta_load(tmp, s->cfg.stripe.ndirs, &t, NULL);
+    write_subfiles(s, &t, a, 100);
+    snprintf(sub, sizeof sub, "%s.nafs", fresh);
+    tap_ok(drx_stripe_commit_temp(s, tmp, fresh, 100, &err) == 0 &&
+               drx_stripe_stat(s, fresh, &m, NULL) == 0 && m.size == 100 && m.layout.count == 2 &&
+               m.layout.extent == 16 && stat(sub, &st) == 0 && (st.st_mode & 07777) == 0600,
+           "commit_temp to a new name: the directory's layout, the temporary's mode");
+    tap_ok(drx_stripe_create_temp(s, fresh, NULL, 0600, tmp, sizeof tmp, &err) == 0,
+           "create_temp again");
+    drx_stripe_meta_load(tmp, s->cfg.stripe.ndirs, &t, NULL);
+    drx_stripe_subfile_path(s, &t, 1, sub, sizeof sub);
+    tap_ok(drx_stripe_discard_temp(s, tmp, &err) == 0 && access(tmp, F_OK) < 0 &&
+               access(sub, F_OK) < 0 && drx_stripe_stat(s, fresh, &m, NULL) == 0 && m.size == 100,
+           "discard_temp removes it and its subfiles, NAME stays");
+    drx_stripe_unlink(s, path, NULL);
+    drx_stripe_unlink(s, fresh, NULL);
+}
+
 #ifndef SYS_cachestat
 #define SYS_cachestat 451 /* Linux 6.5, the same number on every architecture */
 #endif
@@ -799,6 +891,7 @@ int main(void)
         test_threads_and_persist(s, root);
         test_shared_handles(s, root);
         test_crash_order(s, root);
+        test_temp(s, root);
         test_layouts(s, root);
         drx_store_close(s);
     }

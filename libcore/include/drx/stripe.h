@@ -58,6 +58,8 @@
  * - unlink: metafile first, then subfiles (a crash leaves orphans).
  * - rename: one atomic rename(2) of the metafile; the subfiles of a striped
  *   file it replaces are removed after.
+ * - built by other writers (drx_stripe_create_temp/commit_temp): subfiles
+ *   synced, then the temporary metafile with the size, then the rename.
  *
  * CONCURRENCY: one handle may be used from many threads (pread/pwrite; the
  * size is under a mutex; truncate excludes concurrent writes).  Within one
@@ -69,8 +71,13 @@
  * size.  A handle knows its file by layout and subfile names, not by the
  * metafile's inode (every persist makes a new one): when NAME.nafs is gone or
  * names other subfiles, a persist writes nothing and keeps its size pending.
- * Parallel writers should still let one rank create the file and truncate it
- * to its final size before the others open it.
+ * Parallel writers that write the subfiles themselves (drx-load over
+ * MPI-IO) build the file under a temporary name instead: one rank
+ * drx_stripe_create_temp(), every rank writes and syncs its part, and when
+ * all have succeeded one rank drx_stripe_commit_temp() records the size and
+ * renames it over NAME.  A writer killed on the way leaves NAME as it was
+ * (or absent) and a temporary file for fsck; never a size over bytes that
+ * were not written.
  *
  * TIMES AND MODE: every persist replaces the metafile, which keeps the old
  * one's mode and owner but gets a new mtime.  A front end that sets times
@@ -236,7 +243,9 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync);
 
 /* Re-reads the size from the metafile when this handle has no unpersisted
  * change (another process wrote the file).  Returns 1 when the size changed,
- * 0 when not, or -errno. */
+ * 0 when not, -ESTALE when NAME.nafs is now another file (replaced, e.g. by
+ * drx_stripe_commit_temp; checked with or without unpersisted changes), or
+ * -errno (-ENOENT when it is gone). */
 int drx_stripe_reload(struct drx_stripe *f);
 
 /* The daemon renamed the file while this handle was open: later size
@@ -271,6 +280,34 @@ int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err
  * 0 or -errno. */
 int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, unsigned flags,
                       struct drx_err *err);
+
+/* ---- files written behind libcore's back (drx-load) --------------------------- */
+
+/* Creates a hidden temporary striped file to build the new contents of NAME
+ * (path without suffix): subfiles as drx_stripe_create() makes them (layout
+ * l; NULL: what a new file in NAME's directory gets) and a metafile of size
+ * 0 at `.BASE.nafs.XXXXXX` beside NAME.nafs, a temporary name
+ * (drx_store_name_is_temp): drxfs does not show it, drx fsck reports it as
+ * a leftover and --repair removes it (its subfiles then as orphans).  Its
+ * path goes to tmp (tmplen bytes; PATH_MAX is enough).  Writers fill the
+ * subfiles directly (drx_stripe_meta_load(tmp) names them) and finish with
+ * drx_stripe_commit_temp() or drx_stripe_discard_temp().  NAME is not
+ * touched.  Returns 0 or -errno with err. */
+int drx_stripe_create_temp(struct drx_store *s, const char *path, const struct drx_stripe_layout *l,
+                           mode_t mode, char *tmp, size_t tmplen, struct drx_err *err);
+
+/* Puts temporary file tmp in place as NAME with logical size `size`: each
+ * subfile cut to what size needs and fdatasynced, their stripe directories
+ * fsynced, then the size written into tmp, fsynced, and tmp renamed over
+ * NAME.nafs (one rename(2), then an fsync of its directory): readers see the
+ * old NAME or the whole new one, never a mix.  A striped NAME it replaces
+ * gives its mode and owner and has its subfiles removed after.  Returns 0
+ * or -errno with err (tmp is then left as it was). */
+int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *path, uint64_t size,
+                           struct drx_err *err);
+
+/* Removes temporary file tmp and its subfiles.  Returns 0 or -errno. */
+int drx_stripe_discard_temp(struct drx_store *s, const char *tmp, struct drx_err *err);
 
 /* Path of subfile i of m in s: "<stripe dir>/<name>" (for fsck and
  * `drx stripe get`; never used to open).  Returns the length or -ERANGE. */
