@@ -11,6 +11,10 @@ setup() {
 }
 
 teardown() {
+    # a writer a failed test left waiting on its fifo
+    if [ -f "$BATS_TEST_TMPDIR/writer.pid" ]; then
+        kill "$(cat "$BATS_TEST_TMPDIR/writer.pid")" 2>/dev/null || true
+    fi
     unmount_store "$BATS_TEST_TMPDIR/mnt"
 }
 
@@ -276,6 +280,22 @@ subfile() {
     assert_success
 }
 
+@test "fsck --repair leaves an .xta alone while an extension holds its lock" {
+    "$DRX" init st
+    "$DRX" create st/arr --type f64 --shape 4x5 --chunk 2x2
+    head -c 64 /dev/urandom >>st/arr.xta
+    # drx extend holds flock(LOCK_EX) on the .xta from writing the new
+    # chunks until its metadata names them
+    run flock -x st/arr.xta "$DRX" fsck st --repair
+    assert_failure
+    assert_line --partial "arr.xta: 256 bytes, longer than its metadata's 192: an extension holds its lock"
+    assert_line "$PWD/st: 1 problem, 0 repaired"
+    assert_file_size_equals st/arr.xta 256
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_file_size_equals st/arr.xta 192
+}
+
 @test "fsck: a hostile metafile is reported and its neighbours' orphans are kept" {
     "$DRX" init st
     printf 'version = 1; extent = 4; count = 1; size = 4L;\nsubfiles = ( { dir = 0; name = "../../../etc/passwd"; } );\n' >st/evil.nafs
@@ -323,8 +343,59 @@ subfile() {
     assert_success
     assert_output "$PWD/st: clean"
     random_bytes st/.drx/stripes/1/fedcba9876543210.0 10
-    run "$DRX" fsck mnt/dir --repair
-    assert_success
+    run "$DRX" fsck mnt/dir
+    assert_failure
     assert_output --partial "orphan subfile"
     cmp src mnt/dir/f
+    unmount_store mnt
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_not_exists st/.drx/stripes/1/fedcba9876543210.0
+}
+
+@test "fsck --repair refuses a mounted store: a file being written keeps its bytes" {
+    "$DRX" init st
+    mount_store st mnt
+    random_bytes src 300000
+    random_bytes st/.drx/stripes/1/fedcba9876543210.0 10
+    # The daemon records the size lazily: while f is open its subfiles hold
+    # bytes past the recorded size, which an idle store's fsck would trim.
+    # (The writer forks nothing: any close of a descriptor of f, even the
+    # copy a child closes at exec, would make the daemon record it.)
+    mkfifo go
+    "$PY" -c '
+import os
+fd = os.open("mnt/f", os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, open("src", "rb").read())
+open("written", "w").close()
+open("go").read()
+os.close(fd)
+' 3>&- &
+    local writer=$! i
+    echo "$writer" >writer.pid
+    for ((i = 0; i < 200; i++)); do
+        [ -e written ] && break
+        sleep 0.05
+    done
+    assert_exists written
+    run "$DRX" fsck st
+    assert_failure
+    assert_line --partial "longer than the 0 the recorded size 0 needs"
+    run "$DRX" fsck st --repair
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output "drx: fsck: $PWD/st is mounted at $PWD/mnt (drxfs): --repair needs an idle store; unmount it first"
+    run "$DRX" fsck mnt --repair
+    assert_failure
+    assert_output --partial "is mounted at $PWD/mnt"
+    echo >go
+    wait "$writer"
+    cmp src mnt/f
+    assert_exists st/.drx/stripes/1/fedcba9876543210.0
+    unmount_store mnt
+    run "$DRX" fsck st --repair
+    assert_success
+    run "$DRX" fsck st
+    assert_success
+    assert_output "$PWD/st: clean"
 }

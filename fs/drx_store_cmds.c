@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -456,6 +457,44 @@ static void check_striped(struct fsck *k, const char *mp)
     }
 }
 
+/* Trims xta to what its metadata commits, under the lock `drx extend`
+ * (drx_array_extend) holds while it writes chunks past the committed count
+ * and until its new metadata names them: those chunks are not leftovers.
+ * The metadata is read again under the lock (an extension may have
+ * committed since).  Returns 1 trimmed, 0 nothing to trim any more,
+ * -EWOULDBLOCK when an extension holds the lock, or -errno.  *committed and
+ * *len get what was found under the lock. */
+static int trim_xta(const char *xmd, const char *xta, uint64_t *committed, long long *len)
+{
+    struct drx_array_meta meta;
+    struct stat st;
+    int rc, fd = open(xta, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+    if (fd < 0)
+        return -errno;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    memset(&meta, 0, sizeof meta);
+    rc = drx_array_meta_load(xmd, &meta, NULL);
+    if (rc < 0)
+        goto out;
+    *committed = meta.map.nchunks * meta.chunk_bytes;
+    drx_array_meta_fini(&meta);
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        rc = -EIO;
+        goto out;
+    }
+    *len = (long long)st.st_size;
+    rc = 0;
+    if ((uint64_t)st.st_size > *committed)
+        rc = ftruncate(fd, (off_t)*committed) < 0 ? -errno : 1;
+out:
+    close(fd); /* and the lock with it */
+    return rc;
+}
+
 static void check_array(struct fsck *k, const char *xmd)
 {
     char xta[PATH_MAX];
@@ -484,11 +523,25 @@ static void check_array(struct fsck *k, const char *xmd)
     }
     if ((uint64_t)st.st_size > committed) {
         /* Chunks past the metadata's count were written by an extension
-         * that never committed: no one can see them. */
-        bool fixed = k->repair && truncate(xta, (off_t)committed) == 0;
-        finding(k, rel_of(k, xta), fixed, "trim it",
-                "%lld bytes, longer than its metadata's %llu (uncommitted extension)",
-                (long long)st.st_size, (unsigned long long)committed);
+         * that never committed (or one still running: see trim_xta). */
+        long long len = (long long)st.st_size;
+        int trc = k->repair ? trim_xta(xmd, xta, &committed, &len) : 1;
+        if (trc == 0)
+            return; /* an extension committed them meanwhile: all is well */
+        if (trc == -EWOULDBLOCK)
+            finding(k, rel_of(k, xta), false, NULL,
+                    "%lld bytes, longer than its metadata's %llu: an extension holds its lock "
+                    "(drx extend running?); not trimmed, run fsck again when it is done",
+                    len, (unsigned long long)committed);
+        else if (trc < 0)
+            finding(k, rel_of(k, xta), false, NULL,
+                    "%lld bytes, longer than its metadata's %llu (uncommitted extension); "
+                    "cannot trim it: %s",
+                    len, (unsigned long long)committed, strerror(-trc));
+        else
+            finding(k, rel_of(k, xta), k->repair, "trim it",
+                    "%lld bytes, longer than its metadata's %llu (uncommitted extension)", len,
+                    (unsigned long long)committed);
     } else if ((uint64_t)st.st_size < committed) {
         finding(k, rel_of(k, xta), false, NULL,
                 "%lld bytes, shorter than its metadata's %llu (chunks lost)", (long long)st.st_size,
@@ -665,6 +718,18 @@ int drx_cmd_fsck(int argc, char **argv)
         return drx_cli_fail("fsck: usage: drx fsck STORE [--repair]");
     if (open_store_of("fsck", store, &k.s, sp))
         return 1;
+    /* A mounted store is not idle: the daemon records sizes lazily (bytes
+     * past a recorded size may be written data), creates subfiles before
+     * metafiles and hides temporaries it is about to rename.  Repairing it
+     * would lose data; reporting is harmless. */
+    char mnt[PATH_MAX];
+    if (k.repair && drx_store_mounted(k.s->root, mnt, sizeof mnt) == 1) {
+        drx_cli_fail("fsck: %s is mounted at %s (drxfs): --repair needs an idle store; "
+                     "unmount it first",
+                     k.s->root, mnt);
+        drx_store_close(k.s);
+        return 1;
+    }
     walk(&k, k.s->root, 0);
     check_drx_dir(&k);
     check_stripe_dirs(&k);

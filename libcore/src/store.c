@@ -108,6 +108,76 @@ static void unescape(char *s)
     *w = '\0';
 }
 
+/* One line of mountinfo (changed in place): true for a drxfs mount made by
+ * our daemon, with its mount point and source (the store root) decoded. */
+static bool mi_drxfs_line(char *line, char **mnt, char **source)
+{
+    /* id parent maj:min root MOUNTPOINT opts [optional...] - FSTYPE SOURCE sopts */
+    char *f[6] = {0}, *save = NULL, *tok;
+    int i = 0;
+    line[strcspn(line, "\n")] = '\0';
+    char *sep = strstr(line, " - ");
+    if (!sep)
+        return false;
+    *sep = '\0';
+    for (tok = strtok_r(line, " ", &save); tok && i < 5; tok = strtok_r(NULL, " ", &save))
+        f[i++] = tok;
+    if (i < 5)
+        return false;
+    save = NULL;
+    char *fstype = strtok_r(sep + 3, " ", &save);
+    char *src = fstype ? strtok_r(NULL, " ", &save) : NULL;
+    if (!fstype || !src || strcmp(fstype, DRX_STORE_FSTYPE) != 0)
+        return false;
+    unescape(f[4]);
+    unescape(src);
+    if (src[0] != '/')
+        return false; /* not mounted by our daemon with fsname=STORE */
+    *mnt = f[4];
+    *source = src;
+    return true;
+}
+
+int drx_store_mounted_mi(const char *mountinfo, const char *root, char *mnt, size_t mntlen)
+{
+    char abs[PATH_MAX];
+    char *line = NULL, *m, *src;
+    size_t cap = 0;
+    struct stat rst, sst;
+    bool have_rst;
+    int n = drx_store_abspath(root, abs, sizeof abs), found = 0;
+    FILE *fp;
+
+    if (n < 0)
+        return n;
+    have_rst = stat(abs, &rst) == 0;
+    fp = fopen(mountinfo ? mountinfo : "/proc/self/mountinfo", "re");
+    if (!fp)
+        return 0;
+    while (!found && getline(&line, &cap, fp) > 0) {
+        if (!mi_drxfs_line(line, &m, &src))
+            continue;
+        char norm[PATH_MAX];
+        /* The same directory by name, or by identity (mounted through a
+         * symlink or a bind mount of it). */
+        if ((drx_store_abspath(src, norm, sizeof norm) >= 0 && strcmp(norm, abs) == 0) ||
+            (have_rst && stat(src, &sst) == 0 && sst.st_dev == rst.st_dev &&
+             sst.st_ino == rst.st_ino)) {
+            found = 1;
+            if (mnt && (size_t)snprintf(mnt, mntlen, "%s", m) >= mntlen)
+                found = -ENAMETOOLONG;
+        }
+    }
+    free(line);
+    fclose(fp);
+    return found;
+}
+
+int drx_store_mounted(const char *root, char *mnt, size_t mntlen)
+{
+    return drx_store_mounted_mi(NULL, root, mnt, mntlen);
+}
+
 int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out, size_t outlen)
 {
     char abs[PATH_MAX], best_src[PATH_MAX], tmp[PATH_MAX * 2];
@@ -124,28 +194,9 @@ int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out
     fp = fopen(mountinfo ? mountinfo : "/proc/self/mountinfo", "re");
     if (fp) {
         while (getline(&line, &cap, fp) > 0) {
-            /* id parent maj:min root MOUNTPOINT opts [optional...] - FSTYPE SOURCE sopts */
-            char *f[6] = {0}, *save = NULL, *tok;
-            int i = 0;
-            line[strcspn(line, "\n")] = '\0';
-            char *sep = strstr(line, " - ");
-            if (!sep)
+            char *mnt, *source;
+            if (!mi_drxfs_line(line, &mnt, &source))
                 continue;
-            *sep = '\0';
-            for (tok = strtok_r(line, " ", &save); tok && i < 5; tok = strtok_r(NULL, " ", &save))
-                f[i++] = tok;
-            if (i < 5)
-                continue;
-            save = NULL;
-            char *fstype = strtok_r(sep + 3, " ", &save);
-            char *source = fstype ? strtok_r(NULL, " ", &save) : NULL;
-            if (!fstype || !source || strcmp(fstype, DRX_STORE_FSTYPE) != 0)
-                continue;
-            char *mnt = f[4];
-            unescape(mnt);
-            unescape(source);
-            if (source[0] != '/')
-                continue; /* not mounted by our daemon with fsname=STORE */
             size_t m = under(abs, mnt);
             if (m == (size_t)-1)
                 continue;

@@ -92,6 +92,46 @@ static void test_resolve(void)
            "the real /proc/self/mountinfo works");
 }
 
+/* drx fsck --repair refuses a mounted store: which stores are mounted. */
+static void test_mounted(void)
+{
+    char mi[128], mnt[PATH_MAX], real[128], link[128], text[600];
+
+    snprintf(mi, sizeof mi, "%s/mountinfo-m", base);
+    write_file(mi, "22 1 0:21 / /proc rw,nosuid shared:12 - proc proc rw\n"
+                   "80 22 0:50 / /mnt/drx rw,nosuid,nodev shared:40 - fuse.drxfs /data/store "
+                   "rw,user_id=0\n"
+                   "81 22 0:51 / /mnt/my\\040mount rw master:3 - fuse.drxfs /data/my\\040store rw\n"
+                   "83 22 0:53 / /mnt/other rw - fuse.sshfs /data/ssh rw\n"
+                   "84 22 0:54 / /mnt/rel rw - fuse.drxfs relative-source rw\n"
+                   "garbage line without separator\n");
+    tap_ok(drx_store_mounted_mi(mi, "/data/store", mnt, sizeof mnt) == 1 &&
+               strcmp(mnt, "/mnt/drx") == 0,
+           "mounted: /data/store at %s", mnt);
+    tap_ok(drx_store_mounted_mi(mi, "/data/x/../store/", NULL, 0) == 1,
+           "mounted: the same path written differently");
+    tap_ok(drx_store_mounted_mi(mi, "/data/my store", mnt, sizeof mnt) == 1 &&
+               strcmp(mnt, "/mnt/my mount") == 0,
+           "mounted: escapes decoded (%s)", mnt);
+    tap_ok(drx_store_mounted_mi(mi, "/data/stor", mnt, sizeof mnt) == 0, "not mounted: a prefix");
+    tap_ok(drx_store_mounted_mi(mi, "/data/ssh", mnt, sizeof mnt) == 0,
+           "not mounted: another fstype");
+    tap_ok(drx_store_mounted_mi(mi, "/data", mnt, sizeof mnt) == 0, "not mounted: a parent");
+    snprintf(real, sizeof real, "%s/real-store", base);
+    snprintf(link, sizeof link, "%s/link-store", base);
+    mkdir(real, 0755);
+    if (symlink(real, link) < 0)
+        abort();
+    snprintf(text, sizeof text, "90 22 0:60 / /mnt/l rw - fuse.drxfs %s rw\n", link);
+    write_file(mi, text);
+    tap_ok(drx_store_mounted_mi(mi, real, mnt, sizeof mnt) == 1 && strcmp(mnt, "/mnt/l") == 0,
+           "mounted: through a symlink to it (same directory)");
+    snprintf(mi, sizeof mi, "%s/none", base);
+    tap_ok(drx_store_mounted_mi(mi, real, mnt, sizeof mnt) == 0,
+           "unreadable mountinfo: not mounted");
+    tap_ok(drx_store_mounted(base, mnt, sizeof mnt) == 0, "the real /proc/self/mountinfo works");
+}
+
 static void test_names(void)
 {
     tap_ok(drx_store_name_internal(".drx", true), ".drx at the root is internal");
@@ -261,6 +301,7 @@ int main(void)
         return 1;
     test_abspath();
     test_resolve();
+    test_mounted();
     test_names();
     test_init_open();
     char cmd[128];

@@ -123,6 +123,18 @@ int drx_store_resolve_path(const char *path, char *out, size_t outlen);
  * tests.  An unreadable mountinfo means "no mounts" (not an error). */
 int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out, size_t outlen);
 
+/* Whether the store at root is mounted: a fuse.drxfs mount in
+ * /proc/self/mountinfo whose source is root (the same path after
+ * drx_store_abspath, or the same directory by stat).  Returns 1 and the
+ * (first) mount point in mnt (mntlen bytes; mnt may be NULL), 0 when not
+ * mounted or mountinfo is unreadable, or -errno.  Only this mount
+ * namespace and this machine are seen. */
+int drx_store_mounted(const char *root, char *mnt, size_t mntlen);
+
+/* The same with the mountinfo file given (NULL: /proc/self/mountinfo), for
+ * tests. */
+int drx_store_mounted_mi(const char *mountinfo, const char *root, char *mnt, size_t mntlen);
+
 /* Nearest ancestor-or-self of path (taken lexically: absolutised with
  * drx_store_abspath, NOT resolved through drxfs mounts; resolve first) that
  * has a `.drx` directory.  Writes the root to root (rootlen bytes).  Returns
