@@ -87,8 +87,6 @@ ratio() {
 n0=$((mib * 2))
 "$DRX" init st >/dev/null
 "$DRX" create st/arr --type f64 --shape "${n0}x256x256" --chunk 64x64x64 >/dev/null
-ln -s st/arr.xmd arr.xmd
-ln -s st/arr.xta arr.xta
 head -c "$bytes" /dev/urandom >raw
 cp raw ddout
 echo "drx-load benchmark: $mib MiB f64 ${n0}x256x256, chunk 64x64x64; cold cache: see end"
@@ -101,29 +99,29 @@ imports=("dd" "drx put" "import P=1" "import P=2" "import P=2 cb_write=enable"
     "import P=2 ds_write=enable" "import P=2 cb+ds enabled")
 for ((i = 0; i < reps; i++)); do
     run "dd" dd if=raw of=ddout bs=4M conv=notrunc,fdatasync status=none
-    run "drx put" sh -c "'$DRX' put arr < raw"
-    run "import P=1" mpiexec -n 1 "$LOAD" import arr raw
-    run "import P=2" mpiexec -n 2 "$LOAD" import arr raw
-    run "import P=2 cb_write=enable" mpiexec -n 2 "$LOAD" --hint romio_cb_write=enable import arr raw
-    run "import P=2 ds_write=enable" mpiexec -n 2 "$LOAD" --hint romio_ds_write=enable import arr raw
+    run "drx put" sh -c "'$DRX' put st/arr < raw"
+    run "import P=1" mpiexec -n 1 "$LOAD" import st/arr raw
+    run "import P=2" mpiexec -n 2 "$LOAD" import st/arr raw
+    run "import P=2 cb_write=enable" mpiexec -n 2 "$LOAD" --hint romio_cb_write=enable import st/arr raw
+    run "import P=2 ds_write=enable" mpiexec -n 2 "$LOAD" --hint romio_ds_write=enable import st/arr raw
     run "import P=2 cb+ds enabled" mpiexec -n 2 "$LOAD" --hint romio_cb_write=enable \
         --hint romio_ds_write=enable --hint romio_cb_read=enable --hint romio_ds_read=enable \
-        import arr raw
+        import st/arr raw
 done
 echo "import (dd: read the raw file, overwrite a file of the same size, fdatasync)"
 for k in "${imports[@]}"; do report "$k"; done
-run "import P=2 order=F" mpiexec -n 2 "$LOAD" import arr raw order=F
+run "import P=2 order=F" mpiexec -n 2 "$LOAD" import st/arr raw order=F
 report "import P=2 order=F"
 echo
 for ((i = 0; i < reps; i++)); do
-    run "drx get" sh -c "'$DRX' get arr > out"
-    run "export P=1" mpiexec -n 1 "$LOAD" export arr out
-    run "export P=2" mpiexec -n 2 "$LOAD" export arr out
-    run "export P=2 cb_read=enable" mpiexec -n 2 "$LOAD" --hint romio_cb_read=enable export arr out
+    run "drx get" sh -c "'$DRX' get st/arr > out"
+    run "export P=1" mpiexec -n 1 "$LOAD" export st/arr out
+    run "export P=2" mpiexec -n 2 "$LOAD" export st/arr out
+    run "export P=2 cb_read=enable" mpiexec -n 2 "$LOAD" --hint romio_cb_read=enable export st/arr out
 done
 echo "export"
 for k in "drx get" "export P=1" "export P=2" "export P=2 cb_read=enable"; do report "$k"; done
-run "prefetch P=2 (whole array)" mpiexec -n 2 "$LOAD" prefetch arr
+run "prefetch P=2 (whole array)" mpiexec -n 2 "$LOAD" prefetch st/arr
 report "prefetch P=2 (whole array)"
 echo
 
