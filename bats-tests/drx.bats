@@ -8,6 +8,10 @@ setup() {
     cd "$BATS_TEST_TMPDIR"
 }
 
+teardown() {
+    umount "$BATS_TEST_TMPDIR/small" 2>/dev/null || umount -l "$BATS_TEST_TMPDIR/small" 2>/dev/null || true
+}
+
 # numpy one-liner helper: py 'code' runs with np imported
 py() {
     "$PY" -c "import numpy as np, sys, json
@@ -92,6 +96,30 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     assert_failure
     assert_output --partial "needs 8000"
     assert_equal "$(md5sum big.xta big.xmd)" "$sum_before"
+}
+
+@test "extend keeps the array's mode and owner; on a full disk it fails and gives the space back" {
+    (umask 027 && "$DRX" create t --type f64 --shape 64x64 --chunk 64x64 --fill 7)
+    assert_equal "$(stat -c %a t.xmd) $(stat -c %a t.xta)" "640 640"
+    chmod 600 t.xmd t.xta
+    chown nobody:nogroup t.xmd t.xta
+    "$DRX" extend t 0 1
+    assert_equal "$(stat -c '%a %U %G' t.xmd)" "600 nobody nogroup"
+    assert_equal "$(stat -c '%a %U %G' t.xta)" "600 nobody nogroup"
+    # fill 7 must be written: 6400 more rows do not fit in 1 MiB
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small
+    "$DRX" create small/a --type f64 --shape 64x64 --chunk 64x64 --fill 7
+    sum_before=$(md5sum small/a.xta small/a.xmd)
+    run "$DRX" extend small/a 0 6400
+    assert_failure
+    assert_output --partial "small/a.xta: No space left on device"
+    [ "${#lines[@]}" -eq 1 ]
+    assert_equal "$(md5sum small/a.xta small/a.xmd)" "$sum_before"
+    # the space came back: a growth that fits works
+    "$DRX" extend small/a 0 640
+    run "$DRX" info small/a
+    assert_output --partial "shape:       704 x 64"
 }
 
 @test "extend by number and by name; growth inside the last chunk allocates nothing" {

@@ -1,5 +1,6 @@
 /* Extendible array files: metadata (.xmd) and chunk file (.xta). */
 #include "drx/array.h"
+#include "drx/log.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -502,9 +503,13 @@ static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
 
 /* Writes .NAME.xmd.XXXXXX beside the target, fsyncs it and renames it over
  * the target, then fsyncs the directory: readers see the old or the new
- * metadata, never a mix. */
-static int write_meta(const char *xmd_path, const struct drx_array_meta *m, struct drx_err *err)
+ * metadata, never a mix.  The new .xmd keeps the mode and owner of the one
+ * it replaces (a chmod or chown of the array survives an extension by anyone
+ * allowed to extend); a first one takes those of the .xta (open as xta_fd). */
+static int write_meta(const char *xmd_path, int xta_fd, const struct drx_array_meta *m,
+                      struct drx_err *err)
 {
+    struct stat like;
     const char *base = base_name(xmd_path);
     size_t dirlen = (size_t)(base - xmd_path);
     char *tmp = malloc(dirlen + strlen(base) + 16);
@@ -519,7 +524,14 @@ static int write_meta(const char *xmd_path, const struct drx_array_meta *m, stru
         rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
         goto out_free;
     }
-    fchmod(fd, 0644);
+    if (lstat(xmd_path, &like) == 0 || fstat(xta_fd, &like) == 0) {
+        /* as root, the owner too; otherwise a chown would fail anyway */
+        if (like.st_uid != geteuid() || like.st_gid != getegid())
+            (void)!fchown(fd, like.st_uid, like.st_gid);
+        fchmod(fd, like.st_mode & 07777);
+    } else {
+        fchmod(fd, 0644);
+    }
     f = fdopen(fd, "w+");
     if (!f) {
         rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
@@ -680,7 +692,7 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
         unlink(a->xta_path);
         goto fail;
     }
-    rc = write_meta(a->xmd_path, m, err);
+    rc = write_meta(a->xmd_path, a->xta_fd, m, err);
     if (rc) {
         unlink(a->xta_path);
         goto fail;
@@ -821,6 +833,21 @@ int drx_array_reload(struct drx_array *a, struct drx_err *err)
     return 1;
 }
 
+/* True when the .xmd on disk has more than old_chunks chunks (or cannot be
+ * read: then nothing is cut back). */
+static bool extension_committed(const char *xmd_path, uint64_t old_chunks)
+{
+    struct drx_array_meta m;
+    struct drx_err e;
+    bool more;
+
+    if (drx_array_meta_load(xmd_path, &m, &e))
+        return true;
+    more = m.map.nchunks > old_chunks;
+    drx_array_meta_fini(&m);
+    return more;
+}
+
 int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_err *err)
 {
     struct drx_array_meta next;
@@ -862,9 +889,15 @@ int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_er
             rc = drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
     }
     if (rc == 0)
-        rc = write_meta(a->xmd_path, &next, err);
+        rc = write_meta(a->xmd_path, a->xta_fd, &next, err);
     if (rc) {
         drx_array_meta_fini(&next);
+        /* A full disk and the like: give back what the failed extension
+         * added, unless its metadata did land (a failure after the rename). */
+        if (!extension_committed(a->xmd_path, old_chunks) &&
+            ftruncate(a->xta_fd, (off_t)(old_chunks * a->meta.chunk_bytes)))
+            drx_log(DRX_LOG_WARNING, "%s: cutting back a failed extension: %s", a->xta_path,
+                    strerror(errno));
         goto out;
     }
     drx_array_meta_fini(&a->meta);
