@@ -98,6 +98,35 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     assert_equal "$(md5sum big.xta big.xmd)" "$sum_before"
 }
 
+@test "put on a full disk fails before its first byte and changes nothing" {
+    # a sparse 2 MiB array (fill 0) in a 1 MiB tmpfs: the whole-array put
+    # cannot fit; it must fail up front, not after overwriting some chunks
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small
+    "$DRX" create small/a --type f64 --shape 512x512 --chunk 64x64
+    head -c 262144 /dev/urandom >row
+    "$DRX" put small/a dim0=0:64 <row
+    sum_before=$(md5sum small/a.xta small/a.xmd)
+    used=$(df --output=used small | tail -1)
+    head -c 2097152 /dev/urandom >all
+    run "$DRX" put small/a <all
+    assert_failure
+    assert_output --partial "put: small/a: reserving space for the view's chunks: No space left on device; nothing written"
+    [ "${#lines[@]}" -eq 1 ]
+    assert_equal "$(md5sum small/a.xta small/a.xmd)" "$sum_before"
+    # the same from a pipe (held in memory at this size)
+    run bash -c "cat all | '$DRX' put small/a"
+    assert_failure
+    assert_output --partial "No space left on device; nothing written"
+    [ "${#lines[@]}" -eq 1 ]
+    assert_equal "$(md5sum small/a.xta small/a.xmd)" "$sum_before"
+    assert_equal "$(df --output=used small | tail -1)" "$used"
+    # what fits still goes in
+    "$DRX" put small/a dim0=64:128 <row
+    "$DRX" get small/a dim0=64:128 | cmp - row
+    "$DRX" get small/a dim0=0:64 | cmp - row
+}
+
 @test "extend keeps the array's mode and owner; on a full disk it fails and gives the space back" {
     (umask 027 && "$DRX" create t --type f64 --shape 64x64 --chunk 64x64 --fill 7)
     assert_equal "$(stat -c %a t.xmd) $(stat -c %a t.xta)" "640 640"

@@ -25,6 +25,7 @@ setup() {
 
 teardown() {
     unmount_store "$BATS_TEST_TMPDIR/mnt"
+    umount "$BATS_TEST_TMPDIR/small" 2>/dev/null || umount -l "$BATS_TEST_TMPDIR/small" 2>/dev/null || true
     kill_our_mpi
 }
 
@@ -178,6 +179,32 @@ sums() {
     assert_equal "${#lines[@]}" 1
     assert_output --partial "No such file or directory"
     md5sum -c --quiet before
+}
+
+@test "import on a full disk fails once before its first byte and changes nothing" {
+    # a sparse 2 MiB array (fill 0) in a 1 MiB tmpfs; the raw file is elsewhere
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small
+    "$DRX" create small/a --type f64 --shape 512x512 --chunk 64x64
+    random_bytes row 262144
+    "$DRX" put small/a dim0=0:64 <row
+    sums small/a >before
+    used=$(df --output=used small | tail -1)
+    random_bytes all 2097152
+    for p in 1 2 3; do
+        run mpi_load "$p" import small/a all
+        assert_failure
+        assert_equal "${#lines[@]}" 1
+        assert_output --partial "reserving space for the view's chunks: No space left on device; nothing written"
+        md5sum -c --quiet before
+        # every rank gave back what it had reserved
+        assert_equal "$(df --output=used small | tail -1)" "$used"
+    done
+    # what fits still goes in
+    run mpi_load 2 import small/a row dim0=64:128
+    assert_success
+    "$DRX" get small/a dim0=64:128 | cmp - row
+    "$DRX" get small/a dim0=0:64 | cmp - row
 }
 
 @test "usage errors: unknown command, missing arguments, bad options, bad config" {

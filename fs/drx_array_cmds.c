@@ -409,6 +409,21 @@ int drx_cmd_put(int argc, char **argv)
     rc = stage_input(total, &fd, buf, piece, &inmem, dir);
     if (rc)
         goto out;
+    /* A full disk must fail the put before its first byte, not half way
+     * (and give back what it did reserve). */
+    struct drx_reserve res;
+    drx_reserve_init(&res, drx_array_xta_fd(a));
+    rc = drx_view_reserve(a, &v, &res);
+    if (rc) {
+        drx_reserve_undo(&res);
+        drx_reserve_fini(&res);
+        rc = drx_cli_fail("put: %s: reserving space for the view's chunks: %s; nothing written",
+                          argv[1], strerror(-rc));
+        if (fd >= 0 && fd != STDIN_FILENO)
+            close(fd);
+        goto out;
+    }
+    drx_reserve_fini(&res);
     if (fd < 0) {
         ssize_t n = drx_view_write(a, &v, 0, buf, inmem);
         if (n < 0)

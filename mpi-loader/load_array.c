@@ -294,6 +294,44 @@ out:
 
 /* --- import --- */
 
+/* Disk space for every chunk of this rank's share before the import's first
+ * byte, through a descriptor of our own (the array handle is read-only
+ * here), so that a full disk fails the import with the array unchanged
+ * rather than half way.  res->fd is -1 when there is nothing to reserve. */
+static int reserve_share(const struct load_share *s, const struct drx_array_meta *m,
+                         const char *xta, struct drx_reserve *res, struct drx_err *err)
+{
+    int fd, rc = 0;
+
+    drx_reserve_init(res, -1);
+    if (s->n == 0)
+        return 0;
+    fd = open(xta, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return drx_err_set(err, errno, "%s: %s", xta, strerror(errno));
+    drx_reserve_init(res, fd);
+    for (uint64_t i = 0, j; rc == 0 && i < s->n; i = j) {
+        for (j = i + 1; j < s->n && s->q[j] == s->q[j - 1] + 1; j++)
+            ;
+        rc = drx_reserve_add(res, s->q[i] * m->chunk_bytes, (j - i) * m->chunk_bytes);
+        if (rc)
+            drx_err_set(err, -rc, "%s: reserving space for the view's chunks: %s; nothing written",
+                        xta, strerror(-rc));
+    }
+    return rc;
+}
+
+/* Gives up (undo) or keeps the reservation, and closes its descriptor. */
+static void reserve_end(struct drx_reserve *res, bool undo)
+{
+    if (res->fd < 0)
+        return;
+    if (undo)
+        drx_reserve_undo(res);
+    close(res->fd);
+    drx_reserve_fini(res);
+}
+
 int load_cmd_import(struct load_ctx *c, int argc, char **argv)
 {
     struct drx_err err = {{0}};
@@ -302,6 +340,7 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
     struct load_share s = {0};
     struct load_plan p = {0}, ahead = {0};
     struct load_progress pr;
+    struct drx_reserve res = {.fd = -1};
     MPI_File rf = MPI_FILE_NULL, xf = MPI_FILE_NULL;
     MPI_Datatype ft = MPI_BYTE;
     char path[PATH_MAX], raw[PATH_MAX], xta[PATH_MAX + 8];
@@ -340,7 +379,12 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
         goto out;
     packed = malloc(s.bufchunks * m->chunk_bytes);
     rc = packed ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
-    if (load_agree(c, rc, &err, "import") < 0)
+    if (rc == 0)
+        rc = reserve_share(&s, m, xta, &res, &err);
+    /* every rank gives back its reservation when any rank could not */
+    rc = load_agree(c, rc, &err, "import");
+    reserve_end(&res, rc < 0);
+    if (rc < 0)
         goto out;
     load_plan_init(&p, m, &v);
     load_plan_init(&ahead, m, &v);

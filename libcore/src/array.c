@@ -992,6 +992,15 @@ void drx_array_chunk_put(struct drx_array *a, struct drx_chunk_ref *ref)
     ref->entry = NULL;
 }
 
+int drx_array_reserve(struct drx_array *a, uint64_t q, uint64_t n, struct drx_reserve *r)
+{
+    if (a->mode != DRX_RDWR)
+        return -EBADF;
+    if (q > a->meta.map.nchunks || n > a->meta.map.nchunks - q)
+        return -EINVAL;
+    return drx_reserve_add(r, q * a->meta.chunk_bytes, n * a->meta.chunk_bytes);
+}
+
 int drx_array_chunk_write(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len,
                           const void *buf)
 {

@@ -103,3 +103,69 @@ int drx_io_fsync_parent(const char *path)
     free(dir);
     return rc;
 }
+
+void drx_reserve_init(struct drx_reserve *r, int fd)
+{
+    *r = (struct drx_reserve){.fd = fd};
+}
+
+/* Records the hole [off, off+len), then allocates it.  It is recorded first
+ * because a failed fallocate may have allocated part of it: undo punches
+ * the whole range, which held no data before. */
+static int reserve_hole(struct drx_reserve *r, uint64_t off, uint64_t len)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        struct drx_reserve_hole *h = realloc(r->holes, cap * sizeof *h);
+        if (!h)
+            return -ENOMEM;
+        r->holes = h;
+        r->cap = cap;
+    }
+    r->holes[r->n++] = (struct drx_reserve_hole){off, len};
+    if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+        return 0;
+    if (errno == EOPNOTSUPP || errno == ENOSYS) {
+        r->n--;
+        return 0;
+    }
+    return -errno;
+}
+
+int drx_reserve_add(struct drx_reserve *r, uint64_t off, uint64_t len)
+{
+    uint64_t pos = off, end = off + len;
+
+    while (pos < end) {
+        off_t d = lseek(r->fd, (off_t)pos, SEEK_DATA);
+        if (d < 0 && errno != ENXIO) /* EINVAL: holes unknown here, reserve nothing */
+            return errno == EINVAL ? 0 : -errno;
+        uint64_t data = d < 0 || (uint64_t)d > end ? end : (uint64_t)d;
+        if (data > pos) {
+            int rc = reserve_hole(r, pos, data - pos);
+            if (rc)
+                return rc;
+        }
+        if (data >= end)
+            break;
+        off_t h = lseek(r->fd, (off_t)data, SEEK_HOLE);
+        if (h < 0)
+            return -errno;
+        pos = (uint64_t)h;
+    }
+    return 0;
+}
+
+void drx_reserve_undo(struct drx_reserve *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        (void)!fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)r->holes[i].off,
+                         (off_t)r->holes[i].len);
+    r->n = 0;
+}
+
+void drx_reserve_fini(struct drx_reserve *r)
+{
+    free(r->holes);
+    *r = (struct drx_reserve){.fd = -1};
+}

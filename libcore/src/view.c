@@ -637,3 +637,31 @@ int drx_view_chunks(const struct drx_array_meta *m, const struct drx_view *v,
     free(qs);
     return rc;
 }
+
+struct reserve_run {
+    struct drx_array *a;
+    struct drx_reserve *r;
+    uint64_t q, n; /* the run being gathered: chunks [q, q + n) */
+};
+
+static int reserve_visit(uint64_t q, void *arg)
+{
+    struct reserve_run *r = arg;
+
+    if (r->n && q == r->q + r->n) {
+        r->n++;
+        return 0;
+    }
+    int rc = drx_array_reserve(r->a, r->q, r->n, r->r);
+    r->q = q;
+    r->n = 1;
+    return rc;
+}
+
+int drx_view_reserve(struct drx_array *a, const struct drx_view *v, struct drx_reserve *res)
+{
+    struct reserve_run r = {.a = a, .r = res};
+    int rc = drx_view_chunks(drx_array_meta(a), v, reserve_visit, &r);
+
+    return rc ? rc : drx_array_reserve(a, r.q, r.n, res);
+}

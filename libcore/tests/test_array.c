@@ -288,6 +288,72 @@ static void symlinks_refused(void)
            "a FIFO .xmd is refused without blocking: %s", err.msg);
 }
 
+static long long blocks(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) ? -1 : (long long)st.st_blocks;
+}
+
+/* drx_array_reserve and drx_view_reserve allocate the holes of a sparse
+ * (fill 0) array's chunks and change no byte and not the size; undo gives
+ * back exactly what was reserved and never touches data. */
+static void reserve(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 2, .shape = {1024, 1024},
+                                  .chunk = {256, 256}};
+    struct drx_array *a, *ro;
+    struct drx_view_spec vs;
+    struct drx_view v, w;
+    struct drx_reserve r;
+    struct drx_err err;
+    char path[300], xta[310];
+    static unsigned char buf[1024 * 1024], mark[65536];
+    const long long cb = 65536 / 512; /* blocks per chunk */
+
+    snprintf(path, sizeof path, "%s/sparse", dir);
+    snprintf(xta, sizeof xta, "%s.xta", path);
+    tap_ok(drx_array_create(path, &spec, &a, &err) == 0, "create a 1 MiB u8 array of 16 chunks, fill 0");
+    tap_ok(blocks(xta) == 0, "its .xta is one hole (%lld blocks)", blocks(xta));
+    memset(mark, 0x5a, sizeof mark);
+    tap_ok(drx_array_chunk_write(a, 5, 0, sizeof mark, mark) == 0 && fsync(drx_array_xta_fd(a)) == 0,
+           "write chunk 5");
+    long long b0 = blocks(xta);
+    drx_reserve_init(&r, drx_array_xta_fd(a));
+    tap_ok(drx_array_reserve(a, 4, 3, &r) == 0, "reserve chunks 4-6");
+    long long b1 = blocks(xta);
+    tap_ok(b1 >= b0 + 2 * cb && b1 < b0 + 3 * cb, /* allowing for extent blocks */ "the holes 4 and 6 got blocks, the data of 5 none more (%lld -> %lld)", b0, b1);
+    tap_ok(r.n == 2, "two holes recorded (%zu)", r.n);
+    tap_ok(file_size(xta) == 16 * 65536, "the size is unchanged");
+    drx_view_spec_init(&vs);
+    tap_ok(drx_view_spec_add(&vs, "dim0=512:", &err) == 0 && drx_view_resolve(&vs, drx_array_meta(a), &v, &err) == 0,
+           "view dim0=512: (chunks 8-15)");
+    int rc = drx_view_reserve(a, &v, &r);
+    long long b2 = blocks(xta);
+    tap_ok(rc == 0 && b2 >= b1 + 8 * cb && b2 < b1 + 9 * cb, "drx_view_reserve gives them blocks (%lld)", b2);
+    drx_view_whole(drx_array_meta(a), &w);
+    ssize_t got = drx_view_read(a, &w, 0, buf, sizeof buf);
+    size_t bad = 0;
+    for (size_t i = 0; got > 0 && i < (size_t)got; i++) {
+        size_t row = i / 1024, col = i % 1024; /* chunk 5 is rows 256-511, cols 256-511 */
+        bad += buf[i] != ((row >= 256 && row < 512 && col >= 256 && col < 512) ? 0x5a : 0);
+    }
+    tap_ok(got == (ssize_t)sizeof buf && bad == 0, "every byte reads as before (%zu differ)", bad);
+    drx_reserve_undo(&r);
+    long long b3 = blocks(xta);
+    tap_ok(b3 >= b0 && b3 < b0 + cb, "undo gives back every reserved block (%lld)", b3);
+    got = drx_view_read(a, &w, 0, buf, sizeof buf);
+    tap_ok(got == (ssize_t)sizeof buf && buf[256 * 1024 + 300] == 0x5a && buf[300] == 0,
+           "and keeps chunk 5's data");
+    tap_ok(drx_array_reserve(a, 15, 2, &r) == -EINVAL && drx_array_reserve(a, 17, 0, &r) == -EINVAL,
+           "ranges past the last chunk are refused");
+    tap_ok(drx_array_reserve(a, 16, 0, &r) == 0 && r.n == 0, "an empty range at the end is a no-op");
+    drx_reserve_fini(&r);
+    tap_ok(drx_array_open(path, DRX_RDONLY, &ro, &err) == 0 && drx_array_reserve(ro, 0, 1, &r) == -EBADF,
+           "a read-only handle cannot reserve");
+    drx_array_close(ro);
+    drx_array_close(a);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -297,6 +363,7 @@ int main(void)
     validation();
     create_errors();
     symlinks_refused();
+    reserve();
     {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "drx/err.h"
+#include "drx/io.h"
 #include "drx/map.h"
 #include "drx/types.h"
 
@@ -112,6 +113,12 @@ int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t 
 void drx_array_chunk_put(struct drx_array *a, struct drx_chunk_ref *ref);
 int drx_array_chunk_write(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len,
                           const void *buf);
+
+/* drx_reserve_add() of chunks [q, q + n) to r, which the caller set up with
+ * drx_reserve_init(r, drx_array_xta_fd(a)): bulk writers (drx put) reserve
+ * the chunks they will write before their first byte, and undo it when they
+ * give up.  -EBADF on a read-only handle, -EINVAL past the last chunk. */
+int drx_array_reserve(struct drx_array *a, uint64_t q, uint64_t n, struct drx_reserve *r);
 
 /* Gives the handle a chunk cache of at most `bytes` (0 turns it off).
  * Chunks are cached whole; writes go through to the file and the cache. */

@@ -25,4 +25,25 @@ ssize_t drx_io_read_full(int fd, void *buf, size_t len);
 int drx_io_fsync_dir(const char *dir);
 int drx_io_fsync_parent(const char *path);
 
+/* Disk space reserved ahead of a bulk write, so that a full disk fails the
+ * write before its first byte rather than half way (drx put, drx-load
+ * import).  drx_reserve_add() gives blocks (fallocate, KEEP_SIZE) to the
+ * holes of [off, off+len) and remembers them; data already on disk costs
+ * nothing and is never touched.  When the write is given up,
+ * drx_reserve_undo() punches the remembered holes back, so a failed write
+ * leaves neither changed bytes nor used space (provided nobody wrote into
+ * those holes meanwhile).  Where the file system cannot reserve
+ * (EOPNOTSUPP), add() succeeds without reserving. */
+struct drx_reserve {
+    int fd;
+    size_t n, cap;
+    struct drx_reserve_hole {
+        uint64_t off, len;
+    } *holes;
+};
+void drx_reserve_init(struct drx_reserve *r, int fd);
+int drx_reserve_add(struct drx_reserve *r, uint64_t off, uint64_t len); /* 0 or -errno */
+void drx_reserve_undo(struct drx_reserve *r);
+void drx_reserve_fini(struct drx_reserve *r); /* keeps the space; frees the record */
+
 #endif

@@ -88,4 +88,9 @@ ssize_t drx_view_write(struct drx_array *a, const struct drx_view *v, uint64_t o
 int drx_view_chunks(const struct drx_array_meta *m, const struct drx_view *v,
                     int (*fn)(uint64_t q, void *arg), void *arg);
 
+/* drx_array_reserve() of every chunk the view touches, adjacent chunks as
+ * one range: call before the first drx_view_write of a bulk write so that a
+ * full disk fails it before any byte changes (then drx_reserve_undo(r)). */
+int drx_view_reserve(struct drx_array *a, const struct drx_view *v, struct drx_reserve *r);
+
 #endif
