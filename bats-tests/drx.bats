@@ -10,6 +10,9 @@ setup() {
 
 teardown() {
     umount "$BATS_TEST_TMPDIR/small" 2>/dev/null || umount -l "$BATS_TEST_TMPDIR/small" 2>/dev/null || true
+    if [ -n "${OWN_DIR:-}" ]; then
+        rm -rf "$OWN_DIR"
+    fi
 }
 
 # numpy one-liner helper: py 'code' runs with np imported
@@ -127,7 +130,7 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     "$DRX" get small/a dim0=0:64 | cmp - row
 }
 
-@test "extend keeps the array's mode and owner; on a full disk it fails and gives the space back" {
+@test "extend keeps the array's mode, owner and group (as far as the extender may); on a full disk it fails and gives the space back" {
     (umask 027 && "$DRX" create t --type f64 --shape 64x64 --chunk 64x64 --fill 7)
     assert_equal "$(stat -c %a t.xmd) $(stat -c %a t.xta)" "640 640"
     chmod 600 t.xmd t.xta
@@ -135,6 +138,22 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     "$DRX" extend t 0 1
     assert_equal "$(stat -c '%a %U %G' t.xmd)" "600 nobody nogroup"
     assert_equal "$(stat -c '%a %U %G' t.xta)" "600 nobody nogroup"
+    # another user may extend: the group is kept when they are in it, and
+    # where it cannot be, the group gets no more than others
+    OWN_DIR=$(mktemp -d /tmp/drx-own.XXXXXX)
+    chmod 777 "$OWN_DIR" # not sticky: the extender renames over root's .xmd
+    "$DRX" create "$OWN_DIR/g" --type u8 --shape 4 --chunk 2
+    chgrp daemon "$OWN_DIR"/g.*
+    chmod 660 "$OWN_DIR"/g.*
+    setpriv --reuid=nobody --regid=nogroup --groups=daemon -- "$DRX" extend "$OWN_DIR/g" 0 2
+    assert_equal "$(stat -c '%a %U %G' "$OWN_DIR/g.xmd")" "660 nobody daemon"
+    "$DRX" create "$OWN_DIR/o" --type u8 --shape 4 --chunk 2
+    chgrp daemon "$OWN_DIR"/o.*
+    chmod 4676 "$OWN_DIR"/o.*
+    setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$DRX" extend "$OWN_DIR/o" 0 2
+    assert_equal "$(stat -c '%a %U %G' "$OWN_DIR/o.xmd")" "666 nobody nogroup"
+    run "$DRX" info "$OWN_DIR/o"
+    assert_output --partial "shape:       6"
     # fill 7 must be written: 6400 more rows do not fit in 1 MiB
     mkdir small
     mount -t tmpfs -o size=1m tmpfs small

@@ -524,11 +524,18 @@ static int write_meta(const char *xmd_path, int xta_fd, const struct drx_array_m
         rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
         goto out_free;
     }
-    if (lstat(xmd_path, &like) == 0 || fstat(xta_fd, &like) == 0) {
-        /* as root, the owner too; otherwise a chown would fail anyway */
+    if ((lstat(xmd_path, &like) == 0 && S_ISREG(like.st_mode)) || fstat(xta_fd, &like) == 0) {
+        struct stat now;
+        mode_t mode = like.st_mode & 0777;
+        /* Root keeps the owner; anyone else can keep the group when they
+         * are in it.  Where the group could not be kept, it gets only what
+         * others get: the old group's rights must not go to ours. */
         if (like.st_uid != geteuid() || like.st_gid != getegid())
-            (void)!fchown(fd, like.st_uid, like.st_gid);
-        fchmod(fd, like.st_mode & 07777);
+            if (fchown(fd, like.st_uid, like.st_gid) && like.st_gid != getegid())
+                (void)!fchown(fd, (uid_t)-1, like.st_gid);
+        if (fstat(fd, &now) == 0 && now.st_gid != like.st_gid)
+            mode = (mode & ~(mode_t)0070) | ((mode & 07) << 3);
+        fchmod(fd, mode);
     } else {
         fchmod(fd, 0644);
     }
