@@ -415,10 +415,12 @@ int drx_cmd_put(int argc, char **argv)
     drx_reserve_init(&res, drx_array_xta_fd(a));
     rc = drx_view_reserve(a, &v, &res);
     if (rc) {
-        drx_reserve_undo(&res);
+        int urc = drx_reserve_undo(&res);
         drx_reserve_fini(&res);
-        rc = drx_cli_fail("put: %s: reserving space for the view's chunks: %s; nothing written",
-                          argv[1], strerror(-rc));
+        rc = drx_cli_fail("put: %s: reserving space for the view's chunks: %s; nothing written%s%s%s",
+                          argv[1], strerror(-rc),
+                          urc ? " (space reserved on the way kept: " : "",
+                          urc ? strerror(-urc) : "", urc ? ")" : "");
         if (fd >= 0 && fd != STDIN_FILENO)
             close(fd);
         goto out;

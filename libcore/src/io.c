@@ -156,12 +156,44 @@ int drx_reserve_add(struct drx_reserve *r, uint64_t off, uint64_t len)
     return 0;
 }
 
-void drx_reserve_undo(struct drx_reserve *r)
+/* Punches [off, off+len) back where it still reads as a hole: a block
+ * reserved and not written is one to SEEK_DATA (ext4, xfs, tmpfs), one that
+ * someone wrote meanwhile (another process, before or after a sync) is data
+ * and is kept.  Where reserved blocks count as data, the space stays. */
+static int unreserve(int fd, uint64_t off, uint64_t len)
 {
-    for (size_t i = 0; i < r->n; i++)
-        (void)!fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)r->holes[i].off,
-                         (off_t)r->holes[i].len);
+    uint64_t pos = off, end = off + len;
+    int rc = 0;
+
+    while (pos < end) {
+        off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
+        if (d < 0 && errno != ENXIO)
+            return -errno;
+        uint64_t data = d < 0 || (uint64_t)d > end ? end : (uint64_t)d;
+        if (data > pos &&
+            fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)pos, (off_t)(data - pos)))
+            rc = -errno;
+        if (data >= end)
+            break;
+        off_t h = lseek(fd, (off_t)data, SEEK_HOLE);
+        if (h < 0)
+            return -errno;
+        pos = (uint64_t)h;
+    }
+    return rc;
+}
+
+int drx_reserve_undo(struct drx_reserve *r)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < r->n; i++) {
+        int e = unreserve(r->fd, r->holes[i].off, r->holes[i].len);
+        if (e && !rc)
+            rc = e;
+    }
     r->n = 0;
+    return rc;
 }
 
 void drx_reserve_fini(struct drx_reserve *r)

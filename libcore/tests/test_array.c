@@ -330,20 +330,24 @@ static void reserve(void)
     int rc = drx_view_reserve(a, &v, &r);
     long long b2 = blocks(xta);
     tap_ok(rc == 0 && b2 >= b1 + 8 * cb && b2 < b1 + 9 * cb, "drx_view_reserve gives them blocks (%lld)", b2);
+    /* someone writes into reserved chunk 9 (rows 512-767, cols 256-511)
+     * before the reservation is given up: undo must keep it */
+    memset(mark, 0x6b, sizeof mark);
+    tap_ok(drx_array_chunk_write(a, 9, 0, sizeof mark, mark) == 0, "write reserved chunk 9, no sync");
+    tap_ok(drx_reserve_undo(&r) == 0, "undo");
+    long long b3 = blocks(xta);
+    tap_ok(b3 >= b0 + cb && b3 < b0 + 2 * cb, "undo gives back every reserved block not written since (%lld)", b3);
+    /* (read only now: on ext4 a reserved block read into the page cache
+     * counts as data, and undo would keep it) */
     drx_view_whole(drx_array_meta(a), &w);
     ssize_t got = drx_view_read(a, &w, 0, buf, sizeof buf);
     size_t bad = 0;
     for (size_t i = 0; got > 0 && i < (size_t)got; i++) {
-        size_t row = i / 1024, col = i % 1024; /* chunk 5 is rows 256-511, cols 256-511 */
-        bad += buf[i] != ((row >= 256 && row < 512 && col >= 256 && col < 512) ? 0x5a : 0);
+        size_t row = i / 1024, col = i % 1024, q = row / 256 * 4 + col / 256; /* no growth: row-major */
+        bad += buf[i] != (q == 5 ? 0x5a : q == 9 ? 0x6b : 0);
     }
-    tap_ok(got == (ssize_t)sizeof buf && bad == 0, "every byte reads as before (%zu differ)", bad);
-    drx_reserve_undo(&r);
-    long long b3 = blocks(xta);
-    tap_ok(b3 >= b0 && b3 < b0 + cb, "undo gives back every reserved block (%lld)", b3);
-    got = drx_view_read(a, &w, 0, buf, sizeof buf);
-    tap_ok(got == (ssize_t)sizeof buf && buf[256 * 1024 + 300] == 0x5a && buf[300] == 0,
-           "and keeps chunk 5's data");
+    tap_ok(got == (ssize_t)sizeof buf && bad == 0,
+           "every byte reads as written: chunk 5, chunk 9 (after the reservation), zeros (%zu differ)", bad);
     tap_ok(drx_array_reserve(a, 15, 2, &r) == -EINVAL && drx_array_reserve(a, 17, 0, &r) == -EINVAL,
            "ranges past the last chunk are refused");
     tap_ok(drx_array_reserve(a, 16, 0, &r) == 0 && r.n == 0, "an empty range at the end is a no-op");

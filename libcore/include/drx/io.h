@@ -30,10 +30,12 @@ int drx_io_fsync_parent(const char *path);
  * import).  drx_reserve_add() gives blocks (fallocate, KEEP_SIZE) to the
  * holes of [off, off+len) and remembers them; data already on disk costs
  * nothing and is never touched.  When the write is given up,
- * drx_reserve_undo() punches the remembered holes back, so a failed write
- * leaves neither changed bytes nor used space (provided nobody wrote into
- * those holes meanwhile).  Where the file system cannot reserve
- * (EOPNOTSUPP), add() succeeds without reserving. */
+ * drx_reserve_undo() punches back what of them still reads as a hole, so a
+ * failed write leaves neither changed bytes nor used space, and bytes
+ * another process wrote there meanwhile stay (on ext4 so does a reserved
+ * block someone read meanwhile: in the page cache, SEEK_DATA calls it data;
+ * its space stays, its bytes are zeros).  Where the file system cannot
+ * reserve (EOPNOTSUPP), add() succeeds without reserving. */
 struct drx_reserve {
     int fd;
     size_t n, cap;
@@ -43,7 +45,7 @@ struct drx_reserve {
 };
 void drx_reserve_init(struct drx_reserve *r, int fd);
 int drx_reserve_add(struct drx_reserve *r, uint64_t off, uint64_t len); /* 0 or -errno */
-void drx_reserve_undo(struct drx_reserve *r);
+int drx_reserve_undo(struct drx_reserve *r); /* 0 or the first -errno (space kept) */
 void drx_reserve_fini(struct drx_reserve *r); /* keeps the space; frees the record */
 
 #endif
