@@ -535,6 +535,34 @@ copy_killed() {
     [ -z "$(find st -maxdepth 1 -name '.f.nafs.*')" ]
 }
 
+@test "fsck --repair keeps off a store while a copy into it runs" {
+    "$DRX" init st --count 2 --extent 4096
+    truncate -s 1G sparse
+    mpi_load 2 --buffer 4K copy sparse st/f 3>&- &
+    local pid=$! i tmp=
+    for ((i = 0; i < 1000; i++)); do
+        tmp=$(find st -maxdepth 1 -name ".f.nafs.??????" | head -1)
+        [ -n "$tmp" ] && [ "$(temp_bytes st "$tmp")" -gt 0 ] && break
+        tmp=
+        sleep 0.01
+    done
+    [ -n "$tmp" ] || fail "the copy never wrote its temporary file"
+    run "$DRX" fsck st --repair
+    local out=$output
+    kill -0 "$pid" 2>/dev/null || fail "the copy ended before fsck ran"
+    # its temporary file and subfiles are still there
+    assert_file_exists "$tmp"
+    kill_our_mpi
+    wait "$pid" || true
+    [[ $out == *"is in use (a drxfs mount or a drx-load copy holds .drx/): --repair needs an idle store"* ]] ||
+        fail "fsck --repair ran during the copy: $out"
+    # the copy is gone, and its lock with it
+    run "$DRX" fsck st --repair
+    assert_success
+    run "$DRX" fsck st
+    assert_output --partial "clean"
+}
+
 @test "copy failures: missing source, array source or destination" {
     "$DRX" init st
     "$DRX" create st/arr --type u8 --shape 10 --chunk 4

@@ -18,6 +18,16 @@ teardown() {
     unmount_store "$BATS_TEST_TMPDIR/mnt"
 }
 
+# wait_for_file FILE: until a background helper made FILE (deadline 10 s).
+wait_for_file() {
+    local i
+    for ((i = 0; i < 200; i++)); do
+        [ -e "$1" ] && break
+        sleep 0.05
+    done
+    assert_exists "$1"
+}
+
 # mkstriped STORE NAME COUNT EXTENT SRC [DIR0 DIR1...]: writes a striped file
 # by hand, straight from SPEC section 5 (independent of libcore): subfile
 # e mod count gets extent e at (e / count) * extent.  Subfiles go to the
@@ -371,13 +381,9 @@ open("written", "w").close()
 open("go").read()
 os.close(fd)
 ' 3>&- &
-    local writer=$! i
+    local writer=$!
     echo "$writer" >writer.pid
-    for ((i = 0; i < 200; i++)); do
-        [ -e written ] && break
-        sleep 0.05
-    done
-    assert_exists written
+    wait_for_file written
     run "$DRX" fsck st
     assert_failure
     assert_line --partial "longer than the 0 the recorded size 0 needs"
@@ -392,10 +398,40 @@ os.close(fd)
     wait "$writer"
     cmp src mnt/f
     assert_exists st/.drx/stripes/1/fedcba9876543210.0
+    # the daemon holds the store's lock too (for mounts fsck cannot see)
+    run flock -xn st/.drx true
+    assert_failure
     unmount_store mnt
+    flock -xn st/.drx true
     run "$DRX" fsck st --repair
     assert_success
     run "$DRX" fsck st
     assert_success
     assert_output "$PWD/st: clean"
+}
+
+@test "fsck --repair refuses a store whose lock is held (a mount elsewhere, a copy running)" {
+    "$DRX" init st
+    random_bytes st/.drx/stripes/1/fedcba9876543210.0 10
+    # a shared holder of .drx/, as drxfs in another mount namespace or a
+    # drx-load copy between its temporary and its commit
+    mkfifo go
+    flock -s st/.drx sh -c 'echo locked >held; cat go >/dev/null' 3>&- &
+    local holder=$!
+    echo "$holder" >writer.pid
+    wait_for_file held
+    run "$DRX" fsck st --repair
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output "drx: fsck: $PWD/st is in use (a drxfs mount or a drx-load copy holds .drx/): --repair needs an idle store; run it when they are done"
+    assert_exists st/.drx/stripes/1/fedcba9876543210.0
+    # reporting needs no lock
+    run "$DRX" fsck st
+    assert_failure
+    assert_output --partial "orphan subfile"
+    echo >go
+    wait "$holder"
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_not_exists st/.drx/stripes/1/fedcba9876543210.0
 }

@@ -730,6 +730,23 @@ int drx_cmd_fsck(int argc, char **argv)
         drx_store_close(k.s);
         return 1;
     }
+    /* Unmounted but busy: another namespace's mount, or a drx-load copy
+     * between creating its temporary file and committing it.  Held to the
+     * end, so none starts while the repair runs. */
+    int lock = -1;
+    if (k.repair) {
+        lock = drx_store_lock(k.s, true);
+        if (lock < 0) {
+            if (lock == -EWOULDBLOCK)
+                drx_cli_fail("fsck: %s is in use (a drxfs mount or a drx-load copy holds "
+                             ".drx/): --repair needs an idle store; run it when they are done",
+                             k.s->root);
+            else
+                drx_cli_fail("fsck: %s/.drx: cannot lock: %s", k.s->root, strerror(-lock));
+            drx_store_close(k.s);
+            return 1;
+        }
+    }
     walk(&k, k.s->root, 0);
     check_drx_dir(&k);
     check_stripe_dirs(&k);
@@ -742,6 +759,8 @@ int drx_cmd_fsck(int argc, char **argv)
     for (size_t i = 0; i < k.nrefs; i++)
         free(k.refs[i].owner);
     free(k.refs);
+    if (lock >= 0)
+        close(lock);
     drx_store_close(k.s);
     return ret;
 }

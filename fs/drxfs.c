@@ -23,7 +23,7 @@
 #include "drxfs_i.h"
 #include "drxfs_prefetch.h"
 
-struct drxfs drxfs = {.root_fd = -1};
+struct drxfs drxfs = {.root_fd = -1, .store_lock = -1};
 
 /* Worker threads at most (libfuse's own default; see the README for what
  * other values measured). */
@@ -355,6 +355,12 @@ static int open_store(struct drxfs_cli *cli, const char *abs_root)
         fprintf(stderr, "drxfs: %s: %s\n", abs_root, err.msg[0] ? err.msg : strerror(-rc));
         goto out;
     }
+    /* Keeps drx fsck --repair off the store while mounted (it waits for a
+     * running repair); inherited by the daemon after fuse_daemonize. */
+    drxfs.store_lock = drx_store_lock(drxfs.store, false);
+    if (drxfs.store_lock < 0)
+        drx_log(DRX_LOG_WARNING, "%s: cannot lock .drx/ (%s): drx fsck --repair will not see "
+                "this mount from other namespaces", abs_root, strerror(-drxfs.store_lock));
 out:
     drx_config_fini(&cfg);
     return rc;
@@ -469,6 +475,8 @@ int main(int argc, char *argv[])
     ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
 out:
     drxfs_prefetch_destroy(drxfs.prefetch);
+    if (drxfs.store_lock >= 0)
+        close(drxfs.store_lock);
     drx_store_close(drxfs.store);
     if (drxfs.root_fd >= 0)
         close(drxfs.root_fd);

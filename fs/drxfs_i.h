@@ -41,6 +41,7 @@
 /* The mount's state (one mount per process). */
 struct drxfs {
     struct drx_store *store;
+    int store_lock; /* drx_store_lock(shared) for the mount's life, or -1 */
     int root_fd;
     char proc_root[48]; /* "/proc/self/fd/N": the store root for libcore paths */
     bool ro;

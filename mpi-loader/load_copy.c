@@ -45,6 +45,7 @@ struct endpoint {
     struct drx_store *store;    /* striped only */
     struct drx_stripe_meta meta;
     char tmp[PATH_MAX];         /* striped destination: the temporary metafile */
+    int store_lock;             /* rank 0, striped destination: drx_store_lock, or -1 */
     MPI_File fh[DRX_MAX_STRIPE_DIRS];
     unsigned nfh;
     uint64_t size;
@@ -54,6 +55,7 @@ static void endpoint_init(struct endpoint *e, const char *arg)
 {
     memset(e, 0, sizeof(*e));
     e->arg = arg;
+    e->store_lock = -1;
     for (unsigned i = 0; i < DRX_MAX_STRIPE_DIRS; i++)
         e->fh[i] = MPI_FILE_NULL;
 }
@@ -65,6 +67,9 @@ static void endpoint_close(struct endpoint *e)
     e->nfh = 0;
     drx_store_close(e->store);
     e->store = NULL;
+    if (e->store_lock >= 0)
+        close(e->store_lock);
+    e->store_lock = -1;
 }
 
 /* Where the path lies: inside a store or not, resolved through drxfs
@@ -187,6 +192,12 @@ static int create_striped(struct load_ctx *c, struct endpoint *d, bool exists,
         if (rc < 0)
             return rc;
     }
+    /* From before the temporary's first subfile to after its commit or
+     * discard: drx fsck --repair must not take them for orphans. */
+    d->store_lock = drx_store_lock(d->store, false);
+    if (d->store_lock < 0)
+        return drx_err_set(err, -d->store_lock, "%s: locking the store's .drx/: %s", d->arg,
+                           strerror(-d->store_lock));
     um = umask(0);
     umask(um);
     rc = drx_stripe_create_temp(d->store, d->path, exists ? &old.layout : NULL, 0666 & ~um, d->tmp,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -171,6 +172,24 @@ int drx_store_mounted_mi(const char *mountinfo, const char *root, char *mnt, siz
     free(line);
     fclose(fp);
     return found;
+}
+
+int drx_store_lock(const struct drx_store *s, bool exclusive)
+{
+    int fd = openat(s->root_fd, DRX_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int rc;
+
+    if (fd < 0)
+        return -errno;
+    do
+        rc = flock(fd, exclusive ? LOCK_EX | LOCK_NB : LOCK_SH);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
 }
 
 int drx_store_mounted(const char *root, char *mnt, size_t mntlen)

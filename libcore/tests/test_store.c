@@ -294,6 +294,36 @@ static void test_init_open(void)
     tap_ok(drx_store_classify(path) == DRX_STORE_NONE, "classify nothing");
 }
 
+/* The activity lock: shared holders coexist, exclusive fails at once while
+ * one is held and works once all are gone. */
+static void test_lock(void)
+{
+    char root[160];
+    struct drx_config cfg;
+    struct drx_store *s = NULL;
+    struct drx_err err = {{0}};
+
+    snprintf(root, sizeof root, "%s/locked", base);
+    drx_config_defaults(&cfg, NULL);
+    tap_ok(drx_store_init(root, &cfg, 0, &err) >= 0 && drx_store_open(root, NULL, &s, &err) == 0,
+           "a store to lock (%s)", err.msg);
+    drx_config_fini(&cfg);
+    if (!s)
+        return;
+    int a = drx_store_lock(s, false), b = drx_store_lock(s, false);
+    tap_ok(a >= 0 && b >= 0, "two shared holders");
+    tap_ok(drx_store_lock(s, true) == -EWOULDBLOCK, "exclusive fails at once while they hold it");
+    close(a);
+    tap_ok(drx_store_lock(s, true) == -EWOULDBLOCK, "and while one still does");
+    close(b);
+    int x = drx_store_lock(s, true);
+    tap_ok(x >= 0, "exclusive once they are gone");
+    tap_ok(x >= 0 && drx_store_lock(s, true) == -EWOULDBLOCK, "a second exclusive fails");
+    if (x >= 0)
+        close(x);
+    drx_store_close(s);
+}
+
 int main(void)
 {
     snprintf(base, sizeof base, "/tmp/drx-test-store-XXXXXX");
@@ -304,6 +334,7 @@ int main(void)
     test_mounted();
     test_names();
     test_init_open();
+    test_lock();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0)

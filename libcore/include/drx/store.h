@@ -135,6 +135,16 @@ int drx_store_mounted(const char *root, char *mnt, size_t mntlen);
  * tests. */
 int drx_store_mounted_mi(const char *mountinfo, const char *root, char *mnt, size_t mntlen);
 
+/* The store's activity lock, an flock on its .drx directory.  Whoever makes
+ * files in steps that a repair must not see half done holds it shared:
+ * drxfs while mounted (from any mount namespace or with any mount source),
+ * drx-load copy from creating its temporary file to committing it.
+ * drx fsck --repair takes it exclusive, without waiting, for the whole
+ * repair.  Returns a descriptor holding the lock (close it to release), or
+ * -errno: -EWOULDBLOCK when an exclusive lock finds the store in use.  A
+ * shared lock waits for a repair to end. */
+int drx_store_lock(const struct drx_store *s, bool exclusive);
+
 /* Nearest ancestor-or-self of path (taken lexically: absolutised with
  * drx_store_abspath, NOT resolved through drxfs mounts; resolve first) that
  * has a `.drx` directory.  Writes the root to root (rootlen bytes).  Returns
