@@ -132,47 +132,24 @@ static int reserve_hole(struct drx_reserve *r, uint64_t off, uint64_t len)
     return -errno;
 }
 
-int drx_reserve_add(struct drx_reserve *r, uint64_t off, uint64_t len)
+/* Calls fn(arg, off, len) for each hole of [off, off+len) (SEEK_DATA and
+ * SEEK_HOLE; past the last data is one hole), stopping at its first error.
+ * 0, fn's error, or -errno (-EINVAL where the file system cannot tell). */
+static int each_hole(int fd, uint64_t off, uint64_t len, int (*fn)(void *, uint64_t, uint64_t),
+                     void *arg)
 {
     uint64_t pos = off, end = off + len;
-
-    while (pos < end) {
-        off_t d = lseek(r->fd, (off_t)pos, SEEK_DATA);
-        if (d < 0 && errno != ENXIO) /* EINVAL: holes unknown here, reserve nothing */
-            return errno == EINVAL ? 0 : -errno;
-        uint64_t data = d < 0 || (uint64_t)d > end ? end : (uint64_t)d;
-        if (data > pos) {
-            int rc = reserve_hole(r, pos, data - pos);
-            if (rc)
-                return rc;
-        }
-        if (data >= end)
-            break;
-        off_t h = lseek(r->fd, (off_t)data, SEEK_HOLE);
-        if (h < 0)
-            return -errno;
-        pos = (uint64_t)h;
-    }
-    return 0;
-}
-
-/* Punches [off, off+len) back where it still reads as a hole: a block
- * reserved and not written is one to SEEK_DATA (ext4, xfs, tmpfs), one that
- * someone wrote meanwhile (another process, before or after a sync) is data
- * and is kept.  Where reserved blocks count as data, the space stays. */
-static int unreserve(int fd, uint64_t off, uint64_t len)
-{
-    uint64_t pos = off, end = off + len;
-    int rc = 0;
 
     while (pos < end) {
         off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
         if (d < 0 && errno != ENXIO)
             return -errno;
         uint64_t data = d < 0 || (uint64_t)d > end ? end : (uint64_t)d;
-        if (data > pos &&
-            fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)pos, (off_t)(data - pos)))
-            rc = -errno;
+        if (data > pos) {
+            int rc = fn(arg, pos, data - pos);
+            if (rc)
+                return rc;
+        }
         if (data >= end)
             break;
         off_t h = lseek(fd, (off_t)data, SEEK_HOLE);
@@ -180,7 +157,29 @@ static int unreserve(int fd, uint64_t off, uint64_t len)
             return -errno;
         pos = (uint64_t)h;
     }
-    return rc;
+    return 0;
+}
+
+static int reserve_visit(void *r, uint64_t off, uint64_t len)
+{
+    return reserve_hole(r, off, len);
+}
+
+int drx_reserve_add(struct drx_reserve *r, uint64_t off, uint64_t len)
+{
+    int rc = each_hole(r->fd, off, len, reserve_visit, r);
+    return rc == -EINVAL ? 0 : rc; /* holes unknown here: reserve nothing */
+}
+
+/* Punches a hole back.  Called only on what still reads as a hole: a block
+ * reserved and not written is one to SEEK_DATA (ext4, xfs, tmpfs), one that
+ * someone wrote meanwhile (another process, before or after a sync) is data
+ * and is kept.  Where reserved blocks count as data, the space stays. */
+static int unreserve_visit(void *fd, uint64_t off, uint64_t len)
+{
+    if (fallocate(*(int *)fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+        return -errno;
+    return 0;
 }
 
 int drx_reserve_undo(struct drx_reserve *r)
@@ -188,7 +187,7 @@ int drx_reserve_undo(struct drx_reserve *r)
     int rc = 0;
 
     for (size_t i = 0; i < r->n; i++) {
-        int e = unreserve(r->fd, r->holes[i].off, r->holes[i].len);
+        int e = each_hole(r->fd, r->holes[i].off, r->holes[i].len, unreserve_visit, &r->fd);
         if (e && !rc)
             rc = e;
     }
