@@ -417,10 +417,10 @@ int drx_cmd_put(int argc, char **argv)
     if (rc) {
         int urc = drx_reserve_undo(&res);
         drx_reserve_fini(&res);
-        rc = drx_cli_fail("put: %s: reserving space for the view's chunks: %s; nothing written%s%s%s",
-                          argv[1], strerror(-rc),
-                          urc ? " (space reserved on the way kept: " : "",
-                          urc ? strerror(-urc) : "", urc ? ")" : "");
+        rc = drx_cli_fail(
+            "put: %s: reserving space for the view's chunks: %s; nothing written%s%s%s", argv[1],
+            strerror(-rc), urc ? " (space reserved on the way kept: " : "",
+            urc ? strerror(-urc) : "", urc ? ")" : "");
         if (fd >= 0 && fd != STDIN_FILENO)
             close(fd);
         goto out;

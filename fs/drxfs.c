@@ -359,8 +359,10 @@ static int open_store(struct drxfs_cli *cli, const char *abs_root)
      * running repair); inherited by the daemon after fuse_daemonize. */
     drxfs.store_lock = drx_store_lock(drxfs.store, false);
     if (drxfs.store_lock < 0)
-        drx_log(DRX_LOG_WARNING, "%s: cannot lock .drx/ (%s): drx fsck --repair will not see "
-                "this mount from other namespaces", abs_root, strerror(-drxfs.store_lock));
+        drx_log(DRX_LOG_WARNING,
+                "%s: cannot lock .drx/ (%s): drx fsck --repair will not see "
+                "this mount from other namespaces",
+                abs_root, strerror(-drxfs.store_lock));
 out:
     drx_config_fini(&cfg);
     return rc;

@@ -308,8 +308,10 @@ static int reserve_share(const struct load_share *s, const struct drx_array_meta
         return 0;
     fd = open(xta, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
-        return drx_err_set(err, errno, "%s: opening to reserve space for the view's chunks: %s; "
-                           "nothing written", xta, strerror(errno));
+        return drx_err_set(err, errno,
+                           "%s: opening to reserve space for the view's chunks: %s; "
+                           "nothing written",
+                           xta, strerror(errno));
     drx_reserve_init(res, fd);
     for (uint64_t i = 0, j; rc == 0 && i < s->n; i = j) {
         for (j = i + 1; j < s->n && s->q[j] == s->q[j - 1] + 1; j++)
@@ -329,7 +331,8 @@ static void reserve_end(struct drx_reserve *res, bool undo)
         return;
     int rc = undo ? drx_reserve_undo(res) : 0;
     if (rc)
-        drx_log(DRX_LOG_WARNING, "giving back space reserved in the .xta: %s (kept)", strerror(-rc));
+        drx_log(DRX_LOG_WARNING, "giving back space reserved in the .xta: %s (kept)",
+                strerror(-rc));
     close(res->fd);
     drx_reserve_fini(res);
 }

@@ -299,8 +299,8 @@ static long long blocks(const char *path)
  * back exactly what was reserved and never touches data. */
 static void reserve(void)
 {
-    struct drx_array_spec spec = {.type = DRX_U8, .rank = 2, .shape = {1024, 1024},
-                                  .chunk = {256, 256}};
+    struct drx_array_spec spec = {
+        .type = DRX_U8, .rank = 2, .shape = {1024, 1024}, .chunk = {256, 256}};
     struct drx_array *a, *ro;
     struct drx_view_spec vs;
     struct drx_view v, w;
@@ -312,47 +312,59 @@ static void reserve(void)
 
     snprintf(path, sizeof path, "%s/sparse", dir);
     snprintf(xta, sizeof xta, "%s.xta", path);
-    tap_ok(drx_array_create(path, &spec, &a, &err) == 0, "create a 1 MiB u8 array of 16 chunks, fill 0");
+    tap_ok(drx_array_create(path, &spec, &a, &err) == 0,
+           "create a 1 MiB u8 array of 16 chunks, fill 0");
     tap_ok(blocks(xta) == 0, "its .xta is one hole (%lld blocks)", blocks(xta));
     memset(mark, 0x5a, sizeof mark);
-    tap_ok(drx_array_chunk_write(a, 5, 0, sizeof mark, mark) == 0 && fsync(drx_array_xta_fd(a)) == 0,
+    tap_ok(drx_array_chunk_write(a, 5, 0, sizeof mark, mark) == 0 &&
+               fsync(drx_array_xta_fd(a)) == 0,
            "write chunk 5");
     long long b0 = blocks(xta);
     drx_reserve_init(&r, drx_array_xta_fd(a));
     tap_ok(drx_array_reserve(a, 4, 3, &r) == 0, "reserve chunks 4-6");
     long long b1 = blocks(xta);
-    tap_ok(b1 >= b0 + 2 * cb && b1 < b0 + 3 * cb, /* allowing for extent blocks */ "the holes 4 and 6 got blocks, the data of 5 none more (%lld -> %lld)", b0, b1);
+    tap_ok(b1 >= b0 + 2 * cb && b1 < b0 + 3 * cb, /* allowing for extent blocks */
+           "the holes 4 and 6 got blocks, the data of 5 none more (%lld -> %lld)", b0, b1);
     tap_ok(r.n == 2, "two holes recorded (%zu)", r.n);
     tap_ok(file_size(xta) == 16 * 65536, "the size is unchanged");
     drx_view_spec_init(&vs);
-    tap_ok(drx_view_spec_add(&vs, "dim0=512:", &err) == 0 && drx_view_resolve(&vs, drx_array_meta(a), &v, &err) == 0,
+    tap_ok(drx_view_spec_add(&vs, "dim0=512:", &err) == 0 &&
+               drx_view_resolve(&vs, drx_array_meta(a), &v, &err) == 0,
            "view dim0=512: (chunks 8-15)");
     int rc = drx_view_reserve(a, &v, &r);
     long long b2 = blocks(xta);
-    tap_ok(rc == 0 && b2 >= b1 + 8 * cb && b2 < b1 + 9 * cb, "drx_view_reserve gives them blocks (%lld)", b2);
+    tap_ok(rc == 0 && b2 >= b1 + 8 * cb && b2 < b1 + 9 * cb,
+           "drx_view_reserve gives them blocks (%lld)", b2);
     /* someone writes into reserved chunk 9 (rows 512-767, cols 256-511)
      * before the reservation is given up: undo must keep it */
     memset(mark, 0x6b, sizeof mark);
-    tap_ok(drx_array_chunk_write(a, 9, 0, sizeof mark, mark) == 0, "write reserved chunk 9, no sync");
+    tap_ok(drx_array_chunk_write(a, 9, 0, sizeof mark, mark) == 0,
+           "write reserved chunk 9, no sync");
     tap_ok(drx_reserve_undo(&r) == 0, "undo");
     long long b3 = blocks(xta);
-    tap_ok(b3 >= b0 + cb && b3 < b0 + 2 * cb, "undo gives back every reserved block not written since (%lld)", b3);
+    tap_ok(b3 >= b0 + cb && b3 < b0 + 2 * cb,
+           "undo gives back every reserved block not written since (%lld)", b3);
     /* (read only now: on ext4 a reserved block read into the page cache
      * counts as data, and undo would keep it) */
     drx_view_whole(drx_array_meta(a), &w);
     ssize_t got = drx_view_read(a, &w, 0, buf, sizeof buf);
     size_t bad = 0;
     for (size_t i = 0; got > 0 && i < (size_t)got; i++) {
-        size_t row = i / 1024, col = i % 1024, q = row / 256 * 4 + col / 256; /* no growth: row-major */
+        size_t row = i / 1024, col = i % 1024,
+               q = row / 256 * 4 + col / 256; /* no growth: row-major */
         bad += buf[i] != (q == 5 ? 0x5a : q == 9 ? 0x6b : 0);
     }
-    tap_ok(got == (ssize_t)sizeof buf && bad == 0,
-           "every byte reads as written: chunk 5, chunk 9 (after the reservation), zeros (%zu differ)", bad);
+    tap_ok(
+        got == (ssize_t)sizeof buf && bad == 0,
+        "every byte reads as written: chunk 5, chunk 9 (after the reservation), zeros (%zu differ)",
+        bad);
     tap_ok(drx_array_reserve(a, 15, 2, &r) == -EINVAL && drx_array_reserve(a, 17, 0, &r) == -EINVAL,
            "ranges past the last chunk are refused");
-    tap_ok(drx_array_reserve(a, 16, 0, &r) == 0 && r.n == 0, "an empty range at the end is a no-op");
+    tap_ok(drx_array_reserve(a, 16, 0, &r) == 0 && r.n == 0,
+           "an empty range at the end is a no-op");
     drx_reserve_fini(&r);
-    tap_ok(drx_array_open(path, DRX_RDONLY, &ro, &err) == 0 && drx_array_reserve(ro, 0, 1, &r) == -EBADF,
+    tap_ok(drx_array_open(path, DRX_RDONLY, &ro, &err) == 0 &&
+               drx_array_reserve(ro, 0, 1, &r) == -EBADF,
            "a read-only handle cannot reserve");
     drx_array_close(ro);
     drx_array_close(a);

@@ -36,16 +36,17 @@ int drx_io_fsync_parent(const char *path);
  * block someone read meanwhile: in the page cache, SEEK_DATA calls it data;
  * its space stays, its bytes are zeros).  Where the file system cannot
  * reserve (EOPNOTSUPP), add() succeeds without reserving. */
+struct drx_reserve_hole {
+    uint64_t off, len;
+};
 struct drx_reserve {
     int fd;
     size_t n, cap;
-    struct drx_reserve_hole {
-        uint64_t off, len;
-    } *holes;
+    struct drx_reserve_hole *holes;
 };
 void drx_reserve_init(struct drx_reserve *r, int fd);
 int drx_reserve_add(struct drx_reserve *r, uint64_t off, uint64_t len); /* 0 or -errno */
-int drx_reserve_undo(struct drx_reserve *r); /* 0 or the first -errno (space kept) */
+int drx_reserve_undo(struct drx_reserve *r);  /* 0 or the first -errno (space kept) */
 void drx_reserve_fini(struct drx_reserve *r); /* keeps the space; frees the record */
 
 #endif
