@@ -12,9 +12,10 @@
  * reading the elements it was opened on.
  *
  * Chunk cache: only arrays with open files have one; cache.bytes is split
- * evenly between them.  It is emptied at open when the .xta changed on disk
- * (another process wrote it), which gives close-to-open consistency for
- * bytes written by `drx put`.
+ * evenly between them.  libcore empties it before a read when the .xta was
+ * written since (it watches the file); it is also emptied at open when the
+ * .xta's size or times changed, for writers the watch cannot see (another
+ * node of a network file system).
  */
 #include <errno.h>
 #include <fcntl.h>

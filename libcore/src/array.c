@@ -3,17 +3,18 @@
 #include "drx/log.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libconfig.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +41,8 @@ struct drx_array {
     struct stat xmd_st; /* of the .xmd last read, to notice replacements */
     struct drx_cache *cache;
     bool cache_serves; /* the cache exists and a chunk fits it comfortably */
+    int watch_fd;      /* inotify on the .xta while there is a cache, or -1 */
+    pthread_mutex_t watch_lock;
     pthread_mutex_t chunk_lock[CHUNK_LOCKS];
 };
 
@@ -65,8 +68,7 @@ bool drx_array_dim_name_valid(const char *name)
     size_t n = strlen(name);
     /* Names that would read as another view key are refused, so that a
      * view word always means one thing. */
-    if (n == 0 || n > DRX_MAX_DIM_NAME || strcmp(name, "order") == 0 ||
-        strcmp(name, "rep") == 0)
+    if (n == 0 || n > DRX_MAX_DIM_NAME || strcmp(name, "order") == 0 || strcmp(name, "rep") == 0)
         return false;
     if (strncmp(name, "dim", 3) == 0 && n > 3 && isdigit((unsigned char)name[3]))
         return false;
@@ -127,8 +129,7 @@ static int meta_derive(struct drx_array_meta *m, struct drx_err *err)
             return drx_err_set(err, EINVAL, "chunk extent of dimension %d is 0", i);
         if (m->initial[i] == 0)
             return drx_err_set(err, EINVAL, "extent of dimension %d is 0", i);
-        if (__builtin_mul_overflow(ce, m->chunk[i], &ce) ||
-            ce * m->elem_size > DRX_MAX_CHUNK_BYTES)
+        if (__builtin_mul_overflow(ce, m->chunk[i], &ce) || ce * m->elem_size > DRX_MAX_CHUNK_BYTES)
             return drx_err_set(err, EFBIG, "chunk is larger than %" PRIu64 " bytes",
                                (uint64_t)DRX_MAX_CHUNK_BYTES);
         if (__builtin_mul_overflow(ne, m->initial[i], &ne) || ne > MAX_ELEMS)
@@ -214,8 +215,7 @@ static const config_setting_t *need(struct xmd_reader *r, const config_setting_t
         return NULL;
     }
     t = config_setting_type(s);
-    if (type == CONFIG_TYPE_INT64 ? (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
-                                  : t != type) {
+    if (type == CONFIG_TYPE_INT64 ? (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64) : t != type) {
         *rc = bad(r, s, "'%s' has the wrong type", name);
         return NULL;
     }
@@ -335,8 +335,9 @@ static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta
             if (!(f = need(r, h, "to", CONFIG_TYPE_INT64, &rc)) || (rc = get_u64(r, f, "to", &to)))
                 return rc;
             if (from != m->bounds[dim] || to <= from)
-                return bad(r, h, "history[%d]: growth %" PRIu64 "->%" PRIu64
-                                 " does not follow extent %" PRIu64,
+                return bad(r, h,
+                           "history[%d]: growth %" PRIu64 "->%" PRIu64
+                           " does not follow extent %" PRIu64,
                            i, from, to, m->bounds[dim]);
             if (meta_grow(m, dim, to, &sub) || history_add(m, dim, from, to))
                 return bad(r, h, "history[%d]: %s", i, sub.msg);
@@ -350,9 +351,9 @@ static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta
         (rc = get_u64(r, s, "chunk_count", &u)))
         return rc;
     if (u != m->map.nchunks)
-        return bad(r, s, "chunk_count %" PRIu64 " does not match the extension history (%" PRIu64
-                         ")",
-                   u, m->map.nchunks);
+        return bad(r, s,
+                   "chunk_count %" PRIu64 " does not match the extension history (%" PRIu64 ")", u,
+                   m->map.nchunks);
 
     if (!(s = need(r, root, "axial", CONFIG_TYPE_LIST, &rc)))
         return rc;
@@ -383,7 +384,8 @@ static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta
                 rc = rc ? rc : bad(r, g, "axial[%d][%d] is not a record", j, i);
             else if (!(f = need(r, g, "addr", CONFIG_TYPE_INT64, &rc)))
                 ;
-            else if ((addr = config_setting_get_int64(f)), (rc = get_vec(r, g, "coef", m->rank, coef)))
+            else if ((addr = config_setting_get_int64(f)),
+                     (rc = get_vec(r, g, "coef", m->rank, coef)))
                 ;
             else if (u != want->start || addr != want->addr ||
                      memcmp(coef, want->coef, sizeof(uint64_t) * (size_t)m->rank))
@@ -623,6 +625,8 @@ static struct drx_array *array_alloc(const char *path, int mode)
         return NULL;
     a->mode = mode;
     a->xta_fd = -1;
+    a->watch_fd = -1;
+    pthread_mutex_init(&a->watch_lock, NULL);
     for (int i = 0; i < CHUNK_LOCKS; i++)
         pthread_mutex_init(&a->chunk_lock[i], NULL);
     a->path = strdup(path);
@@ -751,7 +755,10 @@ void drx_array_close(struct drx_array *a)
         return;
     if (a->xta_fd >= 0)
         close(a->xta_fd);
-    drx_cache_destroy(a->cache);
+    drx_array_set_cache(a, 0);
+    if (a->watch_fd >= 0)
+        close(a->watch_fd);
+    pthread_mutex_destroy(&a->watch_lock);
     for (int i = 0; i < CHUNK_LOCKS; i++)
         pthread_mutex_destroy(&a->chunk_lock[i]);
     drx_array_meta_fini(&a->meta);
@@ -929,31 +936,85 @@ void drx_array_locate(const struct drx_array_meta *m, const uint64_t *idx, uint6
 
 /* ---- chunk I/O ---- */
 
-struct load_arg {
-    struct drx_array *a;
-};
-
 static int load_chunk(uint64_t q, void *buf, void *arg)
 {
     struct drx_array *a = arg;
     return drx_io_pread_all(a->xta_fd, buf, a->meta.chunk_bytes, q * a->meta.chunk_bytes);
 }
 
+/* The cache must never serve bytes older than a write someone else
+ * completed (drx put, drx-load, another daemon on this machine).  The
+ * kernel queues an inotify event on the .xta before such a write returns,
+ * so a read that drains the queue first and finds an event empties the
+ * cache.  Draining and emptying happen under one lock: a reader that
+ * finds the queue empty because another drained it must not go on before
+ * that one has emptied the cache. */
+static int watch_start(struct drx_array *a)
+{
+    char self[64];
+
+    a->watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (a->watch_fd < 0)
+        return -errno;
+    /* the descriptor's own file, whatever happened to its name since */
+    snprintf(self, sizeof self, "/proc/self/fd/%d", a->xta_fd);
+    if (inotify_add_watch(a->watch_fd, self, IN_MODIFY) < 0) {
+        int rc = -errno;
+        close(a->watch_fd);
+        a->watch_fd = -1;
+        return rc;
+    }
+    return 0;
+}
+
+void drx_array_cache_sync(struct drx_array *a)
+{
+    char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    bool changed = false;
+
+    if (!a->cache_serves)
+        return;
+    pthread_mutex_lock(&a->watch_lock);
+    for (;;) {
+        ssize_t n = read(a->watch_fd, ev, sizeof ev);
+        if (n > 0) {
+            changed = true;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        break; /* EAGAIN: drained */
+    }
+    if (changed)
+        drx_cache_clear(a->cache);
+    pthread_mutex_unlock(&a->watch_lock);
+}
+
 int drx_array_set_cache(struct drx_array *a, size_t bytes)
 {
+    int rc;
+
     drx_cache_destroy(a->cache);
     a->cache = NULL;
     a->cache_serves = false;
-    if (bytes == 0)
+    /* Whole chunks are cached: one larger than a quarter of the budget
+     * would evict everything else, and one larger than a request's span
+     * cap would make a small read load (and hold) a giant chunk, so such
+     * arrays read only the bytes they need. */
+    if (bytes == 0 || a->meta.chunk_bytes > bytes / 4 || a->meta.chunk_bytes > DRX_SPAN_MAX)
         return 0;
+    /* The watch lives as long as the handle (tearing an inotify instance
+     * down waits for an RCU grace period: milliseconds).  Events queued
+     * while there was no cache only empty an empty cache. */
+    if (a->watch_fd < 0 && (rc = watch_start(a))) {
+        drx_log(DRX_LOG_WARNING, "%s: no chunk cache (cannot watch the .xta: %s)", a->xta_path,
+                strerror(-rc));
+        return 0;
+    }
     a->cache = drx_cache_create(bytes, a->meta.chunk_bytes);
     if (!a->cache)
         return -ENOMEM;
-    /* Whole chunks are cached: one larger than a quarter of the budget
-     * would evict everything else (and a hostile .xmd with 1 GiB chunks
-     * would make every 4 KiB read load 1 GiB), so such arrays read only the
-     * bytes they need. */
-    a->cache_serves = a->meta.chunk_bytes <= bytes / 4;
+    a->cache_serves = true;
     return 0;
 }
 
@@ -962,18 +1023,32 @@ bool drx_array_has_cache(const struct drx_array *a)
     return a->cache_serves;
 }
 
-void drx_array_chunk_lock(struct drx_array *a, uint64_t q)
+int drx_array_span_lock(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len)
 {
+    int rc;
+
     pthread_mutex_lock(&a->chunk_lock[q % CHUNK_LOCKS]);
+    rc = drx_io_lock(a->xta_fd, q * a->meta.chunk_bytes + off, len, 1);
+    if (rc)
+        pthread_mutex_unlock(&a->chunk_lock[q % CHUNK_LOCKS]);
+    return rc;
 }
 
-void drx_array_chunk_unlock(struct drx_array *a, uint64_t q)
+void drx_array_span_unlock(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len)
 {
+    drx_io_unlock(a->xta_fd, q * a->meta.chunk_bytes + off, len);
     pthread_mutex_unlock(&a->chunk_lock[q % CHUNK_LOCKS]);
 }
 
-int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len,
-                        void *scratch, struct drx_chunk_ref *ref)
+int drx_array_chunk_read(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len, void *buf)
+{
+    if (q >= a->meta.map.nchunks || off + len > a->meta.chunk_bytes)
+        return -EINVAL;
+    return drx_io_pread_all(a->xta_fd, buf, len, q * a->meta.chunk_bytes + off);
+}
+
+int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len, void *scratch,
+                        struct drx_chunk_ref *ref)
 {
     int rc = 0;
 

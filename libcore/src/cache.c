@@ -9,10 +9,10 @@
 struct entry {
     uint64_t q;
     unsigned refs;
-    bool stale;                 /* dropped from the table while held */
-    struct entry *hnext;        /* hash chain */
-    struct entry *prev, *next;  /* LRU list, most recent at head */
-    unsigned char *data;        /* the chunk, allocated with the entry */
+    bool stale;                /* dropped from the table while held */
+    struct entry *hnext;       /* hash chain */
+    struct entry *prev, *next; /* LRU list, most recent at head */
+    unsigned char *data;       /* the chunk, allocated with the entry */
 };
 
 /* Write generations, by chunk address modulo GENS: a load that overlapped a
@@ -23,6 +23,7 @@ struct entry {
 struct drx_cache {
     pthread_mutex_t lock;
     uint64_t gen[GENS];
+    uint64_t epoch; /* clears so far: a load that overlapped one is stale */
     size_t budget, chunk_bytes, used;
     size_t nbuckets;
     struct entry **bucket;
@@ -114,7 +115,7 @@ void *drx_cache_get(struct drx_cache *c, uint64_t q, int (*load)(uint64_t q, voi
         *entry = e;
         return e->data;
     }
-    uint64_t gen = c->gen[q % GENS];
+    uint64_t gen = c->gen[q % GENS], epoch = c->epoch;
     pthread_mutex_unlock(&c->lock);
 
     /* Load without the lock so other chunks are served meanwhile; if two
@@ -135,10 +136,11 @@ void *drx_cache_get(struct drx_cache *c, uint64_t q, int (*load)(uint64_t q, voi
     e->stale = false;
 
     pthread_mutex_lock(&c->lock);
-    if (c->gen[q % GENS] != gen) {
-        /* A write to this chunk ran during the load: serve this read from
-         * the private copy (the read overlapped the write, so either bytes
-         * are right for it) and leave the cache to a later load. */
+    if (c->gen[q % GENS] != gen || c->epoch != epoch) {
+        /* A write to this chunk (or the file, seen by a clear) ran during
+         * the load: serve this read from the private copy (the read
+         * overlapped the write, so either bytes are right for it) and leave
+         * the cache to a later load. */
         e->stale = true;
         pthread_mutex_unlock(&c->lock);
         *entry = e;
@@ -191,6 +193,7 @@ void drx_cache_update(struct drx_cache *c, uint64_t q, uint64_t off, const void 
 void drx_cache_clear(struct drx_cache *c)
 {
     pthread_mutex_lock(&c->lock);
+    c->epoch++;
     for (size_t i = 0; i < c->nbuckets; i++) {
         struct entry *e = c->bucket[i];
         while (e) {

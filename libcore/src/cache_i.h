@@ -26,7 +26,8 @@ void drx_cache_put(struct drx_cache *c, void *entry);
  * read (it may predate the write). */
 void drx_cache_update(struct drx_cache *c, uint64_t q, uint64_t off, const void *buf, size_t len);
 
-/* Forgets every entry nobody holds and marks held ones stale. */
+/* Forgets every entry nobody holds and marks held ones stale; loads in
+ * flight do not publish what they read. */
 void drx_cache_clear(struct drx_cache *c);
 
 #endif

@@ -42,6 +42,31 @@ int drx_io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
     return 0;
 }
 
+static int range_lock(int fd, short type, uint64_t off, uint64_t len, int cmd)
+{
+    struct flock fl = {
+        .l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)off, .l_len = (off_t)len};
+
+    while (fcntl(fd, cmd, &fl) < 0) {
+        if (errno != EINTR)
+            return errno == EACCES ? -EAGAIN : -errno;
+    }
+    return 0;
+}
+
+int drx_io_lock(int fd, uint64_t off, uint64_t len, int wait)
+{
+    if (len == 0)
+        return 0;
+    return range_lock(fd, F_WRLCK, off, len, wait ? F_OFD_SETLKW : F_OFD_SETLK);
+}
+
+void drx_io_unlock(int fd, uint64_t off, uint64_t len)
+{
+    if (len)
+        range_lock(fd, F_UNLCK, off, len, F_OFD_SETLK);
+}
+
 int drx_io_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;

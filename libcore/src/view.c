@@ -222,14 +222,15 @@ struct engine {
     const struct drx_array_meta *m;
     const struct drx_view *v;
     int rank;
-    int perm[DRX_MAX_RANK];     /* dimensions, slowest to fastest in the view order */
+    int perm[DRX_MAX_RANK];         /* dimensions, slowest to fastest in the view order */
     uint64_t lstride[DRX_MAX_RANK]; /* linear stride of each dimension (by dimension) */
     uint64_t cstride[DRX_MAX_RANK]; /* element stride inside a chunk (by dimension) */
     struct box box[2 * DRX_MAX_RANK];
     int nbox;
     unsigned char *buf; /* the caller's elements, view order, native */
     bool writing;
-    unsigned char *scratch; /* one chunk */
+    unsigned char *scratch; /* chunk bytes, grown as needed up to DRX_SPAN_MAX */
+    size_t scratch_cap;
 };
 
 static void engine_init(struct engine *e, struct drx_array *a, const struct drx_view *v)
@@ -331,44 +332,60 @@ static uint64_t chunk_off(const struct engine *e, const uint64_t *K, const uint6
 static inline void copy_elem(unsigned char *dst, const unsigned char *src, size_t es)
 {
     switch (es) {
-    case 1: *dst = *src; break;
-    case 2: memcpy(dst, src, 2); break;
-    case 4: memcpy(dst, src, 4); break;
-    case 8: memcpy(dst, src, 8); break;
-    default: memcpy(dst, src, 16); break;
+    case 1:
+        *dst = *src;
+        break;
+    case 2:
+        memcpy(dst, src, 2);
+        break;
+    case 4:
+        memcpy(dst, src, 4);
+        break;
+    case 8:
+        memcpy(dst, src, 8);
+        break;
+    default:
+        memcpy(dst, src, 16);
+        break;
     }
 }
 
-/* Copies the part of box b inside chunk K (view ranges lo..hi) between the
- * chunk bytes at span (chunk element offset span0) and the caller's buffer. */
-static void copy_part(struct engine *e, const struct box *b, const uint64_t *K, const uint64_t *lo,
-                      const uint64_t *hi, unsigned char *span, uint64_t span0)
+static int scratch_ensure(struct engine *e, size_t bytes)
+{
+    if (bytes <= e->scratch_cap)
+        return 0;
+    unsigned char *p = realloc(e->scratch, bytes);
+    if (!p)
+        return -ENOMEM;
+    e->scratch = p;
+    e->scratch_cap = bytes;
+    return 0;
+}
+
+/* One row of a part: run elements along the view's fastest dimension, at
+ * element offset c0 of the chunk and `stride` elements apart there, and at
+ * u in the caller's buffer. */
+typedef int (*row_fn)(struct engine *e, uint64_t c0, unsigned char *u, uint64_t run,
+                      uint64_t stride, void *ctx);
+
+/* Calls fn for every row of the part of box b inside chunk K (view ranges
+ * lo..hi), stopping at the first non-zero return. */
+static int walk_rows(struct engine *e, const struct box *b, const uint64_t *K, const uint64_t *lo,
+                     const uint64_t *hi, row_fn fn, void *ctx)
 {
     const size_t es = e->v->elem_size;
     const int k = e->rank, f = e->perm[k - 1];
-    const uint64_t run = hi[f] - lo[f];
-    const size_t sstride = (size_t)(e->v->step[f] * e->cstride[f]) * es;
+    const uint64_t run = hi[f] - lo[f], stride = e->v->step[f] * e->cstride[f];
     uint64_t w[DRX_MAX_RANK];
 
     memcpy(w, lo, sizeof(uint64_t) * (size_t)k);
     for (;;) {
         uint64_t lin = b->first;
-        unsigned char *c = span + (chunk_off(e, K, w) - span0) * es, *u;
         for (int d = 0; d < k; d++)
             lin += (w[d] - b->lo[d]) * e->lstride[d];
-        u = e->buf + lin * es;
-        if (sstride == es) {
-            if (e->writing)
-                memcpy(c, u, run * es);
-            else
-                memcpy(u, c, run * es);
-        } else if (e->writing) {
-            for (uint64_t i = 0; i < run; i++, c += sstride, u += es)
-                copy_elem(c, u, es);
-        } else {
-            for (uint64_t i = 0; i < run; i++, c += sstride, u += es)
-                copy_elem(u, c, es);
-        }
+        int rc = fn(e, chunk_off(e, K, w), e->buf + lin * es, run, stride, ctx);
+        if (rc)
+            return rc;
         /* odometer over every dimension but the fastest, fastest-first */
         int i = k - 2;
         for (; i >= 0; i--) {
@@ -378,23 +395,103 @@ static void copy_part(struct engine *e, const struct box *b, const uint64_t *K, 
             w[d] = lo[d];
         }
         if (i < 0)
-            return;
+            return 0;
     }
+}
+
+/* Rows between the caller's buffer and chunk bytes held in memory. */
+struct in_span {
+    unsigned char *span;
+    uint64_t span0; /* chunk element offset of span[0] */
+};
+
+static int row_mem(struct engine *e, uint64_t c0, unsigned char *u, uint64_t run, uint64_t stride,
+                   void *ctx)
+{
+    const struct in_span *sp = ctx;
+    const size_t es = e->v->elem_size, sstride = (size_t)stride * es;
+    unsigned char *c = sp->span + (c0 - sp->span0) * es;
+
+    if (stride == 1) {
+        if (e->writing)
+            memcpy(c, u, run * es);
+        else
+            memcpy(u, c, run * es);
+    } else if (e->writing) {
+        for (uint64_t i = 0; i < run; i++, c += sstride, u += es)
+            copy_elem(c, u, es);
+    } else {
+        for (uint64_t i = 0; i < run; i++, c += sstride, u += es)
+            copy_elem(u, c, es);
+    }
+    return 0;
+}
+
+/* Writes whole bytes [off, off+len) of chunk q under their span lock. */
+static int write_locked(struct engine *e, uint64_t q, uint64_t off, uint64_t len,
+                        const unsigned char *buf)
+{
+    int rc = drx_array_span_lock(e->a, q, off, len);
+    if (rc)
+        return rc;
+    rc = drx_array_chunk_write(e->a, q, off, len, buf);
+    drx_array_span_unlock(e->a, q, off, len);
+    return rc;
+}
+
+/* Rows read or written straight from the file, for chunks whose span in a
+ * request is larger than DRX_SPAN_MAX: a contiguous row moves between the
+ * file and the caller's buffer directly, a strided one through scratch
+ * when its extent fits (merged under the lock when writing), else element
+ * by element. */
+static int row_io(struct engine *e, uint64_t c0, unsigned char *u, uint64_t run, uint64_t stride,
+                  void *ctx)
+{
+    const uint64_t q = *(const uint64_t *)ctx;
+    const size_t es = e->v->elem_size;
+    const uint64_t ext = ((run - 1) * stride + 1) * es, off = c0 * es;
+    int rc;
+
+    if (stride == 1)
+        return e->writing ? write_locked(e, q, off, ext, u)
+                          : drx_array_chunk_read(e->a, q, off, ext, u);
+    if (ext <= DRX_SPAN_MAX) {
+        struct in_span sp = {NULL, c0};
+        if ((rc = scratch_ensure(e, (size_t)ext)))
+            return rc;
+        sp.span = e->scratch;
+        if (e->writing && (rc = drx_array_span_lock(e->a, q, off, ext)))
+            return rc;
+        rc = drx_array_chunk_read(e->a, q, off, ext, e->scratch);
+        if (rc == 0)
+            row_mem(e, c0, u, run, stride, &sp);
+        if (e->writing) {
+            if (rc == 0)
+                rc = drx_array_chunk_write(e->a, q, off, ext, e->scratch);
+            drx_array_span_unlock(e->a, q, off, ext);
+        }
+        return rc;
+    }
+    for (uint64_t i = 0; i < run; i++, u += es) {
+        uint64_t o = off + i * stride * es;
+        rc = e->writing ? write_locked(e, q, o, es, u) : drx_array_chunk_read(e->a, q, o, es, u);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* Handles one chunk: every box's part in it, with one read (and one write)
  * of the chunk span they need. */
-static int do_chunk(struct engine *e, const uint64_t *K, const uint64_t *blo, const uint64_t *bhi)
+static int do_chunk(struct engine *e, const uint64_t *K)
 {
     uint64_t lo[2 * DRX_MAX_RANK][DRX_MAX_RANK], hi[2 * DRX_MAX_RANK][DRX_MAX_RANK];
     bool any[2 * DRX_MAX_RANK];
-    uint64_t span0 = UINT64_MAX, span1 = 0, elems = 0, q;
+    uint64_t span0 = UINT64_MAX, span1 = 0, elems = 0, q, off, len;
     const size_t es = e->v->elem_size;
     struct drx_chunk_ref ref;
-    int rc;
+    int rc = 0;
 
-    (void)blo;
-    (void)bhi;
     for (int j = 0; j < e->nbox; j++) {
         uint64_t n = 1, last[DRX_MAX_RANK], o0, o1;
         any[j] = true;
@@ -421,35 +518,45 @@ static int do_chunk(struct engine *e, const uint64_t *K, const uint64_t *blo, co
         return 0;
 
     q = drx_map_address(&e->m->map, K);
+    off = span0 * es;
+    len = (span1 - span0) * es;
+    if (len > DRX_SPAN_MAX) {
+        /* A giant chunk met sparsely: row by row, never the whole span. */
+        for (int j = 0; j < e->nbox && rc == 0; j++)
+            if (any[j])
+                rc = walk_rows(e, &e->box[j], K, lo[j], hi[j], row_io, &q);
+        return rc;
+    }
+    if (!drx_array_has_cache(e->a) || e->writing) {
+        if ((rc = scratch_ensure(e, (size_t)len)))
+            return rc;
+    }
     if (!e->writing) {
-        rc = drx_array_chunk_get(e->a, q, span0 * es, (span1 - span0) * es, e->scratch, &ref);
+        rc = drx_array_chunk_get(e->a, q, off, len, e->scratch, &ref);
         if (rc)
             return rc;
+        struct in_span sp = {(unsigned char *)ref.data, span0};
         for (int j = 0; j < e->nbox; j++)
             if (any[j])
-                copy_part(e, &e->box[j], K, lo[j], hi[j], (unsigned char *)ref.data, span0);
+                walk_rows(e, &e->box[j], K, lo[j], hi[j], row_mem, &sp);
         drx_array_chunk_put(e->a, &ref);
         return 0;
     }
-    /* Writing: merge with the stored bytes unless the parts cover the span.
-     * The chunk lock keeps two merging writers (say, two views splitting
-     * the fastest dimension) from writing back each other's old bytes, and
-     * keeps the file and the cache in step. */
-    drx_array_chunk_lock(e->a, q);
-    if (elems != span1 - span0) {
-        rc = drx_array_chunk_get(e->a, q, span0 * es, (span1 - span0) * es, e->scratch, &ref);
-        if (rc)
-            goto out;
-        if (ref.data != e->scratch)
-            memcpy(e->scratch, ref.data, (span1 - span0) * es);
-        drx_array_chunk_put(e->a, &ref);
+    /* Writing: under the span lock, merge with the stored bytes (read from
+     * the file, not the cache) unless the parts cover the span. */
+    rc = drx_array_span_lock(e->a, q, off, len);
+    if (rc)
+        return rc;
+    if (elems != span1 - span0)
+        rc = drx_array_chunk_read(e->a, q, off, len, e->scratch);
+    if (rc == 0) {
+        struct in_span sp = {e->scratch, span0};
+        for (int j = 0; j < e->nbox; j++)
+            if (any[j])
+                walk_rows(e, &e->box[j], K, lo[j], hi[j], row_mem, &sp);
+        rc = drx_array_chunk_write(e->a, q, off, len, e->scratch);
     }
-    for (int j = 0; j < e->nbox; j++)
-        if (any[j])
-            copy_part(e, &e->box[j], K, lo[j], hi[j], e->scratch, span0);
-    rc = drx_array_chunk_write(e->a, q, span0 * es, (span1 - span0) * es, e->scratch);
-out:
-    drx_array_chunk_unlock(e->a, q);
+    drx_array_span_unlock(e->a, q, off, len);
     return rc;
 }
 
@@ -475,7 +582,7 @@ static int engine_run(struct engine *e)
         K[d] = K0[d];
     }
     for (;;) {
-        rc = do_chunk(e, K, blo, bhi);
+        rc = do_chunk(e, K);
         if (rc)
             return rc;
         int d = k - 1;
@@ -489,7 +596,8 @@ static int engine_run(struct engine *e)
     }
 }
 
-/* Copies elements [L0, L0+n) (whole elements, native bytes in buf). */
+/* Copies elements [L0, L0+n) (whole elements, native bytes in buf; only
+ * read from when writing). */
 static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0, uint64_t n,
                       unsigned char *buf, bool writing)
 {
@@ -498,17 +606,15 @@ static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0
 
     if (n == 0)
         return 0;
+    if (!writing)
+        drx_array_cache_sync(a);
     engine_init(&e, a, v);
     e.buf = buf;
     e.writing = writing;
-    /* A read served by the chunk cache needs no scratch chunk: the daemon
-     * calls this once per FUSE request, so skip the allocation there. */
+    /* scratch is allocated as spans need it: a read served by the chunk
+     * cache needs none (the daemon calls this once per FUSE request) */
     e.scratch = NULL;
-    if (writing || !drx_array_has_cache(a)) {
-        e.scratch = malloc(e.m->chunk_bytes);
-        if (!e.scratch)
-            return -ENOMEM;
-    }
+    e.scratch_cap = 0;
     split_boxes(&e, L0, n);
     rc = engine_run(&e);
     free(e.scratch);
@@ -550,12 +656,46 @@ ssize_t drx_view_read(struct drx_array *a, const struct drx_view *v, uint64_t of
     return rc ? rc : (ssize_t)len;
 }
 
-ssize_t drx_view_write(struct drx_array *a, const struct drx_view *v, uint64_t off,
-                       const void *buf, size_t len)
+/* Stores n bytes of src at byte `at` of view element L, a part of it:
+ * read, patch and write back the element under its span lock, so a
+ * writer of the element's other bytes (a dd block edge in another
+ * process) keeps them. */
+static int patch_elem(struct drx_array *a, const struct drx_view *v, uint64_t L, size_t at,
+                      const unsigned char *src, size_t n)
+{
+    const struct drx_array_meta *m = drx_array_meta(a);
+    const size_t es = v->elem_size;
+    uint64_t idx[DRX_MAX_RANK], K[DRX_MAX_RANK], q, pos, inner;
+    unsigned char elem[16];
+    struct engine e;
+    int rc;
+
+    engine_init(&e, a, v);
+    for (int d = 0; d < v->rank; d++)
+        idx[d] = v->origin[d] + (L / e.lstride[d]) % v->count[d] * v->step[d];
+    drx_array_locate(m, idx, K, &q, &pos);
+    inner = pos - q * m->chunk_bytes;
+    rc = drx_array_span_lock(a, q, inner, es);
+    if (rc)
+        return rc;
+    rc = drx_array_chunk_read(a, q, inner, es, elem);
+    if (rc == 0) {
+        drx_type_convert(v->type, v->rep, elem, 1);
+        memcpy(elem + at, src, n);
+        drx_type_convert(v->type, v->rep, elem, 1);
+        rc = drx_array_chunk_write(a, q, inner, es, elem);
+    }
+    drx_array_span_unlock(a, q, inner, es);
+    return rc;
+}
+
+ssize_t drx_view_write(struct drx_array *a, const struct drx_view *v, uint64_t off, const void *buf,
+                       size_t len)
 {
     const size_t es = v->elem_size;
-    uint64_t total = drx_view_bytes(v), e0, e1;
-    unsigned char *tmp;
+    const unsigned char *src = buf;
+    uint64_t total = drx_view_bytes(v), pos;
+    size_t left, whole;
     int rc = 0;
 
     if (len == 0)
@@ -566,25 +706,36 @@ ssize_t drx_view_write(struct drx_array *a, const struct drx_view *v, uint64_t o
         len = (size_t)(total - off);
     if (len > SSIZE_MAX)
         len = SSIZE_MAX - SSIZE_MAX % es;
-    e0 = off / es;
-    e1 = (off + len + es - 1) / es;
-    /* A private copy: the caller's buffer is const, and it may need a byte
-     * swap and a merge of partial elements at either end. */
-    tmp = malloc((e1 - e0) * es);
-    if (!tmp)
-        return -ENOMEM;
-    if (off % es)
-        rc = copy_elems(a, v, e0, 1, tmp, false);
-    if (rc == 0 && (off + len) % es && (e1 - 1 > e0 || off % es == 0))
-        rc = copy_elems(a, v, e1 - 1, 1, tmp + (e1 - 1 - e0) * es, false);
-    if (rc == 0) {
-        /* partial ends were read native; bring them to the caller's rep */
-        drx_type_convert(v->type, v->rep, tmp, e1 - e0);
-        memcpy(tmp + off % es, buf, len);
-        drx_type_convert(v->type, v->rep, tmp, e1 - e0);
-        rc = copy_elems(a, v, e0, e1 - e0, tmp, true);
+    pos = off;
+    left = len;
+    if (pos % es) {
+        size_t n = es - pos % es < left ? es - pos % es : left;
+        rc = patch_elem(a, v, pos / es, pos % es, src, n);
+        pos += n;
+        src += n;
+        left -= n;
     }
-    free(tmp);
+    whole = left - left % es;
+    if (rc == 0 && whole) {
+        /* The engine only reads the caller's elements; a copy is needed
+         * only to change their byte order. */
+        unsigned char *elems = (unsigned char *)(uintptr_t)src, *tmp = NULL;
+        if (drx_type_rep_swaps(v->type, v->rep)) {
+            tmp = malloc(whole);
+            if (!tmp)
+                return -ENOMEM;
+            memcpy(tmp, src, whole);
+            drx_type_convert(v->type, v->rep, tmp, whole / es);
+            elems = tmp;
+        }
+        rc = copy_elems(a, v, pos / es, whole / es, elems, true);
+        free(tmp);
+        pos += whole;
+        src += whole;
+        left -= whole;
+    }
+    if (rc == 0 && left)
+        rc = patch_elem(a, v, pos / es, 0, src, left);
     return rc ? rc : (ssize_t)len;
 }
 

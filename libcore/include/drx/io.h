@@ -14,6 +14,15 @@ int drx_io_pread_all(int fd, void *buf, size_t len, uint64_t off);
 /* Writes exactly len bytes at off.  0 or -errno (-ENOSPC on a full disk). */
 int drx_io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 
+/* Byte-range write locks on [off, off+len) of fd, honoured by every
+ * process that takes them (open file description locks: the daemon, drx
+ * put and drx-load each lock the span of a chunk they read-modify-write,
+ * so none writes back another's old bytes).  Threads sharing one
+ * descriptor share its locks: they need a lock of their own beside it.
+ * wait=false fails with -EAGAIN instead of blocking.  0 or -errno. */
+int drx_io_lock(int fd, uint64_t off, uint64_t len, int wait);
+void drx_io_unlock(int fd, uint64_t off, uint64_t len);
+
 /* write(2) until all of buf is out.  0 or -errno. */
 int drx_io_write_all(int fd, const void *buf, size_t len);
 
