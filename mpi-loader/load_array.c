@@ -150,8 +150,14 @@ static void log_file_hints(const struct load_ctx *c, MPI_File fh, const char *pa
 
 int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh, const char *what)
 {
+    return load_open_file_info(c, path, amode, c->info, fh, what);
+}
+
+int load_open_file_info(struct load_ctx *c, const char *path, int amode, MPI_Info info,
+                        MPI_File *fh, const char *what)
+{
     struct drx_err err = {{0}};
-    int mrc = MPI_File_open(MPI_COMM_WORLD, path, amode, c->info, fh);
+    int mrc = MPI_File_open(MPI_COMM_WORLD, path, amode, info, fh);
     int rc = 0;
     if (mrc != MPI_SUCCESS) {
         *fh = MPI_FILE_NULL;
@@ -294,6 +300,68 @@ out:
 
 /* --- import --- */
 
+/* Every writer of an array locks the .xta bytes it read-modify-writes
+ * (libcore's span locks: the daemon and drx put), so an import locks its
+ * round's chunks from reading the partly covered ones until every rank has
+ * written them.  A rank holding its locks waits in collectives for ranks
+ * still waiting for theirs, so locks are only tried: when any rank misses
+ * one, every rank lets go of all and tries again a little later.  Two
+ * imports into the same chunks then take turns instead of deadlocking,
+ * and the daemon's and drx put's short locks are simply waited out. */
+#define LOCK_GIVE_UP_S 120
+
+static void unlock_round(int fd, const uint64_t *q, size_t n, uint64_t cb)
+{
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && q[j] == q[j - 1] + 1; j++)
+            ;
+        drx_io_unlock(fd, q[i] * cb, (j - i) * cb);
+    }
+}
+
+static int try_lock_round(int fd, const uint64_t *q, size_t n, uint64_t cb)
+{
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && q[j] == q[j - 1] + 1; j++)
+            ;
+        int rc = drx_io_lock(fd, q[i] * cb, (j - i) * cb, 0);
+        if (rc) {
+            unlock_round(fd, q, i, cb);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static int lock_round(struct load_ctx *c, int fd, const uint64_t *q, size_t n, uint64_t cb,
+                      struct drx_err *err)
+{
+    double start = MPI_Wtime();
+    unsigned pause_us = 1000 + 997u * (unsigned)c->rank % 4000;
+
+    for (;;) {
+        int rc = try_lock_round(fd, q, n, cb), all;
+        /* -EAGAIN: somebody holds one; anything else is an error */
+        int mine = rc == 0 ? 1 : rc == -EAGAIN ? 0 : rc;
+        MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (all == 1)
+            return 0;
+        if (rc == 0)
+            unlock_round(fd, q, n, cb);
+        if (all < 0)
+            return mine < 0 ? drx_err_set(err, -mine, "locking chunks: %s", strerror(-mine))
+                            : drx_err_set(err, EIO, "another rank could not lock its chunks");
+        if (MPI_Wtime() - start > LOCK_GIVE_UP_S)
+            return drx_err_set(err, EDEADLK,
+                               "the view's chunks stayed locked by another writer for %d s; "
+                               "nothing of this round written",
+                               LOCK_GIVE_UP_S);
+        usleep(pause_us);
+        if (pause_us < 50000)
+            pause_us *= 2;
+    }
+}
+
 /* Disk space for every chunk of this rank's share before the import's first
  * byte, through a descriptor of our own (the array handle is read-only
  * here), so that a full disk fails the import with the array unchanged
@@ -347,11 +415,12 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
     struct load_progress pr;
     struct drx_reserve res = {.fd = -1};
     MPI_File rf = MPI_FILE_NULL, xf = MPI_FILE_NULL;
+    MPI_Info xinfo = MPI_INFO_NULL;
     MPI_Datatype ft = MPI_BYTE;
     char path[PATH_MAX], raw[PATH_MAX], xta[PATH_MAX + 8];
     unsigned char *packed = NULL;
     uint64_t size = 0;
-    int rc, status = 1, rawfd = -1;
+    int rc, status = 1, rawfd = -1, lockfd = -1;
 
     if (argc < 3) {
         if (c->rank == 0)
@@ -367,8 +436,10 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
     if (rc == 0)
         rc = load_check_input(raw, &size, &err);
     if (rc == -ENOENT && drx_stripe_exists(raw))
-        rc = drx_err_set(&err, EINVAL, "%s: is a striped file; import reads plain files "
-                         "(drx-load copy it out first)", argv[2]);
+        rc = drx_err_set(&err, EINVAL,
+                         "%s: is a striped file; import reads plain files "
+                         "(drx-load copy it out first)",
+                         argv[2]);
     if (rc == 0 && size != drx_view_bytes(&v))
         rc = drx_err_set(&err, EINVAL, "%s: %llu bytes, but the view holds %llu", argv[2],
                          (unsigned long long)size, (unsigned long long)drx_view_bytes(&v));
@@ -378,7 +449,15 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
         goto out;
     rawfd = open(raw, O_RDONLY | O_CLOEXEC); /* for read-ahead advice only */
     snprintf(xta, sizeof(xta), "%s.xta", path);
-    if (load_open_file(c, xta, MPI_MODE_RDWR, &xf, "opening") < 0)
+    /* Data sieving locks with classic POSIX locks, which would wait forever
+     * for this process's own chunk locks: never on the .xta. */
+    MPI_Info_dup(c->info, &xinfo);
+    MPI_Info_set(xinfo, "romio_ds_write", "disable");
+    if (load_open_file_info(c, xta, MPI_MODE_RDWR, xinfo, &xf, "opening") < 0)
+        goto out;
+    lockfd = open(xta, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    rc = lockfd >= 0 ? 0 : drx_err_set(&err, errno, "%s: %s", xta, strerror(errno));
+    if (load_agree(c, rc, &err, "import") < 0)
         goto out;
     if (load_share_init(c, m, &v, &s) < 0)
         goto out;
@@ -448,6 +527,9 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
                 load_fill(s.chunk_buf + i * m->chunk_bytes, m->chunk_bytes, m->fill, m->elem_size);
         if (load_agree(c, rc, &err, "import") < 0)
             goto out;
+        rc = lock_round(c, lockfd, q, n, m->chunk_bytes, &err);
+        if (load_agree(c, rc, &err, "import") < 0)
+            goto out;
         rc = read_chunks(&p, xf, s.chunk_buf, p.covered, false, NULL, &err);
         if (load_agree(c, rc, &err, "import") < 0)
             goto out;
@@ -466,7 +548,11 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
                 rc = load_mpi_err(&err, mrc, "writing %s", xta);
         }
         load_type_free(&ft);
-        if (load_agree(c, rc, &err, "import") < 0)
+        /* every rank has written (collective buffering included) once all
+         * agree: only then may others merge with these chunks */
+        rc = load_agree(c, rc, &err, "import");
+        unlock_round(lockfd, q, n, m->chunk_bytes);
+        if (rc < 0)
             goto out;
         load_progress_add(c, &pr, bytes);
         /* the plan made ahead becomes the next round's */
@@ -485,6 +571,10 @@ out:
     load_type_free(&ft);
     load_close_file(&rf);
     load_close_file(&xf);
+    if (xinfo != MPI_INFO_NULL)
+        MPI_Info_free(&xinfo);
+    if (lockfd >= 0)
+        close(lockfd); /* lets go of any chunk lock still held */
     if (rawfd >= 0)
         close(rawfd);
     load_plan_fini(&ahead);

@@ -98,6 +98,9 @@ void load_share_fini(struct load_share *s);
 /* Collective MPI_File_open with the hints; agrees on failure (message
  * "WHAT PATH: reason").  Errors of later calls are returned, not fatal. */
 int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh, const char *what);
+/* The same with hints of the caller's own. */
+int load_open_file_info(struct load_ctx *c, const char *path, int amode, MPI_Info info,
+                        MPI_File *fh, const char *what);
 void load_close_file(MPI_File *fh); /* collective; MPI_FILE_NULL is a no-op */
 /* posix_fadvise(WILLNEED) of chunks q[0..n-1] (ascending) of an .xta open
  * as fd (-1: nothing), adjacent chunks as one range. */
