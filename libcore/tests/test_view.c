@@ -1,10 +1,12 @@
 /* Views against a naive reference: a dense in-memory copy of the array,
  * walked element by element in the view's order. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "drx/array.h"
@@ -51,8 +53,8 @@ static unsigned char *ref_view(const struct ref *r, const struct drx_view *v)
 }
 
 /* Writes bytes into the reference as a view write would. */
-static void ref_write(struct ref *r, const struct drx_view *v, uint64_t off, const unsigned char *buf,
-                      size_t len)
+static void ref_write(struct ref *r, const struct drx_view *v, uint64_t off,
+                      const unsigned char *buf, size_t len)
 {
     unsigned char *cur = ref_view(r, v);
     uint64_t w[DRX_MAX_RANK] = {0};
@@ -119,11 +121,14 @@ static void random_spec(const struct ref *r, struct drx_view_spec *s)
         long long b = (long long)r->bounds[d];
         switch (rnd(4)) {
         case 0:
-            snprintf(word, sizeof word, "dim%d=%lld", d, (long long)rnd((uint64_t)b) - (rnd(2) ? b : 0));
+            snprintf(word, sizeof word, "dim%d=%lld", d,
+                     (long long)rnd((uint64_t)b) - (rnd(2) ? b : 0));
             break;
         case 1:
-            snprintf(word, sizeof word, "dim%d=%lld:%lld:%llu", d, (long long)rnd((uint64_t)b + 2) - 1,
-                     (long long)rnd((uint64_t)b + 3) - (long long)rnd(3), (unsigned long long)(1 + rnd(4)));
+            snprintf(word, sizeof word, "dim%d=%lld:%lld:%llu", d,
+                     (long long)rnd((uint64_t)b + 2) - 1,
+                     (long long)rnd((uint64_t)b + 3) - (long long)rnd(3),
+                     (unsigned long long)(1 + rnd(4)));
             break;
         case 2:
             snprintf(word, sizeof word, "dim%d=%s%lld:", d, rnd(2) ? "-" : "",
@@ -216,9 +221,11 @@ static int run_array(int trial, enum drx_type type)
                 fprintf(stderr, "trial %d step %d type %s rank %d order %d rep %d:", trial, step,
                         drx_type_name(type), v.rank, v.order, v.rep);
                 for (int d = 0; d < v.rank; d++)
-                    fprintf(stderr, " [b%llu c%llu o%llu s%llu n%llu]", (unsigned long long)r.bounds[d],
-                            (unsigned long long)drx_array_meta(a)->chunk[d], (unsigned long long)v.origin[d],
-                            (unsigned long long)v.step[d], (unsigned long long)v.count[d]);
+                    fprintf(stderr, " [b%llu c%llu o%llu s%llu n%llu]",
+                            (unsigned long long)r.bounds[d],
+                            (unsigned long long)drx_array_meta(a)->chunk[d],
+                            (unsigned long long)v.origin[d], (unsigned long long)v.step[d],
+                            (unsigned long long)v.count[d]);
                 fprintf(stderr, "\n");
             }
             bad++;
@@ -226,9 +233,11 @@ static int run_array(int trial, enum drx_type type)
         if (total) {
             /* asks for up to 5 bytes past the end: the read is cut there */
             uint64_t off = rnd(total), len = 1 + rnd(total - off);
-            uint64_t ask = len + 5 > total - off ? len + 5 : len, exp = ask < total - off ? ask : total - off;
+            uint64_t ask = len + 5 > total - off ? len + 5 : len,
+                     exp = ask < total - off ? ask : total - off;
             unsigned char *part = malloc(ask);
-            if (drx_view_read(a, &v, off, part, ask) != (ssize_t)exp || memcmp(want + off, part, exp))
+            if (drx_view_read(a, &v, off, part, ask) != (ssize_t)exp ||
+                memcmp(want + off, part, exp))
                 bad++;
             free(part);
         }
@@ -270,17 +279,29 @@ static void parse_errors(void)
 {
     struct drx_view_spec s;
     struct drx_err err;
-    const char *badw[] = {"dim0", "dim0=1:2:0", "dim0=1:2:-1", "dim0=a", "dim0=1:2:3:4",
-                          "order=X", "rep=big", "=3", "dim01=1", "dim99=1", "dim0=9999999999999999999999",
-                          "bad key=1", "order", "dim0=1::0"};
+    const char *badw[] = {"dim0",
+                          "dim0=1:2:0",
+                          "dim0=1:2:-1",
+                          "dim0=a",
+                          "dim0=1:2:3:4",
+                          "order=X",
+                          "rep=big",
+                          "=3",
+                          "dim01=1",
+                          "dim99=1",
+                          "dim0=9999999999999999999999",
+                          "bad key=1",
+                          "order",
+                          "dim0=1::0"};
     for (size_t i = 0; i < sizeof badw / sizeof badw[0]; i++) {
         drx_view_spec_init(&s);
         err.msg[0] = 0;
         int rc = drx_view_spec_add(&s, badw[i], &err);
         tap_ok(rc == -EINVAL || rc == -E2BIG, "bad word '%s' is refused: %s", badw[i], err.msg);
     }
-    const char *goodw[] = {"dim0=1", "dim0=-1", "dim0=:", "dim0=::", "dim0=1:", "dim0=:3",
-                           "dim0=-5:-1:2", "time=3", "order=F", "rep=external32", "dim0=+2"};
+    const char *goodw[] = {
+        "dim0=1",       "dim0=-1", "dim0=:",  "dim0=::",        "dim0=1:", "dim0=:3",
+        "dim0=-5:-1:2", "time=3",  "order=F", "rep=external32", "dim0=+2"};
     for (size_t i = 0; i < sizeof goodw / sizeof goodw[0]; i++) {
         drx_view_spec_init(&s);
         tap_ok(drx_view_spec_add(&s, goodw[i], &err) == 0, "word '%s' parses", goodw[i]);
@@ -289,8 +310,8 @@ static void parse_errors(void)
 
 static void resolve_rules(void)
 {
-    struct drx_array_spec spec = {.type = DRX_F32, .rank = 2, .shape = {10, 4}, .chunk = {3, 3},
-                                  .dim_name = {"time", "x"}};
+    struct drx_array_spec spec = {
+        .type = DRX_F32, .rank = 2, .shape = {10, 4}, .chunk = {3, 3}, .dim_name = {"time", "x"}};
     struct drx_array *a;
     struct drx_view_spec s;
     struct drx_view v;
@@ -307,35 +328,42 @@ static void resolve_rules(void)
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "time=-1", NULL);
     drx_view_resolve(&s, drx_array_meta(a), &v, &err);
-    tap_ok(v.origin[0] == 9 && v.count[0] == 1 && v.rank == 2, "time=-1 is the last row, rank kept");
+    tap_ok(v.origin[0] == 9 && v.count[0] == 1 && v.rank == 2,
+           "time=-1 is the last row, rank kept");
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "dim0=10", NULL);
     tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT,
            "single index out of range is ENOENT: %s", err.msg);
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "dim0=-11", NULL);
-    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT, "index -11 of 10 is ENOENT");
+    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT,
+           "index -11 of 10 is ENOENT");
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "dim0=-100:100", NULL);
     drx_view_resolve(&s, drx_array_meta(a), &v, &err);
     tap_ok(v.origin[0] == 0 && v.count[0] == 10, "slices clamp as in Python");
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "dim2=1", NULL);
-    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT, "dim2 of rank 2: %s", err.msg);
+    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT, "dim2 of rank 2: %s",
+           err.msg);
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "lat=1", NULL);
-    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT, "unknown name: %s", err.msg);
+    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT, "unknown name: %s",
+           err.msg);
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "dim1=1:", NULL);
     drx_view_resolve(&s, drx_array_meta(a), &v, &err);
     drx_array_extend(a, 1, 5, &err);
     drx_view_resolve(&s, drx_array_meta(a), &v, &err);
-    tap_ok(v.count[1] == 8, "an open-ended view grows with the array (%llu)", (unsigned long long)v.count[1]);
+    tap_ok(v.count[1] == 8, "an open-ended view grows with the array (%llu)",
+           (unsigned long long)v.count[1]);
     drx_view_whole(drx_array_meta(a), &v);
     {
         float buf[4] = {1, 2, 3, 4};
-        tap_ok(drx_view_write(a, &v, drx_view_bytes(&v), buf, 4) == -EFBIG, "write past the end is EFBIG");
-        tap_ok(drx_view_write(a, &v, drx_view_bytes(&v) - 2, buf, 4) == 2, "write across the end is cut short");
+        tap_ok(drx_view_write(a, &v, drx_view_bytes(&v), buf, 4) == -EFBIG,
+               "write past the end is EFBIG");
+        tap_ok(drx_view_write(a, &v, drx_view_bytes(&v) - 2, buf, 4) == 2,
+               "write across the end is cut short");
         tap_ok(drx_view_read(a, &v, drx_view_bytes(&v), buf, 4) == 0, "read at the end gives 0");
     }
     drx_array_close(a);
@@ -438,11 +466,95 @@ static void concurrent_writes(void)
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     pthread_barrier_destroy(&bar);
-    tap_ok(lost == 0, "two writers splitting the fastest dimension of one chunk: %d of %d rounds "
-                      "lost an update", lost, rounds);
+    tap_ok(lost == 0,
+           "two writers splitting the fastest dimension of one chunk: %d of %d rounds "
+           "lost an update",
+           lost, rounds);
     /* the reader checks the left half only; it was written in that round */
     tap_ok(rd.stale == 0, "after a write completes, reads through the cache see it (%d stale)",
            rd.stale);
+    drx_array_close(a);
+}
+
+/* Another process (drx put, drx-load, a second daemon) holds a lock on
+ * bytes of a chunk, as every writer does while it merges: a write through a
+ * view that merges with those bytes waits for it, then keeps what that
+ * process wrote there; a read never waits. */
+struct lock_writer {
+    struct drx_array *a;
+    const struct drx_view *v;
+    int done;
+};
+
+static void *lock_writer_main(void *arg)
+{
+    struct lock_writer *w = arg;
+    unsigned char ones[8];
+    memset(ones, 1, sizeof ones);
+    drx_view_write(w->a, w->v, 0, ones, sizeof ones);
+    __atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void lock_across_processes(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 2, .shape = {8, 64}, .chunk = {8, 64}};
+    struct drx_array *a;
+    struct drx_view_spec s;
+    struct drx_view col, whole;
+    struct drx_err err;
+    unsigned char got[512];
+    char path[256], xta[300], c = 0;
+    int ready[2], go[2], status = -1, kept = 1;
+    bool read_ok, waited;
+    pthread_t t;
+
+    snprintf(path, sizeof path, "%s/locked", dir);
+    snprintf(xta, sizeof xta, "%s.xta", path);
+    drx_array_create(path, &spec, &a, &err);
+    drx_view_spec_init(&s);
+    drx_view_spec_add(&s, "dim1=0", NULL);
+    drx_view_resolve(&s, drx_array_meta(a), &col, &err);
+    drx_view_whole(drx_array_meta(a), &whole);
+    if (pipe(ready) || pipe(go))
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* the other writer: locks row 5's bytes, says so, waits for the
+         * go, writes row 5 and only then lets go (at exit) */
+        unsigned char row[64];
+        int fd = open(xta, O_RDWR);
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 5 * 64, .l_len = 64};
+        memset(row, 0x55, sizeof row);
+        if (fd < 0 || fcntl(fd, F_OFD_SETLKW, &fl) || write(ready[1], &c, 1) != 1 ||
+            read(go[0], &c, 1) != 1 || pwrite(fd, row, 64, 5 * 64) != 64)
+            _exit(1);
+        _exit(0);
+    }
+    if (read(ready[0], &c, 1) != 1)
+        return;
+    read_ok = drx_view_read(a, &col, 0, got, 8) == 8;
+    /* column 0 spans row 5 in the chunk: its write merges with row 5 */
+    struct lock_writer w = {a, &col, 0};
+    pthread_create(&t, NULL, lock_writer_main, &w);
+    usleep(200 * 1000);
+    waited = !__atomic_load_n(&w.done, __ATOMIC_SEQ_CST);
+    if (write(go[1], &c, 1) != 1)
+        return;
+    waitpid(pid, &status, 0);
+    pthread_join(t, NULL);
+    drx_view_read(a, &whole, 0, got, sizeof got);
+    for (int y = 0; y < 8; y++)
+        for (int x = 0; x < 64; x++)
+            if (got[y * 64 + x] != (x == 0 ? 1 : y == 5 ? 0x55 : 0))
+                kept = 0;
+    tap_ok(read_ok, "a read does not wait for another process's chunk lock");
+    tap_ok(waited && status == 0, "a merging write waits for another process's lock on its span");
+    tap_ok(kept, "... and then keeps the bytes that process wrote under it");
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
     drx_array_close(a);
 }
 
@@ -455,11 +567,14 @@ int main(void)
     parse_errors();
     resolve_rules();
     concurrent_writes();
+    lock_across_processes();
     for (int t = 0; t < DRX_NTYPES; t++)
         for (int i = 0; i < 10; i++, trials++)
             bad += run_array(trials, (enum drx_type)t);
-    tap_ok(bad == 0, "%d random arrays x 40 random views/writes/extensions match the naive "
-                     "reference (%d mismatches)", trials, bad);
+    tap_ok(bad == 0,
+           "%d random arrays x 40 random views/writes/extensions match the naive "
+           "reference (%d mismatches)",
+           trials, bad);
     {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
