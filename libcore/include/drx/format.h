@@ -1,0 +1,35 @@
+/* Byte formats of a view's files beyond raw `data`: the netCDF classic
+ * header of `data.nc` (SPEC section 4).
+ *
+ * A format is a header followed by the view's elements in the format's
+ * representation and a few bytes of padding; the header is computed from
+ * the metadata alone, so a file's size is known without reading a chunk.
+ */
+#ifndef DRX_FORMAT_H
+#define DRX_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drx/array.h"
+#include "drx/view.h"
+
+/* netCDF classic, one variable.  Its name is `name` with every character
+ * outside netCDF's rules ([A-Za-z0-9_.@+-], not starting with a digit or
+ * one of ".@+-") replaced by '_'; dimensions are the array's names (dimK
+ * when unnamed), reversed for order=F; attributes _FillValue and the view's
+ * drx_origin and drx_step in array coordinates (in the variable's dimension
+ * order).  CDF-2 (64-bit offset) when the type is i8, i16, i32, f32 or f64
+ * and every extent fits in 31 bits, CDF-5 otherwise.  The data that
+ * follows the header is the view's elements in order v->order, big-endian
+ * (rep=external32), then pad bytes (zeros) to a multiple of 4.
+ *
+ * Writes the header to buf when buf is not NULL (buf holds *len bytes from
+ * an earlier call with buf NULL) and sets *len to its size either way; with
+ * buf NULL nothing is formatted.  *pad is the padding after the data.
+ * -ENOTSUP for complex types, -ENOENT for an empty view (netCDF reads an
+ * extent of 0 as the record dimension). */
+int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
+                  unsigned char *buf, size_t *len, uint64_t *pad);
+
+#endif

@@ -1,0 +1,175 @@
+/* The netCDF classic header of a view (see drx/format.h).  One writer does
+ * both jobs: with no buffer it only counts, so the size is known without
+ * formatting anything. */
+#include "drx/format.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NC_DIMENSION 0x0A
+#define NC_VARIABLE 0x0B
+#define NC_ATTRIBUTE 0x0C
+
+/* netCDF external types of drx's element types; 0: none (complex). */
+static const uint32_t nc_type_of[DRX_NTYPES] = {
+    [DRX_I8] = 1,  [DRX_I16] = 3, [DRX_I32] = 4,  [DRX_I64] = 10,
+    [DRX_U8] = 7,  [DRX_U16] = 8, [DRX_U32] = 9,  [DRX_U64] = 11,
+    [DRX_F32] = 5, [DRX_F64] = 6, [DRX_C64] = 0,  [DRX_C128] = 0,
+};
+#define NC_INT 4
+#define NC_INT64 10
+
+/* Longest name written: an array's base name is a file name. */
+#define NC_NAME_MAX 255
+
+struct out {
+    unsigned char *p; /* NULL: count only */
+    size_t pos;
+    bool cdf5; /* NON_NEG is 8 bytes, else 4 */
+};
+
+static void put(struct out *o, const void *b, size_t n)
+{
+    if (o->p)
+        memcpy(o->p + o->pos, b, n);
+    o->pos += n;
+}
+
+static void put_be(struct out *o, uint64_t v, int bytes)
+{
+    unsigned char b[8];
+    for (int i = 0; i < bytes; i++)
+        b[i] = (unsigned char)(v >> (8 * (bytes - 1 - i)));
+    put(o, b, (size_t)bytes);
+}
+
+static void pad4(struct out *o)
+{
+    static const unsigned char zero[4];
+    put(o, zero, (4 - o->pos % 4) % 4);
+}
+
+static void put_nonneg(struct out *o, uint64_t v)
+{
+    put_be(o, v, o->cdf5 ? 8 : 4);
+}
+
+static void put_name(struct out *o, const char *name)
+{
+    size_t n = strlen(name);
+    put_nonneg(o, n);
+    put(o, name, n);
+    pad4(o);
+}
+
+/* Integer attribute NAME: n values of type NC_INT or NC_INT64. */
+static void put_attr_ints(struct out *o, const char *name, uint32_t type, const uint64_t *v, int n)
+{
+    put_name(o, name);
+    put_be(o, type, 4);
+    put_nonneg(o, (uint64_t)n);
+    for (int i = 0; i < n; i++)
+        put_be(o, v[i], type == NC_INT ? 4 : 8);
+}
+
+/* The variable's name: the array's base name under netCDF's rules. */
+static void var_name(const char *name, char *out)
+{
+    const char *base = strrchr(name, '/');
+    size_t n = 0;
+
+    base = base ? base + 1 : name;
+    for (; *base && n < NC_NAME_MAX; base++, n++) {
+        unsigned char c = (unsigned char)*base;
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+                  (n > 0 && ((c >= '0' && c <= '9') || c == '.' || c == '@' || c == '+' ||
+                             c == '-'));
+        out[n] = ok ? (char)c : '_';
+    }
+    if (n == 0)
+        out[n++] = '_';
+    out[n] = '\0';
+}
+
+int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
+                  unsigned char *buf, size_t *len, uint64_t *pad)
+{
+    const uint32_t type = nc_type_of[v->type];
+    const int k = v->rank;
+    struct out o = {buf, 0, false};
+    uint64_t origin[DRX_MAX_RANK], step[DRX_MAX_RANK], bytes = v->nelem * v->elem_size;
+    int dims[DRX_MAX_RANK];
+    bool small = true;
+    char vname[NC_NAME_MAX + 1];
+    unsigned char fill[DRX_MAX_ELEM];
+
+    if (type == 0)
+        return -ENOTSUP;
+    if (v->nelem == 0)
+        return -ENOENT;
+    /* the variable's dimensions, slowest first: the view's order */
+    for (int i = 0; i < k; i++) {
+        int d = v->order == DRX_ORDER_C ? i : k - 1 - i;
+        dims[i] = d;
+        origin[i] = v->origin[d];
+        step[i] = v->step[d];
+        if (v->count[d] > INT32_MAX || origin[i] > INT32_MAX || step[i] > INT32_MAX)
+            small = false;
+    }
+    o.cdf5 = !small || !(type == 1 || type == 3 || type == 4 || type == 5 || type == 6);
+
+    put(&o, o.cdf5 ? "CDF\x05" : "CDF\x02", 4);
+    put_nonneg(&o, 0); /* numrecs: no record dimension */
+    put_be(&o, NC_DIMENSION, 4);
+    put_nonneg(&o, (uint64_t)k);
+    for (int i = 0; i < k; i++) {
+        char dn[DRX_MAX_DIM_NAME + 8];
+        if (m->dim_name[dims[i]][0])
+            snprintf(dn, sizeof dn, "%s", m->dim_name[dims[i]]);
+        else
+            snprintf(dn, sizeof dn, "dim%d", dims[i]);
+        put_name(&o, dn);
+        put_nonneg(&o, v->count[dims[i]]);
+    }
+    put_be(&o, 0, 4); /* no global attributes: ABSENT */
+    put_nonneg(&o, 0);
+
+    put_be(&o, NC_VARIABLE, 4);
+    put_nonneg(&o, 1);
+    var_name(name, vname);
+    put_name(&o, vname);
+    put_nonneg(&o, (uint64_t)k);
+    for (int i = 0; i < k; i++)
+        put_nonneg(&o, (uint64_t)i);
+    put_be(&o, NC_ATTRIBUTE, 4);
+    put_nonneg(&o, 3);
+    /* _FillValue: the fill in the variable's type, big-endian */
+    memcpy(fill, m->fill, v->elem_size);
+    drx_type_convert(v->type, DRX_REP_EXTERNAL32, fill, 1);
+    put_name(&o, "_FillValue");
+    put_be(&o, type, 4);
+    put_nonneg(&o, 1);
+    put(&o, fill, v->elem_size);
+    pad4(&o);
+    {
+        uint32_t itype = o.cdf5 ? NC_INT64 : NC_INT;
+        put_attr_ints(&o, "drx_origin", itype, origin, k);
+        put_attr_ints(&o, "drx_step", itype, step, k);
+    }
+    put_be(&o, type, 4);
+    /* vsize: the data padded to 4 bytes; in CDF-2 a size past 32 bits is
+     * written as 2^32 - 1, which the format allows for the last variable */
+    {
+        uint64_t vsize = (bytes + 3) / 4 * 4;
+        if (!o.cdf5 && vsize > UINT32_MAX)
+            vsize = UINT32_MAX;
+        put_nonneg(&o, vsize);
+    }
+    /* begin: the header's own size, an 8-byte offset in CDF-2 and CDF-5 */
+    put_be(&o, (uint64_t)o.pos + 8, 8);
+    *len = o.pos;
+    *pad = (4 - bytes % 4) % 4;
+    return 0;
+}

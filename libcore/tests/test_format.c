@@ -1,0 +1,143 @@
+/* The netCDF header of data.nc against ncgen's: for the same dimensions,
+ * variable and attributes, the header bytes must be the same, for CDF-2 and
+ * CDF-5, C and F order, sliced views. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drx/array.h"
+#include "drx/format.h"
+#include "drx/view.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/drx-test-format-XXXXXX";
+
+/* ncgen's header for CDL text, or NULL when ncgen is missing. */
+static unsigned char *ncgen_header(const char *cdl, const char *kind, size_t want, size_t *got)
+{
+    char cdlpath[256], ncpath[256], cmd[700];
+    unsigned char *buf = malloc(want);
+    FILE *f;
+
+    snprintf(cdlpath, sizeof cdlpath, "%s/t.cdl", dir);
+    snprintf(ncpath, sizeof ncpath, "%s/t.nc", dir);
+    f = fopen(cdlpath, "w");
+    fputs(cdl, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "ncgen -k %s -o %s %s 2>&1", kind, ncpath, cdlpath);
+    if (!buf || system(cmd) != 0 || !(f = fopen(ncpath, "rb"))) {
+        free(buf);
+        return NULL;
+    }
+    *got = fread(buf, 1, want, f);
+    fclose(f);
+    return buf;
+}
+
+static void check(const char *name, const char *type, int rank, const char *shape,
+                  const char *words, const char *cdl, const char *kind)
+{
+    struct drx_array_spec spec = {.rank = rank};
+    struct drx_array *a;
+    struct drx_view_spec s;
+    struct drx_view v;
+    struct drx_err err;
+    char path[256], w[128];
+    size_t len = 0, len2 = 0, got = 0;
+    uint64_t pad = 9;
+    unsigned char *hdr, *ref;
+    int64_t dims[DRX_MAX_RANK];
+
+    drx_type_parse(type, &spec.type, &err);
+    sscanf(shape, "%ld %ld %ld", (long *)&dims[0], (long *)&dims[1], (long *)&dims[2]);
+    for (int i = 0; i < rank; i++) {
+        spec.shape[i] = (uint64_t)dims[i];
+        spec.chunk[i] = 2;
+    }
+    spec.dim_name[0] = "time";
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (drx_array_create(path, &spec, &a, &err)) {
+        tap_ok(0, "%s: create: %s", name, err.msg);
+        return;
+    }
+    drx_view_spec_init(&s);
+    snprintf(w, sizeof w, "%s", words);
+    for (char *t = strtok(w, " "); t; t = strtok(NULL, " "))
+        drx_view_spec_add(&s, t, &err);
+    drx_view_resolve(&s, drx_array_meta(a), &v, &err);
+    v.rep = DRX_REP_EXTERNAL32;
+    drx_nc_header(drx_array_meta(a), &v, path, NULL, &len, &pad);
+    hdr = malloc(len);
+    drx_nc_header(drx_array_meta(a), &v, path, hdr, &len2, &pad);
+    tap_ok(len == len2, "%s: the size without formatting is the formatted size (%zu)", name, len);
+    ref = ncgen_header(cdl, kind, len + v.nelem * v.elem_size + 64, &got);
+    if (!ref) {
+        printf("ok %d - # SKIP ncgen not found\n", ++tap_n);
+    } else {
+        tap_ok(got >= len && memcmp(hdr, ref, len) == 0,
+               "%s: the header is ncgen's byte for byte (%s, %zu bytes)", name, kind, len);
+        tap_ok(pad == (4 - v.nelem * v.elem_size % 4) % 4 && got == len + v.nelem * v.elem_size + pad,
+               "%s: the data and its padding follow (file %zu bytes)", name, got);
+    }
+    free(ref);
+    free(hdr);
+    drx_array_close(a);
+}
+
+int main(void)
+{
+    struct drx_array_spec spec = {.type = DRX_C64, .rank = 1, .shape = {4}, .chunk = {2}};
+    struct drx_array *a;
+    struct drx_view v;
+    struct drx_err err;
+    size_t len;
+    uint64_t pad;
+    char path[256];
+
+    if (!mkdtemp(dir))
+        return 1;
+    check("temp", "f64", 3, "4 3 5", "",
+          "netcdf t { dimensions: time = 4 ; dim1 = 3 ; dim2 = 5 ;\n"
+          "variables: double temp(time, dim1, dim2) ; temp:_FillValue = 0. ;\n"
+          "temp:drx_origin = 0, 0, 0 ; temp:drx_step = 1, 1, 1 ; }\n",
+          "64-bit-offset");
+    check("b", "i8", 2, "3 7", "dim1=1::3 order=F",
+          "netcdf t { dimensions: dim1 = 2 ; time = 3 ;\n"
+          "variables: byte b(dim1, time) ; b:_FillValue = 0b ;\n"
+          "b:drx_origin = 1, 0 ; b:drx_step = 3, 1 ; }\n",
+          "64-bit-offset");
+    check("u", "u16", 2, "3 3", "dim0=1:",
+          "netcdf t { dimensions: time = 2 ; dim1 = 3 ;\n"
+          "variables: ushort u(time, dim1) ; u:_FillValue = 0US ;\n"
+          "u:drx_origin = 1LL, 0LL ; u:drx_step = 1LL, 1LL ; }\n",
+          "cdf5");
+    check("3dx", "u32", 1, "5", "",
+          "netcdf t { dimensions: time = 5 ;\n"
+          "variables: uint _dx(time) ; _dx:_FillValue = 0U ;\n"
+          "_dx:drx_origin = 0LL ; _dx:drx_step = 1LL ; }\n",
+          "cdf5");
+
+    snprintf(path, sizeof path, "%s/cx", dir);
+    drx_array_create(path, &spec, &a, &err);
+    drx_view_whole(drx_array_meta(a), &v);
+    tap_ok(drx_nc_header(drx_array_meta(a), &v, path, NULL, &len, &pad) == -ENOTSUP,
+           "complex elements have no netCDF header");
+    drx_array_close(a);
+    spec.type = DRX_F32;
+    snprintf(path, sizeof path, "%s/empty", dir);
+    drx_array_create(path, &spec, &a, &err);
+    drx_view_whole(drx_array_meta(a), &v);
+    v.count[0] = 0;
+    v.nelem = 0;
+    tap_ok(drx_nc_header(drx_array_meta(a), &v, path, NULL, &len, &pad) == -ENOENT,
+           "an empty view has no netCDF header (an extent of 0 would mean a record dimension)");
+    drx_array_close(a);
+    {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd) != 0)
+            return 1;
+    }
+    return tap_done();
+}
