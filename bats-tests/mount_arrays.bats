@@ -60,6 +60,9 @@ same() {
     [ -d "$M/temp" ]
     [ -d "$M/sub/ints" ]
     run ls "$M/temp"
+    assert_output "$(printf 'data\ndata.nc\ndata.npy\ninfo')"
+    # complex elements have no netCDF type: no data.nc
+    run ls "$M/cplx"
     assert_output "$(printf 'data\ndata.npy\ninfo')"
     # views resolve without being listed
     [ -d "$M/temp/dim0=1:3" ]

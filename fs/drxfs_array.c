@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "drx/format.h"
 #include "drxfs_i.h"
 #include "drxfs_prefetch.h"
 
@@ -461,6 +462,36 @@ static int resolve_view(struct drxfs_arr *e, const struct drxfs_node *n, struct 
     return 0;
 }
 
+/* The netCDF header of view v of e's array (n names it), or only its size
+ * when buf is NULL.  -ENOENT where the view has no data.nc. */
+static int nc_header(struct drxfs_arr *e, const struct drxfs_node *n, const struct drx_view *v,
+                     unsigned char *buf, size_t *len, uint64_t *pad)
+{
+    int rc = drx_nc_header(drx_array_meta(e->a), v, n->rel, buf, len, pad);
+    if (rc < 0 && drx_log_enabled(DRX_LOG_DEBUG))
+        drx_log(DRX_LOG_DEBUG, "%s: no data.nc: %s", n->rel,
+                rc == -ENOTSUP ? "complex elements have no netCDF type" : "the view is empty");
+    return rc < 0 ? -ENOENT : 0;
+}
+
+bool drxfs_array_has_nc(const struct drxfs_node *n)
+{
+    struct drxfs_arr *e;
+    struct drx_view v;
+    size_t len;
+    uint64_t pad;
+    bool has = false;
+
+    if (drxfs_arr_get(n, &e) < 0)
+        return false;
+    pthread_rwlock_rdlock(&e->lock);
+    if (resolve_view(e, n, &v) == 0)
+        has = drx_nc_header(drx_array_meta(e->a), &v, n->rel, NULL, &len, &pad) == 0;
+    pthread_rwlock_unlock(&e->lock);
+    drxfs_arr_put(e);
+    return has;
+}
+
 /* Directory permissions of an array: its .xmd's, with x wherever r is. */
 static mode_t dir_mode(mode_t m)
 {
@@ -490,9 +521,16 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
         st->st_blocks = 0;
         break;
     case DRXFS_ADATA:
-    case DRXFS_ANPY: {
+    case DRXFS_ANPY:
+    case DRXFS_ANC: {
         uint64_t size = drx_view_bytes(&v);
-        if (n->kind == DRXFS_ANPY) {
+        if (n->kind == DRXFS_ANC) {
+            size_t hlen;
+            uint64_t pad;
+            if ((rc = nc_header(e, n, &v, NULL, &hlen, &pad)) < 0)
+                goto out;
+            size += hlen + pad;
+        } else if (n->kind == DRXFS_ANPY) {
             size_t hlen;
             char *h = drxfs_npy_header(&v, &hlen);
             if (!h) {
@@ -510,7 +548,7 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
             st->st_mtim = xta.st_mtim;
             st->st_ctim = xta.st_ctim;
         }
-        st->st_mode = S_IFREG | (st->st_mode & 07666);
+        st->st_mode = S_IFREG | (st->st_mode & (n->kind == DRXFS_ANC ? 0444 : 07666));
         st->st_size = (off_t)size;
         st->st_blocks = (blkcnt_t)((size + 511) / 512);
         st->st_blksize = DRXFS_DATA_BLKSIZE;
@@ -551,9 +589,13 @@ int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
     st->st_nlink = 1;
     if (fh->kind == DRXFS_ANPY)
         size += fh->text_len;
+    else if (fh->kind == DRXFS_ANC)
+        size += fh->text_len + fh->pad;
     else if (fh->kind == DRXFS_AINFO)
         size = fh->text_len;
-    st->st_mode = S_IFREG | (xta.st_mode & (fh->kind == DRXFS_AINFO ? 0444 : 07666));
+    st->st_mode = S_IFREG | (xta.st_mode & (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC
+                                                 ? 0444
+                                                 : 07666));
     if (fh->arr->rdonly || drxfs.ro)
         st->st_mode &= ~(mode_t)0222;
     st->st_size = (off_t)size;
@@ -587,7 +629,7 @@ static void fh_free(struct drxfs_fh *fh)
  * the view words, which are the path components before the file name. */
 static int prefetch_prepare(struct drxfs_fh *fh, const char *path, const struct drxfs_node *n)
 {
-    if (!drxfs.prefetch || (n->kind != DRXFS_ADATA && n->kind != DRXFS_ANPY) ||
+    if (!drxfs.prefetch || (n->kind != DRXFS_ADATA && n->kind != DRXFS_ANPY && n->kind != DRXFS_ANC) ||
         drx_view_bytes(&fh->view) < drxfs_prefetch_min_bytes(drxfs.prefetch))
         return 0;
     size_t plen = strlen(drxfs.store_path) + strlen(n->rel) + 2;
@@ -619,7 +661,7 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
         return -EISDIR;
     if (wr && drxfs.ro)
         return -EROFS;
-    if (wr && n->kind == DRXFS_AINFO)
+    if (wr && (n->kind == DRXFS_AINFO || n->kind == DRXFS_ANC))
         return -EACCES;
     if ((rc = drxfs_arr_get(n, &e)) < 0)
         return rc;
@@ -636,14 +678,21 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
     fh->nwords = n->spec.nwords;
     pthread_rwlock_rdlock(&e->lock);
     rc = resolve_view(e, n, &fh->view);
-    if (rc == 0 && n->kind == DRXFS_ANPY)
+    if (rc == 0 && n->kind == DRXFS_ANPY) {
         fh->text = drxfs_npy_header(&fh->view, &fh->text_len);
-    else if (rc == 0 && n->kind == DRXFS_AINFO)
+    } else if (rc == 0 && n->kind == DRXFS_AINFO) {
         fh->text = drx_array_info_json(drx_array_meta(e->a), &fh->view);
+    } else if (rc == 0 && n->kind == DRXFS_ANC) {
+        /* netCDF data is big-endian whatever rep the path asked for */
+        fh->view.rep = DRX_REP_EXTERNAL32;
+        rc = nc_header(e, n, &fh->view, NULL, &fh->text_len, &fh->pad);
+        if (rc == 0 && (fh->text = malloc(fh->text_len)))
+            nc_header(e, n, &fh->view, (unsigned char *)fh->text, &fh->text_len, &fh->pad);
+    }
     pthread_rwlock_unlock(&e->lock);
     if (rc < 0)
         goto out;
-    if ((n->kind == DRXFS_ANPY || n->kind == DRXFS_AINFO) && !fh->text) {
+    if ((n->kind == DRXFS_ANPY || n->kind == DRXFS_AINFO || n->kind == DRXFS_ANC) && !fh->text) {
         rc = -EIO;
         goto out;
     }
@@ -659,6 +708,7 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
         fi->direct_io = drxfs.data_direct_io;
         break;
     case DRXFS_ANPY:
+    case DRXFS_ANC:
         fi->direct_io = drxfs.npy_direct_io;
         break;
     default:
@@ -793,7 +843,7 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
         drxfs_prefetch_request(drxfs.prefetch, fh->prefetch_path,
                                (const char *const *)fh->words, fh->nwords);
     }
-    if (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANPY) {
+    if (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANPY || fh->kind == DRXFS_ANC) {
         if (uoff < fh->text_len) {
             size_t n = fh->text_len - (size_t)uoff;
             if (n > size)
@@ -813,7 +863,19 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
                 size - done, uoff, strerror((int)-n));
         return done ? (int)done : (int)n;
     }
-    return (int)(done + (size_t)n);
+    done += (size_t)n;
+    if (fh->kind == DRXFS_ANC && done < size) {
+        /* the zeros that pad netCDF data to a multiple of 4 bytes */
+        uint64_t bytes = drx_view_bytes(&fh->view), at = uoff + (uint64_t)n;
+        if (at >= bytes && at < bytes + fh->pad) {
+            size_t z = (size_t)(bytes + fh->pad - at);
+            if (z > size - done)
+                z = size - done;
+            memset(buf + done, 0, z);
+            done += z;
+        }
+    }
+    return (int)done;
 }
 
 int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
@@ -823,7 +885,7 @@ int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t o
 
     if (off < 0)
         return -EINVAL;
-    if (fh->kind == DRXFS_AINFO)
+    if (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC)
         return -EACCES;
     if (fh->kind == DRXFS_ANPY) {
         /* The header follows from the view: bytes equal to it are accepted
@@ -865,12 +927,13 @@ int drxfs_array_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t 
 
     if (drxfs.ro)
         return -EROFS;
+    if ((n && (n->kind == DRXFS_AINFO || n->kind == DRXFS_ANC)) ||
+        (fh && (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC)))
+        return -EACCES;
     if (size == 0)
-        return (n && n->kind == DRXFS_AINFO) ? -EACCES : 0;
+        return 0;
     if (fh) {
         uint64_t cur = drx_view_bytes(&fh->view) + (fh->kind == DRXFS_ANPY ? fh->text_len : 0);
-        if (fh->kind == DRXFS_AINFO)
-            return -EACCES;
         return (uint64_t)size == cur ? 0 : (uint64_t)size > cur ? -EFBIG : -EPERM;
     }
     if ((rc = drxfs_array_getattr(n, &st)) < 0)

@@ -69,6 +69,7 @@ enum drxfs_kind {
     DRXFS_ADATA,   /* .../data */
     DRXFS_ANPY,    /* .../data.npy */
     DRXFS_AINFO,   /* .../info */
+    DRXFS_ANC,     /* .../data.nc */
     DRXFS_STRIPED, /* NAME.nafs */
 };
 
@@ -86,7 +87,8 @@ struct drxfs_node {
 
 static inline bool drxfs_is_array_kind(enum drxfs_kind k)
 {
-    return k == DRXFS_ARRAY || k == DRXFS_ADATA || k == DRXFS_ANPY || k == DRXFS_AINFO;
+    return k == DRXFS_ARRAY || k == DRXFS_ADATA || k == DRXFS_ANPY || k == DRXFS_AINFO ||
+           k == DRXFS_ANC;
 }
 
 /* drxfs_node.c */
@@ -162,8 +164,9 @@ struct drxfs_fh {
     char *prefetch_path;     /* store path of the array, when prefetch applies */
     char **words;            /* its view words, for drx-load */
     struct drx_view view;    /* resolved at open */
-    char *text;              /* .npy header or info JSON */
+    char *text;              /* .npy or netCDF header, or info JSON */
     size_t text_len;
+    uint64_t pad;            /* zeros after the data (DRXFS_ANC) */
     struct drxfs_sfile *sf;  /* DRXFS_STRIPED */
 };
 
@@ -198,6 +201,8 @@ int drxfs_array_fsync(struct drxfs_fh *fh, int datasync);
 void drxfs_array_release(struct drxfs_fh *fh);
 /* Stops the helper thread of split reads (at unmount). */
 void drxfs_array_split_stop(void);
+/* True when the array or view n has a data.nc (not complex, not empty). */
+bool drxfs_array_has_nc(const struct drxfs_node *n);
 /* The .npy v1.0 header of a view, byte for byte as NumPy writes it;
  * malloc'ed, length in *len. */
 char *drxfs_npy_header(const struct drx_view *v, size_t *len);

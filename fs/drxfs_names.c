@@ -331,6 +331,7 @@ out:
 struct drxfs_dirh {
     DIR *dp;      /* NULL for an array or view */
     bool at_root; /* listing the store root */
+    bool nc;      /* the array or view has a data.nc */
 };
 
 int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
@@ -366,6 +367,8 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
             goto out;
         }
         dh->at_root = strcmp(n->rel, ".") == 0;
+    } else {
+        dh->nc = drxfs_array_has_nc(n);
     }
     fi->fh = (uint64_t)(uintptr_t)dh;
 out:
@@ -416,6 +419,8 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
         st.st_mode = S_IFREG;
         fill(buf, "data", &st, 0, 0);
         fill(buf, "data.npy", &st, 0, 0);
+        if (dh->nc)
+            fill(buf, "data.nc", &st, 0, 0);
         fill(buf, "info", &st, 0, 0);
         return 0;
     }

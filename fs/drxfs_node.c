@@ -171,6 +171,8 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
                 n->kind = DRXFS_ANPY;
             } else if (strcmp(name, "info") == 0) {
                 n->kind = DRXFS_AINFO;
+            } else if (strcmp(name, "data.nc") == 0) {
+                n->kind = DRXFS_ANC;
             } else if (!strchr(name, '=')) {
                 drx_log(DRX_LOG_DEBUG, "%s: %s: not a view (KEY=VALUE) nor a file of a view",
                         n->rel, name);

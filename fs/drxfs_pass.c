@@ -219,7 +219,7 @@ int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_
             (rc = drxfs_rel_suffix(xta, n->rel, DRXFS_XTA)) < 0)
             break;
         rc = utimensat(drxfs.root_fd,
-                       (n->kind == DRXFS_ADATA || n->kind == DRXFS_ANPY) ? xta : xmd, tv, 0);
+                       (n->kind == DRXFS_ADATA || n->kind == DRXFS_ANPY || n->kind == DRXFS_ANC) ? xta : xmd, tv, 0);
         rc = rc < 0 ? -errno : 0;
         break;
     }

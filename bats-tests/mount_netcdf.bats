@@ -1,0 +1,166 @@
+#!/usr/bin/env bats
+# data.nc at the mount point: a netCDF classic file of every array and view,
+# read by ncdump, netCDF4-python and xarray in place.
+
+load test_helper
+
+setup_file() {
+    export S="$BATS_FILE_TMPDIR/store" M="$BATS_FILE_TMPDIR/mnt"
+    mkdir -p "$S"
+    "$DRX" create "$S/temp" --type f64 --shape 6x5x7 --chunk 4x2x3 --dims time,lat,lon --fill -999
+    "$PY" -c "import numpy as np; np.arange(210, dtype='<f8').tofile('$BATS_FILE_TMPDIR/temp.raw')"
+    "$DRX" put "$S/temp" <"$BATS_FILE_TMPDIR/temp.raw"
+    mount_store "$S" "$M"
+}
+
+teardown_file() {
+    unmount_store "$M"
+}
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+# same_as_get ARRAY VIEW...: data.nc of the view holds drx get's elements,
+# with its dimensions (reversed for order=F) and the view's origin/step
+same_as_get() {
+    local arr=$1
+    shift
+    local rel
+    rel=$(printf '/%s' "$@")
+    "$PY" - "$M/$arr$rel/data.nc" "$DRX" "$S/$arr" "$@" <<'PY'
+import json, subprocess, sys
+import numpy as np
+import netCDF4
+path, drx, arr, words = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+info = json.loads(subprocess.run([drx, "info", arr, "--json"], capture_output=True,
+                                 check=True).stdout)
+view = json.loads(open(path[:-len("data.nc")] + "info").read())
+raw = subprocess.run([drx, "get", arr] + words,
+                     capture_output=True, check=True).stdout
+order = view["order"]
+# drx get gives the view's elements in its order; the variable lists the
+# dimensions reversed for order=F, so it holds the transpose
+want = np.frombuffer(raw, np.dtype(view["npy_descr"])).reshape(view["shape"], order=order)
+if order == "F":
+    want = want.T
+d = netCDF4.Dataset(path)
+d.set_auto_mask(False)
+name = list(d.variables)[0]
+v = d.variables[name]
+got = v[:]
+assert got.dtype.kind == want.dtype.kind and got.dtype.itemsize == want.dtype.itemsize, \
+    (got.dtype, want.dtype)
+assert got.shape == want.shape, (got.shape, want.shape)
+assert (got == want).all(), "values differ"
+dims = [n or f"dim{i}" for i, n in enumerate(info.get("dims", [""] * len(view["shape"])))]
+if order == "F":
+    dims = dims[::-1]
+assert list(v.dimensions) == dims, (v.dimensions, dims)
+origin, step = view["origin"], view["step"]
+if order == "F":
+    origin, step = origin[::-1], step[::-1]
+assert list(v.getncattr("drx_origin")) == origin, (v.getncattr("drx_origin"), origin)
+assert list(v.getncattr("drx_step")) == step
+PY
+}
+
+@test "ncdump reads an array's data.nc: dimensions, variable, _FillValue, values" {
+    run ncdump -h "$M/temp/data.nc"
+    assert_success
+    assert_line --partial "time = 6 ;"
+    assert_line --partial "lon = 7 ;"
+    assert_line --partial "double temp(time, lat, lon) ;"
+    assert_line --partial "temp:_FillValue = -999. ;"
+    assert_line --partial "temp:drx_origin = 0, 0, 0 ;"
+    run ncdump -k "$M/temp/data.nc"
+    assert_output "64-bit offset"
+    # the values, as ncdump prints them, are drx get's
+    ncdump -v temp "$M/temp/dim0=2/dim1=1:3/data.nc" | sed -n '/temp =/,/;/p' | tr -d ' ,;\n' >got
+    "$PY" -c "
+import numpy as np
+a = np.arange(210, dtype='<f8').reshape(6, 5, 7)[2:3, 1:3]
+print('temp=' + ''.join('%g' % x for x in a.ravel()), end='')" >want
+    cmp got want
+}
+
+@test "data.nc of views: slices, steps, nested views, order=F, rep=external32" {
+    same_as_get temp
+    same_as_get temp dim0=1:5
+    same_as_get temp lat=::2 lon=-3:
+    same_as_get temp dim0=1:5 dim0=1:3 dim2=6
+    same_as_get temp order=F
+    same_as_get temp dim1=0:4:3 order=F rep=external32
+}
+
+@test "every non-complex type: CDF-2 for netCDF classic types, CDF-5 for the others" {
+    for t in i8 i16 i32 f32 f64 u8 u16 u32 i64 u64; do
+        "$DRX" create "$S/t_$t" --type "$t" --shape 3x5 --chunk 2x2 --fill 7
+        "$PY" -c "
+import numpy as np
+t = {'i8': 'i1', 'i16': '<i2', 'i32': '<i4', 'i64': '<i8', 'u8': 'u1', 'u16': '<u2', 'u32': '<u4',
+     'u64': '<u8', 'f32': '<f4', 'f64': '<f8'}['$t']
+np.arange(10).astype(t).tofile('raw')"
+        "$DRX" put "$S/t_$t" dim0=0:2 <raw
+        same_as_get "t_$t"
+        run ncdump -k "$M/t_$t/data.nc"
+        case $t in
+        i8 | i16 | i32 | f32 | f64) assert_output "64-bit offset" ;;
+        *) assert_output "cdf5" ;;
+        esac
+        # st_size is exact: what a reader gets
+        [ "$(stat -c %s "$M/t_$t/data.nc")" -eq "$(cat "$M/t_$t/data.nc" | wc -c)" ]
+    done
+}
+
+@test "xarray opens data.nc lazily, masks the fill, and sees an extension at the next open" {
+    "$DRX" create "$S/grow" --type f32 --shape 4x3 --chunk 2x2 --dims time,x --fill -1
+    "$PY" -c "import numpy as np; np.arange(12, dtype='<f4').tofile('raw')"
+    "$DRX" put "$S/grow" <raw
+    "$PY" - "$M/grow/data.nc" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+ds = xr.open_dataset(sys.argv[1])
+assert ds.grow.dims == ("time", "x"), ds.grow.dims
+assert float(ds.grow.sum()) == 66.0
+assert ds.grow.isel(time=slice(1, 3)).values.tolist() == [[3, 4, 5], [6, 7, 8]]
+ds.close()
+PY
+    "$DRX" extend "$S/grow" time 2
+    "$PY" - "$M/grow/data.nc" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+ds = xr.open_dataset(sys.argv[1])
+assert ds.grow.shape == (6, 3), ds.grow.shape
+# the new rows hold the fill, which CF readers see as missing
+assert np.isnan(ds.grow.values[4:]).all()
+assert float(ds.grow.sum()) == 66.0
+PY
+}
+
+@test "data.nc is read-only and absent for complex arrays and empty views" {
+    run sh -c "echo x >>'$M/temp/data.nc'"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run truncate -s 0 "$M/temp/data.nc"
+    assert_failure
+    "$DRX" create "$S/cx" --type c64 --shape 4 --chunk 2
+    run ls "$M/cx"
+    assert_success
+    refute_line "data.nc"
+    run stat "$M/cx/data.nc"
+    assert_failure
+    run stat "$M/temp/dim0=3:3/data.nc"
+    assert_failure
+    run ls "$M/temp"
+    assert_line "data.nc"
+}
+
+@test "the variable is named after the array, under netCDF's name rules" {
+    "$DRX" create "$S/9-lives" --type i16 --shape 3 --chunk 3
+    run ncdump -h "$M/9-lives/data.nc"
+    assert_success
+    assert_line --partial "short _-lives(dim0) ;"
+}
