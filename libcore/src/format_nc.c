@@ -14,9 +14,8 @@
 
 /* netCDF external types of drx's element types; 0: none (complex). */
 static const uint32_t nc_type_of[DRX_NTYPES] = {
-    [DRX_I8] = 1,  [DRX_I16] = 3, [DRX_I32] = 4,  [DRX_I64] = 10,
-    [DRX_U8] = 7,  [DRX_U16] = 8, [DRX_U32] = 9,  [DRX_U64] = 11,
-    [DRX_F32] = 5, [DRX_F64] = 6, [DRX_C64] = 0,  [DRX_C128] = 0,
+    [DRX_I8] = 1,  [DRX_I16] = 3,  [DRX_I32] = 4, [DRX_I64] = 10, [DRX_U8] = 7,  [DRX_U16] = 8,
+    [DRX_U32] = 9, [DRX_U64] = 11, [DRX_F32] = 5, [DRX_F64] = 6,  [DRX_C64] = 0, [DRX_C128] = 0,
 };
 #define NC_INT 4
 #define NC_INT64 10
@@ -83,9 +82,9 @@ static void var_name(const char *name, char *out)
     base = base ? base + 1 : name;
     for (; *base && n < NC_NAME_MAX; base++, n++) {
         unsigned char c = (unsigned char)*base;
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-                  (n > 0 && ((c >= '0' && c <= '9') || c == '.' || c == '@' || c == '+' ||
-                             c == '-'));
+        bool ok =
+            (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+            (n > 0 && ((c >= '0' && c <= '9') || c == '.' || c == '@' || c == '+' || c == '-'));
         out[n] = ok ? (char)c : '_';
     }
     if (n == 0)

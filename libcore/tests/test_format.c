@@ -77,7 +77,8 @@ static void check(const char *name, const char *type, int rank, const char *shap
     } else {
         tap_ok(got >= len && memcmp(hdr, ref, len) == 0,
                "%s: the header is ncgen's byte for byte (%s, %zu bytes)", name, kind, len);
-        tap_ok(pad == (4 - v.nelem * v.elem_size % 4) % 4 && got == len + v.nelem * v.elem_size + pad,
+        tap_ok(pad == (4 - v.nelem * v.elem_size % 4) % 4 &&
+                   got == len + v.nelem * v.elem_size + pad,
                "%s: the data and its padding follow (file %zu bytes)", name, got);
     }
     free(ref);
