@@ -79,3 +79,28 @@ unmount_store() {
         rm -f "$mnt.pid"
     fi
 }
+
+# MPI processes of a suite run in its scratch directories; anything of
+# ours still alive at the end is found by its working directory and killed
+# by pid (never by name: other suites and users may run MPI too).
+our_mpi() {
+    local p cwd
+    for p in $(pgrep -x 'drx-load|hydra_pmi_proxy|mpiexec|mpiexec.hydra' 2>/dev/null); do
+        cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
+        case "$cwd" in
+        "$BATS_FILE_TMPDIR"* | "$BATS_RUN_TMPDIR"*) echo "$p" ;;
+        esac
+    done
+}
+# Kills them and waits (up to 10 s) until they are gone: their descriptors,
+# and the store lock a copy holds, are released only then.
+kill_our_mpi() {
+    local p i
+    for p in $(our_mpi); do
+        kill -9 "$p" 2>/dev/null || true
+    done
+    for ((i = 0; i < 200; i++)); do
+        [ -z "$(our_mpi)" ] && return 0
+        sleep 0.05
+    done
+}

@@ -7,22 +7,11 @@
 
 load test_helper
 
-our_mpi() {
-    local p cwd
-    for p in $(pgrep -x 'drx-load|hydra_pmi_proxy|mpiexec|mpiexec.hydra' 2>/dev/null); do
-        cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
-        case "$cwd" in
-        "$BATS_FILE_TMPDIR"* | "$BATS_RUN_TMPDIR"*) echo "$p" ;;
-        esac
-    done
-}
-
+# drx-load ranks (by working directory) and background writers of a
+# failed test
 kill_ours() {
+    kill_our_mpi
     local p
-    for p in $(our_mpi); do
-        kill -9 "$p" 2>/dev/null || true
-    done
-    # background writers of a failed test
     for p in $(jobs -p); do
         kill -9 "$p" 2>/dev/null || true
     done
