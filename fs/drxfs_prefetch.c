@@ -185,17 +185,6 @@ static void collect(struct drxfs_prefetch *p)
     }
 }
 
-int drxfs_prefetch_running(struct drxfs_prefetch *p)
-{
-    int n = 0;
-    pthread_mutex_lock(&p->lock);
-    collect(p);
-    for (struct job *j = p->jobs; j; j = j->next)
-        n++;
-    pthread_mutex_unlock(&p->lock);
-    return n;
-}
-
 /* Spawns the launcher for j; 0 or an errno. */
 static int spawn(struct drxfs_prefetch *p, struct job *j, const char *const *words, int nwords)
 {

@@ -48,9 +48,6 @@ void drxfs_prefetch_request(struct drxfs_prefetch *p, const char *array_store_pa
 /* The min_bytes given at create. */
 uint64_t drxfs_prefetch_min_bytes(const struct drxfs_prefetch *p);
 
-/* Number of prefetches running now (for tests and the debug log). */
-int drxfs_prefetch_running(struct drxfs_prefetch *p);
-
 /* Stops every running prefetch (SIGTERM to its process group, SIGKILL
  * after 5 s), reaps them and frees p.  NULL is a no-op. */
 void drxfs_prefetch_destroy(struct drxfs_prefetch *p);

@@ -32,11 +32,6 @@ void drx_log_set_level(enum drx_log_level level)
     atomic_store(&log_level, (int)level);
 }
 
-enum drx_log_level drx_log_get_level(void)
-{
-    return (enum drx_log_level)atomic_load(&log_level);
-}
-
 bool drx_log_enabled(enum drx_log_level level)
 {
     return (int)level <= atomic_load(&log_level);

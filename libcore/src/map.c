@@ -214,23 +214,6 @@ void drx_map_index(const struct drx_map *m, uint64_t q, uint64_t *idx)
     }
 }
 
-int drx_map_compare(const struct drx_map *a, const struct drx_map *b)
-{
-    if (a->rank != b->rank || a->nchunks != b->nchunks || a->last_dim != b->last_dim)
-        return 1;
-    for (int j = 0; j < a->rank; j++) {
-        if (a->bound[j] != b->bound[j] || a->vec[j].n != b->vec[j].n)
-            return 1;
-        for (size_t i = 0; i < a->vec[j].n; i++) {
-            const struct drx_axial_rec *x = &a->vec[j].rec[i], *y = &b->vec[j].rec[i];
-            if (x->start != y->start || x->addr != y->addr ||
-                memcmp(x->coef, y->coef, sizeof(uint64_t) * (size_t)a->rank))
-                return 1;
-        }
-    }
-    return 0;
-}
-
 size_t drx_map_records(const struct drx_map *m)
 {
     size_t n = 0;

@@ -35,7 +35,6 @@ void drx_log_set_sink(drx_log_sink_fn fn, void *arg);
 /* Messages less severe than level are dropped before formatting.  The
  * default level is DRX_LOG_INFO. */
 void drx_log_set_level(enum drx_log_level level);
-enum drx_log_level drx_log_get_level(void);
 
 /* True when a message of this level would reach a sink (to skip costly
  * formatting of debug messages). */

@@ -61,9 +61,6 @@ uint64_t drx_map_address(const struct drx_map *m, const uint64_t *idx);
 /* F*^-1: chunk address (< nchunks) -> chunk index. */
 void drx_map_index(const struct drx_map *m, uint64_t q, uint64_t *idx);
 
-/* Deep comparison (bounds, counts and every record): 0 when equal. */
-int drx_map_compare(const struct drx_map *a, const struct drx_map *b);
-
 /* Total records over all vectors, placeholders included. */
 size_t drx_map_records(const struct drx_map *m);
 

@@ -1,2 +1,0 @@
-#include "tap.h"
-int main(void) { tap_ok(1, "placeholder"); return tap_done(); }
