@@ -252,8 +252,9 @@ x.xta"
     bad "no such array" "$DRX" info nope
     bad "bad view word: 'dim0=1:2:0': the step must be positive" "$DRX" get t dim0=1:2:0
     bad "bad view word: 'a=x'" "$DRX" get t a=x
-    bad "bad view: no dimension named 'c'" "$DRX" get t c=1
-    bad "bad view: index 4 out of range for dimension 0" "$DRX" get t dim0=4
+    bad "bad view: c=1: no dimension named 'c' (names: a, b)" "$DRX" get t c=1
+    bad "bad view: dim0=4: index 4 outside 0..3" "$DRX" get t dim0=4
+    bad "bad view: dim0=2: index 2 outside 0..1" "$DRX" get t dim0=1:3 dim0=2
     bad "bad view word: 'wat' is not a KEY=VALUE" "$DRX" get t wat
     bad "'c' is not a dimension" "$DRX" extend t c 1
     bad "COUNT '0' is not a number > 0" "$DRX" extend t 0 0

@@ -91,6 +91,8 @@ static inline bool drxfs_is_array_kind(enum drxfs_kind k)
 
 /* drxfs_node.c */
 int drxfs_resolve(const char *path, struct drxfs_node *n);
+/* Logs why a view name does not exist: info level, at most 10 a minute. */
+void drxfs_log_no_view(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* drxfs_resolve() into a node on the heap (a node is large: it holds a
  * view spec).  NULL with *rc = -errno on failure; free() the result. */
 struct drxfs_node *drxfs_node_get(const char *path, int *rc);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +162,62 @@ static int64_t clamp_index(int64_t i, int64_t n)
     return i > n ? n : i;
 }
 
+/* The word as the user wrote it, near enough to point at it in a message
+ * (parsing dropped the text: "+5" comes back as "5"). */
+static void word_format(const struct drx_view_word *w, char *buf, size_t len)
+{
+    int n = w->dim >= 0 ? snprintf(buf, len, "dim%d=", w->dim) : snprintf(buf, len, "%s=", w->name);
+    size_t used = n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+
+    if (w->single) {
+        snprintf(buf + used, len - used, "%" PRId64, w->start);
+        return;
+    }
+    if (w->has_start)
+        used += (size_t)snprintf(buf + used, len - used, "%" PRId64, w->start);
+    if (used < len)
+        used += (size_t)snprintf(buf + used, len - used, ":");
+    if (w->has_stop && used < len)
+        used += (size_t)snprintf(buf + used, len - used, "%" PRId64, w->stop);
+    if (w->step != 1 && used < len)
+        snprintf(buf + used, len - used, ":%" PRId64, w->step);
+}
+
+/* Why a dimension word does not resolve, naming the word, the dimension
+ * and what would have been right. */
+static int word_error(const struct drx_view_word *w, const struct drx_array_meta *m, int d,
+                      int64_t n, struct drx_err *err)
+{
+    char word[DRX_MAX_DIM_NAME + 80];
+
+    word_format(w, word, sizeof word);
+    if (d < 0) {
+        char names[DRX_MAX_RANK * (DRX_MAX_DIM_NAME + 2) + 1] = "";
+        size_t used = 0;
+        for (int i = 0; i < m->rank && used < sizeof names; i++)
+            if (m->dim_name[i][0])
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                         used ? ", " : "", m->dim_name[i]);
+        if (!used)
+            return drx_err_set(err, ENOENT, "%s: no dimension named '%s' (the dimensions have "
+                                            "no names: use dim0..dim%d)",
+                               word, w->name, m->rank - 1);
+        return drx_err_set(err, ENOENT, "%s: no dimension named '%s' (names: %.300s)", word,
+                           w->name, names);
+    }
+    if (d >= m->rank)
+        return drx_err_set(err, ENOENT, "%s: no dimension %d (rank %d: dim0..dim%d)", word, d,
+                           m->rank, m->rank - 1);
+    if (n == 0)
+        return drx_err_set(err, ENOENT, "%s: index %" PRId64 " of an empty dimension %d", word,
+                           w->start, d);
+    if (w->start < 0)
+        return drx_err_set(err, ENOENT, "%s: index %" PRId64 " outside -%" PRId64 "..-1", word,
+                           w->start, n);
+    return drx_err_set(err, ENOENT, "%s: index %" PRId64 " outside 0..%" PRId64, word, w->start,
+                       n - 1);
+}
+
 int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta *m,
                      struct drx_view *v, struct drx_err *err)
 {
@@ -180,18 +237,13 @@ int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta 
             continue;
         }
         d = w->dim >= 0 ? w->dim : drx_array_dim_lookup(m, w->name);
-        if (d < 0)
-            return drx_err_set(err, ENOENT, "no dimension named '%s'", w->name);
-        if (d >= m->rank)
-            return drx_err_set(err, ENOENT, "no dimension %d (rank %d)", d, m->rank);
+        if (d < 0 || d >= m->rank)
+            return word_error(w, m, d, 0, err);
         n = (int64_t)v->count[d];
         if (w->single) {
             start = w->start < 0 ? w->start + n : w->start;
             if (start < 0 || start >= n)
-                return drx_err_set(err, ENOENT,
-                                   "index %" PRId64 " out of range for dimension %d (size %" PRId64
-                                   ")",
-                                   w->start, d, n);
+                return word_error(w, m, d, n, err);
             cnt = 1;
         } else {
             start = w->has_start ? clamp_index(w->start, n) : 0;
