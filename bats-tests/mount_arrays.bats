@@ -204,6 +204,20 @@ EOF
     assert_output 10
 }
 
+@test "drx info of a view path under the mount prints the view or says why it does not exist" {
+    run "$DRX" info "$M/temp/time=2:6/lat=1"
+    assert_success
+    assert_output --partial "array:       $S/temp"
+    assert_output --partial "shape:       4 x 1 x 5"
+    cmp <("$DRX" info "$M/temp/time=2:6/lat=1/info" --json) "$M/temp/time=2:6/lat=1/info"
+    run "$DRX" info "$M/temp/dim0=99"
+    assert_failure
+    assert_output "drx: info: $M/temp/dim0=99: dim0=99: index 99 outside 0..12"
+    run "$DRX" info "$M/tmep/dim0=1"
+    assert_failure
+    assert_output "drx: info: $S/tmep/dim0=1: no such array ('tmep' does not exist in $S)"
+}
+
 @test "a thousand malformed names, then the mount still answers" {
     timeout 60 "$PY" - "$M" <<'EOF'
 import errno, os, random, sys

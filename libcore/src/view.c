@@ -11,6 +11,7 @@
 #include "drx/view.h"
 
 #include "array_i.h"
+#include "drx/store.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void drx_view_spec_init(struct drx_view_spec *s)
 {
@@ -136,6 +138,103 @@ int drx_view_spec_add(struct drx_view_spec *s, const char *word, struct drx_err 
     return 0;
 }
 
+/* Why path names no array: the first component that is missing, or what
+ * the path is instead. */
+static int no_array(const char *path, struct drx_err *err)
+{
+    char buf[PATH_MAX];
+    struct stat st;
+
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (lstat(buf, &st) < 0 && drx_store_classify(buf) == DRX_STORE_NONE) {
+            char *slash = strrchr(buf, '/');
+            const char *missing = slash + 1, *parent = slash == buf ? "/" : buf;
+            if (c == '\0')
+                return drx_err_set(err, ENOENT, "%.400s: no such array", path);
+            *slash = '\0';
+            return drx_err_set(err, ENOENT,
+                               "%.400s: no such array ('%.100s' does not exist in %.200s)", path,
+                               missing, parent);
+        }
+        if (c == '\0')
+            break;
+        *p = c;
+    }
+    switch (drx_store_classify(path)) {
+    case DRX_STORE_STRIPED:
+        return drx_err_set(err, ENOENT, "%.400s: not an array (a striped file)", path);
+    case DRX_STORE_DIRECTORY:
+        return drx_err_set(err, ENOENT, "%.400s: not an array (a directory)", path);
+    default:
+        return drx_err_set(err, ENOENT, "%.400s: not an array", path);
+    }
+}
+
+static bool view_file_name(const char *name)
+{
+    return strcmp(name, "data") == 0 || strcmp(name, "data.npy") == 0 || strcmp(name, "info") == 0;
+}
+
+int drx_view_path_split(const char *path, char *array, size_t len, struct drx_view_spec *s,
+                        struct drx_err *err)
+{
+    size_t n = strlen(path);
+    const char *words = NULL;
+
+    if (n >= len || n >= PATH_MAX)
+        return drx_err_set(err, ENAMETOOLONG, "%.400s: path too long", path);
+    memcpy(array, path, n + 1);
+    if (n > 4 && (strcmp(path + n - 4, ".xmd") == 0 || strcmp(path + n - 4, ".xta") == 0)) {
+        array[n - 4] = '\0';
+        if (drx_store_classify(array) == DRX_STORE_ARRAY)
+            return 0;
+        memcpy(array, path, n + 1);
+    }
+    /* Shortest prefix first: below an array every name is a view word,
+     * whatever else the store holds (as at the mount point). */
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        array[i] = '\0';
+        if (drx_store_classify(array) == DRX_STORE_ARRAY) {
+            words = path + i;
+            break;
+        }
+        array[i] = path[i];
+    }
+    if (!words)
+        return no_array(path, err);
+    while (*words) {
+        char word[NAME_MAX + 1];
+        size_t wl;
+        int rc;
+
+        while (*words == '/')
+            words++;
+        wl = strcspn(words, "/");
+        if (wl == 0)
+            break;
+        if (wl > NAME_MAX)
+            return drx_err_set(err, ENAMETOOLONG, "'%.100s...': name too long", words);
+        memcpy(word, words, wl);
+        word[wl] = '\0';
+        words += wl;
+        if (view_file_name(word)) {
+            if (words[strspn(words, "/")] != '\0')
+                return drx_err_set(err, ENOTDIR, "%s: a file of the view, not a directory", word);
+            break;
+        }
+        if ((rc = drx_view_spec_add(s, word, err)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
 void drx_view_whole(const struct drx_array_meta *m, struct drx_view *v)
 {
     memset(v, 0, sizeof *v);
@@ -199,8 +298,9 @@ static int word_error(const struct drx_view_word *w, const struct drx_array_meta
                 used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
                                          used ? ", " : "", m->dim_name[i]);
         if (!used)
-            return drx_err_set(err, ENOENT, "%s: no dimension named '%s' (the dimensions have "
-                                            "no names: use dim0..dim%d)",
+            return drx_err_set(err, ENOENT,
+                               "%s: no dimension named '%s' (the dimensions have "
+                               "no names: use dim0..dim%d)",
                                word, w->name, m->rank - 1);
         return drx_err_set(err, ENOENT, "%s: no dimension named '%s' (names: %.300s)", word,
                            w->name, names);

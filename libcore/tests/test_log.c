@@ -33,8 +33,8 @@ int main(void)
     got = 0;
     for (int i = 0; i < 10; i++)
         drx_log_limited(&lim, DRX_LOG_INFO, "lookup %d", i);
-    tap_ok(got == 3 && strcmp(last, "lookup 2") == 0, "the limit lets the first 3 of 10 through (%d)",
-           got);
+    tap_ok(got == 3 && strcmp(last, "lookup 2") == 0,
+           "the limit lets the first 3 of 10 through (%d)", got);
     got = 0;
     drx_log_limited(&lim, DRX_LOG_DEBUG, "below the level");
     tap_ok(got == 0, "a message below the level neither passes nor counts");

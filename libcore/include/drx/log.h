@@ -59,7 +59,9 @@ struct drx_log_limit {
     unsigned sent, dropped;
 };
 #define DRX_LOG_LIMIT_INIT(burst_, interval_)                                                      \
-    {.lock = PTHREAD_MUTEX_INITIALIZER, .burst = (burst_), .interval = (interval_)}
+    {                                                                                              \
+        .lock = PTHREAD_MUTEX_INITIALIZER, .burst = (burst_), .interval = (interval_)              \
+    }
 
 /* drx_log() under the limit l (thread-safe). */
 void drx_log_limited(struct drx_log_limit *l, enum drx_log_level level, const char *fmt, ...)
