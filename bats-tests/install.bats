@@ -109,8 +109,13 @@ EOF
     assert_success
     assert_output --partial "-I$PREFIX/include"
     assert_output --partial "-ldrxcore"
-    # shellcheck disable=SC2046
-    cc -std=c17 -Wall -Werror -o "$BATS_TEST_TMPDIR/prog" "$BATS_TEST_TMPDIR/prog.c" \
+    # a library built with ASan runs only in a program that has it first
+    local san=""
+    if readelf -d "$LIBDIR/libdrxcore.so" | grep -q libasan; then
+        san="-fsanitize=address,undefined"
+    fi
+    # shellcheck disable=SC2046,SC2086
+    cc -std=c17 -Wall -Werror $san -o "$BATS_TEST_TMPDIR/prog" "$BATS_TEST_TMPDIR/prog.c" \
         $(PKG_CONFIG_PATH="$pc" PKG_CONFIG_SYSROOT_DIR="$DEST" pkg-config --cflags --libs drxcore)
     "$DRX" create "$BATS_TEST_TMPDIR/t" --type c64 --shape 2x3 --chunk 1x1
     run env LD_LIBRARY_PATH="$LIBDIR" "$BATS_TEST_TMPDIR/prog" "$BATS_TEST_TMPDIR/t"
