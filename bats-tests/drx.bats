@@ -312,6 +312,13 @@ x.xta"
     bad "extend: usage: drx extend ARRAY DIM COUNT" "$DRX" extend a 0
     # after --, everything is an argument
     bad "no such array" "$DRX" info -- --json
+    # a wrong line exits 2, a failing command 1
+    run "$DRX" info a --type f64
+    assert_equal "$status" 2
+    run "$DRX" extend a 0
+    assert_equal "$status" 2
+    run "$DRX" info nope
+    assert_equal "$status" 1
 }
 
 @test "drx help COMMAND and drx COMMAND --help print the command's usage" {

@@ -301,7 +301,6 @@ int main(int argc, char **argv)
         ret = 0;
         goto out;
     }
-    ret = 1;
     unsigned extra = given & ~(c->opts | OPT_GLOBAL);
     if (extra) {
         drx_cli_fail("%s: %s does not apply (see drx help %s)", c->name, opt_name(extra & -extra),
@@ -312,6 +311,7 @@ int main(int argc, char **argv)
         drx_cli_fail("%s: usage: drx %s", c->name, c->usage);
         goto out;
     }
+    ret = 1;
     if (drx_cli.config_path && !c->own_config && check_config())
         goto out;
     ret = c->fn(npos, pos);
