@@ -252,8 +252,9 @@ x.xta"
     bad "no such array" "$DRX" info nope
     bad "bad view word: 'dim0=1:2:0': the step must be positive" "$DRX" get t dim0=1:2:0
     bad "bad view word: 'a=x'" "$DRX" get t a=x
-    bad "bad view: no dimension named 'c'" "$DRX" get t c=1
-    bad "bad view: index 4 out of range for dimension 0" "$DRX" get t dim0=4
+    bad "bad view: c=1: no dimension named 'c' (names: a, b)" "$DRX" get t c=1
+    bad "bad view: dim0=4: index 4 outside 0..3" "$DRX" get t dim0=4
+    bad "bad view: dim0=2: index 2 outside 0..1" "$DRX" get t dim0=1:3 dim0=2
     bad "bad view word: 'wat' is not a KEY=VALUE" "$DRX" get t wat
     bad "'c' is not a dimension" "$DRX" extend t c 1
     bad "COUNT '0' is not a number > 0" "$DRX" extend t 0 0
@@ -290,4 +291,171 @@ x.xta"
     # a process limited to 256 MiB cannot hold the array: it really streamed
     run bash -c "ulimit -v 262144 && head -c 300000000 /dev/zero | '$PY' -c 'import sys; sys.stdin.buffer.read()'"
     assert_failure
+}
+
+@test "options anywhere, as --opt VALUE or --opt=VALUE; one parser for every command" {
+    "$DRX" create --type=f64 a --shape 4x6 --chunk=2x3 --dims=y,x
+    run "$DRX" --json info a
+    assert_success
+    echo "$output" | py 'j = json.load(sys.stdin); assert j["shape"] == [4, 6] and j["dims"] == ["y", "x"], j'
+    run "$DRX" info --json a
+    assert_output --partial '"chunk": [2, 3]'
+    "$DRX" create b --fill=-1.5 --shape 3 --type f32 --chunk 2
+    run bash -c "'$DRX' get b | od -An -tf4"
+    assert_output --regexp "^ +-1.5 +-1.5 +-1.5$"
+    # a negative number is an argument, not an option
+    bad "COUNT '-1' is not a number > 0" "$DRX" extend a 0 -1
+    # an option a command does not take is refused, naming both
+    bad "info: --type does not apply (see drx help info)" "$DRX" info a --type f64
+    bad "create: --type needs a value" "$DRX" create c --shape 2 --chunk 1 --type
+    bad "get: unknown option '--bogus'" "$DRX" get a --bogus=1
+    bad "extend: usage: drx extend ARRAY DIM COUNT" "$DRX" extend a 0
+    # after --, everything is an argument
+    bad "no such array" "$DRX" info -- --json
+    # a wrong line exits 2, a failing command 1
+    run "$DRX" info a --type f64
+    assert_equal "$status" 2
+    run "$DRX" extend a 0
+    assert_equal "$status" 2
+    run "$DRX" info nope
+    assert_equal "$status" 1
+}
+
+@test "drx help COMMAND and drx COMMAND --help print the command's usage" {
+    for c in init create info extend put get address index stripe fsck rm; do
+        run "$DRX" help "$c"
+        assert_success
+        assert_line --index 0 --partial "usage: drx $c"
+        local want=$output
+        run "$DRX" "$c" --help
+        assert_success
+        assert_equal "$output" "$want"
+        run "$DRX" "$c" -h
+        assert_equal "$output" "$want"
+    done
+    run "$DRX" help create
+    assert_output --partial "--type T"
+    assert_output --partial "--fill V"
+    run "$DRX" --help
+    assert_success
+    assert_output --partial "drx help COMMAND"
+    run "$DRX" help
+    assert_success
+    bad "help: no command 'frob'" "$DRX" help frob
+    run "$DRX" --version
+    assert_output --regexp "^drx [0-9]+\.[0-9]+\.[0-9]+$"
+}
+
+@test "a missing, unreadable or broken --config file is an error for every command" {
+    "$DRX" create t --type u8 --shape 4 --chunk 2
+    "$DRX" init st >/dev/null
+    printf 'cache = { bytes = 1; };\nwhat = 2;\n' >broken.conf
+    mkdir adir.conf
+    printf 'log = { level = "info"; };\n' >good.conf
+    chmod 600 good.conf
+    printf 'abcd' >in
+    before=$(md5sum t.xmd t.xta)
+    for conf in missing.conf broken.conf adir.conf; do
+        for cmd in "info t" "get t" "put t" "extend t 0 1" "address t 1" "index t 0" \
+            "create n --type u8 --shape 1 --chunk 1" "rm t" "init st" "stripe get st" "fsck st"; do
+            # shellcheck disable=SC2086
+            run "$DRX" $cmd --config "$conf" <in
+            assert_failure
+            [ "${#lines[@]}" -eq 1 ] || { echo "$cmd --config $conf: $output"; return 1; }
+            assert_output --partial "$conf"
+            # and before the command, as --config=FILE
+            # shellcheck disable=SC2086
+            run "$DRX" --config="$conf" $cmd <in
+            assert_failure
+        done
+    done
+    run "$DRX" info t --config broken.conf
+    assert_output "drx: --config: broken.conf:2: unknown key what (known: stripe, cache, prefetch, log, mpiio)"
+    assert_equal "$(md5sum t.xmd t.xta)" "$before"
+    assert_file_not_exists n.xmd
+    # unreadable for the user running drx
+    chmod 777 "$BATS_TEST_TMPDIR"
+    run setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$DRX" info t --config good.conf
+    assert_failure
+    assert_output --partial "good.conf: Permission denied"
+    # a good file is fine
+    run "$DRX" info t --config good.conf
+    assert_success
+}
+
+@test "put with more input than the view fails, changes nothing and says both sizes" {
+    "$DRX" create t --type f64 --shape 4x4 --chunk 2x2
+    head -c 128 /dev/urandom >in
+    "$DRX" put t <in
+    before=$(md5sum t.xmd t.xta)
+    # a pipe: one byte past the end is read
+    run bash -c "head -c 129 /dev/zero | '$DRX' put t"
+    assert_failure
+    [ "${#lines[@]}" -eq 1 ]
+    assert_output "drx: put: standard input holds more than the view's 128 bytes (at least 129; nothing was written)"
+    # an endless pipe too (nothing reads it to the end)
+    run bash -c "'$DRX' put t dim0=1 </dev/zero"
+    assert_failure
+    assert_output --partial "more than the view's 32 bytes"
+    # a regular file: by its size
+    head -c 200 /dev/zero >long
+    run "$DRX" put t <long
+    assert_failure
+    assert_output "drx: put: standard input has 200 bytes; the view needs 128 (nothing was written)"
+    # a pipe long enough to be spooled to a temporary file
+    "$DRX" create big --type u8 --shape 20000000 --chunk 1000000
+    run bash -c "head -c 20000001 /dev/zero | '$DRX' put big"
+    assert_failure
+    assert_output --partial "more than the view's 20000000 bytes"
+    assert_equal "$(md5sum t.xmd t.xta)" "$before"
+    assert_equal "$(stat -c %b big.xta)" 0
+    # an empty view takes no input
+    run bash -c "echo x | '$DRX' put t dim0=2:2"
+    assert_failure
+    run bash -c "'$DRX' put t dim0=2:2 </dev/null"
+    assert_success
+    assert_equal "$(md5sum t.xmd t.xta)" "$before"
+}
+
+@test "get refuses to write to a terminal unless -o - says so; -o FILE writes FILE" {
+    "$DRX" create t --type u8 --shape 4 --chunk 2 --fill 65
+    run script -qec "'$DRX' get t" /dev/null
+    assert_failure
+    assert_output --partial "get: standard output is a terminal"
+    refute_output --partial "AAAA"
+    run script -qec "'$DRX' get t -o -" /dev/null
+    assert_success
+    assert_output "AAAA"
+    run script -qec "'$DRX' get t --output=-" /dev/null
+    assert_output "AAAA"
+    run "$DRX" get t -o out dim0=1:3
+    assert_success
+    assert_equal "$(cat out)" "AA"
+    "$DRX" get --output out t
+    assert_equal "$(cat out)" "AAAA"
+    # a bad view leaves FILE alone
+    bad "dim0=7: index 7 outside 0..3" "$DRX" get t dim0=7 -o out
+    assert_equal "$(cat out)" "AAAA"
+}
+
+@test "info of a view path prints the view, or which word is wrong and why" {
+    "$DRX" create temp --type f64 --shape 36x90 --chunk 8x32 --dims time,lat
+    run "$DRX" info temp/time=4:8/lat=::2
+    assert_success
+    assert_output --partial "shape:       4 x 45"
+    assert_output --partial "origin:      4, 0"
+    assert_output --partial "step:        1, 2"
+    run "$DRX" info temp/time=4:8/order=F/data.npy --json
+    echo "$output" | py 'j = json.load(sys.stdin); assert j["shape"] == [4, 90] and j["order"] == "F" and j["origin"] == [4, 0], j'
+    # get and put take the same paths
+    cmp <("$DRX" get temp/time=4:8) <("$DRX" get temp time=4:8)
+    bad "info: temp/dim0=99: dim0=99: index 99 outside 0..35" "$DRX" info temp/dim0=99
+    bad "info: temp/time=2:4/time=3: time=3: index 3 outside 0..1" "$DRX" info temp/time=2:4/time=3
+    bad "info: temp/depth=1: depth=1: no dimension named 'depth' (names: time, lat)" "$DRX" info temp/depth=1
+    bad "info: temp/lat=1:2:0: 'lat=1:2:0': the step must be positive" "$DRX" info temp/lat=1:2:0
+    bad "info: temp/x: 'x' is not a KEY=VALUE view word" "$DRX" info temp/x
+    bad "info: temp/info/x: info: a file of the view, not a directory" "$DRX" info temp/info/x
+    bad "no such array ('tmep' does not exist in $BATS_TEST_TMPDIR)" "$DRX" info tmep/dim0=1
+    mkdir sub
+    bad "$BATS_TEST_TMPDIR/sub: not an array (a directory)" "$DRX" info sub
 }

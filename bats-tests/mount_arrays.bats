@@ -185,6 +185,42 @@ EOF
     grep -q 'nosuch' "$m2.log"
 }
 
+@test "a daemon at the default level logs why a view does not exist, at most 10 a minute" {
+    local m3="$BATS_TEST_TMPDIR/m3"
+    mount_store "$S" "$m3"
+    run stat "$m3/temp/dim0=99"
+    assert_failure
+    assert_output --partial "No such file or directory"
+    run stat "$m3/temp/lat=2:4/lat=5"
+    assert_failure
+    run ls "$m3/temp/dim0=1:2:0"
+    assert_failure
+    for i in $(seq 1 40); do
+        stat "$m3/temp/nosuch=$i" >/dev/null 2>&1 || true
+    done
+    unmount_store "$m3"
+    grep -q "info: temp: view does not resolve: dim0=99: index 99 outside 0..12" "$m3.log"
+    grep -q "info: temp: view does not resolve: lat=5: index 5 outside 0..1" "$m3.log"
+    grep -q "info: temp: not a view: 'dim0=1:2:0': the step must be positive" "$m3.log"
+    # 40 more lookups in the same minute: the limit holds the log at 10
+    run grep -c "info: temp: " "$m3.log"
+    assert_output 10
+}
+
+@test "drx info of a view path under the mount prints the view or says why it does not exist" {
+    run "$DRX" info "$M/temp/time=2:6/lat=1"
+    assert_success
+    assert_output --partial "array:       $S/temp"
+    assert_output --partial "shape:       4 x 1 x 5"
+    cmp <("$DRX" info "$M/temp/time=2:6/lat=1/info" --json) "$M/temp/time=2:6/lat=1/info"
+    run "$DRX" info "$M/temp/dim0=99"
+    assert_failure
+    assert_output "drx: info: $M/temp/dim0=99: dim0=99: index 99 outside 0..12"
+    run "$DRX" info "$M/tmep/dim0=1"
+    assert_failure
+    assert_output "drx: info: $S/tmep/dim0=1: no such array ('tmep' does not exist in $S)"
+}
+
 @test "a thousand malformed names, then the mount still answers" {
     timeout 60 "$PY" - "$M" <<'EOF'
 import errno, os, random, sys

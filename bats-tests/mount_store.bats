@@ -180,9 +180,23 @@ arr() {
     assert_output --partial "STORE MOUNTPOINT"
     assert_output --partial "config=FILE"
     assert_output --partial "allow_other"
+    # drxfs's own page with its real defaults, not libfuse's generic one
+    # (modules drxfs has no use for, timeouts said to be 1 s)
+    assert_output --partial "cache_bytes=BYTES   chunk cache, K/M/G suffix allowed (default 268435456)"
+    assert_output --partial "max_threads=N       worker threads at most (default 10)"
+    assert_output --regexp "entry_timeout=T.*
+.*
+.*missing names \(default 0 each"
+    refute_output --partial "modules="
+    refute_output --partial "1.0s"
+    refute_output --partial "FUSE options:"
+    run "$DRXFS" -h
+    assert_success
+    assert_output --partial "split_reads=yes|no"
     run "$DRXFS" --version
     assert_success
-    assert_output --partial "drxfs version"
+    assert_output "drxfs $(sed -n "s/^ *version : '\(.*\)',/\1/p" "$DRX_SOURCE/meson.build")
+libfuse $(pkg-config --modversion fuse3)"
     printf 'cache = { bytes = 1024; };\nlog = { levle = "debug"; };\n' >bad.conf
     mkdir m1
     run "$DRXFS" -f -o config=bad.conf "$S" m1
@@ -212,6 +226,10 @@ arr() {
     ls "$BATS_TEST_TMPDIR/m2" >/dev/null
     unmount_store "$BATS_TEST_TMPDIR/m2"
     grep -q "debug" "$BATS_TEST_TMPDIR/m2.log"
+    # one timeout given leaves the others at drxfs's 0, not libfuse's 1 s
+    mount_store "$S" "$BATS_TEST_TMPDIR/m3" -d -o attr_timeout=5
+    unmount_store "$BATS_TEST_TMPDIR/m3"
+    grep -q "entry/attr timeouts 0/5 s" "$BATS_TEST_TMPDIR/m3.log"
 }
 
 @test "a mount point that shadows the store path still serves the store" {

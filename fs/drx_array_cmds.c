@@ -45,6 +45,30 @@ static int open_array(const char *arg, int mode, struct drx_array **a)
     return 0;
 }
 
+/* Opens the array a path names, as at the mount point: ARRAY or
+ * ARRAY/WORD/WORD... (a path under a mount goes to the store).  The path's
+ * words start spec.  Failures are reported as "drx: CMD: ARG: reason". */
+static int open_view_path(const char *cmd, const char *arg, int mode, struct drx_array **a,
+                          struct drx_view_spec *spec)
+{
+    char path[PATH_MAX], array[PATH_MAX];
+    struct drx_err err = {""};
+    int rc = drx_store_resolve_path(arg, path, sizeof path);
+
+    if (rc < 0)
+        return drx_cli_fail("%s: %s: %s", cmd, arg, strerror(-rc));
+    drx_view_spec_init(spec);
+    rc = drx_view_path_split(path, array, sizeof array, spec, &err);
+    if (rc == -ENOENT) /* the message names the path */
+        return drx_cli_fail_err(cmd, rc, &err);
+    if (rc < 0)
+        return drx_cli_fail("%s: %s: %s", cmd, arg, err.msg[0] ? err.msg : strerror(-rc));
+    rc = drx_array_open(array, mode, a, &err);
+    if (rc)
+        return drx_cli_fail_err(NULL, rc, &err);
+    return 0;
+}
+
 /* Parses "N0xN1x..." into v; returns the rank or -1. */
 static int parse_shape(const char *s, uint64_t *v)
 {
@@ -76,20 +100,20 @@ static int parse_u64(const char *s, uint64_t *v)
     return errno || *end ? -1 : 0;
 }
 
-/* View words from argv into a resolved view. */
-static int view_from_args(struct drx_array *a, int argc, char **argv, struct drx_view *v)
+/* View words from argv after those of the path in spec, into a resolved
+ * view. */
+static int view_from_args(struct drx_array *a, struct drx_view_spec *spec, int argc, char **argv,
+                          struct drx_view *v)
 {
-    struct drx_view_spec spec;
     struct drx_err err = {""};
     int rc;
 
-    drx_view_spec_init(&spec);
     for (int i = 0; i < argc; i++) {
-        rc = drx_view_spec_add(&spec, argv[i], &err);
+        rc = drx_view_spec_add(spec, argv[i], &err);
         if (rc)
             return drx_cli_fail("bad view word: %s", err.msg);
     }
-    rc = drx_view_resolve(&spec, drx_array_meta(a), v, &err);
+    rc = drx_view_resolve(spec, drx_array_meta(a), v, &err);
     if (rc)
         return drx_cli_fail("bad view: %s", err.msg);
     return 0;
@@ -100,33 +124,16 @@ int drx_cmd_create(int argc, char **argv)
     struct drx_array_spec spec;
     struct drx_array *a = NULL;
     struct drx_err err = {""};
-    const char *type = NULL, *shape = NULL, *chunk = NULL, *fill = NULL;
-    char *dims = NULL, path[PATH_MAX];
+    const char *type = drx_cli.type, *shape = drx_cli.shape, *chunk = drx_cli.chunk,
+               *fill = drx_cli.fill;
+    /* An argv string, which C lets us cut up in place. */
+    char *dims = (char *)drx_cli.dims, path[PATH_MAX];
     unsigned char fillv[DRX_MAX_ELEM] = {0};
     uint64_t cshape[DRX_MAX_RANK];
     int rc, crank;
 
-    if (argc < 2 || argv[1][0] == '-')
-        return drx_cli_fail("usage: drx create ARRAY --type T --shape N0xN1x... --chunk "
-                            "C0xC1x... [--dims a,b,c] [--fill V]");
+    (void)argc;
     memset(&spec, 0, sizeof spec);
-    for (int i = 2; i < argc; i += 2) {
-        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!val)
-            return drx_cli_fail("create: %s needs a value", opt);
-        if (strcmp(opt, "--type") == 0)
-            type = val;
-        else if (strcmp(opt, "--shape") == 0)
-            shape = val;
-        else if (strcmp(opt, "--chunk") == 0)
-            chunk = val;
-        else if (strcmp(opt, "--dims") == 0)
-            dims = argv[i + 1];
-        else if (strcmp(opt, "--fill") == 0)
-            fill = val;
-        else
-            return drx_cli_fail("create: unknown option '%s'", opt);
-    }
     if (!type || !shape || !chunk)
         return drx_cli_fail("create: --type, --shape and --chunk are required");
     rc = drx_type_parse(type, &spec.type, &err);
@@ -181,26 +188,49 @@ static void print_list(const char *sep, int n, const uint64_t *v)
         printf("%s%" PRIu64, i ? sep : "", v[i]);
 }
 
+/* drx info of a view: what its files hold and where it lies. */
+static void print_view(const struct drx_array *a, const struct drx_view *v)
+{
+    printf("array:       %s\n", drx_array_path(a));
+    printf("type:        %s (%zu bytes)\nshape:       ", drx_type_name(v->type), v->elem_size);
+    print_list(" x ", v->rank, v->count);
+    printf("\norder:       %s\nrep:         %s\nbytes:       %" PRIu64 "\norigin:      ",
+           v->order == DRX_ORDER_C ? "C" : "F", v->rep == DRX_REP_NATIVE ? "native" : "external32",
+           drx_view_bytes(v));
+    print_list(", ", v->rank, v->origin);
+    printf("\nstep:        ");
+    print_list(", ", v->rank, v->step);
+    printf("\narray shape: ");
+    print_list(" x ", v->rank, drx_array_meta(a)->bounds);
+    printf("\n");
+}
+
 int drx_cmd_info(int argc, char **argv)
 {
     struct drx_array *a;
     const struct drx_array_meta *m;
-    bool json = false;
+    struct drx_view_spec spec;
+    struct drx_view v;
+    struct drx_err err = {""};
+    bool json = drx_cli.json;
     char fill[160];
 
-    if (argc < 2)
-        return drx_cli_fail("usage: drx info ARRAY [--json]");
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else
-            return drx_cli_fail("info: unknown option '%s'", argv[i]);
-    }
-    if (open_array(argv[1], DRX_RDONLY, &a))
+    (void)argc;
+    if (open_view_path("info", argv[1], DRX_RDONLY, &a, &spec))
         return 1;
     m = drx_array_meta(a);
+    if (drx_view_resolve(&spec, m, &v, &err) < 0) {
+        int rc = drx_cli_fail("info: %s: %s", argv[1], err.msg);
+        drx_array_close(a);
+        return rc;
+    }
+    if (spec.nwords && !json) {
+        print_view(a, &v);
+        drx_array_close(a);
+        return 0;
+    }
     if (json) {
-        char *text = drx_array_info_json(m, NULL);
+        char *text = drx_array_info_json(m, &v);
         if (!text) {
             drx_array_close(a);
             return drx_cli_fail("info: out of memory");
@@ -275,17 +305,22 @@ int drx_cmd_extend(int argc, char **argv)
 int drx_cmd_get(int argc, char **argv)
 {
     struct drx_array *a;
+    struct drx_view_spec spec;
     struct drx_view v;
     uint64_t total, off;
     size_t piece;
     char *buf = NULL;
-    int rc = 0;
+    const char *out = drx_cli.output, *out_name = "standard output";
+    int rc = 0, fd = STDOUT_FILENO;
 
-    if (argc < 2)
-        return drx_cli_fail("usage: drx get ARRAY [VIEW...] > raw");
-    if (open_array(argv[1], DRX_RDONLY, &a))
+    /* Binary on a terminal garbles it and helps nobody; "-o -" is how to
+     * say it is meant. */
+    if (!out && isatty(STDOUT_FILENO))
+        return drx_cli_fail("get: standard output is a terminal: redirect it or give -o FILE "
+                            "(-o - writes to the terminal anyway)");
+    if (open_view_path("get", argv[1], DRX_RDONLY, &a, &spec))
         return 1;
-    if (view_from_args(a, argc - 2, argv + 2, &v)) {
+    if (view_from_args(a, &spec, argc - 2, argv + 2, &v)) {
         drx_array_close(a);
         return 1;
     }
@@ -293,20 +328,50 @@ int drx_cmd_get(int argc, char **argv)
     piece = PIECE_BYTES - PIECE_BYTES % v.elem_size;
     buf = malloc(piece);
     if (!buf) {
-        drx_array_close(a);
-        return drx_cli_fail("get: out of memory");
+        rc = drx_cli_fail("get: out of memory");
+        goto out;
+    }
+    /* Opened only now, so that a bad array or view leaves FILE alone. */
+    if (out && strcmp(out, "-") != 0) {
+        fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd < 0) {
+            rc = drx_cli_fail("get: %s: %s", out, strerror(errno));
+            goto out;
+        }
+        out_name = out;
     }
     for (off = 0; off < total && rc == 0; off += piece) {
         size_t n = total - off < piece ? (size_t)(total - off) : piece;
         ssize_t got = drx_view_read(a, &v, off, buf, n);
         if (got < 0)
             rc = drx_cli_fail("get: %s: %s", argv[1], strerror((int)-got));
-        else if ((rc = drx_io_write_all(STDOUT_FILENO, buf, (size_t)got)) != 0)
-            rc = drx_cli_fail("get: writing standard output: %s", strerror(-rc));
+        else if ((rc = drx_io_write_all(fd, buf, (size_t)got)) != 0)
+            rc = drx_cli_fail("get: writing %s: %s", out_name, strerror(-rc));
     }
+    if (fd != STDOUT_FILENO && close(fd) < 0 && rc == 0)
+        rc = drx_cli_fail("get: %s: %s", out_name, strerror(errno));
+out:
     free(buf);
     drx_array_close(a);
     return rc;
+}
+
+/* SPEC: put reads exactly the view's byte count.  More input is a mistake
+ * (the wrong view, the wrong file) that storing a prefix would hide, so one
+ * byte past the end is read: there must be none.  Draining the rest to
+ * count it could take forever on an endless pipe. */
+static int input_ends(uint64_t need)
+{
+    char extra;
+    ssize_t got = drx_io_read_full(STDIN_FILENO, &extra, 1);
+
+    if (got < 0)
+        return drx_cli_fail("put: reading standard input: %s", strerror((int)-got));
+    if (got > 0)
+        return drx_cli_fail("put: standard input holds more than the view's %" PRIu64
+                            " bytes (at least %" PRIu64 "; nothing was written)",
+                            need, need + 1);
+    return 0;
 }
 
 /* put must change nothing when the input is short, so the whole input is
@@ -325,7 +390,7 @@ static int stage_input(uint64_t need, int *fd_out, char *mem, size_t memlen, siz
     if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
         off_t pos = lseek(STDIN_FILENO, 0, SEEK_CUR);
         if (pos >= 0) {
-            if ((uint64_t)(st.st_size - pos) < need)
+            if ((uint64_t)(st.st_size - pos) != need)
                 return drx_cli_fail("put: standard input has %jd bytes; the view needs %" PRIu64
                                     " (nothing was written)",
                                     (intmax_t)(st.st_size - pos), need);
@@ -338,7 +403,7 @@ static int stage_input(uint64_t need, int *fd_out, char *mem, size_t memlen, siz
         return drx_cli_fail("put: reading standard input: %s", strerror((int)-got));
     *inmem = (size_t)got;
     if ((uint64_t)got == need)
-        return 0;
+        return input_ends(need);
     if ((size_t)got < memlen)
         return drx_cli_fail("put: standard input ended after %zd bytes; the view needs %" PRIu64
                             " (nothing was written)",
@@ -370,6 +435,10 @@ static int stage_input(uint64_t need, int *fd_out, char *mem, size_t memlen, siz
                             " bytes; the view needs %" PRIu64 " (nothing was written)",
                             have, need);
     }
+    if (input_ends(need)) {
+        close(tmp);
+        return 1;
+    }
     lseek(tmp, 0, SEEK_SET);
     *inmem = 0;
     *fd_out = tmp;
@@ -379,17 +448,16 @@ static int stage_input(uint64_t need, int *fd_out, char *mem, size_t memlen, siz
 int drx_cmd_put(int argc, char **argv)
 {
     struct drx_array *a;
+    struct drx_view_spec spec;
     struct drx_view v;
     uint64_t total, off;
     size_t piece, inmem;
     char *buf, *dir, *slash;
     int rc, fd;
 
-    if (argc < 2)
-        return drx_cli_fail("usage: drx put ARRAY [VIEW...] < raw");
-    if (open_array(argv[1], DRX_RDWR, &a))
+    if (open_view_path("put", argv[1], DRX_RDWR, &a, &spec))
         return 1;
-    if (view_from_args(a, argc - 2, argv + 2, &v)) {
+    if (view_from_args(a, &spec, argc - 2, argv + 2, &v)) {
         drx_array_close(a);
         return 1;
     }

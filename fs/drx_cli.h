@@ -4,9 +4,19 @@
 
 #include "drx/err.h"
 
-/* Global options given before the subcommand. */
+#include <stdbool.h>
+
+/* The options of the command line, wherever they stood (drx.c parses them
+ * once for every command and refuses those a command does not take).
+ * NULL or false when not given. */
 struct drx_cli {
-    const char *config_path; /* --config FILE, or NULL */
+    const char *config_path;                        /* --config FILE */
+    const char *type, *shape, *chunk, *dims, *fill; /* create */
+    bool json;                                      /* info */
+    const char *stripe_dirs, *count, *extent;       /* init, stripe set */
+    bool clear;                                     /* stripe set */
+    bool repair;                                    /* fsck */
+    const char *output;                             /* get: -o FILE */
 };
 extern struct drx_cli drx_cli;
 
@@ -15,7 +25,8 @@ int drx_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "drx: WHAT: err->msg" (or strerror(-rc) if msg is empty); returns 1. */
 int drx_cli_fail_err(const char *what, int rc, const struct drx_err *err);
 
-/* Subcommands: argv[0] is the subcommand's name.  Return the exit code. */
+/* Subcommands: argv[0] is the subcommand's name, then its positional words
+ * (as many as drx.c's table allows).  Return the exit code. */
 int drx_cmd_create(int argc, char **argv);
 int drx_cmd_info(int argc, char **argv);
 int drx_cmd_extend(int argc, char **argv);

@@ -34,43 +34,28 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* "--opt VALUE" or "--opt=VALUE"; advances *i past what it used. */
-static const char *opt_value(int argc, char **argv, int *i, const char *opt)
-{
-    size_t n = strlen(opt);
-    if (strncmp(argv[*i], opt, n) == 0 && argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (strcmp(argv[*i], opt) == 0 && *i + 1 < argc)
-        return argv[++*i];
-    return NULL;
-}
-
-/* The layout options init and stripe set share: --count N, --extent BYTES
- * at argv[*i].  1 when it was one of them (stored in *count or *extent),
- * 0 when it was not, -1 when its value is bad (reported, naming cmd). */
-static int layout_opt(const char *cmd, int argc, char **argv, int *i, unsigned *count,
-                      uint64_t *extent)
+/* The layout options init and stripe set share, --count N and --extent
+ * BYTES, checked into *count and *extent (0 when not given).  0, or 1 when
+ * one is bad (reported, naming cmd). */
+static int layout_opts(const char *cmd, unsigned *count, uint64_t *extent)
 {
     const char *v;
 
-    if ((v = opt_value(argc, argv, i, "--count"))) {
+    *count = 0;
+    *extent = 0;
+    if ((v = drx_cli.count)) {
         char *end;
         errno = 0;
         unsigned long n = strtoul(v, &end, 10);
-        if (errno || end == v || *end || v[0] == '-' || n < 1 || n > DRX_MAX_STRIPE_DIRS) {
-            drx_cli_fail("%s: --count %s: not a number in 1..%d", cmd, v, DRX_MAX_STRIPE_DIRS);
-            return -1;
-        }
+        if (errno || end == v || *end || v[0] == '-' || n < 1 || n > DRX_MAX_STRIPE_DIRS)
+            return drx_cli_fail("%s: --count %s: not a number in 1..%d", cmd, v,
+                                DRX_MAX_STRIPE_DIRS);
         *count = (unsigned)n;
-        return 1;
     }
-    if ((v = opt_value(argc, argv, i, "--extent"))) {
-        if (drx_config_parse_bytes(v, extent) < 0 || *extent < 1 || *extent > DRX_MAX_EXTENT) {
-            drx_cli_fail("%s: --extent %s: not a byte count in 1..%llu", cmd, v,
-                         (unsigned long long)DRX_MAX_EXTENT);
-            return -1;
-        }
-        return 1;
+    if ((v = drx_cli.extent)) {
+        if (drx_config_parse_bytes(v, extent) < 0 || *extent < 1 || *extent > DRX_MAX_EXTENT)
+            return drx_cli_fail("%s: --extent %s: not a byte count in 1..%llu", cmd, v,
+                                (unsigned long long)DRX_MAX_EXTENT);
     }
     return 0;
 }
@@ -79,9 +64,9 @@ static int layout_opt(const char *cmd, int argc, char **argv, int *i, unsigned *
 
 int drx_cmd_init(int argc, char **argv)
 {
-    const char *store = NULL, *dirs_arg = NULL, *v;
-    unsigned count = 0;
-    uint64_t extent = 0;
+    const char *store = argv[1], *dirs_arg = drx_cli.stripe_dirs;
+    unsigned count;
+    uint64_t extent;
     struct drx_config cfg = {0};
     struct drx_err err = {{0}};
     char root[PATH_MAX];
@@ -89,28 +74,10 @@ int drx_cmd_init(int argc, char **argv)
     size_t ndirs = 0;
     int rc, ret = 1;
 
+    (void)argc;
     setup_log();
-    for (int i = 1; i < argc; i++) {
-        int used = layout_opt("init", argc, argv, &i, &count, &extent);
-        if (used < 0)
-            return 1;
-        if (used) {
-            continue;
-        } else if ((v = opt_value(argc, argv, &i, "--stripe-dirs"))) {
-            dirs_arg = v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return drx_cli_fail("init: unknown option '%s' (usage: drx init STORE "
-                                "[--stripe-dirs D1,D2,... --count N --extent BYTES])",
-                                argv[i]);
-        } else if (!store) {
-            store = argv[i];
-        } else {
-            return drx_cli_fail("init: one STORE only ('%s' is extra)", argv[i]);
-        }
-    }
-    if (!store)
-        return drx_cli_fail("init: usage: drx init STORE [--stripe-dirs D1,D2,... --count N "
-                            "--extent BYTES]");
+    if (layout_opts("init", &count, &extent))
+        return 1;
     rc = drx_store_resolve_path(store, root, sizeof root);
     if (rc < 0)
         return drx_cli_fail("init: %s: %s", store, strerror(-rc));
@@ -262,37 +229,24 @@ out:
     return ret;
 }
 
-static int stripe_set(int argc, char **argv)
+static int stripe_set(const char *dir)
 {
-    const char *dir = NULL;
-    unsigned count = 0;
-    uint64_t extent = 0;
-    bool clear = false;
+    unsigned count;
+    uint64_t extent;
+    bool clear = drx_cli.clear;
     char sp[PATH_MAX];
     struct drx_store *s = NULL;
     struct drx_err err = {{0}};
     struct drx_stripe_layout l;
     int rc, ret;
 
-    for (int i = 2; i < argc; i++) {
-        int used = layout_opt("stripe set", argc, argv, &i, &count, &extent);
-        if (used < 0)
-            return 1;
-        if (used) {
-            continue;
-        } else if (strcmp(argv[i], "--clear") == 0) {
-            clear = true;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return drx_cli_fail("stripe set: unknown option '%s'", argv[i]);
-        } else if (!dir) {
-            dir = argv[i];
-        } else {
-            return drx_cli_fail("stripe set: one DIR only ('%s' is extra)", argv[i]);
-        }
-    }
-    if (!dir || (!clear && !count && !extent))
+    if (layout_opts("stripe set", &count, &extent))
+        return 1;
+    if (!clear && !count && !extent)
         return drx_cli_fail("stripe set: usage: drx stripe set DIR --count N --extent BYTES "
                             "(or --clear)");
+    if (clear && (count || extent))
+        return drx_cli_fail("stripe set: --clear takes no --count or --extent");
     if (open_store_of("stripe set", dir, &s, sp))
         return 1;
     if (clear) {
@@ -323,14 +277,15 @@ static int stripe_set(int argc, char **argv)
 
 int drx_cmd_stripe(int argc, char **argv)
 {
+    (void)argc;
     setup_log();
-    if (argc >= 3 && strcmp(argv[1], "get") == 0) {
-        if (argc != 3)
-            return drx_cli_fail("stripe get: usage: drx stripe get FILE");
+    if (strcmp(argv[1], "get") == 0) {
+        if (drx_cli.count || drx_cli.extent || drx_cli.clear)
+            return drx_cli_fail("stripe get: takes no --count, --extent or --clear");
         return stripe_get(argv[2]);
     }
-    if (argc >= 2 && strcmp(argv[1], "set") == 0)
-        return stripe_set(argc, argv);
+    if (strcmp(argv[1], "set") == 0)
+        return stripe_set(argv[2]);
     return drx_cli_fail("stripe: usage: drx stripe get FILE | drx stripe set DIR --count N "
                         "--extent BYTES");
 }
@@ -698,24 +653,13 @@ static void check_drx_dir(struct fsck *k)
 
 int drx_cmd_fsck(int argc, char **argv)
 {
-    const char *store = NULL;
+    const char *store = argv[1];
     struct fsck k = {0};
     char sp[PATH_MAX];
 
+    (void)argc;
     setup_log();
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--repair") == 0)
-            k.repair = true;
-        else if (argv[i][0] == '-' && argv[i][1])
-            return drx_cli_fail("fsck: unknown option '%s' (usage: drx fsck STORE [--repair])",
-                                argv[i]);
-        else if (!store)
-            store = argv[i];
-        else
-            return drx_cli_fail("fsck: one STORE only ('%s' is extra)", argv[i]);
-    }
-    if (!store)
-        return drx_cli_fail("fsck: usage: drx fsck STORE [--repair]");
+    k.repair = drx_cli.repair;
     if (open_store_of("fsck", store, &k.s, sp))
         return 1;
     /* A mounted store is not idle: the daemon records sizes lazily (bytes

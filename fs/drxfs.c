@@ -44,7 +44,7 @@ struct drxfs_cli {
     int debug;
     int foreground;
     int ro;
-    int timeouts_given;
+    unsigned timeouts_given;
     int threads_given;
     unsigned max_read;
 };
@@ -56,7 +56,9 @@ enum {
     KEY_FOREGROUND,
     KEY_RO,
     KEY_RW,
-    KEY_TIMEOUT,
+    KEY_ENTRY_TIMEOUT,
+    KEY_ATTR_TIMEOUT,
+    KEY_NEGATIVE_TIMEOUT,
     KEY_MAX_READ,
     KEY_THREADS,
 };
@@ -80,8 +82,9 @@ static const struct fuse_opt drxfs_opts[] = {
     FUSE_OPT_KEY("-f", KEY_FOREGROUND),
     FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("rw", KEY_RW),
-    FUSE_OPT_KEY("entry_timeout=", KEY_TIMEOUT),
-    FUSE_OPT_KEY("attr_timeout=", KEY_TIMEOUT),
+    FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
+    FUSE_OPT_KEY("attr_timeout=", KEY_ATTR_TIMEOUT),
+    FUSE_OPT_KEY("negative_timeout=", KEY_NEGATIVE_TIMEOUT),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
     FUSE_OPT_KEY("max_threads=", KEY_THREADS),
     FUSE_OPT_KEY("max_idle_threads=", KEY_THREADS),
@@ -119,8 +122,14 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     case KEY_RW:
         cli->ro = 0;
         return 1;
-    case KEY_TIMEOUT:
-        cli->timeouts_given = 1;
+    case KEY_ENTRY_TIMEOUT:
+        cli->timeouts_given |= DRXFS_ENTRY_TO;
+        return 1;
+    case KEY_ATTR_TIMEOUT:
+        cli->timeouts_given |= DRXFS_ATTR_TO;
+        return 1;
+    case KEY_NEGATIVE_TIMEOUT:
+        cli->timeouts_given |= DRXFS_NEGATIVE_TO;
         return 1;
     case KEY_THREADS:
         cli->threads_given = 1;
@@ -143,25 +152,46 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     }
 }
 
+/* drxfs's own page, not libfuse's: that one lists modules drxfs has no use
+ * for and timeouts with defaults (1 s) that drxfs replaces. */
 static void usage(const char *prog)
 {
-    printf("usage: %s [options] STORE MOUNTPOINT\n\n"
+    printf("usage: %s [options] STORE MOUNTPOINT\n"
+           "       %s --help | --version\n\n"
            "Shows the drx store STORE at MOUNTPOINT: arrays as directories with slice\n"
-           "views (data, data.npy, info), striped files as regular files.\n\n"
-           "drxfs options:\n"
-           "    -o config=FILE         libconfig file (see conf/drxfs.conf)\n"
-           "    -o cache_bytes=N       chunk cache of the daemon (K/M/G suffix allowed)\n"
-           "    -o log_level=LEVEL     error, warning, info or debug (-d: debug)\n"
-           "    -o data_io=direct|cached   array data files bypass the page cache\n"
-           "                           (direct, default) or use it\n"
-           "    -o npy_io=direct|cached    the same for data.npy (default cached, so\n"
+           "views (data, data.npy, info), striped files as regular files.\n"
+           "fstab: STORE MOUNTPOINT fuse.drxfs OPTIONS 0 0 (see drxfs(8)).\n\n"
+           "drxfs options (defaults < .drx/store.conf < config file < these):\n"
+           "    -o config=FILE         drxfs.conf(5) file (default: none)\n"
+           "    -o cache_bytes=BYTES   chunk cache, K/M/G suffix allowed (default %llu)\n"
+           "    -o log_level=LEVEL     error, warning, info or debug (default info);\n"
+           "                           stderr with -f, else syslog\n"
+           "    -o data_io=direct|cached     array data files: bypass the page cache or\n"
+           "                           use it (default direct)\n"
+           "    -o npy_io=direct|cached      the same for data.npy (default cached, so\n"
            "                           numpy.load(mmap_mode='r') works)\n"
-           "    -o striped_io=direct|cached  the same for striped files (default\n"
-           "                           direct; cached: shared mmap works, small\n"
-           "                           reads are served by read-ahead)\n"
-           "    -o split_reads=yes|no  copy large array reads on two threads (yes)\n"
-           "    -o ro                  read-only mount (writes fail with EROFS)\n\n",
-           prog);
+           "    -o striped_io=direct|cached  the same for striped files (default direct;\n"
+           "                           cached: shared mmap works)\n"
+           "    -o split_reads=yes|no  copy large array reads on two threads (default yes)\n\n"
+           "FUSE options that apply:\n"
+           "    -f                     stay in the foreground\n"
+           "    -d, -o debug           foreground, FUSE debug output, log_level=debug\n"
+           "    -s                     one thread\n"
+           "    -o max_threads=N       worker threads at most (default %s)\n"
+           "    -o max_idle_threads=N  idle workers kept (default %s)\n"
+           "    -o clone_fd            a /dev/fuse descriptor per thread\n"
+           "    -o ro                  read-only mount (writes fail with EROFS)\n"
+           "    -o allow_other         other users may use the mount (with\n"
+           "                           default_permissions: as on any filesystem)\n"
+           "    -o default_permissions the kernel checks modes and owners\n"
+           "    -o auto_unmount        unmount when drxfs exits\n"
+           "    -o entry_timeout=T, attr_timeout=T, negative_timeout=T\n"
+           "                           seconds the kernel may cache names, attributes and\n"
+           "                           missing names (default 0 each: sizes after drx\n"
+           "                           extend show at once)\n"
+           "    -o max_read=N          largest read request in bytes\n"
+           "    -o nosuid, nodev, noexec, noatime, ...  passed to the kernel\n",
+           prog, prog, (unsigned long long)DRX_DEFAULT_CACHE_BYTES, DRXFS_THREADS, DRXFS_THREADS);
 }
 
 /* Messages name store files as libcore saw them, "/proc/self/fd/N/REL";
@@ -203,11 +233,14 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
     /* Sizes and bytes must be current right after another process extends
      * an array: the kernel asks us every time (we stat the .xmd, cheap). */
-    if (drxfs.set_timeouts) {
+    /* Each one the user did not set, so that giving one does not bring
+     * libfuse's 1 s back for the others. */
+    if (!(drxfs.timeouts_given & DRXFS_ENTRY_TO))
         cfg->entry_timeout = 0;
+    if (!(drxfs.timeouts_given & DRXFS_ATTR_TO))
         cfg->attr_timeout = 0;
+    if (!(drxfs.timeouts_given & DRXFS_NEGATIVE_TO))
         cfg->negative_timeout = 0;
-    }
     /* Unlink of an open striped file removes it at once; open handles keep
      * their descriptors (no .fuse_hidden files in the store). */
     cfg->hard_remove = 1;
@@ -379,17 +412,12 @@ int main(int argc, char *argv[])
         goto out;
     if (cli.help) {
         usage(argv[0]);
-        fflush(stdout);
-        fuse_opt_add_arg(&args, "--help");
-        args.argv[0][0] = '\0';
-        ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
+        ret = 0;
         goto out;
     }
     if (cli.version) {
-        printf("drxfs version %s\n", DRX_VERSION);
-        fflush(stdout);
-        fuse_opt_add_arg(&args, "--version");
-        ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
+        printf("drxfs %s\nlibfuse %s\n", DRX_VERSION, fuse_pkgversion());
+        ret = 0;
         goto out;
     }
     if (!cli.store) {
@@ -422,7 +450,7 @@ int main(int argc, char *argv[])
     drxfs.ro = cli.ro;
     drxfs.foreground = cli.foreground;
     drxfs.max_read = cli.max_read;
-    drxfs.set_timeouts = !cli.timeouts_given;
+    drxfs.timeouts_given = cli.timeouts_given;
     drxfs.root_euid = geteuid() == 0;
 
     drx_log_set_sink(stderr_sink, (void *)"drxfs");

@@ -454,9 +454,8 @@ static int resolve_view(struct drxfs_arr *e, const struct drxfs_node *n, struct 
     struct drx_err err = {{0}};
     int rc = drx_view_resolve(&n->spec, drx_array_meta(e->a), v, &err);
     if (rc < 0) {
-        if (drx_log_enabled(DRX_LOG_DEBUG))
-            drx_log(DRX_LOG_DEBUG, "%s: view does not resolve: %s", n->rel,
-                    err.msg[0] ? err.msg : strerror(-rc));
+        drxfs_log_no_view("%s: view does not resolve: %s", n->rel,
+                          err.msg[0] ? err.msg : strerror(-rc));
         return -ENOENT;
     }
     return 0;

@@ -39,6 +39,9 @@
 #define DRXFS_DATA_BLKSIZE (1 << 20)
 
 /* The mount's state (one mount per process). */
+/* Kernel cache timeouts the user may set; the others are 0 (see op_init). */
+enum { DRXFS_ENTRY_TO = 1, DRXFS_ATTR_TO = 2, DRXFS_NEGATIVE_TO = 4 };
+
 struct drxfs {
     struct drx_store *store;
     int store_lock; /* drx_store_lock(shared) for the mount's life, or -1 */
@@ -51,7 +54,7 @@ struct drxfs {
     bool striped_direct_io; /* striped files bypass the page cache */
     bool split_reads;       /* large array reads use two threads */
     bool root_euid;      /* we may chown what we create */
-    bool set_timeouts;   /* user gave no entry/attr timeout: use 0 */
+    unsigned timeouts_given; /* DRXFS_ENTRY_TO... bits of the timeouts the user set */
     unsigned max_read;   /* -o max_read=N, or 0 */
     uint64_t cache_bytes;
     const char *store_path; /* absolute, for messages and drx-load */
@@ -93,6 +96,8 @@ static inline bool drxfs_is_array_kind(enum drxfs_kind k)
 
 /* drxfs_node.c */
 int drxfs_resolve(const char *path, struct drxfs_node *n);
+/* Logs why a view name does not exist: info level, at most 10 a minute. */
+void drxfs_log_no_view(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* drxfs_resolve() into a node on the heap (a node is large: it holds a
  * view spec).  NULL with *rc = -errno on failure; free() the result. */
 struct drxfs_node *drxfs_node_get(const char *path, int *rc);

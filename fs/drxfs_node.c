@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,24 @@ static int classify(struct drxfs_node *n, const char *rel, const char *name, siz
     return 0;
 }
 
+/* A user of a background daemon sees only ENOENT for a mistyped view, so
+ * the reason goes to the log at info level; anyone can look names up in a
+ * loop, hence the limit (10 a minute). */
+static struct drx_log_limit no_view_limit = DRX_LOG_LIMIT_INIT(10, 60);
+
+void drxfs_log_no_view(const char *fmt, ...)
+{
+    char msg[DRX_LOG_MSG_MAX];
+    va_list ap;
+
+    if (!drx_log_enabled(DRX_LOG_INFO))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    drx_log_limited(&no_view_limit, DRX_LOG_INFO, "%s", msg);
+}
+
 int drxfs_resolve(const char *path, struct drxfs_node *n)
 {
     size_t used = 0;
@@ -174,16 +193,14 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
             } else if (strcmp(name, "data.nc") == 0) {
                 n->kind = DRXFS_ANC;
             } else if (!strchr(name, '=')) {
-                drx_log(DRX_LOG_DEBUG, "%s: %s: not a view (KEY=VALUE) nor a file of a view",
-                        n->rel, name);
+                drxfs_log_no_view("%s: %s: not a view (KEY=VALUE) nor a file of a view", n->rel,
+                                  name);
                 return -ENOENT;
             } else if (n->spec.nwords >= DRX_VIEW_MAX_WORDS) {
-                drx_log(DRX_LOG_DEBUG, "%s: more than %d view words", n->rel,
-                        DRX_VIEW_MAX_WORDS);
+                drxfs_log_no_view("%s: more than %d view words", n->rel, DRX_VIEW_MAX_WORDS);
                 return -ENOENT;
             } else if (drx_view_spec_add(&n->spec, name, &err) < 0) {
-                if (drx_log_enabled(DRX_LOG_DEBUG))
-                    drx_log(DRX_LOG_DEBUG, "%s: not a view: %s", n->rel, err.msg);
+                drxfs_log_no_view("%s: not a view: %s", n->rel, err.msg);
                 return -ENOENT;
             }
             break;

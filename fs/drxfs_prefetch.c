@@ -60,6 +60,10 @@ const char *drxfs_prefetch_find_loader(char *buf, size_t len)
             snprintf(buf, len, "%s/drx-load", exe);
             if (access(buf, X_OK) == 0)
                 return buf;
+            /* installed: drxfs in sbin, drx-load in bin */
+            snprintf(buf, len, "%s/../bin/drx-load", exe);
+            if (access(buf, X_OK) == 0)
+                return buf;
         }
     }
     snprintf(buf, len, "drx-load");

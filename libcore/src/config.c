@@ -638,6 +638,7 @@ int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, str
         size_t cap = 0, n = 0;
         char chunk[4096];
         size_t r;
+        errno = 0;
         while ((r = fread(chunk, 1, sizeof chunk, fp)) > 0 && n < (1u << 20)) {
             char *t = realloc(ld.text, cap = n + r + 1);
             if (!t)
@@ -648,6 +649,14 @@ int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, str
             ld.text[n] = '\0';
         }
         (void)cap;
+        /* libconfig's scanner exits the process on a read error (a
+         * directory given as the file): report it here instead. */
+        if (ferror(fp)) {
+            int e = errno ? errno : EIO;
+            fclose(fp);
+            free(ld.text);
+            return drx_err_set(err, e, "%s: %s", path, strerror(e));
+        }
         rewind(fp);
     }
     config_init(&lc);

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The sink and its argument change together, so they sit under one lock;
@@ -37,30 +38,71 @@ bool drx_log_enabled(enum drx_log_level level)
     return (int)level <= atomic_load(&log_level);
 }
 
-void drx_log(enum drx_log_level level, const char *fmt, ...)
+static void log_v(enum drx_log_level level, const char *fmt, va_list ap)
 {
     char msg[DRX_LOG_MSG_MAX];
     drx_log_sink_fn fn;
     void *arg;
-    va_list ap;
     size_t n;
 
-    if (!drx_log_enabled(level))
-        return;
     pthread_mutex_lock(&sink_lock);
     fn = sink_fn;
     arg = sink_arg;
     pthread_mutex_unlock(&sink_lock);
     if (!fn)
         return;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     /* One message is one line: a trailing newline would double up. */
     n = strlen(msg);
     while (n > 0 && msg[n - 1] == '\n')
         msg[--n] = '\0';
     fn(arg, level, msg);
+}
+
+void drx_log(enum drx_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!drx_log_enabled(level))
+        return;
+    va_start(ap, fmt);
+    log_v(level, fmt, ap);
+    va_end(ap);
+}
+
+void drx_log_limited(struct drx_log_limit *l, enum drx_log_level level, const char *fmt, ...)
+{
+    struct timespec now;
+    unsigned dropped = 0;
+    bool pass;
+    va_list ap;
+
+    if (!drx_log_enabled(level))
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&l->lock);
+    if (!l->started || now.tv_sec - l->window.tv_sec >= (time_t)l->interval) {
+        dropped = l->dropped;
+        l->started = true;
+        l->window = now;
+        l->sent = 0;
+        l->dropped = 0;
+    }
+    pass = l->sent < l->burst;
+    if (pass)
+        l->sent++;
+    else
+        l->dropped++;
+    pthread_mutex_unlock(&l->lock);
+    /* Said when the next message comes, not by a timer: a quiet daemon
+     * owes nobody the count. */
+    if (dropped)
+        drx_log(level, "(%u more like the next were not logged in %u s)", dropped, l->interval);
+    if (!pass)
+        return;
+    va_start(ap, fmt);
+    log_v(level, fmt, ap);
+    va_end(ap);
 }
 
 int drx_log_level_parse(const char *name, enum drx_log_level *out)

@@ -11,13 +11,16 @@
 #include "drx/view.h"
 
 #include "array_i.h"
+#include "drx/store.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void drx_view_spec_init(struct drx_view_spec *s)
 {
@@ -135,6 +138,103 @@ int drx_view_spec_add(struct drx_view_spec *s, const char *word, struct drx_err 
     return 0;
 }
 
+/* Why path names no array: the first component that is missing, or what
+ * the path is instead. */
+static int no_array(const char *path, struct drx_err *err)
+{
+    char buf[PATH_MAX];
+    struct stat st;
+
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (lstat(buf, &st) < 0 && drx_store_classify(buf) == DRX_STORE_NONE) {
+            char *slash = strrchr(buf, '/');
+            const char *missing = slash + 1, *parent = slash == buf ? "/" : buf;
+            if (c == '\0')
+                return drx_err_set(err, ENOENT, "%.400s: no such array", path);
+            *slash = '\0';
+            return drx_err_set(err, ENOENT,
+                               "%.400s: no such array ('%.100s' does not exist in %.200s)", path,
+                               missing, parent);
+        }
+        if (c == '\0')
+            break;
+        *p = c;
+    }
+    switch (drx_store_classify(path)) {
+    case DRX_STORE_STRIPED:
+        return drx_err_set(err, ENOENT, "%.400s: not an array (a striped file)", path);
+    case DRX_STORE_DIRECTORY:
+        return drx_err_set(err, ENOENT, "%.400s: not an array (a directory)", path);
+    default:
+        return drx_err_set(err, ENOENT, "%.400s: not an array", path);
+    }
+}
+
+static bool view_file_name(const char *name)
+{
+    return strcmp(name, "data") == 0 || strcmp(name, "data.npy") == 0 || strcmp(name, "info") == 0;
+}
+
+int drx_view_path_split(const char *path, char *array, size_t len, struct drx_view_spec *s,
+                        struct drx_err *err)
+{
+    size_t n = strlen(path);
+    const char *words = NULL;
+
+    if (n >= len || n >= PATH_MAX)
+        return drx_err_set(err, ENAMETOOLONG, "%.400s: path too long", path);
+    memcpy(array, path, n + 1);
+    if (n > 4 && (strcmp(path + n - 4, ".xmd") == 0 || strcmp(path + n - 4, ".xta") == 0)) {
+        array[n - 4] = '\0';
+        if (drx_store_classify(array) == DRX_STORE_ARRAY)
+            return 0;
+        memcpy(array, path, n + 1);
+    }
+    /* Shortest prefix first: below an array every name is a view word,
+     * whatever else the store holds (as at the mount point). */
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        array[i] = '\0';
+        if (drx_store_classify(array) == DRX_STORE_ARRAY) {
+            words = path + i;
+            break;
+        }
+        array[i] = path[i];
+    }
+    if (!words)
+        return no_array(path, err);
+    while (*words) {
+        char word[NAME_MAX + 1];
+        size_t wl;
+        int rc;
+
+        while (*words == '/')
+            words++;
+        wl = strcspn(words, "/");
+        if (wl == 0)
+            break;
+        if (wl > NAME_MAX)
+            return drx_err_set(err, ENAMETOOLONG, "'%.100s...': name too long", words);
+        memcpy(word, words, wl);
+        word[wl] = '\0';
+        words += wl;
+        if (view_file_name(word)) {
+            if (words[strspn(words, "/")] != '\0')
+                return drx_err_set(err, ENOTDIR, "%s: a file of the view, not a directory", word);
+            break;
+        }
+        if ((rc = drx_view_spec_add(s, word, err)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
 void drx_view_whole(const struct drx_array_meta *m, struct drx_view *v)
 {
     memset(v, 0, sizeof *v);
@@ -161,6 +261,63 @@ static int64_t clamp_index(int64_t i, int64_t n)
     return i > n ? n : i;
 }
 
+/* The word as the user wrote it, near enough to point at it in a message
+ * (parsing dropped the text: "+5" comes back as "5"). */
+static void word_format(const struct drx_view_word *w, char *buf, size_t len)
+{
+    int n = w->dim >= 0 ? snprintf(buf, len, "dim%d=", w->dim) : snprintf(buf, len, "%s=", w->name);
+    size_t used = n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+
+    if (w->single) {
+        snprintf(buf + used, len - used, "%" PRId64, w->start);
+        return;
+    }
+    if (w->has_start)
+        used += (size_t)snprintf(buf + used, len - used, "%" PRId64, w->start);
+    if (used < len)
+        used += (size_t)snprintf(buf + used, len - used, ":");
+    if (w->has_stop && used < len)
+        used += (size_t)snprintf(buf + used, len - used, "%" PRId64, w->stop);
+    if (w->step != 1 && used < len)
+        snprintf(buf + used, len - used, ":%" PRId64, w->step);
+}
+
+/* Why a dimension word does not resolve, naming the word, the dimension
+ * and what would have been right. */
+static int word_error(const struct drx_view_word *w, const struct drx_array_meta *m, int d,
+                      int64_t n, struct drx_err *err)
+{
+    char word[DRX_MAX_DIM_NAME + 80];
+
+    word_format(w, word, sizeof word);
+    if (d < 0) {
+        char names[DRX_MAX_RANK * (DRX_MAX_DIM_NAME + 2) + 1] = "";
+        size_t used = 0;
+        for (int i = 0; i < m->rank && used < sizeof names; i++)
+            if (m->dim_name[i][0])
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                         used ? ", " : "", m->dim_name[i]);
+        if (!used)
+            return drx_err_set(err, ENOENT,
+                               "%s: no dimension named '%s' (the dimensions have "
+                               "no names: use dim0..dim%d)",
+                               word, w->name, m->rank - 1);
+        return drx_err_set(err, ENOENT, "%s: no dimension named '%s' (names: %.300s)", word,
+                           w->name, names);
+    }
+    if (d >= m->rank)
+        return drx_err_set(err, ENOENT, "%s: no dimension %d (rank %d: dim0..dim%d)", word, d,
+                           m->rank, m->rank - 1);
+    if (n == 0)
+        return drx_err_set(err, ENOENT, "%s: index %" PRId64 " of an empty dimension %d", word,
+                           w->start, d);
+    if (w->start < 0)
+        return drx_err_set(err, ENOENT, "%s: index %" PRId64 " outside -%" PRId64 "..-1", word,
+                           w->start, n);
+    return drx_err_set(err, ENOENT, "%s: index %" PRId64 " outside 0..%" PRId64, word, w->start,
+                       n - 1);
+}
+
 int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta *m,
                      struct drx_view *v, struct drx_err *err)
 {
@@ -180,18 +337,13 @@ int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta 
             continue;
         }
         d = w->dim >= 0 ? w->dim : drx_array_dim_lookup(m, w->name);
-        if (d < 0)
-            return drx_err_set(err, ENOENT, "no dimension named '%s'", w->name);
-        if (d >= m->rank)
-            return drx_err_set(err, ENOENT, "no dimension %d (rank %d)", d, m->rank);
+        if (d < 0 || d >= m->rank)
+            return word_error(w, m, d, 0, err);
         n = (int64_t)v->count[d];
         if (w->single) {
             start = w->start < 0 ? w->start + n : w->start;
             if (start < 0 || start >= n)
-                return drx_err_set(err, ENOENT,
-                                   "index %" PRId64 " out of range for dimension %d (size %" PRId64
-                                   ")",
-                                   w->start, d, n);
+                return word_error(w, m, d, n, err);
             cnt = 1;
         } else {
             start = w->has_start ? clamp_index(w->start, n) : 0;

@@ -84,6 +84,12 @@ int main(void)
                !cfg.mpiio.hints,
            "default values of SPEC section 8 (mpiio: 64 MiB buffer, no hints)");
     tap_ok(drx_config_validate(&cfg, NULL) == 0, "defaults are valid");
+    {
+        /* libconfig's scanner would exit the process reading a directory */
+        tap_ok(drx_config_load_file(&cfg, dir, &err) == -EISDIR && strstr(err.msg, dir) &&
+                   strstr(err.msg, "Is a directory") && cfg.stripe.count == 2,
+               "a directory as the file: EISDIR, config unchanged (%s)", err.msg);
+    }
     drx_config_fini(&cfg);
     drx_config_defaults(&cfg, NULL);
     tap_ok(strcmp(cfg.stripe.dirs[1], ".drx/stripes/1") == 0, "without a root: relative dirs");

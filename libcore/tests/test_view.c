@@ -332,12 +332,20 @@ static void resolve_rules(void)
            "time=-1 is the last row, rank kept");
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "dim0=10", NULL);
-    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT,
-           "single index out of range is ENOENT: %s", err.msg);
+    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT &&
+               strcmp(err.msg, "dim0=10: index 10 outside 0..9") == 0,
+           "single index out of range is ENOENT naming the word: %s", err.msg);
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "dim0=-11", NULL);
-    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT,
-           "index -11 of 10 is ENOENT");
+    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT &&
+               strcmp(err.msg, "dim0=-11: index -11 outside -10..-1") == 0,
+           "index -11 of 10 is ENOENT: %s", err.msg);
+    drx_view_spec_init(&s);
+    drx_view_spec_add(&s, "dim0=4:8", NULL);
+    drx_view_spec_add(&s, "time=5", NULL);
+    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT &&
+               strcmp(err.msg, "time=5: index 5 outside 0..3") == 0,
+           "a nested index is checked against the view before it: %s", err.msg);
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "dim0=-100:100", NULL);
     drx_view_resolve(&s, drx_array_meta(a), &v, &err);
@@ -348,8 +356,9 @@ static void resolve_rules(void)
            err.msg);
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "lat=1", NULL);
-    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT, "unknown name: %s",
-           err.msg);
+    tap_ok(drx_view_resolve(&s, drx_array_meta(a), &v, &err) == -ENOENT &&
+               strstr(err.msg, "lat=1: no dimension named 'lat'"),
+           "unknown name: %s", err.msg);
     drx_view_spec_init(&s);
     drx_view_spec_add(&s, "dim1=1:", NULL);
     drx_view_resolve(&s, drx_array_meta(a), &v, &err);

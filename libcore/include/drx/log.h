@@ -13,7 +13,9 @@
 #ifndef DRX_LOG_H
 #define DRX_LOG_H
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <time.h>
 
 /* Severities, most severe first: a level shows itself and all before it. */
 enum drx_log_level {
@@ -42,6 +44,27 @@ bool drx_log_enabled(enum drx_log_level level);
 
 /* Formats and delivers one message. */
 void drx_log(enum drx_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A rate limit for messages that anyone can cause at will, such as a
+ * mistyped name looked up in a loop: at most `burst` messages per
+ * `interval` seconds get through; when a later window opens, one message
+ * says how many were dropped.  Define one per kind of message with
+ * DRX_LOG_LIMIT_INIT; the fields are private. */
+struct drx_log_limit {
+    pthread_mutex_t lock;
+    unsigned burst, interval;
+    bool started;
+    struct timespec window; /* CLOCK_MONOTONIC start of the current window */
+    unsigned sent, dropped;
+};
+#define DRX_LOG_LIMIT_INIT(burst_, interval_)                                                      \
+    {                                                                                              \
+        .lock = PTHREAD_MUTEX_INITIALIZER, .burst = (burst_), .interval = (interval_)              \
+    }
+
+/* drx_log() under the limit l (thread-safe). */
+void drx_log_limited(struct drx_log_limit *l, enum drx_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* "error", "warning", "info", "debug" (case-sensitive) -> *out; returns 0,
  * or -EINVAL for any other name. */

@@ -59,6 +59,19 @@ void drx_view_spec_init(struct drx_view_spec *s);
  * checked only at resolve time. */
 int drx_view_spec_add(struct drx_view_spec *s, const char *word, struct drx_err *err);
 
+/* Splits path, a store path (a path under a mount already mapped with
+ * drx_store_resolve_path), as the daemon walks ARRAY/WORD/WORD/...: the
+ * shortest prefix ending at a '/' that is an array (drx_store_classify)
+ * names the array, every later component must be a view word, and the last
+ * may be `data`, `data.npy` or `info` (a file of the view).  A whole path
+ * ending in .xmd or .xta names that array.  Writes the array's path
+ * without suffix to array (len bytes) and appends the words to s.
+ * Returns 0; -ENOENT with the reason when no prefix is an array (which
+ * component is missing, or what the path is instead); -EINVAL/-E2BIG from
+ * drx_view_spec_add; -ENOTDIR for a component below a view's file. */
+int drx_view_path_split(const char *path, char *array, size_t len, struct drx_view_spec *s,
+                        struct drx_err *err);
+
 /* Resolves words against the array's current bounds.  -ENOENT (with the
  * reason) for an unknown dimension or an index out of range. */
 int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta *m,

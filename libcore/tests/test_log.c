@@ -1,0 +1,51 @@
+/* Unit tests of the log module: levels, sinks and the rate limit. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drx/log.h"
+#include "tap.h"
+
+static int got;
+static char last[DRX_LOG_MSG_MAX];
+static char first[DRX_LOG_MSG_MAX];
+
+static void count_sink(void *arg, enum drx_log_level level, const char *msg)
+{
+    (void)arg;
+    (void)level;
+    if (got++ == 0)
+        snprintf(first, sizeof first, "%s", msg);
+    snprintf(last, sizeof last, "%s", msg);
+}
+
+int main(void)
+{
+    static struct drx_log_limit lim = DRX_LOG_LIMIT_INIT(3, 1);
+
+    drx_log_set_sink(count_sink, NULL);
+    drx_log_set_level(DRX_LOG_INFO);
+    drx_log(DRX_LOG_DEBUG, "dropped");
+    tap_ok(got == 0, "a debug message below level info is dropped");
+    drx_log(DRX_LOG_INFO, "line %d\n", 1);
+    tap_ok(got == 1 && strcmp(last, "line 1") == 0, "a message arrives without its newline");
+
+    got = 0;
+    for (int i = 0; i < 10; i++)
+        drx_log_limited(&lim, DRX_LOG_INFO, "lookup %d", i);
+    tap_ok(got == 3 && strcmp(last, "lookup 2") == 0,
+           "the limit lets the first 3 of 10 through (%d)", got);
+    got = 0;
+    drx_log_limited(&lim, DRX_LOG_DEBUG, "below the level");
+    tap_ok(got == 0, "a message below the level neither passes nor counts");
+    sleep(1);
+    got = 0;
+    drx_log_limited(&lim, DRX_LOG_INFO, "lookup %d", 10);
+    tap_ok(got == 2 && strstr(first, "7 more") && strcmp(last, "lookup 10") == 0,
+           "the next window first says how many were dropped: %s", first);
+    got = 0;
+    drx_log_limited(&lim, DRX_LOG_INFO, "again");
+    tap_ok(got == 1, "and owes nothing after that");
+    drx_log_set_sink(NULL, NULL);
+    return tap_done();
+}
