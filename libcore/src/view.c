@@ -177,7 +177,8 @@ static int no_array(const char *path, struct drx_err *err)
 
 static bool view_file_name(const char *name)
 {
-    return strcmp(name, "data") == 0 || strcmp(name, "data.npy") == 0 || strcmp(name, "info") == 0;
+    return strcmp(name, "data") == 0 || strcmp(name, "data.npy") == 0 ||
+           strcmp(name, "data.nc") == 0 || strcmp(name, "info") == 0;
 }
 
 int drx_view_path_split(const char *path, char *array, size_t len, struct drx_view_spec *s,
