@@ -174,6 +174,103 @@ arr() {
     unmount_store "$m"
 }
 
+@test "allow_other alone implies default_permissions: other users get only what the store allows" {
+    OWN_DIR=$(mktemp -d /tmp/drxfs-perm.XXXXXX)
+    chmod 755 "$OWN_DIR"
+    local s="$OWN_DIR/s" m="$OWN_DIR/m"
+    "$DRX" init "$s" >/dev/null
+    chmod 755 "$s"
+    printf 'secret\n' >"$s/private"
+    chmod 600 "$s/private"
+    printf 'public\n' >"$s/public"
+    chmod 644 "$s/public"
+    mkdir -m 755 "$s/rootdir" "$s/pub"
+    chmod 1777 "$s/pub"
+    printf 'x\n' >"$s/rootdir/f"
+    "$DRX" create "$s/arr" --type i32 --shape 4 --chunk 2
+    chmod 644 "$s/arr.xmd" "$s/arr.xta"
+    "$PY" -c "import numpy as np; np.arange(4, dtype='<i4').tofile('arr.raw')"
+    "$DRX" put "$s/arr" <arr.raw
+    # the natural fstab line: allow_other, nothing else
+    mount_store "$s" "$m" -o allow_other
+    (umask 077 && printf 'striped secret\n' >"$m/sfile")
+    [ -f "$s/sfile.nafs" ]
+    [ "$(stat -c %a "$m/sfile")" = 600 ]
+    nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+    # pass-through and striped files: 0600 root files stay root's
+    run nob cat "$m/private"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run nob cat "$m/sfile"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run nob cat "$m/public"
+    assert_success
+    assert_output public
+    for f in public private sfile; do
+        run nob sh -c "echo more >>'$m/$f'"
+        assert_failure
+        assert_output --partial "Permission denied"
+        run nob truncate -s 0 "$m/$f"
+        assert_failure
+        run nob chmod 666 "$m/$f"
+        assert_failure
+        run nob touch -d 2001-01-01 "$m/$f"
+        assert_failure
+    done
+    run nob setfattr -n user.note -v x "$m/public"
+    assert_failure
+    # a 0644 array: reading is allowed, writing is not (data, data.npy, views)
+    nob cat "$m/arr/data" | cmp arr.raw -
+    nob cat "$m/arr/info" >/dev/null
+    nob cat "$m/arr/dim0=1:3/data" >/dev/null
+    for f in data dim0=1:3/data data.npy; do
+        run nob dd if=/dev/zero of="$m/arr/$f" bs=4 count=1 conv=notrunc status=none
+        assert_failure
+        assert_output --partial "Permission denied"
+    done
+    run nob chmod 666 "$m/arr"
+    assert_failure
+    # a 0755 root directory: no unlink, create, mkdir, rename or layout change
+    run nob rm -f "$m/rootdir/f"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run nob mkdir "$m/rootdir/new"
+    assert_failure
+    run nob touch "$m/rootdir/new"
+    assert_failure
+    run nob mv "$m/rootdir/f" "$m/rootdir/g"
+    assert_failure
+    run nob mv "$m/arr" "$m/arr2"
+    assert_failure
+    run nob rm -f "$m/public"
+    assert_failure
+    run nob setfattr -n user.drx.stripe -v "count=1 extent=4096" "$m/rootdir"
+    assert_failure
+    # nothing changed in the store
+    [ "$(cat "$s/private")" = secret ] && [ "$(cat "$s/public")" = public ]
+    [ -f "$s/rootdir/f" ] && [ ! -e "$s/rootdir/new" ] && [ ! -e "$s/rootdir/g" ]
+    [ -f "$s/arr.xmd" ] && [ ! -e "$s/arr2.xmd" ]
+    cmp arr.raw "$m/arr/data"
+    cmp <(printf 'striped secret\n') "$m/sfile"
+    # in a world-writable directory nobody's new files and directories are theirs
+    nob sh -c "echo mine >'$m/pub/f'"
+    nob mkdir "$m/pub/d"
+    [ "$(stat -c %u:%g "$s/pub/f.nafs")" = 65534:65534 ]
+    [ "$(stat -c %u:%g "$s/pub/d")" = 65534:65534 ]
+    run nob cat "$m/pub/f"
+    assert_output mine
+    # a set-group-ID directory gives its group, as on a local filesystem
+    mkdir -m 2777 "$s/sg"
+    chgrp 100 "$s/sg"
+    nob sh -c "echo mine >'$m/sg/f'"
+    nob mkdir "$m/sg/d"
+    [ "$(stat -c %u:%g "$s/sg/f.nafs")" = 65534:100 ]
+    [ "$(stat -c %u:%g "$s/sg/d")" = 65534:100 ]
+    unmount_store "$m"
+    grep -q "default_permissions" "$m.log"
+}
+
 @test "--help, --version and bad options or configuration" {
     run "$DRXFS" --help
     assert_success

@@ -44,6 +44,8 @@ struct drxfs_cli {
     int debug;
     int foreground;
     int ro;
+    int allow_other;
+    int default_permissions;
     int timeouts_given;
     int threads_given;
     unsigned max_read;
@@ -56,6 +58,8 @@ enum {
     KEY_FOREGROUND,
     KEY_RO,
     KEY_RW,
+    KEY_ALLOW_OTHER,
+    KEY_DEFAULT_PERMISSIONS,
     KEY_TIMEOUT,
     KEY_MAX_READ,
     KEY_THREADS,
@@ -80,6 +84,8 @@ static const struct fuse_opt drxfs_opts[] = {
     FUSE_OPT_KEY("-f", KEY_FOREGROUND),
     FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("rw", KEY_RW),
+    FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+    FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
     FUSE_OPT_KEY("entry_timeout=", KEY_TIMEOUT),
     FUSE_OPT_KEY("attr_timeout=", KEY_TIMEOUT),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
@@ -118,6 +124,12 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
         return 1;
     case KEY_RW:
         cli->ro = 0;
+        return 1;
+    case KEY_ALLOW_OTHER:
+        cli->allow_other = 1;
+        return 1;
+    case KEY_DEFAULT_PERMISSIONS:
+        cli->default_permissions = 1;
         return 1;
     case KEY_TIMEOUT:
         cli->timeouts_given = 1;
@@ -160,7 +172,10 @@ static void usage(const char *prog)
            "                           direct; cached: shared mmap works, small\n"
            "                           reads are served by read-ahead)\n"
            "    -o split_reads=yes|no  copy large array reads on two threads (yes)\n"
-           "    -o ro                  read-only mount (writes fail with EROFS)\n\n",
+           "    -o ro                  read-only mount (writes fail with EROFS)\n"
+           "    -o allow_other         let other users in; implies default_permissions\n"
+           "                           (added when not given): the kernel checks every\n"
+           "                           access against the owners and modes of the store\n\n",
            prog);
 }
 
@@ -231,6 +246,10 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
             drxfs.npy_direct_io ? "direct_io" : "cached",
             drxfs.striped_direct_io ? "direct_io" : "cached", cfg->entry_timeout, cfg->attr_timeout,
             drxfs.ro ? ", read-only" : "");
+    if (drxfs.implied_default_permissions)
+        drx_log(DRX_LOG_INFO, "allow_other without default_permissions: added "
+                              "default_permissions, so the kernel checks every access "
+                              "against the store's owners and modes");
     return NULL;
 }
 
@@ -473,6 +492,17 @@ int main(int argc, char *argv[])
                                  ",max_idle_threads=" DRXFS_THREADS) < 0)) {
         fprintf(stderr, "drxfs: out of memory\n");
         goto out;
+    }
+    /* The daemon (root, typically) does what it is asked: without
+     * default_permissions the kernel checks nothing, and allow_other would
+     * hand every user every file of the store.  mergerfs and gocryptfs add
+     * it the same way. */
+    if (cli.allow_other && !cli.default_permissions) {
+        if (fuse_opt_add_arg(&args, "-odefault_permissions") < 0) {
+            fprintf(stderr, "drxfs: out of memory\n");
+            goto out;
+        }
+        drxfs.implied_default_permissions = true;
     }
     ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
 out:

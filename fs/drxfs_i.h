@@ -52,6 +52,7 @@ struct drxfs {
     bool split_reads;       /* large array reads use two threads */
     bool root_euid;      /* we may chown what we create */
     bool set_timeouts;   /* user gave no entry/attr timeout: use 0 */
+    bool implied_default_permissions; /* allow_other came alone: we added it */
     unsigned max_read;   /* -o max_read=N, or 0 */
     uint64_t cache_bytes;
     const char *store_path; /* absolute, for messages and drx-load */
