@@ -307,14 +307,14 @@ int drx_store_locate(const char *path, char *root, char *store_path, char *rel, 
 bool drx_store_name_is_temp(const char *name)
 {
     size_t n = strlen(name);
-    static const char *const kinds[] = {".xmd", ".nafs"};
+    static const char *const kinds[] = {".xmd", ".xta", ".nafs"};
 
     if (n < 8 || name[0] != '.' || name[n - 7] != '.')
         return false;
     for (size_t i = n - 6; i < n; i++)
         if (!isalnum((unsigned char)name[i]))
             return false;
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         size_t kl = strlen(kinds[k]);
         /* "." + at least one character of NAME + kind + ".XXXXXX" */
         if (n >= 1 + 1 + kl + 7 && memcmp(name + n - 7 - kl, kinds[k], kl) == 0)

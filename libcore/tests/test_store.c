@@ -138,6 +138,7 @@ static void test_names(void)
     tap_ok(!drx_store_name_internal(".drx", false), ".drx below the root is not");
     tap_ok(drx_store_name_internal(".temp.xmd.Ab12Cd", false), "array temp file is internal");
     tap_ok(drx_store_name_internal(".my file.nafs.zZ09aa", false), "metafile temp is internal");
+    tap_ok(drx_store_name_internal(".temp.xta.Ab12Cd", false), "chunk file copy temp is internal");
     tap_ok(!drx_store_name_internal("temp.xmd", false), "an array's .xmd is not internal");
     tap_ok(!drx_store_name_internal(".xmd.Ab12Cd", false), "no NAME: not a temp file");
     tap_ok(!drx_store_name_internal(".temp.xmd.Ab12C", false), "five X: not a temp file");

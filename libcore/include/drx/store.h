@@ -174,7 +174,8 @@ enum drx_store_kind drx_store_classify(const char *path);
 
 /* True for names the daemon hides: `.drx` in the store root (at_root), and
  * anywhere the temporary files of atomic replacement: `.NAME.xmd.XXXXXX`,
- * `.NAME.nafs.XXXXXX` (X: six [A-Za-z0-9] characters, as mkstemp makes). */
+ * `.NAME.xta.XXXXXX` (drx_array_unshare), `.NAME.nafs.XXXXXX` (X: six
+ * [A-Za-z0-9] characters, as mkstemp makes). */
 bool drx_store_name_internal(const char *name, bool at_root);
 
 /* True for the temporary-file names above (for fsck). */
