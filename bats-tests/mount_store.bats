@@ -20,6 +20,10 @@ setup() {
 }
 
 teardown() {
+    # a renaming loop a failed test left running
+    if [ -f "$BATS_TEST_TMPDIR/mover.pid" ]; then
+        kill "$(cat "$BATS_TEST_TMPDIR/mover.pid")" 2>/dev/null || true
+    fi
     # mounts a test made of its own
     for m in "$BATS_TEST_TMPDIR"/m* "${OWN_DIR:-/nonexistent}/m"; do
         [ -e "$m" ] && unmount_store "$m"
@@ -101,6 +105,74 @@ arr() {
     "$DRX" rm "$S/a3"
     "$DRX" rm "$S/a5"
     rmdir "$M/dir"
+}
+
+@test "an array with a second name of its chunks reads but refuses writes; mv finishes the rename" {
+    arr half
+    # what a daemon killed after the first step of mv half half2 leaves
+    ln "$S/half.xta" "$S/half2.xta"
+    cmp arr.raw "$M/half/data"
+    run dd if=arr.raw of="$M/half/data" conv=notrunc status=none
+    assert_failure
+    assert_output --partial "Input/output error"
+    grep -q "half: writing refused: .*half.xta has 2 names.*drx fsck --repair" "$M.log"
+    [ ! -e "$M/half2" ]
+    # the rename again: it goes on from where it stopped
+    mv "$M/half" "$M/half2"
+    [ ! -e "$S/half.xmd" ]
+    [ ! -e "$S/half.xta" ]
+    [ "$(stat -c %h "$S/half2.xta")" = 1 ]
+    dd if=arr.raw of="$M/half2/data" conv=notrunc status=none
+    cmp arr.raw "$M/half2/data"
+    "$DRX" rm "$S/half2"
+}
+
+@test "an array rename survives kill -9 of the daemon at any moment" {
+    local s="$BATS_TEST_TMPDIR/ks" m="$BATS_TEST_TMPDIR/m_kill" round n names cut=0
+    "$DRX" init "$s" >/dev/null
+    "$DRX" create "$s/A" --type f64 --shape 40x30 --chunk 7x8
+    "$PY" -c "import numpy as np; np.random.default_rng(1).random(1200).tofile('ref')"
+    "$DRX" put "$s/A" <ref
+    for ((round = 0; round < 30; round++)); do
+        mount_store "$s" "$m"
+        # renames back and forth, back to back, until the daemon dies under them
+        "$PY" -c '
+import os, sys
+src, dst = sys.argv[1] + "/A", sys.argv[1] + "/B"
+if not os.path.exists(src):
+    src, dst = dst, src
+try:
+    while True:
+        os.rename(src, dst)
+        src, dst = dst, src
+except OSError:
+    pass
+' "$m" 3>&- &
+        echo $! >"$BATS_TEST_TMPDIR/mover.pid"
+        sleep "$(printf '0.%03d' $((RANDOM % 150 + 10)))"
+        kill -9 "$(cat "$m.pid")"
+        wait "$(cat "$BATS_TEST_TMPDIR/mover.pid")" || true
+        rm "$BATS_TEST_TMPDIR/mover.pid"
+        unmount_store "$m"
+        "$DRX" fsck "$s" >/dev/null || cut=$((cut + 1))
+        run "$DRX" fsck "$s" --repair
+        assert_success
+        run "$DRX" fsck "$s"
+        assert_output "$s: clean"
+        # one name holds the array, whole, each file with one name
+        names=0
+        for n in A B; do
+            [ -e "$s/$n.xmd" ] || continue
+            names=$((names + 1))
+            "$DRX" info "$s/$n" >/dev/null
+            cmp ref <("$DRX" get "$s/$n")
+            [ "$(stat -c %h "$s/$n.xta")" = 1 ]
+            [ "$(stat -c %h "$s/$n.xmd")" = 1 ]
+        done
+        [ "$names" = 1 ]
+        [ -z "$(ls "$s" | grep -v -x -e A.xmd -e A.xta -e B.xmd -e B.xta)" ]
+    done
+    echo "# $cut of 30 kills left a rename half done" >&3
 }
 
 @test "plain files, symlinks and hard links of the store pass through" {
@@ -248,9 +320,13 @@ arr() {
     run nob setfattr -n user.drx.stripe -v "count=1 extent=4096" "$m/rootdir"
     assert_failure
     # nothing changed in the store
-    [ "$(cat "$s/private")" = secret ] && [ "$(cat "$s/public")" = public ]
-    [ -f "$s/rootdir/f" ] && [ ! -e "$s/rootdir/new" ] && [ ! -e "$s/rootdir/g" ]
-    [ -f "$s/arr.xmd" ] && [ ! -e "$s/arr2.xmd" ]
+    [ "$(cat "$s/private")" = secret ]
+    [ "$(cat "$s/public")" = public ]
+    [ -f "$s/rootdir/f" ]
+    [ ! -e "$s/rootdir/new" ]
+    [ ! -e "$s/rootdir/g" ]
+    [ -f "$s/arr.xmd" ]
+    [ ! -e "$s/arr2.xmd" ]
     cmp arr.raw "$m/arr/data"
     cmp <(printf 'striped secret\n') "$m/sfile"
     # in a world-writable directory nobody's new files and directories are theirs
