@@ -155,6 +155,20 @@ sums() {
     md5sum -c --quiet before
 }
 
+@test "import refuses an array whose .xta has a second name (a rename cut short)" {
+    "$DRX" create a --type f64 --shape 10x7 --chunk 3x4
+    random_bytes raw 560
+    "$DRX" put a <raw
+    ln a.xta b.xta
+    random_bytes other 560
+    run mpi_load 2 import a other
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "a.xta has 2 names"
+    assert_output --partial "drx fsck --repair"
+    cmp raw <("$DRX" get a)
+}
+
 @test "unreadable input, missing array and bad views fail once and change nothing" {
     "$DRX" create a --type i32 --shape 8x8 --chunk 3x3
     random_bytes raw 256

@@ -363,7 +363,11 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
     if (load_open_view(c, argv[1], argv + 3, argc - 3, &a, &v, path, sizeof(path)) < 0)
         goto out;
     const struct drx_array_meta *m = drx_array_meta(a);
-    rc = load_resolve(argv[2], raw, sizeof(raw), &err);
+    /* Our writes go to the .xta by MPI-IO, past drx_array_open's check: an
+     * .xta with another name (a rename cut short) is not written. */
+    rc = drx_array_check_links(a, &err);
+    if (rc == 0)
+        rc = load_resolve(argv[2], raw, sizeof(raw), &err);
     if (rc == 0)
         rc = load_check_input(raw, &size, &err);
     if (rc == -ENOENT && drx_stripe_exists(raw))
