@@ -631,6 +631,45 @@ copy_killed() {
     unmount_store mnt
 }
 
+@test "a read-only drxfs mount: import, export and copy destinations under it are refused" {
+    "$DRX" init st
+    "$DRX" create st/arr --type f64 --shape 100x100 --chunk 30x30
+    random_bytes raw 80000
+    "$DRX" put st/arr <raw
+    random_bytes src 300000
+    cp src st/plain
+    mount_store st mnt -o ro
+    random_bytes other 80000
+    run mpi_load 2 import mnt/arr other
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "mnt/arr: read-only file system ($PWD/mnt is a read-only drxfs mount)"
+    run mpi_load 2 export st/arr mnt/out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "read-only file system"
+    run mpi_load 2 copy src mnt/f
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "read-only file system"
+    run mpi_load 2 copy src mnt/plain
+    assert_failure
+    assert_not_exists st/out
+    assert_not_exists st/f.nafs
+    cmp src st/plain
+    cmp raw <("$DRX" get st/arr)
+    # sources under it are read as usual
+    run mpi_load 2 export mnt/arr out
+    assert_success
+    cmp raw out
+    run mpi_load 2 copy mnt/plain copied
+    assert_success
+    cmp src copied
+    run mpi_load 2 import st/arr other
+    assert_success
+    unmount_store mnt
+}
+
 @test "copy over a file open at the mount: new opens get the new file, open ones keep the old" {
     "$DRX" init st
     mount_store st mnt

@@ -112,9 +112,9 @@ int drx_cmd_init(int argc, char **argv)
     if (!store)
         return drx_cli_fail("init: usage: drx init STORE [--stripe-dirs D1,D2,... --count N "
                             "--extent BYTES]");
-    rc = drx_store_resolve_path(store, root, sizeof root);
+    rc = drx_store_resolve_path_for(NULL, store, DRX_STORE_FOR_WRITE, root, sizeof root, &err);
     if (rc < 0)
-        return drx_cli_fail("init: %s: %s", store, strerror(-rc));
+        return drx_cli_fail_err("init", rc, &err);
 
     /* defaults < --config file < options */
     rc = drx_config_defaults(&cfg, NULL);
@@ -195,12 +195,15 @@ out:
 
 /* ---- drx stripe ---------------------------------------------------------------- */
 
-/* Opens the store holding path; fills store_path (the resolved path). */
-static int open_store_of(const char *what, const char *path, struct drx_store **s, char *store_path)
+/* Opens the store holding path; fills store_path (the resolved path).
+ * write: the command changes the store (not through a read-only mount). */
+static int open_store_of(const char *what, const char *path, bool write, struct drx_store **s,
+                         char *store_path)
 {
     char root[PATH_MAX];
     struct drx_err err = {{0}};
-    int rc = drx_store_locate(path, root, store_path, NULL, &err);
+    int rc =
+        drx_store_locate_for(path, write ? DRX_STORE_FOR_WRITE : 0, root, store_path, NULL, &err);
 
     if (rc == 0)
         rc = drx_store_open(root, drx_cli.config_path, s, &err);
@@ -218,7 +221,7 @@ static int stripe_get(const char *file)
     struct stat st;
     int ret;
 
-    if (open_store_of("stripe get", file, &s, sp))
+    if (open_store_of("stripe get", file, false, &s, sp))
         return 1;
     if (ends_with(sp, DRX_STRIPE_SUFFIX) && !drx_stripe_exists(sp))
         sp[strlen(sp) - strlen(DRX_STRIPE_SUFFIX)] = '\0';
@@ -294,7 +297,7 @@ static int stripe_set(int argc, char **argv)
     if (!dir || (!clear && !count && !extent))
         return drx_cli_fail("stripe set: usage: drx stripe set DIR --count N --extent BYTES "
                             "(or --clear)");
-    if (open_store_of("stripe set", dir, &s, sp))
+    if (open_store_of("stripe set", dir, true, &s, sp))
         return 1;
     if (clear) {
         rc = drx_stripe_layout_dir_set(s, sp, NULL, &err);
@@ -859,7 +862,7 @@ int drx_cmd_fsck(int argc, char **argv)
     }
     if (!store)
         return drx_cli_fail("fsck: usage: drx fsck STORE [--repair]");
-    if (open_store_of("fsck", store, &k.s, sp))
+    if (open_store_of("fsck", store, k.repair, &k.s, sp))
         return 1;
     /* A mounted store is not idle: the daemon records sizes lazily (bytes
      * past a recorded size may be written data), creates subfiles before
