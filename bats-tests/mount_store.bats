@@ -210,7 +210,7 @@ except OSError:
     OWN_DIR=$(mktemp -d /tmp/drxfs-own.XXXXXX)
     chmod 755 "$OWN_DIR"
     local s="$OWN_DIR/s" m="$OWN_DIR/m"
-    mkdir "$s"
+    "$DRX" init "$s" >/dev/null
     "$DRX" create "$s/arr" --type i32 --shape 4 --chunk 2
     echo secret >"$s/rootfile"
     chmod 644 "$s/rootfile"
@@ -387,6 +387,36 @@ except OSError:
     grep -q "debug" "$BATS_TEST_TMPDIR/m2.log"
 }
 
+@test "a non-empty directory that is not a store is refused unless -o create; an empty one becomes a store" {
+    mkdir -p d1 m1
+    echo mine >d1/notes.txt
+    # (not -f: a drxfs that mounted after all goes to the background)
+    run "$DRXFS" d1 m1
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output "drxfs: $PWD/d1: not a drx store (no .drx/) and not empty; mount it with -o create to make it one, or run \`drx init $PWD/d1\`"
+    ! mountpoint -q m1
+    [ ! -e d1/.drx ]
+    # through mount.fuse3 (fstab) as well
+    run mount -t fuse "$DRXFS#$PWD/d1" m1
+    assert_failure
+    ! mountpoint -q m1
+    [ ! -e d1/.drx ]
+    mount_store d1 "$BATS_TEST_TMPDIR/m2" -o create
+    [ -d d1/.drx ]
+    cmp d1/notes.txt "$BATS_TEST_TMPDIR/m2/notes.txt"
+    unmount_store "$BATS_TEST_TMPDIR/m2"
+    # now a store: no option needed
+    mount_store d1 "$BATS_TEST_TMPDIR/m3"
+    unmount_store "$BATS_TEST_TMPDIR/m3"
+    mkdir d2
+    mount_store d2 "$BATS_TEST_TMPDIR/m4"
+    [ -d d2/.drx ]
+    unmount_store "$BATS_TEST_TMPDIR/m4"
+    run "$DRXFS" --help
+    assert_output --partial "-o create"
+}
+
 @test "a mount point that shadows the store path still serves the store" {
     local s="$BATS_TEST_TMPDIR/m_shadow"
     mkdir "$s"
@@ -394,7 +424,7 @@ except OSError:
     "$PY" -c "import numpy as np; np.arange(25, dtype='<f8').tofile('sh.raw')"
     "$DRX" put "$s/sh" <sh.raw
     "$DRX" get "$s/sh" dim1=1:4 >want
-    mount_store "$s" "$s"
+    mount_store "$s" "$s" -o create
     cmp sh.raw "$s/sh/data"
     cmp want "$s/sh/dim1=1:4/data"
     echo hi >"$s/new.txt"

@@ -44,6 +44,7 @@ struct drxfs_cli {
     int debug;
     int foreground;
     int ro;
+    int create; /* -o create: make a non-empty directory a store */
     int allow_other;
     int default_permissions;
     int timeouts_given;
@@ -75,6 +76,7 @@ static const struct fuse_opt drxfs_opts[] = {
     DRXFS_OPT("npy_io=%s", npy_io),
     DRXFS_OPT("striped_io=%s", striped_io),
     DRXFS_OPT("split_reads=%s", split_reads),
+    DRXFS_OPT("create", create),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -173,6 +175,10 @@ static void usage(const char *prog)
            "                           reads are served by read-ahead)\n"
            "    -o split_reads=yes|no  copy large array reads on two threads (yes)\n"
            "    -o ro                  read-only mount (writes fail with EROFS)\n"
+           "    -o create              make STORE a store (.drx/) even when it is a\n"
+           "                           non-empty directory without one; an empty\n"
+           "                           directory becomes a store anyway, a non-empty\n"
+           "                           one is refused without this\n"
            "    -o allow_other         let other users in; implies default_permissions\n"
            "                           (added when not given): the kernel checks every\n"
            "                           access against the owners and modes of the store\n\n",
@@ -361,8 +367,18 @@ static int open_store(struct drxfs_cli *cli, const char *abs_root)
         }
     }
 
-    /* A store is marked by .drx/; make one when missing (SPEC section 2). */
-    rc = drx_store_init(drxfs.proc_root, &cfg, DRX_STORE_INIT_KEEP, &err);
+    /* A store is marked by .drx/; drxfs makes one in an empty directory,
+     * and in any other only when asked (SPEC section 2): mounting the wrong
+     * directory must not quietly turn it into a store. */
+    rc = drx_store_init(drxfs.proc_root, &cfg,
+                        DRX_STORE_INIT_KEEP | (cli->create ? 0 : DRX_STORE_INIT_EMPTY_ONLY), &err);
+    if (rc == -ENOTEMPTY) {
+        fprintf(stderr,
+                "drxfs: %s: not a drx store (no .drx/) and not empty; mount it with -o create "
+                "to make it one, or run `drx init %s`\n",
+                abs_root, abs_root);
+        goto out;
+    }
     if (rc < 0) {
         fprintf(stderr, "drxfs: %s: %s\n", abs_root, err.msg[0] ? err.msg : strerror(-rc));
         goto out;

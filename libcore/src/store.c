@@ -2,6 +2,7 @@
 #include "drx/store.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -408,6 +409,22 @@ static int mkdir_p(const char *path, mode_t mode)
     return is_dir(path) ? 0 : -ENOTDIR;
 }
 
+/* 1 when the directory at path holds any entry, 0 when it is empty or
+ * missing, or -errno. */
+static int dir_has_entries(const char *path)
+{
+    struct dirent *e;
+    DIR *d = opendir(path);
+    int found = 0;
+
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    while (!found && (e = readdir(d)))
+        found = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return found;
+}
+
 /* mkdir that accepts a directory already there, but nothing else. */
 static int make_dir(const char *path, struct drx_err *err)
 {
@@ -569,10 +586,19 @@ int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigne
         }
     }
 
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
+    if ((flags & DRX_STORE_INIT_EMPTY_ONLY) && !is_dir(path)) {
+        rc = dir_has_entries(root);
+        if (rc != 0) {
+            rc = rc > 0 ? drx_err_set(err, ENOTEMPTY, "%s: not a drx store (no %s/) and not empty",
+                                      root, DRX_STORE_DIR)
+                        : drx_err_set(err, -rc, "%s: %s", root, strerror(-rc));
+            goto out;
+        }
+    }
     rc = make_dir(root, err);
     if (rc < 0)
         goto out;
-    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
     rc = make_dir(path, err);
     if (rc < 0)
         goto out;

@@ -208,10 +208,35 @@ static void test_init_open(void)
            "init with another count: EEXIST (%s)", err.msg);
     tap_ok(drx_store_init(root, &cfg, DRX_STORE_INIT_KEEP, &err) == 1,
            "init with KEEP on an existing store: 1");
+    tap_ok(drx_store_init(root, &cfg, DRX_STORE_INIT_KEEP | DRX_STORE_INIT_EMPTY_ONLY, &err) == 1,
+           "EMPTY_ONLY: an existing store (not empty) is fine");
     const char *other[] = {"/tmp/x0", "/tmp/x1"};
     drx_config_set_dirs(&cfg, other, 2);
     tap_ok(drx_store_init(root, &cfg, 0, &err) == -EEXIST && strstr(err.msg, "stripe dirs"),
            "init with other dirs: EEXIST (%s)", err.msg);
+    drx_config_fini(&cfg);
+
+    /* Only an empty directory becomes a store unasked (drxfs without -o
+     * create); a missing one too. */
+    char busy[128], empty[128], missing[128];
+    snprintf(busy, sizeof busy, "%s/busy", base);
+    snprintf(empty, sizeof empty, "%s/empty", base);
+    snprintf(missing, sizeof missing, "%s/missing", base);
+    mkdir(busy, 0755);
+    mkdir(empty, 0755);
+    snprintf(path, sizeof path, "%s/notes.txt", busy);
+    write_file(path, "mine\n");
+    drx_config_defaults(&cfg, NULL);
+    snprintf(path, sizeof path, "%s/.drx", busy);
+    tap_ok(drx_store_init(busy, &cfg, DRX_STORE_INIT_EMPTY_ONLY, &err) == -ENOTEMPTY &&
+               strstr(err.msg, "not a drx store") && !is_dir(path),
+           "EMPTY_ONLY: a directory of files is refused, no .drx/ made (%s)", err.msg);
+    tap_ok(drx_store_init(busy, &cfg, 0, &err) == 0 && is_dir(path),
+           "without it (drx init, -o create) it becomes a store");
+    tap_ok(drx_store_init(empty, &cfg, DRX_STORE_INIT_EMPTY_ONLY, &err) == 0,
+           "EMPTY_ONLY: an empty directory becomes a store");
+    tap_ok(drx_store_init(missing, &cfg, DRX_STORE_INIT_EMPTY_ONLY, &err) == 0,
+           "EMPTY_ONLY: a missing one is made");
     drx_config_fini(&cfg);
 
     /* A store with its own dirs; store.conf keeps them, relative inside. */

@@ -62,6 +62,11 @@ enum {
     /* An existing store keeps its remembered settings whatever cfg says
      * (drxfs at mount, `drx init STORE` without layout options). */
     DRX_STORE_INIT_KEEP = 1,
+    /* Only an empty (or missing) directory becomes a new store: one that
+     * holds anything and has no `.drx/` gives -ENOTEMPTY (drxfs at mount
+     * without -o create: a mount must not quietly take over a directory
+     * of other files). */
+    DRX_STORE_INIT_EMPTY_ONLY = 2,
 };
 
 /* Makes `root` a store: creates root (one level, like mkdir) if missing,
