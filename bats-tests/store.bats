@@ -358,6 +358,18 @@ subfile() {
     run "$DRX" fsck st
     assert_success
     assert_output "$PWD/st: clean"
+    # a name outside the store: the array gets its own copy, the outside
+    # file is left as it is
+    ln st/a.xta outside.xta
+    run "$DRX" fsck st
+    assert_failure
+    assert_line --partial "a.xta: its chunk file has 2 names, 1 outside the store"
+    run "$DRX" fsck st --repair
+    assert_success
+    [ "$(stat -c %h st/a.xta)" = 1 ]
+    [ "$(stat -c %h outside.xta)" = 1 ]
+    cmp st/a.xta outside.xta
+    "$DRX" extend st/a 0 1
 }
 
 @test "fsck --repair leaves an .xta alone while an extension holds its lock" {

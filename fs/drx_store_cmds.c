@@ -659,21 +659,19 @@ static void check_shared_one(struct fsck *k, const struct xname *g, size_t n)
         /* without --repair: what would be left once the leftovers are gone */
         uintmax_t names = (uintmax_t)st.st_nlink - (k->repair ? 0 : nleft);
         if (names > 1) {
-            size_t nwhole = 0;
-            for (size_t j = 0; j < n; j++)
-                nwhole += g[j].whole;
-            const struct xname *other = &g[i] == keeper && i + 1 < n ? &g[i + 1] : keeper;
+            const struct xname *other = NULL; /* another whole array of the group */
+            for (size_t j = 0; j < n && !other; j++)
+                if (j != i && g[j].whole)
+                    other = &g[j];
             int urc = k->repair ? drx_array_unshare(name, &err) : 0;
             char what[PATH_MAX + 200];
-            if (nwhole > 1)
+            if (other)
                 snprintf(what, sizeof what,
                          "shares its chunk file with %s (a rename cut short by an older drxfs?)",
                          rel_of(k, other->path));
             else
-                snprintf(what, sizeof what,
-                         "its chunk file has %ju names, %zu of them outside "
-                         "the store",
-                         names, (size_t)(names - 1));
+                snprintf(what, sizeof what, "its chunk file has %ju names, %ju outside the store",
+                         names, names - 1);
             if (urc < 0)
                 finding(k, rel_of(k, g[i].path), false, NULL, "%s; cannot give it its own: %s",
                         what, err.msg);
