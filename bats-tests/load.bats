@@ -130,6 +130,20 @@ sums() {
     md5sum -c --quiet before
 }
 
+@test "import refuses an array whose .xta has a second name (a rename cut short)" {
+    "$DRX" create a --type f64 --shape 10x7 --chunk 3x4
+    random_bytes raw 560
+    "$DRX" put a <raw
+    ln a.xta b.xta
+    random_bytes other 560
+    run mpi_load 2 import a other
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "a.xta has 2 names"
+    assert_output --partial "drx fsck --repair"
+    cmp raw <("$DRX" get a)
+}
+
 @test "unreadable input, missing array and bad views fail once and change nothing" {
     "$DRX" create a --type i32 --shape 8x8 --chunk 3x3
     random_bytes raw 256
@@ -589,6 +603,45 @@ copy_killed() {
     run mpi_load 2 export mnt/arr out dim1=::3
     assert_success
     cmp out mnt/arr/dim1=::3/data
+    unmount_store mnt
+}
+
+@test "a read-only drxfs mount: import, export and copy destinations under it are refused" {
+    "$DRX" init st
+    "$DRX" create st/arr --type f64 --shape 100x100 --chunk 30x30
+    random_bytes raw 80000
+    "$DRX" put st/arr <raw
+    random_bytes src 300000
+    cp src st/plain
+    mount_store st mnt -o ro
+    random_bytes other 80000
+    run mpi_load 2 import mnt/arr other
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "mnt/arr: read-only file system ($PWD/mnt is a read-only drxfs mount)"
+    run mpi_load 2 export st/arr mnt/out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "read-only file system"
+    run mpi_load 2 copy src mnt/f
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "read-only file system"
+    run mpi_load 2 copy src mnt/plain
+    assert_failure
+    assert_not_exists st/out
+    assert_not_exists st/f.nafs
+    cmp src st/plain
+    cmp raw <("$DRX" get st/arr)
+    # sources under it are read as usual
+    run mpi_load 2 export mnt/arr out
+    assert_success
+    cmp raw out
+    run mpi_load 2 copy mnt/plain copied
+    assert_success
+    cmp src copied
+    run mpi_load 2 import st/arr other
+    assert_success
     unmount_store mnt
 }
 

@@ -6,6 +6,7 @@ load test_helper
 
 setup_file() {
     export S="$BATS_FILE_TMPDIR/store" M="$BATS_FILE_TMPDIR/mnt"
+    "$DRX" init "$S" >/dev/null
     mkdir -p "$S/sub"
     cd "$BATS_FILE_TMPDIR"
     # temp: 3-D f64 grown along two dimensions after filling, named dims

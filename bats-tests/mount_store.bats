@@ -20,6 +20,10 @@ setup() {
 }
 
 teardown() {
+    # a renaming loop a failed test left running
+    if [ -f "$BATS_TEST_TMPDIR/mover.pid" ]; then
+        kill "$(cat "$BATS_TEST_TMPDIR/mover.pid")" 2>/dev/null || true
+    fi
     # mounts a test made of its own
     for m in "$BATS_TEST_TMPDIR"/m* "${OWN_DIR:-/nonexistent}/m"; do
         [ -e "$m" ] && unmount_store "$m"
@@ -103,6 +107,74 @@ arr() {
     rmdir "$M/dir"
 }
 
+@test "an array with a second name of its chunks reads but refuses writes; mv finishes the rename" {
+    arr half
+    # what a daemon killed after the first step of mv half half2 leaves
+    ln "$S/half.xta" "$S/half2.xta"
+    cmp arr.raw "$M/half/data"
+    run dd if=arr.raw of="$M/half/data" conv=notrunc status=none
+    assert_failure
+    assert_output --partial "Input/output error"
+    grep -q "half: writing refused: .*half.xta has 2 names.*drx fsck --repair" "$M.log"
+    [ ! -e "$M/half2" ]
+    # the rename again: it goes on from where it stopped
+    mv "$M/half" "$M/half2"
+    [ ! -e "$S/half.xmd" ]
+    [ ! -e "$S/half.xta" ]
+    [ "$(stat -c %h "$S/half2.xta")" = 1 ]
+    dd if=arr.raw of="$M/half2/data" conv=notrunc status=none
+    cmp arr.raw "$M/half2/data"
+    "$DRX" rm "$S/half2"
+}
+
+@test "an array rename survives kill -9 of the daemon at any moment" {
+    local s="$BATS_TEST_TMPDIR/ks" m="$BATS_TEST_TMPDIR/m_kill" round n names cut=0
+    "$DRX" init "$s" >/dev/null
+    "$DRX" create "$s/A" --type f64 --shape 40x30 --chunk 7x8
+    "$PY" -c "import numpy as np; np.random.default_rng(1).random(1200).tofile('ref')"
+    "$DRX" put "$s/A" <ref
+    for ((round = 0; round < 30; round++)); do
+        mount_store "$s" "$m"
+        # renames back and forth, back to back, until the daemon dies under them
+        "$PY" -c '
+import os, sys
+src, dst = sys.argv[1] + "/A", sys.argv[1] + "/B"
+if not os.path.exists(src):
+    src, dst = dst, src
+try:
+    while True:
+        os.rename(src, dst)
+        src, dst = dst, src
+except OSError:
+    pass
+' "$m" 3>&- &
+        echo $! >"$BATS_TEST_TMPDIR/mover.pid"
+        sleep "$(printf '0.%03d' $((RANDOM % 150 + 10)))"
+        kill -9 "$(cat "$m.pid")"
+        wait "$(cat "$BATS_TEST_TMPDIR/mover.pid")" || true
+        rm "$BATS_TEST_TMPDIR/mover.pid"
+        unmount_store "$m"
+        "$DRX" fsck "$s" >/dev/null || cut=$((cut + 1))
+        run "$DRX" fsck "$s" --repair
+        assert_success
+        run "$DRX" fsck "$s"
+        assert_output "$s: clean"
+        # one name holds the array, whole, each file with one name
+        names=0
+        for n in A B; do
+            [ -e "$s/$n.xmd" ] || continue
+            names=$((names + 1))
+            "$DRX" info "$s/$n" >/dev/null
+            cmp ref <("$DRX" get "$s/$n")
+            [ "$(stat -c %h "$s/$n.xta")" = 1 ]
+            [ "$(stat -c %h "$s/$n.xmd")" = 1 ]
+        done
+        [ "$names" = 1 ]
+        [ -z "$(ls "$s" | grep -v -x -e A.xmd -e A.xta -e B.xmd -e B.xta)" ]
+    done
+    echo "# $cut of 30 kills left a rename half done" >&3
+}
+
 @test "plain files, symlinks and hard links of the store pass through" {
     printf 'hello\n' >"$S/hello.txt"
     ln -s hello.txt "$S/link"
@@ -138,7 +210,7 @@ arr() {
     OWN_DIR=$(mktemp -d /tmp/drxfs-own.XXXXXX)
     chmod 755 "$OWN_DIR"
     local s="$OWN_DIR/s" m="$OWN_DIR/m"
-    mkdir "$s"
+    "$DRX" init "$s" >/dev/null
     "$DRX" create "$s/arr" --type i32 --shape 4 --chunk 2
     echo secret >"$s/rootfile"
     chmod 644 "$s/rootfile"
@@ -172,6 +244,107 @@ arr() {
     [ "$(stat -c %u "$s/arr.xta")" = 65534 ]
     nob dd if=/dev/zero of="$m/arr/data" bs=4 count=1 conv=notrunc status=none
     unmount_store "$m"
+}
+
+@test "allow_other alone implies default_permissions: other users get only what the store allows" {
+    OWN_DIR=$(mktemp -d /tmp/drxfs-perm.XXXXXX)
+    chmod 755 "$OWN_DIR"
+    local s="$OWN_DIR/s" m="$OWN_DIR/m"
+    "$DRX" init "$s" >/dev/null
+    chmod 755 "$s"
+    printf 'secret\n' >"$s/private"
+    chmod 600 "$s/private"
+    printf 'public\n' >"$s/public"
+    chmod 644 "$s/public"
+    mkdir -m 755 "$s/rootdir" "$s/pub"
+    chmod 1777 "$s/pub"
+    printf 'x\n' >"$s/rootdir/f"
+    "$DRX" create "$s/arr" --type i32 --shape 4 --chunk 2
+    chmod 644 "$s/arr.xmd" "$s/arr.xta"
+    "$PY" -c "import numpy as np; np.arange(4, dtype='<i4').tofile('arr.raw')"
+    "$DRX" put "$s/arr" <arr.raw
+    # the natural fstab line: allow_other, nothing else
+    mount_store "$s" "$m" -o allow_other
+    (umask 077 && printf 'striped secret\n' >"$m/sfile")
+    [ -f "$s/sfile.nafs" ]
+    [ "$(stat -c %a "$m/sfile")" = 600 ]
+    nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+    # pass-through and striped files: 0600 root files stay root's
+    run nob cat "$m/private"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run nob cat "$m/sfile"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run nob cat "$m/public"
+    assert_success
+    assert_output public
+    for f in public private sfile; do
+        run nob sh -c "echo more >>'$m/$f'"
+        assert_failure
+        assert_output --partial "Permission denied"
+        run nob truncate -s 0 "$m/$f"
+        assert_failure
+        run nob chmod 666 "$m/$f"
+        assert_failure
+        run nob touch -d 2001-01-01 "$m/$f"
+        assert_failure
+    done
+    run nob setfattr -n user.note -v x "$m/public"
+    assert_failure
+    # a 0644 array: reading is allowed, writing is not (data, data.npy, views)
+    nob cat "$m/arr/data" | cmp arr.raw -
+    nob cat "$m/arr/info" >/dev/null
+    nob cat "$m/arr/dim0=1:3/data" >/dev/null
+    for f in data dim0=1:3/data data.npy; do
+        run nob dd if=/dev/zero of="$m/arr/$f" bs=4 count=1 conv=notrunc status=none
+        assert_failure
+        assert_output --partial "Permission denied"
+    done
+    run nob chmod 666 "$m/arr"
+    assert_failure
+    # a 0755 root directory: no unlink, create, mkdir, rename or layout change
+    run nob rm -f "$m/rootdir/f"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run nob mkdir "$m/rootdir/new"
+    assert_failure
+    run nob touch "$m/rootdir/new"
+    assert_failure
+    run nob mv "$m/rootdir/f" "$m/rootdir/g"
+    assert_failure
+    run nob mv "$m/arr" "$m/arr2"
+    assert_failure
+    run nob rm -f "$m/public"
+    assert_failure
+    run nob setfattr -n user.drx.stripe -v "count=1 extent=4096" "$m/rootdir"
+    assert_failure
+    # nothing changed in the store
+    [ "$(cat "$s/private")" = secret ]
+    [ "$(cat "$s/public")" = public ]
+    [ -f "$s/rootdir/f" ]
+    [ ! -e "$s/rootdir/new" ]
+    [ ! -e "$s/rootdir/g" ]
+    [ -f "$s/arr.xmd" ]
+    [ ! -e "$s/arr2.xmd" ]
+    cmp arr.raw "$m/arr/data"
+    cmp <(printf 'striped secret\n') "$m/sfile"
+    # in a world-writable directory nobody's new files and directories are theirs
+    nob sh -c "echo mine >'$m/pub/f'"
+    nob mkdir "$m/pub/d"
+    [ "$(stat -c %u:%g "$s/pub/f.nafs")" = 65534:65534 ]
+    [ "$(stat -c %u:%g "$s/pub/d")" = 65534:65534 ]
+    run nob cat "$m/pub/f"
+    assert_output mine
+    # a set-group-ID directory gives its group, as on a local filesystem
+    mkdir -m 2777 "$s/sg"
+    chgrp 100 "$s/sg"
+    nob sh -c "echo mine >'$m/sg/f'"
+    nob mkdir "$m/sg/d"
+    [ "$(stat -c %u:%g "$s/sg/f.nafs")" = 65534:100 ]
+    [ "$(stat -c %u:%g "$s/sg/d")" = 65534:100 ]
+    unmount_store "$m"
+    grep -q "default_permissions" "$m.log"
 }
 
 @test "--help, --version and bad options or configuration" {
@@ -232,6 +405,36 @@ libfuse $(pkg-config --modversion fuse3)"
     grep -q "entry/attr timeouts 0/5 s" "$BATS_TEST_TMPDIR/m3.log"
 }
 
+@test "a non-empty directory that is not a store is refused unless -o create; an empty one becomes a store" {
+    mkdir -p d1 m1
+    echo mine >d1/notes.txt
+    # (not -f: a drxfs that mounted after all goes to the background)
+    run "$DRXFS" d1 m1
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output "drxfs: $PWD/d1: not a drx store (no .drx/) and not empty; mount it with -o create to make it one, or run \`drx init $PWD/d1\`"
+    ! mountpoint -q m1
+    [ ! -e d1/.drx ]
+    # through mount.fuse3 (fstab) as well
+    run mount -t fuse "$DRXFS#$PWD/d1" m1
+    assert_failure
+    ! mountpoint -q m1
+    [ ! -e d1/.drx ]
+    mount_store d1 "$BATS_TEST_TMPDIR/m2" -o create
+    [ -d d1/.drx ]
+    cmp d1/notes.txt "$BATS_TEST_TMPDIR/m2/notes.txt"
+    unmount_store "$BATS_TEST_TMPDIR/m2"
+    # now a store: no option needed
+    mount_store d1 "$BATS_TEST_TMPDIR/m3"
+    unmount_store "$BATS_TEST_TMPDIR/m3"
+    mkdir d2
+    mount_store d2 "$BATS_TEST_TMPDIR/m4"
+    [ -d d2/.drx ]
+    unmount_store "$BATS_TEST_TMPDIR/m4"
+    run "$DRXFS" --help
+    assert_output --partial "-o create"
+}
+
 @test "a mount point that shadows the store path still serves the store" {
     local s="$BATS_TEST_TMPDIR/m_shadow"
     mkdir "$s"
@@ -239,7 +442,7 @@ libfuse $(pkg-config --modversion fuse3)"
     "$PY" -c "import numpy as np; np.arange(25, dtype='<f8').tofile('sh.raw')"
     "$DRX" put "$s/sh" <sh.raw
     "$DRX" get "$s/sh" dim1=1:4 >want
-    mount_store "$s" "$s"
+    mount_store "$s" "$s" -o create
     cmp sh.raw "$s/sh/data"
     cmp want "$s/sh/dim1=1:4/data"
     echo hi >"$s/new.txt"

@@ -173,6 +173,42 @@ a = np.arange(15, dtype='<f8').reshape(5, 3) * 10; a[1, 2] = -1; a.tofile('want'
     cmp r.raw <("$DRX" get "$S/r")
 }
 
+@test "-o ro: drx refuses to change anything through the read-only mount (EROFS, one line)" {
+    fresh r2 4x4 2x2
+    mkdir -p "$S/rodir"
+    local ro="$BATS_FILE_TMPDIR/ro"
+    mount_store "$S" "$ro" -o ro
+    # one clear line for each command that would change the store
+    for cmd in "put $ro/r2" "extend $ro/r2 0 2" "extend $ro/r2/ 1 1" \
+        "create $ro/new --type i8 --shape 4 --chunk 2" "create $ro/rodir/new --type i8 --shape 4 --chunk 2" \
+        "rm $ro/r2" "stripe set $ro/rodir --count 1 --extent 4096" "fsck $ro --repair" \
+        "init $ro/rodir"; do
+        # shellcheck disable=SC2086
+        run "$DRX" $cmd <r2.raw
+        assert_failure
+        assert_equal "${#lines[@]}" 1
+        assert_output --partial "read-only file system ($ro is a read-only drxfs mount)"
+    done
+    [ ! -e "$S/new.xmd" ]
+    [ ! -e "$S/rodir/new.xmd" ]
+    [ ! -e "$S/rodir/.drx" ]
+    run getfattr -n user.drx.stripe "$S/rodir"
+    assert_failure
+    cmp r2.raw <("$DRX" get "$S/r2")
+    [ "$("$PY" -c "import json; print(json.load(open('$ro/r2/info'))['shape'])")" = "[4, 4]" ]
+    # reading through it works
+    cmp r2.raw <("$DRX" get "$ro/r2")
+    "$DRX" info "$ro/r2" >/dev/null
+    "$DRX" stripe get "$ro/rodir" >/dev/null
+    run "$DRX" fsck "$ro"
+    assert_success
+    # the same store through the writable mount, or by its own path, is writable
+    "$DRX" extend "$M/r2" 0 1
+    "$DRX" extend "$S/r2" 0 1
+    unmount_store "$ro"
+    [ "$("$PY" -c "import json; print(json.load(open('$M/r2/info'))['shape'])")" = "[6, 4]" ]
+}
+
 @test "extension while mounted: sizes and bytes are new right after drx extend" {
     fresh x 6x5x4 4x2x3
     # warm every cache first

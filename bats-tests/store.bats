@@ -290,6 +290,88 @@ subfile() {
     assert_success
 }
 
+@test "fsck: an array rename cut short at either step is named and settled; writers refuse it meanwhile" {
+    "$DRX" init st
+    "$PY" -c "import numpy as np; np.arange(24, dtype='<f8').tofile('ref')"
+    for n in a c e; do
+        "$DRX" create "st/$n" --type f64 --shape 4x6 --chunk 3x4
+        "$DRX" put "st/$n" <ref
+    done
+    # drxfs renames a to b in three steps: link b.xta, rename a.xmd to
+    # b.xmd, remove a.xta.  Cut short after the first: a is whole, b.xta a
+    # second name of its chunks.
+    ln st/a.xta st/b.xta
+    # cut short after the second: d is whole, c.xta the old name
+    ln st/c.xta st/d.xta
+    mv st/c.xmd st/d.xmd
+    run "$DRX" fsck st
+    assert_failure
+    assert_line --partial "b.xta: a second name of a.xta, left by an interrupted rename"
+    assert_line --partial "c.xta: a second name of d.xta, left by an interrupted rename"
+    assert_line "$PWD/st: 2 problems, 0 repaired"
+    # meanwhile the arrays read, and writers refuse them (two names with
+    # their own metadata would diverge at the first extension)
+    for n in a d; do
+        cmp ref <("$DRX" get "st/$n")
+        run "$DRX" extend "st/$n" 0 1
+        assert_failure
+        assert_output --partial "has 2 names"
+        assert_output --partial "drx fsck --repair"
+        run "$DRX" put "st/$n" <ref
+        assert_failure
+        assert_output --partial "drx fsck --repair"
+    done
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_line "$PWD/st: 2 problems, 2 repaired"
+    assert_not_exists st/b.xta
+    assert_not_exists st/c.xta
+    run "$DRX" fsck st
+    assert_success
+    for n in a d; do
+        [ "$(stat -c %h "st/$n.xta")" = 1 ]
+        "$DRX" info "st/$n" >/dev/null
+        cmp ref <("$DRX" get "st/$n")
+        "$DRX" extend "st/$n" 0 1
+    done
+    # what an older drxfs left: two whole arrays sharing both files
+    ln st/e.xta st/f.xta
+    ln st/e.xmd st/f.xmd
+    run "$DRX" fsck st
+    assert_failure
+    assert_line --partial "e.xta: shares its chunk file with f.xta"
+    run "$DRX" extend st/f 0 2
+    assert_failure
+    assert_output --partial "drx fsck --repair"
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_line "$PWD/st: 1 problem, 1 repaired"
+    for f in e.xta e.xmd f.xta f.xmd; do
+        [ "$(stat -c %h "st/$f")" = 1 ]
+    done
+    # each is its own array now: extending one leaves the other's chunks
+    "$DRX" extend st/f 0 2
+    "$DRX" extend st/e 1 3
+    "$DRX" put st/f dim0=4:6 < <(head -c 96 /dev/urandom)
+    cmp ref <("$DRX" get st/e dim1=0:6)
+    cmp ref <("$DRX" get st/f dim0=0:4)
+    run "$DRX" fsck st
+    assert_success
+    assert_output "$PWD/st: clean"
+    # a name outside the store: the array gets its own copy, the outside
+    # file is left as it is
+    ln st/a.xta outside.xta
+    run "$DRX" fsck st
+    assert_failure
+    assert_line --partial "a.xta: its chunk file has 2 names, 1 outside the store"
+    run "$DRX" fsck st --repair
+    assert_success
+    [ "$(stat -c %h st/a.xta)" = 1 ]
+    [ "$(stat -c %h outside.xta)" = 1 ]
+    cmp st/a.xta outside.xta
+    "$DRX" extend st/a 0 1
+}
+
 @test "fsck --repair leaves an .xta alone while an extension holds its lock" {
     "$DRX" init st
     "$DRX" create st/arr --type f64 --shape 4x5 --chunk 2x2

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +21,15 @@
 #define PIECE_BYTES ((size_t)16 << 20)
 
 /* Maps a user's ARRAY argument to the store-side path without suffix:
- * a path under a drxfs mount goes to the store; "NAME.xmd" means NAME. */
-static int array_path(const char *arg, char *out)
+ * a path under a drxfs mount goes to the store (for a command that changes
+ * the array, not under a read-only mount); "NAME.xmd" means NAME. */
+static int array_path(const char *arg, char *out, bool write)
 {
-    int n = drx_store_resolve_path(arg, out, PATH_MAX);
+    struct drx_err err = {""};
+    int n =
+        drx_store_resolve_path_for(NULL, arg, write ? DRX_STORE_FOR_WRITE : 0, out, PATH_MAX, &err);
     if (n < 0)
-        return drx_cli_fail("%s: %s", arg, strerror(-n));
+        return drx_cli_fail_err(NULL, n, &err);
     if (n > 4 && (strcmp(out + n - 4, ".xmd") == 0 || strcmp(out + n - 4, ".xta") == 0))
         out[n - 4] = '\0';
     return 0;
@@ -37,7 +41,7 @@ static int open_array(const char *arg, int mode, struct drx_array **a)
     struct drx_err err = {""};
     int rc;
 
-    if (array_path(arg, path))
+    if (array_path(arg, path, mode == DRX_RDWR))
         return 1;
     rc = drx_array_open(path, mode, a, &err);
     if (rc)
@@ -173,7 +177,7 @@ int drx_cmd_create(int argc, char **argv)
             return drx_cli_fail("create: --fill: %s", err.msg);
         spec.fill = fillv;
     }
-    if (array_path(argv[1], path))
+    if (array_path(argv[1], path, true))
         return 1;
     rc = drx_array_create(path, &spec, &a, &err);
     if (rc)
@@ -602,7 +606,7 @@ int drx_cmd_rm(int argc, char **argv)
 
     if (argc != 2)
         return drx_cli_fail("usage: drx rm ARRAY");
-    if (array_path(argv[1], path))
+    if (array_path(argv[1], path, true))
         return 1;
     rc = drx_array_remove(path, &err);
     if (rc)

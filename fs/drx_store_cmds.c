@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,9 +79,9 @@ int drx_cmd_init(int argc, char **argv)
     setup_log();
     if (layout_opts("init", &count, &extent))
         return 1;
-    rc = drx_store_resolve_path(store, root, sizeof root);
+    rc = drx_store_resolve_path_for(NULL, store, DRX_STORE_FOR_WRITE, root, sizeof root, &err);
     if (rc < 0)
-        return drx_cli_fail("init: %s: %s", store, strerror(-rc));
+        return drx_cli_fail_err("init", rc, &err);
 
     /* defaults < --config file < options */
     rc = drx_config_defaults(&cfg, NULL);
@@ -161,12 +162,15 @@ out:
 
 /* ---- drx stripe ---------------------------------------------------------------- */
 
-/* Opens the store holding path; fills store_path (the resolved path). */
-static int open_store_of(const char *what, const char *path, struct drx_store **s, char *store_path)
+/* Opens the store holding path; fills store_path (the resolved path).
+ * write: the command changes the store (not through a read-only mount). */
+static int open_store_of(const char *what, const char *path, bool write, struct drx_store **s,
+                         char *store_path)
 {
     char root[PATH_MAX];
     struct drx_err err = {{0}};
-    int rc = drx_store_locate(path, root, store_path, NULL, &err);
+    int rc =
+        drx_store_locate_for(path, write ? DRX_STORE_FOR_WRITE : 0, root, store_path, NULL, &err);
 
     if (rc == 0)
         rc = drx_store_open(root, drx_cli.config_path, s, &err);
@@ -184,7 +188,7 @@ static int stripe_get(const char *file)
     struct stat st;
     int ret;
 
-    if (open_store_of("stripe get", file, &s, sp))
+    if (open_store_of("stripe get", file, false, &s, sp))
         return 1;
     if (ends_with(sp, DRX_STRIPE_SUFFIX) && !drx_stripe_exists(sp))
         sp[strlen(sp) - strlen(DRX_STRIPE_SUFFIX)] = '\0';
@@ -247,7 +251,7 @@ static int stripe_set(const char *dir)
                             "(or --clear)");
     if (clear && (count || extent))
         return drx_cli_fail("stripe set: --clear takes no --count or --extent");
-    if (open_store_of("stripe set", dir, &s, sp))
+    if (open_store_of("stripe set", dir, true, &s, sp))
         return 1;
     if (clear) {
         rc = drx_stripe_layout_dir_set(s, sp, NULL, &err);
@@ -298,6 +302,15 @@ struct ref {
     char *owner; /* store-relative path of the metafile */
 };
 
+/* An .xta with more than one name: settled after the walk, when every
+ * name of it in the store is known. */
+struct xname {
+    dev_t dev;
+    ino_t ino;
+    bool whole; /* an .xmd beside it */
+    char *path;
+};
+
 struct fsck {
     struct drx_store *s;
     bool repair;
@@ -305,6 +318,8 @@ struct fsck {
     bool bad_meta; /* some metafile could not be read: orphans are unsafe to remove */
     struct ref *refs;
     size_t nrefs, caprefs;
+    struct xname *xnames;
+    size_t nxnames, capxnames;
 };
 
 static const char *rel_of(const struct fsck *k, const char *path)
@@ -476,6 +491,26 @@ static void check_array(struct fsck *k, const char *xmd)
         finding(k, rel_of(k, xta), false, NULL, "not a regular file");
         return;
     }
+    /* Its other names are settled after the walk (check_shared); its
+     * length must wait for that: trimming it to this metadata could cut
+     * chunks another name's metadata commits. */
+    if (st.st_nlink > 1)
+        return;
+    if (lstat(xmd, &st) == 0 && st.st_nlink > 1) {
+        /* Harmless alone (an extension replaces the .xmd by rename), but
+         * the names must not share anything. */
+        char name[PATH_MAX];
+        snprintf(name, sizeof name, "%.*s", (int)(strlen(xmd) - 4), xmd);
+        int urc = k->repair ? drx_array_unshare(name, &err) : 0;
+        if (urc < 0)
+            finding(k, rel, false, NULL, "metadata file has %ju names; cannot give it its own: %s",
+                    (uintmax_t)st.st_nlink, err.msg);
+        else
+            finding(k, rel, urc > 0, "give it its own copy", "metadata file has %ju names",
+                    (uintmax_t)st.st_nlink);
+    }
+    if (lstat(xta, &st) < 0)
+        return;
     if ((uint64_t)st.st_size > committed) {
         /* Chunks past the metadata's count were written by an extension
          * that never committed (or one still running: see trim_xta). */
@@ -510,6 +545,112 @@ static bool is_stripe_dir(const struct fsck *k, const char *path)
         if (strcmp(k->s->cfg.stripe.dirs[i], path) == 0)
             return true;
     return false;
+}
+
+static void add_xname(struct fsck *k, const struct stat *st, const char *path, bool whole)
+{
+    if (k->nxnames == k->capxnames) {
+        size_t cap = k->capxnames ? k->capxnames * 2 : 16;
+        struct xname *x = realloc(k->xnames, cap * sizeof *x);
+        if (!x)
+            return;
+        k->xnames = x;
+        k->capxnames = cap;
+    }
+    struct xname *x = &k->xnames[k->nxnames];
+    *x = (struct xname){.dev = st->st_dev, .ino = st->st_ino, .whole = whole, .path = strdup(path)};
+    if (x->path)
+        k->nxnames++;
+}
+
+static int xname_cmp(const void *a, const void *b)
+{
+    const struct xname *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return strcmp(x->path, y->path);
+}
+
+/* The names of one chunk file g[0..n) (an .xta with more than one link).
+ * A name without an .xmd beside a whole array's is what a rename cut short
+ * left (drx_array_rename links NEW.xta, renames the .xmd, removes OLD.xta):
+ * removed.  Whole arrays that still share a chunk file (an older drxfs's
+ * rename, a hard link made by hand) would diverge at their first extension:
+ * each but one gets its own copy.  Their lengths are checked last. */
+static void check_shared_one(struct fsck *k, const struct xname *g, size_t n)
+{
+    const struct xname *keeper = NULL;
+    struct drx_err err = {{0}};
+    size_t nleft = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].whole && !keeper)
+            keeper = &g[i];
+        nleft += !g[i].whole;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].whole)
+            continue;
+        bool fixed = k->repair && unlink(g[i].path) == 0;
+        if (keeper)
+            finding(k, rel_of(k, g[i].path), fixed, "remove it",
+                    "a second name of %s, left by an interrupted rename (no .xmd beside it); "
+                    "writes to the array are refused until it is gone",
+                    rel_of(k, keeper->path));
+        else
+            finding(k, rel_of(k, g[i].path), fixed, "remove it",
+                    "orphan chunk file: no .xmd beside it nor beside its other names");
+    }
+    for (size_t i = 0; i < n; i++) {
+        char name[PATH_MAX], xmd[PATH_MAX];
+        struct stat st;
+        size_t len = strlen(g[i].path) - 4;
+        if (!g[i].whole || lstat(g[i].path, &st) < 0)
+            continue;
+        snprintf(name, sizeof name, "%.*s", (int)len, g[i].path);
+        snprintf(xmd, sizeof xmd, "%.*s.xmd", (int)len, g[i].path);
+        /* without --repair: what would be left once the leftovers are gone */
+        uintmax_t names = (uintmax_t)st.st_nlink - (k->repair ? 0 : nleft);
+        if (names > 1) {
+            const struct xname *other = NULL; /* another whole array of the group */
+            for (size_t j = 0; j < n && !other; j++)
+                if (j != i && g[j].whole)
+                    other = &g[j];
+            int urc = k->repair ? drx_array_unshare(name, &err) : 0;
+            char what[PATH_MAX + 200];
+            if (other)
+                snprintf(what, sizeof what,
+                         "shares its chunk file with %s (a rename cut short by an older drxfs?)",
+                         rel_of(k, other->path));
+            else
+                snprintf(what, sizeof what, "its chunk file has %ju names, %ju outside the store",
+                         names, names - 1);
+            if (urc < 0)
+                finding(k, rel_of(k, g[i].path), false, NULL, "%s; cannot give it its own: %s",
+                        what, err.msg);
+            else
+                finding(k, rel_of(k, g[i].path), urc > 0, "give it its own copy",
+                        "%s: writing or extending one would change or cut the other's chunks",
+                        what);
+        }
+        if (k->repair)
+            check_array(k, xmd);
+    }
+}
+
+static void check_shared(struct fsck *k)
+{
+    if (k->nxnames)
+        qsort(k->xnames, k->nxnames, sizeof *k->xnames, xname_cmp);
+    for (size_t i = 0, j; i < k->nxnames; i = j) {
+        for (j = i + 1; j < k->nxnames && k->xnames[j].dev == k->xnames[i].dev &&
+                        k->xnames[j].ino == k->xnames[i].ino;
+             j++)
+            ;
+        check_shared_one(k, &k->xnames[i], j - i);
+    }
 }
 
 static void walk(struct fsck *k, const char *dir, int depth)
@@ -552,7 +693,10 @@ static void walk(struct fsck *k, const char *dir, int depth)
         } else if (ends_with(n, ".xta")) {
             char xmd[PATH_MAX];
             snprintf(xmd, sizeof xmd, "%.*s.xmd", (int)(strlen(path) - 4), path);
-            if (access(xmd, F_OK) < 0) {
+            bool whole = access(xmd, F_OK) == 0;
+            if (st.st_nlink > 1) {
+                add_xname(k, &st, path, whole);
+            } else if (!whole) {
                 bool fixed = k->repair && unlink(path) == 0;
                 finding(k, rel_of(k, path), fixed, "remove it",
                         "orphan chunk file: no %s beside it", strrchr(xmd, '/') + 1);
@@ -660,7 +804,7 @@ int drx_cmd_fsck(int argc, char **argv)
     (void)argc;
     setup_log();
     k.repair = drx_cli.repair;
-    if (open_store_of("fsck", store, &k.s, sp))
+    if (open_store_of("fsck", store, k.repair, &k.s, sp))
         return 1;
     /* A mounted store is not idle: the daemon records sizes lazily (bytes
      * past a recorded size may be written data), creates subfiles before
@@ -692,6 +836,7 @@ int drx_cmd_fsck(int argc, char **argv)
         }
     }
     walk(&k, k.s->root, 0);
+    check_shared(&k);
     check_drx_dir(&k);
     check_stripe_dirs(&k);
     if (k.problems == 0)
@@ -703,6 +848,9 @@ int drx_cmd_fsck(int argc, char **argv)
     for (size_t i = 0; i < k.nrefs; i++)
         free(k.refs[i].owner);
     free(k.refs);
+    for (size_t i = 0; i < k.nxnames; i++)
+        free(k.xnames[i].path);
+    free(k.xnames);
     if (lock >= 0)
         close(lock);
     drx_store_close(k.s);

@@ -45,6 +45,9 @@ struct drxfs_cli {
     int foreground;
     int ro;
     unsigned timeouts_given;
+    int create; /* -o create: make a non-empty directory a store */
+    int allow_other;
+    int default_permissions;
     int threads_given;
     unsigned max_read;
 };
@@ -59,6 +62,8 @@ enum {
     KEY_ENTRY_TIMEOUT,
     KEY_ATTR_TIMEOUT,
     KEY_NEGATIVE_TIMEOUT,
+    KEY_ALLOW_OTHER,
+    KEY_DEFAULT_PERMISSIONS,
     KEY_MAX_READ,
     KEY_THREADS,
 };
@@ -73,6 +78,7 @@ static const struct fuse_opt drxfs_opts[] = {
     DRXFS_OPT("npy_io=%s", npy_io),
     DRXFS_OPT("striped_io=%s", striped_io),
     DRXFS_OPT("split_reads=%s", split_reads),
+    DRXFS_OPT("create", create),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -85,6 +91,8 @@ static const struct fuse_opt drxfs_opts[] = {
     FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
     FUSE_OPT_KEY("attr_timeout=", KEY_ATTR_TIMEOUT),
     FUSE_OPT_KEY("negative_timeout=", KEY_NEGATIVE_TIMEOUT),
+    FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+    FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
     FUSE_OPT_KEY("max_threads=", KEY_THREADS),
     FUSE_OPT_KEY("max_idle_threads=", KEY_THREADS),
@@ -131,6 +139,12 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     case KEY_NEGATIVE_TIMEOUT:
         cli->timeouts_given |= DRXFS_NEGATIVE_TO;
         return 1;
+    case KEY_ALLOW_OTHER:
+        cli->allow_other = 1;
+        return 1;
+    case KEY_DEFAULT_PERMISSIONS:
+        cli->default_permissions = 1;
+        return 1;
     case KEY_THREADS:
         cli->threads_given = 1;
         return 1;
@@ -172,7 +186,11 @@ static void usage(const char *prog)
            "                           numpy.load(mmap_mode='r') works)\n"
            "    -o striped_io=direct|cached  the same for striped files (default direct;\n"
            "                           cached: shared mmap works)\n"
-           "    -o split_reads=yes|no  copy large array reads on two threads (default yes)\n\n"
+           "    -o split_reads=yes|no  copy large array reads on two threads (default yes)\n"
+           "    -o create              make STORE a store (.drx/) even when it is a\n"
+           "                           non-empty directory without one; an empty\n"
+           "                           directory becomes a store anyway, a non-empty\n"
+           "                           one is refused without this\n\n"
            "FUSE options that apply:\n"
            "    -f                     stay in the foreground\n"
            "    -d, -o debug           foreground, FUSE debug output, log_level=debug\n"
@@ -181,8 +199,9 @@ static void usage(const char *prog)
            "    -o max_idle_threads=N  idle workers kept (default %s)\n"
            "    -o clone_fd            a /dev/fuse descriptor per thread\n"
            "    -o ro                  read-only mount (writes fail with EROFS)\n"
-           "    -o allow_other         other users may use the mount (with\n"
-           "                           default_permissions: as on any filesystem)\n"
+           "    -o allow_other         let other users in; implies default_permissions\n"
+           "                           (added when not given): the kernel checks every\n"
+           "                           access against the owners and modes of the store\n"
            "    -o default_permissions the kernel checks modes and owners\n"
            "    -o auto_unmount        unmount when drxfs exits\n"
            "    -o entry_timeout=T, attr_timeout=T, negative_timeout=T\n"
@@ -264,6 +283,10 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
             drxfs.npy_direct_io ? "direct_io" : "cached",
             drxfs.striped_direct_io ? "direct_io" : "cached", cfg->entry_timeout, cfg->attr_timeout,
             drxfs.ro ? ", read-only" : "");
+    if (drxfs.implied_default_permissions)
+        drx_log(DRX_LOG_INFO, "allow_other without default_permissions: added "
+                              "default_permissions, so the kernel checks every access "
+                              "against the store's owners and modes");
     return NULL;
 }
 
@@ -375,8 +398,18 @@ static int open_store(struct drxfs_cli *cli, const char *abs_root)
         }
     }
 
-    /* A store is marked by .drx/; make one when missing (SPEC section 2). */
-    rc = drx_store_init(drxfs.proc_root, &cfg, DRX_STORE_INIT_KEEP, &err);
+    /* A store is marked by .drx/; drxfs makes one in an empty directory,
+     * and in any other only when asked (SPEC section 2): mounting the wrong
+     * directory must not quietly turn it into a store. */
+    rc = drx_store_init(drxfs.proc_root, &cfg,
+                        DRX_STORE_INIT_KEEP | (cli->create ? 0 : DRX_STORE_INIT_EMPTY_ONLY), &err);
+    if (rc == -ENOTEMPTY) {
+        fprintf(stderr,
+                "drxfs: %s: not a drx store (no .drx/) and not empty; mount it with -o create "
+                "to make it one, or run `drx init %s`\n",
+                abs_root, abs_root);
+        goto out;
+    }
     if (rc < 0) {
         fprintf(stderr, "drxfs: %s: %s\n", abs_root, err.msg[0] ? err.msg : strerror(-rc));
         goto out;
@@ -501,6 +534,17 @@ int main(int argc, char *argv[])
                                  ",max_idle_threads=" DRXFS_THREADS) < 0)) {
         fprintf(stderr, "drxfs: out of memory\n");
         goto out;
+    }
+    /* The daemon (root, typically) does what it is asked: without
+     * default_permissions the kernel checks nothing, and allow_other would
+     * hand every user every file of the store.  mergerfs and gocryptfs add
+     * it the same way. */
+    if (cli.allow_other && !cli.default_permissions) {
+        if (fuse_opt_add_arg(&args, "-odefault_permissions") < 0) {
+            fprintf(stderr, "drxfs: out of memory\n");
+            goto out;
+        }
+        drxfs.implied_default_permissions = true;
     }
     ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
 out:

@@ -45,6 +45,7 @@ struct drxfs_arr {
     struct drx_array *a;
     pthread_rwlock_t lock;
     bool rdonly;   /* the .xta could only be opened read-only */
+    bool shared;   /* opened read-only: the .xta had other names (EMLINK) */
     bool detached; /* no longer in the table (renamed, replaced) */
     /* Below: protected by table.mutex. */
     unsigned refs;
@@ -151,9 +152,15 @@ static int arr_open(const struct drxfs_node *n, struct drxfs_arr **out)
     rc = -EROFS;
     if (!drxfs.ro)
         rc = drx_array_open(path, DRX_RDWR, &e->a, &err);
-    if (rc == -EACCES || rc == -EPERM || rc == -EROFS) {
+    if (rc == -EMLINK) {
+        /* A crash left a second name of its chunks: reads go on, writes
+         * get EIO until drx fsck --repair (the message says so). */
+        drx_log(DRX_LOG_WARNING, "%s: %s", n->rel, err.msg);
+        e->shared = true;
+    }
+    if (rc == -EACCES || rc == -EPERM || rc == -EROFS || rc == -EMLINK) {
         err.msg[0] = '\0';
-        e->rdonly = true;
+        e->rdonly = !e->shared;
         rc = drx_array_open(path, DRX_RDONLY, &e->a, &err);
     }
     if (rc < 0) {
@@ -662,10 +669,32 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
         return -EROFS;
     if (wr && (n->kind == DRXFS_AINFO || n->kind == DRXFS_ANC))
         return -EACCES;
-    if ((rc = drxfs_arr_get(n, &e)) < 0)
-        return rc;
-    if (wr && e->rdonly) {
-        rc = -EACCES;
+    for (int tries = 0;; tries++) {
+        struct drx_err err = {{0}};
+        if ((rc = drxfs_arr_get(n, &e)) < 0)
+            return rc;
+        if (!wr)
+            break;
+        if (e->rdonly) {
+            rc = -EACCES;
+            goto out;
+        }
+        /* Two names of one chunk file would diverge (drx_array_check_links):
+         * no writes until drx fsck --repair settles it. */
+        if ((rc = drx_array_check_links(e->a, &err)) < 0) {
+            drx_log(DRX_LOG_ERROR, "%s: writing refused: %s", n->rel, err.msg);
+            rc = -EIO;
+            goto out;
+        }
+        if (!e->shared || tries)
+            break;
+        /* The other name went away (a rename finished): reopen for writing. */
+        arr_detach(e);
+        drxfs_arr_put(e);
+        e = NULL;
+    }
+    if (wr && e->shared) {
+        rc = -EIO;
         goto out;
     }
     if (!(fh = calloc(1, sizeof(*fh)))) {

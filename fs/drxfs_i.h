@@ -55,6 +55,7 @@ struct drxfs {
     bool split_reads;       /* large array reads use two threads */
     bool root_euid;      /* we may chown what we create */
     unsigned timeouts_given; /* DRXFS_ENTRY_TO... bits of the timeouts the user set */
+    bool implied_default_permissions; /* allow_other came alone: we added it */
     unsigned max_read;   /* -o max_read=N, or 0 */
     uint64_t cache_bytes;
     const char *store_path; /* absolute, for messages and drx-load */

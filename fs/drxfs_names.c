@@ -168,63 +168,47 @@ int drxfs_op_rmdir(const char *path)
     return rc;
 }
 
-static void fsync_parent(const char *rel)
+/* Opens the directory holding store-relative rel, never through a symlink
+ * nor out of the store, and points *base at rel's last component. */
+static int open_parent(const char *rel, const char **base)
 {
     char dir[PATH_MAX];
     const char *slash = strrchr(rel, '/');
+
     if (slash) {
         memcpy(dir, rel, (size_t)(slash - rel));
         dir[slash - rel] = '\0';
+        *base = slash + 1;
     } else {
         strcpy(dir, ".");
+        *base = rel;
     }
-    int fd = openat(drxfs.root_fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
+    return drxfs_open_beneath(dir, O_RDONLY | O_DIRECTORY, 0);
 }
 
-/* Moves array `from` to `to` (names without suffix).  Hard links make the
- * move crash safe: at every moment one complete pair exists (`drx fsck`
- * reports a leftover .xta).  Falls back to two renames where the store's
- * filesystem has no hard links. */
+/* Moves array `from` to `to` (store-relative, no suffix): libcore's
+ * crash-safe rename, relative to directories opened beneath the store. */
 static int rename_array(const char *from, const char *to)
 {
-    char fx[PATH_MAX], fd[PATH_MAX], tx[PATH_MAX], td[PATH_MAX];
-    int rc;
+    struct drx_err err = {{0}};
+    const char *fbase, *tbase;
+    int fdir, tdir = -1, rc;
 
-    if ((rc = drxfs_rel_suffix(fx, from, DRXFS_XTA)) < 0 ||
-        (rc = drxfs_rel_suffix(fd, from, DRXFS_XMD)) < 0 ||
-        (rc = drxfs_rel_suffix(tx, to, DRXFS_XTA)) < 0 ||
-        (rc = drxfs_rel_suffix(td, to, DRXFS_XMD)) < 0)
-        return rc;
-    if (linkat(drxfs.root_fd, fx, drxfs.root_fd, tx, 0) == 0) {
-        if (linkat(drxfs.root_fd, fd, drxfs.root_fd, td, 0) < 0) {
-            rc = -errno;
-            unlinkat(drxfs.root_fd, tx, 0);
-            return rc;
-        }
-        fsync_parent(td);
-        if (unlinkat(drxfs.root_fd, fd, 0) < 0 || unlinkat(drxfs.root_fd, fx, 0) < 0)
-            drx_log(DRX_LOG_WARNING, "rename %s -> %s: removing the old names: %s", from, to,
-                    strerror(errno));
-    } else if (errno == EEXIST) {
-        drx_log(DRX_LOG_WARNING, "rename %s -> %s: %s exists (an orphan? see drx fsck)", from,
-                to, tx);
-        return -EEXIST;
-    } else {
-        if (renameat2(drxfs.root_fd, fx, drxfs.root_fd, tx, RENAME_NOREPLACE) < 0)
-            return -errno;
-        if (renameat2(drxfs.root_fd, fd, drxfs.root_fd, td, RENAME_NOREPLACE) < 0) {
-            rc = -errno;
-            renameat(drxfs.root_fd, tx, drxfs.root_fd, fx);
-            return rc;
-        }
+    if ((fdir = open_parent(from, &fbase)) < 0)
+        return fdir;
+    if ((tdir = open_parent(to, &tbase)) < 0) {
+        rc = tdir;
+        goto out;
     }
-    fsync_parent(td);
-    fsync_parent(fd);
-    return 0;
+    rc = drx_array_rename(fdir, fbase, tdir, tbase, &err);
+    if (rc < 0)
+        drx_log(rc == -ENOTEMPTY ? DRX_LOG_DEBUG : DRX_LOG_WARNING, "rename %s -> %s: %s", from, to,
+                err.msg[0] ? err.msg : strerror(-rc));
+out:
+    close(fdir);
+    if (tdir >= 0)
+        close(tdir);
+    return rc;
 }
 
 int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
@@ -304,8 +288,10 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
                 break;
             }
         }
-        if ((rc = rename_array(src->rel, rel)) == 0)
+        if ((rc = rename_array(src->rel, rel)) == 0) {
             drxfs_arr_forget(src->rel);
+            drxfs_arr_forget(rel);
+        }
         break;
     case DRXFS_STRIPED:
         if (dst && dst->kind != DRXFS_PLAIN && dst->kind != DRXFS_STRIPED &&

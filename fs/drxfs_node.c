@@ -68,12 +68,31 @@ int drxfs_open_beneath(const char *rel, int flags, mode_t mode)
     return fd < 0 ? -errno : (int)fd;
 }
 
+/* True when the directory holding rel is set-group-ID. */
+static bool parent_setgid(const char *rel)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(rel, '/');
+    struct stat st;
+
+    if (slash) {
+        memcpy(dir, rel, (size_t)(slash - rel));
+        dir[slash - rel] = '\0';
+    } else {
+        strcpy(dir, ".");
+    }
+    return fstatat(drxfs.root_fd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_ISGID);
+}
+
 void drxfs_chown_new(const char *rel)
 {
     if (!drxfs.root_euid)
         return;
     struct fuse_context *ctx = fuse_get_context();
-    if (fchownat(drxfs.root_fd, rel, ctx->uid, ctx->gid, AT_SYMLINK_NOFOLLOW) < 0)
+    /* In a set-group-ID directory the new entry keeps the directory's group,
+     * which our mkdir/open already gave it, as on any local filesystem. */
+    gid_t gid = parent_setgid(rel) ? (gid_t)-1 : ctx->gid;
+    if (fchownat(drxfs.root_fd, rel, ctx->uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
         drx_log(DRX_LOG_WARNING, "chown %s to %u:%u: %s", rel, (unsigned)ctx->uid,
                 (unsigned)ctx->gid, strerror(errno));
 }

@@ -134,12 +134,10 @@ void load_start_count(const struct load_ctx *c, uint64_t n, uint64_t *start, uin
     *start = r * base + (r < rem ? r : rem);
 }
 
-int load_resolve(const char *path, char *out, size_t len, struct drx_err *err)
+int load_resolve(const char *path, bool write, char *out, size_t len, struct drx_err *err)
 {
-    int rc = drx_store_resolve_path(path, out, len);
-    if (rc < 0)
-        return drx_err_set(err, -rc, "%s: %s", path, strerror(-rc));
-    return 0;
+    int rc = drx_store_resolve_path_for(NULL, path, write ? DRX_STORE_FOR_WRITE : 0, out, len, err);
+    return rc < 0 ? rc : 0;
 }
 
 void load_fill(void *buf, size_t len, const unsigned char *fill, size_t esize)

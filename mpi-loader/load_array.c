@@ -24,12 +24,12 @@
 #include "drx/stripe.h"
 #include "load_i.h"
 
-int load_open_view(struct load_ctx *c, const char *path, char **words, int nwords,
+int load_open_view(struct load_ctx *c, const char *path, bool write, char **words, int nwords,
                    struct drx_array **a, struct drx_view *v, char *store_path, size_t len)
 {
     struct drx_err err = {{0}};
     struct drx_view_spec spec;
-    int rc = load_resolve(path, store_path, len, &err);
+    int rc = load_resolve(path, write, store_path, len, &err);
 
     *a = NULL;
     if (rc == 0)
@@ -429,10 +429,14 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
     }
     /* Validate everything before the first byte is written: the array and
      * view, a readable raw file of exactly the view's size. */
-    if (load_open_view(c, argv[1], argv + 3, argc - 3, &a, &v, path, sizeof(path)) < 0)
+    if (load_open_view(c, argv[1], true, argv + 3, argc - 3, &a, &v, path, sizeof(path)) < 0)
         goto out;
     const struct drx_array_meta *m = drx_array_meta(a);
-    rc = load_resolve(argv[2], raw, sizeof(raw), &err);
+    /* Our writes go to the .xta by MPI-IO, past drx_array_open's check: an
+     * .xta with another name (a rename cut short) is not written. */
+    rc = drx_array_check_links(a, &err);
+    if (rc == 0)
+        rc = load_resolve(argv[2], false, raw, sizeof(raw), &err);
     if (rc == 0)
         rc = load_check_input(raw, &size, &err);
     if (rc == -ENOENT && drx_stripe_exists(raw))
@@ -606,10 +610,10 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
             fprintf(stderr, "drx-load: usage: export ARRAY OUTFILE [VIEW...]\n");
         return 2;
     }
-    if (load_open_view(c, argv[1], argv + 3, argc - 3, &a, &v, path, sizeof(path)) < 0)
+    if (load_open_view(c, argv[1], false, argv + 3, argc - 3, &a, &v, path, sizeof(path)) < 0)
         goto out;
     const struct drx_array_meta *m = drx_array_meta(a);
-    rc = load_resolve(argv[2], out, sizeof(out), &err);
+    rc = load_resolve(argv[2], true, out, sizeof(out), &err);
     if (rc == 0)
         rc = load_check_output(c, out, &err);
     if (load_agree(c, rc, &err, "export") < 0)

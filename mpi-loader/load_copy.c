@@ -73,10 +73,11 @@ static void endpoint_close(struct endpoint *e)
 }
 
 /* Where the path lies: inside a store or not, resolved through drxfs
- * mounts.  Local, the same on every rank. */
-static int endpoint_locate(struct load_ctx *c, struct endpoint *e, struct drx_err *err)
+ * mounts (write: the destination, not under a read-only one).  Local, the
+ * same on every rank. */
+static int endpoint_locate(struct load_ctx *c, struct endpoint *e, bool write, struct drx_err *err)
 {
-    int rc = load_resolve(e->arg, e->path, sizeof(e->path), err);
+    int rc = load_resolve(e->arg, write, e->path, sizeof(e->path), err);
     if (rc < 0)
         return rc;
     rc = drx_store_find(e->path, e->root, sizeof(e->root));
@@ -133,7 +134,7 @@ static int open_subfiles(struct load_ctx *c, struct endpoint *e, int amode, bool
 static int open_source(struct load_ctx *c, struct endpoint *e)
 {
     struct drx_err err = {{0}};
-    int rc = endpoint_locate(c, e, &err);
+    int rc = endpoint_locate(c, e, false, &err);
     if (rc == 0 && e->in_store) {
         switch (drx_store_classify(e->path)) {
         case DRX_STORE_STRIPED:
@@ -214,7 +215,7 @@ static int open_dest(struct load_ctx *c, struct endpoint *d, const struct endpoi
 {
     struct drx_err err = {{0}};
     bool exists = false;
-    int rc = endpoint_locate(c, d, &err);
+    int rc = endpoint_locate(c, d, true, &err);
     if (rc == 0)
         rc = dest_name(d, s, &err);
     d->size = s->size;

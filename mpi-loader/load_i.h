@@ -52,8 +52,10 @@ int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
 void load_start_count(const struct load_ctx *c, uint64_t n, uint64_t *start, uint64_t *count);
 
 /* Resolves a user path (store path or the same path under a drxfs mount)
- * into the store path, in out (PATH_MAX bytes).  Never goes through FUSE. */
-int load_resolve(const char *path, char *out, size_t len, struct drx_err *err);
+ * into the store path, in out (PATH_MAX bytes).  Never goes through FUSE.
+ * write: we will change what it names, so not under a read-only mount
+ * (EROFS). */
+int load_resolve(const char *path, bool write, char *out, size_t len, struct drx_err *err);
 
 /* Progress on rank 0 when stderr is a terminal; no-ops elsewhere.  done is
  * the byte count over all ranks (the caller reduces it). */
@@ -185,8 +187,9 @@ int load_cmd_copy(struct load_ctx *c, int argc, char **argv);
 int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv);
 
 /* Opens the array read-only on every rank and resolves the view words
- * (collective: agrees on failure).  On success *a and *v are set. */
-int load_open_view(struct load_ctx *c, const char *path, char **words, int nwords,
+ * (collective: agrees on failure).  On success *a and *v are set.  write:
+ * the caller will write its chunks (load_resolve). */
+int load_open_view(struct load_ctx *c, const char *path, bool write, char **words, int nwords,
                    struct drx_array **a, struct drx_view *v, char *store_path, size_t len);
 
 #endif

@@ -34,7 +34,7 @@ int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv)
             fprintf(stderr, "drx-load: usage: prefetch ARRAY [VIEW...]\n");
         return 2;
     }
-    if (load_open_view(c, argv[1], argv + 2, argc - 2, &a, &v, path, sizeof(path)) < 0)
+    if (load_open_view(c, argv[1], false, argv + 2, argc - 2, &a, &v, path, sizeof(path)) < 0)
         goto out;
     const struct drx_array_meta *m = drx_array_meta(a);
     snprintf(xta, sizeof(xta), "%s.xta", path);

@@ -2,6 +2,7 @@
 #include "drx/store.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -109,9 +110,22 @@ static void unescape(char *s)
     *w = '\0';
 }
 
+/* True when the comma-separated option list opts holds opt. */
+static bool has_opt(const char *opts, const char *opt)
+{
+    size_t n = strlen(opt);
+
+    for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, opt, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
 /* One line of mountinfo (changed in place): true for a drxfs mount made by
- * our daemon, with its mount point and source (the store root) decoded. */
-static bool mi_drxfs_line(char *line, char **mnt, char **source)
+ * our daemon, with its mount point and source (the store root) decoded;
+ * *ro when the mount (its own options: a read-only bind of a writable
+ * mount counts) or its superblock is read-only. */
+static bool mi_drxfs_line(char *line, char **mnt, char **source, bool *ro)
 {
     /* id parent maj:min root MOUNTPOINT opts [optional...] - FSTYPE SOURCE sopts */
     char *f[6] = {0}, *save = NULL, *tok;
@@ -121,13 +135,14 @@ static bool mi_drxfs_line(char *line, char **mnt, char **source)
     if (!sep)
         return false;
     *sep = '\0';
-    for (tok = strtok_r(line, " ", &save); tok && i < 5; tok = strtok_r(NULL, " ", &save))
+    for (tok = strtok_r(line, " ", &save); tok && i < 6; tok = strtok_r(NULL, " ", &save))
         f[i++] = tok;
-    if (i < 5)
+    if (i < 6)
         return false;
     save = NULL;
     char *fstype = strtok_r(sep + 3, " ", &save);
     char *src = fstype ? strtok_r(NULL, " ", &save) : NULL;
+    char *sopts = src ? strtok_r(NULL, " ", &save) : NULL;
     if (!fstype || !src || strcmp(fstype, DRX_STORE_FSTYPE) != 0)
         return false;
     unescape(f[4]);
@@ -136,6 +151,7 @@ static bool mi_drxfs_line(char *line, char **mnt, char **source)
         return false; /* not mounted by our daemon with fsname=STORE */
     *mnt = f[4];
     *source = src;
+    *ro = has_opt(f[5], "ro") || (sopts && has_opt(sopts, "ro"));
     return true;
 }
 
@@ -156,7 +172,8 @@ int drx_store_mounted_mi(const char *mountinfo, const char *root, char *mnt, siz
     if (!fp)
         return 0;
     while (!found && getline(&line, &cap, fp) > 0) {
-        if (!mi_drxfs_line(line, &m, &src))
+        bool ro;
+        if (!mi_drxfs_line(line, &m, &src, &ro))
             continue;
         char norm[PATH_MAX];
         /* The same directory by name, or by identity (mounted through a
@@ -197,11 +214,12 @@ int drx_store_mounted(const char *root, char *mnt, size_t mntlen)
     return drx_store_mounted_mi(NULL, root, mnt, mntlen);
 }
 
-int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out, size_t outlen)
+int drx_store_resolve_path_for(const char *mountinfo, const char *path, unsigned flags, char *out,
+                               size_t outlen, struct drx_err *err)
 {
-    char abs[PATH_MAX], best_src[PATH_MAX], tmp[PATH_MAX * 2];
+    char abs[PATH_MAX], best_src[PATH_MAX], best_mnt[PATH_MAX], tmp[PATH_MAX * 2];
     size_t best_len = 0;
-    bool found = false;
+    bool found = false, best_ro = false;
     char *line = NULL;
     size_t cap = 0;
     FILE *fp;
@@ -209,20 +227,24 @@ int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out
 
     n = drx_store_abspath(path, abs, sizeof abs);
     if (n < 0)
-        return n;
+        return drx_err_set(err, -n, "%s: %s", path, strerror(-n));
     fp = fopen(mountinfo ? mountinfo : "/proc/self/mountinfo", "re");
     if (fp) {
         while (getline(&line, &cap, fp) > 0) {
             char *mnt, *source;
-            if (!mi_drxfs_line(line, &mnt, &source))
+            bool ro;
+            if (!mi_drxfs_line(line, &mnt, &source, &ro))
                 continue;
             size_t m = under(abs, mnt);
             if (m == (size_t)-1)
                 continue;
-            /* The deepest mount point wins (a store mounted inside another). */
+            /* The deepest mount point wins (a store mounted inside another;
+             * of mounts on one point, the last, the one on top). */
             if (!found || m >= best_len) {
                 found = true;
                 best_len = m;
+                best_ro = ro;
+                snprintf(best_mnt, sizeof best_mnt, "%s", mnt);
                 if (snprintf(best_src, sizeof best_src, "%s", source) >= (int)sizeof best_src)
                     found = false;
             }
@@ -232,18 +254,31 @@ int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out
     }
     if (!found) {
         if ((size_t)n + 1 > outlen)
-            return -ENAMETOOLONG;
+            return drx_err_set(err, ENAMETOOLONG, "%s: path too long", path);
         memcpy(out, abs, (size_t)n + 1);
         return n;
     }
+    /* drx and drx-load reach the store's files directly, past the mount:
+     * what a read-only mount shows must stay read-only for them too. */
+    if (best_ro && (flags & DRX_STORE_FOR_WRITE))
+        return drx_err_set(err, EROFS, "%s: read-only file system (%s is a read-only drxfs mount)",
+                           path, best_mnt);
     if ((size_t)snprintf(tmp, sizeof tmp, "%s/%s", best_src, abs + best_len) >= sizeof tmp)
-        return -ENAMETOOLONG;
-    return drx_store_abspath(tmp, out, outlen);
+        return drx_err_set(err, ENAMETOOLONG, "%s: path too long", path);
+    n = drx_store_abspath(tmp, out, outlen);
+    if (n < 0)
+        return drx_err_set(err, -n, "%s: %s", path, strerror(-n));
+    return n;
+}
+
+int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out, size_t outlen)
+{
+    return drx_store_resolve_path_for(mountinfo, path, 0, out, outlen, NULL);
 }
 
 int drx_store_resolve_path(const char *path, char *out, size_t outlen)
 {
-    return drx_store_resolve_path_mi(NULL, path, out, outlen);
+    return drx_store_resolve_path_for(NULL, path, 0, out, outlen, NULL);
 }
 
 /* ---- finding stores -------------------------------------------------------- */
@@ -281,12 +316,13 @@ int drx_store_find(const char *path, char *root, size_t rootlen)
     }
 }
 
-int drx_store_locate(const char *path, char *root, char *store_path, char *rel, struct drx_err *err)
+int drx_store_locate_for(const char *path, unsigned flags, char *root, char *store_path, char *rel,
+                         struct drx_err *err)
 {
-    int n = drx_store_resolve_path(path, store_path, PATH_MAX);
+    int n = drx_store_resolve_path_for(NULL, path, flags, store_path, PATH_MAX, err);
 
     if (n < 0)
-        return drx_err_set(err, -n, "%s: %s", path, strerror(-n));
+        return n;
     n = drx_store_find(store_path, root, PATH_MAX);
     if (n == -ENOENT)
         return drx_err_set(err, ENOENT, "%s: not inside a drx store (no %s/ above it)", path,
@@ -302,19 +338,24 @@ int drx_store_locate(const char *path, char *root, char *store_path, char *rel, 
     return 0;
 }
 
+int drx_store_locate(const char *path, char *root, char *store_path, char *rel, struct drx_err *err)
+{
+    return drx_store_locate_for(path, 0, root, store_path, rel, err);
+}
+
 /* ---- names ------------------------------------------------------------------ */
 
 bool drx_store_name_is_temp(const char *name)
 {
     size_t n = strlen(name);
-    static const char *const kinds[] = {".xmd", ".nafs"};
+    static const char *const kinds[] = {".xmd", ".xta", ".nafs"};
 
     if (n < 8 || name[0] != '.' || name[n - 7] != '.')
         return false;
     for (size_t i = n - 6; i < n; i++)
         if (!isalnum((unsigned char)name[i]))
             return false;
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         size_t kl = strlen(kinds[k]);
         /* "." + at least one character of NAME + kind + ".XXXXXX" */
         if (n >= 1 + 1 + kl + 7 && memcmp(name + n - 7 - kl, kinds[k], kl) == 0)
@@ -366,6 +407,22 @@ static int mkdir_p(const char *path, mode_t mode)
         }
     }
     return is_dir(path) ? 0 : -ENOTDIR;
+}
+
+/* 1 when the directory at path holds any entry, 0 when it is empty or
+ * missing, or -errno. */
+static int dir_has_entries(const char *path)
+{
+    struct dirent *e;
+    DIR *d = opendir(path);
+    int found = 0;
+
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    while (!found && (e = readdir(d)))
+        found = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return found;
 }
 
 /* mkdir that accepts a directory already there, but nothing else. */
@@ -529,10 +586,19 @@ int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigne
         }
     }
 
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
+    if ((flags & DRX_STORE_INIT_EMPTY_ONLY) && !is_dir(path)) {
+        rc = dir_has_entries(root);
+        if (rc != 0) {
+            rc = rc > 0 ? drx_err_set(err, ENOTEMPTY, "%s: not a drx store (no %s/) and not empty",
+                                      root, DRX_STORE_DIR)
+                        : drx_err_set(err, -rc, "%s: %s", root, strerror(-rc));
+            goto out;
+        }
+    }
     rc = make_dir(root, err);
     if (rc < 0)
         goto out;
-    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
     rc = make_dir(path, err);
     if (rc < 0)
         goto out;

@@ -2,6 +2,8 @@
  * file:line errors, crash leftovers, and the byte layout of the .xta. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,6 +372,129 @@ static void reserve(void)
     drx_array_close(a);
 }
 
+static nlink_t links(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) ? 0 : st.st_nlink;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Sum of the first n u32 elements of the array at path (its whole data). */
+static long long sum_u32(const char *path, size_t n)
+{
+    struct drx_array *a;
+    struct drx_view v;
+    struct drx_err err;
+    uint32_t buf[64];
+    long long s = 0;
+    if (n > 64 || drx_array_open(path, DRX_RDONLY, &a, &err))
+        return -1;
+    drx_view_whole(drx_array_meta(a), &v);
+    if (drx_view_read(a, &v, 0, buf, n * 4) != (ssize_t)(n * 4))
+        s = -1;
+    for (size_t i = 0; s >= 0 && i < n; i++)
+        s += buf[i];
+    drx_array_close(a);
+    return s;
+}
+
+/* drx_array_rename: the crash-safe steps, resuming one that was cut short,
+ * the errors of rename(2); writers refuse a chunk file with two names;
+ * drx_array_unshare gives a name its own files. */
+static void names(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U32, .rank = 1, .shape = {16}, .chunk = {4}};
+    struct drx_array *a, *w;
+    struct drx_view v;
+    struct drx_err err;
+    uint32_t data[16];
+    char p[8][300];
+    const char *n[8] = {"r1", "r2", "r3", "o", "r4", "x", "y", "z"};
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    long long want = 0;
+
+    for (int i = 0; i < 8; i++)
+        snprintf(p[i], sizeof p[i], "%s/%s", dir, n[i]);
+#define X(i) (strcat(strcpy(xbuf, p[i]), ".xta"))
+#define M(i) (strcat(strcpy(mbuf, p[i]), ".xmd"))
+    char xbuf[310], mbuf[310], x2[310];
+    for (int i = 0; i < 16; i++)
+        want += data[i] = (uint32_t)(i * 7 + 1);
+    tap_ok(drx_array_create(p[0], &spec, &a, &err) == 0, "create r1 (16 u32)");
+    drx_view_whole(drx_array_meta(a), &v);
+    tap_ok(drx_view_write(a, &v, 0, data, sizeof data) == (ssize_t)sizeof data, "write it");
+    drx_array_close(a);
+
+    tap_ok(drx_array_rename(dfd, "r1", dfd, "r2", &err) == 0, "rename r1 -> r2");
+    tap_ok(!exists(M(0)) && !exists(X(0)) && links(M(1)) == 1 && links(X(1)) == 1,
+           "r1's files are gone, r2's have one name each");
+    tap_ok(sum_u32(p[1], 16) == want, "r2 holds the data");
+    tap_ok(drx_array_rename(dfd, "r1", dfd, "r9", &err) == -ENOENT, "no r1: ENOENT (%s)", err.msg);
+    tap_ok(drx_array_rename(dfd, "r2", dfd, "r2", &err) == 0, "onto itself: nothing to do");
+    tap_ok(drx_array_rename(dfd, "r2", dfd, "a/b", &err) == -EINVAL &&
+               drx_array_rename(dfd, "..", dfd, "b", &err) == -EINVAL,
+           "names are single components");
+
+    /* onto an existing array: as rename(2) onto a non-empty directory */
+    tap_ok(drx_array_create(p[2], &spec, &a, &err) == 0, "create r3");
+    drx_array_close(a);
+    tap_ok(drx_array_rename(dfd, "r2", dfd, "r3", &err) == -ENOTEMPTY, "r2 -> r3: ENOTEMPTY (%s)",
+           err.msg);
+    tap_ok(sum_u32(p[1], 16) == want && sum_u32(p[2], 16) == 0 && links(X(1)) == 1,
+           "both arrays unchanged");
+    /* onto an orphan .xta (another file) */
+    spit(X(3), "orphan");
+    tap_ok(drx_array_rename(dfd, "r2", dfd, "o", &err) == -EEXIST && strstr(err.msg, "orphan"),
+           "r2 -> o with an orphan o.xta: EEXIST (%s)", err.msg);
+    tap_ok(!exists(M(3)) && links(X(1)) == 1 && sum_u32(p[1], 16) == want, "nothing changed");
+
+    /* a crash after the link: r2 whole, r4.xta a second name of its chunks */
+    strcpy(x2, X(1));
+    tap_ok(link(x2, X(4)) == 0, "crash state: link r2.xta -> r4.xta");
+    tap_ok(drx_array_open(p[1], DRX_RDWR, &w, &err) == -EMLINK && strstr(err.msg, "fsck --repair"),
+           "opening r2 for writing is refused: %s", err.msg);
+    tap_ok(drx_array_open(p[1], DRX_RDONLY, &a, &err) == 0, "reading r2 works");
+    tap_ok(drx_array_check_links(a, &err) == -EMLINK, "drx_array_check_links says so too");
+    drx_array_close(a);
+    tap_ok(drx_array_rename(dfd, "r2", dfd, "r4", &err) == 0, "renaming again finishes it");
+    tap_ok(!exists(M(1)) && !exists(X(1)) && links(X(4)) == 1 && sum_u32(p[4], 16) == want,
+           "r4 holds the data, one name each");
+
+    /* a handle opened before a second name appeared cannot extend */
+    tap_ok(drx_array_open(p[4], DRX_RDWR, &w, &err) == 0, "open r4 for writing");
+    strcpy(x2, X(4));
+    tap_ok(link(x2, X(5)) == 0, "link r4.xta -> x.xta");
+    tap_ok(drx_array_extend(w, 0, 4, &err) == -EMLINK, "extend is refused: %s", err.msg);
+    tap_ok(file_size(X(4)) == 64, "the .xta is untouched");
+    drx_array_close(w);
+
+    /* what an older drxfs left: two whole arrays sharing both files */
+    strcpy(x2, M(4));
+    tap_ok(link(x2, M(5)) == 0, "link r4.xmd -> x.xmd: x and r4 are one array with two names");
+    tap_ok(drx_array_unshare(p[5], &err) == 1, "unshare x");
+    tap_ok(links(X(4)) == 1 && links(M(4)) == 1 && links(X(5)) == 1 && links(M(5)) == 1,
+           "every file has one name");
+    tap_ok(sum_u32(p[5], 16) == want && sum_u32(p[4], 16) == want, "both hold the data");
+    tap_ok(drx_array_open(p[5], DRX_RDWR, &w, &err) == 0 && drx_array_extend(w, 0, 8, &err) == 0,
+           "extend x by 8");
+    drx_array_close(w);
+    tap_ok(file_size(X(5)) == 96 && file_size(X(4)) == 64 && sum_u32(p[4], 16) == want,
+           "r4 is unchanged");
+    tap_ok(drx_array_open(p[4], DRX_RDWR, &w, &err) == 0 && drx_array_extend(w, 0, 4, &err) == 0,
+           "extend r4 by 4");
+    drx_array_close(w);
+    tap_ok(sum_u32(p[5], 16) == want, "x's data survive r4's extension");
+    tap_ok(drx_array_unshare(p[5], &err) == 0, "nothing left to unshare");
+    close(dfd);
+#undef X
+#undef M
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -380,6 +505,7 @@ int main(void)
     create_errors();
     symlinks_refused();
     reserve();
+    names();
     {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -92,6 +92,47 @@ static void test_resolve(void)
            "the real /proc/self/mountinfo works");
 }
 
+/* A path under a read-only drxfs mount is refused for writing. */
+static void test_resolve_ro(void)
+{
+    char mi[128], out[PATH_MAX];
+    struct drx_err err = {{0}};
+
+    snprintf(mi, sizeof mi, "%s/mountinfo-ro", base);
+    write_file(mi, "90 22 0:60 / /mnt/ro ro,nosuid,nodev,relatime shared:1 - fuse.drxfs /data/ro "
+                   "ro,user_id=0\n"
+                   "91 22 0:61 / /mnt/bindro ro,relatime - fuse.drxfs /data/rw rw,user_id=0\n"
+                   "92 22 0:61 / /mnt/rw rw,relatime - fuse.drxfs /data/rw rw,user_id=0\n"
+                   "93 90 0:63 / /mnt/ro/inner rw - fuse.drxfs /data/inner rw\n"
+                   "94 22 0:64 / /mnt/rosb rw - fuse.drxfs /data/rosb ro\n"
+                   "95 22 0:65 / /mnt/ctx rw,rootcontext=x - fuse.drxfs /data/ctx rw,romode=1\n");
+    static const struct {
+        const char *path, *want; /* want NULL: EROFS */
+    } cases[] = {
+        {"/mnt/ro/a", NULL},           {"/mnt/ro", NULL},
+        {"/mnt/bindro/a", NULL},       {"/mnt/rosb/a", NULL},
+        {"/mnt/rw/a", "/data/rw/a"},   {"/mnt/ro/inner/a", "/data/inner/a"},
+        {"/mnt/ctx/a", "/data/ctx/a"}, {"/data/ro/a", "/data/ro/a"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = drx_store_resolve_path_for(mi, cases[i].path, DRX_STORE_FOR_WRITE, out, sizeof out,
+                                            &err);
+        if (cases[i].want)
+            tap_ok(rc > 0 && strcmp(out, cases[i].want) == 0, "for writing: %s -> %s (%s)",
+                   cases[i].path, cases[i].want, out);
+        else
+            tap_ok(rc == -EROFS && strstr(err.msg, "read-only drxfs mount") &&
+                       strstr(err.msg, cases[i].path),
+                   "for writing: %s is refused: %s", cases[i].path, err.msg);
+    }
+    tap_ok(drx_store_resolve_path_for(mi, "/mnt/ro/a", 0, out, sizeof out, &err) > 0 &&
+               strcmp(out, "/data/ro/a") == 0,
+           "for reading: /mnt/ro/a -> /data/ro/a");
+    tap_ok(drx_store_resolve_path_mi(mi, "/mnt/bindro/a", out, sizeof out) > 0 &&
+               strcmp(out, "/data/rw/a") == 0,
+           "drx_store_resolve_path_mi reads (%s)", out);
+}
+
 /* drx fsck --repair refuses a mounted store: which stores are mounted. */
 static void test_mounted(void)
 {
@@ -138,6 +179,7 @@ static void test_names(void)
     tap_ok(!drx_store_name_internal(".drx", false), ".drx below the root is not");
     tap_ok(drx_store_name_internal(".temp.xmd.Ab12Cd", false), "array temp file is internal");
     tap_ok(drx_store_name_internal(".my file.nafs.zZ09aa", false), "metafile temp is internal");
+    tap_ok(drx_store_name_internal(".temp.xta.Ab12Cd", false), "chunk file copy temp is internal");
     tap_ok(!drx_store_name_internal("temp.xmd", false), "an array's .xmd is not internal");
     tap_ok(!drx_store_name_internal(".xmd.Ab12Cd", false), "no NAME: not a temp file");
     tap_ok(!drx_store_name_internal(".temp.xmd.Ab12C", false), "five X: not a temp file");
@@ -166,10 +208,35 @@ static void test_init_open(void)
            "init with another count: EEXIST (%s)", err.msg);
     tap_ok(drx_store_init(root, &cfg, DRX_STORE_INIT_KEEP, &err) == 1,
            "init with KEEP on an existing store: 1");
+    tap_ok(drx_store_init(root, &cfg, DRX_STORE_INIT_KEEP | DRX_STORE_INIT_EMPTY_ONLY, &err) == 1,
+           "EMPTY_ONLY: an existing store (not empty) is fine");
     const char *other[] = {"/tmp/x0", "/tmp/x1"};
     drx_config_set_dirs(&cfg, other, 2);
     tap_ok(drx_store_init(root, &cfg, 0, &err) == -EEXIST && strstr(err.msg, "stripe dirs"),
            "init with other dirs: EEXIST (%s)", err.msg);
+    drx_config_fini(&cfg);
+
+    /* Only an empty directory becomes a store unasked (drxfs without -o
+     * create); a missing one too. */
+    char busy[128], empty[128], missing[128];
+    snprintf(busy, sizeof busy, "%s/busy", base);
+    snprintf(empty, sizeof empty, "%s/empty", base);
+    snprintf(missing, sizeof missing, "%s/missing", base);
+    mkdir(busy, 0755);
+    mkdir(empty, 0755);
+    snprintf(path, sizeof path, "%s/notes.txt", busy);
+    write_file(path, "mine\n");
+    drx_config_defaults(&cfg, NULL);
+    snprintf(path, sizeof path, "%s/.drx", busy);
+    tap_ok(drx_store_init(busy, &cfg, DRX_STORE_INIT_EMPTY_ONLY, &err) == -ENOTEMPTY &&
+               strstr(err.msg, "not a drx store") && !is_dir(path),
+           "EMPTY_ONLY: a directory of files is refused, no .drx/ made (%s)", err.msg);
+    tap_ok(drx_store_init(busy, &cfg, 0, &err) == 0 && is_dir(path),
+           "without it (drx init, -o create) it becomes a store");
+    tap_ok(drx_store_init(empty, &cfg, DRX_STORE_INIT_EMPTY_ONLY, &err) == 0,
+           "EMPTY_ONLY: an empty directory becomes a store");
+    tap_ok(drx_store_init(missing, &cfg, DRX_STORE_INIT_EMPTY_ONLY, &err) == 0,
+           "EMPTY_ONLY: a missing one is made");
     drx_config_fini(&cfg);
 
     /* A store with its own dirs; store.conf keeps them, relative inside. */
@@ -331,6 +398,7 @@ int main(void)
         return 1;
     test_abspath();
     test_resolve();
+    test_resolve_ro();
     test_mounted();
     test_names();
     test_init_open();

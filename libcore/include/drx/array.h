@@ -71,12 +71,50 @@ enum { DRX_RDONLY = 0, DRX_RDWR = 1 };
  * descriptors; close with drx_array_close(). */
 int drx_array_create(const char *path, const struct drx_array_spec *spec,
                      struct drx_array **out, struct drx_err *err);
+/* DRX_RDWR fails with -EMLINK when the .xta has other names
+ * (drx_array_check_links). */
 int drx_array_open(const char *path, int mode, struct drx_array **out, struct drx_err *err);
 void drx_array_close(struct drx_array *a); /* NULL is a no-op */
 
 /* Removes NAME.xmd then NAME.xta (metadata first, so a crash in between
  * leaves only an orphan .xta that fsck reports). */
 int drx_array_remove(const char *path, struct drx_err *err);
+
+/* Renames the array oldname in directory olddirfd to newname in newdirfd
+ * (single path components without suffix; AT_FDCWD works), crash safe:
+ * under the array's extend lock (the flock drx_array_extend takes) it links
+ * NEW.xta to the chunks, makes that durable, renames OLD.xmd to NEW.xmd
+ * (the switch: before it the array is OLD, after it NEW) and removes
+ * OLD.xta, syncing the directories in between.  A crash in between leaves
+ * the array whole under one name plus a second name of its .xta without an
+ * .xmd, which `drx fsck --repair` removes; until then drx_array_open()
+ * refuses to write it (-EMLINK).  Running it again finishes the rename.
+ * Like rename(2) of a directory onto a non-empty one, an existing array
+ * newname gives -ENOTEMPTY; a NEW.xta that is another file (an orphan)
+ * gives -EEXIST; no array oldname gives -ENOENT; a file system without
+ * hard links gives their error (EPERM, EOPNOTSUPP, EXDEV) and changes
+ * nothing.  Returns 0 or -errno with a message in err. */
+int drx_array_rename(int olddirfd, const char *oldname, int newdirfd, const char *newname,
+                     struct drx_err *err);
+
+/* 0 when the handle's .xta has no other name, else -EMLINK with a message
+ * naming `drx fsck --repair`: two names of one chunk file with their own
+ * metadata would diverge at the first extension (one would cut the
+ * other's chunks), so writers refuse such an array.  A rename in progress
+ * (it holds the extend lock while both names exist) is waited for.
+ * drx_array_open(DRX_RDWR) and drx_array_extend() check this themselves;
+ * writers that do their own I/O on the .xta (drx-load) call it. */
+int drx_array_check_links(const struct drx_array *a, struct drx_err *err);
+
+/* Gives the array at path its own .xta and .xmd when either has other
+ * names (what a crash of an older drxfs during a rename left, or a hand
+ * made hard link): the .xta is copied (holes stay holes) into a temporary
+ * `.NAME.xta.XXXXXX` beside it, synced and renamed over its name; a shared
+ * .xmd is rewritten the same way.  The other names keep the old files.
+ * Runs under the extend lock, -EWOULDBLOCK when an extension holds it.
+ * Returns 1 when something was copied, 0 when nothing was shared, or
+ * -errno with a message in err.  For drx fsck --repair. */
+int drx_array_unshare(const char *path, struct drx_err *err);
 
 /* True when path (no suffix) has an .xmd file. */
 bool drx_array_exists(const char *path);
@@ -87,7 +125,8 @@ const char *drx_array_path(const struct drx_array *a);
 
 /* Grows dimension dim by count (> 0) elements.  Writes fill into any new
  * chunks (or just grows the file when the fill is zero), then commits the
- * metadata.  Takes an exclusive lock on the .xta against other processes. */
+ * metadata.  Takes an exclusive lock on the .xta against other processes
+ * (the extend lock), and refuses (-EMLINK) an .xta with other names. */
 int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_err *err);
 
 /* Re-reads the .xmd if it changed on disk since it was read (another process

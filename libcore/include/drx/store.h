@@ -62,6 +62,11 @@ enum {
     /* An existing store keeps its remembered settings whatever cfg says
      * (drxfs at mount, `drx init STORE` without layout options). */
     DRX_STORE_INIT_KEEP = 1,
+    /* Only an empty (or missing) directory becomes a new store: one that
+     * holds anything and has no `.drx/` gives -ENOTEMPTY (drxfs at mount
+     * without -o create: a mount must not quietly take over a directory
+     * of other files). */
+    DRX_STORE_INIT_EMPTY_ONLY = 2,
 };
 
 /* Makes `root` a store: creates root (one level, like mkdir) if missing,
@@ -123,6 +128,21 @@ int drx_store_resolve_path(const char *path, char *out, size_t outlen);
  * tests.  An unreadable mountinfo means "no mounts" (not an error). */
 int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out, size_t outlen);
 
+/* drx_store_resolve_path*() and drx_store_locate*() flags. */
+enum {
+    /* The caller will change what the path names (put, extend, create, rm,
+     * stripe set, fsck --repair, drx-load destinations): a path under a
+     * read-only drxfs mount (its own options or its superblock's say ro) is
+     * refused with -EROFS, as the mount itself would refuse it.  A path
+     * given in the store itself is not a mount's business. */
+    DRX_STORE_FOR_WRITE = 1,
+};
+
+/* drx_store_resolve_path_mi() with flags; messages in err ("PATH:
+ * read-only file system (MNT is a read-only drxfs mount)"). */
+int drx_store_resolve_path_for(const char *mountinfo, const char *path, unsigned flags, char *out,
+                               size_t outlen, struct drx_err *err);
+
 /* Whether the store at root is mounted: a fuse.drxfs mount in
  * /proc/self/mountinfo whose source is root (the same path after
  * drx_store_abspath, or the same directory by stat).  Returns 1 and the
@@ -158,6 +178,9 @@ int drx_store_find(const char *path, char *root, size_t rootlen);
  * err, or -errno. */
 int drx_store_locate(const char *path, char *root, char *store_path, char *rel,
                      struct drx_err *err);
+/* The same with flags (DRX_STORE_FOR_WRITE). */
+int drx_store_locate_for(const char *path, unsigned flags, char *root, char *store_path, char *rel,
+                         struct drx_err *err);
 
 /* What a store name (no suffix) stands for, by looking at the store's files:
  * NAME.xmd -> array, NAME.nafs -> striped file, NAME a directory -> dir,
@@ -174,7 +197,8 @@ enum drx_store_kind drx_store_classify(const char *path);
 
 /* True for names the daemon hides: `.drx` in the store root (at_root), and
  * anywhere the temporary files of atomic replacement: `.NAME.xmd.XXXXXX`,
- * `.NAME.nafs.XXXXXX` (X: six [A-Za-z0-9] characters, as mkstemp makes). */
+ * `.NAME.xta.XXXXXX` (drx_array_unshare), `.NAME.nafs.XXXXXX` (X: six
+ * [A-Za-z0-9] characters, as mkstemp makes). */
 bool drx_store_name_internal(const char *name, bool at_root);
 
 /* True for the temporary-file names above (for fsck). */
