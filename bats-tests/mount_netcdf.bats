@@ -6,7 +6,7 @@ load test_helper
 
 setup_file() {
     export S="$BATS_FILE_TMPDIR/store" M="$BATS_FILE_TMPDIR/mnt"
-    mkdir -p "$S"
+    "$DRX" init "$S" >/dev/null
     "$DRX" create "$S/temp" --type f64 --shape 6x5x7 --chunk 4x2x3 --dims time,lat,lon --fill -999
     "$PY" -c "import numpy as np; np.arange(210, dtype='<f8').tofile('$BATS_FILE_TMPDIR/temp.raw')"
     "$DRX" put "$S/temp" <"$BATS_FILE_TMPDIR/temp.raw"

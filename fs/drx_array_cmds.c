@@ -57,10 +57,12 @@ static int open_view_path(const char *cmd, const char *arg, int mode, struct drx
 {
     char path[PATH_MAX], array[PATH_MAX];
     struct drx_err err = {""};
-    int rc = drx_store_resolve_path(arg, path, sizeof path);
+    /* a command that changes the array is refused under a read-only mount */
+    int rc = drx_store_resolve_path_for(NULL, arg, mode == DRX_RDWR ? DRX_STORE_FOR_WRITE : 0, path,
+                                        sizeof path, &err);
 
     if (rc < 0)
-        return drx_cli_fail("%s: %s: %s", cmd, arg, strerror(-rc));
+        return drx_cli_fail_err(NULL, rc, &err);
     drx_view_spec_init(spec);
     rc = drx_view_path_split(path, array, sizeof array, spec, &err);
     if (rc == -ENOENT) /* the message names the path */
