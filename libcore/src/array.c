@@ -19,6 +19,7 @@
 
 #include "array_i.h"
 #include "cache_i.h"
+#include "cfgfile_i.h"
 #include "drx/io.h"
 
 #define XMD_VERSION 1
@@ -27,7 +28,7 @@
 #define CHUNK_LOCKS 64
 
 /* Largest .xmd read (a million growths fit; a bigger file is hostile). */
-#define XMD_MAX_BYTES ((off_t)64 << 20)
+#define XMD_MAX_BYTES ((size_t)64 << 20)
 
 /* Elements in an array at most (keeps every byte count in 63 bits). */
 #define MAX_ELEMS ((uint64_t)1 << 59)
@@ -417,39 +418,17 @@ static int open_regular(const char *path, int flags, struct stat *st, struct drx
 int drx_array_meta_load(const char *xmd_path, struct drx_array_meta *m, struct drx_err *err)
 {
     struct xmd_reader r = {xmd_path, err};
-    struct stat st;
-    config_t cfg;
-    FILE *f;
-    int rc, fd;
+    struct drx_cfgfile cf;
+    int rc;
 
     memset(m, 0, sizeof *m);
-    fd = open_regular(xmd_path, O_RDONLY, &st, err);
-    if (fd < 0)
-        return fd;
-    if (st.st_size > XMD_MAX_BYTES) {
-        close(fd);
-        return drx_err_set(err, EFBIG, "%s: %jd bytes is too large for array metadata", xmd_path,
-                           (intmax_t)st.st_size);
-    }
-    f = fdopen(fd, "r");
-    if (!f) {
-        rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
-        close(fd);
+    /* Never a symlink, a FIFO or an @include: the daemon reads .xmd files
+     * users can write, as root. */
+    rc = drx_cfgfile_read(AT_FDCWD, xmd_path, xmd_path, 0, XMD_MAX_BYTES, &cf, NULL, err);
+    if (rc < 0)
         return rc;
-    }
-    config_init(&cfg);
-    if (!config_read(&cfg, f)) {
-        if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
-            rc = drx_err_set(err, EIO, "%s: read error", xmd_path);
-        else
-            rc = drx_err_set(err, EINVAL, "%s:%d: %s", xmd_path, config_error_line(&cfg),
-                             config_error_text(&cfg));
-        goto out;
-    }
-    rc = parse_meta(&r, &cfg, m);
-out:
-    config_destroy(&cfg);
-    fclose(f);
+    rc = parse_meta(&r, &cf.cfg, m);
+    drx_cfgfile_fini(&cf);
     if (rc)
         drx_array_meta_fini(m);
     return rc;

@@ -470,7 +470,6 @@ int drx_store_load_config(const char *root, const char *config_path, struct drx_
                           struct drx_err *err)
 {
     char conf[PATH_MAX];
-    struct stat st;
     int rc;
 
     rc = drx_config_defaults(cfg, NULL);
@@ -480,11 +479,16 @@ int drx_store_load_config(const char *root, const char *config_path, struct drx_
         rc = drx_err_set(err, ENAMETOOLONG, "%s: path too long", root);
         goto out;
     }
-    if (stat(conf, &st) == 0) {
-        rc = drx_config_load_keys(cfg, conf, DRX_CONFIG_KEYS_STORE, err);
-        if (rc < 0)
-            goto out;
+    /* No stat first: the loader's own open decides (a store without
+     * store.conf is one drxfs made at mount). */
+    rc = drx_config_load_keys(cfg, conf, DRX_CONFIG_KEYS_STORE, err);
+    if (rc == -ENOENT) {
+        rc = 0;
+        if (err)
+            err->msg[0] = '\0';
     }
+    if (rc < 0)
+        goto out;
     if (config_path)
         rc = drx_config_load_file(cfg, config_path, err);
 out:

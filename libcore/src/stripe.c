@@ -17,6 +17,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cfgfile_i.h"
 #include "drx/io.h"
 #include "drx/log.h"
 
@@ -275,27 +276,17 @@ static bool get_int(const config_setting_t *s, long long *v)
     return true;
 }
 
-/* Parses metafile text (NUL-terminated) into m. */
-static int meta_parse(const char *text, const char *path, size_t ndirs, struct drx_stripe_meta *m,
+/* Checks a parsed metafile and fills m. */
+static int meta_parse(config_t *lc, const char *path, size_t ndirs, struct drx_stripe_meta *m,
                       struct drx_err *err)
 {
-    config_t lc;
     int rc = 0;
     bool seen_v = false, seen_e = false, seen_c = false, seen_s = false, seen_sub = false;
     const config_setting_t *subs = NULL;
     long long v;
 
     memset(m, 0, sizeof *m);
-    /* libconfig would follow @include to any file; a metafile never has one. */
-    if (strstr(text, "@include"))
-        return bad_meta(err, path, 0, "@include is not allowed");
-    config_init(&lc);
-    if (!config_read_string(&lc, text)) {
-        rc = bad_meta(err, path, config_error_line(&lc), "%s",
-                      config_error_text(&lc) ? config_error_text(&lc) : "syntax error");
-        goto out;
-    }
-    const config_setting_t *root = config_root_setting(&lc);
+    const config_setting_t *root = config_root_setting(lc);
     for (int i = 0; i < config_setting_length(root); i++) {
         const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
         const char *k = config_setting_name(s);
@@ -410,67 +401,31 @@ static int meta_parse(const char *text, const char *path, size_t ndirs, struct d
         }
     }
 out:
-    config_destroy(&lc);
     return rc;
 }
 
-/* Reads an open metafile (at most META_MAX_BYTES) and parses it. */
-static int meta_read_fd(int fd, const char *path, size_t ndirs, struct drx_stripe_meta *m,
-                        struct drx_err *err)
-{
-    char *buf = NULL;
-    struct stat st;
-    ssize_t n;
-    int rc = 0;
-
-    if (fstat(fd, &st) < 0)
-        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return bad_meta(err, path, 0, "not a regular file");
-    if (st.st_size > META_MAX_BYTES)
-        return bad_meta(err, path, 0, "%lld bytes, larger than any metafile",
-                        (long long)st.st_size);
-    buf = malloc(META_MAX_BYTES + 1);
-    if (!buf)
-        return drx_err_set(err, ENOMEM, "out of memory");
-    /* One byte more than any metafile: a file that grew since the fstat
-     * is caught here. */
-    n = drx_io_read_full(fd, buf, META_MAX_BYTES + 1);
-    if (n < 0) {
-        rc = drx_err_set(err, (int)-n, "%s: %s", path, strerror((int)-n));
-        goto out;
-    }
-    if (n > META_MAX_BYTES) {
-        rc = bad_meta(err, path, 0, "larger than any metafile");
-        goto out;
-    }
-    buf[n] = '\0';
-    if (strlen(buf) != (size_t)n) {
-        rc = bad_meta(err, path, 0, "contains NUL bytes");
-        goto out;
-    }
-    rc = meta_parse(buf, path, ndirs, m, err);
-out:
-    free(buf);
-    return rc;
-}
-
-/* Opens and parses; *st gets the identity of the file parsed. */
+/* Reads and parses metafile mp; *st gets the identity of the file parsed.
+ * A file refused for what it is (a symlink, a FIFO, too large, not
+ * libconfig text, an @include) is -EIO, logged, like any bad metafile. */
 static int meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta *m, struct stat *st,
                         struct drx_err *err)
 {
-    int fd = open(mp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct drx_cfgfile cf;
+    struct drx_err why = {{0}};
+    bool refused;
     int rc;
 
-    if (fd < 0) {
-        if (errno == ELOOP)
-            return bad_meta(err, mp, 0, "is a symbolic link");
-        return drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
+    rc = drx_cfgfile_read(AT_FDCWD, mp, mp, 0, META_MAX_BYTES, &cf, &refused, &why);
+    if (rc < 0) {
+        if (!refused)
+            return drx_err_set(err, -rc, "%s", why.msg);
+        drx_log(DRX_LOG_WARNING, "refused metafile: %s", why.msg);
+        return drx_err_set(err, EIO, "%s (bad metafile)", why.msg);
     }
-    rc = meta_read_fd(fd, mp, ndirs, m, err);
-    if (rc == 0 && st && fstat(fd, st) < 0)
-        rc = drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
-    close(fd);
+    rc = meta_parse(&cf.cfg, mp, ndirs, m, err);
+    if (rc == 0 && st)
+        *st = cf.st;
+    drx_cfgfile_fini(&cf);
     return rc;
 }
 

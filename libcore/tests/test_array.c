@@ -2,6 +2,7 @@
  * file:line errors, crash leftovers, and the byte layout of the .xta. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +295,71 @@ static long long blocks(const char *path)
     return stat(path, &st) ? -1 : (long long)st.st_blocks;
 }
 
+static void on_alarm(int sig)
+{
+    (void)sig; /* only interrupts a blocked open */
+}
+
+/* Loads `text` as xmd; a blocking open (a FIFO) is cut off after 5 s, so a
+ * regression fails the test instead of hanging it. */
+static int load_text(const char *xmd, const char *text, struct drx_err *err)
+{
+    struct sigaction sa = {.sa_handler = on_alarm}, old;
+    struct drx_array_meta m;
+    int rc;
+
+    spit(xmd, text);
+    sigaction(SIGALRM, &sa, &old); /* no SA_RESTART: open() gets EINTR */
+    alarm(5);
+    rc = drx_array_meta_load(xmd, &m, err);
+    alarm(0);
+    sigaction(SIGALRM, &old, NULL);
+    if (rc == 0)
+        drx_array_meta_fini(&m);
+    return rc;
+}
+
+/* An .xmd never makes the reader open another file: libconfig follows a
+ * line "@include PATH", so every such line is refused, with its line. */
+static void includes_refused(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 1, .shape = {8}, .chunk = {4}};
+    struct drx_array *a;
+    struct drx_err err = {{0}};
+    char path[300], xmd[310], outside[310], fifo[310], *good, *text;
+    size_t len;
+
+    snprintf(path, sizeof path, "%s/inc", dir);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    snprintf(outside, sizeof outside, "%s/outside.cfg", dir);
+    snprintf(fifo, sizeof fifo, "%s/inc.fifo", dir);
+    spit(outside, "evil = 1;\n");
+    tap_ok(mkfifo(fifo, 0600) == 0, "a FIFO outside the array");
+    if (drx_array_create(path, &spec, &a, &err) < 0) {
+        tap_ok(0, "create: %s", err.msg);
+        return;
+    }
+    drx_array_close(a);
+    good = slurp(xmd, &len);
+    text = malloc(len + 600);
+
+    snprintf(text, len + 600, "@include \"%s\"\n%s", outside, good);
+    tap_ok(load_text(xmd, text, &err) == -EINVAL && strstr(err.msg, ":1: @include is not allowed"),
+           "@include of a regular file is refused: %s", err.msg);
+    snprintf(text, len + 600, "%s \t@include \"%s\"\n", good, fifo);
+    tap_ok(load_text(xmd, text, &err) == -EINVAL && strstr(err.msg, "@include is not allowed"),
+           "@include of a FIFO after blanks is refused without blocking: %s", err.msg);
+    snprintf(text, len + 600, "# version = 1;\r@INCLUDE \"%s\"\n%s", outside, good);
+    tap_ok(load_text(xmd, text, &err) == -EINVAL && strstr(err.msg, "@include is not allowed"),
+           "any case, after a CR: refused (conservative): %s", err.msg);
+    snprintf(text, len + 600, "# a comment naming @include \"%s\"\n%s", fifo, good);
+    tap_ok(load_text(xmd, text, &err) == 0, "@include inside a line is text, not a directive (%s)",
+           err.msg);
+    tap_ok(load_text(xmd, good, &err) == 0, "the genuine .xmd still loads (%s)", err.msg);
+    free(text);
+    free(good);
+}
+
 /* drx_array_reserve and drx_view_reserve allocate the holes of a sparse
  * (fill 0) array's chunks and change no byte and not the size; undo gives
  * back exactly what was reserved and never touches data. */
@@ -379,6 +445,7 @@ int main(void)
     validation();
     create_errors();
     symlinks_refused();
+    includes_refused();
     reserve();
     {
         char cmd[300];

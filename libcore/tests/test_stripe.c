@@ -374,6 +374,26 @@ static void test_hostile(struct drx_store *s, const char *root)
              "subfiles = ({dir=0; name=\"a\";});",
              outside);
     hostile(s, root, "include", text, -EIO);
+    {
+        /* after blanks, on line 2, naming a FIFO: refused with its line, the
+         * FIFO never opened (it would block) */
+        char fifo[700], mp[700];
+        struct drx_stripe *g = NULL;
+        struct drx_err err = {{0}};
+        snprintf(fifo, sizeof fifo, "%s/include.fifo", base);
+        mkfifo(fifo, 0600);
+        snprintf(text, sizeof text,
+                 "version = 1; extent = 4; count = 1; size = 0;\n \t@include \"%s\"\n"
+                 "subfiles = ({dir=0; name=\"a\";});",
+                 fifo);
+        snprintf(path, sizeof path, "%s/hostile_include2", root);
+        snprintf(mp, sizeof mp, "%s.nafs", path);
+        write_file(mp, text, strlen(text));
+        tap_ok(drx_stripe_open(s, path, DRX_STRIPE_RDONLY, &g, &err) == -EIO &&
+                   strstr(err.msg, ".nafs:2: @include is not allowed in a store file"),
+               "@include after blanks: refused with its line (%s)", err.msg);
+        drx_stripe_close(g);
+    }
     hostile(s, root, "binary", "\x01\x02\xff\xfe garbage", -EIO);
 
     /* A genuine file whose subfile is replaced by a link to an outside file:
