@@ -21,6 +21,7 @@
 #include "cache_i.h"
 #include "cfgfile_i.h"
 #include "drx/io.h"
+#include "replace_i.h"
 
 #define XMD_VERSION 1
 
@@ -53,12 +54,6 @@ static char *path_with(const char *path, const char *suffix)
         memcpy(p + n, suffix, s + 1);
     }
     return p;
-}
-
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
 }
 
 bool drx_array_dim_name_valid(const char *name)
@@ -480,71 +475,38 @@ static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
     return ferror(f) ? -EIO : 0;
 }
 
-/* Writes .NAME.xmd.XXXXXX beside the target, fsyncs it and renames it over
- * the target, then fsyncs the directory: readers see the old or the new
- * metadata, never a mix.  The new .xmd keeps the mode and owner of the one
- * it replaces (a chmod or chown of the array survives an extension by anyone
- * allowed to extend); a first one takes those of the .xta (open as xta_fd). */
+/* Replaces the .xmd atomically (drx_replace_write: readers see the old or
+ * the new metadata, never a mix).  The new .xmd keeps the mode and owner of
+ * the one it replaces (a chmod or chown of the array survives an extension
+ * by anyone allowed to extend); a first one takes those of the .xta (open
+ * as xta_fd), so umask applies to both. */
 static int write_meta(const char *xmd_path, int xta_fd, const struct drx_array_meta *m,
                       struct drx_err *err)
 {
     struct stat like;
-    const char *base = base_name(xmd_path);
-    size_t dirlen = (size_t)(base - xmd_path);
-    char *tmp = malloc(dirlen + strlen(base) + 16);
-    FILE *f = NULL;
-    int fd = -1, rc;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc;
 
-    if (!tmp)
+    if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
-    sprintf(tmp, "%.*s.%s.XXXXXX", (int)dirlen, xmd_path, base);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
-        goto out_free;
-    }
-    if ((lstat(xmd_path, &like) == 0 && S_ISREG(like.st_mode)) || fstat(xta_fd, &like) == 0) {
-        struct stat now;
-        mode_t mode = like.st_mode & 0777;
-        /* Root keeps the owner; anyone else can keep the group when they
-         * are in it.  Where the group could not be kept, it gets only what
-         * others get: the old group's rights must not go to ours. */
-        if (like.st_uid != geteuid() || like.st_gid != getegid())
-            if (fchown(fd, like.st_uid, like.st_gid) && like.st_gid != getegid())
-                (void)!fchown(fd, (uid_t)-1, like.st_gid);
-        if (fstat(fd, &now) == 0 && now.st_gid != like.st_gid)
-            mode = (mode & ~(mode_t)0070) | ((mode & 07) << 3);
-        fchmod(fd, mode);
-    } else {
-        fchmod(fd, 0644);
-    }
-    f = fdopen(fd, "w+");
-    if (!f) {
-        rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
-        close(fd);
-        goto out_unlink;
-    }
     rc = write_meta_stream(f, m);
-    if (rc == 0 && (fflush(f) || fsync(fileno(f))))
-        rc = -errno;
     if (fclose(f) && rc == 0)
-        rc = -errno;
+        rc = -ENOMEM;
     if (rc) {
-        rc = drx_err_set(err, -rc, "%s: %s", tmp, strerror(-rc));
-        goto out_unlink;
+        rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+        goto out;
     }
-    if (rename(tmp, xmd_path)) {
+    if (!(lstat(xmd_path, &like) == 0 && S_ISREG(like.st_mode)) && fstat(xta_fd, &like) < 0) {
         rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
-        goto out_unlink;
+        goto out;
     }
-    rc = drx_io_fsync_parent(xmd_path);
+    rc = drx_replace_write(xmd_path, text, len, &like, 0, 0, NULL);
     if (rc)
         rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
-    goto out_free;
-out_unlink:
-    unlink(tmp);
-out_free:
-    free(tmp);
+out:
+    free(text);
     return rc;
 }
 

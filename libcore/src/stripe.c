@@ -20,6 +20,7 @@
 #include "cfgfile_i.h"
 #include "drx/io.h"
 #include "drx/log.h"
+#include "replace_i.h"
 
 /* A metafile is a few hundred bytes; anything much larger is not ours. */
 #define META_MAX_BYTES 65536
@@ -487,70 +488,21 @@ static void split_path(const char *mp, char *dir, size_t dlen, const char **base
     }
 }
 
-/* Writes m as metafile mp by temp file + rename.  noreplace: fail with
- * -EEXIST instead of replacing.  like: an existing metafile whose mode and
- * owner the new one keeps (NULL: `mode`).  *st_out: identity of the new file. */
+/* Writes m as metafile mp by temp file + rename (drx_replace_write).
+ * noreplace: fail with -EEXIST instead of replacing.  sync: the file and its
+ * directory are fsynced.  like: an existing metafile whose mode and owner
+ * the new one keeps (NULL: `mode`).  *st_out: identity of the new file. */
 static int meta_write(const char *mp, const struct drx_stripe_meta *m, bool noreplace, bool sync,
                       const struct stat *like, mode_t mode, struct stat *st_out)
 {
-    char dir[PATH_MAX], tmp[PATH_MAX + 32], text[8192];
-    const char *base;
-    int fd, rc = 0, len;
+    char text[8192];
+    int len = meta_format(m, text, sizeof text);
 
-    len = meta_format(m, text, sizeof text);
     if (len < 0)
         return len;
-    split_path(mp, dir, sizeof dir, &base);
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, base) >= sizeof tmp)
-        return -ENAMETOOLONG;
-    fd = mkstemp(tmp);
-    if (fd < 0)
-        return -errno;
-    if (like) {
-        if (fchown(fd, like->st_uid, like->st_gid) < 0) {
-            /* Not ours to give away: keep our ownership. */
-        }
-        fchmod(fd, like->st_mode & 07777);
-    } else {
-        fchmod(fd, mode & 07777);
-    }
-    rc = drx_io_write_all(fd, text, (size_t)len);
-    if (rc < 0)
-        goto out;
-    if (sync && fsync(fd) < 0) {
-        rc = -errno;
-        goto out;
-    }
-    if (st_out && fstat(fd, st_out) < 0) {
-        rc = -errno;
-        goto out;
-    }
-    if (noreplace) {
-        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, mp, RENAME_NOREPLACE) < 0) {
-            if (errno != EINVAL && errno != ENOSYS) {
-                rc = -errno;
-                goto out;
-            }
-            /* Filesystem without RENAME_NOREPLACE: link() refuses to
-             * replace as well. */
-            if (link(tmp, mp) < 0) {
-                rc = -errno;
-                goto out;
-            }
-            unlink(tmp);
-        }
-    } else if (rename(tmp, mp) < 0) {
-        rc = -errno;
-        goto out;
-    }
-    tmp[0] = '\0';
-    if (sync)
-        rc = drx_io_fsync_dir(dir);
-out:
-    close(fd);
-    if (tmp[0])
-        unlink(tmp);
-    return rc;
+    return drx_replace_write(
+        mp, text, (size_t)len, like, mode,
+        (noreplace ? DRX_REPLACE_NOREPLACE : 0) | (sync ? 0 : DRX_REPLACE_NOSYNC), st_out);
 }
 
 /* Writes m into mp itself, no temp file and no rename: only for temporary
@@ -568,15 +520,13 @@ static int meta_write_here(const char *mp, const struct drx_stripe_meta *m, int 
     fd = open(mp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, mode & 07777);
     if (fd < 0)
         return -errno;
-    if (like) {
-        if (fchown(fd, like->st_uid, like->st_gid) < 0) {
-            /* Not ours to give away: keep our ownership. */
-        }
-        fchmod(fd, like->st_mode & 07777);
-    } else if (flags & O_EXCL) {
-        fchmod(fd, mode & 07777); /* exactly mode, whatever the umask */
-    }
-    rc = drx_io_write_all(fd, text, (size_t)len);
+    rc = 0;
+    if (like)
+        rc = drx_replace_take_owner(fd, like); /* the rule of replaced files */
+    else if ((flags & O_EXCL) && fchmod(fd, mode & 07777) < 0)
+        rc = -errno; /* exactly mode, whatever the umask */
+    if (rc == 0)
+        rc = drx_io_write_all(fd, text, (size_t)len);
     if (rc == 0 && sync && fsync(fd) < 0)
         rc = -errno;
     if (rc == 0 && st_out && fstat(fd, st_out) < 0)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "as_user.h"
 #include "drx/array.h"
 #include "drx/view.h"
 #include "tap.h"
@@ -360,6 +361,82 @@ static void includes_refused(void)
     free(good);
 }
 
+/* Leftover temporaries of atomic replacement (`.NAME.xmd.XXXXXX`) in d. */
+static int temporaries(const char *d)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -c '^\\..*\\.xmd\\.' >/dev/null", d);
+    return system(cmd) == 0;
+}
+
+static int extend_one(void *path)
+{
+    struct drx_array *a;
+    struct drx_err err;
+    int rc = drx_array_open(path, DRX_RDWR, &a, &err);
+    if (rc == 0)
+        rc = drx_array_extend(a, 0, 4, &err);
+    if (rc)
+        fprintf(stderr, "# extend as nobody: %s\n", err.msg);
+    drx_array_close(a);
+    return rc ? 1 : 0;
+}
+
+/* The replaced .xmd keeps the mode, owner and group of the old one where
+ * the extender may keep them (root: all; set-ID bits included), and
+ * otherwise is the extender's, without set-ID bits, its group with only
+ * what others get. */
+static void replaced_owner_mode(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 1, .shape = {8}, .chunk = {4}};
+    struct drx_array *a;
+    struct drx_err err = {{0}};
+    char sub[300], path[320], xmd[330], xta[330];
+    struct stat st;
+
+    snprintf(sub, sizeof sub, "%s/shared", dir);
+    snprintf(path, sizeof path, "%s/owned", sub);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    snprintf(xta, sizeof xta, "%s.xta", path);
+    mkdir(sub, 0777);
+    chmod(sub, 0777);
+    chmod(dir, 0711);
+    if (drx_array_create(path, &spec, &a, &err) < 0) {
+        tap_ok(0, "create: %s", err.msg);
+        return;
+    }
+    memset(&st, 0, sizeof st);
+    int ok = drx_array_extend(a, 0, 4, &err) == 0 && chmod(xmd, 06775) == 0 &&
+             drx_array_extend(a, 0, 4, &err) == 0 && stat(xmd, &st) == 0;
+    tap_ok(ok && (st.st_mode & 07777) == 06775,
+           "an extension by the owner keeps the whole mode, set-ID bits too (%o)",
+           (unsigned)(st.st_mode & 07777));
+    drx_array_close(a);
+    chmod(xta, 0666);
+    int rc = run_as(AS_NOBODY, extend_one, path);
+    if (rc == -2) {
+        tap_ok(1, "# SKIP not root: cannot extend as another user");
+        return;
+    }
+    memset(&st, 0, sizeof st);
+    stat(xmd, &st);
+    tap_ok(rc == 0 && st.st_uid == NOBODY_ID && st.st_gid == NOBODY_ID &&
+               (st.st_mode & 07777) == 0755,
+           "extended by nobody: its .xmd, no set-ID bits, group as others (%d, %u:%u %o)", rc,
+           (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
+    tap_ok(!temporaries(sub), "no temporary left beside it");
+    /* root without CAP_CHOWN (a container, a root-squashed store) keeps
+     * CAP_FSETID: the set-ID bits of nobody's .xmd must not become root's */
+    if (chmod(xmd, 06775) < 0)
+        abort();
+    rc = run_as(AS_ROOT_NO_CHOWN, extend_one, path);
+    memset(&st, 0, sizeof st);
+    stat(xmd, &st);
+    tap_ok(rc == 0 && st.st_uid == 0 && st.st_gid == 0 && (st.st_mode & 07777) == 0755,
+           "extended by root without CAP_CHOWN: no set-ID bits, group as others (%d, %u:%u %o)", rc,
+           (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
+}
+
 /* drx_array_reserve and drx_view_reserve allocate the holes of a sparse
  * (fill 0) array's chunks and change no byte and not the size; undo gives
  * back exactly what was reserved and never touches data. */
@@ -446,6 +523,7 @@ int main(void)
     create_errors();
     symlinks_refused();
     includes_refused();
+    replaced_owner_mode();
     reserve();
     {
         char cmd[300];

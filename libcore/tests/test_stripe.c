@@ -14,6 +14,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "as_user.h"
 #include "drx/config.h"
 #include "drx/log.h"
 #include "drx/store.h"
@@ -890,6 +891,109 @@ static void test_enospc(void)
     umount2(tiny, MNT_DETACH);
 }
 
+struct as_nobody {
+    const char *root, *path; /* the store, the file */
+    bool temp;               /* replace it by a temporary (drx-load copy) */
+};
+
+/* Opens the store, then rewrites the file's metafile: a write and close
+ * (the size persisted), or a temporary committed over it (drx-load copy).
+ * Run as another user by run_as(). */
+static int rewrite_as_nobody(void *arg)
+{
+    const struct as_nobody *a = arg;
+    struct drx_store *s = NULL;
+    struct drx_stripe *f = NULL;
+    struct drx_err err = {{0}};
+    char tmp[PATH_MAX];
+    int rc = drx_store_open(a->root, NULL, &s, &err);
+
+    if (rc == 0 && a->temp) {
+        rc = drx_stripe_create_temp(s, a->path, NULL, 0644, tmp, sizeof tmp, &err);
+        if (rc == 0)
+            rc = drx_stripe_commit_temp(s, tmp, a->path, 0, &err);
+    } else if (rc == 0) {
+        rc = drx_stripe_open(s, a->path, DRX_STRIPE_RDWR, &f, &err);
+        if (rc == 0 && drx_stripe_write(f, "more", 4, 100) != 4)
+            rc = -EIO;
+        if (rc == 0)
+            rc = drx_stripe_close(f);
+    }
+    if (rc)
+        fprintf(stderr, "# as nobody: %d %s\n", rc, err.msg);
+    drx_store_close(s);
+    return rc ? 1 : 0;
+}
+
+/* A metafile replaced by someone who cannot keep its owner (a daemon or a
+ * drx-load copy not running as root, or root without CAP_CHOWN: in a
+ * container, on a root-squashed store) is theirs, without the set-ID bits,
+ * its group getting only what others get; the owner keeps the whole mode.
+ * Root without CAP_CHOWN is the case that matters: it keeps CAP_FSETID, so
+ * nothing strips the bits of its writes, and a user's set-ID file would
+ * become a set-ID root file at the mount. */
+static void test_replaced_owner_mode(void)
+{
+    static const struct {
+        const char *name;
+        uid_t owner; /* of the file before */
+        int who;     /* -1: this process (root); else an enum as_who */
+        bool temp;   /* a temporary committed over it, else a size persisted */
+        uid_t uid;   /* owner after */
+        unsigned mode;
+    } cases[] = {
+        {"by its owner", 0, -1, false, 0, 06755},
+        {"a size persisted by nobody", 0, AS_NOBODY, false, NOBODY_ID, 0755},
+        {"a copy committed by nobody", 0, AS_NOBODY, true, NOBODY_ID, 0755},
+        {"a size persisted by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, false, 0, 0755},
+        {"a copy committed by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, true, 0, 0755},
+    };
+    char root[512], path[600], mp[700], sp[1024];
+    struct drx_store *s = make_store("own", root);
+    struct drx_stripe_layout l = {2, 16};
+    struct drx_stripe_meta m;
+    struct stat st;
+
+    if (!s) {
+        tap_ok(0, "a store for the owner tests");
+        return;
+    }
+    chmod(base, 0711);
+    chmod(root, 0777);
+    for (unsigned d = 0; d < s->cfg.stripe.ndirs; d++)
+        chmod(s->cfg.stripe.dirs[d], 0777);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        snprintf(path, sizeof path, "%s/owned%zu", root, c);
+        snprintf(mp, sizeof mp, "%s.nafs", path);
+        make_striped(s, path, &l, 0644, "0123456789abcdefghij", 20, &m);
+        for (unsigned i = 0; i < m.layout.count; i++) {
+            drx_stripe_subfile_path(s, &m, i, sp, sizeof sp);
+            chmod(sp, 0666);
+        }
+        /* the chown first: it clears set-ID bits */
+        if (chown(mp, cases[c].owner, cases[c].owner) < 0 || chmod(mp, 06755) < 0)
+            abort();
+        struct as_nobody a = {root, path, cases[c].temp};
+        int rc;
+        if (cases[c].who < 0) {
+            rc = rewrite_as_nobody(&a); /* the same steps, as this process */
+        } else {
+            rc = run_as(cases[c].who, rewrite_as_nobody, &a);
+            if (rc == -2) {
+                tap_ok(1, "# SKIP not root: cannot write as another user");
+                continue;
+            }
+        }
+        memset(&st, 0, sizeof st);
+        stat(mp, &st);
+        tap_ok(rc == 0 && st.st_uid == cases[c].uid && st.st_gid == cases[c].uid &&
+                   (st.st_mode & 07777) == cases[c].mode,
+               "%s: %u:%u %o (%d)", cases[c].name, (unsigned)st.st_uid, (unsigned)st.st_gid,
+               (unsigned)(st.st_mode & 07777), rc);
+    }
+    drx_store_close(s);
+}
+
 int main(void)
 {
     char root[512];
@@ -916,6 +1020,7 @@ int main(void)
         drx_store_close(s);
     }
     test_enospc();
+    test_replaced_owner_mode();
     rm_rf(base);
     return tap_done();
 }
