@@ -276,6 +276,36 @@ EOF
     grep -q . "$M.log"
 }
 
+@test "a subfile that is a hard link to a file outside is neither read nor written" {
+    mkdir -p "$M/hl"
+    setfattr -n user.drx.stripe -v "count=2 extent=4096" "$M/hl"
+    head -c 16384 /dev/urandom >loc
+    cp loc "$M/hl/f"
+    local sub1
+    sub1=$(sed -n 's/.*dir = \([0-9]*\); name = "\([^"]*\.1\)".*/\1\/\2/p' "$S/hl/f.nafs")
+    [ -f "$D/$sub1" ]
+    # the subfile's name now leads to a file of someone else's
+    head -c 8192 /dev/zero | tr '\0' S >"$BATS_FILE_TMPDIR/linked"
+    rm "$D/$sub1"
+    ln "$BATS_FILE_TMPDIR/linked" "$D/$sub1"
+    run dd if="$M/hl/f" bs=4096 skip=1 count=1 status=none
+    assert_failure
+    assert_output --partial "Input/output error"
+    refute_output --partial SSSS
+    run dd if=/dev/zero of="$M/hl/f" bs=4096 seek=1 count=1 conv=notrunc status=none
+    assert_failure
+    truncate -s 100 "$M/hl/f"
+    cmp <(head -c 8192 /dev/zero | tr '\0' S) "$BATS_FILE_TMPDIR/linked"
+    # the rest of the file still reads
+    cmp <(head -c 100 "$M/hl/f") <(head -c 100 loc)
+    grep -q "has other hard links" "$M.log"
+    run "$DRX" fsck "$S"
+    assert_output --partial "has other hard links"
+    rm "$M/hl/f"
+    [ -f "$BATS_FILE_TMPDIR/linked" ]
+    rm "$BATS_FILE_TMPDIR/linked"
+}
+
 @test "a full stripe directory gives ENOSPC; the size stays at what was written" {
     SMALL="$BATS_TEST_TMPDIR/small"
     mkdir -p "$SMALL/tmpfs" "$SMALL/s"

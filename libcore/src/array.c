@@ -390,8 +390,10 @@ static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta
 }
 
 /* Opens an array file without following a symlink in its last component
- * and requires a regular file: the daemon runs as root on a store users
- * can write, and NAME.xta -> /etc/shadow must not become readable. */
+ * and requires a regular file with one link: the daemon runs as root on a
+ * store users can write, and NAME.xta -> /etc/shadow must not become
+ * readable, nor a hard link's other name (any file its maker could write)
+ * be changed by a put or an extension. */
 static int open_regular(const char *path, int flags, struct stat *st, struct drx_err *err)
 {
     int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -404,6 +406,10 @@ static int open_regular(const char *path, int flags, struct stat *st, struct drx
     if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
         close(fd);
         return drx_err_set(err, EIO, "%s is not a regular file (refused)", path);
+    }
+    if (st->st_nlink > 1) {
+        close(fd);
+        return drx_err_set(err, EIO, "%s has other hard links (refused)", path);
     }
     /* O_NONBLOCK was only for the open (a FIFO must not hang us) */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);

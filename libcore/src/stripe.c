@@ -537,17 +537,56 @@ static int meta_write_here(const char *mp, const struct drx_stripe_meta *m, int 
 
 /* ---- subfiles -------------------------------------------------------------------- */
 
-/* Opens subfile i of m: relative to its stripe dir's descriptor, never
- * following a link, and only a regular file.  Returns the fd, -ENOENT when
- * missing, -EIO when refused (logged), or -errno. */
-static int subfile_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
-                        int flags, mode_t mode, const char *who)
+/* Why a file with this stat cannot be a subfile, or NULL.  A hard link's
+ * other name may be any file its maker could write, outside the store:
+ * reading it would serve that file, writing or truncating it would change
+ * it, so only a file with one link is used (SPEC 9). */
+static const char *subfile_refusal(const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode))
+        return "is not a regular file";
+    if (st->st_nlink > 1)
+        return "has other hard links";
+    return NULL;
+}
+
+int drx_stripe_subfile_check(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                             struct stat *st, struct drx_err *err)
 {
     const struct drx_stripe_subfile *sf = &m->sub[i];
+    const char *why;
+    struct stat buf;
+    int dfd;
+
+    if (!st)
+        st = &buf;
+    if (i >= m->layout.count || sf->dir >= s->cfg.stripe.ndirs ||
+        !drx_stripe_subfile_name_valid(sf->name))
+        return drx_err_set(err, EIO, "subfile %u: not a subfile name", i);
+    dfd = s->dir_fds[sf->dir];
+    if (dfd < 0)
+        return drx_err_set(err, ENOENT, "subfile %u (%s/%s): stripe directory unusable", i,
+                           s->cfg.stripe.dirs[sf->dir], sf->name);
+    if (fstatat(dfd, sf->name, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return drx_err_set(err, errno, "subfile %u (%s/%s): %s", i, s->cfg.stripe.dirs[sf->dir],
+                           sf->name, strerror(errno));
+    why = S_ISLNK(st->st_mode) ? "is a symbolic link" : subfile_refusal(st);
+    if (why) /* not logged: the caller reports it, once */
+        return drx_err_set(err, EIO, "subfile %u (%s/%s) %s (refused)", i,
+                           s->cfg.stripe.dirs[sf->dir], sf->name, why);
+    return 0;
+}
+
+int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                            int flags, mode_t mode, const char *who)
+{
+    const struct drx_stripe_subfile *sf = &m->sub[i];
+    const char *why;
     struct stat st;
     int fd, dfd;
 
-    if (sf->dir >= s->cfg.stripe.ndirs || !drx_stripe_subfile_name_valid(sf->name))
+    if (i >= m->layout.count || sf->dir >= s->cfg.stripe.ndirs ||
+        !drx_stripe_subfile_name_valid(sf->name))
         return -EIO;
     dfd = s->dir_fds[sf->dir];
     if (dfd < 0)
@@ -562,9 +601,11 @@ static int subfile_open(const struct drx_store *s, const struct drx_stripe_meta 
         }
         return -e;
     }
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) is not a regular file: refused", who, i,
-                s->cfg.stripe.dirs[sf->dir], sf->name);
+    /* On the descriptor: what was checked is what is used. */
+    why = fstat(fd, &st) < 0 ? "cannot be examined" : subfile_refusal(&st);
+    if (why) {
+        drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) %s: refused", who, i,
+                s->cfg.stripe.dirs[sf->dir], sf->name, why);
         close(fd);
         return -EIO;
     }
@@ -830,7 +871,8 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
                      (unsigned long long)id, i);
         }
         for (unsigned i = 0; i < lay.count && rc == 0; i++) {
-            int fd = subfile_open(s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, mp);
+            int fd =
+                drx_stripe_subfile_open(s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, mp);
             if (fd < 0) {
                 rc = fd;
                 if (fd == -ENOENT)
@@ -944,7 +986,8 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
     f->meta_ino = st.st_ino;
     f->meta_synced = true; /* as far as we know: we did not write it */
     for (unsigned i = 0; i < f->meta.layout.count; i++) {
-        int fd = subfile_open(s, &f->meta, i, mode == DRX_STRIPE_RDWR ? O_RDWR : O_RDONLY, 0, mp);
+        int fd = drx_stripe_subfile_open(s, &f->meta, i,
+                                         mode == DRX_STRIPE_RDWR ? O_RDWR : O_RDONLY, 0, mp);
         if (fd == -ENOENT || fd == -EIO) {
             /* Missing or refused: its extents fail with EIO, the rest of the
              * file stays usable. */
@@ -1366,7 +1409,7 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
     for (unsigned i = 0; i < m.layout.count; i++) {
         struct stat st;
         uint64_t want = drx_stripe_subfile_len(&m.layout, i, size);
-        int fd = subfile_open(s, &m, i, O_RDWR, 0, tmp);
+        int fd = drx_stripe_subfile_open(s, &m, i, O_RDWR, 0, tmp);
         if (fd < 0) {
             rc = fd == -ENOENT ? -EIO : fd;
             return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m.sub[i].name,

@@ -283,6 +283,17 @@ static void symlinks_refused(void)
     tap_ok(symlink(outside, xmd) == 0, "replace the .xmd by a symlink");
     tap_ok(drx_array_open(path, DRX_RDONLY, &a, &err) == -ELOOP, "an .xmd symlink is refused: %s",
            err.msg);
+    /* NAME.xta as a hard link to an outside file: never opened */
+    unlink(xmd);
+    if (drx_array_create(path, &spec, &a, &err) == 0)
+        drx_array_close(a);
+    snprintf(outside, sizeof outside, "%s/outside8", dir);
+    spit(outside, "SECRET!!");
+    unlink(xta);
+    tap_ok(link(outside, xta) == 0, "replace the .xta by a hard link to an outside file");
+    tap_ok(drx_array_open(path, DRX_RDWR, &a, &err) == -EIO && strstr(err.msg, "hard links"),
+           "a hard-linked .xta is refused: %s", err.msg);
+    unlink(xta);
     /* a FIFO does not hang the open */
     unlink(xmd);
     tap_ok(mkfifo(xmd, 0600) == 0, "replace the .xmd by a FIFO");

@@ -417,6 +417,27 @@ static void test_hostile(struct drx_store *s, const char *root)
            "the other subfile's extents still read");
     drx_stripe_close(f);
 
+    /* A hard link to an outside file in place of a subfile: neither read
+     * nor written nor cut (its other name may be any file). */
+    unlink(sp);
+    tap_ok(link(outside, sp) == 0, "subfile replaced by a hard link to an outside file");
+    struct drx_err err = {{0}};
+    tap_ok(drx_stripe_subfile_check(s, &m, 1, NULL, &err) == -EIO && strstr(err.msg, "hard link"),
+           "subfile_check refuses it: %s", err.msg);
+    before = nlogged;
+    tap_ok(drx_stripe_open(s, path, DRX_STRIPE_RDWR, &f, NULL) == 0, "file still opens");
+    memset(back, 0, sizeof back);
+    n1 = drx_stripe_read(f, back, 4, 4);
+    tap_ok(n1 == -EIO && memmem(back, sizeof back, "SECRET", 6) == NULL && nlogged > before,
+           "hard-linked subfile: EIO, logged, no outside bytes (%zd) [%s]", n1, lastlog);
+    tap_ok(drx_stripe_write(f, "XXXX", 4, 4) == -EIO, "a write to its extents is EIO");
+    tap_ok(drx_stripe_truncate(f, 10) == 0, "truncate cuts the other subfiles only");
+    drx_stripe_close(f);
+    unsigned char out[64];
+    tap_ok(read_file(outside, out, sizeof out) == 20 &&
+               memcmp(out, "SECRET-SECRET-SECRET", 20) == 0,
+           "the outside file is unchanged");
+
     /* A FIFO in place of a subfile must not block the open. */
     unlink(sp);
     mkfifo(sp, 0644);

@@ -91,6 +91,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "drx/config.h"
@@ -309,6 +310,26 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
 
 /* Removes temporary file tmp and its subfiles.  Returns 0 or -errno. */
 int drx_stripe_discard_temp(struct drx_store *s, const char *tmp, struct drx_err *err);
+
+/* Whether subfile i of m may be used, looked at without opening it or
+ * following a link (fstatat relative to its stripe directory): only a
+ * regular file with one link is a subfile.  A symlink, FIFO or device, or a
+ * hard link (whose other name may be a file outside the store, changed by
+ * every write and truncate) is refused: -EIO with the reason in err (not
+ * logged: the caller reports it).  0 with *st filled (st may be NULL), -ENOENT when it
+ * is missing (or its stripe directory is), or -errno.  Front ends that
+ * open subfiles by path (drx-load's MPI-IO) or act on them (drx fsck) ask
+ * this first; libcore's own opens apply the same rule to the descriptor. */
+int drx_stripe_subfile_check(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                             struct stat *st, struct drx_err *err);
+
+/* Opens subfile i of m with flags (O_RDONLY, O_WRONLY, O_RDWR; O_CREAT with
+ * mode) relative to its stripe directory, never following a link and never
+ * blocking on a FIFO, and only when it passes drx_stripe_subfile_check's
+ * rule on the open descriptor.  who names the file in the log.  Returns the
+ * descriptor, -ENOENT when missing, -EIO when refused (logged), or -errno. */
+int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                            int flags, mode_t mode, const char *who);
 
 /* Path of subfile i of m in s: "<stripe dir>/<name>" (for fsck and
  * `drx stripe get`; never used to open).  Returns the length or -ERANGE. */
