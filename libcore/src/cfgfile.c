@@ -88,11 +88,10 @@ static int open_checked(int dirfd, const char *name, const char *shown, unsigned
 int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
                      struct drx_cfgfile *out, bool *refused, struct drx_err *err)
 {
-    const char *kind = (flags & DRX_CFGFILE_USER) ? "a configuration file" : "a store file";
     bool ignored;
     size_t size;
     ssize_t n;
-    int fd, rc, line;
+    int fd, rc;
 
     memset(out, 0, sizeof *out);
     if (!refused)
@@ -124,29 +123,7 @@ int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned fl
     }
     out->len = (size_t)n;
     out->text[n] = '\0';
-    /* config_read_string() would stop at a NUL and ignore the rest (and
-     * the include check with it): such a file is not text. */
-    if (memchr(out->text, '\0', out->len)) {
-        *refused = true;
-        rc = drx_err_set(err, EINVAL, "%s: contains NUL bytes (not libconfig text)", shown);
-        goto out;
-    }
-    line = include_line(out->text, out->len);
-    if (line) {
-        *refused = true;
-        rc = drx_err_set(err, EINVAL, "%s:%d: @include is not allowed in %s", shown, line, kind);
-        goto out;
-    }
-    config_init(&out->cfg);
-    if (!config_read_string(&out->cfg, out->text)) {
-        *refused = true;
-        rc = drx_err_set(err, EINVAL, "%s:%d: %s", shown, config_error_line(&out->cfg),
-                         config_error_text(&out->cfg) ? config_error_text(&out->cfg)
-                                                      : "syntax error");
-        config_destroy(&out->cfg);
-        goto out;
-    }
-    rc = 0;
+    rc = drx_cfgfile_parse(out->text, out->len, shown, flags, &out->cfg, refused, err);
 out:
     close(fd);
     if (rc < 0) {
@@ -154,6 +131,34 @@ out:
         memset(out, 0, sizeof *out);
     }
     return rc;
+}
+
+int drx_cfgfile_parse(const char *text, size_t len, const char *shown, unsigned flags,
+                      config_t *cfg, bool *refused, struct drx_err *err)
+{
+    const char *kind = (flags & DRX_CFGFILE_USER) ? "a configuration file" : "a store file";
+    bool ignored;
+    int line;
+
+    if (!refused)
+        refused = &ignored;
+    *refused = true; /* below, every failure is the text's */
+    /* config_read_string() would stop at a NUL and ignore the rest (and
+     * the include check with it): such a file is not text. */
+    if (memchr(text, '\0', len))
+        return drx_err_set(err, EINVAL, "%s: contains NUL bytes (not libconfig text)", shown);
+    line = include_line(text, len);
+    if (line)
+        return drx_err_set(err, EINVAL, "%s:%d: @include is not allowed in %s", shown, line, kind);
+    config_init(cfg);
+    if (!config_read_string(cfg, text)) {
+        int rc = drx_err_set(err, EINVAL, "%s:%d: %s", shown, config_error_line(cfg),
+                             config_error_text(cfg) ? config_error_text(cfg) : "syntax error");
+        config_destroy(cfg);
+        return rc;
+    }
+    *refused = false;
+    return 0;
 }
 
 void drx_cfgfile_fini(struct drx_cfgfile *f)

@@ -47,6 +47,13 @@ struct drx_cfgfile {
 int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
                      struct drx_cfgfile *out, bool *refused, struct drx_err *err);
 
+/* The checks and parse of drx_cfgfile_read() on text already in memory
+ * (text[len] must be '\0'): NUL bytes and @include lines refused, then
+ * config_read_string() into cfg (config_destroy() it after a success).
+ * 0, or -EINVAL with "SHOWN[:LINE]: reason" in err (and *refused set). */
+int drx_cfgfile_parse(const char *text, size_t len, const char *shown, unsigned flags,
+                      config_t *cfg, bool *refused, struct drx_err *err);
+
 /* Releases what drx_cfgfile_read() filled; safe on a zeroed struct. */
 void drx_cfgfile_fini(struct drx_cfgfile *f);
 

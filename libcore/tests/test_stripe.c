@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -1015,6 +1016,144 @@ static void test_replaced_owner_mode(void)
     drx_store_close(s);
 }
 
+/* Bytes the subfiles of m hold on disk past what size needs (0: none). */
+static long long past_size(struct drx_store *s, const struct drx_stripe_meta *m, uint64_t size)
+{
+    long long extra = 0;
+    char sp[1024];
+    struct stat st;
+
+    for (unsigned i = 0; i < m->layout.count; i++) {
+        drx_stripe_subfile_path(s, m, i, sp, sizeof sp);
+        if (stat(sp, &st) == 0 &&
+            (uint64_t)st.st_size > drx_stripe_subfile_len(&m->layout, i, size))
+            extra += (long long)(st.st_size - drx_stripe_subfile_len(&m->layout, i, size));
+    }
+    return extra;
+}
+
+static long long free_bytes(const char *path)
+{
+    struct statvfs sv;
+    return statvfs(path, &sv) ? -1 : (long long)sv.f_bavail * (long long)sv.f_frsize;
+}
+
+/* Writes data at the end of f until the disk is full; returns the bytes
+ * stored and the last result in *last. */
+static uint64_t fill(struct drx_stripe *f, const unsigned char *data, size_t len, ssize_t *last)
+{
+    uint64_t off = 0;
+
+    *last = 0;
+    while (off < len) {
+        *last = drx_stripe_write(f, data + off, 100000, off);
+        if (*last <= 0)
+            break;
+        off += (uint64_t)*last;
+    }
+    return off;
+}
+
+/* Takes the last free block of the filesystem at dir (a filler file that
+ * grows until ENOSPC): what a cut short run gave back must not be what lets
+ * the metafile update through. */
+static void take_the_rest(const char *dir, char *filler, size_t len)
+{
+    static const char zeros[4096];
+    int fd;
+
+    snprintf(filler, len, "%s/filler", dir);
+    fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    while (fd >= 0 && write(fd, zeros, sizeof zeros) > 0)
+        ;
+    while (fd >= 0 && write(fd, zeros, 1) > 0)
+        ;
+    if (fd >= 0)
+        close(fd);
+}
+
+/* A whole store (metafiles too) on a full filesystem: the size of what was
+ * stored is recorded in place, no byte is left past it, and where even that
+ * is impossible (a metafile of an older drx, without room for more digits)
+ * the unrecordable bytes are given back at once and the close says ENOSPC. */
+static void test_full_store(void)
+{
+    char tiny[600], root[700], path[800], mp[900], filler[700];
+    struct drx_config cfg;
+    struct drx_store *s = NULL;
+    struct drx_stripe *f = NULL;
+    struct drx_stripe_layout l = {2, 65536}; /* runs of 16 pages: one can end half way */
+    struct drx_stripe_meta m;
+    size_t len = 4 << 20;
+    unsigned char *data = malloc(len), *back = malloc(len);
+    ssize_t last;
+
+    snprintf(tiny, sizeof tiny, "%s/fullstore", base);
+    mkdir(tiny, 0755);
+    if (mount("tmpfs", tiny, "tmpfs", 0, "size=1m") < 0) {
+        tap_ok(1, "# SKIP full store: cannot mount a tmpfs (%s)", strerror(errno));
+        free(data);
+        free(back);
+        return;
+    }
+    snprintf(root, sizeof root, "%s/s", tiny);
+    drx_config_defaults(&cfg, NULL);
+    drx_store_init(root, &cfg, 0, NULL);
+    drx_store_open(root, NULL, &s, NULL);
+    fill_random(data, len, 9);
+    long long free0 = free_bytes(tiny);
+
+    /* a padded metafile: the size is recorded in place */
+    snprintf(path, sizeof path, "%s/big", root);
+    drx_stripe_create(s, path, &l, 0644, &f, NULL);
+    uint64_t stored = fill(f, data, len, &last);
+    tap_ok(last == -ENOSPC && stored > 0, "the store fills: ENOSPC after %llu bytes",
+           (unsigned long long)stored);
+    drx_stripe_meta_get(f, &m);
+    tap_ok(past_size(s, &m, m.size) == 0 && m.size == stored,
+           "the run cut short left no bytes past the size");
+    take_the_rest(tiny, filler, sizeof filler);
+    tap_ok(drx_stripe_close(f) == 0, "close records the size though no block is free");
+    unlink(filler);
+    drx_stripe_open(s, path, DRX_STRIPE_RDONLY, &f, NULL);
+    tap_ok(drx_stripe_stat(s, path, &m, NULL) == 0 && m.size == stored &&
+               drx_stripe_read(f, back, len, 0) == (ssize_t)stored &&
+               memcmp(back, data, stored) == 0,
+           "the recorded size and bytes are what was stored (%llu)", (unsigned long long)m.size);
+    drx_stripe_close(f);
+    drx_stripe_unlink(s, path, NULL);
+    tap_ok(free_bytes(tiny) == free0, "rm gives all the space back");
+
+    /* a metafile without room for more digits: the bytes are given back */
+    snprintf(path, sizeof path, "%s/old", root);
+    snprintf(mp, sizeof mp, "%s.nafs", path);
+    drx_stripe_create(s, path, &l, 0644, NULL, NULL);
+    drx_stripe_stat(s, path, &m, NULL);
+    char text[600];
+    snprintf(text, sizeof text,
+             "version = 1;\nextent = 65536;\ncount = 2;\nsize = 0L;\nsubfiles = ( { dir = %u; "
+             "name = \"%s\"; }, { dir = %u; name = \"%s\"; } );\n",
+             m.sub[0].dir, m.sub[0].name, m.sub[1].dir, m.sub[1].name);
+    write_file(mp, text, strlen(text));
+    long long free1 = free_bytes(tiny);
+    drx_stripe_open(s, path, DRX_STRIPE_RDWR, &f, NULL);
+    stored = fill(f, data, len, &last);
+    take_the_rest(tiny, filler, sizeof filler);
+    int rc = drx_stripe_close(f);
+    unlink(filler);
+    tap_ok(last == -ENOSPC && rc == -ENOSPC, "unrecordable: the close says ENOSPC (%d)", rc);
+    tap_ok(drx_stripe_stat(s, path, &m, NULL) == 0 && m.size == 0 && past_size(s, &m, 0) == 0 &&
+               free_bytes(tiny) == free1,
+           "the size stays the recorded 0 and the space is free at once (%lld of %lld)",
+           free_bytes(tiny), free1);
+    drx_stripe_unlink(s, path, NULL);
+    drx_store_close(s);
+    drx_config_fini(&cfg);
+    free(data);
+    free(back);
+    umount2(tiny, MNT_DETACH);
+}
+
 int main(void)
 {
     char root[512];
@@ -1041,6 +1180,7 @@ int main(void)
         drx_store_close(s);
     }
     test_enospc();
+    test_full_store();
     test_replaced_owner_mode();
     rm_rf(base);
     return tap_done();

@@ -10,7 +10,8 @@
  *   version  = 1;
  *   extent   = 65536;          # bytes per extent, 1..2^30
  *   count    = 2;              # subfiles, 1..64 and <= stripe dirs of the store
- *   size     = 1000000L;       # logical size in bytes (int or int64)
+ *   size     = 1000000L;       # logical size in bytes (int or int64); drx
+ *                               # pads it to 19 digits with blanks after it
  *   subfiles = ( { dir = 0; name = "5f3a9c0d12e4b7a1.0"; },
  *                { dir = 1; name = "5f3a9c0d12e4b7a1.1"; } );
  *
@@ -56,6 +57,11 @@
  *   directory), then the subfiles are cut; truncate up cuts stale bytes
  *   beyond the old size off the subfiles first, so holes read zeros, and
  *   syncs that cut before the larger size is recorded (as above).
+ * - a full disk: when the replacement finds no block (ENOSPC, EDQUOT), the
+ *   size is rewritten inside the old metafile, in place (stripe.c,
+ *   meta_size_in_place, says why that is as safe); a write cut short leaves
+ *   no bytes past the size; and what cannot be recorded at all is cut back
+ *   at once (flush, fsync and close then fail with ENOSPC).
  * - unlink: metafile first, then subfiles (a crash leaves orphans).
  * - rename: one atomic rename(2) of the metafile; the subfiles of a striped
  *   file it replaces are removed after.
