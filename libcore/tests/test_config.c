@@ -87,7 +87,8 @@ static int load_guarded(const char *root, const char *path, struct drx_err *err)
     }
     alarm(0);
     sigaction(SIGALRM, &old, NULL);
-    if (rc == 0)
+    /* load_file leaves cfg as it was on failure; store_load_config frees it */
+    if (rc == 0 || !root)
         drx_config_fini(&cfg);
     return rc;
 }
