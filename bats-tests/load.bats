@@ -583,6 +583,30 @@ copy_killed() {
     assert_file_not_exists st/x.nafs
 }
 
+@test "copy and import refuse a subfile or .xta that is a hard link" {
+    "$DRX" init st >/dev/null
+    random_bytes src 200000
+    mpi_load 2 copy src st/f
+    local sub
+    sub=$("$DRX" stripe get st/f | sed -n 's/^subfile 1: \([^ ]*\) .*/\1/p')
+    rm "$sub"
+    head -c 70000 /dev/zero | tr '\0' S >linked
+    ln linked "$sub"
+    run mpi_load 2 copy st/f out
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "has other hard links"
+    "$DRX" create st/arr --type u8 --shape 64 --chunk 16
+    random_bytes raw 64
+    head -c 64 /dev/zero | tr '\0' S >linked2
+    rm st/arr.xta
+    ln linked2 st/arr.xta
+    run mpi_load 2 import st/arr raw
+    assert_failure
+    assert_output --partial "has other hard links"
+    cmp linked2 <(head -c 64 /dev/zero | tr '\0' S)
+}
+
 @test "paths under a drxfs mount work on the store; the mount shows the result at once" {
     "$DRX" init st
     mount_store st mnt

@@ -24,6 +24,15 @@ teardown() {
     if [ -f "$BATS_TEST_TMPDIR/mover.pid" ]; then
         kill "$(cat "$BATS_TEST_TMPDIR/mover.pid")" 2>/dev/null || true
     fi
+    # the FIFO guard of a test (its loop and its sleep), then one last
+    # writer for a reader still stuck on the FIFO
+    if [ -f "$BATS_TEST_TMPDIR/guard.pid" ]; then
+        kill -- -"$(cat "$BATS_TEST_TMPDIR/guard.pid")" 2>/dev/null || true
+        rm -f "$BATS_TEST_TMPDIR/guard.pid"
+    fi
+    for f in "$BATS_TEST_TMPDIR"/*.fifo; do
+        [ -p "$f" ] && timeout 2 sh -c ': >"$1"' sh "$f"
+    done
     # mounts a test made of its own
     for m in "$BATS_TEST_TMPDIR"/m* "${OWN_DIR:-/nonexistent}/m"; do
         [ -e "$m" ] && unmount_store "$m"
@@ -529,6 +538,83 @@ assert (a == np.arange(24).reshape(4, 6)).all()"
     kill -0 "$(cat "$M.pid")"
     rm -f "$S"/bad1.* "$S"/bad2.* "$S"/noxta.*
     "$DRX" rm "$S/good"
+}
+
+# no_hang STATUS: the command ended by itself, not by timeout's kill
+no_hang() {
+    [ "$1" -ne 124 ] && [ "$1" -ne 137 ] || { echo "timed out: it hung" >&2; return 1; }
+}
+
+# guard_fifo FIFO: every 7 s (after the probes' 5 s timeout) a writer opens
+# FIFO for a moment, freeing any reader stuck on it.  A request the daemon
+# is stuck on keeps its caller waiting even through SIGKILL, so without this
+# a regression would hang the suite instead of failing it.  Stopped by
+# teardown (it runs in its own process group).
+guard_fifo() {
+    setsid bash -c 'while sleep 7; do timeout 1 sh -c ": >\"\$1\"" sh "$1"; done' guard "$1" \
+        </dev/null >/dev/null 2>&1 3>&- &
+    echo $! >"$BATS_TEST_TMPDIR/guard.pid"
+}
+
+@test "no store file makes drx or drxfs open another file: @include of a FIFO fails at once" {
+    local fifo="$BATS_TEST_TMPDIR/inc.fifo" text
+    mkfifo "$fifo"
+    guard_fifo "$fifo"
+    # an .xmd: the array is an error at the mount and for drx, at once
+    arr incx
+    text=$(cat "$S/incx.xmd")
+    printf '%s\n  @include "%s"\n' "$text" "$fifo" >"$S/incx.xmd"
+    run timeout 5 stat "$M/incx"
+    no_hang "$status"
+    assert_failure
+    run timeout 5 ls -l "$M"
+    no_hang "$status"
+    assert_output --partial incx
+    run timeout 5 "$DRX" info "$S/incx"
+    no_hang "$status"
+    assert_failure
+    assert_output --partial "incx.xmd:$(($(wc -l <<<"$text") + 1)): @include is not allowed in a store file"
+    run timeout 5 "$DRX" info "$M/incx"
+    no_hang "$status"
+    assert_output --partial "@include is not allowed"
+    # a metafile: the name shows (so it can be removed), reading it is EIO
+    printf 'version = 1;\nextent = 4096;\ncount = 1;\nsize = 10L;\n@include "%s"\nsubfiles = ( { dir = 0; name = "x.0"; } );\n' \
+        "$fifo" >"$S/incn.nafs"
+    run timeout 5 stat "$M/incn"
+    no_hang "$status"
+    run timeout 5 cat "$M/incn"
+    no_hang "$status"
+    assert_failure
+    assert_output --partial "Input/output error"
+    run timeout 5 ls -l "$M"
+    no_hang "$status"
+    assert_output --partial incn
+    run timeout 5 "$DRX" stripe get "$S/incn"
+    no_hang "$status"
+    assert_failure
+    assert_output --partial "incn.nafs:5: @include is not allowed in a store file"
+    kill -0 "$(cat "$M.pid")"
+    rm -f "$S"/incx.* "$S/incn.nafs"
+    # store.conf: the mount and every drx command refuse the store at once
+    OWN_DIR="$BATS_TEST_TMPDIR/own"
+    mkdir -p "$OWN_DIR/m"
+    "$DRX" init "$OWN_DIR/s" >/dev/null
+    printf '@include "%s"\n' "$fifo" >>"$OWN_DIR/s/.drx/store.conf"
+    local line
+    line=$(wc -l <"$OWN_DIR/s/.drx/store.conf")
+    run timeout 5 "$DRXFS" -f "$OWN_DIR/s" "$OWN_DIR/m"
+    no_hang "$status"
+    assert_failure
+    assert_output --partial "store.conf:$line: @include is not allowed in a store file"
+    ! mountpoint -q "$OWN_DIR/m"
+    run timeout 5 "$DRX" fsck "$OWN_DIR/s"
+    no_hang "$status"
+    assert_failure
+    assert_output --partial "@include is not allowed"
+    run timeout 5 "$DRX" stripe get "$OWN_DIR/s"
+    no_hang "$status"
+    assert_failure
+    assert_output --partial "@include is not allowed"
 }
 
 @test "a daemon killed under its mount is cleaned up by unmount_store" {

@@ -276,6 +276,36 @@ EOF
     grep -q . "$M.log"
 }
 
+@test "a subfile that is a hard link to a file outside is neither read nor written" {
+    mkdir -p "$M/hl"
+    setfattr -n user.drx.stripe -v "count=2 extent=4096" "$M/hl"
+    head -c 16384 /dev/urandom >loc
+    cp loc "$M/hl/f"
+    local sub1
+    sub1=$(sed -n 's/.*dir = \([0-9]*\); name = "\([^"]*\.1\)".*/\1\/\2/p' "$S/hl/f.nafs")
+    [ -f "$D/$sub1" ]
+    # the subfile's name now leads to a file of someone else's
+    head -c 8192 /dev/zero | tr '\0' S >"$BATS_FILE_TMPDIR/linked"
+    rm "$D/$sub1"
+    ln "$BATS_FILE_TMPDIR/linked" "$D/$sub1"
+    run dd if="$M/hl/f" bs=4096 skip=1 count=1 status=none
+    assert_failure
+    assert_output --partial "Input/output error"
+    refute_output --partial SSSS
+    run dd if=/dev/zero of="$M/hl/f" bs=4096 seek=1 count=1 conv=notrunc status=none
+    assert_failure
+    truncate -s 100 "$M/hl/f"
+    cmp <(head -c 8192 /dev/zero | tr '\0' S) "$BATS_FILE_TMPDIR/linked"
+    # the rest of the file still reads
+    cmp <(head -c 100 "$M/hl/f") <(head -c 100 loc)
+    grep -q "has other hard links" "$M.log"
+    run "$DRX" fsck "$S"
+    assert_output --partial "has other hard links"
+    rm "$M/hl/f"
+    [ -f "$BATS_FILE_TMPDIR/linked" ]
+    rm "$BATS_FILE_TMPDIR/linked"
+}
+
 @test "a full stripe directory gives ENOSPC; the size stays at what was written" {
     SMALL="$BATS_TEST_TMPDIR/small"
     mkdir -p "$SMALL/tmpfs" "$SMALL/s"
@@ -299,6 +329,86 @@ EOF
     # space is back
     head -c 100000 big | cp /dev/stdin "$SMALL/m/again"
     cmp -n 100000 big "$SMALL/m/again"
+}
+
+@test "a full store records what a copy stored: ENOSPC, the size at the bytes stored, no space lost" {
+    # the whole store (metafiles and the default stripe dirs) on a 64 MiB
+    # tmpfs: the metafile update at close finds no free block
+    SMALL="$BATS_TEST_TMPDIR/small"
+    mkdir -p "$SMALL/tmpfs"
+    mount -t tmpfs -o size=64m tmpfs "$SMALL/tmpfs"
+    "$DRX" init "$SMALL/tmpfs/s" --count 2 --extent 65536 >/dev/null
+    mount_store "$SMALL/tmpfs/s" "$SMALL/m"
+    local free0 bsize
+    read -r free0 bsize < <(stat -f -c '%f %S' "$SMALL/tmpfs")
+    head -c $((100 << 20)) /dev/urandom >big
+    run cp big "$SMALL/m/big"
+    assert_failure
+    assert_output --partial "No space left on device"
+    local size recorded free1
+    size=$(stat -c %s "$SMALL/m/big")
+    recorded=$(sed -n 's/^size = \([0-9]*\)L;.*/\1/p' "$SMALL/tmpfs/s/big.nafs")
+    echo "size at the mount $size, in the metafile $recorded" >&3
+    # most of the 64 MiB hold the copy's first bytes, all of them recorded
+    [ "$size" -gt $((48 << 20)) ]
+    [ "$recorded" = "$size" ]
+    cmp -n "$size" big "$SMALL/m/big"
+    # no bytes past the size stay in the subfiles: fsck calls the store clean
+    run "$DRX" fsck "$SMALL/tmpfs/s"
+    assert_success
+    assert_output --partial clean
+    # and no space is lost beyond the file's bytes (a block per subfile
+    # and the metafile's of rounding)
+    read -r free1 bsize < <(stat -f -c '%f %S' "$SMALL/tmpfs")
+    [ $(((free0 - free1) * bsize)) -le $((size + 3 * bsize)) ]
+    # the size survives a remount; removing the file gives the space back
+    unmount_store "$SMALL/m"
+    mount_store "$SMALL/tmpfs/s" "$SMALL/m"
+    assert_file_size "$SMALL/m/big" "$size"
+    rm "$SMALL/m/big"
+    read -r free1 bsize < <(stat -f -c '%f %S' "$SMALL/tmpfs")
+    [ "$free1" -ge "$free0" ]
+}
+
+@test "a full store records the size in place when not one block is free at the close" {
+    SMALL="$BATS_TEST_TMPDIR/small"
+    mkdir -p "$SMALL/tmpfs"
+    mount -t tmpfs -o size=16m tmpfs "$SMALL/tmpfs"
+    "$DRX" init "$SMALL/tmpfs/s" --count 2 --extent 65536 >/dev/null
+    mount_store "$SMALL/tmpfs/s" "$SMALL/m"
+    head -c $((20 << 20)) /dev/urandom >big
+    # write until ENOSPC, take the last free block with a file beside the
+    # store, then close: the close must succeed and record what was stored
+    local stored
+    stored=$("$PY" - big "$SMALL/m/big" "$SMALL/tmpfs/filler" <<'EOF'
+import errno, os, sys
+src = open(sys.argv[1], "rb").read()
+f = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT, 0o644)
+n = 0
+try:
+    while n < len(src):
+        n += os.write(f, src[n:n + (1 << 20)])
+except OSError as e:
+    assert e.errno == errno.ENOSPC, e
+g = os.open(sys.argv[3], os.O_WRONLY | os.O_CREAT, 0o600)
+for block in (4096, 1):
+    try:
+        while True:
+            os.write(g, bytes(block))
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+os.close(g)
+os.close(f)
+print(n)
+EOF
+)
+    [ "$stored" -gt $((8 << 20)) ]
+    assert_file_size "$SMALL/m/big" "$stored"
+    cmp -n "$stored" big "$SMALL/m/big"
+    grep -q "^size = ${stored}L;" "$SMALL/tmpfs/s/big.nafs"
+    rm "$SMALL/tmpfs/filler"
+    run "$DRX" fsck "$SMALL/tmpfs/s"
+    assert_success
 }
 
 @test "a missing subfile gives EIO for its extents; the rest still reads" {

@@ -257,6 +257,42 @@ subfile() {
     assert_success
 }
 
+@test "fsck: a subfile or .xta that is a hard link is reported, never trimmed" {
+    "$DRX" init st
+    random_bytes src 3000
+    mkstriped st f 2 512 src
+    sub0=$(subfile st f 0)
+    # another name of the subfile, as if it were a file outside the store,
+    # with bytes past what the recorded size needs
+    head -c 5000 /dev/zero >>"$sub0"
+    ln "$sub0" outside
+    run "$DRX" fsck st
+    assert_failure
+    assert_output --partial "has other hard links"
+    run "$DRX" fsck st --repair
+    assert_failure
+    assert_file_size_equals outside $((1536 + 5000))
+    # an .xta with a name outside the store: writers refuse it, fsck names
+    # it, and --repair gives the array its own copy; the outside file is
+    # neither trimmed nor changed
+    "$DRX" create st/arr --type u8 --shape 8 --chunk 4
+    ln st/arr.xta outside2
+    head -c 100 /dev/zero >>outside2
+    run "$DRX" put st/arr < <(printf 01234567)
+    assert_failure
+    assert_output --partial "2 names"
+    run "$DRX" fsck st
+    assert_failure
+    assert_output --partial "arr.xta: its chunk file has 2 names, 1 outside the store"
+    run "$DRX" fsck st --repair
+    assert_file_size_equals outside2 108
+    head -c 8 /dev/urandom >eight
+    "$DRX" put st/arr <eight
+    cmp eight <("$DRX" get st/arr)
+    assert_file_size_equals outside2 108
+    cmp <(head -c 8 outside2) <(head -c 8 /dev/zero)
+}
+
 @test "fsck: an .xta longer than its metadata, orphan .xta, temp files" {
     "$DRX" init st
     run "$DRX" create st/arr --type f64 --shape 4x5 --chunk 2x2

@@ -397,14 +397,15 @@ static void check_striped(struct fsck *k, const char *mp)
     for (unsigned i = 0; i < m.layout.count; i++) {
         add_ref(k, m.sub[i].dir, m.sub[i].name, rel);
         drx_stripe_subfile_path(k->s, &m, i, sub, sizeof sub);
-        int dfd = k->s->dir_fds[m.sub[i].dir];
-        if (dfd < 0 || fstatat(dfd, m.sub[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        rc = drx_stripe_subfile_check(k->s, &m, i, &st, &err);
+        if (rc == -ENOENT) {
             finding(k, rel, false, NULL, "subfile %u (%s) is missing: its extents read as EIO", i,
                     sub);
             continue;
         }
-        if (!S_ISREG(st.st_mode)) {
-            finding(k, rel, false, NULL, "subfile %u (%s) is not a regular file (refused)", i, sub);
+        if (rc < 0) {
+            /* a symlink, not a regular file, a hard link: never touched */
+            finding(k, rel, false, NULL, "%s: its extents read as EIO", err.msg);
             continue;
         }
         uint64_t want = drx_stripe_subfile_len(&m.layout, i, m.size);
@@ -413,7 +414,7 @@ static void check_striped(struct fsck *k, const char *mp)
              * writer crashed before recording them): cutting is safe. */
             bool fixed = false;
             if (k->repair) {
-                int fd = openat(dfd, m.sub[i].name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+                int fd = drx_stripe_subfile_open(k->s, &m, i, O_WRONLY, 0, rel);
                 fixed = fd >= 0 && ftruncate(fd, (off_t)want) == 0;
                 if (fd >= 0)
                     close(fd);
@@ -452,8 +453,8 @@ static int trim_xta(const char *xmd, const char *xta, uint64_t *committed, long 
         goto out;
     *committed = meta.map.nchunks * meta.chunk_bytes;
     drx_array_meta_fini(&meta);
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        rc = -EIO;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+        rc = -EIO; /* as drx_array_open: never cut a file linked elsewhere */
         goto out;
     }
     *len = (long long)st.st_size;

@@ -93,24 +93,22 @@ static int endpoint_locate(struct load_ctx *c, struct endpoint *e, bool write, s
     return 0;
 }
 
-/* Refuses a subfile that is not a regular file (a symlink could lead out of
- * the stripe directory; libcore opens them with O_NOFOLLOW for the same
- * reason, but MPI-IO needs a path). */
+/* Refuses a subfile libcore would refuse (drx_stripe_subfile_check: a
+ * symlink could lead out of the stripe directory, a hard link's other name
+ * may be any file).  libcore applies the rule to the descriptor it opens;
+ * MPI-IO needs a path, so here it is checked just before the open. */
 static int subfile_path(const struct endpoint *e, unsigned i, char *buf, size_t len,
                         bool must_exist, struct drx_err *err)
 {
-    struct stat st;
     int rc = drx_stripe_subfile_path(e->store, &e->meta, i, buf, len);
     if (rc < 0)
         return drx_err_set(err, -rc, "%s: subfile %u: %s", e->arg, i, strerror(-rc));
-    if (lstat(buf, &st) < 0) {
-        if (errno == ENOENT && !must_exist)
-            return 0;
-        return drx_err_set(err, errno, "%s: subfile %s: %s", e->arg, buf, strerror(errno));
-    }
-    if (!S_ISREG(st.st_mode))
-        return drx_err_set(err, EIO, "%s: subfile %s is not a regular file", e->arg, buf);
-    return 0;
+    rc = drx_stripe_subfile_check(e->store, &e->meta, i, NULL, err);
+    if (rc == -ENOENT && !must_exist)
+        return 0;
+    if (rc < 0)
+        drx_err_prefix(err, "%s", e->arg);
+    return rc;
 }
 
 /* Opens the striped file's subfiles on every rank (collective, one open per

@@ -20,7 +20,9 @@
 
 #include "array_i.h"
 #include "cache_i.h"
+#include "cfgfile_i.h"
 #include "drx/io.h"
+#include "replace_i.h"
 
 #define XMD_VERSION 1
 
@@ -28,7 +30,7 @@
 #define CHUNK_LOCKS 64
 
 /* Largest .xmd read (a million growths fit; a bigger file is hostile). */
-#define XMD_MAX_BYTES ((off_t)64 << 20)
+#define XMD_MAX_BYTES ((size_t)64 << 20)
 
 /* Elements in an array at most (keeps every byte count in 63 bits). */
 #define MAX_ELEMS ((uint64_t)1 << 59)
@@ -55,12 +57,6 @@ static char *path_with(const char *path, const char *suffix)
         memcpy(p + n, suffix, s + 1);
     }
     return p;
-}
-
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
 }
 
 bool drx_array_dim_name_valid(const char *name)
@@ -396,8 +392,10 @@ static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta
 }
 
 /* Opens an array file without following a symlink in its last component
- * and requires a regular file: the daemon runs as root on a store users
- * can write, and NAME.xta -> /etc/shadow must not become readable. */
+ * and requires a regular file: the daemon runs as root on a store users can
+ * write, and NAME.xta -> /etc/shadow must not become readable.  A hard
+ * link's other name (any file its maker could write) must not be changed
+ * by a put or an extension: writers check the link count on top. */
 static int open_regular(const char *path, int flags, struct stat *st, struct drx_err *err)
 {
     int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -411,6 +409,9 @@ static int open_regular(const char *path, int flags, struct stat *st, struct drx
         close(fd);
         return drx_err_set(err, EIO, "%s is not a regular file (refused)", path);
     }
+    /* Other hard links are the writers' concern (drx_array_check_links):
+     * reading one is safe, since the mount reports the file's own owner and
+     * mode and the kernel checks them. */
     /* O_NONBLOCK was only for the open (a FIFO must not hang us) */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
@@ -419,39 +420,17 @@ static int open_regular(const char *path, int flags, struct stat *st, struct drx
 int drx_array_meta_load(const char *xmd_path, struct drx_array_meta *m, struct drx_err *err)
 {
     struct xmd_reader r = {xmd_path, err};
-    struct stat st;
-    config_t cfg;
-    FILE *f;
-    int rc, fd;
+    struct drx_cfgfile cf;
+    int rc;
 
     memset(m, 0, sizeof *m);
-    fd = open_regular(xmd_path, O_RDONLY, &st, err);
-    if (fd < 0)
-        return fd;
-    if (st.st_size > XMD_MAX_BYTES) {
-        close(fd);
-        return drx_err_set(err, EFBIG, "%s: %jd bytes is too large for array metadata", xmd_path,
-                           (intmax_t)st.st_size);
-    }
-    f = fdopen(fd, "r");
-    if (!f) {
-        rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
-        close(fd);
+    /* Never a symlink, a FIFO or an @include: the daemon reads .xmd files
+     * users can write, as root. */
+    rc = drx_cfgfile_read(AT_FDCWD, xmd_path, xmd_path, 0, XMD_MAX_BYTES, &cf, NULL, err);
+    if (rc < 0)
         return rc;
-    }
-    config_init(&cfg);
-    if (!config_read(&cfg, f)) {
-        if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
-            rc = drx_err_set(err, EIO, "%s: read error", xmd_path);
-        else
-            rc = drx_err_set(err, EINVAL, "%s:%d: %s", xmd_path, config_error_line(&cfg),
-                             config_error_text(&cfg));
-        goto out;
-    }
-    rc = parse_meta(&r, &cfg, m);
-out:
-    config_destroy(&cfg);
-    fclose(f);
+    rc = parse_meta(&r, &cf.cfg, m);
+    drx_cfgfile_fini(&cf);
     if (rc)
         drx_array_meta_fini(m);
     return rc;
@@ -503,71 +482,38 @@ static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
     return ferror(f) ? -EIO : 0;
 }
 
-/* Writes .NAME.xmd.XXXXXX beside the target, fsyncs it and renames it over
- * the target, then fsyncs the directory: readers see the old or the new
- * metadata, never a mix.  The new .xmd keeps the mode and owner of the one
- * it replaces (a chmod or chown of the array survives an extension by anyone
- * allowed to extend); a first one takes those of the .xta (open as xta_fd). */
+/* Replaces the .xmd atomically (drx_replace_write: readers see the old or
+ * the new metadata, never a mix).  The new .xmd keeps the mode and owner of
+ * the one it replaces (a chmod or chown of the array survives an extension
+ * by anyone allowed to extend); a first one takes those of the .xta (open
+ * as xta_fd), so umask applies to both. */
 static int write_meta(const char *xmd_path, int xta_fd, const struct drx_array_meta *m,
                       struct drx_err *err)
 {
     struct stat like;
-    const char *base = base_name(xmd_path);
-    size_t dirlen = (size_t)(base - xmd_path);
-    char *tmp = malloc(dirlen + strlen(base) + 16);
-    FILE *f = NULL;
-    int fd = -1, rc;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc;
 
-    if (!tmp)
+    if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
-    sprintf(tmp, "%.*s.%s.XXXXXX", (int)dirlen, xmd_path, base);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
-        goto out_free;
-    }
-    if ((lstat(xmd_path, &like) == 0 && S_ISREG(like.st_mode)) || fstat(xta_fd, &like) == 0) {
-        struct stat now;
-        mode_t mode = like.st_mode & 0777;
-        /* Root keeps the owner; anyone else can keep the group when they
-         * are in it.  Where the group could not be kept, it gets only what
-         * others get: the old group's rights must not go to ours. */
-        if (like.st_uid != geteuid() || like.st_gid != getegid())
-            if (fchown(fd, like.st_uid, like.st_gid) && like.st_gid != getegid())
-                (void)!fchown(fd, (uid_t)-1, like.st_gid);
-        if (fstat(fd, &now) == 0 && now.st_gid != like.st_gid)
-            mode = (mode & ~(mode_t)0070) | ((mode & 07) << 3);
-        fchmod(fd, mode);
-    } else {
-        fchmod(fd, 0644);
-    }
-    f = fdopen(fd, "w+");
-    if (!f) {
-        rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
-        close(fd);
-        goto out_unlink;
-    }
     rc = write_meta_stream(f, m);
-    if (rc == 0 && (fflush(f) || fsync(fileno(f))))
-        rc = -errno;
     if (fclose(f) && rc == 0)
-        rc = -errno;
+        rc = -ENOMEM;
     if (rc) {
-        rc = drx_err_set(err, -rc, "%s: %s", tmp, strerror(-rc));
-        goto out_unlink;
+        rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+        goto out;
     }
-    if (rename(tmp, xmd_path)) {
+    if (!(lstat(xmd_path, &like) == 0 && S_ISREG(like.st_mode)) && fstat(xta_fd, &like) < 0) {
         rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
-        goto out_unlink;
+        goto out;
     }
-    rc = drx_io_fsync_parent(xmd_path);
+    rc = drx_replace_write(xmd_path, text, len, &like, 0, 0, NULL);
     if (rc)
         rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
-    goto out_free;
-out_unlink:
-    unlink(tmp);
-out_free:
-    free(tmp);
+out:
+    free(text);
     return rc;
 }
 
@@ -1062,6 +1008,12 @@ static int copy_sparse(int in, int out, off_t size)
 out:
     free(buf);
     return rc;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
 }
 
 /* Replaces the name xta_path of the file open as fd (whose stat is st) by

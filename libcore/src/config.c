@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libconfig.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -10,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfgfile_i.h"
 #include "config_i.h"
+
+/* A configuration file is a few KiB; one this large is a mistake. */
+#define CONF_MAX_BYTES ((size_t)1 << 20)
 
 #define DRX_STR_(x) #x
 #define DRX_STR(x) DRX_STR_(x)
@@ -295,7 +300,7 @@ int drx_config_validate(const struct drx_config *cfg, struct drx_err *err)
 
 struct loader {
     const char *path;
-    char *text; /* the file's text, for integers libconfig truncated */
+    const char *text; /* the file's text, for integers libconfig truncated */
     struct drx_err *err;
     int line[K_HINTS + 1]; /* line where each checked key was set, 0: not */
 };
@@ -626,52 +631,24 @@ int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, str
 {
     struct loader ld = {.path = path, .err = err};
     struct drx_config tmp = {0};
-    config_t lc;
-    FILE *fp;
+    struct drx_cfgfile cf;
     int rc;
 
-    fp = fopen(path, "r");
-    if (!fp)
-        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
-    {
-        /* A configuration file is small; keep its text for literal_int(). */
-        size_t cap = 0, n = 0;
-        char chunk[4096];
-        size_t r;
-        errno = 0;
-        while ((r = fread(chunk, 1, sizeof chunk, fp)) > 0 && n < (1u << 20)) {
-            char *t = realloc(ld.text, cap = n + r + 1);
-            if (!t)
-                break;
-            ld.text = t;
-            memcpy(ld.text + n, chunk, r);
-            n += r;
-            ld.text[n] = '\0';
-        }
-        (void)cap;
-        /* libconfig's scanner exits the process on a read error (a
-         * directory given as the file): report it here instead. */
-        if (ferror(fp)) {
-            int e = errno ? errno : EIO;
-            fclose(fp);
-            free(ld.text);
-            return drx_err_set(err, e, "%s: %s", path, strerror(e));
-        }
-        rewind(fp);
-    }
-    config_init(&lc);
-    if (!config_read(&lc, fp)) {
-        rc = drx_err_set(err, EINVAL, "%s:%d: %s", path, config_error_line(&lc),
-                         config_error_text(&lc) ? config_error_text(&lc) : "syntax error");
-        goto out;
-    }
+    /* store.conf is a store file (never a symlink); a --config file is the
+     * user's, who may point it through a symlink.  Neither may be a FIFO or
+     * name another file with @include. */
+    rc = drx_cfgfile_read(AT_FDCWD, path, path, keys == DRX_CONFIG_KEYS_ALL ? DRX_CFGFILE_USER : 0,
+                          CONF_MAX_BYTES, &cf, NULL, err);
+    if (rc < 0)
+        return rc;
+    ld.text = cf.text;
     rc = drx_config_copy(&tmp, cfg);
     if (rc < 0) {
         drx_err_set(err, -rc, "%s: out of memory", path);
         goto out;
     }
 
-    const config_setting_t *root = config_root_setting(&lc);
+    const config_setting_t *root = config_root_setting(&cf.cfg);
     for (int i = 0; i < config_setting_length(root) && rc == 0; i++) {
         const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
         const char *k = config_setting_name(s);
@@ -730,9 +707,7 @@ int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, str
     memset(&tmp, 0, sizeof tmp);
 out:
     drx_config_fini(&tmp);
-    config_destroy(&lc);
-    fclose(fp);
-    free(ld.text);
+    drx_cfgfile_fini(&cf);
     return rc;
 }
 

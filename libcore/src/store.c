@@ -16,6 +16,7 @@
 #include "config_i.h"
 #include "drx/io.h"
 #include "drx/log.h"
+#include "replace_i.h"
 
 /* ---- lexical paths ---------------------------------------------------------- */
 
@@ -447,28 +448,21 @@ static void put_string(FILE *fp, const char *s)
     fputc('"', fp);
 }
 
-/* dirs[] absolute; written relative to root when inside it. */
+/* dirs[] absolute; written relative to root when inside it.  Replaced
+ * atomically (drx_replace_write: `.drx/.store.conf.XXXXXX`, which fsck
+ * reports when a crash leaves it). */
 static int write_store_conf(const char *root, char *const *dirs, size_t ndirs, unsigned count,
                             uint64_t extent, struct drx_err *err)
 {
-    char path[PATH_MAX + 32], tmp[PATH_MAX + 64], dir[PATH_MAX + 32];
-    FILE *fp = NULL;
-    int fd = -1, rc = 0;
+    char path[PATH_MAX + 32];
+    char *text = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&text, &len);
+    int rc;
 
-    snprintf(dir, sizeof dir, "%s/" DRX_STORE_DIR, root);
+    if (!fp)
+        return drx_err_set(err, ENOMEM, "out of memory");
     snprintf(path, sizeof path, "%s/" DRX_STORE_CONF, root);
-    if (snprintf(tmp, sizeof tmp, "%s/.store.conf.XXXXXX", dir) >= (int)sizeof tmp)
-        return drx_err_set(err, ENAMETOOLONG, "%s: path too long", dir);
-    fd = mkstemp(tmp);
-    if (fd < 0)
-        return drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
-    fchmod(fd, 0644);
-    fp = fdopen(fd, "w");
-    if (!fp) {
-        rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
-        close(fd);
-        goto out;
-    }
     fprintf(fp, "# drxfs store settings (written by drx init / drxfs at first mount).\n"
                 "# Stripe directories are in order: a metafile names a subfile's directory\n"
                 "# by its index here, so do not reorder or remove entries of a store in use.\n"
@@ -485,23 +479,15 @@ static int write_store_conf(const char *root, char *const *dirs, size_t ndirs, u
         fputs(i + 1 < ndirs ? ", " : " ", fp);
     }
     fprintf(fp, "];\n  count = %u;\n  extent = %llu;\n};\n", count, (unsigned long long)extent);
-    if (fflush(fp) != 0 || fsync(fileno(fp)) < 0) {
-        rc = drx_err_set(err, errno, "%s: %s", tmp, strerror(errno));
+    if (fclose(fp) != 0) {
+        rc = drx_err_set(err, ENOMEM, "out of memory");
         goto out;
     }
-    if (rename(tmp, path) < 0) {
-        rc = drx_err_set(err, errno, "%s: %s", path, strerror(errno));
-        goto out;
-    }
-    tmp[0] = '\0';
-    rc = drx_io_fsync_dir(dir);
+    rc = drx_replace_write(path, text, len, NULL, 0644, 0, NULL);
     if (rc < 0)
-        drx_err_set(err, -rc, "%s: %s", dir, strerror(-rc));
+        drx_err_set(err, -rc, "%s: %s", path, strerror(-rc));
 out:
-    if (fp)
-        fclose(fp);
-    if (tmp[0])
-        unlink(tmp);
+    free(text);
     return rc;
 }
 
@@ -527,7 +513,6 @@ int drx_store_load_config(const char *root, const char *config_path, struct drx_
                           struct drx_err *err)
 {
     char conf[PATH_MAX];
-    struct stat st;
     int rc;
 
     rc = drx_config_defaults(cfg, NULL);
@@ -537,11 +522,16 @@ int drx_store_load_config(const char *root, const char *config_path, struct drx_
         rc = drx_err_set(err, ENAMETOOLONG, "%s: path too long", root);
         goto out;
     }
-    if (stat(conf, &st) == 0) {
-        rc = drx_config_load_keys(cfg, conf, DRX_CONFIG_KEYS_STORE, err);
-        if (rc < 0)
-            goto out;
+    /* No stat first: the loader's own open decides (a store without
+     * store.conf is one drxfs made at mount). */
+    rc = drx_config_load_keys(cfg, conf, DRX_CONFIG_KEYS_STORE, err);
+    if (rc == -ENOENT) {
+        rc = 0;
+        if (err)
+            err->msg[0] = '\0';
     }
+    if (rc < 0)
+        goto out;
     if (config_path)
         rc = drx_config_load_file(cfg, config_path, err);
 out:

@@ -17,8 +17,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cfgfile_i.h"
 #include "drx/io.h"
 #include "drx/log.h"
+#include "replace_i.h"
 
 /* A metafile is a few hundred bytes; anything much larger is not ours. */
 #define META_MAX_BYTES 65536
@@ -47,6 +49,7 @@ struct drx_stripe {
     bool dirs_synced; /* the subfiles' directory entries are durable */
     dev_t meta_dev;   /* identity of the metafile this handle wrote/read */
     ino_t meta_ino;
+    struct timespec meta_ctim; /* and its ctime then: an update in place keeps the inode */
 };
 
 /* ---- mapping ------------------------------------------------------------------- */
@@ -275,27 +278,17 @@ static bool get_int(const config_setting_t *s, long long *v)
     return true;
 }
 
-/* Parses metafile text (NUL-terminated) into m. */
-static int meta_parse(const char *text, const char *path, size_t ndirs, struct drx_stripe_meta *m,
+/* Checks a parsed metafile and fills m. */
+static int meta_parse(config_t *lc, const char *path, size_t ndirs, struct drx_stripe_meta *m,
                       struct drx_err *err)
 {
-    config_t lc;
     int rc = 0;
     bool seen_v = false, seen_e = false, seen_c = false, seen_s = false, seen_sub = false;
     const config_setting_t *subs = NULL;
     long long v;
 
     memset(m, 0, sizeof *m);
-    /* libconfig would follow @include to any file; a metafile never has one. */
-    if (strstr(text, "@include"))
-        return bad_meta(err, path, 0, "@include is not allowed");
-    config_init(&lc);
-    if (!config_read_string(&lc, text)) {
-        rc = bad_meta(err, path, config_error_line(&lc), "%s",
-                      config_error_text(&lc) ? config_error_text(&lc) : "syntax error");
-        goto out;
-    }
-    const config_setting_t *root = config_root_setting(&lc);
+    const config_setting_t *root = config_root_setting(lc);
     for (int i = 0; i < config_setting_length(root); i++) {
         const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
         const char *k = config_setting_name(s);
@@ -410,67 +403,31 @@ static int meta_parse(const char *text, const char *path, size_t ndirs, struct d
         }
     }
 out:
-    config_destroy(&lc);
     return rc;
 }
 
-/* Reads an open metafile (at most META_MAX_BYTES) and parses it. */
-static int meta_read_fd(int fd, const char *path, size_t ndirs, struct drx_stripe_meta *m,
-                        struct drx_err *err)
-{
-    char *buf = NULL;
-    struct stat st;
-    ssize_t n;
-    int rc = 0;
-
-    if (fstat(fd, &st) < 0)
-        return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return bad_meta(err, path, 0, "not a regular file");
-    if (st.st_size > META_MAX_BYTES)
-        return bad_meta(err, path, 0, "%lld bytes, larger than any metafile",
-                        (long long)st.st_size);
-    buf = malloc(META_MAX_BYTES + 1);
-    if (!buf)
-        return drx_err_set(err, ENOMEM, "out of memory");
-    /* One byte more than any metafile: a file that grew since the fstat
-     * is caught here. */
-    n = drx_io_read_full(fd, buf, META_MAX_BYTES + 1);
-    if (n < 0) {
-        rc = drx_err_set(err, (int)-n, "%s: %s", path, strerror((int)-n));
-        goto out;
-    }
-    if (n > META_MAX_BYTES) {
-        rc = bad_meta(err, path, 0, "larger than any metafile");
-        goto out;
-    }
-    buf[n] = '\0';
-    if (strlen(buf) != (size_t)n) {
-        rc = bad_meta(err, path, 0, "contains NUL bytes");
-        goto out;
-    }
-    rc = meta_parse(buf, path, ndirs, m, err);
-out:
-    free(buf);
-    return rc;
-}
-
-/* Opens and parses; *st gets the identity of the file parsed. */
+/* Reads and parses metafile mp; *st gets the identity of the file parsed.
+ * A file refused for what it is (a symlink, a FIFO, too large, not
+ * libconfig text, an @include) is -EIO, logged, like any bad metafile. */
 static int meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta *m, struct stat *st,
                         struct drx_err *err)
 {
-    int fd = open(mp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct drx_cfgfile cf;
+    struct drx_err why = {{0}};
+    bool refused;
     int rc;
 
-    if (fd < 0) {
-        if (errno == ELOOP)
-            return bad_meta(err, mp, 0, "is a symbolic link");
-        return drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
+    rc = drx_cfgfile_read(AT_FDCWD, mp, mp, 0, META_MAX_BYTES, &cf, &refused, &why);
+    if (rc < 0) {
+        if (!refused)
+            return drx_err_set(err, -rc, "%s", why.msg);
+        drx_log(DRX_LOG_WARNING, "refused metafile: %s", why.msg);
+        return drx_err_set(err, EIO, "%s (bad metafile)", why.msg);
     }
-    rc = meta_read_fd(fd, mp, ndirs, m, err);
-    if (rc == 0 && st && fstat(fd, st) < 0)
-        rc = drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
-    close(fd);
+    rc = meta_parse(&cf.cfg, mp, ndirs, m, err);
+    if (rc == 0 && st)
+        *st = cf.st;
+    drx_cfgfile_fini(&cf);
     return rc;
 }
 
@@ -490,6 +447,20 @@ int drx_stripe_stat(const struct drx_store *s, const char *path, struct drx_stri
     return meta_load_st(mp, s->cfg.stripe.ndirs, m, NULL, err);
 }
 
+/* Decimal digits of the largest size (2^62), and of v. */
+#define SIZE_DIGITS 19
+
+static int digits(uint64_t v)
+{
+    int n = 1;
+
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
 static int meta_format(const struct drx_stripe_meta *m, char *buf, size_t len)
 {
     size_t n = 0;
@@ -498,11 +469,21 @@ static int meta_format(const struct drx_stripe_meta *m, char *buf, size_t len)
     w = snprintf(buf, len,
                  "# drxfs striped file (NAFS metafile): subfile i holds extents e with\n"
                  "# e mod count == i; dir indexes the store's stripe dirs.\n"
-                 "version = 1;\nextent = %llu;\ncount = %u;\nsize = %lldL;\nsubfiles = (\n",
-                 (unsigned long long)m->layout.extent, m->layout.count, (long long)m->size);
+                 "version = 1;\nextent = %llu;\ncount = %u;\n",
+                 (unsigned long long)m->layout.extent, m->layout.count);
     if (w < 0 || (size_t)w >= len)
         return -ERANGE;
     n = (size_t)w;
+    /* The size is padded to the width of the largest size, so that it can
+     * be rewritten in place, byte for byte, when the disk is too full for
+     * a new metafile (meta_size_in_place). */
+    w = snprintf(buf + n, len - n,
+                 "size = %lldL;%-*s # padded: updated in place when full\n"
+                 "subfiles = (\n",
+                 (long long)m->size, SIZE_DIGITS - digits((uint64_t)m->size), "");
+    if (w < 0 || (size_t)w >= len - n)
+        return -ERANGE;
+    n += (size_t)w;
     for (unsigned i = 0; i < m->layout.count; i++) {
         w = snprintf(buf + n, len - n, "  { dir = %u; name = \"%s\"; }%s\n", m->sub[i].dir,
                      m->sub[i].name, i + 1 < m->layout.count ? "," : "");
@@ -532,70 +513,21 @@ static void split_path(const char *mp, char *dir, size_t dlen, const char **base
     }
 }
 
-/* Writes m as metafile mp by temp file + rename.  noreplace: fail with
- * -EEXIST instead of replacing.  like: an existing metafile whose mode and
- * owner the new one keeps (NULL: `mode`).  *st_out: identity of the new file. */
+/* Writes m as metafile mp by temp file + rename (drx_replace_write).
+ * noreplace: fail with -EEXIST instead of replacing.  sync: the file and its
+ * directory are fsynced.  like: an existing metafile whose mode and owner
+ * the new one keeps (NULL: `mode`).  *st_out: identity of the new file. */
 static int meta_write(const char *mp, const struct drx_stripe_meta *m, bool noreplace, bool sync,
                       const struct stat *like, mode_t mode, struct stat *st_out)
 {
-    char dir[PATH_MAX], tmp[PATH_MAX + 32], text[8192];
-    const char *base;
-    int fd, rc = 0, len;
+    char text[8192];
+    int len = meta_format(m, text, sizeof text);
 
-    len = meta_format(m, text, sizeof text);
     if (len < 0)
         return len;
-    split_path(mp, dir, sizeof dir, &base);
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, base) >= sizeof tmp)
-        return -ENAMETOOLONG;
-    fd = mkstemp(tmp);
-    if (fd < 0)
-        return -errno;
-    if (like) {
-        if (fchown(fd, like->st_uid, like->st_gid) < 0) {
-            /* Not ours to give away: keep our ownership. */
-        }
-        fchmod(fd, like->st_mode & 07777);
-    } else {
-        fchmod(fd, mode & 07777);
-    }
-    rc = drx_io_write_all(fd, text, (size_t)len);
-    if (rc < 0)
-        goto out;
-    if (sync && fsync(fd) < 0) {
-        rc = -errno;
-        goto out;
-    }
-    if (st_out && fstat(fd, st_out) < 0) {
-        rc = -errno;
-        goto out;
-    }
-    if (noreplace) {
-        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, mp, RENAME_NOREPLACE) < 0) {
-            if (errno != EINVAL && errno != ENOSYS) {
-                rc = -errno;
-                goto out;
-            }
-            /* Filesystem without RENAME_NOREPLACE: link() refuses to
-             * replace as well. */
-            if (link(tmp, mp) < 0) {
-                rc = -errno;
-                goto out;
-            }
-            unlink(tmp);
-        }
-    } else if (rename(tmp, mp) < 0) {
-        rc = -errno;
-        goto out;
-    }
-    tmp[0] = '\0';
-    if (sync)
-        rc = drx_io_fsync_dir(dir);
-out:
-    close(fd);
-    if (tmp[0])
-        unlink(tmp);
-    return rc;
+    return drx_replace_write(
+        mp, text, (size_t)len, like, mode,
+        (noreplace ? DRX_REPLACE_NOREPLACE : 0) | (sync ? 0 : DRX_REPLACE_NOSYNC), st_out);
 }
 
 /* Writes m into mp itself, no temp file and no rename: only for temporary
@@ -613,15 +545,13 @@ static int meta_write_here(const char *mp, const struct drx_stripe_meta *m, int 
     fd = open(mp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, mode & 07777);
     if (fd < 0)
         return -errno;
-    if (like) {
-        if (fchown(fd, like->st_uid, like->st_gid) < 0) {
-            /* Not ours to give away: keep our ownership. */
-        }
-        fchmod(fd, like->st_mode & 07777);
-    } else if (flags & O_EXCL) {
-        fchmod(fd, mode & 07777); /* exactly mode, whatever the umask */
-    }
-    rc = drx_io_write_all(fd, text, (size_t)len);
+    rc = 0;
+    if (like)
+        rc = drx_replace_take_owner(fd, like); /* the rule of replaced files */
+    else if ((flags & O_EXCL) && fchmod(fd, mode & 07777) < 0)
+        rc = -errno; /* exactly mode, whatever the umask */
+    if (rc == 0)
+        rc = drx_io_write_all(fd, text, (size_t)len);
     if (rc == 0 && sync && fsync(fd) < 0)
         rc = -errno;
     if (rc == 0 && st_out && fstat(fd, st_out) < 0)
@@ -630,19 +560,185 @@ static int meta_write_here(const char *mp, const struct drx_stripe_meta *m, int 
     return rc;
 }
 
+/* True when a and b describe the same file: layout and subfiles. */
+static bool same_layout(const struct drx_stripe_meta *a, const struct drx_stripe_meta *b)
+{
+    if (a->layout.count != b->layout.count || a->layout.extent != b->layout.extent)
+        return false;
+    for (unsigned i = 0; i < a->layout.count; i++)
+        if (a->sub[i].dir != b->sub[i].dir || strcmp(a->sub[i].name, b->sub[i].name) != 0)
+            return false;
+    return true;
+}
+
+/* Where text (a metafile) sets the size: the setting "size = 123L;" at the
+ * start of a line and the blanks after it, the bytes an update may
+ * rewrite.  *off, *n; false when there is none in that form. */
+static bool size_span(const char *text, size_t len, size_t *off, size_t *n)
+{
+    for (size_t i = 0; i < len; i = (size_t)(strchrnul(text + i, '\n') - text) + 1) {
+        size_t p = i + strspn(text + i, " \t");
+        if (strncmp(text + p, "size", 4) != 0)
+            continue;
+        size_t q = p + 4;
+        q += strspn(text + q, " \t");
+        if (text[q] != '=' && text[q] != ':')
+            continue;
+        q++;
+        q += strspn(text + q, " \t");
+        size_t d = strspn(text + q, "0123456789");
+        if (d == 0)
+            continue;
+        q += d;
+        q += text[q] == 'L';
+        q += strspn(text + q, " \t");
+        if (text[q] != ';')
+            continue;
+        q++;
+        q += strspn(text + q, " \t");
+        *off = p;
+        *n = q - p;
+        return true;
+    }
+    return false;
+}
+
+/* The metafile update for a full disk: records m->size in metafile mp (the
+ * file `was`, whose text gave m under the persist lock) by rewriting its
+ * size setting in place, when the new value fits the bytes the old one
+ * holds (drx pads it to the widest size).  like: an owner and mode to give
+ * it (a temporary being committed), or NULL.
+ *
+ * Why this is as safe as the atomic replacement it stands in for: only the
+ * bytes of the size setting change, with one pwrite of the same number of
+ * bytes inside the first 512 bytes of the file.  The file keeps its length,
+ * inode and blocks, so (on ext4, xfs, tmpfs) nothing is allocated; on a
+ * copy-on-write filesystem the write itself may fail with ENOSPC, and then
+ * the caller gives the unrecordable bytes back.  A process killed at any
+ * point leaves the old text or the new one (a pwrite within one page lands
+ * whole in the page cache); a power loss leaves the old sector or the new
+ * one (disks write a sector whole).  The data the new size covers was
+ * synced before (persist_locked), as for a replacement.  The text is
+ * parsed before it is written: it must give the same file with the new
+ * size.  A metafile with other hard links is never written in place (its
+ * other name would change too).  Returns 0, -EOPNOTSUPP when the update
+ * cannot be made in place, or -errno. */
+static int meta_size_in_place(const char *mp, const struct stat *was,
+                              const struct drx_stripe_meta *m, size_t ndirs,
+                              const struct stat *like, bool sync, struct stat *st_out)
+{
+    char *text = NULL, field[64];
+    struct drx_stripe_meta check;
+    struct stat st;
+    size_t off, n;
+    ssize_t len;
+    config_t lc;
+    int fd, w, rc = 0;
+
+    fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+        st.st_dev != was->st_dev || st.st_ino != was->st_ino || st.st_size > META_MAX_BYTES) {
+        rc = -EOPNOTSUPP;
+        goto out;
+    }
+    text = malloc((size_t)st.st_size + 1);
+    if (!text) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    len = pread(fd, text, (size_t)st.st_size, 0);
+    if (len < 0) {
+        rc = -errno;
+        goto out;
+    }
+    text[len] = '\0';
+    w = snprintf(field, sizeof field, "size = %lluL;", (unsigned long long)m->size);
+    if (!size_span(text, (size_t)len, &off, &n) || (size_t)w > n || off + n > 512) {
+        rc = -EOPNOTSUPP;
+        goto out;
+    }
+    memset(field + w, ' ', n - (size_t)w);
+    memcpy(text + off, field, n);
+    /* The new text, as a reader will parse it: this file, this size. */
+    if (drx_cfgfile_parse(text, (size_t)len, mp, 0, &lc, NULL, NULL) < 0) {
+        rc = -EOPNOTSUPP;
+        goto out;
+    }
+    rc = meta_parse(&lc, mp, ndirs, &check, NULL);
+    config_destroy(&lc);
+    if (rc < 0 || check.size != m->size || !same_layout(&check, m)) {
+        rc = -EOPNOTSUPP;
+        goto out;
+    }
+    if (like && (rc = drx_replace_take_owner(fd, like)) < 0)
+        goto out;
+    rc = drx_io_pwrite_all(fd, field, n, off);
+    if (rc == 0 && fsync(fd) < 0)
+        rc = -errno;
+    if (rc == 0 && sync)
+        rc = drx_io_fsync_parent(mp);
+    if (rc == 0 && st_out && fstat(fd, st_out) < 0)
+        rc = -errno;
+out:
+    free(text);
+    close(fd);
+    return rc;
+}
+
 /* ---- subfiles -------------------------------------------------------------------- */
 
-/* Opens subfile i of m: relative to its stripe dir's descriptor, never
- * following a link, and only a regular file.  Returns the fd, -ENOENT when
- * missing, -EIO when refused (logged), or -errno. */
-static int subfile_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
-                        int flags, mode_t mode, const char *who)
+/* Why a file with this stat cannot be a subfile, or NULL.  A hard link's
+ * other name may be any file its maker could write, outside the store:
+ * reading it would serve that file, writing or truncating it would change
+ * it, so only a file with one link is used (SPEC 9). */
+static const char *subfile_refusal(const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode))
+        return "is not a regular file";
+    if (st->st_nlink > 1)
+        return "has other hard links";
+    return NULL;
+}
+
+int drx_stripe_subfile_check(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                             struct stat *st, struct drx_err *err)
 {
     const struct drx_stripe_subfile *sf = &m->sub[i];
+    const char *why;
+    struct stat buf;
+    int dfd;
+
+    if (!st)
+        st = &buf;
+    if (i >= m->layout.count || sf->dir >= s->cfg.stripe.ndirs ||
+        !drx_stripe_subfile_name_valid(sf->name))
+        return drx_err_set(err, EIO, "subfile %u: not a subfile name", i);
+    dfd = s->dir_fds[sf->dir];
+    if (dfd < 0)
+        return drx_err_set(err, ENOENT, "subfile %u (%s/%s): stripe directory unusable", i,
+                           s->cfg.stripe.dirs[sf->dir], sf->name);
+    if (fstatat(dfd, sf->name, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return drx_err_set(err, errno, "subfile %u (%s/%s): %s", i, s->cfg.stripe.dirs[sf->dir],
+                           sf->name, strerror(errno));
+    why = S_ISLNK(st->st_mode) ? "is a symbolic link" : subfile_refusal(st);
+    if (why) /* not logged: the caller reports it, once */
+        return drx_err_set(err, EIO, "subfile %u (%s/%s) %s (refused)", i,
+                           s->cfg.stripe.dirs[sf->dir], sf->name, why);
+    return 0;
+}
+
+int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                            int flags, mode_t mode, const char *who)
+{
+    const struct drx_stripe_subfile *sf = &m->sub[i];
+    const char *why;
     struct stat st;
     int fd, dfd;
 
-    if (sf->dir >= s->cfg.stripe.ndirs || !drx_stripe_subfile_name_valid(sf->name))
+    if (i >= m->layout.count || sf->dir >= s->cfg.stripe.ndirs ||
+        !drx_stripe_subfile_name_valid(sf->name))
         return -EIO;
     dfd = s->dir_fds[sf->dir];
     if (dfd < 0)
@@ -657,9 +753,11 @@ static int subfile_open(const struct drx_store *s, const struct drx_stripe_meta 
         }
         return -e;
     }
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) is not a regular file: refused", who, i,
-                s->cfg.stripe.dirs[sf->dir], sf->name);
+    /* On the descriptor: what was checked is what is used. */
+    why = fstat(fd, &st) < 0 ? "cannot be examined" : subfile_refusal(&st);
+    if (why) {
+        drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) %s: refused", who, i,
+                s->cfg.stripe.dirs[sf->dir], sf->name, why);
         close(fd);
         return -EIO;
     }
@@ -716,12 +814,14 @@ static void handle_free(struct drx_stripe *f)
  * handle in this one) gives the same file a new inode. */
 static bool same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m)
 {
-    if (m->layout.count != f->meta.layout.count || m->layout.extent != f->meta.layout.extent)
-        return false;
-    for (unsigned i = 0; i < m->layout.count; i++)
-        if (m->sub[i].dir != f->meta.sub[i].dir || strcmp(m->sub[i].name, f->meta.sub[i].name) != 0)
-            return false;
-    return true;
+    return same_layout(&f->meta, m);
+}
+
+static void set_identity(struct drx_stripe *f, const struct stat *st)
+{
+    f->meta_dev = st->st_dev;
+    f->meta_ino = st->st_ino;
+    f->meta_ctim = st->st_ctim;
 }
 
 static int lock_fd(const struct drx_stripe *f)
@@ -756,9 +856,34 @@ static int sync_subfiles(struct drx_stripe *f)
     return rc;
 }
 
+static int cut_subfiles(struct drx_stripe *f, uint64_t size);
+
+/* Gives back what a full disk does not let this handle record: the size
+ * falls back to the recorded one and the subfiles are cut to it, so the
+ * space is free at once rather than after an rm or fsck --repair (f->io
+ * held exclusively, so every finished write is under the size; f->lock and
+ * the persist flock held).  recorded: the size in the metafile. */
+static void give_back_locked(struct drx_stripe *f, uint64_t recorded)
+{
+    int rc;
+
+    drx_log(DRX_LOG_WARNING,
+            "%s" DRX_STRIPE_SUFFIX ": no space to record size %llu; the file is cut back to the "
+            "recorded %llu",
+            f->path, (unsigned long long)f->size, (unsigned long long)recorded);
+    f->size = f->persisted = recorded;
+    f->truncated = false;
+    rc = cut_subfiles(f, recorded);
+    if (rc < 0)
+        drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cutting back: %s", f->path,
+                strerror(-rc));
+}
+
 /* Writes the in-memory size to the metafile (f->lock held).  See the
- * header for the merge with other processes' sizes. */
-static int persist_locked(struct drx_stripe *f, bool sync)
+ * header for the merge with other processes' sizes.  give_back (f->io held
+ * exclusively): when even the in-place update finds no space, give the
+ * unrecordable bytes back (give_back_locked). */
+static int persist_locked(struct drx_stripe *f, bool sync, bool give_back)
 {
     char mp[PATH_MAX];
     struct drx_stripe_meta disk, m;
@@ -817,10 +942,20 @@ static int persist_locked(struct drx_stripe *f, bool sync)
             f->synced_gen = f->wgen;
         }
         rc = meta_write(mp, &m, false, sync, &st, 0, &nst);
-        if (rc == 0) {
-            f->meta_dev = nst.st_dev;
-            f->meta_ino = nst.st_ino;
+        if (rc == -ENOSPC || rc == -EDQUOT) {
+            /* No block for a new metafile: rewrite the size in the old one
+             * (meta_size_in_place says why that is safe). */
+            int irc = meta_size_in_place(mp, &st, &m, f->s->cfg.stripe.ndirs, NULL, sync, &nst);
+            if (irc == 0)
+                rc = 0;
+            else
+                drx_log(DRX_LOG_DEBUG, "%s: size not recordable in place either: %s", mp,
+                        strerror(-irc));
         }
+        if (rc == 0)
+            set_identity(f, &nst);
+        else if ((rc == -ENOSPC || rc == -EDQUOT) && give_back)
+            give_back_locked(f, disk.size);
     }
     if (rc == 0) {
         f->persisted = f->size;
@@ -833,16 +968,31 @@ out:
     return rc;
 }
 
-int drx_stripe_flush(struct drx_stripe *f)
+/* persist_locked() from outside the locks.  give_back: on a full disk,
+ * once more with writes shut out, so that what cannot be recorded is given
+ * back (the writer learns of it from this call's -ENOSPC). */
+static int persist(struct drx_stripe *f, bool sync, bool give_back)
 {
     int rc;
 
     if (f->mode != DRX_STRIPE_RDWR)
         return 0;
     pthread_mutex_lock(&f->lock);
-    rc = persist_locked(f, false);
+    rc = persist_locked(f, sync, false);
     pthread_mutex_unlock(&f->lock);
+    if (give_back && (rc == -ENOSPC || rc == -EDQUOT)) {
+        pthread_rwlock_wrlock(&f->io);
+        pthread_mutex_lock(&f->lock);
+        rc = persist_locked(f, sync, true);
+        pthread_mutex_unlock(&f->lock);
+        pthread_rwlock_unlock(&f->io);
+    }
     return rc;
+}
+
+int drx_stripe_flush(struct drx_stripe *f)
+{
+    return persist(f, false, true);
 }
 
 int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
@@ -874,9 +1024,8 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
     if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
         f->synced_gen = gen;
     f->dirs_synced = true;
-    rc = persist_locked(f, true);
     pthread_mutex_unlock(&f->lock);
-    return rc;
+    return persist(f, true, true);
 }
 
 /* drx_stripe_create() with the metafile at mp: NAME.nafs (temp false), or
@@ -925,7 +1074,8 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
                      (unsigned long long)id, i);
         }
         for (unsigned i = 0; i < lay.count && rc == 0; i++) {
-            int fd = subfile_open(s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, mp);
+            int fd =
+                drx_stripe_subfile_open(s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, mp);
             if (fd < 0) {
                 rc = fd;
                 if (fd == -ENOENT)
@@ -957,8 +1107,7 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
             unlinkat(s->dir_fds[f->meta.sub[j].dir], f->meta.sub[j].name, 0);
         goto out;
     }
-    f->meta_dev = st.st_dev;
-    f->meta_ino = st.st_ino;
+    set_identity(f, &st);
     f->meta_synced = false;
     if (out) {
         *out = f;
@@ -1035,11 +1184,11 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
     if (rc < 0)
         goto out;
     f->size = f->persisted = f->meta.size;
-    f->meta_dev = st.st_dev;
-    f->meta_ino = st.st_ino;
+    set_identity(f, &st);
     f->meta_synced = true; /* as far as we know: we did not write it */
     for (unsigned i = 0; i < f->meta.layout.count; i++) {
-        int fd = subfile_open(s, &f->meta, i, mode == DRX_STRIPE_RDWR ? O_RDWR : O_RDONLY, 0, mp);
+        int fd = drx_stripe_subfile_open(s, &f->meta, i,
+                                         mode == DRX_STRIPE_RDWR ? O_RDWR : O_RDONLY, 0, mp);
         if (fd == -ENOENT || fd == -EIO) {
             /* Missing or refused: its extents fail with EIO, the rest of the
              * file stays usable. */
@@ -1145,7 +1294,8 @@ int drx_stripe_reload(struct drx_stripe *f)
     rc = meta_path(f->path, mp, sizeof mp);
     if (rc < 0)
         goto out;
-    if (stat(mp, &st) == 0 && st.st_ino == f->meta_ino && st.st_dev == f->meta_dev) {
+    if (stat(mp, &st) == 0 && st.st_ino == f->meta_ino && st.st_dev == f->meta_dev &&
+        st.st_ctim.tv_sec == f->meta_ctim.tv_sec && st.st_ctim.tv_nsec == f->meta_ctim.tv_nsec) {
         rc = 0;
         goto out;
     }
@@ -1156,8 +1306,7 @@ int drx_stripe_reload(struct drx_stripe *f)
         rc = -ESTALE; /* another file now has this name */
         goto out;
     }
-    f->meta_dev = st.st_dev;
-    f->meta_ino = st.st_ino;
+    set_identity(f, &st);
     if (f->size != f->persisted || f->truncated) {
         /* Our own changes are newer than the disk's; the next persist
          * merges a larger size from it. */
@@ -1234,12 +1383,44 @@ ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t of
     return (ssize_t)done;
 }
 
+/* After a run cut short by a full disk: the bytes it did write lie past the
+ * size, unseen, holding space; cut them now.  Writers are shut out, so
+ * every finished write is under the size, and the recorded size (another
+ * process may have written further) is never cut below. */
+static void cut_unrecorded(struct drx_stripe *f)
+{
+    char mp[PATH_MAX];
+    struct drx_stripe_meta disk;
+    uint64_t keep;
+    int lfd, rc;
+
+    pthread_rwlock_wrlock(&f->io);
+    pthread_mutex_lock(&f->lock);
+    keep = f->size;
+    lfd = lock_fd(f);
+    if (lfd >= 0)
+        while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
+            ;
+    if (meta_path(f->path, mp, sizeof mp) == 0 &&
+        meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, NULL, NULL) == 0 && same_file(f, &disk) &&
+        disk.size > keep)
+        keep = disk.size;
+    rc = cut_subfiles(f, keep);
+    if (rc < 0)
+        drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cutting an unfinished write: %s",
+                f->path, strerror(-rc));
+    if (lfd >= 0)
+        flock(lfd, LOCK_UN);
+    pthread_mutex_unlock(&f->lock);
+    pthread_rwlock_unlock(&f->io);
+}
+
 ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
 {
     const unsigned char *p = buf;
     size_t done = 0;
     int rc = 0;
-    bool persist = false;
+    bool grown = false;
 
     if (f->mode != DRX_STRIPE_RDWR)
         return -EBADF;
@@ -1272,12 +1453,16 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
         if (off + done > f->size)
             f->size = off + done;
         f->wgen++;
-        persist = f->size > f->persisted && f->size - f->persisted >= DRX_STRIPE_PERSIST_BYTES;
+        grown = f->size > f->persisted && f->size - f->persisted >= DRX_STRIPE_PERSIST_BYTES;
         pthread_mutex_unlock(&f->lock);
     }
     pthread_rwlock_unlock(&f->io);
-    if (persist) {
-        int prc = drx_stripe_flush(f);
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        cut_unrecorded(f);
+    if (grown) {
+        /* No give-back here: this write succeeded; a size that cannot be
+         * recorded is the close's (or fsync's) error. */
+        int prc = persist(f, false, false);
         if (prc < 0)
             drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cannot record size: %s", f->path,
                     strerror(-prc));
@@ -1327,7 +1512,7 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
          * reached the disk and the new metafile did not. */
         f->size = size;
         f->truncated = true;
-        rc = persist_locked(f, true);
+        rc = persist_locked(f, true, true);
         if (rc == 0)
             rc = cut_subfiles(f, size);
     } else {
@@ -1337,7 +1522,7 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
         if (rc == 0) {
             f->size = size;
             f->truncated = true;
-            rc = persist_locked(f, false);
+            rc = persist_locked(f, false, true);
         }
     }
     pthread_mutex_unlock(&f->lock);
@@ -1445,7 +1630,7 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
     char mp[PATH_MAX];
     bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
     struct drx_stripe_meta m;
-    struct stat old, *like = NULL;
+    struct stat old, tst, *like = NULL;
     int rc;
 
     if (meta_path(path, mp, sizeof mp) < 0)
@@ -1453,7 +1638,7 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
     if (size > DRX_STRIPE_MAX_SIZE)
         return drx_err_set(err, EFBIG, "%s: size %llu is too large", path,
                            (unsigned long long)size);
-    rc = meta_load_st(tmp, s->cfg.stripe.ndirs, &m, NULL, err);
+    rc = meta_load_st(tmp, s->cfg.stripe.ndirs, &m, &tst, err);
     if (rc < 0)
         return rc;
     /* Data first (SPEC 9): every subfile on disk, cut to what the size
@@ -1461,7 +1646,7 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
     for (unsigned i = 0; i < m.layout.count; i++) {
         struct stat st;
         uint64_t want = drx_stripe_subfile_len(&m.layout, i, size);
-        int fd = subfile_open(s, &m, i, O_RDWR, 0, tmp);
+        int fd = drx_stripe_subfile_open(s, &m, i, O_RDWR, 0, tmp);
         if (fd < 0) {
             rc = fd == -ENOENT ? -EIO : fd;
             return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m.sub[i].name,
@@ -1488,7 +1673,11 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
     if (lstat(mp, &old) == 0 && S_ISREG(old.st_mode))
         like = &old;
     m.size = size;
-    rc = meta_write_here(tmp, &m, O_TRUNC, 0, like, true, NULL);
+    /* In place: the temporary is ours alone, and a full disk (the copy
+     * filled it) has no block for a rewrite. */
+    rc = meta_size_in_place(tmp, &tst, &m, s->cfg.stripe.ndirs, like, true, NULL);
+    if (rc == -EOPNOTSUPP) /* not in this drx's padded form */
+        rc = meta_write_here(tmp, &m, O_TRUNC, 0, like, true, NULL);
     if (rc < 0)
         return drx_err_set(err, -rc, "%s: %s", tmp, strerror(-rc));
     rc = rename_meta(s, tmp, tmp, mp, 0, err);

@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "as_user.h"
 #include "drx/array.h"
 #include "drx/view.h"
 #include "tap.h"
@@ -283,6 +285,17 @@ static void symlinks_refused(void)
     tap_ok(symlink(outside, xmd) == 0, "replace the .xmd by a symlink");
     tap_ok(drx_array_open(path, DRX_RDONLY, &a, &err) == -ELOOP, "an .xmd symlink is refused: %s",
            err.msg);
+    /* NAME.xta as a hard link to an outside file: never opened */
+    unlink(xmd);
+    if (drx_array_create(path, &spec, &a, &err) == 0)
+        drx_array_close(a);
+    snprintf(outside, sizeof outside, "%s/outside8", dir);
+    spit(outside, "SECRET!!");
+    unlink(xta);
+    tap_ok(link(outside, xta) == 0, "replace the .xta by a hard link to an outside file");
+    tap_ok(drx_array_open(path, DRX_RDWR, &a, &err) == -EMLINK && strstr(err.msg, "2 names"),
+           "a hard-linked .xta is refused for writing: %s", err.msg);
+    unlink(xta);
     /* a FIFO does not hang the open */
     unlink(xmd);
     tap_ok(mkfifo(xmd, 0600) == 0, "replace the .xmd by a FIFO");
@@ -294,6 +307,147 @@ static long long blocks(const char *path)
 {
     struct stat st;
     return stat(path, &st) ? -1 : (long long)st.st_blocks;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig; /* only interrupts a blocked open */
+}
+
+/* Loads `text` as xmd; a blocking open (a FIFO) is cut off after 5 s, so a
+ * regression fails the test instead of hanging it. */
+static int load_text(const char *xmd, const char *text, struct drx_err *err)
+{
+    struct sigaction sa = {.sa_handler = on_alarm}, old;
+    struct drx_array_meta m;
+    int rc;
+
+    spit(xmd, text);
+    sigaction(SIGALRM, &sa, &old); /* no SA_RESTART: open() gets EINTR */
+    alarm(5);
+    rc = drx_array_meta_load(xmd, &m, err);
+    alarm(0);
+    sigaction(SIGALRM, &old, NULL);
+    if (rc == 0)
+        drx_array_meta_fini(&m);
+    return rc;
+}
+
+/* An .xmd never makes the reader open another file: libconfig follows a
+ * line "@include PATH", so every such line is refused, with its line. */
+static void includes_refused(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 1, .shape = {8}, .chunk = {4}};
+    struct drx_array *a;
+    struct drx_err err = {{0}};
+    char path[300], xmd[310], outside[310], fifo[310], *good, *text;
+    size_t len;
+
+    snprintf(path, sizeof path, "%s/inc", dir);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    snprintf(outside, sizeof outside, "%s/outside.cfg", dir);
+    snprintf(fifo, sizeof fifo, "%s/inc.fifo", dir);
+    spit(outside, "evil = 1;\n");
+    tap_ok(mkfifo(fifo, 0600) == 0, "a FIFO outside the array");
+    if (drx_array_create(path, &spec, &a, &err) < 0) {
+        tap_ok(0, "create: %s", err.msg);
+        return;
+    }
+    drx_array_close(a);
+    good = slurp(xmd, &len);
+    text = malloc(len + 600);
+
+    snprintf(text, len + 600, "@include \"%s\"\n%s", outside, good);
+    tap_ok(load_text(xmd, text, &err) == -EINVAL && strstr(err.msg, ":1: @include is not allowed"),
+           "@include of a regular file is refused: %s", err.msg);
+    snprintf(text, len + 600, "%s \t@include \"%s\"\n", good, fifo);
+    tap_ok(load_text(xmd, text, &err) == -EINVAL && strstr(err.msg, "@include is not allowed"),
+           "@include of a FIFO after blanks is refused without blocking: %s", err.msg);
+    snprintf(text, len + 600, "# version = 1;\r@INCLUDE \"%s\"\n%s", outside, good);
+    tap_ok(load_text(xmd, text, &err) == -EINVAL && strstr(err.msg, "@include is not allowed"),
+           "any case, after a CR: refused (conservative): %s", err.msg);
+    snprintf(text, len + 600, "# a comment naming @include \"%s\"\n%s", fifo, good);
+    tap_ok(load_text(xmd, text, &err) == 0, "@include inside a line is text, not a directive (%s)",
+           err.msg);
+    tap_ok(load_text(xmd, good, &err) == 0, "the genuine .xmd still loads (%s)", err.msg);
+    free(text);
+    free(good);
+}
+
+/* Leftover temporaries of atomic replacement (`.NAME.xmd.XXXXXX`) in d. */
+static int temporaries(const char *d)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -c '^\\..*\\.xmd\\.' >/dev/null", d);
+    return system(cmd) == 0;
+}
+
+static int extend_one(void *path)
+{
+    struct drx_array *a;
+    struct drx_err err;
+    int rc = drx_array_open(path, DRX_RDWR, &a, &err);
+    if (rc == 0)
+        rc = drx_array_extend(a, 0, 4, &err);
+    if (rc)
+        fprintf(stderr, "# extend as nobody: %s\n", err.msg);
+    drx_array_close(a);
+    return rc ? 1 : 0;
+}
+
+/* The replaced .xmd keeps the mode, owner and group of the old one where
+ * the extender may keep them (root: all; set-ID bits included), and
+ * otherwise is the extender's, without set-ID bits, its group with only
+ * what others get. */
+static void replaced_owner_mode(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 1, .shape = {8}, .chunk = {4}};
+    struct drx_array *a;
+    struct drx_err err = {{0}};
+    char sub[300], path[320], xmd[330], xta[330];
+    struct stat st;
+
+    snprintf(sub, sizeof sub, "%s/shared", dir);
+    snprintf(path, sizeof path, "%s/owned", sub);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    snprintf(xta, sizeof xta, "%s.xta", path);
+    mkdir(sub, 0777);
+    chmod(sub, 0777);
+    chmod(dir, 0711);
+    if (drx_array_create(path, &spec, &a, &err) < 0) {
+        tap_ok(0, "create: %s", err.msg);
+        return;
+    }
+    memset(&st, 0, sizeof st);
+    int ok = drx_array_extend(a, 0, 4, &err) == 0 && chmod(xmd, 06775) == 0 &&
+             drx_array_extend(a, 0, 4, &err) == 0 && stat(xmd, &st) == 0;
+    tap_ok(ok && (st.st_mode & 07777) == 06775,
+           "an extension by the owner keeps the whole mode, set-ID bits too (%o)",
+           (unsigned)(st.st_mode & 07777));
+    drx_array_close(a);
+    chmod(xta, 0666);
+    int rc = run_as(AS_NOBODY, extend_one, path);
+    if (rc == -2) {
+        tap_ok(1, "# SKIP not root: cannot extend as another user");
+        return;
+    }
+    memset(&st, 0, sizeof st);
+    stat(xmd, &st);
+    tap_ok(rc == 0 && st.st_uid == NOBODY_ID && st.st_gid == NOBODY_ID &&
+               (st.st_mode & 07777) == 0755,
+           "extended by nobody: its .xmd, no set-ID bits, group as others (%d, %u:%u %o)", rc,
+           (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
+    tap_ok(!temporaries(sub), "no temporary left beside it");
+    /* root without CAP_CHOWN (a container, a root-squashed store) keeps
+     * CAP_FSETID: the set-ID bits of nobody's .xmd must not become root's */
+    if (chmod(xmd, 06775) < 0)
+        abort();
+    rc = run_as(AS_ROOT_NO_CHOWN, extend_one, path);
+    memset(&st, 0, sizeof st);
+    stat(xmd, &st);
+    tap_ok(rc == 0 && st.st_uid == 0 && st.st_gid == 0 && (st.st_mode & 07777) == 0755,
+           "extended by root without CAP_CHOWN: no set-ID bits, group as others (%d, %u:%u %o)", rc,
+           (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
 }
 
 /* drx_array_reserve and drx_view_reserve allocate the holes of a sparse
@@ -504,6 +658,8 @@ int main(void)
     validation();
     create_errors();
     symlinks_refused();
+    includes_refused();
+    replaced_owner_mode();
     reserve();
     names();
     {

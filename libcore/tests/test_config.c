@@ -1,5 +1,6 @@
 /* Configuration: defaults, overlays, and every error class with its line. */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,85 @@ static void expect_error(const char *tag, const char *text, int line, const char
                cfg.mpiio.buffer == DRX_DEFAULT_MPIIO_BUFFER && cfg.mpiio.nhints == 0,
            "%s: line %d, \"%s\"", tag, line, err.msg);
     drx_config_fini(&cfg);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig; /* only interrupts a blocked open */
+}
+
+/* drx_config_load_file, or drx_store_load_config when root is given, cut
+ * off after 5 s: a regression that blocks on a FIFO fails instead of
+ * hanging the suite. */
+static int load_guarded(const char *root, const char *path, struct drx_err *err)
+{
+    struct sigaction sa = {.sa_handler = on_alarm}, old;
+    struct drx_config cfg;
+    int rc;
+
+    drx_config_defaults(&cfg, NULL);
+    sigaction(SIGALRM, &sa, &old); /* no SA_RESTART: open() gets EINTR */
+    alarm(5);
+    if (root) {
+        drx_config_fini(&cfg);
+        rc = drx_store_load_config(root, path, &cfg, err);
+    } else {
+        rc = drx_config_load_file(&cfg, path, err);
+    }
+    alarm(0);
+    sigaction(SIGALRM, &old, NULL);
+    /* load_file leaves cfg as it was on failure; store_load_config frees it */
+    if (rc == 0 || !root)
+        drx_config_fini(&cfg);
+    return rc;
+}
+
+/* No configuration file makes drx open another file: @include lines are
+ * refused (libconfig would follow them), a FIFO is refused without
+ * blocking, and store.conf is never a symlink.  The user's own --config
+ * may be a symlink (they named it). */
+static void includes_and_kinds(void)
+{
+    struct drx_err err = {{0}};
+    char fifo[128], link[128], root[128], sc[160], scdir[140];
+
+    expect_error("include", "log = { level = \"info\"; };\n  @include \"/etc/hostname\"\n", 2,
+                 "@include is not allowed in a configuration file");
+    write_conf("comment.conf", "# not a directive: @include \"/etc/hostname\"\n"
+                               "log = { level = \"info\"; };\n");
+    snprintf(link, sizeof link, "%s/comment.conf", dir);
+    tap_ok(load_guarded(NULL, link, &err) == 0, "@include inside a comment line is text (%s)",
+           err.msg);
+    snprintf(fifo, sizeof fifo, "%s/fifo.conf", dir);
+    mkfifo(fifo, 0600);
+    tap_ok(load_guarded(NULL, fifo, &err) < 0 && strstr(err.msg, "not a regular file"),
+           "a FIFO as --config is refused without blocking (%s)", err.msg);
+    snprintf(link, sizeof link, "%s/link.conf", dir);
+    tap_ok(symlink("comment.conf", link) == 0 && load_guarded(NULL, link, &err) == 0,
+           "the user's own --config may be a symlink (%s)", err.msg);
+
+    /* store.conf: a store file, never followed anywhere */
+    snprintf(root, sizeof root, "%s/incstore", dir);
+    snprintf(scdir, sizeof scdir, "%s/.drx", root);
+    snprintf(sc, sizeof sc, "%s/store.conf", scdir);
+    mkdir(root, 0755);
+    mkdir(scdir, 0755);
+    FILE *fp = fopen(sc, "w");
+    if (!fp)
+        abort();
+    fprintf(fp, "version = 1;\n@include \"%s\"\n", fifo);
+    fclose(fp);
+    tap_ok(load_guarded(root, NULL, &err) == -EINVAL &&
+               strstr(err.msg, "store.conf:2: @include is not allowed in a store file"),
+           "store.conf with @include of a FIFO: refused at once (%s)", err.msg);
+    unlink(sc);
+    tap_ok(symlink("../../link.conf", sc) == 0 && load_guarded(root, NULL, &err) == -ELOOP,
+           "store.conf as a symlink is refused (%s)", err.msg);
+    unlink(sc);
+    tap_ok(mkfifo(sc, 0600) == 0 && load_guarded(root, NULL, &err) < 0 &&
+               strstr(err.msg, "not a regular file"),
+           "store.conf as a FIFO is refused without blocking (%s)", err.msg);
+    unlink(sc);
 }
 
 int main(void)
@@ -312,6 +392,7 @@ int main(void)
     }
     expect_error("hint_dup", "mpiio = { hints = {\n  a = \"1\";\n  a = \"2\";\n}; };\n", 3,
                  "duplicate setting name");
+    includes_and_kinds();
 
     drx_config_defaults(&cfg, NULL);
     char missing[128];

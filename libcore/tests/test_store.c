@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "as_user.h"
 #include "drx/config.h"
 #include "drx/store.h"
 #include "tap.h"
@@ -391,6 +392,49 @@ static void test_lock(void)
     drx_store_close(s);
 }
 
+static int init_as_nobody(void *root)
+{
+    struct drx_config cfg;
+    struct drx_err err = {{0}};
+    int rc;
+
+    umask(077); /* store.conf is 0644 whatever the umask */
+    drx_config_defaults(&cfg, NULL);
+    rc = drx_store_init(root, &cfg, 0, &err);
+    if (rc)
+        fprintf(stderr, "# init as nobody: %s\n", err.msg);
+    drx_config_fini(&cfg);
+    return rc ? 1 : 0;
+}
+
+/* store.conf is written by drx_replace_write like every store file: mode
+ * 0644 (it is read by every user of the store), owned by who made the
+ * store, no temporary left in .drx/. */
+static void test_store_conf_writer(void)
+{
+    char dir[128], root[160], conf[200], cmd[300];
+    struct stat st;
+
+    snprintf(dir, sizeof dir, "%s/open", base);
+    snprintf(root, sizeof root, "%s/bynobody", dir);
+    snprintf(conf, sizeof conf, "%s/.drx/store.conf", root);
+    mkdir(dir, 0777);
+    chmod(dir, 0777);
+    chmod(base, 0711);
+    int rc = run_as(AS_NOBODY, init_as_nobody, root);
+    if (rc == -2) {
+        tap_ok(1, "# SKIP not root: cannot init as another user");
+        return;
+    }
+    memset(&st, 0, sizeof st);
+    stat(conf, &st);
+    tap_ok(rc == 0 && st.st_uid == NOBODY_ID && (st.st_mode & 07777) == 0644,
+           "store.conf made by nobody under umask 077: theirs, 0644 (%d, %u %o)", rc,
+           (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+    snprintf(cmd, sizeof cmd, "ls -A '%s/.drx' | grep -q '^\\.store\\.conf\\.'", root);
+    tap_ok(system(cmd) != 0, "no temporary left in .drx/");
+}
+
 int main(void)
 {
     snprintf(base, sizeof base, "/tmp/drx-test-store-XXXXXX");
@@ -403,6 +447,7 @@ int main(void)
     test_names();
     test_init_open();
     test_lock();
+    test_store_conf_writer();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0)

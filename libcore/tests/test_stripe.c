@@ -10,10 +10,12 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "as_user.h"
 #include "drx/config.h"
 #include "drx/log.h"
 #include "drx/store.h"
@@ -374,6 +376,26 @@ static void test_hostile(struct drx_store *s, const char *root)
              "subfiles = ({dir=0; name=\"a\";});",
              outside);
     hostile(s, root, "include", text, -EIO);
+    {
+        /* after blanks, on line 2, naming a FIFO: refused with its line, the
+         * FIFO never opened (it would block) */
+        char fifo[700], mp[700];
+        struct drx_stripe *g = NULL;
+        struct drx_err err = {{0}};
+        snprintf(fifo, sizeof fifo, "%s/include.fifo", base);
+        mkfifo(fifo, 0600);
+        snprintf(text, sizeof text,
+                 "version = 1; extent = 4; count = 1; size = 0;\n \t@include \"%s\"\n"
+                 "subfiles = ({dir=0; name=\"a\";});",
+                 fifo);
+        snprintf(path, sizeof path, "%s/hostile_include2", root);
+        snprintf(mp, sizeof mp, "%s.nafs", path);
+        write_file(mp, text, strlen(text));
+        tap_ok(drx_stripe_open(s, path, DRX_STRIPE_RDONLY, &g, &err) == -EIO &&
+                   strstr(err.msg, ".nafs:2: @include is not allowed in a store file"),
+               "@include after blanks: refused with its line (%s)", err.msg);
+        drx_stripe_close(g);
+    }
     hostile(s, root, "binary", "\x01\x02\xff\xfe garbage", -EIO);
 
     /* A genuine file whose subfile is replaced by a link to an outside file:
@@ -395,6 +417,27 @@ static void test_hostile(struct drx_store *s, const char *root)
     tap_ok(drx_stripe_read(f, back, 4, 8) == 4 && memcmp(back, "89ab", 4) == 0,
            "the other subfile's extents still read");
     drx_stripe_close(f);
+
+    /* A hard link to an outside file in place of a subfile: neither read
+     * nor written nor cut (its other name may be any file). */
+    unlink(sp);
+    tap_ok(link(outside, sp) == 0, "subfile replaced by a hard link to an outside file");
+    struct drx_err err = {{0}};
+    tap_ok(drx_stripe_subfile_check(s, &m, 1, NULL, &err) == -EIO && strstr(err.msg, "hard link"),
+           "subfile_check refuses it: %s", err.msg);
+    before = nlogged;
+    tap_ok(drx_stripe_open(s, path, DRX_STRIPE_RDWR, &f, NULL) == 0, "file still opens");
+    memset(back, 0, sizeof back);
+    n1 = drx_stripe_read(f, back, 4, 4);
+    tap_ok(n1 == -EIO && memmem(back, sizeof back, "SECRET", 6) == NULL && nlogged > before,
+           "hard-linked subfile: EIO, logged, no outside bytes (%zd) [%s]", n1, lastlog);
+    tap_ok(drx_stripe_write(f, "XXXX", 4, 4) == -EIO, "a write to its extents is EIO");
+    tap_ok(drx_stripe_truncate(f, 10) == 0, "truncate cuts the other subfiles only");
+    drx_stripe_close(f);
+    unsigned char out[64];
+    tap_ok(read_file(outside, out, sizeof out) == 20 &&
+               memcmp(out, "SECRET-SECRET-SECRET", 20) == 0,
+           "the outside file is unchanged");
 
     /* A FIFO in place of a subfile must not block the open. */
     unlink(sp);
@@ -870,6 +913,247 @@ static void test_enospc(void)
     umount2(tiny, MNT_DETACH);
 }
 
+struct as_nobody {
+    const char *root, *path; /* the store, the file */
+    bool temp;               /* replace it by a temporary (drx-load copy) */
+};
+
+/* Opens the store, then rewrites the file's metafile: a write and close
+ * (the size persisted), or a temporary committed over it (drx-load copy).
+ * Run as another user by run_as(). */
+static int rewrite_as_nobody(void *arg)
+{
+    const struct as_nobody *a = arg;
+    struct drx_store *s = NULL;
+    struct drx_stripe *f = NULL;
+    struct drx_err err = {{0}};
+    char tmp[PATH_MAX];
+    int rc = drx_store_open(a->root, NULL, &s, &err);
+
+    if (rc == 0 && a->temp) {
+        rc = drx_stripe_create_temp(s, a->path, NULL, 0644, tmp, sizeof tmp, &err);
+        if (rc == 0)
+            rc = drx_stripe_commit_temp(s, tmp, a->path, 0, &err);
+    } else if (rc == 0) {
+        rc = drx_stripe_open(s, a->path, DRX_STRIPE_RDWR, &f, &err);
+        if (rc == 0 && drx_stripe_write(f, "more", 4, 100) != 4)
+            rc = -EIO;
+        if (rc == 0)
+            rc = drx_stripe_close(f);
+    }
+    if (rc)
+        fprintf(stderr, "# as nobody: %d %s\n", rc, err.msg);
+    drx_store_close(s);
+    return rc ? 1 : 0;
+}
+
+/* A metafile replaced by someone who cannot keep its owner (a daemon or a
+ * drx-load copy not running as root, or root without CAP_CHOWN: in a
+ * container, on a root-squashed store) is theirs, without the set-ID bits,
+ * its group getting only what others get; the owner keeps the whole mode.
+ * Root without CAP_CHOWN is the case that matters: it keeps CAP_FSETID, so
+ * nothing strips the bits of its writes, and a user's set-ID file would
+ * become a set-ID root file at the mount. */
+static void test_replaced_owner_mode(void)
+{
+    static const struct {
+        const char *name;
+        uid_t owner; /* of the file before */
+        int who;     /* -1: this process (root); else an enum as_who */
+        bool temp;   /* a temporary committed over it, else a size persisted */
+        uid_t uid;   /* owner after */
+        unsigned mode;
+    } cases[] = {
+        {"by its owner", 0, -1, false, 0, 06755},
+        {"a size persisted by nobody", 0, AS_NOBODY, false, NOBODY_ID, 0755},
+        {"a copy committed by nobody", 0, AS_NOBODY, true, NOBODY_ID, 0755},
+        {"a size persisted by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, false, 0, 0755},
+        {"a copy committed by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, true, 0, 0755},
+    };
+    char root[512], path[600], mp[700], sp[1024];
+    struct drx_store *s = make_store("own", root);
+    struct drx_stripe_layout l = {2, 16};
+    struct drx_stripe_meta m;
+    struct stat st;
+
+    if (!s) {
+        tap_ok(0, "a store for the owner tests");
+        return;
+    }
+    chmod(base, 0711);
+    chmod(root, 0777);
+    for (unsigned d = 0; d < s->cfg.stripe.ndirs; d++)
+        chmod(s->cfg.stripe.dirs[d], 0777);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        snprintf(path, sizeof path, "%s/owned%zu", root, c);
+        snprintf(mp, sizeof mp, "%s.nafs", path);
+        make_striped(s, path, &l, 0644, "0123456789abcdefghij", 20, &m);
+        for (unsigned i = 0; i < m.layout.count; i++) {
+            drx_stripe_subfile_path(s, &m, i, sp, sizeof sp);
+            chmod(sp, 0666);
+        }
+        /* the chown first: it clears set-ID bits */
+        if (chown(mp, cases[c].owner, cases[c].owner) < 0 || chmod(mp, 06755) < 0)
+            abort();
+        struct as_nobody a = {root, path, cases[c].temp};
+        int rc;
+        if (cases[c].who < 0) {
+            rc = rewrite_as_nobody(&a); /* the same steps, as this process */
+        } else {
+            rc = run_as(cases[c].who, rewrite_as_nobody, &a);
+            if (rc == -2) {
+                tap_ok(1, "# SKIP not root: cannot write as another user");
+                continue;
+            }
+        }
+        memset(&st, 0, sizeof st);
+        stat(mp, &st);
+        tap_ok(rc == 0 && st.st_uid == cases[c].uid && st.st_gid == cases[c].uid &&
+                   (st.st_mode & 07777) == cases[c].mode,
+               "%s: %u:%u %o (%d)", cases[c].name, (unsigned)st.st_uid, (unsigned)st.st_gid,
+               (unsigned)(st.st_mode & 07777), rc);
+    }
+    drx_store_close(s);
+}
+
+/* Bytes the subfiles of m hold on disk past what size needs (0: none). */
+static long long past_size(struct drx_store *s, const struct drx_stripe_meta *m, uint64_t size)
+{
+    long long extra = 0;
+    char sp[1024];
+    struct stat st;
+
+    for (unsigned i = 0; i < m->layout.count; i++) {
+        drx_stripe_subfile_path(s, m, i, sp, sizeof sp);
+        if (stat(sp, &st) == 0 &&
+            (uint64_t)st.st_size > drx_stripe_subfile_len(&m->layout, i, size))
+            extra += (long long)(st.st_size - drx_stripe_subfile_len(&m->layout, i, size));
+    }
+    return extra;
+}
+
+static long long free_bytes(const char *path)
+{
+    struct statvfs sv;
+    return statvfs(path, &sv) ? -1 : (long long)sv.f_bavail * (long long)sv.f_frsize;
+}
+
+/* Writes data at the end of f until the disk is full; returns the bytes
+ * stored and the last result in *last. */
+static uint64_t fill(struct drx_stripe *f, const unsigned char *data, size_t len, ssize_t *last)
+{
+    uint64_t off = 0;
+
+    *last = 0;
+    while (off < len) {
+        *last = drx_stripe_write(f, data + off, 100000, off);
+        if (*last <= 0)
+            break;
+        off += (uint64_t)*last;
+    }
+    return off;
+}
+
+/* Takes the last free block of the filesystem at dir (a filler file that
+ * grows until ENOSPC): what a cut short run gave back must not be what lets
+ * the metafile update through. */
+static void take_the_rest(const char *dir, char *filler, size_t len)
+{
+    static const char zeros[4096];
+    int fd;
+
+    snprintf(filler, len, "%s/filler", dir);
+    fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    while (fd >= 0 && write(fd, zeros, sizeof zeros) > 0)
+        ;
+    while (fd >= 0 && write(fd, zeros, 1) > 0)
+        ;
+    if (fd >= 0)
+        close(fd);
+}
+
+/* A whole store (metafiles too) on a full filesystem: the size of what was
+ * stored is recorded in place, no byte is left past it, and where even that
+ * is impossible (a metafile of an older drx, without room for more digits)
+ * the unrecordable bytes are given back at once and the close says ENOSPC. */
+static void test_full_store(void)
+{
+    char tiny[600], root[700], path[800], mp[900], filler[700];
+    struct drx_config cfg;
+    struct drx_store *s = NULL;
+    struct drx_stripe *f = NULL;
+    struct drx_stripe_layout l = {2, 65536}; /* runs of 16 pages: one can end half way */
+    struct drx_stripe_meta m;
+    size_t len = 4 << 20;
+    unsigned char *data = malloc(len), *back = malloc(len);
+    ssize_t last;
+
+    snprintf(tiny, sizeof tiny, "%s/fullstore", base);
+    mkdir(tiny, 0755);
+    if (mount("tmpfs", tiny, "tmpfs", 0, "size=1m") < 0) {
+        tap_ok(1, "# SKIP full store: cannot mount a tmpfs (%s)", strerror(errno));
+        free(data);
+        free(back);
+        return;
+    }
+    snprintf(root, sizeof root, "%s/s", tiny);
+    drx_config_defaults(&cfg, NULL);
+    drx_store_init(root, &cfg, 0, NULL);
+    drx_store_open(root, NULL, &s, NULL);
+    fill_random(data, len, 9);
+    long long free0 = free_bytes(tiny);
+
+    /* a padded metafile: the size is recorded in place */
+    snprintf(path, sizeof path, "%s/big", root);
+    drx_stripe_create(s, path, &l, 0644, &f, NULL);
+    uint64_t stored = fill(f, data, len, &last);
+    tap_ok(last == -ENOSPC && stored > 0, "the store fills: ENOSPC after %llu bytes",
+           (unsigned long long)stored);
+    drx_stripe_meta_get(f, &m);
+    tap_ok(past_size(s, &m, m.size) == 0 && m.size == stored,
+           "the run cut short left no bytes past the size");
+    take_the_rest(tiny, filler, sizeof filler);
+    tap_ok(drx_stripe_close(f) == 0, "close records the size though no block is free");
+    unlink(filler);
+    drx_stripe_open(s, path, DRX_STRIPE_RDONLY, &f, NULL);
+    tap_ok(drx_stripe_stat(s, path, &m, NULL) == 0 && m.size == stored &&
+               drx_stripe_read(f, back, len, 0) == (ssize_t)stored &&
+               memcmp(back, data, stored) == 0,
+           "the recorded size and bytes are what was stored (%llu)", (unsigned long long)m.size);
+    drx_stripe_close(f);
+    drx_stripe_unlink(s, path, NULL);
+    tap_ok(free_bytes(tiny) == free0, "rm gives all the space back");
+
+    /* a metafile without room for more digits: the bytes are given back */
+    snprintf(path, sizeof path, "%s/old", root);
+    snprintf(mp, sizeof mp, "%s.nafs", path);
+    drx_stripe_create(s, path, &l, 0644, NULL, NULL);
+    drx_stripe_stat(s, path, &m, NULL);
+    char text[600];
+    snprintf(text, sizeof text,
+             "version = 1;\nextent = 65536;\ncount = 2;\nsize = 0L;\nsubfiles = ( { dir = %u; "
+             "name = \"%s\"; }, { dir = %u; name = \"%s\"; } );\n",
+             m.sub[0].dir, m.sub[0].name, m.sub[1].dir, m.sub[1].name);
+    write_file(mp, text, strlen(text));
+    long long free1 = free_bytes(tiny);
+    drx_stripe_open(s, path, DRX_STRIPE_RDWR, &f, NULL);
+    stored = fill(f, data, len, &last);
+    take_the_rest(tiny, filler, sizeof filler);
+    int rc = drx_stripe_close(f);
+    unlink(filler);
+    tap_ok(last == -ENOSPC && rc == -ENOSPC, "unrecordable: the close says ENOSPC (%d)", rc);
+    tap_ok(drx_stripe_stat(s, path, &m, NULL) == 0 && m.size == 0 && past_size(s, &m, 0) == 0 &&
+               free_bytes(tiny) == free1,
+           "the size stays the recorded 0 and the space is free at once (%lld of %lld)",
+           free_bytes(tiny), free1);
+    drx_stripe_unlink(s, path, NULL);
+    drx_store_close(s);
+    drx_config_fini(&cfg);
+    free(data);
+    free(back);
+    umount2(tiny, MNT_DETACH);
+}
+
 int main(void)
 {
     char root[512];
@@ -896,6 +1180,8 @@ int main(void)
         drx_store_close(s);
     }
     test_enospc();
+    test_full_store();
+    test_replaced_owner_mode();
     rm_rf(base);
     return tap_done();
 }

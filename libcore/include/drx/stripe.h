@@ -10,7 +10,8 @@
  *   version  = 1;
  *   extent   = 65536;          # bytes per extent, 1..2^30
  *   count    = 2;              # subfiles, 1..64 and <= stripe dirs of the store
- *   size     = 1000000L;       # logical size in bytes (int or int64)
+ *   size     = 1000000L;       # logical size in bytes (int or int64); drx
+ *                               # pads it to 19 digits with blanks after it
  *   subfiles = ( { dir = 0; name = "5f3a9c0d12e4b7a1.0"; },
  *                { dir = 1; name = "5f3a9c0d12e4b7a1.1"; } );
  *
@@ -56,6 +57,11 @@
  *   directory), then the subfiles are cut; truncate up cuts stale bytes
  *   beyond the old size off the subfiles first, so holes read zeros, and
  *   syncs that cut before the larger size is recorded (as above).
+ * - a full disk: when the replacement finds no block (ENOSPC, EDQUOT), the
+ *   size is rewritten inside the old metafile, in place (stripe.c,
+ *   meta_size_in_place, says why that is as safe); a write cut short leaves
+ *   no bytes past the size; and what cannot be recorded at all is cut back
+ *   at once (flush, fsync and close then fail with ENOSPC).
  * - unlink: metafile first, then subfiles (a crash leaves orphans).
  * - rename: one atomic rename(2) of the metafile; the subfiles of a striped
  *   file it replaces are removed after.
@@ -91,6 +97,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "drx/config.h"
@@ -309,6 +316,26 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
 
 /* Removes temporary file tmp and its subfiles.  Returns 0 or -errno. */
 int drx_stripe_discard_temp(struct drx_store *s, const char *tmp, struct drx_err *err);
+
+/* Whether subfile i of m may be used, looked at without opening it or
+ * following a link (fstatat relative to its stripe directory): only a
+ * regular file with one link is a subfile.  A symlink, FIFO or device, or a
+ * hard link (whose other name may be a file outside the store, changed by
+ * every write and truncate) is refused: -EIO with the reason in err (not
+ * logged: the caller reports it).  0 with *st filled (st may be NULL), -ENOENT when it
+ * is missing (or its stripe directory is), or -errno.  Front ends that
+ * open subfiles by path (drx-load's MPI-IO) or act on them (drx fsck) ask
+ * this first; libcore's own opens apply the same rule to the descriptor. */
+int drx_stripe_subfile_check(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                             struct stat *st, struct drx_err *err);
+
+/* Opens subfile i of m with flags (O_RDONLY, O_WRONLY, O_RDWR; O_CREAT with
+ * mode) relative to its stripe directory, never following a link and never
+ * blocking on a FIFO, and only when it passes drx_stripe_subfile_check's
+ * rule on the open descriptor.  who names the file in the log.  Returns the
+ * descriptor, -ENOENT when missing, -EIO when refused (logged), or -errno. */
+int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                            int flags, mode_t mode, const char *who);
 
 /* Path of subfile i of m in s: "<stripe dir>/<name>" (for fsck and
  * `drx stripe get`; never used to open).  Returns the length or -ERANGE. */

@@ -1,0 +1,173 @@
+/* Reading libconfig files without letting them reach other files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cfgfile_i.h"
+#include "drx/io.h"
+
+/* The 1-based line of the first line that libconfig could take for an
+ * include directive, or 0.
+ *
+ * libconfig 1.5's scanner follows `^[ \t]*@include[ \t]+"` outside strings
+ * and comments, case-sensitively, where `^` is the start of the text or
+ * just after '\n' (measured with strace: a CR alone, other blanks, another
+ * case, no blank before the quote and text before it on the line open
+ * nothing).  The check is wider on purpose, so that no quirk of the scanner
+ * slips through: any line whose first non-blank is "@include" in any case,
+ * with '\r' also starting a line and '\v' '\f' '\r' also blanks, inside a
+ * comment or a multi-line string too.  "@include" later in a line (in a
+ * comment or a string value) is text and passes. */
+static int include_line(const char *text, size_t len)
+{
+    static const char word[] = "@include";
+    const size_t wl = sizeof word - 1;
+    int line = 1;
+
+    for (size_t i = 0; i < len;) {
+        size_t p = i;
+        while (p < len && (text[p] == ' ' || text[p] == '\t' || text[p] == '\v' ||
+                           text[p] == '\f' || text[p] == '\r'))
+            p++;
+        if (len - p >= wl && strncasecmp(text + p, word, wl) == 0)
+            return line;
+        /* on to the next line start: after '\n' or '\r' */
+        while (i < len && text[i] != '\n' && text[i] != '\r')
+            i++;
+        if (i < len && text[i] == '\n')
+            line++;
+        i++;
+    }
+    return 0;
+}
+
+/* Opens and checks the file: a descriptor of a regular file with *st, or
+ * -errno with a message (*refused set when the file is at fault). */
+static int open_checked(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
+                        struct stat *st, bool *refused, struct drx_err *err)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer.  O_NOFOLLOW:
+     * a store file that is a symlink could name any file. */
+    int oflags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
+    int fd;
+
+    if (!(flags & DRX_CFGFILE_USER))
+        oflags |= O_NOFOLLOW;
+    fd = openat(dirfd, name, oflags);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP && !(flags & DRX_CFGFILE_USER)) {
+            *refused = true;
+            return drx_err_set(err, ELOOP, "%s is a symbolic link (refused)", shown);
+        }
+        return drx_err_set(err, e, "%s: %s", shown, strerror(e));
+    }
+    if (fstat(fd, st) < 0) {
+        int e = errno;
+        close(fd);
+        return drx_err_set(err, e, "%s: %s", shown, strerror(e));
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(fd);
+        *refused = true;
+        if (S_ISDIR(st->st_mode))
+            return drx_err_set(err, EISDIR, "%s: Is a directory", shown);
+        return drx_err_set(err, EIO, "%s is not a regular file (refused)", shown);
+    }
+    if ((unsigned long long)st->st_size > max) {
+        close(fd);
+        *refused = true;
+        return drx_err_set(err, EFBIG, "%s: %lld bytes, more than the %zu a %s may have", shown,
+                           (long long)st->st_size, max,
+                           (flags & DRX_CFGFILE_USER) ? "configuration file" : "store file");
+    }
+    return fd;
+}
+
+int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
+                     struct drx_cfgfile *out, bool *refused, struct drx_err *err)
+{
+    bool ignored;
+    size_t size;
+    ssize_t n;
+    int fd, rc;
+
+    memset(out, 0, sizeof *out);
+    if (!refused)
+        refused = &ignored;
+    *refused = false;
+    fd = open_checked(dirfd, name, shown, flags, max, &out->st, refused, err);
+    if (fd < 0)
+        return fd;
+    /* Sized by the fstat, not by max: an .xmd may be 64 MiB, most are a
+     * few hundred bytes. */
+    size = (size_t)out->st.st_size;
+    out->text = malloc(size + 2);
+    if (!out->text) {
+        rc = drx_err_set(err, ENOMEM, "%s: out of memory", shown);
+        goto out;
+    }
+    /* One byte more than the fstat said: a file that grew meanwhile (only
+     * a hostile writer appends; drx replaces by rename) is caught here.
+     * The read never blocks: a regular file. */
+    n = drx_io_read_full(fd, out->text, size + 1);
+    if (n < 0) {
+        rc = drx_err_set(err, (int)-n, "%s: %s", shown, strerror((int)-n));
+        goto out;
+    }
+    if ((size_t)n > size) {
+        *refused = true;
+        rc = drx_err_set(err, EIO, "%s: grew while it was read (refused)", shown);
+        goto out;
+    }
+    out->len = (size_t)n;
+    out->text[n] = '\0';
+    rc = drx_cfgfile_parse(out->text, out->len, shown, flags, &out->cfg, refused, err);
+out:
+    close(fd);
+    if (rc < 0) {
+        free(out->text);
+        memset(out, 0, sizeof *out);
+    }
+    return rc;
+}
+
+int drx_cfgfile_parse(const char *text, size_t len, const char *shown, unsigned flags,
+                      config_t *cfg, bool *refused, struct drx_err *err)
+{
+    const char *kind = (flags & DRX_CFGFILE_USER) ? "a configuration file" : "a store file";
+    bool ignored;
+    int line;
+
+    if (!refused)
+        refused = &ignored;
+    *refused = true; /* below, every failure is the text's */
+    /* config_read_string() would stop at a NUL and ignore the rest (and
+     * the include check with it): such a file is not text. */
+    if (memchr(text, '\0', len))
+        return drx_err_set(err, EINVAL, "%s: contains NUL bytes (not libconfig text)", shown);
+    line = include_line(text, len);
+    if (line)
+        return drx_err_set(err, EINVAL, "%s:%d: @include is not allowed in %s", shown, line, kind);
+    config_init(cfg);
+    if (!config_read_string(cfg, text)) {
+        int rc = drx_err_set(err, EINVAL, "%s:%d: %s", shown, config_error_line(cfg),
+                             config_error_text(cfg) ? config_error_text(cfg) : "syntax error");
+        config_destroy(cfg);
+        return rc;
+    }
+    *refused = false;
+    return 0;
+}
+
+void drx_cfgfile_fini(struct drx_cfgfile *f)
+{
+    if (!f || !f->text)
+        return;
+    config_destroy(&f->cfg);
+    free(f->text);
+    memset(f, 0, sizeof *f);
+}

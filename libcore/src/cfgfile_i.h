@@ -1,0 +1,60 @@
+/* Private to libcore: reading a libconfig file (.xmd, .nafs, store.conf,
+ * a --config file) so that the file cannot make the reader open another.
+ *
+ * libconfig 1.5 follows `@include "PATH"` wherever it parses, and has no
+ * hook to stop it (config_set_include_func came in 1.7); config_read() on a
+ * FILE* also blocks on a FIFO.  So every libconfig file drx reads comes
+ * through drx_cfgfile_read(): one open that never blocks, a regular file
+ * of bounded size read whole, @include lines refused, then
+ * config_read_string().  Nothing else in libcore calls config_read*(). */
+#ifndef DRX_CFGFILE_I_H
+#define DRX_CFGFILE_I_H
+
+#include <libconfig.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "drx/err.h"
+
+/* drx_cfgfile_read() flags. */
+enum {
+    /* The user's own configuration file (--config, -o config=): a symlink
+     * is followed (they named it), and messages call it a configuration
+     * file.  Without it: a store file, whose last component is never
+     * followed. */
+    DRX_CFGFILE_USER = 1,
+};
+
+/* A file read and parsed: release with drx_cfgfile_fini(). */
+struct drx_cfgfile {
+    config_t cfg;
+    char *text; /* the file's bytes, NUL-terminated */
+    size_t len;
+    struct stat st; /* of the file that was read */
+};
+
+/* Opens name (relative to dirfd, or a path with AT_FDCWD) with O_RDONLY,
+ * O_NONBLOCK and O_CLOEXEC (and O_NOFOLLOW for store files), refuses
+ * anything but a regular file of at most max bytes, reads it, refuses NUL
+ * bytes and @include lines, and parses it.  shown names the file in
+ * messages.  Returns 0 with *out filled, or -errno with one line in err:
+ * the open's errno (-ENOENT, -EACCES, ...; -ELOOP for a store file that is
+ * a symlink), -EIO when it is not a regular file, -EFBIG when it is larger
+ * than max, -EINVAL with "FILE:LINE: reason" for its content.  *refused
+ * (when non-NULL) is set when the failure is the file's fault (its kind,
+ * size or content) rather than the system's. */
+int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
+                     struct drx_cfgfile *out, bool *refused, struct drx_err *err);
+
+/* The checks and parse of drx_cfgfile_read() on text already in memory
+ * (text[len] must be '\0'): NUL bytes and @include lines refused, then
+ * config_read_string() into cfg (config_destroy() it after a success).
+ * 0, or -EINVAL with "SHOWN[:LINE]: reason" in err (and *refused set). */
+int drx_cfgfile_parse(const char *text, size_t len, const char *shown, unsigned flags,
+                      config_t *cfg, bool *refused, struct drx_err *err);
+
+/* Releases what drx_cfgfile_read() filled; safe on a zeroed struct. */
+void drx_cfgfile_fini(struct drx_cfgfile *f);
+
+#endif

@@ -1,0 +1,134 @@
+/* Atomic replacement of store files: temporary, fsync, rename, fsync. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "drx/io.h"
+#include "replace_i.h"
+
+int drx_replace_take_owner(int fd, const struct stat *like)
+{
+    mode_t mode = like->st_mode & 07777;
+    struct stat now;
+
+    if (like->st_uid != geteuid() || like->st_gid != getegid())
+        if (fchown(fd, like->st_uid, like->st_gid) < 0 && like->st_gid != getegid())
+            (void)!fchown(fd, (uid_t)-1, like->st_gid);
+    /* What we could not keep, we do not claim: unknown counts as lost. */
+    if (fstat(fd, &now) < 0)
+        now.st_uid = now.st_gid = (uid_t)-1;
+    if (now.st_gid != like->st_gid)
+        mode = (mode & ~(mode_t)0070) | ((mode & 07) << 3);
+    if (now.st_uid != like->st_uid)
+        mode &= ~(mode_t)(S_ISUID | S_ISGID);
+    if (now.st_gid != like->st_gid)
+        mode &= ~(mode_t)S_ISGID;
+    /* After the fchown, which may itself clear the set-ID bits. */
+    return fchmod(fd, mode) < 0 ? -errno : 0;
+}
+
+/* `.BASE.XXXXXX` in dfd, created exclusively: the fd, or -errno.  The six
+ * characters are [A-Za-z0-9], as mkstemp's, which is what
+ * drx_store_name_is_temp() recognises. */
+static int create_temp(int dfd, const char *base, char *tmp, size_t len)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    int fd = -EEXIST;
+
+    for (unsigned attempt = 0; attempt < 16 && fd == -EEXIST; attempt++) {
+        uint64_t v;
+        char x[7];
+        if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            v = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (attempt * 0x9e3779b97f4a7c15u);
+        }
+        for (int i = 0; i < 6; i++, v /= sizeof abc - 1)
+            x[i] = abc[v % (sizeof abc - 1)];
+        x[6] = '\0';
+        if ((size_t)snprintf(tmp, len, ".%s.%s", base, x) >= len)
+            return -ENAMETOOLONG;
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+            fd = -errno;
+    }
+    return fd;
+}
+
+/* Renames tmp to base in dfd; with noreplace, never over an existing file. */
+static int put_in_place(int dfd, const char *tmp, const char *base, bool noreplace)
+{
+    if (!noreplace)
+        return renameat(dfd, tmp, dfd, base) < 0 ? -errno : 0;
+    if (renameat2(dfd, tmp, dfd, base, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -errno;
+    /* A filesystem without RENAME_NOREPLACE: link() refuses to replace as
+     * well, and the temporary name goes after it. */
+    if (linkat(dfd, tmp, dfd, base, 0) < 0)
+        return -errno;
+    unlinkat(dfd, tmp, 0);
+    return 0;
+}
+
+int drx_replace_write(const char *path, const void *data, size_t len, const struct stat *like,
+                      mode_t mode, unsigned flags, struct stat *st)
+{
+    char dir[PATH_MAX], tmp[NAME_MAX + 1];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    bool sync = !(flags & DRX_REPLACE_NOSYNC);
+    int dfd, fd = -1, rc;
+
+    if (!*base)
+        return -EISDIR;
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) >= sizeof dir)
+        return -ENAMETOOLONG;
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    /* One directory descriptor for the temporary, the rename and the sync:
+     * all three happen in the same directory whatever its path does. */
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    tmp[0] = '\0';
+    fd = create_temp(dfd, base, tmp, sizeof tmp);
+    if (fd < 0) {
+        rc = fd;
+        tmp[0] = '\0';
+        goto out;
+    }
+    rc = like ? drx_replace_take_owner(fd, like) : (fchmod(fd, mode & 07777) < 0 ? -errno : 0);
+    if (rc == 0)
+        rc = drx_io_write_all(fd, data, len);
+    if (rc == 0 && sync && fsync(fd) < 0)
+        rc = -errno;
+    if (rc == 0 && st && fstat(fd, st) < 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = put_in_place(dfd, tmp, base, flags & DRX_REPLACE_NOREPLACE);
+    if (rc < 0)
+        goto out;
+    tmp[0] = '\0';
+    if (sync && fsync(dfd) < 0)
+        rc = -errno;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (tmp[0])
+        unlinkat(dfd, tmp, 0);
+    close(dfd);
+    return rc;
+}

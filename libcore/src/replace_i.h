@@ -1,0 +1,44 @@
+/* Private to libcore: atomic replacement of a store file (.xmd, .nafs,
+ * .drx/store.conf), the one "write a temporary, fsync, rename over" that
+ * every writer of store metadata uses, so that temporary names, syncs and
+ * the owner and mode of the new file follow one rule. */
+#ifndef DRX_REPLACE_I_H
+#define DRX_REPLACE_I_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+
+/* drx_replace_write() flags. */
+enum {
+    /* Fail with -EEXIST instead of replacing an existing file. */
+    DRX_REPLACE_NOREPLACE = 1,
+    /* Neither the file nor its directory is fsynced (a striped file's size
+     * between syncs: only fsync promises durability there). */
+    DRX_REPLACE_NOSYNC = 2,
+};
+
+/* Makes path hold exactly data[0..len): writes `.NAME.XXXXXX` beside it (X
+ * from [A-Za-z0-9]: a name drxfs hides and drx fsck reports as a leftover,
+ * drx_store_name_is_temp), fsyncs it, gives it its owner and mode, renames
+ * it over path and fsyncs the directory.  Readers see the old file or the
+ * new one, never a mix, and a crash leaves at worst the temporary.
+ *
+ * like: the file the new one stands in for; it keeps like's owner, group
+ * and mode as far as the caller may (drx_replace_take_owner).  NULL: the
+ * caller owns it, with exactly mode & 07777 whatever the umask.
+ * *st (may be NULL) gets the new file's identity.  Returns 0, or -errno
+ * with path untouched and no temporary left. */
+int drx_replace_write(const char *path, const void *data, size_t len, const struct stat *like,
+                      mode_t mode, unsigned flags, struct stat *st);
+
+/* Gives the open file fd the owner, group and mode of like, as far as the
+ * caller may.  Root keeps all three.  Anyone else becomes the owner (the
+ * new file is theirs), keeps the group when they are in it, and where the
+ * group could not be kept it gets only what others get (the old group's
+ * rights must not go to the caller's group).  Set-user-ID is kept only with
+ * the owner and set-group-ID only with owner and group: a daemon that
+ * cannot chown must not leave a set-ID file of its own user behind.
+ * 0 or -errno (of the fchmod). */
+int drx_replace_take_owner(int fd, const struct stat *like);
+
+#endif
