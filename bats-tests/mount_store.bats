@@ -617,6 +617,45 @@ guard_fifo() {
     assert_output --partial "@include is not allowed"
 }
 
+@test "chmod, chown and touch never follow a symlink swapped in for a store file" {
+    # A user who can write the store replaces an array's .xta (or a striped
+    # file's metafile) by a symlink to root's file while a file is open or
+    # between lookup and change: the change must not reach root's file.
+    "$DRX" create "$S/sw" --type u8 --shape 8 --chunk 4
+    mkstemp_out=$(mktemp "$BATS_TEST_TMPDIR/victim.XXXXXX")
+    chmod 0600 "$mkstemp_out"
+    touch -d 2001-01-01 "$mkstemp_out"
+    echo data >"$M/swf"
+    "$PY" - "$M/sw/data" "$S/sw.xta" "$M/swf" "$S/swf.nafs" "$mkstemp_out" <<'PY'
+import os, sys
+data, xta, sf, meta, victim = sys.argv[1:]
+fd = os.open(data, os.O_RDWR)
+sfd = os.open(sf, os.O_RDWR)
+os.unlink(xta)
+os.symlink(victim, xta)
+os.unlink(meta)
+os.symlink(victim, meta)
+for f in (fd, sfd):
+    for call in (lambda: os.fchmod(f, 0o666), lambda: os.fchown(f, 65534, 65534),
+                 lambda: os.utime(f, None)):
+        try:
+            call()
+        except OSError:
+            pass
+for p in (data, sf):
+    for call in (lambda: os.chmod(p, 0o666), lambda: os.chown(p, 65534, 65534),
+                 lambda: os.utime(p, None)):
+        try:
+            call()
+        except OSError:
+            pass
+os.close(fd)
+os.close(sfd)
+PY
+    run stat -c '%a %u %Y' "$mkstemp_out"
+    assert_output "600 0 $(date -d 2001-01-01 +%s)"
+}
+
 @test "a daemon killed under its mount is cleaned up by unmount_store" {
     local m="$BATS_TEST_TMPDIR/m_killed"
     mount_store "$S" "$m"

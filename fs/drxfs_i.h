@@ -116,6 +116,11 @@ bool drxfs_name_reserved(const char *name, bool at_root);
 /* openat(root, rel) that never follows a symlink on the way nor leaves the
  * store (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS).  fd or -errno. */
 int drxfs_open_beneath(const char *rel, int flags, mode_t mode);
+/* chmod, chown, utimensat of a store entry through an O_PATH descriptor
+ * opened beneath the store: no symlink followed anywhere.  0 or -errno. */
+int drxfs_chmod_beneath(const char *rel, mode_t mode);
+int drxfs_chown_beneath(const char *rel, uid_t uid, gid_t gid);
+int drxfs_utimens_beneath(const char *rel, const struct timespec tv[2]);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -82,6 +83,72 @@ static bool parent_setgid(const char *rel)
         strcpy(dir, ".");
     }
     return fstatat(drxfs.root_fd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_ISGID);
+}
+
+/* Attribute changes of a store entry by its store-relative name, never
+ * through a symlink on the way or at the end: the entry is opened O_PATH
+ * beneath the store first (a user who can write the store could otherwise
+ * swap NAME.xta for a link to a root file between our lookup and a chmod),
+ * and changed through that descriptor.  Symlinks themselves have no mode;
+ * their owner and times change as lchown/lutimes would. */
+static int path_fd(const char *rel, struct stat *st)
+{
+    int fd = drxfs_open_beneath(rel, O_PATH | O_NOFOLLOW, 0);
+    if (fd >= 0 && fstat(fd, st) < 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    return fd;
+}
+
+int drxfs_chmod_beneath(const char *rel, mode_t mode)
+{
+    char self[64];
+    struct stat st;
+    int fd = path_fd(rel, &st), rc;
+
+    if (fd < 0)
+        return fd;
+    if (S_ISLNK(st.st_mode)) {
+        close(fd);
+        return -EOPNOTSUPP;
+    }
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    rc = chmod(self, mode & 07777) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int drxfs_chown_beneath(const char *rel, uid_t uid, gid_t gid)
+{
+    struct stat st;
+    int fd = path_fd(rel, &st), rc;
+
+    if (fd < 0)
+        return fd;
+    rc = fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int drxfs_utimens_beneath(const char *rel, const struct timespec tv[2])
+{
+    char self[64];
+    struct stat st;
+    int fd = path_fd(rel, &st), rc;
+
+    if (fd < 0)
+        return fd;
+    if (S_ISLNK(st.st_mode)) {
+        /* the magic link of a symlink's O_PATH descriptor would be followed */
+        close(fd);
+        return -EOPNOTSUPP;
+    }
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    rc = utimensat(AT_FDCWD, self, tv, 0) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
 }
 
 void drxfs_chown_new(const char *rel)

@@ -108,17 +108,16 @@ int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
     if (fh && drxfs_is_array_kind(fh->kind)) {
         if ((rc = array_fh_files(fh, xmd, xta)) < 0)
             return rc;
-        if (fchmodat(drxfs.root_fd, xta, mode & 07777, 0) < 0 ||
-            fchmodat(drxfs.root_fd, xmd, mode & 07777, 0) < 0)
-            return -errno;
-        return 0;
+        if ((rc = drxfs_chmod_beneath(xta, mode)) < 0)
+            return rc;
+        return drxfs_chmod_beneath(xmd, mode);
     }
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     switch (n->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
-        rc = fchmodat(drxfs.root_fd, n->rel, mode & 07777, 0) < 0 ? -errno : 0;
+        rc = drxfs_chmod_beneath(n->rel, mode);
         break;
     case DRXFS_LINK:
         rc = -EOPNOTSUPP;
@@ -129,9 +128,8 @@ int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
     default:
         if ((rc = array_files(n, xmd, xta)) < 0)
             break;
-        if (fchmodat(drxfs.root_fd, xta, mode & 07777, 0) < 0 ||
-            fchmodat(drxfs.root_fd, xmd, mode & 07777, 0) < 0)
-            rc = -errno;
+        if ((rc = drxfs_chmod_beneath(xta, mode)) == 0)
+            rc = drxfs_chmod_beneath(xmd, mode);
         break;
     }
     free(n);
@@ -154,10 +152,9 @@ int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info
     if (fh && drxfs_is_array_kind(fh->kind)) {
         if ((rc = array_fh_files(fh, xmd, xta)) < 0)
             return rc;
-        if (fchownat(drxfs.root_fd, xta, uid, gid, 0) < 0 ||
-            fchownat(drxfs.root_fd, xmd, uid, gid, 0) < 0)
-            return -errno;
-        return 0;
+        if ((rc = drxfs_chown_beneath(xta, uid, gid)) < 0)
+            return rc;
+        return drxfs_chown_beneath(xmd, uid, gid);
     }
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
@@ -165,7 +162,7 @@ int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info
     case DRXFS_DIR:
     case DRXFS_PLAIN:
     case DRXFS_LINK:
-        rc = fchownat(drxfs.root_fd, n->rel, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+        rc = drxfs_chown_beneath(n->rel, uid, gid);
         break;
     case DRXFS_STRIPED:
         rc = drxfs_striped_chown(n, NULL, uid, gid);
@@ -173,9 +170,8 @@ int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info
     default:
         if ((rc = array_files(n, xmd, xta)) < 0)
             break;
-        if (fchownat(drxfs.root_fd, xta, uid, gid, 0) < 0 ||
-            fchownat(drxfs.root_fd, xmd, uid, gid, 0) < 0)
-            rc = -errno;
+        if ((rc = drxfs_chown_beneath(xta, uid, gid)) == 0)
+            rc = drxfs_chown_beneath(xmd, uid, gid);
         break;
     }
     free(n);
@@ -199,8 +195,7 @@ int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_
         if ((rc = drxfs_rel_suffix(xmd, drxfs_array_fh_rel(fh), DRXFS_XMD)) < 0 ||
             (rc = drxfs_rel_suffix(xta, drxfs_array_fh_rel(fh), DRXFS_XTA)) < 0)
             return rc;
-        rc = utimensat(drxfs.root_fd, fh->kind == DRXFS_AINFO ? xmd : xta, tv, 0);
-        return rc < 0 ? -errno : 0;
+        return drxfs_utimens_beneath(fh->kind == DRXFS_AINFO ? xmd : xta, tv);
     }
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
@@ -208,7 +203,10 @@ int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_
     case DRXFS_DIR:
     case DRXFS_PLAIN:
     case DRXFS_LINK:
-        rc = utimensat(drxfs.root_fd, n->rel, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+        rc = n->kind == DRXFS_LINK ? (utimensat(drxfs.root_fd, n->rel, tv, AT_SYMLINK_NOFOLLOW) < 0
+                                          ? -errno
+                                          : 0)
+                                   : drxfs_utimens_beneath(n->rel, tv);
         break;
     case DRXFS_STRIPED:
         rc = drxfs_striped_utimens(n, NULL, tv);
@@ -218,9 +216,9 @@ int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_
         if ((rc = drxfs_rel_suffix(xmd, n->rel, DRXFS_XMD)) < 0 ||
             (rc = drxfs_rel_suffix(xta, n->rel, DRXFS_XTA)) < 0)
             break;
-        rc = utimensat(drxfs.root_fd,
-                       (n->kind == DRXFS_ADATA || n->kind == DRXFS_ANPY || n->kind == DRXFS_ANC) ? xta : xmd, tv, 0);
-        rc = rc < 0 ? -errno : 0;
+        rc = drxfs_utimens_beneath(
+            (n->kind == DRXFS_ADATA || n->kind == DRXFS_ANPY || n->kind == DRXFS_ANC) ? xta : xmd,
+            tv);
         break;
     }
     free(n);

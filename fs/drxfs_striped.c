@@ -510,7 +510,7 @@ int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t 
     int rc = meta_rel(n, fh, meta);
     if (rc < 0)
         return rc;
-    return fchmodat(drxfs.root_fd, meta, mode & 07777, 0) < 0 ? -errno : 0;
+    return drxfs_chmod_beneath(meta, mode);
 }
 
 int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
@@ -519,7 +519,7 @@ int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t u
     int rc = meta_rel(n, fh, meta);
     if (rc < 0)
         return rc;
-    return fchownat(drxfs.root_fd, meta, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+    return drxfs_chown_beneath(meta, uid, gid);
 }
 
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
@@ -544,7 +544,7 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
         __atomic_store_n(&e->dirty, false, __ATOMIC_RELAXED);
         sfile_put(e);
     }
-    return utimensat(drxfs.root_fd, meta, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+    return drxfs_utimens_beneath(meta, tv);
 }
 
 int drxfs_striped_unlink(const struct drxfs_node *n)
