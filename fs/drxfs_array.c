@@ -392,65 +392,13 @@ static void arr_closed(struct drxfs_arr *e)
     }
 }
 
-/* ---- .npy header ---- */
-
-static int append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+/* The .npy header of a view, malloc'ed (libcore formats it). */
+static char *npy_header(const struct drx_view *v, size_t *len)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= cap - *len)
-        return -ENAMETOOLONG;
-    *len += (size_t)n;
-    return 0;
-}
-
-char *drxfs_npy_header(const struct drx_view *v, size_t *out_len)
-{
-    /* NumPy 1.24's _write_array_header: the dict repr with sorted keys,
-     * spare spaces for the growth axis (GROWTH_AXIS_MAX_DIGITS = 21), then
-     * padding with spaces and a newline to a multiple of 64 bytes.  Matching
-     * it byte for byte lets np.save() of a same-shaped array write through
-     * the header. */
-    char dict[1024];
-    size_t len = 0;
-    char num[32];
-
-    if (append(dict, sizeof(dict), &len, "{'descr': '%s', 'fortran_order': %s, 'shape': (",
-               drx_type_npy_descr(v->type, v->rep),
-               v->order == DRX_ORDER_F ? "True" : "False") < 0)
+    char *h;
+    if (drx_npy_header(v, NULL, len) < 0 || !(h = malloc(*len)))
         return NULL;
-    for (int d = 0; d < v->rank; d++)
-        if (append(dict, sizeof(dict), &len, d + 1 < v->rank ? "%" PRIu64 ", " : "%" PRIu64,
-                   v->count[d]) < 0)
-            return NULL;
-    if (append(dict, sizeof(dict), &len, "%s), }", v->rank == 1 ? "," : "") < 0)
-        return NULL;
-    if (v->rank > 0) {
-        int growth = v->order == DRX_ORDER_F ? v->rank - 1 : 0;
-        int digits = snprintf(num, sizeof(num), "%" PRIu64, v->count[growth]);
-        for (int i = digits; i < 21; i++)
-            if (append(dict, sizeof(dict), &len, " ") < 0)
-                return NULL;
-    }
-    size_t hlen = len + 1;
-    size_t pad = 64 - ((10 + hlen) % 64);
-    size_t total = 10 + hlen + pad;
-    if (hlen + pad > 65535)
-        return NULL;
-    char *h = malloc(total);
-    if (!h)
-        return NULL;
-    memcpy(h, "\x93NUMPY\x01\x00", 8);
-    h[8] = (char)((hlen + pad) & 0xff);
-    h[9] = (char)((hlen + pad) >> 8);
-    memcpy(h + 10, dict, len);
-    memset(h + 10 + len, ' ', pad);
-    h[total - 1] = '\n';
-    *out_len = total;
+    drx_npy_header(v, h, len);
     return h;
 }
 
@@ -538,12 +486,10 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
             size += hlen + pad;
         } else if (n->kind == DRXFS_ANPY) {
             size_t hlen;
-            char *h = drxfs_npy_header(&v, &hlen);
-            if (!h) {
+            if (drx_npy_header(&v, NULL, &hlen) < 0) {
                 rc = -EIO;
                 goto out;
             }
-            free(h);
             size += hlen;
         }
         if (fstat(drx_array_xta_fd(e->a), &xta) == 0) {
@@ -707,7 +653,7 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
     pthread_rwlock_rdlock(&e->lock);
     rc = resolve_view(e, n, &fh->view);
     if (rc == 0 && n->kind == DRXFS_ANPY) {
-        fh->text = drxfs_npy_header(&fh->view, &fh->text_len);
+        fh->text = npy_header(&fh->view, &fh->text_len);
     } else if (rc == 0 && n->kind == DRXFS_AINFO) {
         fh->text = drx_array_info_json(drx_array_meta(e->a), &fh->view);
     } else if (rc == 0 && n->kind == DRXFS_ANC) {

@@ -214,9 +214,6 @@ void drxfs_array_release(struct drxfs_fh *fh);
 void drxfs_array_split_stop(void);
 /* True when the array or view n has a data.nc (not complex, not empty). */
 bool drxfs_array_has_nc(const struct drxfs_node *n);
-/* The .npy v1.0 header of a view, byte for byte as NumPy writes it;
- * malloc'ed, length in *len. */
-char *drxfs_npy_header(const struct drx_view *v, size_t *len);
 
 /* drxfs_striped.c: striped files (NAME.nafs), statfs, user.drx.stripe.
  * One drx_stripe handle per file, shared by its opens (stripe.h asks for

@@ -119,6 +119,23 @@ int main(void)
           "_dx:drx_origin = 0LL ; _dx:drx_step = 1LL ; }\n",
           "cdf5");
 
+    /* .npy: the size without formatting is the size formatted, and the
+     * header is NumPy's (a multiple of 64, version 1.0, the dict) */
+    {
+        struct drx_view nv = {.rank = 3, .type = DRX_F64, .order = DRX_ORDER_F,
+                              .rep = DRX_REP_EXTERNAL32, .elem_size = 8,
+                              .count = {7, 123456789, 1}};
+        char h[256];
+        size_t n1 = 0, n2 = 0;
+        drx_npy_header(&nv, NULL, &n1);
+        tap_ok(n1 <= sizeof h && drx_npy_header(&nv, h, &n2) == 0 && n1 == n2 && n1 % 64 == 0 &&
+                   memcmp(h, "\x93NUMPY\x01\x00", 8) == 0 && h[n1 - 1] == '\n' &&
+                   (size_t)(unsigned char)h[8] + 256 * (unsigned char)h[9] == n1 - 10 &&
+                   strstr(h + 10, "{'descr': '>f8', 'fortran_order': True, 'shape': (7, "
+                                  "123456789, 1), }"),
+               "the .npy header: counted size, magic, length, dict (%zu bytes)", n1);
+    }
+
     snprintf(path, sizeof path, "%s/cx", dir);
     drx_array_create(path, &spec, &a, &err);
     drx_view_whole(drx_array_meta(a), &v);

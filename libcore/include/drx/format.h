@@ -1,5 +1,5 @@
-/* Byte formats of a view's files beyond raw `data`: the netCDF classic
- * header of `data.nc` (SPEC section 4).
+/* Byte formats of a view's files beyond raw `data`: the NumPy header of
+ * `data.npy` and the netCDF classic header of `data.nc` (SPEC section 4).
  *
  * A format is a header followed by the view's elements in the format's
  * representation and a few bytes of padding; the header is computed from
@@ -13,6 +13,14 @@
 
 #include "drx/array.h"
 #include "drx/view.h"
+
+/* NumPy .npy v1.0: descr, fortran_order, shape, byte for byte as NumPy
+ * 1.24 writes it (padded to 64 bytes), so np.save() of a same-shaped array
+ * writes through it.  Writes the header to buf when buf is not NULL (buf
+ * holds *len bytes from an earlier call with buf NULL) and sets *len
+ * either way.  -EFBIG when the header would pass 64 KiB (rank 16 of huge
+ * extents cannot). */
+int drx_npy_header(const struct drx_view *v, char *buf, size_t *len);
 
 /* netCDF classic, one variable.  Its name is `name` with every character
  * outside netCDF's rules ([A-Za-z0-9_.@+-], not starting with a digit or
