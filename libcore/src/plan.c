@@ -33,7 +33,7 @@ struct drx_plan {
     bool sparse[DRX_MAX_RANK];                   /* step >= chunk: one hit per view index */
     int ord[DRX_MAX_RANK];                       /* view's dimensions, slowest first */
     int run_dim;
-    uint64_t vstride[DRX_MAX_RANK], cstride[DRX_MAX_RANK];
+    uint64_t vstride[DRX_MAX_RANK];
     struct seg *seg;
     size_t nseg;
     uint64_t total;
@@ -41,40 +41,6 @@ struct drx_plan {
     size_t cs;
     uint64_t dig[DRX_MAX_RANK], K[DRX_MAX_RANK];
 };
-
-static void view_range(const uint64_t *chunk, const struct drx_view *v, int d, uint64_t K,
-                       uint64_t *wlo, uint64_t *whi)
-{
-    uint64_t c = chunk[d], o = v->origin[d], s = v->step[d], n = v->count[d];
-    uint64_t a0 = K * c, a1 = a0 + c; /* array coordinates [a0, a1) */
-    uint64_t w0 = a0 > o ? (a0 - o + s - 1) / s : 0;
-    uint64_t w1 = a1 > o ? (a1 - o + s - 1) / s : 0;
-
-    *wlo = w0 < n ? w0 : n;
-    *whi = w1 < n ? w1 : n;
-}
-
-void drx_plan_view_range(const struct drx_array_meta *m, const struct drx_view *v, int d,
-                         uint64_t K, uint64_t *wlo, uint64_t *whi)
-{
-    view_range(m->chunk, v, d, K, wlo, whi);
-}
-
-static uint64_t chunk_offset(const uint64_t *chunk, const struct drx_view *v, const uint64_t *K,
-                             const uint64_t *w)
-{
-    uint64_t off = 0;
-    /* row-major inside the chunk, by Horner's rule: no strides to keep */
-    for (int d = 0; d < v->rank; d++)
-        off = off * chunk[d] + (v->origin[d] + w[d] * v->step[d] - K[d] * chunk[d]);
-    return off;
-}
-
-uint64_t drx_plan_chunk_offset(const struct drx_array_meta *m, const struct drx_view *v,
-                               const uint64_t *K, const uint64_t *w)
-{
-    return chunk_offset(m->chunk, v, K, w);
-}
 
 /* The first view index along d at or after chunk coordinate x. */
 static uint64_t first_w(const struct drx_plan *p, int d, uint64_t x)
@@ -194,11 +160,6 @@ static void view_geometry(struct drx_plan *p)
         p->vstride[p->ord[i]] = s;
         s *= v->count[p->ord[i]];
     }
-    s = 1;
-    for (int d = p->rank - 1; d >= 0; d--) {
-        p->cstride[d] = s;
-        s *= p->chunk[d];
-    }
     /* runs along the fastest dimension with more than one element */
     p->run_dim = p->ord[p->rank - 1];
     for (int i = p->rank - 1; i >= 0; i--)
@@ -300,7 +261,7 @@ int drx_plan_next(struct drx_plan *p, struct drx_plan_chunk *c)
         uint64_t a0 = p->K[d] * p->chunk[d], a1 = a0 + p->chunk[d];
         c->idx[d] = p->K[d];
         c->q += p->K[d] * s->coef[d];
-        view_range(p->chunk, &p->v, d, p->K[d], &c->vlo[d], &c->vhi[d]);
+        drx_plan_view_range(p->chunk, &p->v, d, p->K[d], &c->vlo[d], &c->vhi[d]);
         c->nelem *= c->vhi[d] - c->vlo[d];
         if (a1 > p->bounds[d]) {
             a1 = p->bounds[d];
@@ -337,14 +298,14 @@ int drx_plan_runs(const struct drx_plan *p, const struct drx_plan_chunk *c,
     struct drx_plan_run r;
 
     r.count = c->vhi[g] - c->vlo[g];
-    r.stride = p->v.step[g] * p->cstride[g];
+    r.stride = drx_plan_chunk_stride(p->chunk, &p->v, g);
     memcpy(w, c->vlo, sizeof(uint64_t) * (size_t)k);
     for (;;) {
         int rc, i;
         r.view_off = 0;
         for (int d = 0; d < k; d++)
             r.view_off += w[d] * p->vstride[d];
-        r.chunk_off = chunk_offset(p->chunk, &p->v, c->idx, w);
+        r.chunk_off = drx_plan_chunk_offset(p->chunk, &p->v, c->idx, w);
         if ((rc = fn(&r, arg)))
             return rc;
         /* odometer over the other dimensions, the view's fastest first,

@@ -74,15 +74,41 @@ int drx_plan_runs(const struct drx_plan *p, const struct drx_plan_chunk *c,
                   int (*fn)(const struct drx_plan_run *r, void *arg), void *arg);
 
 /* Helpers shared with the copy engine of view.c, which walks boxes of a
- * byte range rather than whole chunks. */
+ * byte range rather than whole chunks (inline: they sit under every row
+ * the engine copies).  chunk is the array's chunk shape (meta->chunk). */
 
 /* View indices along dimension d whose elements lie in chunk coordinate K:
  * [*wlo, *whi), empty (wlo == whi) when there are none. */
-void drx_plan_view_range(const struct drx_array_meta *m, const struct drx_view *v, int d,
-                         uint64_t K, uint64_t *wlo, uint64_t *whi);
+static inline void drx_plan_view_range(const uint64_t *chunk, const struct drx_view *v, int d,
+                                       uint64_t K, uint64_t *wlo, uint64_t *whi)
+{
+    uint64_t c = chunk[d], o = v->origin[d], s = v->step[d], n = v->count[d];
+    uint64_t a0 = K * c, a1 = a0 + c; /* array coordinates [a0, a1) */
+    uint64_t w0 = a0 > o ? (a0 - o + s - 1) / s : 0;
+    uint64_t w1 = a1 > o ? (a1 - o + s - 1) / s : 0;
 
-/* Element offset, inside chunk K, of view element w (which lies in it). */
-uint64_t drx_plan_chunk_offset(const struct drx_array_meta *m, const struct drx_view *v,
-                               const uint64_t *K, const uint64_t *w);
+    *wlo = w0 < n ? w0 : n;
+    *whi = w1 < n ? w1 : n;
+}
+
+/* Chunk elements between consecutive view elements along dimension d. */
+static inline uint64_t drx_plan_chunk_stride(const uint64_t *chunk, const struct drx_view *v, int d)
+{
+    uint64_t s = v->step[d];
+    for (int j = d + 1; j < v->rank; j++)
+        s *= chunk[j];
+    return s;
+}
+
+/* Element offset, inside chunk K, of view element w (which lies in it):
+ * row-major, by Horner's rule. */
+static inline uint64_t drx_plan_chunk_offset(const uint64_t *chunk, const struct drx_view *v,
+                                             const uint64_t *K, const uint64_t *w)
+{
+    uint64_t off = 0;
+    for (int d = 0; d < v->rank; d++)
+        off = off * chunk[d] + (v->origin[d] + w[d] * v->step[d] - K[d] * chunk[d]);
+    return off;
+}
 
 #endif
