@@ -70,67 +70,66 @@ static uint64_t hit_nth(const struct drx_plan *p, int d, uint64_t a, uint64_t j)
     return (a > p->K0[d] ? a : p->K0[d]) + j;
 }
 
+/* A growth record and the dimension whose vector holds it. */
+struct rec_dim {
+    const struct drx_axial_rec *r;
+    int dim;
+};
+
 static int cmp_rec(const void *x, const void *y)
 {
-    const struct drx_axial_rec *a = *(const struct drx_axial_rec *const *)x,
-                               *b = *(const struct drx_axial_rec *const *)y;
-    return (a->addr > b->addr) - (a->addr < b->addr);
+    const struct rec_dim *a = x, *b = y;
+    return (a->r->addr > b->r->addr) - (a->r->addr < b->r->addr);
 }
 
-/* The segments of m's map in address order, from the records of every
- * axial vector (placeholders excluded).  A record's coefficients give its
- * box: for j other than the grown dimension l, coef[j] times the extent of
- * j is the coefficient of the next slower dimension (coef[l] for the
- * slowest), and the extent along l follows from the segment's size. */
+/* The segment of record r of dimension l holding `size` chunks.  Its
+ * coefficients give its box: for j other than l, coef[j] times the extent
+ * of j is the coefficient of the next slower dimension (coef[l] for the
+ * slowest), and the extent along l follows from the size. */
+static void seg_init(struct seg *s, const struct drx_axial_rec *r, int l, uint64_t size, int rank)
+{
+    uint64_t slower = r->coef[l];
+    int k = 0;
+
+    s->order[k++] = l;
+    for (int j = 0; j < rank; j++) {
+        s->coef[j] = r->coef[j];
+        if (j == l)
+            continue;
+        s->order[k++] = j;
+        s->lo[j] = 0;
+        s->hi[j] = slower / s->coef[j];
+        slower = s->coef[j];
+    }
+    s->lo[l] = r->start;
+    s->hi[l] = r->start + size / s->coef[l];
+    s->base = (uint64_t)r->addr - r->start * s->coef[l];
+}
+
+/* The segments of m's map in address order, one per record of every axial
+ * vector (placeholders excluded). */
 static int build_segments(struct drx_plan *p, const struct drx_map *map)
 {
-    const struct drx_axial_rec **rec;
-    int *dim;
     size_t n = 0, total = drx_map_records(map);
-    int rc = 0;
+    struct rec_dim *rec = malloc((total ? total : 1) * sizeof *rec);
 
-    rec = malloc((total ? total : 1) * sizeof *rec);
-    dim = malloc((total ? total : 1) * sizeof *dim);
     p->seg = calloc(total ? total : 1, sizeof *p->seg);
-    if (!rec || !dim || !p->seg) {
-        rc = -ENOMEM;
-        goto out;
+    if (!rec || !p->seg) {
+        free(rec);
+        return -ENOMEM;
     }
     for (int j = 0; j < map->rank; j++)
         for (size_t i = 0; i < map->vec[j].n; i++)
             if (map->vec[j].rec[i].addr >= 0)
-                rec[n++] = &map->vec[j].rec[i];
+                rec[n++] = (struct rec_dim){&map->vec[j].rec[i], j};
     qsort(rec, n, sizeof *rec, cmp_rec);
-    /* the grown dimension of each record, found back from its vector */
-    for (size_t t = 0; t < n; t++)
-        for (int j = 0; j < map->rank; j++)
-            if (rec[t] >= map->vec[j].rec && rec[t] < map->vec[j].rec + map->vec[j].n)
-                dim[t] = j;
     for (size_t t = 0; t < n; t++) {
-        struct seg *s = &p->seg[t];
-        int l = dim[t], k = 0;
-        uint64_t end = t + 1 < n ? (uint64_t)rec[t + 1]->addr : map->nchunks;
-        uint64_t size = end - (uint64_t)rec[t]->addr, slower = rec[t]->coef[l];
-
-        s->order[k++] = l;
-        for (int j = 0; j < map->rank; j++) {
-            s->coef[j] = rec[t]->coef[j];
-            if (j == l)
-                continue;
-            s->order[k++] = j;
-            s->lo[j] = 0;
-            s->hi[j] = slower / s->coef[j];
-            slower = s->coef[j];
-        }
-        s->lo[l] = rec[t]->start;
-        s->hi[l] = rec[t]->start + size / s->coef[l];
-        s->base = (uint64_t)rec[t]->addr - rec[t]->start * s->coef[l];
+        uint64_t end = t + 1 < n ? (uint64_t)rec[t + 1].r->addr : map->nchunks;
+        seg_init(&p->seg[t], rec[t].r, rec[t].dim, end - (uint64_t)rec[t].r->addr, map->rank);
     }
     p->nseg = n;
-out:
     free(rec);
-    free(dim);
-    return rc;
+    return 0;
 }
 
 /* Counts of the view's chunks in each segment and where each starts. */
