@@ -53,18 +53,20 @@ int load_share_init(struct load_ctx *c, const struct drx_array_meta *m, const st
                     struct load_share *s)
 {
     struct drx_err err = {{0}};
-    uint64_t n = 0, start = 0;
+    uint64_t n = 0;
     int rc;
 
     memset(s, 0, sizeof(*s));
-    rc = load_plan_count(m, v, &n);
+    /* Every rank counts the view's chunks (a product per F* segment) and
+     * seeks to its own first one: nobody lists the others' chunks. */
+    rc = drx_plan_create(m, v, &s->plan);
     if (rc == 0) {
-        load_start_count(c, n, &start, &s->n);
-        s->q = malloc((s->n ? s->n : 1) * sizeof(*s->q));
-        rc = s->q ? load_plan_chunks(m, v, start, s->n, s->q) : -ENOMEM;
+        n = drx_plan_count(s->plan);
+        load_start_count(c, n, &s->start, &s->n);
+        rc = drx_plan_seek(s->plan, s->start);
     }
     if (rc < 0)
-        drx_err_set(&err, -rc, "listing the view's chunks: %s", strerror(-rc));
+        drx_err_set(&err, -rc, "planning the view's chunks: %s", strerror(-rc));
     /* Rounds: a round moves at most `buffer` bytes of chunks per rank (at
      * least one chunk).  Every rank runs as many rounds as the rank with
      * the most chunks (rank 0 under BLOCK), so the collective calls match. */
@@ -90,16 +92,41 @@ int load_share_init(struct load_ctx *c, const struct drx_array_meta *m, const st
     return rc;
 }
 
-void load_share_round(const struct load_share *s, uint64_t round, const uint64_t **q, size_t *n)
+size_t load_share_round(const struct load_share *s, uint64_t round)
 {
     uint64_t first = round * s->batch;
-    *q = s->q + (first < s->n ? first : s->n);
-    *n = first < s->n ? (size_t)(s->n - first < s->batch ? s->n - first : s->batch) : 0;
+    return first < s->n ? (size_t)(s->n - first < s->batch ? s->n - first : s->batch) : 0;
+}
+
+int load_share_ranges(struct load_share *s, int (*fn)(uint64_t q, uint64_t n, void *arg), void *arg)
+{
+    struct drx_plan_chunk c;
+    uint64_t q = 0, run = 0;
+    int rc = 0;
+
+    for (uint64_t i = 0; i < s->n && rc == 0; i++) {
+        if (drx_plan_next(s->plan, &c) != 1) {
+            rc = -EIO;
+            break;
+        }
+        if (run && c.q == q + run) {
+            run++;
+            continue;
+        }
+        if (run)
+            rc = fn(q, run, arg);
+        q = c.q;
+        run = 1;
+    }
+    if (rc == 0 && run)
+        rc = fn(q, run, arg);
+    int back = drx_plan_seek(s->plan, s->start);
+    return rc ? rc : back;
 }
 
 void load_share_fini(struct load_share *s)
 {
-    free(s->q);
+    drx_plan_destroy(s->plan);
     free(s->chunk_buf);
     memset(s, 0, sizeof(*s));
 }
@@ -362,12 +389,23 @@ static int lock_round(struct load_ctx *c, int fd, const uint64_t *q, size_t n, u
     }
 }
 
+struct reserve_arg {
+    struct drx_reserve *res;
+    uint64_t cb; /* chunk bytes */
+};
+
+static int reserve_range(uint64_t q, uint64_t n, void *arg)
+{
+    const struct reserve_arg *r = arg;
+    return drx_reserve_add(r->res, q * r->cb, n * r->cb);
+}
+
 /* Disk space for every chunk of this rank's share before the import's first
  * byte, through a descriptor of our own (the array handle is read-only
  * here), so that a full disk fails the import with the array unchanged
  * rather than half way.  res->fd is -1 when there is nothing to reserve. */
-static int reserve_share(const struct load_share *s, const struct drx_array_meta *m,
-                         const char *xta, struct drx_reserve *res, struct drx_err *err)
+static int reserve_share(struct load_share *s, const struct drx_array_meta *m, const char *xta,
+                         struct drx_reserve *res, struct drx_err *err)
 {
     int fd, rc = 0;
 
@@ -381,14 +419,11 @@ static int reserve_share(const struct load_share *s, const struct drx_array_meta
                            "nothing written",
                            xta, strerror(errno));
     drx_reserve_init(res, fd);
-    for (uint64_t i = 0, j; rc == 0 && i < s->n; i = j) {
-        for (j = i + 1; j < s->n && s->q[j] == s->q[j - 1] + 1; j++)
-            ;
-        rc = drx_reserve_add(res, s->q[i] * m->chunk_bytes, (j - i) * m->chunk_bytes);
-        if (rc)
-            drx_err_set(err, -rc, "%s: reserving space for the view's chunks: %s; nothing written",
-                        xta, strerror(-rc));
-    }
+    struct reserve_arg ra = {res, m->chunk_bytes};
+    rc = load_share_ranges(s, reserve_range, &ra);
+    if (rc)
+        drx_err_set(err, -rc, "%s: reserving space for the view's chunks: %s; nothing written", xta,
+                    strerror(-rc));
     return rc;
 }
 
@@ -479,16 +514,17 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
 
     const bool swap = drx_type_rep_swaps(v.type, v.rep);
     load_progress_start(c, &pr, "import", drx_view_bytes(&v));
-    bool planned = false; /* p already holds round r (planned ahead) */
+    /* The planner streams the share, so a round is planned once: ahead,
+     * while the previous one moves, from the first round on. */
+    int ahead_rc = load_plan_round(&p, s.plan, load_share_round(&s, 0), true);
     for (uint64_t r = 0; r < s.rounds; r++) {
-        const uint64_t *q;
-        size_t n;
+        const uint64_t *q = p.q;
+        size_t n = p.nchunks;
         uint64_t bytes = 0;
         int mrc;
         MPI_Status st;
 
-        load_share_round(&s, r, &q, &n);
-        rc = planned ? 0 : load_plan_round(&p, q, n);
+        rc = ahead_rc;
         if (rc == 0)
             rc = load_type_runs(&p, &ft);
         if (rc < 0)
@@ -499,13 +535,9 @@ int load_cmd_import(struct load_ctx *c, int argc, char **argv)
          * next round queued while this one is unpacked and written. */
         if (rc == 0 && r == 0)
             advise_runs(rawfd, &p);
-        planned = false;
         if (rc == 0 && r + 1 < s.rounds) {
-            const uint64_t *qn;
-            size_t nn;
-            load_share_round(&s, r + 1, &qn, &nn);
-            planned = load_plan_round(&ahead, qn, nn) == 0;
-            if (planned)
+            ahead_rc = load_plan_round(&ahead, s.plan, load_share_round(&s, r + 1), true);
+            if (ahead_rc == 0)
                 advise_runs(rawfd, &ahead);
         }
         /* 1. This rank's pieces of the raw file, packed in raw order. */
@@ -597,7 +629,7 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
     struct drx_array *a = NULL;
     struct drx_view v;
     struct load_share s = {0};
-    struct load_plan p = {0};
+    struct load_plan p = {0}, ahead = {0};
     struct load_progress pr;
     MPI_File of = MPI_FILE_NULL, xf = MPI_FILE_NULL;
     MPI_Datatype ft = MPI_BYTE;
@@ -636,16 +668,18 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
     if (load_agree(c, rc, &err, "export") < 0)
         goto out;
     load_plan_init(&p, m, &v);
+    load_plan_init(&ahead, m, &v);
 
     const bool swap = drx_type_rep_swaps(v.type, v.rep);
     load_progress_start(c, &pr, "export", drx_view_bytes(&v));
+    /* Rounds planned one ahead, as in import, to advise the next one. */
+    int ahead_rc = load_plan_round(&p, s.plan, load_share_round(&s, 0), true);
     for (uint64_t r = 0; r < s.rounds; r++) {
-        const uint64_t *q;
-        size_t n;
+        const uint64_t *q = p.q;
+        size_t n = p.nchunks;
         uint64_t bytes;
 
-        load_share_round(&s, r, &q, &n);
-        rc = load_plan_round(&p, q, n);
+        rc = ahead_rc;
         if (rc < 0)
             drx_err_set(&err, -rc, "planning: %s", strerror(-rc));
         if (load_agree(c, rc, &err, "export") < 0)
@@ -655,10 +689,9 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
         if (r == 0)
             load_advise_chunks(xtafd, q, n, m->chunk_bytes);
         if (r + 1 < s.rounds) {
-            const uint64_t *qn;
-            size_t nn;
-            load_share_round(&s, r + 1, &qn, &nn);
-            load_advise_chunks(xtafd, qn, nn, m->chunk_bytes);
+            ahead_rc = load_plan_round(&ahead, s.plan, load_share_round(&s, r + 1), true);
+            if (ahead_rc == 0)
+                load_advise_chunks(xtafd, ahead.q, ahead.nchunks, m->chunk_bytes);
         }
         uint64_t got = 0;
         rc = read_chunks(&p, xf, s.chunk_buf, NULL, false, &got, &err);
@@ -687,6 +720,9 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv)
         if (load_agree(c, rc, &err, "export") < 0)
             goto out;
         load_progress_add(c, &pr, bytes);
+        struct load_plan tmp = p;
+        p = ahead;
+        ahead = tmp;
     }
     mrc = MPI_File_sync(of);
     rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "syncing %s", argv[2]);
@@ -700,6 +736,7 @@ out:
     load_close_file(&xf);
     if (xtafd >= 0)
         close(xtafd);
+    load_plan_fini(&ahead);
     load_plan_fini(&p);
     load_share_fini(&s);
     free(packed);

@@ -17,6 +17,7 @@
 #include "drx/array.h"
 #include "drx/config.h"
 #include "drx/err.h"
+#include "drx/plan.h"
 #include "drx/view.h"
 
 /* Largest buffer one rank uses per round (bytes).  MPI counts are int, so a
@@ -82,19 +83,28 @@ void load_fill_range(void *buf, uint64_t from, uint64_t to, const unsigned char 
 
 /* --- load_array.c: shared by the array commands --- */
 
-/* This rank's share of the view's chunks (BLOCK) and its rounds. */
+/* This rank's share of the view's chunks (BLOCK) and its rounds.  The
+ * share is never listed: a libcore planner seeks to its first chunk and
+ * each round takes the next chunks from it, so memory is one round's. */
 struct load_share {
-    uint64_t *q, n;          /* my chunk addresses, ascending */
-    uint64_t batch;          /* chunks per round */
-    uint64_t rounds;         /* the same on every rank */
-    uint64_t bufchunks;      /* min(batch, n), at least 1 */
+    struct drx_plan *plan;    /* cursor over the view's chunks */
+    uint64_t start, n;        /* my chunks: numbers start .. start+n-1 of the view's */
+    uint64_t batch;           /* chunks per round */
+    uint64_t rounds;          /* the same on every rank */
+    uint64_t bufchunks;       /* min(batch, n), at least 1 */
     unsigned char *chunk_buf; /* bufchunks * chunk_bytes */
 };
 /* Collective. */
 int load_share_init(struct load_ctx *c, const struct drx_array_meta *m, const struct drx_view *v,
                     struct load_share *s);
-/* The chunks of round r (possibly none). */
-void load_share_round(const struct load_share *s, uint64_t round, const uint64_t **q, size_t *n);
+/* Number of chunks of round r (possibly none).  Rounds are taken from the
+ * planner in order, with load_plan_round(p, s->plan, n). */
+size_t load_share_round(const struct load_share *s, uint64_t round);
+/* Calls fn for each range of adjacent chunks [q, q + n) of the share, in
+ * address order, stopping at fn's first non-zero return (which it returns),
+ * and puts the planner back at the share's start. */
+int load_share_ranges(struct load_share *s, int (*fn)(uint64_t q, uint64_t n, void *arg),
+                      void *arg);
 void load_share_fini(struct load_share *s);
 
 /* Collective MPI_File_open with the hints; agrees on failure (message
@@ -112,7 +122,7 @@ int load_check_output(const struct load_ctx *c, const char *path, struct drx_err
 /* Local check that path is a readable regular file; its size in *size. */
 int load_check_input(const char *path, uint64_t *size, struct drx_err *err);
 
-/* --- load_plan.c: chunk order <-> view order --- */
+/* --- load_plan.c: a round's chunks <-> its bytes of the view's data --- */
 
 /* One run: `len` consecutive elements of the view's data (at byte raw_off
  * of the view) that lie in one chunk, at byte buf_off of the round's chunk
@@ -125,18 +135,19 @@ struct load_run {
 };
 
 /* The chunks one rank moves in one round and the runs that connect them to
- * the view's data.  The packed bytes hold the runs in raw_off order (MPI
- * file views need ascending displacements); the runs themselves are kept in
- * chunk-buffer order when they are strided (a transpose), so that copying
- * walks each chunk's cache lines together. */
+ * the view's data (both from libcore's planner).  The packed bytes hold the
+ * runs in raw_off order (MPI file views need ascending displacements); the
+ * runs themselves are kept in chunk-buffer order when they are strided (a
+ * transpose), so that copying walks each chunk's cache lines together. */
 struct load_plan {
     const struct drx_array_meta *meta;
     const struct drx_view *view;
-    uint64_t run_stride;   /* bytes between elements of a run in a chunk */
+    uint64_t run_stride; /* bytes between elements of a run in a chunk */
     size_t nchunks;
-    const uint64_t *q;     /* the round's chunk addresses, ascending */
-    bool *covered;         /* chunk: the view covers every in-bounds element */
-    bool *inside;          /* chunk: lies wholly inside the bounds */
+    uint64_t *q;   /* the round's chunk addresses, ascending */
+    bool *covered; /* chunk: the view covers every in-bounds element */
+    bool *inside;  /* chunk: lies wholly inside the bounds */
+    size_t qcap;
     struct load_run *run;
     size_t nruns, cap;
     /* The runs' byte ranges in the view's data, ascending, adjacent ones
@@ -147,24 +158,17 @@ struct load_plan {
 
 void load_plan_init(struct load_plan *p, const struct drx_array_meta *m, const struct drx_view *v);
 void load_plan_fini(struct load_plan *p);
-/* Plans the round for chunks q[0..n-1] (ascending, each holding elements of
- * the view).  Slot i of the round's buffer is chunk q[i]. */
-int load_plan_round(struct load_plan *p, const uint64_t *q, size_t n);
-/* Upper bound of runs per chunk (for sizing rounds). */
-uint64_t load_plan_runs_per_chunk(const struct drx_array_meta *m, const struct drx_view *v);
+/* Plans the round of the next n chunks of the planner src (slot i of the
+ * round's buffer is chunk q[i]); with runs false, only the chunk list
+ * (prefetch moves whole chunks and needs no runs). */
+int load_plan_round(struct load_plan *p, struct drx_plan *src, size_t n, bool runs);
 /* Copies between the round's chunk buffer and the packed view bytes
  * (runs in raw_off order, back to back). */
-void load_plan_unpack(const struct load_plan *p, const unsigned char *packed, unsigned char *chunks);
+void load_plan_unpack(const struct load_plan *p, const unsigned char *packed,
+                      unsigned char *chunks);
 void load_plan_pack(const struct load_plan *p, const unsigned char *chunks, unsigned char *packed);
 /* Bytes of view data in the round. */
 uint64_t load_plan_bytes(const struct load_plan *p);
-/* Number of chunks holding elements of the view. */
-int load_plan_count(const struct drx_array_meta *m, const struct drx_view *v, uint64_t *n);
-/* The view's chunk addresses number start .. start+count-1 in ascending
- * order, into out (count entries).  Only a rank's own share is kept, so
- * tiny chunks do not cost every rank the whole list. */
-int load_plan_chunks(const struct drx_array_meta *m, const struct drx_view *v, uint64_t start,
-                     uint64_t count, uint64_t *out);
 
 /* --- MPI datatypes (load_plan.c) --- */
 

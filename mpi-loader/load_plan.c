@@ -1,14 +1,10 @@
-/* Chunk order <-> view order for drx-load.
- *
- * A chunk covers a box of array elements; the view's elements inside that
- * box form a box in view coordinates (a step selects every step-th element,
- * so the view indices in a chunk are one contiguous range per dimension).
- * Along the view's fastest dimension that has more than one element, the
- * box's elements are consecutive in the view's data (a "run") and evenly
- * spaced in the chunk.  A round is the list of its runs sorted by their
- * place in the view's data: MPI file views need ascending displacements, and
- * sorted runs let the packed view bytes be read or written with one
- * collective call per round.
+/* A round of drx-load: its chunks and the runs that connect them to the
+ * view's data, both from libcore's planner (drx/plan.h), which owns all
+ * chunk-to-view arithmetic.  What is left here is MPI's: a round is the
+ * list of its runs sorted by their place in the view's data, because MPI
+ * file views need ascending displacements and sorted runs let the packed
+ * view bytes be read or written with one collective call per round; and
+ * the datatypes of those calls.
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,88 +13,22 @@
 
 #include "load_i.h"
 
-/* Dimension order of the view's data, slowest first. */
-static void view_dims(const struct drx_view *v, int *ord)
-{
-    for (int i = 0; i < v->rank; i++)
-        ord[i] = v->order == DRX_ORDER_C ? i : v->rank - 1 - i;
-}
-
-/* The run dimension: the fastest (in the view's order) with more than one
- * element, so that a column slice like dim2=0:1 still gets long runs. */
-static int run_dim(const struct drx_view *v)
-{
-    int ord[DRX_MAX_RANK];
-    view_dims(v, ord);
-    for (int i = v->rank - 1; i >= 0; i--)
-        if (v->count[ord[i]] > 1)
-            return ord[i];
-    return ord[v->rank - 1];
-}
-
-/* Element strides of the view's data and of a chunk, per dimension. */
-static void strides(const struct drx_array_meta *m, const struct drx_view *v, uint64_t *vstride,
-                    uint64_t *cstride)
-{
-    int ord[DRX_MAX_RANK];
-    view_dims(v, ord);
-    uint64_t s = 1;
-    for (int i = v->rank - 1; i >= 0; i--) {
-        vstride[ord[i]] = s;
-        s *= v->count[ord[i]];
-    }
-    s = 1;
-    for (int d = m->rank - 1; d >= 0; d--) {
-        cstride[d] = s;
-        s *= m->chunk[d];
-    }
-}
-
 void load_plan_init(struct load_plan *p, const struct drx_array_meta *m, const struct drx_view *v)
 {
     memset(p, 0, sizeof(*p));
     p->meta = m;
     p->view = v;
-    uint64_t vs[DRX_MAX_RANK], cs[DRX_MAX_RANK];
-    strides(m, v, vs, cs);
-    int g = run_dim(v);
-    p->run_stride = v->step[g] * cs[g] * v->elem_size;
 }
 
 void load_plan_fini(struct load_plan *p)
 {
+    free(p->q);
     free(p->covered);
     free(p->inside);
     free(p->run);
     free(p->roff);
     free(p->rlen);
     memset(p, 0, sizeof(*p));
-}
-
-uint64_t load_plan_runs_per_chunk(const struct drx_array_meta *m, const struct drx_view *v)
-{
-    int g = run_dim(v);
-    uint64_t n = 1;
-    for (int d = 0; d < m->rank; d++)
-        if (d != g)
-            n *= m->chunk[d] < v->count[d] ? m->chunk[d] : v->count[d];
-    return n;
-}
-
-/* View index range [*vlo, *vhi) of dimension d whose elements fall in the
- * array element range [lo, hi). */
-static void view_range(const struct drx_view *v, int d, uint64_t lo, uint64_t hi, uint64_t *vlo,
-                       uint64_t *vhi)
-{
-    uint64_t o = v->origin[d], st = v->step[d];
-    uint64_t a = lo <= o ? 0 : (lo - o + st - 1) / st;
-    uint64_t b = hi <= o ? 0 : (hi - o + st - 1) / st;
-    if (b > v->count[d])
-        b = v->count[d];
-    if (a > b)
-        a = b;
-    *vlo = a;
-    *vhi = b;
 }
 
 static int run_cmp(const void *x, const void *y)
@@ -125,8 +55,7 @@ static int plan_ranges(struct load_plan *p)
         uint64_t len = r->len * es;
         r->pk_off = pk;
         pk += len;
-        if (p->nranges > 0 &&
-            p->roff[p->nranges - 1] + p->rlen[p->nranges - 1] == r->raw_off) {
+        if (p->nranges > 0 && p->roff[p->nranges - 1] + p->rlen[p->nranges - 1] == r->raw_off) {
             p->rlen[p->nranges - 1] += len;
             continue;
         }
@@ -162,87 +91,70 @@ static int plan_push(struct load_plan *p, const struct load_run *r)
     return 0;
 }
 
-/* Appends the runs of chunk q (slot `slot` of the round's buffer). */
-static int plan_chunk(struct load_plan *p, uint64_t q, size_t slot)
+/* The planner's runs of one chunk, placed in the round's buffer. */
+struct round_slot {
+    struct load_plan *p;
+    uint64_t base; /* byte offset of the chunk's slot */
+};
+
+static int add_run(const struct drx_plan_run *r, void *arg)
 {
-    const struct drx_array_meta *m = p->meta;
-    const struct drx_view *v = p->view;
-    int k = m->rank, g = run_dim(v), ord[DRX_MAX_RANK];
-    uint64_t idx[DRX_MAX_RANK], lo[DRX_MAX_RANK], vlo[DRX_MAX_RANK], vhi[DRX_MAX_RANK];
-    uint64_t vs[DRX_MAX_RANK], cs[DRX_MAX_RANK], cur[DRX_MAX_RANK];
-    bool covered = true, inside = true;
+    struct round_slot *rs = arg;
+    const size_t es = rs->p->view->elem_size;
+    struct load_run run = {
+        .raw_off = r->view_off * es, .buf_off = rs->base + r->chunk_off * es, .len = r->count};
 
-    p->covered[slot] = false;
-    p->inside[slot] = false;
-    view_dims(v, ord);
-    strides(m, v, vs, cs);
-    drx_map_index(&m->map, q, idx);
-    for (int d = 0; d < k; d++) {
-        lo[d] = idx[d] * m->chunk[d];
-        uint64_t hi = lo[d] + m->chunk[d];
-        if (hi > m->bounds[d]) {
-            hi = m->bounds[d];
-            inside = false;
-        }
-        view_range(v, d, lo[d], hi, &vlo[d], &vhi[d]);
-        if (vlo[d] == vhi[d])
-            return 0; /* not in the view: drx_view_chunks promised otherwise */
-        if (vhi[d] - vlo[d] != hi - lo[d])
-            covered = false;
-        cur[d] = vlo[d];
-    }
-    p->covered[slot] = covered;
-    p->inside[slot] = inside;
-
-    const size_t es = v->elem_size;
-    const uint64_t base = (uint64_t)slot * m->chunk_bytes;
-    for (;;) {
-        uint64_t raw = 0, in = 0;
-        for (int d = 0; d < k; d++) {
-            raw += cur[d] * vs[d];
-            in += (v->origin[d] + cur[d] * v->step[d] - lo[d]) * cs[d];
-        }
-        struct load_run r = {.raw_off = raw * es, .buf_off = base + in * es, .len = vhi[g] - vlo[g]};
-        int rc = plan_push(p, &r);
-        if (rc < 0)
-            return rc;
-        /* Odometer over the other dimensions, the view's fastest first, so
-         * that one chunk's runs come out nearly sorted. */
-        int i;
-        for (i = k - 1; i >= 0; i--) {
-            int d = ord[i];
-            if (d == g)
-                continue;
-            if (++cur[d] < vhi[d])
-                break;
-            cur[d] = vlo[d];
-        }
-        if (i < 0)
-            return 0;
-    }
+    rs->p->run_stride = r->stride * es; /* the same for every run of a view */
+    return plan_push(rs->p, &run);
 }
 
-int load_plan_round(struct load_plan *p, const uint64_t *q, size_t n)
+/* Room for n chunks in the round's lists. */
+static int plan_reserve(struct load_plan *p, size_t n)
 {
-    bool *c = realloc(p->covered, (n ? n : 1) * sizeof(*c));
+    if (n <= p->qcap)
+        return 0;
+    uint64_t *q = realloc(p->q, n * sizeof(*q));
+    if (!q)
+        return -ENOMEM;
+    p->q = q;
+    bool *c = realloc(p->covered, n * sizeof(*c));
     if (!c)
         return -ENOMEM;
     p->covered = c;
-    bool *in = realloc(p->inside, (n ? n : 1) * sizeof(*in));
+    bool *in = realloc(p->inside, n * sizeof(*in));
     if (!in)
         return -ENOMEM;
     p->inside = in;
-    p->q = q;
-    p->nchunks = n;
+    p->qcap = n;
+    return 0;
+}
+
+int load_plan_round(struct load_plan *p, struct drx_plan *src, size_t n, bool runs)
+{
+    struct drx_plan_chunk c;
+    int rc = plan_reserve(p, n);
+
+    if (rc < 0)
+        return rc;
+    p->nchunks = 0;
     p->nruns = 0;
+    p->nranges = 0;
     for (size_t i = 0; i < n; i++) {
-        int rc = plan_chunk(p, q[i], i);
-        if (rc < 0)
+        if (drx_plan_next(src, &c) != 1)
+            return -EIO; /* the share was counted by the same planner */
+        struct round_slot rs = {p, (uint64_t)i * p->meta->chunk_bytes};
+        p->q[i] = c.q;
+        p->covered[i] = c.covered;
+        p->inside[i] = c.inside;
+        p->nchunks = i + 1;
+        if (runs && (rc = drx_plan_runs(src, &c, add_run, &rs)) < 0)
             return rc;
     }
+    if (!runs)
+        return 0;
     if (p->nruns > 1)
         qsort(p->run, p->nruns, sizeof(*p->run), run_cmp);
-    int rc = plan_ranges(p);
+    rc = plan_ranges(p);
     if (rc < 0)
         return rc;
     /* Strided runs (order=F, steps) copied in raw order would touch a new
@@ -303,45 +215,6 @@ void load_plan_pack(const struct load_plan *p, const unsigned char *chunks, unsi
         const struct load_run *r = &p->run[i];
         strided_copy(packed + r->pk_off, es, chunks + r->buf_off, p->run_stride, r->len, es);
     }
-}
-
-/* --- the view's chunk list --- */
-
-struct chunk_walk {
-    uint64_t seen, start, count;
-    uint64_t *out;
-};
-
-static int chunk_visit(uint64_t q, void *arg)
-{
-    struct chunk_walk *w = arg;
-    if (w->seen >= w->start && w->seen - w->start < w->count)
-        w->out[w->seen - w->start] = q;
-    w->seen++;
-    /* Past our share: the rest of the walk would only count. */
-    return w->out && w->seen >= w->start + w->count ? 1 : 0;
-}
-
-int load_plan_count(const struct drx_array_meta *m, const struct drx_view *v, uint64_t *n)
-{
-    struct chunk_walk w = {0, 0, 0, NULL};
-    int rc = drx_view_chunks(m, v, chunk_visit, &w);
-    if (rc < 0)
-        return rc;
-    *n = w.seen;
-    return 0;
-}
-
-int load_plan_chunks(const struct drx_array_meta *m, const struct drx_view *v, uint64_t start,
-                     uint64_t count, uint64_t *out)
-{
-    if (count == 0)
-        return 0;
-    struct chunk_walk w = {0, start, count, out};
-    int rc = drx_view_chunks(m, v, chunk_visit, &w);
-    if (rc < 0)
-        return rc;
-    return w.seen >= start + count ? 0 : -EIO;
 }
 
 /* --- MPI datatypes --- */

@@ -16,6 +16,19 @@
 
 #include "load_i.h"
 
+struct advice {
+    int fd;
+    uint64_t cb; /* chunk bytes */
+};
+
+/* posix_fadvise(WILLNEED) of chunks [q, q + n): a hint, so never an error */
+static int advise_range(uint64_t q, uint64_t n, void *arg)
+{
+    const struct advice *a = arg;
+    posix_fadvise(a->fd, (off_t)(q * a->cb), (off_t)(n * a->cb), POSIX_FADV_WILLNEED);
+    return 0;
+}
+
 int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv)
 {
     struct drx_err err = {{0}};
@@ -42,24 +55,25 @@ int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv)
         goto out;
     if (load_share_init(c, m, &v, &s) < 0)
         goto out;
-    /* Read-ahead advice for all of this rank's chunks at once. */
-    int fd = open(xta, O_RDONLY | O_CLOEXEC);
-    load_advise_chunks(fd, s.q, s.n, m->chunk_bytes);
-    if (fd >= 0)
-        close(fd);
+    /* Read-ahead advice for all of this rank's chunks at once (one pass
+     * of the planner over the share; it comes back to the share's start). */
+    struct advice adv = {open(xta, O_RDONLY | O_CLOEXEC), m->chunk_bytes};
+    if (adv.fd >= 0) {
+        (void)load_share_ranges(&s, advise_range, &adv); /* a hint: nothing to fail */
+        close(adv.fd);
+    }
     load_plan_init(&p, m, &v);
 
     load_progress_start(c, &pr, "prefetch", 0);
     for (uint64_t r = 0; r < s.rounds; r++) {
-        const uint64_t *q;
         size_t n;
         int mrc;
 
-        /* Only the chunk list matters here: p.q/p.nchunks, no runs. */
-        load_share_round(&s, r, &q, &n);
-        p.q = q;
-        p.nchunks = n;
-        rc = load_type_chunks(&p, &ft);
+        /* Only the chunk list matters here, no runs. */
+        rc = load_plan_round(&p, s.plan, load_share_round(&s, r), false);
+        n = p.nchunks;
+        if (rc == 0)
+            rc = load_type_chunks(&p, &ft);
         if (rc < 0)
             drx_err_set(&err, -rc, "chunk type: %s", strerror(-rc));
         if (rc == 0) {
@@ -80,7 +94,6 @@ int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv)
 out:
     load_type_free(&ft);
     load_close_file(&xf);
-    p.q = NULL;
     load_plan_fini(&p);
     load_share_fini(&s);
     drx_array_close(a);

@@ -11,6 +11,7 @@
 #include "drx/view.h"
 
 #include "array_i.h"
+#include "drx/plan.h"
 #include "drx/store.h"
 
 #include <ctype.h>
@@ -377,7 +378,6 @@ struct engine {
     int rank;
     int perm[DRX_MAX_RANK];         /* dimensions, slowest to fastest in the view order */
     uint64_t lstride[DRX_MAX_RANK]; /* linear stride of each dimension (by dimension) */
-    uint64_t cstride[DRX_MAX_RANK]; /* element stride inside a chunk (by dimension) */
     struct box box[2 * DRX_MAX_RANK];
     int nbox;
     unsigned char *buf; /* the caller's elements, view order, native */
@@ -399,11 +399,6 @@ static void engine_init(struct engine *e, struct drx_array *a, const struct drx_
         for (int i = e->rank - 1; i >= 0; i--) {
             e->lstride[e->perm[i]] = s;
             s *= v->count[e->perm[i]];
-        }
-        s = 1;
-        for (int d = e->rank - 1; d >= 0; d--) {
-            e->cstride[d] = s;
-            s *= e->m->chunk[d];
         }
     }
 }
@@ -461,25 +456,14 @@ static void split_boxes(struct engine *e, uint64_t L0, uint64_t n)
     }
 }
 
-/* View indices along d that fall in chunk coordinate K: [*wlo, *whi). */
+/* View indices along d that fall in chunk coordinate K, within the box's
+ * [lo, hi): [*wlo, *whi). */
 static void chunk_range(const struct engine *e, int d, uint64_t K, uint64_t lo, uint64_t hi,
                         uint64_t *wlo, uint64_t *whi)
 {
-    uint64_t c = e->m->chunk[d], o = e->v->origin[d], s = e->v->step[d];
-    uint64_t a0 = K * c, a1 = K * c + c; /* array coordinates [a0, a1) */
-    uint64_t w0 = a0 > o ? (a0 - o + s - 1) / s : 0;
-    uint64_t w1 = a1 > o ? (a1 - o + s - 1) / s : 0;
-    *wlo = w0 > lo ? w0 : lo;
-    *whi = w1 < hi ? w1 : hi;
-}
-
-/* Element offset inside chunk K of view element w. */
-static uint64_t chunk_off(const struct engine *e, const uint64_t *K, const uint64_t *w)
-{
-    uint64_t off = 0;
-    for (int d = 0; d < e->rank; d++)
-        off += (e->v->origin[d] + w[d] * e->v->step[d] - K[d] * e->m->chunk[d]) * e->cstride[d];
-    return off;
+    drx_plan_view_range(e->m->chunk, e->v, d, K, wlo, whi);
+    *wlo = *wlo > lo ? *wlo : lo;
+    *whi = *whi < hi ? *whi : hi;
 }
 
 static inline void copy_elem(unsigned char *dst, const unsigned char *src, size_t es)
@@ -528,7 +512,7 @@ static int walk_rows(struct engine *e, const struct box *b, const uint64_t *K, c
 {
     const size_t es = e->v->elem_size;
     const int k = e->rank, f = e->perm[k - 1];
-    const uint64_t run = hi[f] - lo[f], stride = e->v->step[f] * e->cstride[f];
+    const uint64_t run = hi[f] - lo[f], stride = drx_plan_chunk_stride(e->m->chunk, e->v, f);
     uint64_t w[DRX_MAX_RANK];
 
     memcpy(w, lo, sizeof(uint64_t) * (size_t)k);
@@ -536,7 +520,8 @@ static int walk_rows(struct engine *e, const struct box *b, const uint64_t *K, c
         uint64_t lin = b->first;
         for (int d = 0; d < k; d++)
             lin += (w[d] - b->lo[d]) * e->lstride[d];
-        int rc = fn(e, chunk_off(e, K, w), e->buf + lin * es, run, stride, ctx);
+        int rc = fn(e, drx_plan_chunk_offset(e->m->chunk, e->v, K, w), e->buf + lin * es, run,
+                    stride, ctx);
         if (rc)
             return rc;
         /* odometer over every dimension but the fastest, fastest-first */
@@ -660,8 +645,8 @@ static int do_chunk(struct engine *e, const uint64_t *K)
         if (!any[j])
             continue;
         elems += n;
-        o0 = chunk_off(e, K, lo[j]);
-        o1 = chunk_off(e, K, last) + 1;
+        o0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, lo[j]);
+        o1 = drx_plan_chunk_offset(e->m->chunk, e->v, K, last) + 1;
         if (o0 < span0)
             span0 = o0;
         if (o1 > span1)
@@ -892,53 +877,16 @@ ssize_t drx_view_write(struct drx_array *a, const struct drx_view *v, uint64_t o
     return rc ? rc : (ssize_t)len;
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
-}
-
 int drx_view_chunks(const struct drx_array_meta *m, const struct drx_view *v,
                     int (*fn)(uint64_t q, void *arg), void *arg)
 {
-    uint64_t K0[DRX_MAX_RANK], K1[DRX_MAX_RANK], K[DRX_MAX_RANK], n = 1, *qs, nq = 0;
-    int rc = 0;
+    struct drx_plan *p;
+    struct drx_plan_chunk c;
+    int rc = drx_plan_create(m, v, &p);
 
-    if (v->nelem == 0)
-        return 0;
-    for (int d = 0; d < v->rank; d++) {
-        K0[d] = v->origin[d] / m->chunk[d];
-        K1[d] = (v->origin[d] + (v->count[d] - 1) * v->step[d]) / m->chunk[d] + 1;
-        K[d] = K0[d];
-        n *= K1[d] - K0[d];
-    }
-    qs = malloc(n * sizeof *qs);
-    if (!qs)
-        return -ENOMEM;
-    for (;;) {
-        bool hit = true;
-        /* with a step larger than the chunk, some chunks hold no element */
-        for (int d = 0; d < v->rank && hit; d++) {
-            uint64_t a0 = K[d] * m->chunk[d], a1 = a0 + m->chunk[d], o = v->origin[d],
-                     s = v->step[d];
-            uint64_t w0 = a0 > o ? (a0 - o + s - 1) / s : 0;
-            hit = w0 < v->count[d] && o + w0 * s < a1;
-        }
-        if (hit)
-            qs[nq++] = drx_map_address(&m->map, K);
-        int d = v->rank - 1;
-        for (; d >= 0; d--) {
-            if (++K[d] < K1[d])
-                break;
-            K[d] = K0[d];
-        }
-        if (d < 0)
-            break;
-    }
-    qsort(qs, nq, sizeof *qs, cmp_u64);
-    for (uint64_t i = 0; i < nq && rc == 0; i++)
-        rc = fn(qs[i], arg);
-    free(qs);
+    while (rc == 0 && drx_plan_next(p, &c) == 1)
+        rc = fn(c.q, arg);
+    drx_plan_destroy(p);
     return rc;
 }
 

@@ -97,7 +97,9 @@ ssize_t drx_view_write(struct drx_array *a, const struct drx_view *v, uint64_t o
                        const void *buf, size_t len);
 
 /* Visits the chunks (by address) that hold elements of the view, in
- * ascending address order, each once.  For prefetch and drx-load. */
+ * ascending address order, each once (drx_plan streamed: memory does not
+ * grow with the number of chunks).  Stops at and returns fn's first
+ * non-zero return. */
 int drx_view_chunks(const struct drx_array_meta *m, const struct drx_view *v,
                     int (*fn)(uint64_t q, void *arg), void *arg);
 
