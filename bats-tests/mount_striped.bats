@@ -348,7 +348,7 @@ EOF
     local size recorded free1
     size=$(stat -c %s "$SMALL/m/big")
     recorded=$(sed -n 's/^size = \([0-9]*\)L;.*/\1/p' "$SMALL/tmpfs/s/big.nafs")
-    echo "size at the mount $size, in the metafile $recorded" >&3
+    echo "# size at the mount $size, in the metafile $recorded" >&3
     # most of the 64 MiB hold the copy's first bytes, all of them recorded
     [ "$size" -gt $((48 << 20)) ]
     [ "$recorded" = "$size" ]

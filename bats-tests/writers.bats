@@ -143,7 +143,7 @@ PY
     wait "$mount_pid"
     wait "$put_pid"
     wait "$load_pid"
-    echo "rounds: mount $(cat last.mount), put $(cat last.put), drx-load $(cat last.load)" >&3
+    echo "# rounds: mount $(cat last.mount), put $(cat last.put), drx-load $(cat last.load)" >&3
     "$PY" - "$DRX" "$S/mx" <<'PY'
 import subprocess, sys
 import numpy as np
@@ -204,7 +204,7 @@ rows.tofile('rows')"
     dd if="$M/big/data" of=c.bin bs=128k count=1 skip=9 status=none &
     wait
     hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")
-    echo "daemon peak memory: $hwm KiB" >&3
+    echo "# daemon peak memory: $hwm KiB" >&3
     [ "$hwm" -lt $((400 * 1024)) ]
     "$PY" - <<'PY'
 import numpy as np
