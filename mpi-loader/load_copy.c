@@ -280,82 +280,85 @@ static int commit_striped(struct load_ctx *c, struct endpoint *d)
     return load_agree(c, rc, &err, "copy");
 }
 
+/* The file and memory types of a rank's pieces p[0..k) of one subfile:
+ * where they lie in the subfile, and where in the round's buffer (whose
+ * byte 0 is logical byte a).  *want: the bytes they cover. */
+static int pieces_types(const struct drx_stripe_piece *p, size_t k, uint64_t a, uint64_t *foff,
+                        uint64_t *moff, uint64_t *len, MPI_Datatype *ft, MPI_Datatype *mt,
+                        uint64_t *want)
+{
+    for (size_t j = 0; j < k; j++) {
+        foff[j] = p[j].offset;
+        moff[j] = p[j].logical - a;
+        len[j] = p[j].len;
+    }
+    int rc = load_type_ranges(foff, len, k, ft, want);
+    if (rc == 0)
+        rc = load_type_ranges(moff, len, k, mt, NULL);
+    return rc;
+}
+
+/* One collective read or write of subfile i: the pieces p[0..k) between
+ * the subfile and buf (buf[0] is logical byte a).  scratch holds 3 * k
+ * offsets. */
+static int subfile_io(struct endpoint *e, unsigned i, bool write, const struct drx_stripe_piece *p,
+                      size_t k, uint64_t a, unsigned char *buf, uint64_t *scratch,
+                      struct drx_err *err)
+{
+    MPI_Datatype ft = MPI_BYTE, mt = MPI_BYTE;
+    MPI_Status st;
+    uint64_t want = 0, got;
+    int mrc, count = 0;
+    int rc = pieces_types(p, k, a, scratch, scratch + k, scratch + 2 * k, &ft, &mt, &want);
+
+    if (rc < 0) {
+        drx_err_set(err, -rc, "file type: %s", strerror(-rc));
+        goto out;
+    }
+    mrc = MPI_File_set_view(e->fh[i], 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+    if (mrc == MPI_SUCCESS && write)
+        mrc = MPI_File_write_all(e->fh[i], buf, k ? 1 : 0, mt, &st);
+    else if (mrc == MPI_SUCCESS)
+        mrc = MPI_File_read_all(e->fh[i], buf, k ? 1 : 0, mt, &st);
+    if (mrc == MPI_SUCCESS)
+        MPI_Get_count(&st, MPI_BYTE, &count);
+    if (mrc != MPI_SUCCESS) {
+        rc = load_mpi_err(err, mrc, "%s %s (subfile %u)", write ? "writing" : "reading", e->arg, i);
+        goto out;
+    }
+    got = count > 0 ? (uint64_t)count : 0;
+    if (write && got != want)
+        rc = drx_err_set(err, EIO, "writing %s: short write", e->arg);
+    else if (!write)
+        drx_stripe_pieces_fill_holes(p, k, got, buf, a);
+out:
+    load_type_free(&ft);
+    load_type_free(&mt);
+    return rc;
+}
+
 /* Moves logical bytes [a, b) of a striped file between its subfiles and
  * buf (buf[0] is byte a).  Collective: every rank calls it for every
  * subfile, with an empty range when it has nothing. */
 static int striped_io(struct endpoint *e, bool write, uint64_t a, uint64_t b, unsigned char *buf,
                       struct drx_err *err)
 {
-    const uint64_t ext = e->meta.layout.extent, cnt = e->meta.layout.count;
-    uint64_t e0 = a / ext, e1 = b > a ? (b - 1) / ext + 1 : e0;
-    size_t cap = (size_t)((e1 - e0) / cnt + 2);
-    uint64_t *foff = malloc(cap * sizeof(*foff));
-    uint64_t *moff = malloc(cap * sizeof(*moff));
-    uint64_t *len = malloc(cap * sizeof(*len));
+    size_t cap = drx_stripe_range_pieces_max(&e->meta.layout, a, b);
+    struct drx_stripe_piece *p = malloc(cap * sizeof(*p));
+    uint64_t *scratch = malloc(3 * cap * sizeof(*scratch));
     int rc = 0;
 
-    if (!foff || !moff || !len) {
+    if (!p || !scratch) {
         rc = drx_err_set(err, ENOMEM, "out of memory");
         goto out;
     }
     for (unsigned i = 0; i < e->nfh && rc == 0; i++) {
-        size_t k = 0;
-        uint64_t want = 0, got;
-        MPI_Datatype ft = MPI_BYTE, mt = MPI_BYTE;
-        MPI_Status st;
-        int mrc, count = 0;
-
-        /* The first extent at or after e0 that lives in subfile i. */
-        uint64_t first = e0 + (i + cnt - e0 % cnt) % cnt;
-        for (uint64_t x = first; x < e1; x += cnt) {
-            uint64_t lo = x * ext > a ? x * ext : a, hi = (x + 1) * ext < b ? (x + 1) * ext : b;
-            foff[k] = (x / cnt) * ext + lo % ext;
-            moff[k] = lo - a;
-            len[k++] = hi - lo;
-        }
-        rc = load_type_ranges(foff, len, k, &ft, &want);
-        if (rc == 0)
-            rc = load_type_ranges(moff, len, k, &mt, NULL);
-        if (rc < 0) {
-            drx_err_set(err, -rc, "file type: %s", strerror(-rc));
-            load_type_free(&ft);
-            load_type_free(&mt);
-            break;
-        }
-        mrc = MPI_File_set_view(e->fh[i], 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
-        if (mrc == MPI_SUCCESS && write)
-            mrc = MPI_File_write_all(e->fh[i], buf, k ? 1 : 0, mt, &st);
-        else if (mrc == MPI_SUCCESS)
-            mrc = MPI_File_read_all(e->fh[i], buf, k ? 1 : 0, mt, &st);
-        if (mrc == MPI_SUCCESS)
-            MPI_Get_count(&st, MPI_BYTE, &count);
-        load_type_free(&ft);
-        load_type_free(&mt);
-        if (mrc != MPI_SUCCESS) {
-            rc = load_mpi_err(err, mrc, "%s %s (subfile %u)", write ? "writing" : "reading",
-                              e->arg, i);
-            break;
-        }
-        got = count > 0 ? (uint64_t)count : 0;
-        if (write && got != want) {
-            rc = drx_err_set(err, EIO, "writing %s: short write", e->arg);
-            break;
-        }
-        /* A subfile shorter than the logical size has a hole there: the
-         * pieces past what was read are zeros. */
-        for (size_t j = 0; !write && j < k && got < want; j++) {
-            if (got >= len[j]) {
-                got -= len[j];
-                continue;
-            }
-            memset(buf + moff[j] + got, 0, len[j] - got);
-            got = 0;
-        }
+        size_t k = drx_stripe_range_pieces(&e->meta.layout, i, a, b, p, cap);
+        rc = subfile_io(e, i, write, p, k, a, buf, scratch, err);
     }
 out:
-    free(foff);
-    free(moff);
-    free(len);
+    free(p);
+    free(scratch);
     return rc;
 }
 

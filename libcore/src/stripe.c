@@ -65,6 +65,67 @@ uint64_t drx_stripe_subfile_len(const struct drx_stripe_layout *l, unsigned i, u
     return n * l->extent;
 }
 
+void drx_stripe_locate(const struct drx_stripe_layout *l, uint64_t b, uint64_t left,
+                       struct drx_stripe_piece *out)
+{
+    uint64_t e = b / l->extent, within = b % l->extent;
+
+    out->subfile = (unsigned)(e % l->count);
+    out->offset = (e / l->count) * l->extent + within;
+    out->logical = b;
+    out->len = l->extent - within < left ? l->extent - within : left;
+}
+
+/* Extents [*e0, *e1) that logical bytes [a, b) touch (none when a == b). */
+static void range_extents(const struct drx_stripe_layout *l, uint64_t a, uint64_t b, uint64_t *e0,
+                          uint64_t *e1)
+{
+    *e0 = a / l->extent;
+    *e1 = b > a ? (b - 1) / l->extent + 1 : *e0;
+}
+
+size_t drx_stripe_range_pieces_max(const struct drx_stripe_layout *l, uint64_t a, uint64_t b)
+{
+    uint64_t e0, e1;
+
+    range_extents(l, a, b, &e0, &e1);
+    return (size_t)((e1 - e0) / l->count + 2);
+}
+
+size_t drx_stripe_range_pieces(const struct drx_stripe_layout *l, unsigned i, uint64_t a,
+                               uint64_t b, struct drx_stripe_piece *out, size_t max)
+{
+    const uint64_t ext = l->extent, cnt = l->count;
+    uint64_t e0, e1;
+    size_t k = 0;
+
+    range_extents(l, a, b, &e0, &e1);
+    /* The first extent at or after e0 that lives in subfile i; then every
+     * count-th one. */
+    for (uint64_t x = e0 + (i + cnt - e0 % cnt) % cnt; x < e1; x += cnt, k++) {
+        uint64_t lo = x * ext > a ? x * ext : a;
+        uint64_t hi = (x + 1) * ext < b ? (x + 1) * ext : b;
+
+        if (k < max)
+            out[k] = (struct drx_stripe_piece){
+                .subfile = i, .offset = (x / cnt) * ext + lo % ext, .logical = lo, .len = hi - lo};
+    }
+    return k;
+}
+
+void drx_stripe_pieces_fill_holes(const struct drx_stripe_piece *p, size_t n, uint64_t got,
+                                  unsigned char *buf, uint64_t base)
+{
+    for (size_t j = 0; j < n; j++) {
+        if (got >= p[j].len) {
+            got -= p[j].len;
+            continue;
+        }
+        memset(buf + (p[j].logical - base) + got, 0, p[j].len - got);
+        got = 0;
+    }
+}
+
 /* ---- names and paths --------------------------------------------------------- */
 
 bool drx_stripe_subfile_name_valid(const char *name)
@@ -1330,19 +1391,6 @@ static int missing(struct drx_stripe *f, unsigned i)
     return -EIO;
 }
 
-/* The run of bytes from logical offset b on that one subfile holds: the
- * rest of b's extent, at most left bytes.  Sets the subfile *i and the
- * offset *so in it (the placement formula of SPEC section 5). */
-static size_t extent_run(const struct drx_stripe_layout *l, uint64_t b, size_t left, unsigned *i,
-                         uint64_t *so)
-{
-    uint64_t e = b / l->extent, within = b % l->extent;
-
-    *i = (unsigned)(e % l->count);
-    *so = (e / l->count) * l->extent + within;
-    return l->extent - within < left ? (size_t)(l->extent - within) : left;
-}
-
 ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t off)
 {
     unsigned char *p = buf;
@@ -1356,13 +1404,14 @@ ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t of
     if (len > SSIZE_MAX)
         len = SSIZE_MAX;
     while (done < len) {
-        unsigned i;
-        uint64_t so;
-        size_t n = extent_run(&f->meta.layout, off + done, len - done, &i, &so), got = 0;
-        int fd = f->fds[i];
+        struct drx_stripe_piece pc;
+        drx_stripe_locate(&f->meta.layout, off + done, len - done, &pc);
+        size_t n = (size_t)pc.len, got = 0;
+        uint64_t so = pc.offset;
+        int fd = f->fds[pc.subfile];
 
         if (fd < 0)
-            return done ? (ssize_t)done : missing(f, i);
+            return done ? (ssize_t)done : missing(f, pc.subfile);
         /* Not drx_io_pread_all: the end of a subfile is a hole here, not an
          * error. */
         while (got < n) {
@@ -1432,17 +1481,17 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
         return -EFBIG;
     pthread_rwlock_rdlock(&f->io);
     while (done < len) {
-        unsigned i;
-        uint64_t so;
-        size_t n = extent_run(&f->meta.layout, off + done, len - done, &i, &so);
+        struct drx_stripe_piece pc;
+        drx_stripe_locate(&f->meta.layout, off + done, len - done, &pc);
+        size_t n = (size_t)pc.len;
 
-        if (f->fds[i] < 0) {
-            rc = missing(f, i);
+        if (f->fds[pc.subfile] < 0) {
+            rc = missing(f, pc.subfile);
             break;
         }
         /* A run cut short (ENOSPC) counts for nothing: its bytes lie beyond
          * the size, unseen, and a later grow cuts them off. */
-        rc = drx_io_pwrite_all(f->fds[i], p + done, n, so);
+        rc = drx_io_pwrite_all(f->fds[pc.subfile], p + done, n, pc.offset);
         if (rc < 0)
             break;
         done += n;
