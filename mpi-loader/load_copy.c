@@ -382,10 +382,92 @@ static int endpoint_io(struct endpoint *e, bool write, uint64_t a, uint64_t b,
     return 0;
 }
 
+/* How the logical bytes are dealt out: BLOCK over the ranks in units, in
+ * rounds of at most per_round units per rank.  The same rounds on every
+ * rank (from the rank with the most units), so the collectives match. */
+struct copy_plan {
+    uint64_t unit, units, start, count, per_round, rounds;
+};
+
+static void copy_plan_make(const struct load_ctx *c, const struct endpoint *src,
+                           const struct endpoint *dst, struct copy_plan *p)
+{
+    p->unit = dst->striped ? dst->meta.layout.extent
+                           : src->striped ? src->meta.layout.extent : COPY_UNIT;
+    p->units = (src->size + p->unit - 1) / p->unit;
+    load_start_count(c, p->units, &p->start, &p->count);
+    p->per_round = c->buffer / p->unit ? c->buffer / p->unit : 1;
+    uint64_t most = (p->units + (uint64_t)c->nprocs - 1) / (uint64_t)c->nprocs;
+    p->rounds = (most + p->per_round - 1) / p->per_round;
+    if (c->rank == 0)
+        drx_log(DRX_LOG_DEBUG, "%llu units of %llu bytes: %llu rounds of at most %llu per rank",
+                (unsigned long long)p->units, (unsigned long long)p->unit,
+                (unsigned long long)p->rounds, (unsigned long long)p->per_round);
+}
+
+/* This rank's logical bytes [*a, *b) of round r: units start + r*per_round
+ * onwards, within its share and the file (empty once its share is done). */
+static void copy_round_range(const struct copy_plan *p, uint64_t size, uint64_t r, uint64_t *a,
+                             uint64_t *b)
+{
+    uint64_t end = p->start + p->count;
+    uint64_t u0 = p->start + r * p->per_round, u1 = u0 + p->per_round;
+    if (u0 > end)
+        u0 = end;
+    if (u1 > end)
+        u1 = end;
+    *a = u0 * p->unit;
+    *b = u1 * p->unit;
+    if (*b > size)
+        *b = size;
+    if (*a > *b)
+        *a = *b;
+}
+
+/* Every round: read this rank's bytes from src, write them to dst, each
+ * step agreed on by all ranks.  Returns 0 or -EIO (reported). */
+static int copy_rounds(struct load_ctx *c, const struct copy_plan *p, struct endpoint *src,
+                       struct endpoint *dst, unsigned char *buf, struct load_progress *pr)
+{
+    struct drx_err err = {{0}};
+
+    for (uint64_t r = 0; r < p->rounds; r++) {
+        uint64_t a, b;
+        copy_round_range(p, src->size, r, &a, &b);
+        int rc = endpoint_io(src, false, a, b, buf, &err);
+        if (load_agree(c, rc, &err, "copy") < 0)
+            return -EIO;
+        rc = endpoint_io(dst, true, a, b, buf, &err);
+        if (load_agree(c, rc, &err, "copy") < 0)
+            return -EIO;
+        load_progress_add(c, pr, b - a);
+    }
+    return 0;
+}
+
+/* Exit 0 means the data is on disk: every subfile (or the file) synced,
+ * then a striped destination committed. */
+static int copy_finish(struct load_ctx *c, struct endpoint *dst)
+{
+    struct drx_err err = {{0}};
+    int rc = 0;
+    for (unsigned i = 0; i < dst->nfh && rc == 0; i++) {
+        int mrc = MPI_File_sync(dst->fh[i]);
+        if (mrc != MPI_SUCCESS)
+            rc = load_mpi_err(&err, mrc, "syncing %s", dst->arg);
+    }
+    if (load_agree(c, rc, &err, "copy") < 0)
+        return -EIO;
+    if (dst->striped && commit_striped(c, dst) < 0)
+        return -EIO;
+    return 0;
+}
+
 int load_cmd_copy(struct load_ctx *c, int argc, char **argv)
 {
     struct drx_err err = {{0}};
     struct endpoint src, dst;
+    struct copy_plan plan;
     struct load_progress pr;
     unsigned char *buf = NULL;
     int rc, status = 1;
@@ -397,58 +479,16 @@ int load_cmd_copy(struct load_ctx *c, int argc, char **argv)
             fprintf(stderr, "drx-load: usage: copy SRC DST\n");
         return 2;
     }
-    if (open_source(c, &src) < 0)
+    if (open_source(c, &src) < 0 || open_dest(c, &dst, &src) < 0)
         goto out;
-    if (open_dest(c, &dst, &src) < 0)
-        goto out;
-
-    uint64_t unit = dst.striped ? dst.meta.layout.extent
-                                : src.striped ? src.meta.layout.extent : COPY_UNIT;
-    uint64_t units = (src.size + unit - 1) / unit, start, count;
-    load_start_count(c, units, &start, &count);
-    uint64_t per_round = c->buffer / unit ? c->buffer / unit : 1;
-    uint64_t most = (units + (uint64_t)c->nprocs - 1) / (uint64_t)c->nprocs;
-    uint64_t rounds = (most + per_round - 1) / per_round;
-    buf = malloc((count < per_round ? (count ? count : 1) : per_round) * unit);
+    copy_plan_make(c, &src, &dst, &plan);
+    buf = malloc((plan.count < plan.per_round ? (plan.count ? plan.count : 1) : plan.per_round) *
+                 plan.unit);
     rc = buf ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
     if (load_agree(c, rc, &err, "copy") < 0)
         goto out;
-    if (c->rank == 0)
-        drx_log(DRX_LOG_DEBUG, "%llu units of %llu bytes: %llu rounds of at most %llu per rank",
-                (unsigned long long)units, (unsigned long long)unit, (unsigned long long)rounds,
-                (unsigned long long)per_round);
-
     load_progress_start(c, &pr, "copy", src.size);
-    for (uint64_t r = 0; r < rounds; r++) {
-        /* This rank's bytes of round r: units start + r*per_round ... */
-        uint64_t u0 = start + r * per_round, u1 = u0 + per_round;
-        if (u0 > start + count)
-            u0 = start + count;
-        if (u1 > start + count)
-            u1 = start + count;
-        uint64_t a = u0 * unit, b = u1 * unit;
-        if (b > src.size)
-            b = src.size;
-        if (a > b)
-            a = b;
-        rc = endpoint_io(&src, false, a, b, buf, &err);
-        if (load_agree(c, rc, &err, "copy") < 0)
-            goto out;
-        rc = endpoint_io(&dst, true, a, b, buf, &err);
-        if (load_agree(c, rc, &err, "copy") < 0)
-            goto out;
-        load_progress_add(c, &pr, b - a);
-    }
-    /* Exit 0 means the data is on disk. */
-    rc = 0;
-    for (unsigned i = 0; i < dst.nfh && rc == 0; i++) {
-        int mrc = MPI_File_sync(dst.fh[i]);
-        if (mrc != MPI_SUCCESS)
-            rc = load_mpi_err(&err, mrc, "syncing %s", dst.arg);
-    }
-    if (load_agree(c, rc, &err, "copy") < 0)
-        goto out;
-    if (dst.striped && commit_striped(c, &dst) < 0)
+    if (copy_rounds(c, &plan, &src, &dst, buf, &pr) < 0 || copy_finish(c, &dst) < 0)
         goto out;
     load_progress_end(&pr);
     status = 0;
