@@ -339,131 +339,176 @@ static bool get_int(const config_setting_t *s, long long *v)
     return true;
 }
 
+/* A metafile being checked: where it came from and what it gives. */
+struct meta_parser {
+    const char *path;
+    size_t ndirs;
+    struct drx_stripe_meta *m;
+    const config_setting_t *subs;
+    struct drx_err *err;
+};
+
+static int key_version(struct meta_parser *p, const config_setting_t *s, int line)
+{
+    long long v;
+
+    if (!get_int(s, &v) || v != 1)
+        return bad_meta(p->err, p->path, line, "version must be 1");
+    return 0;
+}
+
+static int key_extent(struct meta_parser *p, const config_setting_t *s, int line)
+{
+    long long v;
+
+    if (!get_int(s, &v) || v < 1 || (unsigned long long)v > DRX_MAX_EXTENT)
+        return bad_meta(p->err, p->path, line, "extent must be an integer in 1..%llu",
+                        (unsigned long long)DRX_MAX_EXTENT);
+    p->m->layout.extent = (uint64_t)v;
+    return 0;
+}
+
+static int key_count(struct meta_parser *p, const config_setting_t *s, int line)
+{
+    long long v;
+
+    if (!get_int(s, &v) || v < 1 || v > DRX_MAX_STRIPE_DIRS || (size_t)v > p->ndirs)
+        return bad_meta(p->err, p->path, line,
+                        "count must be an integer in 1..%zu (the store's stripe dirs)",
+                        p->ndirs < DRX_MAX_STRIPE_DIRS ? p->ndirs : (size_t)DRX_MAX_STRIPE_DIRS);
+    p->m->layout.count = (unsigned)v;
+    return 0;
+}
+
+static int key_size(struct meta_parser *p, const config_setting_t *s, int line)
+{
+    long long v;
+
+    if (!get_int(s, &v) || v < 0 || (unsigned long long)v > DRX_STRIPE_MAX_SIZE)
+        return bad_meta(p->err, p->path, line, "size must be an integer in 0..%llu",
+                        (unsigned long long)DRX_STRIPE_MAX_SIZE);
+    p->m->size = (uint64_t)v;
+    return 0;
+}
+
+/* The list is checked once count is known (keys come in any order). */
+static int key_subfiles(struct meta_parser *p, const config_setting_t *s, int line)
+{
+    if (config_setting_type(s) != CONFIG_TYPE_LIST)
+        return bad_meta(p->err, p->path, line, "subfiles must be a list ( {dir; name}, ... )");
+    p->subs = s;
+    return 0;
+}
+
+/* Every key of a metafile, each required; "missing" names the first absent
+ * one in this order. */
+static const struct meta_key {
+    const char *name;
+    int (*check)(struct meta_parser *p, const config_setting_t *s, int line);
+} meta_keys[] = {
+    {"version", key_version}, {"extent", key_extent},     {"count", key_count},
+    {"size", key_size},       {"subfiles", key_subfiles},
+};
+#define META_NKEYS (sizeof(meta_keys) / sizeof(meta_keys[0]))
+
+/* Checks one top-level setting; marks its key in *seen. */
+static int meta_setting(struct meta_parser *p, const config_setting_t *s, unsigned *seen)
+{
+    const char *k = config_setting_name(s);
+    int line = config_setting_source_line(s);
+
+    for (unsigned j = 0; j < META_NKEYS; j++) {
+        if (strcmp(k, meta_keys[j].name) == 0) {
+            *seen |= 1u << j;
+            return meta_keys[j].check(p, s, line);
+        }
+    }
+    return bad_meta(p->err, p->path, line, "unknown key %s", k);
+}
+
+/* The dir and name settings of subfile group g, and nothing else. */
+static int subfile_settings(struct meta_parser *p, unsigned i, const config_setting_t *g,
+                            const config_setting_t **d, const config_setting_t **nm)
+{
+    *d = *nm = NULL;
+    for (int j = 0; j < config_setting_length(g); j++) {
+        const config_setting_t *e = config_setting_get_elem(g, (unsigned)j);
+        if (strcmp(config_setting_name(e), "dir") == 0)
+            *d = e;
+        else if (strcmp(config_setting_name(e), "name") == 0)
+            *nm = e;
+        else
+            return bad_meta(p->err, p->path, config_setting_source_line(e),
+                            "subfile %u: unknown key %s", i, config_setting_name(e));
+    }
+    return 0;
+}
+
+/* The name of subfile i: a plain name, not one of an earlier subfile in
+ * the same directory. */
+static int subfile_name(struct meta_parser *p, unsigned i, const config_setting_t *nm, int line)
+{
+    struct drx_stripe_meta *m = p->m;
+
+    if (!nm || config_setting_type(nm) != CONFIG_TYPE_STRING)
+        return bad_meta(p->err, p->path, nm ? (int)config_setting_source_line(nm) : line,
+                        "subfile %u: name must be a string", i);
+    const char *name = config_setting_get_string(nm);
+    /* Absolute paths, "..", '/' and odd characters all end here: a subfile
+     * can only be a plain name inside its stripe dir. */
+    if (!drx_stripe_subfile_name_valid(name))
+        return bad_meta(p->err, p->path, config_setting_source_line(nm),
+                        "subfile %u: name \"%.80s\" is not a plain name inside its stripe "
+                        "directory",
+                        i, name);
+    strcpy(m->sub[i].name, name);
+    for (unsigned j = 0; j < i; j++)
+        if (m->sub[j].dir == m->sub[i].dir && strcmp(m->sub[j].name, name) == 0)
+            return bad_meta(p->err, p->path, config_setting_source_line(nm),
+                            "subfile %u: same as subfile %u", i, j);
+    return 0;
+}
+
+static int meta_subfile(struct meta_parser *p, unsigned i)
+{
+    const config_setting_t *g = config_setting_get_elem(p->subs, i), *d, *nm;
+    int line = config_setting_source_line(g);
+    long long v;
+
+    if (config_setting_type(g) != CONFIG_TYPE_GROUP)
+        return bad_meta(p->err, p->path, line,
+                        "subfile %u must be a group { dir = N; name = \"...\"; }", i);
+    int rc = subfile_settings(p, i, g, &d, &nm);
+    if (rc < 0)
+        return rc;
+    if (!d || !get_int(d, &v) || v < 0 || (unsigned long long)v >= p->ndirs)
+        return bad_meta(p->err, p->path, d ? (int)config_setting_source_line(d) : line,
+                        "subfile %u: dir must be an index in 0..%zu", i, p->ndirs - 1);
+    p->m->sub[i].dir = (unsigned)v;
+    return subfile_name(p, i, nm, line);
+}
+
 /* Checks a parsed metafile and fills m. */
 static int meta_parse(config_t *lc, const char *path, size_t ndirs, struct drx_stripe_meta *m,
                       struct drx_err *err)
 {
+    struct meta_parser p = {path, ndirs, m, NULL, err};
+    const config_setting_t *root = config_root_setting(lc);
+    unsigned seen = 0;
     int rc = 0;
-    bool seen_v = false, seen_e = false, seen_c = false, seen_s = false, seen_sub = false;
-    const config_setting_t *subs = NULL;
-    long long v;
 
     memset(m, 0, sizeof *m);
-    const config_setting_t *root = config_root_setting(lc);
-    for (int i = 0; i < config_setting_length(root); i++) {
-        const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
-        const char *k = config_setting_name(s);
-        int line = config_setting_source_line(s);
-        if (strcmp(k, "version") == 0) {
-            if (!get_int(s, &v) || v != 1) {
-                rc = bad_meta(err, path, line, "version must be 1");
-                goto out;
-            }
-            seen_v = true;
-        } else if (strcmp(k, "extent") == 0) {
-            if (!get_int(s, &v) || v < 1 || (unsigned long long)v > DRX_MAX_EXTENT) {
-                rc = bad_meta(err, path, line, "extent must be an integer in 1..%llu",
-                              (unsigned long long)DRX_MAX_EXTENT);
-                goto out;
-            }
-            m->layout.extent = (uint64_t)v;
-            seen_e = true;
-        } else if (strcmp(k, "count") == 0) {
-            if (!get_int(s, &v) || v < 1 || v > DRX_MAX_STRIPE_DIRS || (size_t)v > ndirs) {
-                rc = bad_meta(err, path, line,
-                              "count must be an integer in 1..%zu (the store's stripe dirs)",
-                              ndirs < DRX_MAX_STRIPE_DIRS ? ndirs : (size_t)DRX_MAX_STRIPE_DIRS);
-                goto out;
-            }
-            m->layout.count = (unsigned)v;
-            seen_c = true;
-        } else if (strcmp(k, "size") == 0) {
-            if (!get_int(s, &v) || v < 0 || (unsigned long long)v > DRX_STRIPE_MAX_SIZE) {
-                rc = bad_meta(err, path, line, "size must be an integer in 0..%llu",
-                              (unsigned long long)DRX_STRIPE_MAX_SIZE);
-                goto out;
-            }
-            m->size = (uint64_t)v;
-            seen_s = true;
-        } else if (strcmp(k, "subfiles") == 0) {
-            if (config_setting_type(s) != CONFIG_TYPE_LIST) {
-                rc = bad_meta(err, path, line, "subfiles must be a list ( {dir; name}, ... )");
-                goto out;
-            }
-            subs = s;
-            seen_sub = true;
-        } else {
-            rc = bad_meta(err, path, line, "unknown key %s", k);
-            goto out;
-        }
-    }
-    if (!seen_v || !seen_e || !seen_c || !seen_s || !seen_sub) {
-        rc = bad_meta(err, path, 0, "missing %s",
-                      !seen_v   ? "version"
-                      : !seen_e ? "extent"
-                      : !seen_c ? "count"
-                      : !seen_s ? "size"
-                                : "subfiles");
-        goto out;
-    }
-    if (config_setting_length(subs) != (int)m->layout.count) {
-        rc =
-            bad_meta(err, path, config_setting_source_line(subs), "%d subfiles listed, count is %u",
-                     config_setting_length(subs), m->layout.count);
-        goto out;
-    }
-    for (unsigned i = 0; i < m->layout.count; i++) {
-        const config_setting_t *g = config_setting_get_elem(subs, i);
-        int line = config_setting_source_line(g);
-        const config_setting_t *d = NULL, *nm = NULL;
-        if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-            rc = bad_meta(err, path, line,
-                          "subfile %u must be a group { dir = N; name = \"...\"; }", i);
-            goto out;
-        }
-        for (int j = 0; j < config_setting_length(g); j++) {
-            const config_setting_t *e = config_setting_get_elem(g, (unsigned)j);
-            if (strcmp(config_setting_name(e), "dir") == 0)
-                d = e;
-            else if (strcmp(config_setting_name(e), "name") == 0)
-                nm = e;
-            else {
-                rc = bad_meta(err, path, config_setting_source_line(e),
-                              "subfile %u: unknown key %s", i, config_setting_name(e));
-                goto out;
-            }
-        }
-        if (!d || !get_int(d, &v) || v < 0 || (unsigned long long)v >= ndirs) {
-            rc = bad_meta(err, path, d ? (int)config_setting_source_line(d) : line,
-                          "subfile %u: dir must be an index in 0..%zu", i, ndirs - 1);
-            goto out;
-        }
-        m->sub[i].dir = (unsigned)v;
-        if (!nm || config_setting_type(nm) != CONFIG_TYPE_STRING) {
-            rc = bad_meta(err, path, nm ? (int)config_setting_source_line(nm) : line,
-                          "subfile %u: name must be a string", i);
-            goto out;
-        }
-        const char *name = config_setting_get_string(nm);
-        if (!drx_stripe_subfile_name_valid(name)) {
-            /* Absolute paths, "..", '/' and odd characters all end here:
-             * a subfile can only be a plain name inside its stripe dir. */
-            rc = bad_meta(err, path, config_setting_source_line(nm),
-                          "subfile %u: name \"%.80s\" is not a plain name inside its stripe "
-                          "directory",
-                          i, name);
-            goto out;
-        }
-        strcpy(m->sub[i].name, name);
-        for (unsigned j = 0; j < i; j++) {
-            if (m->sub[j].dir == m->sub[i].dir && strcmp(m->sub[j].name, name) == 0) {
-                rc = bad_meta(err, path, config_setting_source_line(nm),
-                              "subfile %u: same as subfile %u", i, j);
-                goto out;
-            }
-        }
-    }
-out:
+    for (int i = 0; i < config_setting_length(root) && rc == 0; i++)
+        rc = meta_setting(&p, config_setting_get_elem(root, (unsigned)i), &seen);
+    for (unsigned j = 0; j < META_NKEYS && rc == 0; j++)
+        if (!(seen & (1u << j)))
+            rc = bad_meta(err, path, 0, "missing %s", meta_keys[j].name);
+    if (rc == 0 && config_setting_length(p.subs) != (int)m->layout.count)
+        rc = bad_meta(err, path, config_setting_source_line(p.subs),
+                      "%d subfiles listed, count is %u", config_setting_length(p.subs),
+                      m->layout.count);
+    for (unsigned i = 0; i < m->layout.count && rc == 0; i++)
+        rc = meta_subfile(&p, i);
     return rc;
 }
 
@@ -940,6 +985,70 @@ static void give_back_locked(struct drx_stripe *f, uint64_t recorded)
                 strerror(-rc));
 }
 
+/* Only durability is missing: fsync the metafile as it is, and its
+ * directory. */
+static int meta_fsync(const char *mp)
+{
+    int rc = 0, fd = open(mp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+    if (fd < 0 || fsync(fd) < 0)
+        rc = -errno;
+    if (fd >= 0)
+        close(fd);
+    if (rc == 0)
+        rc = drx_io_fsync_parent(mp);
+    return rc;
+}
+
+/* Replaces metafile mp (identity *st) by m; on a full disk rewrites the
+ * size in the old one instead (meta_size_in_place says why that is safe).
+ * *nst: the identity of the metafile written. */
+static int meta_replace_size(const char *mp, const struct stat *st, const struct drx_stripe_meta *m,
+                             size_t ndirs, bool sync, struct stat *nst)
+{
+    int rc = meta_write(mp, m, false, sync, st, 0, nst);
+
+    if (rc == -ENOSPC || rc == -EDQUOT) {
+        /* No block for a new metafile. */
+        int irc = meta_size_in_place(mp, st, m, ndirs, NULL, sync, nst);
+        if (irc == 0)
+            rc = 0;
+        else
+            drx_log(DRX_LOG_DEBUG, "%s: size not recordable in place either: %s", mp,
+                    strerror(-irc));
+    }
+    return rc;
+}
+
+/* Records f->size, which differs from disk->size, in metafile mp (identity
+ * *st).  give_back as for persist_locked. */
+static int persist_new_size(struct drx_stripe *f, const char *mp,
+                            const struct drx_stripe_meta *disk, const struct stat *st, bool sync,
+                            bool give_back)
+{
+    struct drx_stripe_meta m = f->meta;
+    struct stat nst;
+    int rc;
+
+    m.size = f->size;
+    /* A size past the recorded one covers bytes this handle wrote (or a
+     * truncate's cut): they reach the disk before the metafile does, or a
+     * power loss could leave a size over bytes never written.  At most once
+     * per DRX_STRIPE_PERSIST_BYTES of growth, and at close. */
+    if (f->size > disk->size && f->wgen != f->synced_gen) {
+        rc = sync_subfiles(f);
+        if (rc < 0)
+            return rc;
+        f->synced_gen = f->wgen;
+    }
+    rc = meta_replace_size(mp, st, &m, f->s->cfg.stripe.ndirs, sync, &nst);
+    if (rc == 0)
+        set_identity(f, &nst);
+    else if ((rc == -ENOSPC || rc == -EDQUOT) && give_back)
+        give_back_locked(f, disk->size);
+    return rc;
+}
+
 /* Writes the in-memory size to the metafile (f->lock held).  See the
  * header for the merge with other processes' sizes.  give_back (f->io held
  * exclusively): when even the in-place update finds no space, give the
@@ -947,14 +1056,12 @@ static void give_back_locked(struct drx_stripe *f, uint64_t recorded)
 static int persist_locked(struct drx_stripe *f, bool sync, bool give_back)
 {
     char mp[PATH_MAX];
-    struct drx_stripe_meta disk, m;
-    struct stat st, nst;
+    struct drx_stripe_meta disk;
+    struct stat st;
     int lfd = lock_fd(f), rc = 0;
 
-    if (f->size == f->persisted && !f->truncated) {
-        if (!sync || f->meta_synced)
-            return 0;
-    }
+    if (f->size == f->persisted && !f->truncated && (!sync || f->meta_synced))
+        return 0;
     if (meta_path(f->path, mp, sizeof mp) < 0)
         return -ENAMETOOLONG;
     if (lfd >= 0)
@@ -980,44 +1087,10 @@ static int persist_locked(struct drx_stripe *f, bool sync, bool give_back)
         f->truncated = false;
         goto out;
     }
-    m = f->meta;
-    m.size = f->size;
-    if (f->size == disk.size) {
-        /* Only durability is missing: fsync what is there. */
-        int fd = open(mp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 || fsync(fd) < 0)
-            rc = -errno;
-        if (fd >= 0)
-            close(fd);
-        if (rc == 0)
-            rc = drx_io_fsync_parent(mp);
-    } else {
-        /* A size past the recorded one covers bytes this handle wrote (or a
-         * truncate's cut): they reach the disk before the metafile does, or
-         * a power loss could leave a size over bytes never written.  At most
-         * once per DRX_STRIPE_PERSIST_BYTES of growth, and at close. */
-        if (f->size > disk.size && f->wgen != f->synced_gen) {
-            rc = sync_subfiles(f);
-            if (rc < 0)
-                goto out;
-            f->synced_gen = f->wgen;
-        }
-        rc = meta_write(mp, &m, false, sync, &st, 0, &nst);
-        if (rc == -ENOSPC || rc == -EDQUOT) {
-            /* No block for a new metafile: rewrite the size in the old one
-             * (meta_size_in_place says why that is safe). */
-            int irc = meta_size_in_place(mp, &st, &m, f->s->cfg.stripe.ndirs, NULL, sync, &nst);
-            if (irc == 0)
-                rc = 0;
-            else
-                drx_log(DRX_LOG_DEBUG, "%s: size not recordable in place either: %s", mp,
-                        strerror(-irc));
-        }
-        if (rc == 0)
-            set_identity(f, &nst);
-        else if ((rc == -ENOSPC || rc == -EDQUOT) && give_back)
-            give_back_locked(f, disk.size);
-    }
+    if (f->size == disk.size)
+        rc = meta_fsync(mp);
+    else
+        rc = persist_new_size(f, mp, &disk, &st, sync, give_back);
     if (rc == 0) {
         f->persisted = f->size;
         f->truncated = false;
