@@ -448,23 +448,53 @@ static bool size_span(const char *text, size_t len, size_t *off, size_t *n)
  * size.  A metafile with other hard links is never written in place (its
  * other name would change too).  Returns 0, -EOPNOTSUPP when the update
  * cannot be made in place, or -errno. */
+/* Whether fd (opened as metafile mp) may be rewritten in place: still the
+ * file `was`, a regular file with no other name, and small. */
+static bool in_place_allowed(int fd, const struct stat *was, struct stat *st)
+{
+    return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_nlink == 1 &&
+           st->st_dev == was->st_dev && st->st_ino == was->st_ino && st->st_size <= META_MAX_BYTES;
+}
+
+/* Puts m->size into the size setting of text (len bytes), padded to the
+ * same width, into field[0..*n) for the write at *off; the result must
+ * parse as the same file with the new size.  0 or -EOPNOTSUPP. */
+static int size_patch(char *text, size_t len, const char *mp, size_t ndirs,
+                      const struct drx_stripe_meta *m, char *field, size_t flen, size_t *off,
+                      size_t *n)
+{
+    struct drx_stripe_meta check;
+    config_t lc;
+    int w = snprintf(field, flen, "size = %lluL;", (unsigned long long)m->size);
+
+    if (!size_span(text, len, off, n) || (size_t)w > *n || *off + *n > 512)
+        return -EOPNOTSUPP;
+    memset(field + w, ' ', *n - (size_t)w);
+    memcpy(text + *off, field, *n);
+    /* The new text, as a reader will parse it: this file, this size. */
+    if (drx_cfgfile_parse(text, len, mp, 0, &lc, NULL, NULL) < 0)
+        return -EOPNOTSUPP;
+    int rc = meta_parse(&lc, mp, ndirs, &check, NULL);
+    config_destroy(&lc);
+    if (rc < 0 || check.size != m->size || !drx_stripe_same_layout(&check, m))
+        return -EOPNOTSUPP;
+    return 0;
+}
+
 int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
                                   const struct drx_stripe_meta *m, size_t ndirs,
                                   const struct stat *like, bool sync, struct stat *st_out)
 {
     char *text = NULL, field[64];
-    struct drx_stripe_meta check;
     struct stat st;
     size_t off, n;
     ssize_t len;
-    config_t lc;
-    int fd, w, rc = 0;
+    int fd, rc = 0;
 
     fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-        st.st_dev != was->st_dev || st.st_ino != was->st_ino || st.st_size > META_MAX_BYTES) {
+    if (!in_place_allowed(fd, was, &st)) {
         rc = -EOPNOTSUPP;
         goto out;
     }
@@ -479,27 +509,11 @@ int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
         goto out;
     }
     text[len] = '\0';
-    w = snprintf(field, sizeof field, "size = %lluL;", (unsigned long long)m->size);
-    if (!size_span(text, (size_t)len, &off, &n) || (size_t)w > n || off + n > 512) {
-        rc = -EOPNOTSUPP;
-        goto out;
-    }
-    memset(field + w, ' ', n - (size_t)w);
-    memcpy(text + off, field, n);
-    /* The new text, as a reader will parse it: this file, this size. */
-    if (drx_cfgfile_parse(text, (size_t)len, mp, 0, &lc, NULL, NULL) < 0) {
-        rc = -EOPNOTSUPP;
-        goto out;
-    }
-    rc = meta_parse(&lc, mp, ndirs, &check, NULL);
-    config_destroy(&lc);
-    if (rc < 0 || check.size != m->size || !drx_stripe_same_layout(&check, m)) {
-        rc = -EOPNOTSUPP;
-        goto out;
-    }
-    if (like && (rc = drx_replace_take_owner(fd, like)) < 0)
-        goto out;
-    rc = drx_io_pwrite_all(fd, field, n, off);
+    rc = size_patch(text, (size_t)len, mp, ndirs, m, field, sizeof field, &off, &n);
+    if (rc == 0 && like)
+        rc = drx_replace_take_owner(fd, like);
+    if (rc == 0)
+        rc = drx_io_pwrite_all(fd, field, n, off);
     if (rc == 0 && fsync(fd) < 0)
         rc = -errno;
     if (rc == 0 && sync)

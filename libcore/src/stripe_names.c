@@ -201,11 +201,55 @@ int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, uns
     return rename_meta(s, from, mfrom, mto, flags, err);
 }
 
+/* Subfile i of temporary tmp cut to the `want` bytes its size needs (when
+ * longer) and fdatasynced.  0 or -errno with err. */
+static int subfile_commit(struct drx_store *s, const char *tmp, const struct drx_stripe_meta *m,
+                          unsigned i, uint64_t want, struct drx_err *err)
+{
+    struct stat st;
+    int rc, fd = drx_stripe_subfile_open(s, m, i, O_RDWR, 0, tmp);
+
+    if (fd < 0) {
+        rc = fd == -ENOENT ? -EIO : fd;
+        return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m->sub[i].name,
+                           fd == -ENOENT ? "missing" : strerror(-fd));
+    }
+    rc = fstat(fd, &st) < 0 ? -errno : 0;
+    if (rc == 0 && (uint64_t)st.st_size > want && ftruncate(fd, (off_t)want) < 0)
+        rc = -errno;
+    if (rc == 0 && fdatasync(fd) < 0)
+        rc = -errno;
+    close(fd);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m->sub[i].name,
+                           strerror(-rc));
+    return 0;
+}
+
+/* Data first (SPEC 9): every subfile of temporary tmp on disk, cut to what
+ * `size` needs, and its name durable in its stripe directory.  0 or -errno
+ * with err. */
+static int subfiles_commit(struct drx_store *s, const char *tmp, const struct drx_stripe_meta *m,
+                           uint64_t size, struct drx_err *err)
+{
+    bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
+
+    for (unsigned i = 0; i < m->layout.count; i++) {
+        int rc = subfile_commit(s, tmp, m, i, drx_stripe_subfile_len(&m->layout, i, size), err);
+        if (rc < 0)
+            return rc;
+        dirs[m->sub[i].dir] = true;
+    }
+    for (size_t d = 0; d < s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++)
+        if (dirs[d] && s->dir_fds[d] >= 0 && fsync(s->dir_fds[d]) < 0)
+            return drx_err_set(err, errno, "%s: %s", s->cfg.stripe.dirs[d], strerror(errno));
+    return 0;
+}
+
 int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *path, uint64_t size,
                            struct drx_err *err)
 {
     char mp[PATH_MAX];
-    bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
     struct drx_stripe_meta m;
     struct stat old, tst, *like = NULL;
     int rc;
@@ -216,33 +260,10 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
         return drx_err_set(err, EFBIG, "%s: size %llu is too large", path,
                            (unsigned long long)size);
     rc = drx_stripe_meta_load_st(tmp, s->cfg.stripe.ndirs, &m, &tst, err);
+    if (rc == 0)
+        rc = subfiles_commit(s, tmp, &m, size, err);
     if (rc < 0)
         return rc;
-    /* Data first (SPEC 9): every subfile on disk, cut to what the size
-     * needs, and its name durable in its stripe directory. */
-    for (unsigned i = 0; i < m.layout.count; i++) {
-        struct stat st;
-        uint64_t want = drx_stripe_subfile_len(&m.layout, i, size);
-        int fd = drx_stripe_subfile_open(s, &m, i, O_RDWR, 0, tmp);
-        if (fd < 0) {
-            rc = fd == -ENOENT ? -EIO : fd;
-            return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m.sub[i].name,
-                               fd == -ENOENT ? "missing" : strerror(-fd));
-        }
-        rc = fstat(fd, &st) < 0 ? -errno : 0;
-        if (rc == 0 && (uint64_t)st.st_size > want && ftruncate(fd, (off_t)want) < 0)
-            rc = -errno;
-        if (rc == 0 && fdatasync(fd) < 0)
-            rc = -errno;
-        close(fd);
-        if (rc < 0)
-            return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m.sub[i].name,
-                               strerror(-rc));
-        dirs[m.sub[i].dir] = true;
-    }
-    for (size_t d = 0; d < s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++)
-        if (dirs[d] && s->dir_fds[d] >= 0 && fsync(s->dir_fds[d]) < 0)
-            return drx_err_set(err, errno, "%s: %s", s->cfg.stripe.dirs[d], strerror(errno));
     /* Then the metafile: the size written into the temporary one (nobody
      * else has it), durable, and renamed over NAME.nafs: readers see the
      * old file or the whole new one.  A file it replaces keeps its mode
