@@ -443,7 +443,7 @@ static bool size_span(const char *text, size_t len, size_t *off, size_t *n)
  * point leaves the old text or the new one (a pwrite within one page lands
  * whole in the page cache); a power loss leaves the old sector or the new
  * one (disks write a sector whole).  The data the new size covers was
- * synced before (persist_locked), as for a replacement.  The text is
+ * synced before (persist_locked in stripe.c), as for a replacement.  The text is
  * parsed before it is written: it must give the same file with the new
  * size.  A metafile with other hard links is never written in place (its
  * other name would change too).  Returns 0, -EOPNOTSUPP when the update

@@ -58,10 +58,11 @@
  *   beyond the old size off the subfiles first, so holes read zeros, and
  *   syncs that cut before the larger size is recorded (as above).
  * - a full disk: when the replacement finds no block (ENOSPC, EDQUOT), the
- *   size is rewritten inside the old metafile, in place (stripe.c,
- *   meta_size_in_place, says why that is as safe); a write cut short leaves
- *   no bytes past the size; and what cannot be recorded at all is cut back
- *   at once (flush, fsync and close then fail with ENOSPC).
+ *   size is rewritten inside the old metafile, in place
+ *   (drx_stripe_meta_size_in_place in stripe_meta.c says why that is as
+ *   safe); a write cut short leaves no bytes past the size; and what cannot
+ *   be recorded at all is cut back at once (flush, fsync and close then
+ *   fail with ENOSPC).
  * - unlink: metafile first, then subfiles (a crash leaves orphans).
  * - rename: one atomic rename(2) of the metafile; the subfiles of a striped
  *   file it replaces are removed after.
