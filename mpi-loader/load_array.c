@@ -595,6 +595,20 @@ static int import_open(struct load_ctx *c, struct xfer *x)
     return load_agree(c, rc, &err, "import") < 0 ? -EIO : 0;
 }
 
+/* Read-ahead: this round's raw ranges (first round) and the next round's
+ * (planned now), asked for before this round's read so the disk has the
+ * next round queued while this one is unpacked and written. */
+static void import_plan_ahead(struct xfer *x, uint64_t r)
+{
+    if (r == 0)
+        advise_runs(x->advfd, &x->p);
+    if (r + 1 < x->s.rounds) {
+        x->ahead_rc = load_plan_round(&x->ahead, x->s.plan, load_share_round(&x->s, r + 1), true);
+        if (x->ahead_rc == 0)
+            advise_runs(x->advfd, &x->ahead);
+    }
+}
+
 /* This rank's pieces of the raw file for round r, packed in raw order, in
  * the view's representation converted to the array's; the chunks the view
  * covers only in part or that reach beyond the bounds set to the fill
@@ -610,18 +624,9 @@ static int import_read_raw(struct xfer *x, uint64_t r, uint64_t *bytes, struct d
     if (rc < 0)
         drx_err_set(err, -rc, "planning: %s", strerror(-rc));
     *bytes = load_plan_bytes(&x->p);
-    /* Read-ahead: this round's raw ranges (first round) and the next
-     * round's, asked for before this round's read so the disk has the
-     * next round queued while this one is unpacked and written. */
-    if (rc == 0 && r == 0)
-        advise_runs(x->advfd, &x->p);
-    if (rc == 0 && r + 1 < x->s.rounds) {
-        x->ahead_rc = load_plan_round(&x->ahead, x->s.plan, load_share_round(&x->s, r + 1), true);
-        if (x->ahead_rc == 0)
-            advise_runs(x->advfd, &x->ahead);
-    }
     if (rc < 0)
         return rc;
+    import_plan_ahead(x, r);
     int mrc = MPI_File_set_view(x->rf, 0, MPI_BYTE, x->ft, "native", MPI_INFO_NULL);
     if (mrc == MPI_SUCCESS)
         mrc = MPI_File_read_all(x->rf, x->packed, (int)*bytes, MPI_BYTE, &st);

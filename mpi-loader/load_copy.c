@@ -392,8 +392,9 @@ struct copy_plan {
 static void copy_plan_make(const struct load_ctx *c, const struct endpoint *src,
                            const struct endpoint *dst, struct copy_plan *p)
 {
-    p->unit = dst->striped ? dst->meta.layout.extent
-                           : src->striped ? src->meta.layout.extent : COPY_UNIT;
+    p->unit = dst->striped   ? dst->meta.layout.extent
+              : src->striped ? src->meta.layout.extent
+                             : COPY_UNIT;
     p->units = (src->size + p->unit - 1) / p->unit;
     load_start_count(c, p->units, &p->start, &p->count);
     p->per_round = c->buffer / p->unit ? c->buffer / p->unit : 1;
@@ -403,6 +404,13 @@ static void copy_plan_make(const struct load_ctx *c, const struct endpoint *src,
         drx_log(DRX_LOG_DEBUG, "%llu units of %llu bytes: %llu rounds of at most %llu per rank",
                 (unsigned long long)p->units, (unsigned long long)p->unit,
                 (unsigned long long)p->rounds, (unsigned long long)p->per_round);
+}
+
+/* Bytes of this rank's round buffer: one round's units, at least one. */
+static size_t copy_plan_buffer(const struct copy_plan *p)
+{
+    uint64_t units = p->count < p->per_round ? p->count : p->per_round;
+    return (size_t)((units ? units : 1) * p->unit);
 }
 
 /* This rank's logical bytes [*a, *b) of round r: units start + r*per_round
@@ -482,8 +490,7 @@ int load_cmd_copy(struct load_ctx *c, int argc, char **argv)
     if (open_source(c, &src) < 0 || open_dest(c, &dst, &src) < 0)
         goto out;
     copy_plan_make(c, &src, &dst, &plan);
-    buf = malloc((plan.count < plan.per_round ? (plan.count ? plan.count : 1) : plan.per_round) *
-                 plan.unit);
+    buf = malloc(copy_plan_buffer(&plan));
     rc = buf ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
     if (load_agree(c, rc, &err, "copy") < 0)
         goto out;
