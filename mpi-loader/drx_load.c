@@ -323,14 +323,148 @@ static int load_config(struct load_ctx *c, struct drx_config *cfg, struct drx_er
 #endif
 #endif
 
+/* What the command line asked for, besides what goes into struct load_ctx. */
+struct cli {
+    const char *hints[MAX_HINTS];
+    int nhints;
+    int progress; /* -1: when stderr is a terminal */
+    bool buffer_set, verbose;
+};
+
+/* One option into c or o.  Returns 0, 1 for an option that ends the run
+ * successfully (--help, --version: already printed), or -errno with err. */
+static int option_apply(struct load_ctx *c, struct cli *o, int opt, const char *arg,
+                        const char *word, struct drx_err *err)
+{
+    switch (opt) {
+    case 'c':
+        c->config_path = arg;
+        return 0;
+    case 'b':
+        o->buffer_set = true;
+        if (drx_config_parse_bytes(arg, &c->buffer) < 0 || c->buffer == 0 ||
+            c->buffer > LOAD_MAX_BUFFER)
+            return drx_err_set(err, EINVAL, "--buffer %s: expected 1..1G bytes", arg);
+        return 0;
+    case 'H':
+        if (!strchr(arg, '=') || o->nhints == MAX_HINTS)
+            return drx_err_set(err, EINVAL, "--hint %s: expected KEY=VALUE", arg);
+        o->hints[o->nhints++] = arg;
+        return 0;
+    case 'p':
+    case 'P':
+        o->progress = opt == 'p';
+        return 0;
+    case 'v':
+        o->verbose = true;
+        return 0;
+    case 'h':
+        if (c->rank == 0)
+            usage(stdout);
+        return 1;
+    case 'V':
+        if (c->rank == 0)
+            printf("drx-load %s\n", DRX_VERSION);
+        return 1;
+    default:
+        return drx_err_set(err, EINVAL, "unknown option '%s' (see --help)", word);
+    }
+}
+
+/* Parses the options before the command (the same on every rank).  Returns
+ * 0, 1 when the run ends successfully here, or -errno with err. */
+static int options_parse(struct load_ctx *c, struct cli *o, int argc, char **argv,
+                         struct drx_err *err)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"buffer", required_argument, NULL, 'b'},
+        {"hint", required_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"progress", no_argument, NULL, 'p'},
+        {"no-progress", no_argument, NULL, 'P'},
+        {"verbose", no_argument, NULL, 'v'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, rc = 0;
+
+    opterr = 0;
+    /* '+': stop at the command, whose arguments may look like options. */
+    while (rc == 0 && (opt = getopt_long(argc, argv, "+", opts, NULL)) != -1)
+        rc = option_apply(c, o, opt, optarg, argv[optind - 1], err);
+    if (rc == 0 && optind >= argc)
+        rc = drx_err_set(err, EINVAL, "no command given (see --help)");
+    return rc;
+}
+
+/* Command line over file: --verbose over log.level, --buffer over
+ * mpiio.buffer. */
+static void settings_merge(struct load_ctx *c, const struct cli *o, struct drx_config *cfg)
+{
+    drx_log_set_level(o->verbose ? DRX_LOG_DEBUG : cfg->log_level);
+    c->config = cfg;
+    if (!o->buffer_set)
+        c->buffer = cfg->mpiio.buffer;
+    if (c->rank == 0)
+        drx_log(DRX_LOG_DEBUG, "round buffer: %llu bytes per rank (%s)",
+                (unsigned long long)c->buffer, o->buffer_set ? "--buffer" : "mpiio.buffer");
+}
+
+/* Builds c->info.  Hints, lowest precedence first: a later MPI_Info_set of
+ * the same key replaces the value.  Returns 0 or -errno with err. */
+static int hints_build(struct load_ctx *c, const struct cli *o, const struct drx_config *cfg,
+                       struct drx_err *err)
+{
+    int rc = 0;
+
+    MPI_Info_create(&c->info);
+    for (size_t i = 0; i < sizeof(default_hints) / sizeof(default_hints[0]); i++)
+        MPI_Info_set(c->info, default_hints[i][0], default_hints[i][1]);
+    for (size_t i = 0; i < cfg->mpiio.nhints && rc == 0; i++) {
+        rc = hint_set(c->info, cfg->mpiio.hints[i].key, cfg->mpiio.hints[i].value, err);
+        if (rc < 0)
+            drx_err_prefix(err, "%s: mpiio.hints", c->config_path ? c->config_path : "config");
+    }
+    if (rc == 0)
+        rc = hints_from_env(c->info, err);
+    for (int i = 0; i < o->nhints && rc == 0; i++) {
+        char key[MPI_MAX_INFO_KEY + 1];
+        const char *eq = strchr(o->hints[i], '=');
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - o->hints[i]), o->hints[i]);
+        rc = hint_set(c->info, key, eq + 1, err);
+    }
+    return rc;
+}
+
+/* Runs command argv[0]; returns the exit status. */
+static int command_run(struct load_ctx *c, int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*run)(struct load_ctx *, int, char **);
+    } cmds[] = {
+        {"import", load_cmd_import},
+        {"export", load_cmd_export},
+        {"copy", load_cmd_copy},
+        {"prefetch", load_cmd_prefetch},
+    };
+
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        if (strcmp(argv[0], cmds[i].name) == 0)
+            return cmds[i].run(c, argc, argv);
+    if (c->rank == 0)
+        fprintf(stderr, "drx-load: unknown command '%s' (see --help)\n", argv[0]);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     struct load_ctx c = {.buffer = LOAD_DEFAULT_BUFFER, .info = MPI_INFO_NULL};
     struct drx_config cfg = {0};
     struct drx_err err = {{0}};
-    const char *hints[MAX_HINTS];
-    int nhints = 0, rc = 0, status = 1, progress = -1;
-    bool buffer_set = false, verbose = false;
+    struct cli o = {.progress = -1};
+    int rc, status = 1;
 
     /* MPI_Init runs hwloc, which loads its GPU plugins (OpenCL, and GL with
      * X11): about 0.3 s with a cold page cache, for nothing a file loader
@@ -351,120 +485,29 @@ int main(int argc, char **argv)
     if (c.rank == 0)
         drx_log_set_sink(drx_log_stderr_sink, (void *)"drx-load");
 
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"buffer", required_argument, NULL, 'b'},
-        {"hint", required_argument, NULL, 'H'},   {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},      {"progress", no_argument, NULL, 'p'},
-        {"no-progress", no_argument, NULL, 'P'},  {"verbose", no_argument, NULL, 'v'},
-        {NULL, 0, NULL, 0},
-    };
-    int o;
-    opterr = 0;
-    /* '+': stop at the command, whose arguments may look like options. */
-    while ((o = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-        switch (o) {
-        case 'c':
-            c.config_path = optarg;
-            break;
-        case 'b':
-            if (drx_config_parse_bytes(optarg, &c.buffer) < 0 || c.buffer == 0 ||
-                c.buffer > LOAD_MAX_BUFFER) {
-                rc = drx_err_set(&err, EINVAL, "--buffer %s: expected 1..1G bytes", optarg);
-            }
-            buffer_set = true;
-            break;
-        case 'H':
-            if (!strchr(optarg, '=') || nhints == MAX_HINTS)
-                rc = drx_err_set(&err, EINVAL, "--hint %s: expected KEY=VALUE", optarg);
-            else
-                hints[nhints++] = optarg;
-            break;
-        case 'p':
-        case 'P':
-            progress = o == 'p';
-            break;
-        case 'v':
-            verbose = true;
-            break;
-        case 'h':
-            if (c.rank == 0)
-                usage(stdout);
-            status = 0;
-            goto out;
-        case 'V':
-            if (c.rank == 0)
-                printf("drx-load %s\n", DRX_VERSION);
-            status = 0;
-            goto out;
-        default:
-            rc = drx_err_set(&err, EINVAL, "unknown option '%s' (see --help)",
-                             argv[optind - 1]);
-            break;
-        }
-        if (rc < 0)
-            break;
+    /* Every rank parses the same arguments, so all agree without talking;
+     * load_agree still makes rank 0 the one that speaks. */
+    rc = options_parse(&c, &o, argc, argv, &err);
+    if (rc == 1) {
+        status = 0;
+        goto out;
     }
-    if (rc == 0 && optind >= argc)
-        rc = drx_err_set(&err, EINVAL, "no command given (see --help)");
     if (load_agree(&c, rc, &err, NULL) < 0) {
         status = 2;
         goto out;
     }
-
     rc = load_config(&c, &cfg, &err);
     if (load_agree(&c, rc, &err, NULL) < 0)
         goto out;
-    /* Command line over file: --verbose over log.level, --buffer over
-     * mpiio.buffer. */
-    drx_log_set_level(verbose ? DRX_LOG_DEBUG : cfg.log_level);
-    c.config = &cfg;
-    if (!buffer_set)
-        c.buffer = cfg.mpiio.buffer;
-    if (c.rank == 0)
-        drx_log(DRX_LOG_DEBUG, "round buffer: %llu bytes per rank (%s)",
-                (unsigned long long)c.buffer,
-                buffer_set ? "--buffer" : "mpiio.buffer");
-
-    /* Hints, lowest precedence first: a later MPI_Info_set of the same key
-     * replaces the value. */
-    MPI_Info_create(&c.info);
-    for (size_t i = 0; i < sizeof(default_hints) / sizeof(default_hints[0]); i++)
-        MPI_Info_set(c.info, default_hints[i][0], default_hints[i][1]);
-    for (size_t i = 0; i < cfg.mpiio.nhints && rc == 0; i++) {
-        rc = hint_set(c.info, cfg.mpiio.hints[i].key, cfg.mpiio.hints[i].value, &err);
-        if (rc < 0)
-            drx_err_prefix(&err, "%s: mpiio.hints", c.config_path ? c.config_path : "config");
-    }
-    if (rc == 0)
-        rc = hints_from_env(c.info, &err);
-    for (int i = 0; i < nhints && rc == 0; i++) {
-        char key[MPI_MAX_INFO_KEY + 1];
-        const char *eq = strchr(hints[i], '=');
-        snprintf(key, sizeof(key), "%.*s", (int)(eq - hints[i]), hints[i]);
-        rc = hint_set(c.info, key, eq + 1, &err);
-    }
+    settings_merge(&c, &o, &cfg);
+    rc = hints_build(&c, &o, &cfg, &err);
     if (load_agree(&c, rc, &err, NULL) < 0)
         goto out;
 
-    if (c.rank == 0 && progress < 0)
-        progress = stderr_is_terminal();
-    c.progress = c.rank == 0 && progress > 0;
-    const char *cmd = argv[optind];
-    int cargc = argc - optind;
-    char **cargv = argv + optind;
-    if (strcmp(cmd, "import") == 0)
-        status = load_cmd_import(&c, cargc, cargv);
-    else if (strcmp(cmd, "export") == 0)
-        status = load_cmd_export(&c, cargc, cargv);
-    else if (strcmp(cmd, "copy") == 0)
-        status = load_cmd_copy(&c, cargc, cargv);
-    else if (strcmp(cmd, "prefetch") == 0)
-        status = load_cmd_prefetch(&c, cargc, cargv);
-    else {
-        if (c.rank == 0)
-            fprintf(stderr, "drx-load: unknown command '%s' (see --help)\n", cmd);
-        status = 2;
-    }
+    if (c.rank == 0 && o.progress < 0)
+        o.progress = stderr_is_terminal();
+    c.progress = c.rank == 0 && o.progress > 0;
+    status = command_run(&c, argc - optind, argv + optind);
 
 out:
     if (c.info != MPI_INFO_NULL)

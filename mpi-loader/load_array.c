@@ -440,306 +440,407 @@ static void reserve_end(struct drx_reserve *res, bool undo)
     drx_reserve_fini(res);
 }
 
-int load_cmd_import(struct load_ctx *c, int argc, char **argv)
+/* One import or export, as every rank holds it from the first check to the
+ * end.  The round planned ahead (ahead, ahead_rc) becomes the next round's
+ * plan p once the round is done. */
+struct xfer {
+    const char *what;   /* "import" or "export", for messages */
+    const char *rawarg; /* the raw file as the user wrote it */
+    struct drx_array *a;
+    const struct drx_array_meta *m;
+    struct drx_view v;
+    struct load_share s;
+    struct load_plan p, ahead;
+    int ahead_rc;
+    struct load_progress pr;
+    MPI_File rf, xf; /* the raw file, the .xta */
+    MPI_Info xinfo;
+    MPI_Datatype ft;
+    char path[PATH_MAX], raw[PATH_MAX], xta[PATH_MAX + 8];
+    unsigned char *packed;
+    int advfd;  /* read-ahead advice only: the raw file (import), the .xta (export) */
+    int lockfd; /* import: the .xta, for chunk locks */
+    bool swap;
+};
+
+static void xfer_init(struct xfer *x, const char *what, const char *rawarg)
+{
+    memset(x, 0, sizeof(*x));
+    x->what = what;
+    x->rawarg = rawarg;
+    x->rf = x->xf = MPI_FILE_NULL;
+    x->xinfo = MPI_INFO_NULL;
+    x->ft = MPI_BYTE;
+    x->advfd = x->lockfd = -1;
+}
+
+/* Collective (the MPI files); closing the lock descriptor lets go of any
+ * chunk lock still held. */
+static void xfer_close(struct xfer *x)
+{
+    load_type_free(&x->ft);
+    load_close_file(&x->rf);
+    load_close_file(&x->xf);
+    if (x->xinfo != MPI_INFO_NULL)
+        MPI_Info_free(&x->xinfo);
+    if (x->lockfd >= 0)
+        close(x->lockfd);
+    if (x->advfd >= 0)
+        close(x->advfd);
+    load_plan_fini(&x->ahead);
+    load_plan_fini(&x->p);
+    load_share_fini(&x->s);
+    free(x->packed);
+    drx_array_close(x->a);
+}
+
+/* The share of chunks and the round buffers (collective).  Import also
+ * reserves the share's space in the .xta, and every rank gives back its
+ * reservation when any rank could not.  Returns 0 or -EIO (reported). */
+static int xfer_prepare(struct load_ctx *c, struct xfer *x, bool reserve)
 {
     struct drx_err err = {{0}};
-    struct drx_array *a = NULL;
-    struct drx_view v;
-    struct load_share s = {0};
-    struct load_plan p = {0}, ahead = {0};
-    struct load_progress pr;
     struct drx_reserve res = {.fd = -1};
-    MPI_File rf = MPI_FILE_NULL, xf = MPI_FILE_NULL;
-    MPI_Info xinfo = MPI_INFO_NULL;
-    MPI_Datatype ft = MPI_BYTE;
-    char path[PATH_MAX], raw[PATH_MAX], xta[PATH_MAX + 8];
-    unsigned char *packed = NULL;
+
+    if (load_share_init(c, x->m, &x->v, &x->s) < 0)
+        return -EIO;
+    x->packed = malloc(x->s.bufchunks * x->m->chunk_bytes);
+    int rc = x->packed ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
+    if (rc == 0 && reserve)
+        rc = reserve_share(&x->s, x->m, x->xta, &res, &err);
+    rc = load_agree(c, rc, &err, x->what);
+    reserve_end(&res, rc < 0);
+    if (rc < 0)
+        return -EIO;
+    load_plan_init(&x->p, x->m, &x->v);
+    load_plan_init(&x->ahead, x->m, &x->v);
+    x->swap = drx_type_rep_swaps(x->v.type, x->v.rep);
+    load_progress_start(c, &x->pr, x->what, drx_view_bytes(&x->v));
+    /* The planner streams the share, so a round is planned once: ahead,
+     * while the previous one moves, from the first round on. */
+    x->ahead_rc = load_plan_round(&x->p, x->s.plan, load_share_round(&x->s, 0), true);
+    return 0;
+}
+
+/* The plan made ahead becomes the next round's. */
+static void xfer_next_round(struct xfer *x)
+{
+    struct load_plan t = x->p;
+    x->p = x->ahead;
+    x->ahead = t;
+}
+
+/* Exit 0 means the data is on disk. */
+static int xfer_sync(struct load_ctx *c, struct xfer *x, MPI_File fh, const char *name)
+{
+    struct drx_err err = {{0}};
+    int mrc = MPI_File_sync(fh);
+    int rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "syncing %s", name);
+    if (load_agree(c, rc, &err, x->what) < 0)
+        return -EIO;
+    load_progress_end(&x->pr);
+    return 0;
+}
+
+/* --- import --- */
+
+/* Validate everything before the first byte is written: the array and
+ * view, a readable raw file of exactly the view's size.  Collective;
+ * returns 0 or -EIO (reported). */
+static int import_validate(struct load_ctx *c, struct xfer *x, int argc, char **argv)
+{
+    struct drx_err err = {{0}};
     uint64_t size = 0;
-    int rc, status = 1, rawfd = -1, lockfd = -1;
+
+    if (load_open_view(c, argv[1], true, argv + 3, argc - 3, &x->a, &x->v, x->path,
+                       sizeof(x->path)) < 0)
+        return -EIO;
+    x->m = drx_array_meta(x->a);
+    /* Our writes go to the .xta by MPI-IO, past drx_array_open's check: an
+     * .xta with another name (a rename cut short) is not written. */
+    int rc = drx_array_check_links(x->a, &err);
+    if (rc == 0)
+        rc = load_resolve(x->rawarg, false, x->raw, sizeof(x->raw), &err);
+    if (rc == 0)
+        rc = load_check_input(x->raw, &size, &err);
+    if (rc == -ENOENT && drx_stripe_exists(x->raw))
+        rc = drx_err_set(&err, EINVAL,
+                         "%s: is a striped file; import reads plain files "
+                         "(drx-load copy it out first)",
+                         x->rawarg);
+    if (rc == 0 && size != drx_view_bytes(&x->v))
+        rc = drx_err_set(&err, EINVAL, "%s: %llu bytes, but the view holds %llu", x->rawarg,
+                         (unsigned long long)size, (unsigned long long)drx_view_bytes(&x->v));
+    return load_agree(c, rc, &err, "import") < 0 ? -EIO : 0;
+}
+
+/* Opens the raw file and the .xta (collective), and the descriptors for
+ * advice and chunk locks.  Returns 0 or -EIO (reported). */
+static int import_open(struct load_ctx *c, struct xfer *x)
+{
+    struct drx_err err = {{0}};
+
+    if (load_open_file(c, x->raw, MPI_MODE_RDONLY, &x->rf, "opening") < 0)
+        return -EIO;
+    x->advfd = open(x->raw, O_RDONLY | O_CLOEXEC);
+    snprintf(x->xta, sizeof(x->xta), "%s.xta", x->path);
+    /* Data sieving locks with classic POSIX locks, which would wait forever
+     * for this process's own chunk locks: never on the .xta. */
+    MPI_Info_dup(c->info, &x->xinfo);
+    MPI_Info_set(x->xinfo, "romio_ds_write", "disable");
+    if (load_open_file_info(c, x->xta, MPI_MODE_RDWR, x->xinfo, &x->xf, "opening") < 0)
+        return -EIO;
+    x->lockfd = open(x->xta, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    int rc = x->lockfd >= 0 ? 0 : drx_err_set(&err, errno, "%s: %s", x->xta, strerror(errno));
+    return load_agree(c, rc, &err, "import") < 0 ? -EIO : 0;
+}
+
+/* Read-ahead: this round's raw ranges (first round) and the next round's
+ * (planned now), asked for before this round's read so the disk has the
+ * next round queued while this one is unpacked and written. */
+static void import_plan_ahead(struct xfer *x, uint64_t r)
+{
+    if (r == 0)
+        advise_runs(x->advfd, &x->p);
+    if (r + 1 < x->s.rounds) {
+        x->ahead_rc = load_plan_round(&x->ahead, x->s.plan, load_share_round(&x->s, r + 1), true);
+        if (x->ahead_rc == 0)
+            advise_runs(x->advfd, &x->ahead);
+    }
+}
+
+/* This rank's pieces of the raw file for round r, packed in raw order, in
+ * the view's representation converted to the array's; the chunks the view
+ * covers only in part or that reach beyond the bounds set to the fill
+ * value.  Plans round r + 1 ahead.  Local errors are returned (not agreed);
+ * the read is collective. */
+static int import_read_raw(struct xfer *x, uint64_t r, uint64_t *bytes, struct drx_err *err)
+{
+    int rc = x->ahead_rc;
+    MPI_Status st;
+
+    if (rc == 0)
+        rc = load_type_runs(&x->p, &x->ft);
+    if (rc < 0)
+        drx_err_set(err, -rc, "planning: %s", strerror(-rc));
+    *bytes = load_plan_bytes(&x->p);
+    if (rc < 0)
+        return rc;
+    import_plan_ahead(x, r);
+    int mrc = MPI_File_set_view(x->rf, 0, MPI_BYTE, x->ft, "native", MPI_INFO_NULL);
+    if (mrc == MPI_SUCCESS)
+        mrc = MPI_File_read_all(x->rf, x->packed, (int)*bytes, MPI_BYTE, &st);
+    int got = 0;
+    if (mrc == MPI_SUCCESS)
+        MPI_Get_count(&st, MPI_BYTE, &got);
+    if (mrc != MPI_SUCCESS)
+        return load_mpi_err(err, mrc, "reading %s", x->rawarg);
+    if ((uint64_t)got != *bytes)
+        return drx_err_set(err, EIO, "%s: short read (file changed?)", x->rawarg);
+    if (x->swap)
+        drx_type_convert(x->v.type, x->v.rep, x->packed, *bytes / x->v.elem_size);
+    /* Chunks the view covers only in part keep their other elements: they
+     * are read next (read-modify-write).  Beyond the bounds a chunk holds
+     * the fill value. */
+    for (size_t i = 0; i < x->p.nchunks; i++)
+        if (!x->p.covered[i] || !x->p.inside[i])
+            load_fill(x->s.chunk_buf + i * x->m->chunk_bytes, x->m->chunk_bytes, x->m->fill,
+                      x->m->elem_size);
+    return 0;
+}
+
+/* Scatters the view's bytes into the round's chunks and writes them
+ * (collective).  Returns 0 or -errno with err. */
+static int import_write_chunks(struct xfer *x, struct drx_err *err)
+{
+    size_t n = x->p.nchunks;
+
+    load_plan_unpack(&x->p, x->packed, x->s.chunk_buf);
+    load_type_free(&x->ft);
+    int rc = load_type_chunks(&x->p, &x->ft);
+    if (rc < 0) {
+        drx_err_set(err, -rc, "chunk type: %s", strerror(-rc));
+        goto out;
+    }
+    int mrc = MPI_File_set_view(x->xf, 0, MPI_BYTE, x->ft, "native", MPI_INFO_NULL);
+    if (mrc == MPI_SUCCESS)
+        mrc = MPI_File_write_all(x->xf, x->s.chunk_buf, (int)(n * x->m->chunk_bytes), MPI_BYTE,
+                                 MPI_STATUS_IGNORE);
+    if (mrc != MPI_SUCCESS)
+        rc = load_mpi_err(err, mrc, "writing %s", x->xta);
+out:
+    load_type_free(&x->ft);
+    return rc;
+}
+
+/* Round r: raw bytes in, chunks locked, read where the view covers them
+ * only in part, filled in and written, unlocked.  Every step agreed on by
+ * all ranks.  Returns 0 or -EIO (reported). */
+static int import_round(struct load_ctx *c, struct xfer *x, uint64_t r)
+{
+    struct drx_err err = {{0}};
+    const uint64_t *q = x->p.q;
+    size_t n = x->p.nchunks;
+    uint64_t bytes = 0;
+
+    int rc = import_read_raw(x, r, &bytes, &err);
+    if (load_agree(c, rc, &err, "import") < 0)
+        return -EIO;
+    rc = lock_round(c, x->lockfd, q, n, x->m->chunk_bytes, &err);
+    if (load_agree(c, rc, &err, "import") < 0)
+        return -EIO;
+    rc = read_chunks(&x->p, x->xf, x->s.chunk_buf, x->p.covered, false, NULL, &err);
+    if (load_agree(c, rc, &err, "import") < 0)
+        return -EIO;
+    rc = import_write_chunks(x, &err);
+    /* every rank has written (collective buffering included) once all
+     * agree: only then may others merge with these chunks */
+    rc = load_agree(c, rc, &err, "import");
+    unlock_round(x->lockfd, q, n, x->m->chunk_bytes);
+    if (rc < 0)
+        return -EIO;
+    load_progress_add(c, &x->pr, bytes);
+    xfer_next_round(x);
+    return 0;
+}
+
+int load_cmd_import(struct load_ctx *c, int argc, char **argv)
+{
+    struct xfer x;
+    int status = 1;
 
     if (argc < 3) {
         if (c->rank == 0)
             fprintf(stderr, "drx-load: usage: import ARRAY RAWFILE [VIEW...]\n");
         return 2;
     }
-    /* Validate everything before the first byte is written: the array and
-     * view, a readable raw file of exactly the view's size. */
-    if (load_open_view(c, argv[1], true, argv + 3, argc - 3, &a, &v, path, sizeof(path)) < 0)
+    xfer_init(&x, "import", argv[2]);
+    if (import_validate(c, &x, argc, argv) < 0 || import_open(c, &x) < 0 ||
+        xfer_prepare(c, &x, true) < 0)
         goto out;
-    const struct drx_array_meta *m = drx_array_meta(a);
-    /* Our writes go to the .xta by MPI-IO, past drx_array_open's check: an
-     * .xta with another name (a rename cut short) is not written. */
-    rc = drx_array_check_links(a, &err);
-    if (rc == 0)
-        rc = load_resolve(argv[2], false, raw, sizeof(raw), &err);
-    if (rc == 0)
-        rc = load_check_input(raw, &size, &err);
-    if (rc == -ENOENT && drx_stripe_exists(raw))
-        rc = drx_err_set(&err, EINVAL,
-                         "%s: is a striped file; import reads plain files "
-                         "(drx-load copy it out first)",
-                         argv[2]);
-    if (rc == 0 && size != drx_view_bytes(&v))
-        rc = drx_err_set(&err, EINVAL, "%s: %llu bytes, but the view holds %llu", argv[2],
-                         (unsigned long long)size, (unsigned long long)drx_view_bytes(&v));
-    if (load_agree(c, rc, &err, "import") < 0)
-        goto out;
-    if (load_open_file(c, raw, MPI_MODE_RDONLY, &rf, "opening") < 0)
-        goto out;
-    rawfd = open(raw, O_RDONLY | O_CLOEXEC); /* for read-ahead advice only */
-    snprintf(xta, sizeof(xta), "%s.xta", path);
-    /* Data sieving locks with classic POSIX locks, which would wait forever
-     * for this process's own chunk locks: never on the .xta. */
-    MPI_Info_dup(c->info, &xinfo);
-    MPI_Info_set(xinfo, "romio_ds_write", "disable");
-    if (load_open_file_info(c, xta, MPI_MODE_RDWR, xinfo, &xf, "opening") < 0)
-        goto out;
-    lockfd = open(xta, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    rc = lockfd >= 0 ? 0 : drx_err_set(&err, errno, "%s: %s", xta, strerror(errno));
-    if (load_agree(c, rc, &err, "import") < 0)
-        goto out;
-    if (load_share_init(c, m, &v, &s) < 0)
-        goto out;
-    packed = malloc(s.bufchunks * m->chunk_bytes);
-    rc = packed ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
-    if (rc == 0)
-        rc = reserve_share(&s, m, xta, &res, &err);
-    /* every rank gives back its reservation when any rank could not */
-    rc = load_agree(c, rc, &err, "import");
-    reserve_end(&res, rc < 0);
-    if (rc < 0)
-        goto out;
-    load_plan_init(&p, m, &v);
-    load_plan_init(&ahead, m, &v);
-
-    const bool swap = drx_type_rep_swaps(v.type, v.rep);
-    load_progress_start(c, &pr, "import", drx_view_bytes(&v));
-    /* The planner streams the share, so a round is planned once: ahead,
-     * while the previous one moves, from the first round on. */
-    int ahead_rc = load_plan_round(&p, s.plan, load_share_round(&s, 0), true);
-    for (uint64_t r = 0; r < s.rounds; r++) {
-        const uint64_t *q = p.q;
-        size_t n = p.nchunks;
-        uint64_t bytes = 0;
-        int mrc;
-        MPI_Status st;
-
-        rc = ahead_rc;
-        if (rc == 0)
-            rc = load_type_runs(&p, &ft);
-        if (rc < 0)
-            drx_err_set(&err, -rc, "planning: %s", strerror(-rc));
-        bytes = load_plan_bytes(&p);
-        /* Read-ahead: this round's raw ranges (first round) and the next
-         * round's, asked for before this round's read so the disk has the
-         * next round queued while this one is unpacked and written. */
-        if (rc == 0 && r == 0)
-            advise_runs(rawfd, &p);
-        if (rc == 0 && r + 1 < s.rounds) {
-            ahead_rc = load_plan_round(&ahead, s.plan, load_share_round(&s, r + 1), true);
-            if (ahead_rc == 0)
-                advise_runs(rawfd, &ahead);
-        }
-        /* 1. This rank's pieces of the raw file, packed in raw order. */
-        if (rc == 0) {
-            mrc = MPI_File_set_view(rf, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
-            if (mrc == MPI_SUCCESS)
-                mrc = MPI_File_read_all(rf, packed, (int)bytes, MPI_BYTE, &st);
-            int got = 0;
-            if (mrc == MPI_SUCCESS)
-                MPI_Get_count(&st, MPI_BYTE, &got);
-            if (mrc != MPI_SUCCESS)
-                rc = load_mpi_err(&err, mrc, "reading %s", argv[2]);
-            else if ((uint64_t)got != bytes)
-                rc = drx_err_set(&err, EIO, "%s: short read (file changed?)", argv[2]);
-        }
-        if (rc == 0 && swap)
-            drx_type_convert(v.type, v.rep, packed, bytes / v.elem_size);
-        /* 2. Chunks the view covers only in part keep their other elements:
-         * read them first (read-modify-write).  Beyond the bounds a chunk
-         * holds the fill value. */
-        for (size_t i = 0; rc == 0 && i < n; i++)
-            if (!p.covered[i] || !p.inside[i])
-                load_fill(s.chunk_buf + i * m->chunk_bytes, m->chunk_bytes, m->fill, m->elem_size);
-        if (load_agree(c, rc, &err, "import") < 0)
+    for (uint64_t r = 0; r < x.s.rounds; r++)
+        if (import_round(c, &x, r) < 0)
             goto out;
-        rc = lock_round(c, lockfd, q, n, m->chunk_bytes, &err);
-        if (load_agree(c, rc, &err, "import") < 0)
-            goto out;
-        rc = read_chunks(&p, xf, s.chunk_buf, p.covered, false, NULL, &err);
-        if (load_agree(c, rc, &err, "import") < 0)
-            goto out;
-        /* 3. Scatter the view's bytes into the chunks and write them. */
-        load_plan_unpack(&p, packed, s.chunk_buf);
-        load_type_free(&ft);
-        rc = load_type_chunks(&p, &ft);
-        if (rc < 0)
-            drx_err_set(&err, -rc, "chunk type: %s", strerror(-rc));
-        if (rc == 0) {
-            mrc = MPI_File_set_view(xf, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
-            if (mrc == MPI_SUCCESS)
-                mrc = MPI_File_write_all(xf, s.chunk_buf, (int)(n * m->chunk_bytes), MPI_BYTE,
-                                         MPI_STATUS_IGNORE);
-            if (mrc != MPI_SUCCESS)
-                rc = load_mpi_err(&err, mrc, "writing %s", xta);
-        }
-        load_type_free(&ft);
-        /* every rank has written (collective buffering included) once all
-         * agree: only then may others merge with these chunks */
-        rc = load_agree(c, rc, &err, "import");
-        unlock_round(lockfd, q, n, m->chunk_bytes);
-        if (rc < 0)
-            goto out;
-        load_progress_add(c, &pr, bytes);
-        /* the plan made ahead becomes the next round's */
-        struct load_plan t = p;
-        p = ahead;
-        ahead = t;
-    }
-    /* Exit 0 means the data is on disk. */
-    int mrc = MPI_File_sync(xf);
-    rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "syncing %s", xta);
-    if (load_agree(c, rc, &err, "import") < 0)
+    if (xfer_sync(c, &x, x.xf, x.xta) < 0)
         goto out;
-    load_progress_end(&pr);
     status = 0;
 out:
-    load_type_free(&ft);
-    load_close_file(&rf);
-    load_close_file(&xf);
-    if (xinfo != MPI_INFO_NULL)
-        MPI_Info_free(&xinfo);
-    if (lockfd >= 0)
-        close(lockfd); /* lets go of any chunk lock still held */
-    if (rawfd >= 0)
-        close(rawfd);
-    load_plan_fini(&ahead);
-    load_plan_fini(&p);
-    load_share_fini(&s);
-    free(packed);
-    drx_array_close(a);
+    xfer_close(&x);
     return status;
 }
 
 /* --- export --- */
 
-int load_cmd_export(struct load_ctx *c, int argc, char **argv)
+/* The array, view and output file, checked; the .xta and the output file
+ * opened, the output cut to exactly the view's bytes.  Collective; returns
+ * 0 or -EIO (reported). */
+static int export_open(struct load_ctx *c, struct xfer *x, int argc, char **argv)
 {
     struct drx_err err = {{0}};
-    struct drx_array *a = NULL;
-    struct drx_view v;
-    struct load_share s = {0};
-    struct load_plan p = {0}, ahead = {0};
-    struct load_progress pr;
-    MPI_File of = MPI_FILE_NULL, xf = MPI_FILE_NULL;
-    MPI_Datatype ft = MPI_BYTE;
-    char path[PATH_MAX], out[PATH_MAX], xta[PATH_MAX + 8];
-    unsigned char *packed = NULL;
-    int rc, status = 1, xtafd = -1;
+
+    if (load_open_view(c, argv[1], false, argv + 3, argc - 3, &x->a, &x->v, x->path,
+                       sizeof(x->path)) < 0)
+        return -EIO;
+    x->m = drx_array_meta(x->a);
+    int rc = load_resolve(x->rawarg, true, x->raw, sizeof(x->raw), &err);
+    if (rc == 0)
+        rc = load_check_output(c, x->raw, &err);
+    if (load_agree(c, rc, &err, "export") < 0)
+        return -EIO;
+    snprintf(x->xta, sizeof(x->xta), "%s.xta", x->path);
+    if (load_open_file(c, x->xta, MPI_MODE_RDONLY, &x->xf, "opening") < 0)
+        return -EIO;
+    x->advfd = open(x->xta, O_RDONLY | O_CLOEXEC);
+    if (load_open_file(c, x->raw, MPI_MODE_WRONLY | MPI_MODE_CREATE, &x->rf, "creating") < 0)
+        return -EIO;
+    /* The output is exactly the view's bytes, whatever the file held. */
+    int mrc = MPI_File_set_size(x->rf, (MPI_Offset)drx_view_bytes(&x->v));
+    rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "truncating %s", x->rawarg);
+    return load_agree(c, rc, &err, "export") < 0 ? -EIO : 0;
+}
+
+/* The round's packed view bytes written to this rank's pieces of the
+ * output (collective).  Returns 0 or -errno with err. */
+static int export_write_raw(struct xfer *x, uint64_t bytes, struct drx_err *err)
+{
+    int rc = load_type_runs(&x->p, &x->ft);
+    if (rc < 0)
+        drx_err_set(err, -rc, "planning: %s", strerror(-rc));
+    if (rc == 0) {
+        int mrc = MPI_File_set_view(x->rf, 0, MPI_BYTE, x->ft, "native", MPI_INFO_NULL);
+        if (mrc == MPI_SUCCESS)
+            mrc = MPI_File_write_all(x->rf, x->packed, (int)bytes, MPI_BYTE, MPI_STATUS_IGNORE);
+        if (mrc != MPI_SUCCESS)
+            rc = load_mpi_err(err, mrc, "writing %s", x->rawarg);
+    }
+    load_type_free(&x->ft);
+    return rc;
+}
+
+/* Round r: chunks in, packed in the view's order and representation,
+ * written out.  Every step agreed on by all ranks.  Returns 0 or -EIO
+ * (reported). */
+static int export_round(struct load_ctx *c, struct xfer *x, uint64_t r)
+{
+    struct drx_err err = {{0}};
+    const uint64_t cb = x->m->chunk_bytes;
+    size_t n = x->p.nchunks;
+    uint64_t got = 0, bytes;
+
+    int rc = x->ahead_rc;
+    if (rc < 0)
+        drx_err_set(&err, -rc, "planning: %s", strerror(-rc));
+    if (load_agree(c, rc, &err, "export") < 0)
+        return -EIO;
+    /* Read-ahead as in import: this round's chunks (first round) and the
+     * next round's, so they come in while this round is written. */
+    if (r == 0)
+        load_advise_chunks(x->advfd, x->p.q, n, cb);
+    if (r + 1 < x->s.rounds) {
+        x->ahead_rc = load_plan_round(&x->ahead, x->s.plan, load_share_round(&x->s, r + 1), true);
+        if (x->ahead_rc == 0)
+            load_advise_chunks(x->advfd, x->ahead.q, x->ahead.nchunks, cb);
+    }
+    rc = read_chunks(&x->p, x->xf, x->s.chunk_buf, NULL, false, &got, &err);
+    if (load_agree(c, rc, &err, "export") < 0)
+        return -EIO;
+    /* Chunks past the end of the .xta (a short file) read as the fill
+     * value; the chunks are contiguous in the buffer, so that is the tail
+     * after what was read. */
+    if (got < n * cb)
+        load_fill_range(x->s.chunk_buf, got, n * cb, x->m->fill, x->m->elem_size);
+    load_plan_pack(&x->p, x->s.chunk_buf, x->packed);
+    bytes = load_plan_bytes(&x->p);
+    if (x->swap)
+        drx_type_convert(x->v.type, x->v.rep, x->packed, bytes / x->v.elem_size);
+    rc = export_write_raw(x, bytes, &err);
+    if (load_agree(c, rc, &err, "export") < 0)
+        return -EIO;
+    load_progress_add(c, &x->pr, bytes);
+    xfer_next_round(x);
+    return 0;
+}
+
+int load_cmd_export(struct load_ctx *c, int argc, char **argv)
+{
+    struct xfer x;
+    int status = 1;
 
     if (argc < 3) {
         if (c->rank == 0)
             fprintf(stderr, "drx-load: usage: export ARRAY OUTFILE [VIEW...]\n");
         return 2;
     }
-    if (load_open_view(c, argv[1], false, argv + 3, argc - 3, &a, &v, path, sizeof(path)) < 0)
+    xfer_init(&x, "export", argv[2]);
+    if (export_open(c, &x, argc, argv) < 0 || xfer_prepare(c, &x, false) < 0)
         goto out;
-    const struct drx_array_meta *m = drx_array_meta(a);
-    rc = load_resolve(argv[2], true, out, sizeof(out), &err);
-    if (rc == 0)
-        rc = load_check_output(c, out, &err);
-    if (load_agree(c, rc, &err, "export") < 0)
-        goto out;
-    snprintf(xta, sizeof(xta), "%s.xta", path);
-    if (load_open_file(c, xta, MPI_MODE_RDONLY, &xf, "opening") < 0)
-        goto out;
-    xtafd = open(xta, O_RDONLY | O_CLOEXEC); /* for read-ahead advice only */
-    if (load_open_file(c, out, MPI_MODE_WRONLY | MPI_MODE_CREATE, &of, "creating") < 0)
-        goto out;
-    /* The output is exactly the view's bytes, whatever the file held. */
-    int mrc = MPI_File_set_size(of, (MPI_Offset)drx_view_bytes(&v));
-    rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "truncating %s", argv[2]);
-    if (load_agree(c, rc, &err, "export") < 0)
-        goto out;
-    if (load_share_init(c, m, &v, &s) < 0)
-        goto out;
-    packed = malloc(s.bufchunks * m->chunk_bytes);
-    rc = packed ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
-    if (load_agree(c, rc, &err, "export") < 0)
-        goto out;
-    load_plan_init(&p, m, &v);
-    load_plan_init(&ahead, m, &v);
-
-    const bool swap = drx_type_rep_swaps(v.type, v.rep);
-    load_progress_start(c, &pr, "export", drx_view_bytes(&v));
-    /* Rounds planned one ahead, as in import, to advise the next one. */
-    int ahead_rc = load_plan_round(&p, s.plan, load_share_round(&s, 0), true);
-    for (uint64_t r = 0; r < s.rounds; r++) {
-        const uint64_t *q = p.q;
-        size_t n = p.nchunks;
-        uint64_t bytes;
-
-        rc = ahead_rc;
-        if (rc < 0)
-            drx_err_set(&err, -rc, "planning: %s", strerror(-rc));
-        if (load_agree(c, rc, &err, "export") < 0)
+    for (uint64_t r = 0; r < x.s.rounds; r++)
+        if (export_round(c, &x, r) < 0)
             goto out;
-        /* Read-ahead as in import: this round's chunks (first round) and
-         * the next round's, so they come in while this round is written. */
-        if (r == 0)
-            load_advise_chunks(xtafd, q, n, m->chunk_bytes);
-        if (r + 1 < s.rounds) {
-            ahead_rc = load_plan_round(&ahead, s.plan, load_share_round(&s, r + 1), true);
-            if (ahead_rc == 0)
-                load_advise_chunks(xtafd, ahead.q, ahead.nchunks, m->chunk_bytes);
-        }
-        uint64_t got = 0;
-        rc = read_chunks(&p, xf, s.chunk_buf, NULL, false, &got, &err);
-        if (load_agree(c, rc, &err, "export") < 0)
-            goto out;
-        /* Chunks past the end of the .xta (a short file) read as the fill
-         * value; the chunks are contiguous in the buffer, so that is the
-         * tail after what was read. */
-        if (got < n * m->chunk_bytes)
-            load_fill_range(s.chunk_buf, got, n * m->chunk_bytes, m->fill, m->elem_size);
-        load_plan_pack(&p, s.chunk_buf, packed);
-        bytes = load_plan_bytes(&p);
-        if (swap)
-            drx_type_convert(v.type, v.rep, packed, bytes / v.elem_size);
-        rc = load_type_runs(&p, &ft);
-        if (rc < 0)
-            drx_err_set(&err, -rc, "planning: %s", strerror(-rc));
-        if (rc == 0) {
-            mrc = MPI_File_set_view(of, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
-            if (mrc == MPI_SUCCESS)
-                mrc = MPI_File_write_all(of, packed, (int)bytes, MPI_BYTE, MPI_STATUS_IGNORE);
-            if (mrc != MPI_SUCCESS)
-                rc = load_mpi_err(&err, mrc, "writing %s", argv[2]);
-        }
-        load_type_free(&ft);
-        if (load_agree(c, rc, &err, "export") < 0)
-            goto out;
-        load_progress_add(c, &pr, bytes);
-        struct load_plan tmp = p;
-        p = ahead;
-        ahead = tmp;
-    }
-    mrc = MPI_File_sync(of);
-    rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "syncing %s", argv[2]);
-    if (load_agree(c, rc, &err, "export") < 0)
+    if (xfer_sync(c, &x, x.rf, x.rawarg) < 0)
         goto out;
-    load_progress_end(&pr);
     status = 0;
 out:
-    load_type_free(&ft);
-    load_close_file(&of);
-    load_close_file(&xf);
-    if (xtafd >= 0)
-        close(xtafd);
-    load_plan_fini(&ahead);
-    load_plan_fini(&p);
-    load_share_fini(&s);
-    free(packed);
-    drx_array_close(a);
+    xfer_close(&x);
     return status;
 }

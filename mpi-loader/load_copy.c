@@ -280,82 +280,85 @@ static int commit_striped(struct load_ctx *c, struct endpoint *d)
     return load_agree(c, rc, &err, "copy");
 }
 
+/* The file and memory types of a rank's pieces p[0..k) of one subfile:
+ * where they lie in the subfile, and where in the round's buffer (whose
+ * byte 0 is logical byte a).  *want: the bytes they cover. */
+static int pieces_types(const struct drx_stripe_piece *p, size_t k, uint64_t a, uint64_t *foff,
+                        uint64_t *moff, uint64_t *len, MPI_Datatype *ft, MPI_Datatype *mt,
+                        uint64_t *want)
+{
+    for (size_t j = 0; j < k; j++) {
+        foff[j] = p[j].offset;
+        moff[j] = p[j].logical - a;
+        len[j] = p[j].len;
+    }
+    int rc = load_type_ranges(foff, len, k, ft, want);
+    if (rc == 0)
+        rc = load_type_ranges(moff, len, k, mt, NULL);
+    return rc;
+}
+
+/* One collective read or write of subfile i: the pieces p[0..k) between
+ * the subfile and buf (buf[0] is logical byte a).  scratch holds 3 * k
+ * offsets. */
+static int subfile_io(struct endpoint *e, unsigned i, bool write, const struct drx_stripe_piece *p,
+                      size_t k, uint64_t a, unsigned char *buf, uint64_t *scratch,
+                      struct drx_err *err)
+{
+    MPI_Datatype ft = MPI_BYTE, mt = MPI_BYTE;
+    MPI_Status st;
+    uint64_t want = 0, got;
+    int mrc, count = 0;
+    int rc = pieces_types(p, k, a, scratch, scratch + k, scratch + 2 * k, &ft, &mt, &want);
+
+    if (rc < 0) {
+        drx_err_set(err, -rc, "file type: %s", strerror(-rc));
+        goto out;
+    }
+    mrc = MPI_File_set_view(e->fh[i], 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+    if (mrc == MPI_SUCCESS && write)
+        mrc = MPI_File_write_all(e->fh[i], buf, k ? 1 : 0, mt, &st);
+    else if (mrc == MPI_SUCCESS)
+        mrc = MPI_File_read_all(e->fh[i], buf, k ? 1 : 0, mt, &st);
+    if (mrc == MPI_SUCCESS)
+        MPI_Get_count(&st, MPI_BYTE, &count);
+    if (mrc != MPI_SUCCESS) {
+        rc = load_mpi_err(err, mrc, "%s %s (subfile %u)", write ? "writing" : "reading", e->arg, i);
+        goto out;
+    }
+    got = count > 0 ? (uint64_t)count : 0;
+    if (write && got != want)
+        rc = drx_err_set(err, EIO, "writing %s: short write", e->arg);
+    else if (!write)
+        drx_stripe_pieces_fill_holes(p, k, got, buf, a);
+out:
+    load_type_free(&ft);
+    load_type_free(&mt);
+    return rc;
+}
+
 /* Moves logical bytes [a, b) of a striped file between its subfiles and
  * buf (buf[0] is byte a).  Collective: every rank calls it for every
  * subfile, with an empty range when it has nothing. */
 static int striped_io(struct endpoint *e, bool write, uint64_t a, uint64_t b, unsigned char *buf,
                       struct drx_err *err)
 {
-    const uint64_t ext = e->meta.layout.extent, cnt = e->meta.layout.count;
-    uint64_t e0 = a / ext, e1 = b > a ? (b - 1) / ext + 1 : e0;
-    size_t cap = (size_t)((e1 - e0) / cnt + 2);
-    uint64_t *foff = malloc(cap * sizeof(*foff));
-    uint64_t *moff = malloc(cap * sizeof(*moff));
-    uint64_t *len = malloc(cap * sizeof(*len));
+    size_t cap = drx_stripe_range_pieces_max(&e->meta.layout, a, b);
+    struct drx_stripe_piece *p = malloc(cap * sizeof(*p));
+    uint64_t *scratch = malloc(3 * cap * sizeof(*scratch));
     int rc = 0;
 
-    if (!foff || !moff || !len) {
+    if (!p || !scratch) {
         rc = drx_err_set(err, ENOMEM, "out of memory");
         goto out;
     }
     for (unsigned i = 0; i < e->nfh && rc == 0; i++) {
-        size_t k = 0;
-        uint64_t want = 0, got;
-        MPI_Datatype ft = MPI_BYTE, mt = MPI_BYTE;
-        MPI_Status st;
-        int mrc, count = 0;
-
-        /* The first extent at or after e0 that lives in subfile i. */
-        uint64_t first = e0 + (i + cnt - e0 % cnt) % cnt;
-        for (uint64_t x = first; x < e1; x += cnt) {
-            uint64_t lo = x * ext > a ? x * ext : a, hi = (x + 1) * ext < b ? (x + 1) * ext : b;
-            foff[k] = (x / cnt) * ext + lo % ext;
-            moff[k] = lo - a;
-            len[k++] = hi - lo;
-        }
-        rc = load_type_ranges(foff, len, k, &ft, &want);
-        if (rc == 0)
-            rc = load_type_ranges(moff, len, k, &mt, NULL);
-        if (rc < 0) {
-            drx_err_set(err, -rc, "file type: %s", strerror(-rc));
-            load_type_free(&ft);
-            load_type_free(&mt);
-            break;
-        }
-        mrc = MPI_File_set_view(e->fh[i], 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
-        if (mrc == MPI_SUCCESS && write)
-            mrc = MPI_File_write_all(e->fh[i], buf, k ? 1 : 0, mt, &st);
-        else if (mrc == MPI_SUCCESS)
-            mrc = MPI_File_read_all(e->fh[i], buf, k ? 1 : 0, mt, &st);
-        if (mrc == MPI_SUCCESS)
-            MPI_Get_count(&st, MPI_BYTE, &count);
-        load_type_free(&ft);
-        load_type_free(&mt);
-        if (mrc != MPI_SUCCESS) {
-            rc = load_mpi_err(err, mrc, "%s %s (subfile %u)", write ? "writing" : "reading",
-                              e->arg, i);
-            break;
-        }
-        got = count > 0 ? (uint64_t)count : 0;
-        if (write && got != want) {
-            rc = drx_err_set(err, EIO, "writing %s: short write", e->arg);
-            break;
-        }
-        /* A subfile shorter than the logical size has a hole there: the
-         * pieces past what was read are zeros. */
-        for (size_t j = 0; !write && j < k && got < want; j++) {
-            if (got >= len[j]) {
-                got -= len[j];
-                continue;
-            }
-            memset(buf + moff[j] + got, 0, len[j] - got);
-            got = 0;
-        }
+        size_t k = drx_stripe_range_pieces(&e->meta.layout, i, a, b, p, cap);
+        rc = subfile_io(e, i, write, p, k, a, buf, scratch, err);
     }
 out:
-    free(foff);
-    free(moff);
-    free(len);
+    free(p);
+    free(scratch);
     return rc;
 }
 
@@ -379,10 +382,100 @@ static int endpoint_io(struct endpoint *e, bool write, uint64_t a, uint64_t b,
     return 0;
 }
 
+/* How the logical bytes are dealt out: BLOCK over the ranks in units, in
+ * rounds of at most per_round units per rank.  The same rounds on every
+ * rank (from the rank with the most units), so the collectives match. */
+struct copy_plan {
+    uint64_t unit, units, start, count, per_round, rounds;
+};
+
+static void copy_plan_make(const struct load_ctx *c, const struct endpoint *src,
+                           const struct endpoint *dst, struct copy_plan *p)
+{
+    p->unit = dst->striped   ? dst->meta.layout.extent
+              : src->striped ? src->meta.layout.extent
+                             : COPY_UNIT;
+    p->units = (src->size + p->unit - 1) / p->unit;
+    load_start_count(c, p->units, &p->start, &p->count);
+    p->per_round = c->buffer / p->unit ? c->buffer / p->unit : 1;
+    uint64_t most = (p->units + (uint64_t)c->nprocs - 1) / (uint64_t)c->nprocs;
+    p->rounds = (most + p->per_round - 1) / p->per_round;
+    if (c->rank == 0)
+        drx_log(DRX_LOG_DEBUG, "%llu units of %llu bytes: %llu rounds of at most %llu per rank",
+                (unsigned long long)p->units, (unsigned long long)p->unit,
+                (unsigned long long)p->rounds, (unsigned long long)p->per_round);
+}
+
+/* Bytes of this rank's round buffer: one round's units, at least one. */
+static size_t copy_plan_buffer(const struct copy_plan *p)
+{
+    uint64_t units = p->count < p->per_round ? p->count : p->per_round;
+    return (size_t)((units ? units : 1) * p->unit);
+}
+
+/* This rank's logical bytes [*a, *b) of round r: units start + r*per_round
+ * onwards, within its share and the file (empty once its share is done). */
+static void copy_round_range(const struct copy_plan *p, uint64_t size, uint64_t r, uint64_t *a,
+                             uint64_t *b)
+{
+    uint64_t end = p->start + p->count;
+    uint64_t u0 = p->start + r * p->per_round, u1 = u0 + p->per_round;
+    if (u0 > end)
+        u0 = end;
+    if (u1 > end)
+        u1 = end;
+    *a = u0 * p->unit;
+    *b = u1 * p->unit;
+    if (*b > size)
+        *b = size;
+    if (*a > *b)
+        *a = *b;
+}
+
+/* Every round: read this rank's bytes from src, write them to dst, each
+ * step agreed on by all ranks.  Returns 0 or -EIO (reported). */
+static int copy_rounds(struct load_ctx *c, const struct copy_plan *p, struct endpoint *src,
+                       struct endpoint *dst, unsigned char *buf, struct load_progress *pr)
+{
+    struct drx_err err = {{0}};
+
+    for (uint64_t r = 0; r < p->rounds; r++) {
+        uint64_t a, b;
+        copy_round_range(p, src->size, r, &a, &b);
+        int rc = endpoint_io(src, false, a, b, buf, &err);
+        if (load_agree(c, rc, &err, "copy") < 0)
+            return -EIO;
+        rc = endpoint_io(dst, true, a, b, buf, &err);
+        if (load_agree(c, rc, &err, "copy") < 0)
+            return -EIO;
+        load_progress_add(c, pr, b - a);
+    }
+    return 0;
+}
+
+/* Exit 0 means the data is on disk: every subfile (or the file) synced,
+ * then a striped destination committed. */
+static int copy_finish(struct load_ctx *c, struct endpoint *dst)
+{
+    struct drx_err err = {{0}};
+    int rc = 0;
+    for (unsigned i = 0; i < dst->nfh && rc == 0; i++) {
+        int mrc = MPI_File_sync(dst->fh[i]);
+        if (mrc != MPI_SUCCESS)
+            rc = load_mpi_err(&err, mrc, "syncing %s", dst->arg);
+    }
+    if (load_agree(c, rc, &err, "copy") < 0)
+        return -EIO;
+    if (dst->striped && commit_striped(c, dst) < 0)
+        return -EIO;
+    return 0;
+}
+
 int load_cmd_copy(struct load_ctx *c, int argc, char **argv)
 {
     struct drx_err err = {{0}};
     struct endpoint src, dst;
+    struct copy_plan plan;
     struct load_progress pr;
     unsigned char *buf = NULL;
     int rc, status = 1;
@@ -394,58 +487,15 @@ int load_cmd_copy(struct load_ctx *c, int argc, char **argv)
             fprintf(stderr, "drx-load: usage: copy SRC DST\n");
         return 2;
     }
-    if (open_source(c, &src) < 0)
+    if (open_source(c, &src) < 0 || open_dest(c, &dst, &src) < 0)
         goto out;
-    if (open_dest(c, &dst, &src) < 0)
-        goto out;
-
-    uint64_t unit = dst.striped ? dst.meta.layout.extent
-                                : src.striped ? src.meta.layout.extent : COPY_UNIT;
-    uint64_t units = (src.size + unit - 1) / unit, start, count;
-    load_start_count(c, units, &start, &count);
-    uint64_t per_round = c->buffer / unit ? c->buffer / unit : 1;
-    uint64_t most = (units + (uint64_t)c->nprocs - 1) / (uint64_t)c->nprocs;
-    uint64_t rounds = (most + per_round - 1) / per_round;
-    buf = malloc((count < per_round ? (count ? count : 1) : per_round) * unit);
+    copy_plan_make(c, &src, &dst, &plan);
+    buf = malloc(copy_plan_buffer(&plan));
     rc = buf ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
     if (load_agree(c, rc, &err, "copy") < 0)
         goto out;
-    if (c->rank == 0)
-        drx_log(DRX_LOG_DEBUG, "%llu units of %llu bytes: %llu rounds of at most %llu per rank",
-                (unsigned long long)units, (unsigned long long)unit, (unsigned long long)rounds,
-                (unsigned long long)per_round);
-
     load_progress_start(c, &pr, "copy", src.size);
-    for (uint64_t r = 0; r < rounds; r++) {
-        /* This rank's bytes of round r: units start + r*per_round ... */
-        uint64_t u0 = start + r * per_round, u1 = u0 + per_round;
-        if (u0 > start + count)
-            u0 = start + count;
-        if (u1 > start + count)
-            u1 = start + count;
-        uint64_t a = u0 * unit, b = u1 * unit;
-        if (b > src.size)
-            b = src.size;
-        if (a > b)
-            a = b;
-        rc = endpoint_io(&src, false, a, b, buf, &err);
-        if (load_agree(c, rc, &err, "copy") < 0)
-            goto out;
-        rc = endpoint_io(&dst, true, a, b, buf, &err);
-        if (load_agree(c, rc, &err, "copy") < 0)
-            goto out;
-        load_progress_add(c, &pr, b - a);
-    }
-    /* Exit 0 means the data is on disk. */
-    rc = 0;
-    for (unsigned i = 0; i < dst.nfh && rc == 0; i++) {
-        int mrc = MPI_File_sync(dst.fh[i]);
-        if (mrc != MPI_SUCCESS)
-            rc = load_mpi_err(&err, mrc, "syncing %s", dst.arg);
-    }
-    if (load_agree(c, rc, &err, "copy") < 0)
-        goto out;
-    if (dst.striped && commit_striped(c, &dst) < 0)
+    if (copy_rounds(c, &plan, &src, &dst, buf, &pr) < 0 || copy_finish(c, &dst) < 0)
         goto out;
     load_progress_end(&pr);
     status = 0;

@@ -1,12 +1,14 @@
-/* Striped files (NAFS): metafile NAME.nafs + round-robin subfiles. */
+/* Striped files (NAFS): metafile NAME.nafs + round-robin subfiles.  Here:
+ * handles, their size and its persistence, reads and writes, and files
+ * created whole (also as a temporary).  Placement and layouts are in
+ * stripe_layout.c, the metafile in stripe_meta.c, subfiles and whole files
+ * on disk in stripe_names.c. */
 #include "drx/stripe.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libconfig.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,16 +16,12 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
-#include "cfgfile_i.h"
 #include "drx/io.h"
 #include "drx/log.h"
 #include "replace_i.h"
-
-/* A metafile is a few hundred bytes; anything much larger is not ours. */
-#define META_MAX_BYTES 65536
+#include "stripe_i.h"
 
 struct drx_stripe {
     struct drx_store *s;
@@ -51,20 +49,6 @@ struct drx_stripe {
     ino_t meta_ino;
     struct timespec meta_ctim; /* and its ctime then: an update in place keeps the inode */
 };
-
-/* ---- mapping ------------------------------------------------------------------- */
-
-uint64_t drx_stripe_subfile_len(const struct drx_stripe_layout *l, unsigned i, uint64_t size)
-{
-    uint64_t full = size / l->extent, rem = size % l->extent;
-    uint64_t n = full / l->count + (i < full % l->count ? 1 : 0);
-
-    /* The partial last extent, if any, is extent `full`, in subfile full % count. */
-    if (rem && full % l->count == i)
-        return n * l->extent + rem;
-    return n * l->extent;
-}
-
 /* ---- names and paths --------------------------------------------------------- */
 
 bool drx_stripe_subfile_name_valid(const char *name)
@@ -82,19 +66,13 @@ bool drx_stripe_subfile_name_valid(const char *name)
     return strstr(name, "..") == NULL;
 }
 
-static int meta_path(const char *path, char *buf, size_t len)
-{
-    if ((size_t)snprintf(buf, len, "%s" DRX_STRIPE_SUFFIX, path) >= len)
-        return -ENAMETOOLONG;
-    return 0;
-}
-
 bool drx_stripe_exists(const char *path)
 {
     char mp[PATH_MAX];
     struct stat st;
 
-    return meta_path(path, mp, sizeof mp) == 0 && stat(mp, &st) == 0 && S_ISREG(st.st_mode);
+    return drx_stripe_meta_path(path, mp, sizeof mp) == 0 && stat(mp, &st) == 0 &&
+           S_ISREG(st.st_mode);
 }
 
 int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
@@ -107,674 +85,6 @@ int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_m
     n = snprintf(buf, len, "%s/%s", s->cfg.stripe.dirs[m->sub[i].dir], m->sub[i].name);
     return (n < 0 || (size_t)n >= len) ? -ERANGE : n;
 }
-
-/* ---- layouts ------------------------------------------------------------------- */
-
-int drx_stripe_layout_parse(const char *text, size_t ndirs, struct drx_stripe_layout *out,
-                            struct drx_err *err)
-{
-    char buf[256];
-    bool have_count = false, have_extent = false;
-    struct drx_stripe_layout l = {0};
-    char *save = NULL;
-
-    if (ndirs > DRX_MAX_STRIPE_DIRS)
-        ndirs = DRX_MAX_STRIPE_DIRS;
-    if (!text || strlen(text) >= sizeof buf)
-        return drx_err_set(err, EINVAL, "layout: expected \"count=N extent=BYTES\"");
-    strcpy(buf, text);
-    for (char *w = strtok_r(buf, " \t\n,", &save); w; w = strtok_r(NULL, " \t\n,", &save)) {
-        uint64_t v;
-        if (strncmp(w, "count=", 6) == 0 && !have_count) {
-            if (drx_config_parse_bytes(w + 6, &v) < 0 || strpbrk(w + 6, "kKmMgGtT"))
-                return drx_err_set(err, EINVAL, "layout: count \"%s\" is not a number", w + 6);
-            if (v < 1 || v > ndirs)
-                return drx_err_set(err, EINVAL,
-                                   "layout: count=%llu is not in 1..%zu (the stripe dirs)",
-                                   (unsigned long long)v, ndirs);
-            l.count = (unsigned)v;
-            have_count = true;
-        } else if (strncmp(w, "extent=", 7) == 0 && !have_extent) {
-            if (drx_config_parse_bytes(w + 7, &v) < 0)
-                return drx_err_set(err, EINVAL, "layout: extent \"%s\" is not a byte count", w + 7);
-            if (v < 1 || v > DRX_MAX_EXTENT)
-                return drx_err_set(err, EINVAL, "layout: extent=%llu is not in 1..%llu",
-                                   (unsigned long long)v, (unsigned long long)DRX_MAX_EXTENT);
-            l.extent = v;
-            have_extent = true;
-        } else {
-            return drx_err_set(err, EINVAL,
-                               "layout: unexpected \"%s\", expected \"count=N extent=BYTES\"", w);
-        }
-    }
-    if (!have_count || !have_extent)
-        return drx_err_set(err, EINVAL, "layout: expected \"count=N extent=BYTES\"");
-    *out = l;
-    return 0;
-}
-
-int drx_stripe_layout_format(const struct drx_stripe_layout *l, char *buf, size_t len)
-{
-    int n = snprintf(buf, len, "count=%u extent=%llu", l->count, (unsigned long long)l->extent);
-
-    return (n < 0 || (size_t)n >= len) ? -ERANGE : n;
-}
-
-int drx_stripe_layout_dir_get(const struct drx_store *s, const char *dir_path,
-                              struct drx_stripe_layout *out, struct drx_err *err)
-{
-    char val[256];
-    ssize_t n = getxattr(dir_path, DRX_STRIPE_XATTR, val, sizeof val - 1);
-    int rc;
-
-    if (n < 0) {
-        if (errno == ENODATA || errno == ENOTSUP)
-            return 0;
-        if (errno == ERANGE)
-            return drx_err_set(err, EINVAL, "%s: %s too long", dir_path, DRX_STRIPE_XATTR);
-        return drx_err_set(err, errno, "%s: %s", dir_path, strerror(errno));
-    }
-    val[n] = '\0';
-    rc = drx_stripe_layout_parse(val, s->cfg.stripe.ndirs, out, err);
-    if (rc < 0) {
-        drx_err_prefix(err, "%s: %s", dir_path, DRX_STRIPE_XATTR);
-        return rc;
-    }
-    return 1;
-}
-
-int drx_stripe_layout_dir_set(const struct drx_store *s, const char *dir_path,
-                              const struct drx_stripe_layout *l, struct drx_err *err)
-{
-    char val[DRX_STRIPE_LAYOUT_LEN];
-    struct stat st;
-
-    if (stat(dir_path, &st) < 0)
-        return drx_err_set(err, errno, "%s: %s", dir_path, strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return drx_err_set(err, ENOTDIR, "%s: not a directory (a layout is set on directories)",
-                           dir_path);
-    if (!l) {
-        if (removexattr(dir_path, DRX_STRIPE_XATTR) < 0 && errno != ENODATA)
-            return drx_err_set(err, errno, "%s: %s", dir_path, strerror(errno));
-        return 0;
-    }
-    if (l->count < 1 || l->count > s->cfg.stripe.ndirs)
-        return drx_err_set(err, EINVAL, "count=%u is not in 1..%zu (the store's stripe dirs)",
-                           l->count, s->cfg.stripe.ndirs);
-    if (l->extent < 1 || l->extent > DRX_MAX_EXTENT)
-        return drx_err_set(err, EINVAL, "extent=%llu is not in 1..%llu",
-                           (unsigned long long)l->extent, (unsigned long long)DRX_MAX_EXTENT);
-    drx_stripe_layout_format(l, val, sizeof val);
-    if (setxattr(dir_path, DRX_STRIPE_XATTR, val, strlen(val), 0) < 0)
-        return drx_err_set(err, errno, "%s: cannot set %s: %s", dir_path, DRX_STRIPE_XATTR,
-                           strerror(errno));
-    return 0;
-}
-
-int drx_stripe_layout_for_new(const struct drx_store *s, const char *dir_path,
-                              struct drx_stripe_layout *out, struct drx_err *err)
-{
-    char cur[PATH_MAX];
-    size_t rootlen = strlen(s->root);
-    int n = drx_store_abspath(dir_path, cur, sizeof cur);
-
-    if (n < 0)
-        return drx_err_set(err, -n, "%s: %s", dir_path, strerror(-n));
-    out->count = s->cfg.stripe.count;
-    out->extent = s->cfg.stripe.extent;
-    /* Only directories of this store count: walking on above the root would
-     * let an unrelated directory decide. */
-    bool inside = strcmp(s->root, "/") == 0 || (strncmp(cur, s->root, rootlen) == 0 &&
-                                                (cur[rootlen] == '\0' || cur[rootlen] == '/'));
-    if (!inside)
-        return 0;
-    for (;;) {
-        struct drx_err e2 = {{0}};
-        int rc = drx_stripe_layout_dir_get(s, cur, out, &e2);
-        if (rc == 1)
-            return 0;
-        if (rc < 0) {
-            /* A bad value set behind the daemon's back must not stop file
-             * creation: say so and let the next directory up decide. */
-            drx_log(DRX_LOG_WARNING, "%s; ignored", e2.msg);
-            out->count = s->cfg.stripe.count;
-            out->extent = s->cfg.stripe.extent;
-        }
-        if (strlen(cur) <= rootlen)
-            return 0;
-        char *slash = strrchr(cur, '/');
-        if (slash == cur)
-            cur[1] = '\0';
-        else
-            *slash = '\0';
-    }
-}
-
-/* ---- metafiles ----------------------------------------------------------------- */
-
-static int bad_meta(struct drx_err *err, const char *path, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int bad_meta(struct drx_err *err, const char *path, int line, const char *fmt, ...)
-{
-    char why[DRX_ERR_LEN];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    drx_log(DRX_LOG_WARNING, "%s:%d: refused metafile: %s", path, line, why);
-    return drx_err_set(err, EIO, "%s:%d: bad metafile: %s", path, line, why);
-}
-
-static bool get_int(const config_setting_t *s, long long *v)
-{
-    int t = config_setting_type(s);
-
-    if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
-        return false;
-    *v = config_setting_get_int64(s);
-    return true;
-}
-
-/* Checks a parsed metafile and fills m. */
-static int meta_parse(config_t *lc, const char *path, size_t ndirs, struct drx_stripe_meta *m,
-                      struct drx_err *err)
-{
-    int rc = 0;
-    bool seen_v = false, seen_e = false, seen_c = false, seen_s = false, seen_sub = false;
-    const config_setting_t *subs = NULL;
-    long long v;
-
-    memset(m, 0, sizeof *m);
-    const config_setting_t *root = config_root_setting(lc);
-    for (int i = 0; i < config_setting_length(root); i++) {
-        const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
-        const char *k = config_setting_name(s);
-        int line = config_setting_source_line(s);
-        if (strcmp(k, "version") == 0) {
-            if (!get_int(s, &v) || v != 1) {
-                rc = bad_meta(err, path, line, "version must be 1");
-                goto out;
-            }
-            seen_v = true;
-        } else if (strcmp(k, "extent") == 0) {
-            if (!get_int(s, &v) || v < 1 || (unsigned long long)v > DRX_MAX_EXTENT) {
-                rc = bad_meta(err, path, line, "extent must be an integer in 1..%llu",
-                              (unsigned long long)DRX_MAX_EXTENT);
-                goto out;
-            }
-            m->layout.extent = (uint64_t)v;
-            seen_e = true;
-        } else if (strcmp(k, "count") == 0) {
-            if (!get_int(s, &v) || v < 1 || v > DRX_MAX_STRIPE_DIRS || (size_t)v > ndirs) {
-                rc = bad_meta(err, path, line,
-                              "count must be an integer in 1..%zu (the store's stripe dirs)",
-                              ndirs < DRX_MAX_STRIPE_DIRS ? ndirs : (size_t)DRX_MAX_STRIPE_DIRS);
-                goto out;
-            }
-            m->layout.count = (unsigned)v;
-            seen_c = true;
-        } else if (strcmp(k, "size") == 0) {
-            if (!get_int(s, &v) || v < 0 || (unsigned long long)v > DRX_STRIPE_MAX_SIZE) {
-                rc = bad_meta(err, path, line, "size must be an integer in 0..%llu",
-                              (unsigned long long)DRX_STRIPE_MAX_SIZE);
-                goto out;
-            }
-            m->size = (uint64_t)v;
-            seen_s = true;
-        } else if (strcmp(k, "subfiles") == 0) {
-            if (config_setting_type(s) != CONFIG_TYPE_LIST) {
-                rc = bad_meta(err, path, line, "subfiles must be a list ( {dir; name}, ... )");
-                goto out;
-            }
-            subs = s;
-            seen_sub = true;
-        } else {
-            rc = bad_meta(err, path, line, "unknown key %s", k);
-            goto out;
-        }
-    }
-    if (!seen_v || !seen_e || !seen_c || !seen_s || !seen_sub) {
-        rc = bad_meta(err, path, 0, "missing %s",
-                      !seen_v   ? "version"
-                      : !seen_e ? "extent"
-                      : !seen_c ? "count"
-                      : !seen_s ? "size"
-                                : "subfiles");
-        goto out;
-    }
-    if (config_setting_length(subs) != (int)m->layout.count) {
-        rc =
-            bad_meta(err, path, config_setting_source_line(subs), "%d subfiles listed, count is %u",
-                     config_setting_length(subs), m->layout.count);
-        goto out;
-    }
-    for (unsigned i = 0; i < m->layout.count; i++) {
-        const config_setting_t *g = config_setting_get_elem(subs, i);
-        int line = config_setting_source_line(g);
-        const config_setting_t *d = NULL, *nm = NULL;
-        if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-            rc = bad_meta(err, path, line,
-                          "subfile %u must be a group { dir = N; name = \"...\"; }", i);
-            goto out;
-        }
-        for (int j = 0; j < config_setting_length(g); j++) {
-            const config_setting_t *e = config_setting_get_elem(g, (unsigned)j);
-            if (strcmp(config_setting_name(e), "dir") == 0)
-                d = e;
-            else if (strcmp(config_setting_name(e), "name") == 0)
-                nm = e;
-            else {
-                rc = bad_meta(err, path, config_setting_source_line(e),
-                              "subfile %u: unknown key %s", i, config_setting_name(e));
-                goto out;
-            }
-        }
-        if (!d || !get_int(d, &v) || v < 0 || (unsigned long long)v >= ndirs) {
-            rc = bad_meta(err, path, d ? (int)config_setting_source_line(d) : line,
-                          "subfile %u: dir must be an index in 0..%zu", i, ndirs - 1);
-            goto out;
-        }
-        m->sub[i].dir = (unsigned)v;
-        if (!nm || config_setting_type(nm) != CONFIG_TYPE_STRING) {
-            rc = bad_meta(err, path, nm ? (int)config_setting_source_line(nm) : line,
-                          "subfile %u: name must be a string", i);
-            goto out;
-        }
-        const char *name = config_setting_get_string(nm);
-        if (!drx_stripe_subfile_name_valid(name)) {
-            /* Absolute paths, "..", '/' and odd characters all end here:
-             * a subfile can only be a plain name inside its stripe dir. */
-            rc = bad_meta(err, path, config_setting_source_line(nm),
-                          "subfile %u: name \"%.80s\" is not a plain name inside its stripe "
-                          "directory",
-                          i, name);
-            goto out;
-        }
-        strcpy(m->sub[i].name, name);
-        for (unsigned j = 0; j < i; j++) {
-            if (m->sub[j].dir == m->sub[i].dir && strcmp(m->sub[j].name, name) == 0) {
-                rc = bad_meta(err, path, config_setting_source_line(nm),
-                              "subfile %u: same as subfile %u", i, j);
-                goto out;
-            }
-        }
-    }
-out:
-    return rc;
-}
-
-/* Reads and parses metafile mp; *st gets the identity of the file parsed.
- * A file refused for what it is (a symlink, a FIFO, too large, not
- * libconfig text, an @include) is -EIO, logged, like any bad metafile. */
-static int meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta *m, struct stat *st,
-                        struct drx_err *err)
-{
-    struct drx_cfgfile cf;
-    struct drx_err why = {{0}};
-    bool refused;
-    int rc;
-
-    rc = drx_cfgfile_read(AT_FDCWD, mp, mp, 0, META_MAX_BYTES, &cf, &refused, &why);
-    if (rc < 0) {
-        if (!refused)
-            return drx_err_set(err, -rc, "%s", why.msg);
-        drx_log(DRX_LOG_WARNING, "refused metafile: %s", why.msg);
-        return drx_err_set(err, EIO, "%s (bad metafile)", why.msg);
-    }
-    rc = meta_parse(&cf.cfg, mp, ndirs, m, err);
-    if (rc == 0 && st)
-        *st = cf.st;
-    drx_cfgfile_fini(&cf);
-    return rc;
-}
-
-int drx_stripe_meta_load(const char *metafile_path, size_t ndirs, struct drx_stripe_meta *m,
-                         struct drx_err *err)
-{
-    return meta_load_st(metafile_path, ndirs, m, NULL, err);
-}
-
-int drx_stripe_stat(const struct drx_store *s, const char *path, struct drx_stripe_meta *m,
-                    struct drx_err *err)
-{
-    char mp[PATH_MAX];
-
-    if (meta_path(path, mp, sizeof mp) < 0)
-        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
-    return meta_load_st(mp, s->cfg.stripe.ndirs, m, NULL, err);
-}
-
-/* Decimal digits of the largest size (2^62), and of v. */
-#define SIZE_DIGITS 19
-
-static int digits(uint64_t v)
-{
-    int n = 1;
-
-    while (v >= 10) {
-        v /= 10;
-        n++;
-    }
-    return n;
-}
-
-static int meta_format(const struct drx_stripe_meta *m, char *buf, size_t len)
-{
-    size_t n = 0;
-    int w;
-
-    w = snprintf(buf, len,
-                 "# drxfs striped file (NAFS metafile): subfile i holds extents e with\n"
-                 "# e mod count == i; dir indexes the store's stripe dirs.\n"
-                 "version = 1;\nextent = %llu;\ncount = %u;\n",
-                 (unsigned long long)m->layout.extent, m->layout.count);
-    if (w < 0 || (size_t)w >= len)
-        return -ERANGE;
-    n = (size_t)w;
-    /* The size is padded to the width of the largest size, so that it can
-     * be rewritten in place, byte for byte, when the disk is too full for
-     * a new metafile (meta_size_in_place). */
-    w = snprintf(buf + n, len - n,
-                 "size = %lldL;%-*s # padded: updated in place when full\n"
-                 "subfiles = (\n",
-                 (long long)m->size, SIZE_DIGITS - digits((uint64_t)m->size), "");
-    if (w < 0 || (size_t)w >= len - n)
-        return -ERANGE;
-    n += (size_t)w;
-    for (unsigned i = 0; i < m->layout.count; i++) {
-        w = snprintf(buf + n, len - n, "  { dir = %u; name = \"%s\"; }%s\n", m->sub[i].dir,
-                     m->sub[i].name, i + 1 < m->layout.count ? "," : "");
-        if (w < 0 || (size_t)w >= len - n)
-            return -ERANGE;
-        n += (size_t)w;
-    }
-    w = snprintf(buf + n, len - n, ");\n");
-    if (w < 0 || (size_t)w >= len - n)
-        return -ERANGE;
-    return (int)(n + (size_t)w);
-}
-
-static void split_path(const char *mp, char *dir, size_t dlen, const char **base)
-{
-    const char *slash = strrchr(mp, '/');
-
-    if (!slash) {
-        snprintf(dir, dlen, ".");
-        *base = mp;
-    } else if (slash == mp) {
-        snprintf(dir, dlen, "/");
-        *base = slash + 1;
-    } else {
-        snprintf(dir, dlen, "%.*s", (int)(slash - mp), mp);
-        *base = slash + 1;
-    }
-}
-
-/* Writes m as metafile mp by temp file + rename (drx_replace_write).
- * noreplace: fail with -EEXIST instead of replacing.  sync: the file and its
- * directory are fsynced.  like: an existing metafile whose mode and owner
- * the new one keeps (NULL: `mode`).  *st_out: identity of the new file. */
-static int meta_write(const char *mp, const struct drx_stripe_meta *m, bool noreplace, bool sync,
-                      const struct stat *like, mode_t mode, struct stat *st_out)
-{
-    char text[8192];
-    int len = meta_format(m, text, sizeof text);
-
-    if (len < 0)
-        return len;
-    return drx_replace_write(
-        mp, text, (size_t)len, like, mode,
-        (noreplace ? DRX_REPLACE_NOREPLACE : 0) | (sync ? 0 : DRX_REPLACE_NOSYNC), st_out);
-}
-
-/* Writes m into mp itself, no temp file and no rename: only for temporary
- * metafiles (drx_stripe_create_temp), which fsck removes in whatever state a
- * crash left them.  flags: O_EXCL to create (with `mode`), O_TRUNC to
- * rewrite.  like: an existing metafile whose mode and owner it takes. */
-static int meta_write_here(const char *mp, const struct drx_stripe_meta *m, int flags, mode_t mode,
-                           const struct stat *like, bool sync, struct stat *st_out)
-{
-    char text[8192];
-    int len = meta_format(m, text, sizeof text), fd, rc;
-
-    if (len < 0)
-        return len;
-    fd = open(mp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, mode & 07777);
-    if (fd < 0)
-        return -errno;
-    rc = 0;
-    if (like)
-        rc = drx_replace_take_owner(fd, like); /* the rule of replaced files */
-    else if ((flags & O_EXCL) && fchmod(fd, mode & 07777) < 0)
-        rc = -errno; /* exactly mode, whatever the umask */
-    if (rc == 0)
-        rc = drx_io_write_all(fd, text, (size_t)len);
-    if (rc == 0 && sync && fsync(fd) < 0)
-        rc = -errno;
-    if (rc == 0 && st_out && fstat(fd, st_out) < 0)
-        rc = -errno;
-    close(fd);
-    return rc;
-}
-
-/* True when a and b describe the same file: layout and subfiles. */
-static bool same_layout(const struct drx_stripe_meta *a, const struct drx_stripe_meta *b)
-{
-    if (a->layout.count != b->layout.count || a->layout.extent != b->layout.extent)
-        return false;
-    for (unsigned i = 0; i < a->layout.count; i++)
-        if (a->sub[i].dir != b->sub[i].dir || strcmp(a->sub[i].name, b->sub[i].name) != 0)
-            return false;
-    return true;
-}
-
-/* Where text (a metafile) sets the size: the setting "size = 123L;" at the
- * start of a line and the blanks after it, the bytes an update may
- * rewrite.  *off, *n; false when there is none in that form. */
-static bool size_span(const char *text, size_t len, size_t *off, size_t *n)
-{
-    for (size_t i = 0; i < len; i = (size_t)(strchrnul(text + i, '\n') - text) + 1) {
-        size_t p = i + strspn(text + i, " \t");
-        if (strncmp(text + p, "size", 4) != 0)
-            continue;
-        size_t q = p + 4;
-        q += strspn(text + q, " \t");
-        if (text[q] != '=' && text[q] != ':')
-            continue;
-        q++;
-        q += strspn(text + q, " \t");
-        size_t d = strspn(text + q, "0123456789");
-        if (d == 0)
-            continue;
-        q += d;
-        q += text[q] == 'L';
-        q += strspn(text + q, " \t");
-        if (text[q] != ';')
-            continue;
-        q++;
-        q += strspn(text + q, " \t");
-        *off = p;
-        *n = q - p;
-        return true;
-    }
-    return false;
-}
-
-/* The metafile update for a full disk: records m->size in metafile mp (the
- * file `was`, whose text gave m under the persist lock) by rewriting its
- * size setting in place, when the new value fits the bytes the old one
- * holds (drx pads it to the widest size).  like: an owner and mode to give
- * it (a temporary being committed), or NULL.
- *
- * Why this is as safe as the atomic replacement it stands in for: only the
- * bytes of the size setting change, with one pwrite of the same number of
- * bytes inside the first 512 bytes of the file.  The file keeps its length,
- * inode and blocks, so (on ext4, xfs, tmpfs) nothing is allocated; on a
- * copy-on-write filesystem the write itself may fail with ENOSPC, and then
- * the caller gives the unrecordable bytes back.  A process killed at any
- * point leaves the old text or the new one (a pwrite within one page lands
- * whole in the page cache); a power loss leaves the old sector or the new
- * one (disks write a sector whole).  The data the new size covers was
- * synced before (persist_locked), as for a replacement.  The text is
- * parsed before it is written: it must give the same file with the new
- * size.  A metafile with other hard links is never written in place (its
- * other name would change too).  Returns 0, -EOPNOTSUPP when the update
- * cannot be made in place, or -errno. */
-static int meta_size_in_place(const char *mp, const struct stat *was,
-                              const struct drx_stripe_meta *m, size_t ndirs,
-                              const struct stat *like, bool sync, struct stat *st_out)
-{
-    char *text = NULL, field[64];
-    struct drx_stripe_meta check;
-    struct stat st;
-    size_t off, n;
-    ssize_t len;
-    config_t lc;
-    int fd, w, rc = 0;
-
-    fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-        st.st_dev != was->st_dev || st.st_ino != was->st_ino || st.st_size > META_MAX_BYTES) {
-        rc = -EOPNOTSUPP;
-        goto out;
-    }
-    text = malloc((size_t)st.st_size + 1);
-    if (!text) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    len = pread(fd, text, (size_t)st.st_size, 0);
-    if (len < 0) {
-        rc = -errno;
-        goto out;
-    }
-    text[len] = '\0';
-    w = snprintf(field, sizeof field, "size = %lluL;", (unsigned long long)m->size);
-    if (!size_span(text, (size_t)len, &off, &n) || (size_t)w > n || off + n > 512) {
-        rc = -EOPNOTSUPP;
-        goto out;
-    }
-    memset(field + w, ' ', n - (size_t)w);
-    memcpy(text + off, field, n);
-    /* The new text, as a reader will parse it: this file, this size. */
-    if (drx_cfgfile_parse(text, (size_t)len, mp, 0, &lc, NULL, NULL) < 0) {
-        rc = -EOPNOTSUPP;
-        goto out;
-    }
-    rc = meta_parse(&lc, mp, ndirs, &check, NULL);
-    config_destroy(&lc);
-    if (rc < 0 || check.size != m->size || !same_layout(&check, m)) {
-        rc = -EOPNOTSUPP;
-        goto out;
-    }
-    if (like && (rc = drx_replace_take_owner(fd, like)) < 0)
-        goto out;
-    rc = drx_io_pwrite_all(fd, field, n, off);
-    if (rc == 0 && fsync(fd) < 0)
-        rc = -errno;
-    if (rc == 0 && sync)
-        rc = drx_io_fsync_parent(mp);
-    if (rc == 0 && st_out && fstat(fd, st_out) < 0)
-        rc = -errno;
-out:
-    free(text);
-    close(fd);
-    return rc;
-}
-
-/* ---- subfiles -------------------------------------------------------------------- */
-
-/* Why a file with this stat cannot be a subfile, or NULL.  A hard link's
- * other name may be any file its maker could write, outside the store:
- * reading it would serve that file, writing or truncating it would change
- * it, so only a file with one link is used (SPEC 9). */
-static const char *subfile_refusal(const struct stat *st)
-{
-    if (!S_ISREG(st->st_mode))
-        return "is not a regular file";
-    if (st->st_nlink > 1)
-        return "has other hard links";
-    return NULL;
-}
-
-int drx_stripe_subfile_check(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
-                             struct stat *st, struct drx_err *err)
-{
-    const struct drx_stripe_subfile *sf = &m->sub[i];
-    const char *why;
-    struct stat buf;
-    int dfd;
-
-    if (!st)
-        st = &buf;
-    if (i >= m->layout.count || sf->dir >= s->cfg.stripe.ndirs ||
-        !drx_stripe_subfile_name_valid(sf->name))
-        return drx_err_set(err, EIO, "subfile %u: not a subfile name", i);
-    dfd = s->dir_fds[sf->dir];
-    if (dfd < 0)
-        return drx_err_set(err, ENOENT, "subfile %u (%s/%s): stripe directory unusable", i,
-                           s->cfg.stripe.dirs[sf->dir], sf->name);
-    if (fstatat(dfd, sf->name, st, AT_SYMLINK_NOFOLLOW) < 0)
-        return drx_err_set(err, errno, "subfile %u (%s/%s): %s", i, s->cfg.stripe.dirs[sf->dir],
-                           sf->name, strerror(errno));
-    why = S_ISLNK(st->st_mode) ? "is a symbolic link" : subfile_refusal(st);
-    if (why) /* not logged: the caller reports it, once */
-        return drx_err_set(err, EIO, "subfile %u (%s/%s) %s (refused)", i,
-                           s->cfg.stripe.dirs[sf->dir], sf->name, why);
-    return 0;
-}
-
-int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
-                            int flags, mode_t mode, const char *who)
-{
-    const struct drx_stripe_subfile *sf = &m->sub[i];
-    const char *why;
-    struct stat st;
-    int fd, dfd;
-
-    if (i >= m->layout.count || sf->dir >= s->cfg.stripe.ndirs ||
-        !drx_stripe_subfile_name_valid(sf->name))
-        return -EIO;
-    dfd = s->dir_fds[sf->dir];
-    if (dfd < 0)
-        return -ENOENT;
-    fd = openat(dfd, sf->name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
-    if (fd < 0) {
-        int e = errno;
-        if (e == ELOOP) {
-            drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) is a symbolic link: refused", who, i,
-                    s->cfg.stripe.dirs[sf->dir], sf->name);
-            return -EIO;
-        }
-        return -e;
-    }
-    /* On the descriptor: what was checked is what is used. */
-    why = fstat(fd, &st) < 0 ? "cannot be examined" : subfile_refusal(&st);
-    if (why) {
-        drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) %s: refused", who, i,
-                s->cfg.stripe.dirs[sf->dir], sf->name, why);
-        close(fd);
-        return -EIO;
-    }
-    /* O_NONBLOCK only guarded the open against a FIFO planted in its place. */
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    return fd;
-}
-
-static void random_id(uint64_t *id)
-{
-    if (getrandom(id, sizeof *id, 0) != (ssize_t)sizeof *id) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        *id = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40);
-    }
-}
-
 /* ---- handles ------------------------------------------------------------------------ */
 
 static struct drx_stripe *handle_new(struct drx_store *s, const char *path, int mode)
@@ -814,7 +124,7 @@ static void handle_free(struct drx_stripe *f)
  * handle in this one) gives the same file a new inode. */
 static bool same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m)
 {
-    return same_layout(&f->meta, m);
+    return drx_stripe_same_layout(&f->meta, m);
 }
 
 static void set_identity(struct drx_stripe *f, const struct stat *st)
@@ -879,6 +189,70 @@ static void give_back_locked(struct drx_stripe *f, uint64_t recorded)
                 strerror(-rc));
 }
 
+/* Only durability is missing: fsync the metafile as it is, and its
+ * directory. */
+static int meta_fsync(const char *mp)
+{
+    int rc = 0, fd = open(mp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+    if (fd < 0 || fsync(fd) < 0)
+        rc = -errno;
+    if (fd >= 0)
+        close(fd);
+    if (rc == 0)
+        rc = drx_io_fsync_parent(mp);
+    return rc;
+}
+
+/* Replaces metafile mp (identity *st) by m; on a full disk rewrites the
+ * size in the old one instead (drx_stripe_meta_size_in_place says why that is safe).
+ * *nst: the identity of the metafile written. */
+static int meta_replace_size(const char *mp, const struct stat *st, const struct drx_stripe_meta *m,
+                             size_t ndirs, bool sync, struct stat *nst)
+{
+    int rc = drx_stripe_meta_write(mp, m, false, sync, st, 0, nst);
+
+    if (rc == -ENOSPC || rc == -EDQUOT) {
+        /* No block for a new metafile. */
+        int irc = drx_stripe_meta_size_in_place(mp, st, m, ndirs, NULL, sync, nst);
+        if (irc == 0)
+            rc = 0;
+        else
+            drx_log(DRX_LOG_DEBUG, "%s: size not recordable in place either: %s", mp,
+                    strerror(-irc));
+    }
+    return rc;
+}
+
+/* Records f->size, which differs from disk->size, in metafile mp (identity
+ * *st).  give_back as for persist_locked. */
+static int persist_new_size(struct drx_stripe *f, const char *mp,
+                            const struct drx_stripe_meta *disk, const struct stat *st, bool sync,
+                            bool give_back)
+{
+    struct drx_stripe_meta m = f->meta;
+    struct stat nst;
+    int rc;
+
+    m.size = f->size;
+    /* A size past the recorded one covers bytes this handle wrote (or a
+     * truncate's cut): they reach the disk before the metafile does, or a
+     * power loss could leave a size over bytes never written.  At most once
+     * per DRX_STRIPE_PERSIST_BYTES of growth, and at close. */
+    if (f->size > disk->size && f->wgen != f->synced_gen) {
+        rc = sync_subfiles(f);
+        if (rc < 0)
+            return rc;
+        f->synced_gen = f->wgen;
+    }
+    rc = meta_replace_size(mp, st, &m, f->s->cfg.stripe.ndirs, sync, &nst);
+    if (rc == 0)
+        set_identity(f, &nst);
+    else if ((rc == -ENOSPC || rc == -EDQUOT) && give_back)
+        give_back_locked(f, disk->size);
+    return rc;
+}
+
 /* Writes the in-memory size to the metafile (f->lock held).  See the
  * header for the merge with other processes' sizes.  give_back (f->io held
  * exclusively): when even the in-place update finds no space, give the
@@ -886,20 +260,18 @@ static void give_back_locked(struct drx_stripe *f, uint64_t recorded)
 static int persist_locked(struct drx_stripe *f, bool sync, bool give_back)
 {
     char mp[PATH_MAX];
-    struct drx_stripe_meta disk, m;
-    struct stat st, nst;
+    struct drx_stripe_meta disk;
+    struct stat st;
     int lfd = lock_fd(f), rc = 0;
 
-    if (f->size == f->persisted && !f->truncated) {
-        if (!sync || f->meta_synced)
-            return 0;
-    }
-    if (meta_path(f->path, mp, sizeof mp) < 0)
+    if (f->size == f->persisted && !f->truncated && (!sync || f->meta_synced))
+        return 0;
+    if (drx_stripe_meta_path(f->path, mp, sizeof mp) < 0)
         return -ENAMETOOLONG;
     if (lfd >= 0)
         while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
             ;
-    rc = meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, &st, NULL);
+    rc = drx_stripe_meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, &st, NULL);
     if (rc == -ENOENT || (rc == 0 && !same_file(f, &disk))) {
         /* Unlinked, renamed away or replaced: the name is no longer this
          * file, and writing it would resurrect or clobber another file.
@@ -919,44 +291,10 @@ static int persist_locked(struct drx_stripe *f, bool sync, bool give_back)
         f->truncated = false;
         goto out;
     }
-    m = f->meta;
-    m.size = f->size;
-    if (f->size == disk.size) {
-        /* Only durability is missing: fsync what is there. */
-        int fd = open(mp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 || fsync(fd) < 0)
-            rc = -errno;
-        if (fd >= 0)
-            close(fd);
-        if (rc == 0)
-            rc = drx_io_fsync_parent(mp);
-    } else {
-        /* A size past the recorded one covers bytes this handle wrote (or a
-         * truncate's cut): they reach the disk before the metafile does, or
-         * a power loss could leave a size over bytes never written.  At most
-         * once per DRX_STRIPE_PERSIST_BYTES of growth, and at close. */
-        if (f->size > disk.size && f->wgen != f->synced_gen) {
-            rc = sync_subfiles(f);
-            if (rc < 0)
-                goto out;
-            f->synced_gen = f->wgen;
-        }
-        rc = meta_write(mp, &m, false, sync, &st, 0, &nst);
-        if (rc == -ENOSPC || rc == -EDQUOT) {
-            /* No block for a new metafile: rewrite the size in the old one
-             * (meta_size_in_place says why that is safe). */
-            int irc = meta_size_in_place(mp, &st, &m, f->s->cfg.stripe.ndirs, NULL, sync, &nst);
-            if (irc == 0)
-                rc = 0;
-            else
-                drx_log(DRX_LOG_DEBUG, "%s: size not recordable in place either: %s", mp,
-                        strerror(-irc));
-        }
-        if (rc == 0)
-            set_identity(f, &nst);
-        else if ((rc == -ENOSPC || rc == -EDQUOT) && give_back)
-            give_back_locked(f, disk.size);
-    }
+    if (f->size == disk.size)
+        rc = meta_fsync(mp);
+    else
+        rc = persist_new_size(f, mp, &disk, &st, sync, give_back);
     if (rc == 0) {
         f->persisted = f->size;
         f->truncated = false;
@@ -1045,7 +383,7 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
     if (l) {
         lay = *l;
     } else {
-        split_path(path, dir, sizeof dir, &base);
+        drx_stripe_split_path(path, dir, sizeof dir, &base);
         rc = drx_stripe_layout_for_new(s, dir, &lay, err);
         if (rc < 0)
             return rc;
@@ -1065,7 +403,7 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
      * naming subfiles that do not exist.  An id collision is retried. */
     for (int attempt = 0; attempt < 8; attempt++) {
         uint64_t id;
-        random_id(&id);
+        drx_stripe_random_id(&id);
         unsigned start = (unsigned)(id % s->cfg.stripe.ndirs);
         rc = 0;
         for (unsigned i = 0; i < lay.count; i++) {
@@ -1098,9 +436,9 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
         goto out;
     f->meta.size = 0;
     if (temp)
-        rc = meta_write_here(mp, &f->meta, O_EXCL, mode, NULL, false, &st);
+        rc = drx_stripe_meta_write_here(mp, &f->meta, O_EXCL, mode, NULL, false, &st);
     else
-        rc = meta_write(mp, &f->meta, true, false, NULL, mode, &st);
+        rc = drx_stripe_meta_write(mp, &f->meta, true, false, NULL, mode, &st);
     if (rc < 0) {
         drx_err_set(err, -rc, "%s: %s", mp, strerror(-rc));
         for (unsigned j = 0; j < lay.count; j++)
@@ -1128,7 +466,7 @@ int drx_stripe_create(struct drx_store *s, const char *path, const struct drx_st
 
     if (out)
         *out = NULL;
-    if (meta_path(path, mp, sizeof mp) < 0)
+    if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
         return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
     if (lstat(mp, &st) == 0)
         return drx_err_set(err, EEXIST, "%s: exists", mp);
@@ -1145,15 +483,15 @@ int drx_stripe_create_temp(struct drx_store *s, const char *path, const struct d
     const char *base;
     int rc = -EEXIST;
 
-    if (meta_path(path, mp, sizeof mp) < 0)
+    if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
         return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
-    split_path(mp, dir, sizeof dir, &base);
-    /* `.NAME.nafs.XXXXXX`, as meta_write's temporaries: a name the daemon
+    drx_stripe_split_path(mp, dir, sizeof dir, &base);
+    /* `.NAME.nafs.XXXXXX`, as drx_stripe_meta_write's temporaries: a name the daemon
      * hides and fsck knows as a leftover of an interrupted update. */
     for (int attempt = 0; attempt < 8 && rc == -EEXIST; attempt++) {
         uint64_t id;
         char x[7];
-        random_id(&id);
+        drx_stripe_random_id(&id);
         for (int i = 0; i < 6; i++, id /= sizeof abc - 1)
             x[i] = abc[id % (sizeof abc - 1)];
         x[6] = '\0';
@@ -1175,12 +513,12 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
     *out = NULL;
     if (mode != DRX_STRIPE_RDONLY && mode != DRX_STRIPE_RDWR)
         return drx_err_set(err, EINVAL, "%s: bad open mode %d", path, mode);
-    if (meta_path(path, mp, sizeof mp) < 0)
+    if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
         return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
     f = handle_new(s, path, mode);
     if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
-    rc = meta_load_st(mp, s->cfg.stripe.ndirs, &f->meta, &st, err);
+    rc = drx_stripe_meta_load_st(mp, s->cfg.stripe.ndirs, &f->meta, &st, err);
     if (rc < 0)
         goto out;
     f->size = f->persisted = f->meta.size;
@@ -1291,7 +629,7 @@ int drx_stripe_reload(struct drx_stripe *f)
     int rc;
 
     pthread_mutex_lock(&f->lock);
-    rc = meta_path(f->path, mp, sizeof mp);
+    rc = drx_stripe_meta_path(f->path, mp, sizeof mp);
     if (rc < 0)
         goto out;
     if (stat(mp, &st) == 0 && st.st_ino == f->meta_ino && st.st_dev == f->meta_dev &&
@@ -1299,7 +637,7 @@ int drx_stripe_reload(struct drx_stripe *f)
         rc = 0;
         goto out;
     }
-    rc = meta_load_st(mp, f->s->cfg.stripe.ndirs, &m, &st, NULL);
+    rc = drx_stripe_meta_load_st(mp, f->s->cfg.stripe.ndirs, &m, &st, NULL);
     if (rc < 0)
         goto out;
     if (!same_file(f, &m)) {
@@ -1330,19 +668,6 @@ static int missing(struct drx_stripe *f, unsigned i)
     return -EIO;
 }
 
-/* The run of bytes from logical offset b on that one subfile holds: the
- * rest of b's extent, at most left bytes.  Sets the subfile *i and the
- * offset *so in it (the placement formula of SPEC section 5). */
-static size_t extent_run(const struct drx_stripe_layout *l, uint64_t b, size_t left, unsigned *i,
-                         uint64_t *so)
-{
-    uint64_t e = b / l->extent, within = b % l->extent;
-
-    *i = (unsigned)(e % l->count);
-    *so = (e / l->count) * l->extent + within;
-    return l->extent - within < left ? (size_t)(l->extent - within) : left;
-}
-
 ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t off)
 {
     unsigned char *p = buf;
@@ -1356,13 +681,14 @@ ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t of
     if (len > SSIZE_MAX)
         len = SSIZE_MAX;
     while (done < len) {
-        unsigned i;
-        uint64_t so;
-        size_t n = extent_run(&f->meta.layout, off + done, len - done, &i, &so), got = 0;
-        int fd = f->fds[i];
+        struct drx_stripe_piece pc;
+        drx_stripe_locate(&f->meta.layout, off + done, len - done, &pc);
+        size_t n = (size_t)pc.len, got = 0;
+        uint64_t so = pc.offset;
+        int fd = f->fds[pc.subfile];
 
         if (fd < 0)
-            return done ? (ssize_t)done : missing(f, i);
+            return done ? (ssize_t)done : missing(f, pc.subfile);
         /* Not drx_io_pread_all: the end of a subfile is a hole here, not an
          * error. */
         while (got < n) {
@@ -1401,9 +727,9 @@ static void cut_unrecorded(struct drx_stripe *f)
     if (lfd >= 0)
         while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
             ;
-    if (meta_path(f->path, mp, sizeof mp) == 0 &&
-        meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, NULL, NULL) == 0 && same_file(f, &disk) &&
-        disk.size > keep)
+    if (drx_stripe_meta_path(f->path, mp, sizeof mp) == 0 &&
+        drx_stripe_meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, NULL, NULL) == 0 &&
+        same_file(f, &disk) && disk.size > keep)
         keep = disk.size;
     rc = cut_subfiles(f, keep);
     if (rc < 0)
@@ -1432,17 +758,17 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
         return -EFBIG;
     pthread_rwlock_rdlock(&f->io);
     while (done < len) {
-        unsigned i;
-        uint64_t so;
-        size_t n = extent_run(&f->meta.layout, off + done, len - done, &i, &so);
+        struct drx_stripe_piece pc;
+        drx_stripe_locate(&f->meta.layout, off + done, len - done, &pc);
+        size_t n = (size_t)pc.len;
 
-        if (f->fds[i] < 0) {
-            rc = missing(f, i);
+        if (f->fds[pc.subfile] < 0) {
+            rc = missing(f, pc.subfile);
             break;
         }
         /* A run cut short (ENOSPC) counts for nothing: its bytes lie beyond
          * the size, unseen, and a later grow cuts them off. */
-        rc = drx_io_pwrite_all(f->fds[i], p + done, n, so);
+        rc = drx_io_pwrite_all(f->fds[pc.subfile], p + done, n, pc.offset);
         if (rc < 0)
             break;
         done += n;
@@ -1528,168 +854,4 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
     pthread_mutex_unlock(&f->lock);
     pthread_rwlock_unlock(&f->io);
     return rc;
-}
-
-/* ---- names -------------------------------------------------------------------------- */
-
-/* drx_stripe_unlink() of metafile mp (path: the name for messages). */
-static int unlink_meta(struct drx_store *s, const char *path, const char *mp, struct drx_err *err)
-{
-    struct drx_stripe_meta m;
-    struct drx_err e2 = {{0}};
-    int rc;
-
-    rc = meta_load_st(mp, s->cfg.stripe.ndirs, &m, NULL, &e2);
-    if (rc == -ENOENT)
-        return drx_err_set(err, ENOENT, "%s: no such striped file", path);
-    if (rc < 0 && rc != -EIO)
-        return drx_err_set(err, -rc, "%s", e2.msg);
-    bool valid = rc == 0;
-    /* Metafile first: a crash after it leaves orphan subfiles (fsck), never
-     * a metafile naming subfiles that are gone. */
-    if (unlink(mp) < 0)
-        return drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
-    if (!valid) {
-        drx_log(DRX_LOG_WARNING,
-                "%s: removed a bad metafile; its subfiles (if any) are left for "
-                "drx fsck",
-                mp);
-        return 0;
-    }
-    for (unsigned i = 0; i < m.layout.count; i++) {
-        int dfd = s->dir_fds[m.sub[i].dir];
-        if (dfd < 0 || unlinkat(dfd, m.sub[i].name, 0) < 0) {
-            if (dfd >= 0 && errno != ENOENT)
-                drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m.sub[i].name,
-                        strerror(errno));
-        }
-    }
-    return 0;
-}
-
-int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err)
-{
-    char mp[PATH_MAX];
-
-    if (meta_path(path, mp, sizeof mp) < 0)
-        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
-    return unlink_meta(s, path, mp, err);
-}
-
-/* drx_stripe_rename() of metafile mfrom to mto (from: the name for
- * messages). */
-static int rename_meta(struct drx_store *s, const char *from, const char *mfrom, const char *mto,
-                       unsigned flags, struct drx_err *err)
-{
-    struct drx_stripe_meta src, old;
-    bool have_old = false;
-    int rc;
-
-    rc = meta_load_st(mfrom, s->cfg.stripe.ndirs, &src, NULL, NULL);
-    bool src_ok = rc == 0;
-    if (rc == -ENOENT)
-        return drx_err_set(err, ENOENT, "%s: no such striped file", from);
-    if (!(flags & RENAME_NOREPLACE))
-        have_old = meta_load_st(mto, s->cfg.stripe.ndirs, &old, NULL, NULL) == 0;
-    if (flags & RENAME_NOREPLACE)
-        rc = renameat2(AT_FDCWD, mfrom, AT_FDCWD, mto, RENAME_NOREPLACE);
-    else
-        rc = rename(mfrom, mto);
-    if (rc < 0)
-        return drx_err_set(err, errno, "%s -> %s: %s", mfrom, mto, strerror(errno));
-    if (!have_old)
-        return 0;
-    /* The replaced file's subfiles are now unreachable; remove them unless
-     * they are the renamed file's own (a rename onto itself). */
-    for (unsigned i = 0; i < old.layout.count; i++) {
-        bool shared = false;
-        for (unsigned j = 0; src_ok && j < src.layout.count; j++)
-            shared |=
-                src.sub[j].dir == old.sub[i].dir && strcmp(src.sub[j].name, old.sub[i].name) == 0;
-        if (!shared && s->dir_fds[old.sub[i].dir] >= 0)
-            unlinkat(s->dir_fds[old.sub[i].dir], old.sub[i].name, 0);
-    }
-    return 0;
-}
-
-int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, unsigned flags,
-                      struct drx_err *err)
-{
-    char mfrom[PATH_MAX], mto[PATH_MAX];
-
-    if (flags & ~(unsigned)RENAME_NOREPLACE)
-        return drx_err_set(err, EINVAL, "%s: unsupported rename flags", from);
-    if (meta_path(from, mfrom, sizeof mfrom) < 0 || meta_path(to, mto, sizeof mto) < 0)
-        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", to);
-    return rename_meta(s, from, mfrom, mto, flags, err);
-}
-
-int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *path, uint64_t size,
-                           struct drx_err *err)
-{
-    char mp[PATH_MAX];
-    bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
-    struct drx_stripe_meta m;
-    struct stat old, tst, *like = NULL;
-    int rc;
-
-    if (meta_path(path, mp, sizeof mp) < 0)
-        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
-    if (size > DRX_STRIPE_MAX_SIZE)
-        return drx_err_set(err, EFBIG, "%s: size %llu is too large", path,
-                           (unsigned long long)size);
-    rc = meta_load_st(tmp, s->cfg.stripe.ndirs, &m, &tst, err);
-    if (rc < 0)
-        return rc;
-    /* Data first (SPEC 9): every subfile on disk, cut to what the size
-     * needs, and its name durable in its stripe directory. */
-    for (unsigned i = 0; i < m.layout.count; i++) {
-        struct stat st;
-        uint64_t want = drx_stripe_subfile_len(&m.layout, i, size);
-        int fd = drx_stripe_subfile_open(s, &m, i, O_RDWR, 0, tmp);
-        if (fd < 0) {
-            rc = fd == -ENOENT ? -EIO : fd;
-            return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m.sub[i].name,
-                               fd == -ENOENT ? "missing" : strerror(-fd));
-        }
-        rc = fstat(fd, &st) < 0 ? -errno : 0;
-        if (rc == 0 && (uint64_t)st.st_size > want && ftruncate(fd, (off_t)want) < 0)
-            rc = -errno;
-        if (rc == 0 && fdatasync(fd) < 0)
-            rc = -errno;
-        close(fd);
-        if (rc < 0)
-            return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m.sub[i].name,
-                               strerror(-rc));
-        dirs[m.sub[i].dir] = true;
-    }
-    for (size_t d = 0; d < s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++)
-        if (dirs[d] && s->dir_fds[d] >= 0 && fsync(s->dir_fds[d]) < 0)
-            return drx_err_set(err, errno, "%s: %s", s->cfg.stripe.dirs[d], strerror(errno));
-    /* Then the metafile: the size written into the temporary one (nobody
-     * else has it), durable, and renamed over NAME.nafs: readers see the
-     * old file or the whole new one.  A file it replaces keeps its mode
-     * and owner, as cp into an existing file does. */
-    if (lstat(mp, &old) == 0 && S_ISREG(old.st_mode))
-        like = &old;
-    m.size = size;
-    /* In place: the temporary is ours alone, and a full disk (the copy
-     * filled it) has no block for a rewrite. */
-    rc = meta_size_in_place(tmp, &tst, &m, s->cfg.stripe.ndirs, like, true, NULL);
-    if (rc == -EOPNOTSUPP) /* not in this drx's padded form */
-        rc = meta_write_here(tmp, &m, O_TRUNC, 0, like, true, NULL);
-    if (rc < 0)
-        return drx_err_set(err, -rc, "%s: %s", tmp, strerror(-rc));
-    rc = rename_meta(s, tmp, tmp, mp, 0, err);
-    if (rc < 0)
-        return rc;
-    rc = drx_io_fsync_parent(mp);
-    if (rc < 0)
-        return drx_err_set(err, -rc, "%s: %s", mp, strerror(-rc));
-    return 0;
-}
-
-int drx_stripe_discard_temp(struct drx_store *s, const char *tmp, struct drx_err *err)
-{
-    return unlink_meta(s, tmp, tmp, err);
 }

@@ -58,10 +58,11 @@
  *   beyond the old size off the subfiles first, so holes read zeros, and
  *   syncs that cut before the larger size is recorded (as above).
  * - a full disk: when the replacement finds no block (ENOSPC, EDQUOT), the
- *   size is rewritten inside the old metafile, in place (stripe.c,
- *   meta_size_in_place, says why that is as safe); a write cut short leaves
- *   no bytes past the size; and what cannot be recorded at all is cut back
- *   at once (flush, fsync and close then fail with ENOSPC).
+ *   size is rewritten inside the old metafile, in place
+ *   (drx_stripe_meta_size_in_place in stripe_meta.c says why that is as
+ *   safe); a write cut short leaves no bytes past the size; and what cannot
+ *   be recorded at all is cut back at once (flush, fsync and close then
+ *   fail with ENOSPC).
  * - unlink: metafile first, then subfiles (a crash leaves orphans).
  * - rename: one atomic rename(2) of the metafile; the subfiles of a striped
  *   file it replaces are removed after.
@@ -345,5 +346,40 @@ int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_m
 /* Logical size a subfile i needs to hold bytes [0, size) of a file with
  * layout l (what fsck compares subfile lengths against). */
 uint64_t drx_stripe_subfile_len(const struct drx_stripe_layout *l, unsigned i, uint64_t size);
+
+/* ---- placement (SPEC section 5) --------------------------------------------- */
+
+/* One run of logical bytes that lies contiguously in one subfile. */
+struct drx_stripe_piece {
+    unsigned subfile; /* 0..layout.count-1 */
+    uint64_t offset;  /* of the run's first byte in the subfile */
+    uint64_t logical; /* of the run's first byte in the striped file */
+    uint64_t len;     /* bytes, at least 1 */
+};
+
+/* Where logical byte b of a file with layout l lies: byte b is in extent
+ * e = b / extent, which is in subfile e mod count at offset
+ * (e / count) * extent + b mod extent.  Fills *out with the run from b to
+ * the end of its extent, cut to at most `left` bytes (left >= 1). */
+void drx_stripe_locate(const struct drx_stripe_layout *l, uint64_t b, uint64_t left,
+                       struct drx_stripe_piece *out);
+
+/* An upper bound on the pieces drx_stripe_range_pieces() gives for one
+ * subfile and logical bytes [a, b) (a <= b); for sizing its array. */
+size_t drx_stripe_range_pieces_max(const struct drx_stripe_layout *l, uint64_t a, uint64_t b);
+
+/* The pieces of logical bytes [a, b) (a <= b) that subfile i holds, in
+ * increasing order (of logical and of subfile offset alike).  Writes at
+ * most max of them to out (out may be NULL when max is 0) and returns how
+ * many there are. */
+size_t drx_stripe_range_pieces(const struct drx_stripe_layout *l, unsigned i, uint64_t a,
+                               uint64_t b, struct drx_stripe_piece *out, size_t max);
+
+/* A subfile shorter than the logical size has a hole there, which reads as
+ * zeros.  After reading pieces p[0..n) of one subfile of which only the
+ * first `got` bytes (in piece order) arrived, zeros the rest of them in buf,
+ * where buf[0] holds logical byte `base` (base <= every piece's logical). */
+void drx_stripe_pieces_fill_holes(const struct drx_stripe_piece *p, size_t n, uint64_t got,
+                                  unsigned char *buf, uint64_t base);
 
 #endif

@@ -1,0 +1,59 @@
+/* Private to libcore's striped-file module (stripe.c: handles and I/O;
+ * stripe_layout.c: placement and layouts; stripe_meta.c: the metafile;
+ * stripe_names.c: subfiles and whole files on disk).  What one part of the
+ * module needs of another; nothing here is for front ends. */
+#ifndef DRX_STRIPE_I_H
+#define DRX_STRIPE_I_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "drx/err.h"
+#include "drx/stripe.h"
+
+/* ---- stripe_meta.c ---- */
+
+/* NAME + ".nafs" into buf.  0 or -ENAMETOOLONG. */
+int drx_stripe_meta_path(const char *path, char *buf, size_t len);
+
+/* Reads and checks metafile mp; *st (may be NULL) gets the identity of the
+ * file parsed.  0, -ENOENT, -EIO for a bad or refused metafile (logged),
+ * or -errno; err may be NULL. */
+int drx_stripe_meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta *m,
+                            struct stat *st, struct drx_err *err);
+
+/* The directory of mp into dir, and *base pointing at its last name. */
+void drx_stripe_split_path(const char *mp, char *dir, size_t dlen, const char **base);
+
+/* Replaces metafile mp by m atomically (drx_replace_write): noreplace
+ * gives -EEXIST over an existing file; sync fsyncs file and directory;
+ * like (or mode, when NULL) gives owner and mode; *st_out (may be NULL) the
+ * new file's identity.  0 or -errno. */
+int drx_stripe_meta_write(const char *mp, const struct drx_stripe_meta *m, bool noreplace,
+                          bool sync, const struct stat *like, mode_t mode, struct stat *st_out);
+
+/* Writes m into mp itself (temporary metafiles only): flags O_EXCL to
+ * create with mode, O_TRUNC to rewrite.  0 or -errno. */
+int drx_stripe_meta_write_here(const char *mp, const struct drx_stripe_meta *m, int flags,
+                               mode_t mode, const struct stat *like, bool sync,
+                               struct stat *st_out);
+
+/* True when a and b describe the same file: layout and subfiles. */
+bool drx_stripe_same_layout(const struct drx_stripe_meta *a, const struct drx_stripe_meta *b);
+
+/* On a full disk: records m->size in metafile mp (the file `was`) by
+ * rewriting its size setting in place (stripe_meta.c says why that is
+ * safe).  0, -EOPNOTSUPP when it cannot be done in place, or -errno. */
+int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
+                                  const struct drx_stripe_meta *m, size_t ndirs,
+                                  const struct stat *like, bool sync, struct stat *st_out);
+
+/* ---- stripe_names.c ---- */
+
+/* 64 random bits (for subfile and temporary names; the clock when the
+ * kernel has none to give). */
+void drx_stripe_random_id(uint64_t *id);
+
+#endif

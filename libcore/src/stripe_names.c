@@ -1,0 +1,293 @@
+/* Striped files on disk outside any handle: subfiles checked and opened
+ * without following links, and whole files unlinked, renamed and
+ * committed from a temporary. */
+#include "drx/stripe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "drx/io.h"
+#include "drx/log.h"
+#include "replace_i.h"
+#include "stripe_i.h"
+
+/* ---- subfiles -------------------------------------------------------------------- */
+
+/* Why a file with this stat cannot be a subfile, or NULL.  A hard link's
+ * other name may be any file its maker could write, outside the store:
+ * reading it would serve that file, writing or truncating it would change
+ * it, so only a file with one link is used (SPEC 9). */
+static const char *subfile_refusal(const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode))
+        return "is not a regular file";
+    if (st->st_nlink > 1)
+        return "has other hard links";
+    return NULL;
+}
+
+int drx_stripe_subfile_check(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                             struct stat *st, struct drx_err *err)
+{
+    const struct drx_stripe_subfile *sf = &m->sub[i];
+    const char *why;
+    struct stat buf;
+    int dfd;
+
+    if (!st)
+        st = &buf;
+    if (i >= m->layout.count || sf->dir >= s->cfg.stripe.ndirs ||
+        !drx_stripe_subfile_name_valid(sf->name))
+        return drx_err_set(err, EIO, "subfile %u: not a subfile name", i);
+    dfd = s->dir_fds[sf->dir];
+    if (dfd < 0)
+        return drx_err_set(err, ENOENT, "subfile %u (%s/%s): stripe directory unusable", i,
+                           s->cfg.stripe.dirs[sf->dir], sf->name);
+    if (fstatat(dfd, sf->name, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return drx_err_set(err, errno, "subfile %u (%s/%s): %s", i, s->cfg.stripe.dirs[sf->dir],
+                           sf->name, strerror(errno));
+    why = S_ISLNK(st->st_mode) ? "is a symbolic link" : subfile_refusal(st);
+    if (why) /* not logged: the caller reports it, once */
+        return drx_err_set(err, EIO, "subfile %u (%s/%s) %s (refused)", i,
+                           s->cfg.stripe.dirs[sf->dir], sf->name, why);
+    return 0;
+}
+
+int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                            int flags, mode_t mode, const char *who)
+{
+    const struct drx_stripe_subfile *sf = &m->sub[i];
+    const char *why;
+    struct stat st;
+    int fd, dfd;
+
+    if (i >= m->layout.count || sf->dir >= s->cfg.stripe.ndirs ||
+        !drx_stripe_subfile_name_valid(sf->name))
+        return -EIO;
+    dfd = s->dir_fds[sf->dir];
+    if (dfd < 0)
+        return -ENOENT;
+    fd = openat(dfd, sf->name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP) {
+            drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) is a symbolic link: refused", who, i,
+                    s->cfg.stripe.dirs[sf->dir], sf->name);
+            return -EIO;
+        }
+        return -e;
+    }
+    /* On the descriptor: what was checked is what is used. */
+    why = fstat(fd, &st) < 0 ? "cannot be examined" : subfile_refusal(&st);
+    if (why) {
+        drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) %s: refused", who, i,
+                s->cfg.stripe.dirs[sf->dir], sf->name, why);
+        close(fd);
+        return -EIO;
+    }
+    /* O_NONBLOCK only guarded the open against a FIFO planted in its place. */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+void drx_stripe_random_id(uint64_t *id)
+{
+    if (getrandom(id, sizeof *id, 0) != (ssize_t)sizeof *id) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        *id = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40);
+    }
+}
+
+/* ---- names -------------------------------------------------------------------------- */
+
+/* drx_stripe_unlink() of metafile mp (path: the name for messages). */
+static int unlink_meta(struct drx_store *s, const char *path, const char *mp, struct drx_err *err)
+{
+    struct drx_stripe_meta m;
+    struct drx_err e2 = {{0}};
+    int rc;
+
+    rc = drx_stripe_meta_load_st(mp, s->cfg.stripe.ndirs, &m, NULL, &e2);
+    if (rc == -ENOENT)
+        return drx_err_set(err, ENOENT, "%s: no such striped file", path);
+    if (rc < 0 && rc != -EIO)
+        return drx_err_set(err, -rc, "%s", e2.msg);
+    bool valid = rc == 0;
+    /* Metafile first: a crash after it leaves orphan subfiles (fsck), never
+     * a metafile naming subfiles that are gone. */
+    if (unlink(mp) < 0)
+        return drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
+    if (!valid) {
+        drx_log(DRX_LOG_WARNING,
+                "%s: removed a bad metafile; its subfiles (if any) are left for "
+                "drx fsck",
+                mp);
+        return 0;
+    }
+    for (unsigned i = 0; i < m.layout.count; i++) {
+        int dfd = s->dir_fds[m.sub[i].dir];
+        if (dfd < 0 || unlinkat(dfd, m.sub[i].name, 0) < 0) {
+            if (dfd >= 0 && errno != ENOENT)
+                drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m.sub[i].name,
+                        strerror(errno));
+        }
+    }
+    return 0;
+}
+
+int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err)
+{
+    char mp[PATH_MAX];
+
+    if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    return unlink_meta(s, path, mp, err);
+}
+
+/* drx_stripe_rename() of metafile mfrom to mto (from: the name for
+ * messages). */
+static int rename_meta(struct drx_store *s, const char *from, const char *mfrom, const char *mto,
+                       unsigned flags, struct drx_err *err)
+{
+    struct drx_stripe_meta src, old;
+    bool have_old = false;
+    int rc;
+
+    rc = drx_stripe_meta_load_st(mfrom, s->cfg.stripe.ndirs, &src, NULL, NULL);
+    bool src_ok = rc == 0;
+    if (rc == -ENOENT)
+        return drx_err_set(err, ENOENT, "%s: no such striped file", from);
+    if (!(flags & RENAME_NOREPLACE))
+        have_old = drx_stripe_meta_load_st(mto, s->cfg.stripe.ndirs, &old, NULL, NULL) == 0;
+    if (flags & RENAME_NOREPLACE)
+        rc = renameat2(AT_FDCWD, mfrom, AT_FDCWD, mto, RENAME_NOREPLACE);
+    else
+        rc = rename(mfrom, mto);
+    if (rc < 0)
+        return drx_err_set(err, errno, "%s -> %s: %s", mfrom, mto, strerror(errno));
+    if (!have_old)
+        return 0;
+    /* The replaced file's subfiles are now unreachable; remove them unless
+     * they are the renamed file's own (a rename onto itself). */
+    for (unsigned i = 0; i < old.layout.count; i++) {
+        bool shared = false;
+        for (unsigned j = 0; src_ok && j < src.layout.count; j++)
+            shared |=
+                src.sub[j].dir == old.sub[i].dir && strcmp(src.sub[j].name, old.sub[i].name) == 0;
+        if (!shared && s->dir_fds[old.sub[i].dir] >= 0)
+            unlinkat(s->dir_fds[old.sub[i].dir], old.sub[i].name, 0);
+    }
+    return 0;
+}
+
+int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, unsigned flags,
+                      struct drx_err *err)
+{
+    char mfrom[PATH_MAX], mto[PATH_MAX];
+
+    if (flags & ~(unsigned)RENAME_NOREPLACE)
+        return drx_err_set(err, EINVAL, "%s: unsupported rename flags", from);
+    if (drx_stripe_meta_path(from, mfrom, sizeof mfrom) < 0 ||
+        drx_stripe_meta_path(to, mto, sizeof mto) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", to);
+    return rename_meta(s, from, mfrom, mto, flags, err);
+}
+
+/* Subfile i of temporary tmp cut to the `want` bytes its size needs (when
+ * longer) and fdatasynced.  0 or -errno with err. */
+static int subfile_commit(struct drx_store *s, const char *tmp, const struct drx_stripe_meta *m,
+                          unsigned i, uint64_t want, struct drx_err *err)
+{
+    struct stat st;
+    int rc, fd = drx_stripe_subfile_open(s, m, i, O_RDWR, 0, tmp);
+
+    if (fd < 0) {
+        rc = fd == -ENOENT ? -EIO : fd;
+        return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m->sub[i].name,
+                           fd == -ENOENT ? "missing" : strerror(-fd));
+    }
+    rc = fstat(fd, &st) < 0 ? -errno : 0;
+    if (rc == 0 && (uint64_t)st.st_size > want && ftruncate(fd, (off_t)want) < 0)
+        rc = -errno;
+    if (rc == 0 && fdatasync(fd) < 0)
+        rc = -errno;
+    close(fd);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: subfile %u (%s): %s", tmp, i, m->sub[i].name,
+                           strerror(-rc));
+    return 0;
+}
+
+/* Data first (SPEC 9): every subfile of temporary tmp on disk, cut to what
+ * `size` needs, and its name durable in its stripe directory.  0 or -errno
+ * with err. */
+static int subfiles_commit(struct drx_store *s, const char *tmp, const struct drx_stripe_meta *m,
+                           uint64_t size, struct drx_err *err)
+{
+    bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
+
+    for (unsigned i = 0; i < m->layout.count; i++) {
+        int rc = subfile_commit(s, tmp, m, i, drx_stripe_subfile_len(&m->layout, i, size), err);
+        if (rc < 0)
+            return rc;
+        dirs[m->sub[i].dir] = true;
+    }
+    for (size_t d = 0; d < s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++)
+        if (dirs[d] && s->dir_fds[d] >= 0 && fsync(s->dir_fds[d]) < 0)
+            return drx_err_set(err, errno, "%s: %s", s->cfg.stripe.dirs[d], strerror(errno));
+    return 0;
+}
+
+int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *path, uint64_t size,
+                           struct drx_err *err)
+{
+    char mp[PATH_MAX];
+    struct drx_stripe_meta m;
+    struct stat old, tst, *like = NULL;
+    int rc;
+
+    if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    if (size > DRX_STRIPE_MAX_SIZE)
+        return drx_err_set(err, EFBIG, "%s: size %llu is too large", path,
+                           (unsigned long long)size);
+    rc = drx_stripe_meta_load_st(tmp, s->cfg.stripe.ndirs, &m, &tst, err);
+    if (rc == 0)
+        rc = subfiles_commit(s, tmp, &m, size, err);
+    if (rc < 0)
+        return rc;
+    /* Then the metafile: the size written into the temporary one (nobody
+     * else has it), durable, and renamed over NAME.nafs: readers see the
+     * old file or the whole new one.  A file it replaces keeps its mode
+     * and owner, as cp into an existing file does. */
+    if (lstat(mp, &old) == 0 && S_ISREG(old.st_mode))
+        like = &old;
+    m.size = size;
+    /* In place: the temporary is ours alone, and a full disk (the copy
+     * filled it) has no block for a rewrite. */
+    rc = drx_stripe_meta_size_in_place(tmp, &tst, &m, s->cfg.stripe.ndirs, like, true, NULL);
+    if (rc == -EOPNOTSUPP) /* not in this drx's padded form */
+        rc = drx_stripe_meta_write_here(tmp, &m, O_TRUNC, 0, like, true, NULL);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: %s", tmp, strerror(-rc));
+    rc = rename_meta(s, tmp, tmp, mp, 0, err);
+    if (rc < 0)
+        return rc;
+    rc = drx_io_fsync_parent(mp);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: %s", mp, strerror(-rc));
+    return 0;
+}
+
+int drx_stripe_discard_temp(struct drx_store *s, const char *tmp, struct drx_err *err)
+{
+    return unlink_meta(s, tmp, tmp, err);
+}
