@@ -102,19 +102,30 @@ static int path_fd(const char *rel, struct stat *st)
     return fd;
 }
 
-int drxfs_chmod_beneath(const char *rel, mode_t mode)
+/* The entry opened O_PATH beneath the store, named by its descriptor's
+ * magic link for calls that take no descriptor.  A symlink has no mode and
+ * its magic link would be followed: -EOPNOTSUPP. */
+static int proc_path(const char *rel, char *self, size_t len)
 {
-    char self[64];
     struct stat st;
-    int fd = path_fd(rel, &st), rc;
+    int fd = path_fd(rel, &st);
 
-    if (fd < 0)
-        return fd;
-    if (S_ISLNK(st.st_mode)) {
+    if (fd >= 0 && S_ISLNK(st.st_mode)) {
         close(fd);
         return -EOPNOTSUPP;
     }
-    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    if (fd >= 0)
+        snprintf(self, len, "/proc/self/fd/%d", fd);
+    return fd;
+}
+
+int drxfs_chmod_beneath(const char *rel, mode_t mode)
+{
+    char self[64];
+    int fd = proc_path(rel, self, sizeof self), rc;
+
+    if (fd < 0)
+        return fd;
     rc = chmod(self, mode & 07777) < 0 ? -errno : 0;
     close(fd);
     return rc;
@@ -135,17 +146,10 @@ int drxfs_chown_beneath(const char *rel, uid_t uid, gid_t gid)
 int drxfs_utimens_beneath(const char *rel, const struct timespec tv[2])
 {
     char self[64];
-    struct stat st;
-    int fd = path_fd(rel, &st), rc;
+    int fd = proc_path(rel, self, sizeof self), rc;
 
     if (fd < 0)
         return fd;
-    if (S_ISLNK(st.st_mode)) {
-        /* the magic link of a symlink's O_PATH descriptor would be followed */
-        close(fd);
-        return -EOPNOTSUPP;
-    }
-    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
     rc = utimensat(AT_FDCWD, self, tv, 0) < 0 ? -errno : 0;
     close(fd);
     return rc;

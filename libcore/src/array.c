@@ -850,18 +850,6 @@ static int component(char *out, const char *name, const char *suffix, struct drx
     return 0;
 }
 
-static int fsync_fd_dir(int dirfd)
-{
-    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
-
-    if (fd < 0)
-        return -errno;
-    if (fsync(fd) < 0)
-        rc = -errno;
-    close(fd);
-    return rc;
-}
-
 static bool same_inode(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
@@ -923,7 +911,7 @@ int drx_array_rename(int odfd, const char *oname, int ndfd, const char *nname, s
         goto out;
     } /* else: the new name from an interrupted rename of this array; go on */
     /* The new name of the chunks is durable before the switch can be. */
-    if ((rc = fsync_fd_dir(ndfd)) < 0) {
+    if ((rc = drx_io_fsync_dirfd(ndfd)) < 0) {
         drx_err_set(err, -rc, "%s: syncing its directory: %s", nx, strerror(-rc));
         goto undo;
     }
@@ -937,10 +925,10 @@ int drx_array_rename(int odfd, const char *oname, int ndfd, const char *nname, s
         goto undo;
     }
     /* Switched: from here on the array is nname whatever happens. */
-    if (fsync_fd_dir(ndfd) < 0 || (!one_dir && fsync_fd_dir(odfd) < 0))
+    if (drx_io_fsync_dirfd(ndfd) < 0 || (!one_dir && drx_io_fsync_dirfd(odfd) < 0))
         drx_log(DRX_LOG_WARNING, "rename %s -> %s: syncing the directories: %s", oname, nname,
                 strerror(errno));
-    if (unlinkat(odfd, ox, 0) < 0 || fsync_fd_dir(odfd) < 0)
+    if (unlinkat(odfd, ox, 0) < 0 || drx_io_fsync_dirfd(odfd) < 0)
         drx_log(DRX_LOG_WARNING,
                 "rename %s -> %s: removing the old name %s: %s (drx fsck --repair removes it)",
                 oname, nname, ox, strerror(errno));

@@ -100,9 +100,19 @@ ssize_t drx_io_read_full(int fd, void *buf, size_t len)
     return (ssize_t)got;
 }
 
+int drx_io_fsync_dirfd(int dirfd)
+{
+    return drx_io_fsync_dir_at(dirfd, ".");
+}
+
 int drx_io_fsync_dir(const char *dir)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+    return drx_io_fsync_dir_at(AT_FDCWD, dir);
+}
+
+int drx_io_fsync_dir_at(int dirfd, const char *dir)
+{
+    int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
     if (fd < 0)
         return -errno;
     if (fsync(fd) < 0)

@@ -32,6 +32,9 @@ ssize_t drx_io_read_full(int fd, void *buf, size_t len);
 /* fsync of a directory, and of the directory that holds path (so that a
  * rename or create in it is durable).  0 or -errno. */
 int drx_io_fsync_dir(const char *dir);
+/* The same for directory dir relative to dirfd, and for dirfd itself. */
+int drx_io_fsync_dir_at(int dirfd, const char *dir);
+int drx_io_fsync_dirfd(int dirfd);
 int drx_io_fsync_parent(const char *path);
 
 /* Disk space reserved ahead of a bulk write, so that a full disk fails the
