@@ -489,6 +489,19 @@ x.xta"
     assert_line "n_f32 f32 1,2,3"
     assert_equal "${#lines[@]}" 16
     grep -q 'name = "scale_factor"; type = "f64"; value = \[ "0.01" \]' t.xmd
+    # info shows them: text (escaped) and JSON (quotes, newlines, UTF-8, u64 max)
+    run "$DRX" info t
+    assert_line "attrs:       units (string) K"
+    assert_line "             odd (string) two\nlines $(printf '\xc3\xa9')"
+    "$DRX" info t --json | "$PY" -m json.tool >/dev/null
+    "$DRX" attr set t nanny nan,-inf --type f32
+    "$DRX" info t --json | py 'a = json.load(sys.stdin)["attrs"]
+assert a["long_name"]["value"] == "air \"temperature\" \\ at 2 m", a["long_name"]
+assert a["odd"]["value"] == "two\nlines \u00e9", a["odd"]
+assert a["big"] == {"type": "u64", "value": [18446744073709551615]}, a["big"]
+assert a["nanny"] == {"type": "f32", "value": ["nan", "-inf"]}, a["nanny"]
+assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
+    "$DRX" attr rm t nanny
     # replacing keeps the place; an extension keeps them all
     "$DRX" attr set t units degC
     "$DRX" extend t y 2

@@ -164,3 +164,58 @@ PY
     assert_success
     assert_line --partial "short _-lives(dim0) ;"
 }
+
+@test "attributes are variable attributes of data.nc: ncdump shows them, xarray decodes scale_factor" {
+    "$DRX" create "$S/packed" --type i16 --shape 4x3 --chunk 2x2 --dims time,x --fill -32768
+    "$PY" -c "import numpy as np; np.arange(12, dtype='<i2').tofile('raw')"
+    "$DRX" put "$S/packed" <raw
+    "$DRX" attr set "$S/packed" units K
+    "$DRX" attr set "$S/packed" long_name 'air "temperature"'
+    # values as drx get gives them (before scale_factor, which readers apply)
+    same_as_get packed dim0=1:
+    "$DRX" attr set "$S/packed" scale_factor 0.5 --type f64
+    "$DRX" attr set "$S/packed" add_offset 100 --type f64
+    "$DRX" attr set "$S/packed" valid_range 0,20 --type i16
+    run ncdump -h "$M/packed/dim0=1:/data.nc"
+    assert_success
+    assert_output --partial "short packed(time, x) ;"
+    # in order: _FillValue, the user's (as set), drx_origin, drx_step
+    echo "$output" | grep -o 'packed:[A-Za-z_]* =' | tr '\n' ' ' | grep -qx \
+        'packed:_FillValue = packed:units = packed:long_name = packed:scale_factor = packed:add_offset = packed:valid_range = packed:drx_origin = packed:drx_step = '
+    assert_line --partial 'packed:units = "K" ;'
+    assert_line --partial 'packed:long_name = "air \"temperature\"" ;'
+    assert_line --partial "packed:scale_factor = 0.5 ;"
+    assert_line --partial "packed:valid_range = 0s, 20s ;"
+    run ncdump -k "$M/packed/data.nc"
+    assert_output "64-bit offset"
+    "$PY" - "$M/packed/dim0=1:/data.nc" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+ds = xr.open_dataset(sys.argv[1])
+p = ds.packed
+assert p.attrs["units"] == "K" and p.attrs["long_name"] == 'air "temperature"', p.attrs
+# CF decoding: stored * scale_factor + add_offset
+want = np.arange(3, 12).reshape(3, 3) * 0.5 + 100
+assert p.dtype.kind == "f" and np.array_equal(p.values, want), p.values
+raw = xr.open_dataset(sys.argv[1], mask_and_scale=False).packed
+assert raw.dtype == np.int16 and raw.attrs["scale_factor"] == 0.5
+PY
+    # a type CDF-2 lacks makes it CDF-5; an attribute removed is gone
+    "$DRX" attr set "$S/packed" mask 255 --type u8
+    run ncdump -k "$M/packed/data.nc"
+    assert_output "cdf5"
+    run ncdump -h "$M/packed/data.nc"
+    assert_line --partial "packed:mask = 255UB ;"
+    "$DRX" attr rm "$S/packed" mask
+    run ncdump -k "$M/packed/data.nc"
+    assert_output "64-bit offset"
+    [ "$(stat -c %s "$M/packed/data.nc")" -eq "$(cat "$M/packed/data.nc" | wc -c)" ]
+    # info shows them as JSON
+    "$PY" -c "
+import json, sys
+j = json.load(open('$M/packed/info'))
+a = j['attrs']
+assert a['units'] == {'type': 'string', 'value': 'K'}, a
+assert a['scale_factor'] == {'type': 'f64', 'value': [0.5]} and a['valid_range']['value'] == [0, 20], a"
+}

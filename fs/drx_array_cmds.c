@@ -20,6 +20,25 @@
  * chunk spans, small enough that memory stays a few chunks' worth. */
 #define PIECE_BYTES ((size_t)16 << 20)
 
+/* A value on one line for `attr list`: C-style escapes for the bytes that
+ * would break the line or be invisible (attr get prints the bytes as they
+ * are). */
+static void print_escaped(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\')
+            fputs("\\\\", stdout);
+        else if (*p == '\n')
+            fputs("\\n", stdout);
+        else if (*p == '\t')
+            fputs("\\t", stdout);
+        else if (*p < 0x20 || *p == 0x7f)
+            printf("\\x%02x", *p);
+        else
+            putchar(*p);
+    }
+}
+
 /* Maps a user's ARRAY argument to the store-side path without suffix:
  * a path under a drxfs mount goes to the store (for a command that changes
  * the array, not under a read-only mount); "NAME.xmd" means NAME. */
@@ -260,6 +279,14 @@ int drx_cmd_info(int argc, char **argv)
     print_list(" x ", m->rank, m->map.bound);
     printf("\nchunks:      %" PRIu64 " (%" PRIu64 " bytes in .xta)\nfill:        %s\n",
            m->map.nchunks, m->map.nchunks * m->chunk_bytes, fill);
+    for (size_t i = 0; i < m->nattrs; i++) {
+        char *text = drx_attr_format(&m->attrs[i]);
+        printf("%s %s (%s) ", i ? "            " : "attrs:      ", m->attrs[i].name,
+               drx_attr_type_name(&m->attrs[i]));
+        print_escaped(text ? text : "?");
+        putchar('\n');
+        free(text);
+    }
     printf("history:     created ");
     print_list(" x ", m->rank, m->initial);
     printf("\n");
@@ -614,25 +641,6 @@ int drx_cmd_rm(int argc, char **argv)
     if (rc)
         return drx_cli_fail_err("rm", rc, &err);
     return 0;
-}
-
-/* A value on one line for `attr list`: C-style escapes for the bytes that
- * would break the line or be invisible (attr get prints the bytes as they
- * are). */
-static void print_escaped(const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '\\')
-            fputs("\\\\", stdout);
-        else if (*p == '\n')
-            fputs("\\n", stdout);
-        else if (*p == '\t')
-            fputs("\\t", stdout);
-        else if (*p < 0x20 || *p == 0x7f)
-            printf("\\x%02x", *p);
-        else
-            putchar(*p);
-    }
 }
 
 static int attr_set_cmd(char *const *argv, int nargs)

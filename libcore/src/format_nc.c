@@ -17,8 +17,15 @@ static const uint32_t nc_type_of[DRX_NTYPES] = {
     [DRX_I8] = 1,  [DRX_I16] = 3,  [DRX_I32] = 4, [DRX_I64] = 10, [DRX_U8] = 7,  [DRX_U16] = 8,
     [DRX_U32] = 9, [DRX_U64] = 11, [DRX_F32] = 5, [DRX_F64] = 6,  [DRX_C64] = 0, [DRX_C128] = 0,
 };
+#define NC_CHAR 2
 #define NC_INT 4
 #define NC_INT64 10
+
+/* Types CDF-2 has (byte, short, int, float, double); the others need CDF-5. */
+static bool nc_classic(uint32_t type)
+{
+    return type == 1 || type == 3 || type == 4 || type == 5 || type == 6;
+}
 
 /* Longest name written: an array's base name is a file name. */
 #define NC_NAME_MAX 255
@@ -73,6 +80,29 @@ static void put_attr_ints(struct out *o, const char *name, uint32_t type, const 
         put_be(o, v[i], type == NC_INT ? 4 : 8);
 }
 
+/* The user's attribute: a string as NC_CHAR (its bytes, no NUL), numbers in
+ * their netCDF type, big-endian. */
+static void put_user_attr(struct out *o, const struct drx_attr *a)
+{
+    put_name(o, a->name);
+    if (a->is_string) {
+        put_be(o, NC_CHAR, 4);
+        put_nonneg(o, a->n);
+        put(o, a->value, a->n);
+    } else {
+        size_t size = drx_type_size(a->type);
+        put_be(o, nc_type_of[a->type], 4);
+        put_nonneg(o, a->n);
+        for (size_t i = 0; i < a->n; i++) {
+            unsigned char b[DRX_MAX_ELEM];
+            memcpy(b, (const unsigned char *)a->value + i * size, size);
+            drx_type_convert(a->type, DRX_REP_EXTERNAL32, b, 1);
+            put(o, b, size);
+        }
+    }
+    pad4(o);
+}
+
 /* The variable's name: the array's base name under netCDF's rules. */
 static void var_name(const char *name, char *out)
 {
@@ -117,7 +147,11 @@ int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, cons
         if (v->count[d] > INT32_MAX || origin[i] > INT32_MAX || step[i] > INT32_MAX)
             small = false;
     }
-    o.cdf5 = !small || !(type == 1 || type == 3 || type == 4 || type == 5 || type == 6);
+    o.cdf5 = !small || !nc_classic(type);
+    /* an attribute of a type CDF-2 lacks (u8, i64, ...) makes it CDF-5 too */
+    for (size_t i = 0; i < m->nattrs; i++)
+        if (!m->attrs[i].is_string && !nc_classic(nc_type_of[m->attrs[i].type]))
+            o.cdf5 = true;
 
     put(&o, o.cdf5 ? "CDF\x05" : "CDF\x02", 4);
     put_nonneg(&o, 0); /* numrecs: no record dimension */
@@ -143,7 +177,7 @@ int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, cons
     for (int i = 0; i < k; i++)
         put_nonneg(&o, (uint64_t)i);
     put_be(&o, NC_ATTRIBUTE, 4);
-    put_nonneg(&o, 3);
+    put_nonneg(&o, 3 + m->nattrs);
     /* _FillValue: the fill in the variable's type, big-endian */
     memcpy(fill, m->fill, v->elem_size);
     drx_type_convert(v->type, DRX_REP_EXTERNAL32, fill, 1);
@@ -152,6 +186,8 @@ int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, cons
     put_nonneg(&o, 1);
     put(&o, fill, v->elem_size);
     pad4(&o);
+    for (size_t i = 0; i < m->nattrs; i++)
+        put_user_attr(&o, &m->attrs[i]);
     {
         uint32_t itype = o.cdf5 ? NC_INT64 : NC_INT;
         put_attr_ints(&o, "drx_origin", itype, origin, k);

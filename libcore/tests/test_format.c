@@ -35,8 +35,10 @@ static unsigned char *ncgen_header(const char *cdl, const char *kind, size_t wan
     return buf;
 }
 
+/* attrs: NULL, or NAME, TYPE, VALUE triples (as drx attr set takes them)
+ * then NULL, set on the array before the header is made. */
 static void check(const char *name, const char *type, int rank, const char *shape,
-                  const char *words, const char *cdl, const char *kind)
+                  const char *words, const char *const *attrs, const char *cdl, const char *kind)
 {
     struct drx_array_spec spec = {.rank = rank};
     struct drx_array *a;
@@ -60,6 +62,13 @@ static void check(const char *name, const char *type, int rank, const char *shap
     if (drx_array_create(path, &spec, &a, &err)) {
         tap_ok(0, "%s: create: %s", name, err.msg);
         return;
+    }
+    for (int i = 0; attrs && attrs[i]; i += 3) {
+        struct drx_attr at;
+        if (drx_attr_parse(attrs[i], attrs[i + 1], attrs[i + 2], &at, &err) ||
+            drx_array_attr_set(a, &at, &err))
+            tap_ok(0, "%s: attribute %s: %s", name, attrs[i], err.msg);
+        drx_attr_fini(&at);
     }
     drx_view_spec_init(&s);
     snprintf(w, sizeof w, "%s", words);
@@ -98,26 +107,60 @@ int main(void)
 
     if (!mkdtemp(dir))
         return 1;
-    check("temp", "f64", 3, "4 3 5", "",
+    check("temp", "f64", 3, "4 3 5", "", NULL,
           "netcdf t { dimensions: time = 4 ; dim1 = 3 ; dim2 = 5 ;\n"
           "variables: double temp(time, dim1, dim2) ; temp:_FillValue = 0. ;\n"
           "temp:drx_origin = 0, 0, 0 ; temp:drx_step = 1, 1, 1 ; }\n",
           "64-bit-offset");
-    check("b", "i8", 2, "3 7", "dim1=1::3 order=F",
+    check("b", "i8", 2, "3 7", "dim1=1::3 order=F", NULL,
           "netcdf t { dimensions: dim1 = 2 ; time = 3 ;\n"
           "variables: byte b(dim1, time) ; b:_FillValue = 0b ;\n"
           "b:drx_origin = 1, 0 ; b:drx_step = 3, 1 ; }\n",
           "64-bit-offset");
-    check("u", "u16", 2, "3 3", "dim0=1:",
+    check("u", "u16", 2, "3 3", "dim0=1:", NULL,
           "netcdf t { dimensions: time = 2 ; dim1 = 3 ;\n"
           "variables: ushort u(time, dim1) ; u:_FillValue = 0US ;\n"
           "u:drx_origin = 1LL, 0LL ; u:drx_step = 1LL, 1LL ; }\n",
           "cdf5");
-    check("3dx", "u32", 1, "5", "",
+    check("3dx", "u32", 1, "5", "", NULL,
           "netcdf t { dimensions: time = 5 ;\n"
           "variables: uint _dx(time) ; _dx:_FillValue = 0U ;\n"
           "_dx:drx_origin = 0LL ; _dx:drx_step = 1LL ; }\n",
           "cdf5");
+    /* user attributes: after _FillValue, in the order set, strings as
+     * NC_CHAR; only classic types keep CDF-2 */
+    {
+        /* clang-format off */ /* one attribute a line */
+        const char *const classic[] = {"units", NULL, "K",
+                                       "long_name", "string", "air \"temp\" at 2 m",
+                                       "scale_factor", "f64", "0.01",
+                                       "valid_range", "i16", "-5,300",
+                                       "weights", "f32", "0.5,1.5,2",
+                                       "flag", "i8", "-1",
+                                       "count", "i32", "7",
+                                       NULL};
+        const char *const wide[] = {"units", NULL, "m",
+                                    "mask", "u8", "255",
+                                    "big", "i64", "-9000000000",
+                                    "ubig", "u64", "18446744073709551615",
+                                    NULL};
+        /* clang-format on */
+        check("ta", "f64", 2, "4 3", "dim0=1:3", classic,
+              "netcdf t { dimensions: time = 2 ; dim1 = 3 ;\n"
+              "variables: double ta(time, dim1) ; ta:_FillValue = 0. ;\n"
+              "ta:units = \"K\" ; ta:long_name = \"air \\\"temp\\\" at 2 m\" ;\n"
+              "ta:scale_factor = 0.01 ; ta:valid_range = -5s, 300s ;\n"
+              "ta:weights = 0.5f, 1.5f, 2.f ; ta:flag = -1b ; ta:count = 7 ;\n"
+              "ta:drx_origin = 1, 0 ; ta:drx_step = 1, 1 ; }\n",
+              "64-bit-offset");
+        check("tw", "f32", 1, "5", "", wide,
+              "netcdf t { dimensions: time = 5 ;\n"
+              "variables: float tw(time) ; tw:_FillValue = 0.f ;\n"
+              "tw:units = \"m\" ; tw:mask = 255UB ; tw:big = -9000000000LL ;\n"
+              "tw:ubig = 18446744073709551615ULL ;\n"
+              "tw:drx_origin = 0LL ; tw:drx_step = 1LL ; }\n",
+              "cdf5");
+    }
 
     /* .npy: the size without formatting is the size formatted, and the
      * header is NumPy's (a multiple of 64, version 1.0, the dict) */
