@@ -21,6 +21,15 @@ setup() {
     cd "$BATS_TEST_TMPDIR"
 }
 
+teardown() {
+    # a second mount a failed test may have left
+    unmount_store "$BATS_TEST_TMPDIR/ro"
+    if [ -n "${OWN_DIR:-}" ]; then
+        unmount_store "$OWN_DIR/m"
+        rm -rf "$OWN_DIR"
+    fi
+}
+
 # same_as_get ARRAY VIEW...: data.nc of the view holds drx get's elements,
 # with its dimensions (reversed for order=F) and the view's origin/step
 same_as_get() {
@@ -218,4 +227,80 @@ j = json.load(open('$M/packed/info'))
 a = j['attrs']
 assert a['units'] == {'type': 'string', 'value': 'K'}, a
 assert a['scale_factor'] == {'type': 'f64', 'value': [0.5]} and a['valid_range']['value'] == [0, 20], a"
+}
+
+@test "setfattr, getfattr and setfattr -x on the array directory are its attributes; -o ro gives EROFS" {
+    "$DRX" create "$S/xa" --type f32 --shape 4x3 --chunk 2x2 --dims time,x
+    "$DRX" attr set "$S/xa" scale_factor 0.5 --type f64
+    setfattr -n user.units -v K "$M/xa"
+    setfattr -n user.long_name -v 'air "temp"' "$M/xa"
+    run "$DRX" attr get "$S/xa" units
+    assert_output "K"
+    run getfattr -d --absolute-names "$M/xa"
+    assert_success
+    assert_line 'user.scale_factor="0.5"'
+    assert_line 'user.units="K"'
+    # views show the array's; an existing number keeps its type
+    run getfattr --only-values -n user.units --absolute-names "$M/xa/time=1:"
+    assert_output "K"
+    setfattr -n user.scale_factor -v 0.25 "$M/xa"
+    run "$DRX" attr list "$S/xa"
+    assert_line "scale_factor f64 0.25"
+    # refused, nothing changed
+    cp "$S/xa.xmd" before.xmd
+    run setfattr -n user.scale_factor -v abc "$M/xa"
+    assert_failure
+    assert_output --partial "Invalid argument"
+    run setfattr -n user._FillValue -v 1 "$M/xa"
+    assert_output --partial "Invalid argument"
+    run setfattr -n "user.a b" -v 1 "$M/xa"
+    assert_output --partial "Invalid argument"
+    run setfattr -n user.units -v m "$M/xa/time=1:"
+    assert_output --partial "Operation not permitted"
+    run setfattr -n trusted.units -v m "$M/xa"
+    assert_failure
+    run setfattr -x user.nope "$M/xa"
+    assert_output --partial "No such attribute"
+    cmp before.xmd "$S/xa.xmd"
+    # data.nc has it; -x removes it
+    run ncdump -h "$M/xa/data.nc"
+    assert_line --partial 'xa:units = "K" ;'
+    setfattr -x user.units "$M/xa"
+    run "$DRX" attr get "$S/xa" units
+    assert_failure
+    run getfattr -d --absolute-names "$M/xa"
+    refute_line --partial "user.units"
+    # read-only mount: EROFS, reading works
+    local ro="$BATS_TEST_TMPDIR/ro"
+    mount_store "$S" "$ro" -o ro
+    run setfattr -n user.units -v m "$ro/xa"
+    assert_failure
+    assert_output --partial "Read-only file system"
+    run setfattr -x user.long_name "$ro/xa"
+    assert_output --partial "Read-only file system"
+    run getfattr --only-values -n user.long_name --absolute-names "$ro/xa"
+    unmount_store "$ro"
+    assert_output 'air "temp"'
+    cmp <("$DRX" attr list "$S/xa") <(printf 'scale_factor f64 0.25\nlong_name string air "temp"\n')
+}
+
+@test "setfattr on an array directory needs write access to the array" {
+    OWN_DIR=$(mktemp -d /tmp/drxfs-attr.XXXXXX)
+    chmod 755 "$OWN_DIR"
+    local s="$OWN_DIR/s" m="$OWN_DIR/m"
+    "$DRX" init "$s" >/dev/null
+    "$DRX" create "$s/arr" --type i32 --shape 4 --chunk 2
+    "$DRX" attr set "$s/arr" units K
+    mount_store "$s" "$m" -o allow_other,default_permissions
+    nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+    run nob setfattr -n user.units -v m "$m/arr"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run nob getfattr --absolute-names --only-values -n user.units "$m/arr"
+    assert_output "K"
+    chown 65534 "$m/arr"
+    nob setfattr -n user.units -v m "$m/arr"
+    unmount_store "$m"
+    run "$DRX" attr get "$s/arr" units
+    assert_output "m"
 }
