@@ -55,7 +55,8 @@ if order == "F":
     want = want.T
 d = netCDF4.Dataset(path)
 d.set_auto_mask(False)
-name = list(d.variables)[0]
+# the array's variable is the last (coordinate variables come first)
+name = list(d.variables)[-1]
 v = d.variables[name]
 got = v[:]
 assert got.dtype.kind == want.dtype.kind and got.dtype.itemsize == want.dtype.itemsize, \
@@ -303,4 +304,49 @@ assert a['scale_factor'] == {'type': 'f64', 'value': [0.5]} and a['valid_range']
     unmount_store "$m"
     run "$DRX" attr get "$s/arr" units
     assert_output "m"
+}
+
+@test "coordinate variables: a 1-D array named like a dimension, at least as long, sliced to the view" {
+    mkdir -p "$S/c"
+    "$DRX" create "$S/c/field" --type f32 --shape 4x3 --chunk 2x2 --dims time,lat
+    "$PY" -c "import numpy as np; np.arange(12, dtype='<f4').tofile('raw')"
+    "$DRX" put "$S/c/field" <raw
+    "$DRX" create "$S/c/time" --type f64 --shape 6 --chunk 4 --dims time
+    "$PY" -c "import numpy as np; (np.arange(6) * 10.0).astype('<f8').tofile('t')"
+    "$DRX" put "$S/c/time" <t
+    "$DRX" attr set "$S/c/time" units "days since 2000-01-01"
+    "$DRX" create "$S/c/lat" --type i16 --shape 2 --chunk 2
+    "$PY" - "$M/c/field/time=1:4:2/data.nc" "$M/c/field/order=F/data.nc" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+ds = xr.open_dataset(sys.argv[1])
+# time is a coordinate (decoded as dates through its units), sliced to the view
+assert list(ds.coords) == ["time"], list(ds.coords)
+t = xr.open_dataset(sys.argv[1], decode_times=False).time
+assert t.values.tolist() == [10.0, 30.0] and t.attrs["units"] == "days since 2000-01-01", t
+assert ds.time.dtype.kind == "M"
+assert ds.field.values.tolist() == [[3, 4, 5], [9, 10, 11]]
+# lat (2 long) is shorter than the dimension (3): left out
+assert "lat" not in ds.variables
+f = xr.open_dataset(sys.argv[2], decode_times=False)
+assert f.field.dims == ("lat", "time") and f.time.values.tolist() == [0, 10, 20, 30]
+PY
+    run ncdump -h "$M/c/field/data.nc"
+    assert_line --partial "double time(time) ;"
+    refute_line --partial "lat(lat)"
+    grep -q "c/lat is not dimension lat's coordinate: it is shorter than the dimension" "$M.log"
+    # once lat is long enough it is one; st_size stays exact
+    "$DRX" extend "$S/c/lat" 0 1
+    "$PY" -c "import numpy as np; np.array([-10, 0, 10], dtype='<i2').tofile('l')"
+    "$DRX" put "$S/c/lat" <l
+    run ncdump -v lat "$M/c/field/lat=1:/data.nc"
+    assert_success
+    assert_output --partial "lat = 0, 10 ;"
+    [ "$(stat -c %s "$M/c/field/data.nc")" -eq "$(cat "$M/c/field/data.nc" | wc -c)" ]
+    same_as_get c/field dim0=1:3
+    # the coordinate array's own data.nc is just itself
+    run ncdump -h "$M/c/time/data.nc"
+    assert_success
+    assert_line --partial "double time(time) ;"
 }
