@@ -529,6 +529,7 @@ assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
     bad "type 'f16' is not string" "$DRX" attr set t x 1 --type f16
     bad "attribute x: value 2: '' is not" "$DRX" attr set t x 1,,2 --type f64
     bad "attribute x: value 1: value '300' does not fit in i8" "$DRX" attr set t x 300 --type i8
+    bad "attribute x: byte 4 is not UTF-8 text" "$DRX" attr set t x "$(printf 'caf\xe9')"
     bad "attr get: --type is only for attr set" "$DRX" attr get t units --type f64
     bad "attr rm: t has no attribute 'nope'" "$DRX" attr rm t nope
     bad "attr: 'frob' is not set, get, rm or list" "$DRX" attr frob t

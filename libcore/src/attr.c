@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,34 @@ int drx_attr_name_check(const char *name, struct drx_err *err)
     if (strncmp(name, "drx_", 4) == 0)
         return drx_err_set(err, EINVAL, "attribute names drx_* are reserved for drxfs");
     return 0;
+}
+
+/* Length of the UTF-8 sequence at p (1..4), or 0 when it is not valid
+ * UTF-8 (overlong forms, surrogates and code points past U+10FFFF are not). */
+static int utf8_len(const unsigned char *p)
+{
+    int n;
+    uint32_t c;
+
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        n = 2, c = p[0] & 0x1f;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        n = 3, c = p[0] & 0x0f;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        n = 4, c = p[0] & 0x07;
+    else
+        return 0;
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        c = c << 6 | (p[i] & 0x3f);
+    }
+    if ((n == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+        (n == 4 && (c < 0x10000 || c > 0x10ffff)))
+        return 0;
+    return n;
 }
 
 static int parse_numbers(struct drx_attr *a, const char *text, struct drx_err *err)
@@ -98,6 +127,17 @@ int drx_attr_parse(const char *name, const char *type, const char *text, struct 
             rc = drx_err_set(err, E2BIG, "attribute %s: a string longer than %d bytes", name,
                              DRX_MAX_ATTR_BYTES);
             goto out;
+        }
+        /* text for every reader: info's JSON and netCDF's char data would
+         * otherwise carry bytes no UTF-8 reader accepts */
+        for (size_t i = 0; i < out->n;) {
+            int l = utf8_len((const unsigned char *)text + i);
+            if (!l) {
+                rc = drx_err_set(err, EINVAL, "attribute %s: byte %zu is not UTF-8 text", name,
+                                 i + 1);
+                goto out;
+            }
+            i += (size_t)l;
         }
         if (!(out->value = strdup(text)))
             rc = drx_err_set(err, ENOMEM, "out of memory");

@@ -735,6 +735,9 @@ static void attributes(void)
             {"x", "f64", "1,,2", "value 2"},
             {"x", "i32", "", "value 1"},
             {"x", "f64", "1.5x", "value 1"},
+            {"x", NULL, "caf\xe9", "byte 4 is not UTF-8"},
+            {"x", NULL, "\xc0\xaf", "byte 1 is not UTF-8"},
+            {"x", NULL, "\xed\xa0\x80", "byte 1 is not UTF-8"},
         };
         char longname[300];
         memset(longname, 'n', 256);
@@ -801,6 +804,7 @@ static void attributes(void)
             {"type = \"string\"; value = \"degC\"", "type = \"i8\"; value = [ 9 ]",
              "not a number in quotes"},
             {"name = \"units\";", "name = \"units\"; colour = 1;", "unknown setting 'colour'"},
+            {"value = \"degC\"", "value = \"deg\\xffC\"", "not UTF-8"},
             {"attrs = (", "attrs = 1; xattrs = (", "not a list"},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
