@@ -322,7 +322,7 @@ x.xta"
 }
 
 @test "drx help COMMAND and drx COMMAND --help print the command's usage" {
-    for c in init create info extend put get address index stripe fsck rm; do
+    for c in init create info extend attr put get address index stripe fsck rm; do
         run "$DRX" help "$c"
         assert_success
         assert_line --index 0 --partial "usage: drx $c"
@@ -458,4 +458,102 @@ x.xta"
     bad "no such array ('tmep' does not exist in $BATS_TEST_TMPDIR)" "$DRX" info tmep/dim0=1
     mkdir sub
     bad "$BATS_TEST_TMPDIR/sub: not an array (a directory)" "$DRX" info sub
+}
+
+@test "attr set, get, list and rm: strings and numbers of every type, kept in the .xmd" {
+    "$DRX" create t --type f32 --shape 3x4 --chunk 2x2 --dims y,x
+    "$DRX" attr set t units K
+    "$DRX" attr set t long_name 'air "temperature" \ at 2 m'
+    "$DRX" attr set t scale_factor 0.01 --type f64
+    "$DRX" attr set t valid_range -5,300 --type i16
+    "$DRX" attr set t big 18446744073709551615 --type u64
+    "$DRX" attr set t odd "$(printf 'two\nlines \xc3\xa9')"
+    for ty in i8 i16 i32 i64 u8 u16 u32 u64 f32 f64; do
+        "$DRX" attr set t "n_$ty" 1,2,3 --type "$ty"
+    done
+    run "$DRX" attr get t long_name
+    assert_output 'air "temperature" \ at 2 m'
+    run "$DRX" attr get t scale_factor
+    assert_output "0.01"
+    run "$DRX" attr get t big
+    assert_output "18446744073709551615"
+    run "$DRX" attr get t odd
+    assert_output "$(printf 'two\nlines \xc3\xa9')"
+    run "$DRX" attr list t
+    assert_success
+    assert_line --index 0 "units string K"
+    assert_line --index 2 "scale_factor f64 0.01"
+    assert_line --index 3 "valid_range i16 -5,300"
+    assert_line --index 5 "odd string two\nlines $(printf '\xc3\xa9')"
+    assert_line "n_u8 u8 1,2,3"
+    assert_line "n_f32 f32 1,2,3"
+    assert_equal "${#lines[@]}" 16
+    grep -q 'name = "scale_factor"; type = "f64"; value = \[ "0.01" \]' t.xmd
+    # info shows them: text (escaped) and JSON (quotes, newlines, UTF-8, u64 max)
+    run "$DRX" info t
+    assert_line "attrs:       units (string) K"
+    assert_line "             odd (string) two\nlines $(printf '\xc3\xa9')"
+    "$DRX" info t --json | "$PY" -m json.tool >/dev/null
+    "$DRX" attr set t nanny nan,-inf --type f32
+    "$DRX" info t --json | py 'a = json.load(sys.stdin)["attrs"]
+assert a["long_name"]["value"] == "air \"temperature\" \\ at 2 m", a["long_name"]
+assert a["odd"]["value"] == "two\nlines \u00e9", a["odd"]
+assert a["big"] == {"type": "u64", "value": [18446744073709551615]}, a["big"]
+assert a["nanny"] == {"type": "f32", "value": ["nan", "-inf"]}, a["nanny"]
+assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
+    "$DRX" attr rm t nanny
+    # replacing keeps the place; an extension keeps them all
+    "$DRX" attr set t units degC
+    "$DRX" extend t y 2
+    run "$DRX" attr list t
+    assert_line --index 0 "units string degC"
+    assert_equal "${#lines[@]}" 16
+    "$DRX" attr rm t units
+    run "$DRX" attr get t units
+    assert_failure
+    assert_output "drx: attr get: t has no attribute 'units'"
+    run "$DRX" attr list t
+    assert_equal "${#lines[@]}" 15
+}
+
+@test "bad input to attr: one line, nothing changed; a read-only mount refuses set and rm" {
+    "$DRX" create t --type f32 --shape 3x4 --chunk 2x2
+    "$DRX" attr set t units K
+    cp t.xmd before.xmd
+    bad "attr set: _FillValue is the array's fill, not an attribute" "$DRX" attr set t _FillValue 1
+    bad "attr set: attribute names drx_* are reserved" "$DRX" attr set t drx_origin 1
+    bad "attribute name '1st' must start with a letter or '_'" "$DRX" attr set t 1st x
+    bad "attribute name 'a b' has a character outside" "$DRX" attr set t 'a b' x
+    bad "is longer than 255 bytes" "$DRX" attr set t "$(printf 'n%.0s' {1..256})" x
+    bad "type 'c64' is not string or a non-complex element type" "$DRX" attr set t x 1 --type c64
+    bad "type 'f16' is not string" "$DRX" attr set t x 1 --type f16
+    bad "attribute x: value 2: '' is not" "$DRX" attr set t x 1,,2 --type f64
+    bad "attribute x: value 1: value '300' does not fit in i8" "$DRX" attr set t x 300 --type i8
+    bad "attribute x: byte 4 is not UTF-8 text" "$DRX" attr set t x "$(printf 'caf\xe9')"
+    bad "attr get: --type is only for attr set" "$DRX" attr get t units --type f64
+    bad "attr rm: t has no attribute 'nope'" "$DRX" attr rm t nope
+    bad "attr: 'frob' is not set, get, rm or list" "$DRX" attr frob t
+    bad "usage: drx attr set ARRAY NAME VALUE" "$DRX" attr set t x
+    bad "usage: drx attr get ARRAY NAME" "$DRX" attr get t
+    bad "no such array" "$DRX" attr set nope x 1
+    cmp before.xmd t.xmd
+    # through a read-only mount: refused like extend; reading works
+    mkdir st
+    "$DRX" init st
+    "$DRX" create st/a --type i32 --shape 4 --chunk 2
+    "$DRX" attr set st/a units m
+    cp st/a.xmd before.xmd
+    mount_store st small -o ro
+    run "$DRX" attr set small/a units km
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "read-only"
+    run "$DRX" attr rm small/a units
+    assert_failure
+    assert_output --partial "read-only"
+    run "$DRX" attr get small/a units
+    assert_success
+    assert_output "m"
+    unmount_store small
+    cmp before.xmd st/a.xmd
 }

@@ -21,6 +21,15 @@ setup() {
     cd "$BATS_TEST_TMPDIR"
 }
 
+teardown() {
+    # a second mount a failed test may have left
+    unmount_store "$BATS_TEST_TMPDIR/ro"
+    if [ -n "${OWN_DIR:-}" ]; then
+        unmount_store "$OWN_DIR/m"
+        rm -rf "$OWN_DIR"
+    fi
+}
+
 # same_as_get ARRAY VIEW...: data.nc of the view holds drx get's elements,
 # with its dimensions (reversed for order=F) and the view's origin/step
 same_as_get() {
@@ -46,7 +55,8 @@ if order == "F":
     want = want.T
 d = netCDF4.Dataset(path)
 d.set_auto_mask(False)
-name = list(d.variables)[0]
+# the array's variable is the last (coordinate variables come first)
+name = list(d.variables)[-1]
 v = d.variables[name]
 got = v[:]
 assert got.dtype.kind == want.dtype.kind and got.dtype.itemsize == want.dtype.itemsize, \
@@ -163,4 +173,180 @@ PY
     run ncdump -h "$M/9-lives/data.nc"
     assert_success
     assert_line --partial "short _-lives(dim0) ;"
+}
+
+@test "attributes are variable attributes of data.nc: ncdump shows them, xarray decodes scale_factor" {
+    "$DRX" create "$S/packed" --type i16 --shape 4x3 --chunk 2x2 --dims time,x --fill -32768
+    "$PY" -c "import numpy as np; np.arange(12, dtype='<i2').tofile('raw')"
+    "$DRX" put "$S/packed" <raw
+    "$DRX" attr set "$S/packed" units K
+    "$DRX" attr set "$S/packed" long_name 'air "temperature"'
+    # values as drx get gives them (before scale_factor, which readers apply)
+    same_as_get packed dim0=1:
+    "$DRX" attr set "$S/packed" scale_factor 0.5 --type f64
+    "$DRX" attr set "$S/packed" add_offset 100 --type f64
+    "$DRX" attr set "$S/packed" valid_range 0,20 --type i16
+    run ncdump -h "$M/packed/dim0=1:/data.nc"
+    assert_success
+    assert_output --partial "short packed(time, x) ;"
+    # in order: _FillValue, the user's (as set), drx_origin, drx_step
+    echo "$output" | grep -o 'packed:[A-Za-z_]* =' | tr '\n' ' ' | grep -qx \
+        'packed:_FillValue = packed:units = packed:long_name = packed:scale_factor = packed:add_offset = packed:valid_range = packed:drx_origin = packed:drx_step = '
+    assert_line --partial 'packed:units = "K" ;'
+    assert_line --partial 'packed:long_name = "air \"temperature\"" ;'
+    assert_line --partial "packed:scale_factor = 0.5 ;"
+    assert_line --partial "packed:valid_range = 0s, 20s ;"
+    run ncdump -k "$M/packed/data.nc"
+    assert_output "64-bit offset"
+    "$PY" - "$M/packed/dim0=1:/data.nc" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+ds = xr.open_dataset(sys.argv[1])
+p = ds.packed
+assert p.attrs["units"] == "K" and p.attrs["long_name"] == 'air "temperature"', p.attrs
+# CF decoding: stored * scale_factor + add_offset
+want = np.arange(3, 12).reshape(3, 3) * 0.5 + 100
+assert p.dtype.kind == "f" and np.array_equal(p.values, want), p.values
+raw = xr.open_dataset(sys.argv[1], mask_and_scale=False).packed
+assert raw.dtype == np.int16 and raw.attrs["scale_factor"] == 0.5
+PY
+    # a type CDF-2 lacks makes it CDF-5; an attribute removed is gone
+    "$DRX" attr set "$S/packed" mask 255 --type u8
+    run ncdump -k "$M/packed/data.nc"
+    assert_output "cdf5"
+    run ncdump -h "$M/packed/data.nc"
+    assert_line --partial "packed:mask = 255UB ;"
+    "$DRX" attr rm "$S/packed" mask
+    run ncdump -k "$M/packed/data.nc"
+    assert_output "64-bit offset"
+    [ "$(stat -c %s "$M/packed/data.nc")" -eq "$(cat "$M/packed/data.nc" | wc -c)" ]
+    # info shows them as JSON
+    "$PY" -c "
+import json, sys
+j = json.load(open('$M/packed/info'))
+a = j['attrs']
+assert a['units'] == {'type': 'string', 'value': 'K'}, a
+assert a['scale_factor'] == {'type': 'f64', 'value': [0.5]} and a['valid_range']['value'] == [0, 20], a"
+}
+
+@test "setfattr, getfattr and setfattr -x on the array directory are its attributes; -o ro gives EROFS" {
+    "$DRX" create "$S/xa" --type f32 --shape 4x3 --chunk 2x2 --dims time,x
+    "$DRX" attr set "$S/xa" scale_factor 0.5 --type f64
+    setfattr -n user.units -v K "$M/xa"
+    setfattr -n user.long_name -v 'air "temp"' "$M/xa"
+    run "$DRX" attr get "$S/xa" units
+    assert_output "K"
+    run getfattr -d --absolute-names "$M/xa"
+    assert_success
+    assert_line 'user.scale_factor="0.5"'
+    assert_line 'user.units="K"'
+    # views show the array's; an existing number keeps its type
+    run getfattr --only-values -n user.units --absolute-names "$M/xa/time=1:"
+    assert_output "K"
+    setfattr -n user.scale_factor -v 0.25 "$M/xa"
+    run "$DRX" attr list "$S/xa"
+    assert_line "scale_factor f64 0.25"
+    # refused, nothing changed
+    cp "$S/xa.xmd" before.xmd
+    run setfattr -n user.scale_factor -v abc "$M/xa"
+    assert_failure
+    assert_output --partial "Invalid argument"
+    run setfattr -n user._FillValue -v 1 "$M/xa"
+    assert_output --partial "Invalid argument"
+    run setfattr -n "user.a b" -v 1 "$M/xa"
+    assert_output --partial "Invalid argument"
+    run setfattr -n user.units -v m "$M/xa/time=1:"
+    assert_output --partial "Operation not permitted"
+    run setfattr -n trusted.units -v m "$M/xa"
+    assert_failure
+    run setfattr -x user.nope "$M/xa"
+    assert_output --partial "No such attribute"
+    cmp before.xmd "$S/xa.xmd"
+    # data.nc has it; -x removes it
+    run ncdump -h "$M/xa/data.nc"
+    assert_line --partial 'xa:units = "K" ;'
+    setfattr -x user.units "$M/xa"
+    run "$DRX" attr get "$S/xa" units
+    assert_failure
+    run getfattr -d --absolute-names "$M/xa"
+    refute_line --partial "user.units"
+    # read-only mount: EROFS, reading works
+    local ro="$BATS_TEST_TMPDIR/ro"
+    mount_store "$S" "$ro" -o ro
+    run setfattr -n user.units -v m "$ro/xa"
+    assert_failure
+    assert_output --partial "Read-only file system"
+    run setfattr -x user.long_name "$ro/xa"
+    assert_output --partial "Read-only file system"
+    run getfattr --only-values -n user.long_name --absolute-names "$ro/xa"
+    unmount_store "$ro"
+    assert_output 'air "temp"'
+    cmp <("$DRX" attr list "$S/xa") <(printf 'scale_factor f64 0.25\nlong_name string air "temp"\n')
+}
+
+@test "setfattr on an array directory needs write access to the array" {
+    OWN_DIR=$(mktemp -d /tmp/drxfs-attr.XXXXXX)
+    chmod 755 "$OWN_DIR"
+    local s="$OWN_DIR/s" m="$OWN_DIR/m"
+    "$DRX" init "$s" >/dev/null
+    "$DRX" create "$s/arr" --type i32 --shape 4 --chunk 2
+    "$DRX" attr set "$s/arr" units K
+    mount_store "$s" "$m" -o allow_other,default_permissions
+    nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+    run nob setfattr -n user.units -v m "$m/arr"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run nob getfattr --absolute-names --only-values -n user.units "$m/arr"
+    assert_output "K"
+    chown 65534 "$m/arr"
+    nob setfattr -n user.units -v m "$m/arr"
+    unmount_store "$m"
+    run "$DRX" attr get "$s/arr" units
+    assert_output "m"
+}
+
+@test "coordinate variables: a 1-D array named like a dimension, at least as long, sliced to the view" {
+    mkdir -p "$S/c"
+    "$DRX" create "$S/c/field" --type f32 --shape 4x3 --chunk 2x2 --dims time,lat
+    "$PY" -c "import numpy as np; np.arange(12, dtype='<f4').tofile('raw')"
+    "$DRX" put "$S/c/field" <raw
+    "$DRX" create "$S/c/time" --type f64 --shape 6 --chunk 4 --dims time
+    "$PY" -c "import numpy as np; (np.arange(6) * 10.0).astype('<f8').tofile('t')"
+    "$DRX" put "$S/c/time" <t
+    "$DRX" attr set "$S/c/time" units "days since 2000-01-01"
+    "$DRX" create "$S/c/lat" --type i16 --shape 2 --chunk 2
+    "$PY" - "$M/c/field/time=1:4:2/data.nc" "$M/c/field/order=F/data.nc" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+ds = xr.open_dataset(sys.argv[1])
+# time is a coordinate (decoded as dates through its units), sliced to the view
+assert list(ds.coords) == ["time"], list(ds.coords)
+t = xr.open_dataset(sys.argv[1], decode_times=False).time
+assert t.values.tolist() == [10.0, 30.0] and t.attrs["units"] == "days since 2000-01-01", t
+assert ds.time.dtype.kind == "M"
+assert ds.field.values.tolist() == [[3, 4, 5], [9, 10, 11]]
+# lat (2 long) is shorter than the dimension (3): left out
+assert "lat" not in ds.variables
+f = xr.open_dataset(sys.argv[2], decode_times=False)
+assert f.field.dims == ("lat", "time") and f.time.values.tolist() == [0, 10, 20, 30]
+PY
+    run ncdump -h "$M/c/field/data.nc"
+    assert_line --partial "double time(time) ;"
+    refute_line --partial "lat(lat)"
+    grep -q "c/lat is not dimension lat's coordinate: it is shorter than the dimension" "$M.log"
+    # once lat is long enough it is one; st_size stays exact
+    "$DRX" extend "$S/c/lat" 0 1
+    "$PY" -c "import numpy as np; np.array([-10, 0, 10], dtype='<i2').tofile('l')"
+    "$DRX" put "$S/c/lat" <l
+    run ncdump -v lat "$M/c/field/lat=1:/data.nc"
+    assert_success
+    assert_output --partial "lat = 0, 10 ;"
+    [ "$(stat -c %s "$M/c/field/data.nc")" -eq "$(cat "$M/c/field/data.nc" | wc -c)" ]
+    same_as_get c/field dim0=1:3
+    # the coordinate array's own data.nc is just itself
+    run ncdump -h "$M/c/time/data.nc"
+    assert_success
+    assert_line --partial "double time(time) ;"
 }

@@ -3,7 +3,7 @@
 # from `drx info --json`.  Self-contained: needs none of bash-completion's
 # helpers, so it also works when sourced on its own.
 
-_drx_commands='init create info extend put get address index stripe fsck rm help'
+_drx_commands='init create info extend attr put get address index stripe fsck rm help'
 _drx_types='i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 c64 c128'
 
 # Options of a command (all of them when none is known yet).
@@ -13,6 +13,7 @@ _drx_options()
     init) echo --stripe-dirs --count --extent ;;
     create) echo --type --shape --chunk --dims --fill ;;
     info) echo --json ;;
+    attr) echo --type ;;
     get) echo -o --output ;;
     stripe) echo --count --extent --clear ;;
     fsck) echo --repair ;;
@@ -103,7 +104,11 @@ _drx()
 
     if _drx_takes_value "$key"; then
         case $key in
-        --type) mapfile -t COMPREPLY < <(compgen -W "$_drx_types" -- "$cur") ;;
+        --type)
+            local types=$_drx_types
+            [ "$cmd" = attr ] && types="string $types"
+            mapfile -t COMPREPLY < <(compgen -W "$types" -- "$cur")
+            ;;
         --config | --output | -o) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
         --stripe-dirs) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
         esac
@@ -139,6 +144,13 @@ _drx()
             _drx_arrays "$cur"
         elif [ "$n" -eq 2 ]; then
             mapfile -t COMPREPLY < <(compgen -W "$(_drx_dims "$array")" -- "$cur")
+        fi
+        ;;
+    attr)
+        if [ "$n" -eq 1 ]; then
+            mapfile -t COMPREPLY < <(compgen -W 'set get rm list' -- "$cur")
+        elif [ "$n" -eq 2 ]; then
+            _drx_arrays "$cur"
         fi
         ;;
     get | put)

@@ -119,6 +119,15 @@ static const struct cmd {
     {"extend", drx_cmd_extend, 0, false, 3, 3, "extend ARRAY DIM COUNT",
      "Grows dimension DIM (a number or a name) of ARRAY by COUNT elements.  Nothing\n"
      "already written moves.\n"},
+    {"attr", drx_cmd_attr, OPT_TYPE, false, 2, 4,
+     "attr set|get|rm|list ARRAY [NAME] [VALUE] [--type T]",
+     "Attributes of an array (units, long_name, scale_factor, ...), shown in info and\n"
+     "data.nc.  set ARRAY NAME VALUE: adds or replaces one; get ARRAY NAME: prints its\n"
+     "value; rm ARRAY NAME: removes it; list ARRAY: one line each, NAME TYPE VALUE\n"
+     "(control characters and \\ escaped).  Names: [A-Za-z_][A-Za-z0-9_.@+-]*, at\n"
+     "most 255 bytes, not _FillValue or drx_*.\n\n"
+     "  --type T   string (default: VALUE as it is) or i8 i16 i32 i64 u8 u16 u32 u64\n"
+     "             f32 f64: VALUE is one number or several separated by commas\n"},
     {"put", drx_cmd_put, 0, false, 1, -1, "put ARRAY [VIEW...] < raw",
      "Stores standard input into the view: exactly the view's byte count.  When the\n"
      "input is shorter or longer, nothing is written.\n"},

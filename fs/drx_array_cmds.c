@@ -1,4 +1,4 @@
-/* drx subcommands on arrays: create info extend put get address index rm. */
+/* drx subcommands on arrays: create info extend attr put get address index rm. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,6 +19,25 @@
 /* Bytes moved per step by get and put: large enough for long sequential
  * chunk spans, small enough that memory stays a few chunks' worth. */
 #define PIECE_BYTES ((size_t)16 << 20)
+
+/* A value on one line for `attr list`: C-style escapes for the bytes that
+ * would break the line or be invisible (attr get prints the bytes as they
+ * are). */
+static void print_escaped(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\')
+            fputs("\\\\", stdout);
+        else if (*p == '\n')
+            fputs("\\n", stdout);
+        else if (*p == '\t')
+            fputs("\\t", stdout);
+        else if (*p < 0x20 || *p == 0x7f)
+            printf("\\x%02x", *p);
+        else
+            putchar(*p);
+    }
+}
 
 /* Maps a user's ARRAY argument to the store-side path without suffix:
  * a path under a drxfs mount goes to the store (for a command that changes
@@ -260,6 +279,14 @@ int drx_cmd_info(int argc, char **argv)
     print_list(" x ", m->rank, m->map.bound);
     printf("\nchunks:      %" PRIu64 " (%" PRIu64 " bytes in .xta)\nfill:        %s\n",
            m->map.nchunks, m->map.nchunks * m->chunk_bytes, fill);
+    for (size_t i = 0; i < m->nattrs; i++) {
+        char *text = drx_attr_format(&m->attrs[i]);
+        printf("%s %s (%s) ", i ? "            " : "attrs:      ", m->attrs[i].name,
+               drx_attr_type_name(&m->attrs[i]));
+        print_escaped(text ? text : "?");
+        putchar('\n');
+        free(text);
+    }
     printf("history:     created ");
     print_list(" x ", m->rank, m->initial);
     printf("\n");
@@ -614,4 +641,96 @@ int drx_cmd_rm(int argc, char **argv)
     if (rc)
         return drx_cli_fail_err("rm", rc, &err);
     return 0;
+}
+
+static int attr_set_cmd(char *const *argv, int nargs)
+{
+    struct drx_array *a;
+    struct drx_attr at;
+    struct drx_err err = {""};
+    int rc;
+
+    if (nargs != 3)
+        return drx_cli_fail("usage: drx attr set ARRAY NAME VALUE [--type T]"), 2;
+    /* the attribute is checked before the array is opened: a bad one
+     * changes nothing whatever the array */
+    rc = drx_attr_parse(argv[1], drx_cli.type, argv[2], &at, &err);
+    if (rc)
+        return drx_cli_fail_err("attr set", rc, &err);
+    rc = open_array(argv[0], DRX_RDWR, &a);
+    if (rc == 0) {
+        rc = drx_array_attr_set(a, &at, &err);
+        drx_array_close(a);
+        rc = rc ? drx_cli_fail_err("attr set", rc, &err) : 0;
+    }
+    drx_attr_fini(&at);
+    return rc;
+}
+
+static int attr_show(const char *cmd, char *const *argv, int nargs)
+{
+    struct drx_array *a;
+    const struct drx_array_meta *m;
+    int rc = 0;
+
+    if (nargs != (strcmp(cmd, "get") == 0 ? 2 : 1))
+        return drx_cli_fail("usage: drx attr %s",
+                            strcmp(cmd, "get") == 0 ? "get ARRAY NAME" : "list ARRAY"),
+               2;
+    if (open_array(argv[0], DRX_RDONLY, &a))
+        return 1;
+    m = drx_array_meta(a);
+    for (size_t i = 0; i < m->nattrs; i++) {
+        const struct drx_attr *at = &m->attrs[i];
+        char *text;
+        if (nargs == 2 && strcmp(at->name, argv[1]))
+            continue;
+        if (!(text = drx_attr_format(at))) {
+            rc = drx_cli_fail("out of memory");
+            goto out;
+        }
+        if (nargs == 2) {
+            printf("%s\n", text);
+        } else {
+            printf("%s %s ", at->name, drx_attr_type_name(at));
+            print_escaped(text);
+            putchar('\n');
+        }
+        free(text);
+        if (nargs == 2)
+            goto out;
+    }
+    if (nargs == 2)
+        rc = drx_cli_fail("attr get: %s has no attribute '%s'", argv[0], argv[1]);
+out:
+    drx_array_close(a);
+    return rc;
+}
+
+int drx_cmd_attr(int argc, char **argv)
+{
+    const char *sub = argv[1];
+    struct drx_array *a;
+    struct drx_err err = {""};
+    int rc;
+
+    if (argc < 3)
+        return drx_cli_fail("usage: drx attr set|get|rm|list ARRAY [NAME] [VALUE] [--type T]"), 2;
+    if (drx_cli.type && strcmp(sub, "set"))
+        return drx_cli_fail("attr %s: --type is only for attr set", sub), 2;
+    if (strcmp(sub, "set") == 0)
+        return attr_set_cmd(argv + 2, argc - 2);
+    if (strcmp(sub, "get") == 0 || strcmp(sub, "list") == 0)
+        return attr_show(sub, argv + 2, argc - 2);
+    if (strcmp(sub, "rm") != 0)
+        return drx_cli_fail("attr: '%s' is not set, get, rm or list", sub), 2;
+    if (argc != 4)
+        return drx_cli_fail("usage: drx attr rm ARRAY NAME"), 2;
+    if (open_array(argv[2], DRX_RDWR, &a))
+        return 1;
+    rc = drx_array_attr_rm(a, argv[3], &err);
+    drx_array_close(a);
+    if (rc == -ENOENT)
+        return drx_cli_fail("attr rm: %s has no attribute '%s'", argv[2], argv[3]);
+    return rc ? drx_cli_fail_err("attr rm", rc, &err) : 0;
 }

@@ -30,6 +30,7 @@ int drx_cli_fail_err(const char *what, int rc, const struct drx_err *err);
 int drx_cmd_create(int argc, char **argv);
 int drx_cmd_info(int argc, char **argv);
 int drx_cmd_extend(int argc, char **argv);
+int drx_cmd_attr(int argc, char **argv);
 int drx_cmd_put(int argc, char **argv);
 int drx_cmd_get(int argc, char **argv);
 int drx_cmd_address(int argc, char **argv);

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "drx/format.h"
@@ -416,16 +417,160 @@ static int resolve_view(struct drxfs_arr *e, const struct drxfs_node *n, struct 
     return 0;
 }
 
-/* The netCDF header of view v of e's array (n names it), or only its size
- * when buf is NULL.  -ENOENT where the view has no data.nc. */
-static int nc_header(struct drxfs_arr *e, const struct drxfs_node *n, const struct drx_view *v,
-                     unsigned char *buf, size_t *len, uint64_t *pad)
+/* Coordinate variables of data.nc (README): for each named dimension of
+ * the view, in the variable's order, the 1-D array of that name in the
+ * array's store directory, when it is at least as long as the dimension. */
+struct nc_coords {
+    int n;
+    struct drx_nc_coord c[DRX_MAX_RANK];
+    struct drx_array_meta meta[DRX_MAX_RANK];
+    char *rel[DRX_MAX_RANK];
+    void *data[DRX_MAX_RANK];
+};
+
+static void coords_fini(struct nc_coords *cs)
 {
-    int rc = drx_nc_header(drx_array_meta(e->a), v, n->rel, buf, len, pad);
-    if (rc < 0 && drx_log_enabled(DRX_LOG_DEBUG))
-        drx_log(DRX_LOG_DEBUG, "%s: no data.nc: %s", n->rel,
-                rc == -ENOTSUP ? "complex elements have no netCDF type" : "the view is empty");
-    return rc < 0 ? -ENOENT : 0;
+    for (int i = 0; i < cs->n; i++) {
+        drx_array_meta_fini(&cs->meta[i]);
+        free(cs->rel[i]);
+        free(cs->data[i]);
+    }
+    cs->n = 0;
+}
+
+/* Fills cs from the metadata alone (stat reads no chunk).  A candidate
+ * left out is logged (at info when the file is being opened, so that a
+ * user can find out why, else at debug: stat comes often). */
+static void coords_find(const struct drxfs_node *n, const struct drx_array_meta *m,
+                        const struct drx_view *v, bool opening, struct nc_coords *cs)
+{
+    const char *slash = strrchr(n->rel, '/');
+    int dirlen = slash ? (int)(slash - n->rel + 1) : 0;
+    int level = opening ? DRX_LOG_INFO : DRX_LOG_DEBUG;
+
+    for (int i = 0; i < v->rank; i++) {
+        int d = v->order == DRX_ORDER_C ? i : v->rank - 1 - i;
+        const char *dn = m->dim_name[d];
+        char rel[PATH_MAX], path[PATH_MAX + 64];
+        struct drx_array_meta cm;
+        struct drx_err err = {{0}};
+        const char *why = NULL;
+        int len;
+
+        if (!dn[0])
+            continue;
+        len = snprintf(rel, sizeof rel, "%.*s%s", dirlen, n->rel, dn);
+        /* an array named like its own dimension is that coordinate */
+        if (len < 0 || (size_t)len >= sizeof rel || strcmp(rel, n->rel) == 0 ||
+            drxfs_proc_path(path, sizeof path - 4, rel) < 0)
+            continue;
+        strcat(path, ".xmd");
+        if (drx_array_meta_load(path, &cm, &err) < 0) {
+            if (access(path, F_OK) == 0)
+                drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn,
+                        err.msg);
+            continue;
+        }
+        if (cm.rank != 1)
+            why = "it is not 1-D";
+        else if (drx_type_is_complex(cm.type))
+            why = "netCDF has no complex type";
+        else if (cm.bounds[0] < m->bounds[d])
+            why = "it is shorter than the dimension";
+        if (why) {
+            drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, why);
+            drx_array_meta_fini(&cm);
+            continue;
+        }
+        if (!(cs->rel[cs->n] = strdup(rel))) {
+            drx_array_meta_fini(&cm);
+            continue;
+        }
+        cs->meta[cs->n] = cm;
+        cs->c[cs->n] = (struct drx_nc_coord){d, &cs->meta[cs->n], NULL};
+        cs->n++;
+    }
+}
+
+/* Reads each coordinate's elements of the view, big-endian.  The arrays
+ * are opened afresh: they only grow, so what coords_find saw still holds
+ * unless one was replaced meanwhile (then -EIO, and the next open retries). */
+static int coords_read(struct nc_coords *cs, const struct drx_view *v, const char *rel)
+{
+    for (int i = 0; i < cs->n; i++) {
+        const struct drx_array_meta *cm;
+        struct drx_array *ca = NULL;
+        struct drx_err err = {{0}};
+        struct drx_view cv;
+        char path[PATH_MAX + 64];
+        int d = cs->c[i].dim, rc;
+        uint64_t bytes = v->count[d] * cs->meta[i].elem_size;
+
+        if ((rc = drxfs_proc_path(path, sizeof path, cs->rel[i])) < 0)
+            return rc;
+        if ((rc = drx_array_open(path, DRX_RDONLY, &ca, &err)) < 0) {
+            drx_log(DRX_LOG_WARNING, "%s: coordinate %s: %s", rel, cs->rel[i], err.msg);
+            return -EIO;
+        }
+        cm = drx_array_meta(ca);
+        rc = -EIO;
+        if (cm->type == cs->meta[i].type && cm->rank == 1 &&
+            cm->bounds[0] > v->origin[d] + (v->count[d] - 1) * v->step[d] &&
+            (cs->data[i] = malloc(bytes ? bytes : 1))) {
+            drx_view_whole(cm, &cv);
+            cv.origin[0] = v->origin[d];
+            cv.step[0] = v->step[d];
+            cv.count[0] = v->count[d];
+            cv.nelem = v->count[d];
+            cv.rep = DRX_REP_EXTERNAL32;
+            if (drx_view_read(ca, &cv, 0, cs->data[i], bytes) == (ssize_t)bytes)
+                rc = 0;
+        }
+        drx_array_close(ca);
+        if (rc < 0) {
+            drx_log(DRX_LOG_WARNING, "%s: coordinate %s could not be read", rel, cs->rel[i]);
+            return rc;
+        }
+        cs->c[i].data = cs->data[i];
+    }
+    return 0;
+}
+
+/* The bytes of data.nc before the view's elements (the header and the
+ * coordinate variables' data): their size in *len, and when buf is not
+ * NULL the bytes in a malloc'ed *buf.  One look-up of the coordinates
+ * serves both, so the size and the bytes agree.  -ENOENT where the view
+ * has no data.nc. */
+static int nc_prefix(struct drxfs_arr *e, const struct drxfs_node *n, const struct drx_view *v,
+                     char **buf, size_t *len, uint64_t *pad)
+{
+    const struct drx_array_meta *m = drx_array_meta(e->a);
+    struct nc_coords cs = {0};
+    unsigned char *out = NULL;
+    int rc;
+
+    coords_find(n, m, v, buf != NULL, &cs);
+    rc = drx_nc_file_header(m, v, n->rel, cs.c, cs.n, NULL, len, pad);
+    if (rc < 0) {
+        if (drx_log_enabled(DRX_LOG_DEBUG))
+            drx_log(DRX_LOG_DEBUG, "%s: no data.nc: %s", n->rel,
+                    rc == -ENOTSUP ? "complex elements have no netCDF type" : "the view is empty");
+        rc = -ENOENT;
+        goto out;
+    }
+    if (!buf)
+        goto out;
+    if ((rc = coords_read(&cs, v, n->rel)) < 0)
+        goto out;
+    if (!(out = malloc(*len))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    drx_nc_file_header(m, v, n->rel, cs.c, cs.n, out, len, pad);
+    *buf = (char *)out;
+out:
+    coords_fini(&cs);
+    return rc;
 }
 
 bool drxfs_array_has_nc(const struct drxfs_node *n)
@@ -481,7 +626,7 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
         if (n->kind == DRXFS_ANC) {
             size_t hlen;
             uint64_t pad;
-            if ((rc = nc_header(e, n, &v, NULL, &hlen, &pad)) < 0)
+            if ((rc = nc_prefix(e, n, &v, NULL, &hlen, &pad)) < 0)
                 goto out;
             size += hlen + pad;
         } else if (n->kind == DRXFS_ANPY) {
@@ -659,9 +804,7 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
     } else if (rc == 0 && n->kind == DRXFS_ANC) {
         /* netCDF data is big-endian whatever rep the path asked for */
         fh->view.rep = DRX_REP_EXTERNAL32;
-        rc = nc_header(e, n, &fh->view, NULL, &fh->text_len, &fh->pad);
-        if (rc == 0 && (fh->text = malloc(fh->text_len)))
-            nc_header(e, n, &fh->view, (unsigned char *)fh->text, &fh->text_len, &fh->pad);
+        rc = nc_prefix(e, n, &fh->view, &fh->text, &fh->text_len, &fh->pad);
     }
     pthread_rwlock_unlock(&e->lock);
     if (rc < 0)
@@ -924,4 +1067,157 @@ int drxfs_array_fsync(struct drxfs_fh *fh, int datasync)
     int fd = drx_array_xta_fd(fh->arr->a);
     int rc = datasync ? fdatasync(fd) : fsync(fd);
     return rc < 0 ? -errno : 0;
+}
+
+/* ---- attributes as user.NAME extended attributes of the array directory ----
+ * Only the user namespace maps to attributes; the value is the attribute as
+ * text (drx_attr_format).  Setting makes a string attribute, except that an
+ * existing number attribute keeps its type (setfattr -n user.scale_factor
+ * -v 0.02 stays an f64).  Views show the array's attributes; only the array
+ * directory itself changes them. */
+
+#define USER_NS "user."
+
+static int xattr_array(const struct drxfs_node *n, const char *name, bool wr,
+                       struct drxfs_arr **out)
+{
+    int rc;
+
+    if (name && strncmp(name, USER_NS, strlen(USER_NS)) != 0)
+        return -ENOTSUP;
+    if (wr && drxfs.ro)
+        return -EROFS;
+    if (wr && n->spec.nwords)
+        return -EPERM;
+    if ((rc = drxfs_arr_get(n, out)) < 0)
+        return rc;
+    if (wr && (*out)->rdonly)
+        rc = -EACCES;
+    else if (wr && (*out)->shared)
+        rc = -EIO;
+    if (rc < 0) {
+        drxfs_arr_put(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const char *value,
+                         size_t size, int flags)
+{
+    struct drxfs_arr *e = NULL;
+    struct drx_attr at = {0};
+    struct drx_err err = {{0}};
+    const struct drx_attr *old;
+    char *text = NULL;
+    const char *type = NULL;
+    int rc;
+
+    if ((rc = xattr_array(n, name, true, &e)) < 0)
+        return rc;
+    name += strlen(USER_NS);
+    /* an attribute is text without NUL bytes (netCDF's NC_CHAR is, too) */
+    if (memchr(value, '\0', size) &&
+        !(size && value[size - 1] == '\0' && !memchr(value, '\0', size - 1))) {
+        drx_log(DRX_LOG_DEBUG, "%s: setxattr user.%s: a value with NUL bytes", n->rel, name);
+        rc = -EINVAL;
+        goto out;
+    }
+    if (!(text = strndup(value, size))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    pthread_rwlock_wrlock(&e->lock);
+    old = drx_array_attr_get(drx_array_meta(e->a), name);
+    if ((flags & XATTR_CREATE) && old)
+        rc = -EEXIST;
+    else if ((flags & XATTR_REPLACE) && !old)
+        rc = -ENODATA;
+    if (rc == 0 && old && !old->is_string)
+        type = drx_type_name(old->type);
+    if (rc == 0 && (rc = drx_attr_parse(name, type, text, &at, &err)) == 0)
+        rc = drx_array_attr_set(e->a, &at, &err);
+    pthread_rwlock_unlock(&e->lock);
+    if (rc < 0 && err.msg[0])
+        drx_log(rc == -EINVAL || rc == -ERANGE || rc == -E2BIG ? DRX_LOG_DEBUG : DRX_LOG_WARNING,
+                "%s: setxattr user.%s: %s", n->rel, name, err.msg);
+    if (rc == -ERANGE || rc == -E2BIG)
+        rc = rc == -ERANGE ? -EINVAL : -ENOSPC;
+out:
+    drx_attr_fini(&at);
+    free(text);
+    drxfs_arr_put(e);
+    return rc;
+}
+
+int drxfs_array_getxattr(const struct drxfs_node *n, const char *name, char *value, size_t size)
+{
+    struct drxfs_arr *e = NULL;
+    const struct drx_attr *at;
+    char *text = NULL;
+    int rc;
+
+    if ((rc = xattr_array(n, name, false, &e)) < 0)
+        return rc == -ENOTSUP ? -ENODATA : rc;
+    pthread_rwlock_rdlock(&e->lock);
+    at = drx_array_attr_get(drx_array_meta(e->a), name + strlen(USER_NS));
+    if (!at)
+        rc = -ENODATA;
+    else if (!(text = drx_attr_format(at)))
+        rc = -ENOMEM;
+    pthread_rwlock_unlock(&e->lock);
+    if (rc == 0) {
+        size_t len = strlen(text);
+        if (size && len > size)
+            rc = -ERANGE;
+        else if (size)
+            memcpy(value, text, len);
+        rc = rc ? rc : (int)len;
+    }
+    free(text);
+    drxfs_arr_put(e);
+    return rc;
+}
+
+int drxfs_array_listxattr(const struct drxfs_node *n, char *list, size_t size)
+{
+    struct drxfs_arr *e = NULL;
+    const struct drx_array_meta *m;
+    size_t len = 0;
+    int rc;
+
+    if ((rc = xattr_array(n, NULL, false, &e)) < 0)
+        return rc;
+    pthread_rwlock_rdlock(&e->lock);
+    m = drx_array_meta(e->a);
+    for (size_t i = 0; i < m->nattrs && rc == 0; i++) {
+        size_t l = strlen(USER_NS) + strlen(m->attrs[i].name) + 1;
+        if (size && len + l > size)
+            rc = -ERANGE;
+        else if (size)
+            snprintf(list + len, l, "%s%s", USER_NS, m->attrs[i].name);
+        len += l;
+    }
+    pthread_rwlock_unlock(&e->lock);
+    drxfs_arr_put(e);
+    return rc ? rc : (int)len;
+}
+
+int drxfs_array_removexattr(const struct drxfs_node *n, const char *name)
+{
+    struct drxfs_arr *e = NULL;
+    struct drx_err err = {{0}};
+    int rc;
+
+    if ((rc = xattr_array(n, name, true, &e)) < 0)
+        return rc;
+    pthread_rwlock_wrlock(&e->lock);
+    rc = drx_array_attr_rm(e->a, name + strlen(USER_NS), &err);
+    pthread_rwlock_unlock(&e->lock);
+    if (rc == -ENOENT)
+        rc = -ENODATA;
+    else if (rc < 0)
+        drx_log(DRX_LOG_WARNING, "%s: removexattr %s: %s", n->rel, name, err.msg);
+    drxfs_arr_put(e);
+    return rc;
 }

@@ -214,6 +214,13 @@ void drxfs_array_release(struct drxfs_fh *fh);
 void drxfs_array_split_stop(void);
 /* True when the array or view n has a data.nc (not complex, not empty). */
 bool drxfs_array_has_nc(const struct drxfs_node *n);
+/* user.NAME extended attributes of an array directory (kind DRXFS_ARRAY):
+ * the array's attributes.  Other namespaces: ENOTSUP. */
+int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const char *value,
+                         size_t size, int flags);
+int drxfs_array_getxattr(const struct drxfs_node *n, const char *name, char *value, size_t size);
+int drxfs_array_listxattr(const struct drxfs_node *n, char *list, size_t size);
+int drxfs_array_removexattr(const struct drxfs_node *n, const char *name);
 
 /* drxfs_striped.c: striped files (NAME.nafs), statfs, user.drx.stripe.
  * One drx_stripe handle per file, shared by its opens (stripe.h asks for

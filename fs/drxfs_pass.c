@@ -426,13 +426,17 @@ int drxfs_op_statfs(const char *path, struct statvfs *sv)
 /* ---- extended attributes ----
  * user.drx.stripe is handled by the striped-file code; other attributes of
  * plain files and directories pass through (so cp -a and rsync -X keep
- * them); arrays have none. */
+ * them); an array directory's user.NAME are the array's attributes
+ * (drxfs_array_*xattr, returned as 1 here: *out is that node); array
+ * files have none. */
 
 static int xattr_node(const char *path, struct drxfs_node **out, char *proc, size_t len)
 {
     int rc;
     if (!(*out = drxfs_node_get(path, &rc)))
         return rc;
+    if ((*out)->kind == DRXFS_ARRAY)
+        return 1;
     if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN &&
         (*out)->kind != DRXFS_STRIPED) {
         free(*out);
@@ -453,7 +457,9 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
         return -EROFS;
     if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0)
         goto out;
-    if (strcmp(name, DRXFS_STRIPE_XATTR) == 0)
+    if (rc == 1)
+        rc = drxfs_array_setxattr(n, name, value, size, flags);
+    else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, value, size, flags);
     else if (n->kind == DRXFS_STRIPED)
         rc = -ENOTSUP;
@@ -472,7 +478,9 @@ int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t si
 
     if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0)
         goto out;
-    if (strcmp(name, DRXFS_STRIPE_XATTR) == 0) {
+    if (rc == 1) {
+        rc = drxfs_array_getxattr(n, name, value, size);
+    } else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0) {
         rc = drxfs_striped_getxattr(n, value, size);
     } else if (n->kind == DRXFS_STRIPED) {
         rc = -ENODATA;
@@ -495,7 +503,9 @@ int drxfs_op_listxattr(const char *path, char *list, size_t size)
         free(n);
         return rc == -ENOTSUP ? 0 : rc;
     }
-    if (n->kind == DRXFS_STRIPED) {
+    if (rc == 1) {
+        rc = drxfs_array_listxattr(n, list, size);
+    } else if (n->kind == DRXFS_STRIPED) {
         rc = 0;
     } else {
         /* Hide user.drx.stripe, which lives on store directories. */
@@ -552,7 +562,9 @@ int drxfs_op_removexattr(const char *path, const char *name)
         return -EROFS;
     if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0)
         goto out;
-    if (strcmp(name, DRXFS_STRIPE_XATTR) == 0)
+    if (rc == 1)
+        rc = drxfs_array_removexattr(n, name);
+    else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, NULL, 0, 0);
     else if (n->kind == DRXFS_STRIPED)
         rc = -ENODATA;

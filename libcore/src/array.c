@@ -21,6 +21,7 @@
 #include "array_i.h"
 #include "cache_i.h"
 #include "cfgfile_i.h"
+#include "drx/attr.h"
 #include "drx/io.h"
 #include "replace_i.h"
 
@@ -102,6 +103,9 @@ void drx_array_meta_fini(struct drx_array_meta *m)
 {
     drx_map_fini(&m->map);
     free(m->history);
+    for (size_t i = 0; i < m->nattrs; i++)
+        drx_attr_fini(&m->attrs[i]);
+    free(m->attrs);
     memset(m, 0, sizeof *m);
 }
 
@@ -252,6 +256,96 @@ static int get_vec(struct xmd_reader *r, const config_setting_t *root, const cha
     return 0;
 }
 
+/* One attribute group { name = "..."; type = "..."; value = ...; }: a
+ * string value for type "string", else a non-empty array of numbers, each
+ * written as a string so that every value (NaN, the largest u64) is kept
+ * exactly; anything else in the group is refused. */
+static int parse_attr(struct xmd_reader *r, const config_setting_t *g, int i, struct drx_attr *a)
+{
+    const config_setting_t *f, *v;
+    const char *name, *type;
+    size_t size;
+    int rc = 0;
+    struct drx_err sub;
+
+    if (!config_setting_is_group(g))
+        return bad(r, g, "attrs[%d] is not a group", i);
+    for (int k = 0; k < config_setting_length(g); k++) {
+        const char *key = config_setting_name(config_setting_get_elem(g, (unsigned)k));
+        if (strcmp(key, "name") && strcmp(key, "type") && strcmp(key, "value"))
+            return bad(r, g, "attrs[%d]: unknown setting '%s'", i, key);
+    }
+    if (!(f = need(r, g, "name", CONFIG_TYPE_STRING, &rc)))
+        return rc;
+    name = config_setting_get_string(f);
+    if (drx_attr_name_check(name, &sub))
+        return bad(r, f, "attrs[%d]: %s", i, sub.msg);
+    if (!(f = need(r, g, "type", CONFIG_TYPE_STRING, &rc)))
+        return rc;
+    type = config_setting_get_string(f);
+    if (strcmp(type, "string") == 0) {
+        if (!(v = need(r, g, "value", CONFIG_TYPE_STRING, &rc)))
+            return rc;
+        if (drx_attr_parse(name, NULL, config_setting_get_string(v), a, &sub))
+            return bad(r, v, "attrs[%d]: %s", i, sub.msg);
+        return 0;
+    }
+    memset(a, 0, sizeof *a);
+    if (drx_type_parse(type, &a->type, NULL) || drx_type_is_complex(a->type))
+        return bad(r, f, "attrs[%d]: type '%.40s' is not string or a non-complex element type", i,
+                   type);
+    if (!(v = need(r, g, "value", CONFIG_TYPE_ARRAY, &rc)))
+        return rc;
+    size = drx_type_size(a->type);
+    if (config_setting_length(v) < 1 ||
+        (size_t)config_setting_length(v) * size > DRX_MAX_ATTR_BYTES)
+        return bad(r, v, "attrs[%d]: %d numbers (1..%zu allowed)", i, config_setting_length(v),
+                   DRX_MAX_ATTR_BYTES / size);
+    a->n = (size_t)config_setting_length(v);
+    if (!(a->name = strdup(name)) || !(a->value = malloc(a->n * size))) {
+        drx_attr_fini(a);
+        return drx_err_set(r->err, ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < a->n; k++) {
+        const char *text = config_setting_get_string_elem(v, (unsigned)k);
+        if (!text || drx_type_parse_value(a->type, text, (char *)a->value + k * size, &sub)) {
+            drx_attr_fini(a);
+            return bad(r, v, "attrs[%d]: value %zu: %s", i, k + 1,
+                       text ? sub.msg : "not a number in quotes");
+        }
+    }
+    return 0;
+}
+
+/* The optional attrs list: every attribute valid, no name twice. */
+static int parse_attrs(struct xmd_reader *r, const config_setting_t *root, struct drx_array_meta *m)
+{
+    const config_setting_t *s = config_setting_get_member(root, "attrs");
+    int n, rc;
+
+    if (!s)
+        return 0;
+    if (config_setting_type(s) != CONFIG_TYPE_LIST)
+        return bad(r, s, "'attrs' is not a list ( ... )");
+    n = config_setting_length(s);
+    if (n > DRX_MAX_ATTRS)
+        return bad(r, s, "%d attributes (at most %d)", n, DRX_MAX_ATTRS);
+    if (n == 0)
+        return 0;
+    if (!(m->attrs = calloc((size_t)n, sizeof *m->attrs)))
+        return drx_err_set(r->err, ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *g = config_setting_get_elem(s, (unsigned)i);
+        if ((rc = parse_attr(r, g, i, &m->attrs[i])))
+            return rc;
+        m->nattrs++;
+        for (int j = 0; j < i; j++)
+            if (strcmp(m->attrs[j].name, m->attrs[i].name) == 0)
+                return bad(r, g, "attribute '%s' is set twice", m->attrs[i].name);
+    }
+    return 0;
+}
+
 static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta *m)
 {
     const config_setting_t *root = config_root_setting(cfg), *s;
@@ -304,6 +398,8 @@ static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta
         return rc;
     if (drx_type_parse_value(m->type, config_setting_get_string(s), m->fill, &sub))
         return bad(r, s, "fill: %s", sub.msg);
+    if ((rc = parse_attrs(r, root, m)))
+        return rc;
 
     /* The history decides the map; the stored axial vectors and counts must
      * agree with it, so a tampered file cannot send F* outside the .xta. */
@@ -447,6 +543,50 @@ static void put_vec(FILE *f, const char *name, int rank, const uint64_t *v, cons
     fprintf(f, " ]%s", end);
 }
 
+/* A libconfig string literal: quote and backslash escaped, control bytes
+ * as \xNN (libconfig 1.5 reads them back), other bytes (UTF-8) as they are. */
+static void put_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void put_attrs(FILE *f, const struct drx_array_meta *m)
+{
+    char num[160];
+
+    if (!m->nattrs)
+        return;
+    fprintf(f, "attrs = (");
+    for (size_t i = 0; i < m->nattrs; i++) {
+        const struct drx_attr *a = &m->attrs[i];
+        fprintf(f, "%s\n  { name = ", i ? "," : "");
+        put_string(f, a->name);
+        fprintf(f, "; type = \"%s\"; value = ", drx_attr_type_name(a));
+        if (a->is_string) {
+            put_string(f, a->value);
+        } else {
+            fprintf(f, "[");
+            for (size_t k = 0; k < a->n; k++) {
+                drx_type_format_value(a->type, (const char *)a->value + k * drx_type_size(a->type),
+                                      num, sizeof num);
+                fprintf(f, "%s\"%s\"", k ? ", " : " ", num);
+            }
+            fprintf(f, " ]");
+        }
+        fprintf(f, "; }");
+    }
+    fprintf(f, "\n);\n");
+}
+
 static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
 {
     char fill[160];
@@ -461,7 +601,9 @@ static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
     fprintf(f, "dims = [");
     for (int i = 0; i < m->rank; i++)
         fprintf(f, "%s\"%s\"", i ? ", " : " ", m->dim_name[i]);
-    fprintf(f, " ];\nfill = \"%s\";\nchunk_count = %" PRIu64 "L;\n", fill, m->map.nchunks);
+    fprintf(f, " ];\nfill = \"%s\";\n", fill);
+    put_attrs(f, m);
+    fprintf(f, "chunk_count = %" PRIu64 "L;\n", m->map.nchunks);
     fprintf(f, "history = (");
     for (size_t i = 0; i < m->nhistory; i++)
         fprintf(f, "%s\n  { dim = %d; from = %" PRIu64 "L; to = %" PRIu64 "L; }", i ? "," : "",
@@ -1345,4 +1487,118 @@ int drx_array_chunk_write(struct drx_array *a, uint64_t q, uint64_t off, uint64_
     if (rc == 0 && a->cache)
         drx_cache_update(a->cache, q, off, buf, len);
     return rc;
+}
+
+/* ---- attributes ---- */
+
+const struct drx_attr *drx_array_attr_get(const struct drx_array_meta *m, const char *name)
+{
+    for (size_t i = 0; i < m->nattrs; i++)
+        if (strcmp(m->attrs[i].name, name) == 0)
+            return &m->attrs[i];
+    return NULL;
+}
+
+typedef int attr_change_fn(struct drx_array_meta *m, const void *arg, struct drx_err *err);
+
+/* Applies change() to the metadata read afresh under the extend lock and
+ * commits it as an extension does, so that an attribute update and an
+ * extension by another process never undo each other. */
+static int attrs_update(struct drx_array *a, attr_change_fn *change, const void *arg,
+                        struct drx_err *err)
+{
+    struct drx_array_meta next;
+    int rc;
+
+    if (a->mode != DRX_RDWR)
+        return drx_err_set(err, EBADF, "%s: opened read-only", a->path);
+    if (flock(a->xta_fd, LOCK_EX))
+        return drx_err_set(err, errno, "%s: lock: %s", a->xta_path, strerror(errno));
+    rc = drx_array_reload(a, err);
+    if (rc < 0)
+        goto out;
+    /* a second name of the .xta is a rename's leftover (see extend) */
+    if ((rc = xta_links(a, false, err)) < 0)
+        goto out;
+    rc = drx_array_meta_load(a->xmd_path, &next, err);
+    if (rc)
+        goto out;
+    rc = change(&next, arg, err);
+    if (rc == 0)
+        rc = write_meta(a->xmd_path, a->xta_fd, &next, err);
+    if (rc) {
+        drx_array_meta_fini(&next);
+        goto out;
+    }
+    drx_array_meta_fini(&a->meta);
+    a->meta = next;
+    lstat(a->xmd_path, &a->xmd_st);
+out:
+    flock(a->xta_fd, LOCK_UN);
+    return rc < 0 ? rc : 0;
+}
+
+static int attr_put(struct drx_array_meta *m, const void *arg, struct drx_err *err)
+{
+    const struct drx_attr *attr = arg;
+    struct drx_attr copy, *grown;
+
+    if (drx_attr_copy(&copy, attr))
+        return drx_err_set(err, ENOMEM, "out of memory");
+    for (size_t i = 0; i < m->nattrs; i++)
+        if (strcmp(m->attrs[i].name, attr->name) == 0) {
+            drx_attr_fini(&m->attrs[i]);
+            m->attrs[i] = copy;
+            return 0;
+        }
+    if (m->nattrs >= DRX_MAX_ATTRS) {
+        drx_attr_fini(&copy);
+        return drx_err_set(err, ENOSPC, "the array has %d attributes already (the most)",
+                           DRX_MAX_ATTRS);
+    }
+    if (!(grown = realloc(m->attrs, (m->nattrs + 1) * sizeof *grown))) {
+        drx_attr_fini(&copy);
+        return drx_err_set(err, ENOMEM, "out of memory");
+    }
+    m->attrs = grown;
+    m->attrs[m->nattrs++] = copy;
+    return 0;
+}
+
+static int attr_drop(struct drx_array_meta *m, const void *arg, struct drx_err *err)
+{
+    const char *name = arg;
+
+    for (size_t i = 0; i < m->nattrs; i++)
+        if (strcmp(m->attrs[i].name, name) == 0) {
+            drx_attr_fini(&m->attrs[i]);
+            memmove(&m->attrs[i], &m->attrs[i + 1], (m->nattrs - i - 1) * sizeof *m->attrs);
+            m->nattrs--;
+            return 0;
+        }
+    return drx_err_set(err, ENOENT, "no attribute '%.80s'", name);
+}
+
+int drx_array_attr_set(struct drx_array *a, const struct drx_attr *attr, struct drx_err *err)
+{
+    size_t bytes;
+    int rc;
+
+    /* the attribute may come from anywhere: check it as the .xmd reader
+     * would, so that nothing written can fail to load */
+    if ((rc = drx_attr_name_check(attr->name, err)))
+        return rc;
+    if (!attr->is_string &&
+        (attr->type < 0 || attr->type >= DRX_NTYPES || drx_type_is_complex(attr->type)))
+        return drx_err_set(err, EINVAL, "attribute %s: a complex or unknown type", attr->name);
+    bytes = attr->is_string ? attr->n : attr->n * drx_type_size(attr->type);
+    if ((!attr->is_string && attr->n == 0) || bytes > DRX_MAX_ATTR_BYTES ||
+        (attr->is_string && strlen(attr->value) != attr->n))
+        return drx_err_set(err, EINVAL, "attribute %s: bad value size", attr->name);
+    return attrs_update(a, attr_put, attr, err);
+}
+
+int drx_array_attr_rm(struct drx_array *a, const char *name, struct drx_err *err)
+{
+    return attrs_update(a, attr_drop, name, err);
 }

@@ -17,8 +17,15 @@ static const uint32_t nc_type_of[DRX_NTYPES] = {
     [DRX_I8] = 1,  [DRX_I16] = 3,  [DRX_I32] = 4, [DRX_I64] = 10, [DRX_U8] = 7,  [DRX_U16] = 8,
     [DRX_U32] = 9, [DRX_U64] = 11, [DRX_F32] = 5, [DRX_F64] = 6,  [DRX_C64] = 0, [DRX_C128] = 0,
 };
+#define NC_CHAR 2
 #define NC_INT 4
 #define NC_INT64 10
+
+/* Types CDF-2 has (byte, short, int, float, double); the others need CDF-5. */
+static bool nc_classic(uint32_t type)
+{
+    return type == 1 || type == 3 || type == 4 || type == 5 || type == 6;
+}
 
 /* Longest name written: an array's base name is a file name. */
 #define NC_NAME_MAX 255
@@ -73,6 +80,29 @@ static void put_attr_ints(struct out *o, const char *name, uint32_t type, const 
         put_be(o, v[i], type == NC_INT ? 4 : 8);
 }
 
+/* The user's attribute: a string as NC_CHAR (its bytes, no NUL), numbers in
+ * their netCDF type, big-endian. */
+static void put_user_attr(struct out *o, const struct drx_attr *a)
+{
+    put_name(o, a->name);
+    if (a->is_string) {
+        put_be(o, NC_CHAR, 4);
+        put_nonneg(o, a->n);
+        put(o, a->value, a->n);
+    } else {
+        size_t size = drx_type_size(a->type);
+        put_be(o, nc_type_of[a->type], 4);
+        put_nonneg(o, a->n);
+        for (size_t i = 0; i < a->n; i++) {
+            unsigned char b[DRX_MAX_ELEM];
+            memcpy(b, (const unsigned char *)a->value + i * size, size);
+            drx_type_convert(a->type, DRX_REP_EXTERNAL32, b, 1);
+            put(o, b, size);
+        }
+    }
+    pad4(o);
+}
+
 /* The variable's name: the array's base name under netCDF's rules. */
 static void var_name(const char *name, char *out)
 {
@@ -92,17 +122,119 @@ static void var_name(const char *name, char *out)
     out[n] = '\0';
 }
 
-int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
-                  unsigned char *buf, size_t *len, uint64_t *pad)
+/* Bytes of a variable's data padded to 4, as its vsize says (CDF-2 caps a
+ * last variable's past 32 bits). */
+static uint64_t padded(uint64_t bytes)
+{
+    return (bytes + 3) / 4 * 4;
+}
+
+/* The variable's attributes: those of the array (none: ABSENT). */
+static void put_user_attrs(struct out *o, const struct drx_array_meta *m)
+{
+    if (!m->nattrs) {
+        put_be(o, 0, 4);
+        put_nonneg(o, 0);
+        return;
+    }
+    put_be(o, NC_ATTRIBUTE, 4);
+    put_nonneg(o, m->nattrs);
+    for (size_t i = 0; i < m->nattrs; i++)
+        put_user_attr(o, &m->attrs[i]);
+}
+
+/* The header, with `base` the header's own size (0 on the counting pass:
+ * only the begin offsets depend on it, and they have a fixed size). */
+static void put_header(struct out *o, const struct drx_array_meta *m, const struct drx_view *v,
+                       const char *vname, const int *dims, const uint64_t *origin,
+                       const uint64_t *step, const struct drx_nc_coord *coords, int ncoords,
+                       uint64_t base)
 {
     const uint32_t type = nc_type_of[v->type];
     const int k = v->rank;
-    struct out o = {buf, 0, false};
+    uint64_t bytes = v->nelem * v->elem_size, at = base;
+    unsigned char fill[DRX_MAX_ELEM];
+
+    put(o, o->cdf5 ? "CDF\x05" : "CDF\x02", 4);
+    put_nonneg(o, 0); /* numrecs: no record dimension */
+    put_be(o, NC_DIMENSION, 4);
+    put_nonneg(o, (uint64_t)k);
+    for (int i = 0; i < k; i++) {
+        char dn[DRX_MAX_DIM_NAME + 8];
+        if (m->dim_name[dims[i]][0])
+            snprintf(dn, sizeof dn, "%s", m->dim_name[dims[i]]);
+        else
+            snprintf(dn, sizeof dn, "dim%d", dims[i]);
+        put_name(o, dn);
+        put_nonneg(o, v->count[dims[i]]);
+    }
+    put_be(o, 0, 4); /* no global attributes: ABSENT */
+    put_nonneg(o, 0);
+
+    put_be(o, NC_VARIABLE, 4);
+    put_nonneg(o, 1 + (uint64_t)ncoords);
+    /* coordinate variables first, so that the array's own variable, which
+     * may pass 4 GiB, is the last one as CDF-2 requires */
+    for (int c = 0; c < ncoords; c++) {
+        const struct drx_array_meta *cm = coords[c].meta;
+        uint64_t cbytes = v->count[coords[c].dim] * cm->elem_size;
+        int pos = 0;
+        while (dims[pos] != coords[c].dim)
+            pos++;
+        put_name(o, m->dim_name[coords[c].dim]);
+        put_nonneg(o, 1);
+        put_nonneg(o, (uint64_t)pos);
+        put_user_attrs(o, cm);
+        put_be(o, nc_type_of[cm->type], 4);
+        put_nonneg(o, padded(cbytes));
+        put_be(o, at, 8);
+        at += padded(cbytes);
+    }
+    put_name(o, vname);
+    put_nonneg(o, (uint64_t)k);
+    for (int i = 0; i < k; i++)
+        put_nonneg(o, (uint64_t)i);
+    put_be(o, NC_ATTRIBUTE, 4);
+    put_nonneg(o, 3 + m->nattrs);
+    /* _FillValue: the fill in the variable's type, big-endian */
+    memcpy(fill, m->fill, v->elem_size);
+    drx_type_convert(v->type, DRX_REP_EXTERNAL32, fill, 1);
+    put_name(o, "_FillValue");
+    put_be(o, type, 4);
+    put_nonneg(o, 1);
+    put(o, fill, v->elem_size);
+    pad4(o);
+    for (size_t i = 0; i < m->nattrs; i++)
+        put_user_attr(o, &m->attrs[i]);
+    {
+        uint32_t itype = o->cdf5 ? NC_INT64 : NC_INT;
+        put_attr_ints(o, "drx_origin", itype, origin, k);
+        put_attr_ints(o, "drx_step", itype, step, k);
+    }
+    put_be(o, type, 4);
+    /* vsize: the data padded to 4 bytes; in CDF-2 a size past 32 bits is
+     * written as 2^32 - 1, which the format allows for the last variable */
+    {
+        uint64_t vsize = padded(bytes);
+        if (!o->cdf5 && vsize > UINT32_MAX)
+            vsize = UINT32_MAX;
+        put_nonneg(o, vsize);
+    }
+    put_be(o, at, 8); /* begin: after the header and the coordinates */
+}
+
+int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
+                       const struct drx_nc_coord *coords, int ncoords, unsigned char *buf,
+                       size_t *len, uint64_t *pad)
+{
+    const uint32_t type = nc_type_of[v->type];
+    const int k = v->rank;
+    struct out o = {NULL, 0, false};
     uint64_t origin[DRX_MAX_RANK], step[DRX_MAX_RANK], bytes = v->nelem * v->elem_size;
     int dims[DRX_MAX_RANK];
     bool small = true;
     char vname[NC_NAME_MAX + 1];
-    unsigned char fill[DRX_MAX_ELEM];
+    size_t hlen;
 
     if (type == 0)
         return -ENOTSUP;
@@ -117,58 +249,46 @@ int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, cons
         if (v->count[d] > INT32_MAX || origin[i] > INT32_MAX || step[i] > INT32_MAX)
             small = false;
     }
-    o.cdf5 = !small || !(type == 1 || type == 3 || type == 4 || type == 5 || type == 6);
-
-    put(&o, o.cdf5 ? "CDF\x05" : "CDF\x02", 4);
-    put_nonneg(&o, 0); /* numrecs: no record dimension */
-    put_be(&o, NC_DIMENSION, 4);
-    put_nonneg(&o, (uint64_t)k);
-    for (int i = 0; i < k; i++) {
-        char dn[DRX_MAX_DIM_NAME + 8];
-        if (m->dim_name[dims[i]][0])
-            snprintf(dn, sizeof dn, "%s", m->dim_name[dims[i]]);
-        else
-            snprintf(dn, sizeof dn, "dim%d", dims[i]);
-        put_name(&o, dn);
-        put_nonneg(&o, v->count[dims[i]]);
+    o.cdf5 = !small || !nc_classic(type);
+    /* an attribute of a type CDF-2 lacks (u8, i64, ...) makes it CDF-5 too */
+    for (size_t i = 0; i < m->nattrs; i++)
+        if (!m->attrs[i].is_string && !nc_classic(nc_type_of[m->attrs[i].type]))
+            o.cdf5 = true;
+    for (int c = 0; c < ncoords; c++) {
+        const struct drx_array_meta *cm = coords[c].meta;
+        if (coords[c].dim < 0 || coords[c].dim >= k || !m->dim_name[coords[c].dim][0] ||
+            cm->rank != 1 || nc_type_of[cm->type] == 0)
+            return -EINVAL;
+        if (!nc_classic(nc_type_of[cm->type]))
+            o.cdf5 = true;
+        for (size_t i = 0; i < cm->nattrs; i++)
+            if (!cm->attrs[i].is_string && !nc_classic(nc_type_of[cm->attrs[i].type]))
+                o.cdf5 = true;
     }
-    put_be(&o, 0, 4); /* no global attributes: ABSENT */
-    put_nonneg(&o, 0);
-
-    put_be(&o, NC_VARIABLE, 4);
-    put_nonneg(&o, 1);
     var_name(name, vname);
-    put_name(&o, vname);
-    put_nonneg(&o, (uint64_t)k);
-    for (int i = 0; i < k; i++)
-        put_nonneg(&o, (uint64_t)i);
-    put_be(&o, NC_ATTRIBUTE, 4);
-    put_nonneg(&o, 3);
-    /* _FillValue: the fill in the variable's type, big-endian */
-    memcpy(fill, m->fill, v->elem_size);
-    drx_type_convert(v->type, DRX_REP_EXTERNAL32, fill, 1);
-    put_name(&o, "_FillValue");
-    put_be(&o, type, 4);
-    put_nonneg(&o, 1);
-    put(&o, fill, v->elem_size);
-    pad4(&o);
-    {
-        uint32_t itype = o.cdf5 ? NC_INT64 : NC_INT;
-        put_attr_ints(&o, "drx_origin", itype, origin, k);
-        put_attr_ints(&o, "drx_step", itype, step, k);
-    }
-    put_be(&o, type, 4);
-    /* vsize: the data padded to 4 bytes; in CDF-2 a size past 32 bits is
-     * written as 2^32 - 1, which the format allows for the last variable */
-    {
-        uint64_t vsize = (bytes + 3) / 4 * 4;
-        if (!o.cdf5 && vsize > UINT32_MAX)
-            vsize = UINT32_MAX;
-        put_nonneg(&o, vsize);
-    }
-    /* begin: the header's own size, an 8-byte offset in CDF-2 and CDF-5 */
-    put_be(&o, (uint64_t)o.pos + 8, 8);
+
+    put_header(&o, m, v, vname, dims, origin, step, coords, ncoords, 0);
+    hlen = o.pos;
+    for (int c = 0; c < ncoords; c++)
+        o.pos += padded(v->count[coords[c].dim] * coords[c].meta->elem_size);
     *len = o.pos;
     *pad = (4 - bytes % 4) % 4;
+    if (!buf)
+        return 0;
+    /* the same header with the begin offsets, then each coordinate's data */
+    o.p = buf;
+    o.pos = 0;
+    put_header(&o, m, v, vname, dims, origin, step, coords, ncoords, hlen);
+    for (int c = 0; c < ncoords; c++) {
+        uint64_t cbytes = v->count[coords[c].dim] * coords[c].meta->elem_size;
+        put(&o, coords[c].data, cbytes);
+        pad4(&o);
+    }
     return 0;
+}
+
+int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
+                  unsigned char *buf, size_t *len, uint64_t *pad)
+{
+    return drx_nc_file_header(m, v, name, NULL, 0, buf, len, pad);
 }

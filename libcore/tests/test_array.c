@@ -649,6 +649,177 @@ static void names(void)
 #undef M
 }
 
+static int attr_set(struct drx_array *a, const char *name, const char *type, const char *text,
+                    struct drx_err *err)
+{
+    struct drx_attr at;
+    int rc = drx_attr_parse(name, type, text, &at, err);
+    if (rc == 0)
+        rc = drx_array_attr_set(a, &at, err);
+    drx_attr_fini(&at);
+    return rc;
+}
+
+/* the attribute's value as text, or "(none)" */
+static const char *attr_text(const struct drx_array_meta *m, const char *name, char *buf,
+                             size_t len)
+{
+    const struct drx_attr *at = drx_array_attr_get(m, name);
+    char *t = at ? drx_attr_format(at) : NULL;
+    snprintf(buf, len, "%s", t ? t : "(none)");
+    free(t);
+    return buf;
+}
+
+static void attributes(void)
+{
+    struct drx_array_spec spec = {.type = DRX_F32, .rank = 2, .shape = {3, 4}, .chunk = {2, 2}};
+    struct drx_array *a, *r;
+    struct drx_err err;
+    char path[300], xmd[310], buf[400];
+    const char *odd = "say \"hi\"\\ there\nline2\ttab \xc3\xa9t\xc3\xa9";
+    char *before, *after;
+    size_t n, n2;
+
+    snprintf(path, sizeof path, "%s/attrs", dir);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    tap_ok(drx_array_create(path, &spec, &a, &err) == 0, "create attrs");
+    tap_ok(attr_set(a, "units", NULL, "K", &err) == 0, "set units=K");
+    tap_ok(attr_set(a, "scale_factor", "f64", "0.01", &err) == 0, "set scale_factor f64 0.01");
+    tap_ok(attr_set(a, "valid_range", "i16", "-5,300", &err) == 0, "set valid_range i16 -5,300");
+    tap_ok(attr_set(a, "big", "u64", "18446744073709551615", &err) == 0, "set big u64 max");
+    tap_ok(attr_set(a, "odd", "string", odd, &err) == 0,
+           "set a string with quotes, \\, newline, UTF-8");
+    tap_ok(attr_set(a, "not_a_number", "f32", "nan,inf,-inf", &err) == 0, "set f32 nan,inf,-inf");
+    tap_ok(attr_set(a, "units", NULL, "degC", &err) == 0, "set units again: replaced");
+    drx_array_close(a);
+
+    tap_ok(drx_array_open(path, DRX_RDONLY, &r, &err) == 0, "reopen: %s", err.msg);
+    {
+        const struct drx_array_meta *m = drx_array_meta(r);
+        const struct drx_attr *sf = drx_array_attr_get(m, "scale_factor");
+        double d = 0;
+        if (sf)
+            memcpy(&d, sf->value, sizeof d);
+        tap_ok(m->nattrs == 6 && strcmp(m->attrs[0].name, "units") == 0,
+               "6 attributes, units first (replaced in place)");
+        tap_ok(strcmp(attr_text(m, "units", buf, sizeof buf), "degC") == 0, "units: %s", buf);
+        tap_ok(sf && !sf->is_string && sf->type == DRX_F64 && sf->n == 1 && d == 0.01,
+               "scale_factor is f64 0.01 exactly");
+        tap_ok(strcmp(attr_text(m, "valid_range", buf, sizeof buf), "-5,300") == 0,
+               "valid_range: %s", buf);
+        tap_ok(strcmp(attr_text(m, "big", buf, sizeof buf), "18446744073709551615") == 0, "big: %s",
+               buf);
+        tap_ok(strcmp(attr_text(m, "odd", buf, sizeof buf), odd) == 0, "odd string round-trips");
+        tap_ok(strcmp(attr_text(m, "not_a_number", buf, sizeof buf), "nan,inf,-inf") == 0,
+               "not_a_number: %s", buf);
+    }
+    drx_array_close(r);
+
+    /* refused, with nothing changed */
+    tap_ok(drx_array_open(path, DRX_RDWR, &a, &err) == 0, "open for writing");
+    before = slurp(xmd, &n);
+    {
+        struct {
+            const char *name, *type, *text, *expect;
+        } no[] = {
+            {"_FillValue", NULL, "1", "_FillValue"},
+            {"drx_origin", NULL, "1", "reserved"},
+            {"9lives", NULL, "x", "must start"},
+            {"a b", NULL, "x", "outside"},
+            {"", NULL, "x", "empty"},
+            {"x", "c64", "1", "not string"},
+            {"x", "f65", "1", "not string"},
+            {"x", "i8", "300", "i8"},
+            {"x", "u8", "-1", "u8"},
+            {"x", "f64", "1,,2", "value 2"},
+            {"x", "i32", "", "value 1"},
+            {"x", "f64", "1.5x", "value 1"},
+            {"x", NULL, "caf\xe9", "byte 4 is not UTF-8"},
+            {"x", NULL, "\xc0\xaf", "byte 1 is not UTF-8"},
+            {"x", NULL, "\xed\xa0\x80", "byte 1 is not UTF-8"},
+        };
+        char longname[300];
+        memset(longname, 'n', 256);
+        longname[256] = 0;
+        for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+            err.msg[0] = 0;
+            int rc = attr_set(a, no[i].name, no[i].type, no[i].text, &err);
+            tap_ok(rc < 0 && strstr(err.msg, no[i].expect), "refused: %s %s '%s': %s", no[i].name,
+                   no[i].type ? no[i].type : "string", no[i].text, err.msg);
+        }
+        tap_ok(attr_set(a, longname, NULL, "x", &err) == -EINVAL && strstr(err.msg, "255"),
+               "a 256-byte name is refused: %s", err.msg);
+        longname[255] = 0;
+        tap_ok(attr_set(a, longname, NULL, "x", &err) == 0, "a 255-byte name is fine");
+        tap_ok(drx_array_attr_rm(a, longname, &err) == 0, "and removed");
+        tap_ok(drx_array_attr_rm(a, "nothing", &err) == -ENOENT, "rm of a missing one: ENOENT (%s)",
+               err.msg);
+    }
+    after = slurp(xmd, &n2);
+    tap_ok(n == n2 && strcmp(before, after) == 0, "the .xmd is byte for byte the same");
+    free(after);
+    free(before);
+
+    /* an extension keeps them; a read-only handle cannot set */
+    tap_ok(drx_array_extend(a, 0, 5, &err) == 0, "extend");
+    tap_ok(drx_array_attr_rm(a, "big", &err) == 0, "rm big");
+    drx_array_close(a);
+    tap_ok(drx_array_open(path, DRX_RDONLY, &r, &err) == 0, "reopen");
+    tap_ok(drx_array_meta(r)->bounds[0] == 8 && drx_array_meta(r)->nattrs == 5 &&
+               !drx_array_attr_get(drx_array_meta(r), "big") &&
+               strcmp(attr_text(drx_array_meta(r), "units", buf, sizeof buf), "degC") == 0,
+           "bounds grew, attributes kept, big gone");
+    tap_ok(attr_set(r, "x", NULL, "y", &err) == -EBADF, "read-only handle: EBADF");
+    drx_array_close(r);
+
+    /* a second handle's set sees the first's extension (and keeps it) */
+    {
+        struct drx_array *w1, *w2;
+        drx_array_open(path, DRX_RDWR, &w1, &err);
+        drx_array_open(path, DRX_RDWR, &w2, &err);
+        tap_ok(drx_array_extend(w1, 1, 2, &err) == 0 && attr_set(w2, "late", NULL, "1", &err) == 0,
+               "extend through one handle, set through another");
+        drx_array_close(w1);
+        drx_array_close(w2);
+        drx_array_open(path, DRX_RDONLY, &r, &err);
+        tap_ok(drx_array_meta(r)->bounds[1] == 6 && drx_array_attr_get(drx_array_meta(r), "late"),
+               "both are in the .xmd");
+        drx_array_close(r);
+    }
+
+    /* hostile attrs in the .xmd: refused with FILE:LINE */
+    before = slurp(xmd, &n);
+    {
+        struct {
+            const char *from, *to, *expect;
+        } cases[] = {
+            {"name = \"units\"", "name = \"_FillValue\"", "_FillValue"},
+            {"name = \"units\"", "name = \"late\"", "set twice"},
+            {"name = \"units\"", "name = \"drx_step\"", "reserved"},
+            {"name = \"units\"", "name = \"x y\"", "outside"},
+            {"type = \"f64\"", "type = \"c128\"", "non-complex"},
+            {"type = \"f64\"", "type = \"string\"", "wrong type"},
+            {"type = \"string\"; value = \"degC\"", "type = \"i8\"; value = [ \"999\" ]", "i8"},
+            {"type = \"string\"; value = \"degC\"", "type = \"i8\"; value = [ 9 ]",
+             "not a number in quotes"},
+            {"name = \"units\";", "name = \"units\"; colour = 1;", "unknown setting 'colour'"},
+            {"value = \"degC\"", "value = \"deg\\xffC\"", "not UTF-8"},
+            {"attrs = (", "attrs = 1; xattrs = (", "not a list"},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            int rc = corrupt(xmd, before, cases[i].from, cases[i].to, &err);
+            tap_ok(rc == -EINVAL && strstr(err.msg, cases[i].expect) &&
+                       strstr(err.msg, "attrs.xmd:"),
+                   "hostile .xmd (%s -> %s): %s", cases[i].from, cases[i].to, err.msg);
+        }
+    }
+    spit(xmd, before);
+    free(before);
+    tap_ok(drx_array_open(path, DRX_RDONLY, &r, &err) == 0, "the restored .xmd opens");
+    drx_array_close(r);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -662,6 +833,7 @@ int main(void)
     replaced_owner_mode();
     reserve();
     names();
+    attributes();
     {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

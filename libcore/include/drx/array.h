@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "drx/attr.h"
 #include "drx/err.h"
 #include "drx/io.h"
 #include "drx/map.h"
@@ -49,6 +50,8 @@ struct drx_array_meta {
     struct drx_map map; /* chunk counts, nchunks, axial vectors */
     struct drx_growth *history;
     size_t nhistory;
+    struct drx_attr *attrs; /* in the order they were first set */
+    size_t nattrs;
 };
 
 /* What `drx create` asks for.  dim_name entries may be NULL; fill may be
@@ -128,6 +131,15 @@ const char *drx_array_path(const struct drx_array *a);
  * metadata.  Takes an exclusive lock on the .xta against other processes
  * (the extend lock), and refuses (-EMLINK) an .xta with other names. */
 int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_err *err);
+
+/* Attributes.  Setting and removing rewrite the .xmd atomically under the
+ * extend lock (so neither races an extension), on a DRX_RDWR handle.  set
+ * replaces an attribute of the same name (keeping its place) or adds one
+ * at the end; the attribute is copied.  rm: -ENOENT when there is none.
+ * get: the attribute in m, or NULL. */
+int drx_array_attr_set(struct drx_array *a, const struct drx_attr *attr, struct drx_err *err);
+int drx_array_attr_rm(struct drx_array *a, const char *name, struct drx_err *err);
+const struct drx_attr *drx_array_attr_get(const struct drx_array_meta *m, const char *name);
 
 /* Re-reads the .xmd if it changed on disk since it was read (another process
  * extended the array).  Returns 1 when it changed, 0 when not, or -errno. */

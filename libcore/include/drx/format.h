@@ -40,4 +40,23 @@ int drx_npy_header(const struct drx_view *v, char *buf, size_t *len);
 int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
                   unsigned char *buf, size_t *len, uint64_t *pad);
 
+/* A coordinate variable of data.nc: the 1-D array `meta` labels array
+ * dimension `dim` (a named one; the variable takes its name).  data: the
+ * view's v->count[dim] elements of it (its elements origin[dim] + i *
+ * step[dim]), big-endian; NULL when only the size is asked for. */
+struct drx_nc_coord {
+    int dim;
+    const struct drx_array_meta *meta;
+    const void *data;
+};
+
+/* drx_nc_header with coordinate variables: they come first (in the order
+ * given), each with the coordinate array's attributes, and *len covers the
+ * header and their data (each padded to 4 bytes), which buf then holds; the
+ * view's elements follow.  -EINVAL for a coordinate that is not 1-D, is
+ * complex, or labels an unnamed or unknown dimension. */
+int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
+                       const struct drx_nc_coord *coords, int ncoords, unsigned char *buf,
+                       size_t *len, uint64_t *pad);
+
 #endif
