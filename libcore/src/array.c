@@ -1249,6 +1249,25 @@ static bool extension_committed(const char *xmd_path, uint64_t old_chunks)
     return more;
 }
 
+/* Starts a change of the metadata (an extension, an attribute): takes the
+ * array's extend lock (one changer at a time, across processes), reloads
+ * what another changed meanwhile, and refuses an .xta with a second name:
+ * under the lock no rename is half done, so another name is a crash's
+ * leftover whose metadata this change would leave behind.  The caller
+ * lets go with flock(LOCK_UN) whatever this returns (harmless when the
+ * lock itself failed).  0 or -errno. */
+static int meta_change_begin(struct drx_array *a, struct drx_err *err)
+{
+    int rc;
+
+    if (flock(a->xta_fd, LOCK_EX))
+        return drx_err_set(err, errno, "%s: lock: %s", a->xta_path, strerror(errno));
+    rc = drx_array_reload(a, err);
+    if (rc < 0)
+        return rc;
+    return xta_links(a, false, err);
+}
+
 int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_err *err)
 {
     struct drx_array_meta next;
@@ -1261,15 +1280,7 @@ int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_er
         return drx_err_set(err, EINVAL, "dimension %d out of range (rank %d)", dim, a->meta.rank);
     if (count == 0)
         return drx_err_set(err, EINVAL, "extension count must be > 0");
-    /* One extender at a time per array, across processes. */
-    if (flock(a->xta_fd, LOCK_EX))
-        return drx_err_set(err, errno, "%s: lock: %s", a->xta_path, strerror(errno));
-    rc = drx_array_reload(a, err);
-    if (rc < 0)
-        goto out;
-    /* Under the lock no rename is half done: another name now is a crash's
-     * leftover, whose metadata this extension would leave behind. */
-    if ((rc = xta_links(a, false, err)) < 0)
+    if ((rc = meta_change_begin(a, err)) < 0)
         goto out;
     from = a->meta.bounds[dim];
     if (__builtin_add_overflow(from, count, &to)) {
@@ -1512,13 +1523,7 @@ static int attrs_update(struct drx_array *a, attr_change_fn *change, const void 
 
     if (a->mode != DRX_RDWR)
         return drx_err_set(err, EBADF, "%s: opened read-only", a->path);
-    if (flock(a->xta_fd, LOCK_EX))
-        return drx_err_set(err, errno, "%s: lock: %s", a->xta_path, strerror(errno));
-    rc = drx_array_reload(a, err);
-    if (rc < 0)
-        goto out;
-    /* a second name of the .xta is a rename's leftover (see extend) */
-    if ((rc = xta_links(a, false, err)) < 0)
+    if ((rc = meta_change_begin(a, err)) < 0)
         goto out;
     rc = drx_array_meta_load(a->xmd_path, &next, err);
     if (rc)

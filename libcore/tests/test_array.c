@@ -694,6 +694,7 @@ static void attributes(void)
     tap_ok(attr_set(a, "units", NULL, "degC", &err) == 0, "set units again: replaced");
     drx_array_close(a);
 
+    err.msg[0] = '\0'; /* printed below even on success */
     tap_ok(drx_array_open(path, DRX_RDONLY, &r, &err) == 0, "reopen: %s", err.msg);
     {
         const struct drx_array_meta *m = drx_array_meta(r);
