@@ -1249,6 +1249,16 @@ static bool extension_committed(const char *xmd_path, uint64_t old_chunks)
     return more;
 }
 
+/* Ends a change of the metadata that landed on disk: the handle takes the
+ * new metadata (next is moved, not copied) and the .xmd's state, so that a
+ * reload does not read back what it wrote. */
+static void meta_adopt(struct drx_array *a, struct drx_array_meta *next)
+{
+    drx_array_meta_fini(&a->meta);
+    a->meta = *next;
+    lstat(a->xmd_path, &a->xmd_st);
+}
+
 /* Starts a change of the metadata (an extension, an attribute): takes the
  * array's extend lock (one changer at a time, across processes), reloads
  * what another changed meanwhile, and refuses an .xta with a second name:
@@ -1316,9 +1326,7 @@ int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_er
                     strerror(errno));
         goto out;
     }
-    drx_array_meta_fini(&a->meta);
-    a->meta = next;
-    lstat(a->xmd_path, &a->xmd_st);
+    meta_adopt(a, &next);
 out:
     flock(a->xta_fd, LOCK_UN);
     return rc < 0 ? rc : 0;
@@ -1535,9 +1543,7 @@ static int attrs_update(struct drx_array *a, attr_change_fn *change, const void 
         drx_array_meta_fini(&next);
         goto out;
     }
-    drx_array_meta_fini(&a->meta);
-    a->meta = next;
-    lstat(a->xmd_path, &a->xmd_st);
+    meta_adopt(a, &next);
 out:
     flock(a->xta_fd, LOCK_UN);
     return rc < 0 ? rc : 0;
