@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 void drx_view_spec_init(struct drx_view_spec *s)
@@ -77,12 +78,67 @@ static int parse_slice(struct drx_view_word *w, const char *val, const char *wor
     return 0;
 }
 
+/* The words with a fixed set of values: order= and rep=. */
+static const struct enum_word {
+    const char *key;
+    int kind;     /* DRX_WORD_ORDER or DRX_WORD_REP */
+    bool nocase;  /* order=c is order=C */
+    const char *names[2];
+    int values[2];
+    const char *help;
+} enum_words[] = {
+    {"order", DRX_WORD_ORDER, true, {"C", "F"}, {DRX_ORDER_C, DRX_ORDER_F}, "order is C or F"},
+    {"rep", DRX_WORD_REP, false, {"native", "external32"}, {DRX_REP_NATIVE, DRX_REP_EXTERNAL32},
+     "rep is native or external32"},
+};
+
+/* 1 when KEY (klen bytes) is an enumerated word and was parsed into w, 0
+ * when it is not one, or a negative errno. */
+static int parse_enum(struct drx_view_word *w, const char *word, size_t klen, const char *val,
+                      struct drx_err *err)
+{
+    for (size_t i = 0; i < sizeof enum_words / sizeof enum_words[0]; i++) {
+        const struct enum_word *e = &enum_words[i];
+        if (strlen(e->key) != klen || strncmp(word, e->key, klen) != 0)
+            continue;
+        w->kind = e->kind;
+        for (int j = 0; j < 2; j++)
+            if ((e->nocase ? strcasecmp : strcmp)(val, e->names[j]) == 0) {
+                w->value = e->values[j];
+                return 1;
+            }
+        return drx_err_set(err, EINVAL, "'%.200s': %s", word, e->help);
+    }
+    return 0;
+}
+
+/* The dimension a slice word names: dimN or a dimension name. */
+static int parse_slice_key(struct drx_view_word *w, const char *word, size_t klen,
+                           struct drx_err *err)
+{
+    if (klen > 3 && strncmp(word, "dim", 3) == 0 && isdigit((unsigned char)word[3])) {
+        int64_t d;
+        if (!parse_i64(word + 3, word + klen, &d) || d >= DRX_MAX_RANK ||
+            (word[3] == '0' && klen > 4))
+            return drx_err_set(err, EINVAL, "'%.200s': no such dimension", word);
+        w->dim = (int)d;
+        return 0;
+    }
+    if (klen == 0 || klen > DRX_MAX_DIM_NAME)
+        return drx_err_set(err, EINVAL, "'%.200s': bad key", word);
+    memcpy(w->name, word, klen);
+    w->name[klen] = '\0';
+    if (!drx_array_dim_name_valid(w->name))
+        return drx_err_set(err, EINVAL, "'%.200s': unknown key '%s'", word, w->name);
+    return 0;
+}
+
 int drx_view_spec_add(struct drx_view_spec *s, const char *word, struct drx_err *err)
 {
     const char *eq = strchr(word, '=');
     struct drx_view_word w;
     size_t klen;
-    const char *val;
+    int rc;
 
     if (s->nwords >= DRX_VIEW_MAX_WORDS)
         return drx_err_set(err, E2BIG, "more than %d view words", DRX_VIEW_MAX_WORDS);
@@ -90,42 +146,13 @@ int drx_view_spec_add(struct drx_view_spec *s, const char *word, struct drx_err 
         return drx_err_set(err, EINVAL, "'%.200s' is not a KEY=VALUE view word", word);
     memset(&w, 0, sizeof w);
     klen = (size_t)(eq - word);
-    val = eq + 1;
     w.dim = -1;
-    if (klen == 5 && strncmp(word, "order", 5) == 0) {
-        w.kind = DRX_WORD_ORDER;
-        if (strcmp(val, "C") == 0 || strcmp(val, "c") == 0)
-            w.value = DRX_ORDER_C;
-        else if (strcmp(val, "F") == 0 || strcmp(val, "f") == 0)
-            w.value = DRX_ORDER_F;
-        else
-            return drx_err_set(err, EINVAL, "'%.200s': order is C or F", word);
-    } else if (klen == 3 && strncmp(word, "rep", 3) == 0) {
-        w.kind = DRX_WORD_REP;
-        if (strcmp(val, "native") == 0)
-            w.value = DRX_REP_NATIVE;
-        else if (strcmp(val, "external32") == 0)
-            w.value = DRX_REP_EXTERNAL32;
-        else
-            return drx_err_set(err, EINVAL, "'%.200s': rep is native or external32", word);
-    } else {
-        int rc;
+    rc = parse_enum(&w, word, klen, eq + 1, err);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
         w.kind = DRX_WORD_SLICE;
-        if (klen > 3 && strncmp(word, "dim", 3) == 0 && isdigit((unsigned char)word[3])) {
-            int64_t d;
-            if (!parse_i64(word + 3, eq, &d) || d >= DRX_MAX_RANK || (word[3] == '0' && klen > 4))
-                return drx_err_set(err, EINVAL, "'%.200s': no such dimension", word);
-            w.dim = (int)d;
-        } else if (klen == 0 || klen > DRX_MAX_DIM_NAME) {
-            return drx_err_set(err, EINVAL, "'%.200s': bad key", word);
-        } else {
-            memcpy(w.name, word, klen);
-            w.name[klen] = '\0';
-            if (!drx_array_dim_name_valid(w.name))
-                return drx_err_set(err, EINVAL, "'%.200s': unknown key '%s'", word, w.name);
-        }
-        rc = parse_slice(&w, val, word, err);
-        if (rc)
+        if ((rc = parse_slice_key(&w, word, klen, err)) || (rc = parse_slice(&w, eq + 1, word, err)))
             return rc;
     }
     s->word[s->nwords++] = w;
