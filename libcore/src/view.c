@@ -343,8 +343,8 @@ static int chunk_in(struct engine *e, const uint64_t *K, struct parts *p, uint64
 
 /* Writing: under the span lock, merge with the stored bytes (read from the
  * file, not the cache) unless the parts cover the span. */
-static int chunk_out(struct engine *e, const uint64_t *K, struct parts *p, uint64_t q,
-                     uint64_t off, uint64_t len)
+static int chunk_out(struct engine *e, const uint64_t *K, struct parts *p, uint64_t q, uint64_t off,
+                     uint64_t len)
 {
     int rc;
 

@@ -81,14 +81,18 @@ static int parse_slice(struct drx_view_word *w, const char *val, const char *wor
 /* The words with a fixed set of values: order= and rep=. */
 static const struct enum_word {
     const char *key;
-    int kind;     /* DRX_WORD_ORDER or DRX_WORD_REP */
-    bool nocase;  /* order=c is order=C */
+    int kind;    /* DRX_WORD_ORDER or DRX_WORD_REP */
+    bool nocase; /* order=c is order=C */
     const char *names[2];
     int values[2];
     const char *help;
 } enum_words[] = {
     {"order", DRX_WORD_ORDER, true, {"C", "F"}, {DRX_ORDER_C, DRX_ORDER_F}, "order is C or F"},
-    {"rep", DRX_WORD_REP, false, {"native", "external32"}, {DRX_REP_NATIVE, DRX_REP_EXTERNAL32},
+    {"rep",
+     DRX_WORD_REP,
+     false,
+     {"native", "external32"},
+     {DRX_REP_NATIVE, DRX_REP_EXTERNAL32},
      "rep is native or external32"},
 };
 
@@ -152,7 +156,8 @@ int drx_view_spec_add(struct drx_view_spec *s, const char *word, struct drx_err 
         return rc;
     if (rc == 0) {
         w.kind = DRX_WORD_SLICE;
-        if ((rc = parse_slice_key(&w, word, klen, err)) || (rc = parse_slice(&w, eq + 1, word, err)))
+        if ((rc = parse_slice_key(&w, word, klen, err)) ||
+            (rc = parse_slice(&w, eq + 1, word, err)))
             return rc;
     }
     s->word[s->nwords++] = w;
