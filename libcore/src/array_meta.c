@@ -1,0 +1,545 @@
+/* The .xmd file: validated parse (by replay of the history) and writing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "array_i.h"
+#include "cfgfile_i.h"
+#include "drx/attr.h"
+#include "replace_i.h"
+
+#define XMD_VERSION 1
+
+void drx_array_meta_fini(struct drx_array_meta *m)
+{
+    drx_map_fini(&m->map);
+    free(m->history);
+    for (size_t i = 0; i < m->nattrs; i++)
+        drx_attr_fini(&m->attrs[i]);
+    free(m->attrs);
+    memset(m, 0, sizeof *m);
+}
+
+/* Derived sizes and the initial map, from type/rank/chunk/initial. */
+int drx_xmd_derive(struct drx_array_meta *m, struct drx_err *err)
+{
+    uint64_t ce = 1, ne = 1, b[DRX_MAX_RANK];
+    int rc;
+
+    m->elem_size = drx_type_size(m->type);
+    for (int i = 0; i < m->rank; i++) {
+        if (m->chunk[i] == 0)
+            return drx_err_set(err, EINVAL, "chunk extent of dimension %d is 0", i);
+        if (m->initial[i] == 0)
+            return drx_err_set(err, EINVAL, "extent of dimension %d is 0", i);
+        if (__builtin_mul_overflow(ce, m->chunk[i], &ce) || ce * m->elem_size > DRX_MAX_CHUNK_BYTES)
+            return drx_err_set(err, EFBIG, "chunk is larger than %" PRIu64 " bytes",
+                               (uint64_t)DRX_MAX_CHUNK_BYTES);
+        if (__builtin_mul_overflow(ne, m->initial[i], &ne) || ne > DRX_ARRAY_MAX_ELEMS)
+            return drx_err_set(err, EFBIG, "array has more than 2^59 elements");
+        b[i] = (m->initial[i] - 1) / m->chunk[i] + 1;
+    }
+    m->chunk_elems = ce;
+    m->chunk_bytes = ce * m->elem_size;
+    rc = drx_map_init(&m->map, m->rank, b);
+    if (rc)
+        return drx_err_set(err, -rc, "too many chunks");
+    return 0;
+}
+
+/* Applies one growth to bounds and map; history is the caller's. */
+int drx_xmd_grow(struct drx_array_meta *m, int dim, uint64_t to, struct drx_err *err)
+{
+    uint64_t ne = 1, nb;
+    int rc;
+
+    for (int i = 0; i < m->rank; i++)
+        if (__builtin_mul_overflow(ne, i == dim ? to : m->bounds[i], &ne) || ne > DRX_ARRAY_MAX_ELEMS)
+            return drx_err_set(err, EFBIG, "array would have more than 2^59 elements");
+    nb = (to - 1) / m->chunk[dim] + 1;
+    if (nb > m->map.bound[dim]) {
+        rc = drx_map_grow(&m->map, dim, nb);
+        if (rc)
+            return drx_err_set(err, -rc, "too many chunks");
+    }
+    m->bounds[dim] = to;
+    return 0;
+}
+
+int drx_xmd_history_add(struct drx_array_meta *m, int dim, uint64_t from, uint64_t to)
+{
+    struct drx_growth *h;
+
+    if (m->nhistory && m->history[m->nhistory - 1].dim == dim &&
+        m->history[m->nhistory - 1].to == from) {
+        m->history[m->nhistory - 1].to = to;
+        return 0;
+    }
+    h = realloc(m->history, (m->nhistory + 1) * sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    m->history = h;
+    m->history[m->nhistory++] = (struct drx_growth){dim, from, to};
+    return 0;
+}
+
+/* ---- reading the .xmd ---- */
+
+struct xmd_reader {
+    const char *file;
+    struct drx_err *err;
+};
+
+static int bad(struct xmd_reader *r, const config_setting_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(struct xmd_reader *r, const config_setting_t *s, const char *fmt, ...)
+{
+    char what[DRX_ERR_LEN / 2];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (s)
+        return drx_err_set(r->err, EINVAL, "%s:%u: %s", r->file, config_setting_source_line(s),
+                           what);
+    return drx_err_set(r->err, EINVAL, "%s: %s", r->file, what);
+}
+
+static const config_setting_t *need(struct xmd_reader *r, const config_setting_t *root,
+                                    const char *name, int type, int *rc)
+{
+    const config_setting_t *s = config_setting_get_member(root, name);
+    int t;
+
+    if (!s) {
+        *rc = bad(r, NULL, "missing '%s'", name);
+        return NULL;
+    }
+    t = config_setting_type(s);
+    if (type == CONFIG_TYPE_INT64 ? (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64) : t != type) {
+        *rc = bad(r, s, "'%s' has the wrong type", name);
+        return NULL;
+    }
+    return s;
+}
+
+static int get_u64(struct xmd_reader *r, const config_setting_t *s, const char *what, uint64_t *out)
+{
+    int t = config_setting_type(s);
+    long long v;
+
+    if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+        return bad(r, s, "%s is not an integer", what);
+    v = config_setting_get_int64(s);
+    if (v < 0)
+        return bad(r, s, "%s is negative", what);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int get_vec(struct xmd_reader *r, const config_setting_t *root, const char *name, int rank,
+                   uint64_t *out)
+{
+    int rc = 0;
+    const config_setting_t *s = need(r, root, name, CONFIG_TYPE_ARRAY, &rc);
+
+    if (!s)
+        return rc;
+    if (config_setting_length(s) != rank)
+        return bad(r, s, "'%s' has %d entries for rank %d", name, config_setting_length(s), rank);
+    for (int i = 0; i < rank; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s[%d]", name, i);
+        rc = get_u64(r, config_setting_get_elem(s, (unsigned)i), what, &out[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* One attribute group { name = "..."; type = "..."; value = ...; }: a
+ * string value for type "string", else a non-empty array of numbers, each
+ * written as a string so that every value (NaN, the largest u64) is kept
+ * exactly; anything else in the group is refused. */
+static int parse_attr(struct xmd_reader *r, const config_setting_t *g, int i, struct drx_attr *a)
+{
+    const config_setting_t *f, *v;
+    const char *name, *type;
+    size_t size;
+    int rc = 0;
+    struct drx_err sub;
+
+    if (!config_setting_is_group(g))
+        return bad(r, g, "attrs[%d] is not a group", i);
+    for (int k = 0; k < config_setting_length(g); k++) {
+        const char *key = config_setting_name(config_setting_get_elem(g, (unsigned)k));
+        if (strcmp(key, "name") && strcmp(key, "type") && strcmp(key, "value"))
+            return bad(r, g, "attrs[%d]: unknown setting '%s'", i, key);
+    }
+    if (!(f = need(r, g, "name", CONFIG_TYPE_STRING, &rc)))
+        return rc;
+    name = config_setting_get_string(f);
+    if (drx_attr_name_check(name, &sub))
+        return bad(r, f, "attrs[%d]: %s", i, sub.msg);
+    if (!(f = need(r, g, "type", CONFIG_TYPE_STRING, &rc)))
+        return rc;
+    type = config_setting_get_string(f);
+    if (strcmp(type, "string") == 0) {
+        if (!(v = need(r, g, "value", CONFIG_TYPE_STRING, &rc)))
+            return rc;
+        if (drx_attr_parse(name, NULL, config_setting_get_string(v), a, &sub))
+            return bad(r, v, "attrs[%d]: %s", i, sub.msg);
+        return 0;
+    }
+    memset(a, 0, sizeof *a);
+    if (drx_type_parse(type, &a->type, NULL) || drx_type_is_complex(a->type))
+        return bad(r, f, "attrs[%d]: type '%.40s' is not string or a non-complex element type", i,
+                   type);
+    if (!(v = need(r, g, "value", CONFIG_TYPE_ARRAY, &rc)))
+        return rc;
+    size = drx_type_size(a->type);
+    if (config_setting_length(v) < 1 ||
+        (size_t)config_setting_length(v) * size > DRX_MAX_ATTR_BYTES)
+        return bad(r, v, "attrs[%d]: %d numbers (1..%zu allowed)", i, config_setting_length(v),
+                   DRX_MAX_ATTR_BYTES / size);
+    a->n = (size_t)config_setting_length(v);
+    if (!(a->name = strdup(name)) || !(a->value = malloc(a->n * size))) {
+        drx_attr_fini(a);
+        return drx_err_set(r->err, ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < a->n; k++) {
+        const char *text = config_setting_get_string_elem(v, (unsigned)k);
+        if (!text || drx_type_parse_value(a->type, text, (char *)a->value + k * size, &sub)) {
+            drx_attr_fini(a);
+            return bad(r, v, "attrs[%d]: value %zu: %s", i, k + 1,
+                       text ? sub.msg : "not a number in quotes");
+        }
+    }
+    return 0;
+}
+
+/* The optional attrs list: every attribute valid, no name twice. */
+static int parse_attrs(struct xmd_reader *r, const config_setting_t *root, struct drx_array_meta *m)
+{
+    const config_setting_t *s = config_setting_get_member(root, "attrs");
+    int n, rc;
+
+    if (!s)
+        return 0;
+    if (config_setting_type(s) != CONFIG_TYPE_LIST)
+        return bad(r, s, "'attrs' is not a list ( ... )");
+    n = config_setting_length(s);
+    if (n > DRX_MAX_ATTRS)
+        return bad(r, s, "%d attributes (at most %d)", n, DRX_MAX_ATTRS);
+    if (n == 0)
+        return 0;
+    if (!(m->attrs = calloc((size_t)n, sizeof *m->attrs)))
+        return drx_err_set(r->err, ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *g = config_setting_get_elem(s, (unsigned)i);
+        if ((rc = parse_attr(r, g, i, &m->attrs[i])))
+            return rc;
+        m->nattrs++;
+        for (int j = 0; j < i; j++)
+            if (strcmp(m->attrs[j].name, m->attrs[i].name) == 0)
+                return bad(r, g, "attribute '%s' is set twice", m->attrs[i].name);
+    }
+    return 0;
+}
+
+static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta *m)
+{
+    const config_setting_t *root = config_root_setting(cfg), *s;
+    struct drx_map stored;
+    uint64_t u;
+    int rc = 0;
+    struct drx_err sub;
+
+    memset(&stored, 0, sizeof stored);
+    if (!(s = need(r, root, "version", CONFIG_TYPE_INT, &rc)))
+        return rc;
+    if (config_setting_get_int(s) != XMD_VERSION)
+        return bad(r, s, "version %d is not supported (this drx reads version %d)",
+                   config_setting_get_int(s), XMD_VERSION);
+    if (!(s = need(r, root, "type", CONFIG_TYPE_STRING, &rc)))
+        return rc;
+    if (drx_type_parse(config_setting_get_string(s), &m->type, &sub))
+        return bad(r, s, "%s", sub.msg);
+    if (!(s = need(r, root, "rank", CONFIG_TYPE_INT, &rc)))
+        return rc;
+    m->rank = config_setting_get_int(s);
+    if (m->rank < 1 || m->rank > DRX_MAX_RANK)
+        return bad(r, s, "rank %d is not in 1..%d", m->rank, DRX_MAX_RANK);
+    if ((rc = get_vec(r, root, "chunk", m->rank, m->chunk)) ||
+        (rc = get_vec(r, root, "initial", m->rank, m->initial)) ||
+        (rc = get_vec(r, root, "bounds", m->rank, m->bounds)))
+        return rc;
+    if (drx_xmd_derive(m, &sub)) {
+        s = config_setting_get_member(root, "chunk");
+        return bad(r, s, "%s", sub.msg);
+    }
+
+    if (!(s = need(r, root, "dims", CONFIG_TYPE_ARRAY, &rc)))
+        return rc;
+    if (config_setting_length(s) != m->rank)
+        return bad(r, s, "'dims' has %d entries for rank %d", config_setting_length(s), m->rank);
+    for (int i = 0; i < m->rank; i++) {
+        const char *name = config_setting_get_string_elem(s, (unsigned)i);
+        if (!name)
+            return bad(r, s, "dims[%d] is not a string", i);
+        if (name[0] && !drx_array_dim_name_valid(name))
+            return bad(r, s, "dims[%d] '%.80s' is not a valid dimension name", i, name);
+        for (int j = 0; j < i; j++)
+            if (name[0] && strcmp(name, m->dim_name[j]) == 0)
+                return bad(r, s, "dimension name '%s' is used twice", name);
+        strcpy(m->dim_name[i], name);
+    }
+
+    if (!(s = need(r, root, "fill", CONFIG_TYPE_STRING, &rc)))
+        return rc;
+    if (drx_type_parse_value(m->type, config_setting_get_string(s), m->fill, &sub))
+        return bad(r, s, "fill: %s", sub.msg);
+    if ((rc = parse_attrs(r, root, m)))
+        return rc;
+
+    /* The history decides the map; the stored axial vectors and counts must
+     * agree with it, so a tampered file cannot send F* outside the .xta. */
+    if (!(s = need(r, root, "history", CONFIG_TYPE_LIST, &rc)))
+        return rc;
+    {
+        uint64_t stored_bounds[DRX_MAX_RANK];
+        const config_setting_t *hist = s;
+        memcpy(stored_bounds, m->bounds, sizeof stored_bounds);
+        memcpy(m->bounds, m->initial, sizeof m->bounds);
+        for (int i = 0; i < config_setting_length(hist); i++) {
+            const config_setting_t *h = config_setting_get_elem(hist, (unsigned)i), *f;
+            uint64_t from, to;
+            int dim;
+            if (!config_setting_is_group(h))
+                return bad(r, h, "history[%d] is not a group", i);
+            if (!(f = need(r, h, "dim", CONFIG_TYPE_INT, &rc)))
+                return rc;
+            dim = config_setting_get_int(f);
+            if (dim < 0 || dim >= m->rank)
+                return bad(r, f, "history[%d]: dimension %d out of range", i, dim);
+            if (!(f = need(r, h, "from", CONFIG_TYPE_INT64, &rc)) ||
+                (rc = get_u64(r, f, "from", &from)))
+                return rc;
+            if (!(f = need(r, h, "to", CONFIG_TYPE_INT64, &rc)) || (rc = get_u64(r, f, "to", &to)))
+                return rc;
+            if (from != m->bounds[dim] || to <= from)
+                return bad(r, h,
+                           "history[%d]: growth %" PRIu64 "->%" PRIu64
+                           " does not follow extent %" PRIu64,
+                           i, from, to, m->bounds[dim]);
+            if (drx_xmd_grow(m, dim, to, &sub) || drx_xmd_history_add(m, dim, from, to))
+                return bad(r, h, "history[%d]: %s", i, sub.msg);
+        }
+        if (memcmp(stored_bounds, m->bounds, sizeof(uint64_t) * (size_t)m->rank))
+            return bad(r, config_setting_get_member(root, "bounds"),
+                       "bounds do not match the extension history");
+    }
+
+    if (!(s = need(r, root, "chunk_count", CONFIG_TYPE_INT64, &rc)) ||
+        (rc = get_u64(r, s, "chunk_count", &u)))
+        return rc;
+    if (u != m->map.nchunks)
+        return bad(r, s,
+                   "chunk_count %" PRIu64 " does not match the extension history (%" PRIu64 ")", u,
+                   m->map.nchunks);
+
+    if (!(s = need(r, root, "axial", CONFIG_TYPE_LIST, &rc)))
+        return rc;
+    if (config_setting_length(s) != m->rank)
+        return bad(r, s, "'axial' has %d vectors for rank %d", config_setting_length(s), m->rank);
+    stored.rank = m->rank;
+    stored.nchunks = m->map.nchunks;
+    stored.last_dim = m->map.last_dim;
+    memcpy(stored.bound, m->map.bound, sizeof stored.bound);
+    for (int j = 0; j < m->rank && rc == 0; j++) {
+        const config_setting_t *vec = config_setting_get_elem(s, (unsigned)j);
+        if (config_setting_type(vec) != CONFIG_TYPE_LIST) {
+            rc = bad(r, vec, "axial[%d] is not a list", j);
+            break;
+        }
+        if ((size_t)config_setting_length(vec) != m->map.vec[j].n) {
+            rc = bad(r, vec, "axial[%d] has %d records; the extension history gives %zu", j,
+                     config_setting_length(vec), m->map.vec[j].n);
+            break;
+        }
+        for (int i = 0; i < config_setting_length(vec) && rc == 0; i++) {
+            const config_setting_t *g = config_setting_get_elem(vec, (unsigned)i), *f;
+            const struct drx_axial_rec *want = &m->map.vec[j].rec[i];
+            uint64_t coef[DRX_MAX_RANK];
+            long long addr;
+            if (!config_setting_is_group(g) || !(f = need(r, g, "start", CONFIG_TYPE_INT64, &rc)) ||
+                (rc = get_u64(r, f, "start", &u)))
+                rc = rc ? rc : bad(r, g, "axial[%d][%d] is not a record", j, i);
+            else if (!(f = need(r, g, "addr", CONFIG_TYPE_INT64, &rc)))
+                ;
+            else if ((addr = config_setting_get_int64(f)),
+                     (rc = get_vec(r, g, "coef", m->rank, coef)))
+                ;
+            else if (u != want->start || addr != want->addr ||
+                     memcmp(coef, want->coef, sizeof(uint64_t) * (size_t)m->rank))
+                rc = bad(r, g, "axial[%d][%d] does not match the extension history", j, i);
+        }
+    }
+    return rc;
+}
+
+int drx_array_meta_load(const char *xmd_path, struct drx_array_meta *m, struct drx_err *err)
+{
+    struct xmd_reader r = {xmd_path, err};
+    struct drx_cfgfile cf;
+    int rc;
+
+    memset(m, 0, sizeof *m);
+    /* Never a symlink, a FIFO or an @include: the daemon reads .xmd files
+     * users can write, as root. */
+    rc = drx_cfgfile_read(AT_FDCWD, xmd_path, xmd_path, 0, DRX_XMD_MAX_BYTES, &cf, NULL, err);
+    if (rc < 0)
+        return rc;
+    rc = parse_meta(&r, &cf.cfg, m);
+    drx_cfgfile_fini(&cf);
+    if (rc)
+        drx_array_meta_fini(m);
+    return rc;
+}
+
+/* ---- writing the .xmd ---- */
+
+/* "name = [ 1L, 2L ]" with the caller's terminator after it. */
+static void put_vec(FILE *f, const char *name, int rank, const uint64_t *v, const char *end)
+{
+    fprintf(f, "%s = [", name);
+    for (int i = 0; i < rank; i++)
+        fprintf(f, "%s%" PRIu64 "L", i ? ", " : " ", v[i]);
+    fprintf(f, " ]%s", end);
+}
+
+/* A libconfig string literal: quote and backslash escaped, control bytes
+ * as \xNN (libconfig 1.5 reads them back), other bytes (UTF-8) as they are. */
+static void put_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void put_attrs(FILE *f, const struct drx_array_meta *m)
+{
+    char num[160];
+
+    if (!m->nattrs)
+        return;
+    fprintf(f, "attrs = (");
+    for (size_t i = 0; i < m->nattrs; i++) {
+        const struct drx_attr *a = &m->attrs[i];
+        fprintf(f, "%s\n  { name = ", i ? "," : "");
+        put_string(f, a->name);
+        fprintf(f, "; type = \"%s\"; value = ", drx_attr_type_name(a));
+        if (a->is_string) {
+            put_string(f, a->value);
+        } else {
+            fprintf(f, "[");
+            for (size_t k = 0; k < a->n; k++) {
+                drx_type_format_value(a->type, (const char *)a->value + k * drx_type_size(a->type),
+                                      num, sizeof num);
+                fprintf(f, "%s\"%s\"", k ? ", " : " ", num);
+            }
+            fprintf(f, " ]");
+        }
+        fprintf(f, "; }");
+    }
+    fprintf(f, "\n);\n");
+}
+
+static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
+{
+    char fill[160];
+
+    drx_type_format_value(m->type, m->fill, fill, sizeof fill);
+    fprintf(f, "# drx extendible array metadata; format in drxfs's README (\"The .xmd file\").\n");
+    fprintf(f, "version = %d;\ntype = \"%s\";\nrank = %d;\n", XMD_VERSION, drx_type_name(m->type),
+            m->rank);
+    put_vec(f, "chunk", m->rank, m->chunk, ";\n");
+    put_vec(f, "bounds", m->rank, m->bounds, ";\n");
+    put_vec(f, "initial", m->rank, m->initial, ";\n");
+    fprintf(f, "dims = [");
+    for (int i = 0; i < m->rank; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : " ", m->dim_name[i]);
+    fprintf(f, " ];\nfill = \"%s\";\n", fill);
+    put_attrs(f, m);
+    fprintf(f, "chunk_count = %" PRIu64 "L;\n", m->map.nchunks);
+    fprintf(f, "history = (");
+    for (size_t i = 0; i < m->nhistory; i++)
+        fprintf(f, "%s\n  { dim = %d; from = %" PRIu64 "L; to = %" PRIu64 "L; }", i ? "," : "",
+                m->history[i].dim, m->history[i].from, m->history[i].to);
+    fprintf(f, "%s);\n", m->nhistory ? "\n" : " ");
+    fprintf(f, "axial = (\n");
+    for (int j = 0; j < m->rank; j++) {
+        const struct drx_axial_vec *v = &m->map.vec[j];
+        fprintf(f, "  ( # dimension %d\n", j);
+        for (size_t i = 0; i < v->n; i++) {
+            fprintf(f, "    { start = %" PRIu64 "L; addr = %" PRId64 "L; ", v->rec[i].start,
+                    v->rec[i].addr);
+            put_vec(f, "coef", m->rank, v->rec[i].coef, i + 1 < v->n ? "; },\n" : "; }\n");
+        }
+        fprintf(f, "  )%s\n", j + 1 < m->rank ? "," : "");
+    }
+    fprintf(f, ");\n");
+    return ferror(f) ? -EIO : 0;
+}
+
+/* Replaces the .xmd atomically (drx_replace_write: readers see the old or
+ * the new metadata, never a mix).  The new .xmd keeps the mode and owner of
+ * the one it replaces (a chmod or chown of the array survives an extension
+ * by anyone allowed to extend); a first one takes those of the .xta (open
+ * as xta_fd), so umask applies to both. */
+int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta *m,
+                      struct drx_err *err)
+{
+    struct stat like;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc;
+
+    if (!f)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    rc = write_meta_stream(f, m);
+    if (fclose(f) && rc == 0)
+        rc = -ENOMEM;
+    if (rc) {
+        rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+        goto out;
+    }
+    if (!(lstat(xmd_path, &like) == 0 && S_ISREG(like.st_mode)) && fstat(xta_fd, &like) < 0) {
+        rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
+        goto out;
+    }
+    rc = drx_replace_write(xmd_path, text, len, &like, 0, 0, NULL);
+    if (rc)
+        rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+out:
+    free(text);
+    return rc;
+}
+
