@@ -466,6 +466,31 @@ out:
     return rc;
 }
 
+/* A growth record cut short at the end of the .xmd (an extension killed
+ * while it appended it): harmless, since readers ignore it and the next
+ * extension cuts it off; --repair cuts it under the extend lock. */
+static void check_torn_record(struct fsck *k, const char *xmd)
+{
+    char name[PATH_MAX];
+    struct drx_err err = {{0}};
+    long long torn;
+    int rc;
+
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(xmd) - 4), xmd);
+    torn = drx_array_torn_record(name, &err);
+    if (torn <= 0)
+        return;
+    rc = k->repair ? drx_array_cut_torn_record(name, &err) : 0;
+    if (rc < 0)
+        finding(k, rel_of(k, xmd), false, NULL,
+                "ends in a growth record cut short (%lld bytes: an interrupted extension); "
+                "cannot cut it off: %s",
+                torn, err.msg);
+    else
+        finding(k, rel_of(k, xmd), rc > 0, "cut it off",
+                "ends in a growth record cut short (%lld bytes: an interrupted extension)", torn);
+}
+
 static void check_array(struct fsck *k, const char *xmd)
 {
     char xta[PATH_MAX];
@@ -483,6 +508,7 @@ static void check_array(struct fsck *k, const char *xmd)
     }
     uint64_t committed = meta.map.nchunks * meta.chunk_bytes;
     drx_array_meta_fini(&meta);
+    check_torn_record(k, xmd);
     if (lstat(xta, &st) < 0) {
         finding(k, rel_of(k, xta), false, NULL, "missing (the metadata names %llu bytes of chunks)",
                 (unsigned long long)committed);

@@ -121,6 +121,7 @@ struct drx_array *drx_array_alloc(const char *path, int mode)
     a->mode = mode;
     a->xta_fd = -1;
     a->watch_fd = -1;
+    a->xmd_fd = -1;
     pthread_mutex_init(&a->watch_lock, NULL);
     for (int i = 0; i < DRX_ARRAY_CHUNK_LOCKS; i++)
         pthread_mutex_init(&a->chunk_lock[i], NULL);
@@ -203,7 +204,10 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
         unlink(a->xta_path);
         goto fail;
     }
-    lstat(a->xmd_path, &a->xmd_st);
+    /* the handle holds the .xmd open, as one that was opened */
+    rc = drx_array_reread(a, err);
+    if (rc)
+        goto fail;
     *out = a;
     return 0;
 fail:
@@ -224,7 +228,7 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
                              : drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
         goto fail;
     }
-    rc = drx_array_meta_load(a->xmd_path, &a->meta, err);
+    rc = drx_array_reread(a, err);
     if (rc)
         goto fail;
     {
@@ -252,6 +256,8 @@ void drx_array_close(struct drx_array *a)
         return;
     if (a->xta_fd >= 0)
         close(a->xta_fd);
+    if (a->xmd_fd >= 0)
+        close(a->xmd_fd);
     drx_array_set_cache(a, 0);
     if (a->watch_fd >= 0)
         close(a->watch_fd);
@@ -317,9 +323,39 @@ static bool same_file_state(const struct stat *a, const struct stat *b)
            a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-int drx_array_reload(struct drx_array *a, struct drx_err *err)
+/* Reads the .xmd again in full and holds it open: the handle's metadata,
+ * or an error with the handle as it was.  Only growth is possible: chunk
+ * shape and type never change, so cached chunks stay valid; anything else
+ * is another array under the same name. */
+int drx_array_reread(struct drx_array *a, struct drx_err *err)
 {
     struct drx_array_meta fresh;
+    struct drx_xmd_pos pos;
+    int fd, rc;
+
+    rc = drx_xmd_read(a->xmd_path, &fresh, &pos, &fd, err);
+    if (rc)
+        return rc;
+    if (a->meta.rank &&
+        (fresh.type != a->meta.type || fresh.rank != a->meta.rank ||
+         memcmp(fresh.chunk, a->meta.chunk, sizeof fresh.chunk))) {
+        drx_array_meta_fini(&fresh);
+        close(fd);
+        return drx_err_set(err, ESTALE, "%s: the array was replaced by a different one",
+                           a->xmd_path);
+    }
+    drx_array_meta_fini(&a->meta);
+    a->meta = fresh;
+    if (a->xmd_fd >= 0)
+        close(a->xmd_fd);
+    a->xmd_fd = fd;
+    a->xmd_pos = pos;
+    a->xmd_st = pos.st;
+    return 0;
+}
+
+int drx_array_reload(struct drx_array *a, struct drx_err *err)
+{
     struct stat st;
     int rc;
 
@@ -327,21 +363,24 @@ int drx_array_reload(struct drx_array *a, struct drx_err *err)
         return drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
     if (same_file_state(&st, &a->xmd_st))
         return 0;
-    rc = drx_array_meta_load(a->xmd_path, &fresh, err);
-    if (rc)
-        return rc;
-    /* Only growth is possible: chunk shape and type never change, so cached
-     * chunks stay valid. */
-    if (fresh.type != a->meta.type || fresh.rank != a->meta.rank ||
-        memcmp(fresh.chunk, a->meta.chunk, sizeof fresh.chunk)) {
-        drx_array_meta_fini(&fresh);
-        return drx_err_set(err, ESTALE, "%s: the array was replaced by a different one",
-                           a->xmd_path);
+    /* The file held open cannot have been replaced by another with its
+     * inode number: grown, it holds new growth records only, read from
+     * where the last read stopped, whatever the history's length. */
+    if (a->xmd_fd >= 0 && st.st_ino == a->xmd_st.st_ino && st.st_dev == a->xmd_st.st_dev) {
+        rc = drx_xmd_catch_up(a->xmd_fd, a->xmd_path, (uint64_t)st.st_size, &a->meta,
+                              &a->xmd_pos, err);
+        if (rc >= 0) {
+            a->xmd_st = st;
+            return rc > 0;
+        }
+        if (rc != -ESTALE) {
+            /* the next reload reads it all and says what is wrong */
+            a->xmd_pos.appendable = false;
+            return rc;
+        }
     }
-    drx_array_meta_fini(&a->meta);
-    a->meta = fresh;
-    a->xmd_st = st;
-    return 1;
+    rc = drx_array_reread(a, err);
+    return rc < 0 ? rc : 1;
 }
 
 void drx_array_locate(const struct drx_array_meta *m, const uint64_t *idx, uint64_t *chunk_idx,

@@ -1,6 +1,7 @@
 /* Changes of an array's metadata: extension and attributes, under the
  * extend lock. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -66,16 +67,6 @@ static bool extension_committed(const char *xmd_path, uint64_t old_chunks)
     return more;
 }
 
-/* Ends a change of the metadata that landed on disk: the handle takes the
- * new metadata (next is moved, not copied) and the .xmd's state, so that a
- * reload does not read back what it wrote. */
-static void meta_adopt(struct drx_array *a, struct drx_array_meta *next)
-{
-    drx_array_meta_fini(&a->meta);
-    a->meta = *next;
-    lstat(a->xmd_path, &a->xmd_st);
-}
-
 /* Starts a change of the metadata (an extension, an attribute): takes the
  * array's extend lock (one changer at a time, across processes), reloads
  * what another changed meanwhile, and refuses an .xta with a second name:
@@ -95,10 +86,135 @@ static int meta_change_begin(struct drx_array *a, struct drx_err *err)
     return drx_array_xta_links(a, false, err);
 }
 
-int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_err *err)
+/* Whether this process appends to the .xmd (st, open for writing) rather
+ * than replace it: only where the file then keeps exactly the owner,
+ * group and mode a replacement would give it (drx_replace_take_owner), and
+ * only the file the handle read (one name: another name's file must not
+ * change).  A write by a process without CAP_FSETID clears set-ID bits,
+ * which a replacement by their owner keeps. */
+static bool may_append(const struct stat *st, const struct stat *held)
+{
+    if (!S_ISREG(st->st_mode) || st->st_nlink != 1 || st->st_ino != held->st_ino ||
+        st->st_dev != held->st_dev || (st->st_mode & (S_ISUID | S_ISGID)))
+        return false;
+    return geteuid() == 0 || (st->st_uid == geteuid() && st->st_gid == getegid());
+}
+
+/* Appends one growth record to the .xmd and makes it durable: the commit
+ * of an extension, the same few bytes whatever the history.  A record
+ * that a killed extension left cut short is cut off first.  1 when
+ * appended, 0 when the .xmd is to be replaced instead, -errno when the
+ * append failed (then nothing of it stays). */
+static int xmd_append(struct drx_array *a, const char *line, size_t len, struct drx_err *err)
+{
+    uint64_t end = a->xmd_pos.end;
+    struct stat st;
+    int fd, rc = 0;
+
+    if (!a->xmd_pos.appendable || a->xmd_fd < 0)
+        return 0;
+    if (end + len > DRX_XMD_MAX_BYTES)
+        return drx_err_set(err, EFBIG, "%s: no room for another growth (%zu bytes at most)",
+                           a->xmd_path, DRX_XMD_MAX_BYTES);
+    fd = open(a->xmd_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0; /* not ours to write: replaced as before */
+    if (fstat(fd, &st) < 0 || !may_append(&st, &a->xmd_st)) {
+        close(fd);
+        return 0;
+    }
+    if ((uint64_t)st.st_size != end && ftruncate(fd, (off_t)end) < 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = drx_io_pwrite_all(fd, line, len, end);
+    if (rc == 0 && fdatasync(fd) < 0)
+        rc = -errno;
+    if (rc < 0 && ftruncate(fd, (off_t)end) < 0)
+        drx_log(DRX_LOG_WARNING, "%s: cutting back a failed growth record: %s", a->xmd_path,
+                strerror(errno));
+    close(fd);
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: %s", a->xmd_path, strerror(-rc));
+    return 1;
+}
+
+/* Commits a growth by replacing the .xmd with one that has it in its
+ * history (folding in the growth records): for arrays this process may
+ * not append to, and version 1 files. */
+static int xmd_fold(struct drx_array *a, int dim, uint64_t from, uint64_t to, struct drx_err *err)
 {
     struct drx_array_meta next;
-    uint64_t from, to, old_chunks;
+    int rc = drx_array_meta_load(a->xmd_path, &next, err);
+
+    if (rc)
+        return rc;
+    rc = drx_xmd_grow(&next, dim, to, err);
+    if (rc == 0 && drx_xmd_history_add(&next, dim, from, to))
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = drx_xmd_write(a->xmd_path, a->xta_fd, &next, err);
+    drx_array_meta_fini(&next);
+    return rc;
+}
+
+/* Records the growth in the .xmd and gives the handle the new metadata.
+ * *landed: whether the .xmd on disk has it (even when this fails). */
+static int commit_growth(struct drx_array *a, int dim, uint64_t from, uint64_t to, uint64_t chunks,
+                         bool *landed, struct drx_err *err)
+{
+    char line[192];
+    int n = drx_xmd_grow_line(line, sizeof line, dim, from, to, chunks), rc;
+    struct stat st;
+
+    *landed = false;
+    rc = n < 0 ? drx_err_set(err, -n, "growth record too long") : xmd_append(a, line, (size_t)n, err);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        *landed = true; /* perhaps: the caller reads the .xmd to know */
+        rc = xmd_fold(a, dim, from, to, err);
+        return rc < 0 ? rc : drx_array_reread(a, err);
+    }
+    *landed = true;
+    rc = drx_xmd_catch_up(a->xmd_fd, a->xmd_path, a->xmd_pos.end + (uint64_t)n, &a->meta,
+                          &a->xmd_pos, err);
+    if (rc != 1)
+        return rc < 0 ? rc : drx_err_set(err, EIO, "%s: the growth record did not read back",
+                                         a->xmd_path);
+    if (fstat(a->xmd_fd, &st) == 0)
+        a->xmd_st = st;
+    return 0;
+}
+
+/* The extension under the extend lock: fill chunks, then the record. */
+static int extend_locked(struct drx_array *a, int dim, uint64_t count, struct drx_err *err)
+{
+    uint64_t from = a->meta.bounds[dim], to, old_chunks = a->meta.map.nchunks, chunks;
+    bool landed = false;
+    int rc;
+
+    if (__builtin_add_overflow(from, count, &to))
+        return drx_err_set(err, EFBIG, "extent of dimension %d would overflow", dim);
+    if (drx_xmd_grown_chunks(&a->meta, dim, to, &chunks))
+        return drx_err_set(err, EFBIG, "array would have more than 2^59 elements");
+    rc = drx_array_fill_chunks(a->xta_fd, &a->meta, old_chunks, chunks);
+    if (rc == 0 && fdatasync(a->xta_fd))
+        rc = -errno;
+    if (rc)
+        rc = drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
+    else
+        rc = commit_growth(a, dim, from, to, chunks, &landed, err);
+    /* A full disk and the like: give back what the failed extension
+     * added, unless its metadata did land (a failure after the rename). */
+    if (rc < 0 && !(landed && extension_committed(a->xmd_path, old_chunks)) &&
+        ftruncate(a->xta_fd, (off_t)(old_chunks * a->meta.chunk_bytes)))
+        drx_log(DRX_LOG_WARNING, "%s: cutting back a failed extension: %s", a->xta_path,
+                strerror(errno));
+    return rc;
+}
+
+int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_err *err)
+{
     int rc;
 
     if (a->mode != DRX_RDWR)
@@ -107,46 +223,71 @@ int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_er
         return drx_err_set(err, EINVAL, "dimension %d out of range (rank %d)", dim, a->meta.rank);
     if (count == 0)
         return drx_err_set(err, EINVAL, "extension count must be > 0");
-    if ((rc = meta_change_begin(a, err)) < 0)
-        goto out;
-    from = a->meta.bounds[dim];
-    if (__builtin_add_overflow(from, count, &to)) {
-        rc = drx_err_set(err, EFBIG, "extent of dimension %d would overflow", dim);
-        goto out;
-    }
-
-    /* Build the new metadata on a copy: the handle changes only once the
-     * new metadata is on disk. */
-    rc = drx_array_meta_load(a->xmd_path, &next, err);
-    if (rc)
-        goto out;
-    old_chunks = next.map.nchunks;
-    rc = drx_xmd_grow(&next, dim, to, err);
-    if (rc == 0 && drx_xmd_history_add(&next, dim, from, to))
-        rc = drx_err_set(err, ENOMEM, "out of memory");
-    if (rc == 0) {
-        rc = drx_array_fill_chunks(a->xta_fd, &next, old_chunks, next.map.nchunks);
-        if (rc == 0 && fdatasync(a->xta_fd))
-            rc = -errno;
-        if (rc)
-            rc = drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
-    }
-    if (rc == 0)
-        rc = drx_xmd_write(a->xmd_path, a->xta_fd, &next, err);
-    if (rc) {
-        drx_array_meta_fini(&next);
-        /* A full disk and the like: give back what the failed extension
-         * added, unless its metadata did land (a failure after the rename). */
-        if (!extension_committed(a->xmd_path, old_chunks) &&
-            ftruncate(a->xta_fd, (off_t)(old_chunks * a->meta.chunk_bytes)))
-            drx_log(DRX_LOG_WARNING, "%s: cutting back a failed extension: %s", a->xta_path,
-                    strerror(errno));
-        goto out;
-    }
-    meta_adopt(a, &next);
-out:
+    rc = meta_change_begin(a, err);
+    if (rc >= 0)
+        rc = extend_locked(a, dim, count, err);
     flock(a->xta_fd, LOCK_UN);
     return rc < 0 ? rc : 0;
+}
+
+long long drx_array_torn_record(const char *path, struct drx_err *err)
+{
+    struct drx_array *a = drx_array_alloc(path, DRX_RDONLY);
+    long long rc;
+
+    if (!a)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    rc = drx_array_reread(a, err);
+    if (rc == 0)
+        rc = (long long)a->xmd_pos.torn;
+    drx_array_close(a);
+    return rc;
+}
+
+/* Cuts the .xmd of a (read, extend lock held) back to its last whole
+ * line, on the file that was read and only where it has one name. */
+static int cut_torn(struct drx_array *a, struct drx_err *err)
+{
+    struct stat st;
+    int fd, rc = 1;
+
+    if (a->xmd_pos.torn == 0)
+        return 0;
+    fd = open(a->xmd_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
+    if (fstat(fd, &st) < 0 || st.st_ino != a->xmd_st.st_ino || st.st_dev != a->xmd_st.st_dev ||
+        st.st_nlink != 1)
+        rc = drx_err_set(err, EIO, "%s: replaced or linked elsewhere; not cut", a->xmd_path);
+    else if (ftruncate(fd, (off_t)a->xmd_pos.end) < 0 || fdatasync(fd) < 0)
+        rc = drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+int drx_array_cut_torn_record(const char *path, struct drx_err *err)
+{
+    struct drx_array *a = drx_array_alloc(path, DRX_RDONLY);
+    struct stat st;
+    int rc;
+
+    if (!a)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    rc = drx_array_open_regular(a->xta_path, O_RDONLY, &st, err);
+    if (rc < 0)
+        goto out;
+    a->xta_fd = rc;
+    if (flock(a->xta_fd, LOCK_EX | LOCK_NB) < 0) {
+        rc = drx_err_set(err, errno, "%s: %s", a->xta_path,
+                         errno == EWOULDBLOCK ? "an extension holds its lock" : strerror(errno));
+        goto out;
+    }
+    rc = drx_array_reread(a, err);
+    if (rc == 0)
+        rc = cut_torn(a, err);
+out:
+    drx_array_close(a); /* and the lock with it */
+    return rc;
 }
 
 /* ---- attributes ---- */
@@ -180,11 +321,9 @@ static int attrs_update(struct drx_array *a, attr_change_fn *change, const void 
     rc = change(&next, arg, err);
     if (rc == 0)
         rc = drx_xmd_write(a->xmd_path, a->xta_fd, &next, err);
-    if (rc) {
-        drx_array_meta_fini(&next);
-        goto out;
-    }
-    meta_adopt(a, &next);
+    drx_array_meta_fini(&next);
+    if (rc == 0)
+        rc = drx_array_reread(a, err);
 out:
     flock(a->xta_fd, LOCK_UN);
     return rc < 0 ? rc : 0;

@@ -1,5 +1,6 @@
 /* The .xmd file: validated parse (by replay of the history) and writing. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libconfig.h>
@@ -12,10 +13,9 @@
 
 #include "array_i.h"
 #include "cfgfile_i.h"
+#include "drx/io.h"
 #include "drx/attr.h"
 #include "replace_i.h"
-
-#define XMD_VERSION 1
 
 void drx_array_meta_fini(struct drx_array_meta *m)
 {
@@ -76,25 +76,32 @@ int drx_xmd_grow(struct drx_array_meta *m, int dim, uint64_t to, struct drx_err 
 int drx_xmd_history_add(struct drx_array_meta *m, int dim, uint64_t from, uint64_t to)
 {
     struct drx_growth *h;
+    size_t n = m->nhistory;
 
-    if (m->nhistory && m->history[m->nhistory - 1].dim == dim &&
-        m->history[m->nhistory - 1].to == from) {
-        m->history[m->nhistory - 1].to = to;
+    if (n && m->history[n - 1].dim == dim && m->history[n - 1].to == from) {
+        m->history[n - 1].to = to;
         return 0;
     }
-    h = realloc(m->history, (m->nhistory + 1) * sizeof *h);
-    if (!h)
-        return -ENOMEM;
-    m->history = h;
+    /* Capacity is the next power of two: a replay of a long history
+     * (growth records) reallocates log n times, not n. */
+    if ((n & (n - 1)) == 0) {
+        h = realloc(m->history, (n ? 2 * n : 1) * sizeof *h);
+        if (!h)
+            return -ENOMEM;
+        m->history = h;
+    }
     m->history[m->nhistory++] = (struct drx_growth){dim, from, to};
     return 0;
 }
 
-/* ---- reading the .xmd ---- */
+/* ---- reading the .xmd: the libconfig part, key by key ---- */
 
 struct xmd_reader {
     const char *file;
     struct drx_err *err;
+    const config_setting_t *root;
+    int version;
+    uint64_t stored_bounds[DRX_MAX_RANK]; /* `bounds` as written, checked by the history */
 };
 
 static int bad(struct xmd_reader *r, const config_setting_t *s, const char *fmt, ...)
@@ -114,18 +121,23 @@ static int bad(struct xmd_reader *r, const config_setting_t *s, const char *fmt,
     return drx_err_set(r->err, EINVAL, "%s: %s", r->file, what);
 }
 
+/* True when setting type t is what a key of type `want` takes (an INT64
+ * key takes a small integer too). */
+static bool type_fits(int t, int want)
+{
+    return want == CONFIG_TYPE_INT64 ? (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) : t == want;
+}
+
 static const config_setting_t *need(struct xmd_reader *r, const config_setting_t *root,
                                     const char *name, int type, int *rc)
 {
     const config_setting_t *s = config_setting_get_member(root, name);
-    int t;
 
     if (!s) {
         *rc = bad(r, NULL, "missing '%s'", name);
         return NULL;
     }
-    t = config_setting_type(s);
-    if (type == CONFIG_TYPE_INT64 ? (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64) : t != type) {
+    if (!type_fits(config_setting_type(s), type)) {
         *rc = bad(r, s, "'%s' has the wrong type", name);
         return NULL;
     }
@@ -134,15 +146,41 @@ static const config_setting_t *need(struct xmd_reader *r, const config_setting_t
 
 static int get_u64(struct xmd_reader *r, const config_setting_t *s, const char *what, uint64_t *out)
 {
-    int t = config_setting_type(s);
     long long v;
 
-    if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+    if (!type_fits(config_setting_type(s), CONFIG_TYPE_INT64))
         return bad(r, s, "%s is not an integer", what);
     v = config_setting_get_int64(s);
     if (v < 0)
         return bad(r, s, "%s is negative", what);
     *out = (uint64_t)v;
+    return 0;
+}
+
+/* The u64 member `name` of group g. */
+static int member_u64(struct xmd_reader *r, const config_setting_t *g, const char *name,
+                      uint64_t *out)
+{
+    int rc = 0;
+    const config_setting_t *f = need(r, g, name, CONFIG_TYPE_INT64, &rc);
+
+    return f ? get_u64(r, f, name, out) : rc;
+}
+
+/* An array setting s of `rank` non-negative integers. */
+static int vec_of(struct xmd_reader *r, const config_setting_t *s, const char *name, int rank,
+                  uint64_t *out)
+{
+    if (config_setting_length(s) != rank)
+        return bad(r, s, "'%s' has %d entries for rank %d", name, config_setting_length(s), rank);
+    for (int i = 0; i < rank; i++) {
+        char what[64];
+        int rc;
+        snprintf(what, sizeof what, "%s[%d]", name, i);
+        rc = get_u64(r, config_setting_get_elem(s, (unsigned)i), what, &out[i]);
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
@@ -152,16 +190,43 @@ static int get_vec(struct xmd_reader *r, const config_setting_t *root, const cha
     int rc = 0;
     const config_setting_t *s = need(r, root, name, CONFIG_TYPE_ARRAY, &rc);
 
-    if (!s)
-        return rc;
-    if (config_setting_length(s) != rank)
-        return bad(r, s, "'%s' has %d entries for rank %d", name, config_setting_length(s), rank);
-    for (int i = 0; i < rank; i++) {
-        char what[64];
-        snprintf(what, sizeof what, "%s[%d]", name, i);
-        rc = get_u64(r, config_setting_get_elem(s, (unsigned)i), what, &out[i]);
-        if (rc)
-            return rc;
+    return s ? vec_of(r, s, name, rank, out) : rc;
+}
+
+/* Only name, type and value in an attribute group. */
+static int attr_keys(struct xmd_reader *r, const config_setting_t *g, int i)
+{
+    for (int k = 0; k < config_setting_length(g); k++) {
+        const char *key = config_setting_name(config_setting_get_elem(g, (unsigned)k));
+        if (strcmp(key, "name") && strcmp(key, "type") && strcmp(key, "value"))
+            return bad(r, g, "attrs[%d]: unknown setting '%s'", i, key);
+    }
+    return 0;
+}
+
+/* The numbers of a number attribute of type a->type, each a string. */
+static int attr_numbers(struct xmd_reader *r, const config_setting_t *v, int i, const char *name,
+                        struct drx_attr *a)
+{
+    size_t size = drx_type_size(a->type);
+    struct drx_err sub;
+
+    if (config_setting_length(v) < 1 ||
+        (size_t)config_setting_length(v) * size > DRX_MAX_ATTR_BYTES)
+        return bad(r, v, "attrs[%d]: %d numbers (1..%zu allowed)", i, config_setting_length(v),
+                   DRX_MAX_ATTR_BYTES / size);
+    a->n = (size_t)config_setting_length(v);
+    if (!(a->name = strdup(name)) || !(a->value = malloc(a->n * size))) {
+        drx_attr_fini(a);
+        return drx_err_set(r->err, ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < a->n; k++) {
+        const char *text = config_setting_get_string_elem(v, (unsigned)k);
+        if (!text || drx_type_parse_value(a->type, text, (char *)a->value + k * size, &sub)) {
+            drx_attr_fini(a);
+            return bad(r, v, "attrs[%d]: value %zu: %s", i, k + 1,
+                       text ? sub.msg : "not a number in quotes");
+        }
     }
     return 0;
 }
@@ -174,17 +239,13 @@ static int parse_attr(struct xmd_reader *r, const config_setting_t *g, int i, st
 {
     const config_setting_t *f, *v;
     const char *name, *type;
-    size_t size;
     int rc = 0;
     struct drx_err sub;
 
     if (!config_setting_is_group(g))
         return bad(r, g, "attrs[%d] is not a group", i);
-    for (int k = 0; k < config_setting_length(g); k++) {
-        const char *key = config_setting_name(config_setting_get_elem(g, (unsigned)k));
-        if (strcmp(key, "name") && strcmp(key, "type") && strcmp(key, "value"))
-            return bad(r, g, "attrs[%d]: unknown setting '%s'", i, key);
-    }
+    if ((rc = attr_keys(r, g, i)))
+        return rc;
     if (!(f = need(r, g, "name", CONFIG_TYPE_STRING, &rc)))
         return rc;
     name = config_setting_get_string(f);
@@ -206,38 +267,99 @@ static int parse_attr(struct xmd_reader *r, const config_setting_t *g, int i, st
                    type);
     if (!(v = need(r, g, "value", CONFIG_TYPE_ARRAY, &rc)))
         return rc;
-    size = drx_type_size(a->type);
-    if (config_setting_length(v) < 1 ||
-        (size_t)config_setting_length(v) * size > DRX_MAX_ATTR_BYTES)
-        return bad(r, v, "attrs[%d]: %d numbers (1..%zu allowed)", i, config_setting_length(v),
-                   DRX_MAX_ATTR_BYTES / size);
-    a->n = (size_t)config_setting_length(v);
-    if (!(a->name = strdup(name)) || !(a->value = malloc(a->n * size))) {
-        drx_attr_fini(a);
-        return drx_err_set(r->err, ENOMEM, "out of memory");
-    }
-    for (size_t k = 0; k < a->n; k++) {
-        const char *text = config_setting_get_string_elem(v, (unsigned)k);
-        if (!text || drx_type_parse_value(a->type, text, (char *)a->value + k * size, &sub)) {
-            drx_attr_fini(a);
-            return bad(r, v, "attrs[%d]: value %zu: %s", i, k + 1,
-                       text ? sub.msg : "not a number in quotes");
-        }
+    return attr_numbers(r, v, i, name, a);
+}
+
+/* Each checker below takes the setting of its key (present, of the
+ * table's type) and fills its part of m; the table gives their order,
+ * which is the order of dependence (rank before vectors, the history
+ * before what must agree with it). */
+typedef int xmd_key_fn(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m);
+
+static int key_version(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    (void)m;
+    r->version = config_setting_get_int(s);
+    if (r->version < 1 || r->version > DRX_XMD_VERSION)
+        return bad(r, s, "version %d is not supported (this drx reads versions 1 to %d)",
+                   r->version, DRX_XMD_VERSION);
+    return 0;
+}
+
+static int key_type(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    struct drx_err sub;
+
+    if (drx_type_parse(config_setting_get_string(s), &m->type, &sub))
+        return bad(r, s, "%s", sub.msg);
+    return 0;
+}
+
+static int key_rank(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    m->rank = config_setting_get_int(s);
+    if (m->rank < 1 || m->rank > DRX_MAX_RANK)
+        return bad(r, s, "rank %d is not in 1..%d", m->rank, DRX_MAX_RANK);
+    return 0;
+}
+
+static int key_chunk(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    return vec_of(r, s, "chunk", m->rank, m->chunk);
+}
+
+static int key_initial(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    return vec_of(r, s, "initial", m->rank, m->initial);
+}
+
+/* The bounds as written are kept aside: the history decides them.  With
+ * chunk and initial known, the sizes and the initial map follow. */
+static int key_bounds(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    struct drx_err sub;
+    int rc = vec_of(r, s, "bounds", m->rank, r->stored_bounds);
+
+    if (rc)
+        return rc;
+    if (drx_xmd_derive(m, &sub))
+        return bad(r, config_setting_get_member(r->root, "chunk"), "%s", sub.msg);
+    memcpy(m->bounds, m->initial, sizeof m->bounds);
+    return 0;
+}
+
+static int key_dims(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    if (config_setting_length(s) != m->rank)
+        return bad(r, s, "'dims' has %d entries for rank %d", config_setting_length(s), m->rank);
+    for (int i = 0; i < m->rank; i++) {
+        const char *name = config_setting_get_string_elem(s, (unsigned)i);
+        if (!name)
+            return bad(r, s, "dims[%d] is not a string", i);
+        if (name[0] && !drx_array_dim_name_valid(name))
+            return bad(r, s, "dims[%d] '%.80s' is not a valid dimension name", i, name);
+        for (int j = 0; j < i; j++)
+            if (name[0] && strcmp(name, m->dim_name[j]) == 0)
+                return bad(r, s, "dimension name '%s' is used twice", name);
+        strcpy(m->dim_name[i], name);
     }
     return 0;
 }
 
-/* The optional attrs list: every attribute valid, no name twice. */
-static int parse_attrs(struct xmd_reader *r, const config_setting_t *root, struct drx_array_meta *m)
+static int key_fill(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
 {
-    const config_setting_t *s = config_setting_get_member(root, "attrs");
-    int n, rc;
+    struct drx_err sub;
 
-    if (!s)
-        return 0;
-    if (config_setting_type(s) != CONFIG_TYPE_LIST)
-        return bad(r, s, "'attrs' is not a list ( ... )");
-    n = config_setting_length(s);
+    if (drx_type_parse_value(m->type, config_setting_get_string(s), m->fill, &sub))
+        return bad(r, s, "fill: %s", sub.msg);
+    return 0;
+}
+
+/* The optional attrs list: every attribute valid, no name twice. */
+static int key_attrs(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    int n = config_setting_length(s), rc;
+
     if (n > DRX_MAX_ATTRS)
         return bad(r, s, "%d attributes (at most %d)", n, DRX_MAX_ATTRS);
     if (n == 0)
@@ -256,164 +378,381 @@ static int parse_attrs(struct xmd_reader *r, const config_setting_t *root, struc
     return 0;
 }
 
-static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta *m)
+/* history[i]: one growth, replayed onto m. */
+static int history_rec(struct xmd_reader *r, const config_setting_t *h, int i,
+                       struct drx_array_meta *m)
 {
-    const config_setting_t *root = config_root_setting(cfg), *s;
-    struct drx_map stored;
-    uint64_t u;
-    int rc = 0;
+    const config_setting_t *f;
+    uint64_t from, to;
+    int dim, rc = 0;
     struct drx_err sub;
 
-    memset(&stored, 0, sizeof stored);
-    if (!(s = need(r, root, "version", CONFIG_TYPE_INT, &rc)))
+    if (!config_setting_is_group(h))
+        return bad(r, h, "history[%d] is not a group", i);
+    if (!(f = need(r, h, "dim", CONFIG_TYPE_INT, &rc)))
         return rc;
-    if (config_setting_get_int(s) != XMD_VERSION)
-        return bad(r, s, "version %d is not supported (this drx reads version %d)",
-                   config_setting_get_int(s), XMD_VERSION);
-    if (!(s = need(r, root, "type", CONFIG_TYPE_STRING, &rc)))
+    dim = config_setting_get_int(f);
+    if (dim < 0 || dim >= m->rank)
+        return bad(r, f, "history[%d]: dimension %d out of range", i, dim);
+    if ((rc = member_u64(r, h, "from", &from)) || (rc = member_u64(r, h, "to", &to)))
         return rc;
-    if (drx_type_parse(config_setting_get_string(s), &m->type, &sub))
-        return bad(r, s, "%s", sub.msg);
-    if (!(s = need(r, root, "rank", CONFIG_TYPE_INT, &rc)))
-        return rc;
-    m->rank = config_setting_get_int(s);
-    if (m->rank < 1 || m->rank > DRX_MAX_RANK)
-        return bad(r, s, "rank %d is not in 1..%d", m->rank, DRX_MAX_RANK);
-    if ((rc = get_vec(r, root, "chunk", m->rank, m->chunk)) ||
-        (rc = get_vec(r, root, "initial", m->rank, m->initial)) ||
-        (rc = get_vec(r, root, "bounds", m->rank, m->bounds)))
-        return rc;
-    if (drx_xmd_derive(m, &sub)) {
-        s = config_setting_get_member(root, "chunk");
-        return bad(r, s, "%s", sub.msg);
-    }
+    if (from != m->bounds[dim] || to <= from)
+        return bad(r, h,
+                   "history[%d]: growth %" PRIu64 "->%" PRIu64 " does not follow extent %" PRIu64,
+                   i, from, to, m->bounds[dim]);
+    if (drx_xmd_grow(m, dim, to, &sub))
+        return bad(r, h, "history[%d]: %s", i, sub.msg);
+    if (drx_xmd_history_add(m, dim, from, to))
+        return drx_err_set(r->err, ENOMEM, "out of memory");
+    return 0;
+}
 
-    if (!(s = need(r, root, "dims", CONFIG_TYPE_ARRAY, &rc)))
-        return rc;
-    if (config_setting_length(s) != m->rank)
-        return bad(r, s, "'dims' has %d entries for rank %d", config_setting_length(s), m->rank);
-    for (int i = 0; i < m->rank; i++) {
-        const char *name = config_setting_get_string_elem(s, (unsigned)i);
-        if (!name)
-            return bad(r, s, "dims[%d] is not a string", i);
-        if (name[0] && !drx_array_dim_name_valid(name))
-            return bad(r, s, "dims[%d] '%.80s' is not a valid dimension name", i, name);
-        for (int j = 0; j < i; j++)
-            if (name[0] && strcmp(name, m->dim_name[j]) == 0)
-                return bad(r, s, "dimension name '%s' is used twice", name);
-        strcpy(m->dim_name[i], name);
-    }
+/* The history decides the map; the stored axial vectors and counts must
+ * agree with it, so a tampered file cannot send F* outside the .xta. */
+static int key_history(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    int rc;
 
-    if (!(s = need(r, root, "fill", CONFIG_TYPE_STRING, &rc)))
-        return rc;
-    if (drx_type_parse_value(m->type, config_setting_get_string(s), m->fill, &sub))
-        return bad(r, s, "fill: %s", sub.msg);
-    if ((rc = parse_attrs(r, root, m)))
-        return rc;
+    for (int i = 0; i < config_setting_length(s); i++)
+        if ((rc = history_rec(r, config_setting_get_elem(s, (unsigned)i), i, m)))
+            return rc;
+    if (memcmp(r->stored_bounds, m->bounds, sizeof(uint64_t) * (size_t)m->rank))
+        return bad(r, config_setting_get_member(r->root, "bounds"),
+                   "bounds do not match the extension history");
+    return 0;
+}
 
-    /* The history decides the map; the stored axial vectors and counts must
-     * agree with it, so a tampered file cannot send F* outside the .xta. */
-    if (!(s = need(r, root, "history", CONFIG_TYPE_LIST, &rc)))
-        return rc;
-    {
-        uint64_t stored_bounds[DRX_MAX_RANK];
-        const config_setting_t *hist = s;
-        memcpy(stored_bounds, m->bounds, sizeof stored_bounds);
-        memcpy(m->bounds, m->initial, sizeof m->bounds);
-        for (int i = 0; i < config_setting_length(hist); i++) {
-            const config_setting_t *h = config_setting_get_elem(hist, (unsigned)i), *f;
-            uint64_t from, to;
-            int dim;
-            if (!config_setting_is_group(h))
-                return bad(r, h, "history[%d] is not a group", i);
-            if (!(f = need(r, h, "dim", CONFIG_TYPE_INT, &rc)))
-                return rc;
-            dim = config_setting_get_int(f);
-            if (dim < 0 || dim >= m->rank)
-                return bad(r, f, "history[%d]: dimension %d out of range", i, dim);
-            if (!(f = need(r, h, "from", CONFIG_TYPE_INT64, &rc)) ||
-                (rc = get_u64(r, f, "from", &from)))
-                return rc;
-            if (!(f = need(r, h, "to", CONFIG_TYPE_INT64, &rc)) || (rc = get_u64(r, f, "to", &to)))
-                return rc;
-            if (from != m->bounds[dim] || to <= from)
-                return bad(r, h,
-                           "history[%d]: growth %" PRIu64 "->%" PRIu64
-                           " does not follow extent %" PRIu64,
-                           i, from, to, m->bounds[dim]);
-            if (drx_xmd_grow(m, dim, to, &sub) || drx_xmd_history_add(m, dim, from, to))
-                return bad(r, h, "history[%d]: %s", i, sub.msg);
-        }
-        if (memcmp(stored_bounds, m->bounds, sizeof(uint64_t) * (size_t)m->rank))
-            return bad(r, config_setting_get_member(root, "bounds"),
-                       "bounds do not match the extension history");
-    }
+static int key_chunk_count(struct xmd_reader *r, const config_setting_t *s,
+                           struct drx_array_meta *m)
+{
+    uint64_t u = 0;
+    int rc = get_u64(r, s, "chunk_count", &u);
 
-    if (!(s = need(r, root, "chunk_count", CONFIG_TYPE_INT64, &rc)) ||
-        (rc = get_u64(r, s, "chunk_count", &u)))
+    if (rc)
         return rc;
     if (u != m->map.nchunks)
         return bad(r, s,
                    "chunk_count %" PRIu64 " does not match the extension history (%" PRIu64 ")", u,
                    m->map.nchunks);
+    return 0;
+}
 
-    if (!(s = need(r, root, "axial", CONFIG_TYPE_LIST, &rc)))
+/* axial[j][i] must be the record the history gave. */
+static int axial_rec(struct xmd_reader *r, const config_setting_t *g, int j, int i,
+                     const struct drx_array_meta *m)
+{
+    const struct drx_axial_rec *want = &m->map.vec[j].rec[i];
+    const config_setting_t *f;
+    uint64_t start = 0, coef[DRX_MAX_RANK];
+    int rc = 0;
+
+    if (!config_setting_is_group(g))
+        return bad(r, g, "axial[%d][%d] is not a record", j, i);
+    if ((rc = member_u64(r, g, "start", &start)))
         return rc;
+    if (!(f = need(r, g, "addr", CONFIG_TYPE_INT64, &rc)))
+        return rc;
+    if ((rc = get_vec(r, g, "coef", m->rank, coef)))
+        return rc;
+    if (start != want->start || config_setting_get_int64(f) != want->addr ||
+        memcmp(coef, want->coef, sizeof(uint64_t) * (size_t)m->rank))
+        return bad(r, g, "axial[%d][%d] does not match the extension history", j, i);
+    return 0;
+}
+
+static int key_axial(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    int rc;
+
     if (config_setting_length(s) != m->rank)
         return bad(r, s, "'axial' has %d vectors for rank %d", config_setting_length(s), m->rank);
-    stored.rank = m->rank;
-    stored.nchunks = m->map.nchunks;
-    stored.last_dim = m->map.last_dim;
-    memcpy(stored.bound, m->map.bound, sizeof stored.bound);
-    for (int j = 0; j < m->rank && rc == 0; j++) {
+    for (int j = 0; j < m->rank; j++) {
         const config_setting_t *vec = config_setting_get_elem(s, (unsigned)j);
-        if (config_setting_type(vec) != CONFIG_TYPE_LIST) {
-            rc = bad(r, vec, "axial[%d] is not a list", j);
-            break;
-        }
-        if ((size_t)config_setting_length(vec) != m->map.vec[j].n) {
-            rc = bad(r, vec, "axial[%d] has %d records; the extension history gives %zu", j,
-                     config_setting_length(vec), m->map.vec[j].n);
-            break;
-        }
-        for (int i = 0; i < config_setting_length(vec) && rc == 0; i++) {
-            const config_setting_t *g = config_setting_get_elem(vec, (unsigned)i), *f;
-            const struct drx_axial_rec *want = &m->map.vec[j].rec[i];
-            uint64_t coef[DRX_MAX_RANK];
-            long long addr;
-            if (!config_setting_is_group(g) || !(f = need(r, g, "start", CONFIG_TYPE_INT64, &rc)) ||
-                (rc = get_u64(r, f, "start", &u)))
-                rc = rc ? rc : bad(r, g, "axial[%d][%d] is not a record", j, i);
-            else if (!(f = need(r, g, "addr", CONFIG_TYPE_INT64, &rc)))
-                ;
-            else if ((addr = config_setting_get_int64(f)),
-                     (rc = get_vec(r, g, "coef", m->rank, coef)))
-                ;
-            else if (u != want->start || addr != want->addr ||
-                     memcmp(coef, want->coef, sizeof(uint64_t) * (size_t)m->rank))
-                rc = bad(r, g, "axial[%d][%d] does not match the extension history", j, i);
-        }
+        if (config_setting_type(vec) != CONFIG_TYPE_LIST)
+            return bad(r, vec, "axial[%d] is not a list", j);
+        if ((size_t)config_setting_length(vec) != m->map.vec[j].n)
+            return bad(r, vec, "axial[%d] has %d records; the extension history gives %zu", j,
+                       config_setting_length(vec), m->map.vec[j].n);
+        for (int i = 0; i < config_setting_length(vec); i++)
+            if ((rc = axial_rec(r, config_setting_get_elem(vec, (unsigned)i), j, i, m)))
+                return rc;
     }
+    return 0;
+}
+
+static const struct xmd_key {
+    const char *name;
+    int type; /* CONFIG_TYPE_*; INT64 takes INT too */
+    bool optional;
+    xmd_key_fn *check;
+} xmd_keys[] = {
+    {"version", CONFIG_TYPE_INT, false, key_version},
+    {"type", CONFIG_TYPE_STRING, false, key_type},
+    {"rank", CONFIG_TYPE_INT, false, key_rank},
+    {"chunk", CONFIG_TYPE_ARRAY, false, key_chunk},
+    {"initial", CONFIG_TYPE_ARRAY, false, key_initial},
+    {"bounds", CONFIG_TYPE_ARRAY, false, key_bounds},
+    {"dims", CONFIG_TYPE_ARRAY, false, key_dims},
+    {"fill", CONFIG_TYPE_STRING, false, key_fill},
+    {"attrs", CONFIG_TYPE_LIST, true, key_attrs},
+    {"history", CONFIG_TYPE_LIST, false, key_history},
+    {"chunk_count", CONFIG_TYPE_INT64, false, key_chunk_count},
+    {"axial", CONFIG_TYPE_LIST, false, key_axial},
+};
+
+static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta *m)
+{
+    int rc;
+
+    r->root = config_root_setting(cfg);
+    for (size_t k = 0; k < sizeof xmd_keys / sizeof xmd_keys[0]; k++) {
+        const struct xmd_key *key = &xmd_keys[k];
+        const config_setting_t *s = config_setting_get_member(r->root, key->name);
+        if (!s && key->optional)
+            continue;
+        if (!s)
+            return bad(r, NULL, "missing '%s'", key->name);
+        if (!type_fits(config_setting_type(s), key->type))
+            return key->type == CONFIG_TYPE_LIST && key->optional
+                       ? bad(r, s, "'%s' is not a list ( ... )", key->name)
+                       : bad(r, s, "'%s' has the wrong type", key->name);
+        if ((rc = key->check(r, s, m)))
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- reading the .xmd: the growth records after it ---- */
+
+/* "#+ grow dim=D from=N to=N chunk_count=N": the text of one growth,
+ * newline included, in buf; its length (< len), or -ENAMETOOLONG. */
+int drx_xmd_grow_line(char *buf, size_t len, int dim, uint64_t from, uint64_t to, uint64_t nchunks)
+{
+    int n = snprintf(buf, len,
+                     "%sdim=%d from=%" PRIu64 " to=%" PRIu64 " chunk_count=%" PRIu64 "\n",
+                     DRX_XMD_GROW, dim, from, to, nchunks);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
+}
+
+/* p past the literal word, or NULL. */
+static const char *lit(const char *p, const char *end, const char *word)
+{
+    size_t n = strlen(word);
+    return p && (size_t)(end - p) >= n && memcmp(p, word, n) == 0 ? p + n : NULL;
+}
+
+/* p past a decimal number (digits only, at most 19: below 2^63), or NULL. */
+static const char *dec(const char *p, const char *end, uint64_t *v)
+{
+    const char *start = p;
+
+    *v = 0;
+    if (!p)
+        return NULL;
+    while (p < end && *p >= '0' && *p <= '9' && p - start < 19)
+        *v = *v * 10 + (uint64_t)(*p++ - '0');
+    return p == start || (p < end && *p >= '0' && *p <= '9') ? NULL : p;
+}
+
+int drx_xmd_grown_chunks(const struct drx_array_meta *m, int dim, uint64_t to, uint64_t *n)
+{
+    uint64_t ne = 1, nb = (to - 1) / m->chunk[dim] + 1, others = 1, added;
+
+    for (int i = 0; i < m->rank; i++)
+        if (__builtin_mul_overflow(ne, i == dim ? to : m->bounds[i], &ne) ||
+            ne > DRX_ARRAY_MAX_ELEMS)
+            return -EFBIG;
+    *n = m->map.nchunks;
+    if (nb <= m->map.bound[dim])
+        return 0;
+    for (int j = 0; j < m->rank; j++)
+        if (j != dim && __builtin_mul_overflow(others, m->map.bound[j], &others))
+            return -EFBIG;
+    if (__builtin_mul_overflow(others, nb - m->map.bound[dim], &added) ||
+        __builtin_add_overflow(*n, added, n) || *n > (uint64_t)INT64_MAX)
+        return -EFBIG;
+    return 0;
+}
+
+/* One growth record, the line [p, end) without its newline, checked
+ * against m and applied to it: nothing changes when it does not fit. */
+static int grow_record(const char *file, unsigned line, const char *p, const char *end,
+                       struct drx_array_meta *m, struct drx_err *err)
+{
+    uint64_t d, from, to, count, want;
+    const char *q = lit(p, end, DRX_XMD_GROW);
+    struct drx_err sub;
+
+    q = dec(lit(q, end, "dim="), end, &d);
+    q = dec(lit(q, end, " from="), end, &from);
+    q = dec(lit(q, end, " to="), end, &to);
+    q = dec(lit(q, end, " chunk_count="), end, &count);
+    if (q != end)
+        return drx_err_set(err, EINVAL,
+                           "%s:%u: not a growth record (#+ grow dim=D from=N to=N chunk_count=N)",
+                           file, line);
+    if (d >= (uint64_t)m->rank)
+        return drx_err_set(err, EINVAL, "%s:%u: growth of dimension %" PRIu64 " (rank %d)", file,
+                           line, d, m->rank);
+    if (from != m->bounds[d] || to <= from)
+        return drx_err_set(err, EINVAL,
+                           "%s:%u: growth %" PRIu64 "->%" PRIu64 " does not follow extent %" PRIu64,
+                           file, line, from, to, m->bounds[d]);
+    if (drx_xmd_grown_chunks(m, (int)d, to, &want))
+        return drx_err_set(err, EINVAL, "%s:%u: the array would have more than 2^59 elements",
+                           file, line);
+    if (count != want)
+        return drx_err_set(err, EINVAL,
+                           "%s:%u: chunk_count %" PRIu64 " does not match the growth (%" PRIu64
+                           ")",
+                           file, line, count, want);
+    if (drx_xmd_grow(m, (int)d, to, &sub))
+        return drx_err_set(err, EINVAL, "%s:%u: %s", file, line, sub.msg);
+    if (drx_xmd_history_add(m, (int)d, from, to))
+        return drx_err_set(err, ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Takes the whole growth records of text[0..len), which starts at offset
+ * pos->end of the file, line pos->line + 1: each is applied to m and
+ * advances pos.  What follows the last newline is a record an extension
+ * was writing when it stopped (pos->torn): left alone.  The count of
+ * records taken, or -errno (pos at the bad one). */
+static int take_records(const char *file, const char *text, size_t len, struct drx_xmd_pos *pos,
+                        struct drx_array_meta *m, struct drx_err *err)
+{
+    size_t i = 0;
+    int taken = 0, rc;
+
+    while (i < len) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        if (!nl)
+            break;
+        if (pos->version < 2)
+            return drx_err_set(err, EINVAL, "%s:%u: growth records need version 2", file,
+                               pos->line + 1);
+        if ((rc = grow_record(file, pos->line + 1, text + i, nl, m, err)))
+            return rc;
+        pos->end += (uint64_t)(nl - (text + i)) + 1;
+        i = (size_t)(nl - text) + 1;
+        pos->line++;
+        taken++;
+    }
+    pos->torn = len - i;
+    return taken;
+}
+
+/* Length of the libconfig part of text: up to the first line that is a
+ * growth record, or, without one, up to a last line without newline that
+ * starts with '#' (the first record, cut short), else all of it. */
+static size_t base_length(const char *text, size_t len)
+{
+    const char *last;
+
+    if (len >= 2 && memcmp(text, "#+", 2) == 0)
+        return 0;
+    for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))); p++)
+        if ((size_t)(text + len - p) > 2 && p[1] == '#' && p[2] == '+')
+            return (size_t)(p - text) + 1;
+    if (len == 0 || text[len - 1] == '\n')
+        return len;
+    last = memrchr(text, '\n', len);
+    last = last ? last + 1 : text;
+    return *last == '#' ? (size_t)(last - text) : len;
+}
+
+static unsigned count_lines(const char *text, size_t len)
+{
+    unsigned n = 0;
+    for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))); p++)
+        n++;
+    return n;
+}
+
+/* The libconfig part text[0..len) into m. */
+static int parse_base(const char *file, char *text, size_t len, struct drx_array_meta *m,
+                      int *version, struct drx_err *err)
+{
+    struct xmd_reader r = {.file = file, .err = err};
+    char keep = text[len];
+    config_t cfg;
+    int rc;
+
+    text[len] = '\0'; /* libconfig reads up to a NUL */
+    rc = drx_cfgfile_parse(text, len, file, 0, &cfg, NULL, err);
+    text[len] = keep;
+    if (rc < 0)
+        return rc;
+    rc = parse_meta(&r, &cfg, m);
+    config_destroy(&cfg);
+    *version = r.version;
+    return rc;
+}
+
+int drx_xmd_read(const char *xmd_path, struct drx_array_meta *m, struct drx_xmd_pos *pos, int *fdp,
+                 struct drx_err *err)
+{
+    struct drx_cfgfile cf;
+    size_t base;
+    int rc;
+
+    memset(m, 0, sizeof *m);
+    memset(pos, 0, sizeof *pos);
+    /* Never a symlink, a FIFO or an @include: the daemon reads .xmd files
+     * users can write, as root. */
+    rc = drx_cfgfile_slurp(AT_FDCWD, xmd_path, xmd_path, DRX_CFGFILE_APPENDS, DRX_XMD_MAX_BYTES,
+                           &cf, fdp, NULL, err);
+    if (rc < 0)
+        return rc;
+    base = base_length(cf.text, cf.len);
+    rc = parse_base(xmd_path, cf.text, base, m, &pos->version, err);
+    pos->end = base;
+    pos->line = count_lines(cf.text, base);
+    pos->st = cf.st;
+    if (rc == 0)
+        rc = take_records(xmd_path, cf.text + base, cf.len - base, pos, m, err);
+    pos->appendable = pos->version >= 2 && (pos->end == 0 || cf.text[pos->end - 1] == '\n');
+    free(cf.text);
+    if (rc < 0) {
+        drx_array_meta_fini(m);
+        if (fdp)
+            close(*fdp);
+        return rc;
+    }
+    return 0;
+}
+
+int drx_xmd_catch_up(int fd, const char *xmd_path, uint64_t size, struct drx_array_meta *m,
+                     struct drx_xmd_pos *pos, struct drx_err *err)
+{
+    size_t n;
+    char *buf;
+    int rc;
+
+    if (size < pos->end || !pos->appendable)
+        return -ESTALE; /* not appended to: read it all again */
+    if (size > DRX_XMD_MAX_BYTES)
+        return drx_err_set(err, EFBIG, "%s: more than %zu bytes (refused)", xmd_path,
+                           DRX_XMD_MAX_BYTES);
+    n = (size_t)(size - pos->end);
+    if (n == pos->torn)
+        return 0;
+    if (!(buf = malloc(n ? n : 1)))
+        return drx_err_set(err, ENOMEM, "out of memory");
+    rc = drx_io_pread_all(fd, buf, n, pos->end);
+    if (rc < 0)
+        rc = rc == -EIO ? -ESTALE : drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+    else
+        rc = take_records(xmd_path, buf, n, pos, m, err);
+    free(buf);
     return rc;
 }
 
 int drx_array_meta_load(const char *xmd_path, struct drx_array_meta *m, struct drx_err *err)
 {
-    struct xmd_reader r = {xmd_path, err};
-    struct drx_cfgfile cf;
-    int rc;
+    struct drx_xmd_pos pos;
 
-    memset(m, 0, sizeof *m);
-    /* Never a symlink, a FIFO or an @include: the daemon reads .xmd files
-     * users can write, as root. */
-    rc = drx_cfgfile_read(AT_FDCWD, xmd_path, xmd_path, 0, DRX_XMD_MAX_BYTES, &cf, NULL, err);
-    if (rc < 0)
-        return rc;
-    rc = parse_meta(&r, &cf.cfg, m);
-    drx_cfgfile_fini(&cf);
-    if (rc)
-        drx_array_meta_fini(m);
-    return rc;
+    return drx_xmd_read(xmd_path, m, &pos, NULL, err);
 }
 
 /* ---- writing the .xmd ---- */
@@ -477,7 +816,7 @@ static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
 
     drx_type_format_value(m->type, m->fill, fill, sizeof fill);
     fprintf(f, "# drx extendible array metadata; format in drxfs's README (\"The .xmd file\").\n");
-    fprintf(f, "version = %d;\ntype = \"%s\";\nrank = %d;\n", XMD_VERSION, drx_type_name(m->type),
+    fprintf(f, "version = %d;\ntype = \"%s\";\nrank = %d;\n", DRX_XMD_VERSION, drx_type_name(m->type),
             m->rank);
     put_vec(f, "chunk", m->rank, m->chunk, ";\n");
     put_vec(f, "bounds", m->rank, m->bounds, ";\n");

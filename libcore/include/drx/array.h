@@ -119,6 +119,18 @@ int drx_array_check_links(const struct drx_array *a, struct drx_err *err);
  * -errno with a message in err.  For drx fsck --repair. */
 int drx_array_unshare(const char *path, struct drx_err *err);
 
+/* A growth record that an extension was appending to the .xmd of the
+ * array at path (no suffix) when it was killed, left cut short at the
+ * file's end: its length in bytes (0: none; readers ignore it and the next
+ * extension cuts it off), or -errno with a message (the .xmd is bad).  For
+ * drx fsck. */
+long long drx_array_torn_record(const char *path, struct drx_err *err);
+
+/* Cuts such a record off, under the extend lock: 1 when it did, 0 when
+ * there was none, -EWOULDBLOCK when an extension holds the lock, or
+ * -errno.  For drx fsck --repair. */
+int drx_array_cut_torn_record(const char *path, struct drx_err *err);
+
 /* True when path (no suffix) has an .xmd file. */
 bool drx_array_exists(const char *path);
 
