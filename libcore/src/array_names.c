@@ -74,91 +74,142 @@ static bool same_inode(const struct stat *a, const struct stat *b)
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* The four names of a rename, each checked as one path component. */
+struct rename_names {
+    char ox[NAME_MAX + 1], om[NAME_MAX + 1], nx[NAME_MAX + 1], nm[NAME_MAX + 1];
+};
+
+static int rename_names(struct rename_names *n, const char *oname, const char *nname,
+                        struct drx_err *err)
+{
+    int rc;
+
+    if ((rc = component(n->ox, oname, ".xta", err)) || (rc = component(n->om, oname, ".xmd", err)) ||
+        (rc = component(n->nx, nname, ".xta", err)) || (rc = component(n->nm, nname, ".xmd", err)))
+        return rc;
+    return 0;
+}
+
+/* Opens OLD.xta (a regular file, *xst its stat) and takes the extend
+ * lock on it: no extension runs while the chunks have two names, so the
+ * metadata they follow is one and the same throughout.  The descriptor
+ * (closing it lets go), or -errno. */
+static int rename_lock(int odfd, const char *oname, const struct rename_names *n, struct stat *xst,
+                       struct drx_err *err)
+{
+    int fd = openat(odfd, n->ox, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), rc;
+
+    if (fd < 0)
+        return errno == ENOENT ? drx_err_set(err, ENOENT, "%s: no such array", oname)
+                               : drx_err_set(err, errno, "%s: %s", n->ox, strerror(errno));
+    if (fstat(fd, xst) || !S_ISREG(xst->st_mode)) {
+        rc = drx_err_set(err, EIO, "%s is not a regular file (refused)", n->ox);
+        close(fd);
+        return rc;
+    }
+    while ((rc = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
+        ;
+    if (rc < 0) {
+        rc = drx_err_set(err, errno, "%s: lock: %s", n->ox, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+/* Under the lock: OLD is still this array and NEW is free. */
+static int rename_check(int odfd, const char *oname, int ndfd, const char *nname,
+                        const struct rename_names *n, const struct stat *xst, struct drx_err *err)
+{
+    struct stat st;
+
+    if (fstatat(odfd, n->om, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+        return drx_err_set(err, ENOENT, "%s: no such array", oname);
+    if (fstatat(odfd, n->ox, &st, AT_SYMLINK_NOFOLLOW) || !same_inode(&st, xst))
+        return drx_err_set(err, EAGAIN, "%s: replaced while being renamed; try again", n->ox);
+    if (fstatat(ndfd, n->nm, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return drx_err_set(err, ENOTEMPTY, "%s: an array of that name exists", nname);
+    return 0;
+}
+
+/* Links NEW.xta to the chunks: 1 when linked, 0 when an interrupted
+ * rename of this array left it already, or -errno. */
+static int rename_link(int odfd, int ndfd, const struct rename_names *n, const struct stat *xst,
+                       struct drx_err *err)
+{
+    struct stat st;
+
+    if (linkat(odfd, n->ox, ndfd, n->nx, 0) == 0)
+        return 1;
+    if (errno != EEXIST)
+        return drx_err_set(err, errno, "%s -> %s: %s", n->ox, n->nx, strerror(errno));
+    if (fstatat(ndfd, n->nx, &st, AT_SYMLINK_NOFOLLOW) || !same_inode(&st, xst))
+        return drx_err_set(err, EEXIST, "%s exists without %s (an orphan chunk file? see drx fsck)",
+                           n->nx, n->nm);
+    return 0;
+}
+
+/* The switch: OLD.xmd becomes NEW.xmd, never over an existing one. */
+static int rename_switch(int odfd, int ndfd, const char *nname, const struct rename_names *n,
+                         struct drx_err *err)
+{
+    int rc = renameat2(odfd, n->om, ndfd, n->nm, RENAME_NOREPLACE);
+
+    if (rc < 0 && errno == EINVAL) /* no RENAME_NOREPLACE here; checked above */
+        rc = renameat(odfd, n->om, ndfd, n->nm);
+    if (rc == 0)
+        return 0;
+    return errno == EEXIST ? drx_err_set(err, ENOTEMPTY, "%s: an array of that name exists", nname)
+                           : drx_err_set(err, errno, "%s -> %s: %s", n->om, n->nm, strerror(errno));
+}
+
+/* After the switch the array is NEW whatever happens: the rest is
+ * tidying, and its failures are logged (fsck --repair finishes it). */
+static void rename_finish(int odfd, const char *oname, int ndfd, const char *nname, bool one_dir,
+                          const struct rename_names *n)
+{
+    if (drx_io_fsync_dirfd(ndfd) < 0 || (!one_dir && drx_io_fsync_dirfd(odfd) < 0))
+        drx_log(DRX_LOG_WARNING, "rename %s -> %s: syncing the directories: %s", oname, nname,
+                strerror(errno));
+    if (unlinkat(odfd, n->ox, 0) < 0 || drx_io_fsync_dirfd(odfd) < 0)
+        drx_log(DRX_LOG_WARNING,
+                "rename %s -> %s: removing the old name %s: %s (drx fsck --repair removes it)",
+                oname, nname, n->ox, strerror(errno));
+}
+
 int drx_array_rename(int odfd, const char *oname, int ndfd, const char *nname, struct drx_err *err)
 {
-    char ox[NAME_MAX + 1], om[NAME_MAX + 1], nx[NAME_MAX + 1], nm[NAME_MAX + 1];
-    struct stat xst, st, od, nd;
-    bool linked = false, one_dir;
-    int fd = -1, rc;
+    struct rename_names n;
+    struct stat xst, od, nd;
+    bool one_dir;
+    int fd, linked = 0, rc;
 
-    if ((rc = component(ox, oname, ".xta", err)) || (rc = component(om, oname, ".xmd", err)) ||
-        (rc = component(nx, nname, ".xta", err)) || (rc = component(nm, nname, ".xmd", err)))
+    if ((rc = rename_names(&n, oname, nname, err)))
         return rc;
     if (fstatat(odfd, ".", &od, 0) || fstatat(ndfd, ".", &nd, 0))
         return drx_err_set(err, errno, "%s: %s", oname, strerror(errno));
     one_dir = same_inode(&od, &nd);
     if (one_dir && strcmp(oname, nname) == 0)
         return 0; /* rename(2) of a name onto itself */
-    fd = openat(odfd, ox, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        rc = errno == ENOENT ? drx_err_set(err, ENOENT, "%s: no such array", oname)
-                             : drx_err_set(err, errno, "%s: %s", ox, strerror(errno));
+    if ((fd = rename_lock(odfd, oname, &n, &xst, err)) < 0)
+        return fd;
+    if ((rc = rename_check(odfd, oname, ndfd, nname, &n, &xst, err)) < 0 ||
+        (rc = linked = rename_link(odfd, ndfd, &n, &xst, err)) < 0)
         goto out;
-    }
-    if (fstat(fd, &xst) || !S_ISREG(xst.st_mode)) {
-        rc = drx_err_set(err, EIO, "%s is not a regular file (refused)", ox);
-        goto out;
-    }
-    /* The extend lock: no extension runs while the chunks have two names,
-     * so the metadata they follow is one and the same throughout. */
-    while ((rc = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
-        ;
-    if (rc < 0) {
-        rc = drx_err_set(err, errno, "%s: lock: %s", ox, strerror(errno));
-        goto out;
-    }
-    if (fstatat(odfd, om, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) {
-        rc = drx_err_set(err, ENOENT, "%s: no such array", oname);
-        goto out;
-    }
-    if (fstatat(odfd, ox, &st, AT_SYMLINK_NOFOLLOW) || !same_inode(&st, &xst)) {
-        rc = drx_err_set(err, EAGAIN, "%s: replaced while being renamed; try again", ox);
-        goto out;
-    }
-    if (fstatat(ndfd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        rc = drx_err_set(err, ENOTEMPTY, "%s: an array of that name exists", nname);
-        goto out;
-    }
-    if (linkat(odfd, ox, ndfd, nx, 0) == 0) {
-        linked = true;
-    } else if (errno != EEXIST) {
-        rc = drx_err_set(err, errno, "%s -> %s: %s", ox, nx, strerror(errno));
-        goto out;
-    } else if (fstatat(ndfd, nx, &st, AT_SYMLINK_NOFOLLOW) || !same_inode(&st, &xst)) {
-        rc = drx_err_set(err, EEXIST, "%s exists without %s (an orphan chunk file? see drx fsck)",
-                         nx, nm);
-        goto out;
-    } /* else: the new name from an interrupted rename of this array; go on */
     /* The new name of the chunks is durable before the switch can be. */
-    if ((rc = drx_io_fsync_dirfd(ndfd)) < 0) {
-        drx_err_set(err, -rc, "%s: syncing its directory: %s", nx, strerror(-rc));
-        goto undo;
-    }
-    rc = renameat2(odfd, om, ndfd, nm, RENAME_NOREPLACE);
-    if (rc < 0 && errno == EINVAL) /* no RENAME_NOREPLACE here; checked above */
-        rc = renameat(odfd, om, ndfd, nm);
+    if ((rc = drx_io_fsync_dirfd(ndfd)) < 0)
+        drx_err_set(err, -rc, "%s: syncing its directory: %s", n.nx, strerror(-rc));
+    else
+        rc = rename_switch(odfd, ndfd, nname, &n, err);
     if (rc < 0) {
-        rc = errno == EEXIST
-                 ? drx_err_set(err, ENOTEMPTY, "%s: an array of that name exists", nname)
-                 : drx_err_set(err, errno, "%s -> %s: %s", om, nm, strerror(errno));
-        goto undo;
+        if (linked > 0)
+            unlinkat(ndfd, n.nx, 0);
+        goto out;
     }
-    /* Switched: from here on the array is nname whatever happens. */
-    if (drx_io_fsync_dirfd(ndfd) < 0 || (!one_dir && drx_io_fsync_dirfd(odfd) < 0))
-        drx_log(DRX_LOG_WARNING, "rename %s -> %s: syncing the directories: %s", oname, nname,
-                strerror(errno));
-    if (unlinkat(odfd, ox, 0) < 0 || drx_io_fsync_dirfd(odfd) < 0)
-        drx_log(DRX_LOG_WARNING,
-                "rename %s -> %s: removing the old name %s: %s (drx fsck --repair removes it)",
-                oname, nname, ox, strerror(errno));
+    rename_finish(odfd, oname, ndfd, nname, one_dir, &n);
     rc = 0;
-    goto out;
-undo:
-    if (linked)
-        unlinkat(ndfd, nx, 0);
 out:
-    if (fd >= 0)
-        close(fd); /* and the lock with it */
+    close(fd); /* and the lock with it */
     return rc;
 }
 
