@@ -290,6 +290,40 @@ out:
     return rc;
 }
 
+int drx_array_trim_uncommitted(const char *path, uint64_t *committed, long long *len)
+{
+    struct drx_array *a = drx_array_alloc(path, DRX_RDWR);
+    struct drx_err err;
+    struct stat st;
+    int rc;
+
+    if (!a)
+        return -ENOMEM;
+    a->xta_fd = open(a->xta_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (a->xta_fd < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (flock(a->xta_fd, LOCK_EX | LOCK_NB) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if ((rc = drx_array_reread(a, &err)) < 0)
+        goto out;
+    *committed = a->meta.map.nchunks * a->meta.chunk_bytes;
+    if (fstat(a->xta_fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+        rc = -EIO; /* as drx_array_open: never cut a file linked elsewhere */
+        goto out;
+    }
+    *len = (long long)st.st_size;
+    rc = 0;
+    if ((uint64_t)st.st_size > *committed)
+        rc = ftruncate(a->xta_fd, (off_t)*committed) < 0 ? -errno : 1;
+out:
+    drx_array_close(a); /* and the lock with it */
+    return rc;
+}
+
 /* ---- attributes ---- */
 
 const struct drx_attr *drx_array_attr_get(const struct drx_array_meta *m, const char *name)

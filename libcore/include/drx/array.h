@@ -131,6 +131,17 @@ long long drx_array_torn_record(const char *path, struct drx_err *err);
  * -errno.  For drx fsck --repair. */
 int drx_array_cut_torn_record(const char *path, struct drx_err *err);
 
+/* Cuts the .xta of the array at path (no suffix) to what its metadata
+ * commits, under the extend lock: drx_array_extend holds it while it
+ * writes chunks past the committed count and until its growth record
+ * names them, so those are not leftovers; the metadata is read again
+ * under it.  1 when trimmed, 0 when nothing is to trim (any more),
+ * -EWOULDBLOCK when an extension holds the lock, -EIO for an .xta with
+ * other names (never cut), or -errno.  *committed and *len get the
+ * committed bytes and the .xta's length found under the lock.  For drx
+ * fsck --repair. */
+int drx_array_trim_uncommitted(const char *path, uint64_t *committed, long long *len);
+
 /* True when path (no suffix) has an .xmd file. */
 bool drx_array_exists(const char *path);
 
