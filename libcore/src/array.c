@@ -135,75 +135,77 @@ struct drx_array *drx_array_alloc(const char *path, int mode)
     return a;
 }
 
-int drx_array_create(const char *path, const struct drx_array_spec *spec, struct drx_array **out,
-                     struct drx_err *err)
+/* The metadata of a new array from what `drx create` asks for. */
+static int meta_from_spec(struct drx_array_meta *m, const struct drx_array_spec *spec,
+                          struct drx_err *err)
 {
-    struct drx_array *a = drx_array_alloc(path, DRX_RDWR);
-    struct drx_array_meta *m;
-    struct stat st;
     int rc;
 
-    *out = NULL;
-    if (!a)
-        return drx_err_set(err, ENOMEM, "out of memory");
-    m = &a->meta;
-    if (spec->rank < 1 || spec->rank > DRX_MAX_RANK) {
-        rc = drx_err_set(err, EINVAL, "rank %d is not in 1..%d", spec->rank, DRX_MAX_RANK);
-        goto fail;
-    }
-    if ((unsigned)spec->type >= DRX_NTYPES) {
-        rc = drx_err_set(err, EINVAL, "unknown element type");
-        goto fail;
-    }
+    if (spec->rank < 1 || spec->rank > DRX_MAX_RANK)
+        return drx_err_set(err, EINVAL, "rank %d is not in 1..%d", spec->rank, DRX_MAX_RANK);
+    if ((unsigned)spec->type >= DRX_NTYPES)
+        return drx_err_set(err, EINVAL, "unknown element type");
     m->type = spec->type;
     m->rank = spec->rank;
     for (int i = 0; i < m->rank; i++) {
         const char *name = spec->dim_name[i] ? spec->dim_name[i] : "";
         m->chunk[i] = spec->chunk[i];
         m->initial[i] = m->bounds[i] = spec->shape[i];
-        if (name[0] && !drx_array_dim_name_valid(name)) {
-            rc = drx_err_set(err, EINVAL,
-                             "'%.80s' is not a valid dimension name (letters, digits, _; not "
-                             "order, rep or dimN)",
-                             name);
-            goto fail;
-        }
+        if (name[0] && !drx_array_dim_name_valid(name))
+            return drx_err_set(err, EINVAL,
+                               "'%.80s' is not a valid dimension name (letters, digits, _; not "
+                               "order, rep or dimN)",
+                               name);
         for (int j = 0; j < i; j++)
-            if (name[0] && strcmp(name, m->dim_name[j]) == 0) {
-                rc = drx_err_set(err, EINVAL, "dimension name '%s' is used twice", name);
-                goto fail;
-            }
+            if (name[0] && strcmp(name, m->dim_name[j]) == 0)
+                return drx_err_set(err, EINVAL, "dimension name '%s' is used twice", name);
         strcpy(m->dim_name[i], name);
     }
-    rc = drx_xmd_derive(m, err);
-    if (rc)
-        goto fail;
+    if ((rc = drx_xmd_derive(m, err)))
+        return rc;
     if (spec->fill)
         memcpy(m->fill, spec->fill, m->elem_size);
+    return 0;
+}
 
+/* Chunks first, metadata last: a crash leaves an orphan .xta at worst. */
+static int create_files(struct drx_array *a, struct drx_err *err)
+{
+    int rc;
+
+    a->xta_fd = open(a->xta_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (a->xta_fd < 0)
+        return drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
+    rc = drx_array_fill_chunks(a->xta_fd, &a->meta, 0, a->meta.map.nchunks);
+    if (rc == 0 && fdatasync(a->xta_fd))
+        rc = -errno;
+    if (rc)
+        rc = drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
+    if (rc == 0)
+        rc = drx_xmd_write(a->xmd_path, a->xta_fd, &a->meta, err);
+    if (rc)
+        unlink(a->xta_path);
+    return rc;
+}
+
+int drx_array_create(const char *path, const struct drx_array_spec *spec, struct drx_array **out,
+                     struct drx_err *err)
+{
+    struct drx_array *a = drx_array_alloc(path, DRX_RDWR);
+    struct stat st;
+    int rc;
+
+    *out = NULL;
+    if (!a)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    if ((rc = meta_from_spec(&a->meta, spec, err)))
+        goto fail;
     if (lstat(a->xmd_path, &st) == 0 || lstat(a->xta_path, &st) == 0) {
         rc = drx_err_set(err, EEXIST, "%s: an array (or its .xmd/.xta) already exists", path);
         goto fail;
     }
-    /* Chunks first, metadata last: a crash leaves an orphan .xta at worst. */
-    a->xta_fd = open(a->xta_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (a->xta_fd < 0) {
-        rc = drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
+    if ((rc = create_files(a, err)))
         goto fail;
-    }
-    rc = drx_array_fill_chunks(a->xta_fd, m, 0, m->map.nchunks);
-    if (rc == 0 && fdatasync(a->xta_fd))
-        rc = -errno;
-    if (rc) {
-        drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
-        unlink(a->xta_path);
-        goto fail;
-    }
-    rc = drx_xmd_write(a->xmd_path, a->xta_fd, m, err);
-    if (rc) {
-        unlink(a->xta_path);
-        goto fail;
-    }
     /* the handle holds the .xmd open, as one that was opened */
     rc = drx_array_reread(a, err);
     if (rc)

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,17 +214,51 @@ out:
     return rc;
 }
 
+/* copy_file_range cannot do it here (across file systems, an old kernel,
+ * a file system without it): copy through memory. */
+static bool no_copy_range(int e)
+{
+    return e == EXDEV || e == ENOSYS || e == EINVAL || e == EOPNOTSUPP;
+}
+
+/* Copies bytes [off, end) of in to out at the same offsets: in the
+ * kernel where it can, else through *buf (allocated on first need). */
+static int copy_range(int in, int out, off_t off, off_t end, char **buf)
+{
+    static const size_t blen = (size_t)1 << 20;
+
+    while (off < end) {
+        loff_t ioff = off, ooff = off;
+        ssize_t n = copy_file_range(in, &ioff, out, &ooff, (size_t)(end - off), 0);
+        if (n < 0 && no_copy_range(errno)) {
+            size_t len = (size_t)(end - off) < blen ? (size_t)(end - off) : blen;
+            int rc;
+            if (!*buf && !(*buf = malloc(blen)))
+                return -ENOMEM;
+            if ((rc = drx_io_pread_all(in, *buf, len, (uint64_t)off)) ||
+                (rc = drx_io_pwrite_all(out, *buf, len, (uint64_t)off)))
+                return rc;
+            n = (ssize_t)len;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n <= 0) {
+            return n < 0 ? -errno : -EIO;
+        }
+        off += n;
+    }
+    return 0;
+}
+
 /* Copies size bytes of in to out, leaving holes where in has them. */
 static int copy_sparse(int in, int out, off_t size)
 {
-    static const size_t blen = (size_t)1 << 20;
     char *buf = NULL;
     off_t data = 0, hole;
     int rc = 0;
 
     if (ftruncate(out, size))
         return -errno;
-    while (data < size) {
+    while (data < size && rc == 0) {
         data = lseek(in, data, SEEK_DATA);
         if (data < 0) {
             rc = errno == ENXIO ? 0 : -errno; /* ENXIO: only a hole is left */
@@ -234,36 +269,9 @@ static int copy_sparse(int in, int out, off_t size)
             rc = -errno;
             break;
         }
-        if (hole > size)
-            hole = size;
-        for (off_t off = data; off < hole;) {
-            loff_t ioff = off, ooff = off;
-            ssize_t n = copy_file_range(in, &ioff, out, &ooff, (size_t)(hole - off), 0);
-            if (n < 0 &&
-                (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
-                size_t len = (size_t)(hole - off) < blen ? (size_t)(hole - off) : blen;
-                if (!buf && !(buf = malloc(blen))) {
-                    rc = -ENOMEM;
-                    goto out;
-                }
-                if ((rc = drx_io_pread_all(in, buf, len, (uint64_t)off)) ||
-                    (rc = drx_io_pwrite_all(out, buf, len, (uint64_t)off)))
-                    goto out;
-                n = (ssize_t)len;
-            } else if (n < 0) {
-                if (errno == EINTR)
-                    continue;
-                rc = -errno;
-                goto out;
-            } else if (n == 0) {
-                rc = -EIO;
-                goto out;
-            }
-            off += n;
-        }
+        rc = copy_range(in, out, data, hole < size ? hole : size, &buf);
         data = hole;
     }
-out:
     free(buf);
     return rc;
 }
