@@ -847,88 +847,82 @@ static int count_of(const char *text, const char *word)
     return n;
 }
 
-/* An extension appends one growth record to the .xmd; readers take the
- * records appended since they last read; a record cut short by a crash is
- * ignored and cut off by the next extension; a bad record is refused with
- * file and line. */
-static void growth_log(void)
-{
-    struct drx_array_spec spec = {.type = DRX_I16, .rank = 2, .shape = {4, 4}, .chunk = {2, 2}};
+/* The array the growth-log tests share: a writer and a reader handle. */
+struct glog {
     struct drx_array *a, *r;
+    char path[300], xmd[310];
+};
+
+/* Three extensions append three records; the reader takes them. */
+static void glog_append(struct glog *g)
+{
     struct drx_err err = {{0}};
     const struct drx_array_meta *m;
-    char path[300], xmd[310], *text, *good;
+    struct drx_array *fresh;
+    uint64_t idx[2] = {2, 3};
     size_t n, before;
+    char *text = slurp(g->xmd, &before);
     int rc;
 
-    snprintf(path, sizeof path, "%s/glog", dir);
-    snprintf(xmd, sizeof xmd, "%s.xmd", path);
-    if (drx_array_create(path, &spec, &a, &err) < 0 ||
-        drx_array_open(path, DRX_RDONLY, &r, &err) < 0) {
-        tap_ok(0, "create: %s", err.msg);
-        return;
-    }
-    text = slurp(xmd, &before);
     free(text);
-    drx_array_extend(a, 0, 2, &err);
-    drx_array_extend(a, 1, 2, &err);
-    drx_array_extend(a, 1, 1, &err);
-    text = slurp(xmd, &n);
+    drx_array_extend(g->a, 0, 2, &err);
+    drx_array_extend(g->a, 1, 2, &err);
+    drx_array_extend(g->a, 1, 1, &err);
+    text = slurp(g->xmd, &n);
     tap_ok(strstr(text, "version = 2;") && count_of(text, "\n#+ grow ") == 3 &&
                strstr(text, "#+ grow dim=0 from=4 to=6 chunk_count=6\n#+ grow dim=1 from=4 to=6 "
                             "chunk_count=9\n#+ grow dim=1 from=6 to=7 chunk_count=12\n"),
            "three extensions append three records");
     tap_ok(n - before < 3 * 64, "the file grew by the records only (%zu bytes)", n - before);
     free(text);
-    rc = drx_array_reload(r, &err);
-    m = drx_array_meta(r);
+    rc = drx_array_reload(g->r, &err);
+    m = drx_array_meta(g->r);
     tap_ok(rc == 1 && m->bounds[0] == 6 && m->bounds[1] == 7 && m->map.nchunks == 12 &&
                m->nhistory == 2 && m->history[1].from == 4 && m->history[1].to == 7,
            "a reader takes the appended records (%d: %llu x %llu, %zu growths)", rc,
            (unsigned long long)m->bounds[0], (unsigned long long)m->bounds[1], m->nhistory);
-    tap_ok(drx_array_reload(r, &err) == 0, "and nothing when nothing was appended");
-    {
-        uint64_t idx[2] = {2, 3};
-        struct drx_array *fresh;
-        drx_array_open(path, DRX_RDONLY, &fresh, &err);
-        tap_ok(drx_map_address(&drx_array_meta(fresh)->map, idx) ==
-                   drx_map_address(&m->map, idx),
-               "incremental and full reads agree on F*");
-        drx_array_close(fresh);
-    }
+    tap_ok(drx_array_reload(g->r, &err) == 0, "and nothing when nothing was appended");
+    drx_array_open(g->path, DRX_RDONLY, &fresh, &err);
+    tap_ok(drx_map_address(&drx_array_meta(fresh)->map, idx) == drx_map_address(&m->map, idx),
+           "incremental and full reads agree on F*");
+    drx_array_close(fresh);
+}
 
-    /* a record cut short: readers ignore it, the next extension cuts it */
-    good = slurp(xmd, &n);
-    append(xmd, "#+ grow dim=0 from=6 to=");
-    tap_ok(drx_array_reload(r, &err) == 0 && drx_array_meta(r)->bounds[0] == 6,
+/* A record cut short: readers ignore it, the next extension cuts it. */
+static void glog_torn(struct glog *g)
+{
+    struct drx_err err = {{0}};
+    struct drx_array_meta lm;
+    size_t n;
+    char *good = slurp(g->xmd, &n), *text;
+
+    append(g->xmd, "#+ grow dim=0 from=6 to=");
+    tap_ok(drx_array_reload(g->r, &err) == 0 && drx_array_meta(g->r)->bounds[0] == 6,
            "a record cut short is not taken: %s", err.msg);
-    {
-        struct drx_array_meta lm;
-        tap_ok(drx_array_meta_load(xmd, &lm, &err) == 0 && lm.bounds[0] == 6,
-               "nor by a full read: %s", err.msg);
-        drx_array_meta_fini(&lm);
-    }
-    tap_ok(drx_array_extend(a, 0, 1, &err) == 0, "extension after a cut-short record: %s",
+    tap_ok(drx_array_meta_load(g->xmd, &lm, &err) == 0 && lm.bounds[0] == 6,
+           "nor by a full read: %s", err.msg);
+    drx_array_meta_fini(&lm);
+    tap_ok(drx_array_extend(g->a, 0, 1, &err) == 0, "extension after a cut-short record: %s",
            err.msg);
-    text = slurp(xmd, &n);
+    text = slurp(g->xmd, &n);
     tap_ok(strncmp(text, good, strlen(good)) == 0 &&
                strcmp(text + strlen(good), "#+ grow dim=0 from=6 to=7 chunk_count=16\n") == 0,
            "it cut the partial record off and appended its own");
     free(text);
-    tap_ok(drx_array_reload(r, &err) == 1 && drx_array_meta(r)->bounds[0] == 7,
+    tap_ok(drx_array_reload(g->r, &err) == 1 && drx_array_meta(g->r)->bounds[0] == 7,
            "the reader takes it");
-    free(good);
-    good = slurp(xmd, &n);
-    append(xmd, "#");
-    tap_ok(drx_array_extend(a, 1, 1, &err) == 0 && drx_array_reload(r, &err) == 1 &&
-               drx_array_meta(r)->bounds[1] == 8,
+    append(g->xmd, "#");
+    tap_ok(drx_array_extend(g->a, 1, 1, &err) == 0 && drx_array_reload(g->r, &err) == 1 &&
+               drx_array_meta(g->r)->bounds[1] == 8,
            "a lone '#' left by a crash is cut too: %s", err.msg);
-
-    /* bad records: file and line, nothing taken */
     free(good);
-    good = slurp(xmd, &n);
-    int lines = count_of(good, "\n");
-    struct {
+}
+
+/* Bad records: file and line, nothing taken; a reader reads the file
+ * again in full once it is good. */
+static void glog_bad(struct glog *g)
+{
+    static const struct {
         const char *text, *expect;
     } cases[] = {
         {"#+ grow dim=0 from=6 to=9 chunk_count=18\n", "does not follow extent 7"},
@@ -941,56 +935,91 @@ static void growth_log(void)
         {"hello = 1;\n", "not a growth record"},
         {"#+ grow dim=0 from=7 to=1152921504606846976 chunk_count=20\n", "2^59"},
     };
+    struct drx_err err = {{0}};
+    struct drx_array_meta lm;
+    size_t n;
+    char *good = slurp(g->xmd, &n), want[64];
+    int lines = count_of(good, "\n"), rc;
+
+    snprintf(want, sizeof want, "glog.xmd:%d: ", lines + 1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char want[64];
-        spit(xmd, good);
-        append(xmd, cases[i].text);
-        snprintf(want, sizeof want, "glog.xmd:%d: ", lines + 1);
-        struct drx_array_meta lm;
-        rc = drx_array_meta_load(xmd, &lm, &err);
+        spit(g->xmd, good);
+        append(g->xmd, cases[i].text);
+        rc = drx_array_meta_load(g->xmd, &lm, &err);
         tap_ok(rc == -EINVAL && strstr(err.msg, want) && strstr(err.msg, cases[i].expect),
                "bad record %zu refused: %s", i, err.msg);
         if (rc == 0)
             drx_array_meta_fini(&lm);
     }
-    spit(xmd, good);
-    append(xmd, "#+ grow dim=0 from=7 to=9 chunk_count=20\n#+ grow dim=0 from=9 to=99 chunk_count=9\n");
-    rc = drx_array_reload(r, &err);
+    spit(g->xmd, good);
+    append(g->xmd,
+           "#+ grow dim=0 from=7 to=9 chunk_count=20\n#+ grow dim=0 from=9 to=99 chunk_count=9\n");
+    rc = drx_array_reload(g->r, &err);
     tap_ok(rc == -EINVAL && strstr(err.msg, "chunk_count 9 does not match"),
            "a reader refuses a bad record: %s", err.msg);
-    spit(xmd, good);
-    append(xmd, "#+ grow dim=0 from=7 to=9 chunk_count=20\n");
-    rc = drx_array_reload(r, &err);
-    tap_ok(rc == 1 && drx_array_meta(r)->bounds[0] == 9, "and reads the file again once it is good (%d: %s)", rc,
-           err.msg);
-    spit(xmd, good);
-    drx_array_close(r);
-    drx_array_close(a);
-    {
-        /* version 1 takes no records, and is folded into version 2 */
-        char *v1 = slurp(xmd, &n), *p = strstr(v1, "version = 2;");
-        struct drx_array_meta lm;
-        p[10] = '1';
-        spit(xmd, v1);
-        append(xmd, "#+ grow dim=0 from=7 to=9 chunk_count=20\n");
-        rc = drx_array_meta_load(xmd, &lm, &err);
-        tap_ok(rc == -EINVAL && strstr(err.msg, "need version 2"), "version 1 takes no records: %s",
-               err.msg);
-        *strstr(v1, "\n#+ grow") = '\0';
-        strcat(v1, "\n");
-        spit(xmd, v1);
-        free(v1);
-        tap_ok(drx_array_open(path, DRX_RDWR, &a, &err) == 0 &&
-                   drx_array_meta(a)->bounds[0] == 4 && drx_array_extend(a, 0, 1, &err) == 0,
-               "a version 1 file opens and extends: %s", err.msg);
-        drx_array_close(a);
-        v1 = slurp(xmd, &n);
-        tap_ok(strstr(v1, "version = 2;") && !strstr(v1, "#+ grow") &&
-                   strstr(v1, "{ dim = 0; from = 4L; to = 5L; }"),
-               "into a version 2 file with the growth in its history");
-        free(v1);
-    }
+    spit(g->xmd, good);
+    append(g->xmd, "#+ grow dim=0 from=7 to=9 chunk_count=20\n");
+    rc = drx_array_reload(g->r, &err);
+    tap_ok(rc == 1 && drx_array_meta(g->r)->bounds[0] == 9,
+           "and reads the file again once it is good (%d: %s)", rc, err.msg);
+    spit(g->xmd, good);
     free(good);
+}
+
+/* Version 1 takes no records, and is folded into version 2 at its first
+ * extension. */
+static void glog_v1(struct glog *g)
+{
+    struct drx_err err = {{0}};
+    struct drx_array_meta lm;
+    size_t n;
+    char *v1 = slurp(g->xmd, &n);
+    int rc;
+
+    strstr(v1, "version = 2;")[10] = '1';
+    spit(g->xmd, v1);
+    append(g->xmd, "#+ grow dim=0 from=7 to=9 chunk_count=20\n");
+    rc = drx_array_meta_load(g->xmd, &lm, &err);
+    tap_ok(rc == -EINVAL && strstr(err.msg, "need version 2"), "version 1 takes no records: %s",
+           err.msg);
+    *strstr(v1, "\n#+ grow") = '\0';
+    strcat(v1, "\n");
+    spit(g->xmd, v1);
+    free(v1);
+    tap_ok(drx_array_open(g->path, DRX_RDWR, &g->a, &err) == 0 &&
+               drx_array_meta(g->a)->bounds[0] == 4 && drx_array_extend(g->a, 0, 1, &err) == 0,
+           "a version 1 file opens and extends: %s", err.msg);
+    drx_array_close(g->a);
+    v1 = slurp(g->xmd, &n);
+    tap_ok(strstr(v1, "version = 2;") && !strstr(v1, "#+ grow") &&
+               strstr(v1, "{ dim = 0; from = 4L; to = 5L; }"),
+           "into a version 2 file with the growth in its history");
+    free(v1);
+}
+
+/* An extension appends one growth record to the .xmd; readers take the
+ * records appended since they last read; a record cut short by a crash is
+ * ignored and cut off by the next extension; a bad record is refused with
+ * file and line. */
+static void growth_log(void)
+{
+    struct drx_array_spec spec = {.type = DRX_I16, .rank = 2, .shape = {4, 4}, .chunk = {2, 2}};
+    struct drx_err err = {{0}};
+    struct glog g;
+
+    snprintf(g.path, sizeof g.path, "%s/glog", dir);
+    snprintf(g.xmd, sizeof g.xmd, "%s.xmd", g.path);
+    if (drx_array_create(g.path, &spec, &g.a, &err) < 0 ||
+        drx_array_open(g.path, DRX_RDONLY, &g.r, &err) < 0) {
+        tap_ok(0, "create: %s", err.msg);
+        return;
+    }
+    glog_append(&g);
+    glog_torn(&g);
+    glog_bad(&g);
+    drx_array_close(g.r);
+    drx_array_close(g.a);
+    glog_v1(&g);
 }
 
 int main(void)
