@@ -119,7 +119,12 @@ static int xmd_append(struct drx_array *a, const char *line, size_t len, struct 
     fd = open(a->xmd_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return 0; /* not ours to write: replaced as before */
-    if (fstat(fd, &st) < 0 || !may_append(&st, &a->xmd_st)) {
+    /* Replaced whole instead: a file shorter than what was read (cut in
+     * place by someone else), and one whose record cut short has the new
+     * record's length: cut and appended, the file would keep its size, and
+     * a reader comparing size and (coarse) times could miss the change. */
+    if (fstat(fd, &st) < 0 || !may_append(&st, &a->xmd_st) || (uint64_t)st.st_size < end ||
+        (uint64_t)st.st_size == end + len) {
         close(fd);
         return 0;
     }

@@ -735,9 +735,11 @@ int drx_xmd_catch_up(int fd, const char *xmd_path, uint64_t size, struct drx_arr
         return drx_err_set(err, EFBIG, "%s: more than %zu bytes (refused)", xmd_path,
                            DRX_XMD_MAX_BYTES);
     n = (size_t)(size - pos->end);
-    if (n == pos->torn)
+    if (n == 0)
         return 0;
-    if (!(buf = malloc(n ? n : 1)))
+    /* Read even when n is the length of a record cut short seen before: an
+     * extension may have cut it and appended one of the same length. */
+    if (!(buf = malloc(n)))
         return drx_err_set(err, ENOMEM, "out of memory");
     rc = drx_io_pread_all(fd, buf, n, pos->end);
     if (rc < 0)
