@@ -100,6 +100,29 @@ static bool may_append(const struct stat *st, const struct stat *held)
     return geteuid() == 0 || (st->st_uid == geteuid() && st->st_gid == getegid());
 }
 
+/* The .xmd open for writing as fd, when this append may go ahead: the
+ * file read, appendable by us (may_append), and neither shorter than what
+ * was read (cut in place by someone else) nor ending in a record cut short
+ * of the new record's length (cut and appended, the file would keep its
+ * size, and a reader comparing size and coarse times could miss it).
+ * Otherwise -1: the .xmd is replaced whole. */
+static int open_for_append(const struct drx_array *a, uint64_t end, size_t len, struct stat *st)
+{
+    int fd;
+
+    if (!a->xmd_pos.appendable || a->xmd_fd < 0)
+        return -1;
+    fd = open(a->xmd_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1; /* not ours to write: replaced as before */
+    if (fstat(fd, st) < 0 || !may_append(st, &a->xmd_st) || (uint64_t)st->st_size < end ||
+        (uint64_t)st->st_size == end + len) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* Appends one growth record to the .xmd and makes it durable: the commit
  * of an extension, the same few bytes whatever the history.  A record
  * that a killed extension left cut short is cut off first.  1 when
@@ -111,23 +134,11 @@ static int xmd_append(struct drx_array *a, const char *line, size_t len, struct 
     struct stat st;
     int fd, rc = 0;
 
-    if (!a->xmd_pos.appendable || a->xmd_fd < 0)
-        return 0;
     if (end + len > DRX_XMD_MAX_BYTES)
         return drx_err_set(err, EFBIG, "%s: no room for another growth (%zu bytes at most)",
                            a->xmd_path, DRX_XMD_MAX_BYTES);
-    fd = open(a->xmd_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return 0; /* not ours to write: replaced as before */
-    /* Replaced whole instead: a file shorter than what was read (cut in
-     * place by someone else), and one whose record cut short has the new
-     * record's length: cut and appended, the file would keep its size, and
-     * a reader comparing size and (coarse) times could miss the change. */
-    if (fstat(fd, &st) < 0 || !may_append(&st, &a->xmd_st) || (uint64_t)st.st_size < end ||
-        (uint64_t)st.st_size == end + len) {
-        close(fd);
+    if ((fd = open_for_append(a, end, len, &st)) < 0)
         return 0;
-    }
     if ((uint64_t)st.st_size != end && ftruncate(fd, (off_t)end) < 0)
         rc = -errno;
     if (rc == 0)
