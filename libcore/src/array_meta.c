@@ -709,6 +709,9 @@ int drx_xmd_read(const char *xmd_path, struct drx_array_meta *m, struct drx_xmd_
     pos->end = base;
     pos->line = count_lines(cf.text, base);
     pos->st = cf.st;
+    /* one record at most per line: room for all, the replay never copies */
+    if (rc == 0 && drx_map_reserve(&m->map, count_lines(cf.text + base, cf.len - base)) < 0)
+        rc = drx_err_set(err, ENOMEM, "out of memory");
     if (rc == 0)
         rc = take_records(xmd_path, cf.text + base, cf.len - base, pos, m, err);
     pos->appendable = pos->version >= 2 && (pos->end == 0 || cf.text[pos->end - 1] == '\n');
