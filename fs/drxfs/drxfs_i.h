@@ -68,6 +68,7 @@ extern struct drxfs drxfs;
 enum drxfs_kind {
     DRXFS_DIR,     /* store directory */
     DRXFS_PLAIN,   /* regular file passed through */
+    DRXFS_SPECIAL, /* FIFO, socket or device node passed through */
     DRXFS_LINK,    /* symlink passed through */
     DRXFS_ARRAY,   /* array or view directory */
     DRXFS_ADATA,   /* .../data */

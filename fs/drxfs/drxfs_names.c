@@ -71,13 +71,31 @@ int drxfs_op_symlink(const char *target, const char *path)
 
 int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev)
 {
-    /* Only regular files: devices and fifos in a store would be served with
-     * the daemon's privileges. */
-    (void)rdev;
-    if (!S_ISREG(mode))
-        return -EPERM;
+    char rel[PATH_MAX];
+    const char *name;
+    bool at_root;
+    int rc;
+
+    if (!S_ISREG(mode)) {
+        /* A FIFO, socket or device node is made as what it is; the kernel
+         * serves it at the mount point (the daemon never opens it).  The
+         * kernel checked CAP_MKNOD for devices; they are made for root
+         * only, whatever the daemon may do. */
+        if (!S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISCHR(mode) && !S_ISBLK(mode))
+            return -EINVAL;
+        if ((S_ISCHR(mode) || S_ISBLK(mode)) && fuse_get_context()->uid != 0)
+            return -EPERM;
+        if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
+            return rc;
+        if ((rc = drxfs_check_new_name(path, name, at_root)) < 0)
+            return rc;
+        if (mknodat(drxfs.root_fd, rel, mode & (S_IFMT | 07777), rdev) < 0)
+            return -errno;
+        drxfs_chown_new(rel);
+        return 0;
+    }
     struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT | O_EXCL};
-    int rc = drxfs_op_create(path, mode, &fi);
+    rc = drxfs_op_create(path, mode, &fi);
     if (rc == 0)
         drxfs_op_release(path, &fi);
     return rc;
@@ -118,6 +136,7 @@ int drxfs_op_unlink(const char *path)
         return rc;
     switch (n->kind) {
     case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
     case DRXFS_LINK:
         rc = unlinkat(drxfs.root_fd, n->rel, 0) < 0 ? -errno : 0;
         break;
@@ -248,6 +267,7 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
     switch (src->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
     case DRXFS_LINK:
         if (dst && (dst->kind == DRXFS_ARRAY || dst->kind == DRXFS_STRIPED)) {
             if (src->kind == DRXFS_DIR)
@@ -294,8 +314,8 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
         }
         break;
     case DRXFS_STRIPED:
-        if (dst && dst->kind != DRXFS_PLAIN && dst->kind != DRXFS_STRIPED &&
-            dst->kind != DRXFS_LINK) {
+        if (dst && (dst->kind == DRXFS_DIR ||
+                    (dst->kind > DRXFS_LINK && dst->kind != DRXFS_STRIPED))) {
             rc = (dst->kind == DRXFS_DIR || dst->kind == DRXFS_ARRAY) ? -EISDIR : -EPERM;
             break;
         }
@@ -448,7 +468,7 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
                     continue;
                 type = IFTODT(s.st_mode);
             }
-            if (type != DT_DIR && type != DT_REG && type != DT_LNK)
+            if (type == DT_UNKNOWN || type == DT_WHT)
                 continue;
         }
         memcpy(shown, name, blen);

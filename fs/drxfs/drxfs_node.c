@@ -208,7 +208,7 @@ static int classify(struct drxfs_node *n, const char *rel, const char *name, siz
     else if (S_ISLNK(n->st.st_mode))
         n->kind = DRXFS_LINK;
     else
-        return -ENOENT; /* devices, fifos, sockets are not shown */
+        n->kind = DRXFS_SPECIAL; /* the kernel serves it, never the daemon */
     return 0;
 }
 

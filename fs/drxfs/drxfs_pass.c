@@ -117,6 +117,7 @@ int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
     switch (n->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
         rc = drxfs_chmod_beneath(n->rel, mode);
         break;
     case DRXFS_LINK:
@@ -161,6 +162,7 @@ int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info
     switch (n->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
     case DRXFS_LINK:
         rc = drxfs_chown_beneath(n->rel, uid, gid);
         break;
@@ -202,6 +204,7 @@ int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_
     switch (n->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
     case DRXFS_LINK:
         rc = n->kind == DRXFS_LINK ? (utimensat(drxfs.root_fd, n->rel, tv, AT_SYMLINK_NOFOLLOW) < 0
                                           ? -errno
@@ -260,6 +263,7 @@ int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         rc = -EISDIR;
         break;
     case DRXFS_LINK:
+    case DRXFS_SPECIAL:
         rc = -EINVAL;
         break;
     default:
@@ -307,12 +311,37 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     case DRXFS_LINK:
         rc = -ELOOP;
         break;
+    case DRXFS_SPECIAL:
+        rc = -ENXIO; /* the kernel opens these itself */
+        break;
     default:
         rc = drxfs_array_open(path, n, fi);
         break;
     }
     free(n);
     return rc;
+}
+
+/* A name too long for NAME.nafs (more than NAME_MAX - 5 bytes) makes a
+ * plain file, passed through: the store has no room for its metafile's
+ * suffix (README, Striped files). */
+static int create_plain(const char *rel, mode_t mode, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = calloc(1, sizeof(*fh));
+    int flags = (fi->flags & ~O_NOCTTY) | O_CREAT | O_EXCL;
+
+    if (!fh)
+        return -ENOMEM;
+    fh->kind = DRXFS_PLAIN;
+    fh->fd = drxfs_open_beneath(rel, flags, mode & 07777);
+    if (fh->fd < 0) {
+        int rc = fh->fd;
+        free(fh);
+        return rc;
+    }
+    drxfs_chown_new(rel);
+    fi->fh = (uint64_t)(uintptr_t)fh;
+    return 0;
 }
 
 int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
@@ -336,6 +365,8 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
             return drxfs_op_open(path, fi);
         return rc;
     }
+    if (strlen(name) + strlen(DRXFS_NAFS) > NAME_MAX)
+        return create_plain(rel, mode, fi);
     return drxfs_striped_create(rel, mode, fi);
 }
 

@@ -606,7 +606,7 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
     }
     /* The name was a plain file or symlink: the striped file replaces it
      * (the metafile wins lookups already; remove what it hides). */
-    if (dst && (dst->kind == DRXFS_PLAIN || dst->kind == DRXFS_LINK))
+    if (dst && (dst->kind == DRXFS_PLAIN || dst->kind == DRXFS_SPECIAL || dst->kind == DRXFS_LINK))
         unlinkat(drxfs.root_fd, dst->rel, 0);
     return 0;
 }

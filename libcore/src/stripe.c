@@ -495,7 +495,9 @@ int drx_stripe_create_temp(struct drx_store *s, const char *path, const struct d
         for (int i = 0; i < 6; i++, id /= sizeof abc - 1)
             x[i] = abc[id % (sizeof abc - 1)];
         x[6] = '\0';
-        if ((size_t)snprintf(tmp, tmplen, "%s/.%s.%s", dir, base, x) >= tmplen)
+        char tname[NAME_MAX + 1];
+        if (drx_store_temp_name(base, x, tname, sizeof tname) < 0 ||
+            (size_t)snprintf(tmp, tmplen, "%s/%s", dir, tname) >= tmplen)
             return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
         rc = create_meta(s, path, tmp, true, l, mode, NULL, err);
     }
