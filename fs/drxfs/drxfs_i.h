@@ -122,6 +122,11 @@ int drxfs_open_beneath(const char *rel, int flags, mode_t mode);
 int drxfs_chmod_beneath(const char *rel, mode_t mode);
 int drxfs_chown_beneath(const char *rel, uid_t uid, gid_t gid);
 int drxfs_utimens_beneath(const char *rel, const struct timespec tv[2]);
+/* Opens store entry rel O_PATH beneath the store (no symlink followed on
+ * the way or at the end) and names it in self ("/proc/self/fd/N", for
+ * calls that take no descriptor).  The descriptor (close it after), or
+ * -errno; -EOPNOTSUPP for a symlink. */
+int drxfs_self_beneath(const char *rel, char *self, size_t len);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
 

@@ -456,47 +456,54 @@ int drxfs_op_statfs(const char *path, struct statvfs *sv)
 
 /* ---- extended attributes ----
  * user.drx.stripe is handled by the striped-file code; other attributes of
- * plain files and directories pass through (so cp -a and rsync -X keep
- * them); an array directory's user.NAME are the array's attributes
+ * plain files, directories and striped files (kept on the metafile, whose
+ * inode is the striped file's) pass through, so cp -a and rsync -X keep
+ * them; an array directory's user.NAME are the array's attributes
  * (drxfs_array_*xattr, returned as 1 here: *out is that node); array
- * files have none. */
+ * files, symlinks and special files have none here.  The store entry is
+ * opened O_PATH beneath the store and reached through its descriptor. */
 
-static int xattr_node(const char *path, struct drxfs_node **out, char *proc, size_t len)
+/* What xattr_node returns for an array directory (not an errno). */
+#define XATTR_ARRAY (-100000)
+
+static int xattr_node(const char *path, struct drxfs_node **out, char *self, size_t len)
 {
+    char meta[PATH_MAX];
     int rc;
+
     if (!(*out = drxfs_node_get(path, &rc)))
         return rc;
     if ((*out)->kind == DRXFS_ARRAY)
-        return 1;
+        return XATTR_ARRAY;
     if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN &&
-        (*out)->kind != DRXFS_STRIPED) {
-        free(*out);
-        *out = NULL;
+        (*out)->kind != DRXFS_STRIPED)
         return -ENOTSUP;
-    }
-    return drxfs_proc_path(proc, len, (*out)->rel);
+    if ((*out)->kind == DRXFS_STRIPED &&
+        (rc = drxfs_rel_suffix(meta, (*out)->rel, DRXFS_NAFS)) < 0)
+        return rc;
+    return drxfs_self_beneath((*out)->kind == DRXFS_STRIPED ? meta : (*out)->rel, self, len);
 }
 
 int drxfs_op_setxattr(const char *path, const char *name, const char *value, size_t size,
                       int flags)
 {
     struct drxfs_node *n = NULL;
-    char proc[PATH_MAX + 64];
-    int rc;
+    char self[64];
+    int fd, rc;
 
     if (drxfs.ro)
         return -EROFS;
-    if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0)
-        goto out;
-    if (rc == 1)
+    fd = xattr_node(path, &n, self, sizeof(self));
+    if (fd == XATTR_ARRAY)
         rc = drxfs_array_setxattr(n, name, value, size, flags);
+    else if (fd < 0)
+        rc = fd;
     else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, value, size, flags);
-    else if (n->kind == DRXFS_STRIPED)
-        rc = -ENOTSUP;
     else
-        rc = lsetxattr(proc, name, value, size, flags) < 0 ? -errno : 0;
-out:
+        rc = setxattr(self, name, value, size, flags) < 0 ? -errno : 0;
+    if (fd >= 0)
+        close(fd);
     free(n);
     return rc;
 }
@@ -504,81 +511,72 @@ out:
 int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t size)
 {
     struct drxfs_node *n = NULL;
-    char proc[PATH_MAX + 64];
-    int rc;
+    char self[64];
+    int fd, rc;
 
-    if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0)
-        goto out;
-    if (rc == 1) {
+    fd = xattr_node(path, &n, self, sizeof(self));
+    if (fd == XATTR_ARRAY) {
         rc = drxfs_array_getxattr(n, name, value, size);
+    } else if (fd < 0) {
+        rc = fd;
     } else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0) {
         rc = drxfs_striped_getxattr(n, value, size);
-    } else if (n->kind == DRXFS_STRIPED) {
-        rc = -ENODATA;
     } else {
-        ssize_t len = lgetxattr(proc, name, value, size);
+        ssize_t len = getxattr(self, name, value, size);
         rc = len < 0 ? -errno : (int)len;
     }
-out:
+    if (fd >= 0)
+        close(fd);
     free(n);
     return rc;
+}
+
+/* The names of self's attributes but user.drx.stripe (which lives on store
+ * directories and is not copied by cp -a or rsync -X) into list. */
+static int list_but_layout(const char *self, char *list, size_t size)
+{
+    char *all = NULL;
+    size_t outlen = 0;
+    ssize_t len = listxattr(self, NULL, 0);
+    int rc = 0;
+
+    if (len <= 0)
+        return len < 0 ? -errno : 0;
+    if (!(all = malloc((size_t)len)))
+        return -ENOMEM;
+    len = listxattr(self, all, (size_t)len);
+    if (len < 0)
+        rc = -errno;
+    for (ssize_t i = 0; rc == 0 && i < len;) {
+        size_t l = strnlen(all + i, (size_t)(len - i)) + 1;
+        if (strcmp(all + i, DRXFS_STRIPE_XATTR) != 0) {
+            if (size && outlen + l > size)
+                rc = -ERANGE;
+            else if (size)
+                memcpy(list + outlen, all + i, l);
+            outlen += l;
+        }
+        i += (ssize_t)l;
+    }
+    free(all);
+    return rc < 0 ? rc : (int)outlen;
 }
 
 int drxfs_op_listxattr(const char *path, char *list, size_t size)
 {
     struct drxfs_node *n = NULL;
-    char proc[PATH_MAX + 64];
-    int rc;
+    char self[64];
+    int fd, rc;
 
-    if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0) {
-        free(n);
-        return rc == -ENOTSUP ? 0 : rc;
-    }
-    if (rc == 1) {
+    fd = xattr_node(path, &n, self, sizeof(self));
+    if (fd == XATTR_ARRAY)
         rc = drxfs_array_listxattr(n, list, size);
-    } else if (n->kind == DRXFS_STRIPED) {
-        rc = 0;
-    } else {
-        /* Hide user.drx.stripe, which lives on store directories. */
-        char *all = NULL;
-        ssize_t len = llistxattr(proc, NULL, 0);
-        if (len < 0) {
-            rc = -errno;
-            goto out;
-        }
-        if (len == 0) {
-            rc = 0;
-            goto out;
-        }
-        if (!(all = malloc((size_t)len))) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        len = llistxattr(proc, all, (size_t)len);
-        if (len < 0) {
-            rc = -errno;
-            free(all);
-            goto out;
-        }
-        size_t outlen = 0;
-        for (ssize_t i = 0; i < len;) {
-            size_t l = strlen(all + i) + 1;
-            if (strcmp(all + i, DRXFS_STRIPE_XATTR) != 0) {
-                if (size && outlen + l > size) {
-                    free(all);
-                    rc = -ERANGE;
-                    goto out;
-                }
-                if (size)
-                    memcpy(list + outlen, all + i, l);
-                outlen += l;
-            }
-            i += (ssize_t)l;
-        }
-        free(all);
-        rc = (int)outlen;
-    }
-out:
+    else if (fd < 0)
+        rc = fd == -ENOTSUP ? 0 : fd;
+    else
+        rc = list_but_layout(self, list, size);
+    if (fd >= 0)
+        close(fd);
     free(n);
     return rc;
 }
@@ -586,22 +584,22 @@ out:
 int drxfs_op_removexattr(const char *path, const char *name)
 {
     struct drxfs_node *n = NULL;
-    char proc[PATH_MAX + 64];
-    int rc;
+    char self[64];
+    int fd, rc;
 
     if (drxfs.ro)
         return -EROFS;
-    if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0)
-        goto out;
-    if (rc == 1)
+    fd = xattr_node(path, &n, self, sizeof(self));
+    if (fd == XATTR_ARRAY)
         rc = drxfs_array_removexattr(n, name);
+    else if (fd < 0)
+        rc = fd;
     else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, NULL, 0, 0);
-    else if (n->kind == DRXFS_STRIPED)
-        rc = -ENODATA;
     else
-        rc = lremovexattr(proc, name) < 0 ? -errno : 0;
-out:
+        rc = removexattr(self, name) < 0 ? -errno : 0;
+    if (fd >= 0)
+        close(fd);
     free(n);
     return rc;
 }

@@ -414,8 +414,29 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     return rc;
 }
 
+/* The file's atime is its metafile's, which the daemon's own reads leave
+ * alone (O_NOATIME).  A read of the file reads a byte of the metafile
+ * without it, once per open, so the store's own atime rule (relatime,
+ * strictatime, noatime) applies as it would to a local file. */
+static void touch_atime(struct drxfs_sfile *e)
+{
+    char meta[PATH_MAX], c;
+    int rc, fd;
+
+    pthread_mutex_lock(&stable.mutex);
+    rc = e->detached ? -ENOENT : drxfs_rel_suffix(meta, e->key, DRXFS_NAFS);
+    pthread_mutex_unlock(&stable.mutex);
+    if (rc < 0 || (fd = drxfs_open_beneath(meta, O_RDONLY | O_NONBLOCK, 0)) < 0)
+        return;
+    if (read(fd, &c, 1) < 0)
+        drx_log(DRX_LOG_DEBUG, "%s: atime: %s", meta, strerror(errno));
+    close(fd);
+}
+
 int drxfs_striped_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
 {
+    if (!__atomic_exchange_n(&fh->read_seen, true, __ATOMIC_RELAXED))
+        touch_atime(fh->sf);
     ssize_t n = drx_stripe_read(fh->sf->f, buf, size, (uint64_t)off);
     if (n < 0)
         log_err("read", fh->sf->key, (int)n, NULL);

@@ -204,24 +204,25 @@ static int meta_fsync(const char *mp)
     return rc;
 }
 
-/* Replaces metafile mp (identity *st) by m; on a full disk rewrites the
- * size in the old one instead (drx_stripe_meta_size_in_place says why that is safe).
- * *nst: the identity of the metafile written. */
+/* Records m's size in metafile mp (identity *st): in place, so that the
+ * metafile keeps its inode, which is the striped file's (its other names,
+ * user xattrs, atime, ctime; drx_stripe_meta_size_in_place says why that
+ * is as safe as a replacement).  A metafile not in the padded form (an
+ * older drx's) is replaced instead, unless it has other names.  *nst: the
+ * identity of the metafile written. */
 static int meta_replace_size(const char *mp, const struct stat *st, const struct drx_stripe_meta *m,
                              size_t ndirs, bool sync, struct stat *nst)
 {
-    int rc = drx_stripe_meta_write(mp, m, false, sync, st, 0, nst);
+    int rc = drx_stripe_meta_size_in_place(mp, st, m, ndirs, NULL, sync, nst);
 
-    if (rc == -ENOSPC || rc == -EDQUOT) {
-        /* No block for a new metafile. */
-        int irc = drx_stripe_meta_size_in_place(mp, st, m, ndirs, NULL, sync, nst);
-        if (irc == 0)
-            rc = 0;
-        else
-            drx_log(DRX_LOG_DEBUG, "%s: size not recordable in place either: %s", mp,
-                    strerror(-irc));
+    if (rc != -EOPNOTSUPP)
+        return rc;
+    if (st->st_nlink > 1) {
+        drx_log(DRX_LOG_ERROR, "%s: a metafile with other names not in drx's padded form: "
+                "size not recorded", mp);
+        return -EIO;
     }
-    return rc;
+    return drx_stripe_meta_write(mp, m, false, sync, st, 0, nst);
 }
 
 /* Records f->size, which differs from disk->size, in metafile mp (identity

@@ -242,7 +242,7 @@ int drx_stripe_meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta
     bool refused;
     int rc;
 
-    rc = drx_cfgfile_read(AT_FDCWD, mp, mp, 0, META_MAX_BYTES, &cf, &refused, &why);
+    rc = drx_cfgfile_read(AT_FDCWD, mp, mp, DRX_CFGFILE_META, META_MAX_BYTES, &cf, &refused, &why);
     if (rc < 0) {
         if (!refused)
             return drx_err_set(err, -rc, "%s", why.msg);
@@ -449,11 +449,11 @@ static bool size_span(const char *text, size_t len, size_t *off, size_t *n)
  * other name would change too).  Returns 0, -EOPNOTSUPP when the update
  * cannot be made in place, or -errno. */
 /* Whether fd (opened as metafile mp) may be rewritten in place: still the
- * file `was`, a regular file with no other name, and small. */
+ * file `was`, a regular file, and small.  Other names of it are the
+ * striped file's hard links (drx_stripe_link), which must see the change. */
 static bool in_place_allowed(int fd, const struct stat *was, struct stat *st)
 {
-    return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_nlink == 1 &&
-           st->st_dev == was->st_dev && st->st_ino == was->st_ino && st->st_size <= META_MAX_BYTES;
+    return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_dev == was->st_dev && st->st_ino == was->st_ino && st->st_size <= META_MAX_BYTES;
 }
 
 /* Puts m->size into the size setting of text (len bytes), padded to the
@@ -491,9 +491,13 @@ int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
     ssize_t len;
     int fd, rc = 0;
 
-    fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
+    if (fd < 0 && errno == EPERM)
+        fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -errno;
+    /* Readers take the read lock (DRX_CFGFILE_META): none sees half a size. */
+    bool locked = drx_cfgfile_lock(fd, F_WRLCK);
     if (!in_place_allowed(fd, was, &st)) {
         rc = -EOPNOTSUPP;
         goto out;
@@ -514,13 +518,15 @@ int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
         rc = drx_replace_take_owner(fd, like);
     if (rc == 0)
         rc = drx_io_pwrite_all(fd, field, n, off);
-    if (rc == 0 && fsync(fd) < 0)
+    if (rc == 0 && sync && fsync(fd) < 0)
         rc = -errno;
     if (rc == 0 && sync)
         rc = drx_io_fsync_parent(mp);
     if (rc == 0 && st_out && fstat(fd, st_out) < 0)
         rc = -errno;
 out:
+    if (locked)
+        drx_cfgfile_lock(fd, F_UNLCK);
     free(text);
     close(fd);
     return rc;
