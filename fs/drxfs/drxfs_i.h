@@ -248,6 +248,8 @@ int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t u
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
                           const struct timespec tv[2]);
 int drxfs_striped_unlink(const struct drxfs_node *n);
+/* A second name to_rel (store-relative, no suffix) for striped file n. */
+int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel);
 /* Renames striped file src to store name to_rel; dst is what to_rel was
  * (NULL, a plain file, a symlink or a striped file), replaced atomically. */
 int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,

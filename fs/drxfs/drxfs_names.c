@@ -115,9 +115,11 @@ int drxfs_op_link(const char *from, const char *to)
         return rc;
     if (!(n = drxfs_node_get(from, &rc)))
         return rc;
-    /* Hard links only between plain files: a striped file or an array is
-     * several store files. */
-    if (n->kind != DRXFS_PLAIN && n->kind != DRXFS_LINK)
+    /* A striped file's second name links its metafile; an array is two
+     * store files and a directory of views: no hard links. */
+    if (n->kind == DRXFS_STRIPED)
+        rc = drxfs_striped_link(n, rel);
+    else if (n->kind != DRXFS_PLAIN && n->kind != DRXFS_SPECIAL && n->kind != DRXFS_LINK)
         rc = -EPERM;
     else if (linkat(drxfs.root_fd, n->rel, drxfs.root_fd, rel, 0) < 0)
         rc = -errno;

@@ -74,6 +74,20 @@ static struct drxfs_sfile *s_find(const char *rel)
     return NULL;
 }
 
+/* The handle of rel, or of another name of the same metafile *meta (a
+ * hard link): one handle per file, whatever name opened it. */
+static struct drxfs_sfile *s_find_node(const char *rel, const struct stat *meta)
+{
+    struct drxfs_sfile *e = s_find(rel);
+
+    if (e || !meta)
+        return e;
+    for (e = stable.head; e; e = e->next)
+        if (e->st.st_ino == meta->st_ino && e->st.st_dev == meta->st_dev)
+            return e;
+    return NULL;
+}
+
 static void s_insert(struct drxfs_sfile *e)
 {
     e->prev = NULL;
@@ -109,7 +123,8 @@ static void sfile_close(struct drxfs_sfile *e)
 
 /* The shared handle of rel, opened when needed.  want_rw: the caller
  * writes.  */
-static int sfile_get(const char *rel, bool want_rw, struct drxfs_sfile **out)
+static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
+                     struct drxfs_sfile **out)
 {
     char path[PATH_MAX + 64];
     struct drx_err err = {{0}};
@@ -117,7 +132,7 @@ static int sfile_get(const char *rel, bool want_rw, struct drxfs_sfile **out)
     int rc;
 
     pthread_mutex_lock(&stable.mutex);
-    e = s_find(rel);
+    e = s_find_node(rel, meta);
     if (e)
         e->refs++;
     pthread_mutex_unlock(&stable.mutex);
@@ -155,12 +170,12 @@ static int sfile_get(const char *rel, bool want_rw, struct drxfs_sfile **out)
         free(fresh);
         return log_err("open", rel, rc, &err);
     }
-    char meta[PATH_MAX];
-    if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)
-        fstatat(drxfs.root_fd, meta, &fresh->st, 0);
+    char mrel[PATH_MAX];
+    if (drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) == 0)
+        fstatat(drxfs.root_fd, mrel, &fresh->st, AT_SYMLINK_NOFOLLOW);
 
     pthread_mutex_lock(&stable.mutex);
-    e = s_find(rel);
+    e = s_find_node(rel, &fresh->st);
     if (e) {
         e->refs++;
     } else {
@@ -231,8 +246,7 @@ void drxfs_striped_shutdown(void)
 
 static void fill_stat(struct stat *st, const struct stat *meta, uint64_t size)
 {
-    *st = *meta;
-    st->st_nlink = 1;
+    *st = *meta; /* the metafile's inode is the file's: links, times, owner */
     st->st_size = (off_t)size;
     st->st_blocks = (blkcnt_t)((size + 511) / 512);
     /* cp, cat, rsync size their buffers by st_blksize: 1 MiB buffers make
@@ -274,7 +288,7 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     int rc;
 
     pthread_mutex_lock(&stable.mutex);
-    e = s_find(n->rel);
+    e = s_find_node(n->rel, &n->st);
     if (e)
         e->refs++;
     pthread_mutex_unlock(&stable.mutex);
@@ -345,7 +359,7 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
 
     if (wr && drxfs.ro)
         return -EROFS;
-    if ((rc = sfile_get(n->rel, wr, &e)) < 0)
+    if ((rc = sfile_get(n->rel, &n->st, wr, &e)) < 0)
         return rc;
     if (wr && (fi->flags & O_TRUNC) && (rc = drx_stripe_truncate(e->f, 0)) < 0) {
         log_err("truncate", n->rel, rc, NULL);
@@ -397,7 +411,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     chown_new(e->f, rel);
     char meta[PATH_MAX];
     if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)
-        fstatat(drxfs.root_fd, meta, &e->st, 0);
+        fstatat(drxfs.root_fd, meta, &e->st, AT_SYMLINK_NOFOLLOW);
     e->rw = true;
     e->refs = 1;
     pthread_mutex_lock(&stable.mutex);
@@ -506,7 +520,7 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
         rc = drx_stripe_truncate(fh->sf->f, (uint64_t)size);
         return rc < 0 ? log_err("truncate", fh->sf->key, rc, NULL) : 0;
     }
-    if ((rc = sfile_get(n->rel, true, &e)) < 0)
+    if ((rc = sfile_get(n->rel, &n->st, true, &e)) < 0)
         return rc;
     rc = drx_stripe_truncate(e->f, (uint64_t)size);
     if (rc < 0)
@@ -576,9 +590,37 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
 
     if ((rc = store_path(path, n->rel)) < 0)
         return rc;
+    if (n->st.st_nlink > 1) {
+        /* Other names keep the file: what was written under this one is
+         * recorded now, while it can be. */
+        pthread_mutex_lock(&stable.mutex);
+        struct drxfs_sfile *e = s_find(n->rel);
+        if (e)
+            e->refs++;
+        pthread_mutex_unlock(&stable.mutex);
+        if (e && e->rw)
+            sfile_flush(e);
+        if (e)
+            sfile_put(e);
+    }
     sfile_detach(n->rel);
     rc = drx_stripe_unlink(drxfs.store, path, &err);
     return rc < 0 ? log_err("unlink", n->rel, rc, &err) : 0;
+}
+
+int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
+{
+    char from[PATH_MAX + 64], to[PATH_MAX + 64];
+    const char *base = strrchr(to_rel, '/');
+    struct drx_err err = {{0}};
+    int rc;
+
+    if (strlen(base ? base + 1 : to_rel) + strlen(DRXFS_NAFS) > NAME_MAX)
+        return -ENAMETOOLONG; /* no room for the metafile's suffix */
+    if ((rc = store_path(from, n->rel)) < 0 || (rc = store_path(to, to_rel)) < 0)
+        return rc;
+    rc = drx_stripe_link(drxfs.store, from, to, &err);
+    return rc < 0 ? log_err("link", n->rel, rc, &err) : 0;
 }
 
 int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,

@@ -40,6 +40,10 @@ int drx_stripe_meta_write_here(const char *mp, const struct drx_stripe_meta *m, 
                                mode_t mode, const struct stat *like, bool sync,
                                struct stat *st_out);
 
+/* True when metafile mp sets its size in the padded form that
+ * drx_stripe_meta_size_in_place can rewrite for every size. */
+bool drx_stripe_meta_padded(const char *mp);
+
 /* True when a and b describe the same file: layout and subfiles. */
 bool drx_stripe_same_layout(const struct drx_stripe_meta *a, const struct drx_stripe_meta *b);
 

@@ -456,6 +456,20 @@ static bool in_place_allowed(int fd, const struct stat *was, struct stat *st)
     return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_dev == was->st_dev && st->st_ino == was->st_ino && st->st_size <= META_MAX_BYTES;
 }
 
+bool drx_stripe_meta_padded(const char *mp)
+{
+    struct drx_cfgfile cf;
+    size_t off, n;
+    bool ok;
+
+    if (drx_cfgfile_read(AT_FDCWD, mp, mp, DRX_CFGFILE_META, META_MAX_BYTES, &cf, NULL, NULL) < 0)
+        return false;
+    ok = size_span(cf.text, cf.len, &off, &n) && off + n <= DRX_CFGFILE_LOCK_SPAN &&
+         n >= strlen("size = L;") + SIZE_DIGITS;
+    drx_cfgfile_fini(&cf);
+    return ok;
+}
+
 /* Puts m->size into the size setting of text (len bytes), padded to the
  * same width, into field[0..*n) for the write at *off; the result must
  * parse as the same file with the new size.  0 or -EOPNOTSUPP. */
@@ -467,7 +481,7 @@ static int size_patch(char *text, size_t len, const char *mp, size_t ndirs,
     config_t lc;
     int w = snprintf(field, flen, "size = %lluL;", (unsigned long long)m->size);
 
-    if (!size_span(text, len, off, n) || (size_t)w > *n || *off + *n > 512)
+    if (!size_span(text, len, off, n) || (size_t)w > *n || *off + *n > DRX_CFGFILE_LOCK_SPAN)
         return -EOPNOTSUPP;
     memset(field + w, ' ', *n - (size_t)w);
     memcpy(text + *off, field, *n);

@@ -278,7 +278,8 @@ void drx_stripe_meta_get(struct drx_stripe *f, struct drx_stripe_meta *out);
 
 /* ---- names ----------------------------------------------------------------- */
 
-/* Removes NAME.nafs, then its subfiles (a missing subfile is not an error;
+/* Removes NAME.nafs, then, when that was its last name (see
+ * drx_stripe_link), its subfiles (a missing subfile is not an error;
  * hostile subfile names are skipped and logged).  Open handles keep reading
  * and writing through their descriptors.  Returns 0 or -errno. */
 int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err);
@@ -289,6 +290,15 @@ int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err
  * 0 or -errno. */
 int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, unsigned flags,
                       struct drx_err *err);
+
+/* Gives the striped file `from` a second name `to` (paths without suffix):
+ * a hard link of its metafile, whose inode is the file's (mode, owner,
+ * times, user xattrs, link count); the subfiles keep their one name each.
+ * Sizes are then recorded in place, seen by every name (a metafile of an
+ * older drx is first rewritten in the padded form).  drx_stripe_unlink()
+ * and drx_stripe_rename() remove the subfiles only with the last name.
+ * Returns 0 or -errno (-EEXIST when to.nafs exists). */
+int drx_stripe_link(struct drx_store *s, const char *from, const char *to, struct drx_err *err);
 
 /* ---- files written behind libcore's back (drx-load) --------------------------- */
 
