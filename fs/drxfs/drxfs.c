@@ -331,6 +331,8 @@ static const struct fuse_operations drxfs_ops = {
     .destroy = op_destroy,
     .create = drxfs_op_create,
     .utimens = drxfs_op_utimens,
+    .fallocate = drxfs_op_fallocate,
+    .lseek = drxfs_op_lseek,
 };
 
 static int parse_io(const char *what, const char *v, bool *direct)

@@ -163,6 +163,8 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
                      struct fuse_file_info *fi, enum fuse_readdir_flags flags);
 int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi);
 int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
+int drxfs_op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi);
+off_t drxfs_op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi);
 int drxfs_op_setxattr(const char *path, const char *name, const char *value, size_t size,
                       int flags);
 int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t size);
@@ -239,6 +241,8 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
 int drxfs_striped_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off);
 int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off);
 int drxfs_striped_flush(struct drxfs_fh *fh);
+int drxfs_striped_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len);
+off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence);
 int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync);
 void drxfs_striped_release(struct drxfs_fh *fh);
 /* These take a node (path given) or an open file (n NULL). */

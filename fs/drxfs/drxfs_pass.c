@@ -448,6 +448,45 @@ int drxfs_op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
     }
 }
 
+int drxfs_op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
+    (void)path;
+    if (drxfs.ro)
+        return -EROFS;
+    if (!fh)
+        return -EOPNOTSUPP;
+    if (off < 0 || len <= 0)
+        return -EINVAL;
+    switch (fh->kind) {
+    case DRXFS_PLAIN:
+        return fallocate(fh->fd, mode, off, len) < 0 ? -errno : 0;
+    case DRXFS_STRIPED:
+        return drxfs_striped_fallocate(fh, mode, off, len);
+    default:
+        return -EOPNOTSUPP; /* array files have the array's size */
+    }
+}
+
+/* SEEK_DATA and SEEK_HOLE (the kernel does the others itself). */
+off_t drxfs_op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
+    (void)path;
+    if (!fh)
+        return -EINVAL;
+    switch (fh->kind) {
+    case DRXFS_PLAIN: {
+        off_t r = lseek(fh->fd, off, whence);
+        return r < 0 ? -errno : r;
+    }
+    case DRXFS_STRIPED:
+        return drxfs_striped_lseek(fh, off, whence);
+    default:
+        return -ENOSYS; /* the kernel's generic answer: all data */
+    }
+}
+
 int drxfs_op_statfs(const char *path, struct statvfs *sv)
 {
     (void)path;

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,11 +245,19 @@ void drxfs_striped_shutdown(void)
     }
 }
 
-static void fill_stat(struct stat *st, const struct stat *meta, uint64_t size)
+/* The file's attributes: its metafile's inode (links, owner, mode, times),
+ * the size of m (or of the handle), and the subfiles' blocks, so du and
+ * tar -S see holes. */
+static void fill_stat(struct stat *st, const struct stat *meta, const struct drx_stripe_meta *m,
+                      uint64_t size)
 {
-    *st = *meta; /* the metafile's inode is the file's: links, times, owner */
+    uint64_t blocks = 0;
+
+    if (m)
+        drx_stripe_blocks(drxfs.store, m, &blocks);
+    *st = *meta;
     st->st_size = (off_t)size;
-    st->st_blocks = (blkcnt_t)((size + 511) / 512);
+    st->st_blocks = (blkcnt_t)blocks;
     /* cp, cat, rsync size their buffers by st_blksize: 1 MiB buffers make
      * 1 MiB FUSE requests (reads through read-ahead, writes as written). */
     st->st_blksize = DRXFS_DATA_BLKSIZE;
@@ -284,6 +293,7 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     struct drx_err err = {{0}};
     struct drxfs_sfile *e;
     uint64_t size = 0;
+    const struct drx_stripe_meta *mp = NULL;
     struct stat meta = n->st;
     int rc;
 
@@ -298,7 +308,9 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     }
     if (e) {
         /* An open handle knows writes not yet recorded in the metafile. */
-        size = drx_stripe_size(e->f);
+        drx_stripe_meta_get(e->f, &m);
+        size = m.size;
+        mp = &m;
         if (stamp_if_dirty(e, &meta)) {
             pthread_mutex_lock(&stable.mutex);
             e->st = meta;
@@ -315,21 +327,24 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
         log_err("stat", n->rel, rc, &err);
     } else {
         size = m.size;
+        mp = &m;
     }
-    fill_stat(st, &meta, size);
+    fill_stat(st, &meta, mp, size);
     return 0;
 }
 
 int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
 {
     struct stat meta, fresh;
+    struct drx_stripe_meta m;
     bool stamped = stamp_if_dirty(fh->sf, &fresh);
     pthread_mutex_lock(&stable.mutex);
     if (stamped)
         fh->sf->st = fresh;
     meta = fh->sf->st;
     pthread_mutex_unlock(&stable.mutex);
-    fill_stat(st, &meta, drx_stripe_size(fh->sf->f));
+    drx_stripe_meta_get(fh->sf->f, &m);
+    fill_stat(st, &meta, &m, m.size);
     return 0;
 }
 
@@ -467,6 +482,24 @@ int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t
     if (n < 0)
         log_err("write", fh->sf->key, (int)n, NULL);
     return (int)n;
+}
+
+int drxfs_striped_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len)
+{
+    if (!fh->sf->rw)
+        return -EBADF;
+    int rc = drx_stripe_fallocate(fh->sf->f, mode, (uint64_t)off, (uint64_t)len);
+    if (rc == 0 && mode != FALLOC_FL_KEEP_SIZE) /* size or bytes changed */
+        __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
+    return rc < 0 && rc != -EOPNOTSUPP ? log_err("fallocate", fh->sf->key, rc, NULL) : rc;
+}
+
+off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence)
+{
+    if (off < 0)
+        return -ENXIO;
+    int64_t r = drx_stripe_seek(fh->sf->f, (uint64_t)off, whence);
+    return (off_t)r;
 }
 
 /* Persists the size and, after writes, makes the metafile's mtime now. */

@@ -23,32 +23,6 @@
 #include "replace_i.h"
 #include "stripe_i.h"
 
-struct drx_stripe {
-    struct drx_store *s;
-    char *path; /* NAME, without suffix */
-    int mode;
-    struct drx_stripe_meta meta; /* layout and subfiles; meta.size unused */
-    int fds[DRX_MAX_STRIPE_DIRS];
-    atomic_bool warned[DRX_MAX_STRIPE_DIRS]; /* missing subfile logged */
-
-    /* Writes hold io shared; truncate holds it exclusive, so no write lands
-     * between cutting the subfiles and recording the new size. */
-    pthread_rwlock_t io;
-    pthread_mutex_t lock; /* guards everything below */
-    uint64_t size;        /* logical size, in memory */
-    uint64_t persisted;   /* size as last written to/read from the metafile */
-    bool truncated;       /* size was set by truncate since the last persist */
-    bool meta_synced;     /* the metafile on disk is known durable */
-    /* Subfile changes (writes, cuts) counted; synced_gen is the count the
-     * last fdatasync of every subfile covered.  A persist that advances the
-     * recorded size syncs first when they differ (SPEC 9: data before the
-     * metadata that points to it). */
-    uint64_t wgen, synced_gen;
-    bool dirs_synced; /* the subfiles' directory entries are durable */
-    dev_t meta_dev;   /* identity of the metafile this handle wrote/read */
-    ino_t meta_ino;
-    struct timespec meta_ctim; /* and its ctime then: an update in place keeps the inode */
-};
 /* ---- names and paths --------------------------------------------------------- */
 
 bool drx_stripe_subfile_name_valid(const char *name)

@@ -271,6 +271,28 @@ int drx_stripe_set_path(struct drx_stripe *f, const char *path);
 int drx_stripe_rename_handle(struct drx_stripe *f, const char *to, unsigned flags,
                              struct drx_err *err);
 
+/* ---- space: blocks, preallocation, holes (stripe_space.c) ---------------- */
+
+/* Sum of the st_blocks (512-byte units) of m's subfiles, as stat(2) shows
+ * them (a missing or refused subfile counts nothing).  Returns 0. */
+int drx_stripe_blocks(const struct drx_store *s, const struct drx_stripe_meta *m,
+                      uint64_t *blocks);
+
+/* fallocate(2) of logical [off, off + len) mapped onto the subfiles: mode
+ * 0 (allocate, then grow the size to off + len), FALLOC_FL_KEEP_SIZE,
+ * FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, FALLOC_FL_ZERO_RANGE (with or
+ * without KEEP_SIZE).  Subfiles keep their own sizes (blocks past a
+ * subfile's end read as the holes they are).  Returns 0, -EOPNOTSUPP for
+ * other modes or a filesystem without the mode, -EBADF on a read-only
+ * handle, -EIO when a subfile is missing, or -errno. */
+int drx_stripe_fallocate(struct drx_stripe *f, int mode, uint64_t off, uint64_t len);
+
+/* lseek SEEK_DATA or SEEK_HOLE from logical offset off: the nearest data
+ * (hole) of any subfile at or after it, as lseek(2) gives it on a local
+ * file (the end of the file is a hole; -ENXIO at or past the end, or
+ * when no data follows).  Returns the offset or -errno. */
+int64_t drx_stripe_seek(struct drx_stripe *f, uint64_t off, int whence);
+
 uint64_t drx_stripe_size(struct drx_stripe *f);
 void drx_stripe_layout(const struct drx_stripe *f, struct drx_stripe_layout *out);
 /* The metafile contents as of the last open/persist/reload, size included. */
