@@ -381,6 +381,8 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
         sfile_put(e);
         return rc;
     }
+    if (wr && (fi->flags & O_TRUNC)) /* mtime and ctime, as open(2) says */
+        __atomic_store_n(&e->dirty, true, __ATOMIC_RELAXED);
     if ((rc = attach_fh(e, fi)) < 0)
         sfile_put(e);
     return rc;
@@ -558,6 +560,9 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
     rc = drx_stripe_truncate(e->f, (uint64_t)size);
     if (rc < 0)
         log_err("truncate", n->rel, rc, NULL);
+    else /* truncate(2) marks mtime and ctime, whether the size changed or not */
+        __atomic_store_n(&e->dirty, true, __ATOMIC_RELAXED);
+    sfile_flush(e);
     sfile_put(e);
     return rc;
 }
