@@ -134,6 +134,11 @@ void drxfs_chown_new(const char *rel);
  * already stands for something. */
 int drxfs_check_new_name(const char *path, const char *name, bool at_root);
 
+/* st_ino of an array's or view's directory or file (no store inode of its
+ * own): a hash of its mount path dir[/name], top bit set, so far from a
+ * store's inode numbers; the same for stat, fstat and readdir. */
+ino_t drxfs_virtual_ino(const char *dir, const char *name);
+
 /* drxfs_pass.c and drxfs_names.c: the operations, dispatching to the array
  * and striped code. */
 int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi);
@@ -187,6 +192,7 @@ struct drxfs_fh {
     size_t text_len;
     uint64_t pad;            /* zeros after the data (DRXFS_ANC) */
     struct drxfs_sfile *sf;  /* DRXFS_STRIPED */
+    ino_t ino;               /* array kinds: st_ino, from the path opened */
 };
 
 static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)

@@ -340,6 +340,7 @@ struct drxfs_dirh {
     DIR *dp;      /* NULL for an array or view */
     bool at_root; /* listing the store root */
     bool nc;      /* the array or view has a data.nc */
+    char *path;   /* the mount path listed (readdir gets none: nullpath_ok) */
 };
 
 int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
@@ -359,7 +360,8 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
     }
     if (rc < 0)
         goto out;
-    if (!(dh = calloc(1, sizeof(*dh)))) {
+    if (!(dh = calloc(1, sizeof(*dh))) || !(dh->path = strdup(path))) {
+        free(dh);
         rc = -ENOMEM;
         goto out;
     }
@@ -371,6 +373,7 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
             rc = -errno;
             if (fd >= 0)
                 close(fd);
+            free(dh->path);
             free(dh);
             goto out;
         }
@@ -418,18 +421,23 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
     (void)off;
     (void)flags;
 
+    /* use_ino: an entry's d_ino is its st_ino (0 would hide it: glibc
+     * skips such entries). */
     st.st_mode = S_IFDIR;
+    st.st_ino = 1;
     fill(buf, ".", &st, 0, 0);
     fill(buf, "..", &st, 0, 0);
     if (!dh->dp) {
         /* The files of an array or view; views themselves are not listed
          * (there are infinitely many). */
+        static const char *const files[] = {"data", "data.npy", "data.nc", "info"};
         st.st_mode = S_IFREG;
-        fill(buf, "data", &st, 0, 0);
-        fill(buf, "data.npy", &st, 0, 0);
-        if (dh->nc)
-            fill(buf, "data.nc", &st, 0, 0);
-        fill(buf, "info", &st, 0, 0);
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+            if (strcmp(files[i], "data.nc") == 0 && !dh->nc)
+                continue;
+            st.st_ino = drxfs_virtual_ino(dh->path, files[i]);
+            fill(buf, files[i], &st, 0, 0);
+        }
         return 0;
     }
     int dfd = dirfd(dh->dp);
@@ -478,6 +486,7 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
         if (drx_store_name_internal(shown, dh->at_root))
             continue;
         st.st_mode = DTTOIF(type);
+        st.st_ino = type == DT_DIR && blen != len ? drxfs_virtual_ino(dh->path, shown) : de->d_ino;
         if (fill(buf, shown, &st, 0, 0))
             return 0;
     }
@@ -489,6 +498,7 @@ int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
     (void)path;
     if (dh->dp)
         closedir(dh->dp);
+    free(dh->path);
     free(dh);
     return 0;
 }

@@ -18,6 +18,24 @@
 
 /* ---- attributes ---- */
 
+/* st_ino of an array's or view's directory or file, which has no store
+ * inode of its own: a hash of its mount path, with the top bit set (far
+ * from a store's inode numbers), the same for stat and fstat. */
+ino_t drxfs_virtual_ino(const char *dir, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+
+    for (const unsigned char *p = (const unsigned char *)dir; *p; p++)
+        h = (h ^ *p) * 0x100000001b3u;
+    if (name) {
+        if (strcmp(dir, "/") != 0)
+            h = (h ^ '/') * 0x100000001b3u;
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+            h = (h ^ *p) * 0x100000001b3u;
+    }
+    return (ino_t)(h | (uint64_t)1 << 63);
+}
+
 int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
@@ -28,12 +46,16 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return fstat(fh->fd, st) < 0 ? -errno : 0;
     if (fh && fh->kind == DRXFS_STRIPED && !path)
         return drxfs_striped_fgetattr(fh, st);
-    if (fh && drxfs_is_array_kind(fh->kind))
-        return drxfs_array_fgetattr(fh, st);
+    if (fh && drxfs_is_array_kind(fh->kind)) {
+        rc = drxfs_array_fgetattr(fh, st);
+        st->st_ino = fh->ino;
+        return rc;
+    }
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     if (drxfs_is_array_kind(n->kind)) {
         rc = drxfs_array_getattr(n, st);
+        st->st_ino = drxfs_virtual_ino(path, NULL);
     } else if (n->kind == DRXFS_STRIPED) {
         rc = drxfs_striped_getattr(n, st);
     } else {
@@ -316,6 +338,8 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
         break;
     default:
         rc = drxfs_array_open(path, n, fi);
+        if (rc == 0)
+            drxfs_fh_of(fi)->ino = drxfs_virtual_ino(path, NULL);
         break;
     }
     free(n);

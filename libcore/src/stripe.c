@@ -182,14 +182,16 @@ static int meta_fsync(const char *mp)
  * metafile keeps its inode, which is the striped file's (its other names,
  * user xattrs, atime, ctime; drx_stripe_meta_size_in_place says why that
  * is as safe as a replacement).  A metafile not in the padded form (an
- * older drx's) is replaced instead, unless it has other names.  *nst: the
- * identity of the metafile written. */
+ * older drx's), or one this writer may not write (it writes the subfiles
+ * and the directory: it becomes the metafile's owner, replace.c's rule),
+ * is replaced instead, unless it has other names.  *nst: the identity of
+ * the metafile written. */
 static int meta_replace_size(const char *mp, const struct stat *st, const struct drx_stripe_meta *m,
                              size_t ndirs, bool sync, struct stat *nst)
 {
     int rc = drx_stripe_meta_size_in_place(mp, st, m, ndirs, NULL, sync, nst);
 
-    if (rc != -EOPNOTSUPP)
+    if (rc != -EOPNOTSUPP && rc != -EACCES && rc != -EPERM)
         return rc;
     if (st->st_nlink > 1) {
         drx_log(DRX_LOG_ERROR, "%s: a metafile with other names not in drx's padded form: "

@@ -967,7 +967,9 @@ static void test_replaced_owner_mode(void)
         {"by its owner", 0, -1, false, 0, 06755},
         {"a size persisted by nobody", 0, AS_NOBODY, false, NOBODY_ID, 0755},
         {"a copy committed by nobody", 0, AS_NOBODY, true, NOBODY_ID, 0755},
-        {"a size persisted by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, false, 0, 0755},
+        /* in place: the metafile is the file, and stays nobody's */
+        {"a size persisted by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, false, NOBODY_ID,
+         06755},
         {"a copy committed by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, true, 0, 0755},
     };
     char root[512], path[600], mp[700], sp[1024];
