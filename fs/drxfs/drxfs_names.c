@@ -403,6 +403,20 @@ static bool name_with_suffix_is_reg(int dfd, const char *base, size_t blen, cons
     return regular_at(dfd, name);
 }
 
+/* *type of entry name of dfd, asked of the filesystem when readdir did not
+ * say; false when it cannot be known. */
+static bool entry_type(int dfd, const char *name, unsigned char *type)
+{
+    struct stat s;
+
+    if (*type == DT_UNKNOWN) {
+        if (fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+            return false;
+        *type = IFTODT(s.st_mode);
+    }
+    return *type != DT_UNKNOWN && *type != DT_WHT;
+}
+
 static bool strip_suffix(const char *name, size_t len, const char *suffix, size_t *blen)
 {
     size_t n = strlen(suffix);
@@ -410,6 +424,40 @@ static bool strip_suffix(const char *name, size_t len, const char *suffix, size_
         return false;
     *blen = len - n;
     return true;
+}
+
+/* What store entry de of directory dfd shows as: its name at the mount
+ * into shown, its type into *type (d_type on the way in), *virt when it
+ * is an array (whose st_ino is made up).  False for entries not shown:
+ * internal names, .xta files, what an array or striped file of the same
+ * name hides (drx_store_classify). */
+static bool entry_shown(int dfd, const struct dirent *de, bool at_root, char *shown,
+                        unsigned char *type, bool *virt)
+{
+    const char *name = de->d_name;
+    size_t len = strlen(name), blen = len;
+
+    *virt = false;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        drx_store_name_internal(name, at_root) || strip_suffix(name, len, DRXFS_XTA, &blen))
+        return false;
+    if (strip_suffix(name, len, DRXFS_XMD, &blen)) {
+        if (!regular_at(dfd, name))
+            return false;
+        *type = DT_DIR;
+        *virt = true;
+    } else if (strip_suffix(name, len, DRXFS_NAFS, &blen)) {
+        /* an array of the same name wins (drx_store_classify) */
+        if (!regular_at(dfd, name) || name_with_suffix_is_reg(dfd, name, blen, DRXFS_XMD))
+            return false;
+        *type = DT_REG;
+    } else if (name_with_suffix_is_reg(dfd, name, len, DRXFS_XMD) ||
+               name_with_suffix_is_reg(dfd, name, len, DRXFS_NAFS) || !entry_type(dfd, name, type)) {
+        return false;
+    }
+    memcpy(shown, name, blen);
+    shown[blen] = '\0';
+    return !drx_store_name_internal(shown, at_root);
 }
 
 int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
@@ -447,46 +495,14 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
         struct dirent *de = readdir(dh->dp);
         if (!de)
             return errno ? -errno : 0;
-        const char *name = de->d_name;
-        size_t len = strlen(name), blen;
         char shown[NAME_MAX + 1];
         unsigned char type = de->d_type;
+        bool virt;
 
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        if (drx_store_name_internal(name, dh->at_root))
-            continue;
-        if (strip_suffix(name, len, DRXFS_XTA, &blen))
-            continue;
-        if (strip_suffix(name, len, DRXFS_XMD, &blen)) {
-            if (!regular_at(dfd, name))
-                continue;
-            type = DT_DIR;
-        } else if (strip_suffix(name, len, DRXFS_NAFS, &blen)) {
-            /* an array of the same name wins (drx_store_classify) */
-            if (!regular_at(dfd, name) || name_with_suffix_is_reg(dfd, name, blen, DRXFS_XMD))
-                continue;
-            type = DT_REG;
-        } else {
-            blen = len;
-            if (name_with_suffix_is_reg(dfd, name, len, DRXFS_XMD) ||
-                name_with_suffix_is_reg(dfd, name, len, DRXFS_NAFS))
-                continue;
-            if (type == DT_UNKNOWN) {
-                struct stat s;
-                if (fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
-                    continue;
-                type = IFTODT(s.st_mode);
-            }
-            if (type == DT_UNKNOWN || type == DT_WHT)
-                continue;
-        }
-        memcpy(shown, name, blen);
-        shown[blen] = '\0';
-        if (drx_store_name_internal(shown, dh->at_root))
+        if (!entry_shown(dfd, de, dh->at_root, shown, &type, &virt))
             continue;
         st.st_mode = DTTOIF(type);
-        st.st_ino = type == DT_DIR && blen != len ? drxfs_virtual_ino(dh->path, shown) : de->d_ino;
+        st.st_ino = virt ? drxfs_virtual_ino(dh->path, shown) : de->d_ino;
         if (fill(buf, shown, &st, 0, 0))
             return 0;
     }

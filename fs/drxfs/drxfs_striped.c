@@ -661,6 +661,21 @@ int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
     return rc < 0 ? log_err("link", n->rel, rc, &err) : 0;
 }
 
+/* The open file e is now named to_rel; drops the caller's reference. */
+static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel)
+{
+    pthread_mutex_lock(&stable.mutex);
+    char *key = strdup(to_rel);
+    if (key && !e->detached) {
+        free(e->key);
+        e->key = key;
+    } else {
+        free(key);
+    }
+    pthread_mutex_unlock(&stable.mutex);
+    sfile_put(e);
+}
+
 int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
                          const char *to_rel)
 {
@@ -693,21 +708,12 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
             sfile_put(e);
         return log_err("rename", src->rel, rc, &err);
     }
-    if (e) {
-        pthread_mutex_lock(&stable.mutex);
-        char *key = strdup(to_rel);
-        if (key && !e->detached) {
-            free(e->key);
-            e->key = key;
-        } else {
-            free(key);
-        }
-        pthread_mutex_unlock(&stable.mutex);
-        sfile_put(e);
-    }
-    /* The name was a plain file or symlink: the striped file replaces it
-     * (the metafile wins lookups already; remove what it hides). */
-    if (dst && (dst->kind == DRXFS_PLAIN || dst->kind == DRXFS_SPECIAL || dst->kind == DRXFS_LINK))
+    if (e)
+        sfile_rekey(e, to_rel);
+    /* The name was a plain file, special file or symlink: the striped
+     * file replaces it (the metafile wins lookups already; remove what it
+     * hides). */
+    if (dst && dst->kind <= DRXFS_LINK && dst->kind != DRXFS_DIR)
         unlinkat(drxfs.root_fd, dst->rel, 0);
     return 0;
 }

@@ -495,39 +495,54 @@ static int size_patch(char *text, size_t len, const char *mp, size_t ndirs,
     return 0;
 }
 
+/* Metafile mp opened for an update in place, without touching its atime
+ * where the caller may (O_NOATIME is the owner's). */
+static int meta_open_rw(const char *mp)
+{
+    int fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
+
+    if (fd < 0 && errno == EPERM)
+        fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/* The text of metafile fd (the file `was`), NUL-terminated, into *text
+ * (free it), its length in *len.  0, -EOPNOTSUPP when it is not `was` any
+ * more or not a metafile's size, or -errno. */
+static int read_was(int fd, const struct stat *was, char **text, size_t *len)
+{
+    struct stat st;
+    ssize_t n;
+
+    *text = NULL;
+    if (!in_place_allowed(fd, was, &st))
+        return -EOPNOTSUPP;
+    if (!(*text = malloc((size_t)st.st_size + 1)))
+        return -ENOMEM;
+    n = pread(fd, *text, (size_t)st.st_size, 0);
+    if (n < 0)
+        return -errno;
+    (*text)[n] = '\0';
+    *len = (size_t)n;
+    return 0;
+}
+
 int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
                                   const struct drx_stripe_meta *m, size_t ndirs,
                                   const struct stat *like, bool sync, struct stat *st_out)
 {
     char *text = NULL, field[64];
-    struct stat st;
-    size_t off, n;
-    ssize_t len;
-    int fd, rc = 0;
+    size_t off, n, len = 0;
+    int fd, rc;
 
-    fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
-    if (fd < 0 && errno == EPERM)
-        fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    fd = meta_open_rw(mp);
     if (fd < 0)
-        return -errno;
+        return fd;
     /* Readers take the read lock (DRX_CFGFILE_META): none sees half a size. */
     bool locked = drx_cfgfile_lock(fd, F_WRLCK);
-    if (!in_place_allowed(fd, was, &st)) {
-        rc = -EOPNOTSUPP;
-        goto out;
-    }
-    text = malloc((size_t)st.st_size + 1);
-    if (!text) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    len = pread(fd, text, (size_t)st.st_size, 0);
-    if (len < 0) {
-        rc = -errno;
-        goto out;
-    }
-    text[len] = '\0';
-    rc = size_patch(text, (size_t)len, mp, ndirs, m, field, sizeof field, &off, &n);
+    rc = read_was(fd, was, &text, &len);
+    if (rc == 0)
+        rc = size_patch(text, len, mp, ndirs, m, field, sizeof field, &off, &n);
     if (rc == 0 && like)
         rc = drx_replace_take_owner(fd, like);
     if (rc == 0)
@@ -538,7 +553,6 @@ int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
         rc = drx_io_fsync_parent(mp);
     if (rc == 0 && st_out && fstat(fd, st_out) < 0)
         rc = -errno;
-out:
     if (locked)
         drx_cfgfile_lock(fd, F_UNLCK);
     free(text);

@@ -125,54 +125,58 @@ static bool meta_gone(int fd)
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_nlink == 0;
 }
 
+/* Removes m's subfiles (mp names the file in messages). */
+static void remove_subfiles(struct drx_store *s, const char *mp, const struct drx_stripe_meta *m)
+{
+    for (unsigned i = 0; i < m->layout.count; i++) {
+        int dfd = s->dir_fds[m->sub[i].dir];
+        if (dfd >= 0 && unlinkat(dfd, m->sub[i].name, 0) < 0 && errno != ENOENT)
+            drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m->sub[i].name,
+                    strerror(errno));
+    }
+}
+
+/* Loads metafile mp, which must be the file held as fd: 0, -EAGAIN when
+ * it was replaced meanwhile (its subfiles are then left alone), -EIO for
+ * a bad one, or -errno with err. */
+static int load_held(struct drx_store *s, const char *path, const char *mp, int fd,
+                     struct drx_stripe_meta *m, struct drx_err *err)
+{
+    struct drx_err e2 = {{0}};
+    struct stat held, st;
+    int rc = drx_stripe_meta_load_st(mp, s->cfg.stripe.ndirs, m, &st, &e2);
+
+    if (rc == 0 && (fd < 0 || fstat(fd, &held) < 0 || held.st_ino != st.st_ino ||
+                    held.st_dev != st.st_dev))
+        return -EAGAIN;
+    if (rc == -ENOENT)
+        return drx_err_set(err, ENOENT, "%s: no such striped file", path);
+    if (rc < 0 && rc != -EIO)
+        return drx_err_set(err, -rc, "%s", e2.msg);
+    return rc;
+}
+
 /* drx_stripe_unlink() of metafile mp (path: the name for messages). */
 static int unlink_meta(struct drx_store *s, const char *path, const char *mp, struct drx_err *err)
 {
     struct drx_stripe_meta m;
-    struct drx_err e2 = {{0}};
-    struct stat held, st;
     int rc, fd = meta_hold(mp);
 
     if (fd == -ENOENT)
         return drx_err_set(err, ENOENT, "%s: no such striped file", path);
-    rc = drx_stripe_meta_load_st(mp, s->cfg.stripe.ndirs, &m, &st, &e2);
-    if (rc == 0 && (fd < 0 || fstat(fd, &held) < 0 || held.st_ino != st.st_ino ||
-                    held.st_dev != st.st_dev))
-        rc = -EAGAIN; /* replaced meanwhile: its subfiles are left alone */
-    if (rc == -ENOENT) {
-        rc = drx_err_set(err, ENOENT, "%s: no such striped file", path);
+    rc = load_held(s, path, mp, fd, &m, err);
+    if (rc < 0 && rc != -EIO && rc != -EAGAIN)
         goto out;
-    }
-    if (rc < 0 && rc != -EIO && rc != -EAGAIN) {
-        rc = drx_err_set(err, -rc, "%s", e2.msg);
-        goto out;
-    }
-    bool valid = rc == 0;
+    bool valid = rc == 0, bad = rc == -EIO;
     /* Metafile first: a crash after it leaves orphan subfiles (fsck), never
      * a metafile naming subfiles that are gone. */
-    if (unlink(mp) < 0) {
-        rc = drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
-        goto out;
-    }
-    rc = 0;
-    /* Another name (a hard link) still holds the file and its subfiles. */
-    if (valid && !meta_gone(fd))
-        goto out;
-    if (!valid) {
+    rc = unlink(mp) < 0 ? drx_err_set(err, errno, "%s: %s", mp, strerror(errno)) : 0;
+    if (rc == 0 && bad)
         drx_log(DRX_LOG_WARNING,
-                "%s: removed a bad metafile; its subfiles (if any) are left for "
-                "drx fsck",
-                mp);
-        goto out;
-    }
-    for (unsigned i = 0; i < m.layout.count; i++) {
-        int dfd = s->dir_fds[m.sub[i].dir];
-        if (dfd < 0 || unlinkat(dfd, m.sub[i].name, 0) < 0) {
-            if (dfd >= 0 && errno != ENOENT)
-                drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m.sub[i].name,
-                        strerror(errno));
-        }
-    }
+                "%s: removed a bad metafile; its subfiles (if any) are left for drx fsck", mp);
+    /* Another name (a hard link) may still hold the file and its subfiles. */
+    if (rc == 0 && valid && meta_gone(fd))
+        remove_subfiles(s, mp, &m);
 out:
     if (fd >= 0)
         close(fd);
@@ -186,6 +190,22 @@ int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err
     if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
         return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
     return unlink_meta(s, path, mp, err);
+}
+
+/* The subfiles of old, a file a rename replaced, now unreachable; not
+ * those of src (the renamed file, when known) it shares (a rename onto
+ * itself). */
+static void remove_replaced(struct drx_store *s, const struct drx_stripe_meta *src,
+                            const struct drx_stripe_meta *old)
+{
+    for (unsigned i = 0; i < old->layout.count; i++) {
+        bool shared = false;
+        for (unsigned j = 0; src && j < src->layout.count; j++)
+            shared |= src->sub[j].dir == old->sub[i].dir &&
+                      strcmp(src->sub[j].name, old->sub[i].name) == 0;
+        if (!shared && s->dir_fds[old->sub[i].dir] >= 0)
+            unlinkat(s->dir_fds[old->sub[i].dir], old->sub[i].name, 0);
+    }
 }
 
 /* drx_stripe_rename() of metafile mfrom to mto (from: the name for
@@ -220,16 +240,7 @@ static int rename_meta(struct drx_store *s, const char *from, const char *mfrom,
         return rc < 0 ? rc : 0;
     }
     close(ofd);
-    /* The replaced file's subfiles are now unreachable; remove them unless
-     * they are the renamed file's own (a rename onto itself). */
-    for (unsigned i = 0; i < old.layout.count; i++) {
-        bool shared = false;
-        for (unsigned j = 0; src_ok && j < src.layout.count; j++)
-            shared |=
-                src.sub[j].dir == old.sub[i].dir && strcmp(src.sub[j].name, old.sub[i].name) == 0;
-        if (!shared && s->dir_fds[old.sub[i].dir] >= 0)
-            unlinkat(s->dir_fds[old.sub[i].dir], old.sub[i].name, 0);
-    }
+    remove_replaced(s, src_ok ? &src : NULL, &old);
     return 0;
 }
 

@@ -79,15 +79,26 @@ static int subfiles_fallocate(struct drx_stripe *f, int mode, uint64_t a, uint64
     return rc;
 }
 
-int drx_stripe_fallocate(struct drx_stripe *f, int mode, uint64_t off, uint64_t len)
+/* The modes drx_stripe_fallocate takes: 0 or KEEP_SIZE, PUNCH_HOLE with
+ * KEEP_SIZE, ZERO_RANGE with or without it. */
+static bool mode_known(int mode)
 {
     const int known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
+
+    if (mode & ~known)
+        return false;
+    if (mode & FALLOC_FL_PUNCH_HOLE)
+        return (mode & FALLOC_FL_KEEP_SIZE) && !(mode & FALLOC_FL_ZERO_RANGE);
+    return true;
+}
+
+int drx_stripe_fallocate(struct drx_stripe *f, int mode, uint64_t off, uint64_t len)
+{
     int rc;
 
     if (f->mode != DRX_STRIPE_RDWR)
         return -EBADF;
-    if ((mode & ~known) || ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE)) ||
-        ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE)))
+    if (!mode_known(mode))
         return -EOPNOTSUPP;
     if (len == 0)
         return -EINVAL;
