@@ -93,9 +93,9 @@ static void handle_free(struct drx_stripe *f)
 }
 
 /* True when m (a metafile read from disk) describes the file f opened: the
- * same layout and subfiles.  Not the inode: every persist replaces the
- * metafile, so another handle's persist (another process, or a second
- * handle in this one) gives the same file a new inode. */
+ * same layout and subfiles.  Not the inode: an old unpadded metafile's
+ * persist replaces it, and so does drx-load's commit of the same file's
+ * subfiles... the layout is what a handle's descriptors serve. */
 static bool same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m)
 {
     return drx_stripe_same_layout(&f->meta, m);

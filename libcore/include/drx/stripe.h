@@ -34,8 +34,10 @@
  *   drx_stripe_fsync() makes a file durable: subfiles, their directories,
  *   then the metafile and its directory.
  * - write: data goes to the subfiles first; the in-memory size advances only
- *   over bytes that were written.  The size is persisted (metafile replaced
- *   atomically: temp `.NAME.nafs.XXXXXX`, rename) at drx_stripe_flush(),
+ *   over bytes that were written.  The size is persisted (rewritten in the
+ *   metafile in place, one pwrite of its padded size setting under an OFD
+ *   lock that readers share; an old unpadded metafile is replaced by temp
+ *   `.NAME.nafs.XXXXXX` and rename) at drx_stripe_flush(),
  *   drx_stripe_fsync(), drx_stripe_close(), at every truncate, and whenever
  *   the file has grown 64 MiB past the persisted size, so the metafile is not
  *   rewritten per write and a crashed writer loses at most the tail it had
@@ -57,10 +59,9 @@
  *   directory), then the subfiles are cut; truncate up cuts stale bytes
  *   beyond the old size off the subfiles first, so holes read zeros, and
  *   syncs that cut before the larger size is recorded (as above).
- * - a full disk: when the replacement finds no block (ENOSPC, EDQUOT), the
- *   size is rewritten inside the old metafile, in place
- *   (drx_stripe_meta_size_in_place in stripe_meta.c says why that is as
- *   safe); a write cut short leaves no bytes past the size; and what cannot
+ * - a full disk: the update in place needs no block
+ *   (drx_stripe_meta_size_in_place in stripe_meta.c says why it is as safe
+ *   as a replacement); a write cut short leaves no bytes past the size; and what cannot
  *   be recorded at all is cut back at once (flush, fsync and close then
  *   fail with ENOSPC).
  * - unlink: metafile first, then subfiles (a crash leaves orphans).
@@ -77,7 +78,8 @@
  * keeps the larger of the on-disk and in-memory size (unless this handle
  * truncated), so parallel writers extending one file end with the right
  * size.  A handle knows its file by layout and subfile names, not by the
- * metafile's inode (every persist makes a new one): when NAME.nafs is gone or
+ * metafile's inode (drx-load's commit and an old metafile's replacement
+ * make a new one): when NAME.nafs is gone or
  * names other subfiles, a persist writes nothing and keeps its size pending.
  * Parallel writers that write the subfiles themselves (drx-load over
  * MPI-IO) build the file under a temporary name instead: one rank
@@ -87,10 +89,12 @@
  * (or absent) and a temporary file for fsck; never a size over bytes that
  * were not written.
  *
- * TIMES AND MODE: every persist replaces the metafile, which keeps the old
- * one's mode and owner but gets a new mtime.  A front end that sets times
- * (utimens) on an open file should drx_stripe_flush() first, so a later
- * persist does not override them.
+ * TIMES, MODE, LINKS, XATTRS: the metafile's inode is the striped file's.
+ * A persist keeps it (in place), so its other names (drx_stripe_link), user
+ * xattrs, atime and mode stay; it marks mtime and ctime, as a write does.
+ * libcore reads metafiles with O_NOATIME where it may.  A front end that
+ * sets times (utimens) on an open file should drx_stripe_flush() first, so
+ * a later persist does not override them.
  */
 #ifndef DRX_STRIPE_H
 #define DRX_STRIPE_H
