@@ -316,8 +316,8 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
         }
         break;
     case DRXFS_STRIPED:
-        if (dst && (dst->kind == DRXFS_DIR ||
-                    (dst->kind > DRXFS_LINK && dst->kind != DRXFS_STRIPED))) {
+        if (dst &&
+            (dst->kind == DRXFS_DIR || (dst->kind > DRXFS_LINK && dst->kind != DRXFS_STRIPED))) {
             rc = (dst->kind == DRXFS_DIR || dst->kind == DRXFS_ARRAY) ? -EISDIR : -EPERM;
             break;
         }
@@ -452,7 +452,8 @@ static bool entry_shown(int dfd, const struct dirent *de, bool at_root, char *sh
             return false;
         *type = DT_REG;
     } else if (name_with_suffix_is_reg(dfd, name, len, DRXFS_XMD) ||
-               name_with_suffix_is_reg(dfd, name, len, DRXFS_NAFS) || !entry_type(dfd, name, type)) {
+               name_with_suffix_is_reg(dfd, name, len, DRXFS_NAFS) ||
+               !entry_type(dfd, name, type)) {
         return false;
     }
     memcpy(shown, name, blen);

@@ -538,11 +538,9 @@ static int xattr_node(const char *path, struct drxfs_node **out, char *self, siz
         return rc;
     if ((*out)->kind == DRXFS_ARRAY)
         return XATTR_ARRAY;
-    if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN &&
-        (*out)->kind != DRXFS_STRIPED)
+    if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN && (*out)->kind != DRXFS_STRIPED)
         return -ENOTSUP;
-    if ((*out)->kind == DRXFS_STRIPED &&
-        (rc = drxfs_rel_suffix(meta, (*out)->rel, DRXFS_NAFS)) < 0)
+    if ((*out)->kind == DRXFS_STRIPED && (rc = drxfs_rel_suffix(meta, (*out)->rel, DRXFS_NAFS)) < 0)
         return rc;
     return drxfs_self_beneath((*out)->kind == DRXFS_STRIPED ? meta : (*out)->rel, self, len);
 }

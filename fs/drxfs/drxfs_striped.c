@@ -75,16 +75,29 @@ static struct drxfs_sfile *s_find(const char *rel)
     return NULL;
 }
 
+/* True when e's own name still leads to the metafile *meta: an inode
+ * number alone may be a reused one (e's file removed behind the mount). */
+static bool s_same_inode(const struct drxfs_sfile *e, const struct stat *meta)
+{
+    char mrel[PATH_MAX];
+    struct stat now;
+
+    return e->st.st_ino == meta->st_ino && e->st.st_dev == meta->st_dev &&
+           drxfs_rel_suffix(mrel, e->key, DRXFS_NAFS) == 0 &&
+           fstatat(drxfs.root_fd, mrel, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+           now.st_ino == meta->st_ino && now.st_dev == meta->st_dev;
+}
+
 /* The handle of rel, or of another name of the same metafile *meta (a
  * hard link): one handle per file, whatever name opened it. */
 static struct drxfs_sfile *s_find_node(const char *rel, const struct stat *meta)
 {
     struct drxfs_sfile *e = s_find(rel);
 
-    if (e || !meta)
+    if (e || !meta || meta->st_nlink < 2)
         return e;
     for (e = stable.head; e; e = e->next)
-        if (e->st.st_ino == meta->st_ino && e->st.st_dev == meta->st_dev)
+        if (s_same_inode(e, meta))
             return e;
     return NULL;
 }
@@ -106,7 +119,7 @@ static int store_path(char *out, const char *rel)
 static int log_err(const char *what, const char *rel, int rc, const struct drx_err *err)
 {
     enum drx_log_level lv = (rc == -ENOENT || rc == -EEXIST || rc == -ENOSPC ||
-                             rc == -EDQUOT || rc == -EFBIG)
+                             rc == -ENAMETOOLONG || rc == -EDQUOT || rc == -EFBIG)
                                 ? DRX_LOG_DEBUG
                                 : DRX_LOG_WARNING;
     drx_log(lv, "%s %s: %s", what, rel, err && err->msg[0] ? err->msg : strerror(-rc));

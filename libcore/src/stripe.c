@@ -93,9 +93,9 @@ static void handle_free(struct drx_stripe *f)
 }
 
 /* True when m (a metafile read from disk) describes the file f opened: the
- * same layout and subfiles.  Not the inode: an old unpadded metafile's
- * persist replaces it, and so does drx-load's commit of the same file's
- * subfiles... the layout is what a handle's descriptors serve. */
+ * same layout and subfiles, which are what a handle's descriptors serve.
+ * Not the inode: a persist into an old unpadded metafile replaces it (a
+ * new inode, the same file). */
 static bool same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m)
 {
     return drx_stripe_same_layout(&f->meta, m);
@@ -194,8 +194,10 @@ static int meta_replace_size(const char *mp, const struct stat *st, const struct
     if (rc != -EOPNOTSUPP && rc != -EACCES && rc != -EPERM)
         return rc;
     if (st->st_nlink > 1) {
-        drx_log(DRX_LOG_ERROR, "%s: a metafile with other names not in drx's padded form: "
-                "size not recorded", mp);
+        drx_log(DRX_LOG_ERROR,
+                "%s: a metafile with other names not in drx's padded form: "
+                "size not recorded",
+                mp);
         return -EIO;
     }
     return drx_stripe_meta_write(mp, m, false, sync, st, 0, nst);

@@ -453,7 +453,8 @@ static bool size_span(const char *text, size_t len, size_t *off, size_t *n)
  * striped file's hard links (drx_stripe_link), which must see the change. */
 static bool in_place_allowed(int fd, const struct stat *was, struct stat *st)
 {
-    return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_dev == was->st_dev && st->st_ino == was->st_ino && st->st_size <= META_MAX_BYTES;
+    return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_dev == was->st_dev &&
+           st->st_ino == was->st_ino && st->st_size <= META_MAX_BYTES;
 }
 
 bool drx_stripe_meta_padded(const char *mp)

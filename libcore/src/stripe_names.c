@@ -146,8 +146,8 @@ static int load_held(struct drx_store *s, const char *path, const char *mp, int 
     struct stat held, st;
     int rc = drx_stripe_meta_load_st(mp, s->cfg.stripe.ndirs, m, &st, &e2);
 
-    if (rc == 0 && (fd < 0 || fstat(fd, &held) < 0 || held.st_ino != st.st_ino ||
-                    held.st_dev != st.st_dev))
+    if (rc == 0 &&
+        (fd < 0 || fstat(fd, &held) < 0 || held.st_ino != st.st_ino || held.st_dev != st.st_dev))
         return -EAGAIN;
     if (rc == -ENOENT)
         return drx_err_set(err, ENOENT, "%s: no such striped file", path);
@@ -223,8 +223,8 @@ static int rename_meta(struct drx_store *s, const char *from, const char *mfrom,
         return drx_err_set(err, ENOENT, "%s: no such striped file", from);
     if (!(flags & RENAME_NOREPLACE)) {
         ofd = meta_hold(mto);
-        have_old = ofd >= 0 &&
-                   drx_stripe_meta_load_st(mto, s->cfg.stripe.ndirs, &old, NULL, NULL) == 0;
+        have_old =
+            ofd >= 0 && drx_stripe_meta_load_st(mto, s->cfg.stripe.ndirs, &old, NULL, NULL) == 0;
     }
     if (flags & RENAME_NOREPLACE)
         rc = renameat2(AT_FDCWD, mfrom, AT_FDCWD, mto, RENAME_NOREPLACE);

@@ -12,8 +12,7 @@
 
 #include "stripe_i.h"
 
-int drx_stripe_blocks(const struct drx_store *s, const struct drx_stripe_meta *m,
-                      uint64_t *blocks)
+int drx_stripe_blocks(const struct drx_store *s, const struct drx_stripe_meta *m, uint64_t *blocks)
 {
     *blocks = 0;
     for (unsigned i = 0; i < m->layout.count; i++) {
@@ -62,8 +61,7 @@ static int sub_fallocate(int fd, int mode, uint64_t lo, uint64_t hi, uint64_t li
 
 /* fallocate(mode, without KEEP_SIZE) of every subfile's part of logical
  * [a, b), for a file of logical size `size`. */
-static int subfiles_fallocate(struct drx_stripe *f, int mode, uint64_t a, uint64_t b,
-                              uint64_t size)
+static int subfiles_fallocate(struct drx_stripe *f, int mode, uint64_t a, uint64_t b, uint64_t size)
 {
     const struct drx_stripe_layout *l = &f->meta.layout;
     int rc = 0;

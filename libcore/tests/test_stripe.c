@@ -1,9 +1,9 @@
 /* Striped files: round-robin placement, holes, truncate, rename, unlink,
  * hostile metafiles, missing subfiles, ENOSPC, threads, size persistence. */
 #include <errno.h>
-#include <linux/falloc.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -969,8 +969,8 @@ static void test_replaced_owner_mode(void)
         {"a size persisted by nobody", 0, AS_NOBODY, false, NOBODY_ID, 0755},
         {"a copy committed by nobody", 0, AS_NOBODY, true, NOBODY_ID, 0755},
         /* in place: the metafile is the file, and stays nobody's */
-        {"a size persisted by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, false, NOBODY_ID,
-         06755},
+        {"a size persisted by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, false,
+         NOBODY_ID, 06755},
         {"a copy committed by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, true, 0, 0755},
     };
     char root[512], path[600], mp[700], sp[1024];
@@ -1256,7 +1256,6 @@ static void test_placement(void)
     tap_ok(memcmp(buf, want, sizeof buf) == 0, "a short subfile's missing bytes read as zeros");
 }
 
-
 /* Hard links of striped files (the metafile's), short temporary names,
  * fallocate and SEEK_DATA/SEEK_HOLE (stripe_space.c), blocks. */
 static void test_links_and_space(struct drx_store *s, const char *root)
@@ -1283,11 +1282,12 @@ static void test_links_and_space(struct drx_store *s, const char *root)
     tap_ok(drx_stripe_stat(s, b, &m2, NULL) == 0 && m2.size == 8292 && stat(mp, &st) == 0 &&
                st.st_nlink == 2,
            "a size recorded under one name is the other's (in place)");
-    tap_ok(drx_stripe_unlink(s, a, NULL) == 0 && drx_stripe_subfile_path(s, &m, 0, sp, sizeof sp) > 0 &&
-               access(sp, F_OK) == 0,
+    tap_ok(drx_stripe_unlink(s, a, NULL) == 0 &&
+               drx_stripe_subfile_path(s, &m, 0, sp, sizeof sp) > 0 && access(sp, F_OK) == 0,
            "unlink of one name keeps the subfiles");
     make_striped(s, a, &l, 0644, "x", 1, &m2);
-    tap_ok(drx_stripe_link(s, b, "/nonexistent-dir/x", NULL) < 0, "link into a missing directory fails");
+    tap_ok(drx_stripe_link(s, b, "/nonexistent-dir/x", NULL) < 0,
+           "link into a missing directory fails");
     tap_ok(drx_stripe_rename(s, a, b, 0, NULL) == 0 && access(sp, F_OK) != 0,
            "rename over the last name removes its subfiles");
 

@@ -279,8 +279,7 @@ int drx_stripe_rename_handle(struct drx_stripe *f, const char *to, unsigned flag
 
 /* Sum of the st_blocks (512-byte units) of m's subfiles, as stat(2) shows
  * them (a missing or refused subfile counts nothing).  Returns 0. */
-int drx_stripe_blocks(const struct drx_store *s, const struct drx_stripe_meta *m,
-                      uint64_t *blocks);
+int drx_stripe_blocks(const struct drx_store *s, const struct drx_stripe_meta *m, uint64_t *blocks);
 
 /* fallocate(2) of logical [off, off + len) mapped onto the subfiles: mode
  * 0 (allocate, then grow the size to off + len), FALLOC_FL_KEEP_SIZE,
