@@ -141,6 +141,18 @@ nsubfiles() { find "$D" -type f | wc -l; }
         expect 0 unlink "l_$N1"
         [ "$(nsubfiles)" -eq "$before" ]
     done
+    # written through a name removed meanwhile: the other name has it all
+    expect 0 create w 0644
+    expect 0 link w w2
+    "$PY" -c "
+import os
+fd = os.open('w', os.O_RDWR)
+os.pwrite(fd, b'0123456789', 0)
+os.unlink('w')
+os.pwrite(fd, b'x' * 100, 10)
+os.close(fd)"
+    expect 110 stat w2 size
+    expect 1 stat w2 nlink
     # a striped file replacing one name of a linked file leaves the other
     expect 0 create a 0644 && expect 0 write a 0 keep
     expect 0 link a b

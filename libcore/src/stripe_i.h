@@ -42,9 +42,17 @@ struct drx_stripe {
     dev_t meta_dev;   /* identity of the metafile this handle wrote/read */
     ino_t meta_ino;
     struct timespec meta_ctim; /* and its ctime then: an update in place keeps the inode */
+    /* That metafile held open (O_PATH), or -1: when the handle's name is
+     * removed while the file has other names (hard links), persists go to
+     * the inode through it ("/proc/self/fd/N", drx_stripe_path_is_held). */
+    int meta_fd;
 };
 
 /* ---- stripe_meta.c ---- */
+
+/* True when p is "/proc/self/fd/N": a handle's own descriptor of its
+ * metafile (struct drx_stripe.meta_fd), the one link libcore follows. */
+bool drx_stripe_path_is_held(const char *p);
 
 /* NAME + ".nafs" into buf.  0 or -ENAMETOOLONG. */
 int drx_stripe_meta_path(const char *path, char *buf, size_t len);

@@ -24,6 +24,15 @@
 
 /* ---- metafile names ------------------------------------------------------------- */
 
+bool drx_stripe_path_is_held(const char *p)
+{
+    static const char pre[] = "/proc/self/fd/";
+
+    if (strncmp(p, pre, sizeof pre - 1) != 0 || !p[sizeof pre - 1])
+        return false;
+    return strspn(p + sizeof pre - 1, "0123456789") == strlen(p + sizeof pre - 1);
+}
+
 int drx_stripe_meta_path(const char *path, char *buf, size_t len)
 {
     if ((size_t)snprintf(buf, len, "%s" DRX_STRIPE_SUFFIX, path) >= len)
@@ -242,7 +251,10 @@ int drx_stripe_meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta
     bool refused;
     int rc;
 
-    rc = drx_cfgfile_read(AT_FDCWD, mp, mp, DRX_CFGFILE_META, META_MAX_BYTES, &cf, &refused, &why);
+    /* A held descriptor's magic link is followed (DRX_CFGFILE_USER): it is
+     * the metafile's inode itself. */
+    unsigned flags = DRX_CFGFILE_META | (drx_stripe_path_is_held(mp) ? DRX_CFGFILE_USER : 0);
+    rc = drx_cfgfile_read(AT_FDCWD, mp, mp, flags, META_MAX_BYTES, &cf, &refused, &why);
     if (rc < 0) {
         if (!refused)
             return drx_err_set(err, -rc, "%s", why.msg);
@@ -500,10 +512,11 @@ static int size_patch(char *text, size_t len, const char *mp, size_t ndirs,
  * where the caller may (O_NOATIME is the owner's). */
 static int meta_open_rw(const char *mp)
 {
-    int fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
+    int nofollow = drx_stripe_path_is_held(mp) ? 0 : O_NOFOLLOW;
+    int fd = open(mp, O_RDWR | nofollow | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
 
     if (fd < 0 && errno == EPERM)
-        fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        fd = open(mp, O_RDWR | nofollow | O_NONBLOCK | O_CLOEXEC);
     return fd < 0 ? -errno : fd;
 }
 
@@ -550,7 +563,7 @@ int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
         rc = drx_io_pwrite_all(fd, field, n, off);
     if (rc == 0 && sync && fsync(fd) < 0)
         rc = -errno;
-    if (rc == 0 && sync)
+    if (rc == 0 && sync && !drx_stripe_path_is_held(mp)) /* no name changed */
         rc = drx_io_fsync_parent(mp);
     if (rc == 0 && st_out && fstat(fd, st_out) < 0)
         rc = -errno;

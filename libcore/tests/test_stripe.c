@@ -588,8 +588,9 @@ static void test_shared_handles(struct drx_store *s, const char *root)
     drx_stripe_stat(s, path, &m, NULL);
     TAP_CHECK_EQ_U64(m.size, 400, "A's larger size survives B's later persist and both closes");
 
-    /* renamed by someone else: nothing is written under either name until
-     * the handle is told the new one; then the size lands there */
+    /* renamed by someone else: nothing is written under the old name; the
+     * size goes to the file itself (its metafile held open), under its new
+     * name, and set_path then points the handle there */
     snprintf(to, sizeof to, "%s/shared-moved", root);
     drx_stripe_open(s, path, DRX_STRIPE_RDWR, &a, NULL);
     drx_stripe_write(a, buf, 100, 400);
@@ -597,7 +598,7 @@ static void test_shared_handles(struct drx_store *s, const char *root)
     tap_ok(drx_stripe_flush(a) == 0 && !drx_stripe_exists(path),
            "flush after a rename: the old name is not brought back");
     drx_stripe_stat(s, to, &m, NULL);
-    TAP_CHECK_EQ_U64(m.size, 400, "nor is the new name written before set_path");
+    TAP_CHECK_EQ_U64(m.size, 500, "the size is the file's, under its new name");
     drx_stripe_set_path(a, to);
     drx_stripe_flush(a);
     drx_stripe_stat(s, to, &m, NULL);
