@@ -264,7 +264,10 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * their descriptors (no .fuse_hidden files in the store). */
     cfg->hard_remove = 1;
     cfg->nullpath_ok = 1;
-    cfg->use_ino = 0;
+    /* st_ino is the store's (a striped file's: its metafile's), so that
+     * tar, cp -a, rsync -H and du see hard links; array files get one made
+     * from their path (drxfs_pass.c). */
+    cfg->use_ino = 1;
     if (drxfs.max_read)
         conn->max_read = drxfs.max_read;
     /* Splice reads measured slower here (LIMITS.md). */
@@ -331,6 +334,8 @@ static const struct fuse_operations drxfs_ops = {
     .destroy = op_destroy,
     .create = drxfs_op_create,
     .utimens = drxfs_op_utimens,
+    .fallocate = drxfs_op_fallocate,
+    .lseek = drxfs_op_lseek,
 };
 
 static int parse_io(const char *what, const char *v, bool *direct)

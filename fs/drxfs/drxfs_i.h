@@ -68,6 +68,7 @@ extern struct drxfs drxfs;
 enum drxfs_kind {
     DRXFS_DIR,     /* store directory */
     DRXFS_PLAIN,   /* regular file passed through */
+    DRXFS_SPECIAL, /* FIFO, socket or device node passed through */
     DRXFS_LINK,    /* symlink passed through */
     DRXFS_ARRAY,   /* array or view directory */
     DRXFS_ADATA,   /* .../data */
@@ -121,12 +122,22 @@ int drxfs_open_beneath(const char *rel, int flags, mode_t mode);
 int drxfs_chmod_beneath(const char *rel, mode_t mode);
 int drxfs_chown_beneath(const char *rel, uid_t uid, gid_t gid);
 int drxfs_utimens_beneath(const char *rel, const struct timespec tv[2]);
+/* Opens store entry rel O_PATH beneath the store (no symlink followed on
+ * the way or at the end) and names it in self ("/proc/self/fd/N", for
+ * calls that take no descriptor).  The descriptor (close it after), or
+ * -errno; -EOPNOTSUPP for a symlink. */
+int drxfs_self_beneath(const char *rel, char *self, size_t len);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
 
 /* drxfs_names.c: refuses names the store reserves; -EEXIST when the name
  * already stands for something. */
 int drxfs_check_new_name(const char *path, const char *name, bool at_root);
+
+/* st_ino of an array's or view's directory or file (no store inode of its
+ * own): a hash of its mount path dir[/name], top bit set, so far from a
+ * store's inode numbers; the same for stat, fstat and readdir. */
+ino_t drxfs_virtual_ino(const char *dir, const char *name);
 
 /* drxfs_pass.c and drxfs_names.c: the operations, dispatching to the array
  * and striped code. */
@@ -157,6 +168,8 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
                      struct fuse_file_info *fi, enum fuse_readdir_flags flags);
 int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi);
 int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
+int drxfs_op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi);
+off_t drxfs_op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi);
 int drxfs_op_setxattr(const char *path, const char *name, const char *value, size_t size,
                       int flags);
 int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t size);
@@ -179,6 +192,7 @@ struct drxfs_fh {
     size_t text_len;
     uint64_t pad;            /* zeros after the data (DRXFS_ANC) */
     struct drxfs_sfile *sf;  /* DRXFS_STRIPED */
+    ino_t ino;               /* array kinds: st_ino, from the path opened */
 };
 
 static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
@@ -233,6 +247,8 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
 int drxfs_striped_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off);
 int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off);
 int drxfs_striped_flush(struct drxfs_fh *fh);
+int drxfs_striped_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len);
+off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence);
 int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync);
 void drxfs_striped_release(struct drxfs_fh *fh);
 /* These take a node (path given) or an open file (n NULL). */
@@ -242,6 +258,8 @@ int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t u
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
                           const struct timespec tv[2]);
 int drxfs_striped_unlink(const struct drxfs_node *n);
+/* A second name to_rel (store-relative, no suffix) for striped file n. */
+int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel);
 /* Renames striped file src to store name to_rel; dst is what to_rel was
  * (NULL, a plain file, a symlink or a striped file), replaced atomically. */
 int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,

@@ -71,13 +71,31 @@ int drxfs_op_symlink(const char *target, const char *path)
 
 int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev)
 {
-    /* Only regular files: devices and fifos in a store would be served with
-     * the daemon's privileges. */
-    (void)rdev;
-    if (!S_ISREG(mode))
-        return -EPERM;
+    char rel[PATH_MAX];
+    const char *name;
+    bool at_root;
+    int rc;
+
+    if (!S_ISREG(mode)) {
+        /* A FIFO, socket or device node is made as what it is; the kernel
+         * serves it at the mount point (the daemon never opens it).  The
+         * kernel checked CAP_MKNOD for devices; they are made for root
+         * only, whatever the daemon may do. */
+        if (!S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISCHR(mode) && !S_ISBLK(mode))
+            return -EINVAL;
+        if ((S_ISCHR(mode) || S_ISBLK(mode)) && fuse_get_context()->uid != 0)
+            return -EPERM;
+        if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
+            return rc;
+        if ((rc = drxfs_check_new_name(path, name, at_root)) < 0)
+            return rc;
+        if (mknodat(drxfs.root_fd, rel, mode & (S_IFMT | 07777), rdev) < 0)
+            return -errno;
+        drxfs_chown_new(rel);
+        return 0;
+    }
     struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT | O_EXCL};
-    int rc = drxfs_op_create(path, mode, &fi);
+    rc = drxfs_op_create(path, mode, &fi);
     if (rc == 0)
         drxfs_op_release(path, &fi);
     return rc;
@@ -97,9 +115,11 @@ int drxfs_op_link(const char *from, const char *to)
         return rc;
     if (!(n = drxfs_node_get(from, &rc)))
         return rc;
-    /* Hard links only between plain files: a striped file or an array is
-     * several store files. */
-    if (n->kind != DRXFS_PLAIN && n->kind != DRXFS_LINK)
+    /* A striped file's second name links its metafile; an array is two
+     * store files and a directory of views: no hard links. */
+    if (n->kind == DRXFS_STRIPED)
+        rc = drxfs_striped_link(n, rel);
+    else if (n->kind != DRXFS_PLAIN && n->kind != DRXFS_SPECIAL && n->kind != DRXFS_LINK)
         rc = -EPERM;
     else if (linkat(drxfs.root_fd, n->rel, drxfs.root_fd, rel, 0) < 0)
         rc = -errno;
@@ -118,6 +138,7 @@ int drxfs_op_unlink(const char *path)
         return rc;
     switch (n->kind) {
     case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
     case DRXFS_LINK:
         rc = unlinkat(drxfs.root_fd, n->rel, 0) < 0 ? -errno : 0;
         break;
@@ -248,6 +269,7 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
     switch (src->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
     case DRXFS_LINK:
         if (dst && (dst->kind == DRXFS_ARRAY || dst->kind == DRXFS_STRIPED)) {
             if (src->kind == DRXFS_DIR)
@@ -294,8 +316,8 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
         }
         break;
     case DRXFS_STRIPED:
-        if (dst && dst->kind != DRXFS_PLAIN && dst->kind != DRXFS_STRIPED &&
-            dst->kind != DRXFS_LINK) {
+        if (dst &&
+            (dst->kind == DRXFS_DIR || (dst->kind > DRXFS_LINK && dst->kind != DRXFS_STRIPED))) {
             rc = (dst->kind == DRXFS_DIR || dst->kind == DRXFS_ARRAY) ? -EISDIR : -EPERM;
             break;
         }
@@ -318,6 +340,7 @@ struct drxfs_dirh {
     DIR *dp;      /* NULL for an array or view */
     bool at_root; /* listing the store root */
     bool nc;      /* the array or view has a data.nc */
+    char *path;   /* the mount path listed (readdir gets none: nullpath_ok) */
 };
 
 int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
@@ -337,7 +360,8 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
     }
     if (rc < 0)
         goto out;
-    if (!(dh = calloc(1, sizeof(*dh)))) {
+    if (!(dh = calloc(1, sizeof(*dh))) || !(dh->path = strdup(path))) {
+        free(dh);
         rc = -ENOMEM;
         goto out;
     }
@@ -349,6 +373,7 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
             rc = -errno;
             if (fd >= 0)
                 close(fd);
+            free(dh->path);
             free(dh);
             goto out;
         }
@@ -378,6 +403,20 @@ static bool name_with_suffix_is_reg(int dfd, const char *base, size_t blen, cons
     return regular_at(dfd, name);
 }
 
+/* *type of entry name of dfd, asked of the filesystem when readdir did not
+ * say; false when it cannot be known. */
+static bool entry_type(int dfd, const char *name, unsigned char *type)
+{
+    struct stat s;
+
+    if (*type == DT_UNKNOWN) {
+        if (fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+            return false;
+        *type = IFTODT(s.st_mode);
+    }
+    return *type != DT_UNKNOWN && *type != DT_WHT;
+}
+
 static bool strip_suffix(const char *name, size_t len, const char *suffix, size_t *blen)
 {
     size_t n = strlen(suffix);
@@ -385,6 +424,41 @@ static bool strip_suffix(const char *name, size_t len, const char *suffix, size_
         return false;
     *blen = len - n;
     return true;
+}
+
+/* What store entry de of directory dfd shows as: its name at the mount
+ * into shown, its type into *type (d_type on the way in), *virt when it
+ * is an array (whose st_ino is made up).  False for entries not shown:
+ * internal names, .xta files, what an array or striped file of the same
+ * name hides (drx_store_classify). */
+static bool entry_shown(int dfd, const struct dirent *de, bool at_root, char *shown,
+                        unsigned char *type, bool *virt)
+{
+    const char *name = de->d_name;
+    size_t len = strlen(name), blen = len;
+
+    *virt = false;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        drx_store_name_internal(name, at_root) || strip_suffix(name, len, DRXFS_XTA, &blen))
+        return false;
+    if (strip_suffix(name, len, DRXFS_XMD, &blen)) {
+        if (!regular_at(dfd, name))
+            return false;
+        *type = DT_DIR;
+        *virt = true;
+    } else if (strip_suffix(name, len, DRXFS_NAFS, &blen)) {
+        /* an array of the same name wins (drx_store_classify) */
+        if (!regular_at(dfd, name) || name_with_suffix_is_reg(dfd, name, blen, DRXFS_XMD))
+            return false;
+        *type = DT_REG;
+    } else if (name_with_suffix_is_reg(dfd, name, len, DRXFS_XMD) ||
+               name_with_suffix_is_reg(dfd, name, len, DRXFS_NAFS) ||
+               !entry_type(dfd, name, type)) {
+        return false;
+    }
+    memcpy(shown, name, blen);
+    shown[blen] = '\0';
+    return !drx_store_name_internal(shown, at_root);
 }
 
 int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
@@ -396,18 +470,23 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
     (void)off;
     (void)flags;
 
+    /* use_ino: an entry's d_ino is its st_ino (0 would hide it: glibc
+     * skips such entries). */
     st.st_mode = S_IFDIR;
+    st.st_ino = 1;
     fill(buf, ".", &st, 0, 0);
     fill(buf, "..", &st, 0, 0);
     if (!dh->dp) {
         /* The files of an array or view; views themselves are not listed
          * (there are infinitely many). */
+        static const char *const files[] = {"data", "data.npy", "data.nc", "info"};
         st.st_mode = S_IFREG;
-        fill(buf, "data", &st, 0, 0);
-        fill(buf, "data.npy", &st, 0, 0);
-        if (dh->nc)
-            fill(buf, "data.nc", &st, 0, 0);
-        fill(buf, "info", &st, 0, 0);
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+            if (strcmp(files[i], "data.nc") == 0 && !dh->nc)
+                continue;
+            st.st_ino = drxfs_virtual_ino(dh->path, files[i]);
+            fill(buf, files[i], &st, 0, 0);
+        }
         return 0;
     }
     int dfd = dirfd(dh->dp);
@@ -417,45 +496,14 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
         struct dirent *de = readdir(dh->dp);
         if (!de)
             return errno ? -errno : 0;
-        const char *name = de->d_name;
-        size_t len = strlen(name), blen;
         char shown[NAME_MAX + 1];
         unsigned char type = de->d_type;
+        bool virt;
 
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        if (drx_store_name_internal(name, dh->at_root))
-            continue;
-        if (strip_suffix(name, len, DRXFS_XTA, &blen))
-            continue;
-        if (strip_suffix(name, len, DRXFS_XMD, &blen)) {
-            if (!regular_at(dfd, name))
-                continue;
-            type = DT_DIR;
-        } else if (strip_suffix(name, len, DRXFS_NAFS, &blen)) {
-            /* an array of the same name wins (drx_store_classify) */
-            if (!regular_at(dfd, name) || name_with_suffix_is_reg(dfd, name, blen, DRXFS_XMD))
-                continue;
-            type = DT_REG;
-        } else {
-            blen = len;
-            if (name_with_suffix_is_reg(dfd, name, len, DRXFS_XMD) ||
-                name_with_suffix_is_reg(dfd, name, len, DRXFS_NAFS))
-                continue;
-            if (type == DT_UNKNOWN) {
-                struct stat s;
-                if (fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
-                    continue;
-                type = IFTODT(s.st_mode);
-            }
-            if (type != DT_DIR && type != DT_REG && type != DT_LNK)
-                continue;
-        }
-        memcpy(shown, name, blen);
-        shown[blen] = '\0';
-        if (drx_store_name_internal(shown, dh->at_root))
+        if (!entry_shown(dfd, de, dh->at_root, shown, &type, &virt))
             continue;
         st.st_mode = DTTOIF(type);
+        st.st_ino = virt ? drxfs_virtual_ino(dh->path, shown) : de->d_ino;
         if (fill(buf, shown, &st, 0, 0))
             return 0;
     }
@@ -467,6 +515,7 @@ int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
     (void)path;
     if (dh->dp)
         closedir(dh->dp);
+    free(dh->path);
     free(dh);
     return 0;
 }

@@ -105,7 +105,7 @@ static int path_fd(const char *rel, struct stat *st)
 /* The entry opened O_PATH beneath the store, named by its descriptor's
  * magic link for calls that take no descriptor.  A symlink has no mode and
  * its magic link would be followed: -EOPNOTSUPP. */
-static int proc_path(const char *rel, char *self, size_t len)
+int drxfs_self_beneath(const char *rel, char *self, size_t len)
 {
     struct stat st;
     int fd = path_fd(rel, &st);
@@ -122,7 +122,7 @@ static int proc_path(const char *rel, char *self, size_t len)
 int drxfs_chmod_beneath(const char *rel, mode_t mode)
 {
     char self[64];
-    int fd = proc_path(rel, self, sizeof self), rc;
+    int fd = drxfs_self_beneath(rel, self, sizeof self), rc;
 
     if (fd < 0)
         return fd;
@@ -146,7 +146,7 @@ int drxfs_chown_beneath(const char *rel, uid_t uid, gid_t gid)
 int drxfs_utimens_beneath(const char *rel, const struct timespec tv[2])
 {
     char self[64];
-    int fd = proc_path(rel, self, sizeof self), rc;
+    int fd = drxfs_self_beneath(rel, self, sizeof self), rc;
 
     if (fd < 0)
         return fd;
@@ -208,7 +208,7 @@ static int classify(struct drxfs_node *n, const char *rel, const char *name, siz
     else if (S_ISLNK(n->st.st_mode))
         n->kind = DRXFS_LINK;
     else
-        return -ENOENT; /* devices, fifos, sockets are not shown */
+        n->kind = DRXFS_SPECIAL; /* the kernel serves it, never the daemon */
     return 0;
 }
 

@@ -18,6 +18,24 @@
 
 /* ---- attributes ---- */
 
+/* st_ino of an array's or view's directory or file, which has no store
+ * inode of its own: a hash of its mount path, with the top bit set (far
+ * from a store's inode numbers), the same for stat and fstat. */
+ino_t drxfs_virtual_ino(const char *dir, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+
+    for (const unsigned char *p = (const unsigned char *)dir; *p; p++)
+        h = (h ^ *p) * 0x100000001b3u;
+    if (name) {
+        if (strcmp(dir, "/") != 0)
+            h = (h ^ '/') * 0x100000001b3u;
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+            h = (h ^ *p) * 0x100000001b3u;
+    }
+    return (ino_t)(h | (uint64_t)1 << 63);
+}
+
 int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
@@ -28,12 +46,16 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return fstat(fh->fd, st) < 0 ? -errno : 0;
     if (fh && fh->kind == DRXFS_STRIPED && !path)
         return drxfs_striped_fgetattr(fh, st);
-    if (fh && drxfs_is_array_kind(fh->kind))
-        return drxfs_array_fgetattr(fh, st);
+    if (fh && drxfs_is_array_kind(fh->kind)) {
+        rc = drxfs_array_fgetattr(fh, st);
+        st->st_ino = fh->ino;
+        return rc;
+    }
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     if (drxfs_is_array_kind(n->kind)) {
         rc = drxfs_array_getattr(n, st);
+        st->st_ino = drxfs_virtual_ino(path, NULL);
     } else if (n->kind == DRXFS_STRIPED) {
         rc = drxfs_striped_getattr(n, st);
     } else {
@@ -117,6 +139,7 @@ int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
     switch (n->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
         rc = drxfs_chmod_beneath(n->rel, mode);
         break;
     case DRXFS_LINK:
@@ -161,6 +184,7 @@ int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info
     switch (n->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
     case DRXFS_LINK:
         rc = drxfs_chown_beneath(n->rel, uid, gid);
         break;
@@ -202,6 +226,7 @@ int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_
     switch (n->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
     case DRXFS_LINK:
         rc = n->kind == DRXFS_LINK ? (utimensat(drxfs.root_fd, n->rel, tv, AT_SYMLINK_NOFOLLOW) < 0
                                           ? -errno
@@ -260,6 +285,7 @@ int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         rc = -EISDIR;
         break;
     case DRXFS_LINK:
+    case DRXFS_SPECIAL:
         rc = -EINVAL;
         break;
     default:
@@ -307,12 +333,39 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     case DRXFS_LINK:
         rc = -ELOOP;
         break;
+    case DRXFS_SPECIAL:
+        rc = -ENXIO; /* the kernel opens these itself */
+        break;
     default:
         rc = drxfs_array_open(path, n, fi);
+        if (rc == 0)
+            drxfs_fh_of(fi)->ino = drxfs_virtual_ino(path, NULL);
         break;
     }
     free(n);
     return rc;
+}
+
+/* A name too long for NAME.nafs (more than NAME_MAX - 5 bytes) makes a
+ * plain file, passed through: the store has no room for its metafile's
+ * suffix (README, Striped files). */
+static int create_plain(const char *rel, mode_t mode, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = calloc(1, sizeof(*fh));
+    int flags = (fi->flags & ~O_NOCTTY) | O_CREAT | O_EXCL;
+
+    if (!fh)
+        return -ENOMEM;
+    fh->kind = DRXFS_PLAIN;
+    fh->fd = drxfs_open_beneath(rel, flags, mode & 07777);
+    if (fh->fd < 0) {
+        int rc = fh->fd;
+        free(fh);
+        return rc;
+    }
+    drxfs_chown_new(rel);
+    fi->fh = (uint64_t)(uintptr_t)fh;
+    return 0;
 }
 
 int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
@@ -336,6 +389,8 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
             return drxfs_op_open(path, fi);
         return rc;
     }
+    if (strlen(name) + strlen(DRXFS_NAFS) > NAME_MAX)
+        return create_plain(rel, mode, fi);
     return drxfs_striped_create(rel, mode, fi);
 }
 
@@ -417,6 +472,45 @@ int drxfs_op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
     }
 }
 
+int drxfs_op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
+    (void)path;
+    if (drxfs.ro)
+        return -EROFS;
+    if (!fh)
+        return -EOPNOTSUPP;
+    if (off < 0 || len <= 0)
+        return -EINVAL;
+    switch (fh->kind) {
+    case DRXFS_PLAIN:
+        return fallocate(fh->fd, mode, off, len) < 0 ? -errno : 0;
+    case DRXFS_STRIPED:
+        return drxfs_striped_fallocate(fh, mode, off, len);
+    default:
+        return -EOPNOTSUPP; /* array files have the array's size */
+    }
+}
+
+/* SEEK_DATA and SEEK_HOLE (the kernel does the others itself). */
+off_t drxfs_op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
+    (void)path;
+    if (!fh)
+        return -EINVAL;
+    switch (fh->kind) {
+    case DRXFS_PLAIN: {
+        off_t r = lseek(fh->fd, off, whence);
+        return r < 0 ? -errno : r;
+    }
+    case DRXFS_STRIPED:
+        return drxfs_striped_lseek(fh, off, whence);
+    default:
+        return -ENOSYS; /* the kernel's generic answer: all data */
+    }
+}
+
 int drxfs_op_statfs(const char *path, struct statvfs *sv)
 {
     (void)path;
@@ -425,47 +519,52 @@ int drxfs_op_statfs(const char *path, struct statvfs *sv)
 
 /* ---- extended attributes ----
  * user.drx.stripe is handled by the striped-file code; other attributes of
- * plain files and directories pass through (so cp -a and rsync -X keep
- * them); an array directory's user.NAME are the array's attributes
+ * plain files, directories and striped files (kept on the metafile, whose
+ * inode is the striped file's) pass through, so cp -a and rsync -X keep
+ * them; an array directory's user.NAME are the array's attributes
  * (drxfs_array_*xattr, returned as 1 here: *out is that node); array
- * files have none. */
+ * files, symlinks and special files have none here.  The store entry is
+ * opened O_PATH beneath the store and reached through its descriptor. */
 
-static int xattr_node(const char *path, struct drxfs_node **out, char *proc, size_t len)
+/* What xattr_node returns for an array directory (not an errno). */
+#define XATTR_ARRAY (-100000)
+
+static int xattr_node(const char *path, struct drxfs_node **out, char *self, size_t len)
 {
+    char meta[PATH_MAX];
     int rc;
+
     if (!(*out = drxfs_node_get(path, &rc)))
         return rc;
     if ((*out)->kind == DRXFS_ARRAY)
-        return 1;
-    if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN &&
-        (*out)->kind != DRXFS_STRIPED) {
-        free(*out);
-        *out = NULL;
+        return XATTR_ARRAY;
+    if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN && (*out)->kind != DRXFS_STRIPED)
         return -ENOTSUP;
-    }
-    return drxfs_proc_path(proc, len, (*out)->rel);
+    if ((*out)->kind == DRXFS_STRIPED && (rc = drxfs_rel_suffix(meta, (*out)->rel, DRXFS_NAFS)) < 0)
+        return rc;
+    return drxfs_self_beneath((*out)->kind == DRXFS_STRIPED ? meta : (*out)->rel, self, len);
 }
 
 int drxfs_op_setxattr(const char *path, const char *name, const char *value, size_t size,
                       int flags)
 {
     struct drxfs_node *n = NULL;
-    char proc[PATH_MAX + 64];
-    int rc;
+    char self[64];
+    int fd, rc;
 
     if (drxfs.ro)
         return -EROFS;
-    if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0)
-        goto out;
-    if (rc == 1)
+    fd = xattr_node(path, &n, self, sizeof(self));
+    if (fd == XATTR_ARRAY)
         rc = drxfs_array_setxattr(n, name, value, size, flags);
+    else if (fd < 0)
+        rc = fd;
     else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, value, size, flags);
-    else if (n->kind == DRXFS_STRIPED)
-        rc = -ENOTSUP;
     else
-        rc = lsetxattr(proc, name, value, size, flags) < 0 ? -errno : 0;
-out:
+        rc = setxattr(self, name, value, size, flags) < 0 ? -errno : 0;
+    if (fd >= 0)
+        close(fd);
     free(n);
     return rc;
 }
@@ -473,81 +572,72 @@ out:
 int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t size)
 {
     struct drxfs_node *n = NULL;
-    char proc[PATH_MAX + 64];
-    int rc;
+    char self[64];
+    int fd, rc;
 
-    if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0)
-        goto out;
-    if (rc == 1) {
+    fd = xattr_node(path, &n, self, sizeof(self));
+    if (fd == XATTR_ARRAY) {
         rc = drxfs_array_getxattr(n, name, value, size);
+    } else if (fd < 0) {
+        rc = fd;
     } else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0) {
         rc = drxfs_striped_getxattr(n, value, size);
-    } else if (n->kind == DRXFS_STRIPED) {
-        rc = -ENODATA;
     } else {
-        ssize_t len = lgetxattr(proc, name, value, size);
+        ssize_t len = getxattr(self, name, value, size);
         rc = len < 0 ? -errno : (int)len;
     }
-out:
+    if (fd >= 0)
+        close(fd);
     free(n);
     return rc;
+}
+
+/* The names of self's attributes but user.drx.stripe (which lives on store
+ * directories and is not copied by cp -a or rsync -X) into list. */
+static int list_but_layout(const char *self, char *list, size_t size)
+{
+    char *all = NULL;
+    size_t outlen = 0;
+    ssize_t len = listxattr(self, NULL, 0);
+    int rc = 0;
+
+    if (len <= 0)
+        return len < 0 ? -errno : 0;
+    if (!(all = malloc((size_t)len)))
+        return -ENOMEM;
+    len = listxattr(self, all, (size_t)len);
+    if (len < 0)
+        rc = -errno;
+    for (ssize_t i = 0; rc == 0 && i < len;) {
+        size_t l = strnlen(all + i, (size_t)(len - i)) + 1;
+        if (strcmp(all + i, DRXFS_STRIPE_XATTR) != 0) {
+            if (size && outlen + l > size)
+                rc = -ERANGE;
+            else if (size)
+                memcpy(list + outlen, all + i, l);
+            outlen += l;
+        }
+        i += (ssize_t)l;
+    }
+    free(all);
+    return rc < 0 ? rc : (int)outlen;
 }
 
 int drxfs_op_listxattr(const char *path, char *list, size_t size)
 {
     struct drxfs_node *n = NULL;
-    char proc[PATH_MAX + 64];
-    int rc;
+    char self[64];
+    int fd, rc;
 
-    if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0) {
-        free(n);
-        return rc == -ENOTSUP ? 0 : rc;
-    }
-    if (rc == 1) {
+    fd = xattr_node(path, &n, self, sizeof(self));
+    if (fd == XATTR_ARRAY)
         rc = drxfs_array_listxattr(n, list, size);
-    } else if (n->kind == DRXFS_STRIPED) {
-        rc = 0;
-    } else {
-        /* Hide user.drx.stripe, which lives on store directories. */
-        char *all = NULL;
-        ssize_t len = llistxattr(proc, NULL, 0);
-        if (len < 0) {
-            rc = -errno;
-            goto out;
-        }
-        if (len == 0) {
-            rc = 0;
-            goto out;
-        }
-        if (!(all = malloc((size_t)len))) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        len = llistxattr(proc, all, (size_t)len);
-        if (len < 0) {
-            rc = -errno;
-            free(all);
-            goto out;
-        }
-        size_t outlen = 0;
-        for (ssize_t i = 0; i < len;) {
-            size_t l = strlen(all + i) + 1;
-            if (strcmp(all + i, DRXFS_STRIPE_XATTR) != 0) {
-                if (size && outlen + l > size) {
-                    free(all);
-                    rc = -ERANGE;
-                    goto out;
-                }
-                if (size)
-                    memcpy(list + outlen, all + i, l);
-                outlen += l;
-            }
-            i += (ssize_t)l;
-        }
-        free(all);
-        rc = (int)outlen;
-    }
-out:
+    else if (fd < 0)
+        rc = fd == -ENOTSUP ? 0 : fd;
+    else
+        rc = list_but_layout(self, list, size);
+    if (fd >= 0)
+        close(fd);
     free(n);
     return rc;
 }
@@ -555,22 +645,22 @@ out:
 int drxfs_op_removexattr(const char *path, const char *name)
 {
     struct drxfs_node *n = NULL;
-    char proc[PATH_MAX + 64];
-    int rc;
+    char self[64];
+    int fd, rc;
 
     if (drxfs.ro)
         return -EROFS;
-    if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0)
-        goto out;
-    if (rc == 1)
+    fd = xattr_node(path, &n, self, sizeof(self));
+    if (fd == XATTR_ARRAY)
         rc = drxfs_array_removexattr(n, name);
+    else if (fd < 0)
+        rc = fd;
     else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, NULL, 0, 0);
-    else if (n->kind == DRXFS_STRIPED)
-        rc = -ENODATA;
     else
-        rc = lremovexattr(proc, name) < 0 ? -errno : 0;
-out:
+        rc = removexattr(self, name) < 0 ? -errno : 0;
+    if (fd >= 0)
+        close(fd);
     free(n);
     return rc;
 }

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,33 @@ static struct drxfs_sfile *s_find(const char *rel)
     return NULL;
 }
 
+/* True when e's own name still leads to the metafile *meta: an inode
+ * number alone may be a reused one (e's file removed behind the mount). */
+static bool s_same_inode(const struct drxfs_sfile *e, const struct stat *meta)
+{
+    char mrel[PATH_MAX];
+    struct stat now;
+
+    return e->st.st_ino == meta->st_ino && e->st.st_dev == meta->st_dev &&
+           drxfs_rel_suffix(mrel, e->key, DRXFS_NAFS) == 0 &&
+           fstatat(drxfs.root_fd, mrel, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+           now.st_ino == meta->st_ino && now.st_dev == meta->st_dev;
+}
+
+/* The handle of rel, or of another name of the same metafile *meta (a
+ * hard link): one handle per file, whatever name opened it. */
+static struct drxfs_sfile *s_find_node(const char *rel, const struct stat *meta)
+{
+    struct drxfs_sfile *e = s_find(rel);
+
+    if (e || !meta || meta->st_nlink < 2)
+        return e;
+    for (e = stable.head; e; e = e->next)
+        if (s_same_inode(e, meta))
+            return e;
+    return NULL;
+}
+
 static void s_insert(struct drxfs_sfile *e)
 {
     e->prev = NULL;
@@ -91,7 +119,7 @@ static int store_path(char *out, const char *rel)
 static int log_err(const char *what, const char *rel, int rc, const struct drx_err *err)
 {
     enum drx_log_level lv = (rc == -ENOENT || rc == -EEXIST || rc == -ENOSPC ||
-                             rc == -EDQUOT || rc == -EFBIG)
+                             rc == -ENAMETOOLONG || rc == -EDQUOT || rc == -EFBIG)
                                 ? DRX_LOG_DEBUG
                                 : DRX_LOG_WARNING;
     drx_log(lv, "%s %s: %s", what, rel, err && err->msg[0] ? err->msg : strerror(-rc));
@@ -109,7 +137,8 @@ static void sfile_close(struct drxfs_sfile *e)
 
 /* The shared handle of rel, opened when needed.  want_rw: the caller
  * writes.  */
-static int sfile_get(const char *rel, bool want_rw, struct drxfs_sfile **out)
+static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
+                     struct drxfs_sfile **out)
 {
     char path[PATH_MAX + 64];
     struct drx_err err = {{0}};
@@ -117,7 +146,7 @@ static int sfile_get(const char *rel, bool want_rw, struct drxfs_sfile **out)
     int rc;
 
     pthread_mutex_lock(&stable.mutex);
-    e = s_find(rel);
+    e = s_find_node(rel, meta);
     if (e)
         e->refs++;
     pthread_mutex_unlock(&stable.mutex);
@@ -155,12 +184,12 @@ static int sfile_get(const char *rel, bool want_rw, struct drxfs_sfile **out)
         free(fresh);
         return log_err("open", rel, rc, &err);
     }
-    char meta[PATH_MAX];
-    if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)
-        fstatat(drxfs.root_fd, meta, &fresh->st, 0);
+    char mrel[PATH_MAX];
+    if (drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) == 0)
+        fstatat(drxfs.root_fd, mrel, &fresh->st, AT_SYMLINK_NOFOLLOW);
 
     pthread_mutex_lock(&stable.mutex);
-    e = s_find(rel);
+    e = s_find_node(rel, &fresh->st);
     if (e) {
         e->refs++;
     } else {
@@ -229,12 +258,19 @@ void drxfs_striped_shutdown(void)
     }
 }
 
-static void fill_stat(struct stat *st, const struct stat *meta, uint64_t size)
+/* The file's attributes: its metafile's inode (links, owner, mode, times),
+ * the size of m (or of the handle), and the subfiles' blocks, so du and
+ * tar -S see holes. */
+static void fill_stat(struct stat *st, const struct stat *meta, const struct drx_stripe_meta *m,
+                      uint64_t size)
 {
+    uint64_t blocks = 0;
+
+    if (m)
+        drx_stripe_blocks(drxfs.store, m, &blocks);
     *st = *meta;
-    st->st_nlink = 1;
     st->st_size = (off_t)size;
-    st->st_blocks = (blkcnt_t)((size + 511) / 512);
+    st->st_blocks = (blkcnt_t)blocks;
     /* cp, cat, rsync size their buffers by st_blksize: 1 MiB buffers make
      * 1 MiB FUSE requests (reads through read-ahead, writes as written). */
     st->st_blksize = DRXFS_DATA_BLKSIZE;
@@ -270,11 +306,12 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     struct drx_err err = {{0}};
     struct drxfs_sfile *e;
     uint64_t size = 0;
+    const struct drx_stripe_meta *mp = NULL;
     struct stat meta = n->st;
     int rc;
 
     pthread_mutex_lock(&stable.mutex);
-    e = s_find(n->rel);
+    e = s_find_node(n->rel, &n->st);
     if (e)
         e->refs++;
     pthread_mutex_unlock(&stable.mutex);
@@ -284,7 +321,9 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     }
     if (e) {
         /* An open handle knows writes not yet recorded in the metafile. */
-        size = drx_stripe_size(e->f);
+        drx_stripe_meta_get(e->f, &m);
+        size = m.size;
+        mp = &m;
         if (stamp_if_dirty(e, &meta)) {
             pthread_mutex_lock(&stable.mutex);
             e->st = meta;
@@ -301,21 +340,24 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
         log_err("stat", n->rel, rc, &err);
     } else {
         size = m.size;
+        mp = &m;
     }
-    fill_stat(st, &meta, size);
+    fill_stat(st, &meta, mp, size);
     return 0;
 }
 
 int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
 {
     struct stat meta, fresh;
+    struct drx_stripe_meta m;
     bool stamped = stamp_if_dirty(fh->sf, &fresh);
     pthread_mutex_lock(&stable.mutex);
     if (stamped)
         fh->sf->st = fresh;
     meta = fh->sf->st;
     pthread_mutex_unlock(&stable.mutex);
-    fill_stat(st, &meta, drx_stripe_size(fh->sf->f));
+    drx_stripe_meta_get(fh->sf->f, &m);
+    fill_stat(st, &meta, &m, m.size);
     return 0;
 }
 
@@ -345,13 +387,15 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
 
     if (wr && drxfs.ro)
         return -EROFS;
-    if ((rc = sfile_get(n->rel, wr, &e)) < 0)
+    if ((rc = sfile_get(n->rel, &n->st, wr, &e)) < 0)
         return rc;
     if (wr && (fi->flags & O_TRUNC) && (rc = drx_stripe_truncate(e->f, 0)) < 0) {
         log_err("truncate", n->rel, rc, NULL);
         sfile_put(e);
         return rc;
     }
+    if (wr && (fi->flags & O_TRUNC)) /* mtime and ctime, as open(2) says */
+        __atomic_store_n(&e->dirty, true, __ATOMIC_RELAXED);
     if ((rc = attach_fh(e, fi)) < 0)
         sfile_put(e);
     return rc;
@@ -397,7 +441,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     chown_new(e->f, rel);
     char meta[PATH_MAX];
     if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)
-        fstatat(drxfs.root_fd, meta, &e->st, 0);
+        fstatat(drxfs.root_fd, meta, &e->st, AT_SYMLINK_NOFOLLOW);
     e->rw = true;
     e->refs = 1;
     pthread_mutex_lock(&stable.mutex);
@@ -414,8 +458,29 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     return rc;
 }
 
+/* The file's atime is its metafile's, which the daemon's own reads leave
+ * alone (O_NOATIME).  A read of the file reads a byte of the metafile
+ * without it, once per open, so the store's own atime rule (relatime,
+ * strictatime, noatime) applies as it would to a local file. */
+static void touch_atime(struct drxfs_sfile *e)
+{
+    char meta[PATH_MAX], c;
+    int rc, fd;
+
+    pthread_mutex_lock(&stable.mutex);
+    rc = e->detached ? -ENOENT : drxfs_rel_suffix(meta, e->key, DRXFS_NAFS);
+    pthread_mutex_unlock(&stable.mutex);
+    if (rc < 0 || (fd = drxfs_open_beneath(meta, O_RDONLY | O_NONBLOCK, 0)) < 0)
+        return;
+    if (read(fd, &c, 1) < 0)
+        drx_log(DRX_LOG_DEBUG, "%s: atime: %s", meta, strerror(errno));
+    close(fd);
+}
+
 int drxfs_striped_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
 {
+    if (!__atomic_exchange_n(&fh->read_seen, true, __ATOMIC_RELAXED))
+        touch_atime(fh->sf);
     ssize_t n = drx_stripe_read(fh->sf->f, buf, size, (uint64_t)off);
     if (n < 0)
         log_err("read", fh->sf->key, (int)n, NULL);
@@ -432,6 +497,24 @@ int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t
     if (n < 0)
         log_err("write", fh->sf->key, (int)n, NULL);
     return (int)n;
+}
+
+int drxfs_striped_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len)
+{
+    if (!fh->sf->rw)
+        return -EBADF;
+    int rc = drx_stripe_fallocate(fh->sf->f, mode, (uint64_t)off, (uint64_t)len);
+    if (rc == 0 && mode != FALLOC_FL_KEEP_SIZE) /* size or bytes changed */
+        __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
+    return rc < 0 && rc != -EOPNOTSUPP ? log_err("fallocate", fh->sf->key, rc, NULL) : rc;
+}
+
+off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence)
+{
+    if (off < 0)
+        return -ENXIO;
+    int64_t r = drx_stripe_seek(fh->sf->f, (uint64_t)off, whence);
+    return (off_t)r;
 }
 
 /* Persists the size and, after writes, makes the metafile's mtime now. */
@@ -485,11 +568,14 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
         rc = drx_stripe_truncate(fh->sf->f, (uint64_t)size);
         return rc < 0 ? log_err("truncate", fh->sf->key, rc, NULL) : 0;
     }
-    if ((rc = sfile_get(n->rel, true, &e)) < 0)
+    if ((rc = sfile_get(n->rel, &n->st, true, &e)) < 0)
         return rc;
     rc = drx_stripe_truncate(e->f, (uint64_t)size);
     if (rc < 0)
         log_err("truncate", n->rel, rc, NULL);
+    else /* truncate(2) marks mtime and ctime, whether the size changed or not */
+        __atomic_store_n(&e->dirty, true, __ATOMIC_RELAXED);
+    sfile_flush(e);
     sfile_put(e);
     return rc;
 }
@@ -555,9 +641,52 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
 
     if ((rc = store_path(path, n->rel)) < 0)
         return rc;
+    if (n->st.st_nlink > 1) {
+        /* Other names keep the file: what was written under this one is
+         * recorded now, while it can be. */
+        pthread_mutex_lock(&stable.mutex);
+        struct drxfs_sfile *e = s_find(n->rel);
+        if (e)
+            e->refs++;
+        pthread_mutex_unlock(&stable.mutex);
+        if (e && e->rw)
+            sfile_flush(e);
+        if (e)
+            sfile_put(e);
+    }
     sfile_detach(n->rel);
     rc = drx_stripe_unlink(drxfs.store, path, &err);
     return rc < 0 ? log_err("unlink", n->rel, rc, &err) : 0;
+}
+
+int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
+{
+    char from[PATH_MAX + 64], to[PATH_MAX + 64];
+    const char *base = strrchr(to_rel, '/');
+    struct drx_err err = {{0}};
+    int rc;
+
+    if (strlen(base ? base + 1 : to_rel) + strlen(DRXFS_NAFS) > NAME_MAX)
+        return -ENAMETOOLONG; /* no room for the metafile's suffix */
+    if ((rc = store_path(from, n->rel)) < 0 || (rc = store_path(to, to_rel)) < 0)
+        return rc;
+    rc = drx_stripe_link(drxfs.store, from, to, &err);
+    return rc < 0 ? log_err("link", n->rel, rc, &err) : 0;
+}
+
+/* The open file e is now named to_rel; drops the caller's reference. */
+static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel)
+{
+    pthread_mutex_lock(&stable.mutex);
+    char *key = strdup(to_rel);
+    if (key && !e->detached) {
+        free(e->key);
+        e->key = key;
+    } else {
+        free(key);
+    }
+    pthread_mutex_unlock(&stable.mutex);
+    sfile_put(e);
 }
 
 int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
@@ -592,21 +721,12 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
             sfile_put(e);
         return log_err("rename", src->rel, rc, &err);
     }
-    if (e) {
-        pthread_mutex_lock(&stable.mutex);
-        char *key = strdup(to_rel);
-        if (key && !e->detached) {
-            free(e->key);
-            e->key = key;
-        } else {
-            free(key);
-        }
-        pthread_mutex_unlock(&stable.mutex);
-        sfile_put(e);
-    }
-    /* The name was a plain file or symlink: the striped file replaces it
-     * (the metafile wins lookups already; remove what it hides). */
-    if (dst && (dst->kind == DRXFS_PLAIN || dst->kind == DRXFS_LINK))
+    if (e)
+        sfile_rekey(e, to_rel);
+    /* The name was a plain file, special file or symlink: the striped
+     * file replaces it (the metafile wins lookups already; remove what it
+     * hides). */
+    if (dst && dst->kind <= DRXFS_LINK && dst->kind != DRXFS_DIR)
         unlinkat(drxfs.root_fd, dst->rel, 0);
     return 0;
 }

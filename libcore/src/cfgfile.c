@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cfgfile_i.h"
@@ -56,7 +57,9 @@ static int open_checked(int dirfd, const char *name, const char *shown, unsigned
 
     if (!(flags & DRX_CFGFILE_USER))
         oflags |= O_NOFOLLOW;
-    fd = openat(dirfd, name, oflags);
+    fd = (flags & DRX_CFGFILE_META) ? openat(dirfd, name, oflags | O_NOATIME) : -1;
+    if (fd < 0) /* O_NOATIME is the owner's (or CAP_FOWNER's) */
+        fd = openat(dirfd, name, oflags);
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP && !(flags & DRX_CFGFILE_USER)) {
@@ -87,6 +90,21 @@ static int open_checked(int dirfd, const char *name, const char *shown, unsigned
     return fd;
 }
 
+bool drx_cfgfile_lock(int fd, short type)
+{
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_len = DRX_CFGFILE_LOCK_SPAN};
+    const struct timespec ms = {0, 1000000};
+
+    for (int i = 0; i < 100; i++) {
+        if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+            return true;
+        if (errno != EAGAIN && errno != EACCES && errno != EINTR)
+            return false;
+        nanosleep(&ms, NULL);
+    }
+    return false;
+}
+
 int drx_cfgfile_slurp(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
                       struct drx_cfgfile *out, int *fdp, bool *refused, struct drx_err *err)
 {
@@ -113,7 +131,10 @@ int drx_cfgfile_slurp(int dirfd, const char *name, const char *shown, unsigned f
     /* One byte more than the fstat said: a file that grew meanwhile (only
      * a hostile writer appends to a file that is replaced by rename) is
      * caught here.  The read never blocks: a regular file. */
+    bool locked = (flags & DRX_CFGFILE_META) && drx_cfgfile_lock(fd, F_RDLCK);
     n = drx_io_read_full(fd, out->text, size + 1);
+    if (locked)
+        drx_cfgfile_lock(fd, F_UNLCK);
     if (n < 0) {
         rc = drx_err_set(err, (int)-n, "%s: %s", shown, strerror((int)-n));
         goto out;

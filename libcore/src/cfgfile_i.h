@@ -28,7 +28,23 @@ enum {
      * at its end): exactly the bytes the fstat saw are read, and what was
      * appended since is left for the next read. */
     DRX_CFGFILE_APPENDS = 2,
+    /* A striped file's metafile, whose inode is the file's: read without
+     * touching its atime (O_NOATIME where the reader may), and under an
+     * OFD read lock on its first DRX_CFGFILE_LOCK_SPAN bytes, where an
+     * update in place takes a write lock, so that no reader sees a size
+     * half written. */
+    DRX_CFGFILE_META = 4,
 };
+
+/* The bytes a metafile's in-place update may change lie in this span. */
+#define DRX_CFGFILE_LOCK_SPAN 512
+
+/* Takes (type F_RDLCK or F_WRLCK) an OFD lock on the first
+ * DRX_CFGFILE_LOCK_SPAN bytes of fd, waiting at most about 100 ms: a
+ * holder that never lets go (another user's process) delays a reader, it
+ * does not stop it.  True when taken; drop it with
+ * drx_cfgfile_lock(fd, F_UNLCK). */
+bool drx_cfgfile_lock(int fd, short type);
 
 /* A file read and parsed: release with drx_cfgfile_fini(). */
 struct drx_cfgfile {

@@ -52,7 +52,26 @@ struct fsck {
     size_t nrefs, caprefs;
     struct xname *xnames;
     size_t nxnames, capxnames;
+    struct stat *linked; /* metafiles with several names, checked once */
+    size_t nlinked;
 };
+
+/* True when metafile st (with other names: a striped file's hard links)
+ * was checked under another name already; else remembers it. */
+static bool metafile_seen(struct fsck *k, const struct stat *st)
+{
+    if (st->st_nlink < 2)
+        return false;
+    for (size_t i = 0; i < k->nlinked; i++)
+        if (k->linked[i].st_ino == st->st_ino && k->linked[i].st_dev == st->st_dev)
+            return true;
+    struct stat *l = realloc(k->linked, (k->nlinked + 1) * sizeof *l);
+    if (l) {
+        k->linked = l;
+        k->linked[k->nlinked++] = *st;
+    }
+    return false;
+}
 
 static const char *rel_of(const struct fsck *k, const char *path)
 {
@@ -117,6 +136,8 @@ static void check_striped(struct fsck *k, const char *mp)
     const char *rel = rel_of(k, mp);
     struct stat st;
 
+    if (lstat(mp, &st) == 0 && metafile_seen(k, &st))
+        return; /* its subfiles are counted once, not shared */
     snprintf(name, sizeof name, "%.*s", (int)(strlen(mp) - strlen(DRX_STRIPE_SUFFIX)), mp);
     int rc = drx_stripe_stat(k->s, name, &m, &err);
     if (rc < 0) {
@@ -603,6 +624,7 @@ static void fsck_fini(struct fsck *k)
     for (size_t i = 0; i < k->nxnames; i++)
         free(k->xnames[i].path);
     free(k->xnames);
+    free(k->linked);
 }
 
 int drx_store_check(struct drx_store *s, bool repair, drx_check_fn *report, void *arg,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "drx/io.h"
+#include "drx/store.h"
 #include "replace_i.h"
 
 int drx_replace_take_owner(int fd, const struct stat *like)
@@ -54,7 +55,7 @@ static int create_temp(int dfd, const char *base, char *tmp, size_t len)
         for (int i = 0; i < 6; i++, v /= sizeof abc - 1)
             x[i] = abc[v % (sizeof abc - 1)];
         x[6] = '\0';
-        if ((size_t)snprintf(tmp, len, ".%s.%s", base, x) >= len)
+        if (drx_store_temp_name(base, x, tmp, len) < 0)
             return -ENAMETOOLONG;
         fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)

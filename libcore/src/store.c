@@ -361,12 +361,15 @@ bool drx_store_name_is_temp(const char *name)
 {
     size_t n = strlen(name);
     static const char *const kinds[] = {".xmd", ".xta", ".nafs"};
+    const size_t sl = sizeof DRX_STORE_TEMP_SHORT - 1;
 
     if (n < 8 || name[0] != '.' || name[n - 7] != '.')
         return false;
     for (size_t i = n - 6; i < n; i++)
         if (!isalnum((unsigned char)name[i]))
             return false;
+    if (n == sl + 6 && memcmp(name, DRX_STORE_TEMP_SHORT, sl) == 0)
+        return true;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         size_t kl = strlen(kinds[k]);
         /* "." + at least one character of NAME + kind + ".XXXXXX" */
@@ -374,6 +377,23 @@ bool drx_store_name_is_temp(const char *name)
             return true;
     }
     return false;
+}
+
+int drx_store_temp_name(const char *base, const char *x, char *out, size_t len)
+{
+    size_t n = strlen(base);
+    int w;
+
+    if (n > NAME_MAX)
+        return -ENAMETOOLONG;
+    /* The long form tells fsck's reader whose temporary it is; the short
+     * one keeps names of 243-255 bytes writable (the long form would not
+     * fit in NAME_MAX). */
+    if (1 + n + 1 + 6 <= NAME_MAX)
+        w = snprintf(out, len, ".%s.%.6s", base, x);
+    else
+        w = snprintf(out, len, DRX_STORE_TEMP_SHORT "%.6s", x);
+    return (w < 0 || (size_t)w >= len) ? -ENAMETOOLONG : 0;
 }
 
 bool drx_store_name_internal(const char *name, bool at_root)

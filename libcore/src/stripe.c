@@ -23,32 +23,6 @@
 #include "replace_i.h"
 #include "stripe_i.h"
 
-struct drx_stripe {
-    struct drx_store *s;
-    char *path; /* NAME, without suffix */
-    int mode;
-    struct drx_stripe_meta meta; /* layout and subfiles; meta.size unused */
-    int fds[DRX_MAX_STRIPE_DIRS];
-    atomic_bool warned[DRX_MAX_STRIPE_DIRS]; /* missing subfile logged */
-
-    /* Writes hold io shared; truncate holds it exclusive, so no write lands
-     * between cutting the subfiles and recording the new size. */
-    pthread_rwlock_t io;
-    pthread_mutex_t lock; /* guards everything below */
-    uint64_t size;        /* logical size, in memory */
-    uint64_t persisted;   /* size as last written to/read from the metafile */
-    bool truncated;       /* size was set by truncate since the last persist */
-    bool meta_synced;     /* the metafile on disk is known durable */
-    /* Subfile changes (writes, cuts) counted; synced_gen is the count the
-     * last fdatasync of every subfile covered.  A persist that advances the
-     * recorded size syncs first when they differ (SPEC 9: data before the
-     * metadata that points to it). */
-    uint64_t wgen, synced_gen;
-    bool dirs_synced; /* the subfiles' directory entries are durable */
-    dev_t meta_dev;   /* identity of the metafile this handle wrote/read */
-    ino_t meta_ino;
-    struct timespec meta_ctim; /* and its ctime then: an update in place keeps the inode */
-};
 /* ---- names and paths --------------------------------------------------------- */
 
 bool drx_stripe_subfile_name_valid(const char *name)
@@ -102,6 +76,7 @@ static struct drx_stripe *handle_new(struct drx_store *s, const char *path, int 
     f->mode = mode;
     for (int i = 0; i < DRX_MAX_STRIPE_DIRS; i++)
         f->fds[i] = -1;
+    f->meta_fd = -1;
     pthread_rwlock_init(&f->io, NULL);
     pthread_mutex_init(&f->lock, NULL);
     return f;
@@ -112,6 +87,8 @@ static void handle_free(struct drx_stripe *f)
     for (int i = 0; i < DRX_MAX_STRIPE_DIRS; i++)
         if (f->fds[i] >= 0)
             close(f->fds[i]);
+    if (f->meta_fd >= 0)
+        close(f->meta_fd);
     pthread_rwlock_destroy(&f->io);
     pthread_mutex_destroy(&f->lock);
     free(f->path);
@@ -119,19 +96,46 @@ static void handle_free(struct drx_stripe *f)
 }
 
 /* True when m (a metafile read from disk) describes the file f opened: the
- * same layout and subfiles.  Not the inode: every persist replaces the
- * metafile, so another handle's persist (another process, or a second
- * handle in this one) gives the same file a new inode. */
+ * same layout and subfiles, which are what a handle's descriptors serve.
+ * Not the inode: a persist into an old unpadded metafile replaces it (a
+ * new inode, the same file). */
 static bool same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m)
 {
     return drx_stripe_same_layout(&f->meta, m);
 }
 
-static void set_identity(struct drx_stripe *f, const struct stat *st)
+/* The metafile mp (identity *st) is this handle's: remembered, and held
+ * open (O_PATH) for persists after its name is gone (hard links). */
+static void set_identity(struct drx_stripe *f, const char *mp, const struct stat *st)
 {
+    struct stat h;
+
     f->meta_dev = st->st_dev;
     f->meta_ino = st->st_ino;
     f->meta_ctim = st->st_ctim;
+    if (f->meta_fd >= 0 && fstat(f->meta_fd, &h) == 0 && h.st_ino == st->st_ino &&
+        h.st_dev == st->st_dev)
+        return;
+    if (f->meta_fd >= 0)
+        close(f->meta_fd);
+    f->meta_fd = drx_stripe_path_is_held(mp) ? -1 : open(mp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (f->meta_fd >= 0 &&
+        (fstat(f->meta_fd, &h) < 0 || h.st_ino != st->st_ino || h.st_dev != st->st_dev)) {
+        close(f->meta_fd); /* replaced meanwhile: not ours */
+        f->meta_fd = -1;
+    }
+}
+
+/* "/proc/self/fd/N" of the held metafile into buf when it still has a
+ * name somewhere (a hard link) though not the handle's. */
+static bool held_path(const struct drx_stripe *f, char *buf, size_t len)
+{
+    struct stat h;
+
+    if (f->meta_fd < 0 || fstat(f->meta_fd, &h) < 0 || h.st_nlink == 0)
+        return false;
+    snprintf(buf, len, "/proc/self/fd/%d", f->meta_fd);
+    return true;
 }
 
 static int lock_fd(const struct drx_stripe *f)
@@ -193,35 +197,41 @@ static void give_back_locked(struct drx_stripe *f, uint64_t recorded)
  * directory. */
 static int meta_fsync(const char *mp)
 {
-    int rc = 0, fd = open(mp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    bool held = drx_stripe_path_is_held(mp);
+    int rc = 0, fd = open(mp, O_RDONLY | O_CLOEXEC | (held ? 0 : O_NOFOLLOW));
 
     if (fd < 0 || fsync(fd) < 0)
         rc = -errno;
     if (fd >= 0)
         close(fd);
-    if (rc == 0)
+    if (rc == 0 && !held)
         rc = drx_io_fsync_parent(mp);
     return rc;
 }
 
-/* Replaces metafile mp (identity *st) by m; on a full disk rewrites the
- * size in the old one instead (drx_stripe_meta_size_in_place says why that is safe).
- * *nst: the identity of the metafile written. */
+/* Records m's size in metafile mp (identity *st): in place, so that the
+ * metafile keeps its inode, which is the striped file's (its other names,
+ * user xattrs, atime, ctime; drx_stripe_meta_size_in_place says why that
+ * is as safe as a replacement).  A metafile not in the padded form (an
+ * older drx's), or one this writer may not write (it writes the subfiles
+ * and the directory: it becomes the metafile's owner, replace.c's rule),
+ * is replaced instead, unless it has other names.  *nst: the identity of
+ * the metafile written. */
 static int meta_replace_size(const char *mp, const struct stat *st, const struct drx_stripe_meta *m,
                              size_t ndirs, bool sync, struct stat *nst)
 {
-    int rc = drx_stripe_meta_write(mp, m, false, sync, st, 0, nst);
+    int rc = drx_stripe_meta_size_in_place(mp, st, m, ndirs, NULL, sync, nst);
 
-    if (rc == -ENOSPC || rc == -EDQUOT) {
-        /* No block for a new metafile. */
-        int irc = drx_stripe_meta_size_in_place(mp, st, m, ndirs, NULL, sync, nst);
-        if (irc == 0)
-            rc = 0;
-        else
-            drx_log(DRX_LOG_DEBUG, "%s: size not recordable in place either: %s", mp,
-                    strerror(-irc));
+    if (rc != -EOPNOTSUPP && rc != -EACCES && rc != -EPERM)
+        return rc;
+    if (st->st_nlink > 1) {
+        drx_log(DRX_LOG_ERROR,
+                "%s: a metafile with other names not in drx's padded form: "
+                "size not recorded",
+                mp);
+        return -EIO;
     }
-    return rc;
+    return drx_stripe_meta_write(mp, m, false, sync, st, 0, nst);
 }
 
 /* Records f->size, which differs from disk->size, in metafile mp (identity
@@ -247,10 +257,32 @@ static int persist_new_size(struct drx_stripe *f, const char *mp,
     }
     rc = meta_replace_size(mp, st, &m, f->s->cfg.stripe.ndirs, sync, &nst);
     if (rc == 0)
-        set_identity(f, &nst);
+        set_identity(f, mp, &nst);
     else if ((rc == -ENOSPC || rc == -EDQUOT) && give_back)
         give_back_locked(f, disk->size);
     return rc;
+}
+
+/* The metafile f records its size in, loaded into *disk (identity *st):
+ * NAME.nafs (mp), or, when that name is gone or now another file's while
+ * the file still has other names (hard links), the metafile held open
+ * (struct drx_stripe.meta_fd).  at gets the path to use.  0, 1 when this
+ * file has no name left to record a size under, or -errno. */
+static int load_current(struct drx_stripe *f, const char *mp, char *at, size_t len,
+                        struct drx_stripe_meta *disk, struct stat *st)
+{
+    size_t ndirs = f->s->cfg.stripe.ndirs;
+    int rc = drx_stripe_meta_load_st(mp, ndirs, disk, st, NULL);
+
+    snprintf(at, len, "%s", mp);
+    if (rc == 0 && same_file(f, disk))
+        return 0;
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
+    if (held_path(f, at, len) && drx_stripe_meta_load_st(at, ndirs, disk, st, NULL) == 0 &&
+        same_file(f, disk))
+        return 0;
+    return 1;
 }
 
 /* Writes the in-memory size to the metafile (f->lock held).  See the
@@ -259,7 +291,7 @@ static int persist_new_size(struct drx_stripe *f, const char *mp,
  * unrecordable bytes back (give_back_locked). */
 static int persist_locked(struct drx_stripe *f, bool sync, bool give_back)
 {
-    char mp[PATH_MAX];
+    char mp[PATH_MAX], at[PATH_MAX];
     struct drx_stripe_meta disk;
     struct stat st;
     int lfd = lock_fd(f), rc = 0;
@@ -271,11 +303,11 @@ static int persist_locked(struct drx_stripe *f, bool sync, bool give_back)
     if (lfd >= 0)
         while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
             ;
-    rc = drx_stripe_meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, &st, NULL);
-    if (rc == -ENOENT || (rc == 0 && !same_file(f, &disk))) {
-        /* Unlinked, renamed away or replaced: the name is no longer this
-         * file, and writing it would resurrect or clobber another file.
-         * The size stays pending: after a rename the new name comes with
+    rc = load_current(f, mp, at, sizeof at, &disk, &st);
+    if (rc == 1) {
+        /* Unlinked, renamed away or replaced, with no other name: writing
+         * the name would resurrect or clobber another file.  The size stays
+         * pending: after a rename the new name comes with
          * drx_stripe_set_path() and the next persist records it there. */
         drx_log(DRX_LOG_DEBUG, "%s: metafile gone or replaced; size %llu not recorded (yet)", mp,
                 (unsigned long long)f->size);
@@ -292,9 +324,9 @@ static int persist_locked(struct drx_stripe *f, bool sync, bool give_back)
         goto out;
     }
     if (f->size == disk.size)
-        rc = meta_fsync(mp);
+        rc = meta_fsync(at);
     else
-        rc = persist_new_size(f, mp, &disk, &st, sync, give_back);
+        rc = persist_new_size(f, at, &disk, &st, sync, give_back);
     if (rc == 0) {
         f->persisted = f->size;
         f->truncated = false;
@@ -445,7 +477,7 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
             unlinkat(s->dir_fds[f->meta.sub[j].dir], f->meta.sub[j].name, 0);
         goto out;
     }
-    set_identity(f, &st);
+    set_identity(f, mp, &st);
     f->meta_synced = false;
     if (out) {
         *out = f;
@@ -495,7 +527,9 @@ int drx_stripe_create_temp(struct drx_store *s, const char *path, const struct d
         for (int i = 0; i < 6; i++, id /= sizeof abc - 1)
             x[i] = abc[id % (sizeof abc - 1)];
         x[6] = '\0';
-        if ((size_t)snprintf(tmp, tmplen, "%s/.%s.%s", dir, base, x) >= tmplen)
+        char tname[NAME_MAX + 1];
+        if (drx_store_temp_name(base, x, tname, sizeof tname) < 0 ||
+            (size_t)snprintf(tmp, tmplen, "%s/%s", dir, tname) >= tmplen)
             return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
         rc = create_meta(s, path, tmp, true, l, mode, NULL, err);
     }
@@ -522,7 +556,7 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
     if (rc < 0)
         goto out;
     f->size = f->persisted = f->meta.size;
-    set_identity(f, &st);
+    set_identity(f, mp, &st);
     f->meta_synced = true; /* as far as we know: we did not write it */
     for (unsigned i = 0; i < f->meta.layout.count; i++) {
         int fd = drx_stripe_subfile_open(s, &f->meta, i,
@@ -644,7 +678,7 @@ int drx_stripe_reload(struct drx_stripe *f)
         rc = -ESTALE; /* another file now has this name */
         goto out;
     }
-    set_identity(f, &st);
+    set_identity(f, mp, &st);
     if (f->size != f->persisted || f->truncated) {
         /* Our own changes are newer than the disk's; the next persist
          * merges a larger size from it. */

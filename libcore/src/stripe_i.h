@@ -5,6 +5,8 @@
 #ifndef DRX_STRIPE_I_H
 #define DRX_STRIPE_I_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,7 +15,44 @@
 #include "drx/err.h"
 #include "drx/stripe.h"
 
+/* ---- stripe.c: a handle (stripe_space.c works on it too) ---- */
+
+struct drx_stripe {
+    struct drx_store *s;
+    char *path; /* NAME, without suffix */
+    int mode;
+    struct drx_stripe_meta meta; /* layout and subfiles; meta.size unused */
+    int fds[DRX_MAX_STRIPE_DIRS];
+    atomic_bool warned[DRX_MAX_STRIPE_DIRS]; /* missing subfile logged */
+
+    /* Writes hold io shared; truncate holds it exclusive, so no write lands
+     * between cutting the subfiles and recording the new size. */
+    pthread_rwlock_t io;
+    pthread_mutex_t lock; /* guards everything below */
+    uint64_t size;        /* logical size, in memory */
+    uint64_t persisted;   /* size as last written to/read from the metafile */
+    bool truncated;       /* size was set by truncate since the last persist */
+    bool meta_synced;     /* the metafile on disk is known durable */
+    /* Subfile changes (writes, cuts) counted; synced_gen is the count the
+     * last fdatasync of every subfile covered.  A persist that advances the
+     * recorded size syncs first when they differ (SPEC 9: data before the
+     * metadata that points to it). */
+    uint64_t wgen, synced_gen;
+    bool dirs_synced; /* the subfiles' directory entries are durable */
+    dev_t meta_dev;   /* identity of the metafile this handle wrote/read */
+    ino_t meta_ino;
+    struct timespec meta_ctim; /* and its ctime then: an update in place keeps the inode */
+    /* That metafile held open (O_PATH), or -1: when the handle's name is
+     * removed while the file has other names (hard links), persists go to
+     * the inode through it ("/proc/self/fd/N", drx_stripe_path_is_held). */
+    int meta_fd;
+};
+
 /* ---- stripe_meta.c ---- */
+
+/* True when p is "/proc/self/fd/N": a handle's own descriptor of its
+ * metafile (struct drx_stripe.meta_fd), the one link libcore follows. */
+bool drx_stripe_path_is_held(const char *p);
 
 /* NAME + ".nafs" into buf.  0 or -ENAMETOOLONG. */
 int drx_stripe_meta_path(const char *path, char *buf, size_t len);
@@ -39,6 +78,10 @@ int drx_stripe_meta_write(const char *mp, const struct drx_stripe_meta *m, bool 
 int drx_stripe_meta_write_here(const char *mp, const struct drx_stripe_meta *m, int flags,
                                mode_t mode, const struct stat *like, bool sync,
                                struct stat *st_out);
+
+/* True when metafile mp sets its size in the padded form that
+ * drx_stripe_meta_size_in_place can rewrite for every size. */
+bool drx_stripe_meta_padded(const char *mp);
 
 /* True when a and b describe the same file: layout and subfiles. */
 bool drx_stripe_same_layout(const struct drx_stripe_meta *a, const struct drx_stripe_meta *b);

@@ -24,6 +24,15 @@
 
 /* ---- metafile names ------------------------------------------------------------- */
 
+bool drx_stripe_path_is_held(const char *p)
+{
+    static const char pre[] = "/proc/self/fd/";
+
+    if (strncmp(p, pre, sizeof pre - 1) != 0 || !p[sizeof pre - 1])
+        return false;
+    return strspn(p + sizeof pre - 1, "0123456789") == strlen(p + sizeof pre - 1);
+}
+
 int drx_stripe_meta_path(const char *path, char *buf, size_t len)
 {
     if ((size_t)snprintf(buf, len, "%s" DRX_STRIPE_SUFFIX, path) >= len)
@@ -242,7 +251,10 @@ int drx_stripe_meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta
     bool refused;
     int rc;
 
-    rc = drx_cfgfile_read(AT_FDCWD, mp, mp, 0, META_MAX_BYTES, &cf, &refused, &why);
+    /* A held descriptor's magic link is followed (DRX_CFGFILE_USER): it is
+     * the metafile's inode itself. */
+    unsigned flags = DRX_CFGFILE_META | (drx_stripe_path_is_held(mp) ? DRX_CFGFILE_USER : 0);
+    rc = drx_cfgfile_read(AT_FDCWD, mp, mp, flags, META_MAX_BYTES, &cf, &refused, &why);
     if (rc < 0) {
         if (!refused)
             return drx_err_set(err, -rc, "%s", why.msg);
@@ -449,11 +461,26 @@ static bool size_span(const char *text, size_t len, size_t *off, size_t *n)
  * other name would change too).  Returns 0, -EOPNOTSUPP when the update
  * cannot be made in place, or -errno. */
 /* Whether fd (opened as metafile mp) may be rewritten in place: still the
- * file `was`, a regular file with no other name, and small. */
+ * file `was`, a regular file, and small.  Other names of it are the
+ * striped file's hard links (drx_stripe_link), which must see the change. */
 static bool in_place_allowed(int fd, const struct stat *was, struct stat *st)
 {
-    return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_nlink == 1 &&
-           st->st_dev == was->st_dev && st->st_ino == was->st_ino && st->st_size <= META_MAX_BYTES;
+    return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_dev == was->st_dev &&
+           st->st_ino == was->st_ino && st->st_size <= META_MAX_BYTES;
+}
+
+bool drx_stripe_meta_padded(const char *mp)
+{
+    struct drx_cfgfile cf;
+    size_t off, n;
+    bool ok;
+
+    if (drx_cfgfile_read(AT_FDCWD, mp, mp, DRX_CFGFILE_META, META_MAX_BYTES, &cf, NULL, NULL) < 0)
+        return false;
+    ok = size_span(cf.text, cf.len, &off, &n) && off + n <= DRX_CFGFILE_LOCK_SPAN &&
+         n >= strlen("size = L;") + SIZE_DIGITS;
+    drx_cfgfile_fini(&cf);
+    return ok;
 }
 
 /* Puts m->size into the size setting of text (len bytes), padded to the
@@ -467,7 +494,7 @@ static int size_patch(char *text, size_t len, const char *mp, size_t ndirs,
     config_t lc;
     int w = snprintf(field, flen, "size = %lluL;", (unsigned long long)m->size);
 
-    if (!size_span(text, len, off, n) || (size_t)w > *n || *off + *n > 512)
+    if (!size_span(text, len, off, n) || (size_t)w > *n || *off + *n > DRX_CFGFILE_LOCK_SPAN)
         return -EOPNOTSUPP;
     memset(field + w, ' ', *n - (size_t)w);
     memcpy(text + *off, field, *n);
@@ -481,46 +508,67 @@ static int size_patch(char *text, size_t len, const char *mp, size_t ndirs,
     return 0;
 }
 
+/* Metafile mp opened for an update in place, without touching its atime
+ * where the caller may (O_NOATIME is the owner's). */
+static int meta_open_rw(const char *mp)
+{
+    int nofollow = drx_stripe_path_is_held(mp) ? 0 : O_NOFOLLOW;
+    int fd = open(mp, O_RDWR | nofollow | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
+
+    if (fd < 0 && errno == EPERM)
+        fd = open(mp, O_RDWR | nofollow | O_NONBLOCK | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/* The text of metafile fd (the file `was`), NUL-terminated, into *text
+ * (free it), its length in *len.  0, -EOPNOTSUPP when it is not `was` any
+ * more or not a metafile's size, or -errno. */
+static int read_was(int fd, const struct stat *was, char **text, size_t *len)
+{
+    struct stat st;
+    ssize_t n;
+
+    *text = NULL;
+    if (!in_place_allowed(fd, was, &st))
+        return -EOPNOTSUPP;
+    if (!(*text = malloc((size_t)st.st_size + 1)))
+        return -ENOMEM;
+    n = pread(fd, *text, (size_t)st.st_size, 0);
+    if (n < 0)
+        return -errno;
+    (*text)[n] = '\0';
+    *len = (size_t)n;
+    return 0;
+}
+
 int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
                                   const struct drx_stripe_meta *m, size_t ndirs,
                                   const struct stat *like, bool sync, struct stat *st_out)
 {
     char *text = NULL, field[64];
-    struct stat st;
-    size_t off, n;
-    ssize_t len;
-    int fd, rc = 0;
+    size_t off, n, len = 0;
+    int fd, rc;
 
-    fd = open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    fd = meta_open_rw(mp);
     if (fd < 0)
-        return -errno;
-    if (!in_place_allowed(fd, was, &st)) {
-        rc = -EOPNOTSUPP;
-        goto out;
-    }
-    text = malloc((size_t)st.st_size + 1);
-    if (!text) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    len = pread(fd, text, (size_t)st.st_size, 0);
-    if (len < 0) {
-        rc = -errno;
-        goto out;
-    }
-    text[len] = '\0';
-    rc = size_patch(text, (size_t)len, mp, ndirs, m, field, sizeof field, &off, &n);
+        return fd;
+    /* Readers take the read lock (DRX_CFGFILE_META): none sees half a size. */
+    bool locked = drx_cfgfile_lock(fd, F_WRLCK);
+    rc = read_was(fd, was, &text, &len);
+    if (rc == 0)
+        rc = size_patch(text, len, mp, ndirs, m, field, sizeof field, &off, &n);
     if (rc == 0 && like)
         rc = drx_replace_take_owner(fd, like);
     if (rc == 0)
         rc = drx_io_pwrite_all(fd, field, n, off);
-    if (rc == 0 && fsync(fd) < 0)
+    if (rc == 0 && sync && fsync(fd) < 0)
         rc = -errno;
-    if (rc == 0 && sync)
+    if (rc == 0 && sync && !drx_stripe_path_is_held(mp)) /* no name changed */
         rc = drx_io_fsync_parent(mp);
     if (rc == 0 && st_out && fstat(fd, st_out) < 0)
         rc = -errno;
-out:
+    if (locked)
+        drx_cfgfile_lock(fd, F_UNLCK);
     free(text);
     close(fd);
     return rc;

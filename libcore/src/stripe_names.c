@@ -108,39 +108,79 @@ void drx_stripe_random_id(uint64_t *id)
 
 /* ---- names -------------------------------------------------------------------------- */
 
-/* drx_stripe_unlink() of metafile mp (path: the name for messages). */
-static int unlink_meta(struct drx_store *s, const char *path, const char *mp, struct drx_err *err)
+/* The metafile mp held open (O_PATH, no link followed) while its name goes:
+ * afterwards its link count says whether another name still holds the
+ * striped file (drx_stripe_link).  The descriptor, or -errno. */
+static int meta_hold(const char *mp)
 {
-    struct drx_stripe_meta m;
-    struct drx_err e2 = {{0}};
-    int rc;
+    int fd = open(mp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
 
-    rc = drx_stripe_meta_load_st(mp, s->cfg.stripe.ndirs, &m, NULL, &e2);
+/* True when the metafile held as fd has no name left: its subfiles are
+ * nobody's.  Unknown counts as still named (subfiles kept, fsck's). */
+static bool meta_gone(int fd)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_nlink == 0;
+}
+
+/* Removes m's subfiles (mp names the file in messages). */
+static void remove_subfiles(struct drx_store *s, const char *mp, const struct drx_stripe_meta *m)
+{
+    for (unsigned i = 0; i < m->layout.count; i++) {
+        int dfd = s->dir_fds[m->sub[i].dir];
+        if (dfd >= 0 && unlinkat(dfd, m->sub[i].name, 0) < 0 && errno != ENOENT)
+            drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m->sub[i].name,
+                    strerror(errno));
+    }
+}
+
+/* Loads metafile mp, which must be the file held as fd: 0, -EAGAIN when
+ * it was replaced meanwhile (its subfiles are then left alone), -EIO for
+ * a bad one, or -errno with err. */
+static int load_held(struct drx_store *s, const char *path, const char *mp, int fd,
+                     struct drx_stripe_meta *m, struct drx_err *err)
+{
+    struct drx_err e2 = {{0}};
+    struct stat held, st;
+    int rc = drx_stripe_meta_load_st(mp, s->cfg.stripe.ndirs, m, &st, &e2);
+
+    if (rc == 0 &&
+        (fd < 0 || fstat(fd, &held) < 0 || held.st_ino != st.st_ino || held.st_dev != st.st_dev))
+        return -EAGAIN;
     if (rc == -ENOENT)
         return drx_err_set(err, ENOENT, "%s: no such striped file", path);
     if (rc < 0 && rc != -EIO)
         return drx_err_set(err, -rc, "%s", e2.msg);
-    bool valid = rc == 0;
+    return rc;
+}
+
+/* drx_stripe_unlink() of metafile mp (path: the name for messages). */
+static int unlink_meta(struct drx_store *s, const char *path, const char *mp, struct drx_err *err)
+{
+    struct drx_stripe_meta m;
+    int rc, fd = meta_hold(mp);
+
+    if (fd == -ENOENT)
+        return drx_err_set(err, ENOENT, "%s: no such striped file", path);
+    rc = load_held(s, path, mp, fd, &m, err);
+    if (rc < 0 && rc != -EIO && rc != -EAGAIN)
+        goto out;
+    bool valid = rc == 0, bad = rc == -EIO;
     /* Metafile first: a crash after it leaves orphan subfiles (fsck), never
      * a metafile naming subfiles that are gone. */
-    if (unlink(mp) < 0)
-        return drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
-    if (!valid) {
+    rc = unlink(mp) < 0 ? drx_err_set(err, errno, "%s: %s", mp, strerror(errno)) : 0;
+    if (rc == 0 && bad)
         drx_log(DRX_LOG_WARNING,
-                "%s: removed a bad metafile; its subfiles (if any) are left for "
-                "drx fsck",
-                mp);
-        return 0;
-    }
-    for (unsigned i = 0; i < m.layout.count; i++) {
-        int dfd = s->dir_fds[m.sub[i].dir];
-        if (dfd < 0 || unlinkat(dfd, m.sub[i].name, 0) < 0) {
-            if (dfd >= 0 && errno != ENOENT)
-                drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m.sub[i].name,
-                        strerror(errno));
-        }
-    }
-    return 0;
+                "%s: removed a bad metafile; its subfiles (if any) are left for drx fsck", mp);
+    /* Another name (a hard link) may still hold the file and its subfiles. */
+    if (rc == 0 && valid && meta_gone(fd))
+        remove_subfiles(s, mp, &m);
+out:
+    if (fd >= 0)
+        close(fd);
+    return rc;
 }
 
 int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err)
@@ -152,6 +192,22 @@ int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err
     return unlink_meta(s, path, mp, err);
 }
 
+/* The subfiles of old, a file a rename replaced, now unreachable; not
+ * those of src (the renamed file, when known) it shares (a rename onto
+ * itself). */
+static void remove_replaced(struct drx_store *s, const struct drx_stripe_meta *src,
+                            const struct drx_stripe_meta *old)
+{
+    for (unsigned i = 0; i < old->layout.count; i++) {
+        bool shared = false;
+        for (unsigned j = 0; src && j < src->layout.count; j++)
+            shared |= src->sub[j].dir == old->sub[i].dir &&
+                      strcmp(src->sub[j].name, old->sub[i].name) == 0;
+        if (!shared && s->dir_fds[old->sub[i].dir] >= 0)
+            unlinkat(s->dir_fds[old->sub[i].dir], old->sub[i].name, 0);
+    }
+}
+
 /* drx_stripe_rename() of metafile mfrom to mto (from: the name for
  * messages). */
 static int rename_meta(struct drx_store *s, const char *from, const char *mfrom, const char *mto,
@@ -159,32 +215,32 @@ static int rename_meta(struct drx_store *s, const char *from, const char *mfrom,
 {
     struct drx_stripe_meta src, old;
     bool have_old = false;
-    int rc;
+    int rc, ofd = -1;
 
     rc = drx_stripe_meta_load_st(mfrom, s->cfg.stripe.ndirs, &src, NULL, NULL);
     bool src_ok = rc == 0;
     if (rc == -ENOENT)
         return drx_err_set(err, ENOENT, "%s: no such striped file", from);
-    if (!(flags & RENAME_NOREPLACE))
-        have_old = drx_stripe_meta_load_st(mto, s->cfg.stripe.ndirs, &old, NULL, NULL) == 0;
+    if (!(flags & RENAME_NOREPLACE)) {
+        ofd = meta_hold(mto);
+        have_old =
+            ofd >= 0 && drx_stripe_meta_load_st(mto, s->cfg.stripe.ndirs, &old, NULL, NULL) == 0;
+    }
     if (flags & RENAME_NOREPLACE)
         rc = renameat2(AT_FDCWD, mfrom, AT_FDCWD, mto, RENAME_NOREPLACE);
     else
         rc = rename(mfrom, mto);
     if (rc < 0)
-        return drx_err_set(err, errno, "%s -> %s: %s", mfrom, mto, strerror(errno));
-    if (!have_old)
-        return 0;
-    /* The replaced file's subfiles are now unreachable; remove them unless
-     * they are the renamed file's own (a rename onto itself). */
-    for (unsigned i = 0; i < old.layout.count; i++) {
-        bool shared = false;
-        for (unsigned j = 0; src_ok && j < src.layout.count; j++)
-            shared |=
-                src.sub[j].dir == old.sub[i].dir && strcmp(src.sub[j].name, old.sub[i].name) == 0;
-        if (!shared && s->dir_fds[old.sub[i].dir] >= 0)
-            unlinkat(s->dir_fds[old.sub[i].dir], old.sub[i].name, 0);
+        rc = drx_err_set(err, errno, "%s -> %s: %s", mfrom, mto, strerror(errno));
+    /* The replaced metafile may have other names (hard links, or the
+     * renamed file itself): then its subfiles are still in use. */
+    if (rc < 0 || !have_old || !meta_gone(ofd)) {
+        if (ofd >= 0)
+            close(ofd);
+        return rc < 0 ? rc : 0;
     }
+    close(ofd);
+    remove_replaced(s, src_ok ? &src : NULL, &old);
     return 0;
 }
 
@@ -199,6 +255,34 @@ int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, uns
         drx_stripe_meta_path(to, mto, sizeof mto) < 0)
         return drx_err_set(err, ENAMETOOLONG, "%s: name too long", to);
     return rename_meta(s, from, mfrom, mto, flags, err);
+}
+
+int drx_stripe_link(struct drx_store *s, const char *from, const char *to, struct drx_err *err)
+{
+    char mfrom[PATH_MAX], mto[PATH_MAX];
+    struct drx_stripe_meta m;
+    struct stat st;
+    int rc;
+
+    if (drx_stripe_meta_path(from, mfrom, sizeof mfrom) < 0 ||
+        drx_stripe_meta_path(to, mto, sizeof mto) < 0)
+        return drx_err_set(err, ENAMETOOLONG, "%s: name too long", to);
+    rc = drx_stripe_meta_load_st(mfrom, s->cfg.stripe.ndirs, &m, &st, err);
+    if (rc < 0)
+        return rc;
+    /* Every name must see every later size: the size is then only ever
+     * updated in place, which an older drx's unpadded metafile cannot
+     * take.  Such a one (a single name yet) is rewritten first. */
+    if (!drx_stripe_meta_padded(mfrom)) {
+        if (st.st_nlink > 1)
+            return drx_err_set(err, EIO, "%s: linked metafile not in the padded form", mfrom);
+        rc = drx_stripe_meta_write(mfrom, &m, false, false, &st, 0, NULL);
+        if (rc < 0)
+            return drx_err_set(err, -rc, "%s: %s", mfrom, strerror(-rc));
+    }
+    if (link(mfrom, mto) < 0)
+        return drx_err_set(err, errno, "%s -> %s: %s", mfrom, mto, strerror(errno));
+    return 0;
 }
 
 /* Subfile i of temporary tmp cut to the `want` bytes its size needs (when

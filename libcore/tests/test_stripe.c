@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -587,8 +588,9 @@ static void test_shared_handles(struct drx_store *s, const char *root)
     drx_stripe_stat(s, path, &m, NULL);
     TAP_CHECK_EQ_U64(m.size, 400, "A's larger size survives B's later persist and both closes");
 
-    /* renamed by someone else: nothing is written under either name until
-     * the handle is told the new one; then the size lands there */
+    /* renamed by someone else: nothing is written under the old name; the
+     * size goes to the file itself (its metafile held open), under its new
+     * name, and set_path then points the handle there */
     snprintf(to, sizeof to, "%s/shared-moved", root);
     drx_stripe_open(s, path, DRX_STRIPE_RDWR, &a, NULL);
     drx_stripe_write(a, buf, 100, 400);
@@ -596,7 +598,7 @@ static void test_shared_handles(struct drx_store *s, const char *root)
     tap_ok(drx_stripe_flush(a) == 0 && !drx_stripe_exists(path),
            "flush after a rename: the old name is not brought back");
     drx_stripe_stat(s, to, &m, NULL);
-    TAP_CHECK_EQ_U64(m.size, 400, "nor is the new name written before set_path");
+    TAP_CHECK_EQ_U64(m.size, 500, "the size is the file's, under its new name");
     drx_stripe_set_path(a, to);
     drx_stripe_flush(a);
     drx_stripe_stat(s, to, &m, NULL);
@@ -967,7 +969,9 @@ static void test_replaced_owner_mode(void)
         {"by its owner", 0, -1, false, 0, 06755},
         {"a size persisted by nobody", 0, AS_NOBODY, false, NOBODY_ID, 0755},
         {"a copy committed by nobody", 0, AS_NOBODY, true, NOBODY_ID, 0755},
-        {"a size persisted by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, false, 0, 0755},
+        /* in place: the metafile is the file, and stays nobody's */
+        {"a size persisted by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, false,
+         NOBODY_ID, 06755},
         {"a copy committed by root without CAP_CHOWN", NOBODY_ID, AS_ROOT_NO_CHOWN, true, 0, 0755},
     };
     char root[512], path[600], mp[700], sp[1024];
@@ -1253,6 +1257,78 @@ static void test_placement(void)
     tap_ok(memcmp(buf, want, sizeof buf) == 0, "a short subfile's missing bytes read as zeros");
 }
 
+/* Hard links of striped files (the metafile's), short temporary names,
+ * fallocate and SEEK_DATA/SEEK_HOLE (stripe_space.c), blocks. */
+static void test_links_and_space(struct drx_store *s, const char *root)
+{
+    struct drx_stripe_layout l = {2, 4096};
+    struct drx_stripe *f;
+    struct drx_stripe_meta m, m2;
+    char a[600], b[600], sp[1024], mp[700], tmp[PATH_MAX];
+    unsigned char data[8192];
+    struct stat st;
+    uint64_t blocks;
+
+    snprintf(a, sizeof a, "%s/lk_a", root);
+    snprintf(b, sizeof b, "%s/lk_b", root);
+    fill_random(data, sizeof data, 3);
+    make_striped(s, a, &l, 0644, data, 8192, &m);
+    tap_ok(drx_stripe_link(s, a, b, NULL) == 0, "link of a striped file");
+    tap_ok(drx_stripe_link(s, a, b, NULL) == -EEXIST, "link onto an existing name: EEXIST");
+    snprintf(mp, sizeof mp, "%s.nafs", b);
+    tap_ok(stat(mp, &st) == 0 && st.st_nlink == 2, "the metafile has two names");
+    drx_stripe_open(s, a, DRX_STRIPE_RDWR, &f, NULL);
+    drx_stripe_write(f, data, 100, 8192);
+    drx_stripe_close(f);
+    tap_ok(drx_stripe_stat(s, b, &m2, NULL) == 0 && m2.size == 8292 && stat(mp, &st) == 0 &&
+               st.st_nlink == 2,
+           "a size recorded under one name is the other's (in place)");
+    tap_ok(drx_stripe_unlink(s, a, NULL) == 0 &&
+               drx_stripe_subfile_path(s, &m, 0, sp, sizeof sp) > 0 && access(sp, F_OK) == 0,
+           "unlink of one name keeps the subfiles");
+    make_striped(s, a, &l, 0644, "x", 1, &m2);
+    tap_ok(drx_stripe_link(s, b, "/nonexistent-dir/x", NULL) < 0,
+           "link into a missing directory fails");
+    tap_ok(drx_stripe_rename(s, a, b, 0, NULL) == 0 && access(sp, F_OK) != 0,
+           "rename over the last name removes its subfiles");
+
+    /* fallocate and holes: 4 extents of data at 0, a hole, data at 40960 */
+    make_striped(s, a, &l, 0644, data, 4096, &m);
+    drx_stripe_open(s, a, DRX_STRIPE_RDWR, &f, NULL);
+    drx_stripe_write(f, data, 4096, 40960);
+    tap_ok(drx_stripe_seek(f, 0, SEEK_DATA) == 0 && drx_stripe_seek(f, 0, SEEK_HOLE) == 4096 &&
+               drx_stripe_seek(f, 4096, SEEK_DATA) == 40960 &&
+               drx_stripe_seek(f, 40960, SEEK_HOLE) == 45056 &&
+               drx_stripe_seek(f, 45056, SEEK_DATA) == -ENXIO,
+           "SEEK_DATA and SEEK_HOLE across subfiles");
+    tap_ok(drx_stripe_fallocate(f, 0, 0, 1 << 20) == 0 && drx_stripe_size(f) == 1 << 20,
+           "fallocate mode 0 grows the size");
+    drx_stripe_meta_get(f, &m);
+    drx_stripe_blocks(s, &m, &blocks);
+    tap_ok(blocks >= (1 << 20) / 512, "blocks of a preallocated file: %llu",
+           (unsigned long long)blocks);
+    tap_ok(drx_stripe_fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 8192) == 0 &&
+               drx_stripe_read(f, data, 10, 4090) == 10 && data[0] == 0 && data[9] == 0,
+           "punched bytes read as zeros");
+    tap_ok(drx_stripe_fallocate(f, FALLOC_FL_PUNCH_HOLE, 0, 10) == -EOPNOTSUPP &&
+               drx_stripe_fallocate(f, FALLOC_FL_COLLAPSE_RANGE, 0, 4096) == -EOPNOTSUPP,
+           "modes not mapped: EOPNOTSUPP");
+    drx_stripe_close(f);
+
+    /* a name too long for `.NAME.nafs.XXXXXX` gets `.drx-tmp.XXXXXX` */
+    char longname[600];
+    snprintf(longname, sizeof longname, "%s/%0249d", root, 7);
+    struct drx_err err = {{0}};
+    tmp[0] = '\0';
+    int rc = drx_stripe_create_temp(s, longname, &l, 0644, tmp, sizeof tmp, &err);
+    const char *tb = strrchr(tmp, '/') ? strrchr(tmp, '/') + 1 : tmp;
+    tap_ok(rc == 0 && strncmp(tb, DRX_STORE_TEMP_SHORT, strlen(DRX_STORE_TEMP_SHORT)) == 0 &&
+               drx_store_name_is_temp(tb),
+           "the temporary of a 249-byte name: %s (%d %s)", tb, rc, err.msg);
+    tap_ok(drx_stripe_commit_temp(s, tmp, longname, 0, NULL) == 0 && drx_stripe_exists(longname),
+           "committed under the long name");
+}
+
 int main(void)
 {
     char root[512];
@@ -1277,6 +1353,7 @@ int main(void)
         test_crash_order(s, root);
         test_temp(s, root);
         test_layouts(s, root);
+        test_links_and_space(s, root);
         drx_store_close(s);
     }
     test_enospc();

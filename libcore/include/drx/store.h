@@ -198,10 +198,21 @@ enum drx_store_kind drx_store_classify(const char *path);
 /* True for names the daemon hides: `.drx` in the store root (at_root), and
  * anywhere the temporary files of atomic replacement: `.NAME.xmd.XXXXXX`,
  * `.NAME.xta.XXXXXX` (drx_array_unshare), `.NAME.nafs.XXXXXX` (X: six
- * [A-Za-z0-9] characters, as mkstemp makes). */
+ * [A-Za-z0-9] characters, as mkstemp makes), and `.drx-tmp.XXXXXX`, the
+ * temporary of a name too long for the first form. */
 bool drx_store_name_internal(const char *name, bool at_root);
 
 /* True for the temporary-file names above (for fsck). */
 bool drx_store_name_is_temp(const char *name);
+
+/* The prefix of the short temporary names. */
+#define DRX_STORE_TEMP_SHORT ".drx-tmp."
+
+/* The name of a temporary beside the final name base, with x (six
+ * characters of [A-Za-z0-9]): `.BASE.XXXXXX` when that fits in NAME_MAX,
+ * else `.drx-tmp.XXXXXX`, so that every name that fits has a temporary
+ * that fits too.  out holds NAME_MAX + 1 bytes.  0 or -ENAMETOOLONG (base
+ * itself too long). */
+int drx_store_temp_name(const char *base, const char *x, char *out, size_t len);
 
 #endif

@@ -34,8 +34,10 @@
  *   drx_stripe_fsync() makes a file durable: subfiles, their directories,
  *   then the metafile and its directory.
  * - write: data goes to the subfiles first; the in-memory size advances only
- *   over bytes that were written.  The size is persisted (metafile replaced
- *   atomically: temp `.NAME.nafs.XXXXXX`, rename) at drx_stripe_flush(),
+ *   over bytes that were written.  The size is persisted (rewritten in the
+ *   metafile in place, one pwrite of its padded size setting under an OFD
+ *   lock that readers share; an old unpadded metafile is replaced by temp
+ *   `.NAME.nafs.XXXXXX` and rename) at drx_stripe_flush(),
  *   drx_stripe_fsync(), drx_stripe_close(), at every truncate, and whenever
  *   the file has grown 64 MiB past the persisted size, so the metafile is not
  *   rewritten per write and a crashed writer loses at most the tail it had
@@ -57,10 +59,9 @@
  *   directory), then the subfiles are cut; truncate up cuts stale bytes
  *   beyond the old size off the subfiles first, so holes read zeros, and
  *   syncs that cut before the larger size is recorded (as above).
- * - a full disk: when the replacement finds no block (ENOSPC, EDQUOT), the
- *   size is rewritten inside the old metafile, in place
- *   (drx_stripe_meta_size_in_place in stripe_meta.c says why that is as
- *   safe); a write cut short leaves no bytes past the size; and what cannot
+ * - a full disk: the update in place needs no block
+ *   (drx_stripe_meta_size_in_place in stripe_meta.c says why it is as safe
+ *   as a replacement); a write cut short leaves no bytes past the size; and what cannot
  *   be recorded at all is cut back at once (flush, fsync and close then
  *   fail with ENOSPC).
  * - unlink: metafile first, then subfiles (a crash leaves orphans).
@@ -77,7 +78,8 @@
  * keeps the larger of the on-disk and in-memory size (unless this handle
  * truncated), so parallel writers extending one file end with the right
  * size.  A handle knows its file by layout and subfile names, not by the
- * metafile's inode (every persist makes a new one): when NAME.nafs is gone or
+ * metafile's inode (drx-load's commit and an old metafile's replacement
+ * make a new one): when NAME.nafs is gone or
  * names other subfiles, a persist writes nothing and keeps its size pending.
  * Parallel writers that write the subfiles themselves (drx-load over
  * MPI-IO) build the file under a temporary name instead: one rank
@@ -87,10 +89,12 @@
  * (or absent) and a temporary file for fsck; never a size over bytes that
  * were not written.
  *
- * TIMES AND MODE: every persist replaces the metafile, which keeps the old
- * one's mode and owner but gets a new mtime.  A front end that sets times
- * (utimens) on an open file should drx_stripe_flush() first, so a later
- * persist does not override them.
+ * TIMES, MODE, LINKS, XATTRS: the metafile's inode is the striped file's.
+ * A persist keeps it (in place), so its other names (drx_stripe_link), user
+ * xattrs, atime and mode stay; it marks mtime and ctime, as a write does.
+ * libcore reads metafiles with O_NOATIME where it may.  A front end that
+ * sets times (utimens) on an open file should drx_stripe_flush() first, so
+ * a later persist does not override them.
  */
 #ifndef DRX_STRIPE_H
 #define DRX_STRIPE_H
@@ -271,6 +275,27 @@ int drx_stripe_set_path(struct drx_stripe *f, const char *path);
 int drx_stripe_rename_handle(struct drx_stripe *f, const char *to, unsigned flags,
                              struct drx_err *err);
 
+/* ---- space: blocks, preallocation, holes (stripe_space.c) ---------------- */
+
+/* Sum of the st_blocks (512-byte units) of m's subfiles, as stat(2) shows
+ * them (a missing or refused subfile counts nothing).  Returns 0. */
+int drx_stripe_blocks(const struct drx_store *s, const struct drx_stripe_meta *m, uint64_t *blocks);
+
+/* fallocate(2) of logical [off, off + len) mapped onto the subfiles: mode
+ * 0 (allocate, then grow the size to off + len), FALLOC_FL_KEEP_SIZE,
+ * FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, FALLOC_FL_ZERO_RANGE (with or
+ * without KEEP_SIZE).  Subfiles keep their own sizes (blocks past a
+ * subfile's end read as the holes they are).  Returns 0, -EOPNOTSUPP for
+ * other modes or a filesystem without the mode, -EBADF on a read-only
+ * handle, -EIO when a subfile is missing, or -errno. */
+int drx_stripe_fallocate(struct drx_stripe *f, int mode, uint64_t off, uint64_t len);
+
+/* lseek SEEK_DATA or SEEK_HOLE from logical offset off: the nearest data
+ * (hole) of any subfile at or after it, as lseek(2) gives it on a local
+ * file (the end of the file is a hole; -ENXIO at or past the end, or
+ * when no data follows).  Returns the offset or -errno. */
+int64_t drx_stripe_seek(struct drx_stripe *f, uint64_t off, int whence);
+
 uint64_t drx_stripe_size(struct drx_stripe *f);
 void drx_stripe_layout(const struct drx_stripe *f, struct drx_stripe_layout *out);
 /* The metafile contents as of the last open/persist/reload, size included. */
@@ -278,7 +303,8 @@ void drx_stripe_meta_get(struct drx_stripe *f, struct drx_stripe_meta *out);
 
 /* ---- names ----------------------------------------------------------------- */
 
-/* Removes NAME.nafs, then its subfiles (a missing subfile is not an error;
+/* Removes NAME.nafs, then, when that was its last name (see
+ * drx_stripe_link), its subfiles (a missing subfile is not an error;
  * hostile subfile names are skipped and logged).  Open handles keep reading
  * and writing through their descriptors.  Returns 0 or -errno. */
 int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err);
@@ -289,6 +315,15 @@ int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err
  * 0 or -errno. */
 int drx_stripe_rename(struct drx_store *s, const char *from, const char *to, unsigned flags,
                       struct drx_err *err);
+
+/* Gives the striped file `from` a second name `to` (paths without suffix):
+ * a hard link of its metafile, whose inode is the file's (mode, owner,
+ * times, user xattrs, link count); the subfiles keep their one name each.
+ * Sizes are then recorded in place, seen by every name (a metafile of an
+ * older drx is first rewritten in the padded form).  drx_stripe_unlink()
+ * and drx_stripe_rename() remove the subfiles only with the last name.
+ * Returns 0 or -errno (-EEXIST when to.nafs exists). */
+int drx_stripe_link(struct drx_store *s, const char *from, const char *to, struct drx_err *err);
 
 /* ---- files written behind libcore's back (drx-load) --------------------------- */
 
