@@ -167,6 +167,10 @@ int load_plan_round(struct load_plan *p, struct drx_plan *src, size_t n, bool ru
 void load_plan_unpack(const struct load_plan *p, const unsigned char *packed,
                       unsigned char *chunks);
 void load_plan_pack(const struct load_plan *p, const unsigned char *chunks, unsigned char *packed);
+/* The same between the chunk buffer and the whole view's data in memory
+ * (a run at raw_off of view): libdrxmp's boxes, which are in memory. */
+void load_plan_gather(const struct load_plan *p, const unsigned char *chunks, unsigned char *view);
+void load_plan_scatter(const struct load_plan *p, const unsigned char *view, unsigned char *chunks);
 /* Bytes of view data in the round. */
 uint64_t load_plan_bytes(const struct load_plan *p);
 
