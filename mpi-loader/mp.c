@@ -357,8 +357,13 @@ size_t drx_mp_elem_size(const drx_mp *a)
 
 int drx_mp_set_buffer(drx_mp *a, size_t bytes)
 {
-    if (!a || bytes == 0 || bytes > MP_MAX_BUFFER)
+    if (!a || bytes == 0 || bytes > MP_MAX_BUFFER) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "drx_mp_set_buffer: %zu bytes outside 1..%llu", bytes,
+                 (unsigned long long)MP_MAX_BUFFER);
+        mp_set_error(msg);
         return -EINVAL;
+    }
     a->buffer = bytes;
     return 0;
 }

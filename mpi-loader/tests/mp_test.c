@@ -7,9 +7,11 @@
  *   extend:DIM:COUNT              zones (rank 0 prints every zone and its chunks)
  *   write:ORDER:SEED              each rank writes its zone, values from value()
  *   writebox:ORDER:SEED:LO:HI     LO, HI as i,j,k
+ *   readbox:ORDER:LO:HI           reads a box (and drops it)
  *   read:ORDER:REF:NBOX:SEED      NBOX random boxes per rank compared with REF,
  *                                 the whole array in C order (drx get)
  *   bounds                        rank 0 prints the bounds
+ *   buffer:BYTES                  drx_mp_set_buffer
  * Values: element (i0, i1, ...) holds (seed + sum_d i_d * prime_d) % 113, in
  * the array's type (complex: that, and minus it).  A failing OP prints
  * "rank R: OP: RC: MESSAGE" on every rank and ends with status 3.
@@ -206,6 +208,19 @@ static void random_box(const int64_t *bounds, int k, int64_t *lo, int64_t *hi)
     }
 }
 
+static int op_readbox(char **w, int nw)
+{
+    int64_t lo[16] = {0}, hi[16] = {0}, n[16];
+    if (nw < 4)
+        return -EINVAL;
+    parse_list(w[2], ',', lo);
+    parse_list(w[3], ',', hi);
+    unsigned char *buf = box_buffer(lo, hi, drx_mp_rank(A), n);
+    int rc = drx_mp_read_all(A, lo, hi, w[1][0], buf);
+    free(buf);
+    return rc;
+}
+
 static int op_read(char **w, int nw)
 {
     int k = drx_mp_rank(A), rc = 0;
@@ -342,8 +357,12 @@ static int run_op(char **w, int nw)
         return op_write(w, nw);
     if (!strcmp(op, "read"))
         return op_read(w, nw);
+    if (!strcmp(op, "readbox"))
+        return op_readbox(w, nw);
     if (!strcmp(op, "zones"))
         return op_zones();
+    if (!strcmp(op, "buffer"))
+        return drx_mp_set_buffer(A, nw > 1 ? (size_t)atoll(w[1]) : 0);
     if (!strcmp(op, "bounds"))
         return op_bounds();
     return -ENOSYS;
