@@ -108,20 +108,26 @@ static int mp_alloc(MPI_Comm comm, drx_mp **out)
     return 0;
 }
 
-/* The .xta opened collectively.  Data sieving locks with classic POSIX
- * locks, which would wait forever for this process's own OFD chunk locks,
- * and collective buffering has nothing to combine in whole chunks (see
- * drx-load's hints): both off. */
-static int open_xta(drx_mp *a, struct drx_err *err)
+/* The .xta opened collectively, with the caller's hints (info, or ours
+ * when it is MPI_INFO_NULL).  Data sieving locks with classic POSIX
+ * locks, which would wait forever for this process's own OFD chunk locks:
+ * never on the .xta, whatever the hints say.  Collective buffering has
+ * nothing to combine in whole chunks (see drx-load's hints): off by
+ * default. */
+static int open_xta(drx_mp *a, MPI_Info hints, struct drx_err *err)
 {
     MPI_Info info;
     int rc = 0;
 
-    MPI_Info_create(&info);
+    if (hints != MPI_INFO_NULL) {
+        MPI_Info_dup(hints, &info);
+    } else {
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "romio_ds_read", "disable");
+        MPI_Info_set(info, "romio_cb_write", "disable");
+        MPI_Info_set(info, "romio_cb_read", "disable");
+    }
     MPI_Info_set(info, "romio_ds_write", "disable");
-    MPI_Info_set(info, "romio_ds_read", "disable");
-    MPI_Info_set(info, "romio_cb_write", "disable");
-    MPI_Info_set(info, "romio_cb_read", "disable");
     int mrc = MPI_File_open(a->comm, a->xta, a->writable ? MPI_MODE_RDWR : MPI_MODE_RDONLY, info,
                             &a->xf);
     MPI_Info_free(&info);
@@ -154,7 +160,7 @@ static int same_meta(drx_mp *a, struct drx_err *err)
 
 /* Opens the array at store path a->path on every rank (collective, the
  * outcome agreed). */
-static int open_common(drx_mp *a)
+static int open_common(drx_mp *a, MPI_Info hints)
 {
     struct drx_err err = {{0}};
     int rc = drx_array_open(a->path, a->writable ? DRX_RDWR : DRX_RDONLY, &a->arr, &err);
@@ -164,7 +170,7 @@ static int open_common(drx_mp *a)
     int all = mp_agree(a->comm, rc, &err);
     if (all < 0)
         return all;
-    rc = open_xta(a, &err);
+    rc = open_xta(a, hints, &err);
     all = mp_agree(a->comm, rc, &err);
     if (all < 0)
         return all;
@@ -191,6 +197,11 @@ static int resolve(drx_mp *a, const char *path, bool write, struct drx_err *err)
 
 int drx_mp_open(MPI_Comm comm, const char *path, int writable, drx_mp **out)
 {
+    return mp_open_info(comm, path, writable, MPI_INFO_NULL, out);
+}
+
+int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info hints, drx_mp **out)
+{
     struct drx_err err = {{0}};
     drx_mp *a;
     int rc = mp_alloc(comm, &a), all;
@@ -208,7 +219,7 @@ int drx_mp_open(MPI_Comm comm, const char *path, int writable, drx_mp **out)
     int same = mp_same(a->comm, args, sizeof(args), "paths or modes to drx_mp_open", &err);
     all = mp_agree(a->comm, same < 0 ? same : rc, &err);
     if (all == 0)
-        all = open_common(a);
+        all = open_common(a, hints);
     if (all < 0) {
         mp_free(a);
         return all;
@@ -293,7 +304,7 @@ int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k,
     if (all == 0)
         all = mp_agree(a->comm, rc, &err);
     if (all == 0)
-        all = open_common(a);
+        all = open_common(a, MPI_INFO_NULL);
     if (all < 0) {
         mp_free(a);
         return all;

@@ -62,6 +62,52 @@ int mp_read_chunks(const struct load_plan *p, MPI_File xf, unsigned char *buf, c
 int mp_write_chunks(const struct load_plan *p, MPI_File xf, const unsigned char *buf,
                     struct drx_err *err);
 
+/* A rank's chunks of a view, moved in rounds (libdrxmp's boxes, drx-load's
+ * shares).  Each rank holds one round of chunks; every rank runs `rounds`
+ * rounds, the same number everywhere, also with nothing to move. */
+struct mp_xfer {
+    drx_mp *a;
+    const struct drx_array_meta *m;
+    struct drx_plan *plan;     /* cursor over the view's chunks */
+    uint64_t start, n;         /* my chunks: numbers start .. start+n-1 of the view's */
+    uint64_t batch, rounds;    /* chunks per round; rounds on every rank */
+    uint64_t bufchunks;        /* min(batch, n) */
+    unsigned char *chunks;     /* one round of chunks (bufchunks * chunk_bytes) */
+    bool runs;                 /* plan runs (false: whole chunks only) */
+    struct load_plan p;        /* the current round */
+    struct load_plan ahead;    /* the next round, when planned ahead */
+    uint64_t ahead_round;      /* its number, or UINT64_MAX */
+    int ahead_rc;
+};
+/* Collective.  share: this rank's BLOCK share of the view's chunks
+ * (drx-load); else all of them (the rank's own box).  runs: false when only
+ * whole chunks move (prefetch).  Agreed; on failure x needs no end. */
+int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, struct mp_xfer *x);
+void mp_xfer_end(struct mp_xfer *x);
+/* Collective: round r becomes the current one in x->p (planned now, or
+ * taken from mp_xfer_ahead).  Agreed. */
+int mp_xfer_round(struct mp_xfer *x, uint64_t r);
+/* Local: plans round r into x->ahead (for read-ahead advice); 0 past the
+ * last round.  Its error comes back from mp_xfer_round(r). */
+int mp_xfer_ahead(struct mp_xfer *x, uint64_t r);
+/* Local: fn for each range of adjacent chunks [q, q + n) of the share, in
+ * address order (stops at fn's first non-zero return, which it returns);
+ * call before the first round. */
+int mp_xfer_ranges(struct mp_xfer *x, int (*fn)(uint64_t q, uint64_t n, void *arg), void *arg);
+/* Collective: the current round's chunks into x->chunks.  Agreed. */
+int mp_xfer_read(struct mp_xfer *x);
+/* Collective: writes the current round: chunks locked, those the view
+ * covers in part read and merged, merge(p, src, chunks) puts the view's
+ * bytes in, all written, locks released once every rank has written.
+ * Agreed. */
+typedef void (*mp_merge_fn)(const struct load_plan *p, const void *src, unsigned char *chunks);
+int mp_xfer_write(struct mp_xfer *x, mp_merge_fn merge, const void *src);
+
+/* Opens with the caller's MPI-IO hints for the .xta (drx-load's);
+ * romio_ds_write stays off whatever they say.  MPI_INFO_NULL: libdrxmp's
+ * defaults. */
+int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info info, drx_mp **out);
+
 /* The box read/write of drx_mp_read_all/write_all. */
 int mp_box_read(drx_mp *a, const struct drx_view *v, void *buf);
 int mp_box_write(drx_mp *a, const struct drx_view *v, const void *buf);

@@ -173,100 +173,145 @@ int mp_write_chunks(const struct load_plan *p, MPI_File xf, const unsigned char 
     return rc;
 }
 
-/* --- one rank's box in rounds --- */
+/* --- a rank's chunks of a view, in rounds --- */
 
-struct box_xfer {
-    drx_mp *a;
-    const struct drx_array_meta *m;
-    struct drx_plan *plan;
-    uint64_t n, batch, rounds; /* my chunks, chunks per round, rounds on every rank */
-    unsigned char *chunks;     /* one round of chunks */
-    struct load_plan p;
-};
-
-static void box_end(struct box_xfer *x)
+void mp_xfer_end(struct mp_xfer *x)
 {
     load_plan_fini(&x->p);
+    load_plan_fini(&x->ahead);
     drx_plan_destroy(x->plan);
     free(x->chunks);
+    memset(x, 0, sizeof(*x));
 }
 
-/* Collective: plans the box and agrees on the number of rounds. */
-static int box_begin(drx_mp *a, const struct drx_view *v, struct box_xfer *x)
+/* BLOCK share of n chunks (as mfu_get_start_count): the first n % P
+ * ranks take one more. */
+static void block_share(const drx_mp *a, uint64_t n, uint64_t *start, uint64_t *count)
+{
+    uint64_t p = (uint64_t)a->nprocs, r = (uint64_t)a->rank;
+    uint64_t base = n / p, rem = n % p;
+    *count = base + (r < rem ? 1 : 0);
+    *start = r * base + (r < rem ? r : rem);
+}
+
+int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, struct mp_xfer *x)
 {
     struct drx_err err = {{0}};
     memset(x, 0, sizeof(*x));
     x->a = a;
     x->m = drx_array_meta(a->arr);
+    x->runs = runs;
+    x->ahead_round = UINT64_MAX;
     const uint64_t cb = x->m->chunk_bytes;
 
+    /* Every rank counts the view's chunks (a product per F* segment) and
+     * seeks to its own first one: nobody lists the others' chunks. */
     int rc = drx_plan_create(x->m, v, &x->plan);
+    uint64_t total = rc == 0 ? drx_plan_count(x->plan) : 0;
+    if (share)
+        block_share(a, total, &x->start, &x->n);
+    else
+        x->n = total;
+    if (rc == 0)
+        rc = drx_plan_seek(x->plan, x->start);
     if (rc < 0)
-        drx_err_set(&err, -rc, "planning the box's chunks: %s", strerror(-rc));
-    x->n = rc == 0 ? drx_plan_count(x->plan) : 0;
+        drx_err_set(&err, -rc, "planning the chunks: %s", strerror(-rc));
     x->batch = a->buffer / cb ? a->buffer / cb : 1;
+    /* every rank runs as many rounds as the busiest */
     uint64_t mine = (x->n + x->batch - 1) / x->batch;
     MPI_Allreduce(&mine, &x->rounds, 1, MPI_UINT64_T, MPI_MAX, a->comm);
-    uint64_t bufchunks = x->n < x->batch ? x->n : x->batch;
-    if (rc == 0 && bufchunks && !(x->chunks = malloc(bufchunks * cb)))
+    /* a rank with fewer chunks than a round needs no more buffer */
+    x->bufchunks = x->n < x->batch ? x->n : x->batch;
+    if (rc == 0 && x->bufchunks && !(x->chunks = malloc(x->bufchunks * cb)))
         rc = drx_err_set(&err, ENOMEM, "out of memory for %llu chunks of %llu bytes",
-                         (unsigned long long)bufchunks, (unsigned long long)cb);
+                         (unsigned long long)x->bufchunks, (unsigned long long)cb);
     load_plan_init(&x->p, x->m, v);
-    return mp_agree(a->comm, rc, &err);
+    load_plan_init(&x->ahead, x->m, v);
+    rc = mp_agree(a->comm, rc, &err);
+    if (rc < 0)
+        mp_xfer_end(x);
+    return rc;
 }
 
-/* The next round's chunks and runs (local), agreed. */
-static int box_plan_round(struct box_xfer *x, uint64_t r)
+static size_t round_chunks(const struct mp_xfer *x, uint64_t r)
+{
+    uint64_t first = r * x->batch;
+    return first < x->n ? (size_t)(x->n - first < x->batch ? x->n - first : x->batch) : 0;
+}
+
+int mp_xfer_ahead(struct mp_xfer *x, uint64_t r)
+{
+    if (r >= x->rounds || x->ahead_round == r)
+        return 0;
+    x->ahead_round = r;
+    x->ahead_rc = load_plan_round(&x->ahead, x->plan, round_chunks(x, r), x->runs);
+    return x->ahead_rc;
+}
+
+int mp_xfer_round(struct mp_xfer *x, uint64_t r)
 {
     struct drx_err err = {{0}};
-    uint64_t first = r * x->batch;
-    size_t n = first < x->n ? (size_t)(x->n - first < x->batch ? x->n - first : x->batch) : 0;
-    int rc = load_plan_round(&x->p, x->plan, n, true);
+    int rc = mp_xfer_ahead(x, r);
+
+    if (rc == 0) {
+        struct load_plan t = x->p;
+        x->p = x->ahead;
+        x->ahead = t;
+        x->ahead_round = UINT64_MAX;
+    }
     if (rc < 0)
         drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
     return mp_agree(x->a->comm, rc, &err);
 }
 
-static int read_round(struct box_xfer *x, uint64_t r, unsigned char *buf)
+int mp_xfer_ranges(struct mp_xfer *x, int (*fn)(uint64_t q, uint64_t n, void *arg), void *arg)
+{
+    struct drx_plan_chunk c;
+    uint64_t q = 0, run = 0;
+    int rc = 0;
+
+    for (uint64_t i = 0; i < x->n && rc == 0; i++) {
+        if (drx_plan_next(x->plan, &c) != 1) {
+            rc = -EIO;
+            break;
+        }
+        if (run && c.q == q + run) {
+            run++;
+            continue;
+        }
+        if (run)
+            rc = fn(q, run, arg);
+        q = c.q;
+        run = 1;
+    }
+    if (rc == 0 && run)
+        rc = fn(q, run, arg);
+    int back = drx_plan_seek(x->plan, x->start);
+    return rc ? rc : back;
+}
+
+int mp_xfer_read(struct mp_xfer *x)
 {
     struct drx_err err = {{0}};
-    const uint64_t cb = x->m->chunk_bytes, want = x->p.nchunks * cb;
+    const uint64_t want = x->p.nchunks * x->m->chunk_bytes;
     uint64_t got = 0;
 
     int rc = mp_read_chunks(&x->p, x->a->xf, x->chunks, NULL, false, &got, &err);
-    (void)r;
     /* chunks past the end of the .xta read as the fill value */
     if (rc == 0 && got < want)
         load_fill_range(x->chunks, got, want, x->m->fill, x->m->elem_size);
-    if (rc == 0)
-        load_plan_gather(&x->p, x->chunks, buf);
     return mp_agree(x->a->comm, rc, &err);
 }
 
-int mp_box_read(drx_mp *a, const struct drx_view *v, void *buf)
-{
-    struct box_xfer x;
-    int rc = box_begin(a, v, &x);
-
-    for (uint64_t r = 0; rc == 0 && r < x.rounds; r++) {
-        rc = box_plan_round(&x, r);
-        if (rc == 0)
-            rc = read_round(&x, r, buf);
-    }
-    box_end(&x);
-    return rc;
-}
-
-/* Round r of a write: chunks the box covers in part start as the fill
- * value and are read under the lock; the box's elements go in; all are
- * written; the locks go once every rank has written. */
-static int write_round(struct box_xfer *x, const unsigned char *buf)
+int mp_xfer_write(struct mp_xfer *x, mp_merge_fn merge, const void *src)
 {
     struct drx_err err = {{0}};
     drx_mp *a = x->a;
     const uint64_t cb = x->m->chunk_bytes;
     const struct load_plan *p = &x->p;
 
+    /* chunks the view covers in part keep their other elements (read
+     * next, under the lock); beyond the bounds a chunk holds the fill */
     for (size_t i = 0; i < p->nchunks; i++)
         if (!p->covered[i] || !p->inside[i])
             load_fill(x->chunks + i * cb, cb, x->m->fill, x->m->elem_size);
@@ -275,7 +320,7 @@ static int write_round(struct box_xfer *x, const unsigned char *buf)
         return rc;
     rc = mp_read_chunks(p, a->xf, x->chunks, p->covered, false, NULL, &err);
     if ((rc = mp_agree(a->comm, rc, &err)) == 0) {
-        load_plan_scatter(p, buf, x->chunks);
+        merge(p, src, x->chunks);
         rc = mp_write_chunks(p, a->xf, x->chunks, &err);
         /* every rank has written once all agree: only then may others
          * merge with these chunks */
@@ -285,17 +330,40 @@ static int write_round(struct box_xfer *x, const unsigned char *buf)
     return rc;
 }
 
+static void merge_memory(const struct load_plan *p, const void *src, unsigned char *chunks)
+{
+    load_plan_scatter(p, src, chunks);
+}
+
+int mp_box_read(drx_mp *a, const struct drx_view *v, void *buf)
+{
+    struct mp_xfer x;
+    int rc = mp_xfer_begin(a, v, false, true, &x);
+    if (rc < 0)
+        return rc;
+    for (uint64_t r = 0; rc == 0 && r < x.rounds; r++) {
+        rc = mp_xfer_round(&x, r);
+        if (rc == 0)
+            rc = mp_xfer_read(&x);
+        if (rc == 0)
+            load_plan_gather(&x.p, x.chunks, buf);
+    }
+    mp_xfer_end(&x);
+    return rc;
+}
+
 int mp_box_write(drx_mp *a, const struct drx_view *v, const void *buf)
 {
-    struct box_xfer x;
-    int rc = box_begin(a, v, &x);
-
+    struct mp_xfer x;
+    int rc = mp_xfer_begin(a, v, false, true, &x);
+    if (rc < 0)
+        return rc;
     for (uint64_t r = 0; rc == 0 && r < x.rounds; r++) {
-        rc = box_plan_round(&x, r);
+        rc = mp_xfer_round(&x, r);
         if (rc == 0)
-            rc = write_round(&x, buf);
+            rc = mp_xfer_write(&x, merge_memory, buf);
     }
-    box_end(&x);
+    mp_xfer_end(&x);
     return rc;
 }
 
