@@ -62,6 +62,21 @@ static uint64_t hash_bytes(uint64_t h, const void *buf, size_t len)
     return h;
 }
 
+int mp_check(MPI_Comm comm, int rc, const void *buf, size_t len, const char *what,
+             struct drx_err *err)
+{
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull, buf, len);
+    /* the status biased to stay unsigned: MIN is the lowest status */
+    uint64_t in[3] = {h, ~h, (uint64_t)((int64_t)rc + INT32_MAX)}, out[3];
+
+    MPI_Allreduce(in, out, 3, MPI_UINT64_T, MPI_MIN, comm);
+    if (out[0] != ~out[1])
+        rc = drx_err_set(err, EINVAL, "the ranks passed different %s", what);
+    else if (out[2] == (uint64_t)INT32_MAX)
+        return 0;
+    return mp_agree(comm, rc, err);
+}
+
 int mp_same(MPI_Comm comm, const void *buf, size_t len, const char *what, struct drx_err *err)
 {
     uint64_t h = hash_bytes(0xcbf29ce484222325ull, buf, len);
@@ -86,6 +101,7 @@ static void mp_free(drx_mp *a)
     drx_array_close(a->arr);
     if (a->comm != MPI_COMM_NULL)
         MPI_Comm_free(&a->comm);
+    free(a->gather);
     free(a);
 }
 
@@ -105,6 +121,8 @@ static int mp_alloc(MPI_Comm comm, drx_mp **out)
     MPI_Comm_rank(a->comm, &a->rank);
     MPI_Comm_size(a->comm, &a->nprocs);
     *out = a;
+    /* later failures are agreed on (open_common checks gather) */
+    a->gather = malloc((size_t)a->nprocs * (2 * DRX_MAX_RANK + 1) * sizeof(*a->gather));
     return 0;
 }
 
@@ -163,7 +181,8 @@ static int same_meta(drx_mp *a, struct drx_err *err)
 static int open_common(drx_mp *a, MPI_Info hints)
 {
     struct drx_err err = {{0}};
-    int rc = drx_array_open(a->path, a->writable ? DRX_RDWR : DRX_RDONLY, &a->arr, &err);
+    int rc = a->gather ? drx_array_open(a->path, a->writable ? DRX_RDWR : DRX_RDONLY, &a->arr, &err)
+                       : drx_err_set(&err, ENOMEM, "out of memory");
 
     if (rc == 0)
         snprintf(a->xta, sizeof(a->xta), "%s.xta", a->path);
@@ -216,8 +235,7 @@ int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info hints, 
     /* path and mode must be the same everywhere */
     char args[PATH_MAX + 2] = "";
     snprintf(args, sizeof(args), "%c%s", a->writable ? 'w' : 'r', path ? path : "");
-    int same = mp_same(a->comm, args, sizeof(args), "paths or modes to drx_mp_open", &err);
-    all = mp_agree(a->comm, same < 0 ? same : rc, &err);
+    all = mp_check(a->comm, rc, args, sizeof(args), "paths or modes to drx_mp_open", &err);
     if (all == 0)
         all = open_common(a, hints);
     if (all < 0) {
@@ -293,8 +311,7 @@ int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k,
     if (rc == 0)
         rc = resolve(a, path, true, &err);
     create_args_fill(&args, path, type, k, shape, chunk);
-    int same = mp_same(a->comm, &args, sizeof(args), "arguments to drx_mp_create", &err);
-    int all = mp_agree(a->comm, same < 0 ? same : rc, &err);
+    int all = mp_check(a->comm, rc, &args, sizeof(args), "arguments to drx_mp_create", &err);
     /* rank 0 creates; the others open what it made */
     if (all == 0 && a->rank == 0) {
         struct drx_array *made = NULL;
@@ -420,15 +437,31 @@ static int extend_check(const drx_mp *a, int dim, int64_t count, struct drx_err 
     return 0;
 }
 
-/* After rank 0's extension: every other rank reads the new metadata, and
- * all check that they hold the same. */
-static int extend_follow(drx_mp *a, struct drx_err *err)
+/* After rank 0's extension (status rc there): its status and metadata go
+ * to every rank in one broadcast; the others read the new metadata and
+ * check that they hold the same.  Agreed. */
+static int extend_follow(drx_mp *a, int rc, struct drx_err *err)
 {
-    int rc = a->rank == 0 ? 0 : drx_array_reload(a->arr, err);
-    int all = mp_agree(a->comm, rc < 0 ? rc : 0, err);
-    if (all < 0)
-        return all;
-    return mp_agree(a->comm, same_meta(a, err), err);
+    const struct drx_array_meta *m = drx_array_meta(a->arr);
+    int64_t v[DRX_MAX_RANK + 2] = {rc};
+
+    for (int d = 0; a->rank == 0 && d < m->rank; d++)
+        v[1 + d] = (int64_t)m->bounds[d];
+    v[DRX_MAX_RANK + 1] = (int64_t)m->map.nchunks;
+    MPI_Bcast(v, DRX_MAX_RANK + 2, MPI_INT64_T, 0, a->comm);
+    if (v[0] < 0) /* rank 0 failed: every rank knows; its reason */
+        return mp_agree(a->comm, rc, err);
+    if (a->rank != 0) {
+        rc = drx_array_reload(a->arr, err);
+        m = drx_array_meta(a->arr);
+        bool same = m->map.nchunks == (uint64_t)v[DRX_MAX_RANK + 1];
+        for (int d = 0; d < m->rank; d++)
+            same = same && m->bounds[d] == (uint64_t)v[1 + d];
+        if (rc >= 0 && !same)
+            rc = drx_err_set(err, ESTALE, "%s: the array changed while the ranks extended it",
+                             a->path);
+    }
+    return mp_agree(a->comm, rc < 0 ? rc : 0, err);
 }
 
 int drx_mp_extend(drx_mp *a, int dim, int64_t count)
@@ -440,8 +473,8 @@ int drx_mp_extend(drx_mp *a, int dim, int64_t count)
     }
     int rc = extend_check(a, dim, count, &err);
     int64_t args[2] = {dim, count};
-    int same = mp_same(a->comm, args, sizeof(args), "dimensions or counts to drx_mp_extend", &err);
-    int all = mp_agree(a->comm, same < 0 ? same : rc, &err);
+    int all = mp_check(a->comm, rc, args, sizeof(args), "dimensions or counts to drx_mp_extend",
+                       &err);
     if (all < 0)
         return all;
     /* Every rank has returned from its last write_all (collective), so the
@@ -449,8 +482,5 @@ int drx_mp_extend(drx_mp *a, int dim, int64_t count)
      * rename; a failure changes nothing). */
     if (a->rank == 0)
         rc = drx_array_extend(a->arr, dim, (uint64_t)count, &err);
-    all = mp_agree(a->comm, rc, &err);
-    if (all < 0)
-        return all;
-    return extend_follow(a, &err);
+    return extend_follow(a, rc, &err);
 }

@@ -28,6 +28,7 @@ struct drx_mp {
     int lockfd;             /* writable: a descriptor of our own for OFD chunk locks */
     uint64_t buffer;        /* bytes of chunks per round */
     int dims[DRX_MAX_RANK]; /* the process grid of the zones */
+    uint64_t *gather;       /* P * (2 * DRX_MAX_RANK + 1): every rank's box, for write_all */
 };
 
 /* Collective over comm: the lowest status of all ranks (0 when none
@@ -39,6 +40,11 @@ int mp_agree(MPI_Comm comm, int rc, const struct drx_err *err);
  * len bytes at buf differ, else 0.  what names the arguments. */
 int mp_same(MPI_Comm comm, const void *buf, size_t len, const char *what, struct drx_err *err);
 
+/* mp_same and mp_agree in one reduction (the same result): the agreed
+ * status, -EINVAL when the arguments differ. */
+int mp_check(MPI_Comm comm, int rc, const void *buf, size_t len, const char *what,
+             struct drx_err *err);
+
 /* Records msg as drx_mp_error() of this process. */
 void mp_set_error(const char *msg);
 
@@ -46,9 +52,11 @@ void mp_set_error(const char *msg);
 
 /* Tries OFD locks on chunks q[0..n-1] (ascending, each cb bytes) of fd on
  * every rank, all or nothing: when any rank misses one, all let go and
- * try again, up to 120 s (-EDEADLK with a message).  Collective. */
+ * try again, up to 120 s (-EDEADLK with a message).  Collective.
+ * *need_read: in, whether this rank has chunks to merge; out, whether any
+ * rank has (the same reduction). */
 int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t cb,
-                  struct drx_err *err);
+                  int *need_read, struct drx_err *err);
 void mp_unlock_round(int fd, const uint64_t *q, size_t n, uint64_t cb);
 
 /* Collective read of the round's chunks (slot i of buf is p->q[i]) whose
@@ -77,6 +85,7 @@ struct mp_xfer {
     struct load_plan p;        /* the current round */
     struct load_plan ahead;    /* the next round, when planned ahead */
     uint64_t ahead_round;      /* its number, or UINT64_MAX */
+    uint64_t taken;            /* chunks planned so far (the cursor is at start + taken) */
     int ahead_rc;
 };
 /* Collective.  share: this rank's BLOCK share of the view's chunks
@@ -92,7 +101,7 @@ int mp_xfer_round(struct mp_xfer *x, uint64_t r);
 int mp_xfer_ahead(struct mp_xfer *x, uint64_t r);
 /* Local: fn for each range of adjacent chunks [q, q + n) of the share, in
  * address order (stops at fn's first non-zero return, which it returns);
- * call before the first round. */
+ * the rounds go on where they were. */
 int mp_xfer_ranges(struct mp_xfer *x, int (*fn)(uint64_t q, uint64_t n, void *arg), void *arg);
 /* Collective: the current round's chunks into x->chunks.  Agreed. */
 int mp_xfer_read(struct mp_xfer *x);

@@ -58,7 +58,7 @@ static int try_lock_round(int fd, const uint64_t *q, size_t n, uint64_t cb)
  * writers of the same chunks then take turns instead of deadlocking, and
  * the short locks of drxfs and drx put are waited out. */
 int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t cb,
-                  struct drx_err *err)
+                  int *need_read, struct drx_err *err)
 {
     double start = MPI_Wtime();
     int rank;
@@ -66,17 +66,21 @@ int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t c
     unsigned pause_us = 1000 + 997u * (unsigned)rank % 4000;
 
     for (;;) {
-        int rc = try_lock_round(fd, q, n, cb), all;
-        /* -EAGAIN: somebody holds one; anything else is an error */
-        int mine = rc == 0 ? 1 : rc == -EAGAIN ? 0 : rc;
-        MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
-        if (all == 1)
+        int rc = try_lock_round(fd, q, n, cb);
+        /* -EAGAIN: somebody holds one; anything else is an error.  The
+         * same reduction tells whether any rank has chunks to merge. */
+        int mine[2] = {rc == 0 ? 1 : rc == -EAGAIN ? 0 : rc, -*need_read}, all[2];
+        MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm);
+        if (all[0] == 1) {
+            *need_read = -all[1];
             return 0;
+        }
         if (rc == 0)
             mp_unlock_round(fd, q, n, cb);
-        if (all < 0)
-            return mine < 0 ? drx_err_set(err, -mine, "locking chunks: %s", strerror(-mine))
-                            : drx_err_set(err, EIO, "another rank could not lock its chunks");
+        if (all[0] < 0)
+            return mine[0] < 0
+                       ? drx_err_set(err, -mine[0], "locking chunks: %s", strerror(-mine[0]))
+                       : drx_err_set(err, EIO, "another rank could not lock its chunks");
         if (MPI_Wtime() - start > LOCK_GIVE_UP_S)
             return drx_err_set(err, EDEADLK,
                                "the chunks stayed locked by another writer for %d s; "
@@ -227,6 +231,9 @@ int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, st
                          (unsigned long long)x->bufchunks, (unsigned long long)cb);
     load_plan_init(&x->p, x->m, v);
     load_plan_init(&x->ahead, x->m, v);
+    /* round 0 is planned now, so that this agreement covers it too */
+    if (rc == 0 && x->rounds > 0 && (rc = mp_xfer_ahead(x, 0)) < 0)
+        drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
     rc = mp_agree(a->comm, rc, &err);
     if (rc < 0)
         mp_xfer_end(x);
@@ -244,6 +251,7 @@ int mp_xfer_ahead(struct mp_xfer *x, uint64_t r)
     if (r >= x->rounds || x->ahead_round == r)
         return 0;
     x->ahead_round = r;
+    x->taken += round_chunks(x, r);
     x->ahead_rc = load_plan_round(&x->ahead, x->plan, round_chunks(x, r), x->runs);
     return x->ahead_rc;
 }
@@ -251,6 +259,7 @@ int mp_xfer_ahead(struct mp_xfer *x, uint64_t r)
 int mp_xfer_round(struct mp_xfer *x, uint64_t r)
 {
     struct drx_err err = {{0}};
+    bool agreed = r == 0; /* mp_xfer_begin planned it and agreed */
     int rc = mp_xfer_ahead(x, r);
 
     if (rc == 0) {
@@ -261,14 +270,14 @@ int mp_xfer_round(struct mp_xfer *x, uint64_t r)
     }
     if (rc < 0)
         drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
-    return mp_agree(x->a->comm, rc, &err);
+    return agreed ? rc : mp_agree(x->a->comm, rc, &err);
 }
 
 int mp_xfer_ranges(struct mp_xfer *x, int (*fn)(uint64_t q, uint64_t n, void *arg), void *arg)
 {
     struct drx_plan_chunk c;
     uint64_t q = 0, run = 0;
-    int rc = 0;
+    int rc = drx_plan_seek(x->plan, x->start);
 
     for (uint64_t i = 0; i < x->n && rc == 0; i++) {
         if (drx_plan_next(x->plan, &c) != 1) {
@@ -286,7 +295,8 @@ int mp_xfer_ranges(struct mp_xfer *x, int (*fn)(uint64_t q, uint64_t n, void *ar
     }
     if (rc == 0 && run)
         rc = fn(q, run, arg);
-    int back = drx_plan_seek(x->plan, x->start);
+    /* back to where the rounds planned so far left the cursor */
+    int back = drx_plan_seek(x->plan, x->start + x->taken);
     return rc ? rc : back;
 }
 
@@ -315,11 +325,18 @@ int mp_xfer_write(struct mp_xfer *x, mp_merge_fn merge, const void *src)
     for (size_t i = 0; i < p->nchunks; i++)
         if (!p->covered[i] || !p->inside[i])
             load_fill(x->chunks + i * cb, cb, x->m->fill, x->m->elem_size);
-    int rc = mp_lock_round(a->comm, a->lockfd, p->q, p->nchunks, cb, &err);
+    int need_read = 0;
+    for (size_t i = 0; i < p->nchunks && !need_read; i++)
+        need_read = !p->covered[i];
+    int rc = mp_lock_round(a->comm, a->lockfd, p->q, p->nchunks, cb, &need_read, &err);
     if ((rc = mp_agree(a->comm, rc, &err)) < 0)
         return rc;
-    rc = mp_read_chunks(p, a->xf, x->chunks, p->covered, false, NULL, &err);
-    if ((rc = mp_agree(a->comm, rc, &err)) == 0) {
+    /* the collective read only when some rank has chunks to merge */
+    if (need_read)
+        rc = mp_read_chunks(p, a->xf, x->chunks, p->covered, false, NULL, &err);
+    if (need_read)
+        rc = mp_agree(a->comm, rc, &err);
+    if (rc == 0) {
         merge(p, src, x->chunks);
         rc = mp_write_chunks(p, a->xf, x->chunks, &err);
         /* every rank has written once all agree: only then may others
@@ -404,36 +421,38 @@ static int box_view(const drx_mp *a, const int64_t lo[], const int64_t hi[], cha
     return 0;
 }
 
-/* Collective: whether two ranks' boxes meet a common chunk (their writes
- * would each merge the chunk without the other's elements). */
-static bool boxes_share_chunks(const drx_mp *a, const struct drx_view *v)
+/* Collective: the agreement on the boxes and whether two ranks' boxes
+ * meet a common chunk (their writes would each merge the chunk without
+ * the other's elements), in one MPI_Allgather of every rank's status and
+ * chunk box into the handle's gather buffer.  Returns the agreed status;
+ * *shared is set when it is 0. */
+static int boxes_agree(drx_mp *a, int rc, const struct drx_view *v, const struct drx_err *err,
+                       bool *shared)
 {
-    const int k = v->rank, w = 2 * k;
-    uint64_t mine[2 * DRX_MAX_RANK] = {0};
+    const int k = drx_array_meta(a->arr)->rank, w = 2 * k + 1;
+    uint64_t mine[2 * DRX_MAX_RANK + 1] = {(uint64_t)(int64_t)rc};
     const uint64_t *chunk = drx_array_meta(a->arr)->chunk;
-    for (int d = 0; v->nelem && d < k; d++) {
-        mine[2 * d] = v->origin[d] / chunk[d];
-        mine[2 * d + 1] = (v->origin[d] + v->count[d] - 1) / chunk[d] + 1;
+    for (int d = 0; rc == 0 && v->nelem && d < k; d++) {
+        mine[1 + 2 * d] = v->origin[d] / chunk[d];
+        mine[2 + 2 * d] = (v->origin[d] + v->count[d] - 1) / chunk[d] + 1;
     }
-    uint64_t *all = malloc((size_t)a->nprocs * (size_t)w * sizeof(*all));
-    int ok = all != NULL, both;
-    MPI_Allreduce(&ok, &both, 1, MPI_INT, MPI_MIN, a->comm);
-    if (!both) {
-        free(all);
-        return true; /* taking turns is always right */
-    }
-    MPI_Allgather(mine, w, MPI_UINT64_T, all, w, MPI_UINT64_T, a->comm);
-    bool shared = false;
-    for (int i = 0; i < a->nprocs && !shared; i++)
-        for (int j = i + 1; j < a->nprocs && !shared; j++) {
-            const uint64_t *x = all + (size_t)i * (size_t)w, *y = all + (size_t)j * (size_t)w;
+    MPI_Allgather(mine, w, MPI_UINT64_T, a->gather, w, MPI_UINT64_T, a->comm);
+    bool failed = false;
+    for (int i = 0; i < a->nprocs; i++)
+        failed = failed || (int64_t)a->gather[(size_t)i * (size_t)w] < 0;
+    if (failed) /* every rank saw it: the lowest status and its reason */
+        return mp_agree(a->comm, rc, err);
+    *shared = false;
+    for (int i = 0; i < a->nprocs && !*shared; i++)
+        for (int j = i + 1; j < a->nprocs && !*shared; j++) {
+            const uint64_t *x = a->gather + (size_t)i * (size_t)w + 1;
+            const uint64_t *y = a->gather + (size_t)j * (size_t)w + 1;
             bool meet = x[1] > x[0] && y[1] > y[0];
             for (int d = 0; d < k && meet; d++)
                 meet = x[2 * d] < y[2 * d + 1] && y[2 * d] < x[2 * d + 1];
-            shared = meet;
+            *shared = meet;
         }
-    free(all);
-    return shared;
+    return 0;
 }
 
 int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order, void *buf)
@@ -461,11 +480,12 @@ int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char ord
         mp_set_error("drx_mp_write_all: no array");
         return -EINVAL;
     }
+    bool shared = true;
     int rc = a->writable ? box_view(a, lo, hi, order, buf, &v, &err)
                          : drx_err_set(&err, EBADF, "%s: opened read-only", a->path);
-    if ((rc = mp_agree(a->comm, rc, &err)) < 0)
+    if ((rc = boxes_agree(a, rc, &v, &err, &shared)) < 0)
         return rc;
-    if (!boxes_share_chunks(a, &v))
+    if (!shared)
         return mp_box_write(a, &v, buf);
     /* Ranks sharing chunks take turns, in rank order, each merging with
      * what the one before wrote. */
