@@ -75,9 +75,8 @@ int load_share_begin(struct load_ctx *c, drx_mp *a, const struct drx_view *v, bo
         return -EIO;
     if (c->rank == 0)
         drx_log(DRX_LOG_DEBUG, "%llu chunks of %llu bytes: %llu rounds of at most %llu per rank",
-                (unsigned long long)drx_plan_count(s->plan),
-                (unsigned long long)s->m->chunk_bytes, (unsigned long long)s->rounds,
-                (unsigned long long)s->batch);
+                (unsigned long long)drx_plan_count(s->plan), (unsigned long long)s->m->chunk_bytes,
+                (unsigned long long)s->rounds, (unsigned long long)s->batch);
     return 0;
 }
 
@@ -274,7 +273,6 @@ static void reserve_end(struct drx_reserve *res, bool undo)
     close(res->fd);
     drx_reserve_fini(res);
 }
-
 
 /* One import or export, as every rank holds it from the first check to the
  * end. */

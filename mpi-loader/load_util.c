@@ -45,8 +45,7 @@ void load_fill(void *buf, size_t len, const unsigned char *fill, size_t esize)
         b[i] = fill[i % esize];
 }
 
-void load_fill_range(void *buf, uint64_t from, uint64_t to, const unsigned char *fill,
-                     size_t esize)
+void load_fill_range(void *buf, uint64_t from, uint64_t to, const unsigned char *fill, size_t esize)
 {
     unsigned char *b = buf;
     for (; from < to && from % esize; from++)

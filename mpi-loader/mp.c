@@ -146,8 +146,8 @@ static int open_xta(drx_mp *a, MPI_Info hints, struct drx_err *err)
         MPI_Info_set(info, "romio_cb_read", "disable");
     }
     MPI_Info_set(info, "romio_ds_write", "disable");
-    int mrc = MPI_File_open(a->comm, a->xta, a->writable ? MPI_MODE_RDWR : MPI_MODE_RDONLY, info,
-                            &a->xf);
+    int mrc =
+        MPI_File_open(a->comm, a->xta, a->writable ? MPI_MODE_RDWR : MPI_MODE_RDONLY, info, &a->xf);
     MPI_Info_free(&info);
     if (mrc != MPI_SUCCESS) {
         a->xf = MPI_FILE_NULL;
@@ -263,8 +263,8 @@ static int create_spec(const char *type, int k, const int64_t shape[], const int
     spec->rank = k;
     for (int d = 0; d < k; d++) {
         if (shape[d] < 1 || chunk[d] < 1)
-            return drx_err_set(err, EINVAL, "dimension %d: shape %lld, chunk %lld (each >= 1)",
-                               d, (long long)shape[d], (long long)chunk[d]);
+            return drx_err_set(err, EINVAL, "dimension %d: shape %lld, chunk %lld (each >= 1)", d,
+                               (long long)shape[d], (long long)chunk[d]);
         spec->shape[d] = (uint64_t)shape[d];
         spec->chunk[d] = (uint64_t)chunk[d];
     }
@@ -292,8 +292,8 @@ static void create_args_fill(struct create_args *c, const char *path, const char
     }
 }
 
-int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k,
-                  const int64_t shape[], const int64_t chunk[], drx_mp **out)
+int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k, const int64_t shape[],
+                  const int64_t chunk[], drx_mp **out)
 {
     struct drx_err err = {{0}};
     struct drx_array_spec spec;
@@ -330,8 +330,8 @@ int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k,
     return 0;
 }
 
-int drx_mp_create_f(MPI_Fint comm, const char *path, const char *type, int k,
-                    const int64_t shape[], const int64_t chunk[], drx_mp **out)
+int drx_mp_create_f(MPI_Fint comm, const char *path, const char *type, int k, const int64_t shape[],
+                    const int64_t chunk[], drx_mp **out)
 {
     return drx_mp_create(MPI_Comm_f2c(comm), path, type, k, shape, chunk, out);
 }
@@ -473,8 +473,8 @@ int drx_mp_extend(drx_mp *a, int dim, int64_t count)
     }
     int rc = extend_check(a, dim, count, &err);
     int64_t args[2] = {dim, count};
-    int all = mp_check(a->comm, rc, args, sizeof(args), "dimensions or counts to drx_mp_extend",
-                       &err);
+    int all =
+        mp_check(a->comm, rc, args, sizeof(args), "dimensions or counts to drx_mp_extend", &err);
     if (all < 0)
         return all;
     /* Every rank has returned from its last write_all (collective), so the

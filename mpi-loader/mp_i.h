@@ -55,8 +55,8 @@ void mp_set_error(const char *msg);
  * try again, up to 120 s (-EDEADLK with a message).  Collective.
  * *need_read: in, whether this rank has chunks to merge; out, whether any
  * rank has (the same reduction). */
-int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t cb,
-                  int *need_read, struct drx_err *err);
+int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t cb, int *need_read,
+                  struct drx_err *err);
 void mp_unlock_round(int fd, const uint64_t *q, size_t n, uint64_t cb);
 
 /* Collective read of the round's chunks (slot i of buf is p->q[i]) whose
@@ -76,16 +76,16 @@ int mp_write_chunks(const struct load_plan *p, MPI_File xf, const unsigned char 
 struct mp_xfer {
     drx_mp *a;
     const struct drx_array_meta *m;
-    struct drx_plan *plan;     /* cursor over the view's chunks */
-    uint64_t start, n;         /* my chunks: numbers start .. start+n-1 of the view's */
-    uint64_t batch, rounds;    /* chunks per round; rounds on every rank */
-    uint64_t bufchunks;        /* min(batch, n) */
-    unsigned char *chunks;     /* one round of chunks (bufchunks * chunk_bytes) */
-    bool runs;                 /* plan runs (false: whole chunks only) */
-    struct load_plan p;        /* the current round */
-    struct load_plan ahead;    /* the next round, when planned ahead */
-    uint64_t ahead_round;      /* its number, or UINT64_MAX */
-    uint64_t taken;            /* chunks planned so far (the cursor is at start + taken) */
+    struct drx_plan *plan;  /* cursor over the view's chunks */
+    uint64_t start, n;      /* my chunks: numbers start .. start+n-1 of the view's */
+    uint64_t batch, rounds; /* chunks per round; rounds on every rank */
+    uint64_t bufchunks;     /* min(batch, n) */
+    unsigned char *chunks;  /* one round of chunks (bufchunks * chunk_bytes) */
+    bool runs;              /* plan runs (false: whole chunks only) */
+    struct load_plan p;     /* the current round */
+    struct load_plan ahead; /* the next round, when planned ahead */
+    uint64_t ahead_round;   /* its number, or UINT64_MAX */
+    uint64_t taken;         /* chunks planned so far (the cursor is at start + taken) */
     int ahead_rc;
 };
 /* Collective.  share: this rank's BLOCK share of the view's chunks

@@ -57,8 +57,8 @@ static int try_lock_round(int fd, const uint64_t *q, size_t n, uint64_t cb)
  * rank lets go of all and tries again a little later.  Two collective
  * writers of the same chunks then take turns instead of deadlocking, and
  * the short locks of drxfs and drx put are waited out. */
-int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t cb,
-                  int *need_read, struct drx_err *err)
+int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t cb, int *need_read,
+                  struct drx_err *err)
 {
     double start = MPI_Wtime();
     int rank;
@@ -470,8 +470,7 @@ int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char orde
     return mp_box_read(a, &v, buf);
 }
 
-int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order,
-                     const void *buf)
+int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order, const void *buf)
 {
     struct drx_err err = {{0}};
     struct drx_view v, none;

@@ -39,8 +39,8 @@ typedef struct drx_mp drx_mp;
  * i16 i32 i64 u8 u16 u32 u64 f32 f64 c64 c128), bounds shape[] and chunk
  * shape chunk[] (each >= 1), fill 0, and opens it writable.  *out is the
  * handle (NULL on failure); close with drx_mp_close. */
-int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k,
-                  const int64_t shape[], const int64_t chunk[], drx_mp **out);
+int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k, const int64_t shape[],
+                  const int64_t chunk[], drx_mp **out);
 
 /* Collective.  Opens an existing array; writable != 0 allows write_all
  * and extend. */
@@ -95,8 +95,8 @@ int drx_mp_set_buffer(drx_mp *a, size_t bytes);
 const char *drx_mp_error(void);
 
 /* For the Fortran module (MPI_Comm as its Fortran handle). */
-int drx_mp_create_f(MPI_Fint comm, const char *path, const char *type, int k,
-                    const int64_t shape[], const int64_t chunk[], drx_mp **out);
+int drx_mp_create_f(MPI_Fint comm, const char *path, const char *type, int k, const int64_t shape[],
+                    const int64_t chunk[], drx_mp **out);
 int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out);
 
 #ifdef __cplusplus
