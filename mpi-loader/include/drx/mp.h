@@ -71,7 +71,8 @@ int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char orde
  * put, drx-load) never lose bytes; chunks the box covers in part are
  * merged under the lock.  Boxes of different ranks may share chunks (the
  * ranks then take turns, in rank order: where boxes overlap, the highest
- * rank's elements stay).  The data is on disk (MPI_File_sync) on return. */
+ * rank's elements stay).  The data is on disk after the next
+ * drx_mp_extend (which fdatasyncs first) or drx_mp_close (MPI_File_sync). */
 int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order,
                      const void *buf);
 
