@@ -102,6 +102,7 @@ static void mp_free(drx_mp *a)
     if (a->comm != MPI_COMM_NULL)
         MPI_Comm_free(&a->comm);
     free(a->gather);
+    free(a->rbuf);
     free(a);
 }
 

@@ -29,6 +29,8 @@ struct drx_mp {
     uint64_t buffer;        /* bytes of chunks per round */
     int dims[DRX_MAX_RANK]; /* the process grid of the zones */
     uint64_t *gather;       /* P * (2 * DRX_MAX_RANK + 1): every rank's box, for write_all */
+    unsigned char *rbuf;    /* the round buffer of chunks, kept between calls */
+    uint64_t rbuf_len;
 };
 
 /* Collective over comm: the lowest status of all ranks (0 when none

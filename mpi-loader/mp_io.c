@@ -184,7 +184,7 @@ void mp_xfer_end(struct mp_xfer *x)
     load_plan_fini(&x->p);
     load_plan_fini(&x->ahead);
     drx_plan_destroy(x->plan);
-    free(x->chunks);
+    /* the round buffer stays with the handle for the next call */
     memset(x, 0, sizeof(*x));
 }
 
@@ -196,6 +196,21 @@ static void block_share(const drx_mp *a, uint64_t n, uint64_t *start, uint64_t *
     uint64_t base = n / p, rem = n % p;
     *count = base + (r < rem ? 1 : 0);
     *start = r * base + (r < rem ? r : rem);
+}
+
+/* The handle's round buffer, grown to at least len bytes: a program that
+ * writes a step at a time reuses it instead of faulting in fresh pages at
+ * every call.  NULL when out of memory (the old one stays). */
+static unsigned char *round_buffer(drx_mp *a, uint64_t len)
+{
+    if (len > a->rbuf_len) {
+        unsigned char *b = realloc(a->rbuf, len);
+        if (!b)
+            return NULL;
+        a->rbuf = b;
+        a->rbuf_len = len;
+    }
+    return a->rbuf;
 }
 
 int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, struct mp_xfer *x)
@@ -226,7 +241,7 @@ int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, st
     MPI_Allreduce(&mine, &x->rounds, 1, MPI_UINT64_T, MPI_MAX, a->comm);
     /* a rank with fewer chunks than a round needs no more buffer */
     x->bufchunks = x->n < x->batch ? x->n : x->batch;
-    if (rc == 0 && x->bufchunks && !(x->chunks = malloc(x->bufchunks * cb)))
+    if (rc == 0 && x->bufchunks && !(x->chunks = round_buffer(a, x->bufchunks * cb)))
         rc = drx_err_set(&err, ENOMEM, "out of memory for %llu chunks of %llu bytes",
                          (unsigned long long)x->bufchunks, (unsigned long long)cb);
     load_plan_init(&x->p, x->m, v);
