@@ -106,24 +106,34 @@ static void mp_free(drx_mp *a)
     free(a);
 }
 
+/* Collective: a handle with its own duplicate of comm.  Every rank calls
+ * MPI_Comm_dup whatever its memory says, and all agree, so that a rank
+ * out of memory does not leave the others waiting.  Later failures are
+ * agreed on where they happen (open_common checks gather). */
 static int mp_alloc(MPI_Comm comm, drx_mp **out)
 {
+    MPI_Comm dup = MPI_COMM_NULL;
+    int mrc = MPI_Comm_dup(comm, &dup), ok, all = 0;
     drx_mp *a = calloc(1, sizeof(*a));
+
     *out = NULL;
-    if (!a)
-        return -ENOMEM;
+    ok = mrc == MPI_SUCCESS && a;
+    if (mrc == MPI_SUCCESS)
+        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, dup);
+    if (!all) {
+        free(a);
+        if (dup != MPI_COMM_NULL)
+            MPI_Comm_free(&dup);
+        return mrc == MPI_SUCCESS ? -ENOMEM : -EINVAL;
+    }
+    a->comm = dup;
     a->xf = MPI_FILE_NULL;
     a->lockfd = -1;
     a->buffer = MP_DEFAULT_BUFFER;
-    if (MPI_Comm_dup(comm, &a->comm) != MPI_SUCCESS) {
-        free(a);
-        return -EINVAL;
-    }
     MPI_Comm_rank(a->comm, &a->rank);
     MPI_Comm_size(a->comm, &a->nprocs);
-    *out = a;
-    /* later failures are agreed on (open_common checks gather) */
     a->gather = malloc((size_t)a->nprocs * (2 * DRX_MAX_RANK + 1) * sizeof(*a->gather));
+    *out = a;
     return 0;
 }
 
@@ -228,7 +238,7 @@ int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info hints, 
 
     *out = NULL;
     if (rc < 0) {
-        mp_set_error("drx_mp_open: cannot duplicate the communicator");
+        mp_set_error("drx_mp_open: cannot duplicate the communicator or out of memory");
         return rc; /* MPI_Comm_dup is collective: every rank got here */
     }
     a->writable = writable != 0;
@@ -304,7 +314,7 @@ int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k, cons
 
     *out = NULL;
     if (rc < 0) {
-        mp_set_error("drx_mp_create: cannot duplicate the communicator");
+        mp_set_error("drx_mp_create: cannot duplicate the communicator or out of memory");
         return rc;
     }
     a->writable = true;
