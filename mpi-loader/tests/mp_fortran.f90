@@ -50,6 +50,7 @@ program mp_fortran
   if (index(drx_mp_error(), 'outside the bounds') == 0) call check(-5, 'bad box: ' // drx_mp_error())
   rc = drx_mp_close(a)
   call check(rc, 'close')
+  deallocate(z, back, c)
   call MPI_Finalize(ierr)
 
 contains
