@@ -21,6 +21,9 @@ setup() {
 teardown() {
     unmount_store "$BATS_TEST_TMPDIR/mnt"
     kill_our_mpi
+    if [ -f "$BATS_TEST_TMPDIR/holder.pid" ]; then
+        kill "$(cat "$BATS_TEST_TMPDIR/holder.pid")" 2>/dev/null || true
+    fi
 }
 
 teardown_file() {
@@ -188,6 +191,36 @@ EOF
     check_ref store/run f64 10
     run "$DRX" info store/run --json
     assert_output --partial '"shape": [5, 7, 16]'
+}
+
+@test "write_all waits for another writer's lock on its chunks, then writes" {
+    "$DRX" create a --type f64 --shape 8x8 --chunk 4x4
+    # an OFD lock on the whole .xta for 3 s, as drxfs or drx put hold one
+    # while they merge a chunk
+    "$PY" - <<'EOF' &
+import fcntl, os, struct, time
+fd = os.open("a.xta", os.O_RDWR)
+fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, struct.pack("hh4xqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0))
+open("locked", "w").close()
+time.sleep(3)
+EOF
+    echo $! >holder.pid
+    local i
+    for ((i = 0; i < 200; i++)); do
+        [ -e locked ] && break
+        sleep 0.05
+    done
+    [ -e locked ] || fail "the lock holder did not start"
+    local t0 t1
+    t0=$(date +%s%N)
+    run mp 2 a open:w write:C:4
+    t1=$(date +%s%N)
+    assert_success
+    assert_output ""
+    # it could not have written before the holder let go, 3 s after locking
+    [ $(((t1 - t0) / 1000000)) -ge 2500 ] || fail "write_all did not wait for the lock ($(((t1 - t0) / 1000000)) ms)"
+    wait "$(cat holder.pid)"
+    check_ref a f64 4
 }
 
 # checksums of an array's files, to prove a failure changed nothing

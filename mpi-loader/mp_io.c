@@ -69,8 +69,11 @@ int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t c
         int rc = try_lock_round(fd, q, n, cb);
         /* -EAGAIN: somebody holds one; anything else is an error.  The
          * same reduction tells whether any rank has chunks to merge. */
-        int mine[2] = {rc == 0 ? 1 : rc == -EAGAIN ? 0 : rc, -*need_read}, all[2];
-        MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm);
+        int expired = MPI_Wtime() - start > LOCK_GIVE_UP_S;
+        /* the clocks of the ranks differ: giving up is voted on too, so
+         * that all leave the loop in the same round */
+        int mine[3] = {rc == 0 ? 1 : rc == -EAGAIN ? 0 : rc, -*need_read, -expired}, all[3];
+        MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm);
         if (all[0] == 1) {
             *need_read = -all[1];
             return 0;
@@ -81,7 +84,7 @@ int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t c
             return mine[0] < 0
                        ? drx_err_set(err, -mine[0], "locking chunks: %s", strerror(-mine[0]))
                        : drx_err_set(err, EIO, "another rank could not lock its chunks");
-        if (MPI_Wtime() - start > LOCK_GIVE_UP_S)
+        if (all[2] < 0)
             return drx_err_set(err, EDEADLK,
                                "the chunks stayed locked by another writer for %d s; "
                                "nothing of this round written",
@@ -344,8 +347,10 @@ int mp_xfer_write(struct mp_xfer *x, mp_merge_fn merge, const void *src)
     for (size_t i = 0; i < p->nchunks && !need_read; i++)
         need_read = !p->covered[i];
     int rc = mp_lock_round(a->comm, a->lockfd, p->q, p->nchunks, cb, &need_read, &err);
-    if ((rc = mp_agree(a->comm, rc, &err)) < 0)
-        return rc;
+    /* its reduction made the outcome the same everywhere: only a failure
+     * needs the agreement, for one reason on every rank */
+    if (rc < 0)
+        return mp_agree(a->comm, rc, &err);
     /* the collective read only when some rank has chunks to merge */
     if (need_read)
         rc = mp_read_chunks(p, a->xf, x->chunks, p->covered, false, NULL, &err);
