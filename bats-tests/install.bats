@@ -42,7 +42,7 @@ teardown() {
         cmp "$h" "$PREFIX/include/drx/$(basename "$h")"
     done
     cmp "$DRX_SOURCE/conf/drxfs.conf" "$PREFIX/share/doc/drxfs/examples/drxfs.conf"
-    for page in man1/drx.1 man1/drx-load.1 man5/drxfs.conf.5 man8/drxfs.8; do
+    for page in man1/drx.1 man1/drx-load.1 man3/drx_mp.3 man5/drxfs.conf.5 man8/drxfs.8; do
         assert_file_exists "$PREFIX/share/man/$page"
     done
     assert_file_exists "$PREFIX/share/bash-completion/completions/drx"
@@ -59,7 +59,7 @@ teardown() {
 }
 
 @test "man -l renders every page without warnings" {
-    for page in man1/drx.1 man1/drx-load.1 man5/drxfs.conf.5 man8/drxfs.8; do
+    for page in man1/drx.1 man1/drx-load.1 man3/drx_mp.3 man5/drxfs.conf.5 man8/drxfs.8; do
         local name=${page#man?/} err="$BATS_TEST_TMPDIR/err"
         run env MANWIDTH=80 man --warnings -P cat -l "$PREFIX/share/man/$page" 2>"$err"
         assert_success

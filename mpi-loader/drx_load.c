@@ -103,29 +103,6 @@ int load_agree(const struct load_ctx *c, int rc, const struct drx_err *err, cons
     return res.rc;
 }
 
-int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
-{
-    char what[DRX_ERR_LEN / 2], mpimsg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    MPI_Error_string(mpirc, mpimsg, &len);
-    /* ROMIO's messages carry a prefix like "Other I/O error , error stack:\n
-     * ADIO_OPEN(...): ..."; keep the last line, which names the cause. */
-    mpimsg[len] = '\0';
-    char *nl;
-    while ((nl = strrchr(mpimsg, '\n')) && nl[1] == '\0')
-        *nl = '\0';
-    char *last = strrchr(mpimsg, '\n');
-    last = last ? last + 1 : mpimsg;
-    char *colon = strstr(last, "): ");
-    if (colon)
-        last = colon + 3;
-    return drx_err_set(err, EIO, "%s: %s", what, last);
-}
-
 void load_start_count(const struct load_ctx *c, uint64_t n, uint64_t *start, uint64_t *count)
 {
     uint64_t p = (uint64_t)c->nprocs, r = (uint64_t)c->rank;
@@ -138,29 +115,6 @@ int load_resolve(const char *path, bool write, char *out, size_t len, struct drx
 {
     int rc = drx_store_resolve_path_for(NULL, path, write ? DRX_STORE_FOR_WRITE : 0, out, len, err);
     return rc < 0 ? rc : 0;
-}
-
-void load_fill(void *buf, size_t len, const unsigned char *fill, size_t esize)
-{
-    unsigned char *b = buf;
-    bool zero = true;
-    for (size_t i = 0; i < esize; i++)
-        zero = zero && fill[i] == 0;
-    if (zero) {
-        memset(b, 0, len);
-        return;
-    }
-    for (size_t i = 0; i < len; i++)
-        b[i] = fill[i % esize];
-}
-
-void load_fill_range(void *buf, uint64_t from, uint64_t to, const unsigned char *fill,
-                     size_t esize)
-{
-    unsigned char *b = buf;
-    for (; from < to && from % esize; from++)
-        b[from] = fill[from % esize];
-    load_fill(b + from, to - from, fill, esize);
 }
 
 /* --- progress --- */

@@ -209,6 +209,43 @@ static int create_striped(struct load_ctx *c, struct endpoint *d, bool exists,
     return rc;
 }
 
+/* What the destination is in a store: a striped file (new or existing,
+ * *exists), or a refusal.  0 or -errno with err. */
+static int dest_kind(struct endpoint *d, bool *exists, struct drx_err *err)
+{
+    switch (drx_store_classify(d->path)) {
+    case DRX_STORE_STRIPED:
+        *exists = true;
+        /* fall through */
+    case DRX_STORE_NONE:
+        d->striped = true;
+        return 0;
+    case DRX_STORE_ARRAY:
+        return drx_err_set(err, EISDIR, "%s: is an array (use import)", d->arg);
+    case DRX_STORE_DIRECTORY:
+        return drx_err_set(err, EISDIR, "%s: is a directory", d->arg);
+    default:
+        return 0; /* an existing plain file in the store stays plain */
+    }
+}
+
+/* A plain destination: created, opened and cut to the copy's size
+ * (collective, agreed). */
+static int open_dest_plain(struct load_ctx *c, struct endpoint *d)
+{
+    struct drx_err err = {{0}};
+    int rc = load_check_output(c, d->path, &err);
+    if (load_agree(c, rc, &err, "copy") < 0)
+        return -EIO;
+    d->nfh = 1;
+    rc = load_open_file(c, d->path, MPI_MODE_WRONLY | MPI_MODE_CREATE, &d->fh[0], "creating");
+    if (rc < 0)
+        return rc;
+    int mrc = MPI_File_set_size(d->fh[0], (MPI_Offset)d->size);
+    rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "truncating %s", d->arg);
+    return load_agree(c, rc, &err, "copy");
+}
+
 static int open_dest(struct load_ctx *c, struct endpoint *d, const struct endpoint *s)
 {
     struct drx_err err = {{0}};
@@ -217,40 +254,14 @@ static int open_dest(struct load_ctx *c, struct endpoint *d, const struct endpoi
     if (rc == 0)
         rc = dest_name(d, s, &err);
     d->size = s->size;
-    if (rc == 0 && d->in_store) {
-        switch (drx_store_classify(d->path)) {
-        case DRX_STORE_STRIPED:
-            exists = true;
-            /* fall through */
-        case DRX_STORE_NONE:
-            d->striped = true;
-            break;
-        case DRX_STORE_ARRAY:
-            rc = drx_err_set(&err, EISDIR, "%s: is an array (use import)", d->arg);
-            break;
-        case DRX_STORE_DIRECTORY:
-            rc = drx_err_set(&err, EISDIR, "%s: is a directory", d->arg);
-            break;
-        default:
-            break; /* an existing plain file in the store stays plain */
-        }
-    }
+    if (rc == 0 && d->in_store)
+        rc = dest_kind(d, &exists, &err);
     if (rc == 0 && d->striped && s->striped && strcmp(d->path, s->path) == 0)
         rc = drx_err_set(&err, EINVAL, "%s and %s are the same file", s->arg, d->arg);
     if (load_agree(c, rc, &err, "copy") < 0)
         return -EIO;
-    if (!d->striped) {
-        rc = load_check_output(c, d->path, &err);
-        if (load_agree(c, rc, &err, "copy") < 0)
-            return -EIO;
-        d->nfh = 1;
-        rc = load_open_file(c, d->path, MPI_MODE_WRONLY | MPI_MODE_CREATE, &d->fh[0], "creating");
-        if (rc < 0)
-            return rc;
-        int mrc = MPI_File_set_size(d->fh[0], (MPI_Offset)d->size);
-        rc = mrc == MPI_SUCCESS ? 0 : load_mpi_err(&err, mrc, "truncating %s", d->arg);
-        return load_agree(c, rc, &err, "copy");
-    }
+    if (!d->striped)
+        return open_dest_plain(c, d);
     rc = create_striped(c, d, exists, &err);
     if (load_agree(c, rc, &err, "copy") < 0)
         return -EIO;

@@ -17,6 +17,7 @@
 #include "drx/array.h"
 #include "drx/config.h"
 #include "drx/err.h"
+#include "drx/mp.h"
 #include "drx/plan.h"
 #include "drx/view.h"
 
@@ -83,29 +84,21 @@ void load_fill_range(void *buf, uint64_t from, uint64_t to, const unsigned char 
 
 /* --- load_array.c: shared by the array commands --- */
 
-/* This rank's share of the view's chunks (BLOCK) and its rounds.  The
- * share is never listed: a libcore planner seeks to its first chunk and
- * each round takes the next chunks from it, so memory is one round's. */
-struct load_share {
-    struct drx_plan *plan;    /* cursor over the view's chunks */
-    uint64_t start, n;        /* my chunks: numbers start .. start+n-1 of the view's */
-    uint64_t batch;           /* chunks per round */
-    uint64_t rounds;          /* the same on every rank */
-    uint64_t bufchunks;       /* min(batch, n), at least 1 */
-    unsigned char *chunk_buf; /* bufchunks * chunk_bytes */
-};
-/* Collective. */
-int load_share_init(struct load_ctx *c, const struct drx_array_meta *m, const struct drx_view *v,
-                    struct load_share *s);
-/* Number of chunks of round r (possibly none).  Rounds are taken from the
- * planner in order, with load_plan_round(p, s->plan, n). */
-size_t load_share_round(const struct load_share *s, uint64_t round);
-/* Calls fn for each range of adjacent chunks [q, q + n) of the share, in
- * address order, stopping at fn's first non-zero return (which it returns),
- * and puts the planner back at the share's start. */
-int load_share_ranges(struct load_share *s, int (*fn)(uint64_t q, uint64_t n, void *arg),
-                      void *arg);
-void load_share_fini(struct load_share *s);
+/* After a libdrxmp call, which agreed already: rank 0 prints
+ * drx_mp_error() ("drx-load: WHAT: reason").  0 or -EIO. */
+int load_mp_report(const struct load_ctx *c, int rc, const char *what);
+
+/* Collective: this rank's BLOCK share of the view's chunks, in rounds of
+ * the handle's buffer (libdrxmp's engine, mp_xfer_begin).  The share is
+ * never listed: the planner seeks to its first chunk and each round takes
+ * the next chunks from it.  runs: false when whole chunks move.  0 or -EIO
+ * (reported); free with mp_xfer_end. */
+struct mp_xfer;
+int load_share_begin(struct load_ctx *c, drx_mp *a, const struct drx_view *v, bool runs,
+                     struct mp_xfer *s);
+
+/* --verbose: the hints MPI-IO holds for fh (rank 0, log level debug). */
+void load_log_file_hints(const struct load_ctx *c, MPI_File fh, const char *path);
 
 /* Collective MPI_File_open with the hints; agrees on failure (message
  * "WHAT PATH: reason").  Errors of later calls are returned, not fatal. */
@@ -167,6 +160,10 @@ int load_plan_round(struct load_plan *p, struct drx_plan *src, size_t n, bool ru
 void load_plan_unpack(const struct load_plan *p, const unsigned char *packed,
                       unsigned char *chunks);
 void load_plan_pack(const struct load_plan *p, const unsigned char *chunks, unsigned char *packed);
+/* The same between the chunk buffer and the whole view's data in memory
+ * (a run at raw_off of view): libdrxmp's boxes, which are in memory. */
+void load_plan_gather(const struct load_plan *p, const unsigned char *chunks, unsigned char *view);
+void load_plan_scatter(const struct load_plan *p, const unsigned char *view, unsigned char *chunks);
 /* Bytes of view data in the round. */
 uint64_t load_plan_bytes(const struct load_plan *p);
 
@@ -190,10 +187,11 @@ int load_cmd_export(struct load_ctx *c, int argc, char **argv);
 int load_cmd_copy(struct load_ctx *c, int argc, char **argv);
 int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv);
 
-/* Opens the array read-only on every rank and resolves the view words
- * (collective: agrees on failure).  On success *a and *v are set.  write:
- * the caller will write its chunks (load_resolve). */
+/* Opens the array as a libdrxmp handle on every rank (writable for
+ * import), with the hints and round buffer of the command line, and
+ * resolves the view words (collective: agrees on failure).  On success *a
+ * and *v are set. */
 int load_open_view(struct load_ctx *c, const char *path, bool write, char **words, int nwords,
-                   struct drx_array **a, struct drx_view *v, char *store_path, size_t len);
+                   drx_mp **a, struct drx_view *v);
 
 #endif

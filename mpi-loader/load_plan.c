@@ -217,6 +217,24 @@ void load_plan_pack(const struct load_plan *p, const unsigned char *chunks, unsi
     }
 }
 
+void load_plan_gather(const struct load_plan *p, const unsigned char *chunks, unsigned char *view)
+{
+    const size_t es = p->view->elem_size;
+    for (size_t i = 0; i < p->nruns; i++) {
+        const struct load_run *r = &p->run[i];
+        strided_copy(view + r->raw_off, es, chunks + r->buf_off, p->run_stride, r->len, es);
+    }
+}
+
+void load_plan_scatter(const struct load_plan *p, const unsigned char *view, unsigned char *chunks)
+{
+    const size_t es = p->view->elem_size;
+    for (size_t i = 0; i < p->nruns; i++) {
+        const struct load_run *r = &p->run[i];
+        strided_copy(chunks + r->buf_off, p->run_stride, view + r->raw_off, es, r->len, es);
+    }
+}
+
 /* --- MPI datatypes --- */
 
 int load_type_ranges(const uint64_t *off, const uint64_t *len, size_t n, MPI_Datatype *t,

@@ -1,0 +1,401 @@
+#!/usr/bin/env bats
+# libdrxmp (drx/mp.h) under a real mpiexec: zones written in C and Fortran
+# order by P = 1..6 ranks equal a numpy reference through `drx get`; random
+# read_all boxes equal `drx get`; the paper's Figure 1 zones; extension in
+# a loop with writes between, seen at once through a drxfs mount; errors
+# that fail on every rank alike and change nothing; applications built out
+# of the tree against the installed library with pkg-config (C, Fortran).
+# The driver, mpi-loader/tests/mp_test.c, runs a list of library calls.
+
+load test_helper
+
+MP_TEST="$DRX_BUILD/mpi-loader/mp_test"
+# MPI_Init loads hwloc's GPU and PCI plugins: slow, and under LeakSanitizer
+# the PCI one leaks from a module that is gone (drx-load skips them too)
+export HWLOC_COMPONENTS=-gl,-opencl,-pci
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    unmount_store "$BATS_TEST_TMPDIR/mnt"
+    kill_our_mpi
+    if [ -f "$BATS_TEST_TMPDIR/holder.pid" ]; then
+        kill "$(cat "$BATS_TEST_TMPDIR/holder.pid")" 2>/dev/null || true
+    fi
+}
+
+teardown_file() {
+    kill_our_mpi
+}
+
+# mp P ARRAY OP...: the driver on P ranks (oversubscribed on this box).
+mp() {
+    local p=$1
+    shift
+    timeout 120 mpiexec -n "$p" "$MP_TEST" "$@"
+}
+
+# check_ref ARRAY TYPE SEED: `drx get` of the whole array equals
+# (SEED + sum_d i_d * prime_d) % 113 at every element (complex: v - vj),
+# the driver's values.
+check_ref() {
+    "$DRX" get "$1" >got.bin
+    local shape
+    shape=$("$DRX" info "$1" --json | "$PY" -c 'import json,sys; print(",".join(map(str, json.load(sys.stdin)["shape"])))')
+    "$PY" - "$2" "$3" "$shape" got.bin <<'EOF'
+import sys
+import numpy as np
+t, seed, shape, f = sys.argv[1], int(sys.argv[2]), tuple(int(x) for x in sys.argv[3].split(",")), sys.argv[4]
+dt = {"i8": "i1", "i16": "<i2", "i32": "<i4", "i64": "<i8", "u8": "u1", "u16": "<u2",
+      "u32": "<u4", "u64": "<u8", "f32": "<f4", "f64": "<f8", "c64": "<c8", "c128": "<c16"}[t]
+primes = [7, 13, 31, 61, 3, 5, 11, 17]
+idx = np.indices(shape, dtype=np.int64)
+v = (seed + sum(idx[d] * primes[d] for d in range(len(shape)))) % 113
+ref = (v - 1j * v) if t.startswith("c") else v
+got = np.fromfile(f, dtype=dt).reshape(shape)
+bad = np.count_nonzero(got != ref.astype(dt))
+if bad:
+    sys.exit(f"{bad} of {got.size} elements differ from the reference")
+EOF
+}
+
+# grown NAME TYPE SHAPE CHUNK "DIM:COUNT...": an array made with drx and
+# grown along the dimensions given, so that F* has several segments.
+grown() {
+    local e
+    "$DRX" create "$1" --type "$2" --shape "$3" --chunk "$4"
+    for e in $5; do "$DRX" extend "$1" "${e%:*}" "${e#*:}"; done
+}
+
+# zones_roundtrip NAME TYPE SHAPE CHUNK "EXT" "P...": for each P, every rank
+# writes its zone in C order (then F order, another seed), and `drx get`
+# equals the reference; then every rank reads 12 random boxes in each order
+# and compares them with `drx get`.
+zones_roundtrip() {
+    local name=$1 type=$2 p seed=1
+    shift 2
+    grown "$name" "$type" "$1" "$2" "$3"
+    for p in $4; do
+        for order in C F; do
+            seed=$((seed + 1))
+            run mp "$p" "$name" open:w "write:$order:$seed"
+            assert_success
+            assert_output ""
+            check_ref "$name" "$type" "$seed" || fail "P=$p $type $1/$2 [$3] order $order"
+        done
+        "$DRX" get "$name" >ref.bin
+        run mp "$p" "$name" open:r "read:C:ref.bin:12:$p" "read:F:ref.bin:12:$((p + 7))"
+        assert_success
+        assert_output ""
+    done
+}
+
+@test "zones written in C and F order by P = 1..6 equal the reference; random read_all boxes equal drx get" {
+    zones_roundtrip a f64 10x7x5 3x4x2 "" "1 2 3 4 5 6"
+    zones_roundtrip b i32 13x11 4x4 "0:5 1:3" "1 2 3 4 5 6"
+    zones_roundtrip c c64 9x8 2x3 "0:3 1:5 0:2" "1 3 6"
+    zones_roundtrip d i16 5x6x7x3 2x3x4x2 "2:3 0:1 3:2" "2 5"
+    zones_roundtrip e u8 100 7 "0:50" "1 4 6"
+    zones_roundtrip f f32 11x9x6 2x2x3 "1:5 2:4 0:6 1:3 2:2" "3 6"
+}
+
+@test "more ranks than chunks: ranks without a zone take part with an empty box" {
+    zones_roundtrip a i64 4x4 2x2 "" "5 6"
+    run mp 6 a open:r zones
+    assert_success
+    assert_line --regexp "^zone 4 0,0 0,0:$"
+    assert_line --regexp "^zone 5 0,0 0,0:$"
+}
+
+@test "many small rounds give the same bytes (one chunk per round)" {
+    grown a c128 6x6 4x1 "1:3"
+    run mp 3 a open:w buffer:1 write:F:4
+    assert_success
+    check_ref a c128 4
+    "$DRX" get a >ref.bin
+    run mp 2 a open:r buffer:100 read:C:ref.bin:10:1 read:F:ref.bin:10:2
+    assert_success
+    assert_output ""
+    fails_alike 2 "drx_mp_set_buffer: 0 bytes outside 1..1073741824" a open:r buffer:0
+}
+
+@test "the paper's Figure 1: 10x10 array of 2x3 chunks grown as the figure says, 4 ranks" {
+    # chunk 0, then dimension 1 (chunk 1), dimension 0 twice (2,3 and
+    # 4,5), dimension 1 (6..8), 0 (9..11), 1 (12..15), 0 (16..19)
+    grown fig f64 2x3 2x3 "1:3 0:2 0:2 1:3 0:2 1:1 0:2"
+    assert_equal "$("$DRX" address fig 8,6 | grep -o 'address=[0-9]*')" "address=18"
+    run mp 4 fig open:r zones
+    assert_success
+    assert_line "zone 0 0,0 6,6: 0 1 2 3 4 5"
+    assert_line "zone 1 0,6 6,10: 6 12 7 13 8 14"
+    assert_line "zone 2 6,0 10,6: 9 10 16 17"
+    assert_line "zone 3 6,6 10,10: 11 15 18 19"
+    run mp 4 fig open:w write:C:3
+    assert_success
+    check_ref fig f64 3
+}
+
+@test "boxes of different ranks that share chunks are merged in turns" {
+    # rows 0..9 of a 10x10 array of 4x4 chunks: each rank writes bands of
+    # 2 or 3 rows, which cut through chunks shared with other ranks
+    "$DRX" create a --type i32 --shape 10x10 --chunk 4x4
+    run mp 4 a open:w writebox:C:5:0,0:3,10@1=writebox:F:5:3,0:5,10@2=writebox:C:5:5,0:8,10@3=writebox:F:5:8,0:10,10
+    assert_success
+    assert_output ""
+    check_ref a i32 5
+    # a box that covers part of chunks keeps what is around it
+    run mp 3 a open:w writebox:C:9:1,1:3,3@1=writebox:C:9:0,0:0,0@2=writebox:C:9:0,0:0,0
+    assert_success
+    "$DRX" get a >all.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i = np.indices((10, 10))
+ref = (5 + i[0] * 7 + i[1] * 13) % 113
+ref[1:3, 1:3] = ((9 + i[0] * 7 + i[1] * 13) % 113)[1:3, 1:3]
+got = np.fromfile("all.bin", dtype="<i4").reshape(10, 10)
+assert (got == ref).all(), got
+EOF
+}
+
+@test "extend in a loop with writes between; a drxfs mount shows each step at once" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/run --type f64 --shape 1x6x8 --chunk 1x3x4 --dims time,y,x
+    mount_store store mnt
+    cat mnt/run/info >/dev/null
+    for step in 1 2 3 4; do
+        # 3 ranks: extend time by one, every rank writes its zone; zones
+        # follow the grid (3 ranks over 1+step chunks of time)
+        run mp 3 store/run open:w extend:0:1 write:C:$step bounds
+        assert_success
+        assert_output "bounds $((step + 1))x6x8"
+        check_ref store/run f64 "$step"
+        # the mount: new shape at once, the last step's data
+        "$PY" - "$step" <<'EOF'
+import json, sys
+import numpy as np
+step = int(sys.argv[1])
+info = json.load(open("mnt/run/info"))
+assert info["shape"] == [step + 1, 6, 8], info["shape"]
+last = np.fromfile("mnt/run/time=-1/data", dtype="<f8").reshape(1, 6, 8)
+i = np.indices((step + 1, 6, 8))
+ref = (step + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113
+assert (last == ref[-1:]).all()
+EOF
+    done
+    # other dimensions too, with writes between, in one run
+    run mp 4 store/run open:w extend:2:3 write:F:8 extend:1:1 write:C:9 extend:2:5 write:F:10 bounds
+    assert_success
+    assert_output "bounds 5x7x16"
+    check_ref store/run f64 10
+    run "$DRX" info store/run --json
+    assert_output --partial '"shape": [5, 7, 16]'
+}
+
+@test "write_all waits for another writer's lock on its chunks, then writes" {
+    "$DRX" create a --type f64 --shape 8x8 --chunk 4x4
+    # an OFD lock on the whole .xta for 3 s, as drxfs or drx put hold one
+    # while they merge a chunk
+    "$PY" - <<'EOF' &
+import fcntl, os, struct, time
+fd = os.open("a.xta", os.O_RDWR)
+fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, struct.pack("hh4xqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0))
+open("locked", "w").close()
+time.sleep(3)
+EOF
+    echo $! >holder.pid
+    local i
+    for ((i = 0; i < 200; i++)); do
+        [ -e locked ] && break
+        sleep 0.05
+    done
+    [ -e locked ] || fail "the lock holder did not start"
+    local t0 t1
+    t0=$(date +%s%N)
+    run mp 2 a open:w write:C:4
+    t1=$(date +%s%N)
+    assert_success
+    assert_output ""
+    # it could not have written before the holder let go, 3 s after locking
+    [ $(((t1 - t0) / 1000000)) -ge 2500 ] || fail "write_all did not wait for the lock ($(((t1 - t0) / 1000000)) ms)"
+    wait "$(cat holder.pid)"
+    check_ref a f64 4
+}
+
+# checksums of an array's files, to prove a failure changed nothing
+sums() {
+    md5sum "$1.xmd" "$1.xta"
+}
+
+# fails_alike P "MESSAGE" ARGS...: the driver fails on every one of the P
+# ranks, each with the same status and MESSAGE.
+fails_alike() {
+    local p=$1 msg=$2
+    shift 2
+    run mp "$p" "$@"
+    assert_failure 3
+    assert_equal "${#lines[@]}" "$p"
+    local r first=""
+    for ((r = 0; r < p; r++)); do
+        assert_line --regexp "^rank $r: .*: -[0-9]+: .*$msg"
+    done
+    # the same status and message everywhere
+    local distinct
+    distinct=$(printf '%s\n' "${lines[@]}" | sed -E 's/^rank [0-9]+: [^:]*(:[^:]*)*: (-[0-9]+: )/\2/' | sort -u | wc -l)
+    [ "$distinct" -eq 1 ] || fail "ranks report different failures: ${lines[*]}"
+}
+
+@test "a box out of bounds fails on every rank and changes nothing" {
+    "$DRX" create a --type f64 --shape 10x7 --chunk 3x4
+    run mp 2 a open:w write:C:1
+    sums a >before
+    fails_alike 3 "box \[0, 8\) along dimension 1 is outside the bounds 0..7" a open:w "writebox:C:2:0,0:5,5@2=writebox:C:2:0,0:5,8"
+    fails_alike 3 "box \[-1, 5\) along dimension 0" a open:w "writebox:C:2:0,0:5,5@1=writebox:C:2:-1,0:5,5"
+    fails_alike 2 "order 'X': expected 'C' or 'F'" a open:w "write:X:2"
+    fails_alike 4 "box \[3, 11\) along dimension 0 is outside the bounds 0..10" a open:r "readbox:C:0,0:2,2@3=readbox:F:3,0:11,7"
+    fails_alike 2 "box \[5, 4\) along dimension 1" a open:r "readbox:C:0,5:2,4"
+    md5sum -c --quiet before
+    check_ref a f64 1
+}
+
+@test "a wrong type, a missing array, a read-only handle fail on every rank and change nothing" {
+    fails_alike 3 "unknown element type 'f65'" a create:f65:4x4:2x2
+    assert_file_not_exists a.xmd
+    assert_file_not_exists a.xta
+    fails_alike 2 "no such array" missing open:r
+    fails_alike 2 "no such array" missing open:w
+    fails_alike 2 "rank 0 outside 1..16" a create:f64::
+    fails_alike 2 "dimension 0: shape 0, chunk 2" a create:f64:0x4:2x2
+    assert_file_not_exists a.xmd
+    "$DRX" create a --type i32 --shape 6x6 --chunk 4x4
+    sums a >before
+    fails_alike 3 "exists" a create:i32:6x6:4x4
+    fails_alike 2 "opened read-only" a open:r write:C:1
+    fails_alike 2 "opened read-only" a open:r extend:0:1
+    fails_alike 2 "dimension 2 outside 0..1" a open:w extend:2:1
+    fails_alike 2 "extension count 0 must be > 0" a open:w extend:0:0
+    md5sum -c --quiet before
+}
+
+@test "a rank that passes different arguments fails every rank and changes nothing" {
+    fails_alike 3 "the ranks passed different arguments to drx_mp_create" a "create:f64:4x4:2x2@1=create:f64:4x5:2x2"
+    assert_file_not_exists a.xmd
+    fails_alike 3 "the ranks passed different arguments to drx_mp_create" a "create:f64:4x4:2x2@2=create:f32:4x4:2x2"
+    assert_file_not_exists a.xmd
+    "$DRX" create a --type i32 --shape 6x6 --chunk 4x4
+    run mp 2 a open:w write:C:1
+    sums a >before
+    fails_alike 3 "the ranks passed different dimensions or counts to drx_mp_extend" a open:w "extend:0:3@1=extend:0:4"
+    fails_alike 3 "the ranks passed different dimensions or counts to drx_mp_extend" a open:w "extend:0:3@2=extend:1:3"
+    fails_alike 3 "the ranks passed different paths or modes to drx_mp_open" a "open:w@1=open:r"
+    md5sum -c --quiet before
+    check_ref a i32 1
+}
+
+@test "an extension that fails (a full disk) changes nothing on any rank" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
+    "$DRX" create small/a --type f64 --shape 64x64 --chunk 64x64 --fill 1
+    sums small/a >before
+    # a non-zero fill has to be written: 2 MiB do not fit
+    fails_alike 2 "No space left on device" small/a open:w extend:0:4096
+    md5sum -c --quiet before
+    assert_equal "$("$DRX" info small/a --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["shape"])')" "[64, 64]"
+    umount small
+}
+
+# installs the build into a temporary directory; PREFIX, LIBDIR, PC set
+install_tmp() {
+    DEST="$BATS_TEST_TMPDIR/dest"
+    meson install -C "$DRX_BUILD" --destdir "$DEST" --no-rebuild --quiet >install.log 2>&1 ||
+        { cat install.log >&2; return 1; }
+    local drx
+    drx=$(find "$DEST" -path '*/bin/drx' -type f)
+    PREFIX=${drx%/bin/drx}
+    LIBDIR=$(dirname "$(find "$DEST" -name 'libdrxmp.so.*.*' -type f)")
+    PC="$LIBDIR/pkgconfig"
+}
+
+# pkgc ARGS...: pkg-config against the temporary install
+pkgc() {
+    PKG_CONFIG_PATH="$PC" PKG_CONFIG_SYSROOT_DIR="$DEST" pkg-config "$@"
+}
+
+# the sanitizers a library was built with must come first in a program
+san_flags() {
+    if readelf -d "$LIBDIR/libdrxcore.so" | grep -q libasan; then
+        echo "-fsanitize=address,undefined"
+    fi
+}
+
+@test "a C application builds out of the tree with pkg-config drxmp and appends time steps" {
+    install_tmp
+    assert_file_exists "$PREFIX/include/drx/mp.h"
+    assert_file_exists "$PC/drxmp.pc"
+    run pkgc --cflags --libs drxmp
+    assert_success
+    assert_output --partial "-ldrxmp"
+    # the README's example, as a user would type it
+    sed -n '/^```c mp-example/,/^```/p' "$DRX_SOURCE/README.md" | sed '1d;$d' >app.c
+    [ -s app.c ] || fail "no example in README"
+    # shellcheck disable=SC2046
+    mpicc -std=c17 -Wall -Werror $(san_flags) -o app app.c $(pkgc --cflags --libs drxmp)
+    "$DRX" init store >/dev/null
+    "$DRX" create store/run --type f64 --shape 1x40x60 --chunk 1x20x20 --dims time,y,x
+    mount_store store mnt
+    # the installed library, found through LD_LIBRARY_PATH (not the build's)
+    run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 mpiexec -n 4 ./app mnt/run 5
+    assert_success
+    assert_equal "$("$PY" -c 'import json; print(json.load(open("mnt/run/info"))["shape"])')" "[6, 40, 60]"
+    # step s holds s + y + x / 1000 (the example's values)
+    "$PY" - <<'EOF'
+import numpy as np
+a = np.fromfile("mnt/run/data", dtype="<f8").reshape(6, 40, 60)
+y, x = np.indices((40, 60))
+for s in range(1, 6):
+    assert (a[s] == s + y + x / 1000).all(), s
+last = np.fromfile("mnt/run/time=-1/data", dtype="<f8").reshape(40, 60)
+assert (last == 5 + y + x / 1000).all()
+EOF
+    env LD_LIBRARY_PATH="$LIBDIR" ldd ./app | grep -q "$LIBDIR/libdrxmp.so" || fail "app is not linked against the installed libdrxmp"
+}
+
+@test "the Fortran test program writes its zone in Fortran order for P = 1..6" {
+    [ -x "$DRX_BUILD/mpi-loader/mp_fortran" ] || skip "built without Fortran"
+    for p in 1 2 3 4 5 6; do
+        rm -f farr.xmd farr.xta
+        run timeout 120 mpiexec -n "$p" "$DRX_BUILD/mpi-loader/mp_fortran" farr
+        assert_success
+        assert_output ""
+        "$DRX" get farr dim2=0:5 >got.bin
+        "$PY" - <<'EOF'
+import numpy as np
+i, j, k = np.indices((7, 9, 5))
+got = np.fromfile("got.bin", dtype="<f8").reshape(7, 9, 5)
+assert (got == i + 10 * j + 100 * k).all()
+EOF
+    done
+}
+
+@test "a Fortran application builds out of the tree with pkg-config drxmpf and writes its zone in Fortran order" {
+    command -v mpifort >/dev/null || skip "no mpifort"
+    install_tmp
+    [ -f "$PC/drxmpf.pc" ] || skip "built without Fortran"
+    cp "$DRX_SOURCE/mpi-loader/tests/mp_fortran.f90" .
+    # shellcheck disable=SC2046
+    mpifort $(san_flags) -o fapp mp_fortran.f90 $(pkgc --cflags --libs drxmpf)
+    run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 mpiexec -n 4 ./fapp farr
+    assert_success
+    assert_output ""
+    # element (i, j, k) of the array (C coordinates) holds i + 10 j + 100 k;
+    # the program grew dimension 2 by one at the end
+    assert_equal "$("$DRX" info farr --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["shape"])')" "[7, 9, 6]"
+    "$DRX" get farr dim2=0:5 >got.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i, j, k = np.indices((7, 9, 5))
+got = np.fromfile("got.bin", dtype="<f8").reshape(7, 9, 5)
+assert (got == i + 10 * j + 100 * k).all()
+EOF
+}

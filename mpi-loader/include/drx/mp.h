@@ -1,0 +1,107 @@
+/* DRX-MP: extendible arrays for MPI programs (the paper's section IV.C).
+ *
+ * Every process of a communicator opens the same array; each owns a zone,
+ * a rectilinear box of chunks (drx_mp_zone), and reads or writes any box
+ * of elements, in C or Fortran order in its memory, with collective
+ * MPI-IO.  The array grows along any dimension while the program runs
+ * (drx_mp_extend); nothing already written moves.
+ *
+ * Calls marked collective must be made by every rank of the communicator
+ * given at create/open, in the same order, with the same arguments where
+ * the array is concerned (path, type, shape, chunk, dimension, count): they
+ * return 0 or the same negative errno on every rank, and a rank that
+ * passes different arguments makes the call fail with -EINVAL on every
+ * rank, changing nothing.  drx_mp_error() then gives the reason, the same
+ * line on every rank (from the lowest rank that failed).
+ *
+ * Boxes are element ranges [lo, hi) in array coordinates, each rank its
+ * own; a box that is empty along any dimension still takes part in the
+ * collective.  Memory holds the box's elements in the native
+ * representation, row-major ('C') or column-major ('F').
+ *
+ * Build: mpicc app.c $(pkg-config --cflags --libs drxmp)
+ */
+#ifndef DRX_MP_H
+#define DRX_MP_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct drx_mp drx_mp;
+
+/* Collective.  Creates array path (a store path, or the same path under a
+ * drxfs mount; -EEXIST when it exists) of rank k, element type `type` (i8
+ * i16 i32 i64 u8 u16 u32 u64 f32 f64 c64 c128), bounds shape[] and chunk
+ * shape chunk[] (each >= 1), fill 0, and opens it writable.  *out is the
+ * handle (NULL on failure); close with drx_mp_close. */
+int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k, const int64_t shape[],
+                  const int64_t chunk[], drx_mp **out);
+
+/* Collective.  Opens an existing array; writable != 0 allows write_all
+ * and extend. */
+int drx_mp_open(MPI_Comm comm, const char *path, int writable, drx_mp **out);
+
+/* Not collective.  The array's rank k. */
+int drx_mp_rank(const drx_mp *a);
+
+/* Not collective.  The current bounds (k numbers); 0. */
+int drx_mp_bounds(const drx_mp *a, int64_t bounds[]);
+
+/* Not collective.  The element box [lo, hi) of the zone of rank `proc` of
+ * the communicator: the process grid MPI_Dims_create(P, k) over the chunk
+ * grid, each dimension's chunk indices split BLOCK (the first ranks take
+ * one more), ranks in row-major order of the grid; clamped to the bounds.
+ * A rank without chunks gets the empty box lo = hi = 0.  Returns 0, or
+ * -EINVAL for a proc outside 0..P-1.  Zones follow the chunk grid after
+ * an extension. */
+int drx_mp_zone(const drx_mp *a, int proc, int64_t lo[], int64_t hi[]);
+
+/* Collective.  Reads this rank's box [lo, hi) into buf in order 'C' or
+ * 'F'.  -EINVAL for a box outside the bounds (0 <= lo <= hi <= bounds) or
+ * another order. */
+int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order, void *buf);
+
+/* Collective.  Writes this rank's box from buf.  Every write holds an OFD
+ * lock on exactly the .xta bytes it writes, so other writers (drxfs, drx
+ * put, drx-load) never lose bytes; chunks the box covers in part are
+ * merged under the lock.  Boxes of different ranks may share chunks (the
+ * ranks then take turns, in rank order: where boxes overlap, the highest
+ * rank's elements stay).  The data is on disk after the next
+ * drx_mp_extend (which fdatasyncs first) or drx_mp_close (MPI_File_sync). */
+int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order,
+                     const void *buf);
+
+/* Collective.  Grows dimension dim by count (> 0) elements: rank 0 writes
+ * the new segment (fill) and then the .xmd atomically; every rank sees the
+ * new bounds on return, and so does a drxfs mount at once.  A failing
+ * extension changes nothing. */
+int drx_mp_extend(drx_mp *a, int dim, int64_t count);
+
+/* Collective.  Closes *a and sets it to NULL (NULL or *a NULL: no-op, 0). */
+int drx_mp_close(drx_mp **a);
+
+/* Not collective.  Bytes of one element. */
+size_t drx_mp_elem_size(const drx_mp *a);
+
+/* Not collective.  Bytes per rank per round of I/O (default 64 MiB, at
+ * least one chunk is moved per round); 0 or -EINVAL outside 1..1 GiB. */
+int drx_mp_set_buffer(drx_mp *a, size_t bytes);
+
+/* The reason of this process's last failed call (one line), or "". */
+const char *drx_mp_error(void);
+
+/* For the Fortran module (MPI_Comm as its Fortran handle). */
+int drx_mp_create_f(MPI_Fint comm, const char *path, const char *type, int k, const int64_t shape[],
+                    const int64_t chunk[], drx_mp **out);
+int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,54 @@
+/* Helpers of drx-load that libdrxmp shares: MPI error text, fill
+ * patterns. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "load_i.h"
+
+int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
+{
+    char what[DRX_ERR_LEN / 2], mpimsg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    MPI_Error_string(mpirc, mpimsg, &len);
+    /* ROMIO's messages carry a prefix like "Other I/O error , error stack:\n
+     * ADIO_OPEN(...): ..."; keep the last line, which names the cause. */
+    mpimsg[len] = '\0';
+    char *nl;
+    while ((nl = strrchr(mpimsg, '\n')) && nl[1] == '\0')
+        *nl = '\0';
+    char *last = strrchr(mpimsg, '\n');
+    last = last ? last + 1 : mpimsg;
+    char *colon = strstr(last, "): ");
+    if (colon)
+        last = colon + 3;
+    return drx_err_set(err, EIO, "%s: %s", what, last);
+}
+
+void load_fill(void *buf, size_t len, const unsigned char *fill, size_t esize)
+{
+    unsigned char *b = buf;
+    bool zero = true;
+    for (size_t i = 0; i < esize; i++)
+        zero = zero && fill[i] == 0;
+    if (zero) {
+        memset(b, 0, len);
+        return;
+    }
+    for (size_t i = 0; i < len; i++)
+        b[i] = fill[i % esize];
+}
+
+void load_fill_range(void *buf, uint64_t from, uint64_t to, const unsigned char *fill, size_t esize)
+{
+    unsigned char *b = buf;
+    for (; from < to && from % esize; from++)
+        b[from] = fill[from % esize];
+    load_fill(b + from, to - from, fill, esize);
+}

@@ -1,0 +1,497 @@
+/* libdrxmp: the handle, agreement between ranks, zones and extension
+ * (drx/mp.h).  The I/O rounds are in mp_io.c.
+ *
+ * Every collective call has the same shape, as in mpifileutils: each rank
+ * checks what it can alone, the ranks compare the arguments that must be
+ * equal (a hash, reduced with MIN and MAX), and agree on the lowest status
+ * with one MPI_Allreduce before anything changes on disk; only then does
+ * the work start, and its outcome is agreed on again.  So every rank
+ * returns the same status, and the message of the lowest failing rank is
+ * everybody's drx_mp_error().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drx/store.h"
+#include "drx/types.h"
+#include "mp_i.h"
+
+static _Thread_local char mp_errmsg[DRX_ERR_LEN];
+
+const char *drx_mp_error(void)
+{
+    return mp_errmsg;
+}
+
+void mp_set_error(const char *msg)
+{
+    snprintf(mp_errmsg, sizeof(mp_errmsg), "%s", msg);
+}
+
+int mp_agree(MPI_Comm comm, int rc, const struct drx_err *err)
+{
+    struct {
+        int rc, rank;
+    } in = {rc < 0 ? rc : 0, 0}, res;
+    char msg[DRX_ERR_LEN] = "";
+
+    MPI_Comm_rank(comm, &in.rank);
+    /* MINLOC: the lowest status and the lowest rank that has it, so one
+     * reason is told even when every rank failed alike. */
+    MPI_Allreduce(&in, &res, 1, MPI_2INT, MPI_MINLOC, comm);
+    if (res.rc >= 0)
+        return 0;
+    if (in.rank == res.rank)
+        snprintf(msg, sizeof(msg), "%s", err && err->msg[0] ? err->msg : strerror(-res.rc));
+    MPI_Bcast(msg, sizeof(msg), MPI_CHAR, res.rank, comm);
+    mp_set_error(msg);
+    return res.rc;
+}
+
+/* FNV-1a: equal arguments give equal hashes; a difference is all but
+ * certain to show. */
+static uint64_t hash_bytes(uint64_t h, const void *buf, size_t len)
+{
+    const unsigned char *b = buf;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+int mp_check(MPI_Comm comm, int rc, const void *buf, size_t len, const char *what,
+             struct drx_err *err)
+{
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull, buf, len);
+    /* the status biased to stay unsigned: MIN is the lowest status */
+    uint64_t in[3] = {h, ~h, (uint64_t)((int64_t)rc + INT32_MAX)}, out[3];
+
+    MPI_Allreduce(in, out, 3, MPI_UINT64_T, MPI_MIN, comm);
+    if (out[0] != ~out[1])
+        rc = drx_err_set(err, EINVAL, "the ranks passed different %s", what);
+    else if (out[2] == (uint64_t)INT32_MAX)
+        return 0;
+    return mp_agree(comm, rc, err);
+}
+
+int mp_same(MPI_Comm comm, const void *buf, size_t len, const char *what, struct drx_err *err)
+{
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull, buf, len);
+    uint64_t in[2] = {h, ~h}, out[2];
+
+    MPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MIN, comm);
+    if (out[0] == ~out[1])
+        return 0;
+    return drx_err_set(err, EINVAL, "the ranks passed different %s", what);
+}
+
+/* --- opening --- */
+
+static void mp_free(drx_mp *a)
+{
+    if (!a)
+        return;
+    if (a->xf != MPI_FILE_NULL)
+        MPI_File_close(&a->xf);
+    if (a->lockfd >= 0)
+        close(a->lockfd);
+    drx_array_close(a->arr);
+    if (a->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&a->comm);
+    free(a->gather);
+    free(a->rbuf);
+    free(a);
+}
+
+/* Collective: a handle with its own duplicate of comm.  Every rank calls
+ * MPI_Comm_dup whatever its memory says, and all agree, so that a rank
+ * out of memory does not leave the others waiting.  Later failures are
+ * agreed on where they happen (open_common checks gather). */
+static int mp_alloc(MPI_Comm comm, drx_mp **out)
+{
+    MPI_Comm dup = MPI_COMM_NULL;
+    int mrc = MPI_Comm_dup(comm, &dup), ok, all = 0;
+    drx_mp *a = calloc(1, sizeof(*a));
+
+    *out = NULL;
+    ok = mrc == MPI_SUCCESS && a;
+    if (mrc == MPI_SUCCESS)
+        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, dup);
+    if (!all) {
+        free(a);
+        if (dup != MPI_COMM_NULL)
+            MPI_Comm_free(&dup);
+        return mrc == MPI_SUCCESS ? -ENOMEM : -EINVAL;
+    }
+    a->comm = dup;
+    a->xf = MPI_FILE_NULL;
+    a->lockfd = -1;
+    a->buffer = MP_DEFAULT_BUFFER;
+    MPI_Comm_rank(a->comm, &a->rank);
+    MPI_Comm_size(a->comm, &a->nprocs);
+    a->gather = malloc((size_t)a->nprocs * (2 * DRX_MAX_RANK + 1) * sizeof(*a->gather));
+    *out = a;
+    return 0;
+}
+
+/* The .xta opened collectively, with the caller's hints (info, or ours
+ * when it is MPI_INFO_NULL).  Data sieving locks with classic POSIX
+ * locks, which would wait forever for this process's own OFD chunk locks:
+ * never on the .xta, whatever the hints say.  Collective buffering has
+ * nothing to combine in whole chunks (see drx-load's hints): off by
+ * default. */
+static int open_xta(drx_mp *a, MPI_Info hints, struct drx_err *err)
+{
+    MPI_Info info;
+    int rc = 0;
+
+    if (hints != MPI_INFO_NULL) {
+        MPI_Info_dup(hints, &info);
+    } else {
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "romio_ds_read", "disable");
+        MPI_Info_set(info, "romio_cb_write", "disable");
+        MPI_Info_set(info, "romio_cb_read", "disable");
+    }
+    MPI_Info_set(info, "romio_ds_write", "disable");
+    int mrc =
+        MPI_File_open(a->comm, a->xta, a->writable ? MPI_MODE_RDWR : MPI_MODE_RDONLY, info, &a->xf);
+    MPI_Info_free(&info);
+    if (mrc != MPI_SUCCESS) {
+        a->xf = MPI_FILE_NULL;
+        return load_mpi_err(err, mrc, "opening %s", a->xta);
+    }
+    MPI_File_set_errhandler(a->xf, MPI_ERRORS_RETURN);
+    if (a->writable) {
+        a->lockfd = open(a->xta, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (a->lockfd < 0)
+            rc = drx_err_set(err, errno, "%s: %s", a->xta, strerror(errno));
+    }
+    return rc;
+}
+
+/* The metadata as every rank sees it must agree (another process could
+ * extend the array while the ranks open it). */
+static int same_meta(drx_mp *a, struct drx_err *err)
+{
+    const struct drx_array_meta *m = drx_array_meta(a->arr);
+    uint64_t v[DRX_MAX_RANK + 1] = {0};
+    memcpy(v, m->bounds, (size_t)m->rank * sizeof(v[0]));
+    v[DRX_MAX_RANK] = m->map.nchunks;
+    int rc = mp_same(a->comm, v, sizeof(v), "", err);
+    if (rc < 0)
+        drx_err_set(err, ESTALE, "%s: the array changed while the ranks opened it", a->path);
+    return rc < 0 ? -ESTALE : 0;
+}
+
+/* Opens the array at store path a->path on every rank (collective, the
+ * outcome agreed). */
+static int open_common(drx_mp *a, MPI_Info hints)
+{
+    struct drx_err err = {{0}};
+    int rc = a->gather ? drx_array_open(a->path, a->writable ? DRX_RDWR : DRX_RDONLY, &a->arr, &err)
+                       : drx_err_set(&err, ENOMEM, "out of memory");
+
+    if (rc == 0)
+        snprintf(a->xta, sizeof(a->xta), "%s.xta", a->path);
+    int all = mp_agree(a->comm, rc, &err);
+    if (all < 0)
+        return all;
+    rc = open_xta(a, hints, &err);
+    all = mp_agree(a->comm, rc, &err);
+    if (all < 0)
+        return all;
+    rc = same_meta(a, &err);
+    all = mp_agree(a->comm, rc, &err);
+    if (all < 0)
+        return all;
+    int k = drx_array_meta(a->arr)->rank;
+    memset(a->dims, 0, sizeof(a->dims));
+    MPI_Dims_create(a->nprocs, k, a->dims);
+    return 0;
+}
+
+/* Resolves the user's path to the store path (a path under a drxfs mount
+ * maps to the store; never through FUSE). */
+static int resolve(drx_mp *a, const char *path, bool write, struct drx_err *err)
+{
+    if (!path || !*path)
+        return drx_err_set(err, EINVAL, "no array path given");
+    int rc = drx_store_resolve_path_for(NULL, path, write ? DRX_STORE_FOR_WRITE : 0, a->path,
+                                        sizeof(a->path), err);
+    return rc < 0 ? rc : 0;
+}
+
+int drx_mp_open(MPI_Comm comm, const char *path, int writable, drx_mp **out)
+{
+    return mp_open_info(comm, path, writable, MPI_INFO_NULL, out);
+}
+
+int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info hints, drx_mp **out)
+{
+    struct drx_err err = {{0}};
+    drx_mp *a;
+    int rc = mp_alloc(comm, &a), all;
+
+    *out = NULL;
+    if (rc < 0) {
+        mp_set_error("drx_mp_open: cannot duplicate the communicator or out of memory");
+        return rc; /* MPI_Comm_dup is collective: every rank got here */
+    }
+    a->writable = writable != 0;
+    rc = resolve(a, path, a->writable, &err);
+    /* path and mode must be the same everywhere */
+    char args[PATH_MAX + 2] = "";
+    snprintf(args, sizeof(args), "%c%s", a->writable ? 'w' : 'r', path ? path : "");
+    all = mp_check(a->comm, rc, args, sizeof(args), "paths or modes to drx_mp_open", &err);
+    if (all == 0)
+        all = open_common(a, hints);
+    if (all < 0) {
+        mp_free(a);
+        return all;
+    }
+    *out = a;
+    return 0;
+}
+
+/* Local checks of drx_mp_create's arguments into spec. */
+static int create_spec(const char *type, int k, const int64_t shape[], const int64_t chunk[],
+                       struct drx_array_spec *spec, struct drx_err *err)
+{
+    memset(spec, 0, sizeof(*spec));
+    if (!type)
+        return drx_err_set(err, EINVAL, "no element type given");
+    int rc = drx_type_parse(type, &spec->type, err);
+    if (rc < 0)
+        return rc;
+    if (k < 1 || k > DRX_MAX_RANK)
+        return drx_err_set(err, EINVAL, "rank %d outside 1..%d", k, DRX_MAX_RANK);
+    if (!shape || !chunk)
+        return drx_err_set(err, EINVAL, "no shape or chunk shape given");
+    spec->rank = k;
+    for (int d = 0; d < k; d++) {
+        if (shape[d] < 1 || chunk[d] < 1)
+            return drx_err_set(err, EINVAL, "dimension %d: shape %lld, chunk %lld (each >= 1)", d,
+                               (long long)shape[d], (long long)chunk[d]);
+        spec->shape[d] = (uint64_t)shape[d];
+        spec->chunk[d] = (uint64_t)chunk[d];
+    }
+    return 0;
+}
+
+/* What drx_mp_create's ranks must agree on, as bytes. */
+struct create_args {
+    char path[PATH_MAX];
+    char type[16];
+    int k;
+    int64_t shape[DRX_MAX_RANK], chunk[DRX_MAX_RANK];
+};
+
+static void create_args_fill(struct create_args *c, const char *path, const char *type, int k,
+                             const int64_t shape[], const int64_t chunk[])
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->path, sizeof(c->path), "%s", path ? path : "");
+    snprintf(c->type, sizeof(c->type), "%s", type ? type : "");
+    c->k = k;
+    for (int d = 0; shape && chunk && d < k && d < DRX_MAX_RANK; d++) {
+        c->shape[d] = shape[d];
+        c->chunk[d] = chunk[d];
+    }
+}
+
+int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k, const int64_t shape[],
+                  const int64_t chunk[], drx_mp **out)
+{
+    struct drx_err err = {{0}};
+    struct drx_array_spec spec;
+    struct create_args args;
+    drx_mp *a;
+    int rc = mp_alloc(comm, &a);
+
+    *out = NULL;
+    if (rc < 0) {
+        mp_set_error("drx_mp_create: cannot duplicate the communicator or out of memory");
+        return rc;
+    }
+    a->writable = true;
+    rc = create_spec(type, k, shape, chunk, &spec, &err);
+    if (rc == 0)
+        rc = resolve(a, path, true, &err);
+    create_args_fill(&args, path, type, k, shape, chunk);
+    int all = mp_check(a->comm, rc, &args, sizeof(args), "arguments to drx_mp_create", &err);
+    /* rank 0 creates; the others open what it made */
+    if (all == 0 && a->rank == 0) {
+        struct drx_array *made = NULL;
+        rc = drx_array_create(a->path, &spec, &made, &err);
+        drx_array_close(made);
+    }
+    if (all == 0)
+        all = mp_agree(a->comm, rc, &err);
+    if (all == 0)
+        all = open_common(a, MPI_INFO_NULL);
+    if (all < 0) {
+        mp_free(a);
+        return all;
+    }
+    *out = a;
+    return 0;
+}
+
+int drx_mp_create_f(MPI_Fint comm, const char *path, const char *type, int k, const int64_t shape[],
+                    const int64_t chunk[], drx_mp **out)
+{
+    return drx_mp_create(MPI_Comm_f2c(comm), path, type, k, shape, chunk, out);
+}
+
+int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out)
+{
+    return drx_mp_open(MPI_Comm_f2c(comm), path, writable, out);
+}
+
+int drx_mp_close(drx_mp **ap)
+{
+    struct drx_err err = {{0}};
+    int rc = 0;
+
+    if (!ap || !*ap)
+        return 0;
+    drx_mp *a = *ap;
+    /* What write_all wrote is on disk once close returns. */
+    if (a->writable) {
+        int mrc = MPI_File_sync(a->xf);
+        if (mrc != MPI_SUCCESS)
+            rc = load_mpi_err(&err, mrc, "syncing %s", a->xta);
+    }
+    rc = mp_agree(a->comm, rc, &err);
+    mp_free(a);
+    *ap = NULL;
+    return rc;
+}
+
+/* --- questions answered locally --- */
+
+int drx_mp_rank(const drx_mp *a)
+{
+    return a ? drx_array_meta(a->arr)->rank : -EINVAL;
+}
+
+int drx_mp_bounds(const drx_mp *a, int64_t bounds[])
+{
+    if (!a || !bounds)
+        return -EINVAL;
+    const struct drx_array_meta *m = drx_array_meta(a->arr);
+    for (int d = 0; d < m->rank; d++)
+        bounds[d] = (int64_t)m->bounds[d];
+    return 0;
+}
+
+size_t drx_mp_elem_size(const drx_mp *a)
+{
+    return a ? drx_array_meta(a->arr)->elem_size : 0;
+}
+
+int drx_mp_set_buffer(drx_mp *a, size_t bytes)
+{
+    if (!a || bytes == 0 || bytes > MP_MAX_BUFFER) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "drx_mp_set_buffer: %zu bytes outside 1..%llu", bytes,
+                 (unsigned long long)MP_MAX_BUFFER);
+        mp_set_error(msg);
+        return -EINVAL;
+    }
+    a->buffer = bytes;
+    return 0;
+}
+
+int drx_mp_zone(const drx_mp *a, int proc, int64_t lo[], int64_t hi[])
+{
+    if (!a || !lo || !hi || proc < 0 || proc >= a->nprocs)
+        return -EINVAL;
+    const struct drx_array_meta *m = drx_array_meta(a->arr);
+    int coord[DRX_MAX_RANK], rest = proc;
+    bool empty = false;
+
+    /* row-major: the last dimension of the grid varies fastest */
+    for (int d = m->rank - 1; d >= 0; d--) {
+        coord[d] = rest % a->dims[d];
+        rest /= a->dims[d];
+    }
+    for (int d = 0; d < m->rank; d++) {
+        uint64_t B = m->map.bound[d], p = (uint64_t)a->dims[d], c = (uint64_t)coord[d];
+        uint64_t base = B / p, extra = B % p;
+        uint64_t first = c * base + (c < extra ? c : extra), n = base + (c < extra ? 1 : 0);
+        uint64_t end = (first + n) * m->chunk[d];
+        empty = empty || n == 0;
+        lo[d] = (int64_t)(first * m->chunk[d]);
+        hi[d] = (int64_t)(end < m->bounds[d] ? end : m->bounds[d]);
+    }
+    for (int d = 0; empty && d < m->rank; d++)
+        lo[d] = hi[d] = 0;
+    return 0;
+}
+
+/* --- extension --- */
+
+static int extend_check(const drx_mp *a, int dim, int64_t count, struct drx_err *err)
+{
+    int k = drx_array_meta(a->arr)->rank;
+    if (!a->writable)
+        return drx_err_set(err, EBADF, "%s: opened read-only", a->path);
+    if (dim < 0 || dim >= k)
+        return drx_err_set(err, EINVAL, "dimension %d outside 0..%d", dim, k - 1);
+    if (count <= 0)
+        return drx_err_set(err, EINVAL, "extension count %lld must be > 0", (long long)count);
+    return 0;
+}
+
+/* After rank 0's extension (status rc there): its status and metadata go
+ * to every rank in one broadcast; the others read the new metadata and
+ * check that they hold the same.  Agreed. */
+static int extend_follow(drx_mp *a, int rc, struct drx_err *err)
+{
+    const struct drx_array_meta *m = drx_array_meta(a->arr);
+    int64_t v[DRX_MAX_RANK + 2] = {rc};
+
+    for (int d = 0; a->rank == 0 && d < m->rank; d++)
+        v[1 + d] = (int64_t)m->bounds[d];
+    v[DRX_MAX_RANK + 1] = (int64_t)m->map.nchunks;
+    MPI_Bcast(v, DRX_MAX_RANK + 2, MPI_INT64_T, 0, a->comm);
+    if (v[0] < 0) /* rank 0 failed: every rank knows; its reason */
+        return mp_agree(a->comm, rc, err);
+    if (a->rank != 0) {
+        rc = drx_array_reload(a->arr, err);
+        m = drx_array_meta(a->arr);
+        bool same = m->map.nchunks == (uint64_t)v[DRX_MAX_RANK + 1];
+        for (int d = 0; d < m->rank; d++)
+            same = same && m->bounds[d] == (uint64_t)v[1 + d];
+        if (rc >= 0 && !same)
+            rc = drx_err_set(err, ESTALE, "%s: the array changed while the ranks extended it",
+                             a->path);
+    }
+    return mp_agree(a->comm, rc < 0 ? rc : 0, err);
+}
+
+int drx_mp_extend(drx_mp *a, int dim, int64_t count)
+{
+    struct drx_err err = {{0}};
+    if (!a) {
+        mp_set_error("drx_mp_extend: no array");
+        return -EINVAL;
+    }
+    int rc = extend_check(a, dim, count, &err);
+    int64_t args[2] = {dim, count};
+    int all =
+        mp_check(a->comm, rc, args, sizeof(args), "dimensions or counts to drx_mp_extend", &err);
+    if (all < 0)
+        return all;
+    /* Every rank has returned from its last write_all (collective), so the
+     * data is written; rank 0 extends (fill, fdatasync, then the .xmd by
+     * rename; a failure changes nothing). */
+    if (a->rank == 0)
+        rc = drx_array_extend(a->arr, dim, (uint64_t)count, &err);
+    return extend_follow(a, rc, &err);
+}

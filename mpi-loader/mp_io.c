@@ -1,0 +1,517 @@
+/* libdrxmp I/O: a rank's box of elements <-> the array's chunks, with
+ * collective MPI-IO in rounds (the paper's section IV.B).
+ *
+ * Each rank plans its own box with libcore's planner (drx/plan.h): the
+ * chunks the box meets, in address order, each with its runs (elements
+ * consecutive in the box's memory order).  Every rank runs as many rounds
+ * as the rank with the most chunks, so the collective calls match also on
+ * ranks with nothing (or nothing more) to move.  A round moves at most
+ * `buffer` bytes of whole chunks per rank with one MPI_File_read_all or
+ * write_all over an hindexed file type of chunk byte ranges; the copy
+ * between chunks and the caller's memory is the runs'.
+ *
+ * Writes keep the rules every writer of an array keeps (README, "Mixed
+ * writers"): the round's chunks are locked (OFD locks, tried on every rank
+ * at once, all or none) before the chunks the box covers only in part are
+ * read and merged, and stay locked until every rank has written.  Data
+ * sieving is off on the .xta (mp.c), so no write widens into a
+ * read-modify-write of bytes we do not hold.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drx/plan.h"
+#include "mp_i.h"
+
+/* --- locks (shared with drx-load import) --- */
+
+#define LOCK_GIVE_UP_S 120
+
+void mp_unlock_round(int fd, const uint64_t *q, size_t n, uint64_t cb)
+{
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && q[j] == q[j - 1] + 1; j++)
+            ;
+        drx_io_unlock(fd, q[i] * cb, (j - i) * cb);
+    }
+}
+
+static int try_lock_round(int fd, const uint64_t *q, size_t n, uint64_t cb)
+{
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && q[j] == q[j - 1] + 1; j++)
+            ;
+        int rc = drx_io_lock(fd, q[i] * cb, (j - i) * cb, 0);
+        if (rc) {
+            mp_unlock_round(fd, q, i, cb);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* A rank holding its locks waits in collectives for ranks still waiting
+ * for theirs, so locks are only tried: when any rank misses one, every
+ * rank lets go of all and tries again a little later.  Two collective
+ * writers of the same chunks then take turns instead of deadlocking, and
+ * the short locks of drxfs and drx put are waited out. */
+int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t cb, int *need_read,
+                  struct drx_err *err)
+{
+    double start = MPI_Wtime();
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    unsigned pause_us = 1000 + 997u * (unsigned)rank % 4000;
+
+    for (;;) {
+        int rc = try_lock_round(fd, q, n, cb);
+        /* -EAGAIN: somebody holds one; anything else is an error.  The
+         * same reduction tells whether any rank has chunks to merge. */
+        int expired = MPI_Wtime() - start > LOCK_GIVE_UP_S;
+        /* the clocks of the ranks differ: giving up is voted on too, so
+         * that all leave the loop in the same round */
+        int mine[3] = {rc == 0 ? 1 : rc == -EAGAIN ? 0 : rc, -*need_read, -expired}, all[3];
+        MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm);
+        if (all[0] == 1) {
+            *need_read = -all[1];
+            return 0;
+        }
+        if (rc == 0)
+            mp_unlock_round(fd, q, n, cb);
+        if (all[0] < 0)
+            return mine[0] < 0
+                       ? drx_err_set(err, -mine[0], "locking chunks: %s", strerror(-mine[0]))
+                       : drx_err_set(err, EIO, "another rank could not lock its chunks");
+        if (all[2] < 0)
+            return drx_err_set(err, EDEADLK,
+                               "the chunks stayed locked by another writer for %d s; "
+                               "nothing of this round written",
+                               LOCK_GIVE_UP_S);
+        usleep(pause_us);
+        if (pause_us < 50000)
+            pause_us *= 2;
+    }
+}
+
+/* --- whole chunks in and out --- */
+
+/* File and memory types of the round's chunks whose want[i] is
+ * want_value (all when want is NULL).  *k gets their number. */
+static int chunk_types(const struct load_plan *p, const bool *want, bool want_value,
+                       MPI_Datatype *ft, MPI_Datatype *mt, size_t *k)
+{
+    const uint64_t cb = p->meta->chunk_bytes;
+    size_t n = p->nchunks, m = 0;
+    uint64_t *foff = malloc((n ? n : 1) * sizeof(*foff));
+    uint64_t *moff = malloc((n ? n : 1) * sizeof(*moff));
+    uint64_t *len = malloc((n ? n : 1) * sizeof(*len));
+    int rc = -ENOMEM;
+
+    if (foff && moff && len) {
+        for (size_t i = 0; i < n; i++) {
+            if (want && want[i] != want_value)
+                continue;
+            foff[m] = p->q[i] * cb;
+            moff[m] = (uint64_t)i * cb;
+            len[m++] = cb;
+        }
+        rc = load_type_ranges(foff, len, m, ft, NULL);
+        if (rc == 0)
+            rc = load_type_ranges(moff, len, m, mt, NULL);
+    }
+    *k = rc == 0 ? m : 0;
+    free(foff);
+    free(moff);
+    free(len);
+    return rc;
+}
+
+int mp_read_chunks(const struct load_plan *p, MPI_File xf, unsigned char *buf, const bool *want,
+                   bool want_value, uint64_t *got, struct drx_err *err)
+{
+    MPI_Datatype ft = MPI_BYTE, mt = MPI_BYTE;
+    MPI_Status st;
+    size_t k = 0;
+    int count = 0;
+
+    /* A local failure still takes part in the collective, with nothing. */
+    int rc = chunk_types(p, want, want_value, &ft, &mt, &k);
+    if (rc < 0) {
+        load_type_free(&ft);
+        load_type_free(&mt);
+        k = 0;
+        drx_err_set(err, -rc, "chunk types: %s", strerror(-rc));
+    }
+    int mrc = MPI_File_set_view(xf, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+    if (mrc == MPI_SUCCESS)
+        mrc = MPI_File_read_all(xf, buf, k ? 1 : 0, mt, &st);
+    if (mrc == MPI_SUCCESS)
+        MPI_Get_count(&st, MPI_BYTE, &count);
+    if (mrc != MPI_SUCCESS && rc == 0)
+        rc = load_mpi_err(err, mrc, "reading chunks");
+    if (got)
+        *got = (uint64_t)(count > 0 ? count : 0);
+    load_type_free(&ft);
+    load_type_free(&mt);
+    return rc;
+}
+
+int mp_write_chunks(const struct load_plan *p, MPI_File xf, const unsigned char *buf,
+                    struct drx_err *err)
+{
+    MPI_Datatype ft = MPI_BYTE;
+    size_t n = p->nchunks;
+    int rc = load_type_chunks(p, &ft);
+
+    if (rc < 0) {
+        load_type_free(&ft);
+        n = 0;
+        drx_err_set(err, -rc, "chunk type: %s", strerror(-rc));
+    }
+    int mrc = MPI_File_set_view(xf, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+    if (mrc == MPI_SUCCESS)
+        mrc = MPI_File_write_all(xf, buf, (int)(n * p->meta->chunk_bytes), MPI_BYTE,
+                                 MPI_STATUS_IGNORE);
+    if (mrc != MPI_SUCCESS && rc == 0)
+        rc = load_mpi_err(err, mrc, "writing chunks");
+    load_type_free(&ft);
+    return rc;
+}
+
+/* --- a rank's chunks of a view, in rounds --- */
+
+void mp_xfer_end(struct mp_xfer *x)
+{
+    load_plan_fini(&x->p);
+    load_plan_fini(&x->ahead);
+    drx_plan_destroy(x->plan);
+    /* the round buffer stays with the handle for the next call */
+    memset(x, 0, sizeof(*x));
+}
+
+/* BLOCK share of n chunks (as mfu_get_start_count): the first n % P
+ * ranks take one more. */
+static void block_share(const drx_mp *a, uint64_t n, uint64_t *start, uint64_t *count)
+{
+    uint64_t p = (uint64_t)a->nprocs, r = (uint64_t)a->rank;
+    uint64_t base = n / p, rem = n % p;
+    *count = base + (r < rem ? 1 : 0);
+    *start = r * base + (r < rem ? r : rem);
+}
+
+/* The handle's round buffer, grown to at least len bytes: a program that
+ * writes a step at a time reuses it instead of faulting in fresh pages at
+ * every call.  NULL when out of memory (the old one stays). */
+static unsigned char *round_buffer(drx_mp *a, uint64_t len)
+{
+    if (len > a->rbuf_len) {
+        unsigned char *b = realloc(a->rbuf, len);
+        if (!b)
+            return NULL;
+        a->rbuf = b;
+        a->rbuf_len = len;
+    }
+    return a->rbuf;
+}
+
+int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, struct mp_xfer *x)
+{
+    struct drx_err err = {{0}};
+    memset(x, 0, sizeof(*x));
+    x->a = a;
+    x->m = drx_array_meta(a->arr);
+    x->runs = runs;
+    x->ahead_round = UINT64_MAX;
+    const uint64_t cb = x->m->chunk_bytes;
+
+    /* Every rank counts the view's chunks (a product per F* segment) and
+     * seeks to its own first one: nobody lists the others' chunks. */
+    int rc = drx_plan_create(x->m, v, &x->plan);
+    uint64_t total = rc == 0 ? drx_plan_count(x->plan) : 0;
+    if (share)
+        block_share(a, total, &x->start, &x->n);
+    else
+        x->n = total;
+    if (rc == 0)
+        rc = drx_plan_seek(x->plan, x->start);
+    if (rc < 0)
+        drx_err_set(&err, -rc, "planning the chunks: %s", strerror(-rc));
+    x->batch = a->buffer / cb ? a->buffer / cb : 1;
+    /* every rank runs as many rounds as the busiest */
+    uint64_t mine = (x->n + x->batch - 1) / x->batch;
+    MPI_Allreduce(&mine, &x->rounds, 1, MPI_UINT64_T, MPI_MAX, a->comm);
+    /* a rank with fewer chunks than a round needs no more buffer */
+    x->bufchunks = x->n < x->batch ? x->n : x->batch;
+    if (rc == 0 && x->bufchunks && !(x->chunks = round_buffer(a, x->bufchunks * cb)))
+        rc = drx_err_set(&err, ENOMEM, "out of memory for %llu chunks of %llu bytes",
+                         (unsigned long long)x->bufchunks, (unsigned long long)cb);
+    load_plan_init(&x->p, x->m, v);
+    load_plan_init(&x->ahead, x->m, v);
+    /* round 0 is planned now, so that this agreement covers it too */
+    if (rc == 0 && x->rounds > 0 && (rc = mp_xfer_ahead(x, 0)) < 0)
+        drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
+    rc = mp_agree(a->comm, rc, &err);
+    if (rc < 0)
+        mp_xfer_end(x);
+    return rc;
+}
+
+static size_t round_chunks(const struct mp_xfer *x, uint64_t r)
+{
+    uint64_t first = r * x->batch;
+    return first < x->n ? (size_t)(x->n - first < x->batch ? x->n - first : x->batch) : 0;
+}
+
+int mp_xfer_ahead(struct mp_xfer *x, uint64_t r)
+{
+    if (r >= x->rounds || x->ahead_round == r)
+        return 0;
+    x->ahead_round = r;
+    x->taken += round_chunks(x, r);
+    x->ahead_rc = load_plan_round(&x->ahead, x->plan, round_chunks(x, r), x->runs);
+    return x->ahead_rc;
+}
+
+int mp_xfer_round(struct mp_xfer *x, uint64_t r)
+{
+    struct drx_err err = {{0}};
+    bool agreed = r == 0; /* mp_xfer_begin planned it and agreed */
+    int rc = mp_xfer_ahead(x, r);
+
+    if (rc == 0) {
+        struct load_plan t = x->p;
+        x->p = x->ahead;
+        x->ahead = t;
+        x->ahead_round = UINT64_MAX;
+    }
+    if (rc < 0)
+        drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
+    return agreed ? rc : mp_agree(x->a->comm, rc, &err);
+}
+
+int mp_xfer_ranges(struct mp_xfer *x, int (*fn)(uint64_t q, uint64_t n, void *arg), void *arg)
+{
+    struct drx_plan_chunk c;
+    uint64_t q = 0, run = 0;
+    int rc = drx_plan_seek(x->plan, x->start);
+
+    for (uint64_t i = 0; i < x->n && rc == 0; i++) {
+        if (drx_plan_next(x->plan, &c) != 1) {
+            rc = -EIO;
+            break;
+        }
+        if (run && c.q == q + run) {
+            run++;
+            continue;
+        }
+        if (run)
+            rc = fn(q, run, arg);
+        q = c.q;
+        run = 1;
+    }
+    if (rc == 0 && run)
+        rc = fn(q, run, arg);
+    /* back to where the rounds planned so far left the cursor */
+    int back = drx_plan_seek(x->plan, x->start + x->taken);
+    return rc ? rc : back;
+}
+
+int mp_xfer_read(struct mp_xfer *x)
+{
+    struct drx_err err = {{0}};
+    const uint64_t want = x->p.nchunks * x->m->chunk_bytes;
+    uint64_t got = 0;
+
+    int rc = mp_read_chunks(&x->p, x->a->xf, x->chunks, NULL, false, &got, &err);
+    /* chunks past the end of the .xta read as the fill value */
+    if (rc == 0 && got < want)
+        load_fill_range(x->chunks, got, want, x->m->fill, x->m->elem_size);
+    return mp_agree(x->a->comm, rc, &err);
+}
+
+int mp_xfer_write(struct mp_xfer *x, mp_merge_fn merge, const void *src)
+{
+    struct drx_err err = {{0}};
+    drx_mp *a = x->a;
+    const uint64_t cb = x->m->chunk_bytes;
+    const struct load_plan *p = &x->p;
+
+    /* chunks the view covers in part keep their other elements (read
+     * next, under the lock); beyond the bounds a chunk holds the fill */
+    for (size_t i = 0; i < p->nchunks; i++)
+        if (!p->covered[i] || !p->inside[i])
+            load_fill(x->chunks + i * cb, cb, x->m->fill, x->m->elem_size);
+    int need_read = 0;
+    for (size_t i = 0; i < p->nchunks && !need_read; i++)
+        need_read = !p->covered[i];
+    int rc = mp_lock_round(a->comm, a->lockfd, p->q, p->nchunks, cb, &need_read, &err);
+    /* its reduction made the outcome the same everywhere: only a failure
+     * needs the agreement, for one reason on every rank */
+    if (rc < 0)
+        return mp_agree(a->comm, rc, &err);
+    /* the collective read only when some rank has chunks to merge */
+    if (need_read)
+        rc = mp_read_chunks(p, a->xf, x->chunks, p->covered, false, NULL, &err);
+    if (need_read)
+        rc = mp_agree(a->comm, rc, &err);
+    if (rc == 0) {
+        merge(p, src, x->chunks);
+        rc = mp_write_chunks(p, a->xf, x->chunks, &err);
+        /* every rank has written once all agree: only then may others
+         * merge with these chunks */
+        rc = mp_agree(a->comm, rc, &err);
+    }
+    mp_unlock_round(a->lockfd, p->q, p->nchunks, cb);
+    return rc;
+}
+
+static void merge_memory(const struct load_plan *p, const void *src, unsigned char *chunks)
+{
+    load_plan_scatter(p, src, chunks);
+}
+
+int mp_box_read(drx_mp *a, const struct drx_view *v, void *buf)
+{
+    struct mp_xfer x;
+    int rc = mp_xfer_begin(a, v, false, true, &x);
+    if (rc < 0)
+        return rc;
+    for (uint64_t r = 0; rc == 0 && r < x.rounds; r++) {
+        rc = mp_xfer_round(&x, r);
+        if (rc == 0)
+            rc = mp_xfer_read(&x);
+        if (rc == 0)
+            load_plan_gather(&x.p, x.chunks, buf);
+    }
+    mp_xfer_end(&x);
+    return rc;
+}
+
+int mp_box_write(drx_mp *a, const struct drx_view *v, const void *buf)
+{
+    struct mp_xfer x;
+    int rc = mp_xfer_begin(a, v, false, true, &x);
+    if (rc < 0)
+        return rc;
+    for (uint64_t r = 0; rc == 0 && r < x.rounds; r++) {
+        rc = mp_xfer_round(&x, r);
+        if (rc == 0)
+            rc = mp_xfer_write(&x, merge_memory, buf);
+    }
+    mp_xfer_end(&x);
+    return rc;
+}
+
+/* --- the public calls --- */
+
+/* The box [lo, hi) in order as a view of the array; local checks. */
+static int box_view(const drx_mp *a, const int64_t lo[], const int64_t hi[], char order,
+                    const void *buf, struct drx_view *v, struct drx_err *err)
+{
+    const struct drx_array_meta *m = drx_array_meta(a->arr);
+
+    if (!lo || !hi)
+        return drx_err_set(err, EINVAL, "no box given");
+    if (order != 'C' && order != 'F')
+        return drx_err_set(err, EINVAL, "order '%c': expected 'C' or 'F'", order);
+    memset(v, 0, sizeof(*v));
+    v->rank = m->rank;
+    v->type = m->type;
+    v->order = order == 'C' ? DRX_ORDER_C : DRX_ORDER_F;
+    v->rep = DRX_REP_NATIVE;
+    v->elem_size = m->elem_size;
+    v->nelem = 1;
+    for (int d = 0; d < m->rank; d++) {
+        if (lo[d] < 0 || lo[d] > hi[d] || (uint64_t)hi[d] > m->bounds[d])
+            return drx_err_set(err, EINVAL,
+                               "box [%lld, %lld) along dimension %d is outside the bounds "
+                               "0..%llu",
+                               (long long)lo[d], (long long)hi[d], d,
+                               (unsigned long long)m->bounds[d]);
+        v->origin[d] = (uint64_t)lo[d];
+        v->step[d] = 1;
+        v->count[d] = (uint64_t)(hi[d] - lo[d]);
+        v->nelem *= v->count[d];
+    }
+    if (v->nelem && !buf)
+        return drx_err_set(err, EINVAL, "no buffer given for %llu elements",
+                           (unsigned long long)v->nelem);
+    return 0;
+}
+
+/* Collective: the agreement on the boxes and whether two ranks' boxes
+ * meet a common chunk (their writes would each merge the chunk without
+ * the other's elements), in one MPI_Allgather of every rank's status and
+ * chunk box into the handle's gather buffer.  Returns the agreed status;
+ * *shared is set when it is 0. */
+static int boxes_agree(drx_mp *a, int rc, const struct drx_view *v, const struct drx_err *err,
+                       bool *shared)
+{
+    const int k = drx_array_meta(a->arr)->rank, w = 2 * k + 1;
+    uint64_t mine[2 * DRX_MAX_RANK + 1] = {(uint64_t)(int64_t)rc};
+    const uint64_t *chunk = drx_array_meta(a->arr)->chunk;
+    for (int d = 0; rc == 0 && v->nelem && d < k; d++) {
+        mine[1 + 2 * d] = v->origin[d] / chunk[d];
+        mine[2 + 2 * d] = (v->origin[d] + v->count[d] - 1) / chunk[d] + 1;
+    }
+    MPI_Allgather(mine, w, MPI_UINT64_T, a->gather, w, MPI_UINT64_T, a->comm);
+    bool failed = false;
+    for (int i = 0; i < a->nprocs; i++)
+        failed = failed || (int64_t)a->gather[(size_t)i * (size_t)w] < 0;
+    if (failed) /* every rank saw it: the lowest status and its reason */
+        return mp_agree(a->comm, rc, err);
+    *shared = false;
+    for (int i = 0; i < a->nprocs && !*shared; i++)
+        for (int j = i + 1; j < a->nprocs && !*shared; j++) {
+            const uint64_t *x = a->gather + (size_t)i * (size_t)w + 1;
+            const uint64_t *y = a->gather + (size_t)j * (size_t)w + 1;
+            bool meet = x[1] > x[0] && y[1] > y[0];
+            for (int d = 0; d < k && meet; d++)
+                meet = x[2 * d] < y[2 * d + 1] && y[2 * d] < x[2 * d + 1];
+            *shared = meet;
+        }
+    return 0;
+}
+
+int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order, void *buf)
+{
+    struct drx_err err = {{0}};
+    struct drx_view v;
+
+    if (!a) {
+        mp_set_error("drx_mp_read_all: no array");
+        return -EINVAL;
+    }
+    int rc = box_view(a, lo, hi, order, buf, &v, &err);
+    if ((rc = mp_agree(a->comm, rc, &err)) < 0)
+        return rc;
+    return mp_box_read(a, &v, buf);
+}
+
+int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order, const void *buf)
+{
+    struct drx_err err = {{0}};
+    struct drx_view v, none;
+
+    if (!a) {
+        mp_set_error("drx_mp_write_all: no array");
+        return -EINVAL;
+    }
+    bool shared = true;
+    int rc = a->writable ? box_view(a, lo, hi, order, buf, &v, &err)
+                         : drx_err_set(&err, EBADF, "%s: opened read-only", a->path);
+    if ((rc = boxes_agree(a, rc, &v, &err, &shared)) < 0)
+        return rc;
+    if (!shared)
+        return mp_box_write(a, &v, buf);
+    /* Ranks sharing chunks take turns, in rank order, each merging with
+     * what the one before wrote. */
+    none = v;
+    memset(none.count, 0, sizeof(none.count));
+    none.nelem = 0;
+    for (int t = 0; rc == 0 && t < a->nprocs; t++)
+        rc = mp_box_write(a, a->rank == t ? &v : &none, buf);
+    return rc;
+}

@@ -1,0 +1,66 @@
+! Test of the drx_mp module (bats-tests/mp.bats): every rank writes its zone
+! of a 7x9x5 f64 array in Fortran order, element (i, j, k) holding
+! i + 10 j + 100 k, reads it back in both orders and checks it.
+!   mpiexec -n P mp_fortran ARRAY
+program mp_fortran
+  use mpi
+  use drx_mp
+  implicit none
+  type(c_ptr) :: a
+  integer :: ierr, me, rc, i, j, k
+  integer(c_int64_t) :: lo(3), hi(3), n(3)
+  real(c_double), allocatable :: z(:, :, :), back(:, :, :), c(:)
+  character(len=256) :: path
+
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
+  call get_command_argument(1, path)
+  rc = drx_mp_create(MPI_COMM_WORLD, path, 'f64', [7_c_int64_t, 9_c_int64_t, 5_c_int64_t], &
+                     [2_c_int64_t, 4_c_int64_t, 3_c_int64_t], a)
+  call check(rc, 'create')
+  rc = drx_mp_zone(a, int(me, c_int), lo, hi)
+  n = hi - lo
+  allocate(z(n(1), n(2), n(3)), back(n(1), n(2), n(3)), c(product(n)))
+  do k = 1, int(n(3))
+    do j = 1, int(n(2))
+      do i = 1, int(n(1))
+        z(i, j, k) = real(lo(1) + i - 1 + 10 * (lo(2) + j - 1) + 100 * (lo(3) + k - 1), c_double)
+      end do
+    end do
+  end do
+  rc = drx_mp_write_all(a, lo, hi, 'F', z)
+  call check(rc, 'write_all')
+  rc = drx_mp_read_all(a, lo, hi, 'F', back)
+  call check(rc, 'read_all F')
+  if (any(back /= z)) call check(-5, 'read back in F order differs')
+  ! C order: the last index fastest
+  rc = drx_mp_read_all(a, lo, hi, 'C', c)
+  call check(rc, 'read_all C')
+  if (any(c /= [(((z(i, j, k), k = 1, int(n(3))), j = 1, int(n(2))), i = 1, int(n(1)))])) &
+    call check(-5, 'read back in C order differs')
+  ! an extension is seen by every rank
+  rc = drx_mp_extend(a, 2_c_int, 1_c_int64_t)
+  call check(rc, 'extend')
+  rc = drx_mp_bounds(a, n)
+  if (any(n /= [7, 9, 6])) call check(-5, 'bounds after extend')
+  ! and a bad box fails on every rank
+  rc = drx_mp_read_all(a, [0_c_int64_t, 0_c_int64_t, 0_c_int64_t], &
+                       [8_c_int64_t, 1_c_int64_t, 1_c_int64_t], 'F', back)
+  if (rc /= -22) call check(-5, 'a bad box did not fail with -EINVAL')
+  if (index(drx_mp_error(), 'outside the bounds') == 0) call check(-5, 'bad box: ' // drx_mp_error())
+  rc = drx_mp_close(a)
+  call check(rc, 'close')
+  deallocate(z, back, c)
+  call MPI_Finalize(ierr)
+
+contains
+  subroutine check(rc, what)
+    integer(c_int), intent(in) :: rc
+    character(len=*), intent(in) :: what
+    integer :: ierr2
+    if (rc /= 0) then
+      print '(a, i0, a, a, a, i0, a, a)', 'rank ', me, ': ', what, ': ', rc, ': ', drx_mp_error()
+      call MPI_Abort(MPI_COMM_WORLD, 1, ierr2)
+    end if
+  end subroutine
+end program mp_fortran

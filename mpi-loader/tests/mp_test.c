@@ -1,0 +1,409 @@
+/* Driver of bats-tests/mp.bats: runs libdrxmp calls under mpiexec.
+ *
+ *   mpiexec -n P mp_test ARRAY OP...
+ *
+ * OPs, run in order by every rank (OP@R=ALT: rank R runs ALT instead):
+ *   create:TYPE:N0xN1..:C0xC1..   open:r | open:w      close
+ *   extend:DIM:COUNT              zones (rank 0 prints every zone and its chunks)
+ *   write:ORDER:SEED              each rank writes its zone, values from value()
+ *   writebox:ORDER:SEED:LO:HI     LO, HI as i,j,k
+ *   readbox:ORDER:LO:HI           reads a box (and drops it)
+ *   read:ORDER:REF:NBOX:SEED      NBOX random boxes per rank compared with REF,
+ *                                 the whole array in C order (drx get)
+ *   bounds                        rank 0 prints the bounds
+ *   buffer:BYTES                  drx_mp_set_buffer
+ * Values: element (i0, i1, ...) holds (seed + sum_d i_d * prime_d) % 113, in
+ * the array's type (complex: that, and minus it).  A failing OP prints
+ * "rank R: OP: RC: MESSAGE" on every rank and ends with status 3.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drx/array.h"
+#include "drx/mp.h"
+
+static int me, nprocs;
+static char *path;
+static drx_mp *A;
+static char type_name[8] = "";
+
+static const int primes[16] = {7, 13, 31, 61, 3, 5, 11, 17, 19, 23, 29, 37, 41, 43, 47, 53};
+
+static int parse_list(const char *s, char sep, int64_t *v)
+{
+    int n = 0;
+    while (s && *s && n < 16) {
+        char *end;
+        v[n++] = strtoll(s, &end, 10);
+        s = *end == sep ? end + 1 : NULL;
+    }
+    return n;
+}
+
+static double value_of(const int64_t *idx, int k, int seed)
+{
+    int64_t s = seed;
+    for (int d = 0; d < k; d++)
+        s += idx[d] * primes[d];
+    return (double)(s % 113);
+}
+
+/* Element value v in the array's type at dst. */
+static void put_value(void *dst, double v)
+{
+    static const struct {
+        const char *name;
+        int kind; /* 0 signed, 1 unsigned, 2 float, 3 complex */
+        int size;
+    } types[] = {{"i8", 0, 1},  {"i16", 0, 2}, {"i32", 0, 4}, {"i64", 0, 8},
+                 {"u8", 1, 1},  {"u16", 1, 2}, {"u32", 1, 4}, {"u64", 1, 8},
+                 {"f32", 2, 4}, {"f64", 2, 8}, {"c64", 3, 4}, {"c128", 3, 8}};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        if (strcmp(types[i].name, type_name))
+            continue;
+        int64_t iv = (int64_t)v;
+        float f[2] = {(float)v, (float)-v};
+        double dd[2] = {v, -v};
+        if (types[i].kind < 2)
+            memcpy(dst, &iv, (size_t)types[i].size); /* little-endian */
+        else if (types[i].size == 4)
+            memcpy(dst, f, (size_t)types[i].size * (types[i].kind == 3 ? 2 : 1));
+        else
+            memcpy(dst, dd, (size_t)types[i].size * (types[i].kind == 3 ? 2 : 1));
+        return;
+    }
+}
+
+/* Offset (elements) of box element idx (relative) in order. */
+static int64_t box_offset(const int64_t *rel, const int64_t *n, int k, char order)
+{
+    int64_t off = 0;
+    if (order == 'C')
+        for (int d = 0; d < k; d++)
+            off = off * n[d] + rel[d];
+    else
+        for (int d = k - 1; d >= 0; d--)
+            off = off * n[d] + rel[d];
+    return off;
+}
+
+/* Calls fn for every element of the box [lo, hi). */
+static void box_walk(const int64_t *lo, const int64_t *hi, int k,
+                     void (*fn)(const int64_t *idx, void *arg), void *arg)
+{
+    int64_t idx[16];
+    for (int d = 0; d < k; d++) {
+        if (hi[d] <= lo[d])
+            return;
+        idx[d] = lo[d];
+    }
+    for (;;) {
+        fn(idx, arg);
+        int d = k - 1;
+        while (d >= 0 && ++idx[d] == hi[d]) {
+            idx[d] = lo[d];
+            d--;
+        }
+        if (d < 0)
+            return;
+    }
+}
+
+struct fill_arg {
+    const int64_t *lo;
+    int64_t n[16];
+    int k, seed;
+    char order;
+    unsigned char *buf;
+    size_t es;
+    const unsigned char *ref; /* read: the whole array, C order */
+    const int64_t *bounds;
+    long bad;
+};
+
+static void fill_one(const int64_t *idx, void *arg)
+{
+    struct fill_arg *f = arg;
+    int64_t rel[16];
+    for (int d = 0; d < f->k; d++)
+        rel[d] = idx[d] - f->lo[d];
+    put_value(f->buf + (size_t)box_offset(rel, f->n, f->k, f->order) * f->es,
+              value_of(idx, f->k, f->seed));
+}
+
+static void check_one(const int64_t *idx, void *arg)
+{
+    struct fill_arg *f = arg;
+    int64_t rel[16];
+    for (int d = 0; d < f->k; d++)
+        rel[d] = idx[d] - f->lo[d];
+    const unsigned char *got = f->buf + (size_t)box_offset(rel, f->n, f->k, f->order) * f->es;
+    const unsigned char *want = f->ref + (size_t)box_offset(idx, f->bounds, f->k, 'C') * f->es;
+    if (memcmp(got, want, f->es))
+        f->bad++;
+}
+
+static unsigned char *box_buffer(const int64_t *lo, const int64_t *hi, int k, int64_t *n)
+{
+    size_t count = 1;
+    for (int d = 0; d < k; d++) {
+        n[d] = hi[d] > lo[d] ? hi[d] - lo[d] : 0;
+        count *= (size_t)n[d];
+    }
+    return malloc(count * drx_mp_elem_size(A) + 1);
+}
+
+static int write_box(const int64_t *lo, const int64_t *hi, char order, int seed)
+{
+    int k = drx_mp_rank(A);
+    struct fill_arg f = {.lo = lo, .k = k, .seed = seed, .order = order, .es = drx_mp_elem_size(A)};
+    f.buf = box_buffer(lo, hi, k, f.n);
+    box_walk(lo, hi, k, fill_one, &f);
+    int rc = drx_mp_write_all(A, lo, hi, order, f.buf);
+    free(f.buf);
+    return rc;
+}
+
+static int op_write(char **w, int nw)
+{
+    int64_t lo[16], hi[16];
+    char order = nw > 1 ? w[1][0] : 'C';
+    int seed = nw > 2 ? atoi(w[2]) : 0;
+    if (nw > 4) {
+        parse_list(w[3], ',', lo);
+        parse_list(w[4], ',', hi);
+    } else {
+        drx_mp_zone(A, me, lo, hi);
+    }
+    return write_box(lo, hi, order, seed);
+}
+
+static unsigned char *load_ref(const char *file, size_t *len)
+{
+    FILE *f = fopen(file, "rb");
+    unsigned char *b = NULL;
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    b = malloc(*len + 1);
+    if (b && fread(b, 1, *len, f) != *len) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    return b;
+}
+
+/* A random box inside the bounds; about one in five is empty. */
+static void random_box(const int64_t *bounds, int k, int64_t *lo, int64_t *hi)
+{
+    for (int d = 0; d < k; d++) {
+        lo[d] = rand() % (bounds[d] + 1);
+        hi[d] = lo[d] + rand() % (bounds[d] - lo[d] + 1);
+    }
+}
+
+static int op_readbox(char **w, int nw)
+{
+    int64_t lo[16] = {0}, hi[16] = {0}, n[16];
+    if (nw < 4)
+        return -EINVAL;
+    parse_list(w[2], ',', lo);
+    parse_list(w[3], ',', hi);
+    unsigned char *buf = box_buffer(lo, hi, drx_mp_rank(A), n);
+    int rc = drx_mp_read_all(A, lo, hi, w[1][0], buf);
+    free(buf);
+    return rc;
+}
+
+static int op_read(char **w, int nw)
+{
+    int k = drx_mp_rank(A), rc = 0;
+    int64_t bounds[16], lo[16], hi[16];
+    size_t len = 0;
+    if (nw < 5)
+        return -EINVAL;
+    drx_mp_bounds(A, bounds);
+    struct fill_arg f = {.k = k, .order = w[1][0], .es = drx_mp_elem_size(A), .bounds = bounds};
+    f.ref = load_ref(w[2], &len);
+    size_t want = f.es;
+    for (int d = 0; d < k; d++)
+        want *= (size_t)bounds[d];
+    if (f.ref && len != want) {
+        printf("rank %d: read: %s has %zu bytes, the array %zu\n", me, w[2], len, want);
+        free((void *)f.ref);
+        return -EINVAL;
+    }
+    srand((unsigned)(atoi(w[4]) * 1000 + me));
+    for (int i = 0; i < atoi(w[3]) && rc == 0; i++) {
+        random_box(bounds, k, lo, hi);
+        f.lo = lo;
+        f.buf = box_buffer(lo, hi, k, f.n);
+        rc = drx_mp_read_all(A, lo, hi, f.order, f.buf);
+        if (rc == 0 && f.ref)
+            box_walk(lo, hi, k, check_one, &f);
+        free(f.buf);
+    }
+    if (rc == 0 && (!f.ref || f.bad)) {
+        printf("rank %d: read: %ld elements differ from the reference\n", me, f.bad);
+        rc = -EIO;
+    }
+    free((void *)f.ref);
+    return rc;
+}
+
+static void print_zone_chunks(const int64_t *lo, const int64_t *hi, int k,
+                              const struct drx_array_meta *m)
+{
+    int64_t clo[16] = {0}, chi[16] = {0};
+    for (int d = 0; d < k; d++) {
+        clo[d] = lo[d] / (int64_t)m->chunk[d];
+        chi[d] = hi[d] > lo[d] ? (hi[d] - 1) / (int64_t)m->chunk[d] + 1 : clo[d];
+    }
+    uint64_t idx[16];
+    int64_t cur[16];
+    memcpy(cur, clo, sizeof(cur));
+    for (int d = 0; d < k; d++)
+        if (chi[d] <= clo[d])
+            return;
+    for (;;) {
+        for (int d = 0; d < k; d++)
+            idx[d] = (uint64_t)cur[d];
+        printf(" %" PRIu64, drx_map_address(&m->map, idx));
+        int d = k - 1;
+        while (d >= 0 && ++cur[d] == chi[d]) {
+            cur[d] = clo[d];
+            d--;
+        }
+        if (d < 0)
+            break;
+    }
+}
+
+/* Rank 0 prints every rank's zone: "zone R LO HI: chunks...". */
+static int op_zones(void)
+{
+    struct drx_array *arr = NULL;
+    int k = drx_mp_rank(A);
+    if (me != 0)
+        return 0;
+    if (drx_array_open(path, DRX_RDONLY, &arr, NULL) < 0)
+        return -EIO;
+    for (int p = 0; p < nprocs; p++) {
+        int64_t lo[16], hi[16];
+        drx_mp_zone(A, p, lo, hi);
+        printf("zone %d", p);
+        for (int d = 0; d < k; d++)
+            printf("%c%" PRId64, d ? ',' : ' ', lo[d]);
+        for (int d = 0; d < k; d++)
+            printf("%c%" PRId64, d ? ',' : ' ', hi[d]);
+        printf(":");
+        print_zone_chunks(lo, hi, k, drx_array_meta(arr));
+        printf("\n");
+    }
+    drx_array_close(arr);
+    return 0;
+}
+
+static int op_create(char **w, int nw)
+{
+    int64_t shape[16] = {0}, chunk[16] = {0};
+    int k = nw > 2 ? parse_list(w[2], 'x', shape) : 0;
+    if (nw > 3)
+        parse_list(w[3], 'x', chunk);
+    snprintf(type_name, sizeof(type_name), "%s", nw > 1 ? w[1] : "");
+    return drx_mp_create(MPI_COMM_WORLD, path, nw > 1 ? w[1] : NULL, k, shape, chunk, &A);
+}
+
+static int op_bounds(void)
+{
+    int64_t b[16];
+    int rc = drx_mp_bounds(A, b);
+    for (int d = 0; me == 0 && d < drx_mp_rank(A); d++)
+        printf("%s%" PRId64, d ? "x" : "bounds ", b[d]);
+    if (me == 0)
+        printf("\n");
+    return rc;
+}
+
+static int op_open(char **w, int nw)
+{
+    struct drx_array *arr;
+    /* the type, for values: from libcore (not part of drx/mp.h) */
+    if (drx_array_open(path, DRX_RDONLY, &arr, NULL) == 0) {
+        snprintf(type_name, sizeof(type_name), "%s", drx_type_name(drx_array_meta(arr)->type));
+        drx_array_close(arr);
+    }
+    return drx_mp_open(MPI_COMM_WORLD, path, nw > 1 && w[1][0] == 'w', &A);
+}
+
+static int run_op(char **w, int nw)
+{
+    const char *op = w[0];
+    if (!strcmp(op, "create"))
+        return op_create(w, nw);
+    if (!strcmp(op, "open"))
+        return op_open(w, nw);
+    if (!strcmp(op, "close"))
+        return drx_mp_close(&A);
+    if (!strcmp(op, "extend"))
+        return drx_mp_extend(A, nw > 1 ? atoi(w[1]) : -1, nw > 2 ? atoll(w[2]) : 0);
+    if (!strcmp(op, "write") || !strcmp(op, "writebox"))
+        return op_write(w, nw);
+    if (!strcmp(op, "read"))
+        return op_read(w, nw);
+    if (!strcmp(op, "readbox"))
+        return op_readbox(w, nw);
+    if (!strcmp(op, "zones"))
+        return op_zones();
+    if (!strcmp(op, "buffer"))
+        return drx_mp_set_buffer(A, nw > 1 ? (size_t)atoll(w[1]) : 0);
+    if (!strcmp(op, "bounds"))
+        return op_bounds();
+    return -ENOSYS;
+}
+
+/* "OP@R=ALT@S=ALT2": this rank's variant. */
+static char *my_variant(char *arg)
+{
+    char *at = strchr(arg, '@'), *pick = arg;
+    while (at) {
+        *at = '\0';
+        char *eq = strchr(at + 1, '=');
+        if (eq && atoi(at + 1) == me)
+            pick = eq + 1;
+        at = eq ? strchr(eq + 1, '@') : NULL;
+    }
+    return pick;
+}
+
+int main(int argc, char **argv)
+{
+    int status = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    path = argc > 1 ? argv[1] : "";
+    for (int i = 2; i < argc && status == 0; i++) {
+        char *w[8], *save = NULL, *text = my_variant(argv[i]);
+        char shown[256];
+        snprintf(shown, sizeof(shown), "%s", text);
+        int nw = 0;
+        for (char *t = strtok_r(text, ":", &save); t && nw < 8; t = strtok_r(NULL, ":", &save))
+            w[nw++] = t;
+        int rc = nw ? run_op(w, nw) : -EINVAL;
+        if (rc < 0) {
+            printf("rank %d: %s: %d: %s\n", me, shown, rc, drx_mp_error());
+            status = 3;
+        }
+        fflush(stdout);
+    }
+    drx_mp_close(&A);
+    MPI_Finalize();
+    return status;
+}
