@@ -292,6 +292,22 @@ void drxfs_arr_put(struct drxfs_arr *e)
         arr_destroy(e);
 }
 
+struct drx_array *drxfs_arr_rdlock(struct drxfs_arr *e)
+{
+    pthread_rwlock_rdlock(&e->lock);
+    return e->a;
+}
+
+void drxfs_arr_unlock(struct drxfs_arr *e)
+{
+    pthread_rwlock_unlock(&e->lock);
+}
+
+bool drxfs_arr_writable(const struct drxfs_arr *e)
+{
+    return !e->rdonly && !e->shared && !drxfs.ro;
+}
+
 void drxfs_arr_forget(const char *rel)
 {
     size_t len = rel ? strlen(rel) : 0;

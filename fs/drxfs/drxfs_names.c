@@ -124,6 +124,9 @@ int drxfs_op_unlink(const char *path)
     case DRXFS_STRIPED:
         rc = drxfs_striped_unlink(n);
         break;
+    case DRXFS_ZARR:
+        rc = drxfs_zarr_unlink(n);
+        break;
     case DRXFS_DIR:
     case DRXFS_ARRAY:
         rc = -EISDIR;
@@ -159,6 +162,9 @@ int drxfs_op_rmdir(const char *path)
         /* An array always holds data, data.npy and info; `drx rm` removes
          * it.  A view is not a thing that can be removed. */
         rc = n->spec.nwords ? -EPERM : -ENOTEMPTY;
+        break;
+    case DRXFS_ZARR:
+        rc = -EPERM;
         break;
     default:
         rc = -ENOTDIR;
@@ -223,6 +229,8 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
         return -EROFS;
     if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
         return -EINVAL;
+    if ((rc = drxfs_zarr_rename(from, to, flags)) != 1)
+        return rc;
     if ((rc = drxfs_resolve_new(to, rel, &name, &at_root)) < 0)
         return rc;
     if (drxfs_name_reserved(name, at_root))
@@ -318,6 +326,8 @@ struct drxfs_dirh {
     DIR *dp;      /* NULL for an array or view */
     bool at_root; /* listing the store root */
     bool nc;      /* the array or view has a data.nc */
+    bool zarr;    /* an array directory (not a view): it has zarr/ */
+    struct drxfs_zdir *z; /* listing in a zarr group */
 };
 
 int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
@@ -332,6 +342,17 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
         struct stat st;
         /* a view that does not resolve does not exist */
         rc = drxfs_array_getattr(n, &st);
+    } else if (n->kind == DRXFS_ZARR) {
+        struct drxfs_zdir *z = NULL;
+        if ((rc = drxfs_zarr_opendir(n, &z)) == 0 && !(dh = calloc(1, sizeof(*dh)))) {
+            drxfs_zarr_closedir(z);
+            rc = -ENOMEM;
+        }
+        if (rc == 0) {
+            dh->z = z;
+            fi->fh = (uint64_t)(uintptr_t)dh;
+        }
+        goto out;
     } else if (n->kind != DRXFS_DIR) {
         rc = -ENOTDIR;
     }
@@ -355,6 +376,7 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
         dh->at_root = strcmp(n->rel, ".") == 0;
     } else {
         dh->nc = drxfs_array_has_nc(n);
+        dh->zarr = n->spec.nwords == 0;
     }
     fi->fh = (uint64_t)(uintptr_t)dh;
 out:
@@ -387,29 +409,40 @@ static bool strip_suffix(const char *name, size_t len, const char *suffix, size_
     return true;
 }
 
+/* The files of an array or view; views themselves are not listed (there
+ * are infinitely many). */
+static int list_array(const struct drxfs_dirh *dh, void *buf, fuse_fill_dir_t fill)
+{
+    struct stat st = {0};
+
+    st.st_mode = S_IFREG;
+    fill(buf, "data", &st, 0, 0);
+    fill(buf, "data.npy", &st, 0, 0);
+    if (dh->nc)
+        fill(buf, "data.nc", &st, 0, 0);
+    fill(buf, "info", &st, 0, 0);
+    if (dh->zarr) {
+        st.st_mode = S_IFDIR;
+        fill(buf, "zarr", &st, 0, 0);
+    }
+    return 0;
+}
+
 int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
     struct drxfs_dirh *dh = (struct drxfs_dirh *)(uintptr_t)fi->fh;
     struct stat st = {0};
     (void)path;
-    (void)off;
     (void)flags;
 
+    if (dh->z)
+        return drxfs_zarr_readdir(dh->z, buf, fill, off);
     st.st_mode = S_IFDIR;
     fill(buf, ".", &st, 0, 0);
     fill(buf, "..", &st, 0, 0);
-    if (!dh->dp) {
-        /* The files of an array or view; views themselves are not listed
-         * (there are infinitely many). */
-        st.st_mode = S_IFREG;
-        fill(buf, "data", &st, 0, 0);
-        fill(buf, "data.npy", &st, 0, 0);
-        if (dh->nc)
-            fill(buf, "data.nc", &st, 0, 0);
-        fill(buf, "info", &st, 0, 0);
-        return 0;
-    }
+    if (!dh->dp)
+        return list_array(dh, buf, fill);
     int dfd = dirfd(dh->dp);
     rewinddir(dh->dp);
     for (;;) {
@@ -467,6 +500,7 @@ int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
     (void)path;
     if (dh->dp)
         closedir(dh->dp);
+    drxfs_zarr_closedir(dh->z);
     free(dh);
     return 0;
 }
