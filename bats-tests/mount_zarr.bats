@@ -372,3 +372,24 @@ PY
     unmount_store "$ro"
     assert_output "EROFS"
 }
+
+@test "stat of info and of the zarr metadata is exact after each attribute change and extension" {
+    "$DRX" create "$S/sz" --type u16 --shape 3x2 --chunk 2x2 --dims a,b
+    exact() {
+        local f
+        for f in "$M/sz/info" "$M/sz/a=1:/info" "$M/sz/zarr/.zmetadata" "$M/sz/zarr/sz/.zattrs" \
+            "$M/sz/zarr/sz/.zarray"; do
+            [ "$(stat -c %s "$f")" -eq "$(cat "$f" | wc -c)" ] || { echo "$f" >&2; return 1; }
+        done
+    }
+    exact
+    setfattr -n user.comment -v "$(printf 'a "long" one\nwith ünïcødé')" "$M/sz"
+    exact
+    "$DRX" attr set "$S/sz" valid_max 65535 --type u16
+    exact
+    "$DRX" extend "$S/sz" a 120
+    exact
+    setfattr -x user.comment "$M/sz"
+    exact
+    grep -q '"valid_max": 65535' "$M/sz/zarr/sz/.zattrs"
+}

@@ -668,15 +668,13 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
         break;
     }
     case DRXFS_AINFO: {
-        char *j = drx_array_info_json(drx_array_meta(e->a), &v);
-        if (!j) {
-            rc = -EIO;
+        size_t len;
+        /* cached per metadata generation: a repeated stat formats nothing */
+        if ((rc = drxfs_info_size(n, drx_array_meta(e->a), &v, &len)) < 0)
             goto out;
-        }
         st->st_mode = S_IFREG | (n->st.st_mode & 0444);
-        st->st_size = (off_t)strlen(j);
+        st->st_size = (off_t)len;
         st->st_blocks = (st->st_size + 511) / 512;
-        free(j);
         break;
     }
     default:

@@ -6,7 +6,8 @@
  *   drxfs_names.c   names (mkdir, rename, unlink, ...) and directory listings
  *   drxfs_array.c   arrays and views: the handle table, data/data.npy/info
  *   drxfs_striped.c striped files (NAME.nafs) and user.drx.stripe
- *   drxfs_zarr.c    the zarr/ group of an array directory
+ *   drxfs_zarr.c    the zarr/ group of an array directory (and _write.c)
+ *   drxfs_info.c    sizes of info files, cached per metadata generation
  *
  * Every store access is relative to the store's root descriptor, opened
  * before the mount (the mount point may shadow the store path).  libcore
@@ -235,6 +236,11 @@ int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const cha
 int drxfs_array_getxattr(const struct drxfs_node *n, const char *name, char *value, size_t size);
 int drxfs_array_listxattr(const struct drxfs_node *n, char *list, size_t size);
 int drxfs_array_removexattr(const struct drxfs_node *n, const char *name);
+
+/* drxfs_info.c: the length of the info JSON of view v of array node n
+ * (metadata m), formatted once per metadata generation. */
+int drxfs_info_size(const struct drxfs_node *n, const struct drx_array_meta *m,
+                    const struct drx_view *v, size_t *len);
 
 /* drxfs_zarr.c: the zarr/ group (README, "Zarr").  The hooks that take a
  * path return 1 when the path is not in a zarr group (the caller goes on). */
