@@ -450,9 +450,11 @@ static int fh_new(struct fuse_file_info *fi, struct drxfs_zfile *zf, char *text,
     fh->zf = zf;
     fh->text = text;
     fh->text_len = len;
-    /* metadata is made at open and temporaries live here: never cached;
-     * chunks go through the page cache (emptied at each open) */
-    fi->direct_io = zf->what != ZW_KEY || zf->t;
+    /* metadata is made at open and temporaries live here: never cached.
+     * Chunks too: a reader asks for the whole key at once, and 1 MiB
+     * requests straight from the .xta read 2.3x faster here than the page
+     * cache's 128 KiB ones (and the cache would be emptied at each open) */
+    fi->direct_io = 1;
     fi->keep_cache = 0;
     fi->fh = (uint64_t)(uintptr_t)fh;
     return 0;
