@@ -65,11 +65,14 @@ import xarray as xr
 mnt, local, runs, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 cold_ok = os.geteuid() == 0
 
-# the local baseline: the same chunks, uncompressed, written by xarray
+# the local baseline: the same chunks, uncompressed, the same fill (so that
+# xarray masks the same way), written by xarray
 src = xr.open_zarr(mnt + "/big/zarr")
-src.to_zarr(local, mode="w", encoding={"big": {"compressor": None, "chunks": (64, 64, 64)}})
+src.to_zarr(local, mode="w", encoding={"big": {"compressor": None, "chunks": (64, 64, 64),
+                                               "_FillValue": 0.0}})
 ref = xr.open_zarr(local).big
 assert ref.encoding["chunks"] == (64, 64, 64) and ref.encoding["compressor"] is None
+assert ref.encoding["_FillValue"] == 0.0
 
 
 def drop_caches():
