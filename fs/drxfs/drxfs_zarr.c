@@ -52,8 +52,7 @@ void zctx_close(struct zctx *zc)
 }
 
 /* Why coordinate cm does not qualify for dimension d of m, or NULL. */
-static const char *coord_why(const struct drx_array_meta *cm, const struct drx_array_meta *m,
-                             int d)
+static const char *coord_why(const struct drx_array_meta *cm, const struct drx_array_meta *m, int d)
 {
     if (cm->rank != 1)
         return "it is not 1-D";
@@ -77,8 +76,7 @@ static bool coord_node(const struct drxfs_node *n, const char *dn, struct drxfs_
     len = snprintf(cn->rel, sizeof cn->rel, "%.*s%s", dirlen, n->rel, dn);
     if (len < 0 || (size_t)len >= sizeof cn->rel || strcmp(cn->rel, n->rel) == 0 ||
         drxfs_rel_suffix(xmd, cn->rel, DRXFS_XMD) < 0 ||
-        fstatat(drxfs.root_fd, xmd, &cn->st, AT_SYMLINK_NOFOLLOW) < 0 ||
-        !S_ISREG(cn->st.st_mode))
+        fstatat(drxfs.root_fd, xmd, &cn->st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(cn->st.st_mode))
         return false;
     cn->kind = DRXFS_ARRAY;
     drx_view_spec_init(&cn->spec);
@@ -102,8 +100,8 @@ static void zctx_coord(struct zctx *zc, const struct drxfs_node *n, int d, bool 
         goto out;
     zsig_of(&zc->sig[zc->nsig], &cn->st);
     if (drxfs_arr_get(cn, &zc->arr[i]) < 0) {
-        drx_log(level, "%s: %s is not dimension %s's coordinate: it does not open", n->rel,
-                cn->rel, dn);
+        drx_log(level, "%s: %s is not dimension %s's coordinate: it does not open", n->rel, cn->rel,
+                dn);
         goto out;
     }
     zc->a[i] = drxfs_arr_rdlock(zc->arr[i]);
@@ -227,8 +225,7 @@ static struct zdocs *zdocs_build(const struct zctx *zc, const char *rel)
         ok = ok && z->name[i] && z->doc[i][0] && z->doc[i][1];
     }
     if (!ok) {
-        drx_log(DRX_LOG_WARNING, "%s: zarr metadata could not be made (a JSON value failed)",
-                rel);
+        drx_log(DRX_LOG_WARNING, "%s: zarr metadata could not be made (a JSON value failed)", rel);
         zdocs_free(z);
         return NULL;
     }
@@ -287,8 +284,8 @@ static const char *zdocs_pick(const struct zdocs *z, const char *var, const char
     return NULL;
 }
 
-int zdoc_get(const struct zctx *zc, const char *rel, const char *var, const char *file,
-             char **text, size_t *len)
+int zdoc_get(const struct zctx *zc, const char *rel, const char *var, const char *file, char **text,
+             size_t *len)
 {
     const struct zdocs *z;
     const char *src = NULL;
@@ -320,8 +317,7 @@ bool zarr_is_meta_name(const char *var, const char *file)
 
 /* The store-relative name of a zarr node, ARRAY/zarr/[VAR/]NAME: the key of
  * its temporary file, and what log lines say. */
-int zkey(const struct drxfs_node *n, const char *var, const char *name, char *out,
-                size_t len)
+int zkey(const struct drxfs_node *n, const char *var, const char *name, char *out, size_t len)
 {
     int w = snprintf(out, len, "%s/zarr/%s%s%s", n->rel, var, var[0] ? "/" : "", name);
     return (w < 0 || (size_t)w >= len) ? -ENAMETOOLONG : 0;
@@ -345,7 +341,6 @@ int drxfs_zarr_step(struct drxfs_node *n, const char *name)
     return 0;
 }
 
-
 /* What node n (not a temporary file) is in group zc.  -ENOENT when nothing. */
 int zclassify(const struct drxfs_node *n, const struct zctx *zc, struct zinfo *zi)
 {
@@ -368,7 +363,7 @@ int zclassify(const struct drxfs_node *n, const struct zctx *zc, struct zinfo *z
 }
 
 int zstat(const struct drxfs_node *n, const struct zctx *zc, const struct zinfo *zi,
-                 struct stat *st)
+          struct stat *st)
 {
     int i = zi->var >= 0 ? zi->var : 0;
     size_t len = 0;
@@ -425,7 +420,6 @@ int drxfs_zarr_getattr(const struct drxfs_node *n, struct stat *st)
 }
 
 /* ---- open files ---- */
-
 
 static void zfile_free(struct drxfs_zfile *zf)
 {
@@ -668,8 +662,8 @@ int drxfs_zarr_readdir(struct drxfs_zdir *zd, void *buf, fuse_fill_dir_t fill, o
             snprintf(name, sizeof name, "%s", zd->fixed[i - 2]);
             if (i >= 5 && !zd->nkeys && zd->m.rank == 0)
                 st.st_mode = S_IFDIR; /* a variable of the group */
-        } else if (drx_zarr_key_name(&zd->var, i - 2 - (uint64_t)zd->nfixed, name,
-                                     sizeof name) < 0) {
+        } else if (drx_zarr_key_name(&zd->var, i - 2 - (uint64_t)zd->nfixed, name, sizeof name) <
+                   0) {
             return -EIO;
         }
         if (fill(buf, name, &st, (off_t)(i + 1), 0))
@@ -682,4 +676,3 @@ void drxfs_zarr_closedir(struct drxfs_zdir *zd)
 {
     free(zd);
 }
-

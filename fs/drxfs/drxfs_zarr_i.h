@@ -37,7 +37,6 @@ struct zctx {
     int nsig;
 };
 
-
 enum zwhat { ZW_GROUP_DIR, ZW_VAR_DIR, ZW_META, ZW_KEY };
 struct ztemp;
 
@@ -48,11 +47,11 @@ struct zinfo {
 };
 
 struct drxfs_zfile {
-    enum zwhat what;      /* ZW_META or ZW_KEY; temp when t is set */
+    enum zwhat what; /* ZW_META or ZW_KEY; temp when t is set */
     struct ztemp *t;
     struct drxfs_arr *arr; /* ZW_KEY: the variable's array */
-    int fd;               /* its .xta */
-    uint64_t addr, bytes; /* the chunk's bytes in the .xta */
+    int fd;                /* its .xta */
+    uint64_t addr, bytes;  /* the chunk's bytes in the .xta */
     unsigned char fill[DRX_MAX_ELEM];
     size_t es;
     struct stat st; /* at open */
@@ -68,8 +67,8 @@ void zctx_close(struct zctx *zc);
 int zctx_find(const struct zctx *zc, const char *var);
 /* A metadata document of the group (cached per generation): a malloc'ed
  * copy in *text unless text is NULL, its length in *len; -ENOENT. */
-int zdoc_get(const struct zctx *zc, const char *rel, const char *var, const char *file,
-             char **text, size_t *len);
+int zdoc_get(const struct zctx *zc, const char *rel, const char *var, const char *file, char **text,
+             size_t *len);
 bool zarr_is_meta_name(const char *var, const char *file);
 /* What node n (not a temporary) is in zc; -ENOENT when nothing. */
 int zclassify(const struct drxfs_node *n, const struct zctx *zc, struct zinfo *zi);

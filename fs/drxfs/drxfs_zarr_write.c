@@ -305,8 +305,8 @@ static int temp_check(const struct drxfs_node *p, struct drxfs_node *n, const st
     return drxfs_arr_writable(zc->arr[vi]) ? 0 : -EACCES;
 }
 
-static int create_temp(const char *path, const struct drxfs_node *p, const char *name,
-                       mode_t mode, struct fuse_file_info *fi)
+static int create_temp(const char *path, const struct drxfs_node *p, const char *name, mode_t mode,
+                       struct fuse_file_info *fi)
 {
     char key[ZKEY_MAX];
     struct drxfs_node *n = NULL;
@@ -356,15 +356,14 @@ int drxfs_zarr_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 /* Stores buf (len bytes) as chunk key of variable vi of zc, or logs why
  * not.  0 or -errno: EINVAL for a wrong size, EPERM for a key outside the
  * grid, EACCES for an array that cannot be written. */
-static int store_chunk(const struct drxfs_node *dst, struct zctx *zc, int vi, void *buf,
-                       size_t len)
+static int store_chunk(const struct drxfs_node *dst, struct zctx *zc, int vi, void *buf, size_t len)
 {
     struct drx_err err = {{0}};
     int rc;
 
     if (!drxfs_arr_writable(zc->arr[vi])) {
-        drx_log(DRX_LOG_WARNING, "%s/zarr/%s/%s: the array is read-only here: not stored",
-                dst->rel, dst->zvar, dst->zname);
+        drx_log(DRX_LOG_WARNING, "%s/zarr/%s/%s: the array is read-only here: not stored", dst->rel,
+                dst->zvar, dst->zname);
         return -EACCES;
     }
     if ((rc = drx_array_check_links(zc->a[vi], &err)) < 0) {
@@ -486,8 +485,10 @@ static struct ztemp *rename_source(const char *from, const char *to, unsigned in
         src->zlevel == ZL_FILE && zkey(src, src->zvar, src->zname, key, sizeof key) == 0)
         t = ztemp_get(key);
     if (!t)
-        drx_log(DRX_LOG_INFO, "rename %s -> %s: in a zarr group only a temporary file is "
-                              "renamed, within its directory", from, to);
+        drx_log(DRX_LOG_INFO,
+                "rename %s -> %s: in a zarr group only a temporary file is "
+                "renamed, within its directory",
+                from, to);
     return t;
 }
 
@@ -519,8 +520,10 @@ int drxfs_zarr_rename(const char *from, const char *to, unsigned int flags)
     if (!src->zvar[0])
         as_group_file(dst);
     if (!same_dir(src, dst)) {
-        drx_log(DRX_LOG_INFO, "rename %s -> %s: a temporary zarr file moves only within its "
-                              "directory", from, to);
+        drx_log(DRX_LOG_INFO,
+                "rename %s -> %s: a temporary zarr file moves only within its "
+                "directory",
+                from, to);
         rc = -EPERM;
         goto out;
     }
@@ -570,4 +573,3 @@ int drxfs_zarr_unlink(const struct drxfs_node *n)
     zctx_close(&zc);
     return rc;
 }
-

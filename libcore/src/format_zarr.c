@@ -18,11 +18,10 @@ static json_t *fill_json(const struct drx_array_meta *m)
     if (drx_type_is_complex(m->type)) {
         enum drx_type part = m->type == DRX_C64 ? DRX_F32 : DRX_F64;
         json_t *pair = json_array();
-        if (pair &&
-            (json_array_append_new(pair, drx_json_value(part, m->fill, DRX_JSON_NONFINITE_ZARR)) <
-                 0 ||
-             json_array_append_new(pair, drx_json_value(part, m->fill + drx_type_size(part),
-                                                        DRX_JSON_NONFINITE_ZARR)) < 0)) {
+        if (pair && (json_array_append_new(
+                         pair, drx_json_value(part, m->fill, DRX_JSON_NONFINITE_ZARR)) < 0 ||
+                     json_array_append_new(pair, drx_json_value(part, m->fill + drx_type_size(part),
+                                                                DRX_JSON_NONFINITE_ZARR)) < 0)) {
             json_decref(pair);
             return NULL;
         }
@@ -67,8 +66,8 @@ static json_t *attr_value(const struct drx_attr *a)
         return drx_json_value(a->type, a->value, DRX_JSON_NONFINITE_BARE);
     list = json_array();
     for (size_t k = 0; list && k < a->n; k++) {
-        json_t *x = drx_json_value(a->type, (const char *)a->value + k * size,
-                                   DRX_JSON_NONFINITE_BARE);
+        json_t *x =
+            drx_json_value(a->type, (const char *)a->value + k * size, DRX_JSON_NONFINITE_BARE);
         if (!x || json_array_append_new(list, x) < 0) {
             json_decref(list);
             list = NULL;
@@ -286,8 +285,8 @@ int drx_zarr_chunk_store(struct drx_array *a, const struct drx_zarr_var *v, cons
         return drx_err_set(err, ENOENT, "%s/%s: not a chunk key of the grid", v->name, key);
     if (len != m->chunk_bytes)
         return drx_err_set(err, EINVAL,
-                           "%s/%s: a chunk is %" PRIu64 " bytes, not %zu: nothing stored",
-                           v->name, key, m->chunk_bytes, len);
+                           "%s/%s: a chunk is %" PRIu64 " bytes, not %zu: nothing stored", v->name,
+                           key, m->chunk_bytes, len);
     q = drx_map_address(&m->map, idx);
     if (q >= m->map.nchunks)
         return drx_err_set(err, ENOENT, "%s/%s: chunk not allocated", v->name, key);

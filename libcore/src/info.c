@@ -15,8 +15,8 @@ static json_t *attr_numbers(const struct drx_attr *a)
     size_t size = drx_type_size(a->type);
 
     for (size_t k = 0; list && k < a->n; k++) {
-        json_t *v = drx_json_value(a->type, (const char *)a->value + k * size,
-                                   DRX_JSON_NONFINITE_STRING);
+        json_t *v =
+            drx_json_value(a->type, (const char *)a->value + k * size, DRX_JSON_NONFINITE_STRING);
         if (!v || json_array_append_new(list, v) < 0) {
             json_decref(list);
             list = NULL;

@@ -4,10 +4,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -15,7 +15,9 @@
  * random nonce of this process, so in the dump the token's string reads
  * "\u0001\u0002drx\u0003NONCE:TOKEN", which no string of a user (who
  * cannot know the nonce) can imitate. */
-#define RAW_MARK "\x01\x02" "drx\x03"
+#define RAW_MARK                                                                                   \
+    "\x01\x02"                                                                                     \
+    "drx\x03"
 #define RAW_DUMPED "\"\\u0001\\u0002drx\\u0003"
 
 static pthread_once_t nonce_once = PTHREAD_ONCE_INIT;
@@ -34,8 +36,9 @@ json_t *drx_json_raw(const char *token)
     char s[100];
     size_t n = strlen(token);
 
-    if (n == 0 || n > 63 || strspn(token, "0123456789abcdefghijklmnopqrstuvwxyz"
-                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ.+-") != n)
+    if (n == 0 || n > 63 ||
+        strspn(token, "0123456789abcdefghijklmnopqrstuvwxyz"
+                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ.+-") != n)
         return NULL;
     pthread_once(&nonce_once, nonce_init);
     snprintf(s, sizeof s, "%s%s%s", RAW_MARK, nonce, token);
