@@ -308,6 +308,11 @@ bool drxfs_arr_writable(const struct drxfs_arr *e)
     return !e->rdonly && !e->shared && !drxfs.ro;
 }
 
+const char *drxfs_arr_key(const struct drxfs_arr *e)
+{
+    return e->key;
+}
+
 void drxfs_arr_forget(const char *rel)
 {
     size_t len = rel ? strlen(rel) : 0;

@@ -208,6 +208,8 @@ void drxfs_arr_put(struct drxfs_arr *e);
 struct drx_array *drxfs_arr_rdlock(struct drxfs_arr *e);
 void drxfs_arr_unlock(struct drxfs_arr *e);
 bool drxfs_arr_writable(const struct drxfs_arr *e);
+/* Its store-relative name (no suffix). */
+const char *drxfs_arr_key(const struct drxfs_arr *e);
 /* Forgets cached handles (after rename or removal in the store): open files
  * keep theirs, new lookups reopen.  rel NULL: all. */
 void drxfs_arr_forget(const char *rel);

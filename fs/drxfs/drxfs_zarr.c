@@ -43,6 +43,8 @@ static void zsig_of(struct zsig *s, const struct stat *st)
 
 void zctx_close(struct zctx *zc)
 {
+    for (int d = 0; d < DRX_MAX_RANK; d++)
+        drxfs_arr_put(zc->cand[d]);
     for (int i = 0; i < zc->nvars; i++) {
         if (zc->locked[i])
             drxfs_arr_unlock(zc->arr[i]);
@@ -83,35 +85,52 @@ static bool coord_node(const struct drxfs_node *n, const char *dn, struct drxfs_
     return true;
 }
 
-/* Coordinate candidate for dimension d of the array zc->var[0]: the 1-D
- * array named like the dimension in the same store directory, at least as
- * long.  Added to zc when it qualifies; a candidate left out is logged (at
- * info when opening a file, else at debug: stat comes often).  Its .xmd's
- * stat goes into the group's signature either way. */
-static void zctx_coord(struct zctx *zc, const struct drxfs_node *n, int d, bool opening)
+/* The handle of the candidate for named dimension d, taken while no lock
+ * is held: drxfs_arr_get may take a handle's write lock to reload it, and
+ * doing so while holding another's read lock could deadlock with a thread
+ * doing the same the other way round.  Its .xmd's stat goes into the
+ * group's signature whether it qualifies or not. */
+static void zctx_candidate(struct zctx *zc, const struct drxfs_node *n, int d)
 {
-    const struct drx_array_meta *m = zc->var[0].meta, *cm;
-    const char *dn = m->dim_name[d], *why;
-    int level = opening ? DRX_LOG_INFO : DRX_LOG_DEBUG, i = zc->nvars;
     struct drxfs_node *cn = malloc(sizeof *cn);
 
     zsig_of(&zc->sig[zc->nsig], NULL);
-    if (!cn || !coord_node(n, dn, cn) || zctx_find(zc, dn) > 0)
-        goto out;
-    zsig_of(&zc->sig[zc->nsig], &cn->st);
-    if (drxfs_arr_get(cn, &zc->arr[i]) < 0) {
-        drx_log(level, "%s: %s is not dimension %s's coordinate: it does not open", n->rel, cn->rel,
-                dn);
-        goto out;
+    if (cn && coord_node(n, zc->dim[d], cn)) {
+        zsig_of(&zc->sig[zc->nsig], &cn->st);
+        if (drxfs_arr_get(cn, &zc->cand[d]) < 0)
+            drx_log(DRX_LOG_DEBUG, "%s: %s does not open", n->rel, cn->rel);
+    }
+    zc->nsig++;
+    free(cn);
+}
+
+/* Candidate d (its handle taken) becomes a variable of zc when it is a 1-D
+ * array at least as long as the dimension; one left out is logged (at info
+ * when opening a file, else at debug: stat comes often).  zc->var[0]'s
+ * lock is held. */
+static void zctx_coord(struct zctx *zc, const struct drxfs_node *n, int d, bool opening)
+{
+    const struct drx_array_meta *m = zc->var[0].meta, *cm;
+    const char *dn = zc->dim[d], *why;
+    int i = zc->nvars;
+
+    zc->arr[i] = zc->cand[d];
+    zc->cand[d] = NULL;
+    if (zctx_find(zc, dn) > 0) {
+        drxfs_arr_put(zc->arr[i]);
+        zc->arr[i] = NULL;
+        return;
     }
     zc->a[i] = drxfs_arr_rdlock(zc->arr[i]);
     cm = drx_array_meta(zc->a[i]);
     if ((why = coord_why(cm, m, d))) {
-        drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, cn->rel, dn, why);
+        drx_log(opening ? DRX_LOG_INFO : DRX_LOG_DEBUG,
+                "%s: %s is not dimension %s's coordinate: %s", n->rel, drxfs_arr_key(zc->arr[i]),
+                dn, why);
         drxfs_arr_unlock(zc->arr[i]);
         drxfs_arr_put(zc->arr[i]);
         zc->arr[i] = NULL;
-        goto out;
+        return;
     }
     zc->locked[i] = true;
     zc->nvars++;
@@ -119,9 +138,24 @@ static void zctx_coord(struct zctx *zc, const struct drxfs_node *n, int d, bool 
     zc->var[i] = (struct drx_zarr_var){.name = zc->name[i], .meta = cm};
     zc->var[i].shape[0] = m->bounds[d];
     zc->var[i].dims[0] = zc->dim[d];
-out:
-    zc->nsig++;
-    free(cn);
+}
+
+/* Dimension names of the array of zc->arr[0] into zc->dim (dimK when
+ * unnamed), named[d] for the named ones; its rank. */
+static int zctx_dims(struct zctx *zc, bool *named)
+{
+    const struct drx_array_meta *m = drx_array_meta(drxfs_arr_rdlock(zc->arr[0]));
+    int rank = m->rank;
+
+    for (int d = 0; d < rank; d++) {
+        named[d] = m->dim_name[d][0] != '\0';
+        if (named[d])
+            snprintf(zc->dim[d], sizeof zc->dim[d], "%s", m->dim_name[d]);
+        else
+            snprintf(zc->dim[d], sizeof zc->dim[d], "dim%d", d);
+    }
+    drxfs_arr_unlock(zc->arr[0]);
+    return rank;
 }
 
 /* The group of array node n: its handle and its coordinates' handles, each
@@ -130,29 +164,31 @@ int zctx_open(struct zctx *zc, const struct drxfs_node *n, bool opening)
 {
     const struct drx_array_meta *m;
     const char *base = strrchr(n->rel, '/');
-    int rc;
+    bool named[DRX_MAX_RANK];
+    int rc, rank;
 
     memset(zc, 0, sizeof *zc);
     if ((rc = drxfs_arr_get(n, &zc->arr[0])) < 0)
         return rc;
+    zc->nvars = 1;
+    rank = zctx_dims(zc, named);
+    zsig_of(&zc->sig[0], &n->st);
+    zc->nsig = 1;
+    for (int d = 0; d < rank; d++)
+        if (named[d])
+            zctx_candidate(zc, n, d);
+    /* names and rank never change; the rest is read under the lock */
     zc->a[0] = drxfs_arr_rdlock(zc->arr[0]);
     m = drx_array_meta(zc->a[0]);
     zc->locked[0] = true;
-    zc->nvars = 1;
     snprintf(zc->name[0], sizeof zc->name[0], "%.255s", base ? base + 1 : n->rel);
     zc->var[0] = (struct drx_zarr_var){.name = zc->name[0], .meta = m};
-    for (int d = 0; d < m->rank; d++) {
+    for (int d = 0; d < rank; d++) {
         zc->var[0].shape[d] = m->bounds[d];
-        if (m->dim_name[d][0])
-            snprintf(zc->dim[d], sizeof zc->dim[d], "%s", m->dim_name[d]);
-        else
-            snprintf(zc->dim[d], sizeof zc->dim[d], "dim%d", d);
         zc->var[0].dims[d] = zc->dim[d];
     }
-    zsig_of(&zc->sig[0], &n->st);
-    zc->nsig = 1;
-    for (int d = 0; d < m->rank; d++)
-        if (m->dim_name[d][0])
+    for (int d = 0; d < rank; d++)
+        if (zc->cand[d])
             zctx_coord(zc, n, d, opening);
     return 0;
 }

@@ -28,6 +28,7 @@ struct zsig {
 struct zctx {
     int nvars;
     struct drxfs_arr *arr[ZMAX];
+    struct drxfs_arr *cand[DRX_MAX_RANK]; /* coordinate candidates, not yet locked */
     struct drx_array *a[ZMAX];
     bool locked[ZMAX];
     struct drx_zarr_var var[ZMAX];
