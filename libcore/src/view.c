@@ -1,7 +1,7 @@
-/* Views: parsing KEY=VALUE words, resolving them against an array's bounds,
- * and copying between a view and a caller's buffer chunk by chunk.
+/* Views, the copy engine: copying between a view and a caller's buffer
+ * chunk by chunk.  Parsing and resolving view words is in view_spec.c.
  *
- * The copy engine works on a range of view elements [L0, L0+n) in the
+ * The engine works on a range of view elements [L0, L0+n) in the
  * view's linear order.  Such a range is a union of at most 2k "boxes"
  * (hyper-rectangles in view coordinates, each itself a contiguous run of
  * the linear order).  The engine visits every chunk that meets the boxes'
@@ -12,359 +12,12 @@
 
 #include "array_i.h"
 #include "drx/plan.h"
-#include "drx/store.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-void drx_view_spec_init(struct drx_view_spec *s)
-{
-    s->nwords = 0;
-}
-
-/* Strict signed integer: optional '-', digits, nothing else. */
-static bool parse_i64(const char *p, const char *end, int64_t *out)
-{
-    bool neg = false;
-    uint64_t v = 0;
-
-    if (p < end && (*p == '-' || *p == '+'))
-        neg = *p++ == '-';
-    if (p == end)
-        return false;
-    for (; p < end; p++) {
-        if (!isdigit((unsigned char)*p) || v > (uint64_t)INT64_MAX / 10)
-            return false;
-        v = v * 10 + (uint64_t)(*p - '0');
-        if (v > (uint64_t)INT64_MAX)
-            return false;
-    }
-    *out = neg ? -(int64_t)v : (int64_t)v;
-    return true;
-}
-
-static int parse_slice(struct drx_view_word *w, const char *val, const char *word,
-                       struct drx_err *err)
-{
-    const char *c1 = strchr(val, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-    const char *end = val + strlen(val);
-
-    w->step = 1;
-    if (!c1) {
-        w->single = true;
-        w->has_start = w->has_stop = true;
-        if (!parse_i64(val, end, &w->start))
-            return drx_err_set(err, EINVAL, "'%.200s': '%.100s' is not an index or a slice", word,
-                               val);
-        return 0;
-    }
-    if (c2 && strchr(c2 + 1, ':'))
-        return drx_err_set(err, EINVAL, "'%.200s': a slice is START:STOP[:STEP]", word);
-    w->has_start = c1 > val;
-    if (w->has_start && !parse_i64(val, c1, &w->start))
-        return drx_err_set(err, EINVAL, "'%.200s': bad slice start", word);
-    {
-        const char *stop_end = c2 ? c2 : end;
-        w->has_stop = stop_end > c1 + 1;
-        if (w->has_stop && !parse_i64(c1 + 1, stop_end, &w->stop))
-            return drx_err_set(err, EINVAL, "'%.200s': bad slice stop", word);
-    }
-    if (c2 && c2 + 1 < end) {
-        if (!parse_i64(c2 + 1, end, &w->step))
-            return drx_err_set(err, EINVAL, "'%.200s': bad slice step", word);
-        if (w->step <= 0)
-            return drx_err_set(err, EINVAL, "'%.200s': the step must be positive", word);
-    }
-    return 0;
-}
-
-int drx_view_spec_add(struct drx_view_spec *s, const char *word, struct drx_err *err)
-{
-    const char *eq = strchr(word, '=');
-    struct drx_view_word w;
-    size_t klen;
-    const char *val;
-
-    if (s->nwords >= DRX_VIEW_MAX_WORDS)
-        return drx_err_set(err, E2BIG, "more than %d view words", DRX_VIEW_MAX_WORDS);
-    if (!eq)
-        return drx_err_set(err, EINVAL, "'%.200s' is not a KEY=VALUE view word", word);
-    memset(&w, 0, sizeof w);
-    klen = (size_t)(eq - word);
-    val = eq + 1;
-    w.dim = -1;
-    if (klen == 5 && strncmp(word, "order", 5) == 0) {
-        w.kind = DRX_WORD_ORDER;
-        if (strcmp(val, "C") == 0 || strcmp(val, "c") == 0)
-            w.value = DRX_ORDER_C;
-        else if (strcmp(val, "F") == 0 || strcmp(val, "f") == 0)
-            w.value = DRX_ORDER_F;
-        else
-            return drx_err_set(err, EINVAL, "'%.200s': order is C or F", word);
-    } else if (klen == 3 && strncmp(word, "rep", 3) == 0) {
-        w.kind = DRX_WORD_REP;
-        if (strcmp(val, "native") == 0)
-            w.value = DRX_REP_NATIVE;
-        else if (strcmp(val, "external32") == 0)
-            w.value = DRX_REP_EXTERNAL32;
-        else
-            return drx_err_set(err, EINVAL, "'%.200s': rep is native or external32", word);
-    } else {
-        int rc;
-        w.kind = DRX_WORD_SLICE;
-        if (klen > 3 && strncmp(word, "dim", 3) == 0 && isdigit((unsigned char)word[3])) {
-            int64_t d;
-            if (!parse_i64(word + 3, eq, &d) || d >= DRX_MAX_RANK || (word[3] == '0' && klen > 4))
-                return drx_err_set(err, EINVAL, "'%.200s': no such dimension", word);
-            w.dim = (int)d;
-        } else if (klen == 0 || klen > DRX_MAX_DIM_NAME) {
-            return drx_err_set(err, EINVAL, "'%.200s': bad key", word);
-        } else {
-            memcpy(w.name, word, klen);
-            w.name[klen] = '\0';
-            if (!drx_array_dim_name_valid(w.name))
-                return drx_err_set(err, EINVAL, "'%.200s': unknown key '%s'", word, w.name);
-        }
-        rc = parse_slice(&w, val, word, err);
-        if (rc)
-            return rc;
-    }
-    s->word[s->nwords++] = w;
-    return 0;
-}
-
-/* Why path names no array: the first component that is missing, or what
- * the path is instead. */
-static int no_array(const char *path, struct drx_err *err)
-{
-    char buf[PATH_MAX];
-    struct stat st;
-
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = '\0';
-        if (lstat(buf, &st) < 0 && drx_store_classify(buf) == DRX_STORE_NONE) {
-            char *slash = strrchr(buf, '/');
-            const char *missing = slash + 1, *parent = slash == buf ? "/" : buf;
-            if (c == '\0')
-                return drx_err_set(err, ENOENT, "%.400s: no such array", path);
-            *slash = '\0';
-            return drx_err_set(err, ENOENT,
-                               "%.400s: no such array ('%.100s' does not exist in %.200s)", path,
-                               missing, parent);
-        }
-        if (c == '\0')
-            break;
-        *p = c;
-    }
-    switch (drx_store_classify(path)) {
-    case DRX_STORE_STRIPED:
-        return drx_err_set(err, ENOENT, "%.400s: not an array (a striped file)", path);
-    case DRX_STORE_DIRECTORY:
-        return drx_err_set(err, ENOENT, "%.400s: not an array (a directory)", path);
-    default:
-        return drx_err_set(err, ENOENT, "%.400s: not an array", path);
-    }
-}
-
-static bool view_file_name(const char *name)
-{
-    return strcmp(name, "data") == 0 || strcmp(name, "data.npy") == 0 ||
-           strcmp(name, "data.nc") == 0 || strcmp(name, "info") == 0;
-}
-
-int drx_view_path_split(const char *path, char *array, size_t len, struct drx_view_spec *s,
-                        struct drx_err *err)
-{
-    size_t n = strlen(path);
-    const char *words = NULL;
-
-    if (n >= len || n >= PATH_MAX)
-        return drx_err_set(err, ENAMETOOLONG, "%.400s: path too long", path);
-    memcpy(array, path, n + 1);
-    if (n > 4 && (strcmp(path + n - 4, ".xmd") == 0 || strcmp(path + n - 4, ".xta") == 0)) {
-        array[n - 4] = '\0';
-        if (drx_store_classify(array) == DRX_STORE_ARRAY)
-            return 0;
-        memcpy(array, path, n + 1);
-    }
-    /* Shortest prefix first: below an array every name is a view word,
-     * whatever else the store holds (as at the mount point). */
-    for (size_t i = 1; i <= n; i++) {
-        if (path[i] != '/' && path[i] != '\0')
-            continue;
-        array[i] = '\0';
-        if (drx_store_classify(array) == DRX_STORE_ARRAY) {
-            words = path + i;
-            break;
-        }
-        array[i] = path[i];
-    }
-    if (!words)
-        return no_array(path, err);
-    while (*words) {
-        char word[NAME_MAX + 1];
-        size_t wl;
-        int rc;
-
-        while (*words == '/')
-            words++;
-        wl = strcspn(words, "/");
-        if (wl == 0)
-            break;
-        if (wl > NAME_MAX)
-            return drx_err_set(err, ENAMETOOLONG, "'%.100s...': name too long", words);
-        memcpy(word, words, wl);
-        word[wl] = '\0';
-        words += wl;
-        if (view_file_name(word)) {
-            if (words[strspn(words, "/")] != '\0')
-                return drx_err_set(err, ENOTDIR, "%s: a file of the view, not a directory", word);
-            break;
-        }
-        if ((rc = drx_view_spec_add(s, word, err)) < 0)
-            return rc;
-    }
-    return 0;
-}
-
-void drx_view_whole(const struct drx_array_meta *m, struct drx_view *v)
-{
-    memset(v, 0, sizeof *v);
-    v->rank = m->rank;
-    v->type = m->type;
-    v->order = DRX_ORDER_C;
-    v->rep = DRX_REP_NATIVE;
-    v->elem_size = m->elem_size;
-    v->nelem = 1;
-    for (int d = 0; d < m->rank; d++) {
-        v->step[d] = 1;
-        v->count[d] = m->bounds[d];
-        v->nelem *= m->bounds[d];
-    }
-}
-
-/* Python's slice.indices() for a positive step over n elements. */
-static int64_t clamp_index(int64_t i, int64_t n)
-{
-    if (i < 0) {
-        i += n;
-        return i < 0 ? 0 : i;
-    }
-    return i > n ? n : i;
-}
-
-/* The word as the user wrote it, near enough to point at it in a message
- * (parsing dropped the text: "+5" comes back as "5"). */
-static void word_format(const struct drx_view_word *w, char *buf, size_t len)
-{
-    int n = w->dim >= 0 ? snprintf(buf, len, "dim%d=", w->dim) : snprintf(buf, len, "%s=", w->name);
-    size_t used = n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
-
-    if (w->single) {
-        snprintf(buf + used, len - used, "%" PRId64, w->start);
-        return;
-    }
-    if (w->has_start)
-        used += (size_t)snprintf(buf + used, len - used, "%" PRId64, w->start);
-    if (used < len)
-        used += (size_t)snprintf(buf + used, len - used, ":");
-    if (w->has_stop && used < len)
-        used += (size_t)snprintf(buf + used, len - used, "%" PRId64, w->stop);
-    if (w->step != 1 && used < len)
-        snprintf(buf + used, len - used, ":%" PRId64, w->step);
-}
-
-/* Why a dimension word does not resolve, naming the word, the dimension
- * and what would have been right. */
-static int word_error(const struct drx_view_word *w, const struct drx_array_meta *m, int d,
-                      int64_t n, struct drx_err *err)
-{
-    char word[DRX_MAX_DIM_NAME + 80];
-
-    word_format(w, word, sizeof word);
-    if (d < 0) {
-        char names[DRX_MAX_RANK * (DRX_MAX_DIM_NAME + 2) + 1] = "";
-        size_t used = 0;
-        for (int i = 0; i < m->rank && used < sizeof names; i++)
-            if (m->dim_name[i][0])
-                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                         used ? ", " : "", m->dim_name[i]);
-        if (!used)
-            return drx_err_set(err, ENOENT,
-                               "%s: no dimension named '%s' (the dimensions have "
-                               "no names: use dim0..dim%d)",
-                               word, w->name, m->rank - 1);
-        return drx_err_set(err, ENOENT, "%s: no dimension named '%s' (names: %.300s)", word,
-                           w->name, names);
-    }
-    if (d >= m->rank)
-        return drx_err_set(err, ENOENT, "%s: no dimension %d (rank %d: dim0..dim%d)", word, d,
-                           m->rank, m->rank - 1);
-    if (n == 0)
-        return drx_err_set(err, ENOENT, "%s: index %" PRId64 " of an empty dimension %d", word,
-                           w->start, d);
-    if (w->start < 0)
-        return drx_err_set(err, ENOENT, "%s: index %" PRId64 " outside -%" PRId64 "..-1", word,
-                           w->start, n);
-    return drx_err_set(err, ENOENT, "%s: index %" PRId64 " outside 0..%" PRId64, word, w->start,
-                       n - 1);
-}
-
-int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta *m,
-                     struct drx_view *v, struct drx_err *err)
-{
-    drx_view_whole(m, v);
-    for (int i = 0; i < s->nwords; i++) {
-        const struct drx_view_word *w = &s->word[i];
-        int64_t n, start, stop;
-        uint64_t cnt;
-        int d;
-
-        if (w->kind == DRX_WORD_ORDER) {
-            v->order = (enum drx_order)w->value;
-            continue;
-        }
-        if (w->kind == DRX_WORD_REP) {
-            v->rep = (enum drx_rep)w->value;
-            continue;
-        }
-        d = w->dim >= 0 ? w->dim : drx_array_dim_lookup(m, w->name);
-        if (d < 0 || d >= m->rank)
-            return word_error(w, m, d, 0, err);
-        n = (int64_t)v->count[d];
-        if (w->single) {
-            start = w->start < 0 ? w->start + n : w->start;
-            if (start < 0 || start >= n)
-                return word_error(w, m, d, n, err);
-            cnt = 1;
-        } else {
-            start = w->has_start ? clamp_index(w->start, n) : 0;
-            stop = w->has_stop ? clamp_index(w->stop, n) : n;
-            cnt = stop > start ? (uint64_t)((stop - start - 1) / w->step + 1) : 0;
-        }
-        v->origin[d] += (uint64_t)start * v->step[d];
-        /* A step only matters when two or more elements remain; nested steps
-         * cannot overflow then because the elements lie inside the bounds. */
-        v->step[d] = cnt > 1 ? v->step[d] * (uint64_t)w->step : 1;
-        v->count[d] = cnt;
-    }
-    v->nelem = 1;
-    for (int d = 0; d < v->rank; d++)
-        v->nelem *= v->count[d];
-    return 0;
-}
-
-/* ---- the copy engine ---- */
 
 struct box {
     uint64_t lo[DRX_MAX_RANK], hi[DRX_MAX_RANK]; /* view coordinates, by dimension */
@@ -619,83 +272,115 @@ static int row_io(struct engine *e, uint64_t c0, unsigned char *u, uint64_t run,
     return 0;
 }
 
-/* Handles one chunk: every box's part in it, with one read (and one write)
- * of the chunk span they need. */
-static int do_chunk(struct engine *e, const uint64_t *K)
-{
+/* The parts of one chunk that the boxes need: per box, its element range
+ * in the chunk (or none), and the span of the chunk they cover together. */
+struct parts {
     uint64_t lo[2 * DRX_MAX_RANK][DRX_MAX_RANK], hi[2 * DRX_MAX_RANK][DRX_MAX_RANK];
     bool any[2 * DRX_MAX_RANK];
-    uint64_t span0 = UINT64_MAX, span1 = 0, elems = 0, q, off, len;
-    const size_t es = e->v->elem_size;
-    struct drx_chunk_ref ref;
+    uint64_t span0, span1; /* chunk element offsets, [span0, span1) */
+    uint64_t elems;        /* elements the parts hold */
+};
+
+/* Box j's part of chunk K; false when the box misses the chunk. */
+static bool box_part(const struct engine *e, int j, const uint64_t *K, struct parts *p)
+{
+    uint64_t n = 1, last[DRX_MAX_RANK], o0, o1;
+
+    for (int d = 0; d < e->rank; d++) {
+        chunk_range(e, d, K[d], e->box[j].lo[d], e->box[j].hi[d], &p->lo[j][d], &p->hi[j][d]);
+        if (p->lo[j][d] >= p->hi[j][d])
+            return false;
+        last[d] = p->hi[j][d] - 1;
+        n *= p->hi[j][d] - p->lo[j][d];
+    }
+    p->elems += n;
+    o0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, p->lo[j]);
+    o1 = drx_plan_chunk_offset(e->m->chunk, e->v, K, last) + 1;
+    if (o0 < p->span0)
+        p->span0 = o0;
+    if (o1 > p->span1)
+        p->span1 = o1;
+    return true;
+}
+
+static void chunk_parts(const struct engine *e, const uint64_t *K, struct parts *p)
+{
+    p->span0 = UINT64_MAX;
+    p->span1 = 0;
+    p->elems = 0;
+    for (int j = 0; j < e->nbox; j++)
+        p->any[j] = box_part(e, j, K, p);
+}
+
+/* Runs fn over the rows of every part. */
+static int walk_parts(struct engine *e, const uint64_t *K, struct parts *p, row_fn fn, void *ctx)
+{
     int rc = 0;
 
-    for (int j = 0; j < e->nbox; j++) {
-        uint64_t n = 1, last[DRX_MAX_RANK], o0, o1;
-        any[j] = true;
-        for (int d = 0; d < e->rank && any[j]; d++) {
-            chunk_range(e, d, K[d], e->box[j].lo[d], e->box[j].hi[d], &lo[j][d], &hi[j][d]);
-            if (lo[j][d] >= hi[j][d])
-                any[j] = false;
-            else {
-                last[d] = hi[j][d] - 1;
-                n *= hi[j][d] - lo[j][d];
-            }
-        }
-        if (!any[j])
-            continue;
-        elems += n;
-        o0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, lo[j]);
-        o1 = drx_plan_chunk_offset(e->m->chunk, e->v, K, last) + 1;
-        if (o0 < span0)
-            span0 = o0;
-        if (o1 > span1)
-            span1 = o1;
-    }
-    if (span0 >= span1)
-        return 0;
+    for (int j = 0; j < e->nbox && rc == 0; j++)
+        if (p->any[j])
+            rc = walk_rows(e, &e->box[j], K, p->lo[j], p->hi[j], fn, ctx);
+    return rc;
+}
 
-    q = drx_map_address(&e->m->map, K);
-    off = span0 * es;
-    len = (span1 - span0) * es;
-    if (len > DRX_SPAN_MAX) {
-        /* A giant chunk met sparsely: row by row, never the whole span. */
-        for (int j = 0; j < e->nbox && rc == 0; j++)
-            if (any[j])
-                rc = walk_rows(e, &e->box[j], K, lo[j], hi[j], row_io, &q);
+/* Reading: one span of the chunk, from the cache when there is one. */
+static int chunk_in(struct engine *e, const uint64_t *K, struct parts *p, uint64_t q, uint64_t off,
+                    uint64_t len)
+{
+    struct drx_chunk_ref ref;
+    int rc;
+
+    if (!drx_array_has_cache(e->a) && (rc = scratch_ensure(e, (size_t)len)))
         return rc;
-    }
-    if (!drx_array_has_cache(e->a) || e->writing) {
-        if ((rc = scratch_ensure(e, (size_t)len)))
-            return rc;
-    }
-    if (!e->writing) {
-        rc = drx_array_chunk_get(e->a, q, off, len, e->scratch, &ref);
-        if (rc)
-            return rc;
-        struct in_span sp = {(unsigned char *)ref.data, span0};
-        for (int j = 0; j < e->nbox; j++)
-            if (any[j])
-                walk_rows(e, &e->box[j], K, lo[j], hi[j], row_mem, &sp);
-        drx_array_chunk_put(e->a, &ref);
-        return 0;
-    }
-    /* Writing: under the span lock, merge with the stored bytes (read from
-     * the file, not the cache) unless the parts cover the span. */
-    rc = drx_array_span_lock(e->a, q, off, len);
+    rc = drx_array_chunk_get(e->a, q, off, len, e->scratch, &ref);
     if (rc)
         return rc;
-    if (elems != span1 - span0)
+    struct in_span sp = {(unsigned char *)ref.data, p->span0};
+    walk_parts(e, K, p, row_mem, &sp);
+    drx_array_chunk_put(e->a, &ref);
+    return 0;
+}
+
+/* Writing: under the span lock, merge with the stored bytes (read from the
+ * file, not the cache) unless the parts cover the span. */
+static int chunk_out(struct engine *e, const uint64_t *K, struct parts *p, uint64_t q, uint64_t off,
+                     uint64_t len)
+{
+    int rc;
+
+    if ((rc = scratch_ensure(e, (size_t)len)))
+        return rc;
+    if ((rc = drx_array_span_lock(e->a, q, off, len)))
+        return rc;
+    if (p->elems != p->span1 - p->span0)
         rc = drx_array_chunk_read(e->a, q, off, len, e->scratch);
     if (rc == 0) {
-        struct in_span sp = {e->scratch, span0};
-        for (int j = 0; j < e->nbox; j++)
-            if (any[j])
-                walk_rows(e, &e->box[j], K, lo[j], hi[j], row_mem, &sp);
+        struct in_span sp = {e->scratch, p->span0};
+        walk_parts(e, K, p, row_mem, &sp);
         rc = drx_array_chunk_write(e->a, q, off, len, e->scratch);
     }
     drx_array_span_unlock(e->a, q, off, len);
     return rc;
+}
+
+/* Handles one chunk: every box's part in it, with one read (and one write)
+ * of the chunk span they need. */
+static int do_chunk(struct engine *e, const uint64_t *K)
+{
+    struct parts p;
+    const size_t es = e->v->elem_size;
+    uint64_t q, off, len;
+
+    chunk_parts(e, K, &p);
+    if (p.span0 >= p.span1)
+        return 0;
+    q = drx_map_address(&e->m->map, K);
+    off = p.span0 * es;
+    len = (p.span1 - p.span0) * es;
+    /* A giant chunk met sparsely: row by row, never the whole span. */
+    if (len > DRX_SPAN_MAX)
+        return walk_parts(e, K, &p, row_io, &q);
+    return e->writing ? chunk_out(e, K, &p, q, off, len) : chunk_in(e, K, &p, q, off, len);
 }
 
 /* Visits the chunks meeting the bounding box of the boxes, in chunk-grid

@@ -286,6 +286,8 @@ static void parse_errors(void)
                           "dim0=1:2:3:4",
                           "order=X",
                           "rep=big",
+                          "rep=Native",
+                          "order=CF",
                           "=3",
                           "dim01=1",
                           "dim99=1",
@@ -301,7 +303,7 @@ static void parse_errors(void)
     }
     const char *goodw[] = {
         "dim0=1",       "dim0=-1", "dim0=:",  "dim0=::",        "dim0=1:", "dim0=:3",
-        "dim0=-5:-1:2", "time=3",  "order=F", "rep=external32", "dim0=+2"};
+        "dim0=-5:-1:2", "time=3",  "order=F", "rep=external32", "dim0=+2", "order=c", "order=f", "rep=native"};
     for (size_t i = 0; i < sizeof goodw / sizeof goodw[0]; i++) {
         drx_view_spec_init(&s);
         tap_ok(drx_view_spec_add(&s, goodw[i], &err) == 0, "word '%s' parses", goodw[i]);
