@@ -214,7 +214,8 @@ import zarr
 z = zarr.open(sys.argv[1], mode="r+")["wr"]
 z[1:6, 2:5] = -5.0        # partial chunks: zarr reads, merges, renames over the keys
 z[8, :] = 100.0           # the edge chunks
-ds = xr.Dataset({"wr": (("time", "lat"), np.full((4, 7), 42.0))})
+# dask chunks along the Zarr chunks: its threads write three keys at once
+ds = xr.Dataset({"wr": (("time", "lat"), np.full((4, 7), 42.0))}).chunk({"time": 4, "lat": 3})
 ds.to_zarr(sys.argv[1], region={"time": slice(4, 8)})
 PY
     "$DRX" get "$S/wr" >got
