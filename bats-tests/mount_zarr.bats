@@ -394,3 +394,46 @@ PY
     exact
     grep -q '"valid_max": 65535' "$M/sz/zarr/sz/.zattrs"
 }
+
+@test "hostile names and sizes in a group: ENOENT, EFBIG, ENOSPC, and the daemon lives on" {
+    local before
+    before=$(xta_sum temp)
+    run "$PY" - "$M/temp/zarr" <<'PY'
+import errno, os, sys
+d = sys.argv[1]
+def err(fn):
+    try:
+        fn()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+names = ["0.0.0.0", "0.0", "99999999999999999999999.0.0", "18446744073709551616.0.0", "0.0.",
+         ".0.0.0", "0.-1.0", "0..0.0", "0.0.0 ", "x" * 255, "0." * 127 + "0"]
+print("stat", sorted({err(lambda: os.stat(f"{d}/temp/{n}")) for n in names}))
+print("deep", err(lambda: os.stat(f"{d}/temp/0.0.0/x")), err(lambda: os.stat(f"{d}/nope/.zarray")))
+# a metadata-sized temporary at the group level holds at most 1 MiB
+with open(f"{d}/big.partial", "wb") as f:
+    print("meta temp", err(lambda: f.write(b"x" * (2 << 20)) and f.flush()))
+os.remove(f"{d}/big.partial")
+# at most 256 temporaries at once
+made = []
+for i in range(300):
+    p = f"{d}/temp/t{i}.partial"
+    r = err(lambda: open(p, "wb").close())
+    if r != "ok":
+        print("temp", i, r)
+        break
+    made.append(p)
+for p in made:
+    os.remove(p)
+print("left", sorted(os.listdir(f"{d}/temp"))[:2], err(lambda: os.stat(made[0])))
+PY
+    assert_success
+    assert_line "stat ['ENOENT']"
+    assert_line "deep ENOTDIR ENOENT"
+    assert_line "meta temp EFBIG"
+    assert_line "temp 256 ENOSPC"
+    assert_line "left ['.zarray', '.zattrs'] ENOENT"
+    mountpoint -q "$M"
+    [ "$(xta_sum temp)" = "$before" ]
+}
