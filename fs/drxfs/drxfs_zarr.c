@@ -174,8 +174,12 @@ int zctx_open(struct zctx *zc, const struct drxfs_node *n, bool opening)
     rank = zctx_dims(zc, named);
     zsig_of(&zc->sig[0], &n->st);
     zc->nsig = 1;
+    /* a chunk key needs only its own variable: no coordinate candidate
+     * of another name is looked at (and no document is made from zc) */
+    if (n->zlevel == ZL_FILE && n->zvar[0] && n->zname[0] != '.')
+        zc->only = n->zvar;
     for (int d = 0; d < rank; d++)
-        if (named[d])
+        if (named[d] && (!zc->only || strcmp(zc->only, zc->dim[d]) == 0))
             zctx_candidate(zc, n, d);
     /* names and rank never change; the rest is read under the lock */
     zc->a[0] = drxfs_arr_rdlock(zc->arr[0]);
@@ -327,6 +331,8 @@ int zdoc_get(const struct zctx *zc, const char *rel, const char *var, const char
     const char *src = NULL;
     int rc = 0;
 
+    if (zc->only)
+        return -EIO; /* a partial group: its signature is not the group's */
     pthread_mutex_lock(&docs.mutex);
     if (!(z = zdocs_current(zc, rel)))
         rc = -EIO;

@@ -35,6 +35,7 @@ struct zctx {
     char name[ZMAX][NAME_MAX + 1];
     char dim[DRX_MAX_RANK][DRX_MAX_DIM_NAME + 8];
     struct zsig sig[ZMAX]; /* the .xmd of the array, then of each candidate */
+    const char *only;      /* opened for this variable's chunk keys only */
     int nsig;
 };
 
