@@ -424,6 +424,76 @@ subfile() {
     assert_file_size_equals st/arr.xta 192
 }
 
+@test "fsck: a growth record cut short at the end of an .xmd is named and cut off; readers ignore it" {
+    "$DRX" init st
+    "$DRX" create st/arr --type u8 --shape 4x4 --chunk 2x2
+    "$DRX" extend st/arr 0 2
+    "$DRX" extend st/arr 1 2
+    run tail -n 2 st/arr.xmd
+    assert_output "#+ grow dim=0 from=4 to=6 chunk_count=6
+#+ grow dim=1 from=4 to=6 chunk_count=9"
+    good=$(md5sum <st/arr.xmd)
+    # an extension killed in the middle of its append (power loss)
+    printf '#+ grow dim=0 from=6 to=1' >>st/arr.xmd
+    run "$DRX" info st/arr
+    assert_success
+    assert_output --partial "shape:       6 x 6"
+    run "$DRX" fsck st
+    assert_failure
+    assert_line "arr.xmd: ends in a growth record cut short (25 bytes: an interrupted extension) (--repair would cut it off)"
+    run flock -x st/arr.xta "$DRX" fsck st --repair
+    assert_failure
+    assert_line --partial "arr.xmd: ends in a growth record cut short (25 bytes: an interrupted extension); cannot cut it off:"
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_line "$PWD/st: 1 problem, 1 repaired"
+    assert_equal "$(md5sum <st/arr.xmd)" "$good"
+    # the next extension cuts one off by itself
+    printf '#' >>st/arr.xmd
+    "$DRX" extend st/arr 0 1
+    run tail -n 1 st/arr.xmd
+    assert_output "#+ grow dim=0 from=6 to=7 chunk_count=12"
+    run "$DRX" fsck st
+    assert_success
+    # a bad record is refused with file and line, and nothing changes
+    echo "#+ grow dim=0 from=3 to=9 chunk_count=12" >>st/arr.xmd
+    before=$(md5sum st/arr.xmd st/arr.xta)
+    run "$DRX" extend st/arr 0 1
+    assert_failure
+    [ "${#lines[@]}" -eq 1 ]
+    assert_output --partial "arr.xmd:$(wc -l <st/arr.xmd): growth 3->9 does not follow extent 7"
+    assert_equal "$(md5sum st/arr.xmd st/arr.xta)" "$before"
+    run "$DRX" fsck st
+    assert_failure
+    assert_line --partial "arr.xmd: unreadable array metadata:"
+}
+
+@test "drx extend killed at any point leaves an array that reads whole and that fsck settles" {
+    "$DRX" init st
+    "$DRX" create st/arr --type i32 --shape 3x3 --chunk 2x2 --fill 7
+    for i in $(seq 1 40); do
+        "$DRX" extend st/arr $((i % 2)) 1 &
+        pid=$!
+        # kill it somewhere between start and commit
+        sleep "0.00$((RANDOM % 10))"
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        run "$DRX" info st/arr --json
+        assert_success
+        "$DRX" get st/arr >/dev/null
+    done
+    run "$DRX" fsck st --repair
+    assert_success
+    run "$DRX" fsck st
+    assert_success
+    # every element the array has reads as the fill (nothing was put)
+    "$DRX" info st/arr --json | "$PY" -c 'import json, sys; j = json.load(sys.stdin); print(j["shape"][0] * j["shape"][1])' >n
+    "$DRX" get st/arr | "$PY" -c 'import sys, numpy as np; a = np.frombuffer(sys.stdin.buffer.read(), "<i4"); assert (a == 7).all() and a.size == int(open("n").read()), a'
+    # a growth still works and is one more record
+    "$DRX" extend st/arr 0 1
+    tail -n 1 st/arr.xmd | grep -q '^#+ grow dim=0 '
+}
+
 @test "fsck: a hostile metafile is reported and its neighbours' orphans are kept" {
     "$DRX" init st
     printf 'version = 1; extent = 4; count = 1; size = 4L;\nsubfiles = ( { dir = 0; name = "../../../etc/passwd"; } );\n' >st/evil.nafs

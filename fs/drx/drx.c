@@ -226,17 +226,35 @@ static int check_config(void)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The words of the command line and the options given. */
+struct args {
+    char **pos; /* positional words in order: the command, then its arguments */
+    int npos;
+    unsigned given;
+};
+
+/* One line for an unknown option or one without its value. */
+static void bad_option(const struct args *a, int o, const char *word)
 {
-    /* Positional words in order: the command, then its arguments. */
-    char **pos = calloc((size_t)argc + 1, sizeof *pos);
-    const struct cmd *c = NULL;
-    unsigned given = 0;
-    int npos = 0, ret = 2;
+    const struct cmd *c = a->npos ? find_cmd(a->pos[0]) : NULL;
     char bad[64];
 
-    if (!pos)
-        return drx_cli_fail("out of memory");
+    if (strncmp(word, "--", 2) == 0)
+        snprintf(bad, sizeof bad, "%.*s", (int)strcspn(word, "="), word);
+    else
+        snprintf(bad, sizeof bad, "-%c", optopt);
+    if (o == ':')
+        drx_cli_fail("%s%s%s needs a value (see drx help%s%s)", c ? c->name : "", c ? ": " : "",
+                     bad, c ? " " : "", c ? c->name : "");
+    else
+        drx_cli_fail("%s%sunknown option '%s' (see drx help%s%s)", c ? c->name : "",
+                     c ? ": " : "", bad, c ? " " : "", c ? c->name : "");
+}
+
+/* getopt_long over the whole line: options go anywhere.  0, or 2 after a
+ * bad option (reported). */
+static int parse_args(int argc, char **argv, struct args *a)
+{
     opterr = 0;
     optind = 1;
     for (;;) {
@@ -244,7 +262,7 @@ int main(int argc, char **argv)
          * not an unknown option -1); getopt would take it for options. */
         if (optind < argc && argv[optind][0] == '-' && argv[optind][1] >= '0' &&
             argv[optind][1] <= '9') {
-            pos[npos++] = argv[optind++];
+            a->pos[a->npos++] = argv[optind++];
             continue;
         }
         int prev = optind;
@@ -253,78 +271,85 @@ int main(int argc, char **argv)
         if (o == -1)
             break;
         if (o == 1) {
-            pos[npos++] = optarg;
-        } else if (o == 'h') {
-            given |= take_opt(OPT_HELP, NULL);
-        } else if (o == 'o') {
-            given |= take_opt(OPT_OUTPUT, optarg);
+            a->pos[a->npos++] = optarg;
         } else if (o == '?' || o == ':') {
-            const char *word = argv[prev < argc ? prev : argc - 1];
-            if (strncmp(word, "--", 2) == 0)
-                snprintf(bad, sizeof bad, "%.*s", (int)strcspn(word, "="), word);
-            else
-                snprintf(bad, sizeof bad, "-%c", optopt);
-            c = npos ? find_cmd(pos[0]) : NULL;
-            if (o == ':')
-                drx_cli_fail("%s%s%s needs a value (see drx help%s%s)", c ? c->name : "",
-                             c ? ": " : "", bad, c ? " " : "", c ? c->name : "");
-            else
-                drx_cli_fail("%s%sunknown option '%s' (see drx help%s%s)", c ? c->name : "",
-                             c ? ": " : "", bad, c ? " " : "", c ? c->name : "");
-            goto out;
+            bad_option(a, o, argv[prev < argc ? prev : argc - 1]);
+            return 2;
         } else {
-            given |= take_opt(OPT_BIT(o), optarg);
+            a->given |= take_opt(o == 'h' ? OPT_HELP : o == 'o' ? OPT_OUTPUT : OPT_BIT(o), optarg);
         }
     }
     while (optind < argc) /* after "--" */
-        pos[npos++] = argv[optind++];
+        a->pos[a->npos++] = argv[optind++];
+    return 0;
+}
 
-    if (given & OPT_VERSION) {
-        printf("drx %s\n", DRX_VERSION);
-        ret = 0;
-        goto out;
+/* drx help [COMMAND] */
+static int help(const struct args *a)
+{
+    const struct cmd *c;
+
+    if (a->npos == 1) {
+        usage(stdout);
+        return 0;
     }
-    if (npos == 0) {
-        usage((given & OPT_HELP) ? stdout : stderr);
-        ret = (given & OPT_HELP) ? 0 : 2;
-        goto out;
-    }
-    if (strcmp(pos[0], "help") == 0) {
-        if (npos == 1) {
-            usage(stdout);
-            ret = 0;
-        } else if (npos == 2 && (c = find_cmd(pos[1]))) {
-            cmd_help(c);
-            ret = 0;
-        } else {
-            drx_cli_fail("help: no command '%s' (see drx --help)", pos[npos - 1]);
-        }
-        goto out;
-    }
-    if (!(c = find_cmd(pos[0]))) {
-        drx_cli_fail("unknown command '%s' (see drx --help)", pos[0]);
-        goto out;
-    }
-    if (given & OPT_HELP) {
+    if (a->npos == 2 && (c = find_cmd(a->pos[1]))) {
         cmd_help(c);
-        ret = 0;
-        goto out;
+        return 0;
     }
-    unsigned extra = given & ~(c->opts | OPT_GLOBAL);
+    drx_cli_fail("help: no command '%s' (see drx --help)", a->pos[a->npos - 1]);
+    return 2;
+}
+
+/* The command a->pos[0] with its words and options, checked first. */
+static int run(const struct args *a)
+{
+    const struct cmd *c = find_cmd(a->pos[0]);
+    unsigned extra;
+
+    if (!c) {
+        drx_cli_fail("unknown command '%s' (see drx --help)", a->pos[0]);
+        return 2;
+    }
+    if (a->given & OPT_HELP) {
+        cmd_help(c);
+        return 0;
+    }
+    extra = a->given & ~(c->opts | OPT_GLOBAL);
     if (extra) {
         drx_cli_fail("%s: %s does not apply (see drx help %s)", c->name, opt_name(extra & -extra),
                      c->name);
-        goto out;
+        return 2;
     }
-    if (npos - 1 < c->min || (c->max >= 0 && npos - 1 > c->max)) {
+    if (a->npos - 1 < c->min || (c->max >= 0 && a->npos - 1 > c->max)) {
         drx_cli_fail("%s: usage: drx %s", c->name, c->usage);
-        goto out;
+        return 2;
     }
-    ret = 1;
     if (drx_cli.config_path && !c->own_config && check_config())
-        goto out;
-    ret = c->fn(npos, pos);
-out:
-    free(pos);
+        return 1;
+    return c->fn(a->npos, a->pos);
+}
+
+int main(int argc, char **argv)
+{
+    struct args a = {.pos = calloc((size_t)argc + 1, sizeof(char *))};
+    int ret;
+
+    if (!a.pos)
+        return drx_cli_fail("out of memory");
+    ret = parse_args(argc, argv, &a);
+    if (ret) {
+        /* reported */
+    } else if (a.given & OPT_VERSION) {
+        printf("drx %s\n", DRX_VERSION);
+    } else if (a.npos == 0) {
+        usage((a.given & OPT_HELP) ? stdout : stderr);
+        ret = (a.given & OPT_HELP) ? 0 : 2;
+    } else if (strcmp(a.pos[0], "help") == 0) {
+        ret = help(&a);
+    } else {
+        ret = run(&a);
+    }
+    free(a.pos);
     return ret;
 }

@@ -144,57 +144,69 @@ static int view_from_args(struct drx_array *a, struct drx_view_spec *spec, int a
     return 0;
 }
 
-int drx_cmd_create(int argc, char **argv)
+/* --shape and --chunk into spec.  0, or 1 when reported. */
+static int create_shape(const char *shape, const char *chunk, struct drx_array_spec *spec)
 {
-    struct drx_array_spec spec;
-    struct drx_array *a = NULL;
-    struct drx_err err = {""};
-    const char *type = drx_cli.type, *shape = drx_cli.shape, *chunk = drx_cli.chunk,
-               *fill = drx_cli.fill;
-    /* An argv string, which C lets us cut up in place. */
-    char *dims = (char *)drx_cli.dims, path[PATH_MAX];
-    unsigned char fillv[DRX_MAX_ELEM] = {0};
     uint64_t cshape[DRX_MAX_RANK];
-    int rc, crank;
+    int crank;
 
-    (void)argc;
-    memset(&spec, 0, sizeof spec);
-    if (!type || !shape || !chunk)
-        return drx_cli_fail("create: --type, --shape and --chunk are required");
-    rc = drx_type_parse(type, &spec.type, &err);
-    if (rc)
-        return drx_cli_fail("create: %s", err.msg);
-    spec.rank = parse_shape(shape, spec.shape);
-    if (spec.rank < 0)
+    spec->rank = parse_shape(shape, spec->shape);
+    if (spec->rank < 0)
         return drx_cli_fail("create: bad --shape '%s' (want N0xN1x..., at most %d numbers)", shape,
                             DRX_MAX_RANK);
     crank = parse_shape(chunk, cshape);
     if (crank < 0)
         return drx_cli_fail("create: bad --chunk '%s' (want C0xC1x...)", chunk);
-    if (crank != spec.rank)
+    if (crank != spec->rank)
         return drx_cli_fail("create: --chunk has %d extents for a rank-%d --shape", crank,
-                            spec.rank);
-    for (int i = 0; i < spec.rank; i++) {
-        if (spec.shape[i] == 0)
+                            spec->rank);
+    for (int i = 0; i < spec->rank; i++) {
+        if (spec->shape[i] == 0)
             return drx_cli_fail("create: --shape extent %d is 0 (extents start at 1)", i);
         if (cshape[i] == 0)
             return drx_cli_fail("create: --chunk extent %d is 0", i);
-        spec.chunk[i] = cshape[i];
+        spec->chunk[i] = cshape[i];
     }
-    if (dims) {
-        int n = 0;
-        for (char *save = NULL, *tok = strtok_r(dims, ",", &save); tok;
-             tok = strtok_r(NULL, ",", &save)) {
-            if (n == spec.rank)
-                return drx_cli_fail("create: --dims has more names than the rank %d", spec.rank);
-            spec.dim_name[n++] = tok;
-        }
-        if (n != spec.rank)
-            return drx_cli_fail("create: --dims has %d names for rank %d", n, spec.rank);
+    return 0;
+}
+
+/* --dims a,b,c into spec (dims is an argv string, cut up in place).  0,
+ * or 1 when reported. */
+static int create_dims(char *dims, struct drx_array_spec *spec)
+{
+    int n = 0;
+
+    for (char *save = NULL, *tok = strtok_r(dims, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (n == spec->rank)
+            return drx_cli_fail("create: --dims has more names than the rank %d", spec->rank);
+        spec->dim_name[n++] = tok;
     }
-    if (fill) {
-        rc = drx_type_parse_value(spec.type, fill, fillv, &err);
-        if (rc)
+    if (n != spec->rank)
+        return drx_cli_fail("create: --dims has %d names for rank %d", n, spec->rank);
+    return 0;
+}
+
+int drx_cmd_create(int argc, char **argv)
+{
+    struct drx_array_spec spec;
+    struct drx_array *a = NULL;
+    struct drx_err err = {""};
+    char path[PATH_MAX];
+    unsigned char fillv[DRX_MAX_ELEM] = {0};
+    int rc;
+
+    (void)argc;
+    memset(&spec, 0, sizeof spec);
+    if (!drx_cli.type || !drx_cli.shape || !drx_cli.chunk)
+        return drx_cli_fail("create: --type, --shape and --chunk are required");
+    if (drx_type_parse(drx_cli.type, &spec.type, &err))
+        return drx_cli_fail("create: %s", err.msg);
+    if (create_shape(drx_cli.shape, drx_cli.chunk, &spec) ||
+        (drx_cli.dims && create_dims((char *)drx_cli.dims, &spec)))
+        return 1;
+    if (drx_cli.fill) {
+        if (drx_type_parse_value(spec.type, drx_cli.fill, fillv, &err))
             return drx_cli_fail("create: --fill: %s", err.msg);
         spec.fill = fillv;
     }
@@ -230,41 +242,39 @@ static void print_view(const struct drx_array *a, const struct drx_view *v)
     printf("\n");
 }
 
-int drx_cmd_info(int argc, char **argv)
+static void print_info_attrs(const struct drx_array_meta *m)
 {
-    struct drx_array *a;
-    const struct drx_array_meta *m;
-    struct drx_view_spec spec;
-    struct drx_view v;
-    struct drx_err err = {""};
-    bool json = drx_cli.json;
+    for (size_t i = 0; i < m->nattrs; i++) {
+        char *text = drx_attr_format(&m->attrs[i]);
+        printf("%s %s (%s) ", i ? "            " : "attrs:      ", m->attrs[i].name,
+               drx_attr_type_name(&m->attrs[i]));
+        print_escaped(text ? text : "?");
+        putchar('\n');
+        free(text);
+    }
+}
+
+static void print_info_axial(const struct drx_array_meta *m)
+{
+    printf("axial vectors (start index, first chunk address, coefficients):\n");
+    for (int j = 0; j < m->rank; j++) {
+        printf("  dim %d:", j);
+        for (size_t i = 0; i < m->map.vec[j].n; i++) {
+            const struct drx_axial_rec *r = &m->map.vec[j].rec[i];
+            printf(" (%" PRIu64 ", %" PRId64 ", [", r->start, r->addr);
+            print_list(" ", m->rank, r->coef);
+            printf("])");
+        }
+        printf("\n");
+    }
+}
+
+/* The text form of `drx info ARRAY`: shape, chunks, attributes, history,
+ * axial vectors. */
+static void print_info(const struct drx_array *a, const struct drx_array_meta *m)
+{
     char fill[160];
 
-    (void)argc;
-    if (open_view_path("info", argv[1], DRX_RDONLY, &a, &spec))
-        return 1;
-    m = drx_array_meta(a);
-    if (drx_view_resolve(&spec, m, &v, &err) < 0) {
-        int rc = drx_cli_fail("info: %s: %s", argv[1], err.msg);
-        drx_array_close(a);
-        return rc;
-    }
-    if (spec.nwords && !json) {
-        print_view(a, &v);
-        drx_array_close(a);
-        return 0;
-    }
-    if (json) {
-        char *text = drx_array_info_json(m, &v);
-        if (!text) {
-            drx_array_close(a);
-            return drx_cli_fail("info: out of memory");
-        }
-        fputs(text, stdout);
-        free(text);
-        drx_array_close(a);
-        return 0;
-    }
     drx_type_format_value(m->type, m->fill, fill, sizeof fill);
     printf("array:       %s\n", drx_array_path(a));
     printf("type:        %s (%zu bytes)\nrank:        %d\nshape:       ", drx_type_name(m->type),
@@ -279,33 +289,43 @@ int drx_cmd_info(int argc, char **argv)
     print_list(" x ", m->rank, m->map.bound);
     printf("\nchunks:      %" PRIu64 " (%" PRIu64 " bytes in .xta)\nfill:        %s\n",
            m->map.nchunks, m->map.nchunks * m->chunk_bytes, fill);
-    for (size_t i = 0; i < m->nattrs; i++) {
-        char *text = drx_attr_format(&m->attrs[i]);
-        printf("%s %s (%s) ", i ? "            " : "attrs:      ", m->attrs[i].name,
-               drx_attr_type_name(&m->attrs[i]));
-        print_escaped(text ? text : "?");
-        putchar('\n');
-        free(text);
-    }
+    print_info_attrs(m);
     printf("history:     created ");
     print_list(" x ", m->rank, m->initial);
     printf("\n");
     for (size_t i = 0; i < m->nhistory; i++)
         printf("             dim %d: %" PRIu64 " -> %" PRIu64 "\n", m->history[i].dim,
                m->history[i].from, m->history[i].to);
-    printf("axial vectors (start index, first chunk address, coefficients):\n");
-    for (int j = 0; j < m->rank; j++) {
-        printf("  dim %d:", j);
-        for (size_t i = 0; i < m->map.vec[j].n; i++) {
-            const struct drx_axial_rec *r = &m->map.vec[j].rec[i];
-            printf(" (%" PRIu64 ", %" PRId64 ", [", r->start, r->addr);
-            print_list(" ", m->rank, r->coef);
-            printf("])");
-        }
-        printf("\n");
-    }
+    print_info_axial(m);
+}
+
+int drx_cmd_info(int argc, char **argv)
+{
+    struct drx_array *a;
+    const struct drx_array_meta *m;
+    struct drx_view_spec spec;
+    struct drx_view v;
+    struct drx_err err = {""};
+    char *text = NULL;
+    int rc = 0;
+
+    (void)argc;
+    if (open_view_path("info", argv[1], DRX_RDONLY, &a, &spec))
+        return 1;
+    m = drx_array_meta(a);
+    if (drx_view_resolve(&spec, m, &v, &err) < 0)
+        rc = drx_cli_fail("info: %s: %s", argv[1], err.msg);
+    else if (drx_cli.json && !(text = drx_array_info_json(m, &v)))
+        rc = drx_cli_fail("info: out of memory");
+    else if (drx_cli.json)
+        fputs(text, stdout);
+    else if (spec.nwords)
+        print_view(a, &v);
+    else
+        print_info(a, m);
+    free(text);
     drx_array_close(a);
-    return 0;
+    return rc;
 }
 
 int drx_cmd_extend(int argc, char **argv)
@@ -335,16 +355,35 @@ int drx_cmd_extend(int argc, char **argv)
     return 0;
 }
 
+/* The view's bytes to fd, piece by piece through buf.  0, or 1 when
+ * reported. */
+static int get_copy(struct drx_array *a, const struct drx_view *v, int fd, const char *out_name,
+                    const char *name)
+{
+    uint64_t total = drx_view_bytes(v);
+    size_t piece = PIECE_BYTES - PIECE_BYTES % v->elem_size;
+    char *buf = malloc(piece);
+    int rc = buf ? 0 : drx_cli_fail("get: out of memory");
+
+    for (uint64_t off = 0; off < total && rc == 0; off += piece) {
+        size_t n = total - off < piece ? (size_t)(total - off) : piece;
+        ssize_t got = drx_view_read(a, v, off, buf, n);
+        if (got < 0)
+            rc = drx_cli_fail("get: %s: %s", name, strerror((int)-got));
+        else if ((rc = drx_io_write_all(fd, buf, (size_t)got)) != 0)
+            rc = drx_cli_fail("get: writing %s: %s", out_name, strerror(-rc));
+    }
+    free(buf);
+    return rc;
+}
+
 int drx_cmd_get(int argc, char **argv)
 {
     struct drx_array *a;
     struct drx_view_spec spec;
     struct drx_view v;
-    uint64_t total, off;
-    size_t piece;
-    char *buf = NULL;
     const char *out = drx_cli.output, *out_name = "standard output";
-    int rc = 0, fd = STDOUT_FILENO;
+    int rc, fd = STDOUT_FILENO;
 
     /* Binary on a terminal garbles it and helps nobody; "-o -" is how to
      * say it is meant. */
@@ -357,34 +396,17 @@ int drx_cmd_get(int argc, char **argv)
         drx_array_close(a);
         return 1;
     }
-    total = drx_view_bytes(&v);
-    piece = PIECE_BYTES - PIECE_BYTES % v.elem_size;
-    buf = malloc(piece);
-    if (!buf) {
-        rc = drx_cli_fail("get: out of memory");
-        goto out;
-    }
     /* Opened only now, so that a bad array or view leaves FILE alone. */
     if (out && strcmp(out, "-") != 0) {
         fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-        if (fd < 0) {
-            rc = drx_cli_fail("get: %s: %s", out, strerror(errno));
-            goto out;
-        }
         out_name = out;
     }
-    for (off = 0; off < total && rc == 0; off += piece) {
-        size_t n = total - off < piece ? (size_t)(total - off) : piece;
-        ssize_t got = drx_view_read(a, &v, off, buf, n);
-        if (got < 0)
-            rc = drx_cli_fail("get: %s: %s", argv[1], strerror((int)-got));
-        else if ((rc = drx_io_write_all(fd, buf, (size_t)got)) != 0)
-            rc = drx_cli_fail("get: writing %s: %s", out_name, strerror(-rc));
-    }
-    if (fd != STDOUT_FILENO && close(fd) < 0 && rc == 0)
+    if (fd < 0)
+        rc = drx_cli_fail("get: %s: %s", out, strerror(errno));
+    else
+        rc = get_copy(a, &v, fd, out_name, argv[1]);
+    if (fd >= 0 && fd != STDOUT_FILENO && close(fd) < 0 && rc == 0)
         rc = drx_cli_fail("get: %s: %s", out_name, strerror(errno));
-out:
-    free(buf);
     drx_array_close(a);
     return rc;
 }
@@ -407,19 +429,91 @@ static int input_ends(uint64_t need)
     return 0;
 }
 
+/* Moves `left` more bytes of the input into the file tmp: spliced from a
+ * pipe (the bytes never pass through this process), else read and
+ * written through buf.  The bytes moved (fewer when the input ends first),
+ * or -errno. */
+static int64_t spool_rest(int tmp, uint64_t left, bool pipe, char *buf, size_t buflen)
+{
+    uint64_t have = 0;
+
+    while (have < left) {
+        size_t want = left - have < buflen ? (size_t)(left - have) : buflen;
+        ssize_t n;
+        if (pipe) {
+            n = splice(STDIN_FILENO, NULL, tmp, NULL, want, SPLICE_F_MOVE);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                return -errno;
+        } else {
+            n = drx_io_read_full(STDIN_FILENO, buf, want);
+            if (n > 0 && drx_io_write_all(tmp, buf, (size_t)n) < 0)
+                return -errno;
+            if (n < 0)
+                return n;
+        }
+        if (n == 0)
+            break;
+        have += (uint64_t)n;
+    }
+    return (int64_t)have;
+}
+
+/* Where the input of a put is once it is known to be whole: the first
+ * inmem bytes in the caller's buffer, the rest (if any) to be read from
+ * fd at its position. */
+struct staged {
+    int fd;
+    size_t inmem;
+};
+
+/* Beyond the first piece (got bytes in mem), the input goes to an
+ * unlinked temporary file in dir, to be read back once: a pipe's rest is
+ * spliced there and the first piece stays in mem; other input (a
+ * terminal, a socket) passes through mem, so all of it goes there.
+ * 0, or 1 when reported. */
+static int stage_spool(uint64_t need, size_t got, char *mem, size_t memlen, const char *dir,
+                       struct staged *in)
+{
+    struct stat st;
+    bool pipe = fstat(STDIN_FILENO, &st) == 0 && S_ISFIFO(st.st_mode);
+    int tmp = open(dir, O_TMPFILE | O_RDWR, 0600), rc;
+    int64_t more;
+
+    if (tmp < 0)
+        return drx_cli_fail("put: cannot spool standard input in %s: %s", dir, strerror(errno));
+    rc = pipe ? 0 : drx_io_write_all(tmp, mem, got);
+    more = rc < 0 ? rc : spool_rest(tmp, need - got, pipe, mem, memlen);
+    if (more < 0)
+        rc = drx_cli_fail("put: spooling standard input: %s", strerror((int)-more));
+    else if ((uint64_t)more < need - got)
+        rc = drx_cli_fail("put: standard input ended after %" PRIu64
+                          " bytes; the view needs %" PRIu64 " (nothing was written)",
+                          got + (uint64_t)more, need);
+    else if (input_ends(need) || lseek(tmp, 0, SEEK_SET) < 0)
+        rc = 1;
+    if (rc) {
+        close(tmp);
+        return 1;
+    }
+    in->fd = tmp;
+    in->inmem = pipe ? got : 0;
+    return 0;
+}
+
 /* put must change nothing when the input is short, so the whole input is
  * known to be there before the first byte is stored: a regular file is
- * checked by its size; a pipe is kept in memory up to one piece and spooled
- * to an unlinked temporary file beyond that. */
-static int stage_input(uint64_t need, int *fd_out, char *mem, size_t memlen, size_t *inmem,
-                       const char *dir)
+ * checked by its size; a pipe is kept in memory up to one piece and the
+ * rest spooled.  Each byte comes into this process once. */
+static int stage_input(uint64_t need, char *mem, size_t memlen, const char *dir,
+                       struct staged *in)
 {
     struct stat st;
     ssize_t got;
-    int tmp;
 
-    *fd_out = -1;
-    *inmem = 0;
+    in->fd = -1;
+    in->inmem = 0;
     if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
         off_t pos = lseek(STDIN_FILENO, 0, SEEK_CUR);
         if (pos >= 0) {
@@ -427,54 +521,75 @@ static int stage_input(uint64_t need, int *fd_out, char *mem, size_t memlen, siz
                 return drx_cli_fail("put: standard input has %jd bytes; the view needs %" PRIu64
                                     " (nothing was written)",
                                     (intmax_t)(st.st_size - pos), need);
-            *fd_out = STDIN_FILENO;
+            in->fd = STDIN_FILENO;
             return 0;
         }
     }
     got = drx_io_read_full(STDIN_FILENO, mem, need < memlen ? (size_t)need : memlen);
     if (got < 0)
         return drx_cli_fail("put: reading standard input: %s", strerror((int)-got));
-    *inmem = (size_t)got;
+    in->inmem = (size_t)got;
     if ((uint64_t)got == need)
         return input_ends(need);
     if ((size_t)got < memlen)
         return drx_cli_fail("put: standard input ended after %zd bytes; the view needs %" PRIu64
                             " (nothing was written)",
                             got, need);
-    tmp = open(dir, O_TMPFILE | O_RDWR, 0600);
-    if (tmp < 0)
-        return drx_cli_fail("put: cannot spool standard input in %s: %s", dir, strerror(errno));
-    uint64_t have = (uint64_t)got;
-    int rc = drx_io_write_all(tmp, mem, (size_t)got);
-    while (rc == 0 && have < need) {
-        size_t want = need - have < memlen ? (size_t)(need - have) : memlen;
-        got = drx_io_read_full(STDIN_FILENO, mem, want);
-        if (got < 0) {
-            rc = got;
-            break;
-        }
-        if (got == 0)
-            break;
-        rc = drx_io_write_all(tmp, mem, (size_t)got);
-        have += (uint64_t)got;
+    return stage_spool(need, (size_t)got, mem, memlen, dir, in);
+}
+
+/* The directory of the array's files, where a spool goes. */
+static char *array_dir(const struct drx_array *a)
+{
+    char *dir = strdup(drx_array_path(a)), *slash;
+
+    if (!dir)
+        return NULL;
+    slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        strcpy(dir, ".");
+    return dir;
+}
+
+/* A full disk must fail the put before its first byte, not half way (and
+ * give back what it did reserve).  0, or 1 when reported. */
+static int put_reserve(struct drx_array *a, const struct drx_view *v, const char *name)
+{
+    struct drx_reserve res;
+    int rc, urc;
+
+    drx_reserve_init(&res, drx_array_xta_fd(a));
+    rc = drx_view_reserve(a, v, &res);
+    if (rc == 0) {
+        drx_reserve_fini(&res);
+        return 0;
     }
-    if (rc) {
-        close(tmp);
-        return drx_cli_fail("put: spooling standard input: %s", strerror(-rc));
+    urc = drx_reserve_undo(&res);
+    drx_reserve_fini(&res);
+    return drx_cli_fail("put: %s: reserving space for the view's chunks: %s; nothing written%s%s%s",
+                        name, strerror(-rc), urc ? " (space reserved on the way kept: " : "",
+                        urc ? strerror(-urc) : "", urc ? ")" : "");
+}
+
+/* Stores the staged input: the piece in buf, then the rest read from
+ * in->fd into buf piece by piece.  0, or 1 when reported. */
+static int put_write(struct drx_array *a, const struct drx_view *v, const struct staged *in,
+                     char *buf, size_t piece, const char *name)
+{
+    uint64_t total = drx_view_bytes(v), off = in->inmem;
+    ssize_t n;
+
+    if (in->inmem && (n = drx_view_write(a, v, 0, buf, in->inmem)) < 0)
+        return drx_cli_fail("put: %s: %s", name, strerror((int)-n));
+    for (; off < total && in->fd >= 0; off += piece) {
+        size_t want = total - off < piece ? (size_t)(total - off) : piece;
+        if (drx_io_read_full(in->fd, buf, want) != (ssize_t)want)
+            return drx_cli_fail("put: input ended early after %" PRIu64 " bytes", off);
+        if ((n = drx_view_write(a, v, off, buf, want)) < 0)
+            return drx_cli_fail("put: %s: %s", name, strerror((int)-n));
     }
-    if (have < need) {
-        close(tmp);
-        return drx_cli_fail("put: standard input ended after %" PRIu64
-                            " bytes; the view needs %" PRIu64 " (nothing was written)",
-                            have, need);
-    }
-    if (input_ends(need)) {
-        close(tmp);
-        return 1;
-    }
-    lseek(tmp, 0, SEEK_SET);
-    *inmem = 0;
-    *fd_out = tmp;
     return 0;
 }
 
@@ -483,10 +598,10 @@ int drx_cmd_put(int argc, char **argv)
     struct drx_array *a;
     struct drx_view_spec spec;
     struct drx_view v;
-    uint64_t total, off;
-    size_t piece, inmem;
-    char *buf, *dir, *slash;
-    int rc, fd;
+    struct staged in = {-1, 0};
+    size_t piece;
+    char *buf, *dir;
+    int rc;
 
     if (open_view_path("put", argv[1], DRX_RDWR, &a, &spec))
         return 1;
@@ -494,59 +609,19 @@ int drx_cmd_put(int argc, char **argv)
         drx_array_close(a);
         return 1;
     }
-    total = drx_view_bytes(&v);
     piece = PIECE_BYTES - PIECE_BYTES % v.elem_size;
     buf = malloc(piece);
-    dir = strdup(drx_array_path(a));
-    if (!buf || !dir) {
+    dir = array_dir(a);
+    if (!buf || !dir)
         rc = drx_cli_fail("put: out of memory");
-        goto out;
-    }
-    slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = '\0';
     else
-        strcpy(dir, ".");
-    rc = stage_input(total, &fd, buf, piece, &inmem, dir);
-    if (rc)
-        goto out;
-    /* A full disk must fail the put before its first byte, not half way
-     * (and give back what it did reserve). */
-    struct drx_reserve res;
-    drx_reserve_init(&res, drx_array_xta_fd(a));
-    rc = drx_view_reserve(a, &v, &res);
-    if (rc) {
-        int urc = drx_reserve_undo(&res);
-        drx_reserve_fini(&res);
-        rc = drx_cli_fail(
-            "put: %s: reserving space for the view's chunks: %s; nothing written%s%s%s", argv[1],
-            strerror(-rc), urc ? " (space reserved on the way kept: " : "",
-            urc ? strerror(-urc) : "", urc ? ")" : "");
-        if (fd >= 0 && fd != STDIN_FILENO)
-            close(fd);
-        goto out;
-    }
-    drx_reserve_fini(&res);
-    if (fd < 0) {
-        ssize_t n = drx_view_write(a, &v, 0, buf, inmem);
-        if (n < 0)
-            rc = drx_cli_fail("put: %s: %s", argv[1], strerror((int)-n));
-        goto out;
-    }
-    for (off = 0; off < total && rc == 0; off += piece) {
-        size_t want = total - off < piece ? (size_t)(total - off) : piece;
-        ssize_t got = drx_io_read_full(fd, buf, want), n;
-        if (got != (ssize_t)want) {
-            rc = drx_cli_fail("put: input ended early after %" PRIu64 " bytes", off);
-            break;
-        }
-        n = drx_view_write(a, &v, off, buf, want);
-        if (n < 0)
-            rc = drx_cli_fail("put: %s: %s", argv[1], strerror((int)-n));
-    }
-    if (fd != STDIN_FILENO)
-        close(fd);
-out:
+        rc = stage_input(drx_view_bytes(&v), buf, piece, dir, &in);
+    if (rc == 0)
+        rc = put_reserve(a, &v, argv[1]);
+    if (rc == 0)
+        rc = put_write(a, &v, &in, buf, piece, argv[1]);
+    if (in.fd >= 0 && in.fd != STDIN_FILENO)
+        close(in.fd);
     if (rc == 0 && fdatasync(drx_array_xta_fd(a)))
         rc = drx_cli_fail("put: %s: %s", argv[1], strerror(errno));
     free(buf);

@@ -2,9 +2,114 @@
 #ifndef DRX_ARRAY_I_H
 #define DRX_ARRAY_I_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "drx/array.h"
+
+/* Stripes of the per-chunk write lock table (see drx_array_span_lock). */
+#define DRX_ARRAY_CHUNK_LOCKS 64
+
+/* Largest .xmd read (a million growths fit; a bigger file is hostile). */
+#define DRX_XMD_MAX_BYTES ((size_t)64 << 20)
+
+/* The .xmd version written: 2 may be followed by growth records, lines
+ * "#+ grow dim=D from=N to=N chunk_count=N" (README, "The .xmd file").
+ * Version 1 (no records) is read too. */
+#define DRX_XMD_VERSION 2
+#define DRX_XMD_GROW "#+ grow "
+
+/* How far an .xmd was read, so that a reader takes only the growth
+ * records appended since. */
+struct drx_xmd_pos {
+    uint64_t end;    /* offset after the last whole line taken */
+    unsigned line;   /* lines before end */
+    uint64_t torn;   /* bytes after end: a record cut short (ignored) */
+    int version;
+    bool appendable; /* version 2, and end starts a line */
+    struct stat st;  /* of the file read in full */
+};
+
+/* Elements in an array at most (keeps every byte count in 63 bits). */
+#define DRX_ARRAY_MAX_ELEMS ((uint64_t)1 << 59)
+
+/* An open array.  array.c opens, closes and does chunk I/O; array_meta.c
+ * reads and writes the .xmd; array_extend.c changes the metadata (growth,
+ * attributes); array_names.c renames and unshares. */
+struct drx_array {
+    char *path, *xmd_path, *xta_path;
+    int mode;
+    int xta_fd;
+    struct drx_array_meta meta;
+    struct stat xmd_st; /* of the .xmd last read, to notice replacements */
+    int xmd_fd;         /* that .xmd, open: read on from xmd_pos when it grows */
+    struct drx_xmd_pos xmd_pos;
+    struct drx_cache *cache;
+    bool cache_serves; /* the cache exists and a chunk fits it comfortably */
+    int watch_fd;      /* inotify on the .xta while there is a cache, or -1 */
+    pthread_mutex_t watch_lock;
+    pthread_mutex_t chunk_lock[DRX_ARRAY_CHUNK_LOCKS];
+};
+
+/* ---- array.c ---- */
+
+/* A handle with its paths and locks but no files open; NULL without
+ * memory.  drx_array_close() releases it. */
+struct drx_array *drx_array_alloc(const char *path, int mode);
+
+/* Opens an array file: never through a symlink, only a regular file.  The
+ * descriptor with *st, or -errno with a message. */
+int drx_array_open_regular(const char *path, int flags, struct stat *st, struct drx_err *err);
+
+/* Reads the .xmd again in full (held open after), e.g. after the handle
+ * replaced it.  0, or -errno with the handle unchanged (-ESTALE: another
+ * array now has the name). */
+int drx_array_reread(struct drx_array *a, struct drx_err *err);
+
+/* ---- array_meta.c: the .xmd ---- */
+
+/* Derived sizes and the initial map, from type/rank/chunk/initial. */
+int drx_xmd_derive(struct drx_array_meta *m, struct drx_err *err);
+/* Applies one growth of dimension dim to `to` elements to bounds and map
+ * (the history is the caller's). */
+int drx_xmd_grow(struct drx_array_meta *m, int dim, uint64_t to, struct drx_err *err);
+/* Appends a growth to the history, merged with the last one when it
+ * continues it.  0 or -ENOMEM. */
+int drx_xmd_history_add(struct drx_array_meta *m, int dim, uint64_t from, uint64_t to);
+/* Reads the .xmd at xmd_path in full, growth records included, into m and
+ * pos; with fdp, the file stays open as *fdp.  0 or -errno with
+ * "FILE:LINE: reason" in err. */
+int drx_xmd_read(const char *xmd_path, struct drx_array_meta *m, struct drx_xmd_pos *pos, int *fdp,
+                 struct drx_err *err);
+/* Takes the growth records appended to the .xmd open as fd (now size
+ * bytes) since pos, applying each to m.  The count taken, -ESTALE when the
+ * file was not appended to (read it again in full), or -errno. */
+int drx_xmd_catch_up(int fd, const char *xmd_path, uint64_t size, struct drx_array_meta *m,
+                     struct drx_xmd_pos *pos, struct drx_err *err);
+/* The growth record line (newline included) into buf; its length or
+ * -ENAMETOOLONG. */
+int drx_xmd_grow_line(char *buf, size_t len, int dim, uint64_t from, uint64_t to, uint64_t nchunks);
+/* The chunk count after growing dimension dim of m to `to` elements: 0,
+ * or -EFBIG past 2^59 elements or 2^63 chunks. */
+int drx_xmd_grown_chunks(const struct drx_array_meta *m, int dim, uint64_t to, uint64_t *n);
+/* Replaces the .xmd atomically with m (owner and mode of the old one, a
+ * first one those of the .xta open as xta_fd). */
+int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta *m,
+                  struct drx_err *err);
+
+/* ---- array_extend.c ---- */
+
+/* Makes chunks [from, to) of the .xta open as fd hold the fill value,
+ * cutting the file to `from` chunks first.  0 or -errno. */
+int drx_array_fill_chunks(int fd, const struct drx_array_meta *m, uint64_t from, uint64_t to);
+
+/* ---- array_names.c ---- */
+
+/* 0 when the .xta has one name, else -EMLINK with a message; wait: look
+ * again once a rename in progress is done. */
+int drx_array_xta_links(const struct drx_array *a, bool wait, struct drx_err *err);
 
 /* Most bytes of one chunk a view copy reads or writes in one piece: a
  * request never holds more than this beside the caller's buffer, whatever

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,30 +37,46 @@ int drx_attr_name_check(const char *name, struct drx_err *err)
 
 /* Length of the UTF-8 sequence at p (1..4), or 0 when it is not valid
  * UTF-8 (overlong forms, surrogates and code points past U+10FFFF are not). */
+/* The length a UTF-8 sequence starting with byte b has (0: b cannot
+ * start one) and the bits b gives of its code point. */
+static int utf8_lead(unsigned char b, uint32_t *c)
+{
+    static const struct {
+        unsigned char lo, hi, mask;
+        int n;
+    } leads[] = {{0xc2, 0xdf, 0x1f, 2}, {0xe0, 0xef, 0x0f, 3}, {0xf0, 0xf4, 0x07, 4}};
+
+    for (size_t i = 0; i < sizeof leads / sizeof leads[0]; i++)
+        if (b >= leads[i].lo && b <= leads[i].hi) {
+            *c = b & leads[i].mask;
+            return leads[i].n;
+        }
+    return 0;
+}
+
+/* Overlong forms, surrogates and code points past U+10FFFF are not UTF-8. */
+static bool utf8_code_ok(int n, uint32_t c)
+{
+    if (n == 3)
+        return c >= 0x800 && (c < 0xd800 || c > 0xdfff);
+    return n != 4 || (c >= 0x10000 && c <= 0x10ffff);
+}
+
 static int utf8_len(const unsigned char *p)
 {
+    uint32_t c = 0;
     int n;
-    uint32_t c;
 
     if (p[0] < 0x80)
         return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        n = 2, c = p[0] & 0x1f;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef)
-        n = 3, c = p[0] & 0x0f;
-    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-        n = 4, c = p[0] & 0x07;
-    else
+    if (!(n = utf8_lead(p[0], &c)))
         return 0;
     for (int i = 1; i < n; i++) {
         if ((p[i] & 0xc0) != 0x80)
             return 0;
         c = c << 6 | (p[i] & 0x3f);
     }
-    if ((n == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
-        (n == 4 && (c < 0x10000 || c > 0x10ffff)))
-        return 0;
-    return n;
+    return utf8_code_ok(n, c) ? n : 0;
 }
 
 static int parse_numbers(struct drx_attr *a, const char *text, struct drx_err *err)

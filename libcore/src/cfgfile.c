@@ -87,13 +87,13 @@ static int open_checked(int dirfd, const char *name, const char *shown, unsigned
     return fd;
 }
 
-int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
-                     struct drx_cfgfile *out, bool *refused, struct drx_err *err)
+int drx_cfgfile_slurp(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
+                      struct drx_cfgfile *out, int *fdp, bool *refused, struct drx_err *err)
 {
     bool ignored;
     size_t size;
     ssize_t n;
-    int fd, rc;
+    int fd, rc = 0;
 
     memset(out, 0, sizeof *out);
     if (!refused)
@@ -111,13 +111,15 @@ int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned fl
         goto out;
     }
     /* One byte more than the fstat said: a file that grew meanwhile (only
-     * a hostile writer appends; drx replaces by rename) is caught here.
-     * The read never blocks: a regular file. */
+     * a hostile writer appends to a file that is replaced by rename) is
+     * caught here.  The read never blocks: a regular file. */
     n = drx_io_read_full(fd, out->text, size + 1);
     if (n < 0) {
         rc = drx_err_set(err, (int)-n, "%s: %s", shown, strerror((int)-n));
         goto out;
     }
+    if ((size_t)n > size && (flags & DRX_CFGFILE_APPENDS))
+        n = (ssize_t)size;
     if ((size_t)n > size) {
         *refused = true;
         rc = drx_err_set(err, EIO, "%s: grew while it was read (refused)", shown);
@@ -125,9 +127,26 @@ int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned fl
     }
     out->len = (size_t)n;
     out->text[n] = '\0';
-    rc = drx_cfgfile_parse(out->text, out->len, shown, flags, &out->cfg, refused, err);
 out:
-    close(fd);
+    if (rc < 0 || !fdp)
+        close(fd);
+    else
+        *fdp = fd;
+    if (rc < 0) {
+        free(out->text);
+        memset(out, 0, sizeof *out);
+    }
+    return rc;
+}
+
+int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
+                     struct drx_cfgfile *out, bool *refused, struct drx_err *err)
+{
+    int rc = drx_cfgfile_slurp(dirfd, name, shown, flags, max, out, NULL, refused, err);
+
+    if (rc < 0)
+        return rc;
+    rc = drx_cfgfile_parse(out->text, out->len, shown, flags, &out->cfg, refused, err);
     if (rc < 0) {
         free(out->text);
         memset(out, 0, sizeof *out);

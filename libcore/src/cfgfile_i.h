@@ -24,6 +24,10 @@ enum {
      * file.  Without it: a store file, whose last component is never
      * followed. */
     DRX_CFGFILE_USER = 1,
+    /* The file may grow while it is read (an .xmd takes growth records
+     * at its end): exactly the bytes the fstat saw are read, and what was
+     * appended since is left for the next read. */
+    DRX_CFGFILE_APPENDS = 2,
 };
 
 /* A file read and parsed: release with drx_cfgfile_fini(). */
@@ -46,6 +50,13 @@ struct drx_cfgfile {
  * size or content) rather than the system's. */
 int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
                      struct drx_cfgfile *out, bool *refused, struct drx_err *err);
+
+/* The open, checks and read of drx_cfgfile_read() without the parse:
+ * out->text and out->len hold the bytes (out->cfg is not set up; free
+ * text yourself or with drx_cfgfile_fini() after a parse).  With fdp, the
+ * file stays open and *fdp is its descriptor (the caller closes it). */
+int drx_cfgfile_slurp(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
+                      struct drx_cfgfile *out, int *fdp, bool *refused, struct drx_err *err);
 
 /* The checks and parse of drx_cfgfile_read() on text already in memory
  * (text[len] must be '\0'): NUL bytes and @include lines refused, then

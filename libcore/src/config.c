@@ -216,74 +216,120 @@ enum check_key {
     K_HINTS
 };
 
-static enum check_key check(const struct drx_config *cfg, char *why, size_t len)
+/* Each checker below: true when its key is wrong, with why filled. */
+static bool bad_dirs(const struct drx_config *cfg, char *why, size_t len)
 {
     if (cfg->stripe.ndirs < 1 || cfg->stripe.ndirs > DRX_MAX_STRIPE_DIRS) {
         snprintf(why, len, "stripe.dirs: %zu directories, must be 1..%d", cfg->stripe.ndirs,
                  DRX_MAX_STRIPE_DIRS);
-        return K_DIRS;
+        return true;
     }
     for (size_t i = 0; i < cfg->stripe.ndirs; i++) {
         if (!cfg->stripe.dirs[i] || !cfg->stripe.dirs[i][0]) {
             snprintf(why, len, "stripe.dirs: entry %zu is empty", i);
-            return K_DIRS;
+            return true;
         }
-        for (size_t j = 0; j < i; j++) {
+        for (size_t j = 0; j < i; j++)
             if (strcmp(cfg->stripe.dirs[i], cfg->stripe.dirs[j]) == 0) {
                 snprintf(why, len, "stripe.dirs: \"%s\" is listed twice", cfg->stripe.dirs[i]);
-                return K_DIRS;
+                return true;
             }
-        }
     }
-    if (cfg->stripe.count < 1 || cfg->stripe.count > cfg->stripe.ndirs) {
-        snprintf(why, len, "stripe.count: %u is not in 1..%zu (the number of stripe.dirs)",
-                 cfg->stripe.count, cfg->stripe.ndirs);
-        return K_COUNT;
-    }
-    if (cfg->stripe.extent < 1 || cfg->stripe.extent > DRX_MAX_EXTENT) {
-        snprintf(why, len, "stripe.extent: %llu is not in 1..%llu bytes",
-                 (unsigned long long)cfg->stripe.extent, (unsigned long long)DRX_MAX_EXTENT);
-        return K_EXTENT;
-    }
-    if (cfg->cache_bytes > DRX_MAX_CACHE_BYTES) {
-        snprintf(why, len, "cache.bytes: %llu is above the limit %llu",
-                 (unsigned long long)cfg->cache_bytes, (unsigned long long)DRX_MAX_CACHE_BYTES);
-        return K_CACHE;
-    }
-    if (cfg->prefetch.ranks < 1 || cfg->prefetch.ranks > DRX_MAX_PREFETCH_RANKS) {
-        snprintf(why, len, "prefetch.ranks: %u is not in 1..%d", cfg->prefetch.ranks,
-                 DRX_MAX_PREFETCH_RANKS);
-        return K_RANKS;
-    }
-    if (!cfg->prefetch.mpiexec || !cfg->prefetch.mpiexec[0]) {
-        snprintf(why, len, "prefetch.mpiexec: empty program name");
-        return K_MPIEXEC;
-    }
-    if (cfg->mpiio.buffer < DRX_MIN_MPIIO_BUFFER || cfg->mpiio.buffer > DRX_MAX_MPIIO_BUFFER) {
-        snprintf(why, len, "mpiio.buffer: %llu is not in %llu..%llu bytes (1 MiB..1 GiB)",
-                 (unsigned long long)cfg->mpiio.buffer, (unsigned long long)DRX_MIN_MPIIO_BUFFER,
-                 (unsigned long long)DRX_MAX_MPIIO_BUFFER);
-        return K_BUFFER;
-    }
+    return false;
+}
+
+static bool bad_count(const struct drx_config *cfg, char *why, size_t len)
+{
+    if (cfg->stripe.count >= 1 && cfg->stripe.count <= cfg->stripe.ndirs)
+        return false;
+    snprintf(why, len, "stripe.count: %u is not in 1..%zu (the number of stripe.dirs)",
+             cfg->stripe.count, cfg->stripe.ndirs);
+    return true;
+}
+
+static bool bad_extent(const struct drx_config *cfg, char *why, size_t len)
+{
+    if (cfg->stripe.extent >= 1 && cfg->stripe.extent <= DRX_MAX_EXTENT)
+        return false;
+    snprintf(why, len, "stripe.extent: %llu is not in 1..%llu bytes",
+             (unsigned long long)cfg->stripe.extent, (unsigned long long)DRX_MAX_EXTENT);
+    return true;
+}
+
+static bool bad_cache(const struct drx_config *cfg, char *why, size_t len)
+{
+    if (cfg->cache_bytes <= DRX_MAX_CACHE_BYTES)
+        return false;
+    snprintf(why, len, "cache.bytes: %llu is above the limit %llu",
+             (unsigned long long)cfg->cache_bytes, (unsigned long long)DRX_MAX_CACHE_BYTES);
+    return true;
+}
+
+static bool bad_ranks(const struct drx_config *cfg, char *why, size_t len)
+{
+    if (cfg->prefetch.ranks >= 1 && cfg->prefetch.ranks <= DRX_MAX_PREFETCH_RANKS)
+        return false;
+    snprintf(why, len, "prefetch.ranks: %u is not in 1..%d", cfg->prefetch.ranks,
+             DRX_MAX_PREFETCH_RANKS);
+    return true;
+}
+
+static bool bad_mpiexec(const struct drx_config *cfg, char *why, size_t len)
+{
+    if (cfg->prefetch.mpiexec && cfg->prefetch.mpiexec[0])
+        return false;
+    snprintf(why, len, "prefetch.mpiexec: empty program name");
+    return true;
+}
+
+static bool bad_buffer(const struct drx_config *cfg, char *why, size_t len)
+{
+    if (cfg->mpiio.buffer >= DRX_MIN_MPIIO_BUFFER && cfg->mpiio.buffer <= DRX_MAX_MPIIO_BUFFER)
+        return false;
+    snprintf(why, len, "mpiio.buffer: %llu is not in %llu..%llu bytes (1 MiB..1 GiB)",
+             (unsigned long long)cfg->mpiio.buffer, (unsigned long long)DRX_MIN_MPIIO_BUFFER,
+             (unsigned long long)DRX_MAX_MPIIO_BUFFER);
+    return true;
+}
+
+static bool bad_hints(const struct drx_config *cfg, char *why, size_t len)
+{
     if (cfg->mpiio.nhints > DRX_MAX_MPIIO_HINTS) {
         snprintf(why, len, "mpiio.hints: %zu hints, at most %d", cfg->mpiio.nhints,
                  DRX_MAX_MPIIO_HINTS);
-        return K_HINTS;
+        return true;
     }
     for (size_t i = 0; i < cfg->mpiio.nhints; i++) {
         const struct drx_config_hint *h = &cfg->mpiio.hints[i];
         const char *bad = h->key && h->value ? hint_problem(h->key, h->value) : "missing";
         if (bad) {
             snprintf(why, len, "mpiio.hints.%.40s: %s", h->key ? h->key : "?", bad);
-            return K_HINTS;
+            return true;
         }
-        for (size_t j = 0; j < i; j++) {
+        for (size_t j = 0; j < i; j++)
             if (strcmp(h->key, cfg->mpiio.hints[j].key) == 0) {
                 snprintf(why, len, "mpiio.hints.%.40s: set twice", h->key);
-                return K_HINTS;
+                return true;
             }
-        }
     }
+    return false;
+}
+
+/* The checks in the order they are reported, each with its key. */
+static const struct {
+    enum check_key key;
+    bool (*bad)(const struct drx_config *cfg, char *why, size_t len);
+} checks[] = {
+    {K_DIRS, bad_dirs},   {K_COUNT, bad_count},     {K_EXTENT, bad_extent},
+    {K_CACHE, bad_cache}, {K_RANKS, bad_ranks},     {K_MPIEXEC, bad_mpiexec},
+    {K_BUFFER, bad_buffer}, {K_HINTS, bad_hints},
+};
+
+static enum check_key check(const struct drx_config *cfg, char *why, size_t len)
+{
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        if (checks[i].bad(cfg, why, len))
+            return checks[i].key;
     return K_NONE;
 }
 
@@ -331,6 +377,59 @@ static void key_name(const config_setting_t *s, char *buf, size_t len)
         snprintf(buf, len, "%s", config_setting_name(s) ? config_setting_name(s) : "?");
 }
 
+/* The start of 1-based line `line` of text, or NULL. */
+static const char *line_start(const char *text, unsigned line)
+{
+    const char *p = text;
+
+    for (unsigned l = 1; l < line && p; l++) {
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return p;
+}
+
+/* In the line [p, end): where the value of setting `name` starts (after
+ * "name =" or "name:", name a whole word), or NULL. */
+static const char *setting_value(const char *p, const char *end, const char *name)
+{
+    size_t nl = strlen(name);
+
+    for (const char *q = p; (q = strstr(q, name)) && q < end; q++) {
+        bool word = (q == p || !(isalnum((unsigned char)q[-1]) || q[-1] == '_')) &&
+                    !(isalnum((unsigned char)q[nl]) || q[nl] == '_');
+        const char *r = q + nl;
+        if (!word)
+            continue;
+        r += strspn(r, " \t");
+        if (*r != '=' && *r != ':')
+            continue;
+        r++;
+        return r + strspn(r, " \t");
+    }
+    return NULL;
+}
+
+/* The integer literal at r as libconfig means it (decimal, or hex after
+ * 0x; "010" is ten), saturated; false when there is none. */
+static bool int_literal(const char *r, long long *v)
+{
+    const char *digits = r + (*r == '-' || *r == '+');
+    int base = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10;
+    char *e;
+    long long x;
+
+    errno = 0;
+    x = strtoll(r, &e, base);
+    if (e == r)
+        return false;
+    if (errno == ERANGE)
+        x = *r == '-' ? LLONG_MIN : LLONG_MAX;
+    *v = x;
+    return true;
+}
+
 /* libconfig 1.5 keeps a plain integer literal (no L suffix) in 32 bits and
  * silently wraps larger ones ("9000000000" reads as 410065408).  Users write
  * byte counts that large, so such a setting's literal is re-read from its
@@ -338,46 +437,15 @@ static void key_name(const config_setting_t *s, char *buf, size_t len)
 static bool literal_int(const struct loader *ld, const config_setting_t *s, long long *v)
 {
     unsigned line = config_setting_source_line(s);
-    const char *name = config_setting_name(s), *p = ld->text;
-    size_t nl = name ? strlen(name) : 0;
+    const char *name = config_setting_name(s), *p, *end, *r;
 
-    if (!p || !name || line == 0)
+    if (!ld->text || !name || line == 0 || !(p = line_start(ld->text, line)))
         return false;
-    for (unsigned l = 1; l < line && p; l++) {
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    if (!p)
-        return false;
-    const char *end = strchr(p, '\n');
-    for (const char *q = p; (q = strstr(q, name)) && (!end || q < end); q++) {
-        bool word = (q == p || !(isalnum((unsigned char)q[-1]) || q[-1] == '_')) &&
-                    !(isalnum((unsigned char)q[nl]) || q[nl] == '_');
-        if (!word)
-            continue;
-        const char *r = q + nl;
-        while (*r == ' ' || *r == '\t')
-            r++;
-        if (*r != '=' && *r != ':')
-            continue;
-        r++;
-        while (*r == ' ' || *r == '\t')
-            r++;
-        char *e;
-        errno = 0;
-        /* libconfig reads "010" as ten, not as octal; only 0x is special. */
-        const char *digits = r + (*r == '-' || *r == '+');
-        int base = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10;
-        long long x = strtoll(r, &e, base);
-        if (e == r)
-            return false;
-        if (errno == ERANGE)
-            x = *r == '-' ? LLONG_MIN : LLONG_MAX;
-        *v = x;
-        return true;
-    }
-    return false;
+    end = strchr(p, '\n');
+    if (!end)
+        end = p + strlen(p);
+    r = setting_value(p, end, name);
+    return r && int_literal(r, v);
 }
 
 static int get_u64(struct loader *ld, const config_setting_t *s, uint64_t max, uint64_t *out)
@@ -627,18 +695,82 @@ static int load_mpiio(struct loader *ld, const config_setting_t *g, struct drx_c
     return rc;
 }
 
+typedef int group_loader(struct loader *ld, const config_setting_t *g, struct drx_config *cfg);
+
+/* The top-level keys: store.conf has version and stripe, a --config file
+ * all the groups. */
+static const struct {
+    const char *name;
+    bool store; /* allowed in store.conf */
+    group_loader *load;
+} groups[] = {
+    {"stripe", true, load_stripe}, {"cache", false, load_cache}, {"prefetch", false, load_prefetch},
+    {"log", false, load_log},      {"mpiio", false, load_mpiio},
+};
+
+/* store.conf's version: 1 */
+static int load_version(struct loader *ld, const config_setting_t *s)
+{
+    int t = config_setting_type(s);
+    long long v;
+
+    if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+        return fail(ld, s, "version: wrong type, expected an integer");
+    if ((v = config_setting_get_int64(s)) != 1)
+        return fail(ld, s, "version: %lld is not supported (this drx knows version 1)", v);
+    return 0;
+}
+
+/* One top-level setting into tmp. */
+static int load_top(struct loader *ld, const config_setting_t *s, bool all, struct drx_config *tmp)
+{
+    const char *k = config_setting_name(s);
+
+    if (strcmp(k, "version") == 0 && !all)
+        return load_version(ld, s);
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        if (strcmp(k, groups[g].name) != 0 || !(all || groups[g].store))
+            continue;
+        if (config_setting_type(s) != CONFIG_TYPE_GROUP)
+            return fail(ld, s, "%s: wrong type, expected a group { ... }", k);
+        return groups[g].load(ld, s, tmp);
+    }
+    return fail(ld, s,
+                all ? "unknown key %s (known: stripe, cache, prefetch, log, mpiio)"
+                    : "unknown key %s (known: version, stripe)",
+                k);
+}
+
+/* Validates the overlay as a whole, blaming the line of the key at fault,
+ * or of the key that made it wrong (dirs shrunk under an inherited count). */
+static int check_overlay(const struct loader *ld, const struct drx_config *tmp)
+{
+    char why[DRX_ERR_LEN];
+    enum check_key bad = check(tmp, why, sizeof why);
+    int line;
+
+    if (bad == K_NONE)
+        return 0;
+    line = ld->line[bad];
+    if (!line && bad == K_COUNT)
+        line = ld->line[K_DIRS];
+    return drx_err_set(ld->err, EINVAL, "%s:%d: %s", ld->path, line, why);
+}
+
 int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, struct drx_err *err)
 {
     struct loader ld = {.path = path, .err = err};
     struct drx_config tmp = {0};
+    const config_setting_t *root;
     struct drx_cfgfile cf;
+    bool all = keys == DRX_CONFIG_KEYS_ALL;
     int rc;
 
     /* store.conf is a store file (never a symlink); a --config file is the
      * user's, who may point it through a symlink.  Neither may be a FIFO or
      * name another file with @include. */
-    rc = drx_cfgfile_read(AT_FDCWD, path, path, keys == DRX_CONFIG_KEYS_ALL ? DRX_CFGFILE_USER : 0,
-                          CONF_MAX_BYTES, &cf, NULL, err);
+    rc = drx_cfgfile_read(AT_FDCWD, path, path, all ? DRX_CFGFILE_USER : 0, CONF_MAX_BYTES, &cf,
+                          NULL, err);
     if (rc < 0)
         return rc;
     ld.text = cf.text;
@@ -647,61 +779,13 @@ int drx_config_load_keys(struct drx_config *cfg, const char *path, int keys, str
         drx_err_set(err, -rc, "%s: out of memory", path);
         goto out;
     }
-
-    const config_setting_t *root = config_root_setting(&cf.cfg);
-    for (int i = 0; i < config_setting_length(root) && rc == 0; i++) {
-        const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
-        const char *k = config_setting_name(s);
-        bool all = keys == DRX_CONFIG_KEYS_ALL;
-        bool group = config_setting_type(s) == CONFIG_TYPE_GROUP;
-
-        if (strcmp(k, "version") == 0 && !all) {
-            long long v;
-            int t = config_setting_type(s);
-            if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
-                rc = fail(&ld, s, "version: wrong type, expected an integer");
-            else if ((v = config_setting_get_int64(s)) != 1)
-                rc = fail(&ld, s, "version: %lld is not supported (this drx knows version 1)", v);
-            continue;
-        }
-        if (strcmp(k, "stripe") != 0 &&
-            !(all && (strcmp(k, "cache") == 0 || strcmp(k, "prefetch") == 0 ||
-                      strcmp(k, "log") == 0 || strcmp(k, "mpiio") == 0))) {
-            rc = fail(&ld, s,
-                      all ? "unknown key %s (known: stripe, cache, prefetch, log, mpiio)"
-                          : "unknown key %s (known: version, stripe)",
-                      k);
-            break;
-        }
-        if (!group) {
-            rc = fail(&ld, s, "%s: wrong type, expected a group { ... }", k);
-            break;
-        }
-        if (strcmp(k, "stripe") == 0)
-            rc = load_stripe(&ld, s, &tmp);
-        else if (strcmp(k, "cache") == 0)
-            rc = load_cache(&ld, s, &tmp);
-        else if (strcmp(k, "prefetch") == 0)
-            rc = load_prefetch(&ld, s, &tmp);
-        else if (strcmp(k, "mpiio") == 0)
-            rc = load_mpiio(&ld, s, &tmp);
-        else
-            rc = load_log(&ld, s, &tmp);
-    }
+    root = config_root_setting(&cf.cfg);
+    for (int i = 0; i < config_setting_length(root) && rc == 0; i++)
+        rc = load_top(&ld, config_setting_get_elem(root, (unsigned)i), all, &tmp);
+    if (rc == 0)
+        rc = check_overlay(&ld, &tmp);
     if (rc < 0)
         goto out;
-
-    /* Validate the overlay as a whole, blaming the line of the key at fault,
-     * or of the key that made it wrong (dirs shrunk under an inherited count). */
-    char why[DRX_ERR_LEN];
-    enum check_key bad = check(&tmp, why, sizeof why);
-    if (bad != K_NONE) {
-        int line = ld.line[bad];
-        if (!line && bad == K_COUNT)
-            line = ld.line[K_DIRS];
-        rc = drx_err_set(err, EINVAL, "%s:%d: %s", path, line, why);
-        goto out;
-    }
     drx_config_fini(cfg);
     *cfg = tmp;
     memset(&tmp, 0, sizeof tmp);

@@ -10,35 +10,57 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_CHUNKS ((uint64_t)INT64_MAX)
 
+/* Room for cap records in v (never less than it has). */
+static int vec_grow(struct drx_axial_vec *v, size_t cap)
+{
+    struct drx_axial_rec *p;
+    uint64_t *s;
+    int64_t *a;
+
+    if (cap <= v->cap)
+        return 0;
+    if (!(p = realloc(v->rec, cap * sizeof *p)))
+        return -ENOMEM;
+    v->rec = p;
+    if (!(s = realloc(v->start, cap * sizeof *s)))
+        return -ENOMEM;
+    v->start = s;
+    if (!(a = realloc(v->addr, cap * sizeof *a)))
+        return -ENOMEM;
+    v->addr = a;
+    v->cap = cap;
+    return 0;
+}
+
 static int vec_push(struct drx_axial_vec *v, struct drx_axial_rec *r, int dim)
 {
+    int rc;
+
     r->base = (uint64_t)r->addr - r->start * r->coef[dim];
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? 2 * v->cap : 4;
-        struct drx_axial_rec *p = realloc(v->rec, cap * sizeof *p);
-        uint64_t *s;
-        int64_t *a;
-        if (!p)
-            return -ENOMEM;
-        v->rec = p;
-        s = realloc(v->start, cap * sizeof *s);
-        if (!s)
-            return -ENOMEM;
-        v->start = s;
-        a = realloc(v->addr, cap * sizeof *a);
-        if (!a)
-            return -ENOMEM;
-        v->addr = a;
-        v->cap = cap;
-    }
+    if (v->n == v->cap && (rc = vec_grow(v, v->cap ? 2 * v->cap : 4)))
+        return rc;
     v->start[v->n] = r->start;
     v->addr[v->n] = r->addr;
     v->rec[v->n++] = *r;
+    return 0;
+}
+
+int drx_map_reserve(struct drx_map *m, size_t records)
+{
+    for (int i = 0; i < m->rank; i++) {
+        struct drx_axial_vec *v = &m->vec[i];
+        int rc;
+        if (records > SIZE_MAX / sizeof *v->rec - v->n)
+            return -ENOMEM;
+        if ((rc = vec_grow(v, v->n + records)))
+            return rc;
+    }
     return 0;
 }
 

@@ -80,55 +80,69 @@ static int put_in_place(int dfd, const char *tmp, const char *base, bool norepla
     return 0;
 }
 
-int drx_replace_write(const char *path, const void *data, size_t len, const struct stat *like,
-                      mode_t mode, unsigned flags, struct stat *st)
+/* The directory of path into dir and its last component: -EISDIR for a
+ * path ending in '/', -ENAMETOOLONG. */
+static int split_path(const char *path, char *dir, size_t len, const char **base)
 {
-    char dir[PATH_MAX], tmp[NAME_MAX + 1];
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    bool sync = !(flags & DRX_REPLACE_NOSYNC);
-    int dfd, fd = -1, rc;
+    const char *slash = strrchr(path, '/');
 
-    if (!*base)
+    *base = slash ? slash + 1 : path;
+    if (!**base)
         return -EISDIR;
     if (!slash)
-        snprintf(dir, sizeof dir, ".");
+        snprintf(dir, len, ".");
     else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else if ((size_t)(slash - path) >= sizeof dir)
+        snprintf(dir, len, "/");
+    else if ((size_t)(slash - path) >= len)
         return -ENAMETOOLONG;
     else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    /* One directory descriptor for the temporary, the rename and the sync:
-     * all three happen in the same directory whatever its path does. */
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return -errno;
-    tmp[0] = '\0';
-    fd = create_temp(dfd, base, tmp, sizeof tmp);
-    if (fd < 0) {
-        rc = fd;
-        tmp[0] = '\0';
-        goto out;
-    }
-    rc = like ? drx_replace_take_owner(fd, like) : (fchmod(fd, mode & 07777) < 0 ? -errno : 0);
+        snprintf(dir, len, "%.*s", (int)(slash - path), path);
+    return 0;
+}
+
+/* The temporary's content, owner and mode, synced: 0 or -errno. */
+static int fill_temp(int fd, const void *data, size_t len, const struct stat *like, mode_t mode,
+                     bool sync, struct stat *st)
+{
+    int rc = like ? drx_replace_take_owner(fd, like) : (fchmod(fd, mode & 07777) < 0 ? -errno : 0);
+
     if (rc == 0)
         rc = drx_io_write_all(fd, data, len);
     if (rc == 0 && sync && fsync(fd) < 0)
         rc = -errno;
     if (rc == 0 && st && fstat(fd, st) < 0)
         rc = -errno;
+    return rc;
+}
+
+int drx_replace_write(const char *path, const void *data, size_t len, const struct stat *like,
+                      mode_t mode, unsigned flags, struct stat *st)
+{
+    char dir[PATH_MAX], tmp[NAME_MAX + 1];
+    const char *base;
+    bool sync = !(flags & DRX_REPLACE_NOSYNC);
+    int dfd, fd, rc;
+
+    if ((rc = split_path(path, dir, sizeof dir, &base)) < 0)
+        return rc;
+    /* One directory descriptor for the temporary, the rename and the sync:
+     * all three happen in the same directory whatever its path does. */
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    fd = create_temp(dfd, base, tmp, sizeof tmp);
+    if (fd < 0) {
+        close(dfd);
+        return fd;
+    }
+    rc = fill_temp(fd, data, len, like, mode, sync, st);
+    close(fd);
     if (rc == 0)
         rc = put_in_place(dfd, tmp, base, flags & DRX_REPLACE_NOREPLACE);
     if (rc < 0)
-        goto out;
-    tmp[0] = '\0';
-    if (sync && fsync(dfd) < 0)
-        rc = -errno;
-out:
-    if (fd >= 0)
-        close(fd);
-    if (tmp[0])
         unlinkat(dfd, tmp, 0);
+    else if (sync && fsync(dfd) < 0)
+        rc = -errno;
     close(dfd);
     return rc;
 }

@@ -20,6 +20,26 @@
 
 /* ---- lexical paths ---------------------------------------------------------- */
 
+/* Appends component p[0..len) to buf[0..*n), folding "." and "..". */
+static int add_component(char *buf, size_t size, size_t *n, const char *p, size_t len)
+{
+    if (len == 1 && p[0] == '.')
+        return 0;
+    if (len == 2 && p[0] == '.' && p[1] == '.') {
+        while (*n > 0 && buf[*n - 1] != '/')
+            (*n)--;
+        if (*n > 0)
+            (*n)--; /* the '/' before the removed component */
+        return 0;
+    }
+    if (*n + 1 + len + 1 > size)
+        return -ENAMETOOLONG;
+    buf[(*n)++] = '/';
+    memcpy(buf + *n, p, len);
+    *n += len;
+    return 0;
+}
+
 int drx_store_abspath(const char *path, char *out, size_t outlen)
 {
     char buf[PATH_MAX * 2];
@@ -35,28 +55,12 @@ int drx_store_abspath(const char *path, char *out, size_t outlen)
     /* Append component by component, folding "." and "..": never looks at
      * the filesystem, so a drxfs mount is never entered and symlinks keep
      * the meaning the user typed (as a shell's logical cd does). */
-    const char *p = path;
-    while (*p) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            break;
-        const char *e = strchr(p, '/');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == 1 && p[0] == '.') {
-            /* nothing */
-        } else if (len == 2 && p[0] == '.' && p[1] == '.') {
-            while (n > 0 && buf[n - 1] != '/')
-                n--;
-            if (n > 0)
-                n--; /* the '/' before the removed component */
-        } else {
-            if (n + 1 + len + 1 > sizeof buf)
-                return -ENAMETOOLONG;
-            buf[n++] = '/';
-            memcpy(buf + n, p, len);
-            n += len;
-        }
+    for (const char *p = path; *p;) {
+        size_t len;
+        p += strspn(p, "/");
+        len = strcspn(p, "/");
+        if (len && add_component(buf, sizeof buf, &n, p, len) < 0)
+            return -ENAMETOOLONG;
         p += len;
     }
     if (n == 0)
@@ -215,45 +219,52 @@ int drx_store_mounted(const char *root, char *mnt, size_t mntlen)
     return drx_store_mounted_mi(NULL, root, mnt, mntlen);
 }
 
+/* The drxfs mount that holds abs, the deepest (a store mounted inside
+ * another; of mounts on one point, the last, the one on top). */
+struct holder {
+    bool found, ro;
+    size_t len; /* of the mount point's part of abs */
+    char src[PATH_MAX], mnt[PATH_MAX];
+};
+
+static void find_holder(const char *mountinfo, const char *abs, struct holder *h)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    FILE *fp = fopen(mountinfo ? mountinfo : "/proc/self/mountinfo", "re");
+
+    memset(h, 0, sizeof *h);
+    if (!fp)
+        return;
+    while (getline(&line, &cap, fp) > 0) {
+        char *mnt, *source;
+        bool ro;
+        size_t m;
+        if (!mi_drxfs_line(line, &mnt, &source, &ro) || (m = under(abs, mnt)) == (size_t)-1)
+            continue;
+        if (!h->found || m >= h->len) {
+            h->len = m;
+            h->ro = ro;
+            snprintf(h->mnt, sizeof h->mnt, "%s", mnt);
+            h->found = snprintf(h->src, sizeof h->src, "%s", source) < (int)sizeof h->src;
+        }
+    }
+    free(line);
+    fclose(fp);
+}
+
 int drx_store_resolve_path_for(const char *mountinfo, const char *path, unsigned flags, char *out,
                                size_t outlen, struct drx_err *err)
 {
-    char abs[PATH_MAX], best_src[PATH_MAX], best_mnt[PATH_MAX], tmp[PATH_MAX * 2];
-    size_t best_len = 0;
-    bool found = false, best_ro = false;
-    char *line = NULL;
-    size_t cap = 0;
-    FILE *fp;
+    char abs[PATH_MAX], tmp[PATH_MAX * 2];
+    struct holder h;
     int n;
 
     n = drx_store_abspath(path, abs, sizeof abs);
     if (n < 0)
         return drx_err_set(err, -n, "%s: %s", path, strerror(-n));
-    fp = fopen(mountinfo ? mountinfo : "/proc/self/mountinfo", "re");
-    if (fp) {
-        while (getline(&line, &cap, fp) > 0) {
-            char *mnt, *source;
-            bool ro;
-            if (!mi_drxfs_line(line, &mnt, &source, &ro))
-                continue;
-            size_t m = under(abs, mnt);
-            if (m == (size_t)-1)
-                continue;
-            /* The deepest mount point wins (a store mounted inside another;
-             * of mounts on one point, the last, the one on top). */
-            if (!found || m >= best_len) {
-                found = true;
-                best_len = m;
-                best_ro = ro;
-                snprintf(best_mnt, sizeof best_mnt, "%s", mnt);
-                if (snprintf(best_src, sizeof best_src, "%s", source) >= (int)sizeof best_src)
-                    found = false;
-            }
-        }
-        free(line);
-        fclose(fp);
-    }
-    if (!found) {
+    find_holder(mountinfo, abs, &h);
+    if (!h.found) {
         if ((size_t)n + 1 > outlen)
             return drx_err_set(err, ENAMETOOLONG, "%s: path too long", path);
         memcpy(out, abs, (size_t)n + 1);
@@ -261,10 +272,10 @@ int drx_store_resolve_path_for(const char *mountinfo, const char *path, unsigned
     }
     /* drx and drx-load reach the store's files directly, past the mount:
      * what a read-only mount shows must stay read-only for them too. */
-    if (best_ro && (flags & DRX_STORE_FOR_WRITE))
+    if (h.ro && (flags & DRX_STORE_FOR_WRITE))
         return drx_err_set(err, EROFS, "%s: read-only file system (%s is a read-only drxfs mount)",
-                           path, best_mnt);
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/%s", best_src, abs + best_len) >= sizeof tmp)
+                           path, h.mnt);
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s/%s", h.src, abs + h.len) >= sizeof tmp)
         return drx_err_set(err, ENAMETOOLONG, "%s: path too long", path);
     n = drx_store_abspath(tmp, out, outlen);
     if (n < 0)
@@ -540,13 +551,90 @@ out:
     return rc;
 }
 
+/* A stripe dir elsewhere in the store's tree would show its subfiles at
+ * the mount point as ordinary files: only under .drx/ or outside. */
+static int check_dirs_placed(const struct drx_config *want, const char *root, struct drx_err *err)
+{
+    char drxdir[PATH_MAX + 32];
+
+    snprintf(drxdir, sizeof drxdir, "%s/" DRX_STORE_DIR, root);
+    for (size_t i = 0; i < want->stripe.ndirs; i++)
+        if (under(want->stripe.dirs[i], root) != (size_t)-1 &&
+            under(want->stripe.dirs[i], drxdir) == (size_t)-1)
+            return drx_err_set(err, EINVAL,
+                               "stripe dir %s is inside the store but not under %s/: it would "
+                               "show at the mount point",
+                               want->stripe.dirs[i], drxdir);
+    return 0;
+}
+
+/* root and root/.drx exist afterwards; with empty_only, a directory that
+ * is not a store yet must be empty. */
+static int make_store_dirs(const char *root, bool empty_only, struct drx_err *err)
+{
+    char path[PATH_MAX + 32];
+    int rc;
+
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
+    if (empty_only && !is_dir(path) && (rc = dir_has_entries(root)) != 0)
+        return rc > 0 ? drx_err_set(err, ENOTEMPTY, "%s: not a drx store (no %s/) and not empty",
+                                    root, DRX_STORE_DIR)
+                      : drx_err_set(err, -rc, "%s: %s", root, strerror(-rc));
+    if ((rc = make_dir(root, err)) < 0)
+        return rc;
+    return make_dir(path, err);
+}
+
+/* An existing store asked for other settings than it has: refused. */
+static int check_same_layout(const struct drx_config *have, const struct drx_config *want,
+                             const char *root, struct drx_err *err)
+{
+    bool same = have->stripe.ndirs == want->stripe.ndirs;
+
+    for (size_t i = 0; same && i < have->stripe.ndirs; i++)
+        same = strcmp(have->stripe.dirs[i], want->stripe.dirs[i]) == 0;
+    if (!same)
+        return drx_err_set(err, EEXIST,
+                           "%s is already a store with other stripe dirs (%s%s); changing "
+                           "them would orphan its striped files",
+                           root, have->stripe.dirs[0], have->stripe.ndirs > 1 ? ", ..." : "");
+    if (have->stripe.count != want->stripe.count || have->stripe.extent != want->stripe.extent)
+        return drx_err_set(err, EEXIST,
+                           "%s is already a store with count=%u extent=%llu; use `drx "
+                           "stripe set %s --count N --extent BYTES` to change the default "
+                           "layout",
+                           root, have->stripe.count, (unsigned long long)have->stripe.extent,
+                           root);
+    return 0;
+}
+
+/* Stripe directories: (re)create any missing, so a store whose default
+ * dirs were removed by hand recovers; existing ones are left as they are. */
+static int make_stripe_dirs(const struct drx_config *use, struct drx_err *err)
+{
+    for (size_t i = 0; i < use->stripe.ndirs; i++) {
+        int rc = mkdir_p(use->stripe.dirs[i], 0755);
+        if (rc < 0)
+            return drx_err_set(err, -rc, "stripe dir %s: %s", use->stripe.dirs[i], strerror(-rc));
+    }
+    return 0;
+}
+
+/* The settings an existing store remembers, into have (absolute dirs). */
+static int load_existing(const char *root, struct drx_config *have, struct drx_err *err)
+{
+    int rc = drx_store_load_config(root, NULL, have, err);
+
+    return rc < 0 ? rc : absolutise_dirs(have, root, err);
+}
+
 int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigned flags,
                    struct drx_err *err)
 {
     char root[PATH_MAX], path[PATH_MAX + 32];
     struct drx_config want = {0}, have = {0};
     struct stat st;
-    int rc, existed = 0;
+    int rc, existed;
 
     rc = drx_store_abspath(root_in, root, sizeof root);
     if (rc < 0)
@@ -559,90 +647,21 @@ int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigne
         drx_err_set(err, -rc, "out of memory");
         goto out;
     }
-    rc = absolutise_dirs(&want, root, err);
-    if (rc < 0)
+    if ((rc = absolutise_dirs(&want, root, err)) < 0 ||
+        (rc = check_dirs_placed(&want, root, err)) < 0 ||
+        (rc = make_store_dirs(root, flags & DRX_STORE_INIT_EMPTY_ONLY, err)) < 0)
         goto out;
-    /* A stripe dir elsewhere in the tree would show its subfiles at the
-     * mount point as ordinary files. */
-    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
-    for (size_t i = 0; i < want.stripe.ndirs; i++) {
-        if (under(want.stripe.dirs[i], root) != (size_t)-1 &&
-            under(want.stripe.dirs[i], path) == (size_t)-1) {
-            rc = drx_err_set(err, EINVAL,
-                             "stripe dir %s is inside the store but not under %s/: it would "
-                             "show at the mount point",
-                             want.stripe.dirs[i], path);
-            goto out;
-        }
-    }
-
-    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
-    if ((flags & DRX_STORE_INIT_EMPTY_ONLY) && !is_dir(path)) {
-        rc = dir_has_entries(root);
-        if (rc != 0) {
-            rc = rc > 0 ? drx_err_set(err, ENOTEMPTY, "%s: not a drx store (no %s/) and not empty",
-                                      root, DRX_STORE_DIR)
-                        : drx_err_set(err, -rc, "%s: %s", root, strerror(-rc));
-            goto out;
-        }
-    }
-    rc = make_dir(root, err);
-    if (rc < 0)
-        goto out;
-    rc = make_dir(path, err);
-    if (rc < 0)
-        goto out;
-
     snprintf(path, sizeof path, "%s/" DRX_STORE_CONF, root);
-    if (stat(path, &st) == 0) {
-        existed = 1;
-        rc = drx_store_load_config(root, NULL, &have, err);
-        if (rc < 0)
-            goto out;
-        rc = absolutise_dirs(&have, root, err);
-        if (rc < 0)
-            goto out;
-        if (!(flags & DRX_STORE_INIT_KEEP)) {
-            bool same = have.stripe.ndirs == want.stripe.ndirs;
-            for (size_t i = 0; same && i < have.stripe.ndirs; i++)
-                same = strcmp(have.stripe.dirs[i], want.stripe.dirs[i]) == 0;
-            if (!same) {
-                rc = drx_err_set(err, EEXIST,
-                                 "%s is already a store with other stripe dirs (%s%s); changing "
-                                 "them would orphan its striped files",
-                                 root, have.stripe.dirs[0], have.stripe.ndirs > 1 ? ", ..." : "");
-                goto out;
-            }
-            if (have.stripe.count != want.stripe.count ||
-                have.stripe.extent != want.stripe.extent) {
-                rc = drx_err_set(err, EEXIST,
-                                 "%s is already a store with count=%u extent=%llu; use `drx "
-                                 "stripe set %s --count N --extent BYTES` to change the default "
-                                 "layout",
-                                 root, have.stripe.count, (unsigned long long)have.stripe.extent,
-                                 root);
-                goto out;
-            }
-        }
-    }
-    /* Stripe directories: (re)create any missing, so a store whose default
-     * dirs were removed by hand recovers; existing ones are left as they are. */
-    {
-        const struct drx_config *use = existed ? &have : &want;
-        for (size_t i = 0; i < use->stripe.ndirs; i++) {
-            rc = mkdir_p(use->stripe.dirs[i], 0755);
-            if (rc < 0) {
-                drx_err_set(err, -rc, "stripe dir %s: %s", use->stripe.dirs[i], strerror(-rc));
-                goto out;
-            }
-        }
-    }
-    if (!existed) {
-        rc = write_store_conf(root, want.stripe.dirs, want.stripe.ndirs, want.stripe.count,
-                              want.stripe.extent, err);
-        if (rc < 0)
-            goto out;
-    }
+    existed = stat(path, &st) == 0;
+    if (existed && ((rc = load_existing(root, &have, err)) < 0 ||
+                    (!(flags & DRX_STORE_INIT_KEEP) &&
+                     (rc = check_same_layout(&have, &want, root, err)) < 0)))
+        goto out;
+    if ((rc = make_stripe_dirs(existed ? &have : &want, err)) < 0)
+        goto out;
+    if (!existed && (rc = write_store_conf(root, want.stripe.dirs, want.stripe.ndirs,
+                                           want.stripe.count, want.stripe.extent, err)) < 0)
+        goto out;
     rc = existed;
 out:
     drx_config_fini(&want);

@@ -73,61 +73,85 @@ const char *drx_type_npy_descr(enum drx_type t, enum drx_rep rep)
     return d;
 }
 
-static int parse_real(enum drx_type t, const char *text, void *out, struct drx_err *err)
+/* The integer v in the type's width, little or big as this machine is. */
+static void store_int(size_t size, uint64_t v, void *out)
+{
+    switch (size) {
+    case 1: *(uint8_t *)out = (uint8_t)v; break;
+    case 2: *(uint16_t *)out = (uint16_t)v; break;
+    case 4: *(uint32_t *)out = (uint32_t)v; break;
+    default: *(uint64_t *)out = v; break;
+    }
+}
+
+static int does_not_fit(enum drx_type t, const char *text, struct drx_err *err)
+{
+    return drx_err_set(err, ERANGE, "value '%s' does not fit in %s", text, types[t].name);
+}
+
+/* Each parser: 0, -ERANGE (reported), or 1 when text is no number at all. */
+static int parse_signed(enum drx_type t, const char *text, void *out, struct drx_err *err)
+{
+    long long lo = types[t].size == 8 ? INT64_MIN : -(1LL << (8 * types[t].size - 1));
+    long long hi = types[t].size == 8 ? INT64_MAX : (1LL << (8 * types[t].size - 1)) - 1;
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(text, &end, 0);
+    if (end == text || *end)
+        return 1;
+    if (errno == ERANGE || v < lo || v > hi)
+        return does_not_fit(t, text, err);
+    store_int(types[t].size, (uint64_t)v, out);
+    return 0;
+}
+
+static int parse_unsigned(enum drx_type t, const char *text, void *out, struct drx_err *err)
+{
+    unsigned long long v;
+    char *end;
+
+    if (text[0] == '-')
+        return does_not_fit(t, text, err);
+    errno = 0;
+    v = strtoull(text, &end, 0);
+    if (end == text || *end)
+        return 1;
+    if (errno == ERANGE || (types[t].size < 8 && v >> (8 * types[t].size)))
+        return does_not_fit(t, text, err);
+    store_int(types[t].size, v, out);
+    return 0;
+}
+
+static int parse_float(enum drx_type t, const char *text, void *out, struct drx_err *err)
 {
     char *end;
+    double v;
+
+    (void)err;
     errno = 0;
-    switch (types[t].kind) {
-    case 'i': {
-        long long v = strtoll(text, &end, 0);
-        long long lo = types[t].size == 8 ? INT64_MIN : -(1LL << (8 * types[t].size - 1));
-        long long hi = types[t].size == 8 ? INT64_MAX : (1LL << (8 * types[t].size - 1)) - 1;
-        if (end == text || *end)
-            break;
-        if (errno == ERANGE || v < lo || v > hi)
-            return drx_err_set(err, ERANGE, "value '%s' does not fit in %s", text,
-                               types[t].name);
-        switch (types[t].size) {
-        case 1: *(int8_t *)out = (int8_t)v; break;
-        case 2: *(int16_t *)out = (int16_t)v; break;
-        case 4: *(int32_t *)out = (int32_t)v; break;
-        default: *(int64_t *)out = (int64_t)v; break;
-        }
-        return 0;
+    v = strtod(text, &end);
+    if (end == text || *end)
+        return 1;
+    if (types[t].unit == 4) {
+        float f = (float)v;
+        memcpy(out, &f, sizeof f);
+    } else {
+        memcpy(out, &v, sizeof v);
     }
-    case 'u': {
-        unsigned long long v;
-        if (text[0] == '-')
-            return drx_err_set(err, ERANGE, "value '%s' does not fit in %s", text,
-                               types[t].name);
-        v = strtoull(text, &end, 0);
-        if (end == text || *end)
-            break;
-        if (errno == ERANGE || (types[t].size < 8 && v >> (8 * types[t].size)))
-            return drx_err_set(err, ERANGE, "value '%s' does not fit in %s", text,
-                               types[t].name);
-        switch (types[t].size) {
-        case 1: *(uint8_t *)out = (uint8_t)v; break;
-        case 2: *(uint16_t *)out = (uint16_t)v; break;
-        case 4: *(uint32_t *)out = (uint32_t)v; break;
-        default: *(uint64_t *)out = (uint64_t)v; break;
-        }
-        return 0;
-    }
-    default: {
-        double v = strtod(text, &end);
-        if (end == text || *end)
-            break;
-        if (types[t].unit == 4) {
-            float f = (float)v;
-            memcpy(out, &f, sizeof f);
-        } else {
-            memcpy(out, &v, sizeof v);
-        }
-        return 0;
-    }
-    }
-    return drx_err_set(err, EINVAL, "'%s' is not a %s value", text, types[t].name);
+    return 0;
+}
+
+static int parse_real(enum drx_type t, const char *text, void *out, struct drx_err *err)
+{
+    int rc = types[t].kind == 'i'   ? parse_signed(t, text, out, err)
+             : types[t].kind == 'u' ? parse_unsigned(t, text, out, err)
+                                    : parse_float(t, text, out, err);
+
+    if (rc == 1)
+        return drx_err_set(err, EINVAL, "'%s' is not a %s value", text, types[t].name);
+    return rc;
 }
 
 int drx_type_parse_value(enum drx_type t, const char *text, void *out, struct drx_err *err)

@@ -1,5 +1,5 @@
-/* Array files: create/open/extend/remove, fill, metadata validation with
- * file:line errors, crash leftovers, and the byte layout of the .xta. */
+/* Array files: create/open/extend/remove, fill, crash leftovers, names,
+ * attributes and the byte layout of the .xta (the .xmd itself: test_xmd.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -172,66 +172,6 @@ static void extend_rules(void)
     drx_array_close(a);
 }
 
-static void validation(void)
-{
-    struct drx_array_spec spec = {.type = DRX_U16, .rank = 2, .shape = {6, 6}, .chunk = {4, 4},
-                                  .dim_name = {"y", "x"}};
-    struct drx_array *a;
-    struct drx_err err;
-    char path[300], xmd[310];
-    char *good;
-    size_t n;
-    int rc;
-
-    snprintf(path, sizeof path, "%s/valid", dir);
-    snprintf(xmd, sizeof xmd, "%s.xmd", path);
-    drx_array_create(path, &spec, &a, &err);
-    drx_array_extend(a, 1, 5, &err);
-    drx_array_extend(a, 0, 3, &err);
-    drx_array_close(a);
-    good = slurp(xmd, &n);
-
-    struct {
-        const char *from, *to, *expect;
-    } cases[] = {
-        {"type = \"u16\"", "type = \"u17\"", "unknown element type 'u17'"},
-        {"rank = 2", "rank = 0", "rank 0"},
-        {"rank = 2", "rank = 3", "entries for rank 3"},
-        {"chunk = [ 4L, 4L ]", "chunk = [ 4L, 0L ]", "chunk extent of dimension 1 is 0"},
-        {"chunk = [ 4L, 4L ]", "chunk = [ 4L, -4L ]", "negative"},
-        {"chunk = [ 4L, 4L ]", "chunk = [ 65536L, 65536L ]", "chunk is larger"},
-        {"chunk_count = ", "chunk_count = 1", "does not match"},
-        {"bounds = [ 9L, 11L ]", "bounds = [ 9L, 12L ]", "bounds do not match"},
-        {"addr = 4L", "addr = 400L", "does not match the extension history"},
-        {"dims = [ \"y\", \"x\" ]", "dims = [ \"y\", \"y\" ]", "used twice"},
-        {"dims = [ \"y\", \"x\" ]", "dims = [ \"y\", \"order\" ]", "not a valid dimension name"},
-        {"fill = \"0\"", "fill = \"-3\"", "fill"},
-        {"version = 1", "version = 9", "version 9"},
-        {"from = 6L", "from = 5L", "does not follow"},
-        {"rank = 2;", "rank = = 2;", "valid.xmd:4: syntax error"},
-        {"type = \"u16\";", "", "missing 'type'"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        rc = corrupt(xmd, good, cases[i].from, cases[i].to, &err);
-        tap_ok(rc < 0 && rc != 12345 && strstr(err.msg, cases[i].expect) && strstr(err.msg, "valid.xmd"),
-               "corrupt .xmd (%s -> %s): %s", cases[i].from, cases[i].to, err.msg);
-    }
-    rc = corrupt(xmd, good, "chunk = [ 4L, 4L ]", "chunk = [ 4L, 0L ]", &err);
-    tap_ok(strstr(err.msg, "valid.xmd:5:") != NULL, "the error names file and line: %s", err.msg);
-    spit(xmd, good);
-    tap_ok(drx_array_open(path, DRX_RDONLY, &a, &err) == 0, "the restored .xmd opens");
-    drx_array_close(a);
-    /* a truncated .xta is reported, not read past */
-    {
-        char xta[310];
-        snprintf(xta, sizeof xta, "%s.xta", path);
-        tap_ok(truncate(xta, 100) == 0, "truncate the .xta");
-        tap_ok(drx_array_open(path, DRX_RDONLY, &a, &err) == -EIO && strstr(err.msg, "shorter"),
-               "a short .xta is an error: %s", err.msg);
-    }
-    free(good);
-}
-
 static void create_errors(void)
 {
     struct drx_array_spec spec = {.type = DRX_F32, .rank = 2, .shape = {2, 2}, .chunk = {1, 1}};
@@ -307,71 +247,6 @@ static long long blocks(const char *path)
 {
     struct stat st;
     return stat(path, &st) ? -1 : (long long)st.st_blocks;
-}
-
-static void on_alarm(int sig)
-{
-    (void)sig; /* only interrupts a blocked open */
-}
-
-/* Loads `text` as xmd; a blocking open (a FIFO) is cut off after 5 s, so a
- * regression fails the test instead of hanging it. */
-static int load_text(const char *xmd, const char *text, struct drx_err *err)
-{
-    struct sigaction sa = {.sa_handler = on_alarm}, old;
-    struct drx_array_meta m;
-    int rc;
-
-    spit(xmd, text);
-    sigaction(SIGALRM, &sa, &old); /* no SA_RESTART: open() gets EINTR */
-    alarm(5);
-    rc = drx_array_meta_load(xmd, &m, err);
-    alarm(0);
-    sigaction(SIGALRM, &old, NULL);
-    if (rc == 0)
-        drx_array_meta_fini(&m);
-    return rc;
-}
-
-/* An .xmd never makes the reader open another file: libconfig follows a
- * line "@include PATH", so every such line is refused, with its line. */
-static void includes_refused(void)
-{
-    struct drx_array_spec spec = {.type = DRX_U8, .rank = 1, .shape = {8}, .chunk = {4}};
-    struct drx_array *a;
-    struct drx_err err = {{0}};
-    char path[300], xmd[310], outside[310], fifo[310], *good, *text;
-    size_t len;
-
-    snprintf(path, sizeof path, "%s/inc", dir);
-    snprintf(xmd, sizeof xmd, "%s.xmd", path);
-    snprintf(outside, sizeof outside, "%s/outside.cfg", dir);
-    snprintf(fifo, sizeof fifo, "%s/inc.fifo", dir);
-    spit(outside, "evil = 1;\n");
-    tap_ok(mkfifo(fifo, 0600) == 0, "a FIFO outside the array");
-    if (drx_array_create(path, &spec, &a, &err) < 0) {
-        tap_ok(0, "create: %s", err.msg);
-        return;
-    }
-    drx_array_close(a);
-    good = slurp(xmd, &len);
-    text = malloc(len + 600);
-
-    snprintf(text, len + 600, "@include \"%s\"\n%s", outside, good);
-    tap_ok(load_text(xmd, text, &err) == -EINVAL && strstr(err.msg, ":1: @include is not allowed"),
-           "@include of a regular file is refused: %s", err.msg);
-    snprintf(text, len + 600, "%s \t@include \"%s\"\n", good, fifo);
-    tap_ok(load_text(xmd, text, &err) == -EINVAL && strstr(err.msg, "@include is not allowed"),
-           "@include of a FIFO after blanks is refused without blocking: %s", err.msg);
-    snprintf(text, len + 600, "# version = 1;\r@INCLUDE \"%s\"\n%s", outside, good);
-    tap_ok(load_text(xmd, text, &err) == -EINVAL && strstr(err.msg, "@include is not allowed"),
-           "any case, after a CR: refused (conservative): %s", err.msg);
-    snprintf(text, len + 600, "# a comment naming @include \"%s\"\n%s", fifo, good);
-    tap_ok(load_text(xmd, text, &err) == 0, "@include inside a line is text, not a directive (%s)",
-           err.msg);
-    tap_ok(load_text(xmd, good, &err) == 0, "the genuine .xmd still loads (%s)", err.msg);
-    free(text);
-    free(good);
 }
 
 /* Leftover temporaries of atomic replacement (`.NAME.xmd.XXXXXX`) in d. */
@@ -827,10 +702,8 @@ int main(void)
         return 1;
     layout();
     extend_rules();
-    validation();
     create_errors();
     symlinks_refused();
-    includes_refused();
     replaced_owner_mode();
     reserve();
     names();

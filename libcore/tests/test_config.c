@@ -141,16 +141,10 @@ static void includes_and_kinds(void)
     unlink(sc);
 }
 
-int main(void)
+static void test_defaults(void)
 {
-    struct drx_config cfg, copy;
+    struct drx_config cfg;
     struct drx_err err = {{0}};
-    uint64_t v;
-
-    snprintf(dir, sizeof dir, "/tmp/drx-test-config-XXXXXX");
-    if (!mkdtemp(dir))
-        return 1;
-
     /* Defaults. */
     tap_ok(drx_config_defaults(&cfg, "/s") == 0, "defaults");
     tap_ok(cfg.stripe.ndirs == 2 && strcmp(cfg.stripe.dirs[0], "/s/.drx/stripes/0") == 0 &&
@@ -173,7 +167,15 @@ int main(void)
     drx_config_fini(&cfg);
     drx_config_defaults(&cfg, NULL);
     tap_ok(strcmp(cfg.stripe.dirs[1], ".drx/stripes/1") == 0, "without a root: relative dirs");
+    drx_config_fini(&cfg);
+}
 
+static void test_full(void)
+{
+    struct drx_config cfg;
+    struct drx_config copy;
+    struct drx_err err = {{0}};
+    drx_config_defaults(&cfg, NULL);
     /* A full file overlays everything. */
     const char *full =
         write_conf("full.conf", "# comment\n"
@@ -231,7 +233,19 @@ int main(void)
                hint_is(&copy, "romio_no_indep_rw", "true") && copy.mpiio.buffer == 8388608,
            "deep copy");
     drx_config_fini(&copy);
+    drx_config_fini(&cfg);
+}
 
+static void test_overlays(void)
+{
+    struct drx_config cfg;
+    struct drx_err err = {{0}};
+    char full[300];
+
+    snprintf(full, sizeof full, "%s/full.conf", dir);
+    drx_config_defaults(&cfg, NULL);
+    if (drx_config_load_file(&cfg, full, &err) < 0)
+        abort();
     /* A partial file keeps the rest. */
     const char *part = write_conf("part.conf", "stripe = { extent = 100; };\n");
     tap_ok(drx_config_load_file(&cfg, part, &err) == 0 && cfg.stripe.extent == 100 &&
@@ -253,7 +267,12 @@ int main(void)
            "a second file replaces one hint, adds one, keeps the others and the buffer");
     drx_config_fini(&cfg);
     drx_config_fini(&cfg); /* twice is safe */
+}
 
+static void test_mpiio_section(void)
+{
+    struct drx_config cfg;
+    struct drx_err err = {{0}};
     /* The mpiio section alone; buffer bounds are inclusive. */
     drx_config_defaults(&cfg, NULL);
     const char *lo = write_conf("lo.conf", "mpiio = { buffer = 1048576; hints = { }; };\n");
@@ -264,7 +283,12 @@ int main(void)
     tap_ok(drx_config_load_file(&cfg, hi, &err) == 0 && cfg.mpiio.buffer == 1073741824,
            "mpiio.buffer = 1 GiB (%s)", err.msg);
     drx_config_fini(&cfg);
+}
 
+static void test_set_hint(void)
+{
+    struct drx_config cfg;
+    struct drx_err err = {{0}};
     /* drx_config_set_hint() */
     drx_config_defaults(&cfg, NULL);
     char key[DRX_MAX_HINT_KEY + 2], val[DRX_MAX_HINT_VALUE + 2];
@@ -299,7 +323,12 @@ int main(void)
     tap_ok(drx_config_validate(&cfg, &err) == 0, "validate accepts a full hint table (%s)",
            err.msg);
     drx_config_fini(&cfg);
+}
 
+static void test_errors(void)
+{
+    struct drx_config cfg;
+    struct drx_err err = {{0}};
     /* Every class of error, with its line. */
     expect_error("syntax", "stripe = {\n  count = 2;\n  extent = = 4;\n};\n", 3, "syntax error");
     expect_error("unknown_top", "\n\nfoo = 1;\n", 3, "unknown key foo");
@@ -399,7 +428,15 @@ int main(void)
     snprintf(missing, sizeof missing, "%s/nope.conf", dir);
     tap_ok(drx_config_load_file(&cfg, missing, &err) == -ENOENT && strstr(err.msg, "nope.conf"),
            "missing file: ENOENT naming it (%s)", err.msg);
+    drx_config_fini(&cfg);
+}
 
+static void test_validate_edits(void)
+{
+    struct drx_config cfg;
+    struct drx_config copy;
+    struct drx_err err = {{0}};
+    drx_config_defaults(&cfg, NULL);
     /* validate() for command-line edits. */
     cfg.stripe.count = 5;
     tap_ok(drx_config_validate(&cfg, &err) == -EINVAL && strstr(err.msg, "stripe.count"),
@@ -434,18 +471,23 @@ int main(void)
     tap_ok(drx_config_validate(&cfg, &err) == -EINVAL && strstr(err.msg, "hint name"),
            "validate: %s", err.msg);
     drx_config_fini(&cfg);
+}
 
+static void test_store_conf(void)
+{
+    struct drx_config cfg;
+    struct drx_err err = {{0}};
     /* store.conf knows only version and stripe: mpiio there is refused with
      * its line, while a --config file on top of it may set mpiio. */
     char root[128], sc[200];
     snprintf(root, sizeof root, "%s/store", dir);
     snprintf(sc, sizeof sc, "%s/.drx", root);
     if (mkdir(root, 0755) < 0 || mkdir(sc, 0755) < 0)
-        return 1;
+        abort();
     snprintf(sc, sizeof sc, "%s/.drx/store.conf", root);
     FILE *fp = fopen(sc, "w");
     if (!fp)
-        return 1;
+        abort();
     fputs("version = 1;\nstripe = { count = 1; };\nmpiio = { buffer = 2097152; };\n", fp);
     fclose(fp);
     tap_ok(drx_store_load_config(root, NULL, &cfg, &err) == -EINVAL &&
@@ -453,7 +495,7 @@ int main(void)
            "store.conf refuses mpiio (%s)", err.msg);
     fp = fopen(sc, "w");
     if (!fp)
-        return 1;
+        abort();
     fputs("version = 1;\nstripe = { count = 1; };\n", fp);
     fclose(fp);
     const char *over =
@@ -462,7 +504,11 @@ int main(void)
                cfg.mpiio.buffer == 2097152 && hint_is(&cfg, "a", "1"),
            "store.conf < --config with mpiio (%s)", err.msg);
     drx_config_fini(&cfg);
+}
 
+static void test_byte_counts(void)
+{
+    uint64_t v;
     /* Byte counts of command-line options. */
     tap_ok(drx_config_parse_bytes("65536", &v) == 0 && v == 65536, "parse 65536");
     tap_ok(drx_config_parse_bytes("64K", &v) == 0 && v == 65536, "parse 64K");
@@ -473,7 +519,22 @@ int main(void)
                drx_config_parse_bytes("99999999999999999999", &v) < 0 &&
                drx_config_parse_bytes("20000000000T", &v) < 0,
            "bad byte counts refused");
+}
 
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/drx-test-config-XXXXXX");
+    if (!mkdtemp(dir))
+        return 1;
+    test_defaults();
+    test_full();
+    test_overlays();
+    test_mpiio_section();
+    test_set_hint();
+    test_errors();
+    test_validate_edits();
+    test_store_conf();
+    test_byte_counts();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

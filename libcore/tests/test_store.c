@@ -189,14 +189,23 @@ static void test_names(void)
     tap_ok(drx_store_name_is_temp(".a.nafs.XXXXXX"), "is_temp");
 }
 
-static void test_init_open(void)
+/* The paths the store tests share, all under base. */
+static void store_paths(char *root, char *root2, char *d0, char *d1, char *inside)
 {
-    char root[128], path[256], found[PATH_MAX], sp[PATH_MAX], rel[PATH_MAX];
-    struct drx_config cfg, loaded;
-    struct drx_store *s = NULL;
+    snprintf(root, 128, "%s/store", base);
+    snprintf(root2, 128, "%s/store2", base);
+    snprintf(d0, 160, "%s/disk0", base);
+    snprintf(d1, 160, "%s/disk1/deep", base);
+    snprintf(inside, 200, "%s/.drx/extra", root2);
+}
+
+static void test_init_again(void)
+{
+    char root[128], root2[128], d0[160], d1[160], inside[200], path[256];
+    struct drx_config cfg;
     struct drx_err err = {{0}};
 
-    snprintf(root, sizeof root, "%s/store", base);
+    store_paths(root, root2, d0, d1, inside);
     drx_config_defaults(&cfg, NULL);
     tap_ok(drx_store_init(root, &cfg, 0, &err) == 0, "init a new store (%s)", err.msg);
     snprintf(path, sizeof path, "%s/.drx/stripes/1", root);
@@ -216,6 +225,14 @@ static void test_init_open(void)
     tap_ok(drx_store_init(root, &cfg, 0, &err) == -EEXIST && strstr(err.msg, "stripe dirs"),
            "init with other dirs: EEXIST (%s)", err.msg);
     drx_config_fini(&cfg);
+
+}
+
+static void test_init_empty_only(void)
+{
+    char path[256];
+    struct drx_config cfg;
+    struct drx_err err = {{0}};
 
     /* Only an empty directory becomes a store unasked (drxfs without -o
      * create); a missing one too. */
@@ -240,12 +257,16 @@ static void test_init_open(void)
            "EMPTY_ONLY: a missing one is made");
     drx_config_fini(&cfg);
 
+}
+
+static void test_init_dirs(void)
+{
+    char root[128], root2[128], d0[160], d1[160], inside[200];
+    struct drx_config cfg, loaded;
+    struct drx_err err = {{0}};
+
+    store_paths(root, root2, d0, d1, inside);
     /* A store with its own dirs; store.conf keeps them, relative inside. */
-    char root2[128], d0[160], d1[160], inside[200];
-    snprintf(root2, sizeof root2, "%s/store2", base);
-    snprintf(d0, sizeof d0, "%s/disk0", base);
-    snprintf(d1, sizeof d1, "%s/disk1/deep", base);
-    snprintf(inside, sizeof inside, "%s/.drx/extra", root2);
     const char *dirs[] = {d0, d1, inside};
     drx_config_defaults(&cfg, NULL);
     drx_config_set_dirs(&cfg, dirs, 3);
@@ -274,6 +295,16 @@ static void test_init_open(void)
            "stripe dir inside the store outside .drx: refused, nothing made (%s)", err.msg);
     drx_config_fini(&cfg);
 
+}
+
+static void test_open_layers(void)
+{
+    char root[128], root2[128], d0[160], d1[160], inside[200];
+    struct drx_config cfg;
+    struct drx_store *s = NULL;
+    struct drx_err err = {{0}};
+
+    store_paths(root, root2, d0, d1, inside);
     /* Config file overrides store.conf; open makes dirs absolute. */
     char conf[160];
     snprintf(conf, sizeof conf, "%s/over.conf", base);
@@ -318,6 +349,16 @@ static void test_init_open(void)
     drx_store_close(s);
     drx_store_close(NULL);
 
+}
+
+static void test_find_classify(void)
+{
+    char root[128], root2[128], d0[160], d1[160], inside[200], path[256], found[PATH_MAX],
+        sp[PATH_MAX], rel[PATH_MAX], cmd[300];
+    struct drx_store *s = NULL;
+    struct drx_err err = {{0}};
+
+    store_paths(root, root2, d0, d1, inside);
     /* Not a store. */
     tap_ok(drx_store_open(base, NULL, &s, &err) == -ENOENT && strstr(err.msg, "not a drx store"),
            "open of a plain directory: %s", err.msg);
@@ -359,7 +400,15 @@ static void test_init_open(void)
     snprintf(path, sizeof path, "%s/a", root);
     tap_ok(drx_store_classify(path) == DRX_STORE_DIRECTORY, "classify directory");
     snprintf(path, sizeof path, "%s/nothing", root);
-    tap_ok(drx_store_classify(path) == DRX_STORE_NONE, "classify nothing");
+    tap_ok(drx_store_classify(path) == DRX_STORE_NONE, "classify nothing");}
+
+static void test_init_open(void)
+{
+    test_init_again();
+    test_init_empty_only();
+    test_init_dirs();
+    test_open_layers();
+    test_find_classify();
 }
 
 /* The activity lock: shared holders coexist, exclusive fails at once while

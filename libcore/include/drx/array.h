@@ -119,6 +119,29 @@ int drx_array_check_links(const struct drx_array *a, struct drx_err *err);
  * -errno with a message in err.  For drx fsck --repair. */
 int drx_array_unshare(const char *path, struct drx_err *err);
 
+/* A growth record that an extension was appending to the .xmd of the
+ * array at path (no suffix) when it was killed, left cut short at the
+ * file's end: its length in bytes (0: none; readers ignore it and the next
+ * extension cuts it off), or -errno with a message (the .xmd is bad).  For
+ * drx fsck. */
+long long drx_array_torn_record(const char *path, struct drx_err *err);
+
+/* Cuts such a record off, under the extend lock: 1 when it did, 0 when
+ * there was none, -EWOULDBLOCK when an extension holds the lock, or
+ * -errno.  For drx fsck --repair. */
+int drx_array_cut_torn_record(const char *path, struct drx_err *err);
+
+/* Cuts the .xta of the array at path (no suffix) to what its metadata
+ * commits, under the extend lock: drx_array_extend holds it while it
+ * writes chunks past the committed count and until its growth record
+ * names them, so those are not leftovers; the metadata is read again
+ * under it.  1 when trimmed, 0 when nothing is to trim (any more),
+ * -EWOULDBLOCK when an extension holds the lock, -EIO for an .xta with
+ * other names (never cut), or -errno.  *committed and *len get the
+ * committed bytes and the .xta's length found under the lock.  For drx
+ * fsck --repair. */
+int drx_array_trim_uncommitted(const char *path, uint64_t *committed, long long *len);
+
 /* True when path (no suffix) has an .xmd file. */
 bool drx_array_exists(const char *path);
 

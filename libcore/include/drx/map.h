@@ -54,6 +54,11 @@ void drx_map_fini(struct drx_map *m);
  * segment; consecutive growths of the same dimension extend one record. */
 int drx_map_grow(struct drx_map *m, int dim, uint64_t new_bound);
 
+/* Makes room for `records` more records in every vector, so that a replay
+ * of a long history (an .xmd's growth records) does not reallocate as it
+ * goes; memory a vector does not use is never touched.  0 or -ENOMEM. */
+int drx_map_reserve(struct drx_map *m, size_t records);
+
 /* F*: chunk index -> chunk address.  idx[i] < bound[i] is the caller's
  * promise (checked only by assert). */
 uint64_t drx_map_address(const struct drx_map *m, const uint64_t *idx);

@@ -1,0 +1,889 @@
+/* The .xmd file: validated parse (by replay of the history) and writing. */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "array_i.h"
+#include "cfgfile_i.h"
+#include "drx/io.h"
+#include "drx/attr.h"
+#include "replace_i.h"
+
+void drx_array_meta_fini(struct drx_array_meta *m)
+{
+    drx_map_fini(&m->map);
+    free(m->history);
+    for (size_t i = 0; i < m->nattrs; i++)
+        drx_attr_fini(&m->attrs[i]);
+    free(m->attrs);
+    memset(m, 0, sizeof *m);
+}
+
+/* Derived sizes and the initial map, from type/rank/chunk/initial. */
+int drx_xmd_derive(struct drx_array_meta *m, struct drx_err *err)
+{
+    uint64_t ce = 1, ne = 1, b[DRX_MAX_RANK];
+    int rc;
+
+    m->elem_size = drx_type_size(m->type);
+    for (int i = 0; i < m->rank; i++) {
+        if (m->chunk[i] == 0)
+            return drx_err_set(err, EINVAL, "chunk extent of dimension %d is 0", i);
+        if (m->initial[i] == 0)
+            return drx_err_set(err, EINVAL, "extent of dimension %d is 0", i);
+        if (__builtin_mul_overflow(ce, m->chunk[i], &ce) || ce * m->elem_size > DRX_MAX_CHUNK_BYTES)
+            return drx_err_set(err, EFBIG, "chunk is larger than %" PRIu64 " bytes",
+                               (uint64_t)DRX_MAX_CHUNK_BYTES);
+        if (__builtin_mul_overflow(ne, m->initial[i], &ne) || ne > DRX_ARRAY_MAX_ELEMS)
+            return drx_err_set(err, EFBIG, "array has more than 2^59 elements");
+        b[i] = (m->initial[i] - 1) / m->chunk[i] + 1;
+    }
+    m->chunk_elems = ce;
+    m->chunk_bytes = ce * m->elem_size;
+    rc = drx_map_init(&m->map, m->rank, b);
+    if (rc)
+        return drx_err_set(err, -rc, "too many chunks");
+    return 0;
+}
+
+/* Applies one growth to bounds and map; history is the caller's. */
+int drx_xmd_grow(struct drx_array_meta *m, int dim, uint64_t to, struct drx_err *err)
+{
+    uint64_t ne = 1, nb;
+    int rc;
+
+    for (int i = 0; i < m->rank; i++)
+        if (__builtin_mul_overflow(ne, i == dim ? to : m->bounds[i], &ne) || ne > DRX_ARRAY_MAX_ELEMS)
+            return drx_err_set(err, EFBIG, "array would have more than 2^59 elements");
+    nb = (to - 1) / m->chunk[dim] + 1;
+    if (nb > m->map.bound[dim]) {
+        rc = drx_map_grow(&m->map, dim, nb);
+        if (rc)
+            return drx_err_set(err, -rc, "too many chunks");
+    }
+    m->bounds[dim] = to;
+    return 0;
+}
+
+int drx_xmd_history_add(struct drx_array_meta *m, int dim, uint64_t from, uint64_t to)
+{
+    struct drx_growth *h;
+    size_t n = m->nhistory;
+
+    if (n && m->history[n - 1].dim == dim && m->history[n - 1].to == from) {
+        m->history[n - 1].to = to;
+        return 0;
+    }
+    /* Capacity is the next power of two: a replay of a long history
+     * (growth records) reallocates log n times, not n. */
+    if ((n & (n - 1)) == 0) {
+        h = realloc(m->history, (n ? 2 * n : 1) * sizeof *h);
+        if (!h)
+            return -ENOMEM;
+        m->history = h;
+    }
+    m->history[m->nhistory++] = (struct drx_growth){dim, from, to};
+    return 0;
+}
+
+/* ---- reading the .xmd: the libconfig part, key by key ---- */
+
+struct xmd_reader {
+    const char *file;
+    struct drx_err *err;
+    const config_setting_t *root;
+    int version;
+    uint64_t stored_bounds[DRX_MAX_RANK]; /* `bounds` as written, checked by the history */
+};
+
+static int bad(struct xmd_reader *r, const config_setting_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(struct xmd_reader *r, const config_setting_t *s, const char *fmt, ...)
+{
+    char what[DRX_ERR_LEN / 2];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (s)
+        return drx_err_set(r->err, EINVAL, "%s:%u: %s", r->file, config_setting_source_line(s),
+                           what);
+    return drx_err_set(r->err, EINVAL, "%s: %s", r->file, what);
+}
+
+/* True when setting type t is what a key of type `want` takes (an INT64
+ * key takes a small integer too). */
+static bool type_fits(int t, int want)
+{
+    return want == CONFIG_TYPE_INT64 ? (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) : t == want;
+}
+
+static const config_setting_t *need(struct xmd_reader *r, const config_setting_t *root,
+                                    const char *name, int type, int *rc)
+{
+    const config_setting_t *s = config_setting_get_member(root, name);
+
+    if (!s) {
+        *rc = bad(r, NULL, "missing '%s'", name);
+        return NULL;
+    }
+    if (!type_fits(config_setting_type(s), type)) {
+        *rc = bad(r, s, "'%s' has the wrong type", name);
+        return NULL;
+    }
+    return s;
+}
+
+static int get_u64(struct xmd_reader *r, const config_setting_t *s, const char *what, uint64_t *out)
+{
+    long long v;
+
+    if (!type_fits(config_setting_type(s), CONFIG_TYPE_INT64))
+        return bad(r, s, "%s is not an integer", what);
+    v = config_setting_get_int64(s);
+    if (v < 0)
+        return bad(r, s, "%s is negative", what);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* The u64 member `name` of group g. */
+static int member_u64(struct xmd_reader *r, const config_setting_t *g, const char *name,
+                      uint64_t *out)
+{
+    int rc = 0;
+    const config_setting_t *f = need(r, g, name, CONFIG_TYPE_INT64, &rc);
+
+    return f ? get_u64(r, f, name, out) : rc;
+}
+
+/* An array setting s of `rank` non-negative integers. */
+static int vec_of(struct xmd_reader *r, const config_setting_t *s, const char *name, int rank,
+                  uint64_t *out)
+{
+    if (config_setting_length(s) != rank)
+        return bad(r, s, "'%s' has %d entries for rank %d", name, config_setting_length(s), rank);
+    for (int i = 0; i < rank; i++) {
+        char what[64];
+        int rc;
+        snprintf(what, sizeof what, "%s[%d]", name, i);
+        rc = get_u64(r, config_setting_get_elem(s, (unsigned)i), what, &out[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int get_vec(struct xmd_reader *r, const config_setting_t *root, const char *name, int rank,
+                   uint64_t *out)
+{
+    int rc = 0;
+    const config_setting_t *s = need(r, root, name, CONFIG_TYPE_ARRAY, &rc);
+
+    return s ? vec_of(r, s, name, rank, out) : rc;
+}
+
+/* Only name, type and value in an attribute group. */
+static int attr_keys(struct xmd_reader *r, const config_setting_t *g, int i)
+{
+    for (int k = 0; k < config_setting_length(g); k++) {
+        const char *key = config_setting_name(config_setting_get_elem(g, (unsigned)k));
+        if (strcmp(key, "name") && strcmp(key, "type") && strcmp(key, "value"))
+            return bad(r, g, "attrs[%d]: unknown setting '%s'", i, key);
+    }
+    return 0;
+}
+
+/* The numbers of a number attribute of type a->type, each a string. */
+static int attr_numbers(struct xmd_reader *r, const config_setting_t *v, int i, const char *name,
+                        struct drx_attr *a)
+{
+    size_t size = drx_type_size(a->type);
+    struct drx_err sub;
+
+    if (config_setting_length(v) < 1 ||
+        (size_t)config_setting_length(v) * size > DRX_MAX_ATTR_BYTES)
+        return bad(r, v, "attrs[%d]: %d numbers (1..%zu allowed)", i, config_setting_length(v),
+                   DRX_MAX_ATTR_BYTES / size);
+    a->n = (size_t)config_setting_length(v);
+    if (!(a->name = strdup(name)) || !(a->value = malloc(a->n * size))) {
+        drx_attr_fini(a);
+        return drx_err_set(r->err, ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < a->n; k++) {
+        const char *text = config_setting_get_string_elem(v, (unsigned)k);
+        if (!text || drx_type_parse_value(a->type, text, (char *)a->value + k * size, &sub)) {
+            drx_attr_fini(a);
+            return bad(r, v, "attrs[%d]: value %zu: %s", i, k + 1,
+                       text ? sub.msg : "not a number in quotes");
+        }
+    }
+    return 0;
+}
+
+/* One attribute group { name = "..."; type = "..."; value = ...; }: a
+ * string value for type "string", else a non-empty array of numbers, each
+ * written as a string so that every value (NaN, the largest u64) is kept
+ * exactly; anything else in the group is refused. */
+static int parse_attr(struct xmd_reader *r, const config_setting_t *g, int i, struct drx_attr *a)
+{
+    const config_setting_t *f, *v;
+    const char *name, *type;
+    int rc = 0;
+    struct drx_err sub;
+
+    if (!config_setting_is_group(g))
+        return bad(r, g, "attrs[%d] is not a group", i);
+    if ((rc = attr_keys(r, g, i)))
+        return rc;
+    if (!(f = need(r, g, "name", CONFIG_TYPE_STRING, &rc)))
+        return rc;
+    name = config_setting_get_string(f);
+    if (drx_attr_name_check(name, &sub))
+        return bad(r, f, "attrs[%d]: %s", i, sub.msg);
+    if (!(f = need(r, g, "type", CONFIG_TYPE_STRING, &rc)))
+        return rc;
+    type = config_setting_get_string(f);
+    if (strcmp(type, "string") == 0) {
+        if (!(v = need(r, g, "value", CONFIG_TYPE_STRING, &rc)))
+            return rc;
+        if (drx_attr_parse(name, NULL, config_setting_get_string(v), a, &sub))
+            return bad(r, v, "attrs[%d]: %s", i, sub.msg);
+        return 0;
+    }
+    memset(a, 0, sizeof *a);
+    if (drx_type_parse(type, &a->type, NULL) || drx_type_is_complex(a->type))
+        return bad(r, f, "attrs[%d]: type '%.40s' is not string or a non-complex element type", i,
+                   type);
+    if (!(v = need(r, g, "value", CONFIG_TYPE_ARRAY, &rc)))
+        return rc;
+    return attr_numbers(r, v, i, name, a);
+}
+
+/* Each checker below takes the setting of its key (present, of the
+ * table's type) and fills its part of m; the table gives their order,
+ * which is the order of dependence (rank before vectors, the history
+ * before what must agree with it). */
+typedef int xmd_key_fn(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m);
+
+static int key_version(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    (void)m;
+    r->version = config_setting_get_int(s);
+    if (r->version < 1 || r->version > DRX_XMD_VERSION)
+        return bad(r, s, "version %d is not supported (this drx reads versions 1 to %d)",
+                   r->version, DRX_XMD_VERSION);
+    return 0;
+}
+
+static int key_type(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    struct drx_err sub;
+
+    if (drx_type_parse(config_setting_get_string(s), &m->type, &sub))
+        return bad(r, s, "%s", sub.msg);
+    return 0;
+}
+
+static int key_rank(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    m->rank = config_setting_get_int(s);
+    if (m->rank < 1 || m->rank > DRX_MAX_RANK)
+        return bad(r, s, "rank %d is not in 1..%d", m->rank, DRX_MAX_RANK);
+    return 0;
+}
+
+static int key_chunk(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    return vec_of(r, s, "chunk", m->rank, m->chunk);
+}
+
+static int key_initial(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    return vec_of(r, s, "initial", m->rank, m->initial);
+}
+
+/* The bounds as written are kept aside: the history decides them.  With
+ * chunk and initial known, the sizes and the initial map follow. */
+static int key_bounds(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    struct drx_err sub;
+    int rc = vec_of(r, s, "bounds", m->rank, r->stored_bounds);
+
+    if (rc)
+        return rc;
+    if (drx_xmd_derive(m, &sub))
+        return bad(r, config_setting_get_member(r->root, "chunk"), "%s", sub.msg);
+    memcpy(m->bounds, m->initial, sizeof m->bounds);
+    return 0;
+}
+
+static int key_dims(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    if (config_setting_length(s) != m->rank)
+        return bad(r, s, "'dims' has %d entries for rank %d", config_setting_length(s), m->rank);
+    for (int i = 0; i < m->rank; i++) {
+        const char *name = config_setting_get_string_elem(s, (unsigned)i);
+        if (!name)
+            return bad(r, s, "dims[%d] is not a string", i);
+        if (name[0] && !drx_array_dim_name_valid(name))
+            return bad(r, s, "dims[%d] '%.80s' is not a valid dimension name", i, name);
+        for (int j = 0; j < i; j++)
+            if (name[0] && strcmp(name, m->dim_name[j]) == 0)
+                return bad(r, s, "dimension name '%s' is used twice", name);
+        strcpy(m->dim_name[i], name);
+    }
+    return 0;
+}
+
+static int key_fill(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    struct drx_err sub;
+
+    if (drx_type_parse_value(m->type, config_setting_get_string(s), m->fill, &sub))
+        return bad(r, s, "fill: %s", sub.msg);
+    return 0;
+}
+
+/* The optional attrs list: every attribute valid, no name twice. */
+static int key_attrs(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    int n = config_setting_length(s), rc;
+
+    if (n > DRX_MAX_ATTRS)
+        return bad(r, s, "%d attributes (at most %d)", n, DRX_MAX_ATTRS);
+    if (n == 0)
+        return 0;
+    if (!(m->attrs = calloc((size_t)n, sizeof *m->attrs)))
+        return drx_err_set(r->err, ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *g = config_setting_get_elem(s, (unsigned)i);
+        if ((rc = parse_attr(r, g, i, &m->attrs[i])))
+            return rc;
+        m->nattrs++;
+        for (int j = 0; j < i; j++)
+            if (strcmp(m->attrs[j].name, m->attrs[i].name) == 0)
+                return bad(r, g, "attribute '%s' is set twice", m->attrs[i].name);
+    }
+    return 0;
+}
+
+/* history[i]: one growth, replayed onto m. */
+static int history_rec(struct xmd_reader *r, const config_setting_t *h, int i,
+                       struct drx_array_meta *m)
+{
+    const config_setting_t *f;
+    uint64_t from, to;
+    int dim, rc = 0;
+    struct drx_err sub;
+
+    if (!config_setting_is_group(h))
+        return bad(r, h, "history[%d] is not a group", i);
+    if (!(f = need(r, h, "dim", CONFIG_TYPE_INT, &rc)))
+        return rc;
+    dim = config_setting_get_int(f);
+    if (dim < 0 || dim >= m->rank)
+        return bad(r, f, "history[%d]: dimension %d out of range", i, dim);
+    if ((rc = member_u64(r, h, "from", &from)) || (rc = member_u64(r, h, "to", &to)))
+        return rc;
+    if (from != m->bounds[dim] || to <= from)
+        return bad(r, h,
+                   "history[%d]: growth %" PRIu64 "->%" PRIu64 " does not follow extent %" PRIu64,
+                   i, from, to, m->bounds[dim]);
+    if (drx_xmd_grow(m, dim, to, &sub))
+        return bad(r, h, "history[%d]: %s", i, sub.msg);
+    if (drx_xmd_history_add(m, dim, from, to))
+        return drx_err_set(r->err, ENOMEM, "out of memory");
+    return 0;
+}
+
+/* The history decides the map; the stored axial vectors and counts must
+ * agree with it, so a tampered file cannot send F* outside the .xta. */
+static int key_history(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    int rc;
+
+    for (int i = 0; i < config_setting_length(s); i++)
+        if ((rc = history_rec(r, config_setting_get_elem(s, (unsigned)i), i, m)))
+            return rc;
+    if (memcmp(r->stored_bounds, m->bounds, sizeof(uint64_t) * (size_t)m->rank))
+        return bad(r, config_setting_get_member(r->root, "bounds"),
+                   "bounds do not match the extension history");
+    return 0;
+}
+
+static int key_chunk_count(struct xmd_reader *r, const config_setting_t *s,
+                           struct drx_array_meta *m)
+{
+    uint64_t u = 0;
+    int rc = get_u64(r, s, "chunk_count", &u);
+
+    if (rc)
+        return rc;
+    if (u != m->map.nchunks)
+        return bad(r, s,
+                   "chunk_count %" PRIu64 " does not match the extension history (%" PRIu64 ")", u,
+                   m->map.nchunks);
+    return 0;
+}
+
+/* axial[j][i] must be the record the history gave. */
+static int axial_rec(struct xmd_reader *r, const config_setting_t *g, int j, int i,
+                     const struct drx_array_meta *m)
+{
+    const struct drx_axial_rec *want = &m->map.vec[j].rec[i];
+    const config_setting_t *f;
+    uint64_t start = 0, coef[DRX_MAX_RANK];
+    int rc = 0;
+
+    if (!config_setting_is_group(g))
+        return bad(r, g, "axial[%d][%d] is not a record", j, i);
+    if ((rc = member_u64(r, g, "start", &start)))
+        return rc;
+    if (!(f = need(r, g, "addr", CONFIG_TYPE_INT64, &rc)))
+        return rc;
+    if ((rc = get_vec(r, g, "coef", m->rank, coef)))
+        return rc;
+    if (start != want->start || config_setting_get_int64(f) != want->addr ||
+        memcmp(coef, want->coef, sizeof(uint64_t) * (size_t)m->rank))
+        return bad(r, g, "axial[%d][%d] does not match the extension history", j, i);
+    return 0;
+}
+
+static int key_axial(struct xmd_reader *r, const config_setting_t *s, struct drx_array_meta *m)
+{
+    int rc;
+
+    if (config_setting_length(s) != m->rank)
+        return bad(r, s, "'axial' has %d vectors for rank %d", config_setting_length(s), m->rank);
+    for (int j = 0; j < m->rank; j++) {
+        const config_setting_t *vec = config_setting_get_elem(s, (unsigned)j);
+        if (config_setting_type(vec) != CONFIG_TYPE_LIST)
+            return bad(r, vec, "axial[%d] is not a list", j);
+        if ((size_t)config_setting_length(vec) != m->map.vec[j].n)
+            return bad(r, vec, "axial[%d] has %d records; the extension history gives %zu", j,
+                       config_setting_length(vec), m->map.vec[j].n);
+        for (int i = 0; i < config_setting_length(vec); i++)
+            if ((rc = axial_rec(r, config_setting_get_elem(vec, (unsigned)i), j, i, m)))
+                return rc;
+    }
+    return 0;
+}
+
+static const struct xmd_key {
+    const char *name;
+    int type; /* CONFIG_TYPE_*; INT64 takes INT too */
+    bool optional;
+    xmd_key_fn *check;
+} xmd_keys[] = {
+    {"version", CONFIG_TYPE_INT, false, key_version},
+    {"type", CONFIG_TYPE_STRING, false, key_type},
+    {"rank", CONFIG_TYPE_INT, false, key_rank},
+    {"chunk", CONFIG_TYPE_ARRAY, false, key_chunk},
+    {"initial", CONFIG_TYPE_ARRAY, false, key_initial},
+    {"bounds", CONFIG_TYPE_ARRAY, false, key_bounds},
+    {"dims", CONFIG_TYPE_ARRAY, false, key_dims},
+    {"fill", CONFIG_TYPE_STRING, false, key_fill},
+    {"attrs", CONFIG_TYPE_LIST, true, key_attrs},
+    {"history", CONFIG_TYPE_LIST, false, key_history},
+    {"chunk_count", CONFIG_TYPE_INT64, false, key_chunk_count},
+    {"axial", CONFIG_TYPE_LIST, false, key_axial},
+};
+
+static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta *m)
+{
+    int rc;
+
+    r->root = config_root_setting(cfg);
+    for (size_t k = 0; k < sizeof xmd_keys / sizeof xmd_keys[0]; k++) {
+        const struct xmd_key *key = &xmd_keys[k];
+        const config_setting_t *s = config_setting_get_member(r->root, key->name);
+        if (!s && key->optional)
+            continue;
+        if (!s)
+            return bad(r, NULL, "missing '%s'", key->name);
+        if (!type_fits(config_setting_type(s), key->type))
+            return key->type == CONFIG_TYPE_LIST && key->optional
+                       ? bad(r, s, "'%s' is not a list ( ... )", key->name)
+                       : bad(r, s, "'%s' has the wrong type", key->name);
+        if ((rc = key->check(r, s, m)))
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- reading the .xmd: the growth records after it ---- */
+
+/* "#+ grow dim=D from=N to=N chunk_count=N": the text of one growth,
+ * newline included, in buf; its length (< len), or -ENAMETOOLONG. */
+int drx_xmd_grow_line(char *buf, size_t len, int dim, uint64_t from, uint64_t to, uint64_t nchunks)
+{
+    int n = snprintf(buf, len,
+                     "%sdim=%d from=%" PRIu64 " to=%" PRIu64 " chunk_count=%" PRIu64 "\n",
+                     DRX_XMD_GROW, dim, from, to, nchunks);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
+}
+
+/* p past the literal word, or NULL. */
+static const char *lit(const char *p, const char *end, const char *word)
+{
+    size_t n = strlen(word);
+    return p && (size_t)(end - p) >= n && memcmp(p, word, n) == 0 ? p + n : NULL;
+}
+
+/* p past a decimal number (digits only, at most 19: below 2^63), or NULL. */
+static const char *dec(const char *p, const char *end, uint64_t *v)
+{
+    const char *start = p;
+
+    *v = 0;
+    if (!p)
+        return NULL;
+    while (p < end && *p >= '0' && *p <= '9' && p - start < 19)
+        *v = *v * 10 + (uint64_t)(*p++ - '0');
+    return p == start || (p < end && *p >= '0' && *p <= '9') ? NULL : p;
+}
+
+int drx_xmd_grown_chunks(const struct drx_array_meta *m, int dim, uint64_t to, uint64_t *n)
+{
+    uint64_t ne = 1, nb = (to - 1) / m->chunk[dim] + 1, others = 1, added;
+
+    for (int i = 0; i < m->rank; i++)
+        if (__builtin_mul_overflow(ne, i == dim ? to : m->bounds[i], &ne) ||
+            ne > DRX_ARRAY_MAX_ELEMS)
+            return -EFBIG;
+    *n = m->map.nchunks;
+    if (nb <= m->map.bound[dim])
+        return 0;
+    for (int j = 0; j < m->rank; j++)
+        if (j != dim && __builtin_mul_overflow(others, m->map.bound[j], &others))
+            return -EFBIG;
+    if (__builtin_mul_overflow(others, nb - m->map.bound[dim], &added) ||
+        __builtin_add_overflow(*n, added, n) || *n > (uint64_t)INT64_MAX)
+        return -EFBIG;
+    return 0;
+}
+
+/* One growth record, the line [p, end) without its newline, checked
+ * against m and applied to it: nothing changes when it does not fit. */
+static int grow_record(const char *file, unsigned line, const char *p, const char *end,
+                       struct drx_array_meta *m, struct drx_err *err)
+{
+    uint64_t d, from, to, count, want;
+    const char *q = lit(p, end, DRX_XMD_GROW);
+    struct drx_err sub;
+
+    q = dec(lit(q, end, "dim="), end, &d);
+    q = dec(lit(q, end, " from="), end, &from);
+    q = dec(lit(q, end, " to="), end, &to);
+    q = dec(lit(q, end, " chunk_count="), end, &count);
+    if (q != end)
+        return drx_err_set(err, EINVAL,
+                           "%s:%u: not a growth record (#+ grow dim=D from=N to=N chunk_count=N)",
+                           file, line);
+    if (d >= (uint64_t)m->rank)
+        return drx_err_set(err, EINVAL, "%s:%u: growth of dimension %" PRIu64 " (rank %d)", file,
+                           line, d, m->rank);
+    if (from != m->bounds[d] || to <= from)
+        return drx_err_set(err, EINVAL,
+                           "%s:%u: growth %" PRIu64 "->%" PRIu64 " does not follow extent %" PRIu64,
+                           file, line, from, to, m->bounds[d]);
+    if (drx_xmd_grown_chunks(m, (int)d, to, &want))
+        return drx_err_set(err, EINVAL, "%s:%u: the array would have more than 2^59 elements",
+                           file, line);
+    if (count != want)
+        return drx_err_set(err, EINVAL,
+                           "%s:%u: chunk_count %" PRIu64 " does not match the growth (%" PRIu64
+                           ")",
+                           file, line, count, want);
+    if (drx_xmd_grow(m, (int)d, to, &sub))
+        return drx_err_set(err, EINVAL, "%s:%u: %s", file, line, sub.msg);
+    if (drx_xmd_history_add(m, (int)d, from, to))
+        return drx_err_set(err, ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Takes the whole growth records of text[0..len), which starts at offset
+ * pos->end of the file, line pos->line + 1: each is applied to m and
+ * advances pos.  What follows the last newline is a record an extension
+ * was writing when it stopped (pos->torn): left alone.  The count of
+ * records taken, or -errno (pos at the bad one). */
+static int take_records(const char *file, const char *text, size_t len, struct drx_xmd_pos *pos,
+                        struct drx_array_meta *m, struct drx_err *err)
+{
+    size_t i = 0;
+    int taken = 0, rc;
+
+    while (i < len) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        if (!nl)
+            break;
+        if (pos->version < 2)
+            return drx_err_set(err, EINVAL, "%s:%u: growth records need version 2", file,
+                               pos->line + 1);
+        if ((rc = grow_record(file, pos->line + 1, text + i, nl, m, err)))
+            return rc;
+        pos->end += (uint64_t)(nl - (text + i)) + 1;
+        i = (size_t)(nl - text) + 1;
+        pos->line++;
+        taken++;
+    }
+    pos->torn = len - i;
+    return taken;
+}
+
+/* Length of the libconfig part of text: up to the first line that is a
+ * growth record, or, without one, up to a last line without newline that
+ * starts with '#' (the first record, cut short), else all of it. */
+static size_t base_length(const char *text, size_t len)
+{
+    const char *last;
+
+    if (len >= 2 && memcmp(text, "#+", 2) == 0)
+        return 0;
+    for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))); p++)
+        if ((size_t)(text + len - p) > 2 && p[1] == '#' && p[2] == '+')
+            return (size_t)(p - text) + 1;
+    if (len == 0 || text[len - 1] == '\n')
+        return len;
+    last = memrchr(text, '\n', len);
+    last = last ? last + 1 : text;
+    return *last == '#' ? (size_t)(last - text) : len;
+}
+
+static unsigned count_lines(const char *text, size_t len)
+{
+    unsigned n = 0;
+    for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))); p++)
+        n++;
+    return n;
+}
+
+/* The libconfig part text[0..len) into m. */
+static int parse_base(const char *file, char *text, size_t len, struct drx_array_meta *m,
+                      int *version, struct drx_err *err)
+{
+    struct xmd_reader r = {.file = file, .err = err};
+    char keep = text[len];
+    config_t cfg;
+    int rc;
+
+    text[len] = '\0'; /* libconfig reads up to a NUL */
+    rc = drx_cfgfile_parse(text, len, file, 0, &cfg, NULL, err);
+    text[len] = keep;
+    if (rc < 0)
+        return rc;
+    rc = parse_meta(&r, &cfg, m);
+    config_destroy(&cfg);
+    *version = r.version;
+    return rc;
+}
+
+int drx_xmd_read(const char *xmd_path, struct drx_array_meta *m, struct drx_xmd_pos *pos, int *fdp,
+                 struct drx_err *err)
+{
+    struct drx_cfgfile cf;
+    size_t base;
+    int rc;
+
+    memset(m, 0, sizeof *m);
+    memset(pos, 0, sizeof *pos);
+    /* Never a symlink, a FIFO or an @include: the daemon reads .xmd files
+     * users can write, as root. */
+    rc = drx_cfgfile_slurp(AT_FDCWD, xmd_path, xmd_path, DRX_CFGFILE_APPENDS, DRX_XMD_MAX_BYTES,
+                           &cf, fdp, NULL, err);
+    if (rc < 0)
+        return rc;
+    base = base_length(cf.text, cf.len);
+    rc = parse_base(xmd_path, cf.text, base, m, &pos->version, err);
+    pos->end = base;
+    pos->line = count_lines(cf.text, base);
+    pos->st = cf.st;
+    /* one record at most per line: room for all, the replay never copies */
+    if (rc == 0 && drx_map_reserve(&m->map, count_lines(cf.text + base, cf.len - base)) < 0)
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = take_records(xmd_path, cf.text + base, cf.len - base, pos, m, err);
+    pos->appendable = pos->version >= 2 && (pos->end == 0 || cf.text[pos->end - 1] == '\n');
+    free(cf.text);
+    if (rc < 0) {
+        drx_array_meta_fini(m);
+        if (fdp)
+            close(*fdp);
+        return rc;
+    }
+    return 0;
+}
+
+int drx_xmd_catch_up(int fd, const char *xmd_path, uint64_t size, struct drx_array_meta *m,
+                     struct drx_xmd_pos *pos, struct drx_err *err)
+{
+    size_t n;
+    char *buf;
+    int rc;
+
+    if (size < pos->end || !pos->appendable)
+        return -ESTALE; /* not appended to: read it all again */
+    if (size > DRX_XMD_MAX_BYTES)
+        return drx_err_set(err, EFBIG, "%s: more than %zu bytes (refused)", xmd_path,
+                           DRX_XMD_MAX_BYTES);
+    n = (size_t)(size - pos->end);
+    if (n == 0)
+        return 0;
+    /* Read even when n is the length of a record cut short seen before: an
+     * extension may have cut it and appended one of the same length. */
+    if (!(buf = malloc(n)))
+        return drx_err_set(err, ENOMEM, "out of memory");
+    rc = drx_io_pread_all(fd, buf, n, pos->end);
+    if (rc < 0)
+        rc = rc == -EIO ? -ESTALE : drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+    else
+        rc = take_records(xmd_path, buf, n, pos, m, err);
+    free(buf);
+    return rc;
+}
+
+int drx_array_meta_load(const char *xmd_path, struct drx_array_meta *m, struct drx_err *err)
+{
+    struct drx_xmd_pos pos;
+
+    return drx_xmd_read(xmd_path, m, &pos, NULL, err);
+}
+
+/* ---- writing the .xmd ---- */
+
+/* "name = [ 1L, 2L ]" with the caller's terminator after it. */
+static void put_vec(FILE *f, const char *name, int rank, const uint64_t *v, const char *end)
+{
+    fprintf(f, "%s = [", name);
+    for (int i = 0; i < rank; i++)
+        fprintf(f, "%s%" PRIu64 "L", i ? ", " : " ", v[i]);
+    fprintf(f, " ]%s", end);
+}
+
+/* A libconfig string literal: quote and backslash escaped, control bytes
+ * as \xNN (libconfig 1.5 reads them back), other bytes (UTF-8) as they are. */
+static void put_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void put_attrs(FILE *f, const struct drx_array_meta *m)
+{
+    char num[160];
+
+    if (!m->nattrs)
+        return;
+    fprintf(f, "attrs = (");
+    for (size_t i = 0; i < m->nattrs; i++) {
+        const struct drx_attr *a = &m->attrs[i];
+        fprintf(f, "%s\n  { name = ", i ? "," : "");
+        put_string(f, a->name);
+        fprintf(f, "; type = \"%s\"; value = ", drx_attr_type_name(a));
+        if (a->is_string) {
+            put_string(f, a->value);
+        } else {
+            fprintf(f, "[");
+            for (size_t k = 0; k < a->n; k++) {
+                drx_type_format_value(a->type, (const char *)a->value + k * drx_type_size(a->type),
+                                      num, sizeof num);
+                fprintf(f, "%s\"%s\"", k ? ", " : " ", num);
+            }
+            fprintf(f, " ]");
+        }
+        fprintf(f, "; }");
+    }
+    fprintf(f, "\n);\n");
+}
+
+static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
+{
+    char fill[160];
+
+    drx_type_format_value(m->type, m->fill, fill, sizeof fill);
+    fprintf(f, "# drx extendible array metadata; format in drxfs's README (\"The .xmd file\").\n");
+    fprintf(f, "version = %d;\ntype = \"%s\";\nrank = %d;\n", DRX_XMD_VERSION, drx_type_name(m->type),
+            m->rank);
+    put_vec(f, "chunk", m->rank, m->chunk, ";\n");
+    put_vec(f, "bounds", m->rank, m->bounds, ";\n");
+    put_vec(f, "initial", m->rank, m->initial, ";\n");
+    fprintf(f, "dims = [");
+    for (int i = 0; i < m->rank; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : " ", m->dim_name[i]);
+    fprintf(f, " ];\nfill = \"%s\";\n", fill);
+    put_attrs(f, m);
+    fprintf(f, "chunk_count = %" PRIu64 "L;\n", m->map.nchunks);
+    fprintf(f, "history = (");
+    for (size_t i = 0; i < m->nhistory; i++)
+        fprintf(f, "%s\n  { dim = %d; from = %" PRIu64 "L; to = %" PRIu64 "L; }", i ? "," : "",
+                m->history[i].dim, m->history[i].from, m->history[i].to);
+    fprintf(f, "%s);\n", m->nhistory ? "\n" : " ");
+    fprintf(f, "axial = (\n");
+    for (int j = 0; j < m->rank; j++) {
+        const struct drx_axial_vec *v = &m->map.vec[j];
+        fprintf(f, "  ( # dimension %d\n", j);
+        for (size_t i = 0; i < v->n; i++) {
+            fprintf(f, "    { start = %" PRIu64 "L; addr = %" PRId64 "L; ", v->rec[i].start,
+                    v->rec[i].addr);
+            put_vec(f, "coef", m->rank, v->rec[i].coef, i + 1 < v->n ? "; },\n" : "; }\n");
+        }
+        fprintf(f, "  )%s\n", j + 1 < m->rank ? "," : "");
+    }
+    fprintf(f, ");\n");
+    return ferror(f) ? -EIO : 0;
+}
+
+/* Replaces the .xmd atomically (drx_replace_write: readers see the old or
+ * the new metadata, never a mix).  The new .xmd keeps the mode and owner of
+ * the one it replaces (a chmod or chown of the array survives an extension
+ * by anyone allowed to extend); a first one takes those of the .xta (open
+ * as xta_fd), so umask applies to both. */
+int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta *m,
+                      struct drx_err *err)
+{
+    struct stat like;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc;
+
+    if (!f)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    rc = write_meta_stream(f, m);
+    if (fclose(f) && rc == 0)
+        rc = -ENOMEM;
+    if (rc) {
+        rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+        goto out;
+    }
+    if (!(lstat(xmd_path, &like) == 0 && S_ISREG(like.st_mode)) && fstat(xta_fd, &like) < 0) {
+        rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
+        goto out;
+    }
+    rc = drx_replace_write(xmd_path, text, len, &like, 0, 0, NULL);
+    if (rc)
+        rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+out:
+    free(text);
+    return rc;
+}
+

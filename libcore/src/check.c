@@ -1,0 +1,627 @@
+/* The store checker behind `drx fsck`: walks the store, reports each
+ * finding through the caller's function and, asked to, repairs. */
+#include "drx/check.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "drx/array.h"
+#include "drx/store.h"
+#include "drx/stripe.h"
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+
+struct ref {
+    unsigned dir;
+    char name[DRX_STRIPE_NAME_MAX + 1];
+    char *owner; /* store-relative path of the metafile */
+};
+
+/* An .xta with more than one name: settled after the walk, when every
+ * name of it in the store is known. */
+struct xname {
+    dev_t dev;
+    ino_t ino;
+    bool whole; /* an .xmd beside it */
+    char *path;
+};
+
+struct fsck {
+    struct drx_store *s;
+    bool repair;
+    drx_check_fn *report;
+    void *arg;
+    unsigned problems, repaired;
+    bool bad_meta; /* some metafile could not be read: orphans are unsafe to remove */
+    struct ref *refs;
+    size_t nrefs, caprefs;
+    struct xname *xnames;
+    size_t nxnames, capxnames;
+};
+
+static const char *rel_of(const struct fsck *k, const char *path)
+{
+    size_t n = strlen(k->s->root);
+    if (strncmp(path, k->s->root, n) == 0 && path[n] == '/')
+        return path + n + 1;
+    return path;
+}
+
+/* One finding: reported through the caller's function, counted; fixed
+ * says whether the repair did its action (NULL: nothing can be done). */
+static void finding(struct fsck *k, const char *where, bool fixed, const char *action,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void finding(struct fsck *k, const char *where, bool fixed, const char *action,
+                    const char *fmt, ...)
+{
+    char what[DRX_ERR_LEN * 2];
+    struct drx_check_finding f = {where, what, action, fixed};
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    k->report(&f, k->arg);
+    k->problems++;
+    if (fixed)
+        k->repaired++;
+}
+
+static void add_ref(struct fsck *k, unsigned dir, const char *name, const char *owner)
+{
+    if (k->nrefs == k->caprefs) {
+        size_t cap = k->caprefs ? k->caprefs * 2 : 64;
+        struct ref *r = realloc(k->refs, cap * sizeof *r);
+        if (!r)
+            return;
+        k->refs = r;
+        k->caprefs = cap;
+    }
+    struct ref *r = &k->refs[k->nrefs];
+    r->dir = dir;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->owner = strdup(owner);
+    if (r->owner)
+        k->nrefs++;
+}
+
+static int ref_cmp(const void *a, const void *b)
+{
+    const struct ref *x = a, *y = b;
+    if (x->dir != y->dir)
+        return x->dir < y->dir ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static void check_striped(struct fsck *k, const char *mp)
+{
+    char name[PATH_MAX], sub[PATH_MAX + 80];
+    struct drx_stripe_meta m;
+    struct drx_err err = {{0}};
+    const char *rel = rel_of(k, mp);
+    struct stat st;
+
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(mp) - strlen(DRX_STRIPE_SUFFIX)), mp);
+    int rc = drx_stripe_stat(k->s, name, &m, &err);
+    if (rc < 0) {
+        k->bad_meta = true;
+        finding(k, rel, false, NULL, "unreadable metafile: %s", err.msg);
+        return;
+    }
+    for (unsigned i = 0; i < m.layout.count; i++) {
+        add_ref(k, m.sub[i].dir, m.sub[i].name, rel);
+        drx_stripe_subfile_path(k->s, &m, i, sub, sizeof sub);
+        rc = drx_stripe_subfile_check(k->s, &m, i, &st, &err);
+        if (rc == -ENOENT) {
+            finding(k, rel, false, NULL, "subfile %u (%s) is missing: its extents read as EIO", i,
+                    sub);
+            continue;
+        }
+        if (rc < 0) {
+            /* a symlink, not a regular file, a hard link: never touched */
+            finding(k, rel, false, NULL, "%s: its extents read as EIO", err.msg);
+            continue;
+        }
+        uint64_t want = drx_stripe_subfile_len(&m.layout, i, m.size);
+        if ((uint64_t)st.st_size > want) {
+            /* Bytes past the recorded size are not part of the file (a
+             * writer crashed before recording them): cutting is safe. */
+            bool fixed = false;
+            if (k->repair) {
+                int fd = drx_stripe_subfile_open(k->s, &m, i, O_WRONLY, 0, rel);
+                fixed = fd >= 0 && ftruncate(fd, (off_t)want) == 0;
+                if (fd >= 0)
+                    close(fd);
+            }
+            finding(k, rel, fixed, "trim it",
+                    "subfile %u (%s) is %lld bytes, longer than the %llu the recorded size "
+                    "%llu needs",
+                    i, sub, (long long)st.st_size, (unsigned long long)want,
+                    (unsigned long long)m.size);
+        }
+    }
+}
+
+/* A growth record cut short at the end of the .xmd (an extension killed
+ * while it appended it): harmless, since readers ignore it and the next
+ * extension cuts it off; --repair cuts it under the extend lock. */
+static void check_torn_record(struct fsck *k, const char *xmd)
+{
+    char name[PATH_MAX];
+    struct drx_err err = {{0}};
+    long long torn;
+    int rc;
+
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(xmd) - 4), xmd);
+    torn = drx_array_torn_record(name, &err);
+    if (torn <= 0)
+        return;
+    rc = k->repair ? drx_array_cut_torn_record(name, &err) : 0;
+    if (rc < 0)
+        finding(k, rel_of(k, xmd), false, NULL,
+                "ends in a growth record cut short (%lld bytes: an interrupted extension); "
+                "cannot cut it off: %s",
+                torn, err.msg);
+    else
+        finding(k, rel_of(k, xmd), rc > 0, "cut it off",
+                "ends in a growth record cut short (%lld bytes: an interrupted extension)", torn);
+}
+
+/* Chunks past the metadata's count were written by an extension that
+ * never committed (or one still running: drx_array_trim_uncommitted
+ * takes its lock). */
+static void check_long_xta(struct fsck *k, const char *xmd, const char *xta, long long len,
+                           uint64_t committed)
+{
+    char name[PATH_MAX];
+    int trc;
+
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(xmd) - 4), xmd);
+    trc = k->repair ? drx_array_trim_uncommitted(name, &committed, &len) : 1;
+    if (trc == 0)
+        return; /* an extension committed them meanwhile: all is well */
+    if (trc == -EWOULDBLOCK)
+        finding(k, rel_of(k, xta), false, NULL,
+                "%lld bytes, longer than its metadata's %llu: an extension holds its lock "
+                "(drx extend running?); not trimmed, run fsck again when it is done",
+                len, (unsigned long long)committed);
+    else if (trc < 0)
+        finding(k, rel_of(k, xta), false, NULL,
+                "%lld bytes, longer than its metadata's %llu (uncommitted extension); "
+                "cannot trim it: %s",
+                len, (unsigned long long)committed, strerror(-trc));
+    else
+        finding(k, rel_of(k, xta), k->repair, "trim it",
+                "%lld bytes, longer than its metadata's %llu (uncommitted extension)", len,
+                (unsigned long long)committed);
+}
+
+static void check_array(struct fsck *k, const char *xmd)
+{
+    char xta[PATH_MAX];
+    struct drx_array_meta meta;
+    struct drx_err err = {{0}};
+    const char *rel = rel_of(k, xmd);
+    struct stat st;
+
+    snprintf(xta, sizeof xta, "%.*s.xta", (int)(strlen(xmd) - 4), xmd);
+    memset(&meta, 0, sizeof meta);
+    int rc = drx_array_meta_load(xmd, &meta, &err);
+    if (rc < 0) {
+        finding(k, rel, false, NULL, "unreadable array metadata: %s", err.msg);
+        return;
+    }
+    uint64_t committed = meta.map.nchunks * meta.chunk_bytes;
+    drx_array_meta_fini(&meta);
+    check_torn_record(k, xmd);
+    if (lstat(xta, &st) < 0) {
+        finding(k, rel_of(k, xta), false, NULL, "missing (the metadata names %llu bytes of chunks)",
+                (unsigned long long)committed);
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        finding(k, rel_of(k, xta), false, NULL, "not a regular file");
+        return;
+    }
+    /* Its other names are settled after the walk (check_shared); its
+     * length must wait for that: trimming it to this metadata could cut
+     * chunks another name's metadata commits. */
+    if (st.st_nlink > 1)
+        return;
+    if (lstat(xmd, &st) == 0 && st.st_nlink > 1) {
+        /* Harmless alone (an extension replaces the .xmd by rename), but
+         * the names must not share anything. */
+        char name[PATH_MAX];
+        snprintf(name, sizeof name, "%.*s", (int)(strlen(xmd) - 4), xmd);
+        int urc = k->repair ? drx_array_unshare(name, &err) : 0;
+        if (urc < 0)
+            finding(k, rel, false, NULL, "metadata file has %ju names; cannot give it its own: %s",
+                    (uintmax_t)st.st_nlink, err.msg);
+        else
+            finding(k, rel, urc > 0, "give it its own copy", "metadata file has %ju names",
+                    (uintmax_t)st.st_nlink);
+    }
+    if (lstat(xta, &st) < 0)
+        return;
+    if ((uint64_t)st.st_size > committed)
+        check_long_xta(k, xmd, xta, (long long)st.st_size, committed);
+    else if ((uint64_t)st.st_size < committed)
+        finding(k, rel_of(k, xta), false, NULL,
+                "%lld bytes, shorter than its metadata's %llu (chunks lost)", (long long)st.st_size,
+                (unsigned long long)committed);
+}
+
+static bool is_stripe_dir(const struct fsck *k, const char *path)
+{
+    for (size_t i = 0; i < k->s->cfg.stripe.ndirs; i++)
+        if (strcmp(k->s->cfg.stripe.dirs[i], path) == 0)
+            return true;
+    return false;
+}
+
+static void add_xname(struct fsck *k, const struct stat *st, const char *path, bool whole)
+{
+    if (k->nxnames == k->capxnames) {
+        size_t cap = k->capxnames ? k->capxnames * 2 : 16;
+        struct xname *x = realloc(k->xnames, cap * sizeof *x);
+        if (!x)
+            return;
+        k->xnames = x;
+        k->capxnames = cap;
+    }
+    struct xname *x = &k->xnames[k->nxnames];
+    *x = (struct xname){.dev = st->st_dev, .ino = st->st_ino, .whole = whole, .path = strdup(path)};
+    if (x->path)
+        k->nxnames++;
+}
+
+static int xname_cmp(const void *a, const void *b)
+{
+    const struct xname *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return strcmp(x->path, y->path);
+}
+
+/* The names of one chunk file g[0..n) (an .xta with more than one link).
+ * A name without an .xmd beside a whole array's is what a rename cut short
+ * left (drx_array_rename links NEW.xta, renames the .xmd, removes OLD.xta):
+ * removed.  Whole arrays that still share a chunk file (an older drxfs's
+ * rename, a hard link made by hand) would diverge at their first extension:
+ * each but one gets its own copy.  Their lengths are checked last. */
+/* The names of the group without an .xmd: leftovers of a rename cut
+ * short (beside a whole array's name) or orphans. */
+static void check_leftover_names(struct fsck *k, const struct xname *g, size_t n,
+                                 const struct xname *keeper)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].whole)
+            continue;
+        bool fixed = k->repair && unlink(g[i].path) == 0;
+        if (keeper)
+            finding(k, rel_of(k, g[i].path), fixed, "remove it",
+                    "a second name of %s, left by an interrupted rename (no .xmd beside it); "
+                    "writes to the array are refused until it is gone",
+                    rel_of(k, keeper->path));
+        else
+            finding(k, rel_of(k, g[i].path), fixed, "remove it",
+                    "orphan chunk file: no .xmd beside it nor beside its other names");
+    }
+}
+
+/* A whole array g[i] of the group whose chunk file still has other names
+ * (names: as many as would be left once the leftovers are gone). */
+static void check_shared_whole(struct fsck *k, const struct xname *g, size_t n, size_t i,
+                               uintmax_t names)
+{
+    const struct xname *other = NULL; /* another whole array of the group */
+    struct drx_err err = {{0}};
+    char name[PATH_MAX], what[PATH_MAX + 200];
+    int urc;
+
+    for (size_t j = 0; j < n && !other; j++)
+        if (j != i && g[j].whole)
+            other = &g[j];
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(g[i].path) - 4), g[i].path);
+    urc = k->repair ? drx_array_unshare(name, &err) : 0;
+    if (other)
+        snprintf(what, sizeof what,
+                 "shares its chunk file with %s (a rename cut short by an older drxfs?)",
+                 rel_of(k, other->path));
+    else
+        snprintf(what, sizeof what, "its chunk file has %ju names, %ju outside the store", names,
+                 names - 1);
+    if (urc < 0)
+        finding(k, rel_of(k, g[i].path), false, NULL, "%s; cannot give it its own: %s", what,
+                err.msg);
+    else
+        finding(k, rel_of(k, g[i].path), urc > 0, "give it its own copy",
+                "%s: writing or extending one would change or cut the other's chunks", what);
+}
+
+/* The names of one chunk file g[0..n) (an .xta with more than one link).
+ * A name without an .xmd beside a whole array's is what a rename cut short
+ * left (drx_array_rename links NEW.xta, renames the .xmd, removes OLD.xta):
+ * removed.  Whole arrays that still share a chunk file (an older drxfs's
+ * rename, a hard link made by hand) would diverge at their first extension:
+ * each but one gets its own copy.  Their lengths are checked last. */
+static void check_shared_one(struct fsck *k, const struct xname *g, size_t n)
+{
+    const struct xname *keeper = NULL;
+    size_t nleft = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].whole && !keeper)
+            keeper = &g[i];
+        nleft += !g[i].whole;
+    }
+    check_leftover_names(k, g, n, keeper);
+    for (size_t i = 0; i < n; i++) {
+        char xmd[PATH_MAX];
+        struct stat st;
+        if (!g[i].whole || lstat(g[i].path, &st) < 0)
+            continue;
+        /* without --repair: what would be left once the leftovers are gone */
+        uintmax_t names = (uintmax_t)st.st_nlink - (k->repair ? 0 : nleft);
+        if (names > 1)
+            check_shared_whole(k, g, n, i, names);
+        snprintf(xmd, sizeof xmd, "%.*s.xmd", (int)(strlen(g[i].path) - 4), g[i].path);
+        if (k->repair)
+            check_array(k, xmd);
+    }
+}
+
+static void check_shared(struct fsck *k)
+{
+    if (k->nxnames)
+        qsort(k->xnames, k->nxnames, sizeof *k->xnames, xname_cmp);
+    for (size_t i = 0, j; i < k->nxnames; i = j) {
+        for (j = i + 1; j < k->nxnames && k->xnames[j].dev == k->xnames[i].dev &&
+                        k->xnames[j].ino == k->xnames[i].ino;
+             j++)
+            ;
+        check_shared_one(k, &k->xnames[i], j - i);
+    }
+}
+
+/* One regular file of the store, by its name. */
+static void check_file(struct fsck *k, const char *path, const char *n, const struct stat *st)
+{
+    char xmd[PATH_MAX];
+    bool whole, fixed;
+
+    if (drx_store_name_is_temp(n)) {
+        fixed = k->repair && unlink(path) == 0;
+        finding(k, rel_of(k, path), fixed, "remove it",
+                "leftover temporary file of an interrupted update");
+    } else if (ends_with(n, DRX_STRIPE_SUFFIX)) {
+        check_striped(k, path);
+    } else if (ends_with(n, ".xmd")) {
+        check_array(k, path);
+    } else if (ends_with(n, ".xta")) {
+        snprintf(xmd, sizeof xmd, "%.*s.xmd", (int)(strlen(path) - 4), path);
+        whole = access(xmd, F_OK) == 0;
+        if (st->st_nlink > 1) {
+            add_xname(k, st, path, whole);
+        } else if (!whole) {
+            fixed = k->repair && unlink(path) == 0;
+            finding(k, rel_of(k, path), fixed, "remove it", "orphan chunk file: no %s beside it",
+                    strrchr(xmd, '/') + 1);
+        }
+    }
+}
+
+static void walk(struct fsck *k, const char *dir, int depth)
+{
+    DIR *d;
+    struct dirent *e;
+    char path[PATH_MAX];
+    struct stat st;
+
+    if (depth > 256 || !(d = opendir(dir))) {
+        finding(k, rel_of(k, dir), false, NULL, "cannot read directory: %s",
+                depth > 256 ? "too deep" : strerror(errno));
+        return;
+    }
+    bool at_root = strcmp(dir, k->s->root) == 0;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
+            (at_root && strcmp(n, DRX_STORE_DIR) == 0))
+            continue;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, n) >= sizeof path)
+            continue;
+        if (lstat(path, &st) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (!is_stripe_dir(k, path))
+                walk(k, path, depth + 1);
+            continue;
+        }
+        if (S_ISREG(st.st_mode))
+            check_file(k, path, n, &st);
+    }
+    closedir(d);
+}
+
+/* A subfile name as drx makes them: 16 hex digits, '.', subfile number. */
+static bool our_subfile_name(const char *n)
+{
+    size_t i;
+    for (i = 0; i < 16; i++)
+        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+            return false;
+    if (n[i++] != '.' || !n[i])
+        return false;
+    for (; n[i]; i++)
+        if (n[i] < '0' || n[i] > '9')
+            return false;
+    return true;
+}
+
+/* Two metafiles naming one subfile: writing one changes the other. */
+static void check_shared_refs(struct fsck *k)
+{
+    if (k->nrefs) /* qsort's base may not be NULL, even for no elements */
+        qsort(k->refs, k->nrefs, sizeof *k->refs, ref_cmp);
+    for (size_t i = 1; i < k->nrefs; i++)
+        if (ref_cmp(&k->refs[i - 1], &k->refs[i]) == 0)
+            finding(k, k->refs[i].owner, false, NULL,
+                    "shares subfile %s with %s (writing one changes the other)", k->refs[i].name,
+                    k->refs[i - 1].owner);
+}
+
+/* Entry n of stripe directory di that no metafile names. */
+static void check_stripe_entry(struct fsck *k, size_t di, const char *n)
+{
+    const char *dname = k->s->cfg.stripe.dirs[di];
+    char where[PATH_MAX + 300];
+    struct ref key = {.dir = (unsigned)di};
+    size_t nl = strlen(n);
+
+    if (nl <= DRX_STRIPE_NAME_MAX) {
+        memcpy(key.name, n, nl + 1);
+        if (k->nrefs && bsearch(&key, k->refs, k->nrefs, sizeof *k->refs, ref_cmp))
+            return;
+    }
+    snprintf(where, sizeof where, "%s/%s", dname, n);
+    if (!our_subfile_name(n)) {
+        finding(k, where, false, NULL, "unknown file in a stripe directory (left alone)");
+    } else if (k->bad_meta) {
+        finding(k, where, false, NULL,
+                "orphan subfile, kept because some metafile is unreadable and may name it");
+    } else {
+        bool fixed = k->repair && unlinkat(k->s->dir_fds[di], n, 0) == 0;
+        finding(k, where, fixed, "remove it", "orphan subfile: no metafile names it");
+    }
+}
+
+static void check_stripe_dir(struct fsck *k, size_t di)
+{
+    const char *dname = k->s->cfg.stripe.dirs[di];
+    struct dirent *e;
+    DIR *d;
+    int fd;
+
+    if (k->s->dir_fds[di] < 0) {
+        finding(k, dname, false, NULL, "stripe directory %zu is missing or unreadable", di);
+        return;
+    }
+    fd = openat(k->s->dir_fds[di], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        finding(k, dname, false, NULL, "cannot read stripe directory: %s", strerror(errno));
+        return;
+    }
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            check_stripe_entry(k, di, e->d_name);
+    closedir(d);
+}
+
+static void check_stripe_dirs(struct fsck *k)
+{
+    check_shared_refs(k);
+    for (size_t di = 0; di < k->s->cfg.stripe.ndirs; di++)
+        check_stripe_dir(k, di);
+}
+
+/* .drx/ itself: leftover store.conf temporaries. */
+static void check_drx_dir(struct fsck *k)
+{
+    char dir[PATH_MAX + 8], path[PATH_MAX * 2];
+    struct dirent *e;
+    DIR *d;
+
+    snprintf(dir, sizeof dir, "%s/" DRX_STORE_DIR, k->s->root);
+    if (!(d = opendir(dir)))
+        return;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, ".store.conf.", 12) != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        bool fixed = k->repair && unlink(path) == 0;
+        finding(k, rel_of(k, path), fixed, "remove it",
+                "leftover temporary file of an interrupted update");
+    }
+    closedir(d);
+}
+
+/* A repair needs an idle store: a mount's daemon records sizes lazily
+ * (bytes past a recorded size may be written data), creates subfiles
+ * before metafiles and hides temporaries it is about to rename; a drx-load
+ * copy holds a temporary until it commits.  Mounts here are seen in the
+ * mount table, the others (another namespace's, a copy) by the store lock,
+ * which is held to the end so that none starts meanwhile.  The lock's
+ * descriptor, or -errno with a message. */
+static int repair_lock(struct drx_store *s, struct drx_err *err)
+{
+    char mnt[PATH_MAX];
+    int lock;
+
+    if (drx_store_mounted(s->root, mnt, sizeof mnt) == 1)
+        return drx_err_set(err, EBUSY,
+                           "%s is mounted at %s (drxfs): --repair needs an idle store; "
+                           "unmount it first",
+                           s->root, mnt);
+    lock = drx_store_lock(s, true);
+    if (lock == -EWOULDBLOCK)
+        return drx_err_set(err, EWOULDBLOCK,
+                           "%s is in use (a drxfs mount or a drx-load copy holds .drx/): "
+                           "--repair needs an idle store; run it when they are done",
+                           s->root);
+    if (lock < 0)
+        return drx_err_set(err, -lock, "%s/.drx: cannot lock: %s", s->root, strerror(-lock));
+    return lock;
+}
+
+static void fsck_fini(struct fsck *k)
+{
+    for (size_t i = 0; i < k->nrefs; i++)
+        free(k->refs[i].owner);
+    free(k->refs);
+    for (size_t i = 0; i < k->nxnames; i++)
+        free(k->xnames[i].path);
+    free(k->xnames);
+}
+
+int drx_store_check(struct drx_store *s, bool repair, drx_check_fn *report, void *arg,
+                    struct drx_check_result *res, struct drx_err *err)
+{
+    struct fsck k = {.s = s, .repair = repair, .report = report, .arg = arg};
+    int lock = -1;
+
+    memset(res, 0, sizeof *res);
+    if (repair && (lock = repair_lock(s, err)) < 0)
+        return lock;
+    walk(&k, s->root, 0);
+    check_shared(&k);
+    check_drx_dir(&k);
+    check_stripe_dirs(&k);
+    res->problems = k.problems;
+    res->repaired = k.repaired;
+    fsck_fini(&k);
+    if (lock >= 0)
+        close(lock);
+    return 0;
+}
