@@ -61,10 +61,13 @@ same() {
     [ -d "$M/temp" ]
     [ -d "$M/sub/ints" ]
     run ls "$M/temp"
-    assert_output "$(printf 'data\ndata.nc\ndata.npy\ninfo')"
-    # complex elements have no netCDF type: no data.nc
+    assert_output "$(printf 'data\ndata.nc\ndata.npy\ninfo\nzarr')"
+    # complex elements have no netCDF type: no data.nc (Zarr has one)
     run ls "$M/cplx"
-    assert_output "$(printf 'data\ndata.npy\ninfo')"
+    assert_output "$(printf 'data\ndata.npy\ninfo\nzarr')"
+    # views have no zarr/ (README)
+    run ls "$M/temp/dim0=1:3"
+    assert_output "$(printf 'data\ndata.nc\ndata.npy\ninfo')"
     # views resolve without being listed
     [ -d "$M/temp/dim0=1:3" ]
     [ -f "$M/temp/lat=2/data" ]

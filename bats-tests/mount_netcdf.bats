@@ -350,3 +350,111 @@ PY
     assert_success
     assert_line --partial "double time(time) ;"
 }
+
+@test "every type x shapes, chunkings and nested views: ncdump value by value, netCDF4, xarray (netcdf4, scipy) equal drx get" {
+    local specs=() t i
+    for t in i8 i16 i32 f32 f64 u8 u16 u32 i64 u64; do
+        "$DRX" create "$S/m_$t" --type "$t" --shape 7x5 --chunk 3x2 --fill 7
+        "$DRX" create "$S/n_$t" --type "$t" --shape 10 --chunk 4
+        # grown: chunk addresses are no longer row-major
+        "$DRX" create "$S/p_$t" --type "$t" --shape 4x3x5 --chunk 2x2x2 --dims a,b,c --fill 3
+        "$DRX" extend "$S/p_$t" b 2
+        "$DRX" extend "$S/p_$t" a 3
+        for i in m n p; do
+            "$PY" -c "
+import json, subprocess
+import numpy as np
+j = json.loads(subprocess.run(['$DRX', 'info', '$S/${i}_$t', '--json'], capture_output=True).stdout)
+dt = np.dtype(j['npy_descr'])
+n = int(np.prod(j['bounds']))
+a = np.arange(n) * 3 + (0 if dt.kind == 'u' else -40)
+if dt.kind == 'f':
+    a = a / 4
+a.astype(dt).tofile('raw')"
+            "$DRX" put "$S/${i}_$t" <raw
+        done
+        specs+=("m_$t" "m_$t/dim0=1:" "m_$t/dim1=::2/dim0=-3:" "m_$t/order=F"
+            "n_$t/dim0=1:9:3" "p_$t" "p_$t/a=2:6/b=1:/c=::2" "p_$t/a=1:4/a=1:/order=F")
+    done
+    run "$PY" "$DRX_SOURCE/bats-tests/nc_check.py" "$DRX" "$S" "$M" "${specs[@]}"
+    assert_success
+    assert_output "80 views checked"
+}
+
+@test "ncdump -h shows attributes and coordinates; ncks copies a view to a local file that compares equal" {
+    mkdir -p "$S/k"
+    "$DRX" create "$S/k/sst" --type f32 --shape 6x4 --chunk 4x2 --dims time,lon --fill -1
+    "$PY" -c "import numpy as np; (np.arange(24, dtype='<f4') / 2).tofile('raw')"
+    "$DRX" put "$S/k/sst" <raw
+    "$DRX" attr set "$S/k/sst" units degC
+    "$DRX" attr set "$S/k/sst" long_name "sea surface temperature"
+    "$DRX" create "$S/k/lon" --type f64 --shape 4 --chunk 4
+    "$PY" -c "import numpy as np; np.array([0, 90, 180, 270], '<f8').tofile('l')"
+    "$DRX" put "$S/k/lon" <l
+    "$DRX" attr set "$S/k/lon" units degrees_east
+    run ncdump -h "$M/k/sst/time=1:5/data.nc"
+    assert_success
+    assert_line --partial "double lon(lon) ;"
+    assert_line --partial 'lon:units = "degrees_east" ;'
+    assert_line --partial "float sst(time, lon) ;"
+    assert_line --partial 'sst:units = "degC" ;'
+    assert_line --partial 'sst:long_name = "sea surface temperature" ;'
+    ncks -O "$M/k/sst/time=1:5/lon=1:/data.nc" copy.nc
+    "$PY" - "$M/k/sst/time=1:5/lon=1:/data.nc" copy.nc <<'PY'
+import sys
+import netCDF4
+import numpy as np
+a, b = netCDF4.Dataset(sys.argv[1]), netCDF4.Dataset(sys.argv[2])
+assert set(a.variables) == set(b.variables) == {"sst", "lon"}, set(b.variables)
+for n in a.variables:
+    va, vb = a.variables[n], b.variables[n]
+    assert va.dimensions == vb.dimensions and va.dtype == vb.dtype, n
+    assert np.array_equal(va[...], vb[...]), n
+    for k in va.ncattrs():
+        assert np.array_equal(va.getncattr(k), vb.getncattr(k)), (n, k)
+assert b.variables["lon"][:].tolist() == [90, 180, 270]
+assert b.variables["sst"][:].tolist() == (np.arange(24).reshape(6, 4)[1:5, 1:] / 2).tolist()
+PY
+    # ncdump of the copy prints the same data as of the original
+    diff <(ncdump "$M/k/sst/time=1:5/lon=1:/data.nc" | sed -n '/^data:/,$p') \
+        <(ncdump copy.nc | sed -n '/^data:/,$p')
+}
+
+@test "a sparse array above 4 GiB with coordinates: ncdump and netCDF4 accept its data.nc, last element correct" {
+    mkdir -p "$S/huge"
+    # 40960 x 16384 f64 = 5 GiB, sparse (fill 0)
+    "$DRX" create "$S/huge/h" --type f64 --shape 40960x16384 --chunk 1024x1024 --dims y,x
+    "$DRX" create "$S/huge/y" --type f32 --shape 40960 --chunk 8192
+    "$DRX" create "$S/huge/x" --type i32 --shape 16384 --chunk 16384
+    "$PY" -c "import numpy as np; (np.arange(40960) / 2).astype('<f4').tofile('y')"
+    "$DRX" put "$S/huge/y" <y
+    "$PY" -c "import numpy as np; (np.arange(16384) * 3).astype('<i4').tofile('x')"
+    "$DRX" put "$S/huge/x" <x
+    "$PY" -c "import numpy as np; (np.arange(16384) + 0.25).astype('<f8').tofile('row')"
+    "$DRX" put "$S/huge/h" y=-1 <row
+    local size
+    size=$(stat -c %s "$M/huge/h/data.nc")
+    [ "$size" -gt $((5 * 1024 * 1024 * 1024)) ]
+    run ncdump -k "$M/huge/h/data.nc"
+    assert_output "64-bit offset"
+    run ncdump -h "$M/huge/h/data.nc"
+    assert_success
+    assert_line --partial "y = 40960 ;"
+    assert_line --partial "float y(y) ;"
+    assert_line --partial "int x(x) ;"
+    assert_line --partial "double h(y, x) ;"
+    # a view of its last rows, whole through ncdump
+    run ncdump -v h "$M/huge/h/y=-1:/x=-2:/data.nc"
+    assert_success
+    assert_output --partial "16382.25, 16383.25 ;"
+    "$PY" - "$M/huge/h/data.nc" <<'PY'
+import sys
+import netCDF4
+d = netCDF4.Dataset(sys.argv[1])
+d.set_auto_mask(False)  # 0 is the fill
+h = d.variables["h"]
+assert h.shape == (40960, 16384)
+assert h[-1, -1] == 16383.25 and h[-1, 0] == 0.25 and h[-2, -1] == 0, (h[-1, -1], h[-2, -1])
+assert d.variables["y"][-1] == 20479.5 and d.variables["x"][-1] == 16383 * 3
+PY
+}

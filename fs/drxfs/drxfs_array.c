@@ -292,6 +292,27 @@ void drxfs_arr_put(struct drxfs_arr *e)
         arr_destroy(e);
 }
 
+struct drx_array *drxfs_arr_rdlock(struct drxfs_arr *e)
+{
+    pthread_rwlock_rdlock(&e->lock);
+    return e->a;
+}
+
+void drxfs_arr_unlock(struct drxfs_arr *e)
+{
+    pthread_rwlock_unlock(&e->lock);
+}
+
+bool drxfs_arr_writable(const struct drxfs_arr *e)
+{
+    return !e->rdonly && !e->shared && !drxfs.ro;
+}
+
+const char *drxfs_arr_key(const struct drxfs_arr *e)
+{
+    return e->key;
+}
+
 void drxfs_arr_forget(const char *rel)
 {
     size_t len = rel ? strlen(rel) : 0;
@@ -652,15 +673,13 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
         break;
     }
     case DRXFS_AINFO: {
-        char *j = drx_array_info_json(drx_array_meta(e->a), &v);
-        if (!j) {
-            rc = -EIO;
+        size_t len;
+        /* cached per metadata generation: a repeated stat formats nothing */
+        if ((rc = drxfs_info_size(n, drx_array_meta(e->a), &v, &len)) < 0)
             goto out;
-        }
         st->st_mode = S_IFREG | (n->st.st_mode & 0444);
-        st->st_size = (off_t)strlen(j);
+        st->st_size = (off_t)len;
         st->st_blocks = (st->st_size + 511) / 512;
-        free(j);
         break;
     }
     default:

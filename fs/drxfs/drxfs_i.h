@@ -6,6 +6,8 @@
  *   drxfs_names.c   names (mkdir, rename, unlink, ...) and directory listings
  *   drxfs_array.c   arrays and views: the handle table, data/data.npy/info
  *   drxfs_striped.c striped files (NAME.nafs) and user.drx.stripe
+ *   drxfs_zarr.c    the zarr/ group of an array directory (and _write.c)
+ *   drxfs_info.c    sizes of info files, cached per metadata generation
  *
  * Every store access is relative to the store's root descriptor, opened
  * before the mount (the mount point may shadow the store path).  libcore
@@ -76,6 +78,7 @@ enum drxfs_kind {
     DRXFS_AINFO,   /* .../info */
     DRXFS_ANC,     /* .../data.nc */
     DRXFS_STRIPED, /* NAME.nafs */
+    DRXFS_ZARR,    /* ARRAY/zarr and below (drxfs_zarr.c) */
 };
 
 struct drxfs_node {
@@ -88,6 +91,11 @@ struct drxfs_node {
     struct stat st;
     /* View words below the array (array kinds only). */
     struct drx_view_spec spec;
+    /* DRXFS_ZARR: the group (zlevel 0), a variable's directory zvar (1), or
+     * file zname of the group (zvar "") or of variable zvar (2). */
+    int zlevel;
+    char zvar[NAME_MAX + 1];
+    char zname[NAME_MAX + 1];
 };
 
 static inline bool drxfs_is_array_kind(enum drxfs_kind k)
@@ -179,6 +187,7 @@ int drxfs_op_removexattr(const char *path, const char *name);
 /* An open file. */
 struct drxfs_arr;
 struct drxfs_sfile;
+struct drxfs_zfile;
 struct drxfs_fh {
     enum drxfs_kind kind;
     int fd;                  /* DRXFS_PLAIN */
@@ -193,6 +202,7 @@ struct drxfs_fh {
     uint64_t pad;            /* zeros after the data (DRXFS_ANC) */
     struct drxfs_sfile *sf;  /* DRXFS_STRIPED */
     ino_t ino;               /* array kinds: st_ino, from the path opened */
+    struct drxfs_zfile *zf;  /* DRXFS_ZARR */
 };
 
 static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
@@ -207,6 +217,13 @@ static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
  * process extended the array. */
 int drxfs_arr_get(const struct drxfs_node *n, struct drxfs_arr **out);
 void drxfs_arr_put(struct drxfs_arr *e);
+/* The handle's array with its read lock taken (metadata stays put until
+ * drxfs_arr_unlock), and whether the mount may write it. */
+struct drx_array *drxfs_arr_rdlock(struct drxfs_arr *e);
+void drxfs_arr_unlock(struct drxfs_arr *e);
+bool drxfs_arr_writable(const struct drxfs_arr *e);
+/* Its store-relative name (no suffix). */
+const char *drxfs_arr_key(const struct drxfs_arr *e);
 /* Forgets cached handles (after rename or removal in the store): open files
  * keep theirs, new lookups reopen.  rel NULL: all. */
 void drxfs_arr_forget(const char *rel);
@@ -235,6 +252,30 @@ int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const cha
 int drxfs_array_getxattr(const struct drxfs_node *n, const char *name, char *value, size_t size);
 int drxfs_array_listxattr(const struct drxfs_node *n, char *list, size_t size);
 int drxfs_array_removexattr(const struct drxfs_node *n, const char *name);
+
+/* drxfs_info.c: the length of the info JSON of view v of array node n
+ * (metadata m), formatted once per metadata generation. */
+int drxfs_info_size(const struct drxfs_node *n, const struct drx_array_meta *m,
+                    const struct drx_view *v, size_t *len);
+
+/* drxfs_zarr.c: the zarr/ group (README, "Zarr").  The hooks that take a
+ * path return 1 when the path is not in a zarr group (the caller goes on). */
+int drxfs_zarr_step(struct drxfs_node *n, const char *name);
+int drxfs_zarr_getattr(const struct drxfs_node *n, struct stat *st);
+int drxfs_zarr_fgetattr(struct drxfs_fh *fh, struct stat *st);
+int drxfs_zarr_open(const struct drxfs_node *n, struct fuse_file_info *fi);
+int drxfs_zarr_create(const char *path, mode_t mode, struct fuse_file_info *fi);
+int drxfs_zarr_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off);
+int drxfs_zarr_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off);
+int drxfs_zarr_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);
+void drxfs_zarr_release(struct drxfs_fh *fh);
+int drxfs_zarr_unlink(const struct drxfs_node *n);
+int drxfs_zarr_rename(const char *from, const char *to, unsigned int flags);
+struct drxfs_zdir;
+int drxfs_zarr_opendir(const struct drxfs_node *n, struct drxfs_zdir **out);
+int drxfs_zarr_readdir(struct drxfs_zdir *zd, const char *path, void *buf, fuse_fill_dir_t fill,
+                       off_t off);
+void drxfs_zarr_closedir(struct drxfs_zdir *zd);
 
 /* drxfs_striped.c: striped files (NAME.nafs), statfs, user.drx.stripe.
  * One drx_stripe handle per file, shared by its opens (stripe.h asks for

@@ -145,6 +145,9 @@ int drxfs_op_unlink(const char *path)
     case DRXFS_STRIPED:
         rc = drxfs_striped_unlink(n);
         break;
+    case DRXFS_ZARR:
+        rc = drxfs_zarr_unlink(n);
+        break;
     case DRXFS_DIR:
     case DRXFS_ARRAY:
         rc = -EISDIR;
@@ -180,6 +183,9 @@ int drxfs_op_rmdir(const char *path)
         /* An array always holds data, data.npy and info; `drx rm` removes
          * it.  A view is not a thing that can be removed. */
         rc = n->spec.nwords ? -EPERM : -ENOTEMPTY;
+        break;
+    case DRXFS_ZARR:
+        rc = -EPERM;
         break;
     default:
         rc = -ENOTDIR;
@@ -244,6 +250,8 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
         return -EROFS;
     if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
         return -EINVAL;
+    if ((rc = drxfs_zarr_rename(from, to, flags)) != 1)
+        return rc;
     if ((rc = drxfs_resolve_new(to, rel, &name, &at_root)) < 0)
         return rc;
     if (drxfs_name_reserved(name, at_root))
@@ -341,6 +349,8 @@ struct drxfs_dirh {
     bool at_root; /* listing the store root */
     bool nc;      /* the array or view has a data.nc */
     char *path;   /* the mount path listed (readdir gets none: nullpath_ok) */
+    bool zarr;    /* an array directory (not a view): it has zarr/ */
+    struct drxfs_zdir *z; /* listing in a zarr group */
 };
 
 int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
@@ -355,6 +365,19 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
         struct stat st;
         /* a view that does not resolve does not exist */
         rc = drxfs_array_getattr(n, &st);
+    } else if (n->kind == DRXFS_ZARR) {
+        struct drxfs_zdir *z = NULL;
+        if ((rc = drxfs_zarr_opendir(n, &z)) == 0 &&
+            (!(dh = calloc(1, sizeof(*dh))) || !(dh->path = strdup(path)))) {
+            free(dh);
+            drxfs_zarr_closedir(z);
+            rc = -ENOMEM;
+        }
+        if (rc == 0) {
+            dh->z = z;
+            fi->fh = (uint64_t)(uintptr_t)dh;
+        }
+        goto out;
     } else if (n->kind != DRXFS_DIR) {
         rc = -ENOTDIR;
     }
@@ -380,6 +403,7 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
         dh->at_root = strcmp(n->rel, ".") == 0;
     } else {
         dh->nc = drxfs_array_has_nc(n);
+        dh->zarr = n->spec.nwords == 0;
     }
     fi->fh = (uint64_t)(uintptr_t)dh;
 out:
@@ -459,6 +483,25 @@ static bool entry_shown(int dfd, const struct dirent *de, bool at_root, char *sh
     memcpy(shown, name, blen);
     shown[blen] = '\0';
     return !drx_store_name_internal(shown, at_root);
+
+}
+
+/* The files of an array or view; views themselves are not listed (there
+ * are infinitely many). */
+static int list_array(const struct drxfs_dirh *dh, void *buf, fuse_fill_dir_t fill)
+{
+    static const char *const files[] = {"data", "data.npy", "data.nc", "info", "zarr"};
+    struct stat st = {0};
+
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if ((strcmp(files[i], "data.nc") == 0 && !dh->nc) ||
+            (strcmp(files[i], "zarr") == 0 && !dh->zarr))
+            continue;
+        st.st_mode = strcmp(files[i], "zarr") == 0 ? S_IFDIR : S_IFREG;
+        st.st_ino = drxfs_virtual_ino(dh->path, files[i]);
+        fill(buf, files[i], &st, 0, 0);
+    }
+    return 0;
 }
 
 int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
@@ -467,28 +510,18 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
     struct drxfs_dirh *dh = (struct drxfs_dirh *)(uintptr_t)fi->fh;
     struct stat st = {0};
     (void)path;
-    (void)off;
     (void)flags;
 
+    if (dh->z)
+        return drxfs_zarr_readdir(dh->z, dh->path, buf, fill, off);
     /* use_ino: an entry's d_ino is its st_ino (0 would hide it: glibc
      * skips such entries). */
     st.st_mode = S_IFDIR;
     st.st_ino = 1;
     fill(buf, ".", &st, 0, 0);
     fill(buf, "..", &st, 0, 0);
-    if (!dh->dp) {
-        /* The files of an array or view; views themselves are not listed
-         * (there are infinitely many). */
-        static const char *const files[] = {"data", "data.npy", "data.nc", "info"};
-        st.st_mode = S_IFREG;
-        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-            if (strcmp(files[i], "data.nc") == 0 && !dh->nc)
-                continue;
-            st.st_ino = drxfs_virtual_ino(dh->path, files[i]);
-            fill(buf, files[i], &st, 0, 0);
-        }
-        return 0;
-    }
+    if (!dh->dp)
+        return list_array(dh, buf, fill);
     int dfd = dirfd(dh->dp);
     rewinddir(dh->dp);
     for (;;) {
@@ -516,6 +549,7 @@ int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
     if (dh->dp)
         closedir(dh->dp);
     free(dh->path);
+    drxfs_zarr_closedir(dh->z);
     free(dh);
     return 0;
 }

@@ -230,6 +230,37 @@ void drxfs_log_no_view(const char *fmt, ...)
     drx_log_limited(&no_view_limit, DRX_LOG_INFO, "%s", msg);
 }
 
+/* Component name below array or view n: a file of the view, zarr/ (the
+ * array directory only: README), or a view word. */
+static int array_child(struct drxfs_node *n, const char *name)
+{
+    struct drx_err err = {{0}};
+
+    if (strcmp(name, "data") == 0) {
+        n->kind = DRXFS_ADATA;
+    } else if (strcmp(name, "data.npy") == 0) {
+        n->kind = DRXFS_ANPY;
+    } else if (strcmp(name, "info") == 0) {
+        n->kind = DRXFS_AINFO;
+    } else if (strcmp(name, "data.nc") == 0) {
+        n->kind = DRXFS_ANC;
+    } else if (strcmp(name, "zarr") == 0 && n->spec.nwords == 0) {
+        n->kind = DRXFS_ZARR;
+        n->zlevel = 0;
+        n->zvar[0] = n->zname[0] = '\0';
+    } else if (!strchr(name, '=')) {
+        drxfs_log_no_view("%s: %s: not a view (KEY=VALUE) nor a file of a view", n->rel, name);
+        return -ENOENT;
+    } else if (n->spec.nwords >= DRX_VIEW_MAX_WORDS) {
+        drxfs_log_no_view("%s: more than %d view words", n->rel, DRX_VIEW_MAX_WORDS);
+        return -ENOENT;
+    } else if (drx_view_spec_add(&n->spec, name, &err) < 0) {
+        drxfs_log_no_view("%s: not a view: %s", n->rel, err.msg);
+        return -ENOENT;
+    }
+    return 0;
+}
+
 int drxfs_resolve(const char *path, struct drxfs_node *n)
 {
     size_t used = 0;
@@ -272,29 +303,14 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
                 return rc;
             break;
         }
-        case DRXFS_ARRAY: {
-            struct drx_err err = {{0}};
-            if (strcmp(name, "data") == 0) {
-                n->kind = DRXFS_ADATA;
-            } else if (strcmp(name, "data.npy") == 0) {
-                n->kind = DRXFS_ANPY;
-            } else if (strcmp(name, "info") == 0) {
-                n->kind = DRXFS_AINFO;
-            } else if (strcmp(name, "data.nc") == 0) {
-                n->kind = DRXFS_ANC;
-            } else if (!strchr(name, '=')) {
-                drxfs_log_no_view("%s: %s: not a view (KEY=VALUE) nor a file of a view", n->rel,
-                                  name);
-                return -ENOENT;
-            } else if (n->spec.nwords >= DRX_VIEW_MAX_WORDS) {
-                drxfs_log_no_view("%s: more than %d view words", n->rel, DRX_VIEW_MAX_WORDS);
-                return -ENOENT;
-            } else if (drx_view_spec_add(&n->spec, name, &err) < 0) {
-                drxfs_log_no_view("%s: not a view: %s", n->rel, err.msg);
-                return -ENOENT;
-            }
+        case DRXFS_ARRAY:
+            if ((rc = array_child(n, name)) < 0)
+                return rc;
             break;
-        }
+        case DRXFS_ZARR:
+            if ((rc = drxfs_zarr_step(n, name)) < 0)
+                return rc;
+            break;
         default:
             /* A file has no children. */
             return -ENOTDIR;
@@ -347,7 +363,7 @@ int drxfs_resolve_new(const char *path, char *rel, const char **name, bool *at_r
     if ((rc = drxfs_resolve(ppath, parent)) < 0)
         goto out;
     if (parent->kind != DRXFS_DIR) {
-        rc = parent->kind == DRXFS_ARRAY ? -EPERM : -ENOTDIR;
+        rc = (parent->kind == DRXFS_ARRAY || parent->kind == DRXFS_ZARR) ? -EPERM : -ENOTDIR;
         goto out;
     }
     *at_root = strcmp(parent->rel, ".") == 0;

@@ -36,25 +36,41 @@ ino_t drxfs_virtual_ino(const char *dir, const char *name)
     return (ino_t)(h | (uint64_t)1 << 63);
 }
 
+/* The attributes of an open file; 1 when the path must be resolved. */
+static int fh_getattr(struct drxfs_fh *fh, const char *path, struct stat *st)
+{
+    if (fh->kind == DRXFS_PLAIN)
+        return fstat(fh->fd, st) < 0 ? -errno : 0;
+    if (fh->kind == DRXFS_STRIPED && !path)
+        return drxfs_striped_fgetattr(fh, st);
+    if (drxfs_is_array_kind(fh->kind)) {
+        int rc = drxfs_array_fgetattr(fh, st);
+        st->st_ino = fh->ino;
+        return rc;
+    }
+    if (fh->kind == DRXFS_ZARR) {
+        int rc = drxfs_zarr_fgetattr(fh, st);
+        st->st_ino = fh->ino;
+        return rc;
+    }
+    return 1;
+}
+
 int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
     struct drxfs_node *n;
     int rc;
 
-    if (fh && fh->kind == DRXFS_PLAIN)
-        return fstat(fh->fd, st) < 0 ? -errno : 0;
-    if (fh && fh->kind == DRXFS_STRIPED && !path)
-        return drxfs_striped_fgetattr(fh, st);
-    if (fh && drxfs_is_array_kind(fh->kind)) {
-        rc = drxfs_array_fgetattr(fh, st);
-        st->st_ino = fh->ino;
+    if (fh && (rc = fh_getattr(fh, path, st)) != 1)
         return rc;
-    }
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     if (drxfs_is_array_kind(n->kind)) {
         rc = drxfs_array_getattr(n, st);
+        st->st_ino = drxfs_virtual_ino(path, NULL);
+    } else if (n->kind == DRXFS_ZARR) {
+        rc = drxfs_zarr_getattr(n, st);
         st->st_ino = drxfs_virtual_ino(path, NULL);
     } else if (n->kind == DRXFS_STRIPED) {
         rc = drxfs_striped_getattr(n, st);
@@ -96,7 +112,8 @@ int drxfs_op_readlink(const char *path, char *buf, size_t size)
 static int array_files(const struct drxfs_node *n, char *xmd, char *xta)
 {
     int rc;
-    if (n->spec.nwords > 0)
+    /* views and the zarr group: their modes are the array directory's */
+    if (n->spec.nwords > 0 || n->kind == DRXFS_ZARR)
         return -EPERM;
     if ((rc = drxfs_rel_suffix(xmd, n->rel, DRXFS_XMD)) < 0)
         return rc;
@@ -127,6 +144,7 @@ int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
         return fchmod(fh->fd, mode & 07777) < 0 ? -errno : 0;
     if (fh && fh->kind == DRXFS_STRIPED)
         return drxfs_striped_chmod(NULL, fh, mode);
+
     if (fh && drxfs_is_array_kind(fh->kind)) {
         if ((rc = array_fh_files(fh, xmd, xta)) < 0)
             return rc;
@@ -148,6 +166,7 @@ int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
     case DRXFS_STRIPED:
         rc = drxfs_striped_chmod(n, NULL, mode);
         break;
+
     default:
         if ((rc = array_files(n, xmd, xta)) < 0)
             break;
@@ -172,6 +191,7 @@ int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info
         return fchown(fh->fd, uid, gid) < 0 ? -errno : 0;
     if (fh && fh->kind == DRXFS_STRIPED)
         return drxfs_striped_chown(NULL, fh, uid, gid);
+
     if (fh && drxfs_is_array_kind(fh->kind)) {
         if ((rc = array_fh_files(fh, xmd, xta)) < 0)
             return rc;
@@ -215,6 +235,7 @@ int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_
         return futimens(fh->fd, tv) < 0 ? -errno : 0;
     if (fh && fh->kind == DRXFS_STRIPED)
         return drxfs_striped_utimens(NULL, fh, tv);
+
     if (fh && drxfs_is_array_kind(fh->kind)) {
         if ((rc = drxfs_rel_suffix(xmd, drxfs_array_fh_rel(fh), DRXFS_XMD)) < 0 ||
             (rc = drxfs_rel_suffix(xta, drxfs_array_fh_rel(fh), DRXFS_XTA)) < 0)
@@ -236,6 +257,9 @@ int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_
     case DRXFS_STRIPED:
         rc = drxfs_striped_utimens(n, NULL, tv);
         break;
+    case DRXFS_ZARR:
+        rc = -EPERM;
+        break;
     default:
         /* `touch A/data` must work; the times live on the store files. */
         if ((rc = drxfs_rel_suffix(xmd, n->rel, DRXFS_XMD)) < 0 ||
@@ -250,6 +274,20 @@ int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_
     return rc;
 }
 
+static int fh_truncate(struct drxfs_fh *fh, off_t size)
+{
+    switch (fh->kind) {
+    case DRXFS_PLAIN:
+        return ftruncate(fh->fd, size) < 0 ? -errno : 0;
+    case DRXFS_STRIPED:
+        return drxfs_striped_truncate(NULL, fh, size);
+    case DRXFS_ZARR:
+        return drxfs_zarr_truncate(NULL, fh, size);
+    default:
+        return drxfs_array_truncate(NULL, fh, size);
+    }
+}
+
 int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
@@ -258,12 +296,8 @@ int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 
     if (drxfs.ro)
         return -EROFS;
-    if (fh && fh->kind == DRXFS_PLAIN)
-        return ftruncate(fh->fd, size) < 0 ? -errno : 0;
-    if (fh && fh->kind == DRXFS_STRIPED)
-        return drxfs_striped_truncate(NULL, fh, size);
-    if (fh && drxfs_is_array_kind(fh->kind))
-        return drxfs_array_truncate(NULL, fh, size);
+    if (fh)
+        return fh_truncate(fh, size);
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     switch (n->kind) {
@@ -279,6 +313,9 @@ int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
     }
     case DRXFS_STRIPED:
         rc = drxfs_striped_truncate(n, NULL, size);
+        break;
+    case DRXFS_ZARR:
+        rc = drxfs_zarr_truncate(n, NULL, size);
         break;
     case DRXFS_DIR:
     case DRXFS_ARRAY:
@@ -326,6 +363,11 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     }
     case DRXFS_STRIPED:
         rc = drxfs_striped_open(n, fi);
+        break;
+    case DRXFS_ZARR:
+        rc = drxfs_zarr_open(n, fi);
+        if (rc == 0)
+            drxfs_fh_of(fi)->ino = drxfs_virtual_ino(path, NULL);
         break;
     case DRXFS_DIR:
         rc = -EISDIR;
@@ -375,6 +417,8 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     bool at_root;
     int rc;
 
+    if ((rc = drxfs_zarr_create(path, mode, fi)) != 1)
+        return rc;
     if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
         return rc;
     if (drxfs.ro)
@@ -406,6 +450,8 @@ int drxfs_op_read(const char *path, char *buf, size_t size, off_t off,
     }
     case DRXFS_STRIPED:
         return drxfs_striped_read(fh, buf, size, off);
+    case DRXFS_ZARR:
+        return drxfs_zarr_read(fh, buf, size, off);
     default:
         return drxfs_array_read(fh, buf, size, off);
     }
@@ -425,6 +471,8 @@ int drxfs_op_write(const char *path, const char *buf, size_t size, off_t off,
     }
     case DRXFS_STRIPED:
         return drxfs_striped_write(fh, buf, size, off);
+    case DRXFS_ZARR:
+        return drxfs_zarr_write(fh, buf, size, off);
     default:
         return drxfs_array_write(fh, buf, size, off);
     }
@@ -451,6 +499,9 @@ int drxfs_op_release(const char *path, struct fuse_file_info *fi)
     case DRXFS_STRIPED:
         drxfs_striped_release(fh);
         break;
+    case DRXFS_ZARR:
+        drxfs_zarr_release(fh);
+        break;
     default:
         drxfs_array_release(fh);
         break;
@@ -467,6 +518,8 @@ int drxfs_op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
         return (datasync ? fdatasync(fh->fd) : fsync(fh->fd)) < 0 ? -errno : 0;
     case DRXFS_STRIPED:
         return drxfs_striped_fsync(fh, datasync);
+    case DRXFS_ZARR:
+        return 0; /* a chunk is stored at the rename, through the array's fd */
     default:
         return drxfs_array_fsync(fh, datasync);
     }

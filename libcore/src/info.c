@@ -1,112 +1,130 @@
-/* The JSON of `drx info --json` and of the `info` file at the mount point. */
-#include <inttypes.h>
-#include <stdio.h>
+/* The JSON of `drx info --json` and of the `info` file at the mount point,
+ * built with libjansson (json_i.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "drx/array.h"
 #include "drx/view.h"
+#include "json_i.h"
 
-static void put_list(FILE *f, const char *key, int n, const uint64_t *v)
+/* A number attribute's values; JSON has no NaN or infinity, so those are
+ * the strings "nan", "inf" and "-inf". */
+static json_t *attr_numbers(const struct drx_attr *a)
 {
-    fprintf(f, "  \"%s\": [", key);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s%" PRIu64, i ? ", " : "", v[i]);
-    fprintf(f, "],\n");
-}
+    json_t *list = json_array();
+    size_t size = drx_type_size(a->type);
 
-/* A JSON string: quote, backslash and control bytes escaped; other bytes
- * (UTF-8 text) as they are. */
-static void put_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
+    for (size_t k = 0; list && k < a->n; k++) {
+        json_t *v =
+            drx_json_value(a->type, (const char *)a->value + k * size, DRX_JSON_NONFINITE_STRING);
+        if (!v || json_array_append_new(list, v) < 0) {
+            json_decref(list);
+            list = NULL;
+        }
     }
-    fputc('"', f);
+    return list;
 }
 
 /* "attrs": {"NAME": {"type": "string", "value": "..."}, "NAME": {"type":
- * "f64", "value": [0.01]}}.  JSON has no NaN or infinity: those numbers
- * are the strings "nan", "inf" and "-inf". */
-static void put_attrs(FILE *f, const struct drx_array_meta *m)
+ * "f64", "value": [0.01]}}, in the order they were set. */
+static json_t *attrs_json(const struct drx_array_meta *m)
 {
-    char num[160];
+    json_t *all = json_object();
 
-    fprintf(f, "  \"attrs\": {");
-    for (size_t i = 0; i < m->nattrs; i++) {
+    for (size_t i = 0; all && i < m->nattrs; i++) {
         const struct drx_attr *a = &m->attrs[i];
-        fprintf(f, "%s", i ? ", " : "");
-        put_json_string(f, a->name);
-        fprintf(f, ": {\"type\": \"%s\", \"value\": ", drx_attr_type_name(a));
-        if (a->is_string) {
-            put_json_string(f, a->value);
-        } else {
-            fputc('[', f);
-            for (size_t k = 0; k < a->n; k++) {
-                drx_type_format_value(a->type, (const char *)a->value + k * drx_type_size(a->type),
-                                      num, sizeof num);
-                fprintf(f, "%s", k ? ", " : "");
-                if (strspn(num, "0123456789-+.eE") == strlen(num) && strcmp(num, "-") != 0)
-                    fputs(num, f);
-                else
-                    put_json_string(f, num);
-            }
-            fputc(']', f);
+        json_t *one = json_object();
+        if (!one || drx_json_set(one, "type", json_string(drx_attr_type_name(a))) < 0 ||
+            drx_json_set(one, "value", a->is_string ? json_string(a->value) : attr_numbers(a)) <
+                0 ||
+            drx_json_set(all, a->name, one) < 0) {
+            json_decref(all);
+            return NULL;
         }
-        fputc('}', f);
     }
-    fprintf(f, "},\n");
+    return all;
+}
+
+static json_t *history_json(const struct drx_array_meta *m)
+{
+    json_t *list = json_array();
+
+    for (size_t i = 0; list && i < m->nhistory; i++) {
+        json_t *h = json_object();
+        if (!h || drx_json_set(h, "dim", json_integer(m->history[i].dim)) < 0 ||
+            drx_json_set(h, "from", drx_json_u64(m->history[i].from)) < 0 ||
+            drx_json_set(h, "to", drx_json_u64(m->history[i].to)) < 0 ||
+            json_array_append_new(list, h) < 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+static json_t *dims_json(const struct drx_array_meta *m)
+{
+    json_t *list = json_array();
+
+    for (int i = 0; list && i < m->rank; i++)
+        if (json_array_append_new(list, json_string(m->dim_name[i])) < 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    return list;
+}
+
+/* The view's part: what its files hold. */
+static int view_part(json_t *j, const struct drx_array_meta *m, const struct drx_view *v)
+{
+    int rc = 0;
+
+    rc |= drx_json_set(j, "dtype", json_string(drx_type_name(m->type)));
+    rc |= drx_json_set(j, "npy_descr", json_string(drx_type_npy_descr(m->type, v->rep)));
+    rc |= drx_json_set(j, "shape", drx_json_u64_list(v->count, v->rank));
+    rc |= drx_json_set(j, "order", json_string(v->order == DRX_ORDER_C ? "C" : "F"));
+    rc |= drx_json_set(j, "rep", json_string(v->rep == DRX_REP_NATIVE ? "native" : "external32"));
+    rc |= drx_json_set(j, "bytes", drx_json_u64(drx_view_bytes(v)));
+    rc |= drx_json_set(j, "origin", drx_json_u64_list(v->origin, v->rank));
+    rc |= drx_json_set(j, "step", drx_json_u64_list(v->step, v->rank));
+    return rc;
+}
+
+/* The array's part: bounds, chunks, names, fill, attributes, history. */
+static int array_part(json_t *j, const struct drx_array_meta *m)
+{
+    char fill[160];
+    int rc = 0;
+
+    drx_type_format_value(m->type, m->fill, fill, sizeof fill);
+    rc |= drx_json_set(j, "bounds", drx_json_u64_list(m->bounds, m->rank));
+    rc |= drx_json_set(j, "chunk", drx_json_u64_list(m->chunk, m->rank));
+    rc |= drx_json_set(j, "chunk_grid", drx_json_u64_list(m->map.bound, m->rank));
+    rc |= drx_json_set(j, "chunk_count", drx_json_u64(m->map.nchunks));
+    rc |= drx_json_set(j, "chunk_bytes", drx_json_u64(m->chunk_bytes));
+    rc |= drx_json_set(j, "dims", dims_json(m));
+    rc |= drx_json_set(j, "fill", json_string(fill));
+    rc |= drx_json_set(j, "attrs", attrs_json(m));
+    rc |= drx_json_set(j, "initial", drx_json_u64_list(m->initial, m->rank));
+    rc |= drx_json_set(j, "history", history_json(m));
+    rc |= drx_json_set(j, "axial_records", drx_json_u64(drx_map_records(&m->map)));
+    return rc;
 }
 
 char *drx_array_info_json(const struct drx_array_meta *m, const struct drx_view *v)
 {
     struct drx_view whole;
-    char *text = NULL, fill[160];
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
+    json_t *j = json_object();
+    char *text = NULL;
 
-    if (!f)
+    if (!j)
         return NULL;
     if (!v) {
         drx_view_whole(m, &whole);
         v = &whole;
     }
-    drx_type_format_value(m->type, m->fill, fill, sizeof fill);
-    fprintf(f, "{\n  \"dtype\": \"%s\",\n  \"npy_descr\": \"%s\",\n", drx_type_name(m->type),
-            drx_type_npy_descr(m->type, v->rep));
-    put_list(f, "shape", v->rank, v->count);
-    fprintf(f, "  \"order\": \"%s\",\n  \"rep\": \"%s\",\n  \"bytes\": %" PRIu64 ",\n",
-            v->order == DRX_ORDER_C ? "C" : "F",
-            v->rep == DRX_REP_NATIVE ? "native" : "external32", drx_view_bytes(v));
-    put_list(f, "origin", v->rank, v->origin);
-    put_list(f, "step", v->rank, v->step);
-    put_list(f, "bounds", m->rank, m->bounds);
-    put_list(f, "chunk", m->rank, m->chunk);
-    put_list(f, "chunk_grid", m->rank, m->map.bound);
-    fprintf(f, "  \"chunk_count\": %" PRIu64 ",\n  \"chunk_bytes\": %" PRIu64 ",\n",
-            m->map.nchunks, m->chunk_bytes);
-    fprintf(f, "  \"dims\": [");
-    for (int i = 0; i < m->rank; i++)
-        fprintf(f, "%s\"%s\"", i ? ", " : "", m->dim_name[i]);
-    fprintf(f, "],\n  \"fill\": \"%s\",\n", fill);
-    put_attrs(f, m);
-    put_list(f, "initial", m->rank, m->initial);
-    fprintf(f, "  \"history\": [");
-    for (size_t i = 0; i < m->nhistory; i++)
-        fprintf(f, "%s{\"dim\": %d, \"from\": %" PRIu64 ", \"to\": %" PRIu64 "}", i ? ", " : "",
-                m->history[i].dim, m->history[i].from, m->history[i].to);
-    fprintf(f, "],\n  \"axial_records\": %zu\n}\n", drx_map_records(&m->map));
-    if (fclose(f)) {
-        free(text);
-        return NULL;
-    }
+    if (view_part(j, m, v) == 0 && array_part(j, m) == 0)
+        text = drx_json_dump_lines(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
     return text;
 }

@@ -8,6 +8,7 @@
 #ifndef DRX_FORMAT_H
 #define DRX_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,5 +59,52 @@ struct drx_nc_coord {
 int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
                        const struct drx_nc_coord *coords, int ncoords, unsigned char *buf,
                        size_t *len, uint64_t *pad);
+
+/* Zarr v2: the `zarr/` group of an array directory (README, "Zarr").  A
+ * variable is an array of the store seen as a Zarr array: the array itself,
+ * or a coordinate variable cut to its dimension's length.  Chunks are the
+ * array's own chunks: key "i.j.k" is chunk (i, j, k), whose bytes are the
+ * chunk's bytes in the .xta at its F* address, so dtype is the native
+ * (little-endian) type, order "C", no compressor and no filters. */
+struct drx_zarr_var {
+    const char *name;                  /* its key in the group */
+    const struct drx_array_meta *meta; /* its array */
+    uint64_t shape[DRX_MAX_RANK];      /* meta->bounds, or less (a coordinate) */
+    const char *dims[DRX_MAX_RANK];    /* dimension names (_ARRAY_DIMENSIONS) */
+};
+
+/* The documents, malloc'ed JSON text written with libjansson, or NULL when
+ * out of memory.  .zarray: chunks, dtype, fill_value (NaN and infinities
+ * as the strings Zarr writes), shape.  .zattrs: _ARRAY_DIMENSIONS and the
+ * array's attributes (a single number as a scalar, NaN and infinities as
+ * Python's json writes them).  The group's .zgroup and .zattrs ({}), and
+ * .zmetadata: all of them, consolidated, for vars[0..n-1]. */
+char *drx_zarr_zarray(const struct drx_zarr_var *v);
+char *drx_zarr_zattrs(const struct drx_zarr_var *v);
+char *drx_zarr_zgroup(void);
+char *drx_zarr_group_zattrs(void);
+char *drx_zarr_zmetadata(const struct drx_zarr_var *vars, int n);
+
+/* Chunks in the grid of v: ceil(shape / chunk) along each dimension. */
+uint64_t drx_zarr_nkeys(const struct drx_zarr_var *v);
+/* The i-th key (grid row-major order) into buf.  0, or -ERANGE. */
+int drx_zarr_key_name(const struct drx_zarr_var *v, uint64_t i, char *buf, size_t len);
+/* The chunk address (F*) of key: 0 with *q set, or -ENOENT when key is not
+ * "i.j..." in decimal with one index per dimension inside the grid. */
+int drx_zarr_key_parse(const struct drx_zarr_var *v, const char *key, uint64_t *q);
+
+/* Stores buf, a whole chunk of v's array (chunk_bytes long), as chunk `key`
+ * in place: one pwrite at its F* address under the chunk's span lock.
+ * Elements beyond the array's bounds are stored as the fill whatever buf
+ * holds (buf is changed), and for a coordinate cut shorter than its array
+ * only the part inside the cut is written.  a must be v->meta's handle,
+ * opened DRX_RDWR.  0, or -ENOENT (key), -EINVAL (size), -errno of the
+ * write, with one line in err; nothing is written unless 0. */
+int drx_zarr_chunk_store(struct drx_array *a, const struct drx_zarr_var *v, const char *key,
+                         void *buf, size_t len, struct drx_err *err);
+
+/* True when text (len bytes) is the document ours: the same bytes, or JSON
+ * that parses equal (a client writing back what it read). */
+bool drx_zarr_json_same(const char *ours, const void *text, size_t len);
 
 #endif

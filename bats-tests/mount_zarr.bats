@@ -1,0 +1,439 @@
+#!/usr/bin/env bats
+# The zarr/ group of an array directory: a Zarr v2 group read and written in
+# place by zarr-python, xarray and dask (Debian 12's), each chunk key a file
+# holding that chunk's bytes of the .xta.
+
+load test_helper
+
+setup_file() {
+    export S="$BATS_FILE_TMPDIR/store" M="$BATS_FILE_TMPDIR/mnt"
+    "$DRX" init "$S" >/dev/null
+    # temp(time, lat, lon) with coordinates time and lat beside it
+    "$DRX" create "$S/temp" --type f64 --shape 6x5x7 --chunk 4x2x3 --dims time,lat,lon --fill -999
+    "$PY" -c "import numpy as np; np.arange(210, dtype='<f8').tofile('$BATS_FILE_TMPDIR/temp.raw')"
+    "$DRX" put "$S/temp" <"$BATS_FILE_TMPDIR/temp.raw"
+    "$DRX" create "$S/time" --type f64 --shape 8 --chunk 3 --fill -1
+    "$PY" -c "import numpy as np; (np.arange(8) * 10.0).tofile('$BATS_FILE_TMPDIR/time.raw')"
+    "$DRX" put "$S/time" <"$BATS_FILE_TMPDIR/time.raw"
+    "$DRX" attr set "$S/time" units "days since 2000-01-01"
+    "$DRX" create "$S/lat" --type f32 --shape 5 --chunk 5 --fill 99
+    "$PY" -c "import numpy as np; np.linspace(-60, 60, 5).astype('<f4').tofile('$BATS_FILE_TMPDIR/lat.raw')"
+    "$DRX" put "$S/lat" <"$BATS_FILE_TMPDIR/lat.raw"
+    "$DRX" attr set "$S/temp" units K
+    mount_store "$S" "$M"
+}
+
+teardown_file() {
+    unmount_store "$M"
+}
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    unmount_store "$BATS_TEST_TMPDIR/ro"
+}
+
+# xta_sum ARRAY: checksum of the array's chunk file
+xta_sum() {
+    md5sum <"$S/$1.xta"
+}
+
+@test "zarr/ holds .zgroup, .zattrs, .zmetadata and one directory per variable; views have none" {
+    run ls -a "$M/temp/zarr"
+    assert_success
+    assert_output "$(printf '%s\n' . .. .zattrs .zgroup .zmetadata lat temp time)"
+    run ls "$M/temp"
+    assert_line zarr
+    run ls "$M/temp/dim0=1:3"
+    refute_line zarr
+    run stat "$M/temp/dim0=1:3/zarr"
+    assert_failure
+    # st_size is what a reader gets, for every metadata file
+    for f in .zgroup .zattrs .zmetadata temp/.zarray temp/.zattrs lat/.zarray time/.zattrs; do
+        [ "$(stat -c %s "$M/temp/zarr/$f")" -eq "$(cat "$M/temp/zarr/$f" | wc -c)" ]
+    done
+    "$PY" - "$M/temp/zarr" <<'PY'
+import json, sys
+d = sys.argv[1]
+assert json.load(open(d + "/.zgroup")) == {"zarr_format": 2}
+assert json.load(open(d + "/.zattrs")) == {}
+za = json.load(open(d + "/temp/.zarray"))
+assert za == {"chunks": [4, 2, 3], "compressor": None, "dimension_separator": ".",
+              "dtype": "<f8", "fill_value": -999.0, "filters": None, "order": "C",
+              "shape": [6, 5, 7], "zarr_format": 2}, za
+assert json.load(open(d + "/temp/.zattrs")) == {"_ARRAY_DIMENSIONS": ["time", "lat", "lon"],
+                                                 "units": "K"}
+# coordinates at the dimension's length, with their own chunks and attributes
+t = json.load(open(d + "/time/.zarray"))
+assert t["shape"] == [6] and t["chunks"] == [3] and t["fill_value"] == -1.0, t
+assert json.load(open(d + "/time/.zattrs")) == {"_ARRAY_DIMENSIONS": ["time"],
+                                                 "units": "days since 2000-01-01"}
+m = json.load(open(d + "/.zmetadata"))
+assert m["zarr_consolidated_format"] == 1
+meta = m["metadata"]
+assert sorted(meta) == sorted([".zattrs", ".zgroup", "temp/.zarray", "temp/.zattrs",
+                               "lat/.zarray", "lat/.zattrs", "time/.zarray", "time/.zattrs"])
+for k, v in meta.items():
+    assert json.load(open(d + "/" + k)) == v, k
+PY
+}
+
+@test "xarray.open_zarr gives the array, its dimensions, attributes and coordinates lazily" {
+    "$PY" - "$M/temp/zarr" "$BATS_FILE_TMPDIR/temp.raw" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+ds = xr.open_zarr(sys.argv[1])
+t = ds.temp
+assert t.dims == ("time", "lat", "lon") and t.attrs["units"] == "K", t
+assert t.chunks == ((4, 2), (2, 2, 1), (3, 3, 1)), t.chunks  # dask, lazily
+assert sorted(ds.coords) == ["lat", "time"], list(ds.coords)
+assert ds.lat.values.tolist() == np.linspace(-60, 60, 5).astype("f4").tolist()
+assert ds.time.dtype.kind == "M"  # decoded through its units
+want = np.fromfile(sys.argv[2], "<f8").reshape(6, 5, 7)
+assert np.array_equal(t.values, want)
+assert float(t.isel(time=slice(1, 5), lon=2).sum()) == want[1:5, :, 2].sum()
+PY
+}
+
+@test "every element type, several shapes and chunkings: each key is the chunk's bytes; zarr and xarray read drx get's values" {
+    local arrays=() t i
+    for t in i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 c64 c128; do
+        "$DRX" create "$S/z_$t" --type "$t" --shape 7x5 --chunk 3x2 --dims y,x --fill 7
+        "$DRX" create "$S/v_$t" --type "$t" --shape 10 --chunk 4
+        # grown along dims 1, 0 and 2: chunk addresses are no longer row-major
+        "$DRX" create "$S/w_$t" --type "$t" --shape 4x3x5 --chunk 2x2x2 --fill 3
+        "$DRX" extend "$S/w_$t" 1 2
+        "$DRX" extend "$S/w_$t" 0 3
+        "$DRX" extend "$S/w_$t" 2 2
+        for i in z v w; do
+            "$PY" -c "
+import json, subprocess
+import numpy as np
+j = json.loads(subprocess.run(['$DRX', 'info', '$S/${i}_$t', '--json'], capture_output=True).stdout)
+n = int(np.prod(j['bounds']))
+dt = np.dtype(j['npy_descr'])
+a = (np.arange(n) * 3 - 40)
+a = a.astype(dt) if dt.kind != 'u' else (np.arange(n) * 3).astype(dt)
+a.tofile('raw')"
+            "$DRX" put "$S/${i}_$t" <raw
+            arrays+=("${i}_$t")
+        done
+    done
+    # a partly written one: chunks never written read as the fill
+    "$DRX" create "$S/part" --type f32 --shape 9x4 --chunk 4x4 --fill nan
+    "$DRX" extend "$S/part" 0 7
+    "$PY" -c "import numpy as np; np.ones(8, '<f4').tofile('raw')"
+    "$DRX" put "$S/part" dim0=2:4 <raw
+    arrays+=(part)
+    run "$PY" "$DRX_SOURCE/bats-tests/zarr_check.py" "$DRX" "$S" "$M" "${arrays[@]}"
+    assert_success
+    assert_output "37 arrays checked"
+}
+
+@test "fill_value as Zarr writes it: NaN, -Infinity, complex pairs, the largest u64" {
+    "$DRX" create "$S/fn" --type f32 --shape 3 --chunk 2 --fill nan
+    "$DRX" create "$S/fi" --type f64 --shape 3 --chunk 2 --fill -inf
+    "$DRX" create "$S/fc" --type c128 --shape 3 --chunk 2 --fill 1.5,-2.5
+    "$DRX" create "$S/fu" --type u64 --shape 3 --chunk 2 --fill 18446744073709551615
+    "$PY" - "$M" <<'PY'
+import json, sys
+import numpy as np
+import zarr
+m = sys.argv[1]
+fv = lambda a: json.load(open(f"{m}/{a}/zarr/{a}/.zarray"))["fill_value"]
+assert fv("fn") == "NaN" and fv("fi") == "-Infinity" and fv("fc") == [1.5, -2.5], \
+    (fv("fn"), fv("fi"), fv("fc"))
+assert fv("fu") == 18446744073709551615
+assert np.isnan(zarr.open(f"{m}/fn/zarr")["fn"].fill_value)
+assert zarr.open(f"{m}/fc/zarr")["fc"].fill_value == complex(1.5, -2.5)
+assert zarr.open(f"{m}/fi/zarr")["fi"].fill_value == -np.inf
+z = zarr.open(f"{m}/fu/zarr")["fu"]
+assert z.fill_value == np.uint64(18446744073709551615) and (z[:] == z.fill_value).all()
+PY
+}
+
+@test "attribute values round-trip: drx attr, info (json.tool), data.nc, .zattrs" {
+    "$DRX" create "$S/at" --type f64 --shape 4 --chunk 2 --dims x
+    local s=$'quote " backslash \\ newline\n tab\t ünïcødé ∂x/∂t'
+    "$DRX" attr set "$S/at" text "$s"
+    "$DRX" attr set "$S/at" nans nan,inf,-inf,0.1 --type f64
+    "$DRX" attr set "$S/at" big 18446744073709551615 --type u64
+    "$DRX" attr set "$S/at" small -9223372036854775808 --type i64
+    run "$DRX" attr get "$S/at" text
+    assert_output "$s"
+    "$PY" -m json.tool "$M/at/info" >/dev/null
+    "$DRX" info "$S/at" --json | "$PY" -m json.tool >/dev/null
+    "$PY" - "$M/at" "$s" <<'PY'
+import json, math, sys
+import netCDF4
+import zarr
+d, s = sys.argv[1], sys.argv[2]
+a = json.load(open(d + "/info"))["attrs"]
+assert a["text"] == {"type": "string", "value": s}, a["text"]
+assert a["nans"]["value"] == ["nan", "inf", "-inf", 0.1], a["nans"]
+assert a["big"]["value"] == [18446744073709551615] and a["small"]["value"] == [-2**63]
+z = json.load(open(d + "/zarr/at/.zattrs"))
+assert z["text"] == s and z["big"] == 18446744073709551615 and z["small"] == -2**63, z
+n = z["nans"]
+assert math.isnan(n[0]) and n[1] == math.inf and n[2] == -math.inf and n[3] == 0.1, n
+assert zarr.open(d + "/zarr")["at"].attrs["text"] == s
+v = netCDF4.Dataset(d + "/data.nc").variables["at"]
+assert v.getncattr("text") == s and int(v.getncattr("big")) == 18446744073709551615
+PY
+}
+
+@test "dask computes a mean through open_zarr equal to numpy's" {
+    "$DRX" create "$S/big" --type f32 --shape 200x150 --chunk 64x32 --dims y,x
+    "$PY" -c "import numpy as np; np.random.default_rng(1).random(30000, dtype='f4').tofile('raw')"
+    "$DRX" put "$S/big" <raw
+    "$PY" - "$M/big/zarr" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+want = np.fromfile("raw", "<f4").reshape(200, 150)
+ds = xr.open_zarr(sys.argv[1])
+m = ds.big.mean(dim="x").compute(scheduler="threads")
+assert np.allclose(m.values, want.mean(axis=1), rtol=1e-6), "row means differ"
+assert np.isclose(float(ds.big.mean()), want.mean(dtype="f8"), rtol=1e-6)
+assert np.isclose(float(ds.big.std()), want.std(dtype="f8"), rtol=1e-5)
+PY
+}
+
+@test "zarr writes a region and to_zarr(region=...) writes into the array; drx get reads them back" {
+    "$DRX" create "$S/wr" --type f64 --shape 9x7 --chunk 4x3 --dims time,lat --fill -1
+    "$PY" -c "import numpy as np; np.arange(63, dtype='<f8').tofile('raw')"
+    "$DRX" put "$S/wr" <raw
+    "$PY" - "$M/wr/zarr" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+import zarr
+z = zarr.open(sys.argv[1], mode="r+")["wr"]
+z[1:6, 2:5] = -5.0        # partial chunks: zarr reads, merges, renames over the keys
+z[8, :] = 100.0           # the edge chunks
+# dask chunks along the Zarr chunks: its threads write three keys at once
+ds = xr.Dataset({"wr": (("time", "lat"), np.full((4, 7), 42.0))}).chunk({"time": 4, "lat": 3})
+ds.to_zarr(sys.argv[1], region={"time": slice(4, 8)})
+PY
+    "$DRX" get "$S/wr" >got
+    "$PY" - <<'PY'
+import numpy as np
+want = np.arange(63, dtype="<f8").reshape(9, 7)
+want[1:6, 2:5] = -5
+want[4:8] = 42
+want[8] = 100
+got = np.fromfile("got", "<f8").reshape(9, 7)
+assert np.array_equal(got, want), got
+PY
+    # beyond the bounds, edge chunks still hold the fill (SPEC section 3)
+    "$DRX" extend "$S/wr" 0 3
+    "$DRX" get "$S/wr" dim0=9: >tail
+    "$PY" -c "import numpy as np; assert (np.fromfile('tail', '<f8') == -1).all()"
+    # zarr deletes a chunk that holds only the fill (write_empty_chunks=False):
+    # it reads as the fill
+    "$PY" - "$M/wr/zarr" <<'PY'
+import sys
+import zarr
+z = zarr.open_array(sys.argv[1] + "/wr", mode="r+", write_empty_chunks=False)
+z[0:4, 0:3] = -1
+assert (zarr.open(sys.argv[1])["wr"][0:4, 0:3] == -1).all()
+PY
+    "$DRX" get "$S/wr" dim0=0:4 dim1=0:3 >c
+    "$PY" -c "import numpy as np; assert (np.fromfile('c', '<f8') == -1).all()"
+}
+
+@test "refused, changing nothing: a chunk of the wrong size, a metadata change, a key outside the grid, writing a key in place" {
+    local before
+    before=$(xta_sum temp)
+    cp "$S/temp.xmd" xmd.before
+    run "$PY" - "$M/temp/zarr/temp" <<'PY'
+import errno, os, sys
+d = sys.argv[1] + "/"
+def put(key, data):
+    tmp = d + key + ".0123abcd.partial"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    try:
+        os.replace(tmp, d + key)
+        return "stored"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+chunk = 4 * 2 * 3 * 8
+print("short", put("0.0.0", b"x" * (chunk - 1)))
+print("long", put("0.0.0", b"x" * (chunk + 8)))
+print("outside", put("2.0.0", b"x" * chunk))
+print("malformed", put("0.0.00", b"x" * chunk))
+za = open(d + ".zarray", "rb").read()
+print("meta", put(".zarray", za.replace(b"-999.0", b"0.0")))
+print("attrs", put(".zattrs", b'{"_ARRAY_DIMENSIONS": ["a", "b", "c"]}'))
+print("same", put(".zarray", za))
+print("same-json", put(".zarray", za.replace(b"    ", b" ")))
+try:
+    open(d + "0.0.0", "r+b")
+except OSError as e:
+    print("inplace", errno.errorcode[e.errno])
+print(sorted(k for k in os.listdir(d) if "partial" in k))
+PY
+    assert_success
+    assert_line "short EINVAL"
+    assert_line "long EINVAL"
+    assert_line "outside EPERM"
+    assert_line "malformed EPERM"
+    assert_line "meta EPERM"
+    assert_line "attrs EPERM"
+    assert_line "same stored"
+    assert_line "same-json stored"
+    assert_line "inplace EPERM"
+    assert_line "[]"
+    [ "$(xta_sum temp)" = "$before" ]
+    cmp xmd.before "$S/temp.xmd"
+    grep -q "temp/0.0.0: a chunk is 192 bytes, not 191: nothing stored" "$M.log"
+    grep -q "temp/2.0.0: not a chunk key of the grid" "$M.log"
+    grep -q "temp/zarr/temp/.zarray: metadata comes from the array" "$M.log"
+    # nothing else in a group is renamed, removed or made
+    run mv "$M/temp/zarr/temp/0.0.0" "$M/temp/zarr/temp/1.0.0"
+    assert_failure
+    run rm "$M/temp/zarr/temp/.zarray"
+    assert_failure
+    run mkdir "$M/temp/zarr/temp/sub"
+    assert_failure
+    run chmod 600 "$M/temp/zarr/temp/0.0.0"
+    assert_failure
+    [ "$(xta_sum temp)" = "$before" ]
+}
+
+@test "an extension shows in .zarray, .zmetadata, the keys, data.nc and a reopened Dataset" {
+    "$DRX" create "$S/g" --type i32 --shape 4x3 --chunk 2x2 --dims time,x --fill -7
+    "$PY" -c "import numpy as np; np.arange(12, dtype='<i4').tofile('raw')"
+    "$DRX" put "$S/g" <raw
+    "$PY" - "$M/g/zarr" <<'PY'
+import sys
+import xarray as xr
+ds = xr.open_zarr(sys.argv[1])
+assert ds.g.shape == (4, 3)
+PY
+    local n0
+    n0=$(stat -c %s "$M/g/zarr/.zmetadata")
+    # on the store, then through the mounted path
+    "$DRX" extend "$S/g" time 1
+    "$DRX" extend "$M/g" x 2
+    run ls "$M/g/zarr/g"
+    assert_line "2.2"
+    refute_line "3.0"
+    [ "$(stat -c %s "$M/g/zarr/.zmetadata")" -eq "$(cat "$M/g/zarr/.zmetadata" | wc -c)" ]
+    "$PY" - "$M/g" <<'PY'
+import json, sys
+import numpy as np
+import netCDF4
+import xarray as xr
+d = sys.argv[1]
+assert json.load(open(d + "/zarr/g/.zarray"))["shape"] == [5, 5]
+assert json.load(open(d + "/zarr/.zmetadata"))["metadata"]["g/.zarray"]["shape"] == [5, 5]
+ds = xr.open_zarr(d + "/zarr", mask_and_scale=False)
+assert ds.g.shape == (5, 5)
+want = np.full((5, 5), -7, "i4")
+want[:4, :3] = np.arange(12).reshape(4, 3)
+assert np.array_equal(ds.g.values, want), ds.g.values
+assert netCDF4.Dataset(d + "/data.nc").variables["g"].shape == (5, 5)
+PY
+    # a coordinate shorter than its dimension is left out, and the log says why
+    "$DRX" create "$S/time_c" --type f64 --shape 1 --chunk 1
+    "$DRX" create "$S/gc" --type f64 --shape 3 --chunk 2 --dims time_c
+    run ls "$M/gc/zarr"
+    refute_line time_c
+    "$DRX" extend "$S/time_c" 0 2
+    run ls "$M/gc/zarr"
+    assert_line time_c
+    cat "$M/gc/zarr/.zmetadata" >/dev/null
+    "$DRX" extend "$S/gc" 0 1
+    cat "$M/gc/zarr/.zmetadata" >/dev/null
+    grep -q "gc: time_c is not dimension time_c's coordinate: it is shorter than the dimension" "$M.log"
+}
+
+@test "a read-only mount reads zarr/ and refuses its writes with EROFS" {
+    local ro="$BATS_TEST_TMPDIR/ro"
+    mount_store "$S" "$ro" -o ro
+    run "$PY" - "$ro/temp/zarr" <<'PY'
+import errno, sys
+import numpy as np
+import zarr
+z = zarr.open(sys.argv[1], mode="r")["temp"]
+assert z[0, 0, 0] == 0
+try:
+    open(sys.argv[1] + "/temp/0.0.0.x.partial", "wb")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+PY
+    unmount_store "$ro"
+    assert_output "EROFS"
+}
+
+@test "stat of info and of the zarr metadata is exact after each attribute change and extension" {
+    "$DRX" create "$S/sz" --type u16 --shape 3x2 --chunk 2x2 --dims a,b
+    exact() {
+        local f
+        for f in "$M/sz/info" "$M/sz/a=1:/info" "$M/sz/zarr/.zmetadata" "$M/sz/zarr/sz/.zattrs" \
+            "$M/sz/zarr/sz/.zarray"; do
+            [ "$(stat -c %s "$f")" -eq "$(cat "$f" | wc -c)" ] || { echo "$f" >&2; return 1; }
+        done
+    }
+    exact
+    setfattr -n user.comment -v "$(printf 'a "long" one\nwith ünïcødé')" "$M/sz"
+    exact
+    "$DRX" attr set "$S/sz" valid_max 65535 --type u16
+    exact
+    "$DRX" extend "$S/sz" a 120
+    exact
+    setfattr -x user.comment "$M/sz"
+    exact
+    grep -q '"valid_max": 65535' "$M/sz/zarr/sz/.zattrs"
+}
+
+@test "hostile names and sizes in a group: ENOENT, EFBIG, ENOSPC, and the daemon lives on" {
+    local before
+    before=$(xta_sum temp)
+    run "$PY" - "$M/temp/zarr" <<'PY'
+import errno, os, sys
+d = sys.argv[1]
+def err(fn):
+    try:
+        fn()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+names = ["0.0.0.0", "0.0", "99999999999999999999999.0.0", "18446744073709551616.0.0", "0.0.",
+         ".0.0.0", "0.-1.0", "0..0.0", "0.0.0 ", "x" * 255, "0." * 127 + "0"]
+print("stat", sorted({err(lambda: os.stat(f"{d}/temp/{n}")) for n in names}))
+print("deep", err(lambda: os.stat(f"{d}/temp/0.0.0/x")), err(lambda: os.stat(f"{d}/nope/.zarray")))
+# a metadata-sized temporary at the group level holds at most 1 MiB
+with open(f"{d}/big.partial", "wb") as f:
+    print("meta temp", err(lambda: f.write(b"x" * (2 << 20)) and f.flush()))
+os.remove(f"{d}/big.partial")
+# at most 256 temporaries at once
+made = []
+for i in range(300):
+    p = f"{d}/temp/t{i}.partial"
+    r = err(lambda: open(p, "wb").close())
+    if r != "ok":
+        print("temp", i, r)
+        break
+    made.append(p)
+for p in made:
+    os.remove(p)
+print("left", sorted(os.listdir(f"{d}/temp"))[:2], err(lambda: os.stat(made[0])))
+PY
+    assert_success
+    assert_line "stat ['ENOENT']"
+    assert_line "deep ENOTDIR ENOENT"
+    assert_line "meta temp EFBIG"
+    assert_line "temp 256 ENOSPC"
+    assert_line "left ['.zarray', '.zattrs'] ENOENT"
+    mountpoint -q "$M"
+    [ "$(xta_sum temp)" = "$before" ]
+}

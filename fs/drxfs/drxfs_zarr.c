@@ -1,0 +1,724 @@
+/* The zarr/ group of an array directory (README, "Zarr"): a Zarr v2 group
+ * holding the array and its coordinate variables, each chunk key a file
+ * whose bytes are that chunk's bytes in the .xta.
+ *
+ * Layout at the mount point (only in the array directory, not in views: a
+ * Zarr chunk is the array's chunk, which a view does not have):
+ *
+ *   A/zarr/.zgroup .zattrs .zmetadata
+ *   A/zarr/A/.zarray .zattrs i.j.k ...    the array
+ *   A/zarr/lat/.zarray .zattrs i ...      a coordinate variable, cut to
+ *                                         dimension lat's length
+ *
+ * The metadata comes from libcore (format_zarr.c, written with libjansson)
+ * and is cached per array until an .xmd of the group changes, so a stat
+ * formats nothing.  A chunk key reads with one pread at the chunk's F*
+ * address.  Writes: zarr-python's DirectoryStore writes a temporary file
+ * beside the key and renames it over the key; the temporary is held here
+ * (at most one chunk's bytes) and the rename stores it in place
+ * (drx_zarr_chunk_store: one pwrite under the span lock).  A rename over a
+ * metadata file is accepted only when it changes nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drxfs_zarr_i.h"
+
+static void zsig_of(struct zsig *s, const struct stat *st)
+{
+    memset(s, 0, sizeof *s);
+    if (!st)
+        return;
+    s->dev = st->st_dev;
+    s->ino = st->st_ino;
+    s->size = st->st_size;
+    s->mtim = st->st_mtim;
+    s->ctim = st->st_ctim;
+}
+
+void zctx_close(struct zctx *zc)
+{
+    for (int d = 0; d < DRX_MAX_RANK; d++)
+        drxfs_arr_put(zc->cand[d]);
+    for (int i = 0; i < zc->nvars; i++) {
+        if (zc->locked[i])
+            drxfs_arr_unlock(zc->arr[i]);
+        drxfs_arr_put(zc->arr[i]);
+    }
+    zc->nvars = 0;
+}
+
+/* Why coordinate cm does not qualify for dimension d of m, or NULL. */
+static const char *coord_why(const struct drx_array_meta *cm, const struct drx_array_meta *m, int d)
+{
+    if (cm->rank != 1)
+        return "it is not 1-D";
+    if (drx_type_is_complex(cm->type))
+        return "netCDF has no complex type (the same rule for data.nc and zarr/)";
+    if (cm->bounds[0] < m->bounds[d])
+        return "it is shorter than the dimension";
+    return NULL;
+}
+
+/* The candidate node for dimension name dn beside array node n: its .xmd
+ * stat in cn->st; false when there is none (or it is n itself). */
+static bool coord_node(const struct drxfs_node *n, const char *dn, struct drxfs_node *cn)
+{
+    const char *slash = strrchr(n->rel, '/');
+    int dirlen = slash ? (int)(slash - n->rel + 1) : 0;
+    char xmd[PATH_MAX];
+    int len;
+
+    memset(cn, 0, sizeof *cn);
+    len = snprintf(cn->rel, sizeof cn->rel, "%.*s%s", dirlen, n->rel, dn);
+    if (len < 0 || (size_t)len >= sizeof cn->rel || strcmp(cn->rel, n->rel) == 0 ||
+        drxfs_rel_suffix(xmd, cn->rel, DRXFS_XMD) < 0 ||
+        fstatat(drxfs.root_fd, xmd, &cn->st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(cn->st.st_mode))
+        return false;
+    cn->kind = DRXFS_ARRAY;
+    drx_view_spec_init(&cn->spec);
+    return true;
+}
+
+/* The handle of the candidate for named dimension d, taken while no lock
+ * is held: drxfs_arr_get may take a handle's write lock to reload it, and
+ * doing so while holding another's read lock could deadlock with a thread
+ * doing the same the other way round.  Its .xmd's stat goes into the
+ * group's signature whether it qualifies or not. */
+static void zctx_candidate(struct zctx *zc, const struct drxfs_node *n, int d)
+{
+    struct drxfs_node *cn = malloc(sizeof *cn);
+
+    zsig_of(&zc->sig[zc->nsig], NULL);
+    if (cn && coord_node(n, zc->dim[d], cn)) {
+        zsig_of(&zc->sig[zc->nsig], &cn->st);
+        if (drxfs_arr_get(cn, &zc->cand[d]) < 0)
+            drx_log(DRX_LOG_DEBUG, "%s: %s does not open", n->rel, cn->rel);
+    }
+    zc->nsig++;
+    free(cn);
+}
+
+/* Candidate d (its handle taken) becomes a variable of zc when it is a 1-D
+ * array at least as long as the dimension; one left out is logged (at info
+ * when opening a file, else at debug: stat comes often).  zc->var[0]'s
+ * lock is held. */
+static void zctx_coord(struct zctx *zc, const struct drxfs_node *n, int d, bool opening)
+{
+    const struct drx_array_meta *m = zc->var[0].meta, *cm;
+    const char *dn = zc->dim[d], *why;
+    int i = zc->nvars;
+
+    zc->arr[i] = zc->cand[d];
+    zc->cand[d] = NULL;
+    if (zctx_find(zc, dn) > 0) {
+        drxfs_arr_put(zc->arr[i]);
+        zc->arr[i] = NULL;
+        return;
+    }
+    zc->a[i] = drxfs_arr_rdlock(zc->arr[i]);
+    cm = drx_array_meta(zc->a[i]);
+    if ((why = coord_why(cm, m, d))) {
+        drx_log(opening ? DRX_LOG_INFO : DRX_LOG_DEBUG,
+                "%s: %s is not dimension %s's coordinate: %s", n->rel, drxfs_arr_key(zc->arr[i]),
+                dn, why);
+        drxfs_arr_unlock(zc->arr[i]);
+        drxfs_arr_put(zc->arr[i]);
+        zc->arr[i] = NULL;
+        return;
+    }
+    zc->locked[i] = true;
+    zc->nvars++;
+    snprintf(zc->name[i], sizeof zc->name[i], "%s", dn);
+    zc->var[i] = (struct drx_zarr_var){.name = zc->name[i], .meta = cm};
+    zc->var[i].shape[0] = m->bounds[d];
+    zc->var[i].dims[0] = zc->dim[d];
+}
+
+/* Dimension names of the array of zc->arr[0] into zc->dim (dimK when
+ * unnamed), named[d] for the named ones; its rank. */
+static int zctx_dims(struct zctx *zc, bool *named)
+{
+    const struct drx_array_meta *m = drx_array_meta(drxfs_arr_rdlock(zc->arr[0]));
+    int rank = m->rank;
+
+    for (int d = 0; d < rank; d++) {
+        named[d] = m->dim_name[d][0] != '\0';
+        if (named[d])
+            snprintf(zc->dim[d], sizeof zc->dim[d], "%s", m->dim_name[d]);
+        else
+            snprintf(zc->dim[d], sizeof zc->dim[d], "dim%d", d);
+    }
+    drxfs_arr_unlock(zc->arr[0]);
+    return rank;
+}
+
+/* The group of array node n: its handle and its coordinates' handles, each
+ * under its read lock until zctx_close. */
+int zctx_open(struct zctx *zc, const struct drxfs_node *n, bool opening)
+{
+    const struct drx_array_meta *m;
+    const char *base = strrchr(n->rel, '/');
+    bool named[DRX_MAX_RANK];
+    int rc, rank;
+
+    memset(zc, 0, sizeof *zc);
+    if ((rc = drxfs_arr_get(n, &zc->arr[0])) < 0)
+        return rc;
+    zc->nvars = 1;
+    rank = zctx_dims(zc, named);
+    zsig_of(&zc->sig[0], &n->st);
+    zc->nsig = 1;
+    /* a chunk key needs only its own variable: no coordinate candidate
+     * of another name is looked at (and no document is made from zc) */
+    if (n->zlevel == ZL_FILE && n->zvar[0] && n->zname[0] != '.')
+        zc->only = n->zvar;
+    for (int d = 0; d < rank; d++)
+        if (named[d] && (!zc->only || strcmp(zc->only, zc->dim[d]) == 0))
+            zctx_candidate(zc, n, d);
+    /* names and rank never change; the rest is read under the lock */
+    zc->a[0] = drxfs_arr_rdlock(zc->arr[0]);
+    m = drx_array_meta(zc->a[0]);
+    zc->locked[0] = true;
+    snprintf(zc->name[0], sizeof zc->name[0], "%.255s", base ? base + 1 : n->rel);
+    zc->var[0] = (struct drx_zarr_var){.name = zc->name[0], .meta = m};
+    for (int d = 0; d < rank; d++) {
+        zc->var[0].shape[d] = m->bounds[d];
+        zc->var[0].dims[d] = zc->dim[d];
+    }
+    for (int d = 0; d < rank; d++)
+        if (zc->cand[d])
+            zctx_coord(zc, n, d, opening);
+    return 0;
+}
+
+int zctx_find(const struct zctx *zc, const char *var)
+{
+    for (int i = 0; i < zc->nvars; i++)
+        if (strcmp(zc->name[i], var) == 0)
+            return i;
+    return -1;
+}
+
+/* ---- the metadata documents, cached per array and generation ---- */
+
+enum { DOC_ZARRAY, DOC_ZATTRS };
+
+struct zdocs {
+    struct zdocs *next;
+    char *rel;
+    struct zsig sig[ZMAX];
+    int nsig, nvars;
+    char *name[ZMAX];
+    char *doc[ZMAX][2];
+    char *zmetadata, *zgroup, *gattrs;
+};
+
+#define ZDOCS_MAX 16
+
+static struct {
+    pthread_mutex_t mutex;
+    struct zdocs *head;
+} docs = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+static void zdocs_free(struct zdocs *z)
+{
+    if (!z)
+        return;
+    for (int i = 0; i < z->nvars; i++) {
+        free(z->name[i]);
+        free(z->doc[i][0]);
+        free(z->doc[i][1]);
+    }
+    free(z->zmetadata);
+    free(z->zgroup);
+    free(z->gattrs);
+    free(z->rel);
+    free(z);
+}
+
+/* Formats every document of the group zc (its locks held). */
+static struct zdocs *zdocs_build(const struct zctx *zc, const char *rel)
+{
+    struct zdocs *z = calloc(1, sizeof *z);
+    bool ok;
+
+    if (!z)
+        return NULL;
+    z->nvars = zc->nvars;
+    z->nsig = zc->nsig;
+    memcpy(z->sig, zc->sig, sizeof z->sig);
+    z->rel = strdup(rel);
+    z->zmetadata = drx_zarr_zmetadata(zc->var, zc->nvars);
+    z->zgroup = drx_zarr_zgroup();
+    z->gattrs = drx_zarr_group_zattrs();
+    ok = z->rel && z->zmetadata && z->zgroup && z->gattrs;
+    for (int i = 0; i < zc->nvars; i++) {
+        z->name[i] = strdup(zc->name[i]);
+        z->doc[i][DOC_ZARRAY] = drx_zarr_zarray(&zc->var[i]);
+        z->doc[i][DOC_ZATTRS] = drx_zarr_zattrs(&zc->var[i]);
+        ok = ok && z->name[i] && z->doc[i][0] && z->doc[i][1];
+    }
+    if (!ok) {
+        drx_log(DRX_LOG_WARNING, "%s: zarr metadata could not be made (a JSON value failed)", rel);
+        zdocs_free(z);
+        return NULL;
+    }
+    return z;
+}
+
+/* The text of document `file` ("", or a variable's name, then ".zarray",
+ * ...) of group zc: a malloc'ed copy in *text when text is not NULL, its
+ * length in *len.  -ENOENT when there is no such document. */
+/* The cached documents of group zc, moved to the front; rebuilt when an
+ * .xmd of the group changed.  NULL when they could not be made.  The
+ * mutex is held. */
+static struct zdocs *zdocs_current(const struct zctx *zc, const char *rel)
+{
+    struct zdocs *z, **pp;
+    int count = 0;
+
+    for (pp = &docs.head; (z = *pp); pp = &z->next)
+        if (strcmp(z->rel, rel) == 0)
+            break;
+    if (z) {
+        *pp = z->next;
+        if (z->nsig != zc->nsig || memcmp(z->sig, zc->sig, sizeof z->sig) != 0) {
+            zdocs_free(z);
+            z = NULL;
+        }
+    }
+    if (!z && !(z = zdocs_build(zc, rel)))
+        return NULL;
+    z->next = docs.head;
+    docs.head = z;
+    for (pp = &docs.head; *pp; count++) {
+        struct zdocs *old = *pp;
+        if (count < ZDOCS_MAX) {
+            pp = &old->next;
+        } else {
+            *pp = old->next;
+            zdocs_free(old);
+        }
+    }
+    return z;
+}
+
+static const char *zdocs_pick(const struct zdocs *z, const char *var, const char *file)
+{
+    if (!var[0])
+        return strcmp(file, ".zgroup") == 0      ? z->zgroup
+               : strcmp(file, ".zattrs") == 0    ? z->gattrs
+               : strcmp(file, ".zmetadata") == 0 ? z->zmetadata
+                                                 : NULL;
+    for (int i = 0; i < z->nvars; i++)
+        if (strcmp(z->name[i], var) == 0)
+            return strcmp(file, ".zarray") == 0   ? z->doc[i][DOC_ZARRAY]
+                   : strcmp(file, ".zattrs") == 0 ? z->doc[i][DOC_ZATTRS]
+                                                  : NULL;
+    return NULL;
+}
+
+int zdoc_get(const struct zctx *zc, const char *rel, const char *var, const char *file, char **text,
+             size_t *len)
+{
+    const struct zdocs *z;
+    const char *src = NULL;
+    int rc = 0;
+
+    if (zc->only)
+        return -EIO; /* a partial group: its signature is not the group's */
+    pthread_mutex_lock(&docs.mutex);
+    if (!(z = zdocs_current(zc, rel)))
+        rc = -EIO;
+    else if (!(src = zdocs_pick(z, var, file)))
+        rc = -ENOENT;
+    if (src) {
+        *len = strlen(src);
+        if (text && !(*text = strdup(src)))
+            rc = -ENOMEM;
+    }
+    pthread_mutex_unlock(&docs.mutex);
+    return rc;
+}
+
+bool zarr_is_meta_name(const char *var, const char *file)
+{
+    if (!var[0])
+        return strcmp(file, ".zgroup") == 0 || strcmp(file, ".zattrs") == 0 ||
+               strcmp(file, ".zmetadata") == 0;
+    return strcmp(file, ".zarray") == 0 || strcmp(file, ".zattrs") == 0;
+}
+
+/* ---- nodes ---- */
+
+/* The store-relative name of a zarr node, ARRAY/zarr/[VAR/]NAME: the key of
+ * its temporary file, and what log lines say. */
+int zkey(const struct drxfs_node *n, const char *var, const char *name, char *out, size_t len)
+{
+    int w = snprintf(out, len, "%s/zarr/%s%s%s", n->rel, var, var[0] ? "/" : "", name);
+    return (w < 0 || (size_t)w >= len) ? -ENAMETOOLONG : 0;
+}
+
+int drxfs_zarr_step(struct drxfs_node *n, const char *name)
+{
+    size_t len = strlen(name);
+
+    if (n->zlevel == ZL_FILE)
+        return -ENOTDIR;
+    if (len > NAME_MAX)
+        return -ENAMETOOLONG;
+    if (n->zlevel == ZL_GROUP && !zarr_is_meta_name("", name) && !ztemp_exists(n, "", name)) {
+        memcpy(n->zvar, name, len + 1);
+        n->zlevel = ZL_VAR;
+        return 0;
+    }
+    memcpy(n->zname, name, len + 1);
+    n->zlevel = ZL_FILE;
+    return 0;
+}
+
+/* What node n (not a temporary file) is in group zc.  -ENOENT when nothing. */
+int zclassify(const struct drxfs_node *n, const struct zctx *zc, struct zinfo *zi)
+{
+    zi->var = n->zvar[0] ? zctx_find(zc, n->zvar) : -1;
+    if (n->zvar[0] && zi->var < 0)
+        return -ENOENT;
+    if (n->zlevel != ZL_FILE) {
+        zi->what = n->zlevel == ZL_GROUP ? ZW_GROUP_DIR : ZW_VAR_DIR;
+        return 0;
+    }
+    if (zarr_is_meta_name(n->zvar, n->zname)) {
+        zi->what = ZW_META;
+        return 0;
+    }
+    if (zi->var >= 0 && drx_zarr_key_parse(&zc->var[zi->var], n->zname, &zi->q) == 0) {
+        zi->what = ZW_KEY;
+        return 0;
+    }
+    return -ENOENT;
+}
+
+int zstat(const struct drxfs_node *n, const struct zctx *zc, const struct zinfo *zi,
+          struct stat *st)
+{
+    int i = zi->var >= 0 ? zi->var : 0;
+    size_t len = 0;
+    int rc;
+
+    if (fstat(drx_array_xta_fd(zc->a[i]), st) < 0)
+        return -EIO;
+    st->st_nlink = 1;
+    st->st_blksize = DRXFS_DATA_BLKSIZE;
+    switch (zi->what) {
+    case ZW_GROUP_DIR:
+    case ZW_VAR_DIR:
+        st->st_mode = S_IFDIR | (st->st_mode & 0777) | ((st->st_mode & 0444) >> 2);
+        st->st_nlink = 2;
+        st->st_size = 0;
+        break;
+    case ZW_META:
+        if ((rc = zdoc_get(zc, n->rel, n->zvar, n->zname, NULL, &len)) < 0)
+            return rc;
+        st->st_mode = S_IFREG | (st->st_mode & 0666);
+        st->st_size = (off_t)len;
+        break;
+    case ZW_KEY:
+        st->st_mode = S_IFREG | (st->st_mode & 0666);
+        st->st_size = (off_t)drx_array_meta(zc->a[i])->chunk_bytes;
+        break;
+    }
+    st->st_blocks = (st->st_size + 511) / 512;
+    if (drxfs.ro || !drxfs_arr_writable(zc->arr[i]))
+        st->st_mode &= ~(mode_t)0222;
+    return 0;
+}
+
+int drxfs_zarr_getattr(const struct drxfs_node *n, struct stat *st)
+{
+    struct zctx zc;
+    struct zinfo zi;
+    char key[ZKEY_MAX];
+    struct ztemp *t;
+    int rc;
+
+    if (n->zlevel == ZL_FILE && zkey(n, n->zvar, n->zname, key, sizeof key) == 0 &&
+        (t = ztemp_get(key))) {
+        ztemp_stat(t, st);
+        ztemp_put(t);
+        return 0;
+    }
+    if ((rc = zctx_open(&zc, n, false)) < 0)
+        return rc;
+    if ((rc = zclassify(n, &zc, &zi)) == 0)
+        rc = zstat(n, &zc, &zi, st);
+    zctx_close(&zc);
+    return rc;
+}
+
+/* ---- open files ---- */
+
+static void zfile_free(struct drxfs_zfile *zf)
+{
+    if (!zf)
+        return;
+    ztemp_put(zf->t);
+    drxfs_arr_put(zf->arr);
+    free(zf);
+}
+
+static int fh_new(struct fuse_file_info *fi, struct drxfs_zfile *zf, char *text, size_t len)
+{
+    struct drxfs_fh *fh = calloc(1, sizeof *fh);
+
+    if (!fh) {
+        zfile_free(zf);
+        free(text);
+        return -ENOMEM;
+    }
+    fh->kind = DRXFS_ZARR;
+    fh->fd = -1;
+    fh->zf = zf;
+    fh->text = text;
+    fh->text_len = len;
+    /* metadata is made at open and temporaries live here: never cached.
+     * Chunks too: a reader asks for the whole key at once, and 1 MiB
+     * requests straight from the .xta read 2.3x faster here than the page
+     * cache's 128 KiB ones (and the cache would be emptied at each open) */
+    fi->direct_io = 1;
+    fi->keep_cache = 0;
+    fi->fh = (uint64_t)(uintptr_t)fh;
+    return 0;
+}
+
+int zarr_open_temp(struct ztemp *t, struct fuse_file_info *fi)
+{
+    struct drxfs_zfile *zf = calloc(1, sizeof *zf);
+
+    if (!zf) {
+        ztemp_put(t);
+        return -ENOMEM;
+    }
+    zf->t = t;
+    zf->what = ZW_META;
+    ztemp_stat(t, &zf->st);
+    if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY)
+        ztemp_truncate(t, 0);
+    return fh_new(fi, zf, NULL, 0);
+}
+
+/* Opens metadata or a chunk key of group zc (read-only). */
+static int open_node(const struct drxfs_node *n, struct zctx *zc, const struct zinfo *zi,
+                     struct fuse_file_info *fi)
+{
+    struct drxfs_zfile *zf = calloc(1, sizeof *zf);
+    char *text = NULL;
+    size_t len = 0;
+    int rc, i = zi->var;
+
+    if (!zf)
+        return -ENOMEM;
+    zf->what = zi->what;
+    if ((rc = zstat(n, zc, zi, &zf->st)) < 0)
+        goto fail;
+    if (zi->what == ZW_META) {
+        if ((rc = zdoc_get(zc, n->rel, n->zvar, n->zname, &text, &len)) < 0)
+            goto fail;
+        zf->st.st_size = (off_t)len;
+        return fh_new(fi, zf, text, len);
+    }
+    if (zi->what != ZW_KEY) {
+        rc = -EISDIR;
+        goto fail;
+    }
+    {
+        const struct drx_array_meta *m = drx_array_meta(zc->a[i]);
+        zf->bytes = m->chunk_bytes;
+        zf->addr = zi->q * m->chunk_bytes;
+        zf->es = m->elem_size;
+        memcpy(zf->fill, m->fill, m->elem_size);
+        zf->fd = drx_array_xta_fd(zc->a[i]);
+    }
+    /* the file keeps the variable's handle (and so its .xta) */
+    zf->arr = zc->arr[i];
+    drxfs_arr_unlock(zc->arr[i]);
+    zc->locked[i] = false;
+    zc->arr[i] = NULL;
+    return fh_new(fi, zf, NULL, 0);
+fail:
+    zfile_free(zf);
+    return rc;
+}
+
+int drxfs_zarr_open(const struct drxfs_node *n, struct fuse_file_info *fi)
+{
+    char key[ZKEY_MAX];
+    struct ztemp *t;
+    struct zctx zc;
+    struct zinfo zi;
+    int rc;
+
+    if (n->zlevel == ZL_FILE && zkey(n, n->zvar, n->zname, key, sizeof key) == 0 &&
+        (t = ztemp_get(key)))
+        return zarr_open_temp(t, fi);
+    /* why a coordinate is left out is logged at info when metadata is
+     * opened (once per client open of the group), not for every chunk */
+    if ((rc = zctx_open(&zc, n, n->zlevel == ZL_FILE && n->zname[0] == '.')) < 0)
+        return rc;
+    if ((rc = zclassify(n, &zc, &zi)) == 0 && zi.what != ZW_META && zi.what != ZW_KEY)
+        rc = -EISDIR;
+    if (rc == 0 && (fi->flags & O_ACCMODE) != O_RDONLY) {
+        drx_log(DRX_LOG_INFO,
+                "%s/zarr/%s/%s: not opened for writing: write a temporary file beside it and "
+                "rename it over the key (as zarr's DirectoryStore does)",
+                n->rel, n->zvar, n->zname);
+        rc = -EPERM;
+    }
+    if (rc == 0)
+        rc = open_node(n, &zc, &zi, fi);
+    zctx_close(&zc);
+    return rc;
+}
+
+/* Bytes of the chunk past the end of the .xta (a crash cut it short)
+ * read as the fill. */
+static void fill_tail(const struct drxfs_zfile *zf, char *buf, uint64_t at, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (char)zf->fill[(at + i) % zf->es];
+}
+
+int drxfs_zarr_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
+{
+    struct drxfs_zfile *zf = fh->zf;
+    uint64_t uoff = (uint64_t)off;
+    size_t n = 0;
+
+    if (off < 0)
+        return -EINVAL;
+    if (zf->t)
+        return ztemp_read(zf->t, buf, size, uoff);
+    if (zf->what == ZW_META) {
+        if (uoff < fh->text_len) {
+            n = fh->text_len - (size_t)uoff < size ? fh->text_len - (size_t)uoff : size;
+            memcpy(buf, fh->text + uoff, n);
+        }
+        return (int)n;
+    }
+    if (uoff >= zf->bytes)
+        return 0;
+    if (size > zf->bytes - uoff)
+        size = (size_t)(zf->bytes - uoff);
+    /* one pread at the chunk's address */
+    ssize_t got = pread(zf->fd, buf, size, (off_t)(zf->addr + uoff));
+    if (got < 0)
+        return -errno;
+    if ((size_t)got < size)
+        fill_tail(zf, buf + got, uoff + (uint64_t)got, size - (size_t)got);
+    return (int)size;
+}
+
+int drxfs_zarr_fgetattr(struct drxfs_fh *fh, struct stat *st)
+{
+    struct drxfs_zfile *zf = fh->zf;
+
+    if (zf->t) {
+        ztemp_stat(zf->t, st);
+        return 0;
+    }
+    *st = zf->st;
+    return 0;
+}
+
+void drxfs_zarr_release(struct drxfs_fh *fh)
+{
+    zfile_free(fh->zf);
+    free(fh->text);
+    free(fh);
+}
+
+/* ---- listings ---- */
+
+struct drxfs_zdir {
+    int nfixed;
+    char fixed[ZMAX + 3][NAME_MAX + 1]; /* metadata files, then variables */
+    struct drx_array_meta m;            /* rank and chunk shape of the variable */
+    struct drx_zarr_var var;            /* its keys, when listing a variable */
+    uint64_t nkeys;
+};
+
+int drxfs_zarr_opendir(const struct drxfs_node *n, struct drxfs_zdir **out)
+{
+    struct drxfs_zdir *zd = NULL;
+    struct zctx zc;
+    struct zinfo zi;
+    int rc;
+
+    if ((rc = zctx_open(&zc, n, false)) < 0)
+        return rc;
+    if ((rc = zclassify(n, &zc, &zi)) == 0 && zi.what != ZW_GROUP_DIR && zi.what != ZW_VAR_DIR)
+        rc = -ENOTDIR;
+    if (rc == 0 && !(zd = calloc(1, sizeof *zd)))
+        rc = -ENOMEM;
+    if (rc < 0)
+        goto out;
+    if (zi.what == ZW_GROUP_DIR) {
+        static const char *const meta[] = {".zgroup", ".zattrs", ".zmetadata"};
+        for (int i = 0; i < 3; i++)
+            snprintf(zd->fixed[zd->nfixed++], NAME_MAX + 1, "%s", meta[i]);
+        for (int i = 0; i < zc.nvars; i++)
+            snprintf(zd->fixed[zd->nfixed++], NAME_MAX + 1, "%s", zc.name[i]);
+    } else {
+        const struct drx_array_meta *m = zc.var[zi.var].meta;
+        snprintf(zd->fixed[zd->nfixed++], NAME_MAX + 1, ".zarray");
+        snprintf(zd->fixed[zd->nfixed++], NAME_MAX + 1, ".zattrs");
+        zd->m.rank = m->rank;
+        memcpy(zd->m.chunk, m->chunk, sizeof m->chunk);
+        zd->var = zc.var[zi.var];
+        zd->var.meta = &zd->m;
+        zd->nkeys = drx_zarr_nkeys(&zd->var);
+    }
+    *out = zd;
+out:
+    zctx_close(&zc);
+    return rc;
+}
+
+int drxfs_zarr_readdir(struct drxfs_zdir *zd, const char *path, void *buf, fuse_fill_dir_t fill,
+                       off_t off)
+{
+    struct stat st = {0};
+    uint64_t total = 2 + (uint64_t)zd->nfixed + zd->nkeys;
+    char name[NAME_MAX + 1];
+
+    for (uint64_t i = off > 0 ? (uint64_t)off : 0; i < total; i++) {
+        st.st_mode = S_IFREG;
+        if (i < 2) {
+            snprintf(name, sizeof name, "%s", i ? ".." : ".");
+            st.st_mode = S_IFDIR;
+        } else if (i < 2 + (uint64_t)zd->nfixed) {
+            snprintf(name, sizeof name, "%s", zd->fixed[i - 2]);
+            if (i >= 5 && !zd->nkeys && zd->m.rank == 0)
+                st.st_mode = S_IFDIR; /* a variable of the group */
+        } else if (drx_zarr_key_name(&zd->var, i - 2 - (uint64_t)zd->nfixed, name, sizeof name) <
+                   0) {
+            return -EIO;
+        }
+        /* use_ino: d_ino is the st_ino a stat of the entry gives (never 0:
+         * glibc skips those) */
+        st.st_ino = i < 2 ? 1 : drxfs_virtual_ino(path, name);
+        if (fill(buf, name, &st, (off_t)(i + 1), 0))
+            break;
+    }
+    return 0;
+}
+
+void drxfs_zarr_closedir(struct drxfs_zdir *zd)
+{
+    free(zd);
+}

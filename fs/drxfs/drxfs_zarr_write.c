@@ -1,0 +1,575 @@
+/* The write side of the zarr/ group (see drxfs_zarr.c): temporary files
+ * held by the daemon, and what renaming one over a name does: a chunk key
+ * stores it into the chunk in place (drx_zarr_chunk_store: one pwrite under
+ * the span lock), a metadata file takes it only when it changes nothing;
+ * unlinking a key stores the fill (Zarr deletes chunks that hold only the
+ * fill).  A refusal is logged and changes nothing in the .xta. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "drxfs_zarr_i.h"
+
+/* ---- temporary files ---- */
+
+struct ztemp {
+    struct ztemp *next;
+    char *path; /* zkey(): ARRAY/zarr/[VAR/]NAME, store-relative */
+    unsigned char *buf;
+    size_t len, max;
+    unsigned refs;
+    bool unlinked;
+    bool frozen; /* being stored: no more writes */
+    uid_t uid;
+    gid_t gid;
+    mode_t mode;
+    struct timespec time;
+};
+
+static struct {
+    pthread_mutex_t mutex;
+    struct ztemp *head;
+    size_t bytes;
+    unsigned count;
+} temps = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+/* The temporary at path, with a reference, or NULL. */
+struct ztemp *ztemp_get(const char *path)
+{
+    struct ztemp *t;
+
+    pthread_mutex_lock(&temps.mutex);
+    for (t = temps.head; t; t = t->next)
+        if (strcmp(t->path, path) == 0) {
+            t->refs++;
+            break;
+        }
+    pthread_mutex_unlock(&temps.mutex);
+    return t;
+}
+
+static void ztemp_free(struct ztemp *t)
+{
+    temps.bytes -= t->len;
+    temps.count--;
+    free(t->buf);
+    free(t->path);
+    free(t);
+}
+
+void ztemp_put(struct ztemp *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock(&temps.mutex);
+    if (--t->refs == 0 && t->unlinked)
+        ztemp_free(t);
+    pthread_mutex_unlock(&temps.mutex);
+}
+
+/* Takes t out of the table (unlink, or renamed over a key). */
+static void ztemp_unlink(struct ztemp *t)
+{
+    pthread_mutex_lock(&temps.mutex);
+    if (!t->unlinked) {
+        for (struct ztemp **pp = &temps.head; *pp; pp = &(*pp)->next)
+            if (*pp == t) {
+                *pp = t->next;
+                break;
+            }
+        t->unlinked = true;
+    }
+    pthread_mutex_unlock(&temps.mutex);
+}
+
+static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **out)
+{
+    struct fuse_context *ctx = fuse_get_context();
+    struct ztemp *t = calloc(1, sizeof *t);
+    int rc = 0;
+
+    if (!t || !(t->path = strdup(path))) {
+        free(t);
+        return -ENOMEM;
+    }
+    t->max = max;
+    t->refs = 1;
+    t->uid = ctx ? ctx->uid : getuid();
+    t->gid = ctx ? ctx->gid : getgid();
+    t->mode = S_IFREG | (mode & 0666);
+    clock_gettime(CLOCK_REALTIME, &t->time);
+    pthread_mutex_lock(&temps.mutex);
+    if (temps.count >= ZTEMP_COUNT_MAX) {
+        rc = -ENOSPC;
+    } else {
+        t->next = temps.head;
+        temps.head = t;
+        temps.count++;
+    }
+    pthread_mutex_unlock(&temps.mutex);
+    if (rc < 0) {
+        drx_log(DRX_LOG_WARNING, "%s: more than %d temporary zarr files held: refused", path,
+                ZTEMP_COUNT_MAX);
+        free(t->path);
+        free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+static void ztemp_freeze(struct ztemp *t, bool frozen)
+{
+    pthread_mutex_lock(&temps.mutex);
+    t->frozen = frozen;
+    pthread_mutex_unlock(&temps.mutex);
+}
+
+static int ztemp_write(struct ztemp *t, const char *buf, size_t size, off_t off)
+{
+    size_t end = (size_t)off + size;
+    int rc = (int)size;
+
+    if (t->frozen)
+        return -EIO;
+    if (off < 0 || (uint64_t)off + size > t->max) {
+        drx_log(DRX_LOG_INFO, "%s: a temporary zarr file holds at most %zu bytes (one chunk)",
+                t->path, t->max);
+        return -EFBIG;
+    }
+    pthread_mutex_lock(&temps.mutex);
+    if (end > t->len && temps.bytes + (end - t->len) > ZTEMP_TOTAL_MAX && temps.count > 1) {
+        drx_log(DRX_LOG_WARNING, "%s: temporary zarr files hold %zu bytes already: refused",
+                t->path, temps.bytes);
+        rc = -ENOSPC;
+    } else if (end > t->len) {
+        unsigned char *nb = realloc(t->buf, end);
+        if (!nb) {
+            rc = -ENOMEM;
+        } else {
+            memset(nb + t->len, 0, end - t->len);
+            temps.bytes += end - t->len;
+            t->buf = nb;
+            t->len = end;
+        }
+    }
+    if (rc > 0)
+        memcpy(t->buf + off, buf, size);
+    clock_gettime(CLOCK_REALTIME, &t->time);
+    pthread_mutex_unlock(&temps.mutex);
+    return rc;
+}
+
+int ztemp_truncate(struct ztemp *t, off_t size)
+{
+    if (size < 0 || (uint64_t)size > t->max)
+        return -EFBIG;
+    pthread_mutex_lock(&temps.mutex);
+    if ((size_t)size < t->len) {
+        temps.bytes -= t->len - (size_t)size;
+        t->len = (size_t)size;
+    }
+    pthread_mutex_unlock(&temps.mutex);
+    if ((size_t)size > t->len)
+        return ztemp_write(t, "", 0, size) < 0 ? -ENOMEM : 0;
+    return 0;
+}
+
+void ztemp_stat(struct ztemp *t, struct stat *st)
+{
+    pthread_mutex_lock(&temps.mutex);
+    memset(st, 0, sizeof *st);
+    st->st_mode = t->mode;
+    st->st_nlink = 1;
+    st->st_uid = t->uid;
+    st->st_gid = t->gid;
+    st->st_size = (off_t)t->len;
+    st->st_blocks = (blkcnt_t)((t->len + 511) / 512);
+    st->st_blksize = DRXFS_DATA_BLKSIZE;
+    st->st_atim = st->st_mtim = st->st_ctim = t->time;
+    pthread_mutex_unlock(&temps.mutex);
+}
+
+int ztemp_read(struct ztemp *t, char *buf, size_t size, uint64_t off)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&temps.mutex);
+    if (off < t->len) {
+        n = t->len - (size_t)off < size ? t->len - (size_t)off : size;
+        memcpy(buf, t->buf + off, n);
+    }
+    pthread_mutex_unlock(&temps.mutex);
+    return (int)n;
+}
+
+bool ztemp_exists(const struct drxfs_node *n, const char *var, const char *name)
+{
+    char key[ZKEY_MAX];
+    struct ztemp *t = NULL;
+
+    if (zkey(n, var, name, key, sizeof key) == 0 && (t = ztemp_get(key)))
+        ztemp_put(t);
+    return t != NULL;
+}
+
+int drxfs_zarr_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
+{
+    if (!fh->zf->t)
+        return -EPERM;
+    return ztemp_write(fh->zf->t, buf, size, off);
+}
+
+int drxfs_zarr_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size)
+{
+    struct stat st;
+    char key[ZKEY_MAX];
+    struct ztemp *t;
+    int rc;
+
+    if (fh && fh->zf->t)
+        return ztemp_truncate(fh->zf->t, size);
+    if (fh)
+        return size == fh->zf->st.st_size ? 0 : -EPERM;
+    if (n->zlevel == ZL_FILE && zkey(n, n->zvar, n->zname, key, sizeof key) == 0 &&
+        (t = ztemp_get(key))) {
+        rc = ztemp_truncate(t, size);
+        ztemp_put(t);
+        return rc;
+    }
+    if ((rc = drxfs_zarr_getattr(n, &st)) < 0)
+        return rc;
+    if (S_ISDIR(st.st_mode))
+        return -EISDIR;
+    return size == st.st_size ? 0 : -EPERM;
+}
+
+/* ---- names: create, unlink, rename ---- */
+
+/* True for paths that may lie in a zarr group: the hooks below resolve
+ * only those. */
+static bool maybe_zarr(const char *path)
+{
+    return path && strstr(path, "/zarr");
+}
+
+/* The parent of path as a node, and path's last component in *name. */
+static struct drxfs_node *parent_of(const char *path, const char **name, int *rc)
+{
+    char ppath[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+
+    if (!slash || (size_t)(slash - path) >= sizeof ppath) {
+        *rc = -ENAMETOOLONG;
+        return NULL;
+    }
+    memcpy(ppath, path, (size_t)(slash - path));
+    ppath[slash - path] = '\0';
+    *name = slash + 1;
+    return drxfs_node_get(ppath[0] ? ppath : "/", rc);
+}
+
+/* A name at the group level that is not a variable: a file there. */
+static void as_group_file(struct drxfs_node *n)
+{
+    if (n->zlevel != ZL_VAR)
+        return;
+    memcpy(n->zname, n->zvar, sizeof n->zname);
+    n->zvar[0] = '\0';
+    n->zlevel = ZL_FILE;
+}
+
+/* Creates temporary file `name` in the zarr directory p: at most a chunk
+ * of its variable (metadata size at the group level). */
+/* The limits of a new temporary in p: -EEXIST when name is taken. */
+static int temp_check(const struct drxfs_node *p, struct drxfs_node *n, const struct zctx *zc,
+                      size_t *max)
+{
+    struct zinfo zi;
+    int vi = p->zvar[0] ? zctx_find(zc, p->zvar) : 0;
+
+    if (vi < 0)
+        return -ENOENT;
+    /* a chunk, or a metadata file rewritten */
+    if (p->zvar[0] && drx_array_meta(zc->a[vi])->chunk_bytes > *max)
+        *max = drx_array_meta(zc->a[vi])->chunk_bytes;
+    if (!p->zvar[0] && n->zlevel == ZL_VAR && zctx_find(zc, n->zvar) < 0)
+        as_group_file(n);
+    if (n->kind != DRXFS_ZARR || n->zlevel != ZL_FILE || zclassify(n, zc, &zi) == 0 ||
+        ztemp_exists(n, n->zvar, n->zname))
+        return -EEXIST;
+    return drxfs_arr_writable(zc->arr[vi]) ? 0 : -EACCES;
+}
+
+static int create_temp(const char *path, const struct drxfs_node *p, const char *name, mode_t mode,
+                       struct fuse_file_info *fi)
+{
+    char key[ZKEY_MAX];
+    struct drxfs_node *n = NULL;
+    struct ztemp *t;
+    struct zctx zc;
+    size_t max = ZTEMP_META_MAX;
+    int rc;
+
+    if ((rc = zkey(p, p->zvar, name, key, sizeof key)) < 0)
+        return rc;
+    if ((rc = zctx_open(&zc, p, false)) < 0)
+        return rc;
+    if ((n = drxfs_node_get(path, &rc)) && (rc = temp_check(p, n, &zc, &max)) == 0 &&
+        (rc = ztemp_new(key, max, mode, &t)) == 0)
+        rc = zarr_open_temp(t, fi);
+    zctx_close(&zc);
+    free(n);
+    return rc;
+}
+
+int drxfs_zarr_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    struct drxfs_node *p;
+    const char *name;
+    int rc;
+
+    if (!maybe_zarr(path))
+        return 1;
+    if (!(p = parent_of(path, &name, &rc)))
+        return rc == -ENOENT ? 1 : rc;
+    if (p->kind != DRXFS_ZARR) {
+        free(p);
+        return 1;
+    }
+    if (drxfs.ro)
+        rc = -EROFS;
+    else if (p->zlevel == ZL_FILE)
+        rc = -ENOTDIR;
+    else
+        rc = create_temp(path, p, name, mode, fi);
+    free(p);
+    if (rc == -EEXIST && !(fi->flags & O_EXCL))
+        rc = drxfs_op_open(path, fi);
+    return rc;
+}
+
+/* Stores buf (len bytes) as chunk key of variable vi of zc, or logs why
+ * not.  0 or -errno: EINVAL for a wrong size, EPERM for a key outside the
+ * grid, EACCES for an array that cannot be written. */
+static int store_chunk(const struct drxfs_node *dst, struct zctx *zc, int vi, void *buf, size_t len)
+{
+    struct drx_err err = {{0}};
+    int rc;
+
+    if (!drxfs_arr_writable(zc->arr[vi])) {
+        drx_log(DRX_LOG_WARNING, "%s/zarr/%s/%s: the array is read-only here: not stored", dst->rel,
+                dst->zvar, dst->zname);
+        return -EACCES;
+    }
+    if ((rc = drx_array_check_links(zc->a[vi], &err)) < 0) {
+        drx_log(DRX_LOG_ERROR, "%s: writing refused: %s", dst->rel, err.msg);
+        return -EIO;
+    }
+    rc = drx_zarr_chunk_store(zc->a[vi], &zc->var[vi], dst->zname, buf, len, &err);
+    if (rc < 0) {
+        drx_log(DRX_LOG_WARNING, "%s/zarr: %s", dst->rel, err.msg);
+        return rc == -ENOENT ? -EPERM : rc;
+    }
+    return 0;
+}
+
+/* Temporary t takes the name key (replacing a temporary of that name). */
+static int ztemp_rename(struct ztemp *t, const char *key)
+{
+    char *path = strdup(key);
+    struct ztemp *old = NULL;
+
+    if (!path)
+        return -ENOMEM;
+    pthread_mutex_lock(&temps.mutex);
+    for (struct ztemp **pp = &temps.head; *pp; pp = &(*pp)->next)
+        if (*pp != t && strcmp((*pp)->path, key) == 0) {
+            old = *pp;
+            *pp = old->next;
+            old->unlinked = true;
+            break;
+        }
+    if (old && old->refs == 0)
+        ztemp_free(old);
+    free(t->path);
+    t->path = path;
+    pthread_mutex_unlock(&temps.mutex);
+    return 0;
+}
+
+static bool looks_like_key(const char *name)
+{
+    return name[0] && strspn(name, "0123456789.") == strlen(name);
+}
+
+/* Metadata file dst rewritten with t's bytes: accepted when they change
+ * nothing. */
+static int commit_meta(struct ztemp *t, const struct drxfs_node *dst, const struct zctx *zc,
+                       const char *key)
+{
+    char *ours = NULL;
+    size_t len;
+    int rc = zdoc_get(zc, dst->rel, dst->zvar, dst->zname, &ours, &len);
+
+    if (rc == 0 && !drx_zarr_json_same(ours, t->buf ? (char *)t->buf : "", t->len)) {
+        drx_log(DRX_LOG_WARNING,
+                "%s: metadata comes from the array (drx attr, drx extend): a change is refused",
+                key);
+        rc = -EPERM;
+    }
+    free(ours);
+    return rc;
+}
+
+/* Temporary t renamed over dst (a file name in the same zarr directory):
+ * a chunk key stores it, a metadata file accepts it when it changes
+ * nothing, another name renames the temporary. */
+/* What renaming t over dst does in group zc: 0 stored or accepted, 1 a
+ * rename to another temporary name, or -errno (logged). */
+static int commit_to(struct ztemp *t, const struct drxfs_node *dst, struct zctx *zc,
+                     const char *key)
+{
+    struct zinfo zi;
+    int rc = zclassify(dst, zc, &zi);
+
+    if (!dst->zvar[0] && zctx_find(zc, dst->zname) >= 0)
+        return -EISDIR;
+    if (rc == 0 && zi.what == ZW_META)
+        return commit_meta(t, dst, zc, key);
+    if (rc == 0 && zi.what == ZW_KEY)
+        return store_chunk(dst, zc, zi.var, t->buf, t->len);
+    if (rc == 0)
+        return -EISDIR;
+    if (dst->zvar[0] && zi.var >= 0 && looks_like_key(dst->zname))
+        return store_chunk(dst, zc, zi.var, t->buf, t->len); /* refused, logged */
+    if (!dst->zvar[0] || zi.var >= 0)
+        return 1;
+    return rc;
+}
+
+static int commit_temp(struct ztemp *t, const struct drxfs_node *dst)
+{
+    char key[ZKEY_MAX];
+    struct zctx zc;
+    int rc;
+
+    if ((rc = zkey(dst, dst->zvar, dst->zname, key, sizeof key)) < 0)
+        return rc;
+    if (ztemp_exists(dst, dst->zvar, dst->zname))
+        return ztemp_rename(t, key);
+    if ((rc = zctx_open(&zc, dst, false)) < 0)
+        return rc;
+    ztemp_freeze(t, true); /* no write is in flight past this point */
+    rc = commit_to(t, dst, &zc, key);
+    if (rc == 0)
+        ztemp_unlink(t);
+    ztemp_freeze(t, false);
+    zctx_close(&zc);
+    return rc == 1 ? ztemp_rename(t, key) : rc;
+}
+
+/* The temporary file that from names, with a reference, or NULL (logged:
+ * nothing else in a group is renamed, nor renamed into one). */
+static struct ztemp *rename_source(const char *from, const char *to, unsigned int flags,
+                                   struct drxfs_node *src, const struct drxfs_node *dp)
+{
+    char key[ZKEY_MAX];
+    struct ztemp *t = NULL;
+
+    if (src->kind == DRXFS_ZARR && dp && dp->kind == DRXFS_ZARR && !flags &&
+        src->zlevel == ZL_FILE && zkey(src, src->zvar, src->zname, key, sizeof key) == 0)
+        t = ztemp_get(key);
+    if (!t)
+        drx_log(DRX_LOG_INFO,
+                "rename %s -> %s: in a zarr group only a temporary file is "
+                "renamed, within its directory",
+                from, to);
+    return t;
+}
+
+static bool same_dir(const struct drxfs_node *src, const struct drxfs_node *dst)
+{
+    return dst->kind == DRXFS_ZARR && dst->zlevel == ZL_FILE && strcmp(dst->rel, src->rel) == 0 &&
+           strcmp(dst->zvar, src->zvar) == 0;
+}
+
+int drxfs_zarr_rename(const char *from, const char *to, unsigned int flags)
+{
+    struct drxfs_node *src = NULL, *dst = NULL, *dp = NULL;
+    struct ztemp *t = NULL;
+    const char *name;
+    int rc;
+
+    if (!maybe_zarr(from) && !maybe_zarr(to))
+        return 1;
+    if (!(src = drxfs_node_get(from, &rc)))
+        return rc;
+    dp = parent_of(to, &name, &rc);
+    if (src->kind != DRXFS_ZARR && (!dp || dp->kind != DRXFS_ZARR)) {
+        rc = dp || rc == -ENOENT ? 1 : rc;
+        goto out;
+    }
+    rc = -EPERM;
+    if (!(t = rename_source(from, to, flags, src, dp)) || !(dst = drxfs_node_get(to, &rc)))
+        goto out;
+    if (!src->zvar[0])
+        as_group_file(dst);
+    if (!same_dir(src, dst)) {
+        drx_log(DRX_LOG_INFO,
+                "rename %s -> %s: a temporary zarr file moves only within its "
+                "directory",
+                from, to);
+        rc = -EPERM;
+        goto out;
+    }
+    rc = drxfs.ro ? -EROFS : commit_temp(t, dst);
+out:
+    ztemp_put(t);
+    free(src);
+    free(dst);
+    free(dp);
+    return rc;
+}
+
+int drxfs_zarr_unlink(const struct drxfs_node *n)
+{
+    char key[ZKEY_MAX];
+    struct ztemp *t;
+    struct zctx zc;
+    struct zinfo zi;
+    void *fill = NULL;
+    int rc;
+
+    if (drxfs.ro)
+        return -EROFS;
+    if (n->zlevel == ZL_FILE && zkey(n, n->zvar, n->zname, key, sizeof key) == 0 &&
+        (t = ztemp_get(key))) {
+        ztemp_unlink(t);
+        ztemp_put(t);
+        return 0;
+    }
+    if ((rc = zctx_open(&zc, n, false)) < 0)
+        return rc;
+    if ((rc = zclassify(n, &zc, &zi)) == 0 && zi.what != ZW_KEY)
+        rc = zi.what == ZW_META ? -EPERM : -EISDIR;
+    if (rc == 0) {
+        /* Zarr deletes a chunk that holds only the fill: it reads as the
+         * fill from now on */
+        const struct drx_array_meta *m = drx_array_meta(zc.a[zi.var]);
+        if (!(fill = malloc(m->chunk_bytes))) {
+            rc = -ENOMEM;
+        } else {
+            for (uint64_t e = 0; e < m->chunk_elems; e++)
+                memcpy((char *)fill + e * m->elem_size, m->fill, m->elem_size);
+            rc = store_chunk(n, &zc, zi.var, fill, m->chunk_bytes);
+        }
+    }
+    free(fill);
+    zctx_close(&zc);
+    return rc;
+}
