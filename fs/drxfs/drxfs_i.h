@@ -6,6 +6,7 @@
  *   drxfs_names.c   names (mkdir, rename, unlink, ...) and directory listings
  *   drxfs_array.c   arrays and views: the handle table, data/data.npy/info
  *   drxfs_striped.c striped files (NAME.nafs) and user.drx.stripe
+ *   drxfs_kcache.c  the kernel's caches: what it holds, when to drop it
  *
  * Every store access is relative to the store's root descriptor, opened
  * before the mount (the mount point may shadow the store path).  libcore
@@ -53,6 +54,9 @@ struct drxfs {
     bool npy_direct_io;  /* data.npy too (off: keeps mmap of .npy working) */
     bool striped_direct_io; /* striped files bypass the page cache */
     bool split_reads;       /* large array reads use two threads */
+    bool kernel_cache;      /* kernel caches kept while unchanged (kcache=) */
+    unsigned read_ahead_kb; /* the mount's read-ahead window, 0: the kernel's */
+    char *mountpoint;       /* absolute, or NULL */
     bool root_euid;      /* we may chown what we create */
     unsigned timeouts_given; /* DRXFS_ENTRY_TO... bits of the timeouts the user set */
     bool implied_default_permissions; /* allow_other came alone: we added it */
@@ -179,6 +183,9 @@ struct drxfs_fh {
     size_t text_len;
     uint64_t pad;            /* zeros after the data (DRXFS_ANC) */
     struct drxfs_sfile *sf;  /* DRXFS_STRIPED */
+    char *kpath;             /* mount path opened, for the kernel cache records */
+    char *kkey;              /* ... and its store object (drxfs_kc_*) */
+    bool kcounted;           /* counted by drxfs_kc_open() */
 };
 
 static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
@@ -254,5 +261,40 @@ int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t
                            int flags);
 int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size);
 void drxfs_striped_shutdown(void);
+
+/* drxfs_kcache.c: the kernel's attribute and page caches.  Keys are
+ * store-relative names (an array's, for every view of it); paths are mount
+ * paths.  Without drxfs_kc_start() (or after stop) nothing is recorded. */
+void drxfs_kc_start(struct fuse *f);
+void drxfs_kc_stop(void);
+bool drxfs_kc_active(void);
+/* Signature of a stat (h: 0, or a previous signature to extend). */
+uint64_t drxfs_kc_sig(uint64_t h, const struct stat *st);
+/* Signature of store object rel of kind k as reported now (reported: the
+ * attributes given to the kernel, for their size; may be NULL). */
+uint64_t drxfs_kc_sig_of(enum drxfs_kind k, const char *rel, const struct stat *reported);
+/* Writes through the mount to key so far. */
+uint64_t drxfs_kc_writes(const char *key);
+/* The kernel was given path's attributes, made from signature sig. */
+void drxfs_kc_seen(const char *key, const char *path, uint64_t sig);
+/* The signature of the bytes of rel (drxfs_kc_page_sig: a striped file's
+ * subfiles too) given that of its attributes. */
+uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig);
+/* path is being opened with these signatures (shape: of the view's
+ * resolution, 0 for other files).  1: the kernel may keep the pages of
+ * earlier opens (keep_cache); 0: not, and when the attributes changed too
+ * they are invalidated before this returns; both count an open file until
+ * drxfs_kc_close().  -1: files opened on another shape of the view are
+ * open: this one must bypass the page cache (direct_io).  -2: nothing
+ * recorded (no memory). */
+int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t page_sig,
+                  uint64_t shape);
+void drxfs_kc_close(const char *key, const char *path);
+/* Sets the read-ahead window of the mount at mnt (its backing device in
+ * /sys/class/bdi) to kb KiB; logs why not when it cannot. */
+void drxfs_kc_read_ahead(const char *mnt, unsigned kb);
+/* key changed through the mount (a write through path except, or NULL):
+ * its other paths are invalidated soon, from a thread. */
+void drxfs_kc_changed(const char *key, const char *except);
 
 #endif
