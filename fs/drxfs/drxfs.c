@@ -49,6 +49,7 @@ struct drxfs_cli {
     char *split_reads;
     char *kcache;
     char *read_ahead;
+    char *commit_interval;
     char *store;
     char *mountpoint;
     int help;
@@ -92,6 +93,7 @@ static const struct fuse_opt drxfs_opts[] = {
     DRXFS_OPT("split_reads=%s", split_reads),
     DRXFS_OPT("kcache=%s", kcache),
     DRXFS_OPT("read_ahead=%s", read_ahead),
+    DRXFS_OPT("commit_interval=%s", commit_interval),
     DRXFS_OPT("create", create),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
@@ -208,6 +210,11 @@ static void usage(const char *prog)
            "    -o split_reads=yes|no  copy large array reads on two threads (default yes)\n"
            "    -o read_ahead=KB       the kernel's read-ahead window for the mount (as\n"
            "                           root; 0: the kernel's 128; default %u)\n"
+           "    -o commit_interval=S   record striped files' sizes in batches every S\n"
+           "                           seconds, after syncing their data, instead of at\n"
+           "                           each close (default 0: at close); fsync stays\n"
+           "                           synchronous, unmount and setfattr -n\n"
+           "                           user.drx.commit MOUNTPOINT commit at once\n"
            "    -o create              make STORE a store (.drx/) even when it is a\n"
            "                           non-empty directory without one; an empty\n"
            "                           directory becomes a store anyway, a non-empty\n"
@@ -299,6 +306,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
         drxfs_kc_start(fuse_get_context()->fuse);
     if (drxfs.read_ahead_kb && drxfs.mountpoint)
         drxfs_kc_read_ahead(drxfs.mountpoint, drxfs.read_ahead_kb);
+    drxfs_commit_start(drxfs.commit_interval);
     cfg->hard_remove = 1;
     cfg->nullpath_ok = 1;
     cfg->use_ino = 0;
@@ -330,6 +338,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 static void op_destroy(void *private_data)
 {
     (void)private_data;
+    drxfs_commit_stop();
     drxfs_kc_stop();
     drxfs_array_split_stop();
     drxfs_arr_shutdown();
@@ -503,6 +512,16 @@ static int parse_cache_opts(const struct drxfs_cli *cli)
         }
         drxfs.read_ahead_kb = (unsigned)v;
     }
+    if (cli->commit_interval) {
+        char *end;
+        unsigned long v = strtoul(cli->commit_interval, &end, 10);
+        if (*end || end == cli->commit_interval || v > 3600) {
+            fprintf(stderr, "drxfs: commit_interval=%s: expected seconds, 0 to 3600\n",
+                    cli->commit_interval);
+            return -1;
+        }
+        drxfs.commit_interval = (unsigned)v;
+    }
     if (cli->mountpoint)
         drxfs.mountpoint = realpath(cli->mountpoint, NULL);
     return 0;
@@ -613,7 +632,7 @@ int main(int argc, char *argv[])
         }
         drxfs.implied_default_permissions = true;
     }
-    ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
+    ret = drxfs_run(&args, &drxfs_ops);
 out:
     drxfs_prefetch_destroy(drxfs.prefetch);
     if (drxfs.store_lock >= 0)
@@ -632,6 +651,7 @@ out:
     free(cli.split_reads);
     free(cli.kcache);
     free(cli.read_ahead);
+    free(cli.commit_interval);
     free(cli.mountpoint);
     free(drxfs.mountpoint);
     free(cli.store);

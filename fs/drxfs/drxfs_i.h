@@ -7,6 +7,7 @@
  *   drxfs_array.c   arrays and views: the handle table, data/data.npy/info
  *   drxfs_striped.c striped files (NAME.nafs) and user.drx.stripe
  *   drxfs_kcache.c  the kernel's caches: what it holds, when to drop it
+ *   drxfs_commit.c  batched commits of striped files' sizes (ordered mode)
  *
  * Every store access is relative to the store's root descriptor, opened
  * before the mount (the mount point may shadow the store path).  libcore
@@ -56,6 +57,7 @@ struct drxfs {
     bool split_reads;       /* large array reads use two threads */
     bool kernel_cache;      /* kernel caches kept while unchanged (kcache=) */
     unsigned read_ahead_kb; /* the mount's read-ahead window, 0: the kernel's */
+    unsigned commit_interval; /* s between batched commits of striped files, 0: at close */
     char *mountpoint;       /* absolute, or NULL */
     bool root_euid;      /* we may chown what we create */
     unsigned timeouts_given; /* DRXFS_ENTRY_TO... bits of the timeouts the user set */
@@ -290,6 +292,23 @@ uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig
 int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t page_sig,
                   uint64_t shape);
 void drxfs_kc_close(const char *key, const char *path);
+/* drxfs_run.c: fuse_main(), stopping the kernel cache's thread before
+ * fuse_destroy(). */
+int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops);
+
+/* drxfs_commit.c: batched durability of striped files (commit_interval=). */
+void drxfs_commit_start(unsigned interval_s);
+bool drxfs_commit_active(void);
+/* Hands obj to the next commit, which calls commit(obj) then release(obj);
+ * false when there is no commit thread or too much waits (then the caller
+ * releases it itself, which records at once). */
+bool drxfs_commit_defer(void *obj, int (*commit)(void *), void (*release)(void *));
+/* Commits everything handed over so far before returning. */
+void drxfs_commit_now(void);
+/* Commits everything and stops (unmount). */
+void drxfs_commit_stop(void);
+#define DRXFS_COMMIT_XATTR "user.drx.commit"
+
 /* Sets the read-ahead window of the mount at mnt (its backing device in
  * /sys/class/bdi) to kb KiB; logs why not when it cannot. */
 void drxfs_kc_read_ahead(const char *mnt, unsigned kb);

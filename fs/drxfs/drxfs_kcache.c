@@ -618,6 +618,8 @@ bool drxfs_kc_active(void)
 
 void drxfs_kc_stop(void)
 {
+    if (kc.efd < 0)
+        return; /* never started, or stopped already */
     pthread_mutex_lock(&kc.mutex);
     kc.fuse = NULL;
     pthread_mutex_unlock(&kc.mutex);

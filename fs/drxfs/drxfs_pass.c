@@ -537,6 +537,10 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
 
     if (drxfs.ro)
         return -EROFS;
+    if (strcmp(name, DRXFS_COMMIT_XATTR) == 0 && drxfs_commit_active()) {
+        drxfs_commit_now(); /* asked: record every waiting size now */
+        return 0;
+    }
     if ((rc = xattr_node(path, &n, proc, sizeof(proc))) < 0)
         goto out;
     if (rc == 1)

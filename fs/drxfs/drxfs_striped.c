@@ -452,8 +452,22 @@ static int sfile_flush(struct drxfs_sfile *e)
     return 0;
 }
 
+/* The batched commit (drxfs_commit.c) holds a reference of a file until
+ * it has recorded its size. */
+static int sfile_commit_cb(void *e)
+{
+    return sfile_flush(e);
+}
+
+static void sfile_put_cb(void *e)
+{
+    sfile_put(e);
+}
+
 int drxfs_striped_flush(struct drxfs_fh *fh)
 {
+    if (fh->sf->rw && drxfs_commit_active())
+        return 0; /* recorded by the commit after the last close */
     return fh->sf->rw ? sfile_flush(fh->sf) : 0;
 }
 
@@ -467,7 +481,9 @@ int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
 
 void drxfs_striped_release(struct drxfs_fh *fh)
 {
-    sfile_put(fh->sf);
+    /* with a commit interval, the commit takes this reference */
+    if (!fh->sf->rw || !drxfs_commit_defer(fh->sf, sfile_commit_cb, sfile_put_cb))
+        sfile_put(fh->sf);
     free(fh);
 }
 
