@@ -304,8 +304,6 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
         conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
     if (drxfs.kernel_cache)
         drxfs_kc_start(fuse_get_context()->fuse);
-    if (drxfs.read_ahead_kb && drxfs.mountpoint)
-        drxfs_kc_read_ahead(drxfs.mountpoint, drxfs.read_ahead_kb);
     drxfs_commit_start(drxfs.commit_interval);
     cfg->hard_remove = 1;
     cfg->nullpath_ok = 1;

@@ -312,6 +312,9 @@ void drxfs_commit_stop(void);
 /* Sets the read-ahead window of the mount at mnt (its backing device in
  * /sys/class/bdi) to kb KiB; logs why not when it cannot. */
 void drxfs_kc_read_ahead(const char *mnt, unsigned kb);
+/* Called by every getattr and open: the first, after the kernel has taken
+ * init's reply, sets the read-ahead window (read_ahead=). */
+void drxfs_kc_first_request(void);
 /* key changed through the mount (a write through path except, or NULL):
  * its other paths are invalidated soon, from a thread. */
 void drxfs_kc_changed(const char *key, const char *except);

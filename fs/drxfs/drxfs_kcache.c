@@ -46,28 +46,28 @@
 #define KC_WATCHES_MAX 4096
 #define KC_BUCKETS 4096
 
-#define KC_WATCH_MASK                                                                         \
-    (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | IN_MOVE_SELF |    \
+#define KC_WATCH_MASK                                                                              \
+    (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | IN_MOVE_SELF |         \
      IN_DELETE_SELF | IN_ONLYDIR)
 
 struct kc_path {
     struct kc_path *next;
-    uint64_t open_sig;  /* pages when last opened (0: never) */
-    uint64_t attr_sig;  /* when attributes were last reported */
-    unsigned nopen;     /* open files sharing its pages ... */
-    uint64_t shape;     /* ... all opened on this shape of the view */
-    char path[];        /* mount path */
+    uint64_t open_sig; /* pages when last opened (0: never) */
+    uint64_t attr_sig; /* when attributes were last reported */
+    unsigned nopen;    /* open files sharing its pages ... */
+    uint64_t shape;    /* ... all opened on this shape of the view */
+    char path[];       /* mount path */
 };
 
 struct kc_group {
     struct kc_group *next; /* hash chain */
     struct kc_path *paths;
-    uint64_t writes;       /* the daemon's writes: part of the signature */
-    bool pending;          /* queued for invalidation */
-    bool pending_all;      /* ... of every path, not all but one */
-    char *except;          /* the one path a write came through */
+    uint64_t writes;  /* the daemon's writes: part of the signature */
+    bool pending;     /* queued for invalidation */
+    bool pending_all; /* ... of every path, not all but one */
+    char *except;     /* the one path a write came through */
     struct kc_group *qnext;
-    char key[];            /* store-relative name */
+    char key[]; /* store-relative name */
 };
 
 struct kc_watch {
@@ -383,8 +383,8 @@ void drxfs_kc_changed(const char *key, const char *except)
     bool queued = false;
     if (g) {
         g->writes++;
-        if (g->paths && !(g->paths->next == NULL && except &&
-                          strcmp(g->paths->path, except) == 0)) {
+        if (g->paths &&
+            !(g->paths->next == NULL && except && strcmp(g->paths->path, except) == 0)) {
             queued = !g->pending;
             enqueue(g, except);
         }
@@ -698,4 +698,16 @@ void drxfs_kc_read_ahead(const char *mnt, unsigned kb)
         drx_log(DRX_LOG_DEBUG, "read-ahead %u KiB (%s)", kb, path);
     if (fd >= 0)
         close(fd);
+}
+
+void drxfs_kc_first_request(void)
+{
+    static bool done;
+    /* the kernel sets the window from init's reply (at most 128 KiB from
+     * libfuse 3.14) after init() returns: ours goes in after that */
+    if (__atomic_load_n(&done, __ATOMIC_RELAXED) ||
+        __atomic_exchange_n(&done, true, __ATOMIC_RELAXED))
+        return;
+    if (drxfs.read_ahead_kb && drxfs.mountpoint)
+        drxfs_kc_read_ahead(drxfs.mountpoint, drxfs.read_ahead_kb);
 }

@@ -45,6 +45,7 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
     struct drxfs_node *n;
     int rc;
 
+    drxfs_kc_first_request();
     if (fh && (fh->kind != DRXFS_STRIPED || !path))
         return fh_getattr(fh, path, st);
     if (!(n = drxfs_node_get(path, &rc)))

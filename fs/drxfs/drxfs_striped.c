@@ -306,10 +306,25 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     return 0;
 }
 
+/* The metafile as a getattr by path sees it now (recording the size may
+ * have replaced it since the open): the kernel drops a file's pages when
+ * the mtime it is given changes, so both must say the same.  false when
+ * the file was unlinked or replaced (then e->st stays). */
+static bool meta_now(struct drxfs_sfile *e, struct stat *out)
+{
+    char rel[PATH_MAX];
+    bool ours;
+
+    pthread_mutex_lock(&stable.mutex);
+    ours = !e->detached && drxfs_rel_suffix(rel, e->key, DRXFS_NAFS) == 0;
+    pthread_mutex_unlock(&stable.mutex);
+    return ours && fstatat(drxfs.root_fd, rel, out, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
 {
     struct stat meta, fresh;
-    bool stamped = stamp_if_dirty(fh->sf, &fresh);
+    bool stamped = stamp_if_dirty(fh->sf, &fresh) || meta_now(fh->sf, &fresh);
     pthread_mutex_lock(&stable.mutex);
     if (stamped)
         fh->sf->st = fresh;
