@@ -368,7 +368,7 @@ except OSError:
     assert_output --partial "max_threads=N       worker threads at most (default 10)"
     assert_output --regexp "entry_timeout=T.*
 .*
-.*missing names \(default 1, 0, 0 with kcache=yes"
+.*missing names \(default 1, 0.001, 0 with kcache=yes"
     refute_output --partial "modules="
     refute_output --partial "1.0s"
     refute_output --partial "FUSE options:"
