@@ -434,9 +434,9 @@ static int advise_span(struct engine *e, uint64_t q, uint64_t off, uint64_t len)
 /* Where each box meets chunk K (lo/hi per box, any[j] false when box j
  * misses it), the span of chunk elements they need [*span0, *span1), and
  * how many elements they are. */
-static void chunk_parts(struct engine *e, const uint64_t *K,
-                        uint64_t lo[][DRX_MAX_RANK], uint64_t hi[][DRX_MAX_RANK], bool *any,
-                        uint64_t *span0, uint64_t *span1, uint64_t *elems)
+static void chunk_parts(struct engine *e, const uint64_t *K, uint64_t lo[][DRX_MAX_RANK],
+                        uint64_t hi[][DRX_MAX_RANK], bool *any, uint64_t *span0, uint64_t *span1,
+                        uint64_t *elems)
 {
     *span0 = UINT64_MAX;
     *span1 = 0;
