@@ -277,13 +277,15 @@ uint64_t drxfs_kc_sig(uint64_t h, const struct stat *st);
 uint64_t drxfs_kc_sig_of(enum drxfs_kind k, const char *rel, const struct stat *reported);
 /* Writes through the mount to key so far. */
 uint64_t drxfs_kc_writes(const char *key);
-/* The kernel was given path's attributes, made from signature sig. */
-void drxfs_kc_seen(const char *key, const char *path, uint64_t sig);
+/* The kernel was given path's attributes, made from signature sig (counted:
+ * through a file counted by drxfs_kc_open). */
+void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, bool counted);
 /* The signature of the bytes of rel (drxfs_kc_page_sig: a striped file's
  * subfiles too) given that of its attributes. */
 uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig);
-/* path is being opened with these signatures (shape: of the view's
- * resolution, 0 for other files).  1: the kernel may keep the pages of
+/* path is being opened with these signatures (shape: what earlier opens
+ * must keep reading: a view's resolution, a striped file's handle, a plain
+ * file's inode).  1: the kernel may keep the pages of
  * earlier opens (keep_cache); 0: not, and when the attributes changed too
  * they are invalidated before this returns; both count an open file until
  * drxfs_kc_close().  -1: files opened on another shape of the view are

@@ -56,6 +56,7 @@ struct kc_path {
     uint64_t attr_sig; /* when attributes were last reported */
     unsigned nopen;    /* open files sharing its pages ... */
     uint64_t shape;    /* ... all opened on this shape of the view */
+    bool conflict;     /* an open of another shape bypassed them */
     char path[];       /* mount path */
 };
 
@@ -294,15 +295,25 @@ uint64_t drxfs_kc_writes(const char *key)
     return w;
 }
 
-void drxfs_kc_seen(const char *key, const char *path, uint64_t sig)
+void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, bool counted)
 {
+    bool drop = false;
+
     if (!path || !kc.fuse)
         return;
     pthread_mutex_lock(&kc.mutex);
     struct kc_path *p = note(key, path);
-    if (p)
+    if (p) {
         p->attr_sig = sig;
+        drop = p->conflict && !counted;
+    }
     pthread_mutex_unlock(&kc.mutex);
+    /* While files of an older shape are open, the kernel's inode keeps
+     * their size (their reads stop at it): attributes of the new one are
+     * answered, and invalidated before the answer lands, so the kernel
+     * discards them (a newer attribute version) but stat shows them. */
+    if (drop)
+        fuse_invalidate_path(kc.fuse, path);
     if (kc.flush_all)
         wake();
 }
@@ -317,8 +328,10 @@ int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t
     pthread_mutex_lock(&kc.mutex);
     struct kc_path *p = note(key, path);
     if (p && p->nopen && p->shape != shape) {
-        /* Files opened on an older shape of this view share the pages and
-         * keep reading that shape (SPEC 4): this open bypasses them. */
+        p->conflict = true;
+        /* Files opened on an older shape of this view (or on the file that
+         * another replaced) share the pages and keep reading what they
+         * opened (SPEC 4): this open bypasses them. */
         pthread_mutex_unlock(&kc.mutex);
         __atomic_add_fetch(&kc.direct, 1, __ATOMIC_RELAXED);
         return -1;
@@ -348,8 +361,8 @@ void drxfs_kc_close(const char *key, const char *path)
     pthread_mutex_lock(&kc.mutex);
     struct kc_group *g = group_find(key, false);
     struct kc_path *p = g ? path_find(g, path, false) : NULL;
-    if (p && p->nopen)
-        p->nopen--;
+    if (p && p->nopen && --p->nopen == 0)
+        p->conflict = false;
     pthread_mutex_unlock(&kc.mutex);
 }
 

@@ -34,8 +34,8 @@ static int fh_getattr(struct drxfs_fh *fh, const char *path, struct stat *st)
     else
         rc = drxfs_array_fgetattr(fh, st);
     if (rc == 0 && fh->kpath)
-        drxfs_kc_seen(fh->kkey, path ? path : fh->kpath,
-                      drxfs_kc_sig_of(fh->kind, fh->kkey, st));
+        drxfs_kc_seen(fh->kkey, path ? path : fh->kpath, drxfs_kc_sig_of(fh->kind, fh->kkey, st),
+                      fh->kcounted);
     return rc;
 }
 
@@ -60,7 +60,7 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
             st->st_mode &= ~(mode_t)0222;
     }
     if (rc == 0 && kc_kind(n->kind) && drxfs_kc_active())
-        drxfs_kc_seen(n->rel, path, drxfs_kc_sig_of(n->kind, n->rel, st));
+        drxfs_kc_seen(n->rel, path, drxfs_kc_sig_of(n->kind, n->rel, st), false);
     free(n);
     return rc;
 }
@@ -315,10 +315,16 @@ static void open_cache(const char *path, enum drxfs_kind kind, const char *rel,
         return; /* no pages; writes still tell the other views */
     if (kind == DRXFS_STRIPED && drxfs_striped_fgetattr(fh, &st) == 0)
         rep = &st;
-    /* a view's shape follows from the .xmd */
+    /* What files opened earlier must keep reading: a view's shape follows
+     * from the .xmd; a striped file is its handle (a new one when another
+     * file was put in its place), a plain file its inode. */
     if (drxfs_is_array_kind(kind) && drxfs_rel_suffix(xmd, rel, DRXFS_XMD) == 0 &&
         fstatat(drxfs.root_fd, xmd, &st, AT_SYMLINK_NOFOLLOW) == 0)
         shape = drxfs_kc_sig(0, &st);
+    else if (kind == DRXFS_STRIPED)
+        shape = (uint64_t)(uintptr_t)fh->sf;
+    else if (kind == DRXFS_PLAIN && fstat(fh->fd, &st) == 0)
+        shape = (uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 40);
     uint64_t sig = drxfs_kc_sig_of(kind, rel, rep);
     int rc = drxfs_kc_open(rel, path, sig, drxfs_kc_page_sig(kind, rel, sig), shape);
     fi->keep_cache = rc == 1;
