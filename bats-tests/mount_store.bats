@@ -364,12 +364,12 @@ except OSError:
     assert_output --partial "config=FILE"
     assert_output --partial "allow_other"
     # drxfs's own page with its real defaults, not libfuse's generic one
-    # (modules drxfs has no use for, timeouts said to be 1 s)
+    # (modules drxfs has no use for, a negative timeout said to be 1 s)
     assert_output --partial "cache_bytes=BYTES   chunk cache, K/M/G suffix allowed (default 268435456)"
     assert_output --partial "max_threads=N       worker threads at most (default 10)"
     assert_output --regexp "entry_timeout=T.*
 .*
-.*missing names \(default 0 each"
+.*missing names \(default 1, 0.001, 0 with kcache=yes"
     refute_output --partial "modules="
     refute_output --partial "1.0s"
     refute_output --partial "FUSE options:"
@@ -409,8 +409,8 @@ libfuse $(pkg-config --modversion fuse3)"
     ls "$BATS_TEST_TMPDIR/m2" >/dev/null
     unmount_store "$BATS_TEST_TMPDIR/m2"
     grep -q "debug" "$BATS_TEST_TMPDIR/m2.log"
-    # one timeout given leaves the others at drxfs's 0, not libfuse's 1 s
-    mount_store "$S" "$BATS_TEST_TMPDIR/m3" -d -o attr_timeout=5
+    # one timeout given leaves the others at drxfs's 0 (kcache=no), not libfuse's 1 s
+    mount_store "$S" "$BATS_TEST_TMPDIR/m3" -d -o kcache=no,attr_timeout=5
     unmount_store "$BATS_TEST_TMPDIR/m3"
     grep -q "entry/attr timeouts 0/5 s" "$BATS_TEST_TMPDIR/m3.log"
 }

@@ -15,7 +15,7 @@
 #
 # DRX_BENCH_MIB   array size in MiB (default 1024; e.g. 64 for a quick run)
 # DRX_BENCH_DIR   where to put the store (default /tmp; needs the size free)
-# DRX_BENCH_OPTS  extra drxfs options (e.g. "-o data_io=cached" or "-s")
+# DRX_BENCH_OPTS  extra drxfs options (e.g. "-o data_io=direct" or "-s")
 # DRX_BENCH_RUNS  timed runs per figure, the median is shown (default 3)
 set -euo pipefail
 

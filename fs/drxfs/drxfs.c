@@ -29,6 +29,17 @@ struct drxfs drxfs = {.root_fd = -1, .store_lock = -1};
  * other values measured). */
 #define DRXFS_THREADS "10"
 
+/* Entry timeout (s) when the kernel caches: names removed or renamed
+ * behind the mount fail at their next use (attributes are asked again).
+ * Attribute timeout: one clock tick (see set_timeouts). */
+#define DRXFS_ATTR_TIMEOUT 0.001
+#define DRXFS_CACHE_TIMEOUT 1.0
+
+/* The kernel's read-ahead window for the mount, KiB (its own default is
+ * 128 KiB, which also caps each read request at 128 KiB; see the README's
+ * Benchmarks for what each size measured). */
+#define DRXFS_READ_AHEAD_KB 4096
+
 
 struct drxfs_cli {
     char *config;
@@ -38,7 +49,11 @@ struct drxfs_cli {
     char *npy_io;
     char *striped_io;
     char *split_reads;
+    char *kcache;
+    char *read_ahead;
+    char *commit_interval;
     char *store;
+    char *mountpoint;
     int help;
     int version;
     int debug;
@@ -78,6 +93,9 @@ static const struct fuse_opt drxfs_opts[] = {
     DRXFS_OPT("npy_io=%s", npy_io),
     DRXFS_OPT("striped_io=%s", striped_io),
     DRXFS_OPT("split_reads=%s", split_reads),
+    DRXFS_OPT("kcache=%s", kcache),
+    DRXFS_OPT("read_ahead=%s", read_ahead),
+    DRXFS_OPT("commit_interval=%s", commit_interval),
     DRXFS_OPT("create", create),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
@@ -110,6 +128,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
             cli->store = strdup(arg);
             return 0;
         }
+        if (!cli->mountpoint)
+            cli->mountpoint = strdup(arg);
         return 1;
     case KEY_HELP:
         cli->help = 1;
@@ -180,13 +200,23 @@ static void usage(const char *prog)
            "    -o cache_bytes=BYTES   chunk cache, K/M/G suffix allowed (default %llu)\n"
            "    -o log_level=LEVEL     error, warning, info or debug (default info);\n"
            "                           stderr with -f, else syslog\n"
+           "    -o kcache=yes|no       the kernel keeps names, attributes and pages\n"
+           "                           while unchanged, told by drxfs what changed\n"
+           "                           (default yes; no: timeouts 0, pages dropped\n"
+           "                           at every open)\n"
            "    -o data_io=direct|cached     array data files: bypass the page cache or\n"
-           "                           use it (default direct)\n"
-           "    -o npy_io=direct|cached      the same for data.npy (default cached, so\n"
-           "                           numpy.load(mmap_mode='r') works)\n"
-           "    -o striped_io=direct|cached  the same for striped files (default direct;\n"
-           "                           cached: shared mmap works)\n"
+           "                           use it (default cached: shared mmap works)\n"
+           "    -o npy_io=direct|cached      the same for data.npy and data.nc\n"
+           "                           (default cached)\n"
+           "    -o striped_io=direct|cached  the same for striped files (default cached)\n"
            "    -o split_reads=yes|no  copy large array reads on two threads (default yes)\n"
+           "    -o read_ahead=KB       the kernel's read-ahead window for the mount (as\n"
+           "                           root; 0: the kernel's 128; default %u)\n"
+           "    -o commit_interval=S   record striped files' sizes in batches every S\n"
+           "                           seconds, after syncing their data, instead of at\n"
+           "                           each close (default 0: at close); fsync stays\n"
+           "                           synchronous, unmount and setfattr -n\n"
+           "                           user.drx.commit MOUNTPOINT commit at once\n"
            "    -o create              make STORE a store (.drx/) even when it is a\n"
            "                           non-empty directory without one; an empty\n"
            "                           directory becomes a store anyway, a non-empty\n"
@@ -206,11 +236,12 @@ static void usage(const char *prog)
            "    -o auto_unmount        unmount when drxfs exits\n"
            "    -o entry_timeout=T, attr_timeout=T, negative_timeout=T\n"
            "                           seconds the kernel may cache names, attributes and\n"
-           "                           missing names (default 0 each: sizes after drx\n"
-           "                           extend show at once)\n"
+           "                           missing names (default 1, 0.001, 0 with kcache=yes,\n"
+           "                           else 0 each; drxfs invalidates what changes)\n"
            "    -o max_read=N          largest read request in bytes\n"
            "    -o nosuid, nodev, noexec, noatime, ...  passed to the kernel\n",
-           prog, prog, (unsigned long long)DRX_DEFAULT_CACHE_BYTES, DRXFS_THREADS, DRXFS_THREADS);
+           prog, prog, (unsigned long long)DRX_DEFAULT_CACHE_BYTES, DRXFS_READ_AHEAD_KB,
+           DRXFS_THREADS, DRXFS_THREADS);
 }
 
 /* Messages name store files as libcore saw them, "/proc/self/fd/N/REL";
@@ -248,20 +279,36 @@ static void syslog_sink(void *arg, enum drx_log_level level, const char *msg)
            readable(msg, buf, sizeof(buf)));
 }
 
-static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+/* The kernel keeps names and pages; drxfs_kcache.c tells it what changed
+ * (writes through the mount, inotify on the store) and checks at every
+ * open what nothing could tell (another node).  Attributes are kept one
+ * clock tick (the kernel rounds DRXFS_ATTR_TIMEOUT up to one): a stat or
+ * read(2) after that asks again (auto_inval_data), and the kernel drops a
+ * file's pages when its mtime or size changed, so an open file sees what
+ * drx put or another node wrote a tick after that is done.  A timeout of 0
+ * would make every read(2) ask (the kernel keeps 0 as "expired"), which
+ * costs small-block readers (wc, awk) 3-4x.  Missing names are never cached: a
+ * name made behind the mount shows at once.  Each timeout the user did not
+ * set gets ours, so that giving one does not bring libfuse's defaults back
+ * for the others. */
+static void set_timeouts(struct fuse_config *cfg)
 {
-    /* Sizes and bytes must be current right after another process extends
-     * an array: the kernel asks us every time (we stat the .xmd, cheap). */
-    /* Each one the user did not set, so that giving one does not bring
-     * libfuse's 1 s back for the others. */
     if (!(drxfs.timeouts_given & DRXFS_ENTRY_TO))
-        cfg->entry_timeout = 0;
+        cfg->entry_timeout = drxfs.kernel_cache ? DRXFS_CACHE_TIMEOUT : 0;
     if (!(drxfs.timeouts_given & DRXFS_ATTR_TO))
-        cfg->attr_timeout = 0;
+        cfg->attr_timeout = drxfs.kernel_cache ? DRXFS_ATTR_TIMEOUT : 0;
     if (!(drxfs.timeouts_given & DRXFS_NEGATIVE_TO))
         cfg->negative_timeout = 0;
-    /* Unlink of an open striped file removes it at once; open handles keep
-     * their descriptors (no .fuse_hidden files in the store). */
+}
+
+static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+    set_timeouts(cfg);
+    if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+        conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+    if (drxfs.kernel_cache)
+        drxfs_kc_start(fuse_get_context()->fuse);
+    drxfs_commit_start(drxfs.commit_interval);
     cfg->hard_remove = 1;
     cfg->nullpath_ok = 1;
     /* st_ino is the store's (a striped file's: its metafile's), so that
@@ -296,6 +343,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 static void op_destroy(void *private_data)
 {
     (void)private_data;
+    drxfs_commit_stop();
+    drxfs_kc_stop();
     drxfs_array_split_stop();
     drxfs_arr_shutdown();
     drxfs_striped_shutdown();
@@ -439,6 +488,52 @@ out:
     return rc;
 }
 
+/* split_reads=, kcache=, read_ahead= and the mount point (for read_ahead). */
+static int parse_cache_opts(const struct drxfs_cli *cli)
+{
+    /* measured: whole 1 GiB array by one cat 0.67 s split, 0.76 s not */
+    drxfs.split_reads = true;
+    if (cli->split_reads && strcmp(cli->split_reads, "yes") != 0) {
+        if (strcmp(cli->split_reads, "no") != 0) {
+            fprintf(stderr, "drxfs: split_reads=%s: expected yes or no\n", cli->split_reads);
+            return -1;
+        }
+        drxfs.split_reads = false;
+    }
+    drxfs.kernel_cache = true;
+    if (cli->kcache && strcmp(cli->kcache, "yes") != 0) {
+        if (strcmp(cli->kcache, "no") != 0) {
+            fprintf(stderr, "drxfs: kcache=%s: expected yes or no\n", cli->kcache);
+            return -1;
+        }
+        drxfs.kernel_cache = false;
+    }
+    drxfs.read_ahead_kb = DRXFS_READ_AHEAD_KB;
+    if (cli->read_ahead) {
+        char *end;
+        unsigned long v = strtoul(cli->read_ahead, &end, 10);
+        if (*end || end == cli->read_ahead || v > (1UL << 20)) {
+            fprintf(stderr, "drxfs: read_ahead=%s: expected KiB, 0 to 1048576\n",
+                    cli->read_ahead);
+            return -1;
+        }
+        drxfs.read_ahead_kb = (unsigned)v;
+    }
+    if (cli->commit_interval) {
+        char *end;
+        unsigned long v = strtoul(cli->commit_interval, &end, 10);
+        if (*end || end == cli->commit_interval || v > 3600) {
+            fprintf(stderr, "drxfs: commit_interval=%s: expected seconds, 0 to 3600\n",
+                    cli->commit_interval);
+            return -1;
+        }
+        drxfs.commit_interval = (unsigned)v;
+    }
+    if (cli->mountpoint)
+        drxfs.mountpoint = realpath(cli->mountpoint, NULL);
+    return 0;
+}
+
 int main(int argc, char *argv[])
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -467,21 +562,14 @@ int main(int argc, char *argv[])
         parse_io("npy_io", cli.npy_io, &(bool){0}) < 0 ||
         parse_io("striped_io", cli.striped_io, &(bool){0}) < 0)
         goto out;
-    drxfs.data_direct_io = true;
+    /* Page-cache mode everywhere: shared mmap works (libfuse 3.14 cannot
+     * pass FUSE_DIRECT_IO_ALLOW_MMAP) and repeated reads are served by the
+     * kernel (README, Benchmarks). */
+    drxfs.data_direct_io = false;
     drxfs.npy_direct_io = false;
-    /* Striped files: direct_io measured 0.46/0.58 of local cp speed
-     * (write/read) against 0.24/0.34 in page-cache mode; page-cache mode
-     * stays available for programs that mmap(MAP_SHARED). */
-    drxfs.striped_direct_io = true;
-    /* measured: whole 1 GiB array by one cat 0.67 s split, 0.76 s not */
-    drxfs.split_reads = true;
-    if (cli.split_reads && strcmp(cli.split_reads, "yes") != 0) {
-        if (strcmp(cli.split_reads, "no") != 0) {
-            fprintf(stderr, "drxfs: split_reads=%s: expected yes or no\n", cli.split_reads);
-            goto out;
-        }
-        drxfs.split_reads = false;
-    }
+    drxfs.striped_direct_io = false;
+    if (parse_cache_opts(&cli) < 0)
+        goto out;
     parse_io("data_io", cli.data_io, &drxfs.data_direct_io);
     parse_io("npy_io", cli.npy_io, &drxfs.npy_direct_io);
     parse_io("striped_io", cli.striped_io, &drxfs.striped_direct_io);
@@ -551,7 +639,7 @@ int main(int argc, char *argv[])
         }
         drxfs.implied_default_permissions = true;
     }
-    ret = fuse_main(args.argc, args.argv, &drxfs_ops, NULL);
+    ret = drxfs_run(&args, &drxfs_ops);
 out:
     drxfs_prefetch_destroy(drxfs.prefetch);
     if (drxfs.store_lock >= 0)
@@ -568,6 +656,11 @@ out:
     free(cli.npy_io);
     free(cli.striped_io);
     free(cli.split_reads);
+    free(cli.kcache);
+    free(cli.read_ahead);
+    free(cli.commit_interval);
+    free(cli.mountpoint);
+    free(drxfs.mountpoint);
     free(cli.store);
     fuse_opt_free_args(&args);
     return ret;

@@ -8,6 +8,8 @@
  *   drxfs_striped.c striped files (NAME.nafs) and user.drx.stripe
  *   drxfs_zarr.c    the zarr/ group of an array directory (and _write.c)
  *   drxfs_info.c    sizes of info files, cached per metadata generation
+ *   drxfs_kcache.c  the kernel's caches: what it holds, when to drop it
+ *   drxfs_commit.c  batched commits of striped files' sizes (ordered mode)
  *
  * Every store access is relative to the store's root descriptor, opened
  * before the mount (the mount point may shadow the store path).  libcore
@@ -55,6 +57,10 @@ struct drxfs {
     bool npy_direct_io;  /* data.npy too (off: keeps mmap of .npy working) */
     bool striped_direct_io; /* striped files bypass the page cache */
     bool split_reads;       /* large array reads use two threads */
+    bool kernel_cache;      /* kernel caches kept while unchanged (kcache=) */
+    unsigned read_ahead_kb; /* the mount's read-ahead window, 0: the kernel's */
+    unsigned commit_interval; /* s between batched commits of striped files, 0: at close */
+    char *mountpoint;       /* absolute, or NULL */
     bool root_euid;      /* we may chown what we create */
     unsigned timeouts_given; /* DRXFS_ENTRY_TO... bits of the timeouts the user set */
     bool implied_default_permissions; /* allow_other came alone: we added it */
@@ -203,6 +209,9 @@ struct drxfs_fh {
     struct drxfs_sfile *sf;  /* DRXFS_STRIPED */
     ino_t ino;               /* array kinds: st_ino, from the path opened */
     struct drxfs_zfile *zf;  /* DRXFS_ZARR */
+    char *kpath;             /* mount path opened, for the kernel cache records */
+    char *kkey;              /* ... and its store object (drxfs_kc_*) */
+    bool kcounted;           /* counted by drxfs_kc_open() */
 };
 
 static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
@@ -313,5 +322,62 @@ int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t
                            int flags);
 int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size);
 void drxfs_striped_shutdown(void);
+
+/* drxfs_kcache.c: the kernel's attribute and page caches.  Keys are
+ * store-relative names (an array's, for every view of it); paths are mount
+ * paths.  Without drxfs_kc_start() (or after stop) nothing is recorded. */
+void drxfs_kc_start(struct fuse *f);
+void drxfs_kc_stop(void);
+bool drxfs_kc_active(void);
+/* Signature of a stat (h: 0, or a previous signature to extend). */
+uint64_t drxfs_kc_sig(uint64_t h, const struct stat *st);
+/* Signature of store object rel of kind k as reported now (reported: the
+ * attributes given to the kernel, for their size; may be NULL). */
+uint64_t drxfs_kc_sig_of(enum drxfs_kind k, const char *rel, const struct stat *reported);
+/* Writes through the mount to key so far. */
+uint64_t drxfs_kc_writes(const char *key);
+/* The kernel was given path's attributes, made from signature sig (counted:
+ * through a file counted by drxfs_kc_open). */
+void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, bool counted);
+/* The signature of the bytes of rel (drxfs_kc_page_sig: a striped file's
+ * subfiles too) given that of its attributes. */
+uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig);
+/* path is being opened with these signatures (shape: what earlier opens
+ * must keep reading: a view's resolution, a striped file's handle, a plain
+ * file's inode).  1: the kernel may keep the pages of
+ * earlier opens (keep_cache); 0: not, and when the attributes changed too
+ * they are invalidated before this returns; both count an open file until
+ * drxfs_kc_close().  -1: files opened on another shape of the view are
+ * open: this one must bypass the page cache (direct_io).  -2: nothing
+ * recorded (no memory). */
+int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t page_sig,
+                  uint64_t shape);
+void drxfs_kc_close(const char *key, const char *path);
+/* drxfs_run.c: fuse_main(), stopping the kernel cache's thread before
+ * fuse_destroy(). */
+int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops);
+
+/* drxfs_commit.c: batched durability of striped files (commit_interval=). */
+void drxfs_commit_start(unsigned interval_s);
+bool drxfs_commit_active(void);
+/* Hands obj to the next commit, which calls commit(obj) then release(obj);
+ * false when there is no commit thread or too much waits (then the caller
+ * releases it itself, which records at once). */
+bool drxfs_commit_defer(void *obj, int (*commit)(void *), void (*release)(void *));
+/* Commits everything handed over so far before returning. */
+void drxfs_commit_now(void);
+/* Commits everything and stops (unmount). */
+void drxfs_commit_stop(void);
+#define DRXFS_COMMIT_XATTR "user.drx.commit"
+
+/* Sets the read-ahead window of the mount at mnt (its backing device in
+ * /sys/class/bdi) to kb KiB; logs why not when it cannot. */
+void drxfs_kc_read_ahead(const char *mnt, unsigned kb);
+/* Called by every getattr and open: the first, after the kernel has taken
+ * init's reply, sets the read-ahead window (read_ahead=). */
+void drxfs_kc_first_request(void);
+/* key changed through the mount (a write through path except, or NULL):
+ * its other paths are invalidated soon, from a thread. */
+void drxfs_kc_changed(const char *key, const char *except);
 
 #endif

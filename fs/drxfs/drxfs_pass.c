@@ -36,24 +36,34 @@ ino_t drxfs_virtual_ino(const char *dir, const char *name)
     return (ino_t)(h | (uint64_t)1 << 63);
 }
 
-/* The attributes of an open file; 1 when the path must be resolved. */
+/* Files whose attributes and pages the kernel may cache (drxfs_kcache.c). */
+static bool kc_kind(enum drxfs_kind k)
+{
+    return k == DRXFS_PLAIN || k == DRXFS_STRIPED || (drxfs_is_array_kind(k) && k != DRXFS_ARRAY);
+}
+
+/* The attributes of an open file; 1 when the path must be resolved (a
+ * striped file with a name: its metafile may have changed under it). */
 static int fh_getattr(struct drxfs_fh *fh, const char *path, struct stat *st)
 {
+    int rc;
+
     if (fh->kind == DRXFS_PLAIN)
-        return fstat(fh->fd, st) < 0 ? -errno : 0;
-    if (fh->kind == DRXFS_STRIPED && !path)
-        return drxfs_striped_fgetattr(fh, st);
-    if (drxfs_is_array_kind(fh->kind)) {
-        int rc = drxfs_array_fgetattr(fh, st);
+        rc = fstat(fh->fd, st) < 0 ? -errno : 0;
+    else if (fh->kind == DRXFS_STRIPED)
+        rc = path ? 1 : drxfs_striped_fgetattr(fh, st);
+    else if (fh->kind == DRXFS_ZARR)
+        rc = drxfs_zarr_fgetattr(fh, st);
+    else if (drxfs_is_array_kind(fh->kind))
+        rc = drxfs_array_fgetattr(fh, st);
+    else
+        return 1;
+    if (fh->kind == DRXFS_ZARR || drxfs_is_array_kind(fh->kind))
         st->st_ino = fh->ino;
-        return rc;
-    }
-    if (fh->kind == DRXFS_ZARR) {
-        int rc = drxfs_zarr_fgetattr(fh, st);
-        st->st_ino = fh->ino;
-        return rc;
-    }
-    return 1;
+    if (rc == 0 && fh->kpath)
+        drxfs_kc_seen(fh->kkey, path ? path : fh->kpath, drxfs_kc_sig_of(fh->kind, fh->kkey, st),
+                      fh->kcounted);
+    return rc;
 }
 
 int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
@@ -62,6 +72,7 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
     struct drxfs_node *n;
     int rc;
 
+    drxfs_kc_first_request();
     if (fh && (rc = fh_getattr(fh, path, st)) != 1)
         return rc;
     if (!(n = drxfs_node_get(path, &rc)))
@@ -79,6 +90,8 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         if (drxfs.ro)
             st->st_mode &= ~(mode_t)0222;
     }
+    if (rc == 0 && kc_kind(n->kind) && drxfs_kc_active())
+        drxfs_kc_seen(n->rel, path, drxfs_kc_sig_of(n->kind, n->rel, st), false);
     free(n);
     return rc;
 }
@@ -335,6 +348,47 @@ int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 
 /* ---- files ---- */
 
+/* A file was opened: may the kernel keep the pages of earlier opens?
+ * Only when what it showed then is what it shows now. */
+static void open_cache(const char *path, enum drxfs_kind kind, const char *rel,
+                       struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = drxfs_fh_of(fi);
+    struct stat st;
+    const struct stat *rep = NULL;
+    uint64_t shape = 0;
+    char xmd[PATH_MAX];
+
+    fi->keep_cache = 0;
+    if (!drxfs_kc_active() || !kc_kind(kind))
+        return;
+    if (!(fh->kpath = strdup(path)) || !(fh->kkey = strdup(rel))) {
+        free(fh->kpath);
+        fh->kpath = NULL;
+        return;
+    }
+    if (fi->direct_io)
+        return; /* no pages; writes still tell the other views */
+    if (kind == DRXFS_STRIPED && drxfs_striped_fgetattr(fh, &st) == 0)
+        rep = &st;
+    /* What files opened earlier must keep reading: a view's shape follows
+     * from the .xmd; a striped file is its handle (a new one when another
+     * file was put in its place), a plain file its inode. */
+    if (drxfs_is_array_kind(kind) && drxfs_rel_suffix(xmd, rel, DRXFS_XMD) == 0 &&
+        fstatat(drxfs.root_fd, xmd, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        shape = drxfs_kc_sig(0, &st);
+    else if (kind == DRXFS_STRIPED)
+        shape = (uint64_t)(uintptr_t)fh->sf;
+    else if (kind == DRXFS_PLAIN && fstat(fh->fd, &st) == 0)
+        shape = (uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 40);
+    uint64_t sig = drxfs_kc_sig_of(kind, rel, rep);
+    int rc = drxfs_kc_open(rel, path, sig, drxfs_kc_page_sig(kind, rel, sig), shape);
+    fi->keep_cache = rc == 1;
+    fh->kcounted = rc >= 0;
+    if (rc == -1)
+        fi->direct_io = 1;
+}
+
 int drxfs_op_open(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_node *n;
@@ -384,6 +438,8 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
             drxfs_fh_of(fi)->ino = drxfs_virtual_ino(path, NULL);
         break;
     }
+    if (rc == 0)
+        open_cache(path, n->kind, n->rel, fi);
     free(n);
     return rc;
 }
@@ -433,16 +489,17 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
             return drxfs_op_open(path, fi);
         return rc;
     }
-    if (strlen(name) + strlen(DRXFS_NAFS) > NAME_MAX)
-        return create_plain(rel, mode, fi);
-    return drxfs_striped_create(rel, mode, fi);
+    if (strlen(name) + strlen(DRXFS_NAFS) > NAME_MAX) {
+        if ((rc = create_plain(rel, mode, fi)) == 0)
+            open_cache(path, DRXFS_PLAIN, rel, fi);
+    } else if ((rc = drxfs_striped_create(rel, mode, fi)) == 0) {
+        open_cache(path, DRXFS_STRIPED, rel, fi);
+    }
+    return rc;
 }
 
-int drxfs_op_read(const char *path, char *buf, size_t size, off_t off,
-                  struct fuse_file_info *fi)
+static int read_some(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
 {
-    struct drxfs_fh *fh = drxfs_fh_of(fi);
-    (void)path;
     switch (fh->kind) {
     case DRXFS_PLAIN: {
         ssize_t n = pread(fh->fd, buf, size, off);
@@ -455,6 +512,24 @@ int drxfs_op_read(const char *path, char *buf, size_t size, off_t off,
     default:
         return drxfs_array_read(fh, buf, size, off);
     }
+}
+
+int drxfs_op_read(const char *path, char *buf, size_t size, off_t off,
+                  struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = drxfs_fh_of(fi);
+    int done = 0, n;
+    (void)path;
+    /* A short read means the end of the file to the page cache (the
+     * kernel cuts its size there): one that stopped at an error must fail,
+     * so that the kernel retries page by page and the caller gets the
+     * bytes before the error, then the error. */
+    while ((n = read_some(fh, buf + done, size - (size_t)done, off + done)) > 0) {
+        done += n;
+        if ((size_t)done == size)
+            break;
+    }
+    return n < 0 ? n : done;
 }
 
 int drxfs_op_write(const char *path, const char *buf, size_t size, off_t off,
@@ -473,8 +548,13 @@ int drxfs_op_write(const char *path, const char *buf, size_t size, off_t off,
         return drxfs_striped_write(fh, buf, size, off);
     case DRXFS_ZARR:
         return drxfs_zarr_write(fh, buf, size, off);
-    default:
-        return drxfs_array_write(fh, buf, size, off);
+    default: {
+        int rc = drxfs_array_write(fh, buf, size, off);
+        /* every other view of the array the kernel caches is now stale */
+        if (rc > 0 && fh->kpath)
+            drxfs_kc_changed(fh->kkey, fh->kpath);
+        return rc;
+    }
     }
 }
 
@@ -491,6 +571,10 @@ int drxfs_op_release(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = drxfs_fh_of(fi);
     (void)path;
+    if (fh->kcounted)
+        drxfs_kc_close(fh->kkey, fh->kpath);
+    free(fh->kpath);
+    free(fh->kkey);
     switch (fh->kind) {
     case DRXFS_PLAIN:
         close(fh->fd);
@@ -607,6 +691,10 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
 
     if (drxfs.ro)
         return -EROFS;
+    if (strcmp(name, DRXFS_COMMIT_XATTR) == 0 && drxfs_commit_active()) {
+        drxfs_commit_now(); /* asked: record every waiting size now */
+        return 0;
+    }
     fd = xattr_node(path, &n, self, sizeof(self));
     if (fd == XATTR_ARRAY)
         rc = drxfs_array_setxattr(n, name, value, size, flags);

@@ -346,11 +346,26 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     return 0;
 }
 
+/* The metafile as a getattr by path sees it now (recording the size may
+ * have replaced it since the open): the kernel drops a file's pages when
+ * the mtime it is given changes, so both must say the same.  false when
+ * the file was unlinked or replaced (then e->st stays). */
+static bool meta_now(struct drxfs_sfile *e, struct stat *out)
+{
+    char rel[PATH_MAX];
+    bool ours;
+
+    pthread_mutex_lock(&stable.mutex);
+    ours = !e->detached && drxfs_rel_suffix(rel, e->key, DRXFS_NAFS) == 0;
+    pthread_mutex_unlock(&stable.mutex);
+    return ours && fstatat(drxfs.root_fd, rel, out, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
 {
     struct stat meta, fresh;
     struct drx_stripe_meta m;
-    bool stamped = stamp_if_dirty(fh->sf, &fresh);
+    bool stamped = stamp_if_dirty(fh->sf, &fresh) || meta_now(fh->sf, &fresh);
     pthread_mutex_lock(&stable.mutex);
     if (stamped)
         fh->sf->st = fresh;
@@ -535,8 +550,22 @@ static int sfile_flush(struct drxfs_sfile *e)
     return 0;
 }
 
+/* The batched commit (drxfs_commit.c) holds a reference of a file until
+ * it has recorded its size. */
+static int sfile_commit_cb(void *e)
+{
+    return sfile_flush(e);
+}
+
+static void sfile_put_cb(void *e)
+{
+    sfile_put(e);
+}
+
 int drxfs_striped_flush(struct drxfs_fh *fh)
 {
+    if (fh->sf->rw && drxfs_commit_active())
+        return 0; /* recorded by the commit after the last close */
     return fh->sf->rw ? sfile_flush(fh->sf) : 0;
 }
 
@@ -550,7 +579,9 @@ int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
 
 void drxfs_striped_release(struct drxfs_fh *fh)
 {
-    sfile_put(fh->sf);
+    /* with a commit interval, the commit takes this reference */
+    if (!fh->sf->rw || !drxfs_commit_defer(fh->sf, sfile_commit_cb, sfile_put_cb))
+        sfile_put(fh->sf);
     free(fh);
 }
 

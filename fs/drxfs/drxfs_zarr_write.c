@@ -375,6 +375,8 @@ static int store_chunk(const struct drxfs_node *dst, struct zctx *zc, int vi, vo
         drx_log(DRX_LOG_WARNING, "%s/zarr: %s", dst->rel, err.msg);
         return rc == -ENOENT ? -EPERM : rc;
     }
+    /* every view of the array the kernel caches is now stale */
+    drxfs_kc_changed(drxfs_arr_key(zc->arr[vi]), NULL);
     return 0;
 }
 

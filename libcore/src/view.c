@@ -14,10 +14,16 @@
 #include "drx/plan.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Read-ahead of a read: view bytes beyond it whose chunks are announced,
+ * and the most chunk bytes announced per read. */
+#define DRX_READ_AHEAD_VIEW ((uint64_t)16 << 20)
+#define DRX_READ_AHEAD_MAX ((uint64_t)64 << 20)
 
 struct box {
     uint64_t lo[DRX_MAX_RANK], hi[DRX_MAX_RANK]; /* view coordinates, by dimension */
@@ -37,6 +43,10 @@ struct engine {
     bool writing;
     unsigned char *scratch; /* chunk bytes, grown as needed up to DRX_SPAN_MAX */
     size_t scratch_cap;
+    /* Read-ahead pass: chunk spans are only announced to the kernel
+     * (POSIX_FADV_WILLNEED), up to `advise_left` bytes. */
+    bool advise;
+    uint64_t advise_left;
 };
 
 static void engine_init(struct engine *e, struct drx_array *a, const struct drx_view *v)
@@ -363,6 +373,21 @@ static int chunk_out(struct engine *e, const uint64_t *K, struct parts *p, uint6
     return rc;
 }
 
+/* Read-ahead pass: asks the kernel to start reading a chunk span (it
+ * queues the reads and returns), so that the disk has the next chunks in
+ * flight while the current ones are copied.  1 stops the pass once its
+ * budget is spent. */
+static int advise_span(struct engine *e, uint64_t q, uint64_t off, uint64_t len)
+{
+    if (len > e->advise_left)
+        len = e->advise_left;
+    if (q < e->m->map.nchunks)
+        posix_fadvise(drx_array_xta_fd(e->a), (off_t)(q * e->m->chunk_bytes + off), (off_t)len,
+                      POSIX_FADV_WILLNEED);
+    e->advise_left -= len;
+    return e->advise_left == 0;
+}
+
 /* Handles one chunk: every box's part in it, with one read (and one write)
  * of the chunk span they need. */
 static int do_chunk(struct engine *e, const uint64_t *K)
@@ -377,6 +402,8 @@ static int do_chunk(struct engine *e, const uint64_t *K)
     q = drx_map_address(&e->m->map, K);
     off = p.span0 * es;
     len = (p.span1 - p.span0) * es;
+    if (e->advise)
+        return advise_span(e, q, off, len);
     /* A giant chunk met sparsely: row by row, never the whole span. */
     if (len > DRX_SPAN_MAX)
         return walk_parts(e, K, &p, row_io, &q);
@@ -419,6 +446,31 @@ static int engine_run(struct engine *e)
     }
 }
 
+/* Before reading elements [L0, L0+n): the chunk spans of the view's next
+ * DRX_READ_AHEAD_VIEW bytes are announced to the kernel (at most
+ * DRX_READ_AHEAD_MAX bytes of chunks), so that a cold read keeps several
+ * requests in flight instead of one chunk at a time.  A read from the
+ * start announces its own elements too; any other announces only where the
+ * window's end moved to ([L0+ahead, L0+n+ahead)), which a sequential
+ * reader's previous read did not (reads come in order, or split in parts
+ * that together cover the same window).  The pages are the kernel's:
+ * nothing is held here, and memory pressure evicts them as any. */
+static void read_ahead(struct engine *e, uint64_t L0, uint64_t n)
+{
+    uint64_t total = e->v->nelem, ahead = DRX_READ_AHEAD_VIEW / e->v->elem_size;
+    uint64_t lo = L0 == 0 ? 0 : L0 + ahead, hi = L0 + n + ahead;
+
+    if (hi > total)
+        hi = total;
+    if (lo >= hi)
+        return;
+    e->advise = true;
+    e->advise_left = DRX_READ_AHEAD_MAX;
+    split_boxes(e, lo, hi - lo);
+    engine_run(e);
+    e->advise = false;
+}
+
 /* Copies elements [L0, L0+n) (whole elements, native bytes in buf; only
  * read from when writing). */
 static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0, uint64_t n,
@@ -438,6 +490,9 @@ static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0
      * cache needs none (the daemon calls this once per FUSE request) */
     e.scratch = NULL;
     e.scratch_cap = 0;
+    e.advise = false;
+    if (!writing)
+        read_ahead(&e, L0, n);
     split_boxes(&e, L0, n);
     rc = engine_run(&e);
     free(e.scratch);

@@ -1,0 +1,295 @@
+#!/usr/bin/env bats
+# The kernel caches what the mount shows and drxfs invalidates it: shared
+# mmap of every kind of file, SQLite in WAL mode, and freshness at the next
+# open after drx put, drx extend, drx-load import, a write through another
+# view, and a write through a second drxfs of the same store (standing in
+# for another node).  No test waits for coherence: every check follows the
+# change at once.
+
+load test_helper
+
+setup_file() {
+    export S="$BATS_FILE_TMPDIR/store" M="$BATS_FILE_TMPDIR/mnt" M2="$BATS_FILE_TMPDIR/mnt2"
+    mkdir -p "$S"
+    "$DRX" init "$S" >/dev/null
+    mount_store "$S" "$M"
+}
+
+teardown_file() {
+    unmount_store "$M2"
+    unmount_store "$M"
+    unmount_store "$BATS_FILE_TMPDIR/k"
+    kill_our_mpi
+}
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    kill_our_mpi
+}
+
+# fresh NAME SHAPE CHUNK: an f64 array holding 0, 1, 2, ... (also in NAME.raw)
+fresh() {
+    "$DRX" rm "$S/$1" 2>/dev/null || true
+    "$DRX" create "$S/$1" --type f64 --shape "$2" --chunk "$3"
+    "$PY" -c "
+import numpy as np
+n = 1
+for x in '$2'.split('x'): n *= int(x)
+np.arange(n, dtype='<f8').tofile('$1.raw')"
+    "$DRX" put "$S/$1" <"$1.raw"
+}
+
+# size_at_open FILE: the size fstat gives right after open
+size_at_open() {
+    "$PY" -c "import os, sys; f = open(sys.argv[1], 'rb'); print(os.fstat(f.fileno()).st_size)" "$1"
+}
+
+@test "np.memmap reads and writes data, data.npy, striped and plain files" {
+    fresh mm 20x30x10 8x8x8
+    "$PY" -c "
+import numpy as np
+m = np.memmap('$M/mm/data', dtype='<f8', mode='r+', shape=(20, 30, 10))
+assert (m.ravel() == np.arange(6000)).all()
+m[3, 4, 5] = -1.5
+m[19, 29, 9] = -2.5
+m.flush()
+del m
+a = np.load('$M/mm/dim0=2:6/data.npy', mmap_mode='r+')
+assert a.shape == (4, 30, 10) and a[1, 4, 5] == -1.5
+a[0, 0, 0] = -3.5
+a.flush()
+del a"
+    "$PY" -c "
+import numpy as np, sys
+a = np.frombuffer(sys.stdin.buffer.read(), dtype='<f8').reshape(20, 30, 10)
+want = np.arange(6000, dtype='<f8').reshape(20, 30, 10)
+want[3, 4, 5] = -1.5; want[19, 29, 9] = -2.5; want[2, 0, 0] = -3.5
+assert (a == want).all()" < <("$DRX" get "$S/mm")
+    # a striped file (made through the mount) and a plain file (made in the store)
+    head -c 100000 /dev/urandom >blob
+    cp blob "$M/striped.bin"
+    cp blob "$S/plain.bin"
+    for f in striped.bin plain.bin; do
+        "$PY" -c "
+import mmap, os
+fd = os.open('$M/$f', os.O_RDWR)
+m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+assert m[:100000] == open('blob', 'rb').read()
+m[5000:5004] = b'ABCD'
+m.flush(); m.close(); os.close(fd)"
+    done
+    cmp <(head -c 5000 blob; printf ABCD; tail -c +5005 blob) "$M/striped.bin"
+    cmp <(head -c 5000 blob; printf ABCD; tail -c +5005 blob) "$S/plain.bin"
+    rm "$M/striped.bin" "$S/plain.bin"
+}
+
+@test "SQLite in WAL mode: 10,000 rows, integrity_check ok" {
+    "$PY" -c "
+import sqlite3
+db = sqlite3.connect('$M/wal.db')
+assert db.execute('PRAGMA journal_mode=WAL').fetchone()[0] == 'wal'
+db.execute('CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)')
+for i in range(10):
+    with db:
+        db.executemany('INSERT INTO t VALUES (?, ?)',
+                       ((i * 1000 + j, 'row %d' % (i * 1000 + j)) for j in range(1000)))
+assert db.execute('SELECT count(*) FROM t').fetchone()[0] == 10000
+assert db.execute('PRAGMA integrity_check').fetchone()[0] == 'ok'
+db.close()
+db = sqlite3.connect('$M/wal.db')
+assert db.execute('SELECT v FROM t WHERE k = 9999').fetchone()[0] == 'row 9999'
+assert db.execute('PRAGMA integrity_check').fetchone()[0] == 'ok'
+db.close()"
+    rm -f "$M/wal.db" "$M/wal.db-wal" "$M/wal.db-shm"
+}
+
+@test "drx put, drx extend and drx-load import show at the next open" {
+    fresh co 12x10x6 4x4x4
+    # every cache warm: pages of several views, attributes, an open file
+    cmp co.raw "$M/co/data"
+    cat "$M/co/data.npy" "$M/co/dim0=-2:/data" "$M/co/info" >/dev/null
+    stat "$M/co/data" "$M/co/data.npy" "$M/co/dim0=-2:/data" >/dev/null
+    "$PY" -c "import numpy as np; (np.arange(720, dtype='<f8') * 3).tofile('three')"
+    "$DRX" put "$S/co" <three
+    cmp three "$M/co/data"
+    cmp <("$DRX" get "$S/co" dim0=-2:) "$M/co/dim0=-2:/data"
+    "$PY" -c "
+import numpy as np
+assert (np.load('$M/co/data.npy').ravel() == np.arange(720) * 3).all()"
+    "$DRX" extend "$S/co" 0 4
+    [ "$(size_at_open "$M/co/data")" -eq $((16 * 10 * 6 * 8)) ]
+    [ "$(size_at_open "$M/co/data.npy")" -eq "$("$DRX" get "$S/co" | wc -c | awk '{ print $1 + 128 }')" ]
+    cmp <("$DRX" get "$S/co") "$M/co/data"
+    cmp <("$DRX" get "$S/co" dim0=-2:) "$M/co/dim0=-2:/data"
+    grep -q '"shape": \[16, 10, 6\]' "$M/co/info" || grep -q '16, *10, *6' "$M/co/info"
+    # drx-load import on two ranks
+    "$PY" -c "import numpy as np; (-np.arange(960, dtype='<f8')).tofile('neg')"
+    (cd "$S" && timeout 120 mpiexec -n 2 "$DRX_LOAD" import co "$BATS_TEST_TMPDIR/neg")
+    cmp neg "$M/co/data"
+    cmp <("$DRX" get "$S/co" dim0=-2:) "$M/co/dim0=-2:/data"
+}
+
+@test "a write through one view shows in every other view at the next open" {
+    fresh wv 8x6x4 4x4x4
+    cmp wv.raw "$M/wv/data"
+    cat "$M/wv/data.npy" "$M/wv/order=F/data" "$M/wv/dim0=1/data" >/dev/null
+    exec 5<"$M/wv/data"
+    "$PY" -c "import numpy as np; np.full(24, 7.0, dtype='<f8').tofile('sevens')"
+    dd if=sevens of="$M/wv/dim0=1/data" conv=notrunc status=none
+    "$PY" -c "
+import numpy as np
+a = np.arange(192, dtype='<f8').reshape(8, 6, 4); a[1] = 7
+a.tofile('want')
+np.asfortranarray(a).ravel(order='K').tofile('wantF')
+assert (np.load('$M/wv/data.npy') == a).all()"
+    cmp want "$M/wv/data"
+    cmp wantF "$M/wv/order=F/data"
+    cmp sevens "$M/wv/dim0=1/data"
+    exec 5<&-
+    # through data.npy's mmap: data sees it
+    "$PY" -c "
+import numpy as np
+a = np.load('$M/wv/data.npy', mmap_mode='r+')
+a[7, 5, 3] = 1234.0
+a.flush()
+del a
+b = np.fromfile('$M/wv/data', dtype='<f8')
+assert b[-1] == 1234.0, b[-1]"
+}
+
+@test "a second drxfs of the same store sees a write through the first at the next open" {
+    fresh tw 10x10x10 5x5x5
+    mount_store "$S" "$M2"
+    cmp tw.raw "$M2/tw/data"
+    cmp tw.raw "$M/tw/data"
+    "$PY" -c "import numpy as np; np.full(100, -9.0, dtype='<f8').tofile('nines')"
+    dd if=nines of="$M/tw/dim0=4/data" conv=notrunc status=none
+    "$PY" -c "
+import numpy as np
+a = np.arange(1000, dtype='<f8').reshape(10, 10, 10); a[4] = -9
+a.tofile('want')"
+    cmp want "$M2/tw/data"
+    # a striped file: same size, new bytes; then longer
+    head -c 300000 /dev/urandom >one
+    head -c 300000 /dev/urandom >two
+    cp one "$M/sf"
+    cmp one "$M2/sf"
+    dd if=two of="$M/sf" conv=notrunc status=none
+    cmp two "$M2/sf"
+    cat one >>"$M/sf"
+    [ "$(size_at_open "$M2/sf")" -eq 600000 ]
+    cmp <(cat two one) "$M2/sf"
+    # and the other way round, through an extension by the second mount
+    "$DRX" extend "$M2/tw" 1 2
+    [ "$(size_at_open "$M/tw/data")" -eq $((10 * 12 * 10 * 8)) ]
+    cmp <("$DRX" get "$S/tw") "$M/tw/data"
+    rm "$M/sf"
+    unmount_store "$M2"
+}
+
+@test "kill -9 during a copy of small files: no recorded size ahead of the data" {
+    local k="$BATS_FILE_TMPDIR/k" ks="$BATS_FILE_TMPDIR/ks"
+    mkdir -p "$ks" src
+    "$DRX" init "$ks" >/dev/null
+    for i in $(seq 300); do head -c $((4096 + i)) /dev/urandom >"src/f$i"; done
+    mount_store "$ks" "$k"
+    (cp -r src "$k/copy" 2>/dev/null || true) &
+    local cpid=$!
+    # kill the daemon while the copy runs (after some files landed)
+    local i
+    for ((i = 0; i < 200; i++)); do
+        [ "$(ls "$ks/copy" 2>/dev/null | wc -l)" -ge 50 ] && break
+        sleep 0.02
+    done
+    kill -9 "$(cat "$k.pid")"
+    wait "$cpid" || true
+    unmount_store "$k"
+    # bytes past a recorded size (a crash before recording them) and
+    # temporaries of an interrupted update are all fsck may find
+    run "$DRX" fsck "$ks"
+    if [ "$status" -ne 0 ]; then
+        refute_output --regexp "$(printf '%s' 'missing|EIO|shorter|cannot|bad ')"
+        "$DRX" fsck --repair "$ks" >/dev/null || true
+        run "$DRX" fsck "$ks"
+        assert_success
+    fi
+    # every file that shows a size after remount has its bytes
+    mount_store "$ks" "$k"
+    local f n
+    for f in "$k"/copy/*; do
+        n=$(stat -c %s "$f")
+        [ "$n" -eq 0 ] && continue
+        cmp <(head -c "$n" "src/$(basename "$f")") "$f"
+    done
+    unmount_store "$k"
+}
+
+# recorded_size STORE REL: the size a striped file's metafile records
+recorded_size() {
+    sed -n 's/^size = \([0-9]*\)L;.*/\1/p' "$1/$2.nafs"
+}
+
+@test "commit_interval: sizes are recorded in batches, when asked, and at unmount" {
+    local k="$BATS_FILE_TMPDIR/k" ks="$BATS_FILE_TMPDIR/kb"
+    mkdir -p "$ks" src
+    "$DRX" init "$ks" >/dev/null
+    for i in $(seq 50); do head -c $((4096 + i)) /dev/urandom >"src/f$i"; done
+    mount_store "$ks" "$k" -o commit_interval=600
+    cp -r src "$k/a"
+    # this mount shows the new sizes; the metafiles wait for the commit
+    cmp src/f7 "$k/a/f7"
+    [ "$(recorded_size "$ks" a/f7)" -eq 0 ]
+    setfattr -n user.drx.commit -v 1 "$k"
+    for i in $(seq 50); do [ "$(recorded_size "$ks" "a/f$i")" -eq $((4096 + i)) ]; done
+    run "$DRX" fsck "$ks"
+    assert_success
+    # fsync stays synchronous
+    "$PY" -c "
+import os
+fd = os.open('$k/synced', os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b'x' * 5000); os.fsync(fd); os.close(fd)"
+    [ "$(recorded_size "$ks" synced)" -eq 5000 ]
+    cp -r src "$k/b"
+    unmount_store "$k"
+    for i in $(seq 50); do [ "$(recorded_size "$ks" "b/f$i")" -eq $((4096 + i)) ]; done
+    run "$DRX" fsck "$ks"
+    assert_success
+}
+
+@test "commit_interval: kill -9 during a copy leaves no recorded size ahead of the data" {
+    local k="$BATS_FILE_TMPDIR/k" ks="$BATS_FILE_TMPDIR/kc"
+    mkdir -p "$ks" src
+    "$DRX" init "$ks" >/dev/null
+    for i in $(seq 300); do head -c $((4096 + i)) /dev/urandom >"src/f$i"; done
+    mount_store "$ks" "$k" -o commit_interval=1
+    cp -r src "$k/first"
+    setfattr -n user.drx.commit -v 1 "$k"
+    (cp -r src "$k/copy" 2>/dev/null || true) &
+    local cpid=$! i
+    for ((i = 0; i < 200; i++)); do
+        [ "$(ls "$ks/copy" 2>/dev/null | wc -l)" -ge 50 ] && break
+        sleep 0.02
+    done
+    kill -9 "$(cat "$k.pid")"
+    wait "$cpid" || true
+    unmount_store "$k"
+    run "$DRX" fsck "$ks"
+    if [ "$status" -ne 0 ]; then
+        refute_output --regexp "$(printf '%s' 'missing|EIO|shorter|cannot|bad ')"
+        "$DRX" fsck --repair "$ks" >/dev/null || true
+        run "$DRX" fsck "$ks"
+        assert_success
+    fi
+    mount_store "$ks" "$k"
+    diff -r src "$k/first"
+    local f n
+    for f in "$k"/copy/*; do
+        n=$(stat -c %s "$f")
+        [ "$n" -eq 0 ] && continue
+        cmp <(head -c "$n" "src/$(basename "$f")") "$f"
+    done
+    unmount_store "$k"
+}

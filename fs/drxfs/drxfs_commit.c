@@ -1,0 +1,157 @@
+/* Batched durability of striped files, as ext4's ordered mode does it
+ * (-o commit_interval=S, S > 0; off by default).
+ *
+ * A striped file's recorded size must never be ahead of its durable data,
+ * so recording it at close costs an fdatasync of every subfile written,
+ * which dominates copies of many small files.  With a commit interval, the
+ * last close of a file written through the mount hands its handle to this
+ * module instead: a thread, every S seconds (or at once when asked with
+ * `setfattr -n user.drx.commit MOUNTPOINT`, or when many files wait),
+ * commits each (syncs its subfiles, then records its size: the striped
+ * code's flush) and lets it go.  fsync and fdatasync stay synchronous;
+ * unmount commits everything.  Until its commit, the new size of a file is
+ * what this mount shows, while the metafile (other processes, other
+ * mounts, a crash) still says the old one: at most S seconds.
+ *
+ * The module knows nothing of striped files: it holds opaque objects with
+ * their commit and release functions.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "drxfs_i.h"
+
+/* Files waiting at most before the thread commits at once; twice that and
+ * closes commit themselves (each holds its subfiles open). */
+#define COMMIT_BATCH_MAX 256
+
+struct commit_item {
+    void *obj;
+    int (*commit)(void *obj);
+    void (*release)(void *obj);
+    struct commit_item *next;
+};
+
+static struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond, done;
+    struct commit_item *head;
+    unsigned count;
+    unsigned interval; /* seconds, 0: off */
+    bool started, stop, asked, busy;
+    unsigned long rounds, committed;
+    pthread_t thread;
+} cm = {.mutex = PTHREAD_MUTEX_INITIALIZER,
+        .cond = PTHREAD_COND_INITIALIZER,
+        .done = PTHREAD_COND_INITIALIZER};
+
+static void run_batch(struct commit_item *it)
+{
+    while (it) {
+        struct commit_item *next = it->next;
+        int rc = it->commit(it->obj);
+        if (rc < 0)
+            drx_log(DRX_LOG_ERROR, "commit of a striped file: %s", strerror(-rc));
+        it->release(it->obj);
+        free(it);
+        it = next;
+        __atomic_add_fetch(&cm.committed, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void *commit_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&cm.mutex);
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += cm.interval;
+        while (!cm.stop && !cm.asked && cm.count < COMMIT_BATCH_MAX)
+            if (pthread_cond_timedwait(&cm.cond, &cm.mutex, &until) == ETIMEDOUT)
+                break;
+        struct commit_item *batch = cm.head;
+        cm.head = NULL;
+        cm.count = 0;
+        cm.asked = false;
+        cm.busy = true;
+        pthread_mutex_unlock(&cm.mutex);
+        run_batch(batch);
+        pthread_mutex_lock(&cm.mutex);
+        cm.busy = false;
+        cm.rounds++;
+        pthread_cond_broadcast(&cm.done);
+        if (cm.stop && !cm.head)
+            break;
+    }
+    pthread_mutex_unlock(&cm.mutex);
+    return NULL;
+}
+
+void drxfs_commit_start(unsigned interval)
+{
+    if (!interval)
+        return;
+    cm.interval = interval;
+    if (pthread_create(&cm.thread, NULL, commit_main, NULL) != 0) {
+        drx_log(DRX_LOG_WARNING, "commit thread: cannot start; sizes are recorded at close");
+        return;
+    }
+    cm.started = true;
+}
+
+bool drxfs_commit_active(void)
+{
+    return cm.started;
+}
+
+bool drxfs_commit_defer(void *obj, int (*commit)(void *), void (*release)(void *))
+{
+    struct commit_item *it;
+
+    if (!cm.started || !(it = malloc(sizeof(*it))))
+        return false;
+    it->obj = obj;
+    it->commit = commit;
+    it->release = release;
+    pthread_mutex_lock(&cm.mutex);
+    if (cm.stop || cm.count >= 2 * COMMIT_BATCH_MAX) {
+        pthread_mutex_unlock(&cm.mutex);
+        free(it);
+        return false;
+    }
+    it->next = cm.head;
+    cm.head = it;
+    if (++cm.count >= COMMIT_BATCH_MAX)
+        pthread_cond_signal(&cm.cond);
+    pthread_mutex_unlock(&cm.mutex);
+    return true;
+}
+
+void drxfs_commit_now(void)
+{
+    if (!cm.started)
+        return;
+    pthread_mutex_lock(&cm.mutex);
+    unsigned long want = cm.rounds + (cm.busy ? 2 : 1);
+    cm.asked = true;
+    pthread_cond_signal(&cm.cond);
+    while (cm.rounds < want && !cm.stop)
+        pthread_cond_wait(&cm.done, &cm.mutex);
+    pthread_mutex_unlock(&cm.mutex);
+}
+
+void drxfs_commit_stop(void)
+{
+    if (!cm.started)
+        return;
+    pthread_mutex_lock(&cm.mutex);
+    cm.stop = true;
+    pthread_cond_broadcast(&cm.cond);
+    pthread_mutex_unlock(&cm.mutex);
+    pthread_join(cm.thread, NULL);
+    cm.started = false;
+    drx_log(DRX_LOG_DEBUG, "commit: %lu files in %lu rounds", cm.committed, cm.rounds);
+}

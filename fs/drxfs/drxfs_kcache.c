@@ -1,0 +1,726 @@
+/* The kernel's caches of the mount: which mount paths it may hold
+ * attributes or pages for, what each showed when last reported, and their
+ * invalidation.
+ *
+ * The kernel keeps names and attributes for the entry/attr timeouts and a
+ * file's pages across opens when open answers keep_cache.  Every path the
+ * daemon reports (getattr, open) is recorded under its "group", the store
+ * object behind it (an array's store name for every view of it, a plain or
+ * striped file's name), with a signature of the store files it was made
+ * from (inode, size, times of the .xmd and .xta, the metafile, the file;
+ * plus a count of the daemon's own writes to the group).  Then:
+ *
+ *   - at open, a path whose signature changed since it was last reported
+ *     loses its attributes and pages before open returns (close-to-open,
+ *     also for changes nothing here can see: another node of a network
+ *     file system, another drxfs of the same store);
+ *   - a write through the mount invalidates every other path of its group
+ *     (every cached view of the array), from a thread;
+ *   - an inotify watch on each store directory holding something reported
+ *     sees drx, drx-load and other processes finish a change (close after
+ *     writing, rename over, removal, attribute change) and invalidates the
+ *     group's paths, from the same thread.
+ *
+ * Invalidation is fuse_invalidate_path() (attributes and pages of the
+ * node libfuse knows by that path).  It may wait for pages under I/O, whose
+ * requests need the other workers: it never runs with a lock of ours held.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "drx/stripe.h"
+#include "drxfs_i.h"
+
+/* Paths remembered at most; beyond, everything is invalidated and
+ * forgotten (the kernel then asks again). */
+#define KC_PATHS_MAX 16384
+/* Store directories watched at most (each costs the kernel about 1 KiB);
+ * beyond, changes show at the next open only. */
+#define KC_WATCHES_MAX 4096
+#define KC_BUCKETS 4096
+
+#define KC_WATCH_MASK                                                                              \
+    (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | IN_MOVE_SELF |         \
+     IN_DELETE_SELF | IN_ONLYDIR)
+
+struct kc_path {
+    struct kc_path *next;
+    uint64_t open_sig; /* pages when last opened (0: never) */
+    uint64_t attr_sig; /* when attributes were last reported */
+    unsigned nopen;    /* open files sharing its pages ... */
+    uint64_t shape;    /* ... all opened on this shape of the view */
+    bool conflict;     /* an open of another shape bypassed them */
+    char path[];       /* mount path */
+};
+
+struct kc_group {
+    struct kc_group *next; /* hash chain */
+    struct kc_path *paths;
+    uint64_t writes;  /* the daemon's writes: part of the signature */
+    bool pending;     /* queued for invalidation */
+    bool pending_all; /* ... of every path, not all but one */
+    char *except;     /* the one path a write came through */
+    struct kc_group *qnext;
+    char key[]; /* store-relative name */
+};
+
+struct kc_watch {
+    int wd;
+    char *rel;
+    struct kc_watch *next;
+};
+
+static struct {
+    pthread_mutex_t mutex;
+    struct kc_group *bucket[KC_BUCKETS];
+    struct kc_group *queue;
+    unsigned npaths;
+    struct kc_watch *watches;
+    unsigned nwatches;
+    bool flush_all; /* forget everything at the thread's next turn */
+    struct fuse *fuse;
+    int ifd, efd;
+    bool started;
+    pthread_t thread;
+    /* counters for the log at unmount */
+    unsigned long events, invalidations, kept, dropped, direct;
+} kc = {.mutex = PTHREAD_MUTEX_INITIALIZER, .ifd = -1, .efd = -1};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    /* FNV-1a over the 8 bytes of v */
+    for (int i = 0; i < 8; i++, v >>= 8) {
+        h ^= v & 0xff;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+uint64_t drxfs_kc_sig(uint64_t h, const struct stat *st)
+{
+    if (!h)
+        h = 0xcbf29ce484222325ULL;
+    h = mix(h, (uint64_t)st->st_dev);
+    h = mix(h, (uint64_t)st->st_ino);
+    h = mix(h, (uint64_t)st->st_size);
+    h = mix(h, (uint64_t)st->st_mtim.tv_sec);
+    h = mix(h, (uint64_t)st->st_mtim.tv_nsec);
+    h = mix(h, (uint64_t)st->st_ctim.tv_sec);
+    h = mix(h, (uint64_t)st->st_ctim.tv_nsec);
+    return h ? h : 1;
+}
+
+/* The signature of what the kernel was told about store object rel of
+ * kind k: the store files it is made of, stat'ed now (the same way for
+ * getattr and open, whatever each kind's code reports), the size reported
+ * (a striped file's handle knows sizes not yet recorded) and the daemon's
+ * writes to it. */
+uint64_t drxfs_kc_sig_of(enum drxfs_kind k, const char *rel, const struct stat *reported)
+{
+    char name[PATH_MAX];
+    struct stat st;
+    uint64_t h = mix(0xcbf29ce484222325ULL, drxfs_kc_writes(rel));
+
+    if (k == DRXFS_PLAIN)
+        return fstatat(drxfs.root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 ? drxfs_kc_sig(h, &st)
+                                                                          : 0;
+    if (k == DRXFS_STRIPED) {
+        if (reported)
+            h = mix(h, (uint64_t)reported->st_size);
+        if (drxfs_rel_suffix(name, rel, DRXFS_NAFS) < 0 ||
+            fstatat(drxfs.root_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return 0;
+        return drxfs_kc_sig(h, &st);
+    }
+    if (drxfs_rel_suffix(name, rel, DRXFS_XMD) < 0 ||
+        fstatat(drxfs.root_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    h = drxfs_kc_sig(h, &st);
+    if (drxfs_rel_suffix(name, rel, DRXFS_XTA) < 0 ||
+        fstatat(drxfs.root_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    return drxfs_kc_sig(h, &st);
+}
+
+/* The signature of a file's bytes, for keep_cache: its attributes'
+ * signature, and for a striped file also its subfiles (written by another
+ * node, or removed, behind the metafile's back). */
+uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig)
+{
+    char path[PATH_MAX + 64];
+    struct drx_stripe_meta m;
+    struct drx_err err = {{0}};
+    struct stat st;
+    uint64_t h = attr_sig;
+
+    if (k == DRXFS_ANC)
+        return 0; /* coordinate variables come from other arrays */
+    if (k != DRXFS_STRIPED || !h)
+        return h;
+    if (drxfs_proc_path(path, sizeof(path), rel) < 0 ||
+        drx_stripe_stat(drxfs.store, path, &m, &err) < 0)
+        return 0;
+    for (unsigned i = 0; i < m.layout.count; i++) {
+        int dfd = m.sub[i].dir < DRX_MAX_STRIPE_DIRS ? drxfs.store->dir_fds[m.sub[i].dir] : -1;
+        if (dfd < 0 || fstatat(dfd, m.sub[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return 0;
+        h = drxfs_kc_sig(h, &st);
+    }
+    return h;
+}
+
+static unsigned hash_key(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return (unsigned)(h % KC_BUCKETS);
+}
+
+/* Mutex held. */
+static struct kc_group *group_find(const char *key, bool make)
+{
+    unsigned b = hash_key(key);
+    struct kc_group *g;
+    for (g = kc.bucket[b]; g; g = g->next)
+        if (strcmp(g->key, key) == 0)
+            return g;
+    if (!make)
+        return NULL;
+    size_t len = strlen(key) + 1;
+    if (!(g = calloc(1, sizeof(*g) + len)))
+        return NULL;
+    memcpy(g->key, key, len);
+    g->next = kc.bucket[b];
+    kc.bucket[b] = g;
+    return g;
+}
+
+/* Mutex held. */
+static struct kc_path *path_find(struct kc_group *g, const char *path, bool make)
+{
+    struct kc_path *p;
+    for (p = g->paths; p; p = p->next)
+        if (strcmp(p->path, path) == 0)
+            return p;
+    if (!make)
+        return NULL;
+    size_t len = strlen(path) + 1;
+    if (!(p = calloc(1, sizeof(*p) + len)))
+        return NULL;
+    memcpy(p->path, path, len);
+    p->next = g->paths;
+    g->paths = p;
+    if (++kc.npaths > KC_PATHS_MAX)
+        kc.flush_all = true;
+    return p;
+}
+
+static void wake(void)
+{
+    uint64_t one = 1;
+    if (kc.efd >= 0 && write(kc.efd, &one, sizeof(one)) < 0)
+        drx_log(DRX_LOG_DEBUG, "kernel cache: wake: %s", strerror(errno));
+}
+
+/* Watches the store directory of group key (mutex held). */
+static void watch_dir_of(const char *key)
+{
+    char rel[PATH_MAX], proc[PATH_MAX + 64];
+    const char *slash = strrchr(key, '/');
+    struct kc_watch *w;
+
+    if (kc.ifd < 0 || kc.nwatches >= KC_WATCHES_MAX)
+        return;
+    snprintf(rel, sizeof(rel), "%.*s", slash ? (int)(slash - key) : 1, slash ? key : ".");
+    for (w = kc.watches; w; w = w->next)
+        if (strcmp(w->rel, rel) == 0)
+            return;
+    if (drxfs_proc_path(proc, sizeof(proc), rel) < 0)
+        return;
+    int wd = inotify_add_watch(kc.ifd, proc, KC_WATCH_MASK);
+    if (wd < 0) {
+        drx_log(DRX_LOG_DEBUG, "kernel cache: cannot watch %s: %s", rel, strerror(errno));
+        return;
+    }
+    for (w = kc.watches; w; w = w->next)
+        if (w->wd == wd) {
+            /* the same directory under another name (renamed): take this one */
+            char *r = strdup(rel);
+            if (r) {
+                free(w->rel);
+                w->rel = r;
+            }
+            return;
+        }
+    if (!(w = calloc(1, sizeof(*w))) || !(w->rel = strdup(rel))) {
+        free(w);
+        return;
+    }
+    w->wd = wd;
+    w->next = kc.watches;
+    kc.watches = w;
+    kc.nwatches++;
+}
+
+/* Records what the kernel was told about path; returns the path record
+ * (mutex held) or NULL. */
+static struct kc_path *note(const char *key, const char *path)
+{
+    struct kc_group *g = group_find(key, true);
+    if (!g)
+        return NULL;
+    if (!g->paths)
+        watch_dir_of(key);
+    return path_find(g, path, true);
+}
+
+uint64_t drxfs_kc_writes(const char *key)
+{
+    uint64_t w = 0;
+    pthread_mutex_lock(&kc.mutex);
+    struct kc_group *g = group_find(key, false);
+    if (g)
+        w = g->writes;
+    pthread_mutex_unlock(&kc.mutex);
+    return w;
+}
+
+void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, bool counted)
+{
+    bool drop = false;
+
+    if (!path || !kc.fuse)
+        return;
+    pthread_mutex_lock(&kc.mutex);
+    struct kc_path *p = note(key, path);
+    if (p) {
+        p->attr_sig = sig;
+        drop = p->conflict && !counted;
+    }
+    pthread_mutex_unlock(&kc.mutex);
+    /* While files of an older shape are open, the kernel's inode keeps
+     * their size (their reads stop at it): attributes of the new one are
+     * answered, and invalidated before the answer lands, so the kernel
+     * discards them (a newer attribute version) but stat shows them. */
+    if (drop)
+        fuse_invalidate_path(kc.fuse, path);
+    if (kc.flush_all)
+        wake();
+}
+
+int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t page_sig,
+                  uint64_t shape)
+{
+    bool keep = false, stale = true;
+
+    if (!path || !kc.fuse)
+        return 0;
+    pthread_mutex_lock(&kc.mutex);
+    struct kc_path *p = note(key, path);
+    if (p && p->nopen && p->shape != shape) {
+        p->conflict = true;
+        /* Files opened on an older shape of this view (or on the file that
+         * another replaced) share the pages and keep reading what they
+         * opened (SPEC 4): this open bypasses them. */
+        pthread_mutex_unlock(&kc.mutex);
+        __atomic_add_fetch(&kc.direct, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
+    if (p) {
+        keep = page_sig && p->open_sig == page_sig;
+        stale = !keep || !attr_sig || p->attr_sig != attr_sig;
+        p->open_sig = page_sig;
+        p->attr_sig = attr_sig;
+        p->nopen++;
+        p->shape = shape;
+    }
+    pthread_mutex_unlock(&kc.mutex);
+    /* The attributes the kernel holds may be older than this open (it does
+     * not ask for them again at open); its pages go anyway without
+     * keep_cache. */
+    if (stale) {
+        fuse_invalidate_path(kc.fuse, path);
+        __atomic_add_fetch(&kc.invalidations, 1, __ATOMIC_RELAXED);
+    }
+    __atomic_add_fetch(keep ? &kc.kept : &kc.dropped, 1, __ATOMIC_RELAXED);
+    return p ? (keep ? 1 : 0) : -2;
+}
+
+void drxfs_kc_close(const char *key, const char *path)
+{
+    pthread_mutex_lock(&kc.mutex);
+    struct kc_group *g = group_find(key, false);
+    struct kc_path *p = g ? path_find(g, path, false) : NULL;
+    if (p && p->nopen && --p->nopen == 0)
+        p->conflict = false;
+    pthread_mutex_unlock(&kc.mutex);
+}
+
+/* Mutex held. */
+static void enqueue(struct kc_group *g, const char *except)
+{
+    if (g->pending && !g->pending_all && except && g->except && strcmp(g->except, except) == 0)
+        return;
+    if (g->pending && (!except || !g->except || strcmp(g->except, except) != 0)) {
+        g->pending_all = true;
+        return;
+    }
+    if (!g->pending) {
+        g->pending = true;
+        g->pending_all = !except;
+        free(g->except);
+        g->except = except ? strdup(except) : NULL;
+        if (except && !g->except)
+            g->pending_all = true;
+        g->qnext = kc.queue;
+        kc.queue = g;
+    }
+}
+
+void drxfs_kc_changed(const char *key, const char *except)
+{
+    if (!kc.fuse)
+        return;
+    pthread_mutex_lock(&kc.mutex);
+    struct kc_group *g = group_find(key, false);
+    bool queued = false;
+    if (g) {
+        g->writes++;
+        if (g->paths &&
+            !(g->paths->next == NULL && except && strcmp(g->paths->path, except) == 0)) {
+            queued = !g->pending;
+            enqueue(g, except);
+        }
+    }
+    pthread_mutex_unlock(&kc.mutex);
+    if (queued)
+        wake();
+}
+
+/* ---- the thread ---- */
+
+struct kc_todo {
+    char **paths;
+    size_t n, cap;
+};
+
+static void todo_add(struct kc_todo *t, const char *path)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        char **np = realloc(t->paths, cap * sizeof(*np));
+        if (!np)
+            return;
+        t->paths = np;
+        t->cap = cap;
+    }
+    if ((t->paths[t->n] = strdup(path)))
+        t->n++;
+}
+
+/* Takes every queued group's paths into t (mutex held). */
+static void take_queue(struct kc_todo *t)
+{
+    for (struct kc_group *g = kc.queue, *next; g; g = next) {
+        next = g->qnext;
+        for (struct kc_path *p = g->paths; p; p = p->next)
+            if (g->pending_all || !g->except || strcmp(p->path, g->except) != 0)
+                todo_add(t, p->path);
+        g->pending = g->pending_all = false;
+        free(g->except);
+        g->except = NULL;
+        g->qnext = NULL;
+    }
+    kc.queue = NULL;
+}
+
+/* Forgets every path, taking them into t to invalidate (mutex held). */
+static void take_all(struct kc_todo *t)
+{
+    for (unsigned b = 0; b < KC_BUCKETS; b++) {
+        for (struct kc_group *g = kc.bucket[b], *gn; g; g = gn) {
+            gn = g->next;
+            for (struct kc_path *p = g->paths, *pn; p; p = pn) {
+                pn = p->next;
+                todo_add(t, p->path);
+                free(p);
+            }
+            free(g->except);
+            free(g);
+        }
+        kc.bucket[b] = NULL;
+    }
+    kc.queue = NULL;
+    kc.npaths = 0;
+    kc.flush_all = false;
+}
+
+/* Drops a path libfuse no longer knows (mutex held). */
+static void forget_path(const char *path)
+{
+    for (unsigned b = 0; b < KC_BUCKETS; b++)
+        for (struct kc_group *g = kc.bucket[b]; g; g = g->next)
+            for (struct kc_path **pp = &g->paths; *pp; pp = &(*pp)->next)
+                if (strcmp((*pp)->path, path) == 0) {
+                    struct kc_path *p = *pp;
+                    if (p->nopen)
+                        return;
+                    *pp = p->next;
+                    free(p);
+                    kc.npaths--;
+                    return;
+                }
+}
+
+static void run_todo(struct fuse *f, struct kc_todo *t)
+{
+    size_t gone = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (fuse_invalidate_path(f, t->paths[i]) == -ENOENT)
+            gone++;
+        else {
+            __atomic_add_fetch(&kc.invalidations, 1, __ATOMIC_RELAXED);
+            free(t->paths[i]);
+            t->paths[i] = NULL;
+        }
+    }
+    if (gone) {
+        pthread_mutex_lock(&kc.mutex);
+        for (size_t i = 0; i < t->n; i++)
+            if (t->paths[i])
+                forget_path(t->paths[i]);
+        pthread_mutex_unlock(&kc.mutex);
+    }
+    for (size_t i = 0; i < t->n; i++)
+        free(t->paths[i]);
+    t->n = 0;
+}
+
+/* The group of a name in store directory rel: arrays and striped files
+ * drop their suffix. */
+static void event_key(char *key, size_t len, const char *rel, const char *name)
+{
+    static const char *const suffixes[] = {DRXFS_XMD, DRXFS_XTA, DRXFS_NAFS};
+    size_t nlen = strlen(name);
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        size_t sl = strlen(suffixes[i]);
+        if (nlen > sl && strcmp(name + nlen - sl, suffixes[i]) == 0) {
+            nlen -= sl;
+            break;
+        }
+    }
+    if (strcmp(rel, ".") == 0)
+        snprintf(key, len, "%.*s", (int)nlen, name);
+    else
+        snprintf(key, len, "%s/%.*s", rel, (int)nlen, name);
+}
+
+/* One inotify event (mutex held). */
+static void handle_event(const struct inotify_event *ev)
+{
+    struct kc_watch **wp, *w;
+    char key[PATH_MAX];
+
+    for (wp = &kc.watches; *wp && (*wp)->wd != ev->wd; wp = &(*wp)->next)
+        ;
+    if (!(w = *wp))
+        return;
+    if (ev->mask & (IN_IGNORED | IN_MOVE_SELF | IN_DELETE_SELF)) {
+        /* gone or renamed: its name no longer says where it is */
+        if (!(ev->mask & IN_IGNORED))
+            inotify_rm_watch(kc.ifd, w->wd);
+        *wp = w->next;
+        free(w->rel);
+        free(w);
+        kc.nwatches--;
+        return;
+    }
+    if (!ev->len)
+        return;
+    event_key(key, sizeof(key), w->rel, ev->name);
+    struct kc_group *g = group_find(key, false);
+    if (g && g->paths)
+        enqueue(g, NULL);
+}
+
+static void read_events(void)
+{
+    char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t len;
+
+    while ((len = read(kc.ifd, buf, sizeof(buf))) > 0) {
+        pthread_mutex_lock(&kc.mutex);
+        for (char *p = buf; p < buf + len;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            kc.events++;
+            handle_event(ev);
+            p += sizeof(*ev) + ev->len;
+        }
+        pthread_mutex_unlock(&kc.mutex);
+    }
+}
+
+static void *kc_main(void *arg)
+{
+    struct kc_todo t = {0};
+    (void)arg;
+    for (;;) {
+        struct pollfd pf[2] = {{.fd = kc.efd, .events = POLLIN}, {.fd = kc.ifd, .events = POLLIN}};
+        if (poll(pf, kc.ifd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+            break;
+        if (pf[0].revents) {
+            uint64_t v;
+            if (read(kc.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+                break;
+        }
+        if (kc.ifd >= 0 && pf[1].revents)
+            read_events();
+        pthread_mutex_lock(&kc.mutex);
+        struct fuse *f = kc.fuse;
+        if (kc.flush_all)
+            take_all(&t);
+        else
+            take_queue(&t);
+        pthread_mutex_unlock(&kc.mutex);
+        if (!f)
+            break;
+        run_todo(f, &t);
+    }
+    for (size_t i = 0; i < t.n; i++)
+        free(t.paths[i]);
+    free(t.paths);
+    return NULL;
+}
+
+void drxfs_kc_start(struct fuse *f)
+{
+    kc.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (kc.efd < 0) {
+        drx_log(DRX_LOG_WARNING, "kernel cache: eventfd: %s; the kernel caches nothing",
+                strerror(errno));
+        return;
+    }
+    kc.ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (kc.ifd < 0)
+        drx_log(DRX_LOG_WARNING,
+                "kernel cache: inotify: %s; changes by other processes show at the next open",
+                strerror(errno));
+    kc.fuse = f;
+    if (pthread_create(&kc.thread, NULL, kc_main, NULL) != 0) {
+        kc.fuse = NULL;
+        drx_log(DRX_LOG_WARNING, "kernel cache: no thread; the kernel caches nothing");
+        return;
+    }
+    kc.started = true;
+}
+
+bool drxfs_kc_active(void)
+{
+    return kc.fuse != NULL;
+}
+
+void drxfs_kc_stop(void)
+{
+    if (kc.efd < 0)
+        return; /* never started, or stopped already */
+    pthread_mutex_lock(&kc.mutex);
+    kc.fuse = NULL;
+    pthread_mutex_unlock(&kc.mutex);
+    if (kc.started) {
+        wake();
+        pthread_join(kc.thread, NULL);
+        kc.started = false;
+    }
+    drx_log(DRX_LOG_DEBUG,
+            "kernel cache: %lu opens kept pages, %lu dropped, %lu direct (older shape "
+            "open); %lu invalidations, %lu inotify events, %u directories watched",
+            kc.kept, kc.dropped, kc.direct, kc.invalidations, kc.events, kc.nwatches);
+    struct kc_todo t = {0};
+    pthread_mutex_lock(&kc.mutex);
+    take_all(&t);
+    for (struct kc_watch *w = kc.watches, *next; w; w = next) {
+        next = w->next;
+        free(w->rel);
+        free(w);
+    }
+    kc.watches = NULL;
+    kc.nwatches = 0;
+    pthread_mutex_unlock(&kc.mutex);
+    for (size_t i = 0; i < t.n; i++)
+        free(t.paths[i]);
+    free(t.paths);
+    if (kc.ifd >= 0)
+        close(kc.ifd);
+    if (kc.efd >= 0)
+        close(kc.efd);
+    kc.ifd = kc.efd = -1;
+}
+
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s)
+{
+    char *o = s;
+    for (; *s; s++) {
+        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+            s[3] >= '0' && s[3] <= '7') {
+            *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+            s += 3;
+        } else {
+            *o++ = *s;
+        }
+    }
+    *o = '\0';
+}
+
+void drxfs_kc_read_ahead(const char *mnt, unsigned kb)
+{
+    char line[PATH_MAX * 2 + 512], dev[64] = "", path[128];
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+
+    if (!f)
+        return;
+    /* the last mount at mnt is ours (init runs right after the mount) */
+    while (fgets(line, sizeof(line), f)) {
+        char mdev[64], point[PATH_MAX + 1];
+        if (sscanf(line, "%*s %*s %63s %*s %4096s", mdev, point) != 2)
+            continue;
+        unescape(point);
+        if (strcmp(point, mnt) == 0 && strstr(line, " - fuse"))
+            snprintf(dev, sizeof(dev), "%s", mdev);
+    }
+    fclose(f);
+    if (!dev[0])
+        return;
+    snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    char num[32];
+    int len = snprintf(num, sizeof(num), "%u\n", kb);
+    if (fd < 0 || write(fd, num, (size_t)len) != len)
+        drx_log(DRX_LOG_INFO, "read-ahead stays at the kernel's: %s: %s", path, strerror(errno));
+    else
+        drx_log(DRX_LOG_DEBUG, "read-ahead %u KiB (%s)", kb, path);
+    if (fd >= 0)
+        close(fd);
+}
+
+void drxfs_kc_first_request(void)
+{
+    static bool done;
+    /* the kernel sets the window from init's reply (at most 128 KiB from
+     * libfuse 3.14) after init() returns: ours goes in after that */
+    if (__atomic_load_n(&done, __ATOMIC_RELAXED) ||
+        __atomic_exchange_n(&done, true, __ATOMIC_RELAXED))
+        return;
+    if (drxfs.read_ahead_kb && drxfs.mountpoint)
+        drxfs_kc_read_ahead(drxfs.mountpoint, drxfs.read_ahead_kb);
+}
