@@ -103,6 +103,15 @@ static void put_user_attr(struct out *o, const struct drx_attr *a)
     pad4(o);
 }
 
+/* Whether netCDF allows C at position N of a name: a letter or '_' first,
+ * then also digits and ".@+-". */
+static bool nc_name_char_ok(unsigned char c, size_t n)
+{
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_')
+        return true;
+    return n > 0 && ((c >= '0' && c <= '9') || (c && strchr(".@+-", c)));
+}
+
 /* The variable's name: the array's base name under netCDF's rules. */
 static void var_name(const char *name, char *out)
 {
@@ -112,10 +121,7 @@ static void var_name(const char *name, char *out)
     base = base ? base + 1 : name;
     for (; *base && n < NC_NAME_MAX; base++, n++) {
         unsigned char c = (unsigned char)*base;
-        bool ok =
-            (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-            (n > 0 && ((c >= '0' && c <= '9') || c == '.' || c == '@' || c == '+' || c == '-'));
-        out[n] = ok ? (char)c : '_';
+        out[n] = nc_name_char_ok(c, n) ? (char)c : '_';
     }
     if (n == 0)
         out[n++] = '_';
@@ -223,24 +229,13 @@ static void put_header(struct out *o, const struct drx_array_meta *m, const stru
     put_be(o, at, 8); /* begin: after the header and the coordinates */
 }
 
-int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
-                       const struct drx_nc_coord *coords, int ncoords, unsigned char *buf,
-                       size_t *len, uint64_t *pad)
+/* The variable's dimensions, slowest first (the view's order), with their
+ * origins and steps; false if any needs more than 32 bits (CDF-5). */
+static bool view_dims(const struct drx_view *v, int *dims, uint64_t *origin, uint64_t *step)
 {
-    const uint32_t type = nc_type_of[v->type];
     const int k = v->rank;
-    struct out o = {NULL, 0, false};
-    uint64_t origin[DRX_MAX_RANK], step[DRX_MAX_RANK], bytes = v->nelem * v->elem_size;
-    int dims[DRX_MAX_RANK];
     bool small = true;
-    char vname[NC_NAME_MAX + 1];
-    size_t hlen;
 
-    if (type == 0)
-        return -ENOTSUP;
-    if (v->nelem == 0)
-        return -ENOENT;
-    /* the variable's dimensions, slowest first: the view's order */
     for (int i = 0; i < k; i++) {
         int d = v->order == DRX_ORDER_C ? i : k - 1 - i;
         dims[i] = d;
@@ -249,22 +244,54 @@ int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v,
         if (v->count[d] > INT32_MAX || origin[i] > INT32_MAX || step[i] > INT32_MAX)
             small = false;
     }
-    o.cdf5 = !small || !nc_classic(type);
-    /* an attribute of a type CDF-2 lacks (u8, i64, ...) makes it CDF-5 too */
+    return small;
+}
+
+/* Whether an attribute of M has a type CDF-2 lacks (u8, i64, ...). */
+static bool attrs_need_cdf5(const struct drx_array_meta *m)
+{
     for (size_t i = 0; i < m->nattrs; i++)
         if (!m->attrs[i].is_string && !nc_classic(nc_type_of[m->attrs[i].type]))
-            o.cdf5 = true;
+            return true;
+    return false;
+}
+
+/* Checks the coordinate variables against M's K dimensions; sets *cdf5 if
+ * one needs CDF-5.  -EINVAL for a coordinate netCDF cannot hold. */
+static int coords_check(const struct drx_array_meta *m, int k, const struct drx_nc_coord *coords,
+                        int ncoords, bool *cdf5)
+{
     for (int c = 0; c < ncoords; c++) {
         const struct drx_array_meta *cm = coords[c].meta;
         if (coords[c].dim < 0 || coords[c].dim >= k || !m->dim_name[coords[c].dim][0] ||
             cm->rank != 1 || nc_type_of[cm->type] == 0)
             return -EINVAL;
-        if (!nc_classic(nc_type_of[cm->type]))
-            o.cdf5 = true;
-        for (size_t i = 0; i < cm->nattrs; i++)
-            if (!cm->attrs[i].is_string && !nc_classic(nc_type_of[cm->attrs[i].type]))
-                o.cdf5 = true;
+        if (!nc_classic(nc_type_of[cm->type]) || attrs_need_cdf5(cm))
+            *cdf5 = true;
     }
+    return 0;
+}
+
+int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
+                       const struct drx_nc_coord *coords, int ncoords, unsigned char *buf,
+                       size_t *len, uint64_t *pad)
+{
+    const uint32_t type = nc_type_of[v->type];
+    struct out o = {NULL, 0, false};
+    uint64_t origin[DRX_MAX_RANK], step[DRX_MAX_RANK], bytes = v->nelem * v->elem_size;
+    int dims[DRX_MAX_RANK];
+    char vname[NC_NAME_MAX + 1];
+    size_t hlen;
+    int rc;
+
+    if (type == 0)
+        return -ENOTSUP;
+    if (v->nelem == 0)
+        return -ENOENT;
+    o.cdf5 = !view_dims(v, dims, origin, step) || !nc_classic(type) || attrs_need_cdf5(m);
+    rc = coords_check(m, v->rank, coords, ncoords, &o.cdf5);
+    if (rc < 0)
+        return rc;
     var_name(name, vname);
 
     put_header(&o, m, v, vname, dims, origin, step, coords, ncoords, 0);
