@@ -207,35 +207,40 @@ static bool view_file_name(const char *name)
            strcmp(name, "data.nc") == 0 || strcmp(name, "info") == 0;
 }
 
-int drx_view_path_split(const char *path, char *array, size_t len, struct drx_view_spec *s,
-                        struct drx_err *err)
+/* Whether PATH (N bytes, copied in ARRAY) names an array's own .xmd or .xta
+ * file; then ARRAY holds the array's path, else ARRAY is left as PATH. */
+static bool split_array_file(const char *path, size_t n, char *array)
 {
-    size_t n = strlen(path);
-    const char *words = NULL;
-
-    if (n >= len || n >= PATH_MAX)
-        return drx_err_set(err, ENAMETOOLONG, "%.400s: path too long", path);
-    memcpy(array, path, n + 1);
     if (n > 4 && (strcmp(path + n - 4, ".xmd") == 0 || strcmp(path + n - 4, ".xta") == 0)) {
         array[n - 4] = '\0';
         if (drx_store_classify(array) == DRX_STORE_ARRAY)
-            return 0;
+            return true;
         memcpy(array, path, n + 1);
     }
+    return false;
+}
+
+/* The view words after the shortest prefix of PATH (N bytes, copied in
+ * ARRAY) that is an array, with ARRAY cut to that prefix; NULL if none. */
+static const char *split_array_prefix(const char *path, size_t n, char *array)
+{
     /* Shortest prefix first: below an array every name is a view word,
      * whatever else the store holds (as at the mount point). */
     for (size_t i = 1; i <= n; i++) {
         if (path[i] != '/' && path[i] != '\0')
             continue;
         array[i] = '\0';
-        if (drx_store_classify(array) == DRX_STORE_ARRAY) {
-            words = path + i;
-            break;
-        }
+        if (drx_store_classify(array) == DRX_STORE_ARRAY)
+            return path + i;
         array[i] = path[i];
     }
-    if (!words)
-        return no_array(path, err);
+    return NULL;
+}
+
+/* Adds the '/'-separated view WORDS to S, up to a file of the view (which
+ * must be the last name). */
+static int add_view_words(const char *words, struct drx_view_spec *s, struct drx_err *err)
+{
     while (*words) {
         char word[NAME_MAX + 1];
         size_t wl;
@@ -260,6 +265,23 @@ int drx_view_path_split(const char *path, char *array, size_t len, struct drx_vi
             return rc;
     }
     return 0;
+}
+
+int drx_view_path_split(const char *path, char *array, size_t len, struct drx_view_spec *s,
+                        struct drx_err *err)
+{
+    size_t n = strlen(path);
+    const char *words;
+
+    if (n >= len || n >= PATH_MAX)
+        return drx_err_set(err, ENAMETOOLONG, "%.400s: path too long", path);
+    memcpy(array, path, n + 1);
+    if (split_array_file(path, n, array))
+        return 0;
+    words = split_array_prefix(path, n, array);
+    if (!words)
+        return no_array(path, err);
+    return add_view_words(words, s, err);
 }
 
 void drx_view_whole(const struct drx_array_meta *m, struct drx_view *v)
@@ -345,15 +367,42 @@ static int word_error(const struct drx_view_word *w, const struct drx_array_meta
                        n - 1);
 }
 
+/* Applies dimension word W to V (a view of M): an index or a slice. */
+static int resolve_dim_word(const struct drx_view_word *w, const struct drx_array_meta *m,
+                            struct drx_view *v, struct drx_err *err)
+{
+    int64_t n, start, stop;
+    uint64_t cnt;
+    int d = w->dim >= 0 ? w->dim : drx_array_dim_lookup(m, w->name);
+
+    if (d < 0 || d >= m->rank)
+        return word_error(w, m, d, 0, err);
+    n = (int64_t)v->count[d];
+    if (w->single) {
+        start = w->start < 0 ? w->start + n : w->start;
+        if (start < 0 || start >= n)
+            return word_error(w, m, d, n, err);
+        cnt = 1;
+    } else {
+        start = w->has_start ? clamp_index(w->start, n) : 0;
+        stop = w->has_stop ? clamp_index(w->stop, n) : n;
+        cnt = stop > start ? (uint64_t)((stop - start - 1) / w->step + 1) : 0;
+    }
+    v->origin[d] += (uint64_t)start * v->step[d];
+    /* A step only matters when two or more elements remain; nested steps
+     * cannot overflow then because the elements lie inside the bounds. */
+    v->step[d] = cnt > 1 ? v->step[d] * (uint64_t)w->step : 1;
+    v->count[d] = cnt;
+    return 0;
+}
+
 int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta *m,
                      struct drx_view *v, struct drx_err *err)
 {
     drx_view_whole(m, v);
     for (int i = 0; i < s->nwords; i++) {
         const struct drx_view_word *w = &s->word[i];
-        int64_t n, start, stop;
-        uint64_t cnt;
-        int d;
+        int rc;
 
         if (w->kind == DRX_WORD_ORDER) {
             v->order = (enum drx_order)w->value;
@@ -363,25 +412,8 @@ int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta 
             v->rep = (enum drx_rep)w->value;
             continue;
         }
-        d = w->dim >= 0 ? w->dim : drx_array_dim_lookup(m, w->name);
-        if (d < 0 || d >= m->rank)
-            return word_error(w, m, d, 0, err);
-        n = (int64_t)v->count[d];
-        if (w->single) {
-            start = w->start < 0 ? w->start + n : w->start;
-            if (start < 0 || start >= n)
-                return word_error(w, m, d, n, err);
-            cnt = 1;
-        } else {
-            start = w->has_start ? clamp_index(w->start, n) : 0;
-            stop = w->has_stop ? clamp_index(w->stop, n) : n;
-            cnt = stop > start ? (uint64_t)((stop - start - 1) / w->step + 1) : 0;
-        }
-        v->origin[d] += (uint64_t)start * v->step[d];
-        /* A step only matters when two or more elements remain; nested steps
-         * cannot overflow then because the elements lie inside the bounds. */
-        v->step[d] = cnt > 1 ? v->step[d] * (uint64_t)w->step : 1;
-        v->count[d] = cnt;
+        if ((rc = resolve_dim_word(w, m, v, err)) < 0)
+            return rc;
     }
     v->nelem = 1;
     for (int d = 0; d < v->rank; d++)
