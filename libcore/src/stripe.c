@@ -285,6 +285,33 @@ static int load_current(struct drx_stripe *f, const char *mp, char *at, size_t l
     return 1;
 }
 
+/* persist_locked() once the metafile at `at` is loaded as disk: merges the
+ * size on disk with ours and records the result (f->lock and the flock
+ * held). */
+static int persist_merge(struct drx_stripe *f, const char *at, const struct drx_stripe_meta *disk,
+                         const struct stat *st, bool sync, bool give_back)
+{
+    int rc;
+
+    if (!f->truncated && disk->size > f->size)
+        f->size = disk->size; /* another process extended it further */
+    if (f->size == disk->size && !sync) {
+        f->persisted = f->size;
+        f->truncated = false;
+        return 0;
+    }
+    if (f->size == disk->size)
+        rc = meta_fsync(at);
+    else
+        rc = persist_new_size(f, at, disk, st, sync, give_back);
+    if (rc == 0) {
+        f->persisted = f->size;
+        f->truncated = false;
+        f->meta_synced = sync;
+    }
+    return rc;
+}
+
 /* Writes the in-memory size to the metafile (f->lock held).  See the
  * header for the merge with other processes' sizes.  give_back (f->io held
  * exclusively): when even the in-place update finds no space, give the
@@ -316,22 +343,7 @@ static int persist_locked(struct drx_stripe *f, bool sync, bool give_back)
     }
     if (rc < 0)
         goto out;
-    if (!f->truncated && disk.size > f->size)
-        f->size = disk.size; /* another process extended it further */
-    if (f->size == disk.size && !sync) {
-        f->persisted = f->size;
-        f->truncated = false;
-        goto out;
-    }
-    if (f->size == disk.size)
-        rc = meta_fsync(at);
-    else
-        rc = persist_new_size(f, at, &disk, &st, sync, give_back);
-    if (rc == 0) {
-        f->persisted = f->size;
-        f->truncated = false;
-        f->meta_synced = sync;
-    }
+    rc = persist_merge(f, at, &disk, &st, sync, give_back);
 out:
     if (lfd >= 0)
         flock(lfd, LOCK_UN);
@@ -398,6 +410,86 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
     return persist(f, true, true);
 }
 
+/* The layout of new file `path`: l, or the one its directory asks for;
+ * -EINVAL when the store cannot hold it. */
+static int create_layout(struct drx_store *s, const char *path, const struct drx_stripe_layout *l,
+                         struct drx_stripe_layout *lay, struct drx_err *err)
+{
+    char dir[PATH_MAX];
+    const char *base;
+    int rc;
+
+    if (l) {
+        *lay = *l;
+    } else {
+        drx_stripe_split_path(path, dir, sizeof dir, &base);
+        rc = drx_stripe_layout_for_new(s, dir, lay, err);
+        if (rc < 0)
+            return rc;
+    }
+    if (lay->count < 1 || lay->count > s->cfg.stripe.ndirs || lay->count > DRX_MAX_STRIPE_DIRS)
+        return drx_err_set(err, EINVAL, "%s: count=%u is not in 1..%zu (the store's stripe dirs)",
+                           path, lay->count, s->cfg.stripe.ndirs);
+    if (lay->extent < 1 || lay->extent > DRX_MAX_EXTENT)
+        return drx_err_set(err, EINVAL, "%s: extent=%llu is not in 1..%llu", path,
+                           (unsigned long long)lay->extent, (unsigned long long)DRX_MAX_EXTENT);
+    return 0;
+}
+
+/* One try at creating f's subfiles under a fresh random id; on failure the
+ * ones created are closed and removed again (-EEXIST: the id is taken). */
+static int create_subfiles_once(struct drx_stripe *f, const char *path, const char *mp, mode_t mode,
+                                struct drx_err *err)
+{
+    struct drx_store *s = f->s;
+    unsigned count = f->meta.layout.count;
+    uint64_t id;
+    int rc = 0;
+
+    drx_stripe_random_id(&id);
+    unsigned start = (unsigned)(id % s->cfg.stripe.ndirs);
+    for (unsigned i = 0; i < count; i++) {
+        f->meta.sub[i].dir = (start + i) % (unsigned)s->cfg.stripe.ndirs;
+        snprintf(f->meta.sub[i].name, sizeof f->meta.sub[i].name, "%016llx.%u",
+                 (unsigned long long)id, i);
+    }
+    for (unsigned i = 0; i < count && rc == 0; i++) {
+        int fd =
+            drx_stripe_subfile_open(s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, mp);
+        if (fd < 0) {
+            rc = fd;
+            if (fd == -ENOENT)
+                rc = -EIO; /* stripe dir missing */
+            drx_err_set(err, -rc, "%s: cannot create subfile in %s: %s", path,
+                        s->cfg.stripe.dirs[f->meta.sub[i].dir], strerror(-rc));
+            for (unsigned j = 0; j < i; j++) {
+                close(f->fds[j]);
+                f->fds[j] = -1;
+                unlinkat(s->dir_fds[f->meta.sub[j].dir], f->meta.sub[j].name, 0);
+            }
+        } else {
+            f->fds[i] = fd;
+        }
+    }
+    return rc;
+}
+
+/* Creates f's subfiles.  Subfiles first: a crash now leaves orphans for
+ * fsck, never a metafile naming subfiles that do not exist.  An id
+ * collision is retried. */
+static int create_subfiles(struct drx_stripe *f, const char *path, const char *mp, mode_t mode,
+                           struct drx_err *err)
+{
+    int rc = 0;
+
+    for (int attempt = 0; attempt < 8; attempt++) {
+        rc = create_subfiles_once(f, path, mp, mode, err);
+        if (rc != -EEXIST)
+            break;
+    }
+    return rc;
+}
+
 /* drx_stripe_create() with the metafile at mp: NAME.nafs (temp false), or
  * a temporary name, written in place (temp true); -EEXIST when mp exists by
  * then. */
@@ -405,65 +497,19 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
                        const struct drx_stripe_layout *l, mode_t mode, struct drx_stripe **out,
                        struct drx_err *err)
 {
-    char dir[PATH_MAX];
-    const char *base;
     struct drx_stripe_layout lay;
     struct drx_stripe *f = NULL;
     struct stat st;
     int rc;
 
-    if (l) {
-        lay = *l;
-    } else {
-        drx_stripe_split_path(path, dir, sizeof dir, &base);
-        rc = drx_stripe_layout_for_new(s, dir, &lay, err);
-        if (rc < 0)
-            return rc;
-    }
-    if (lay.count < 1 || lay.count > s->cfg.stripe.ndirs || lay.count > DRX_MAX_STRIPE_DIRS)
-        return drx_err_set(err, EINVAL, "%s: count=%u is not in 1..%zu (the store's stripe dirs)",
-                           path, lay.count, s->cfg.stripe.ndirs);
-    if (lay.extent < 1 || lay.extent > DRX_MAX_EXTENT)
-        return drx_err_set(err, EINVAL, "%s: extent=%llu is not in 1..%llu", path,
-                           (unsigned long long)lay.extent, (unsigned long long)DRX_MAX_EXTENT);
+    rc = create_layout(s, path, l, &lay, err);
+    if (rc < 0)
+        return rc;
     f = handle_new(s, path, DRX_STRIPE_RDWR);
     if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
     f->meta.layout = lay;
-
-    /* Subfiles first: a crash now leaves orphans for fsck, never a metafile
-     * naming subfiles that do not exist.  An id collision is retried. */
-    for (int attempt = 0; attempt < 8; attempt++) {
-        uint64_t id;
-        drx_stripe_random_id(&id);
-        unsigned start = (unsigned)(id % s->cfg.stripe.ndirs);
-        rc = 0;
-        for (unsigned i = 0; i < lay.count; i++) {
-            f->meta.sub[i].dir = (start + i) % (unsigned)s->cfg.stripe.ndirs;
-            snprintf(f->meta.sub[i].name, sizeof f->meta.sub[i].name, "%016llx.%u",
-                     (unsigned long long)id, i);
-        }
-        for (unsigned i = 0; i < lay.count && rc == 0; i++) {
-            int fd =
-                drx_stripe_subfile_open(s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, mp);
-            if (fd < 0) {
-                rc = fd;
-                if (fd == -ENOENT)
-                    rc = -EIO; /* stripe dir missing */
-                drx_err_set(err, -rc, "%s: cannot create subfile in %s: %s", path,
-                            s->cfg.stripe.dirs[f->meta.sub[i].dir], strerror(-rc));
-                for (unsigned j = 0; j < i; j++) {
-                    close(f->fds[j]);
-                    f->fds[j] = -1;
-                    unlinkat(s->dir_fds[f->meta.sub[j].dir], f->meta.sub[j].name, 0);
-                }
-            } else {
-                f->fds[i] = fd;
-            }
-        }
-        if (rc != -EEXIST)
-            break;
-    }
+    rc = create_subfiles(f, path, mp, mode, err);
     if (rc < 0)
         goto out;
     f->meta.size = 0;
@@ -775,9 +821,50 @@ static void cut_unrecorded(struct drx_stripe *f)
     pthread_rwlock_unlock(&f->io);
 }
 
+/* Writes len bytes at off into the subfiles, piece by piece (f->io held
+ * shared); *done counts the bytes written before any error. */
+static int write_pieces(struct drx_stripe *f, const unsigned char *p, size_t len, uint64_t off,
+                        size_t *done)
+{
+    int rc = 0;
+
+    while (*done < len) {
+        struct drx_stripe_piece pc;
+        drx_stripe_locate(&f->meta.layout, off + *done, len - *done, &pc);
+        size_t n = (size_t)pc.len;
+
+        if (f->fds[pc.subfile] < 0) {
+            rc = missing(f, pc.subfile);
+            break;
+        }
+        /* A run cut short (ENOSPC) counts for nothing: its bytes lie beyond
+         * the size, unseen, and a later grow cuts them off. */
+        rc = drx_io_pwrite_all(f->fds[pc.subfile], p + *done, n, pc.offset);
+        if (rc < 0)
+            break;
+        *done += n;
+    }
+    return rc;
+}
+
+/* Extends the size to end after a write (f->io held shared); true when
+ * enough has grown unrecorded that the metafile should be updated. */
+static bool note_written(struct drx_stripe *f, uint64_t end)
+{
+    bool grown;
+
+    /* Only now, with the bytes in the subfiles, may the size cover them. */
+    pthread_mutex_lock(&f->lock);
+    if (end > f->size)
+        f->size = end;
+    f->wgen++;
+    grown = f->size > f->persisted && f->size - f->persisted >= DRX_STRIPE_PERSIST_BYTES;
+    pthread_mutex_unlock(&f->lock);
+    return grown;
+}
+
 ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
 {
-    const unsigned char *p = buf;
     size_t done = 0;
     int rc = 0;
     bool grown = false;
@@ -791,31 +878,9 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
     if (off > DRX_STRIPE_MAX_SIZE || len > DRX_STRIPE_MAX_SIZE - off)
         return -EFBIG;
     pthread_rwlock_rdlock(&f->io);
-    while (done < len) {
-        struct drx_stripe_piece pc;
-        drx_stripe_locate(&f->meta.layout, off + done, len - done, &pc);
-        size_t n = (size_t)pc.len;
-
-        if (f->fds[pc.subfile] < 0) {
-            rc = missing(f, pc.subfile);
-            break;
-        }
-        /* A run cut short (ENOSPC) counts for nothing: its bytes lie beyond
-         * the size, unseen, and a later grow cuts them off. */
-        rc = drx_io_pwrite_all(f->fds[pc.subfile], p + done, n, pc.offset);
-        if (rc < 0)
-            break;
-        done += n;
-    }
-    if (done > 0) {
-        /* Only now, with the bytes in the subfiles, may the size cover them. */
-        pthread_mutex_lock(&f->lock);
-        if (off + done > f->size)
-            f->size = off + done;
-        f->wgen++;
-        grown = f->size > f->persisted && f->size - f->persisted >= DRX_STRIPE_PERSIST_BYTES;
-        pthread_mutex_unlock(&f->lock);
-    }
+    rc = write_pieces(f, buf, len, off, &done);
+    if (done > 0)
+        grown = note_written(f, off + done);
     pthread_rwlock_unlock(&f->io);
     if (rc == -ENOSPC || rc == -EDQUOT)
         cut_unrecorded(f);
