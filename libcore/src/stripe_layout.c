@@ -91,11 +91,62 @@ void drx_stripe_pieces_fill_holes(const struct drx_stripe_piece *p, size_t n, ui
 
 /* ---- layouts ------------------------------------------------------------------- */
 
+/* The value of a layout's "count=": a plain number in 1..ndirs. */
+static int layout_count(const char *v, size_t ndirs, struct drx_stripe_layout *l,
+                        struct drx_err *err)
+{
+    uint64_t n;
+
+    if (drx_config_parse_bytes(v, &n) < 0 || strpbrk(v, "kKmMgGtT"))
+        return drx_err_set(err, EINVAL, "layout: count \"%s\" is not a number", v);
+    if (n < 1 || n > ndirs)
+        return drx_err_set(err, EINVAL, "layout: count=%llu is not in 1..%zu (the stripe dirs)",
+                           (unsigned long long)n, ndirs);
+    l->count = (unsigned)n;
+    return 0;
+}
+
+/* The value of a layout's "extent=": a byte count in 1..DRX_MAX_EXTENT. */
+static int layout_extent(const char *v, size_t ndirs, struct drx_stripe_layout *l,
+                         struct drx_err *err)
+{
+    uint64_t n;
+
+    (void)ndirs;
+    if (drx_config_parse_bytes(v, &n) < 0)
+        return drx_err_set(err, EINVAL, "layout: extent \"%s\" is not a byte count", v);
+    if (n < 1 || n > DRX_MAX_EXTENT)
+        return drx_err_set(err, EINVAL, "layout: extent=%llu is not in 1..%llu",
+                           (unsigned long long)n, (unsigned long long)DRX_MAX_EXTENT);
+    l->extent = n;
+    return 0;
+}
+
+/* The keys of a layout, each given exactly once. */
+static const struct {
+    const char *key;
+    int (*parse)(const char *v, size_t ndirs, struct drx_stripe_layout *l, struct drx_err *err);
+} layout_keys[] = {
+    {"count=", layout_count},
+    {"extent=", layout_extent},
+};
+#define NLAYOUT_KEYS (sizeof layout_keys / sizeof layout_keys[0])
+
+/* The entry of layout_keys that word w sets and that is not set yet
+ * (have[]); -1 if none. */
+static int layout_key_find(const char *w, const bool *have)
+{
+    for (size_t k = 0; k < NLAYOUT_KEYS; k++)
+        if (!have[k] && strncmp(w, layout_keys[k].key, strlen(layout_keys[k].key)) == 0)
+            return (int)k;
+    return -1;
+}
+
 int drx_stripe_layout_parse(const char *text, size_t ndirs, struct drx_stripe_layout *out,
                             struct drx_err *err)
 {
     char buf[256];
-    bool have_count = false, have_extent = false;
+    bool have[NLAYOUT_KEYS] = {false};
     struct drx_stripe_layout l = {0};
     char *save = NULL;
 
@@ -105,31 +156,20 @@ int drx_stripe_layout_parse(const char *text, size_t ndirs, struct drx_stripe_la
         return drx_err_set(err, EINVAL, "layout: expected \"count=N extent=BYTES\"");
     strcpy(buf, text);
     for (char *w = strtok_r(buf, " \t\n,", &save); w; w = strtok_r(NULL, " \t\n,", &save)) {
-        uint64_t v;
-        if (strncmp(w, "count=", 6) == 0 && !have_count) {
-            if (drx_config_parse_bytes(w + 6, &v) < 0 || strpbrk(w + 6, "kKmMgGtT"))
-                return drx_err_set(err, EINVAL, "layout: count \"%s\" is not a number", w + 6);
-            if (v < 1 || v > ndirs)
-                return drx_err_set(err, EINVAL,
-                                   "layout: count=%llu is not in 1..%zu (the stripe dirs)",
-                                   (unsigned long long)v, ndirs);
-            l.count = (unsigned)v;
-            have_count = true;
-        } else if (strncmp(w, "extent=", 7) == 0 && !have_extent) {
-            if (drx_config_parse_bytes(w + 7, &v) < 0)
-                return drx_err_set(err, EINVAL, "layout: extent \"%s\" is not a byte count", w + 7);
-            if (v < 1 || v > DRX_MAX_EXTENT)
-                return drx_err_set(err, EINVAL, "layout: extent=%llu is not in 1..%llu",
-                                   (unsigned long long)v, (unsigned long long)DRX_MAX_EXTENT);
-            l.extent = v;
-            have_extent = true;
-        } else {
+        int k = layout_key_find(w, have);
+        int rc;
+
+        if (k < 0)
             return drx_err_set(err, EINVAL,
                                "layout: unexpected \"%s\", expected \"count=N extent=BYTES\"", w);
-        }
+        rc = layout_keys[k].parse(w + strlen(layout_keys[k].key), ndirs, &l, err);
+        if (rc < 0)
+            return rc;
+        have[k] = true;
     }
-    if (!have_count || !have_extent)
-        return drx_err_set(err, EINVAL, "layout: expected \"count=N extent=BYTES\"");
+    for (size_t k = 0; k < NLAYOUT_KEYS; k++)
+        if (!have[k])
+            return drx_err_set(err, EINVAL, "layout: expected \"count=N extent=BYTES\"");
     *out = l;
     return 0;
 }

@@ -541,6 +541,27 @@ static int read_was(int fd, const struct stat *was, char **text, size_t *len)
     return 0;
 }
 
+/* Writes the patched size field (n bytes at off) into metafile fd at mp,
+ * taking like's owner first when given; syncs it when asked and stats it
+ * into st_out (when not NULL). */
+static int size_write(int fd, const char *mp, const char *field, size_t n, size_t off,
+                      const struct stat *like, bool sync, struct stat *st_out)
+{
+    int rc = 0;
+
+    if (like)
+        rc = drx_replace_take_owner(fd, like);
+    if (rc == 0)
+        rc = drx_io_pwrite_all(fd, field, n, off);
+    if (rc == 0 && sync && fsync(fd) < 0)
+        rc = -errno;
+    if (rc == 0 && sync && !drx_stripe_path_is_held(mp)) /* no name changed */
+        rc = drx_io_fsync_parent(mp);
+    if (rc == 0 && st_out && fstat(fd, st_out) < 0)
+        rc = -errno;
+    return rc;
+}
+
 int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
                                   const struct drx_stripe_meta *m, size_t ndirs,
                                   const struct stat *like, bool sync, struct stat *st_out)
@@ -557,16 +578,8 @@ int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
     rc = read_was(fd, was, &text, &len);
     if (rc == 0)
         rc = size_patch(text, len, mp, ndirs, m, field, sizeof field, &off, &n);
-    if (rc == 0 && like)
-        rc = drx_replace_take_owner(fd, like);
     if (rc == 0)
-        rc = drx_io_pwrite_all(fd, field, n, off);
-    if (rc == 0 && sync && fsync(fd) < 0)
-        rc = -errno;
-    if (rc == 0 && sync && !drx_stripe_path_is_held(mp)) /* no name changed */
-        rc = drx_io_fsync_parent(mp);
-    if (rc == 0 && st_out && fstat(fd, st_out) < 0)
-        rc = -errno;
+        rc = size_write(fd, mp, field, n, off, like, sync, st_out);
     if (locked)
         drx_cfgfile_lock(fd, F_UNLCK);
     free(text);
