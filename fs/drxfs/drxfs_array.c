@@ -28,6 +28,30 @@ static char *npy_header(const struct drx_view *v, size_t *len)
     return h;
 }
 
+/* What each file of an array or view is: the handlers ask this table
+ * rather than test kinds.  info is made at open: never serve an older one
+ * from the cache (always direct I/O). */
+struct afile {
+    bool text;             /* made at open, before the elements (or all, for info) */
+    bool readonly;         /* never written: info, data.nc */
+    bool elements;         /* the view's elements follow the text */
+    const bool *direct_io; /* the mount option that sets fi->direct_io */
+};
+static const bool always = true;
+static const struct afile afiles[] = {
+    [DRXFS_ADATA] = {false, false, true, &drxfs.data_direct_io},
+    [DRXFS_ANPY] = {true, false, true, &drxfs.npy_direct_io},
+    [DRXFS_AINFO] = {true, true, false, &always},
+    [DRXFS_ANC] = {true, true, true, &drxfs.npy_direct_io},
+};
+
+/* The entry of kind k: all false for the array directory itself. */
+static const struct afile *afile_of(enum drxfs_kind k)
+{
+    static const struct afile none = {false, false, false, &always};
+    return k >= DRXFS_ADATA && k <= DRXFS_ANC ? &afiles[k] : &none;
+}
+
 /* ---- attributes ---- */
 
 static int resolve_view(struct drxfs_arr *e, const struct drxfs_node *n, struct drx_view *v)
@@ -63,6 +87,67 @@ static void coords_fini(struct nc_coords *cs)
     cs->n = 0;
 }
 
+/* Why candidate cm cannot be the coordinate of dimension d of array m, or
+ * NULL when it can. */
+static const char *coord_unfit(const struct drx_array_meta *cm, const struct drx_array_meta *m,
+                               int d)
+{
+    if (cm->rank != 1)
+        return "it is not 1-D";
+    if (drx_type_is_complex(cm->type))
+        return "netCDF has no complex type";
+    if (cm->bounds[0] < m->bounds[d])
+        return "it is shorter than the dimension";
+    return NULL;
+}
+
+/* The store name rel of the array named dn beside n (dirlen: length of
+ * n's directory part), and the libcore path of its .xmd; false when there
+ * is none to try (too long, or n itself: an array named like its own
+ * dimension is that coordinate). */
+static bool coord_names(const struct drxfs_node *n, int dirlen, const char *dn, char rel[PATH_MAX],
+                        char path[PATH_MAX + 64])
+{
+    int len = snprintf(rel, PATH_MAX, "%.*s%s", dirlen, n->rel, dn);
+    if (len < 0 || len >= PATH_MAX || strcmp(rel, n->rel) == 0 ||
+        drxfs_proc_path(path, PATH_MAX + 64 - 4, rel) < 0)
+        return false;
+    strcat(path, ".xmd");
+    return true;
+}
+
+/* Adds the coordinate of dimension d of the view of n (metadata m) to cs
+ * when an array fits; logs at level why one that is there does not. */
+static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m, int d, int dirlen,
+                      int level, struct nc_coords *cs)
+{
+    const char *dn = m->dim_name[d];
+    char rel[PATH_MAX], path[PATH_MAX + 64];
+    struct drx_array_meta cm;
+    struct drx_err err = {{0}};
+    const char *why;
+
+    if (!dn[0] || !coord_names(n, dirlen, dn, rel, path))
+        return;
+    if (drx_array_meta_load(path, &cm, &err) < 0) {
+        if (access(path, F_OK) == 0)
+            drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, err.msg);
+        return;
+    }
+    if ((why = coord_unfit(&cm, m, d))) {
+        drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, why);
+        drx_array_meta_fini(&cm);
+        return;
+    }
+    if (!(cs->rel[cs->n] = strdup(rel))) {
+        drx_array_meta_fini(&cm);
+        return;
+    }
+    cs->meta[cs->n] = cm;
+    cs->c[cs->n] = (struct drx_nc_coord){d, &cs->meta[cs->n], NULL};
+    cs->n++;
+}
+
 /* Fills cs from the metadata alone (stat reads no chunk).  A candidate
  * left out is logged (at info when the file is being opened, so that a
  * user can find out why, else at debug: stat comes often). */
@@ -73,48 +158,8 @@ static void coords_find(const struct drxfs_node *n, const struct drx_array_meta 
     int dirlen = slash ? (int)(slash - n->rel + 1) : 0;
     int level = opening ? DRX_LOG_INFO : DRX_LOG_DEBUG;
 
-    for (int i = 0; i < v->rank; i++) {
-        int d = v->order == DRX_ORDER_C ? i : v->rank - 1 - i;
-        const char *dn = m->dim_name[d];
-        char rel[PATH_MAX], path[PATH_MAX + 64];
-        struct drx_array_meta cm;
-        struct drx_err err = {{0}};
-        const char *why = NULL;
-        int len;
-
-        if (!dn[0])
-            continue;
-        len = snprintf(rel, sizeof rel, "%.*s%s", dirlen, n->rel, dn);
-        /* an array named like its own dimension is that coordinate */
-        if (len < 0 || (size_t)len >= sizeof rel || strcmp(rel, n->rel) == 0 ||
-            drxfs_proc_path(path, sizeof path - 4, rel) < 0)
-            continue;
-        strcat(path, ".xmd");
-        if (drx_array_meta_load(path, &cm, &err) < 0) {
-            if (access(path, F_OK) == 0)
-                drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn,
-                        err.msg);
-            continue;
-        }
-        if (cm.rank != 1)
-            why = "it is not 1-D";
-        else if (drx_type_is_complex(cm.type))
-            why = "netCDF has no complex type";
-        else if (cm.bounds[0] < m->bounds[d])
-            why = "it is shorter than the dimension";
-        if (why) {
-            drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, why);
-            drx_array_meta_fini(&cm);
-            continue;
-        }
-        if (!(cs->rel[cs->n] = strdup(rel))) {
-            drx_array_meta_fini(&cm);
-            continue;
-        }
-        cs->meta[cs->n] = cm;
-        cs->c[cs->n] = (struct drx_nc_coord){d, &cs->meta[cs->n], NULL};
-        cs->n++;
-    }
+    for (int i = 0; i < v->rank; i++)
+        coord_try(n, m, v->order == DRX_ORDER_C ? i : v->rank - 1 - i, dirlen, level, cs);
 }
 
 /* Reads each coordinate's elements of the view, big-endian.  The arrays
@@ -370,19 +415,15 @@ static int prefetch_prepare(struct drxfs_fh *fh, const char *path, const struct 
     return 0;
 }
 
-int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
+/* The handle of array n for an open (wr: for writing), in *out: a writer
+ * needs an array whose chunk file has one name.  An array opened read-only
+ * because its chunk file had two names is reopened once, in case the other
+ * name went away meanwhile. */
+static int open_arr_get(const struct drxfs_node *n, bool wr, struct drxfs_arr **out)
 {
-    struct drxfs_fh *fh = NULL;
     struct drxfs_arr *e = NULL;
-    bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
     int rc;
 
-    if (n->kind == DRXFS_ARRAY)
-        return -EISDIR;
-    if (wr && drxfs.ro)
-        return -EROFS;
-    if (wr && (n->kind == DRXFS_AINFO || n->kind == DRXFS_ANC))
-        return -EACCES;
     for (int tries = 0;; tries++) {
         struct drx_err err = {{0}};
         if ((rc = drxfs_arr_get(n, &e)) < 0)
@@ -411,51 +452,88 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
         rc = -EIO;
         goto out;
     }
-    if (!(fh = calloc(1, sizeof(*fh)))) {
-        rc = -ENOMEM;
-        goto out;
+    *out = e;
+    return 0;
+out:
+    drxfs_arr_put(e);
+    return rc;
+}
+
+/* Resolves fh's view and makes the text that goes with it (.npy header,
+ * info JSON, netCDF header and coordinates).  e read-locked. */
+static int fh_view_text(struct drxfs_fh *fh, struct drxfs_arr *e, const struct drxfs_node *n)
+{
+    int rc = resolve_view(e, n, &fh->view);
+    if (rc < 0)
+        return rc;
+    switch (n->kind) {
+    case DRXFS_ANPY:
+        fh->text = npy_header(&fh->view, &fh->text_len);
+        break;
+    case DRXFS_AINFO:
+        fh->text = drx_array_info_json(drx_array_meta(e->a), &fh->view);
+        break;
+    case DRXFS_ANC:
+        /* netCDF data is big-endian whatever rep the path asked for */
+        fh->view.rep = DRX_REP_EXTERNAL32;
+        rc = nc_prefix(e, n, &fh->view, &fh->text, &fh->text_len, &fh->pad);
+        break;
+    default:
+        break;
     }
+    return rc;
+}
+
+/* A file handle for file n of array e: its view resolved and its text
+ * made, in *out. */
+static int fh_make(struct drxfs_arr *e, const struct drxfs_node *n, struct drxfs_fh **out)
+{
+    struct drxfs_fh *fh = calloc(1, sizeof(*fh));
+    int rc;
+
+    if (!fh)
+        return -ENOMEM;
     fh->kind = n->kind;
     fh->fd = -1;
     fh->nwords = n->spec.nwords;
     pthread_rwlock_rdlock(&e->lock);
-    rc = resolve_view(e, n, &fh->view);
-    if (rc == 0 && n->kind == DRXFS_ANPY) {
-        fh->text = npy_header(&fh->view, &fh->text_len);
-    } else if (rc == 0 && n->kind == DRXFS_AINFO) {
-        fh->text = drx_array_info_json(drx_array_meta(e->a), &fh->view);
-    } else if (rc == 0 && n->kind == DRXFS_ANC) {
-        /* netCDF data is big-endian whatever rep the path asked for */
-        fh->view.rep = DRX_REP_EXTERNAL32;
-        rc = nc_prefix(e, n, &fh->view, &fh->text, &fh->text_len, &fh->pad);
-    }
+    rc = fh_view_text(fh, e, n);
     pthread_rwlock_unlock(&e->lock);
-    if (rc < 0)
-        goto out;
-    if ((n->kind == DRXFS_ANPY || n->kind == DRXFS_AINFO || n->kind == DRXFS_ANC) && !fh->text) {
+    if (rc == 0 && afile_of(n->kind)->text && !fh->text)
         rc = -EIO;
-        goto out;
+    if (rc < 0) {
+        fh_free(fh);
+        return rc;
     }
     if (n->kind == DRXFS_AINFO)
         fh->text_len = strlen(fh->text);
+    *out = fh;
+    return 0;
+}
+
+int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = NULL;
+    struct drxfs_arr *e = NULL;
+    bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
+    int rc;
+
+    if (n->kind == DRXFS_ARRAY)
+        return -EISDIR;
+    if (wr && drxfs.ro)
+        return -EROFS;
+    if (wr && afile_of(n->kind)->readonly)
+        return -EACCES;
+    if ((rc = open_arr_get(n, wr, &e)) < 0)
+        return rc;
+    if ((rc = fh_make(e, n, &fh)) < 0)
+        goto out;
     if ((rc = prefetch_prepare(fh, path, n)) < 0)
         goto out;
     drxfs_arr_opened(e);
     fh->arr = e;
     e = NULL;
-    switch (n->kind) {
-    case DRXFS_ADATA:
-        fi->direct_io = drxfs.data_direct_io;
-        break;
-    case DRXFS_ANPY:
-    case DRXFS_ANC:
-        fi->direct_io = drxfs.npy_direct_io;
-        break;
-    default:
-        /* info is made at open: never serve an older one from the cache */
-        fi->direct_io = 1;
-        break;
-    }
+    fi->direct_io = *afile_of(n->kind)->direct_io;
     fi->keep_cache = 0;
     fi->fh = (uint64_t)(uintptr_t)fh;
     fh = NULL;
@@ -568,30 +646,59 @@ static ssize_t view_read(struct drx_array *a, const struct drx_view *v, uint64_t
     return n2 < 0 ? n1 : n1 + n2;
 }
 
+/* On the first read of a large view: warm its chunks in parallel (the
+ * launch returns at once; reads never wait for it). */
+static void read_prefetch(struct drxfs_fh *fh)
+{
+    if (!fh->prefetch_path || __atomic_exchange_n(&fh->read_seen, true, __ATOMIC_RELAXED))
+        return;
+    drx_log(DRX_LOG_DEBUG, "%s: read of a %llu-byte view: asking for a prefetch", fh->arr->key,
+            (unsigned long long)drx_view_bytes(&fh->view));
+    drxfs_prefetch_request(drxfs.prefetch, fh->prefetch_path, (const char *const *)fh->words,
+                           fh->nwords);
+}
+
+/* Copies what [off, off + size) holds of fh's text to buf: the count. */
+static size_t read_text(const struct drxfs_fh *fh, char *buf, size_t size, uint64_t off)
+{
+    size_t n = 0;
+    if (off < fh->text_len) {
+        n = fh->text_len - (size_t)off;
+        if (n > size)
+            n = size;
+        memcpy(buf, fh->text + off, n);
+    }
+    return n;
+}
+
+/* The zeros that pad netCDF data to a multiple of 4 bytes, where a read
+ * reaching element offset at wants them: how many went to buf (room
+ * bytes at most). */
+static size_t read_nc_pad(const struct drxfs_fh *fh, char *buf, size_t room, uint64_t at)
+{
+    uint64_t bytes = drx_view_bytes(&fh->view);
+    size_t z = 0;
+    if (at >= bytes && at < bytes + fh->pad) {
+        z = (size_t)(bytes + fh->pad - at);
+        if (z > room)
+            z = room;
+        memset(buf, 0, z);
+    }
+    return z;
+}
+
 int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
 {
+    const struct afile *k = afile_of(fh->kind);
     size_t done = 0;
     uint64_t uoff = (uint64_t)off;
 
     if (off < 0)
         return -EINVAL;
-    if (fh->prefetch_path && !__atomic_exchange_n(&fh->read_seen, true, __ATOMIC_RELAXED)) {
-        /* a large view is being read: warm its chunks in parallel (the
-         * launch returns at once; reads never wait for it) */
-        drx_log(DRX_LOG_DEBUG, "%s: read of a %llu-byte view: asking for a prefetch", fh->arr->key,
-                (unsigned long long)drx_view_bytes(&fh->view));
-        drxfs_prefetch_request(drxfs.prefetch, fh->prefetch_path, (const char *const *)fh->words,
-                               fh->nwords);
-    }
-    if (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANPY || fh->kind == DRXFS_ANC) {
-        if (uoff < fh->text_len) {
-            size_t n = fh->text_len - (size_t)uoff;
-            if (n > size)
-                n = size;
-            memcpy(buf, fh->text + uoff, n);
-            done = n;
-        }
-        if (fh->kind == DRXFS_AINFO || done == size)
+    read_prefetch(fh);
+    if (k->text) {
+        done = read_text(fh, buf, size, uoff);
+        if (!k->elements || done == size)
             return (int)done;
         uoff = uoff + done - fh->text_len;
     }
@@ -604,17 +711,8 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
         return done ? (int)done : (int)n;
     }
     done += (size_t)n;
-    if (fh->kind == DRXFS_ANC && done < size) {
-        /* the zeros that pad netCDF data to a multiple of 4 bytes */
-        uint64_t bytes = drx_view_bytes(&fh->view), at = uoff + (uint64_t)n;
-        if (at >= bytes && at < bytes + fh->pad) {
-            size_t z = (size_t)(bytes + fh->pad - at);
-            if (z > size - done)
-                z = size - done;
-            memset(buf + done, 0, z);
-            done += z;
-        }
-    }
+    if (fh->kind == DRXFS_ANC && done < size)
+        done += read_nc_pad(fh, buf + done, size - done, uoff + (uint64_t)n);
     return (int)done;
 }
 
@@ -656,6 +754,13 @@ int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t o
     return (int)(done + (size_t)n);
 }
 
+/* truncate of an open file: to its size only. */
+static int truncate_fh(const struct drxfs_fh *fh, off_t size)
+{
+    uint64_t cur = drx_view_bytes(&fh->view) + (fh->kind == DRXFS_ANPY ? fh->text_len : 0);
+    return (uint64_t)size == cur ? 0 : (uint64_t)size > cur ? -EFBIG : -EPERM;
+}
+
 int drxfs_array_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size)
 {
     /* The size of a view's file is fixed by the view.  Truncating to 0 (what
@@ -666,15 +771,12 @@ int drxfs_array_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t 
 
     if (drxfs.ro)
         return -EROFS;
-    if ((n && (n->kind == DRXFS_AINFO || n->kind == DRXFS_ANC)) ||
-        (fh && (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC)))
+    if ((n && afile_of(n->kind)->readonly) || (fh && afile_of(fh->kind)->readonly))
         return -EACCES;
     if (size == 0)
         return 0;
-    if (fh) {
-        uint64_t cur = drx_view_bytes(&fh->view) + (fh->kind == DRXFS_ANPY ? fh->text_len : 0);
-        return (uint64_t)size == cur ? 0 : (uint64_t)size > cur ? -EFBIG : -EPERM;
-    }
+    if (fh)
+        return truncate_fh(fh, size);
     if ((rc = drxfs_array_getattr(n, &st)) < 0)
         return rc;
     if (n->kind == DRXFS_AINFO)

@@ -42,31 +42,23 @@ static int xattr_array(const struct drxfs_node *n, const char *name, bool wr,
     return rc;
 }
 
-int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const char *value,
-                         size_t size, int flags)
+/* An attribute is text without NUL bytes (netCDF's NC_CHAR is, too); one
+ * terminating NUL is allowed. */
+static bool value_is_text(const char *value, size_t size)
 {
-    struct drxfs_arr *e = NULL;
-    struct drx_attr at = {0};
-    struct drx_err err = {{0}};
-    const struct drx_attr *old;
-    char *text = NULL;
-    const char *type = NULL;
-    int rc;
+    return !memchr(value, '\0', size) ||
+           (size && value[size - 1] == '\0' && !memchr(value, '\0', size - 1));
+}
 
-    if ((rc = xattr_array(n, name, true, &e)) < 0)
-        return rc;
-    name += strlen(USER_NS);
-    /* an attribute is text without NUL bytes (netCDF's NC_CHAR is, too) */
-    if (memchr(value, '\0', size) &&
-        !(size && value[size - 1] == '\0' && !memchr(value, '\0', size - 1))) {
-        drx_log(DRX_LOG_DEBUG, "%s: setxattr user.%s: a value with NUL bytes", n->rel, name);
-        rc = -EINVAL;
-        goto out;
-    }
-    if (!(text = strndup(value, size))) {
-        rc = -ENOMEM;
-        goto out;
-    }
+/* Sets attribute name of e to text, as setxattr with flags would: a
+ * number attribute keeps its type.  err says why not. */
+static int attr_set(struct drxfs_arr *e, const char *name, const char *text, int flags,
+                    struct drx_attr *at, struct drx_err *err)
+{
+    const struct drx_attr *old;
+    const char *type = NULL;
+    int rc = 0;
+
     pthread_rwlock_wrlock(&e->lock);
     old = drx_array_attr_get(drx_array_meta(e->a), name);
     if ((flags & XATTR_CREATE) && old)
@@ -75,14 +67,48 @@ int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const cha
         rc = -ENODATA;
     if (rc == 0 && old && !old->is_string)
         type = drx_type_name(old->type);
-    if (rc == 0 && (rc = drx_attr_parse(name, type, text, &at, &err)) == 0)
-        rc = drx_array_attr_set(e->a, &at, &err);
+    if (rc == 0 && (rc = drx_attr_parse(name, type, text, at, err)) == 0)
+        rc = drx_array_attr_set(e->a, at, err);
     pthread_rwlock_unlock(&e->lock);
-    if (rc < 0 && err.msg[0])
+    return rc;
+}
+
+/* Logs why attribute name of n was not set (a bad value at debug) and
+ * maps libcore's errors to setxattr's. */
+static int attr_set_failed(const struct drxfs_node *n, const char *name, int rc,
+                           const struct drx_err *err)
+{
+    if (err->msg[0])
         drx_log(rc == -EINVAL || rc == -ERANGE || rc == -E2BIG ? DRX_LOG_DEBUG : DRX_LOG_WARNING,
-                "%s: setxattr user.%s: %s", n->rel, name, err.msg);
+                "%s: setxattr user.%s: %s", n->rel, name, err->msg);
     if (rc == -ERANGE || rc == -E2BIG)
         rc = rc == -ERANGE ? -EINVAL : -ENOSPC;
+    return rc;
+}
+
+int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const char *value,
+                         size_t size, int flags)
+{
+    struct drxfs_arr *e = NULL;
+    struct drx_attr at = {0};
+    struct drx_err err = {{0}};
+    char *text = NULL;
+    int rc;
+
+    if ((rc = xattr_array(n, name, true, &e)) < 0)
+        return rc;
+    name += strlen(USER_NS);
+    if (!value_is_text(value, size)) {
+        drx_log(DRX_LOG_DEBUG, "%s: setxattr user.%s: a value with NUL bytes", n->rel, name);
+        rc = -EINVAL;
+        goto out;
+    }
+    if (!(text = strndup(value, size))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((rc = attr_set(e, name, text, flags, &at, &err)) < 0)
+        rc = attr_set_failed(n, name, rc, &err);
 out:
     drx_attr_fini(&at);
     free(text);

@@ -101,6 +101,30 @@ static void trim_idle(void)
     }
 }
 
+/* Opens e's array at libcore path path for reading and writing when it
+ * can, else for reading (e->rdonly, or e->shared when its chunk file has a
+ * second name). */
+static int arr_open_rw_or_ro(struct drxfs_arr *e, const struct drxfs_node *n, const char *path,
+                             struct drx_err *err)
+{
+    int rc = -EROFS;
+
+    if (!drxfs.ro)
+        rc = drx_array_open(path, DRX_RDWR, &e->a, err);
+    if (rc == -EMLINK) {
+        /* A crash left a second name of its chunks: reads go on, writes
+         * get EIO until drx fsck --repair (the message says so). */
+        drx_log(DRX_LOG_WARNING, "%s: %s", n->rel, err->msg);
+        e->shared = true;
+    }
+    if (rc == -EACCES || rc == -EPERM || rc == -EROFS || rc == -EMLINK) {
+        err->msg[0] = '\0';
+        e->rdonly = !e->shared;
+        rc = drx_array_open(path, DRX_RDONLY, &e->a, err);
+    }
+    return rc;
+}
+
 static int arr_open(const struct drxfs_node *n, struct drxfs_arr **out)
 {
     char path[PATH_MAX + 64];
@@ -118,21 +142,7 @@ static int arr_open(const struct drxfs_node *n, struct drxfs_arr **out)
     }
     if ((rc = drxfs_proc_path(path, sizeof(path), n->rel)) < 0)
         goto out;
-    rc = -EROFS;
-    if (!drxfs.ro)
-        rc = drx_array_open(path, DRX_RDWR, &e->a, &err);
-    if (rc == -EMLINK) {
-        /* A crash left a second name of its chunks: reads go on, writes
-         * get EIO until drx fsck --repair (the message says so). */
-        drx_log(DRX_LOG_WARNING, "%s: %s", n->rel, err.msg);
-        e->shared = true;
-    }
-    if (rc == -EACCES || rc == -EPERM || rc == -EROFS || rc == -EMLINK) {
-        err.msg[0] = '\0';
-        e->rdonly = !e->shared;
-        rc = drx_array_open(path, DRX_RDONLY, &e->a, &err);
-    }
-    if (rc < 0) {
+    if ((rc = arr_open_rw_or_ro(e, n, path, &err)) < 0) {
         drx_log(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel,
                 err.msg[0] ? err.msg : strerror(-rc));
         rc = (rc == -ENOENT || rc == -ENOMEM || rc == -EACCES) ? rc : -EIO;
