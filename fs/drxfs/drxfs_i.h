@@ -7,7 +7,8 @@
  *   drxfs_array.c   arrays and views: data, data.npy, data.nc, info
  *   drxfs_array_table.c  the table of array handles (reload, chunk cache)
  *   drxfs_array_attr.c   array attributes as user.NAME xattrs
- *   drxfs_striped.c striped files (NAME.nafs) and user.drx.stripe
+ *   drxfs_striped.c striped files (NAME.nafs)
+ *   drxfs_striped_layout.c  statfs over the stripe directories, user.drx.stripe
  *   drxfs_zarr.c    the zarr/ group of an array directory (and _write.c)
  *   drxfs_info.c    sizes of info files, cached per metadata generation
  *   drxfs_kcache.c  the kernel's caches: what it holds, when to drop it
@@ -322,7 +323,7 @@ int drxfs_zarr_readdir(struct drxfs_zdir *zd, const char *path, void *buf, fuse_
                        off_t off);
 void drxfs_zarr_closedir(struct drxfs_zdir *zd);
 
-/* drxfs_striped.c: striped files (NAME.nafs), statfs, user.drx.stripe.
+/* drxfs_striped.c: striped files (NAME.nafs).
  * One drx_stripe handle per file, shared by its opens (stripe.h asks for
  * it: each handle has its own idea of the size). */
 #define DRXFS_STRIPE_XATTR "user.drx.stripe"
@@ -353,10 +354,16 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
 /* Directory from was renamed to (store-relative): open striped files below
  * it follow. */
 void drxfs_striped_dir_renamed(const char *from, const char *to);
+void drxfs_striped_shutdown(void);
+/* Logs a failed libcore call on rel (expected failures at debug) and
+ * returns rc. */
+int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struct drx_err *err);
+
+/* drxfs_striped_layout.c: statfs over the store and its stripe
+ * directories; user.drx.stripe. */
 int drxfs_striped_statfs(struct statvfs *sv);
 int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size, int flags);
 int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size);
-void drxfs_striped_shutdown(void);
 
 /* drxfs_kcache.c: the kernel's attribute and page caches.  Keys are
  * store-relative names (an array's, for every view of it); paths are mount
