@@ -135,15 +135,11 @@ static void sfile_close(struct drxfs_sfile *e)
     free(e);
 }
 
-/* The shared handle of rel, opened when needed.  want_rw: the caller
- * writes.  */
-static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
-                     struct drxfs_sfile **out)
+/* The table's handle of rel for metafile meta, with a reference, when it
+ * is there and still that file; else NULL. */
+static struct drxfs_sfile *sfile_find_ref(const char *rel, const struct stat *meta)
 {
-    char path[PATH_MAX + 64];
-    struct drx_err err = {{0}};
-    struct drxfs_sfile *e, *fresh = NULL;
-    int rc;
+    struct drxfs_sfile *e;
 
     pthread_mutex_lock(&stable.mutex);
     e = s_find_node(rel, meta);
@@ -154,14 +150,17 @@ static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
         sfile_put(e);
         e = NULL;
     }
-    if (e) {
-        if (want_rw && !e->rw) {
-            sfile_put(e);
-            return -EACCES;
-        }
-        *out = e;
-        return 0;
-    }
+    return e;
+}
+
+/* Opens rel afresh (for writing when the mount and the file allow it, else
+ * for reading), in *out with one reference. */
+static int sfile_open(const char *rel, struct drxfs_sfile **out)
+{
+    char path[PATH_MAX + 64], mrel[PATH_MAX];
+    struct drx_err err = {{0}};
+    struct drxfs_sfile *fresh;
+    int rc;
 
     if ((rc = store_path(path, rel)) < 0)
         return rc;
@@ -184,9 +183,17 @@ static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
         free(fresh);
         return drxfs_striped_log_err("open", rel, rc, &err);
     }
-    char mrel[PATH_MAX];
     if (drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) == 0)
         fstatat(drxfs.root_fd, mrel, &fresh->st, AT_SYMLINK_NOFOLLOW);
+    *out = fresh;
+    return 0;
+}
+
+/* Puts fresh in the table, or takes the handle another thread put there
+ * meanwhile (closing fresh): the handle, with a reference. */
+static struct drxfs_sfile *sfile_insert(const char *rel, struct drxfs_sfile *fresh)
+{
+    struct drxfs_sfile *e;
 
     pthread_mutex_lock(&stable.mutex);
     e = s_find_node(rel, &fresh->st);
@@ -200,12 +207,33 @@ static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
     pthread_mutex_unlock(&stable.mutex);
     if (fresh)
         sfile_close(fresh); /* another thread was quicker */
+    return e;
+}
+
+/* Hands e out in *out, unless the caller writes and e cannot. */
+static int sfile_hand_out(struct drxfs_sfile *e, bool want_rw, struct drxfs_sfile **out)
+{
     if (want_rw && !e->rw) {
         sfile_put(e);
         return -EACCES;
     }
     *out = e;
     return 0;
+}
+
+/* The shared handle of rel, opened when needed.  want_rw: the caller
+ * writes.  */
+static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
+                     struct drxfs_sfile **out)
+{
+    struct drxfs_sfile *e, *fresh = NULL;
+    int rc;
+
+    if ((e = sfile_find_ref(rel, meta)))
+        return sfile_hand_out(e, want_rw, out);
+    if ((rc = sfile_open(rel, &fresh)) < 0)
+        return rc;
+    return sfile_hand_out(sfile_insert(rel, fresh), want_rw, out);
 }
 
 static void sfile_put(struct drxfs_sfile *e)
