@@ -1,7 +1,7 @@
 /* The FUSE operations on attributes, open files and extended attributes:
  * directories, plain files and symlinks of the store are passed through
  * (relative to the store's root descriptor); array and striped-file nodes
- * go to drxfs_array.c and drxfs_striped.c.  Names (create, remove, rename)
+ * go to drxfs_array*.c and drxfs_striped*.c.  Names (create, remove, rename)
  * and directory listings are in drxfs_names.c.
  */
 #include <dirent.h>
