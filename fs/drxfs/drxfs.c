@@ -40,7 +40,6 @@ struct drxfs drxfs = {.root_fd = -1, .store_lock = -1};
  * Benchmarks for what each size measured). */
 #define DRXFS_READ_AHEAD_KB 4096
 
-
 struct drxfs_cli {
     char *config;
     char *log_level;
@@ -83,7 +82,10 @@ enum {
     KEY_THREADS,
 };
 
-#define DRXFS_OPT(t, p) {t, offsetof(struct drxfs_cli, p), 1}
+#define DRXFS_OPT(t, p)                                                                            \
+    {                                                                                              \
+        t, offsetof(struct drxfs_cli, p), 1                                                        \
+    }
 
 static const struct fuse_opt drxfs_opts[] = {
     DRXFS_OPT("config=%s", config),
@@ -318,8 +320,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     if (drxfs.max_read)
         conn->max_read = drxfs.max_read;
     /* Splice reads measured slower here (LIMITS.md). */
-    conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
-                              FUSE_CAP_SPLICE_MOVE);
+    conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
     if (!drxfs.foreground) {
         openlog("drxfs", LOG_PID, LOG_DAEMON);
         drx_log_set_sink(syslog_sink, NULL);
@@ -402,79 +403,102 @@ static int parse_io(const char *what, const char *v, bool *direct)
     return 0;
 }
 
-/* Loads the configuration (defaults < store.conf < -o config=FILE <
- * other -o options), makes the store's .drx/ when missing and opens it. */
-static int open_store(struct drxfs_cli *cli, const char *abs_root)
+/* The configuration in *cfg: defaults < store.conf < -o config=FILE <
+ * other -o options, validated.  Complains on stderr. */
+static int config_load(const struct drxfs_cli *cli, struct drx_config *cfg)
 {
-    struct drx_config cfg = {0};
     struct drx_err err = {{0}};
-    enum drx_log_level level;
     int rc;
 
-    rc = drx_store_load_config(drxfs.proc_root, cli->config, &cfg, &err);
+    rc = drx_store_load_config(drxfs.proc_root, cli->config, cfg, &err);
     if (rc < 0) {
         fprintf(stderr, "drxfs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
-        goto out;
+        return rc;
     }
-    if (cli->cache_bytes && drx_config_parse_bytes(cli->cache_bytes, &cfg.cache_bytes) < 0) {
+    if (cli->cache_bytes && drx_config_parse_bytes(cli->cache_bytes, &cfg->cache_bytes) < 0) {
         fprintf(stderr, "drxfs: cache_bytes=%s: not a byte count\n", cli->cache_bytes);
-        rc = -EINVAL;
-        goto out;
+        return -EINVAL;
     }
-    if (cli->log_level && drx_log_level_parse(cli->log_level, &cfg.log_level) < 0) {
+    if (cli->log_level && drx_log_level_parse(cli->log_level, &cfg->log_level) < 0) {
         fprintf(stderr, "drxfs: log_level=%s: expected error, warning, info or debug\n",
                 cli->log_level);
-        rc = -EINVAL;
-        goto out;
+        return -EINVAL;
     }
     if (cli->debug)
-        cfg.log_level = DRX_LOG_DEBUG;
-    if ((rc = drx_config_validate(&cfg, &err)) < 0) {
+        cfg->log_level = DRX_LOG_DEBUG;
+    if ((rc = drx_config_validate(cfg, &err)) < 0)
         fprintf(stderr, "drxfs: %s\n", err.msg);
-        goto out;
+    return rc;
+}
+
+/* Sets up prefetching through drx-load when the configuration asks. */
+static int prefetch_setup(const struct drxfs_cli *cli, const struct drx_config *cfg)
+{
+    char loader[PATH_MAX];
+    int rc;
+
+    if (!cfg->prefetch.enabled)
+        return 0;
+    drxfs.prefetch = drxfs_prefetch_create(cfg->prefetch.mpiexec, (int)cfg->prefetch.ranks,
+                                           drxfs_prefetch_find_loader(loader, sizeof(loader)),
+                                           cfg->prefetch.min_bytes);
+    if (!drxfs.prefetch) {
+        fprintf(stderr, "drxfs: out of memory\n");
+        return -ENOMEM;
     }
-    level = cfg.log_level;
-    drx_log_set_level(level);
-    drxfs.cache_bytes = cfg.cache_bytes;
-    if (cfg.prefetch.enabled) {
-        char loader[PATH_MAX];
-        drxfs.prefetch = drxfs_prefetch_create(
-            cfg.prefetch.mpiexec, (int)cfg.prefetch.ranks,
-            drxfs_prefetch_find_loader(loader, sizeof(loader)), cfg.prefetch.min_bytes);
-        if (!drxfs.prefetch) {
-            rc = -ENOMEM;
-            fprintf(stderr, "drxfs: out of memory\n");
-            goto out;
-        }
-        if (cli->config && (rc = drxfs_prefetch_set_config(drxfs.prefetch, cli->config)) < 0) {
-            fprintf(stderr, "drxfs: %s: %s\n", cli->config, strerror(-rc));
-            goto out;
-        }
+    if (cli->config && (rc = drxfs_prefetch_set_config(drxfs.prefetch, cli->config)) < 0) {
+        fprintf(stderr, "drxfs: %s: %s\n", cli->config, strerror(-rc));
+        return rc;
     }
+    return 0;
+}
+
+/* Makes the store's .drx/ when missing and allowed, then opens the store. */
+static int store_init_open(const struct drxfs_cli *cli, const struct drx_config *cfg,
+                           const char *abs_root)
+{
+    struct drx_err err = {{0}};
+    int rc;
 
     /* A store is marked by .drx/; drxfs makes one in an empty directory,
      * and in any other only when asked (SPEC section 2): mounting the wrong
      * directory must not quietly turn it into a store. */
-    rc = drx_store_init(drxfs.proc_root, &cfg,
+    rc = drx_store_init(drxfs.proc_root, cfg,
                         DRX_STORE_INIT_KEEP | (cli->create ? 0 : DRX_STORE_INIT_EMPTY_ONLY), &err);
     if (rc == -ENOTEMPTY) {
         fprintf(stderr,
                 "drxfs: %s: not a drx store (no .drx/) and not empty; mount it with -o create "
                 "to make it one, or run `drx init %s`\n",
                 abs_root, abs_root);
-        goto out;
+        return rc;
     }
     if (rc < 0) {
         fprintf(stderr, "drxfs: %s: %s\n", abs_root, err.msg[0] ? err.msg : strerror(-rc));
-        goto out;
+        return rc;
     }
     if (rc == 0)
         drx_log(DRX_LOG_INFO, "%s: made a new store (.drx/)", abs_root);
-    rc = drx_store_open_cfg(drxfs.proc_root, &cfg, &drxfs.store, &err);
-    if (rc < 0) {
+    rc = drx_store_open_cfg(drxfs.proc_root, cfg, &drxfs.store, &err);
+    if (rc < 0)
         fprintf(stderr, "drxfs: %s: %s\n", abs_root, err.msg[0] ? err.msg : strerror(-rc));
+    return rc;
+}
+
+/* Loads the configuration (defaults < store.conf < -o config=FILE <
+ * other -o options), makes the store's .drx/ when missing and opens it. */
+static int open_store(struct drxfs_cli *cli, const char *abs_root)
+{
+    struct drx_config cfg = {0};
+    int rc;
+
+    if ((rc = config_load(cli, &cfg)) < 0)
         goto out;
-    }
+    drx_log_set_level(cfg.log_level);
+    drxfs.cache_bytes = cfg.cache_bytes;
+    if ((rc = prefetch_setup(cli, &cfg)) < 0)
+        goto out;
+    if ((rc = store_init_open(cli, &cfg, abs_root)) < 0)
+        goto out;
     /* Keeps drx fsck --repair off the store while mounted (it waits for a
      * running repair); inherited by the daemon after fuse_daemonize. */
     drxfs.store_lock = drx_store_lock(drxfs.store, false);
@@ -488,115 +512,129 @@ out:
     return rc;
 }
 
+/* Option name=value (NULL: not given) of yes or no into *out, which holds
+ * the default.  Complains on stderr. */
+static int parse_yes_no(const char *name, const char *value, bool *out)
+{
+    if (!value || strcmp(value, "yes") == 0)
+        return 0;
+    if (strcmp(value, "no") != 0) {
+        fprintf(stderr, "drxfs: %s=%s: expected yes or no\n", name, value);
+        return -1;
+    }
+    *out = false;
+    return 0;
+}
+
+/* Option name=value (NULL: not given) of a count of unit, 0 to max, into
+ * *out.  Complains on stderr. */
+static int parse_count(const char *name, const char *value, const char *unit, unsigned long max,
+                       unsigned *out)
+{
+    char *end;
+    unsigned long v;
+
+    if (!value)
+        return 0;
+    v = strtoul(value, &end, 10);
+    if (*end || end == value || v > max) {
+        fprintf(stderr, "drxfs: %s=%s: expected %s, 0 to %lu\n", name, value, unit, max);
+        return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
 /* split_reads=, kcache=, read_ahead= and the mount point (for read_ahead). */
 static int parse_cache_opts(const struct drxfs_cli *cli)
 {
     /* measured: whole 1 GiB array by one cat 0.67 s split, 0.76 s not */
     drxfs.split_reads = true;
-    if (cli->split_reads && strcmp(cli->split_reads, "yes") != 0) {
-        if (strcmp(cli->split_reads, "no") != 0) {
-            fprintf(stderr, "drxfs: split_reads=%s: expected yes or no\n", cli->split_reads);
-            return -1;
-        }
-        drxfs.split_reads = false;
-    }
+    if (parse_yes_no("split_reads", cli->split_reads, &drxfs.split_reads) < 0)
+        return -1;
     drxfs.kernel_cache = true;
-    if (cli->kcache && strcmp(cli->kcache, "yes") != 0) {
-        if (strcmp(cli->kcache, "no") != 0) {
-            fprintf(stderr, "drxfs: kcache=%s: expected yes or no\n", cli->kcache);
-            return -1;
-        }
-        drxfs.kernel_cache = false;
-    }
+    if (parse_yes_no("kcache", cli->kcache, &drxfs.kernel_cache) < 0)
+        return -1;
     drxfs.read_ahead_kb = DRXFS_READ_AHEAD_KB;
-    if (cli->read_ahead) {
-        char *end;
-        unsigned long v = strtoul(cli->read_ahead, &end, 10);
-        if (*end || end == cli->read_ahead || v > (1UL << 20)) {
-            fprintf(stderr, "drxfs: read_ahead=%s: expected KiB, 0 to 1048576\n",
-                    cli->read_ahead);
-            return -1;
-        }
-        drxfs.read_ahead_kb = (unsigned)v;
-    }
-    if (cli->commit_interval) {
-        char *end;
-        unsigned long v = strtoul(cli->commit_interval, &end, 10);
-        if (*end || end == cli->commit_interval || v > 3600) {
-            fprintf(stderr, "drxfs: commit_interval=%s: expected seconds, 0 to 3600\n",
-                    cli->commit_interval);
-            return -1;
-        }
-        drxfs.commit_interval = (unsigned)v;
-    }
+    if (parse_count("read_ahead", cli->read_ahead, "KiB", 1UL << 20, &drxfs.read_ahead_kb) < 0 ||
+        parse_count("commit_interval", cli->commit_interval, "seconds", 3600,
+                    &drxfs.commit_interval) < 0)
+        return -1;
     if (cli->mountpoint)
         drxfs.mountpoint = realpath(cli->mountpoint, NULL);
     return 0;
 }
 
-int main(int argc, char *argv[])
+/* --help, --version and a missing store: 1 when main is done (*ret set),
+ * else 0. */
+static int cli_early(const struct drxfs_cli *cli, char *argv[], int *ret)
 {
-    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-    struct drxfs_cli cli = {0};
-    char *abs_root = NULL, *mopts = NULL;
-    int ret = 1;
-
-    if (fuse_opt_parse(&args, &cli, drxfs_opts, opt_proc) < 0)
-        goto out;
-    if (cli.help) {
+    if (cli->help) {
         usage(argv[0]);
-        ret = 0;
-        goto out;
+        *ret = 0;
+        return 1;
     }
-    if (cli.version) {
+    if (cli->version) {
         printf("drxfs %s\nlibfuse %s\n", DRX_VERSION, fuse_pkgversion());
-        ret = 0;
-        goto out;
+        *ret = 0;
+        return 1;
     }
-    if (!cli.store) {
-        fprintf(stderr, "drxfs: no store given\nusage: %s [options] STORE MOUNTPOINT\n"
-                        "       %s --help\n", argv[0], argv[0]);
-        goto out;
+    if (!cli->store) {
+        fprintf(stderr,
+                "drxfs: no store given\nusage: %s [options] STORE MOUNTPOINT\n"
+                "       %s --help\n",
+                argv[0], argv[0]);
+        return 1;
     }
-    if (parse_io("data_io", cli.data_io, &(bool){0}) < 0 ||
-        parse_io("npy_io", cli.npy_io, &(bool){0}) < 0 ||
-        parse_io("striped_io", cli.striped_io, &(bool){0}) < 0)
-        goto out;
+    return 0;
+}
+
+/* The mount's settings from the command line (io modes, caches, ...). */
+static int cli_apply(const struct drxfs_cli *cli)
+{
+    if (parse_io("data_io", cli->data_io, &(bool){0}) < 0 ||
+        parse_io("npy_io", cli->npy_io, &(bool){0}) < 0 ||
+        parse_io("striped_io", cli->striped_io, &(bool){0}) < 0)
+        return -1;
     /* Page-cache mode everywhere: shared mmap works (libfuse 3.14 cannot
      * pass FUSE_DIRECT_IO_ALLOW_MMAP) and repeated reads are served by the
      * kernel (README, Benchmarks). */
     drxfs.data_direct_io = false;
     drxfs.npy_direct_io = false;
     drxfs.striped_direct_io = false;
-    if (parse_cache_opts(&cli) < 0)
-        goto out;
-    parse_io("data_io", cli.data_io, &drxfs.data_direct_io);
-    parse_io("npy_io", cli.npy_io, &drxfs.npy_direct_io);
-    parse_io("striped_io", cli.striped_io, &drxfs.striped_direct_io);
-    drxfs.ro = cli.ro;
-    drxfs.foreground = cli.foreground;
-    drxfs.max_read = cli.max_read;
-    drxfs.timeouts_given = cli.timeouts_given;
+    if (parse_cache_opts(cli) < 0)
+        return -1;
+    parse_io("data_io", cli->data_io, &drxfs.data_direct_io);
+    parse_io("npy_io", cli->npy_io, &drxfs.npy_direct_io);
+    parse_io("striped_io", cli->striped_io, &drxfs.striped_direct_io);
+    drxfs.ro = cli->ro;
+    drxfs.foreground = cli->foreground;
+    drxfs.max_read = cli->max_read;
+    drxfs.timeouts_given = cli->timeouts_given;
     drxfs.root_euid = geteuid() == 0;
+    return 0;
+}
 
-    drx_log_set_sink(stderr_sink, (void *)"drxfs");
-
-    /* The store is opened before the mount: the mount point may shadow the
-     * store path, so everything after goes through this descriptor. */
-    if (!(abs_root = realpath(cli.store, NULL))) {
-        fprintf(stderr, "drxfs: %s: %s\n", cli.store, strerror(errno));
-        goto out;
+/* Opens the store root's descriptor: the mount point may shadow the store
+ * path, so everything after goes through it.  *abs_root: its real path. */
+static int root_open(const struct drxfs_cli *cli, char **abs_root)
+{
+    if (!(*abs_root = realpath(cli->store, NULL))) {
+        fprintf(stderr, "drxfs: %s: %s\n", cli->store, strerror(errno));
+        return -1;
     }
-    drxfs.store_path = abs_root;
-    drxfs.root_fd = open(abs_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    drxfs.store_path = *abs_root;
+    drxfs.root_fd = open(*abs_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (drxfs.root_fd < 0) {
-        fprintf(stderr, "drxfs: %s: %s\n", abs_root, strerror(errno));
-        goto out;
+        fprintf(stderr, "drxfs: %s: %s\n", *abs_root, strerror(errno));
+        return -1;
     }
     snprintf(drxfs.proc_root, sizeof(drxfs.proc_root), "/proc/self/fd/%d", drxfs.root_fd);
-    if (open_store(&cli, abs_root) < 0)
-        goto out;
+    return 0;
+}
 
+static void malloc_tune(void)
+{
     /* libfuse allocates a reply buffer per read (up to 1 MiB) and the view
      * engine a chunk of scratch per call; above glibc's mmap threshold each
      * would be fresh pages, faulted in and zeroed every time (a fifth of
@@ -608,37 +646,84 @@ int main(int argc, char *argv[])
      * one worker frees is the one the next allocates, still in the CPU
      * cache (per-thread arenas measured 20-30% slower for one cat). */
     mallopt(M_ARENA_MAX, 1);
+}
 
-    /* Modes of created files come from the caller (the kernel applied its
-     * umask already). */
-    umask(0);
-
+/* The mount options drxfs adds to libfuse's arguments (*mopts holds the
+ * -o string, freed by the caller). */
+static int mount_args(struct fuse_args *args, char **mopts, const struct drxfs_cli *cli,
+                      const char *abs_root)
+{
     /* fsname = the store's absolute path: drx and drx-load map a path under
      * the mount back to the store through /proc/self/mountinfo. */
     char fsname[PATH_MAX + 16];
     snprintf(fsname, sizeof(fsname), "fsname=%s", abs_root);
-    if (fuse_opt_add_opt_escaped(&mopts, fsname) < 0 ||
-        fuse_opt_add_opt(&mopts, "subtype=drxfs") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
-        fuse_opt_add_arg(&args, mopts) < 0 ||
+    if (fuse_opt_add_opt_escaped(mopts, fsname) < 0 ||
+        fuse_opt_add_opt(mopts, "subtype=drxfs") < 0 || fuse_opt_add_arg(args, "-o") < 0 ||
+        fuse_opt_add_arg(args, *mopts) < 0 ||
         /* libfuse 3.14's fuse_main passes an unset max_idle_threads as
          * UINT_MAX and complains; say what we want. */
-        (!cli.threads_given &&
-         fuse_opt_add_arg(&args, "-omax_threads=" DRXFS_THREADS
-                                 ",max_idle_threads=" DRXFS_THREADS) < 0)) {
+        (!cli->threads_given && fuse_opt_add_arg(args, "-omax_threads=" DRXFS_THREADS
+                                                       ",max_idle_threads=" DRXFS_THREADS) < 0)) {
         fprintf(stderr, "drxfs: out of memory\n");
-        goto out;
+        return -1;
     }
     /* The daemon (root, typically) does what it is asked: without
      * default_permissions the kernel checks nothing, and allow_other would
      * hand every user every file of the store.  mergerfs and gocryptfs add
      * it the same way. */
-    if (cli.allow_other && !cli.default_permissions) {
-        if (fuse_opt_add_arg(&args, "-odefault_permissions") < 0) {
+    if (cli->allow_other && !cli->default_permissions) {
+        if (fuse_opt_add_arg(args, "-odefault_permissions") < 0) {
             fprintf(stderr, "drxfs: out of memory\n");
-            goto out;
+            return -1;
         }
         drxfs.implied_default_permissions = true;
     }
+    return 0;
+}
+
+/* Frees what the option parser allocated. */
+static void cli_fini(struct drxfs_cli *cli)
+{
+    free(cli->config);
+    free(cli->log_level);
+    free(cli->cache_bytes);
+    free(cli->data_io);
+    free(cli->npy_io);
+    free(cli->striped_io);
+    free(cli->split_reads);
+    free(cli->kcache);
+    free(cli->read_ahead);
+    free(cli->commit_interval);
+    free(cli->mountpoint);
+    free(cli->store);
+}
+
+int main(int argc, char *argv[])
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    struct drxfs_cli cli = {0};
+    char *abs_root = NULL, *mopts = NULL;
+    int ret = 1;
+
+    if (fuse_opt_parse(&args, &cli, drxfs_opts, opt_proc) < 0)
+        goto out;
+    if (cli_early(&cli, argv, &ret) || cli_apply(&cli) < 0)
+        goto out;
+
+    drx_log_set_sink(stderr_sink, (void *)"drxfs");
+
+    /* The store is opened before the mount: the mount point may shadow the
+     * store path, so everything after goes through this descriptor. */
+    if (root_open(&cli, &abs_root) < 0 || open_store(&cli, abs_root) < 0)
+        goto out;
+    malloc_tune();
+
+    /* Modes of created files come from the caller (the kernel applied its
+     * umask already). */
+    umask(0);
+
+    if (mount_args(&args, &mopts, &cli, abs_root) < 0)
+        goto out;
     ret = drxfs_run(&args, &drxfs_ops);
 out:
     drxfs_prefetch_destroy(drxfs.prefetch);
@@ -649,19 +734,8 @@ out:
         close(drxfs.root_fd);
     free(mopts);
     free(abs_root);
-    free(cli.config);
-    free(cli.log_level);
-    free(cli.cache_bytes);
-    free(cli.data_io);
-    free(cli.npy_io);
-    free(cli.striped_io);
-    free(cli.split_reads);
-    free(cli.kcache);
-    free(cli.read_ahead);
-    free(cli.commit_interval);
-    free(cli.mountpoint);
     free(drxfs.mountpoint);
-    free(cli.store);
+    cli_fini(&cli);
     fuse_opt_free_args(&args);
     return ret;
 }

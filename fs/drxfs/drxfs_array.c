@@ -1,21 +1,9 @@
-/* Arrays and views at the mount point: the shared handle table and the
- * files data, data.npy and info.
+/* Arrays and views at the mount point: the files data, data.npy, data.nc
+ * and info.  The handle table is drxfs_array_table.c, the attributes as
+ * extended attributes drxfs_array_attr.c.
  *
- * One drx_array handle per array serves every lookup and open file.  Its
- * rwlock is taken shared for chunk I/O and metadata reads, exclusive for
- * reload and cache resizing.  Freshness: every path operation stats the
- * .xmd anyway (resolution); when its inode, size or times differ from what
- * the handle last read, the handle reloads before answering, so a `drx
- * extend` by another process shows at once (the daemon runs with entry and
- * attribute timeouts of 0, and data files bypass the page cache).  An open
- * file keeps the view resolved at open: chunks never move, so it keeps
- * reading the elements it was opened on.
- *
- * Chunk cache: only arrays with open files have one; cache.bytes is split
- * evenly between them.  libcore empties it before a read when the .xta was
- * written since (it watches the file); it is also emptied at open when the
- * .xta's size or times changed, for writers the watch cannot see (another
- * node of a network file system).
+ * An open file keeps the view resolved at open: chunks never move, so it
+ * keeps reading the elements it was opened on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,395 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "drx/format.h"
 #include "drxfs_i.h"
 #include "drxfs_prefetch.h"
-
-/* Idle handles kept open for fast lookups. */
-#define DRXFS_ARR_IDLE_MAX 32
-
-struct drxfs_sig {
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtim, ctim;
-};
-
-struct drxfs_arr {
-    char *key; /* store-relative name without suffix */
-    struct drx_array *a;
-    pthread_rwlock_t lock;
-    bool rdonly;   /* the .xta could only be opened read-only */
-    bool shared;   /* opened read-only: the .xta had other names (EMLINK) */
-    bool detached; /* no longer in the table (renamed, replaced) */
-    /* Below: protected by table.mutex. */
-    unsigned refs;
-    unsigned nopen;
-    size_t cache_set;
-    struct drxfs_arr *prev, *next;
-    /* Protected by lock (exclusive to write). */
-    struct drxfs_sig xmd; /* .xmd as last read */
-    struct drxfs_sig xta; /* .xta when the cache was last emptied */
-};
-
-static struct {
-    pthread_mutex_t mutex;
-    struct drxfs_arr *head; /* most recently used first */
-    unsigned count;
-} table = {.mutex = PTHREAD_MUTEX_INITIALIZER};
-
-static void sig_of(struct drxfs_sig *s, const struct stat *st)
-{
-    s->dev = st->st_dev;
-    s->ino = st->st_ino;
-    s->size = st->st_size;
-    s->mtim = st->st_mtim;
-    s->ctim = st->st_ctim;
-}
-
-static bool sig_same(const struct drxfs_sig *a, const struct drxfs_sig *b)
-{
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtim.tv_sec == b->mtim.tv_sec && a->mtim.tv_nsec == b->mtim.tv_nsec &&
-           a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
-}
-
-static void arr_destroy(struct drxfs_arr *e)
-{
-    if (!e)
-        return;
-    drx_array_close(e->a);
-    pthread_rwlock_destroy(&e->lock);
-    free(e->key);
-    free(e);
-}
-
-static void list_unlink(struct drxfs_arr *e)
-{
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        table.head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    e->prev = e->next = NULL;
-    table.count--;
-}
-
-static void list_push(struct drxfs_arr *e)
-{
-    e->prev = NULL;
-    e->next = table.head;
-    if (table.head)
-        table.head->prev = e;
-    table.head = e;
-    table.count++;
-}
-
-/* Closes idle entries beyond the limit, oldest first.  Table locked. */
-static void trim_idle(void)
-{
-    struct drxfs_arr *e = table.head, *last = NULL;
-    unsigned idle = 0;
-    for (; e; e = e->next) {
-        last = e;
-        if (e->refs == 0)
-            idle++;
-    }
-    for (e = last; e && idle > DRXFS_ARR_IDLE_MAX;) {
-        struct drxfs_arr *prev = e->prev;
-        if (e->refs == 0) {
-            list_unlink(e);
-            arr_destroy(e);
-            idle--;
-        }
-        e = prev;
-    }
-}
-
-static int arr_open(const struct drxfs_node *n, struct drxfs_arr **out)
-{
-    char path[PATH_MAX + 64];
-    struct drx_err err = {{0}};
-    struct drxfs_arr *e = calloc(1, sizeof(*e));
-    struct stat st;
-    int rc;
-
-    if (!e)
-        return -ENOMEM;
-    pthread_rwlock_init(&e->lock, NULL);
-    if (!(e->key = strdup(n->rel))) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    if ((rc = drxfs_proc_path(path, sizeof(path), n->rel)) < 0)
-        goto out;
-    rc = -EROFS;
-    if (!drxfs.ro)
-        rc = drx_array_open(path, DRX_RDWR, &e->a, &err);
-    if (rc == -EMLINK) {
-        /* A crash left a second name of its chunks: reads go on, writes
-         * get EIO until drx fsck --repair (the message says so). */
-        drx_log(DRX_LOG_WARNING, "%s: %s", n->rel, err.msg);
-        e->shared = true;
-    }
-    if (rc == -EACCES || rc == -EPERM || rc == -EROFS || rc == -EMLINK) {
-        err.msg[0] = '\0';
-        e->rdonly = !e->shared;
-        rc = drx_array_open(path, DRX_RDONLY, &e->a, &err);
-    }
-    if (rc < 0) {
-        drx_log(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel,
-                err.msg[0] ? err.msg : strerror(-rc));
-        rc = (rc == -ENOENT || rc == -ENOMEM || rc == -EACCES) ? rc : -EIO;
-        goto out;
-    }
-    /* The stat the resolution saw may predate what open read; a second
-     * reload on the next access is harmless. */
-    sig_of(&e->xmd, &n->st);
-    if (fstat(drx_array_xta_fd(e->a), &st) == 0)
-        sig_of(&e->xta, &st);
-    *out = e;
-    return 0;
-out:
-    arr_destroy(e);
-    return rc;
-}
-
-/* The .xmd changed: reload the metadata, or tell the caller the array was
- * replaced (the .xta is another file) by returning 1.  e->lock held
- * exclusive. */
-static int arr_refresh(struct drxfs_arr *e, const struct drxfs_node *n)
-{
-    char xta[PATH_MAX];
-    struct stat st_now, st_ours;
-    struct drx_err err = {{0}};
-    int rc;
-
-    if ((rc = drxfs_rel_suffix(xta, n->rel, DRXFS_XTA)) < 0)
-        return rc;
-    if (fstatat(drxfs.root_fd, xta, &st_now, 0) < 0)
-        return -errno == -ENOENT ? -ENOENT : -EIO;
-    if (fstat(drx_array_xta_fd(e->a), &st_ours) < 0)
-        return -EIO;
-    if (st_now.st_ino != st_ours.st_ino || st_now.st_dev != st_ours.st_dev)
-        return 1;
-    rc = drx_array_reload(e->a, &err);
-    if (rc < 0) {
-        drx_log(DRX_LOG_WARNING, "%s: reloading metadata: %s", n->rel,
-                err.msg[0] ? err.msg : strerror(-rc));
-        return -EIO;
-    }
-    if (rc > 0)
-        drx_log(DRX_LOG_DEBUG, "%s: metadata changed on disk, reloaded", n->rel);
-    sig_of(&e->xmd, &n->st);
-    return 0;
-}
-
-static void arr_detach(struct drxfs_arr *e)
-{
-    pthread_mutex_lock(&table.mutex);
-    if (!e->detached) {
-        e->detached = true;
-        list_unlink(e);
-    }
-    pthread_mutex_unlock(&table.mutex);
-}
-
-int drxfs_arr_get(const struct drxfs_node *n, struct drxfs_arr **out)
-{
-    struct drxfs_arr *e, *fresh = NULL;
-    struct drxfs_sig now;
-    int rc;
-
-    sig_of(&now, &n->st);
-again:
-    pthread_mutex_lock(&table.mutex);
-    for (e = table.head; e; e = e->next)
-        if (strcmp(e->key, n->rel) == 0)
-            break;
-    if (e) {
-        e->refs++;
-        if (e != table.head) {
-            list_unlink(e);
-            list_push(e);
-        }
-    } else if (fresh) {
-        e = fresh;
-        fresh = NULL;
-        e->refs = 1;
-        list_push(e);
-        trim_idle();
-    }
-    pthread_mutex_unlock(&table.mutex);
-    if (fresh) {
-        /* Another thread opened it meanwhile. */
-        arr_destroy(fresh);
-        fresh = NULL;
-    }
-    if (!e) {
-        if ((rc = arr_open(n, &fresh)) < 0)
-            return rc;
-        goto again;
-    }
-
-    pthread_rwlock_rdlock(&e->lock);
-    bool same = sig_same(&e->xmd, &now);
-    pthread_rwlock_unlock(&e->lock);
-    if (!same) {
-        pthread_rwlock_wrlock(&e->lock);
-        rc = sig_same(&e->xmd, &now) ? 0 : arr_refresh(e, n);
-        pthread_rwlock_unlock(&e->lock);
-        if (rc != 0) {
-            /* Replaced or gone: this handle serves only its open files. */
-            arr_detach(e);
-            drxfs_arr_put(e);
-            if (rc < 0)
-                return rc;
-            goto again;
-        }
-    }
-    *out = e;
-    return 0;
-}
-
-void drxfs_arr_put(struct drxfs_arr *e)
-{
-    bool destroy = false;
-    if (!e)
-        return;
-    pthread_mutex_lock(&table.mutex);
-    if (--e->refs == 0 && e->detached)
-        destroy = true;
-    pthread_mutex_unlock(&table.mutex);
-    if (destroy)
-        arr_destroy(e);
-}
-
-struct drx_array *drxfs_arr_rdlock(struct drxfs_arr *e)
-{
-    pthread_rwlock_rdlock(&e->lock);
-    return e->a;
-}
-
-void drxfs_arr_unlock(struct drxfs_arr *e)
-{
-    pthread_rwlock_unlock(&e->lock);
-}
-
-bool drxfs_arr_writable(const struct drxfs_arr *e)
-{
-    return !e->rdonly && !e->shared && !drxfs.ro;
-}
-
-const char *drxfs_arr_key(const struct drxfs_arr *e)
-{
-    return e->key;
-}
-
-void drxfs_arr_forget(const char *rel)
-{
-    size_t len = rel ? strlen(rel) : 0;
-    pthread_mutex_lock(&table.mutex);
-    for (struct drxfs_arr *e = table.head, *next; e; e = next) {
-        next = e->next;
-        /* rel itself, or anything below it when rel is a directory */
-        if (rel && !(strncmp(e->key, rel, len) == 0 &&
-                     (e->key[len] == '\0' || e->key[len] == '/')))
-            continue;
-        list_unlink(e);
-        e->detached = true;
-        if (e->refs == 0)
-            arr_destroy(e);
-    }
-    pthread_mutex_unlock(&table.mutex);
-}
-
-void drxfs_arr_shutdown(void)
-{
-    drxfs_arr_forget(NULL);
-}
-
-/* Splits cache.bytes evenly between the arrays that have open files.
- * Called without locks held. */
-static void cache_rebalance(void)
-{
-    struct drxfs_arr **act = NULL;
-    unsigned n = 0, nactive = 0;
-
-    pthread_mutex_lock(&table.mutex);
-    for (struct drxfs_arr *e = table.head; e; e = e->next)
-        if (e->nopen)
-            nactive++;
-    if (nactive)
-        act = calloc(nactive, sizeof(*act));
-    for (struct drxfs_arr *e = table.head; e && act; e = e->next)
-        if (e->nopen && n < nactive) {
-            e->refs++;
-            act[n++] = e;
-        }
-    pthread_mutex_unlock(&table.mutex);
-    if (!act)
-        return;
-    size_t share = n ? (size_t)(drxfs.cache_bytes / n) : 0;
-    for (unsigned i = 0; i < n; i++) {
-        struct drxfs_arr *e = act[i];
-        pthread_rwlock_wrlock(&e->lock);
-        if (e->cache_set != share) {
-            drx_array_set_cache(e->a, share);
-            e->cache_set = share;
-        }
-        pthread_rwlock_unlock(&e->lock);
-        drxfs_arr_put(e);
-    }
-    free(act);
-}
-
-/* Counts an open file of e; empties its chunk cache when the .xta changed
- * since (another process wrote chunks). */
-static void arr_opened(struct drxfs_arr *e)
-{
-    struct stat st;
-    bool first;
-
-    pthread_mutex_lock(&table.mutex);
-    first = e->nopen++ == 0;
-    pthread_mutex_unlock(&table.mutex);
-
-    if (fstat(drx_array_xta_fd(e->a), &st) == 0) {
-        struct drxfs_sig now;
-        sig_of(&now, &st);
-        pthread_rwlock_wrlock(&e->lock);
-        if (!sig_same(&now, &e->xta)) {
-            if (e->cache_set) {
-                drx_array_set_cache(e->a, 0);
-                drx_array_set_cache(e->a, e->cache_set);
-            }
-            e->xta = now;
-        }
-        pthread_rwlock_unlock(&e->lock);
-    }
-    if (first)
-        cache_rebalance();
-}
-
-static void arr_closed(struct drxfs_arr *e)
-{
-    bool last;
-    pthread_mutex_lock(&table.mutex);
-    last = --e->nopen == 0;
-    pthread_mutex_unlock(&table.mutex);
-    if (last) {
-        pthread_rwlock_wrlock(&e->lock);
-        drx_array_set_cache(e->a, 0);
-        e->cache_set = 0;
-        pthread_rwlock_unlock(&e->lock);
-        cache_rebalance();
-    }
-}
 
 /* The .npy header of a view, malloc'ed (libcore formats it). */
 static char *npy_header(const struct drx_view *v, size_t *len)
@@ -422,6 +26,30 @@ static char *npy_header(const struct drx_view *v, size_t *len)
         return NULL;
     drx_npy_header(v, h, len);
     return h;
+}
+
+/* What each file of an array or view is: the handlers ask this table
+ * rather than test kinds.  info is made at open: never serve an older one
+ * from the cache (always direct I/O). */
+struct afile {
+    bool text;             /* made at open, before the elements (or all, for info) */
+    bool readonly;         /* never written: info, data.nc */
+    bool elements;         /* the view's elements follow the text */
+    const bool *direct_io; /* the mount option that sets fi->direct_io */
+};
+static const bool always = true;
+static const struct afile afiles[] = {
+    [DRXFS_ADATA] = {false, false, true, &drxfs.data_direct_io},
+    [DRXFS_ANPY] = {true, false, true, &drxfs.npy_direct_io},
+    [DRXFS_AINFO] = {true, true, false, &always},
+    [DRXFS_ANC] = {true, true, true, &drxfs.npy_direct_io},
+};
+
+/* The entry of kind k: all false for the array directory itself. */
+static const struct afile *afile_of(enum drxfs_kind k)
+{
+    static const struct afile none = {false, false, false, &always};
+    return k >= DRXFS_ADATA && k <= DRXFS_ANC ? &afiles[k] : &none;
 }
 
 /* ---- attributes ---- */
@@ -459,6 +87,67 @@ static void coords_fini(struct nc_coords *cs)
     cs->n = 0;
 }
 
+/* Why candidate cm cannot be the coordinate of dimension d of array m, or
+ * NULL when it can. */
+static const char *coord_unfit(const struct drx_array_meta *cm, const struct drx_array_meta *m,
+                               int d)
+{
+    if (cm->rank != 1)
+        return "it is not 1-D";
+    if (drx_type_is_complex(cm->type))
+        return "netCDF has no complex type";
+    if (cm->bounds[0] < m->bounds[d])
+        return "it is shorter than the dimension";
+    return NULL;
+}
+
+/* The store name rel of the array named dn beside n (dirlen: length of
+ * n's directory part), and the libcore path of its .xmd; false when there
+ * is none to try (too long, or n itself: an array named like its own
+ * dimension is that coordinate). */
+static bool coord_names(const struct drxfs_node *n, int dirlen, const char *dn, char rel[PATH_MAX],
+                        char path[PATH_MAX + 64])
+{
+    int len = snprintf(rel, PATH_MAX, "%.*s%s", dirlen, n->rel, dn);
+    if (len < 0 || len >= PATH_MAX || strcmp(rel, n->rel) == 0 ||
+        drxfs_proc_path(path, PATH_MAX + 64 - 4, rel) < 0)
+        return false;
+    strcat(path, ".xmd");
+    return true;
+}
+
+/* Adds the coordinate of dimension d of the view of n (metadata m) to cs
+ * when an array fits; logs at level why one that is there does not. */
+static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m, int d, int dirlen,
+                      int level, struct nc_coords *cs)
+{
+    const char *dn = m->dim_name[d];
+    char rel[PATH_MAX], path[PATH_MAX + 64];
+    struct drx_array_meta cm;
+    struct drx_err err = {{0}};
+    const char *why;
+
+    if (!dn[0] || !coord_names(n, dirlen, dn, rel, path))
+        return;
+    if (drx_array_meta_load(path, &cm, &err) < 0) {
+        if (access(path, F_OK) == 0)
+            drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, err.msg);
+        return;
+    }
+    if ((why = coord_unfit(&cm, m, d))) {
+        drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, why);
+        drx_array_meta_fini(&cm);
+        return;
+    }
+    if (!(cs->rel[cs->n] = strdup(rel))) {
+        drx_array_meta_fini(&cm);
+        return;
+    }
+    cs->meta[cs->n] = cm;
+    cs->c[cs->n] = (struct drx_nc_coord){d, &cs->meta[cs->n], NULL};
+    cs->n++;
+}
+
 /* Fills cs from the metadata alone (stat reads no chunk).  A candidate
  * left out is logged (at info when the file is being opened, so that a
  * user can find out why, else at debug: stat comes often). */
@@ -469,48 +158,8 @@ static void coords_find(const struct drxfs_node *n, const struct drx_array_meta 
     int dirlen = slash ? (int)(slash - n->rel + 1) : 0;
     int level = opening ? DRX_LOG_INFO : DRX_LOG_DEBUG;
 
-    for (int i = 0; i < v->rank; i++) {
-        int d = v->order == DRX_ORDER_C ? i : v->rank - 1 - i;
-        const char *dn = m->dim_name[d];
-        char rel[PATH_MAX], path[PATH_MAX + 64];
-        struct drx_array_meta cm;
-        struct drx_err err = {{0}};
-        const char *why = NULL;
-        int len;
-
-        if (!dn[0])
-            continue;
-        len = snprintf(rel, sizeof rel, "%.*s%s", dirlen, n->rel, dn);
-        /* an array named like its own dimension is that coordinate */
-        if (len < 0 || (size_t)len >= sizeof rel || strcmp(rel, n->rel) == 0 ||
-            drxfs_proc_path(path, sizeof path - 4, rel) < 0)
-            continue;
-        strcat(path, ".xmd");
-        if (drx_array_meta_load(path, &cm, &err) < 0) {
-            if (access(path, F_OK) == 0)
-                drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn,
-                        err.msg);
-            continue;
-        }
-        if (cm.rank != 1)
-            why = "it is not 1-D";
-        else if (drx_type_is_complex(cm.type))
-            why = "netCDF has no complex type";
-        else if (cm.bounds[0] < m->bounds[d])
-            why = "it is shorter than the dimension";
-        if (why) {
-            drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, why);
-            drx_array_meta_fini(&cm);
-            continue;
-        }
-        if (!(cs->rel[cs->n] = strdup(rel))) {
-            drx_array_meta_fini(&cm);
-            continue;
-        }
-        cs->meta[cs->n] = cm;
-        cs->c[cs->n] = (struct drx_nc_coord){d, &cs->meta[cs->n], NULL};
-        cs->n++;
-    }
+    for (int i = 0; i < v->rank; i++)
+        coord_try(n, m, v->order == DRX_ORDER_C ? i : v->rank - 1 - i, dirlen, level, cs);
 }
 
 /* Reads each coordinate's elements of the view, big-endian.  The arrays
@@ -709,9 +358,8 @@ int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
         size += fh->text_len + fh->pad;
     else if (fh->kind == DRXFS_AINFO)
         size = fh->text_len;
-    st->st_mode = S_IFREG | (xta.st_mode & (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC
-                                                 ? 0444
-                                                 : 07666));
+    st->st_mode =
+        S_IFREG | (xta.st_mode & (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC ? 0444 : 07666));
     if (fh->arr->rdonly || drxfs.ro)
         st->st_mode &= ~(mode_t)0222;
     st->st_size = (off_t)size;
@@ -745,7 +393,8 @@ static void fh_free(struct drxfs_fh *fh)
  * the view words, which are the path components before the file name. */
 static int prefetch_prepare(struct drxfs_fh *fh, const char *path, const struct drxfs_node *n)
 {
-    if (!drxfs.prefetch || (n->kind != DRXFS_ADATA && n->kind != DRXFS_ANPY && n->kind != DRXFS_ANC) ||
+    if (!drxfs.prefetch ||
+        (n->kind != DRXFS_ADATA && n->kind != DRXFS_ANPY && n->kind != DRXFS_ANC) ||
         drx_view_bytes(&fh->view) < drxfs_prefetch_min_bytes(drxfs.prefetch))
         return 0;
     size_t plen = strlen(drxfs.store_path) + strlen(n->rel) + 2;
@@ -766,19 +415,15 @@ static int prefetch_prepare(struct drxfs_fh *fh, const char *path, const struct 
     return 0;
 }
 
-int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
+/* The handle of array n for an open (wr: for writing), in *out: a writer
+ * needs an array whose chunk file has one name.  An array opened read-only
+ * because its chunk file had two names is reopened once, in case the other
+ * name went away meanwhile. */
+static int open_arr_get(const struct drxfs_node *n, bool wr, struct drxfs_arr **out)
 {
-    struct drxfs_fh *fh = NULL;
     struct drxfs_arr *e = NULL;
-    bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
     int rc;
 
-    if (n->kind == DRXFS_ARRAY)
-        return -EISDIR;
-    if (wr && drxfs.ro)
-        return -EROFS;
-    if (wr && (n->kind == DRXFS_AINFO || n->kind == DRXFS_ANC))
-        return -EACCES;
     for (int tries = 0;; tries++) {
         struct drx_err err = {{0}};
         if ((rc = drxfs_arr_get(n, &e)) < 0)
@@ -799,7 +444,7 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
         if (!e->shared || tries)
             break;
         /* The other name went away (a rename finished): reopen for writing. */
-        arr_detach(e);
+        drxfs_arr_detach(e);
         drxfs_arr_put(e);
         e = NULL;
     }
@@ -807,51 +452,88 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
         rc = -EIO;
         goto out;
     }
-    if (!(fh = calloc(1, sizeof(*fh)))) {
-        rc = -ENOMEM;
-        goto out;
+    *out = e;
+    return 0;
+out:
+    drxfs_arr_put(e);
+    return rc;
+}
+
+/* Resolves fh's view and makes the text that goes with it (.npy header,
+ * info JSON, netCDF header and coordinates).  e read-locked. */
+static int fh_view_text(struct drxfs_fh *fh, struct drxfs_arr *e, const struct drxfs_node *n)
+{
+    int rc = resolve_view(e, n, &fh->view);
+    if (rc < 0)
+        return rc;
+    switch (n->kind) {
+    case DRXFS_ANPY:
+        fh->text = npy_header(&fh->view, &fh->text_len);
+        break;
+    case DRXFS_AINFO:
+        fh->text = drx_array_info_json(drx_array_meta(e->a), &fh->view);
+        break;
+    case DRXFS_ANC:
+        /* netCDF data is big-endian whatever rep the path asked for */
+        fh->view.rep = DRX_REP_EXTERNAL32;
+        rc = nc_prefix(e, n, &fh->view, &fh->text, &fh->text_len, &fh->pad);
+        break;
+    default:
+        break;
     }
+    return rc;
+}
+
+/* A file handle for file n of array e: its view resolved and its text
+ * made, in *out. */
+static int fh_make(struct drxfs_arr *e, const struct drxfs_node *n, struct drxfs_fh **out)
+{
+    struct drxfs_fh *fh = calloc(1, sizeof(*fh));
+    int rc;
+
+    if (!fh)
+        return -ENOMEM;
     fh->kind = n->kind;
     fh->fd = -1;
     fh->nwords = n->spec.nwords;
     pthread_rwlock_rdlock(&e->lock);
-    rc = resolve_view(e, n, &fh->view);
-    if (rc == 0 && n->kind == DRXFS_ANPY) {
-        fh->text = npy_header(&fh->view, &fh->text_len);
-    } else if (rc == 0 && n->kind == DRXFS_AINFO) {
-        fh->text = drx_array_info_json(drx_array_meta(e->a), &fh->view);
-    } else if (rc == 0 && n->kind == DRXFS_ANC) {
-        /* netCDF data is big-endian whatever rep the path asked for */
-        fh->view.rep = DRX_REP_EXTERNAL32;
-        rc = nc_prefix(e, n, &fh->view, &fh->text, &fh->text_len, &fh->pad);
-    }
+    rc = fh_view_text(fh, e, n);
     pthread_rwlock_unlock(&e->lock);
-    if (rc < 0)
-        goto out;
-    if ((n->kind == DRXFS_ANPY || n->kind == DRXFS_AINFO || n->kind == DRXFS_ANC) && !fh->text) {
+    if (rc == 0 && afile_of(n->kind)->text && !fh->text)
         rc = -EIO;
-        goto out;
+    if (rc < 0) {
+        fh_free(fh);
+        return rc;
     }
     if (n->kind == DRXFS_AINFO)
         fh->text_len = strlen(fh->text);
+    *out = fh;
+    return 0;
+}
+
+int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = NULL;
+    struct drxfs_arr *e = NULL;
+    bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
+    int rc;
+
+    if (n->kind == DRXFS_ARRAY)
+        return -EISDIR;
+    if (wr && drxfs.ro)
+        return -EROFS;
+    if (wr && afile_of(n->kind)->readonly)
+        return -EACCES;
+    if ((rc = open_arr_get(n, wr, &e)) < 0)
+        return rc;
+    if ((rc = fh_make(e, n, &fh)) < 0)
+        goto out;
     if ((rc = prefetch_prepare(fh, path, n)) < 0)
         goto out;
-    arr_opened(e);
+    drxfs_arr_opened(e);
     fh->arr = e;
     e = NULL;
-    switch (n->kind) {
-    case DRXFS_ADATA:
-        fi->direct_io = drxfs.data_direct_io;
-        break;
-    case DRXFS_ANPY:
-    case DRXFS_ANC:
-        fi->direct_io = drxfs.npy_direct_io;
-        break;
-    default:
-        /* info is made at open: never serve an older one from the cache */
-        fi->direct_io = 1;
-        break;
-    }
+    fi->direct_io = *afile_of(n->kind)->direct_io;
     fi->keep_cache = 0;
     fi->fh = (uint64_t)(uintptr_t)fh;
     fh = NULL;
@@ -863,7 +545,7 @@ out:
 
 void drxfs_array_release(struct drxfs_fh *fh)
 {
-    arr_closed(fh->arr);
+    drxfs_arr_closed(fh->arr);
     drxfs_arr_put(fh->arr);
     fh_free(fh);
 }
@@ -964,30 +646,59 @@ static ssize_t view_read(struct drx_array *a, const struct drx_view *v, uint64_t
     return n2 < 0 ? n1 : n1 + n2;
 }
 
+/* On the first read of a large view: warm its chunks in parallel (the
+ * launch returns at once; reads never wait for it). */
+static void read_prefetch(struct drxfs_fh *fh)
+{
+    if (!fh->prefetch_path || __atomic_exchange_n(&fh->read_seen, true, __ATOMIC_RELAXED))
+        return;
+    drx_log(DRX_LOG_DEBUG, "%s: read of a %llu-byte view: asking for a prefetch", fh->arr->key,
+            (unsigned long long)drx_view_bytes(&fh->view));
+    drxfs_prefetch_request(drxfs.prefetch, fh->prefetch_path, (const char *const *)fh->words,
+                           fh->nwords);
+}
+
+/* Copies what [off, off + size) holds of fh's text to buf: the count. */
+static size_t read_text(const struct drxfs_fh *fh, char *buf, size_t size, uint64_t off)
+{
+    size_t n = 0;
+    if (off < fh->text_len) {
+        n = fh->text_len - (size_t)off;
+        if (n > size)
+            n = size;
+        memcpy(buf, fh->text + off, n);
+    }
+    return n;
+}
+
+/* The zeros that pad netCDF data to a multiple of 4 bytes, where a read
+ * reaching element offset at wants them: how many went to buf (room
+ * bytes at most). */
+static size_t read_nc_pad(const struct drxfs_fh *fh, char *buf, size_t room, uint64_t at)
+{
+    uint64_t bytes = drx_view_bytes(&fh->view);
+    size_t z = 0;
+    if (at >= bytes && at < bytes + fh->pad) {
+        z = (size_t)(bytes + fh->pad - at);
+        if (z > room)
+            z = room;
+        memset(buf, 0, z);
+    }
+    return z;
+}
+
 int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
 {
+    const struct afile *k = afile_of(fh->kind);
     size_t done = 0;
     uint64_t uoff = (uint64_t)off;
 
     if (off < 0)
         return -EINVAL;
-    if (fh->prefetch_path && !__atomic_exchange_n(&fh->read_seen, true, __ATOMIC_RELAXED)) {
-        /* a large view is being read: warm its chunks in parallel (the
-         * launch returns at once; reads never wait for it) */
-        drx_log(DRX_LOG_DEBUG, "%s: read of a %llu-byte view: asking for a prefetch",
-                fh->arr->key, (unsigned long long)drx_view_bytes(&fh->view));
-        drxfs_prefetch_request(drxfs.prefetch, fh->prefetch_path,
-                               (const char *const *)fh->words, fh->nwords);
-    }
-    if (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANPY || fh->kind == DRXFS_ANC) {
-        if (uoff < fh->text_len) {
-            size_t n = fh->text_len - (size_t)uoff;
-            if (n > size)
-                n = size;
-            memcpy(buf, fh->text + uoff, n);
-            done = n;
-        }
-        if (fh->kind == DRXFS_AINFO || done == size)
+    read_prefetch(fh);
+    if (k->text) {
+        done = read_text(fh, buf, size, uoff);
+        if (!k->elements || done == size)
             return (int)done;
         uoff = uoff + done - fh->text_len;
     }
@@ -1000,17 +711,8 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
         return done ? (int)done : (int)n;
     }
     done += (size_t)n;
-    if (fh->kind == DRXFS_ANC && done < size) {
-        /* the zeros that pad netCDF data to a multiple of 4 bytes */
-        uint64_t bytes = drx_view_bytes(&fh->view), at = uoff + (uint64_t)n;
-        if (at >= bytes && at < bytes + fh->pad) {
-            size_t z = (size_t)(bytes + fh->pad - at);
-            if (z > size - done)
-                z = size - done;
-            memset(buf + done, 0, z);
-            done += z;
-        }
-    }
+    if (fh->kind == DRXFS_ANC && done < size)
+        done += read_nc_pad(fh, buf + done, size - done, uoff + (uint64_t)n);
     return (int)done;
 }
 
@@ -1031,8 +733,7 @@ int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t o
             if (n > size)
                 n = size;
             if (memcmp(fh->text + uoff, buf, n) != 0) {
-                drx_log(DRX_LOG_DEBUG, "%s: write changes the .npy header: refused",
-                        fh->arr->key);
+                drx_log(DRX_LOG_DEBUG, "%s: write changes the .npy header: refused", fh->arr->key);
                 return -EPERM;
             }
             done = n;
@@ -1053,6 +754,13 @@ int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t o
     return (int)(done + (size_t)n);
 }
 
+/* truncate of an open file: to its size only. */
+static int truncate_fh(const struct drxfs_fh *fh, off_t size)
+{
+    uint64_t cur = drx_view_bytes(&fh->view) + (fh->kind == DRXFS_ANPY ? fh->text_len : 0);
+    return (uint64_t)size == cur ? 0 : (uint64_t)size > cur ? -EFBIG : -EPERM;
+}
+
 int drxfs_array_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size)
 {
     /* The size of a view's file is fixed by the view.  Truncating to 0 (what
@@ -1063,15 +771,12 @@ int drxfs_array_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t 
 
     if (drxfs.ro)
         return -EROFS;
-    if ((n && (n->kind == DRXFS_AINFO || n->kind == DRXFS_ANC)) ||
-        (fh && (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC)))
+    if ((n && afile_of(n->kind)->readonly) || (fh && afile_of(fh->kind)->readonly))
         return -EACCES;
     if (size == 0)
         return 0;
-    if (fh) {
-        uint64_t cur = drx_view_bytes(&fh->view) + (fh->kind == DRXFS_ANPY ? fh->text_len : 0);
-        return (uint64_t)size == cur ? 0 : (uint64_t)size > cur ? -EFBIG : -EPERM;
-    }
+    if (fh)
+        return truncate_fh(fh, size);
     if ((rc = drxfs_array_getattr(n, &st)) < 0)
         return rc;
     if (n->kind == DRXFS_AINFO)
@@ -1086,157 +791,4 @@ int drxfs_array_fsync(struct drxfs_fh *fh, int datasync)
     int fd = drx_array_xta_fd(fh->arr->a);
     int rc = datasync ? fdatasync(fd) : fsync(fd);
     return rc < 0 ? -errno : 0;
-}
-
-/* ---- attributes as user.NAME extended attributes of the array directory ----
- * Only the user namespace maps to attributes; the value is the attribute as
- * text (drx_attr_format).  Setting makes a string attribute, except that an
- * existing number attribute keeps its type (setfattr -n user.scale_factor
- * -v 0.02 stays an f64).  Views show the array's attributes; only the array
- * directory itself changes them. */
-
-#define USER_NS "user."
-
-static int xattr_array(const struct drxfs_node *n, const char *name, bool wr,
-                       struct drxfs_arr **out)
-{
-    int rc;
-
-    if (name && strncmp(name, USER_NS, strlen(USER_NS)) != 0)
-        return -ENOTSUP;
-    if (wr && drxfs.ro)
-        return -EROFS;
-    if (wr && n->spec.nwords)
-        return -EPERM;
-    if ((rc = drxfs_arr_get(n, out)) < 0)
-        return rc;
-    if (wr && (*out)->rdonly)
-        rc = -EACCES;
-    else if (wr && (*out)->shared)
-        rc = -EIO;
-    if (rc < 0) {
-        drxfs_arr_put(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
-int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const char *value,
-                         size_t size, int flags)
-{
-    struct drxfs_arr *e = NULL;
-    struct drx_attr at = {0};
-    struct drx_err err = {{0}};
-    const struct drx_attr *old;
-    char *text = NULL;
-    const char *type = NULL;
-    int rc;
-
-    if ((rc = xattr_array(n, name, true, &e)) < 0)
-        return rc;
-    name += strlen(USER_NS);
-    /* an attribute is text without NUL bytes (netCDF's NC_CHAR is, too) */
-    if (memchr(value, '\0', size) &&
-        !(size && value[size - 1] == '\0' && !memchr(value, '\0', size - 1))) {
-        drx_log(DRX_LOG_DEBUG, "%s: setxattr user.%s: a value with NUL bytes", n->rel, name);
-        rc = -EINVAL;
-        goto out;
-    }
-    if (!(text = strndup(value, size))) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    pthread_rwlock_wrlock(&e->lock);
-    old = drx_array_attr_get(drx_array_meta(e->a), name);
-    if ((flags & XATTR_CREATE) && old)
-        rc = -EEXIST;
-    else if ((flags & XATTR_REPLACE) && !old)
-        rc = -ENODATA;
-    if (rc == 0 && old && !old->is_string)
-        type = drx_type_name(old->type);
-    if (rc == 0 && (rc = drx_attr_parse(name, type, text, &at, &err)) == 0)
-        rc = drx_array_attr_set(e->a, &at, &err);
-    pthread_rwlock_unlock(&e->lock);
-    if (rc < 0 && err.msg[0])
-        drx_log(rc == -EINVAL || rc == -ERANGE || rc == -E2BIG ? DRX_LOG_DEBUG : DRX_LOG_WARNING,
-                "%s: setxattr user.%s: %s", n->rel, name, err.msg);
-    if (rc == -ERANGE || rc == -E2BIG)
-        rc = rc == -ERANGE ? -EINVAL : -ENOSPC;
-out:
-    drx_attr_fini(&at);
-    free(text);
-    drxfs_arr_put(e);
-    return rc;
-}
-
-int drxfs_array_getxattr(const struct drxfs_node *n, const char *name, char *value, size_t size)
-{
-    struct drxfs_arr *e = NULL;
-    const struct drx_attr *at;
-    char *text = NULL;
-    int rc;
-
-    if ((rc = xattr_array(n, name, false, &e)) < 0)
-        return rc == -ENOTSUP ? -ENODATA : rc;
-    pthread_rwlock_rdlock(&e->lock);
-    at = drx_array_attr_get(drx_array_meta(e->a), name + strlen(USER_NS));
-    if (!at)
-        rc = -ENODATA;
-    else if (!(text = drx_attr_format(at)))
-        rc = -ENOMEM;
-    pthread_rwlock_unlock(&e->lock);
-    if (rc == 0) {
-        size_t len = strlen(text);
-        if (size && len > size)
-            rc = -ERANGE;
-        else if (size)
-            memcpy(value, text, len);
-        rc = rc ? rc : (int)len;
-    }
-    free(text);
-    drxfs_arr_put(e);
-    return rc;
-}
-
-int drxfs_array_listxattr(const struct drxfs_node *n, char *list, size_t size)
-{
-    struct drxfs_arr *e = NULL;
-    const struct drx_array_meta *m;
-    size_t len = 0;
-    int rc;
-
-    if ((rc = xattr_array(n, NULL, false, &e)) < 0)
-        return rc;
-    pthread_rwlock_rdlock(&e->lock);
-    m = drx_array_meta(e->a);
-    for (size_t i = 0; i < m->nattrs && rc == 0; i++) {
-        size_t l = strlen(USER_NS) + strlen(m->attrs[i].name) + 1;
-        if (size && len + l > size)
-            rc = -ERANGE;
-        else if (size)
-            snprintf(list + len, l, "%s%s", USER_NS, m->attrs[i].name);
-        len += l;
-    }
-    pthread_rwlock_unlock(&e->lock);
-    drxfs_arr_put(e);
-    return rc ? rc : (int)len;
-}
-
-int drxfs_array_removexattr(const struct drxfs_node *n, const char *name)
-{
-    struct drxfs_arr *e = NULL;
-    struct drx_err err = {{0}};
-    int rc;
-
-    if ((rc = xattr_array(n, name, true, &e)) < 0)
-        return rc;
-    pthread_rwlock_wrlock(&e->lock);
-    rc = drx_array_attr_rm(e->a, name + strlen(USER_NS), &err);
-    pthread_rwlock_unlock(&e->lock);
-    if (rc == -ENOENT)
-        rc = -ENODATA;
-    else if (rc < 0)
-        drx_log(DRX_LOG_WARNING, "%s: removexattr %s: %s", n->rel, name, err.msg);
-    drxfs_arr_put(e);
-    return rc;
 }

@@ -4,8 +4,11 @@
  *   drxfs_node.c    path resolution (mount path -> what it is in the store)
  *   drxfs_pass.c    attributes, open files, xattrs; plain files passed through
  *   drxfs_names.c   names (mkdir, rename, unlink, ...) and directory listings
- *   drxfs_array.c   arrays and views: the handle table, data/data.npy/info
- *   drxfs_striped.c striped files (NAME.nafs) and user.drx.stripe
+ *   drxfs_array.c   arrays and views: data, data.npy, data.nc, info
+ *   drxfs_array_table.c  the table of array handles (reload, chunk cache)
+ *   drxfs_array_attr.c   array attributes as user.NAME xattrs
+ *   drxfs_striped.c striped files (NAME.nafs)
+ *   drxfs_striped_layout.c  statfs over the stripe directories, user.drx.stripe
  *   drxfs_zarr.c    the zarr/ group of an array directory (and _write.c)
  *   drxfs_info.c    sizes of info files, cached per metadata generation
  *   drxfs_kcache.c  the kernel's caches: what it holds, when to drop it
@@ -53,20 +56,20 @@ struct drxfs {
     char proc_root[48]; /* "/proc/self/fd/N": the store root for libcore paths */
     bool ro;
     bool foreground;
-    bool data_direct_io; /* data files bypass the page cache (default) */
-    bool npy_direct_io;  /* data.npy too (off: keeps mmap of .npy working) */
-    bool striped_direct_io; /* striped files bypass the page cache */
-    bool split_reads;       /* large array reads use two threads */
-    bool kernel_cache;      /* kernel caches kept while unchanged (kcache=) */
-    unsigned read_ahead_kb; /* the mount's read-ahead window, 0: the kernel's */
-    unsigned commit_interval; /* s between batched commits of striped files, 0: at close */
-    char *mountpoint;       /* absolute, or NULL */
-    bool root_euid;      /* we may chown what we create */
-    unsigned timeouts_given; /* DRXFS_ENTRY_TO... bits of the timeouts the user set */
+    bool data_direct_io;              /* data files bypass the page cache (default) */
+    bool npy_direct_io;               /* data.npy too (off: keeps mmap of .npy working) */
+    bool striped_direct_io;           /* striped files bypass the page cache */
+    bool split_reads;                 /* large array reads use two threads */
+    bool kernel_cache;                /* kernel caches kept while unchanged (kcache=) */
+    unsigned read_ahead_kb;           /* the mount's read-ahead window, 0: the kernel's */
+    unsigned commit_interval;         /* s between batched commits of striped files, 0: at close */
+    char *mountpoint;                 /* absolute, or NULL */
+    bool root_euid;                   /* we may chown what we create */
+    unsigned timeouts_given;          /* DRXFS_ENTRY_TO... bits of the timeouts the user set */
     bool implied_default_permissions; /* allow_other came alone: we added it */
-    unsigned max_read;   /* -o max_read=N, or 0 */
+    unsigned max_read;                /* -o max_read=N, or 0 */
     uint64_t cache_bytes;
-    const char *store_path; /* absolute, for messages and drx-load */
+    const char *store_path;          /* absolute, for messages and drx-load */
     struct drxfs_prefetch *prefetch; /* NULL unless prefetch.enabled */
 };
 extern struct drxfs drxfs;
@@ -169,8 +172,7 @@ int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info
 int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi);
 int drxfs_op_open(const char *path, struct fuse_file_info *fi);
 int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi);
-int drxfs_op_read(const char *path, char *buf, size_t size, off_t off,
-                  struct fuse_file_info *fi);
+int drxfs_op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi);
 int drxfs_op_write(const char *path, const char *buf, size_t size, off_t off,
                    struct fuse_file_info *fi);
 int drxfs_op_statfs(const char *path, struct statvfs *sv);
@@ -196,22 +198,22 @@ struct drxfs_sfile;
 struct drxfs_zfile;
 struct drxfs_fh {
     enum drxfs_kind kind;
-    int fd;                  /* DRXFS_PLAIN */
-    struct drxfs_arr *arr;   /* array kinds */
-    int nwords;              /* view words of the path opened */
-    bool read_seen;          /* a read happened (prefetch is asked once) */
-    char *prefetch_path;     /* store path of the array, when prefetch applies */
-    char **words;            /* its view words, for drx-load */
-    struct drx_view view;    /* resolved at open */
-    char *text;              /* .npy or netCDF header, or info JSON */
+    int fd;                /* DRXFS_PLAIN */
+    struct drxfs_arr *arr; /* array kinds */
+    int nwords;            /* view words of the path opened */
+    bool read_seen;        /* a read happened (prefetch is asked once) */
+    char *prefetch_path;   /* store path of the array, when prefetch applies */
+    char **words;          /* its view words, for drx-load */
+    struct drx_view view;  /* resolved at open */
+    char *text;            /* .npy or netCDF header, or info JSON */
     size_t text_len;
-    uint64_t pad;            /* zeros after the data (DRXFS_ANC) */
-    struct drxfs_sfile *sf;  /* DRXFS_STRIPED */
-    ino_t ino;               /* array kinds: st_ino, from the path opened */
-    struct drxfs_zfile *zf;  /* DRXFS_ZARR */
-    char *kpath;             /* mount path opened, for the kernel cache records */
-    char *kkey;              /* ... and its store object (drxfs_kc_*) */
-    bool kcounted;           /* counted by drxfs_kc_open() */
+    uint64_t pad;           /* zeros after the data (DRXFS_ANC) */
+    struct drxfs_sfile *sf; /* DRXFS_STRIPED */
+    ino_t ino;              /* array kinds: st_ino, from the path opened */
+    struct drxfs_zfile *zf; /* DRXFS_ZARR */
+    char *kpath;            /* mount path opened, for the kernel cache records */
+    char *kkey;             /* ... and its store object (drxfs_kc_*) */
+    bool kcounted;          /* counted by drxfs_kc_open() */
 };
 
 static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
@@ -219,7 +221,33 @@ static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
     return (struct drxfs_fh *)(uintptr_t)fi->fh;
 }
 
-/* drxfs_array.c */
+/* drxfs_array_table.c */
+/* What a handle last saw of a store file: a change means another writer. */
+struct drxfs_sig {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim, ctim;
+};
+
+/* An array handle of the table (see drxfs_array_table.c for its locks). */
+struct drxfs_arr {
+    char *key; /* store-relative name without suffix */
+    struct drx_array *a;
+    pthread_rwlock_t lock;
+    bool rdonly;   /* the .xta could only be opened read-only */
+    bool shared;   /* opened read-only: the .xta had other names (EMLINK) */
+    bool detached; /* no longer in the table (renamed, replaced) */
+    /* Below: protected by table.mutex. */
+    unsigned refs;
+    unsigned nopen;
+    size_t cache_set;
+    struct drxfs_arr *prev, *next;
+    /* Protected by lock (exclusive to write). */
+    struct drxfs_sig xmd; /* .xmd as last read */
+    struct drxfs_sig xta; /* .xta when the cache was last emptied */
+};
+
 /* The table of open arrays: one handle per array, shared by every open file
  * and lookup, refcounted.  drxfs_arr_get() checks the .xmd it was given
  * (n->st) against what the handle last read and reloads it when another
@@ -237,6 +265,14 @@ const char *drxfs_arr_key(const struct drxfs_arr *e);
  * keep theirs, new lookups reopen.  rel NULL: all. */
 void drxfs_arr_forget(const char *rel);
 void drxfs_arr_shutdown(void);
+/* Takes e out of the table: it serves only those who hold it. */
+void drxfs_arr_detach(struct drxfs_arr *e);
+/* Counts an open file of e (its chunk cache is emptied when the .xta changed
+ * since, and cache.bytes shared again); drxfs_arr_closed() uncounts it. */
+void drxfs_arr_opened(struct drxfs_arr *e);
+void drxfs_arr_closed(struct drxfs_arr *e);
+
+/* drxfs_array.c */
 /* The attributes of an array kind node (no chunk data is read). */
 int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st);
 /* The same for an open file (libfuse passes no path then): its view as
@@ -254,6 +290,7 @@ void drxfs_array_release(struct drxfs_fh *fh);
 void drxfs_array_split_stop(void);
 /* True when the array or view n has a data.nc (not complex, not empty). */
 bool drxfs_array_has_nc(const struct drxfs_node *n);
+/* drxfs_array_attr.c */
 /* user.NAME extended attributes of an array directory (kind DRXFS_ARRAY):
  * the array's attributes.  Other namespaces: ENOTSUP. */
 int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const char *value,
@@ -286,7 +323,7 @@ int drxfs_zarr_readdir(struct drxfs_zdir *zd, const char *path, void *buf, fuse_
                        off_t off);
 void drxfs_zarr_closedir(struct drxfs_zdir *zd);
 
-/* drxfs_striped.c: striped files (NAME.nafs), statfs, user.drx.stripe.
+/* drxfs_striped.c: striped files (NAME.nafs).
  * One drx_stripe handle per file, shared by its opens (stripe.h asks for
  * it: each handle has its own idea of the size). */
 #define DRXFS_STRIPE_XATTR "user.drx.stripe"
@@ -317,11 +354,16 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
 /* Directory from was renamed to (store-relative): open striped files below
  * it follow. */
 void drxfs_striped_dir_renamed(const char *from, const char *to);
-int drxfs_striped_statfs(struct statvfs *sv);
-int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size,
-                           int flags);
-int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size);
 void drxfs_striped_shutdown(void);
+/* Logs a failed libcore call on rel (expected failures at debug) and
+ * returns rc. */
+int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struct drx_err *err);
+
+/* drxfs_striped_layout.c: statfs over the store and its stripe
+ * directories; user.drx.stripe. */
+int drxfs_striped_statfs(struct statvfs *sv);
+int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size, int flags);
+int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size);
 
 /* drxfs_kcache.c: the kernel's attribute and page caches.  Keys are
  * store-relative names (an array's, for every view of it); paths are mount

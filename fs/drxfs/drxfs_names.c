@@ -238,12 +238,115 @@ out:
     return rc;
 }
 
+/* Renames a pass-through entry (directory, file, special file, symlink)
+ * src onto rel, whose current node is dst (or NULL). */
+static int rename_entry(const struct drxfs_node *src, const struct drxfs_node *dst, const char *rel,
+                        unsigned int flags)
+{
+    if (dst && (dst->kind == DRXFS_ARRAY || dst->kind == DRXFS_STRIPED)) {
+        int rc;
+        if (src->kind == DRXFS_DIR)
+            rc = dst->kind == DRXFS_ARRAY ? -ENOTEMPTY : -ENOTDIR;
+        else if (dst->kind == DRXFS_ARRAY)
+            rc = -EISDIR;
+        else if ((rc = drxfs_striped_unlink(dst)) == 0)
+            rc = renameat(drxfs.root_fd, src->rel, drxfs.root_fd, rel) < 0 ? -errno : 0;
+        return rc;
+    }
+    if (renameat2(drxfs.root_fd, src->rel, drxfs.root_fd, rel, flags) < 0)
+        return -errno;
+    if (src->kind == DRXFS_DIR) {
+        drxfs_arr_forget(src->rel);
+        if (flags & RENAME_EXCHANGE)
+            drxfs_arr_forget(rel);
+        else
+            drxfs_striped_dir_renamed(src->rel, rel);
+    }
+    return 0;
+}
+
+/* Renames array src (not a view) onto rel: over nothing or an empty
+ * directory, as rename(2) allows. */
+static int rename_array_node(const struct drxfs_node *src, const struct drxfs_node *dst,
+                             const char *rel, unsigned int flags)
+{
+    int rc;
+
+    (void)flags;
+    if (src->spec.nwords)
+        return -EPERM;
+    if (dst) {
+        if (dst->kind != DRXFS_DIR && dst->kind != DRXFS_ARRAY)
+            return -ENOTDIR;
+        if (dst->kind == DRXFS_ARRAY)
+            return -ENOTEMPTY;
+        /* an empty directory may be replaced, as rename(2) allows */
+        if (unlinkat(drxfs.root_fd, dst->rel, AT_REMOVEDIR) < 0)
+            return -errno;
+    }
+    if ((rc = rename_array(src->rel, rel)) == 0) {
+        drxfs_arr_forget(src->rel);
+        drxfs_arr_forget(rel);
+    }
+    return rc;
+}
+
+/* Renames striped file src onto rel: over nothing, a plain entry or
+ * another striped file. */
+static int rename_striped_node(const struct drxfs_node *src, const struct drxfs_node *dst,
+                               const char *rel, unsigned int flags)
+{
+    (void)flags;
+    if (dst && (dst->kind == DRXFS_DIR || (dst->kind > DRXFS_LINK && dst->kind != DRXFS_STRIPED)))
+        return (dst->kind == DRXFS_DIR || dst->kind == DRXFS_ARRAY) ? -EISDIR : -EPERM;
+    return drxfs_striped_rename(src, dst, rel);
+}
+
+/* rename by the kind of the source; the kinds left out (data, data.npy,
+ * info, data.nc: they belong to their view; zarr/ has its own) get EPERM. */
+typedef int rename_fn(const struct drxfs_node *src, const struct drxfs_node *dst, const char *rel,
+                      unsigned int flags);
+static rename_fn *const rename_by_kind[] = {
+    [DRXFS_DIR] = rename_entry,
+    [DRXFS_PLAIN] = rename_entry,
+    [DRXFS_SPECIAL] = rename_entry,
+    [DRXFS_LINK] = rename_entry,
+    [DRXFS_ARRAY] = rename_array_node,
+    [DRXFS_STRIPED] = rename_striped_node,
+    [DRXFS_ZARR] = NULL,
+};
+
+/* What flags allow of renaming src onto dst (NULL: nothing there): 0 to go
+ * on, 1 when both are the same object (nothing to do), or an error. */
+static int rename_flags_check(const struct drxfs_node *src, const struct drxfs_node *dst,
+                              unsigned int flags)
+{
+    if (dst && (flags & RENAME_NOREPLACE))
+        return -EEXIST;
+    if ((flags & RENAME_EXCHANGE) && (!dst || src->kind > DRXFS_LINK || dst->kind > DRXFS_LINK))
+        return dst ? -EINVAL : -ENOENT;
+    if (dst && strcmp(src->rel, dst->rel) == 0 && src->kind == dst->kind)
+        return 1;
+    return 0;
+}
+
+/* The store name rel of a new name `to`, refused when reserved. */
+static int rename_target(const char *to, char rel[PATH_MAX])
+{
+    const char *name;
+    bool at_root;
+    int rc;
+
+    if ((rc = drxfs_resolve_new(to, rel, &name, &at_root)) < 0)
+        return rc;
+    return drxfs_name_reserved(name, at_root) ? -EPERM : 0;
+}
+
 int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
 {
     struct drxfs_node *src = NULL, *dst = NULL;
     char rel[PATH_MAX];
-    const char *name;
-    bool at_root;
+    rename_fn *fn;
     int rc;
 
     if (drxfs.ro)
@@ -252,90 +355,21 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
         return -EINVAL;
     if ((rc = drxfs_zarr_rename(from, to, flags)) != 1)
         return rc;
-    if ((rc = drxfs_resolve_new(to, rel, &name, &at_root)) < 0)
+    if ((rc = rename_target(to, rel)) < 0)
         return rc;
-    if (drxfs_name_reserved(name, at_root))
-        return -EPERM;
     if (!(src = drxfs_node_get(from, &rc)))
         return rc;
     dst = drxfs_node_get(to, &rc);
     if (!dst && rc != -ENOENT)
         goto out;
-    rc = 0;
-    if (dst && (flags & RENAME_NOREPLACE)) {
-        rc = -EEXIST;
+    if ((rc = rename_flags_check(src, dst, flags)) != 0) {
+        rc = rc > 0 ? 0 : rc; /* same object: nothing to do */
         goto out;
     }
-    if ((flags & RENAME_EXCHANGE) &&
-        (!dst || src->kind > DRXFS_LINK || dst->kind > DRXFS_LINK)) {
-        rc = dst ? -EINVAL : -ENOENT;
-        goto out;
-    }
-    if (dst && strcmp(src->rel, dst->rel) == 0 && src->kind == dst->kind)
-        goto out; /* same object: nothing to do */
-
-    switch (src->kind) {
-    case DRXFS_DIR:
-    case DRXFS_PLAIN:
-    case DRXFS_SPECIAL:
-    case DRXFS_LINK:
-        if (dst && (dst->kind == DRXFS_ARRAY || dst->kind == DRXFS_STRIPED)) {
-            if (src->kind == DRXFS_DIR)
-                rc = dst->kind == DRXFS_ARRAY ? -ENOTEMPTY : -ENOTDIR;
-            else if (dst->kind == DRXFS_ARRAY)
-                rc = -EISDIR;
-            else if ((rc = drxfs_striped_unlink(dst)) == 0)
-                rc = renameat(drxfs.root_fd, src->rel, drxfs.root_fd, rel) < 0 ? -errno : 0;
-            break;
-        }
-        if (renameat2(drxfs.root_fd, src->rel, drxfs.root_fd, rel, flags) < 0) {
-            rc = -errno;
-        } else if (src->kind == DRXFS_DIR) {
-            drxfs_arr_forget(src->rel);
-            if (flags & RENAME_EXCHANGE)
-                drxfs_arr_forget(rel);
-            else
-                drxfs_striped_dir_renamed(src->rel, rel);
-        }
-        break;
-    case DRXFS_ARRAY:
-        if (src->spec.nwords) {
-            rc = -EPERM;
-            break;
-        }
-        if (dst) {
-            if (dst->kind != DRXFS_DIR && dst->kind != DRXFS_ARRAY) {
-                rc = -ENOTDIR;
-                break;
-            }
-            if (dst->kind == DRXFS_ARRAY) {
-                rc = -ENOTEMPTY;
-                break;
-            }
-            /* an empty directory may be replaced, as rename(2) allows */
-            if (unlinkat(drxfs.root_fd, dst->rel, AT_REMOVEDIR) < 0) {
-                rc = -errno;
-                break;
-            }
-        }
-        if ((rc = rename_array(src->rel, rel)) == 0) {
-            drxfs_arr_forget(src->rel);
-            drxfs_arr_forget(rel);
-        }
-        break;
-    case DRXFS_STRIPED:
-        if (dst &&
-            (dst->kind == DRXFS_DIR || (dst->kind > DRXFS_LINK && dst->kind != DRXFS_STRIPED))) {
-            rc = (dst->kind == DRXFS_DIR || dst->kind == DRXFS_ARRAY) ? -EISDIR : -EPERM;
-            break;
-        }
-        rc = drxfs_striped_rename(src, dst, rel);
-        break;
-    default:
-        /* data, data.npy, info belong to their view */
-        rc = -EPERM;
-        break;
-    }
+    fn = (size_t)src->kind < sizeof(rename_by_kind) / sizeof(rename_by_kind[0])
+             ? rename_by_kind[src->kind]
+             : NULL;
+    rc = fn ? fn(src, dst, rel, flags) : -EPERM;
 out:
     free(src);
     free(dst);
@@ -345,13 +379,58 @@ out:
 /* ---- directories ---- */
 
 struct drxfs_dirh {
-    DIR *dp;      /* NULL for an array or view */
-    bool at_root; /* listing the store root */
-    bool nc;      /* the array or view has a data.nc */
-    char *path;   /* the mount path listed (readdir gets none: nullpath_ok) */
-    bool zarr;    /* an array directory (not a view): it has zarr/ */
+    DIR *dp;              /* NULL for an array or view */
+    bool at_root;         /* listing the store root */
+    bool nc;              /* the array or view has a data.nc */
+    char *path;           /* the mount path listed (readdir gets none: nullpath_ok) */
+    bool zarr;            /* an array directory (not a view): it has zarr/ */
     struct drxfs_zdir *z; /* listing in a zarr group */
 };
+
+/* A listing handle of mount path path, or NULL (out of memory). */
+static struct drxfs_dirh *dirh_new(const char *path)
+{
+    struct drxfs_dirh *dh = calloc(1, sizeof(*dh));
+    if (dh && !(dh->path = strdup(path))) {
+        free(dh);
+        dh = NULL;
+    }
+    return dh;
+}
+
+/* opendir of a node in a zarr group: its listing is drxfs_zarr.c's. */
+static int opendir_zarr(const struct drxfs_node *n, const char *path, struct fuse_file_info *fi)
+{
+    struct drxfs_zdir *z = NULL;
+    struct drxfs_dirh *dh = NULL;
+    int rc;
+
+    if ((rc = drxfs_zarr_opendir(n, &z)) == 0 && !(dh = dirh_new(path))) {
+        drxfs_zarr_closedir(z);
+        rc = -ENOMEM;
+    }
+    if (rc == 0) {
+        dh->z = z;
+        fi->fh = (uint64_t)(uintptr_t)dh;
+    }
+    return rc;
+}
+
+/* Opens store directory n for dh's listing, beneath the store. */
+static int dirh_open_store_dir(struct drxfs_dirh *dh, const struct drxfs_node *n)
+{
+    int fd = drxfs_open_beneath(n->rel, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0)
+        errno = -fd;
+    if (fd < 0 || !(dh->dp = fdopendir(fd))) {
+        int rc = -errno;
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    dh->at_root = strcmp(n->rel, ".") == 0;
+    return 0;
+}
 
 int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
 {
@@ -366,41 +445,23 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
         /* a view that does not resolve does not exist */
         rc = drxfs_array_getattr(n, &st);
     } else if (n->kind == DRXFS_ZARR) {
-        struct drxfs_zdir *z = NULL;
-        if ((rc = drxfs_zarr_opendir(n, &z)) == 0 &&
-            (!(dh = calloc(1, sizeof(*dh))) || !(dh->path = strdup(path)))) {
-            free(dh);
-            drxfs_zarr_closedir(z);
-            rc = -ENOMEM;
-        }
-        if (rc == 0) {
-            dh->z = z;
-            fi->fh = (uint64_t)(uintptr_t)dh;
-        }
+        rc = opendir_zarr(n, path, fi);
         goto out;
     } else if (n->kind != DRXFS_DIR) {
         rc = -ENOTDIR;
     }
     if (rc < 0)
         goto out;
-    if (!(dh = calloc(1, sizeof(*dh))) || !(dh->path = strdup(path))) {
-        free(dh);
+    if (!(dh = dirh_new(path))) {
         rc = -ENOMEM;
         goto out;
     }
     if (n->kind == DRXFS_DIR) {
-        int fd = drxfs_open_beneath(n->rel, O_RDONLY | O_DIRECTORY, 0);
-        if (fd < 0)
-            errno = -fd;
-        if (fd < 0 || !(dh->dp = fdopendir(fd))) {
-            rc = -errno;
-            if (fd >= 0)
-                close(fd);
+        if ((rc = dirh_open_store_dir(dh, n)) < 0) {
             free(dh->path);
             free(dh);
             goto out;
         }
-        dh->at_root = strcmp(n->rel, ".") == 0;
     } else {
         dh->nc = drxfs_array_has_nc(n);
         dh->zarr = n->spec.nwords == 0;
@@ -483,7 +544,6 @@ static bool entry_shown(int dfd, const struct dirent *de, bool at_root, char *sh
     memcpy(shown, name, blen);
     shown[blen] = '\0';
     return !drx_store_name_internal(shown, at_root);
-
 }
 
 /* The files of an array or view; views themselves are not listed (there

@@ -1,7 +1,7 @@
 /* The FUSE operations on attributes, open files and extended attributes:
  * directories, plain files and symlinks of the store are passed through
  * (relative to the store's root descriptor); array and striped-file nodes
- * go to drxfs_array.c and drxfs_striped.c.  Names (create, remove, rename)
+ * go to drxfs_array*.c and drxfs_striped*.c.  Names (create, remove, rename)
  * and directory listings are in drxfs_names.c.
  */
 #include <dirent.h>
@@ -144,145 +144,194 @@ static int array_fh_files(const struct drxfs_fh *fh, char *xmd, char *xta)
     return drxfs_rel_suffix(xta, drxfs_array_fh_rel(fh), DRXFS_XTA);
 }
 
-int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+/* chmod of an array: its chunk file, then its metadata file. */
+static int chmod_array(const char *xmd, const char *xta, mode_t mode)
 {
-    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
-    struct drxfs_node *n;
+    int rc;
+    if ((rc = drxfs_chmod_beneath(xta, mode)) < 0)
+        return rc;
+    return drxfs_chmod_beneath(xmd, mode);
+}
+
+/* chmod of an open file (libfuse passes no path). */
+static int chmod_fh(struct drxfs_fh *fh, mode_t mode)
+{
     char xmd[PATH_MAX], xta[PATH_MAX];
     int rc;
 
-    if (drxfs.ro)
-        return -EROFS;
-    if (fh && fh->kind == DRXFS_PLAIN)
+    if (fh->kind == DRXFS_PLAIN)
         return fchmod(fh->fd, mode & 07777) < 0 ? -errno : 0;
-    if (fh && fh->kind == DRXFS_STRIPED)
+    if (fh->kind == DRXFS_STRIPED)
         return drxfs_striped_chmod(NULL, fh, mode);
-
-    if (fh && drxfs_is_array_kind(fh->kind)) {
-        if ((rc = array_fh_files(fh, xmd, xta)) < 0)
-            return rc;
-        if ((rc = drxfs_chmod_beneath(xta, mode)) < 0)
-            return rc;
-        return drxfs_chmod_beneath(xmd, mode);
-    }
-    if (!(n = drxfs_node_get(path, &rc)))
+    if (!drxfs_is_array_kind(fh->kind))
+        return 1; /* by its path */
+    if ((rc = array_fh_files(fh, xmd, xta)) < 0)
         return rc;
+    return chmod_array(xmd, xta, mode);
+}
+
+/* chmod of node n. */
+static int chmod_node(const struct drxfs_node *n, mode_t mode)
+{
+    char xmd[PATH_MAX], xta[PATH_MAX];
+    int rc;
+
     switch (n->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
     case DRXFS_SPECIAL:
-        rc = drxfs_chmod_beneath(n->rel, mode);
-        break;
+        return drxfs_chmod_beneath(n->rel, mode);
     case DRXFS_LINK:
-        rc = -EOPNOTSUPP;
-        break;
+        return -EOPNOTSUPP;
     case DRXFS_STRIPED:
-        rc = drxfs_striped_chmod(n, NULL, mode);
-        break;
-
+        return drxfs_striped_chmod(n, NULL, mode);
     default:
         if ((rc = array_files(n, xmd, xta)) < 0)
-            break;
-        if ((rc = drxfs_chmod_beneath(xta, mode)) == 0)
-            rc = drxfs_chmod_beneath(xmd, mode);
-        break;
+            return rc;
+        return chmod_array(xmd, xta, mode);
     }
+}
+
+int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
+    struct drxfs_node *n;
+    int rc;
+
+    if (drxfs.ro)
+        return -EROFS;
+    if (fh && (rc = chmod_fh(fh, mode)) <= 0)
+        return rc;
+    if (!(n = drxfs_node_get(path, &rc)))
+        return rc;
+    rc = chmod_node(n, mode);
     free(n);
     return rc;
+}
+
+/* chown of an array: its chunk file, then its metadata file. */
+static int chown_array(const char *xmd, const char *xta, uid_t uid, gid_t gid)
+{
+    int rc;
+    if ((rc = drxfs_chown_beneath(xta, uid, gid)) < 0)
+        return rc;
+    return drxfs_chown_beneath(xmd, uid, gid);
+}
+
+/* chown of an open file (libfuse passes no path). */
+static int chown_fh(struct drxfs_fh *fh, uid_t uid, gid_t gid)
+{
+    char xmd[PATH_MAX], xta[PATH_MAX];
+    int rc;
+
+    if (fh->kind == DRXFS_PLAIN)
+        return fchown(fh->fd, uid, gid) < 0 ? -errno : 0;
+    if (fh->kind == DRXFS_STRIPED)
+        return drxfs_striped_chown(NULL, fh, uid, gid);
+    if (!drxfs_is_array_kind(fh->kind))
+        return 1; /* by its path */
+    if ((rc = array_fh_files(fh, xmd, xta)) < 0)
+        return rc;
+    return chown_array(xmd, xta, uid, gid);
+}
+
+/* chown of node n. */
+static int chown_node(const struct drxfs_node *n, uid_t uid, gid_t gid)
+{
+    char xmd[PATH_MAX], xta[PATH_MAX];
+    int rc;
+
+    switch (n->kind) {
+    case DRXFS_DIR:
+    case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
+    case DRXFS_LINK:
+        return drxfs_chown_beneath(n->rel, uid, gid);
+    case DRXFS_STRIPED:
+        return drxfs_striped_chown(n, NULL, uid, gid);
+    default:
+        if ((rc = array_files(n, xmd, xta)) < 0)
+            return rc;
+        return chown_array(xmd, xta, uid, gid);
+    }
 }
 
 int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
     struct drxfs_node *n;
-    char xmd[PATH_MAX], xta[PATH_MAX];
     int rc;
 
     if (drxfs.ro)
         return -EROFS;
-    if (fh && fh->kind == DRXFS_PLAIN)
-        return fchown(fh->fd, uid, gid) < 0 ? -errno : 0;
-    if (fh && fh->kind == DRXFS_STRIPED)
-        return drxfs_striped_chown(NULL, fh, uid, gid);
-
-    if (fh && drxfs_is_array_kind(fh->kind)) {
-        if ((rc = array_fh_files(fh, xmd, xta)) < 0)
-            return rc;
-        if ((rc = drxfs_chown_beneath(xta, uid, gid)) < 0)
-            return rc;
-        return drxfs_chown_beneath(xmd, uid, gid);
-    }
+    if (fh && (rc = chown_fh(fh, uid, gid)) <= 0)
+        return rc;
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
+    rc = chown_node(n, uid, gid);
+    free(n);
+    return rc;
+}
+
+/* utimens of array rel's file of kind k: `touch A/data` must work, and the
+ * times live on the store files: the elements' on the .xta, the others'
+ * (info, the directory) on the .xmd. */
+static int utimens_array(const char *rel, enum drxfs_kind k, const struct timespec tv[2])
+{
+    char xmd[PATH_MAX], xta[PATH_MAX];
+    int rc;
+
+    if ((rc = drxfs_rel_suffix(xmd, rel, DRXFS_XMD)) < 0 ||
+        (rc = drxfs_rel_suffix(xta, rel, DRXFS_XTA)) < 0)
+        return rc;
+    return drxfs_utimens_beneath(
+        (k == DRXFS_ADATA || k == DRXFS_ANPY || k == DRXFS_ANC) ? xta : xmd, tv);
+}
+
+/* utimens of an open file (libfuse passes no path); 1: by its path. */
+static int utimens_fh(struct drxfs_fh *fh, const struct timespec tv[2])
+{
+    if (fh->kind == DRXFS_PLAIN)
+        return futimens(fh->fd, tv) < 0 ? -errno : 0;
+    if (fh->kind == DRXFS_STRIPED)
+        return drxfs_striped_utimens(NULL, fh, tv);
+    if (!drxfs_is_array_kind(fh->kind))
+        return 1;
+    return utimens_array(drxfs_array_fh_rel(fh), fh->kind, tv);
+}
+
+/* utimens of node n. */
+static int utimens_node(const struct drxfs_node *n, const struct timespec tv[2])
+{
     switch (n->kind) {
     case DRXFS_DIR:
     case DRXFS_PLAIN:
     case DRXFS_SPECIAL:
+        return drxfs_utimens_beneath(n->rel, tv);
     case DRXFS_LINK:
-        rc = drxfs_chown_beneath(n->rel, uid, gid);
-        break;
+        return utimensat(drxfs.root_fd, n->rel, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
     case DRXFS_STRIPED:
-        rc = drxfs_striped_chown(n, NULL, uid, gid);
-        break;
+        return drxfs_striped_utimens(n, NULL, tv);
+    case DRXFS_ZARR:
+        return -EPERM;
     default:
-        if ((rc = array_files(n, xmd, xta)) < 0)
-            break;
-        if ((rc = drxfs_chown_beneath(xta, uid, gid)) == 0)
-            rc = drxfs_chown_beneath(xmd, uid, gid);
-        break;
+        return utimens_array(n->rel, n->kind, tv);
     }
-    free(n);
-    return rc;
 }
 
 int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
     struct drxfs_node *n;
-    char xmd[PATH_MAX], xta[PATH_MAX];
     int rc;
 
     if (drxfs.ro)
         return -EROFS;
-    if (fh && fh->kind == DRXFS_PLAIN)
-        return futimens(fh->fd, tv) < 0 ? -errno : 0;
-    if (fh && fh->kind == DRXFS_STRIPED)
-        return drxfs_striped_utimens(NULL, fh, tv);
-
-    if (fh && drxfs_is_array_kind(fh->kind)) {
-        if ((rc = drxfs_rel_suffix(xmd, drxfs_array_fh_rel(fh), DRXFS_XMD)) < 0 ||
-            (rc = drxfs_rel_suffix(xta, drxfs_array_fh_rel(fh), DRXFS_XTA)) < 0)
-            return rc;
-        return drxfs_utimens_beneath(fh->kind == DRXFS_AINFO ? xmd : xta, tv);
-    }
+    if (fh && (rc = utimens_fh(fh, tv)) <= 0)
+        return rc;
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
-    switch (n->kind) {
-    case DRXFS_DIR:
-    case DRXFS_PLAIN:
-    case DRXFS_SPECIAL:
-    case DRXFS_LINK:
-        rc = n->kind == DRXFS_LINK ? (utimensat(drxfs.root_fd, n->rel, tv, AT_SYMLINK_NOFOLLOW) < 0
-                                          ? -errno
-                                          : 0)
-                                   : drxfs_utimens_beneath(n->rel, tv);
-        break;
-    case DRXFS_STRIPED:
-        rc = drxfs_striped_utimens(n, NULL, tv);
-        break;
-    case DRXFS_ZARR:
-        rc = -EPERM;
-        break;
-    default:
-        /* `touch A/data` must work; the times live on the store files. */
-        if ((rc = drxfs_rel_suffix(xmd, n->rel, DRXFS_XMD)) < 0 ||
-            (rc = drxfs_rel_suffix(xta, n->rel, DRXFS_XTA)) < 0)
-            break;
-        rc = drxfs_utimens_beneath(
-            (n->kind == DRXFS_ADATA || n->kind == DRXFS_ANPY || n->kind == DRXFS_ANC) ? xta : xmd,
-            tv);
-        break;
-    }
+    rc = utimens_node(n, tv);
     free(n);
     return rc;
 }
@@ -514,8 +563,7 @@ static int read_some(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
     }
 }
 
-int drxfs_op_read(const char *path, char *buf, size_t size, off_t off,
-                  struct fuse_file_info *fi)
+int drxfs_op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = drxfs_fh_of(fi);
     int done = 0, n;
@@ -682,8 +730,7 @@ static int xattr_node(const char *path, struct drxfs_node **out, char *self, siz
     return drxfs_self_beneath((*out)->kind == DRXFS_STRIPED ? meta : (*out)->rel, self, len);
 }
 
-int drxfs_op_setxattr(const char *path, const char *name, const char *value, size_t size,
-                      int flags)
+int drxfs_op_setxattr(const char *path, const char *name, const char *value, size_t size, int flags)
 {
     struct drxfs_node *n = NULL;
     char self[64];

@@ -1,8 +1,8 @@
 /* Striped files at the mount point: NAME.nafs in the store is regular file
  * NAME.  The work is libcore's stripe module; this file keeps one handle per
- * open file (shared by all its opens, as stripe.h asks), maps FUSE
- * operations onto it, sums the stripe directories for statfs and serves the
- * user.drx.stripe attribute.
+ * open file (shared by all its opens, as stripe.h asks) and maps FUSE
+ * operations onto it.  drxfs_striped_layout.c sums the stripe directories
+ * for statfs and serves the user.drx.stripe attribute.
  *
  * Paths handed to libcore are "/proc/self/fd/N/REL": the store was opened
  * through that name, so nothing goes through the mount point.
@@ -29,7 +29,7 @@ struct drxfs_sfile {
      * file's, and a write that does not change the size does not rewrite
      * the metafile, so flush sets it. */
     bool dirty;
-    unsigned refs; /* protected by stable.mutex */
+    unsigned refs;  /* protected by stable.mutex */
     struct stat st; /* metafile at open (for fstat of an unlinked file) */
     struct drxfs_sfile *prev, *next;
 };
@@ -116,7 +116,7 @@ static int store_path(char *out, const char *rel)
     return drxfs_proc_path(out, PATH_MAX + 64, rel);
 }
 
-static int log_err(const char *what, const char *rel, int rc, const struct drx_err *err)
+int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struct drx_err *err)
 {
     enum drx_log_level lv = (rc == -ENOENT || rc == -EEXIST || rc == -ENOSPC ||
                              rc == -ENAMETOOLONG || rc == -EDQUOT || rc == -EFBIG)
@@ -135,15 +135,11 @@ static void sfile_close(struct drxfs_sfile *e)
     free(e);
 }
 
-/* The shared handle of rel, opened when needed.  want_rw: the caller
- * writes.  */
-static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
-                     struct drxfs_sfile **out)
+/* The table's handle of rel for metafile meta, with a reference, when it
+ * is there and still that file; else NULL. */
+static struct drxfs_sfile *sfile_find_ref(const char *rel, const struct stat *meta)
 {
-    char path[PATH_MAX + 64];
-    struct drx_err err = {{0}};
-    struct drxfs_sfile *e, *fresh = NULL;
-    int rc;
+    struct drxfs_sfile *e;
 
     pthread_mutex_lock(&stable.mutex);
     e = s_find_node(rel, meta);
@@ -154,14 +150,17 @@ static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
         sfile_put(e);
         e = NULL;
     }
-    if (e) {
-        if (want_rw && !e->rw) {
-            sfile_put(e);
-            return -EACCES;
-        }
-        *out = e;
-        return 0;
-    }
+    return e;
+}
+
+/* Opens rel afresh (for writing when the mount and the file allow it, else
+ * for reading), in *out with one reference. */
+static int sfile_open(const char *rel, struct drxfs_sfile **out)
+{
+    char path[PATH_MAX + 64], mrel[PATH_MAX];
+    struct drx_err err = {{0}};
+    struct drxfs_sfile *fresh;
+    int rc;
 
     if ((rc = store_path(path, rel)) < 0)
         return rc;
@@ -182,11 +181,19 @@ static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
     if (rc < 0) {
         free(fresh->key);
         free(fresh);
-        return log_err("open", rel, rc, &err);
+        return drxfs_striped_log_err("open", rel, rc, &err);
     }
-    char mrel[PATH_MAX];
     if (drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) == 0)
         fstatat(drxfs.root_fd, mrel, &fresh->st, AT_SYMLINK_NOFOLLOW);
+    *out = fresh;
+    return 0;
+}
+
+/* Puts fresh in the table, or takes the handle another thread put there
+ * meanwhile (closing fresh): the handle, with a reference. */
+static struct drxfs_sfile *sfile_insert(const char *rel, struct drxfs_sfile *fresh)
+{
+    struct drxfs_sfile *e;
 
     pthread_mutex_lock(&stable.mutex);
     e = s_find_node(rel, &fresh->st);
@@ -200,12 +207,33 @@ static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
     pthread_mutex_unlock(&stable.mutex);
     if (fresh)
         sfile_close(fresh); /* another thread was quicker */
+    return e;
+}
+
+/* Hands e out in *out, unless the caller writes and e cannot. */
+static int sfile_hand_out(struct drxfs_sfile *e, bool want_rw, struct drxfs_sfile **out)
+{
     if (want_rw && !e->rw) {
         sfile_put(e);
         return -EACCES;
     }
     *out = e;
     return 0;
+}
+
+/* The shared handle of rel, opened when needed.  want_rw: the caller
+ * writes.  */
+static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
+                     struct drxfs_sfile **out)
+{
+    struct drxfs_sfile *e, *fresh = NULL;
+    int rc;
+
+    if ((e = sfile_find_ref(rel, meta)))
+        return sfile_hand_out(e, want_rw, out);
+    if ((rc = sfile_open(rel, &fresh)) < 0)
+        return rc;
+    return sfile_hand_out(sfile_insert(rel, fresh), want_rw, out);
 }
 
 static void sfile_put(struct drxfs_sfile *e)
@@ -337,7 +365,7 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
             return rc;
         /* A broken or hostile metafile: the name stays visible (so it can
          * be removed); opening it fails with EIO. */
-        log_err("stat", n->rel, rc, &err);
+        drxfs_striped_log_err("stat", n->rel, rc, &err);
     } else {
         size = m.size;
         mp = &m;
@@ -405,7 +433,7 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
     if ((rc = sfile_get(n->rel, &n->st, wr, &e)) < 0)
         return rc;
     if (wr && (fi->flags & O_TRUNC) && (rc = drx_stripe_truncate(e->f, 0)) < 0) {
-        log_err("truncate", n->rel, rc, NULL);
+        drxfs_striped_log_err("truncate", n->rel, rc, NULL);
         sfile_put(e);
         return rc;
     }
@@ -451,7 +479,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     if (rc < 0) {
         free(e->key);
         free(e);
-        return log_err("create", rel, rc, &err);
+        return drxfs_striped_log_err("create", rel, rc, &err);
     }
     chown_new(e->f, rel);
     char meta[PATH_MAX];
@@ -498,7 +526,7 @@ int drxfs_striped_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
         touch_atime(fh->sf);
     ssize_t n = drx_stripe_read(fh->sf->f, buf, size, (uint64_t)off);
     if (n < 0)
-        log_err("read", fh->sf->key, (int)n, NULL);
+        drxfs_striped_log_err("read", fh->sf->key, (int)n, NULL);
     return (int)n;
 }
 
@@ -510,7 +538,7 @@ int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t
     if (n > 0)
         __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
     if (n < 0)
-        log_err("write", fh->sf->key, (int)n, NULL);
+        drxfs_striped_log_err("write", fh->sf->key, (int)n, NULL);
     return (int)n;
 }
 
@@ -521,7 +549,8 @@ int drxfs_striped_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len)
     int rc = drx_stripe_fallocate(fh->sf->f, mode, (uint64_t)off, (uint64_t)len);
     if (rc == 0 && mode != FALLOC_FL_KEEP_SIZE) /* size or bytes changed */
         __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
-    return rc < 0 && rc != -EOPNOTSUPP ? log_err("fallocate", fh->sf->key, rc, NULL) : rc;
+    return rc < 0 && rc != -EOPNOTSUPP ? drxfs_striped_log_err("fallocate", fh->sf->key, rc, NULL)
+                                       : rc;
 }
 
 off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence)
@@ -538,7 +567,7 @@ static int sfile_flush(struct drxfs_sfile *e)
     char meta[PATH_MAX];
     int rc = drx_stripe_flush(e->f);
     if (rc < 0)
-        return log_err("flush", e->key, rc, NULL);
+        return drxfs_striped_log_err("flush", e->key, rc, NULL);
     if (__atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED)) {
         const struct timespec now[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
         pthread_mutex_lock(&stable.mutex);
@@ -574,7 +603,7 @@ int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
     if (!fh->sf->rw)
         return 0;
     int rc = drx_stripe_fsync(fh->sf->f, datasync != 0);
-    return rc < 0 ? log_err("fsync", fh->sf->key, rc, NULL) : 0;
+    return rc < 0 ? drxfs_striped_log_err("fsync", fh->sf->key, rc, NULL) : 0;
 }
 
 void drxfs_striped_release(struct drxfs_fh *fh)
@@ -597,13 +626,13 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
             return -EACCES;
         __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
         rc = drx_stripe_truncate(fh->sf->f, (uint64_t)size);
-        return rc < 0 ? log_err("truncate", fh->sf->key, rc, NULL) : 0;
+        return rc < 0 ? drxfs_striped_log_err("truncate", fh->sf->key, rc, NULL) : 0;
     }
     if ((rc = sfile_get(n->rel, &n->st, true, &e)) < 0)
         return rc;
     rc = drx_stripe_truncate(e->f, (uint64_t)size);
     if (rc < 0)
-        log_err("truncate", n->rel, rc, NULL);
+        drxfs_striped_log_err("truncate", n->rel, rc, NULL);
     else /* truncate(2) marks mtime and ctime, whether the size changed or not */
         __atomic_store_n(&e->dirty, true, __ATOMIC_RELAXED);
     sfile_flush(e);
@@ -687,7 +716,7 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
     }
     sfile_detach(n->rel);
     rc = drx_stripe_unlink(drxfs.store, path, &err);
-    return rc < 0 ? log_err("unlink", n->rel, rc, &err) : 0;
+    return rc < 0 ? drxfs_striped_log_err("unlink", n->rel, rc, &err) : 0;
 }
 
 int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
@@ -702,7 +731,7 @@ int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
     if ((rc = store_path(from, n->rel)) < 0 || (rc = store_path(to, to_rel)) < 0)
         return rc;
     rc = drx_stripe_link(drxfs.store, from, to, &err);
-    return rc < 0 ? log_err("link", n->rel, rc, &err) : 0;
+    return rc < 0 ? drxfs_striped_log_err("link", n->rel, rc, &err) : 0;
 }
 
 /* The open file e is now named to_rel; drops the caller's reference. */
@@ -750,7 +779,7 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
     if (rc < 0) {
         if (e)
             sfile_put(e);
-        return log_err("rename", src->rel, rc, &err);
+        return drxfs_striped_log_err("rename", src->rel, rc, &err);
     }
     if (e)
         sfile_rekey(e, to_rel);
@@ -787,115 +816,4 @@ void drxfs_striped_dir_renamed(const char *from, const char *to)
         e->key = key;
     }
     pthread_mutex_unlock(&stable.mutex);
-}
-
-int drxfs_striped_statfs(struct statvfs *sv)
-{
-    /* The store root plus every stripe directory, each filesystem once;
-     * counts are in units of the first one's fragment size. */
-    struct statvfs seen[DRX_MAX_STRIPE_DIRS + 1];
-    size_t nseen = 0;
-
-    if (fstatvfs(drxfs.root_fd, sv) < 0)
-        return -errno;
-    seen[nseen++] = *sv;
-    for (size_t i = 0; i < drxfs.store->cfg.stripe.ndirs; i++) {
-        struct statvfs d;
-        int fd = drxfs.store->dir_fds[i];
-        bool dup = false;
-        if (fd < 0 || fstatvfs(fd, &d) < 0)
-            continue;
-        for (size_t j = 0; j < nseen; j++)
-            if (seen[j].f_fsid == d.f_fsid && seen[j].f_blocks == d.f_blocks &&
-                seen[j].f_frsize == d.f_frsize)
-                dup = true;
-        if (dup || nseen >= DRX_MAX_STRIPE_DIRS + 1)
-            continue;
-        seen[nseen++] = d;
-        double k = (double)d.f_frsize / (double)sv->f_frsize;
-        sv->f_blocks += (fsblkcnt_t)((double)d.f_blocks * k);
-        sv->f_bfree += (fsblkcnt_t)((double)d.f_bfree * k);
-        sv->f_bavail += (fsblkcnt_t)((double)d.f_bavail * k);
-        sv->f_files += d.f_files;
-        sv->f_ffree += d.f_ffree;
-        sv->f_favail += d.f_favail;
-    }
-    return 0;
-}
-
-int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size,
-                           int flags)
-{
-    char path[PATH_MAX + 64], text[DRX_STRIPE_LAYOUT_LEN * 2];
-    struct drx_stripe_layout l, cur;
-    struct drx_err err = {{0}};
-    int rc;
-
-    if (n->kind != DRXFS_DIR)
-        return -EPERM; /* a file's layout is fixed when it is made */
-    if ((rc = store_path(path, n->rel)) < 0)
-        return rc;
-    if (flags & (XATTR_CREATE | XATTR_REPLACE)) {
-        rc = drx_stripe_layout_dir_get(drxfs.store, path, &cur, &err);
-        if (rc < 0 && rc != -EINVAL)
-            return rc;
-        if ((flags & XATTR_CREATE) && rc != 0)
-            return -EEXIST;
-        if ((flags & XATTR_REPLACE) && rc == 0)
-            return -ENODATA;
-    }
-    if (!value) {
-        rc = drx_stripe_layout_dir_set(drxfs.store, path, NULL, &err);
-        return rc < 0 ? log_err("removing layout of", n->rel, rc, &err) : 0;
-    }
-    if (size >= sizeof(text)) {
-        drx_log(DRX_LOG_DEBUG, "%s: %s value too long", n->rel, DRXFS_STRIPE_XATTR);
-        return -EINVAL;
-    }
-    memcpy(text, value, size);
-    text[size] = '\0';
-    /* setfattr may pass a trailing newline */
-    while (size && (text[size - 1] == '\n' || text[size - 1] == '\0'))
-        text[--size] = '\0';
-    rc = drx_stripe_layout_parse(text, drxfs.store->cfg.stripe.ndirs, &l, &err);
-    if (rc < 0) {
-        drx_log(DRX_LOG_INFO, "%s: %s: %s", n->rel, DRXFS_STRIPE_XATTR, err.msg);
-        return -EINVAL;
-    }
-    rc = drx_stripe_layout_dir_set(drxfs.store, path, &l, &err);
-    return rc < 0 ? log_err("setting layout of", n->rel, rc, &err) : 0;
-}
-
-int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
-{
-    char path[PATH_MAX + 64], text[DRX_STRIPE_LAYOUT_LEN];
-    struct drx_stripe_layout l;
-    struct drx_stripe_meta m;
-    struct drx_err err = {{0}};
-    int rc;
-
-    if ((rc = store_path(path, n->rel)) < 0)
-        return rc;
-    if (n->kind == DRXFS_DIR) {
-        rc = drx_stripe_layout_dir_get(drxfs.store, path, &l, &err);
-        if (rc == 0)
-            return -ENODATA;
-        if (rc < 0)
-            return rc == -EINVAL ? -ENODATA : rc;
-    } else if (n->kind == DRXFS_STRIPED) {
-        if ((rc = drx_stripe_stat(drxfs.store, path, &m, &err)) < 0)
-            return log_err("stat", n->rel, rc, &err);
-        l = m.layout;
-    } else {
-        return -ENODATA;
-    }
-    int len = drx_stripe_layout_format(&l, text, sizeof(text));
-    if (len < 0)
-        return -EIO;
-    if (size == 0)
-        return len;
-    if ((size_t)len > size)
-        return -ERANGE;
-    memcpy(value, text, (size_t)len);
-    return len;
 }

@@ -1,0 +1,189 @@
+/* The attributes of an array as user.NAME extended attributes of its
+ * directory (and, read-only, of its views).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "drxfs_i.h"
+
+/* ---- attributes as user.NAME extended attributes of the array directory ----
+ * Only the user namespace maps to attributes; the value is the attribute as
+ * text (drx_attr_format).  Setting makes a string attribute, except that an
+ * existing number attribute keeps its type (setfattr -n user.scale_factor
+ * -v 0.02 stays an f64).  Views show the array's attributes; only the array
+ * directory itself changes them. */
+
+#define USER_NS "user."
+
+static int xattr_array(const struct drxfs_node *n, const char *name, bool wr,
+                       struct drxfs_arr **out)
+{
+    int rc;
+
+    if (name && strncmp(name, USER_NS, strlen(USER_NS)) != 0)
+        return -ENOTSUP;
+    if (wr && drxfs.ro)
+        return -EROFS;
+    if (wr && n->spec.nwords)
+        return -EPERM;
+    if ((rc = drxfs_arr_get(n, out)) < 0)
+        return rc;
+    if (wr && (*out)->rdonly)
+        rc = -EACCES;
+    else if (wr && (*out)->shared)
+        rc = -EIO;
+    if (rc < 0) {
+        drxfs_arr_put(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* An attribute is text without NUL bytes (netCDF's NC_CHAR is, too); one
+ * terminating NUL is allowed. */
+static bool value_is_text(const char *value, size_t size)
+{
+    return !memchr(value, '\0', size) ||
+           (size && value[size - 1] == '\0' && !memchr(value, '\0', size - 1));
+}
+
+/* Sets attribute name of e to text, as setxattr with flags would: a
+ * number attribute keeps its type.  err says why not. */
+static int attr_set(struct drxfs_arr *e, const char *name, const char *text, int flags,
+                    struct drx_attr *at, struct drx_err *err)
+{
+    const struct drx_attr *old;
+    const char *type = NULL;
+    int rc = 0;
+
+    pthread_rwlock_wrlock(&e->lock);
+    old = drx_array_attr_get(drx_array_meta(e->a), name);
+    if ((flags & XATTR_CREATE) && old)
+        rc = -EEXIST;
+    else if ((flags & XATTR_REPLACE) && !old)
+        rc = -ENODATA;
+    if (rc == 0 && old && !old->is_string)
+        type = drx_type_name(old->type);
+    if (rc == 0 && (rc = drx_attr_parse(name, type, text, at, err)) == 0)
+        rc = drx_array_attr_set(e->a, at, err);
+    pthread_rwlock_unlock(&e->lock);
+    return rc;
+}
+
+/* Logs why attribute name of n was not set (a bad value at debug) and
+ * maps libcore's errors to setxattr's. */
+static int attr_set_failed(const struct drxfs_node *n, const char *name, int rc,
+                           const struct drx_err *err)
+{
+    if (err->msg[0])
+        drx_log(rc == -EINVAL || rc == -ERANGE || rc == -E2BIG ? DRX_LOG_DEBUG : DRX_LOG_WARNING,
+                "%s: setxattr user.%s: %s", n->rel, name, err->msg);
+    if (rc == -ERANGE || rc == -E2BIG)
+        rc = rc == -ERANGE ? -EINVAL : -ENOSPC;
+    return rc;
+}
+
+int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const char *value,
+                         size_t size, int flags)
+{
+    struct drxfs_arr *e = NULL;
+    struct drx_attr at = {0};
+    struct drx_err err = {{0}};
+    char *text = NULL;
+    int rc;
+
+    if ((rc = xattr_array(n, name, true, &e)) < 0)
+        return rc;
+    name += strlen(USER_NS);
+    if (!value_is_text(value, size)) {
+        drx_log(DRX_LOG_DEBUG, "%s: setxattr user.%s: a value with NUL bytes", n->rel, name);
+        rc = -EINVAL;
+        goto out;
+    }
+    if (!(text = strndup(value, size))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((rc = attr_set(e, name, text, flags, &at, &err)) < 0)
+        rc = attr_set_failed(n, name, rc, &err);
+out:
+    drx_attr_fini(&at);
+    free(text);
+    drxfs_arr_put(e);
+    return rc;
+}
+
+int drxfs_array_getxattr(const struct drxfs_node *n, const char *name, char *value, size_t size)
+{
+    struct drxfs_arr *e = NULL;
+    const struct drx_attr *at;
+    char *text = NULL;
+    int rc;
+
+    if ((rc = xattr_array(n, name, false, &e)) < 0)
+        return rc == -ENOTSUP ? -ENODATA : rc;
+    pthread_rwlock_rdlock(&e->lock);
+    at = drx_array_attr_get(drx_array_meta(e->a), name + strlen(USER_NS));
+    if (!at)
+        rc = -ENODATA;
+    else if (!(text = drx_attr_format(at)))
+        rc = -ENOMEM;
+    pthread_rwlock_unlock(&e->lock);
+    if (rc == 0) {
+        size_t len = strlen(text);
+        if (size && len > size)
+            rc = -ERANGE;
+        else if (size)
+            memcpy(value, text, len);
+        rc = rc ? rc : (int)len;
+    }
+    free(text);
+    drxfs_arr_put(e);
+    return rc;
+}
+
+int drxfs_array_listxattr(const struct drxfs_node *n, char *list, size_t size)
+{
+    struct drxfs_arr *e = NULL;
+    const struct drx_array_meta *m;
+    size_t len = 0;
+    int rc;
+
+    if ((rc = xattr_array(n, NULL, false, &e)) < 0)
+        return rc;
+    pthread_rwlock_rdlock(&e->lock);
+    m = drx_array_meta(e->a);
+    for (size_t i = 0; i < m->nattrs && rc == 0; i++) {
+        size_t l = strlen(USER_NS) + strlen(m->attrs[i].name) + 1;
+        if (size && len + l > size)
+            rc = -ERANGE;
+        else if (size)
+            snprintf(list + len, l, "%s%s", USER_NS, m->attrs[i].name);
+        len += l;
+    }
+    pthread_rwlock_unlock(&e->lock);
+    drxfs_arr_put(e);
+    return rc ? rc : (int)len;
+}
+
+int drxfs_array_removexattr(const struct drxfs_node *n, const char *name)
+{
+    struct drxfs_arr *e = NULL;
+    struct drx_err err = {{0}};
+    int rc;
+
+    if ((rc = xattr_array(n, name, true, &e)) < 0)
+        return rc;
+    pthread_rwlock_wrlock(&e->lock);
+    rc = drx_array_attr_rm(e->a, name + strlen(USER_NS), &err);
+    pthread_rwlock_unlock(&e->lock);
+    if (rc == -ENOENT)
+        rc = -ENODATA;
+    else if (rc < 0)
+        drx_log(DRX_LOG_WARNING, "%s: removexattr %s: %s", n->rel, name, err.msg);
+    drxfs_arr_put(e);
+    return rc;
+}

@@ -1,0 +1,143 @@
+/* What striped files share through the stripe directories: statfs sums
+ * them, and the user.drx.stripe attribute of a directory (or of a striped
+ * file, read-only) is the layout new files get (or that file's).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+
+#include "drx/stripe.h"
+#include "drxfs_i.h"
+
+int drxfs_striped_statfs(struct statvfs *sv)
+{
+    /* The store root plus every stripe directory, each filesystem once;
+     * counts are in units of the first one's fragment size. */
+    struct statvfs seen[DRX_MAX_STRIPE_DIRS + 1];
+    size_t nseen = 0;
+
+    if (fstatvfs(drxfs.root_fd, sv) < 0)
+        return -errno;
+    seen[nseen++] = *sv;
+    for (size_t i = 0; i < drxfs.store->cfg.stripe.ndirs; i++) {
+        struct statvfs d;
+        int fd = drxfs.store->dir_fds[i];
+        bool dup = false;
+        if (fd < 0 || fstatvfs(fd, &d) < 0)
+            continue;
+        for (size_t j = 0; j < nseen; j++)
+            if (seen[j].f_fsid == d.f_fsid && seen[j].f_blocks == d.f_blocks &&
+                seen[j].f_frsize == d.f_frsize)
+                dup = true;
+        if (dup || nseen >= DRX_MAX_STRIPE_DIRS + 1)
+            continue;
+        seen[nseen++] = d;
+        double k = (double)d.f_frsize / (double)sv->f_frsize;
+        sv->f_blocks += (fsblkcnt_t)((double)d.f_blocks * k);
+        sv->f_bfree += (fsblkcnt_t)((double)d.f_bfree * k);
+        sv->f_bavail += (fsblkcnt_t)((double)d.f_bavail * k);
+        sv->f_files += d.f_files;
+        sv->f_ffree += d.f_ffree;
+        sv->f_favail += d.f_favail;
+    }
+    return 0;
+}
+
+/* XATTR_CREATE and XATTR_REPLACE against the layout directory path has
+ * now: 0, or the error setxattr returns. */
+static int layout_flags_check(const char *path, int flags, struct drx_err *err)
+{
+    struct drx_stripe_layout cur;
+    int rc;
+
+    if (!(flags & (XATTR_CREATE | XATTR_REPLACE)))
+        return 0;
+    rc = drx_stripe_layout_dir_get(drxfs.store, path, &cur, err);
+    if (rc < 0 && rc != -EINVAL)
+        return rc;
+    if ((flags & XATTR_CREATE) && rc != 0)
+        return -EEXIST;
+    if ((flags & XATTR_REPLACE) && rc == 0)
+        return -ENODATA;
+    return 0;
+}
+
+/* The attribute's value as a string in text (of cap bytes), without the
+ * trailing newline or NULs setfattr may pass. */
+static int layout_text(const struct drxfs_node *n, const char *value, size_t size, char *text,
+                       size_t cap)
+{
+    if (size >= cap) {
+        drx_log(DRX_LOG_DEBUG, "%s: %s value too long", n->rel, DRXFS_STRIPE_XATTR);
+        return -EINVAL;
+    }
+    memcpy(text, value, size);
+    text[size] = '\0';
+    /* setfattr may pass a trailing newline */
+    while (size && (text[size - 1] == '\n' || text[size - 1] == '\0'))
+        text[--size] = '\0';
+    return 0;
+}
+
+int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size, int flags)
+{
+    char path[PATH_MAX + 64], text[DRX_STRIPE_LAYOUT_LEN * 2];
+    struct drx_stripe_layout l;
+    struct drx_err err = {{0}};
+    int rc;
+
+    if (n->kind != DRXFS_DIR)
+        return -EPERM; /* a file's layout is fixed when it is made */
+    if ((rc = drxfs_proc_path(path, sizeof(path), n->rel)) < 0)
+        return rc;
+    if ((rc = layout_flags_check(path, flags, &err)) < 0)
+        return rc;
+    if (!value) {
+        rc = drx_stripe_layout_dir_set(drxfs.store, path, NULL, &err);
+        return rc < 0 ? drxfs_striped_log_err("removing layout of", n->rel, rc, &err) : 0;
+    }
+    if ((rc = layout_text(n, value, size, text, sizeof(text))) < 0)
+        return rc;
+    rc = drx_stripe_layout_parse(text, drxfs.store->cfg.stripe.ndirs, &l, &err);
+    if (rc < 0) {
+        drx_log(DRX_LOG_INFO, "%s: %s: %s", n->rel, DRXFS_STRIPE_XATTR, err.msg);
+        return -EINVAL;
+    }
+    rc = drx_stripe_layout_dir_set(drxfs.store, path, &l, &err);
+    return rc < 0 ? drxfs_striped_log_err("setting layout of", n->rel, rc, &err) : 0;
+}
+
+int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
+{
+    char path[PATH_MAX + 64], text[DRX_STRIPE_LAYOUT_LEN];
+    struct drx_stripe_layout l;
+    struct drx_stripe_meta m;
+    struct drx_err err = {{0}};
+    int rc;
+
+    if ((rc = drxfs_proc_path(path, sizeof(path), n->rel)) < 0)
+        return rc;
+    if (n->kind == DRXFS_DIR) {
+        rc = drx_stripe_layout_dir_get(drxfs.store, path, &l, &err);
+        if (rc == 0)
+            return -ENODATA;
+        if (rc < 0)
+            return rc == -EINVAL ? -ENODATA : rc;
+    } else if (n->kind == DRXFS_STRIPED) {
+        if ((rc = drx_stripe_stat(drxfs.store, path, &m, &err)) < 0)
+            return drxfs_striped_log_err("stat", n->rel, rc, &err);
+        l = m.layout;
+    } else {
+        return -ENODATA;
+    }
+    int len = drx_stripe_layout_format(&l, text, sizeof(text));
+    if (len < 0)
+        return -EIO;
+    if (size == 0)
+        return len;
+    if ((size_t)len > size)
+        return -ERANGE;
+    memcpy(value, text, (size_t)len);
+    return len;
+}
