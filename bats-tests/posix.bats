@@ -450,6 +450,8 @@ EOF
         fallocate -z -o 1000 -l 50000 "$d/zr"
         fallocate -z -o 90000 -l 20000 "$d/zr"
     done
+    # blocks settle when delayed allocation is done: count them after it
+    sync
     for f in sparse fa zr; do
         [ "$(stat -c %s "$f")" = "$(stat -c %s "$l/$f")" ]
         [ "$(du -k "$f" | cut -f1)" = "$(du -k "$l/$f" | cut -f1)" ] || {
