@@ -352,8 +352,11 @@ PY
 }
 
 @test "every type x shapes, chunkings and nested views: ncdump value by value, netCDF4, xarray (netcdf4, scipy) equal drx get" {
-    local specs=() t i
-    for t in i8 i16 i32 f32 f64 u8 u16 u32 i64 u64; do
+    local specs=() t i types=(i8 i16 i32 f32 f64 u8 u16 u32 i64 u64)
+    # under the sanitizers (scripts/test's second pass) one type of each
+    # netCDF format family: the daemon's code paths, in a quarter of the time
+    [ -z "${DRX_TEST_SANITIZED:-}" ] || types=(i16 f64 u8 i64)
+    for t in "${types[@]}"; do
         "$DRX" create "$S/m_$t" --type "$t" --shape 7x5 --chunk 3x2 --fill 7
         "$DRX" create "$S/n_$t" --type "$t" --shape 10 --chunk 4
         # grown: chunk addresses are no longer row-major
@@ -378,7 +381,7 @@ a.astype(dt).tofile('raw')"
     done
     run "$PY" "$DRX_SOURCE/bats-tests/nc_check.py" "$DRX" "$S" "$M" "${specs[@]}"
     assert_success
-    assert_output "80 views checked"
+    assert_output "$((8 * ${#types[@]})) views checked"
 }
 
 @test "ncdump -h shows attributes and coordinates; ncks copies a view to a local file that compares equal" {
