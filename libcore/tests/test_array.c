@@ -15,32 +15,9 @@
 #include "drx/array.h"
 #include "drx/view.h"
 #include "tap.h"
+#include "test_files.h"
 
 static char dir[] = "/tmp/drx-test-array-XXXXXX";
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    long n;
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    buf = malloc((size_t)n + 1);
-    *len = fread(buf, 1, (size_t)n, f);
-    buf[*len] = 0;
-    fclose(f);
-    return buf;
-}
-
-static void spit(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
-}
 
 static off_t file_size(const char *path)
 {
