@@ -246,39 +246,13 @@ static void usage(const char *prog)
            DRXFS_THREADS, DRXFS_THREADS);
 }
 
-/* Messages name store files as libcore saw them, "/proc/self/fd/N/REL";
- * operators want the store's path.  Rewrites every occurrence into buf. */
-static const char *readable(const char *msg, char *buf, size_t len)
-{
-    size_t plen = strlen(drxfs.proc_root), used = 0;
-    const char *p;
-
-    if (!plen || !drxfs.store_path || !strstr(msg, drxfs.proc_root))
-        return msg;
-    while ((p = strstr(msg, drxfs.proc_root)) && used < len) {
-        used += (size_t)snprintf(buf + used, len - used, "%.*s%s", (int)(p - msg), msg,
-                                 drxfs.store_path);
-        msg = p + plen;
-    }
-    if (used < len)
-        snprintf(buf + used, len - used, "%s", msg);
-    return buf;
-}
-
-static void stderr_sink(void *arg, enum drx_log_level level, const char *msg)
-{
-    char buf[DRX_LOG_MSG_MAX + PATH_MAX];
-    drx_log_stderr_sink(arg, level, readable(msg, buf, sizeof(buf)));
-}
 
 /* Log sink for a daemon in the background: its stderr is /dev/null. */
 static void syslog_sink(void *arg, enum drx_log_level level, const char *msg)
 {
     static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
-    char buf[DRX_LOG_MSG_MAX + PATH_MAX];
     (void)arg;
-    syslog(prio[level <= DRX_LOG_DEBUG ? level : DRX_LOG_DEBUG], "%s",
-           readable(msg, buf, sizeof(buf)));
+    syslog(prio[level <= DRX_LOG_DEBUG ? level : DRX_LOG_DEBUG], "%s", msg);
 }
 
 /* The kernel keeps names and pages; drxfs_kcache.c tells it what changed
@@ -410,7 +384,7 @@ static int config_load(const struct drxfs_cli *cli, struct drx_config *cfg)
     struct drx_err err = {{0}};
     int rc;
 
-    rc = drx_store_load_config(drxfs.proc_root, cli->config, cfg, &err);
+    rc = drx_store_load_config_at(drxfs.root_fd, drxfs.store_path, cli->config, cfg, &err);
     if (rc < 0) {
         fprintf(stderr, "drxfs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
         return rc;
@@ -463,8 +437,9 @@ static int store_init_open(const struct drxfs_cli *cli, const struct drx_config 
     /* A store is marked by .drx/; drxfs makes one in an empty directory,
      * and in any other only when asked (SPEC section 2): mounting the wrong
      * directory must not quietly turn it into a store. */
-    rc = drx_store_init(drxfs.proc_root, cfg,
-                        DRX_STORE_INIT_KEEP | (cli->create ? 0 : DRX_STORE_INIT_EMPTY_ONLY), &err);
+    rc = drx_store_init_at(drxfs.root_fd, abs_root, cfg,
+                           DRX_STORE_INIT_KEEP | (cli->create ? 0 : DRX_STORE_INIT_EMPTY_ONLY),
+                           &err);
     if (rc == -ENOTEMPTY) {
         fprintf(stderr,
                 "drxfs: %s: not a drx store (no .drx/) and not empty; mount it with -o create "
@@ -478,7 +453,7 @@ static int store_init_open(const struct drxfs_cli *cli, const struct drx_config 
     }
     if (rc == 0)
         drx_log(DRX_LOG_INFO, "%s: made a new store (.drx/)", abs_root);
-    rc = drx_store_open_cfg(drxfs.proc_root, cfg, &drxfs.store, &err);
+    rc = drx_store_open_at(drxfs.root_fd, abs_root, cfg, &drxfs.store, &err);
     if (rc < 0)
         fprintf(stderr, "drxfs: %s: %s\n", abs_root, err.msg[0] ? err.msg : strerror(-rc));
     return rc;
@@ -629,7 +604,6 @@ static int root_open(const struct drxfs_cli *cli, char **abs_root)
         fprintf(stderr, "drxfs: %s: %s\n", *abs_root, strerror(errno));
         return -1;
     }
-    snprintf(drxfs.proc_root, sizeof(drxfs.proc_root), "/proc/self/fd/%d", drxfs.root_fd);
     return 0;
 }
 
@@ -710,7 +684,7 @@ int main(int argc, char *argv[])
     if (cli_early(&cli, argv, &ret) || cli_apply(&cli) < 0)
         goto out;
 
-    drx_log_set_sink(stderr_sink, (void *)"drxfs");
+    drx_log_set_sink(drx_log_stderr_sink, (void *)"drxfs");
 
     /* The store is opened before the mount: the mount point may shadow the
      * store path, so everything after goes through this descriptor. */

@@ -110,7 +110,7 @@ static bool coord_names(const struct drxfs_node *n, int dirlen, const char *dn, 
 {
     int len = snprintf(rel, PATH_MAX, "%.*s%s", dirlen, n->rel, dn);
     if (len < 0 || len >= PATH_MAX || strcmp(rel, n->rel) == 0 ||
-        drxfs_proc_path(path, PATH_MAX + 64 - 4, rel) < 0)
+        drx_store_path(drxfs.store, rel, path, PATH_MAX + 64 - 4) < 0)
         return false;
     strcat(path, ".xmd");
     return true;
@@ -176,7 +176,7 @@ static int coords_read(struct nc_coords *cs, const struct drx_view *v, const cha
         int d = cs->c[i].dim, rc;
         uint64_t bytes = v->count[d] * cs->meta[i].elem_size;
 
-        if ((rc = drxfs_proc_path(path, sizeof path, cs->rel[i])) < 0)
+        if ((rc = drx_store_path(drxfs.store, cs->rel[i], path, sizeof path)) < 0)
             return rc;
         if ((rc = drx_array_open(path, DRX_RDONLY, &ca, &err)) < 0) {
             drx_log(DRX_LOG_WARNING, "%s: coordinate %s: %s", rel, cs->rel[i], err.msg);
@@ -389,7 +389,8 @@ static void fh_free(struct drxfs_fh *fh)
 }
 
 /* Keeps what a prefetch of this file's view needs: the array's real store
- * path (drx-load is another process: /proc/self/fd means nothing to it) and
+ * path (drx-load is another process: the store handle's paths mean nothing
+ * to it) and
  * the view words, which are the path components before the file name. */
 static int prefetch_prepare(struct drxfs_fh *fh, const char *path, const struct drxfs_node *n)
 {

@@ -140,7 +140,7 @@ static int arr_open(const struct drxfs_node *n, struct drxfs_arr **out)
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = drxfs_proc_path(path, sizeof(path), n->rel)) < 0)
+    if ((rc = drx_store_path(drxfs.store, n->rel, path, sizeof(path))) < 0)
         goto out;
     if ((rc = arr_open_rw_or_ro(e, n, path, &err)) < 0) {
         drx_log(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel,

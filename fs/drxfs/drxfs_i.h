@@ -14,9 +14,10 @@
  *   drxfs_kcache.c  the kernel's caches: what it holds, when to drop it
  *   drxfs_commit.c  batched commits of striped files' sizes (ordered mode)
  *
- * Every store access is relative to the store's root descriptor, opened
- * before the mount (the mount point may shadow the store path).  libcore
- * functions that take a path get "/proc/self/fd/N/REL" for the same reason.
+ * Every store access goes through libcore's store handle (drxfs.store),
+ * opened by the store root's descriptor before the mount (the mount point
+ * may shadow the store path): entries by store-relative name
+ * (drx_store_entry_*), and drx_store_path() for libcore's path-taking calls.
  */
 #ifndef DRXFS_I_H
 #define DRXFS_I_H
@@ -53,7 +54,6 @@ struct drxfs {
     struct drx_store *store;
     int store_lock; /* drx_store_lock(shared) for the mount's life, or -1 */
     int root_fd;
-    char proc_root[48]; /* "/proc/self/fd/N": the store root for libcore paths */
     bool ro;
     bool foreground;
     bool data_direct_io;              /* data files bypass the page cache (default) */
@@ -126,24 +126,6 @@ struct drxfs_node *drxfs_node_get(const char *path, int *rc);
 int drxfs_resolve_new(const char *path, char *rel, const char **name, bool *at_root);
 /* Joins the store-relative rel with suffix into out (PATH_MAX). */
 int drxfs_rel_suffix(char *out, const char *rel, const char *suffix);
-/* "/proc/self/fd/N/rel" for libcore. */
-int drxfs_proc_path(char *out, size_t len, const char *rel);
-/* True for names a user may not create in the store (.drx at the root,
- * temporary names, names with an array/striped suffix). */
-bool drxfs_name_reserved(const char *name, bool at_root);
-/* openat(root, rel) that never follows a symlink on the way nor leaves the
- * store (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS).  fd or -errno. */
-int drxfs_open_beneath(const char *rel, int flags, mode_t mode);
-/* chmod, chown, utimensat of a store entry through an O_PATH descriptor
- * opened beneath the store: no symlink followed anywhere.  0 or -errno. */
-int drxfs_chmod_beneath(const char *rel, mode_t mode);
-int drxfs_chown_beneath(const char *rel, uid_t uid, gid_t gid);
-int drxfs_utimens_beneath(const char *rel, const struct timespec tv[2]);
-/* Opens store entry rel O_PATH beneath the store (no symlink followed on
- * the way or at the end) and names it in self ("/proc/self/fd/N", for
- * calls that take no descriptor).  The descriptor (close it after), or
- * -errno; -EOPNOTSUPP for a symlink. */
-int drxfs_self_beneath(const char *rel, char *self, size_t len);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
 

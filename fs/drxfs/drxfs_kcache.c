@@ -164,7 +164,7 @@ uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig
         return 0; /* coordinate variables come from other arrays */
     if (k != DRXFS_STRIPED || !h)
         return h;
-    if (drxfs_proc_path(path, sizeof(path), rel) < 0 ||
+    if (drx_store_path(drxfs.store, rel, path, sizeof(path)) < 0 ||
         drx_stripe_stat(drxfs.store, path, &m, &err) < 0)
         return 0;
     for (unsigned i = 0; i < m.layout.count; i++) {
@@ -235,7 +235,7 @@ static void wake(void)
 /* Watches the store directory of group key (mutex held). */
 static void watch_dir_of(const char *key)
 {
-    char rel[PATH_MAX], proc[PATH_MAX + 64];
+    char rel[PATH_MAX];
     const char *slash = strrchr(key, '/');
     struct kc_watch *w;
 
@@ -245,11 +245,9 @@ static void watch_dir_of(const char *key)
     for (w = kc.watches; w; w = w->next)
         if (strcmp(w->rel, rel) == 0)
             return;
-    if (drxfs_proc_path(proc, sizeof(proc), rel) < 0)
-        return;
-    int wd = inotify_add_watch(kc.ifd, proc, KC_WATCH_MASK);
+    int wd = drx_store_entry_watch(drxfs.store, kc.ifd, rel, KC_WATCH_MASK);
     if (wd < 0) {
-        drx_log(DRX_LOG_DEBUG, "kernel cache: cannot watch %s: %s", rel, strerror(errno));
+        drx_log(DRX_LOG_DEBUG, "kernel cache: cannot watch %s: %s", rel, strerror(-wd));
         return;
     }
     for (w = kc.watches; w; w = w->next)

@@ -24,7 +24,7 @@ int drxfs_check_new_name(const char *path, const char *name, bool at_root)
 
     if (drxfs.ro)
         return -EROFS;
-    if (drxfs_name_reserved(name, at_root)) {
+    if (drx_store_name_reserved(name, at_root)) {
         drx_log(DRX_LOG_DEBUG, "%s: reserved name in the store", path);
         return -EPERM;
     }
@@ -210,7 +210,7 @@ static int open_parent(const char *rel, const char **base)
         strcpy(dir, ".");
         *base = rel;
     }
-    return drxfs_open_beneath(dir, O_RDONLY | O_DIRECTORY, 0);
+    return drx_store_entry_open(drxfs.store, dir, O_RDONLY | O_DIRECTORY, 0);
 }
 
 /* Moves array `from` to `to` (store-relative, no suffix): libcore's
@@ -339,7 +339,7 @@ static int rename_target(const char *to, char rel[PATH_MAX])
 
     if ((rc = drxfs_resolve_new(to, rel, &name, &at_root)) < 0)
         return rc;
-    return drxfs_name_reserved(name, at_root) ? -EPERM : 0;
+    return drx_store_name_reserved(name, at_root) ? -EPERM : 0;
 }
 
 int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
@@ -419,7 +419,7 @@ static int opendir_zarr(const struct drxfs_node *n, const char *path, struct fus
 /* Opens store directory n for dh's listing, beneath the store. */
 static int dirh_open_store_dir(struct drxfs_dirh *dh, const struct drxfs_node *n)
 {
-    int fd = drxfs_open_beneath(n->rel, O_RDONLY | O_DIRECTORY, 0);
+    int fd = drx_store_entry_open(drxfs.store, n->rel, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
         errno = -fd;
     if (fd < 0 || !(dh->dp = fdopendir(fd))) {
@@ -472,80 +472,6 @@ out:
     return rc;
 }
 
-static bool regular_at(int dfd, const char *name)
-{
-    struct stat st;
-    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-}
-
-static bool name_with_suffix_is_reg(int dfd, const char *base, size_t blen, const char *suffix)
-{
-    char name[NAME_MAX + 8];
-    if (blen + strlen(suffix) > NAME_MAX)
-        return false;
-    memcpy(name, base, blen);
-    strcpy(name + blen, suffix);
-    return regular_at(dfd, name);
-}
-
-/* *type of entry name of dfd, asked of the filesystem when readdir did not
- * say; false when it cannot be known. */
-static bool entry_type(int dfd, const char *name, unsigned char *type)
-{
-    struct stat s;
-
-    if (*type == DT_UNKNOWN) {
-        if (fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
-            return false;
-        *type = IFTODT(s.st_mode);
-    }
-    return *type != DT_UNKNOWN && *type != DT_WHT;
-}
-
-static bool strip_suffix(const char *name, size_t len, const char *suffix, size_t *blen)
-{
-    size_t n = strlen(suffix);
-    if (len <= n || memcmp(name + len - n, suffix, n) != 0)
-        return false;
-    *blen = len - n;
-    return true;
-}
-
-/* What store entry de of directory dfd shows as: its name at the mount
- * into shown, its type into *type (d_type on the way in), *virt when it
- * is an array (whose st_ino is made up).  False for entries not shown:
- * internal names, .xta files, what an array or striped file of the same
- * name hides (drx_store_classify). */
-static bool entry_shown(int dfd, const struct dirent *de, bool at_root, char *shown,
-                        unsigned char *type, bool *virt)
-{
-    const char *name = de->d_name;
-    size_t len = strlen(name), blen = len;
-
-    *virt = false;
-    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
-        drx_store_name_internal(name, at_root) || strip_suffix(name, len, DRXFS_XTA, &blen))
-        return false;
-    if (strip_suffix(name, len, DRXFS_XMD, &blen)) {
-        if (!regular_at(dfd, name))
-            return false;
-        *type = DT_DIR;
-        *virt = true;
-    } else if (strip_suffix(name, len, DRXFS_NAFS, &blen)) {
-        /* an array of the same name wins (drx_store_classify) */
-        if (!regular_at(dfd, name) || name_with_suffix_is_reg(dfd, name, blen, DRXFS_XMD))
-            return false;
-        *type = DT_REG;
-    } else if (name_with_suffix_is_reg(dfd, name, len, DRXFS_XMD) ||
-               name_with_suffix_is_reg(dfd, name, len, DRXFS_NAFS) ||
-               !entry_type(dfd, name, type)) {
-        return false;
-    }
-    memcpy(shown, name, blen);
-    shown[blen] = '\0';
-    return !drx_store_name_internal(shown, at_root);
-}
-
 /* The files of an array or view; views themselves are not listed (there
  * are infinitely many). */
 static int list_array(const struct drxfs_dirh *dh, void *buf, fuse_fill_dir_t fill)
@@ -590,13 +516,14 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
         if (!de)
             return errno ? -errno : 0;
         char shown[NAME_MAX + 1];
-        unsigned char type = de->d_type;
-        bool virt;
+        enum drx_store_kind kind;
+        mode_t type;
 
-        if (!entry_shown(dfd, de, dh->at_root, shown, &type, &virt))
+        if (!drx_store_list_name(dfd, de->d_name, de->d_type, dh->at_root, shown, &kind, &type))
             continue;
-        st.st_mode = DTTOIF(type);
-        st.st_ino = virt ? drxfs_virtual_ino(dh->path, shown) : de->d_ino;
+        st.st_mode = type;
+        /* an array's directory has no inode of its own */
+        st.st_ino = kind == DRX_STORE_ARRAY ? drxfs_virtual_ino(dh->path, shown) : de->d_ino;
         if (fill(buf, shown, &st, 0, 0))
             return 0;
     }

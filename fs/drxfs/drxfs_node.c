@@ -1,72 +1,27 @@
 /* Path resolution: what a path at the mount point is in the store.
  *
- * The walk follows drx_store_classify(): for each component NAME, an array
- * NAME.xmd wins over a striped file NAME.nafs, which wins over a directory
- * or file NAME.  Below an array, components are view words (KEY=VALUE) and
+ * The walk asks libcore's drx_store_lookup() (the rule of
+ * drx_store_classify()) what each component NAME is: an array NAME.xmd wins
+ * over a striped file NAME.nafs, which wins over a directory or file NAME.  Below an array, components are view words (KEY=VALUE) and
  * a last component data, data.npy or info.  Store names with our suffixes
  * and the internal names (.drx, temporary files) never show as themselves.
  * Every stat is relative to the store's root descriptor.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "drxfs_i.h"
-
-static bool has_suffix(const char *s, size_t len, const char *suffix)
-{
-    size_t n = strlen(suffix);
-    return len > n && memcmp(s + len - n, suffix, n) == 0;
-}
-
-/* Names that are store files of arrays or striped files, never shown. */
-static bool name_has_internal_suffix(const char *name, size_t len)
-{
-    return has_suffix(name, len, DRXFS_XMD) || has_suffix(name, len, DRXFS_XTA) ||
-           has_suffix(name, len, DRXFS_NAFS);
-}
-
-bool drxfs_name_reserved(const char *name, bool at_root)
-{
-    return drx_store_name_internal(name, at_root) ||
-           name_has_internal_suffix(name, strlen(name));
-}
 
 int drxfs_rel_suffix(char *out, const char *rel, const char *suffix)
 {
     int n = snprintf(out, PATH_MAX, "%s%s", rel, suffix);
     return (n < 0 || n >= PATH_MAX) ? -ENAMETOOLONG : 0;
-}
-
-int drxfs_proc_path(char *out, size_t len, const char *rel)
-{
-    int n = snprintf(out, len, "%s/%s", drxfs.proc_root, rel);
-    return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
-}
-
-int drxfs_open_beneath(const char *rel, int flags, mode_t mode)
-{
-    /* The daemon runs as root for allow_other mounts: a user who can write
-     * the store must not swap a directory for a symlink between our lookup
-     * and our open and so make us open a file outside it. */
-    struct open_how how = {
-        .flags = (uint64_t)(flags | O_CLOEXEC),
-        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    long fd = syscall(SYS_openat2, drxfs.root_fd, rel, &how, sizeof(how));
-    if (fd < 0 && errno == ENOSYS)
-        fd = openat(drxfs.root_fd, rel, flags | O_CLOEXEC | O_NOFOLLOW, mode);
-    if (fd < 0 && errno == ELOOP)
-        drx_log(DRX_LOG_WARNING, "%s: a symlink in the way: refused", rel);
-    return fd < 0 ? -errno : (int)fd;
 }
 
 /* True when the directory holding rel is set-group-ID. */
@@ -85,76 +40,6 @@ static bool parent_setgid(const char *rel)
     return fstatat(drxfs.root_fd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_ISGID);
 }
 
-/* Attribute changes of a store entry by its store-relative name, never
- * through a symlink on the way or at the end: the entry is opened O_PATH
- * beneath the store first (a user who can write the store could otherwise
- * swap NAME.xta for a link to a root file between our lookup and a chmod),
- * and changed through that descriptor.  Symlinks themselves have no mode;
- * their owner and times change as lchown/lutimes would. */
-static int path_fd(const char *rel, struct stat *st)
-{
-    int fd = drxfs_open_beneath(rel, O_PATH | O_NOFOLLOW, 0);
-    if (fd >= 0 && fstat(fd, st) < 0) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    return fd;
-}
-
-/* The entry opened O_PATH beneath the store, named by its descriptor's
- * magic link for calls that take no descriptor.  A symlink has no mode and
- * its magic link would be followed: -EOPNOTSUPP. */
-int drxfs_self_beneath(const char *rel, char *self, size_t len)
-{
-    struct stat st;
-    int fd = path_fd(rel, &st);
-
-    if (fd >= 0 && S_ISLNK(st.st_mode)) {
-        close(fd);
-        return -EOPNOTSUPP;
-    }
-    if (fd >= 0)
-        snprintf(self, len, "/proc/self/fd/%d", fd);
-    return fd;
-}
-
-int drxfs_chmod_beneath(const char *rel, mode_t mode)
-{
-    char self[64];
-    int fd = drxfs_self_beneath(rel, self, sizeof self), rc;
-
-    if (fd < 0)
-        return fd;
-    rc = chmod(self, mode & 07777) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
-int drxfs_chown_beneath(const char *rel, uid_t uid, gid_t gid)
-{
-    struct stat st;
-    int fd = path_fd(rel, &st), rc;
-
-    if (fd < 0)
-        return fd;
-    rc = fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
-int drxfs_utimens_beneath(const char *rel, const struct timespec tv[2])
-{
-    char self[64];
-    int fd = drxfs_self_beneath(rel, self, sizeof self), rc;
-
-    if (fd < 0)
-        return fd;
-    rc = utimensat(AT_FDCWD, self, tv, 0) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
 void drxfs_chown_new(const char *rel)
 {
     if (!drxfs.root_euid)
@@ -168,48 +53,21 @@ void drxfs_chown_new(const char *rel)
                 (unsigned)ctx->gid, strerror(errno));
 }
 
-static int stat_rel(const char *rel, struct stat *st)
+/* Classifies the store name rel (a child of a directory) by libcore's one
+ * rule.  0 with n->kind and n->st set, or -errno. */
+static int classify(struct drxfs_node *n, const char *rel, bool at_root)
 {
-    if (fstatat(drxfs.root_fd, rel, st, AT_SYMLINK_NOFOLLOW) < 0)
-        return -errno;
-    return 0;
-}
+    static const enum drxfs_kind kinds[] = {
+        [DRX_STORE_ARRAY] = DRXFS_ARRAY,  [DRX_STORE_STRIPED] = DRXFS_STRIPED,
+        [DRX_STORE_DIRECTORY] = DRXFS_DIR, [DRX_STORE_PLAIN] = DRXFS_PLAIN,
+        [DRX_STORE_SYMLINK] = DRXFS_LINK,  [DRX_STORE_SPECIAL] = DRXFS_SPECIAL,
+    };
+    enum drx_store_kind k;
+    int rc = drx_store_lookup(drxfs.store, rel, at_root, &k, &n->st);
 
-/* Classifies the store name `rel` (a child of a directory).  0 with n->kind
- * and n->st set, or -errno. */
-static int classify(struct drxfs_node *n, const char *rel, const char *name, size_t nlen,
-                    bool at_root)
-{
-    char path[PATH_MAX];
-    int rc;
-
-    if (drx_store_name_internal(name, at_root))
-        return -ENOENT;
-    if ((rc = drxfs_rel_suffix(path, rel, DRXFS_XMD)) < 0)
-        return rc;
-    if (stat_rel(path, &n->st) == 0 && S_ISREG(n->st.st_mode)) {
-        n->kind = DRXFS_ARRAY;
-        return 0;
-    }
-    if ((rc = drxfs_rel_suffix(path, rel, DRXFS_NAFS)) < 0)
-        return rc;
-    if (stat_rel(path, &n->st) == 0 && S_ISREG(n->st.st_mode)) {
-        n->kind = DRXFS_STRIPED;
-        return 0;
-    }
-    if (name_has_internal_suffix(name, nlen))
-        return -ENOENT;
-    if ((rc = stat_rel(rel, &n->st)) < 0)
-        return rc;
-    if (S_ISDIR(n->st.st_mode))
-        n->kind = DRXFS_DIR;
-    else if (S_ISREG(n->st.st_mode))
-        n->kind = DRXFS_PLAIN;
-    else if (S_ISLNK(n->st.st_mode))
-        n->kind = DRXFS_LINK;
-    else
-        n->kind = DRXFS_SPECIAL; /* the kernel serves it, never the daemon */
-    return 0;
+    if (rc == 0)
+        n->kind = kinds[k]; /* SPECIAL: the kernel serves it, never the daemon */
+    return rc;
 }
 
 /* A user of a background daemon sees only ENOENT for a mistyped view, so
@@ -299,7 +157,7 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
             used += len;
             if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
                 return -ENOENT;
-            if ((rc = classify(n, n->rel, name, len, at_root)) < 0)
+            if ((rc = classify(n, n->rel, at_root)) < 0)
                 return rc;
             break;
         }

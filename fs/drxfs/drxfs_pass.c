@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
-#include <sys/xattr.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include "drxfs_i.h"
@@ -148,9 +148,9 @@ static int array_fh_files(const struct drxfs_fh *fh, char *xmd, char *xta)
 static int chmod_array(const char *xmd, const char *xta, mode_t mode)
 {
     int rc;
-    if ((rc = drxfs_chmod_beneath(xta, mode)) < 0)
+    if ((rc = drx_store_entry_chmod(drxfs.store, xta, mode)) < 0)
         return rc;
-    return drxfs_chmod_beneath(xmd, mode);
+    return drx_store_entry_chmod(drxfs.store, xmd, mode);
 }
 
 /* chmod of an open file (libfuse passes no path). */
@@ -180,7 +180,7 @@ static int chmod_node(const struct drxfs_node *n, mode_t mode)
     case DRXFS_DIR:
     case DRXFS_PLAIN:
     case DRXFS_SPECIAL:
-        return drxfs_chmod_beneath(n->rel, mode);
+        return drx_store_entry_chmod(drxfs.store, n->rel, mode);
     case DRXFS_LINK:
         return -EOPNOTSUPP;
     case DRXFS_STRIPED:
@@ -213,9 +213,9 @@ int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 static int chown_array(const char *xmd, const char *xta, uid_t uid, gid_t gid)
 {
     int rc;
-    if ((rc = drxfs_chown_beneath(xta, uid, gid)) < 0)
+    if ((rc = drx_store_entry_chown(drxfs.store, xta, uid, gid)) < 0)
         return rc;
-    return drxfs_chown_beneath(xmd, uid, gid);
+    return drx_store_entry_chown(drxfs.store, xmd, uid, gid);
 }
 
 /* chown of an open file (libfuse passes no path). */
@@ -246,7 +246,7 @@ static int chown_node(const struct drxfs_node *n, uid_t uid, gid_t gid)
     case DRXFS_PLAIN:
     case DRXFS_SPECIAL:
     case DRXFS_LINK:
-        return drxfs_chown_beneath(n->rel, uid, gid);
+        return drx_store_entry_chown(drxfs.store, n->rel, uid, gid);
     case DRXFS_STRIPED:
         return drxfs_striped_chown(n, NULL, uid, gid);
     default:
@@ -284,7 +284,7 @@ static int utimens_array(const char *rel, enum drxfs_kind k, const struct timesp
     if ((rc = drxfs_rel_suffix(xmd, rel, DRXFS_XMD)) < 0 ||
         (rc = drxfs_rel_suffix(xta, rel, DRXFS_XTA)) < 0)
         return rc;
-    return drxfs_utimens_beneath(
+    return drx_store_entry_utimens(drxfs.store, 
         (k == DRXFS_ADATA || k == DRXFS_ANPY || k == DRXFS_ANC) ? xta : xmd, tv);
 }
 
@@ -307,7 +307,7 @@ static int utimens_node(const struct drxfs_node *n, const struct timespec tv[2])
     case DRXFS_DIR:
     case DRXFS_PLAIN:
     case DRXFS_SPECIAL:
-        return drxfs_utimens_beneath(n->rel, tv);
+        return drx_store_entry_utimens(drxfs.store, n->rel, tv);
     case DRXFS_LINK:
         return utimensat(drxfs.root_fd, n->rel, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
     case DRXFS_STRIPED:
@@ -364,7 +364,7 @@ int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         return rc;
     switch (n->kind) {
     case DRXFS_PLAIN: {
-        int fd = drxfs_open_beneath(n->rel, O_WRONLY, 0);
+        int fd = drx_store_entry_open(drxfs.store, n->rel, O_WRONLY, 0);
         if (fd < 0) {
             rc = fd;
             break;
@@ -455,7 +455,7 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
             break;
         }
         fh->kind = DRXFS_PLAIN;
-        fh->fd = drxfs_open_beneath(n->rel, fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY), 0);
+        fh->fd = drx_store_entry_open(drxfs.store, n->rel, fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY), 0);
         if (fh->fd < 0) {
             rc = fh->fd;
             free(fh);
@@ -504,7 +504,7 @@ static int create_plain(const char *rel, mode_t mode, struct fuse_file_info *fi)
     if (!fh)
         return -ENOMEM;
     fh->kind = DRXFS_PLAIN;
-    fh->fd = drxfs_open_beneath(rel, flags, mode & 07777);
+    fh->fd = drx_store_entry_open(drxfs.store, rel, flags, mode & 07777);
     if (fh->fd < 0) {
         int rc = fh->fd;
         free(fh);
@@ -528,7 +528,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         return rc;
     if (drxfs.ro)
         return -EROFS;
-    if (drxfs_name_reserved(name, at_root)) {
+    if (drx_store_name_reserved(name, at_root)) {
         drx_log(DRX_LOG_DEBUG, "%s: reserved name in the store", path);
         return -EPERM;
     }
@@ -714,9 +714,10 @@ int drxfs_op_statfs(const char *path, struct statvfs *sv)
 /* What xattr_node returns for an array directory (not an errno). */
 #define XATTR_ARRAY (-100000)
 
-static int xattr_node(const char *path, struct drxfs_node **out, char *self, size_t len)
+/* The node of path in *out and the store entry holding its attributes in
+ * entry (PATH_MAX): 0, XATTR_ARRAY, or -errno. */
+static int xattr_node(const char *path, struct drxfs_node **out, char *entry)
 {
-    char meta[PATH_MAX];
     int rc;
 
     if (!(*out = drxfs_node_get(path, &rc)))
@@ -725,16 +726,22 @@ static int xattr_node(const char *path, struct drxfs_node **out, char *self, siz
         return XATTR_ARRAY;
     if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN && (*out)->kind != DRXFS_STRIPED)
         return -ENOTSUP;
-    if ((*out)->kind == DRXFS_STRIPED && (rc = drxfs_rel_suffix(meta, (*out)->rel, DRXFS_NAFS)) < 0)
-        return rc;
-    return drxfs_self_beneath((*out)->kind == DRXFS_STRIPED ? meta : (*out)->rel, self, len);
+    return drxfs_rel_suffix(entry, (*out)->rel, (*out)->kind == DRXFS_STRIPED ? DRXFS_NAFS : "");
+}
+
+static int entry_xattr(const char *entry, enum drx_xattr_op op, const char *name, void *value,
+                       size_t size, int flags)
+{
+    struct drx_xattr_req r = {op, name, value, size, flags};
+    ssize_t rc = drx_store_entry_xattr(drxfs.store, entry, &r);
+    return rc < 0 ? (int)rc : (int)(rc > INT_MAX ? INT_MAX : rc);
 }
 
 int drxfs_op_setxattr(const char *path, const char *name, const char *value, size_t size, int flags)
 {
     struct drxfs_node *n = NULL;
-    char self[64];
-    int fd, rc;
+    char entry[PATH_MAX];
+    int rc;
 
     if (drxfs.ro)
         return -EROFS;
@@ -742,17 +749,13 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
         drxfs_commit_now(); /* asked: record every waiting size now */
         return 0;
     }
-    fd = xattr_node(path, &n, self, sizeof(self));
-    if (fd == XATTR_ARRAY)
+    rc = xattr_node(path, &n, entry);
+    if (rc == XATTR_ARRAY)
         rc = drxfs_array_setxattr(n, name, value, size, flags);
-    else if (fd < 0)
-        rc = fd;
-    else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0)
+    else if (rc == 0 && strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, value, size, flags);
-    else
-        rc = setxattr(self, name, value, size, flags) < 0 ? -errno : 0;
-    if (fd >= 0)
-        close(fd);
+    else if (rc == 0)
+        rc = entry_xattr(entry, DRX_XATTR_SET, name, (void *)value, size, flags);
     free(n);
     return rc;
 }
@@ -760,43 +763,36 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
 int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t size)
 {
     struct drxfs_node *n = NULL;
-    char self[64];
-    int fd, rc;
+    char entry[PATH_MAX];
+    int rc;
 
-    fd = xattr_node(path, &n, self, sizeof(self));
-    if (fd == XATTR_ARRAY) {
+    rc = xattr_node(path, &n, entry);
+    if (rc == XATTR_ARRAY)
         rc = drxfs_array_getxattr(n, name, value, size);
-    } else if (fd < 0) {
-        rc = fd;
-    } else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0) {
+    else if (rc == 0 && strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_getxattr(n, value, size);
-    } else {
-        ssize_t len = getxattr(self, name, value, size);
-        rc = len < 0 ? -errno : (int)len;
-    }
-    if (fd >= 0)
-        close(fd);
+    else if (rc == 0)
+        rc = entry_xattr(entry, DRX_XATTR_GET, name, value, size, 0);
     free(n);
     return rc;
 }
 
-/* The names of self's attributes but user.drx.stripe (which lives on store
+/* The names of entry's attributes but user.drx.stripe (which lives on store
  * directories and is not copied by cp -a or rsync -X) into list. */
-static int list_but_layout(const char *self, char *list, size_t size)
+static int list_but_layout(const char *entry, char *list, size_t size)
 {
     char *all = NULL;
     size_t outlen = 0;
-    ssize_t len = listxattr(self, NULL, 0);
-    int rc = 0;
+    int len = entry_xattr(entry, DRX_XATTR_LIST, NULL, NULL, 0, 0), rc = 0;
 
     if (len <= 0)
-        return len < 0 ? -errno : 0;
+        return len;
     if (!(all = malloc((size_t)len)))
         return -ENOMEM;
-    len = listxattr(self, all, (size_t)len);
+    len = entry_xattr(entry, DRX_XATTR_LIST, NULL, all, (size_t)len, 0);
     if (len < 0)
-        rc = -errno;
-    for (ssize_t i = 0; rc == 0 && i < len;) {
+        rc = len;
+    for (int i = 0; rc == 0 && i < len;) {
         size_t l = strnlen(all + i, (size_t)(len - i)) + 1;
         if (strcmp(all + i, DRXFS_STRIPE_XATTR) != 0) {
             if (size && outlen + l > size)
@@ -805,7 +801,7 @@ static int list_but_layout(const char *self, char *list, size_t size)
                 memcpy(list + outlen, all + i, l);
             outlen += l;
         }
-        i += (ssize_t)l;
+        i += (int)l;
     }
     free(all);
     return rc < 0 ? rc : (int)outlen;
@@ -814,18 +810,16 @@ static int list_but_layout(const char *self, char *list, size_t size)
 int drxfs_op_listxattr(const char *path, char *list, size_t size)
 {
     struct drxfs_node *n = NULL;
-    char self[64];
-    int fd, rc;
+    char entry[PATH_MAX];
+    int rc;
 
-    fd = xattr_node(path, &n, self, sizeof(self));
-    if (fd == XATTR_ARRAY)
+    rc = xattr_node(path, &n, entry);
+    if (rc == XATTR_ARRAY)
         rc = drxfs_array_listxattr(n, list, size);
-    else if (fd < 0)
-        rc = fd == -ENOTSUP ? 0 : fd;
-    else
-        rc = list_but_layout(self, list, size);
-    if (fd >= 0)
-        close(fd);
+    else if (rc == 0)
+        rc = list_but_layout(entry, list, size);
+    else if (rc == -ENOTSUP)
+        rc = 0;
     free(n);
     return rc;
 }
@@ -833,22 +827,18 @@ int drxfs_op_listxattr(const char *path, char *list, size_t size)
 int drxfs_op_removexattr(const char *path, const char *name)
 {
     struct drxfs_node *n = NULL;
-    char self[64];
-    int fd, rc;
+    char entry[PATH_MAX];
+    int rc;
 
     if (drxfs.ro)
         return -EROFS;
-    fd = xattr_node(path, &n, self, sizeof(self));
-    if (fd == XATTR_ARRAY)
+    rc = xattr_node(path, &n, entry);
+    if (rc == XATTR_ARRAY)
         rc = drxfs_array_removexattr(n, name);
-    else if (fd < 0)
-        rc = fd;
-    else if (strcmp(name, DRXFS_STRIPE_XATTR) == 0)
+    else if (rc == 0 && strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, NULL, 0, 0);
-    else
-        rc = removexattr(self, name) < 0 ? -errno : 0;
-    if (fd >= 0)
-        close(fd);
+    else if (rc == 0)
+        rc = entry_xattr(entry, DRX_XATTR_REMOVE, name, NULL, 0, 0);
     free(n);
     return rc;
 }

@@ -4,8 +4,8 @@
  * operations onto it.  drxfs_striped_layout.c sums the stripe directories
  * for statfs and serves the user.drx.stripe attribute.
  *
- * Paths handed to libcore are "/proc/self/fd/N/REL": the store was opened
- * through that name, so nothing goes through the mount point.
+ * Paths handed to libcore come from drx_store_path(): they reach the store
+ * through its root descriptor, so nothing goes through the mount point.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -113,7 +113,7 @@ static void s_insert(struct drxfs_sfile *e)
 
 static int store_path(char *out, const char *rel)
 {
-    return drxfs_proc_path(out, PATH_MAX + 64, rel);
+    return drx_store_path(drxfs.store, rel, out, PATH_MAX + 64);
 }
 
 int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struct drx_err *err)
@@ -513,7 +513,7 @@ static void touch_atime(struct drxfs_sfile *e)
     pthread_mutex_lock(&stable.mutex);
     rc = e->detached ? -ENOENT : drxfs_rel_suffix(meta, e->key, DRXFS_NAFS);
     pthread_mutex_unlock(&stable.mutex);
-    if (rc < 0 || (fd = drxfs_open_beneath(meta, O_RDONLY | O_NONBLOCK, 0)) < 0)
+    if (rc < 0 || (fd = drx_store_entry_open(drxfs.store, meta, O_RDONLY | O_NONBLOCK, 0)) < 0)
         return;
     if (read(fd, &c, 1) < 0)
         drx_log(DRX_LOG_DEBUG, "%s: atime: %s", meta, strerror(errno));
@@ -656,7 +656,7 @@ int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t 
     int rc = meta_rel(n, fh, meta);
     if (rc < 0)
         return rc;
-    return drxfs_chmod_beneath(meta, mode);
+    return drx_store_entry_chmod(drxfs.store, meta, mode);
 }
 
 int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
@@ -665,7 +665,7 @@ int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t u
     int rc = meta_rel(n, fh, meta);
     if (rc < 0)
         return rc;
-    return drxfs_chown_beneath(meta, uid, gid);
+    return drx_store_entry_chown(drxfs.store, meta, uid, gid);
 }
 
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
@@ -690,7 +690,7 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
         __atomic_store_n(&e->dirty, false, __ATOMIC_RELAXED);
         sfile_put(e);
     }
-    return drxfs_utimens_beneath(meta, tv);
+    return drx_store_entry_utimens(drxfs.store, meta, tv);
 }
 
 int drxfs_striped_unlink(const struct drxfs_node *n)

@@ -89,7 +89,7 @@ int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t
 
     if (n->kind != DRXFS_DIR)
         return -EPERM; /* a file's layout is fixed when it is made */
-    if ((rc = drxfs_proc_path(path, sizeof(path), n->rel)) < 0)
+    if ((rc = drx_store_path(drxfs.store, n->rel, path, sizeof(path))) < 0)
         return rc;
     if ((rc = layout_flags_check(path, flags, &err)) < 0)
         return rc;
@@ -116,7 +116,7 @@ int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
     struct drx_err err = {{0}};
     int rc;
 
-    if ((rc = drxfs_proc_path(path, sizeof(path), n->rel)) < 0)
+    if ((rc = drx_store_path(drxfs.store, n->rel, path, sizeof(path))) < 0)
         return rc;
     if (n->kind == DRXFS_DIR) {
         rc = drx_stripe_layout_dir_get(drxfs.store, path, &l, &err);

@@ -1,8 +1,95 @@
 #include "drx/err.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "msg_alias_i.h"
+
+/* A few stores open by descriptor at once at most (one per daemon). */
+#define ALIAS_SLOTS 4
+
+static struct {
+    char *from, *to;
+} aliases[ALIAS_SLOTS];
+static pthread_rwlock_t alias_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+int drx_msg_alias_add(const char *from, const char *to)
+{
+    char *f = strdup(from), *t = strdup(to);
+    int rc = -ENOSPC;
+
+    pthread_rwlock_wrlock(&alias_lock);
+    for (int i = 0; f && t && i < ALIAS_SLOTS; i++)
+        if (!aliases[i].from) {
+            aliases[i].from = f;
+            aliases[i].to = t;
+            f = t = NULL;
+            rc = 0;
+            break;
+        }
+    pthread_rwlock_unlock(&alias_lock);
+    if (f && !t)
+        rc = -ENOMEM;
+    free(f);
+    free(t);
+    return rc;
+}
+
+void drx_msg_alias_remove(const char *from)
+{
+    pthread_rwlock_wrlock(&alias_lock);
+    for (int i = 0; i < ALIAS_SLOTS; i++)
+        if (aliases[i].from && strcmp(aliases[i].from, from) == 0) {
+            free(aliases[i].from);
+            free(aliases[i].to);
+            aliases[i].from = aliases[i].to = NULL;
+        }
+    pthread_rwlock_unlock(&alias_lock);
+}
+
+/* True when msg + at starts from, followed by the end, '/' or a character
+ * that cannot continue a descriptor number ("/proc/self/fd/1" is not the
+ * start of "/proc/self/fd/12"). */
+static bool alias_at(const char *p, const char *from, size_t flen)
+{
+    return strncmp(p, from, flen) == 0 && !(p[flen] >= '0' && p[flen] <= '9');
+}
+
+static void apply_one(char *msg, size_t len, const char *from, const char *to)
+{
+    size_t flen = strlen(from), tlen = strlen(to);
+    char *p = msg;
+
+    while ((p = strstr(p, from))) {
+        if (!alias_at(p, from, flen)) {
+            p += flen;
+            continue;
+        }
+        size_t off = (size_t)(p - msg), rest = strlen(p + flen);
+        if (off + tlen >= len)
+            tlen = len - off - 1;
+        if (off + tlen + rest >= len)
+            rest = len - off - tlen - 1;
+        memmove(p + tlen, p + flen, rest);
+        memcpy(p, to, tlen);
+        p[tlen + rest] = '\0';
+        p += tlen;
+    }
+}
+
+void drx_msg_alias_apply(char *msg, size_t len)
+{
+    pthread_rwlock_rdlock(&alias_lock);
+    for (int i = 0; i < ALIAS_SLOTS; i++)
+        if (aliases[i].from && strstr(msg, aliases[i].from))
+            apply_one(msg, len, aliases[i].from, aliases[i].to);
+    pthread_rwlock_unlock(&alias_lock);
+}
 
 int drx_err_set(struct drx_err *err, int errnum, const char *fmt, ...)
 {
@@ -11,6 +98,7 @@ int drx_err_set(struct drx_err *err, int errnum, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        drx_msg_alias_apply(err->msg, sizeof err->msg);
     }
     return -errnum;
 }
@@ -35,4 +123,5 @@ void drx_err_prefix(struct drx_err *err, const char *fmt, ...)
     size_t rest = sizeof err->msg - n - 3;
     strncpy(err->msg + n + 2, old, rest);
     err->msg[sizeof err->msg - 1] = '\0';
+    drx_msg_alias_apply(err->msg, sizeof err->msg);
 }

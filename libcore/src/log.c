@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "msg_alias_i.h"
+
 /* The sink and its argument change together, so they sit under one lock;
  * the level is read on every call and is atomic to keep the fast path (a
  * dropped debug message) lock-free. */
@@ -52,6 +54,7 @@ static void log_v(enum drx_log_level level, const char *fmt, va_list ap)
     if (!fn)
         return;
     vsnprintf(msg, sizeof msg, fmt, ap);
+    drx_msg_alias_apply(msg, sizeof msg);
     /* One message is one line: a trailing newline would double up. */
     n = strlen(msg);
     while (n > 0 && msg[n - 1] == '\n')

@@ -17,6 +17,7 @@
 #include "drx/io.h"
 #include "drx/log.h"
 #include "replace_i.h"
+#include "store_i.h"
 
 /* ---- lexical paths ---------------------------------------------------------- */
 
@@ -403,22 +404,6 @@ bool drx_store_name_internal(const char *name, bool at_root)
     return drx_store_name_is_temp(name);
 }
 
-enum drx_store_kind drx_store_classify(const char *path)
-{
-    char buf[PATH_MAX + 8];
-    struct stat st;
-
-    snprintf(buf, sizeof buf, "%s.xmd", path);
-    if (stat(buf, &st) == 0)
-        return DRX_STORE_ARRAY;
-    snprintf(buf, sizeof buf, "%s.nafs", path);
-    if (stat(buf, &st) == 0)
-        return DRX_STORE_STRIPED;
-    if (stat(path, &st) != 0)
-        return DRX_STORE_NONE;
-    return S_ISDIR(st.st_mode) ? DRX_STORE_DIRECTORY : DRX_STORE_PLAIN;
-}
-
 /* ---- store.conf ------------------------------------------------------------ */
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -711,6 +696,7 @@ int drx_store_open_cfg(const char *root_in, const struct drx_config *cfg, struct
     if (!s)
         return drx_err_set(err, ENOMEM, "out of memory");
     s->root_fd = -1;
+    s->at_fd = -1;
     s->root = strdup(root);
     rc = drx_config_copy(&s->cfg, cfg);
     if (!s->root || rc < 0) {
@@ -780,7 +766,9 @@ void drx_store_close(struct drx_store *s)
     }
     if (s->root_fd >= 0)
         close(s->root_fd);
+    drx_store_at_close(s);
     drx_config_fini(&s->cfg);
     free(s->root);
+    free(s->name);
     free(s);
 }

@@ -32,8 +32,13 @@
 #ifndef DRX_STORE_H
 #define DRX_STORE_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include "drx/config.h"
 #include "drx/err.h"
@@ -55,6 +60,10 @@ struct drx_store {
      * subfiles it holds then give -EIO, the rest of the store works). */
     int *dir_fds;
     int root_fd; /* O_RDONLY|O_DIRECTORY descriptor of root */
+    /* Opened by drx_store_open_at(): the store's path for messages (root is
+     * then the descriptor's name in this process), and that descriptor. */
+    char *name;
+    int at_fd; /* -1 otherwise */
 };
 
 /* drx_store_init() flags. */
@@ -184,14 +193,17 @@ int drx_store_locate_for(const char *path, unsigned flags, char *root, char *sto
 
 /* What a store name (no suffix) stands for, by looking at the store's files:
  * NAME.xmd -> array, NAME.nafs -> striped file, NAME a directory -> dir,
- * NAME any other file -> plain; nothing -> none.  When several exist the
- * first in that order wins. */
+ * NAME any other file -> plain; nothing -> none.  NAME.xmd and NAME.nafs
+ * count only as regular files.  When several exist the first in that order
+ * wins.  drx_store_lookup() applies the same rule. */
 enum drx_store_kind {
     DRX_STORE_NONE = 0,
     DRX_STORE_ARRAY,
     DRX_STORE_STRIPED,
     DRX_STORE_DIRECTORY,
     DRX_STORE_PLAIN,
+    DRX_STORE_SYMLINK, /* drx_store_lookup only (classify follows links) */
+    DRX_STORE_SPECIAL, /* FIFO, socket, device node */
 };
 enum drx_store_kind drx_store_classify(const char *path);
 
@@ -214,5 +226,80 @@ bool drx_store_name_is_temp(const char *name);
  * that fits too.  out holds NAME_MAX + 1 bytes.  0 or -ENAMETOOLONG (base
  * itself too long). */
 int drx_store_temp_name(const char *base, const char *x, char *out, size_t len);
+
+/* True for names a user may not give a store entry: the internal names
+ * above, and names ending in .xmd, .xta or .nafs (an array's or striped
+ * file's own files). */
+bool drx_store_name_reserved(const char *name, bool at_root);
+
+/* ---- a store by its root descriptor; entries by store-relative name -------
+ *
+ * drxfs opens the store's root before mounting (the mount point may shadow
+ * the store's path) and reaches everything through that descriptor.  name
+ * is the store's path as messages show it.  These are drx_store_load_config,
+ * drx_store_init and drx_store_open_cfg for a root given as a descriptor;
+ * the store of drx_store_open_at keeps its own duplicate of dirfd. */
+int drx_store_load_config_at(int dirfd, const char *name, const char *config_path,
+                             struct drx_config *cfg, struct drx_err *err);
+int drx_store_init_at(int dirfd, const char *name, const struct drx_config *cfg, unsigned flags,
+                      struct drx_err *err);
+int drx_store_open_at(int dirfd, const char *name, const struct drx_config *cfg,
+                      struct drx_store **out, struct drx_err *err);
+
+/* The path of store entry rel (store-relative, "." for the root) that
+ * libcore's path-taking functions (drx_array_open, drx_stripe_*) accept: it
+ * reaches the entry through the store's root, whatever is mounted over the
+ * store's path.  0 or -ENAMETOOLONG. */
+int drx_store_path(const struct drx_store *s, const char *rel, char *out, size_t len);
+
+/* What store-relative name rel stands for (the rule of drx_store_classify,
+ * without following a final symlink), with the stat of the object behind it:
+ * the .xmd of an array, the metafile of a striped file, else the entry.
+ * Internal and reserved names (at_root: rel is in the root) are no entry.
+ * 0, -ENOENT (kind DRX_STORE_NONE) or -errno. */
+int drx_store_lookup(const struct drx_store *s, const char *rel, bool at_root,
+                     enum drx_store_kind *kind, struct stat *st);
+
+/* Whether entry name of store directory dfd (d_type: readdir's, or
+ * DT_UNKNOWN) shows in a listing, by the rule of drx_store_lookup: arrays
+ * (NAME.xmd) as directories NAME, striped files (NAME.nafs) as regular files
+ * NAME, other entries as themselves unless an array or striped file of
+ * their name hides them; .xta files and internal names never.  On true,
+ * the name shown, what it is, and its file type (S_IFDIR...). */
+bool drx_store_list_name(int dfd, const char *name, unsigned char d_type, bool at_root,
+                         char shown[NAME_MAX + 1], enum drx_store_kind *kind, mode_t *type);
+
+/* openat(root, rel) that never follows a symlink on the way nor at the end,
+ * and never leaves the store (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS:
+ * a user who can write the store could otherwise swap a directory for a
+ * symlink between a lookup and an open).  A descriptor or -errno. */
+int drx_store_entry_open(const struct drx_store *s, const char *rel, int flags, mode_t mode);
+
+/* chmod, chown, utimensat of entry rel through a descriptor opened as
+ * drx_store_entry_open does.  A symlink's owner and times change as lchown
+ * and lutimes would; it has no mode (-EOPNOTSUPP).  0 or -errno. */
+int drx_store_entry_chmod(const struct drx_store *s, const char *rel, mode_t mode);
+int drx_store_entry_chown(const struct drx_store *s, const char *rel, uid_t uid, gid_t gid);
+int drx_store_entry_utimens(const struct drx_store *s, const char *rel,
+                            const struct timespec tv[2]);
+
+/* An extended attribute call on entry rel, reached the same way: get (value,
+ * size), set (value, size, flags), list (value: the list buffer, size), or
+ * remove.  A symlink has none here (-EOPNOTSUPP).  As the system call
+ * returns, -errno on failure. */
+enum drx_xattr_op { DRX_XATTR_GET, DRX_XATTR_SET, DRX_XATTR_LIST, DRX_XATTR_REMOVE };
+struct drx_xattr_req {
+    enum drx_xattr_op op;
+    const char *name;
+    void *value;
+    size_t size;
+    int flags;
+};
+ssize_t drx_store_entry_xattr(const struct drx_store *s, const char *rel,
+                              const struct drx_xattr_req *r);
+
+/* inotify_add_watch(ifd, entry rel, mask), the entry reached as above.
+ * The watch descriptor or -errno. */
+int drx_store_entry_watch(const struct drx_store *s, int ifd, const char *rel, uint32_t mask);
 
 #endif

@@ -1,0 +1,399 @@
+/* A store reached through its root directory's descriptor, and its entries
+ * by store-relative name.
+ *
+ * drxfs opens the store before it mounts (the mount point may shadow the
+ * store's path, `drxfs /data /data`), so everything after reaches the store
+ * through that descriptor.  libcore's path-taking functions then get
+ * "/proc/self/fd/N/REL" from drx_store_path(): this file is the one place
+ * that knows the form, and messages show the store's path in its place
+ * (msg_alias_i.h).  Entries are opened with openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS): a user who can write the store must not swap a
+ * directory for a symlink between a lookup and an open, and so make a
+ * daemon running as root open a file outside the store.
+ */
+#include "drx/store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "drx/log.h"
+#include "msg_alias_i.h"
+#include "store_i.h"
+
+#define SELF_LEN 32
+
+static void self_path(int fd, char out[SELF_LEN])
+{
+    snprintf(out, SELF_LEN, "/proc/self/fd/%d", fd);
+}
+
+int drx_store_load_config_at(int dirfd, const char *name, const char *config_path,
+                             struct drx_config *cfg, struct drx_err *err)
+{
+    char self[SELF_LEN];
+    int alias, rc;
+
+    self_path(dirfd, self);
+    alias = drx_msg_alias_add(self, name);
+    rc = drx_store_load_config(self, config_path, cfg, err);
+    if (alias == 0)
+        drx_msg_alias_remove(self);
+    return rc;
+}
+
+int drx_store_init_at(int dirfd, const char *name, const struct drx_config *cfg, unsigned flags,
+                      struct drx_err *err)
+{
+    char self[SELF_LEN];
+    int alias, rc;
+
+    self_path(dirfd, self);
+    alias = drx_msg_alias_add(self, name);
+    rc = drx_store_init(self, cfg, flags, err);
+    if (alias == 0)
+        drx_msg_alias_remove(self);
+    return rc;
+}
+
+int drx_store_open_at(int dirfd, const char *name, const struct drx_config *cfg,
+                      struct drx_store **out, struct drx_err *err)
+{
+    char self[SELF_LEN];
+    int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0), rc;
+
+    *out = NULL;
+    if (fd < 0)
+        return drx_err_set(err, errno, "%s: %s", name, strerror(errno));
+    self_path(fd, self);
+    if (drx_msg_alias_add(self, name) < 0) {
+        close(fd);
+        return drx_err_set(err, ENOSPC, "%s: too many stores open by descriptor", name);
+    }
+    rc = drx_store_open_cfg(self, cfg, out, err);
+    if (rc < 0 || !((*out)->name = strdup(name))) {
+        drx_store_close(*out);
+        *out = NULL;
+        drx_msg_alias_remove(self);
+        close(fd);
+        return rc < 0 ? rc : drx_err_set(err, ENOMEM, "out of memory");
+    }
+    (*out)->at_fd = fd;
+    return 0;
+}
+
+/* Called by drx_store_close() for a store opened by descriptor. */
+void drx_store_at_close(struct drx_store *s)
+{
+    char self[SELF_LEN];
+
+    if (s->at_fd < 0)
+        return;
+    self_path(s->at_fd, self);
+    drx_msg_alias_remove(self);
+    close(s->at_fd);
+    s->at_fd = -1;
+}
+
+int drx_store_path(const struct drx_store *s, const char *rel, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s/%s", s->root, rel);
+    return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+/* ---- lookup ---------------------------------------------------------------- */
+
+/* The one rule of what a store name means (see drx_store_kind): rel of
+ * dirfd; statflags 0 follows a final symlink (paths typed by users),
+ * AT_SYMLINK_NOFOLLOW does not (the daemon's walk). */
+static int kind_at(int dirfd, const char *rel, int statflags, enum drx_store_kind *kind,
+                   struct stat *st)
+{
+    static const struct {
+        const char *suffix;
+        enum drx_store_kind kind;
+    } objects[] = {{".xmd", DRX_STORE_ARRAY}, {".nafs", DRX_STORE_STRIPED}};
+    char path[PATH_MAX];
+
+    for (size_t i = 0; i < sizeof objects / sizeof objects[0]; i++) {
+        int n = snprintf(path, sizeof path, "%s%s", rel, objects[i].suffix);
+        if (n < 0 || (size_t)n >= sizeof path)
+            return -ENAMETOOLONG;
+        if (fstatat(dirfd, path, st, statflags) == 0 && S_ISREG(st->st_mode)) {
+            *kind = objects[i].kind;
+            return 0;
+        }
+    }
+    if (fstatat(dirfd, rel, st, statflags) < 0) {
+        *kind = DRX_STORE_NONE;
+        return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+    }
+    if (S_ISDIR(st->st_mode))
+        *kind = DRX_STORE_DIRECTORY;
+    else if (S_ISREG(st->st_mode))
+        *kind = DRX_STORE_PLAIN;
+    else if (S_ISLNK(st->st_mode))
+        *kind = DRX_STORE_SYMLINK;
+    else
+        *kind = DRX_STORE_SPECIAL;
+    return 0;
+}
+
+enum drx_store_kind drx_store_classify(const char *path)
+{
+    enum drx_store_kind kind;
+    struct stat st;
+
+    return kind_at(AT_FDCWD, path, 0, &kind, &st) < 0 ? DRX_STORE_NONE : kind;
+}
+
+static bool has_suffix(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), s = strlen(suffix);
+    return n > s && strcmp(name + n - s, suffix) == 0;
+}
+
+bool drx_store_name_reserved(const char *name, bool at_root)
+{
+    return drx_store_name_internal(name, at_root) || has_suffix(name, ".xmd") ||
+           has_suffix(name, ".xta") || has_suffix(name, ".nafs");
+}
+
+int drx_store_lookup(const struct drx_store *s, const char *rel, bool at_root,
+                     enum drx_store_kind *kind, struct stat *st)
+{
+    const char *slash = strrchr(rel, '/');
+    const char *name = slash ? slash + 1 : rel;
+    int rc;
+
+    *kind = DRX_STORE_NONE;
+    if (drx_store_name_internal(name, at_root))
+        return -ENOENT;
+    rc = kind_at(s->root_fd, rel, AT_SYMLINK_NOFOLLOW, kind, st);
+    if (rc < 0)
+        return rc;
+    /* NAME.xmd, NAME.xta and NAME.nafs are the store's own: never entries */
+    if ((*kind != DRX_STORE_ARRAY && *kind != DRX_STORE_STRIPED &&
+         drx_store_name_reserved(name, at_root)) ||
+        *kind == DRX_STORE_NONE) {
+        *kind = DRX_STORE_NONE;
+        return -ENOENT;
+    }
+    return 0;
+}
+
+/* ---- listing ---------------------------------------------------------------- */
+
+static bool regular_at(int dfd, const char *name)
+{
+    struct stat st;
+    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+/* True when base (blen bytes) + suffix names a regular file of dfd. */
+static bool suffixed_is_reg(int dfd, const char *base, size_t blen, const char *suffix)
+{
+    char name[NAME_MAX + 8];
+    if (blen + strlen(suffix) > NAME_MAX)
+        return false;
+    memcpy(name, base, blen);
+    strcpy(name + blen, suffix);
+    return regular_at(dfd, name);
+}
+
+static bool strip_suffix(const char *name, size_t len, const char *suffix, size_t *blen)
+{
+    size_t n = strlen(suffix);
+    if (len <= n || memcmp(name + len - n, suffix, n) != 0)
+        return false;
+    *blen = len - n;
+    return true;
+}
+
+/* The type of a plain entry, asked of the filesystem when readdir did not
+ * say; false when it cannot be known. */
+static bool plain_type(int dfd, const char *name, unsigned char d_type,
+                       enum drx_store_kind *kind, mode_t *type)
+{
+    struct stat st;
+
+    if (d_type == DT_UNKNOWN) {
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return false;
+        d_type = IFTODT(st.st_mode);
+    }
+    if (d_type == DT_UNKNOWN || d_type == DT_WHT)
+        return false;
+    *type = DTTOIF(d_type);
+    *kind = S_ISDIR(*type)   ? DRX_STORE_DIRECTORY
+            : S_ISREG(*type) ? DRX_STORE_PLAIN
+            : S_ISLNK(*type) ? DRX_STORE_SYMLINK
+                             : DRX_STORE_SPECIAL;
+    return true;
+}
+
+bool drx_store_list_name(int dfd, const char *name, unsigned char d_type, bool at_root,
+                         char shown[NAME_MAX + 1], enum drx_store_kind *kind, mode_t *type)
+{
+    size_t len = strlen(name), blen = len;
+
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        drx_store_name_internal(name, at_root) || strip_suffix(name, len, ".xta", &blen))
+        return false;
+    if (strip_suffix(name, len, ".xmd", &blen)) {
+        if (!regular_at(dfd, name))
+            return false;
+        *kind = DRX_STORE_ARRAY;
+        *type = S_IFDIR;
+    } else if (strip_suffix(name, len, ".nafs", &blen)) {
+        /* an array of the same name wins */
+        if (!regular_at(dfd, name) || suffixed_is_reg(dfd, name, blen, ".xmd"))
+            return false;
+        *kind = DRX_STORE_STRIPED;
+        *type = S_IFREG;
+    } else if (suffixed_is_reg(dfd, name, len, ".xmd") ||
+               suffixed_is_reg(dfd, name, len, ".nafs") ||
+               !plain_type(dfd, name, d_type, kind, type)) {
+        return false; /* hidden by an array or striped file of its name */
+    }
+    memcpy(shown, name, blen);
+    shown[blen] = '\0';
+    return !drx_store_name_internal(shown, at_root);
+}
+
+/* ---- entries --------------------------------------------------------------- */
+
+int drx_store_entry_open(const struct drx_store *s, const char *rel, int flags, mode_t mode)
+{
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC),
+        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    long fd = syscall(SYS_openat2, s->root_fd, rel, &how, sizeof(how));
+    if (fd < 0 && errno == ENOSYS)
+        fd = openat(s->root_fd, rel, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0 && errno == ELOOP)
+        drx_log(DRX_LOG_WARNING, "%s: a symlink in the way: refused", rel);
+    return fd < 0 ? -errno : (int)fd;
+}
+
+/* rel opened O_PATH beneath the store with its stat; symlinks themselves
+ * are opened (and have no mode: callers that would follow the descriptor's
+ * name refuse them). */
+static int path_fd(const struct drx_store *s, const char *rel, struct stat *st)
+{
+    int fd = drx_store_entry_open(s, rel, O_PATH | O_NOFOLLOW, 0);
+    if (fd >= 0 && fstat(fd, st) < 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    return fd;
+}
+
+/* rel opened O_PATH beneath the store and named by its descriptor, for
+ * calls that take no descriptor (chmod, utimensat, the xattr calls: none
+ * works on an O_PATH descriptor).  -EOPNOTSUPP for a symlink, whose name
+ * would be followed. */
+static int self_fd(const struct drx_store *s, const char *rel, char self[SELF_LEN])
+{
+    struct stat st;
+    int fd = path_fd(s, rel, &st);
+
+    if (fd >= 0 && S_ISLNK(st.st_mode)) {
+        close(fd);
+        return -EOPNOTSUPP;
+    }
+    if (fd >= 0)
+        self_path(fd, self);
+    return fd;
+}
+
+int drx_store_entry_chmod(const struct drx_store *s, const char *rel, mode_t mode)
+{
+    char self[SELF_LEN];
+    int fd = self_fd(s, rel, self), rc;
+
+    if (fd < 0)
+        return fd;
+    rc = chmod(self, mode & 07777) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int drx_store_entry_chown(const struct drx_store *s, const char *rel, uid_t uid, gid_t gid)
+{
+    struct stat st;
+    int fd = path_fd(s, rel, &st), rc;
+
+    if (fd < 0)
+        return fd;
+    rc = fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int drx_store_entry_utimens(const struct drx_store *s, const char *rel,
+                            const struct timespec tv[2])
+{
+    char self[SELF_LEN];
+    int fd = self_fd(s, rel, self), rc;
+
+    if (fd < 0)
+        return fd;
+    rc = utimensat(AT_FDCWD, self, tv, 0) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+ssize_t drx_store_entry_xattr(const struct drx_store *s, const char *rel,
+                              const struct drx_xattr_req *r)
+{
+    char self[SELF_LEN];
+    int fd = self_fd(s, rel, self);
+    ssize_t rc;
+
+    if (fd < 0)
+        return fd;
+    switch (r->op) {
+    case DRX_XATTR_GET:
+        rc = getxattr(self, r->name, r->value, r->size);
+        break;
+    case DRX_XATTR_SET:
+        rc = setxattr(self, r->name, r->value, r->size, r->flags);
+        break;
+    case DRX_XATTR_LIST:
+        rc = listxattr(self, r->value, r->size);
+        break;
+    default:
+        rc = removexattr(self, r->name);
+        break;
+    }
+    rc = rc < 0 ? -errno : rc;
+    close(fd);
+    return rc;
+}
+
+int drx_store_entry_watch(const struct drx_store *s, int ifd, const char *rel, uint32_t mask)
+{
+    char self[SELF_LEN];
+    int fd = self_fd(s, rel, self), wd;
+
+    if (fd < 0)
+        return fd;
+    wd = inotify_add_watch(ifd, self, mask);
+    wd = wd < 0 ? -errno : wd;
+    close(fd);
+    return wd;
+}
