@@ -57,7 +57,11 @@ static const struct afile *afile_of(enum drxfs_kind k)
 static int resolve_view(struct drxfs_arr *e, const struct drxfs_node *n, struct drx_view *v)
 {
     struct drx_err err = {{0}};
-    int rc = drx_view_resolve(&n->spec, drx_array_meta(e->a), v, &err);
+    struct drx_view_spec spec;
+    int rc = drxfs_node_spec(n, &spec);
+
+    if (rc == 0)
+        rc = drx_view_resolve(&spec, drx_array_meta(e->a), v, &err);
     if (rc < 0) {
         drxfs_log_no_view("%s: view does not resolve: %s", n->rel,
                           err.msg[0] ? err.msg : strerror(-rc));
@@ -400,12 +404,12 @@ static int prefetch_prepare(struct drxfs_fh *fh, const char *path, const struct 
         return 0;
     size_t plen = strlen(drxfs.store_path) + strlen(n->rel) + 2;
     if (!(fh->prefetch_path = malloc(plen)) ||
-        (n->spec.nwords && !(fh->words = calloc((size_t)n->spec.nwords, sizeof(char *)))))
+        (n->nwords && !(fh->words = calloc((size_t)n->nwords, sizeof(char *)))))
         return -ENOMEM;
     snprintf(fh->prefetch_path, plen, "%s/%s", drxfs.store_path, n->rel);
     /* path is ".../ARRAY/W1/.../Wk/FILE": walk back over FILE, then k words */
     const char *end = strrchr(path, '/');
-    for (int i = n->spec.nwords - 1; i >= 0 && end; i--) {
+    for (int i = n->nwords - 1; i >= 0 && end; i--) {
         const char *start = end;
         while (start > path && start[-1] != '/')
             start--;
@@ -496,7 +500,7 @@ static int fh_make(struct drxfs_arr *e, const struct drxfs_node *n, struct drxfs
         return -ENOMEM;
     fh->kind = n->kind;
     fh->fd = -1;
-    fh->nwords = n->spec.nwords;
+    fh->nwords = n->nwords;
     pthread_rwlock_rdlock(&e->lock);
     rc = fh_view_text(fh, e, n);
     pthread_rwlock_unlock(&e->lock);

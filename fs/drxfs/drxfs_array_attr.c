@@ -27,7 +27,7 @@ static int xattr_array(const struct drxfs_node *n, const char *name, bool wr,
         return -ENOTSUP;
     if (wr && drxfs.ro)
         return -EROFS;
-    if (wr && n->spec.nwords)
+    if (wr && n->nwords)
         return -EPERM;
     if ((rc = drxfs_arr_get(n, out)) < 0)
         return rc;

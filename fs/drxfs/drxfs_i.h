@@ -98,8 +98,11 @@ struct drxfs_node {
     /* The store object's stat: itself, the .xmd of an array, the .nafs of
      * a striped file. */
     struct stat st;
-    /* View words below the array (array kinds only). */
-    struct drx_view_spec spec;
+    /* View words below the array (array kinds only): nwords words of the
+     * path resolved, '/'-separated from words on (the node lives no longer
+     * than the request's path); drxfs_node_spec() parses them. */
+    int nwords;
+    const char *words;
     /* DRXFS_ZARR: the group (zlevel 0), a variable's directory zvar (1), or
      * file zname of the group (zvar "") or of variable zvar (2). */
     int zlevel;
@@ -115,10 +118,11 @@ static inline bool drxfs_is_array_kind(enum drxfs_kind k)
 
 /* drxfs_node.c */
 int drxfs_resolve(const char *path, struct drxfs_node *n);
+/* The view words of array node n, parsed into spec.  0 or -errno. */
+int drxfs_node_spec(const struct drxfs_node *n, struct drx_view_spec *spec);
 /* Logs why a view name does not exist: info level, at most 10 a minute. */
 void drxfs_log_no_view(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* drxfs_resolve() into a node on the heap (a node is large: it holds a
- * view spec).  NULL with *rc = -errno on failure; free() the result. */
+/* drxfs_resolve() into a node on the heap (a node holds a PATH_MAX name).  NULL with *rc = -errno on failure; free() the result. */
 struct drxfs_node *drxfs_node_get(const char *path, int *rc);
 /* Resolves the parent of path, which must be a directory, and returns the
  * store-relative path of the new child in rel (PATH_MAX) and its last

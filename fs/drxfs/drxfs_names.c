@@ -182,7 +182,7 @@ int drxfs_op_rmdir(const char *path)
     case DRXFS_ARRAY:
         /* An array always holds data, data.npy and info; `drx rm` removes
          * it.  A view is not a thing that can be removed. */
-        rc = n->spec.nwords ? -EPERM : -ENOTEMPTY;
+        rc = n->nwords ? -EPERM : -ENOTEMPTY;
         break;
     case DRXFS_ZARR:
         rc = -EPERM;
@@ -273,7 +273,7 @@ static int rename_array_node(const struct drxfs_node *src, const struct drxfs_no
     int rc;
 
     (void)flags;
-    if (src->spec.nwords)
+    if (src->nwords)
         return -EPERM;
     if (dst) {
         if (dst->kind != DRXFS_DIR && dst->kind != DRXFS_ARRAY)
@@ -464,7 +464,7 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
         }
     } else {
         dh->nc = drxfs_array_has_nc(n);
-        dh->zarr = n->spec.nwords == 0;
+        dh->zarr = n->nwords == 0;
     }
     fi->fh = (uint64_t)(uintptr_t)dh;
 out:

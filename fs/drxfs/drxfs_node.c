@@ -90,7 +90,8 @@ void drxfs_log_no_view(const char *fmt, ...)
 
 /* Component name below array or view n: a file of the view, zarr/ (the
  * array directory only: README), or a view word. */
-static int array_child(struct drxfs_node *n, const char *name)
+static int array_child(struct drxfs_node *n, const char *name, const char *at,
+                       struct drx_view_spec *spec)
 {
     struct drx_err err = {{0}};
 
@@ -102,31 +103,57 @@ static int array_child(struct drxfs_node *n, const char *name)
         n->kind = DRXFS_AINFO;
     } else if (strcmp(name, "data.nc") == 0) {
         n->kind = DRXFS_ANC;
-    } else if (strcmp(name, "zarr") == 0 && n->spec.nwords == 0) {
+    } else if (strcmp(name, "zarr") == 0 && n->nwords == 0) {
         n->kind = DRXFS_ZARR;
         n->zlevel = 0;
         n->zvar[0] = n->zname[0] = '\0';
     } else if (!strchr(name, '=')) {
         drxfs_log_no_view("%s: %s: not a view (KEY=VALUE) nor a file of a view", n->rel, name);
         return -ENOENT;
-    } else if (n->spec.nwords >= DRX_VIEW_MAX_WORDS) {
+    } else if (n->nwords >= DRX_VIEW_MAX_WORDS) {
         drxfs_log_no_view("%s: more than %d view words", n->rel, DRX_VIEW_MAX_WORDS);
         return -ENOENT;
-    } else if (drx_view_spec_add(&n->spec, name, &err) < 0) {
+    } else if (drx_view_spec_add(spec, name, &err) < 0) {
         drxfs_log_no_view("%s: not a view: %s", n->rel, err.msg);
         return -ENOENT;
+    } else if (n->nwords++ == 0) {
+        n->words = at;
+    }
+    return 0;
+}
+
+int drxfs_node_spec(const struct drxfs_node *n, struct drx_view_spec *spec)
+{
+    const char *p = n->words;
+    struct drx_err err = {{0}};
+    char word[NAME_MAX + 1];
+
+    drx_view_spec_init(spec);
+    for (int i = 0; i < n->nwords; i++) {
+        size_t len = strcspn(p, "/");
+        if (len > NAME_MAX)
+            return -ENAMETOOLONG;
+        memcpy(word, p, len);
+        word[len] = '\0';
+        if (drx_view_spec_add(spec, word, &err) < 0)
+            return -ENOENT; /* checked at resolution: the path changed */
+        p += len;
+        p += strspn(p, "/");
     }
     return 0;
 }
 
 int drxfs_resolve(const char *path, struct drxfs_node *n)
 {
+    struct drx_view_spec spec; /* checks the view words; the node keeps their place */
     size_t used = 0;
     const char *p = path;
     int rc;
 
     n->kind = DRXFS_DIR;
-    drx_view_spec_init(&n->spec);
+    n->nwords = 0;
+    n->words = NULL;
+    drx_view_spec_init(&spec);
     strcpy(n->rel, ".");
     if (fstat(drxfs.root_fd, &n->st) < 0)
         return -errno;
@@ -162,7 +189,7 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
             break;
         }
         case DRXFS_ARRAY:
-            if ((rc = array_child(n, name)) < 0)
+            if ((rc = array_child(n, name, p, &spec)) < 0)
                 return rc;
             break;
         case DRXFS_ZARR:

@@ -126,7 +126,7 @@ static int array_files(const struct drxfs_node *n, char *xmd, char *xta)
 {
     int rc;
     /* views and the zarr group: their modes are the array directory's */
-    if (n->spec.nwords > 0 || n->kind == DRXFS_ZARR)
+    if (n->nwords > 0 || n->kind == DRXFS_ZARR)
         return -EPERM;
     if ((rc = drxfs_rel_suffix(xmd, n->rel, DRXFS_XMD)) < 0)
         return rc;

@@ -81,7 +81,6 @@ static bool coord_node(const struct drxfs_node *n, const char *dn, struct drxfs_
         fstatat(drxfs.root_fd, xmd, &cn->st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(cn->st.st_mode))
         return false;
     cn->kind = DRXFS_ARRAY;
-    drx_view_spec_init(&cn->spec);
     return true;
 }
 

@@ -257,7 +257,9 @@ static bool maybe_zarr(const char *path)
     return path && strstr(path, "/zarr");
 }
 
-/* The parent of path as a node, and path's last component in *name. */
+/* The parent of path as a node, and path's last component in *name.  Its
+ * view words (an array view's) point into a buffer gone on return: callers
+ * read only its kind and zarr fields. */
 static struct drxfs_node *parent_of(const char *path, const char **name, int *rc)
 {
     char ppath[PATH_MAX];
