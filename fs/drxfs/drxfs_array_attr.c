@@ -1,11 +1,14 @@
 /* The attributes of an array as user.NAME extended attributes of its
- * directory (and, read-only, of its views).
+ * directory (and, read-only, of its views); and the operations of an
+ * array's nodes (its directory, views and files): mode, owner and times
+ * live on its store files, the rest is drxfs_array.c's.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
+#include <limits.h>
 
 #include "drxfs_i.h"
 
@@ -187,3 +190,112 @@ int drxfs_array_removexattr(const struct drxfs_node *n, const char *name)
     drxfs_arr_put(e);
     return rc;
 }
+
+/* ---- the operations of an array's nodes ---- */
+
+/* The store files an array's chmod/chown/utimens apply to (rel: the
+ * array's store name): views and the zarr group are refused, their modes
+ * are the array directory's. */
+static int array_files(const char *rel, int nwords, char *xmd, char *xta)
+{
+    int rc;
+
+    if (nwords > 0)
+        return -EPERM;
+    if ((rc = drxfs_rel_suffix(xmd, rel, DRXFS_XMD)) < 0)
+        return rc;
+    return drxfs_rel_suffix(xta, rel, DRXFS_XTA);
+}
+
+static int node_files(const struct drxfs_node *n, struct drxfs_fh *fh, char *xmd, char *xta)
+{
+    return fh ? array_files(drxfs_array_fh_rel(fh), fh->nwords, xmd, xta)
+              : array_files(n->rel, n->nwords, xmd, xta);
+}
+
+/* chmod of an array: its chunk file, then its metadata file. */
+static int array_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
+{
+    char xmd[PATH_MAX], xta[PATH_MAX];
+    int rc;
+
+    if ((rc = node_files(n, fh, xmd, xta)) < 0 ||
+        (rc = drx_store_entry_chmod(drxfs.store, xta, mode)) < 0)
+        return rc;
+    return drx_store_entry_chmod(drxfs.store, xmd, mode);
+}
+
+static int array_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
+{
+    char xmd[PATH_MAX], xta[PATH_MAX];
+    int rc;
+
+    if ((rc = node_files(n, fh, xmd, xta)) < 0 ||
+        (rc = drx_store_entry_chown(drxfs.store, xta, uid, gid)) < 0)
+        return rc;
+    return drx_store_entry_chown(drxfs.store, xmd, uid, gid);
+}
+
+/* `touch A/data` must work, and the times live on the store files: the
+ * elements' on the .xta, the others' (info, the directory) on the .xmd. */
+static int array_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
+                         const struct timespec tv[2])
+{
+    enum drxfs_kind k = fh ? fh->kind : n->kind;
+    char xmd[PATH_MAX], xta[PATH_MAX];
+    const char *rel = fh ? drxfs_array_fh_rel(fh) : n->rel;
+    int rc;
+
+    if ((rc = drxfs_rel_suffix(xmd, rel, DRXFS_XMD)) < 0 ||
+        (rc = drxfs_rel_suffix(xta, rel, DRXFS_XTA)) < 0)
+        return rc;
+    return drx_store_entry_utimens(
+        drxfs.store, (k == DRXFS_ADATA || k == DRXFS_ANPY || k == DRXFS_ANC) ? xta : xmd, tv);
+}
+
+static int array_getattr(const struct drxfs_node *n, const char *path, struct stat *st)
+{
+    int rc = drxfs_array_getattr(n, st);
+    st->st_ino = drxfs_virtual_ino(path, NULL);
+    return rc;
+}
+
+static int array_fgetattr(struct drxfs_fh *fh, const char *path, struct stat *st)
+{
+    int rc = drxfs_array_fgetattr(fh, st);
+    (void)path;
+    st->st_ino = fh->ino;
+    return rc;
+}
+
+static int array_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
+{
+    int rc = drxfs_array_open(path, n, fi);
+    if (rc == 0)
+        drxfs_fh_of(fi)->ino = drxfs_virtual_ino(path, NULL);
+    return rc;
+}
+
+static int array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
+{
+    int rc = drxfs_array_write(fh, buf, size, off);
+    /* every other view of the array the kernel caches is now stale */
+    if (rc > 0 && fh->kpath)
+        drxfs_kc_changed(fh->kkey, fh->kpath);
+    return rc;
+}
+
+/* No fallocate (array files have the array's size), no SEEK_DATA. */
+const struct drxfs_kind_ops drxfs_array_ops = {
+    .getattr = array_getattr,
+    .fgetattr = array_fgetattr,
+    .chmod = array_chmod,
+    .chown = array_chown,
+    .utimens = array_utimens,
+    .truncate = drxfs_array_truncate,
+    .open = array_open,
+    .read = drxfs_array_read,
+    .write = array_write,
+    .fsync = drxfs_array_fsync,
+    .release = drxfs_array_release,
+};

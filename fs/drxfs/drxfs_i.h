@@ -207,6 +207,39 @@ static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
     return (struct drxfs_fh *)(uintptr_t)fi->fh;
 }
 
+/* What each kind of node does: the FUSE handlers (drxfs_pass.c) look the
+ * table up by kind and call it, with no kind tests of their own.  Each
+ * module defines the tables of its kinds.  Operations on a node take it
+ * (path given) or an open file fh (n NULL: libfuse passed no path); those
+ * on open files only exist for kinds that open.  A NULL entry: flush and
+ * fsync do nothing, fallocate is EOPNOTSUPP, lseek ENOSYS (the kernel's
+ * answer for SEEK_DATA/SEEK_HOLE: all data). */
+struct drxfs_kind_ops {
+    /* Attributes of n, whose mount path is path. */
+    int (*getattr)(const struct drxfs_node *n, const char *path, struct stat *st);
+    /* Attributes of an open file; 1: resolve its path instead. */
+    int (*fgetattr)(struct drxfs_fh *fh, const char *path, struct stat *st);
+    int (*chmod)(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode);
+    int (*chown)(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid);
+    int (*utimens)(const struct drxfs_node *n, struct drxfs_fh *fh, const struct timespec tv[2]);
+    int (*truncate)(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);
+    /* Opens n (fi->fh set on success). */
+    int (*open)(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi);
+    int (*read)(struct drxfs_fh *fh, char *buf, size_t size, off_t off);
+    int (*write)(struct drxfs_fh *fh, const char *buf, size_t size, off_t off);
+    int (*flush)(struct drxfs_fh *fh);
+    int (*fsync)(struct drxfs_fh *fh, int datasync);
+    void (*release)(struct drxfs_fh *fh);
+    int (*fallocate)(struct drxfs_fh *fh, int mode, off_t off, off_t len);
+    off_t (*lseek)(struct drxfs_fh *fh, off_t off, int whence);
+};
+extern const struct drxfs_kind_ops drxfs_dir_ops, drxfs_plain_ops, drxfs_special_ops,
+    drxfs_link_ops;                           /* drxfs_plain.c */
+extern const struct drxfs_kind_ops drxfs_array_ops;   /* drxfs_array_attr.c */
+extern const struct drxfs_kind_ops drxfs_striped_ops; /* drxfs_striped_layout.c */
+extern const struct drxfs_kind_ops drxfs_zarr_ops;    /* drxfs_zarr.c */
+const struct drxfs_kind_ops *drxfs_ops_of(enum drxfs_kind k);
+
 /* drxfs_array_table.c */
 /* What a handle last saw of a store file: a change means another writer. */
 struct drxfs_sig {

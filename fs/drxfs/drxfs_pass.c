@@ -42,24 +42,14 @@ static bool kc_kind(enum drxfs_kind k)
     return k == DRXFS_PLAIN || k == DRXFS_STRIPED || (drxfs_is_array_kind(k) && k != DRXFS_ARRAY);
 }
 
-/* The attributes of an open file; 1 when the path must be resolved (a
- * striped file with a name: its metafile may have changed under it). */
+/* The attributes of an open file; 1 when the path must be resolved. */
 static int fh_getattr(struct drxfs_fh *fh, const char *path, struct stat *st)
 {
+    const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
     int rc;
 
-    if (fh->kind == DRXFS_PLAIN)
-        rc = fstat(fh->fd, st) < 0 ? -errno : 0;
-    else if (fh->kind == DRXFS_STRIPED)
-        rc = path ? 1 : drxfs_striped_fgetattr(fh, st);
-    else if (fh->kind == DRXFS_ZARR)
-        rc = drxfs_zarr_fgetattr(fh, st);
-    else if (drxfs_is_array_kind(fh->kind))
-        rc = drxfs_array_fgetattr(fh, st);
-    else
+    if (!ops->fgetattr || (rc = ops->fgetattr(fh, path, st)) == 1)
         return 1;
-    if (fh->kind == DRXFS_ZARR || drxfs_is_array_kind(fh->kind))
-        st->st_ino = fh->ino;
     if (rc == 0 && fh->kpath)
         drxfs_kc_seen(fh->kkey, path ? path : fh->kpath, drxfs_kc_sig_of(fh->kind, fh->kkey, st),
                       fh->kcounted);
@@ -77,19 +67,7 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return rc;
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
-    if (drxfs_is_array_kind(n->kind)) {
-        rc = drxfs_array_getattr(n, st);
-        st->st_ino = drxfs_virtual_ino(path, NULL);
-    } else if (n->kind == DRXFS_ZARR) {
-        rc = drxfs_zarr_getattr(n, st);
-        st->st_ino = drxfs_virtual_ino(path, NULL);
-    } else if (n->kind == DRXFS_STRIPED) {
-        rc = drxfs_striped_getattr(n, st);
-    } else {
-        *st = n->st;
-        if (drxfs.ro)
-            st->st_mode &= ~(mode_t)0222;
-    }
+    rc = drxfs_ops_of(n->kind)->getattr(n, path, st);
     if (rc == 0 && kc_kind(n->kind) && drxfs_kc_active())
         drxfs_kc_seen(n->rel, path, drxfs_kc_sig_of(n->kind, n->rel, st), false);
     free(n);
@@ -120,279 +98,72 @@ int drxfs_op_readlink(const char *path, char *buf, size_t size)
     return rc;
 }
 
-/* The store files an array node's chmod/chown/utimens apply to: the array
- * itself and its top-level files name the array; views are refused. */
-static int array_files(const struct drxfs_node *n, char *xmd, char *xta)
+/* chmod, chown, utimens, truncate: of an open file when libfuse gives one
+ * (1 from the kind: by its path after all), else of the node at path. */
+enum attr_op { A_CHMOD, A_CHOWN, A_UTIMENS, A_TRUNCATE };
+struct attr_args {
+    enum attr_op op;
+    mode_t mode;
+    uid_t uid;
+    gid_t gid;
+    const struct timespec *tv;
+    off_t size;
+};
+
+static int attr_call(const struct drxfs_kind_ops *ops, const struct drxfs_node *n,
+                     struct drxfs_fh *fh, const struct attr_args *a)
 {
-    int rc;
-    /* views and the zarr group: their modes are the array directory's */
-    if (n->nwords > 0 || n->kind == DRXFS_ZARR)
-        return -EPERM;
-    if ((rc = drxfs_rel_suffix(xmd, n->rel, DRXFS_XMD)) < 0)
-        return rc;
-    return drxfs_rel_suffix(xta, n->rel, DRXFS_XTA);
-}
-
-/* The same for an open file of an array (libfuse passes no path). */
-static int array_fh_files(const struct drxfs_fh *fh, char *xmd, char *xta)
-{
-    int rc;
-    if (fh->nwords > 0)
-        return -EPERM;
-    if ((rc = drxfs_rel_suffix(xmd, drxfs_array_fh_rel(fh), DRXFS_XMD)) < 0)
-        return rc;
-    return drxfs_rel_suffix(xta, drxfs_array_fh_rel(fh), DRXFS_XTA);
-}
-
-/* chmod of an array: its chunk file, then its metadata file. */
-static int chmod_array(const char *xmd, const char *xta, mode_t mode)
-{
-    int rc;
-    if ((rc = drx_store_entry_chmod(drxfs.store, xta, mode)) < 0)
-        return rc;
-    return drx_store_entry_chmod(drxfs.store, xmd, mode);
-}
-
-/* chmod of an open file (libfuse passes no path). */
-static int chmod_fh(struct drxfs_fh *fh, mode_t mode)
-{
-    char xmd[PATH_MAX], xta[PATH_MAX];
-    int rc;
-
-    if (fh->kind == DRXFS_PLAIN)
-        return fchmod(fh->fd, mode & 07777) < 0 ? -errno : 0;
-    if (fh->kind == DRXFS_STRIPED)
-        return drxfs_striped_chmod(NULL, fh, mode);
-    if (!drxfs_is_array_kind(fh->kind))
-        return 1; /* by its path */
-    if ((rc = array_fh_files(fh, xmd, xta)) < 0)
-        return rc;
-    return chmod_array(xmd, xta, mode);
-}
-
-/* chmod of node n. */
-static int chmod_node(const struct drxfs_node *n, mode_t mode)
-{
-    char xmd[PATH_MAX], xta[PATH_MAX];
-    int rc;
-
-    switch (n->kind) {
-    case DRXFS_DIR:
-    case DRXFS_PLAIN:
-    case DRXFS_SPECIAL:
-        return drx_store_entry_chmod(drxfs.store, n->rel, mode);
-    case DRXFS_LINK:
-        return -EOPNOTSUPP;
-    case DRXFS_STRIPED:
-        return drxfs_striped_chmod(n, NULL, mode);
+    switch (a->op) {
+    case A_CHMOD:
+        return ops->chmod(n, fh, a->mode);
+    case A_CHOWN:
+        return ops->chown(n, fh, a->uid, a->gid);
+    case A_UTIMENS:
+        return ops->utimens(n, fh, a->tv);
     default:
-        if ((rc = array_files(n, xmd, xta)) < 0)
-            return rc;
-        return chmod_array(xmd, xta, mode);
+        return ops->truncate(n, fh, a->size);
     }
+}
+
+static int attr_change(const char *path, struct fuse_file_info *fi, const struct attr_args *a)
+{
+    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
+    struct drxfs_node *n;
+    int rc;
+
+    if (drxfs.ro)
+        return -EROFS;
+    if (fh && (rc = attr_call(drxfs_ops_of(fh->kind), NULL, fh, a)) != 1)
+        return rc;
+    if (!(n = drxfs_node_get(path, &rc)))
+        return rc;
+    rc = attr_call(drxfs_ops_of(n->kind), n, NULL, a);
+    free(n);
+    return rc;
 }
 
 int drxfs_op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
-    struct drxfs_node *n;
-    int rc;
-
-    if (drxfs.ro)
-        return -EROFS;
-    if (fh && (rc = chmod_fh(fh, mode)) <= 0)
-        return rc;
-    if (!(n = drxfs_node_get(path, &rc)))
-        return rc;
-    rc = chmod_node(n, mode);
-    free(n);
-    return rc;
-}
-
-/* chown of an array: its chunk file, then its metadata file. */
-static int chown_array(const char *xmd, const char *xta, uid_t uid, gid_t gid)
-{
-    int rc;
-    if ((rc = drx_store_entry_chown(drxfs.store, xta, uid, gid)) < 0)
-        return rc;
-    return drx_store_entry_chown(drxfs.store, xmd, uid, gid);
-}
-
-/* chown of an open file (libfuse passes no path). */
-static int chown_fh(struct drxfs_fh *fh, uid_t uid, gid_t gid)
-{
-    char xmd[PATH_MAX], xta[PATH_MAX];
-    int rc;
-
-    if (fh->kind == DRXFS_PLAIN)
-        return fchown(fh->fd, uid, gid) < 0 ? -errno : 0;
-    if (fh->kind == DRXFS_STRIPED)
-        return drxfs_striped_chown(NULL, fh, uid, gid);
-    if (!drxfs_is_array_kind(fh->kind))
-        return 1; /* by its path */
-    if ((rc = array_fh_files(fh, xmd, xta)) < 0)
-        return rc;
-    return chown_array(xmd, xta, uid, gid);
-}
-
-/* chown of node n. */
-static int chown_node(const struct drxfs_node *n, uid_t uid, gid_t gid)
-{
-    char xmd[PATH_MAX], xta[PATH_MAX];
-    int rc;
-
-    switch (n->kind) {
-    case DRXFS_DIR:
-    case DRXFS_PLAIN:
-    case DRXFS_SPECIAL:
-    case DRXFS_LINK:
-        return drx_store_entry_chown(drxfs.store, n->rel, uid, gid);
-    case DRXFS_STRIPED:
-        return drxfs_striped_chown(n, NULL, uid, gid);
-    default:
-        if ((rc = array_files(n, xmd, xta)) < 0)
-            return rc;
-        return chown_array(xmd, xta, uid, gid);
-    }
+    const struct attr_args a = {.op = A_CHMOD, .mode = mode};
+    return attr_change(path, fi, &a);
 }
 
 int drxfs_op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
-    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
-    struct drxfs_node *n;
-    int rc;
-
-    if (drxfs.ro)
-        return -EROFS;
-    if (fh && (rc = chown_fh(fh, uid, gid)) <= 0)
-        return rc;
-    if (!(n = drxfs_node_get(path, &rc)))
-        return rc;
-    rc = chown_node(n, uid, gid);
-    free(n);
-    return rc;
-}
-
-/* utimens of array rel's file of kind k: `touch A/data` must work, and the
- * times live on the store files: the elements' on the .xta, the others'
- * (info, the directory) on the .xmd. */
-static int utimens_array(const char *rel, enum drxfs_kind k, const struct timespec tv[2])
-{
-    char xmd[PATH_MAX], xta[PATH_MAX];
-    int rc;
-
-    if ((rc = drxfs_rel_suffix(xmd, rel, DRXFS_XMD)) < 0 ||
-        (rc = drxfs_rel_suffix(xta, rel, DRXFS_XTA)) < 0)
-        return rc;
-    return drx_store_entry_utimens(drxfs.store, 
-        (k == DRXFS_ADATA || k == DRXFS_ANPY || k == DRXFS_ANC) ? xta : xmd, tv);
-}
-
-/* utimens of an open file (libfuse passes no path); 1: by its path. */
-static int utimens_fh(struct drxfs_fh *fh, const struct timespec tv[2])
-{
-    if (fh->kind == DRXFS_PLAIN)
-        return futimens(fh->fd, tv) < 0 ? -errno : 0;
-    if (fh->kind == DRXFS_STRIPED)
-        return drxfs_striped_utimens(NULL, fh, tv);
-    if (!drxfs_is_array_kind(fh->kind))
-        return 1;
-    return utimens_array(drxfs_array_fh_rel(fh), fh->kind, tv);
-}
-
-/* utimens of node n. */
-static int utimens_node(const struct drxfs_node *n, const struct timespec tv[2])
-{
-    switch (n->kind) {
-    case DRXFS_DIR:
-    case DRXFS_PLAIN:
-    case DRXFS_SPECIAL:
-        return drx_store_entry_utimens(drxfs.store, n->rel, tv);
-    case DRXFS_LINK:
-        return utimensat(drxfs.root_fd, n->rel, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
-    case DRXFS_STRIPED:
-        return drxfs_striped_utimens(n, NULL, tv);
-    case DRXFS_ZARR:
-        return -EPERM;
-    default:
-        return utimens_array(n->rel, n->kind, tv);
-    }
+    const struct attr_args a = {.op = A_CHOWN, .uid = uid, .gid = gid};
+    return attr_change(path, fi, &a);
 }
 
 int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
-    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
-    struct drxfs_node *n;
-    int rc;
-
-    if (drxfs.ro)
-        return -EROFS;
-    if (fh && (rc = utimens_fh(fh, tv)) <= 0)
-        return rc;
-    if (!(n = drxfs_node_get(path, &rc)))
-        return rc;
-    rc = utimens_node(n, tv);
-    free(n);
-    return rc;
-}
-
-static int fh_truncate(struct drxfs_fh *fh, off_t size)
-{
-    switch (fh->kind) {
-    case DRXFS_PLAIN:
-        return ftruncate(fh->fd, size) < 0 ? -errno : 0;
-    case DRXFS_STRIPED:
-        return drxfs_striped_truncate(NULL, fh, size);
-    case DRXFS_ZARR:
-        return drxfs_zarr_truncate(NULL, fh, size);
-    default:
-        return drxfs_array_truncate(NULL, fh, size);
-    }
+    const struct attr_args a = {.op = A_UTIMENS, .tv = tv};
+    return attr_change(path, fi, &a);
 }
 
 int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
-    struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
-    struct drxfs_node *n = NULL;
-    int rc;
-
-    if (drxfs.ro)
-        return -EROFS;
-    if (fh)
-        return fh_truncate(fh, size);
-    if (!(n = drxfs_node_get(path, &rc)))
-        return rc;
-    switch (n->kind) {
-    case DRXFS_PLAIN: {
-        int fd = drx_store_entry_open(drxfs.store, n->rel, O_WRONLY, 0);
-        if (fd < 0) {
-            rc = fd;
-            break;
-        }
-        rc = ftruncate(fd, size) < 0 ? -errno : 0;
-        close(fd);
-        break;
-    }
-    case DRXFS_STRIPED:
-        rc = drxfs_striped_truncate(n, NULL, size);
-        break;
-    case DRXFS_ZARR:
-        rc = drxfs_zarr_truncate(n, NULL, size);
-        break;
-    case DRXFS_DIR:
-    case DRXFS_ARRAY:
-        rc = -EISDIR;
-        break;
-    case DRXFS_LINK:
-    case DRXFS_SPECIAL:
-        rc = -EINVAL;
-        break;
-    default:
-        rc = drxfs_array_truncate(n, NULL, size);
-        break;
-    }
-    free(n);
-    return rc;
+    const struct attr_args a = {.op = A_TRUNCATE, .size = size};
+    return attr_change(path, fi, &a);
 }
 
 /* ---- files ---- */
@@ -447,46 +218,7 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
         return -EROFS;
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
-    switch (n->kind) {
-    case DRXFS_PLAIN: {
-        struct drxfs_fh *fh = calloc(1, sizeof(*fh));
-        if (!fh) {
-            rc = -ENOMEM;
-            break;
-        }
-        fh->kind = DRXFS_PLAIN;
-        fh->fd = drx_store_entry_open(drxfs.store, n->rel, fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY), 0);
-        if (fh->fd < 0) {
-            rc = fh->fd;
-            free(fh);
-            break;
-        }
-        fi->fh = (uint64_t)(uintptr_t)fh;
-        break;
-    }
-    case DRXFS_STRIPED:
-        rc = drxfs_striped_open(n, fi);
-        break;
-    case DRXFS_ZARR:
-        rc = drxfs_zarr_open(n, fi);
-        if (rc == 0)
-            drxfs_fh_of(fi)->ino = drxfs_virtual_ino(path, NULL);
-        break;
-    case DRXFS_DIR:
-        rc = -EISDIR;
-        break;
-    case DRXFS_LINK:
-        rc = -ELOOP;
-        break;
-    case DRXFS_SPECIAL:
-        rc = -ENXIO; /* the kernel opens these itself */
-        break;
-    default:
-        rc = drxfs_array_open(path, n, fi);
-        if (rc == 0)
-            drxfs_fh_of(fi)->ino = drxfs_virtual_ino(path, NULL);
-        break;
-    }
+    rc = drxfs_ops_of(n->kind)->open(path, n, fi);
     if (rc == 0)
         open_cache(path, n->kind, n->rel, fi);
     free(n);
@@ -547,25 +279,10 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     return rc;
 }
 
-static int read_some(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
-{
-    switch (fh->kind) {
-    case DRXFS_PLAIN: {
-        ssize_t n = pread(fh->fd, buf, size, off);
-        return n < 0 ? -errno : (int)n;
-    }
-    case DRXFS_STRIPED:
-        return drxfs_striped_read(fh, buf, size, off);
-    case DRXFS_ZARR:
-        return drxfs_zarr_read(fh, buf, size, off);
-    default:
-        return drxfs_array_read(fh, buf, size, off);
-    }
-}
-
 int drxfs_op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = drxfs_fh_of(fi);
+    int (*read_some)(struct drxfs_fh *, char *, size_t, off_t) = drxfs_ops_of(fh->kind)->read;
     int done = 0, n;
     (void)path;
     /* A short read means the end of the file to the page cache (the
@@ -587,32 +304,15 @@ int drxfs_op_write(const char *path, const char *buf, size_t size, off_t off,
     (void)path;
     if (drxfs.ro)
         return -EROFS;
-    switch (fh->kind) {
-    case DRXFS_PLAIN: {
-        ssize_t n = pwrite(fh->fd, buf, size, off);
-        return n < 0 ? -errno : (int)n;
-    }
-    case DRXFS_STRIPED:
-        return drxfs_striped_write(fh, buf, size, off);
-    case DRXFS_ZARR:
-        return drxfs_zarr_write(fh, buf, size, off);
-    default: {
-        int rc = drxfs_array_write(fh, buf, size, off);
-        /* every other view of the array the kernel caches is now stale */
-        if (rc > 0 && fh->kpath)
-            drxfs_kc_changed(fh->kkey, fh->kpath);
-        return rc;
-    }
-    }
+    return drxfs_ops_of(fh->kind)->write(fh, buf, size, off);
 }
 
 int drxfs_op_flush(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = drxfs_fh_of(fi);
+    const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
     (void)path;
-    if (fh->kind == DRXFS_STRIPED)
-        return drxfs_striped_flush(fh);
-    return 0;
+    return ops->flush ? ops->flush(fh) : 0;
 }
 
 int drxfs_op_release(const char *path, struct fuse_file_info *fi)
@@ -623,38 +323,16 @@ int drxfs_op_release(const char *path, struct fuse_file_info *fi)
         drxfs_kc_close(fh->kkey, fh->kpath);
     free(fh->kpath);
     free(fh->kkey);
-    switch (fh->kind) {
-    case DRXFS_PLAIN:
-        close(fh->fd);
-        free(fh);
-        break;
-    case DRXFS_STRIPED:
-        drxfs_striped_release(fh);
-        break;
-    case DRXFS_ZARR:
-        drxfs_zarr_release(fh);
-        break;
-    default:
-        drxfs_array_release(fh);
-        break;
-    }
+    drxfs_ops_of(fh->kind)->release(fh);
     return 0;
 }
 
 int drxfs_op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = drxfs_fh_of(fi);
+    const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
     (void)path;
-    switch (fh->kind) {
-    case DRXFS_PLAIN:
-        return (datasync ? fdatasync(fh->fd) : fsync(fh->fd)) < 0 ? -errno : 0;
-    case DRXFS_STRIPED:
-        return drxfs_striped_fsync(fh, datasync);
-    case DRXFS_ZARR:
-        return 0; /* a chunk is stored at the rename, through the array's fd */
-    default:
-        return drxfs_array_fsync(fh, datasync);
-    }
+    return ops->fsync ? ops->fsync(fh, datasync) : 0;
 }
 
 int drxfs_op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
@@ -667,14 +345,8 @@ int drxfs_op_fallocate(const char *path, int mode, off_t off, off_t len, struct 
         return -EOPNOTSUPP;
     if (off < 0 || len <= 0)
         return -EINVAL;
-    switch (fh->kind) {
-    case DRXFS_PLAIN:
-        return fallocate(fh->fd, mode, off, len) < 0 ? -errno : 0;
-    case DRXFS_STRIPED:
-        return drxfs_striped_fallocate(fh, mode, off, len);
-    default:
-        return -EOPNOTSUPP; /* array files have the array's size */
-    }
+    const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
+    return ops->fallocate ? ops->fallocate(fh, mode, off, len) : -EOPNOTSUPP;
 }
 
 /* SEEK_DATA and SEEK_HOLE (the kernel does the others itself). */
@@ -684,16 +356,8 @@ off_t drxfs_op_lseek(const char *path, off_t off, int whence, struct fuse_file_i
     (void)path;
     if (!fh)
         return -EINVAL;
-    switch (fh->kind) {
-    case DRXFS_PLAIN: {
-        off_t r = lseek(fh->fd, off, whence);
-        return r < 0 ? -errno : r;
-    }
-    case DRXFS_STRIPED:
-        return drxfs_striped_lseek(fh, off, whence);
-    default:
-        return -ENOSYS; /* the kernel's generic answer: all data */
-    }
+    const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
+    return ops->lseek ? ops->lseek(fh, off, whence) : -ENOSYS;
 }
 
 int drxfs_op_statfs(const char *path, struct statvfs *sv)

@@ -141,3 +141,40 @@ int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
     memcpy(value, text, (size_t)len);
     return len;
 }
+
+/* ---- the operations of striped files (drxfs_striped.c) ---- */
+
+static int striped_getattr(const struct drxfs_node *n, const char *path, struct stat *st)
+{
+    (void)path;
+    return drxfs_striped_getattr(n, st);
+}
+
+/* With a name, by its path: its metafile may have changed under it. */
+static int striped_fgetattr(struct drxfs_fh *fh, const char *path, struct stat *st)
+{
+    return path ? 1 : drxfs_striped_fgetattr(fh, st);
+}
+
+static int striped_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
+{
+    (void)path;
+    return drxfs_striped_open(n, fi);
+}
+
+const struct drxfs_kind_ops drxfs_striped_ops = {
+    .getattr = striped_getattr,
+    .fgetattr = striped_fgetattr,
+    .chmod = drxfs_striped_chmod,
+    .chown = drxfs_striped_chown,
+    .utimens = drxfs_striped_utimens,
+    .truncate = drxfs_striped_truncate,
+    .open = striped_open,
+    .read = drxfs_striped_read,
+    .write = drxfs_striped_write,
+    .flush = drxfs_striped_flush,
+    .fsync = drxfs_striped_fsync,
+    .release = drxfs_striped_release,
+    .fallocate = drxfs_striped_fallocate,
+    .lseek = drxfs_striped_lseek,
+};

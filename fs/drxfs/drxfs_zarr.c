@@ -721,3 +721,63 @@ void drxfs_zarr_closedir(struct drxfs_zdir *zd)
 {
     free(zd);
 }
+
+/* ---- the operations of the zarr/ group's nodes ---- */
+
+static int zarr_getattr(const struct drxfs_node *n, const char *path, struct stat *st)
+{
+    int rc = drxfs_zarr_getattr(n, st);
+    st->st_ino = drxfs_virtual_ino(path, NULL);
+    return rc;
+}
+
+static int zarr_fgetattr(struct drxfs_fh *fh, const char *path, struct stat *st)
+{
+    int rc = drxfs_zarr_fgetattr(fh, st);
+    (void)path;
+    st->st_ino = fh->ino;
+    return rc;
+}
+
+/* Modes, owners and times are the array directory's. */
+static int zarr_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
+{
+    (void)n, (void)fh, (void)mode;
+    return -EPERM;
+}
+
+static int zarr_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
+{
+    (void)n, (void)fh, (void)uid, (void)gid;
+    return -EPERM;
+}
+
+static int zarr_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
+                        const struct timespec tv[2])
+{
+    (void)n, (void)fh, (void)tv;
+    return -EPERM;
+}
+
+static int zarr_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
+{
+    int rc = drxfs_zarr_open(n, fi);
+    if (rc == 0)
+        drxfs_fh_of(fi)->ino = drxfs_virtual_ino(path, NULL);
+    return rc;
+}
+
+/* fsync: nothing to do, a chunk is stored at the rename through the
+ * array's descriptor. */
+const struct drxfs_kind_ops drxfs_zarr_ops = {
+    .getattr = zarr_getattr,
+    .fgetattr = zarr_fgetattr,
+    .chmod = zarr_chmod,
+    .chown = zarr_chown,
+    .utimens = zarr_utimens,
+    .truncate = drxfs_zarr_truncate,
+    .open = zarr_open,
+    .read = drxfs_zarr_read,
+    .write = drxfs_zarr_write,
+    .release = drxfs_zarr_release,
+};
