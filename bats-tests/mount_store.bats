@@ -399,6 +399,13 @@ libfuse $(pkg-config --modversion fuse3)"
     run "$DRXFS" -f -o split_reads=maybe "$S" m1
     assert_failure
     assert_output --partial "split_reads"
+    # each module's own options, a bad value each: refused, by name
+    for bad in npy_io=maybe striped_io=fast kcache=perhaps read_ahead=-1 read_ahead=9999999 \
+        commit_interval=3601 commit_interval=5s; do
+        run "$DRXFS" -f -o "$bad" "$S" m1
+        assert_failure
+        assert_output --partial "drxfs: $bad: expected"
+    done
     run "$DRXFS" -f "$BATS_TEST_TMPDIR/nostore" m1
     assert_failure
     assert_output --partial "nostore"
@@ -413,6 +420,10 @@ libfuse $(pkg-config --modversion fuse3)"
     mount_store "$S" "$BATS_TEST_TMPDIR/m3" -d -o kcache=no,attr_timeout=5
     unmount_store "$BATS_TEST_TMPDIR/m3"
     grep -q "entry/attr timeouts 0/5 s" "$BATS_TEST_TMPDIR/m3.log"
+    # good values reach the modules that own them
+    mount_store "$S" "$BATS_TEST_TMPDIR/m4" -d -o data_io=direct,npy_io=direct,striped_io=direct
+    unmount_store "$BATS_TEST_TMPDIR/m4"
+    grep -q "data direct_io, data.npy direct_io, striped files direct_io" "$BATS_TEST_TMPDIR/m4.log"
 }
 
 @test "a non-empty directory that is not a store is refused unless -o create; an empty one becomes a store" {

@@ -23,7 +23,18 @@
 #include "drxfs_i.h"
 #include "drxfs_prefetch.h"
 
-struct drxfs drxfs = {.root_fd = -1, .store_lock = -1};
+/* Page-cache mode everywhere by default (data_io= and the other io
+ * options): shared mmap works (libfuse 3.14 cannot pass
+ * FUSE_DIRECT_IO_ALLOW_MMAP) and repeated reads are served by the kernel
+ * (README, Benchmarks).  Reads split on two threads: a whole 1 GiB array
+ * by one cat took 0.67 s split, 0.76 s not. */
+struct drxfs drxfs = {
+    .root_fd = -1,
+    .store_lock = -1,
+    .split_reads = true,
+    .kernel_cache = true,
+    .read_ahead_kb = DRXFS_READ_AHEAD_KB,
+};
 
 /* Worker threads at most (libfuse's own default; see the README for what
  * other values measured). */
@@ -35,22 +46,11 @@ struct drxfs drxfs = {.root_fd = -1, .store_lock = -1};
 #define DRXFS_ATTR_TIMEOUT 0.001
 #define DRXFS_CACHE_TIMEOUT 1.0
 
-/* The kernel's read-ahead window for the mount, KiB (its own default is
- * 128 KiB, which also caps each read request at 128 KiB; see the README's
- * Benchmarks for what each size measured). */
-#define DRXFS_READ_AHEAD_KB 4096
 
 struct drxfs_cli {
     char *config;
     char *log_level;
     char *cache_bytes;
-    char *data_io;
-    char *npy_io;
-    char *striped_io;
-    char *split_reads;
-    char *kcache;
-    char *read_ahead;
-    char *commit_interval;
     char *store;
     char *mountpoint;
     int help;
@@ -91,13 +91,6 @@ static const struct fuse_opt drxfs_opts[] = {
     DRXFS_OPT("config=%s", config),
     DRXFS_OPT("log_level=%s", log_level),
     DRXFS_OPT("cache_bytes=%s", cache_bytes),
-    DRXFS_OPT("data_io=%s", data_io),
-    DRXFS_OPT("npy_io=%s", npy_io),
-    DRXFS_OPT("striped_io=%s", striped_io),
-    DRXFS_OPT("split_reads=%s", split_reads),
-    DRXFS_OPT("kcache=%s", kcache),
-    DRXFS_OPT("read_ahead=%s", read_ahead),
-    DRXFS_OPT("commit_interval=%s", commit_interval),
     DRXFS_OPT("create", create),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
@@ -119,12 +112,41 @@ static const struct fuse_opt drxfs_opts[] = {
     FUSE_OPT_END,
 };
 
+/* Each module's own -o NAME=VALUE options (0: taken, -1: a bad value,
+ * already said on stderr, 1: not its own). */
+static int (*const module_options[])(const char *name, const char *value) = {
+    drxfs_array_option,
+    drxfs_striped_option,
+    drxfs_commit_option,
+    drxfs_kc_option,
+};
+
+/* An option none of drxfs's tables knows: a module's, else libfuse's. */
+static int module_option(const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    char name[64];
+
+    if (!eq || (size_t)(eq - arg) >= sizeof name)
+        return 1;
+    memcpy(name, arg, (size_t)(eq - arg));
+    name[eq - arg] = '\0';
+    for (size_t i = 0; i < sizeof module_options / sizeof module_options[0]; i++) {
+        int rc = module_options[i](name, eq + 1);
+        if (rc <= 0)
+            return rc;
+    }
+    return 1;
+}
+
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
     struct drxfs_cli *cli = data;
     (void)outargs;
 
     switch (key) {
+    case FUSE_OPT_KEY_OPT:
+        return module_option(arg);
     case FUSE_OPT_KEY_NONOPT:
         if (!cli->store) {
             cli->store = strdup(arg);
@@ -362,21 +384,6 @@ static const struct fuse_operations drxfs_ops = {
     .lseek = drxfs_op_lseek,
 };
 
-static int parse_io(const char *what, const char *v, bool *direct)
-{
-    if (!v)
-        return 0;
-    if (strcmp(v, "direct") == 0)
-        *direct = true;
-    else if (strcmp(v, "cached") == 0)
-        *direct = false;
-    else {
-        fprintf(stderr, "drxfs: %s=%s: expected direct or cached\n", what, v);
-        return -1;
-    }
-    return 0;
-}
-
 /* The configuration in *cfg: defaults < store.conf < -o config=FILE <
  * other -o options, validated.  Complains on stderr. */
 static int config_load(const struct drxfs_cli *cli, struct drx_config *cfg)
@@ -487,56 +494,31 @@ out:
     return rc;
 }
 
-/* Option name=value (NULL: not given) of yes or no into *out, which holds
- * the default.  Complains on stderr. */
-static int parse_yes_no(const char *name, const char *value, bool *out)
+int drxfs_opt_choice(const char *name, const char *value, const char *yes, const char *no,
+                     bool *out)
 {
-    if (!value || strcmp(value, "yes") == 0)
-        return 0;
-    if (strcmp(value, "no") != 0) {
-        fprintf(stderr, "drxfs: %s=%s: expected yes or no\n", name, value);
+    if (strcmp(value, yes) == 0)
+        *out = true;
+    else if (strcmp(value, no) == 0)
+        *out = false;
+    else {
+        fprintf(stderr, "drxfs: %s=%s: expected %s or %s\n", name, value, yes, no);
         return -1;
     }
-    *out = false;
     return 0;
 }
 
-/* Option name=value (NULL: not given) of a count of unit, 0 to max, into
- * *out.  Complains on stderr. */
-static int parse_count(const char *name, const char *value, const char *unit, unsigned long max,
-                       unsigned *out)
+int drxfs_opt_count(const char *name, const char *value, const char *unit, unsigned long max,
+                    unsigned *out)
 {
     char *end;
-    unsigned long v;
+    unsigned long v = strtoul(value, &end, 10);
 
-    if (!value)
-        return 0;
-    v = strtoul(value, &end, 10);
     if (*end || end == value || v > max) {
         fprintf(stderr, "drxfs: %s=%s: expected %s, 0 to %lu\n", name, value, unit, max);
         return -1;
     }
     *out = (unsigned)v;
-    return 0;
-}
-
-/* split_reads=, kcache=, read_ahead= and the mount point (for read_ahead). */
-static int parse_cache_opts(const struct drxfs_cli *cli)
-{
-    /* measured: whole 1 GiB array by one cat 0.67 s split, 0.76 s not */
-    drxfs.split_reads = true;
-    if (parse_yes_no("split_reads", cli->split_reads, &drxfs.split_reads) < 0)
-        return -1;
-    drxfs.kernel_cache = true;
-    if (parse_yes_no("kcache", cli->kcache, &drxfs.kernel_cache) < 0)
-        return -1;
-    drxfs.read_ahead_kb = DRXFS_READ_AHEAD_KB;
-    if (parse_count("read_ahead", cli->read_ahead, "KiB", 1UL << 20, &drxfs.read_ahead_kb) < 0 ||
-        parse_count("commit_interval", cli->commit_interval, "seconds", 3600,
-                    &drxfs.commit_interval) < 0)
-        return -1;
-    if (cli->mountpoint)
-        drxfs.mountpoint = realpath(cli->mountpoint, NULL);
     return 0;
 }
 
@@ -564,24 +546,12 @@ static int cli_early(const struct drxfs_cli *cli, char *argv[], int *ret)
     return 0;
 }
 
-/* The mount's settings from the command line (io modes, caches, ...). */
+/* The mount's settings from the command line (the modules set their own
+ * while the options are parsed). */
 static int cli_apply(const struct drxfs_cli *cli)
 {
-    if (parse_io("data_io", cli->data_io, &(bool){0}) < 0 ||
-        parse_io("npy_io", cli->npy_io, &(bool){0}) < 0 ||
-        parse_io("striped_io", cli->striped_io, &(bool){0}) < 0)
-        return -1;
-    /* Page-cache mode everywhere: shared mmap works (libfuse 3.14 cannot
-     * pass FUSE_DIRECT_IO_ALLOW_MMAP) and repeated reads are served by the
-     * kernel (README, Benchmarks). */
-    drxfs.data_direct_io = false;
-    drxfs.npy_direct_io = false;
-    drxfs.striped_direct_io = false;
-    if (parse_cache_opts(cli) < 0)
-        return -1;
-    parse_io("data_io", cli->data_io, &drxfs.data_direct_io);
-    parse_io("npy_io", cli->npy_io, &drxfs.npy_direct_io);
-    parse_io("striped_io", cli->striped_io, &drxfs.striped_direct_io);
+    if (cli->mountpoint)
+        drxfs.mountpoint = realpath(cli->mountpoint, NULL);
     drxfs.ro = cli->ro;
     drxfs.foreground = cli->foreground;
     drxfs.max_read = cli->max_read;
@@ -661,13 +631,6 @@ static void cli_fini(struct drxfs_cli *cli)
     free(cli->config);
     free(cli->log_level);
     free(cli->cache_bytes);
-    free(cli->data_io);
-    free(cli->npy_io);
-    free(cli->striped_io);
-    free(cli->split_reads);
-    free(cli->kcache);
-    free(cli->read_ahead);
-    free(cli->commit_interval);
     free(cli->mountpoint);
     free(cli->store);
 }

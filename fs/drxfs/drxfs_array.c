@@ -797,3 +797,15 @@ int drxfs_array_fsync(struct drxfs_fh *fh, int datasync)
     int rc = datasync ? fdatasync(fd) : fsync(fd);
     return rc < 0 ? -errno : 0;
 }
+
+/* data_io=, npy_io= (data.npy and data.nc), split_reads=. */
+int drxfs_array_option(const char *name, const char *value)
+{
+    if (strcmp(name, "data_io") == 0)
+        return drxfs_opt_choice(name, value, "direct", "cached", &drxfs.data_direct_io);
+    if (strcmp(name, "npy_io") == 0)
+        return drxfs_opt_choice(name, value, "direct", "cached", &drxfs.npy_direct_io);
+    if (strcmp(name, "split_reads") == 0)
+        return drxfs_opt_choice(name, value, "yes", "no", &drxfs.split_reads);
+    return 1;
+}

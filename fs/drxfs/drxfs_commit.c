@@ -155,3 +155,11 @@ void drxfs_commit_stop(void)
     cm.started = false;
     drx_log(DRX_LOG_DEBUG, "commit: %lu files in %lu rounds", cm.committed, cm.rounds);
 }
+
+/* commit_interval=S (0: at each close). */
+int drxfs_commit_option(const char *name, const char *value)
+{
+    if (strcmp(name, "commit_interval") == 0)
+        return drxfs_opt_count(name, value, "seconds", 3600, &drxfs.commit_interval);
+    return 1;
+}

@@ -46,6 +46,11 @@
  * st_blksize (cat, cp) then send 1 MiB requests, the largest FUSE request. */
 #define DRXFS_DATA_BLKSIZE (1 << 20)
 
+/* The kernel's read-ahead window for the mount, KiB (its own default is
+ * 128 KiB, which also caps each read request at 128 KiB; see the README's
+ * Benchmarks for what each size measured). */
+#define DRXFS_READ_AHEAD_KB 4096
+
 /* The mount's state (one mount per process). */
 /* Kernel cache timeouts the user may set; the others are 0 (see op_init). */
 enum { DRXFS_ENTRY_TO = 1, DRXFS_ATTR_TO = 2, DRXFS_NEGATIVE_TO = 4 };
@@ -115,6 +120,19 @@ static inline bool drxfs_is_array_kind(enum drxfs_kind k)
     return k == DRXFS_ARRAY || k == DRXFS_ADATA || k == DRXFS_ANPY || k == DRXFS_AINFO ||
            k == DRXFS_ANC;
 }
+
+/* -o options: each module takes its own NAME=VALUE (0), refuses a bad
+ * value after saying why on stderr (-1), or passes (1). */
+int drxfs_array_option(const char *name, const char *value);   /* drxfs_array.c */
+int drxfs_striped_option(const char *name, const char *value); /* drxfs_striped_layout.c */
+int drxfs_commit_option(const char *name, const char *value);  /* drxfs_commit.c */
+int drxfs_kc_option(const char *name, const char *value);      /* drxfs_kcache.c */
+/* Helpers for them (drxfs.c): value is yes or no (as given) into *out;
+ * a count of unit from 0 to max. */
+int drxfs_opt_choice(const char *name, const char *value, const char *yes, const char *no,
+                     bool *out);
+int drxfs_opt_count(const char *name, const char *value, const char *unit, unsigned long max,
+                    unsigned *out);
 
 /* drxfs_node.c */
 int drxfs_resolve(const char *path, struct drxfs_node *n);

@@ -722,3 +722,13 @@ void drxfs_kc_first_request(void)
     if (drxfs.read_ahead_kb && drxfs.mountpoint)
         drxfs_kc_read_ahead(drxfs.mountpoint, drxfs.read_ahead_kb);
 }
+
+/* kcache=, read_ahead=KB. */
+int drxfs_kc_option(const char *name, const char *value)
+{
+    if (strcmp(name, "kcache") == 0)
+        return drxfs_opt_choice(name, value, "yes", "no", &drxfs.kernel_cache);
+    if (strcmp(name, "read_ahead") == 0)
+        return drxfs_opt_count(name, value, "KiB", 1UL << 20, &drxfs.read_ahead_kb);
+    return 1;
+}

@@ -178,3 +178,11 @@ const struct drxfs_kind_ops drxfs_striped_ops = {
     .fallocate = drxfs_striped_fallocate,
     .lseek = drxfs_striped_lseek,
 };
+
+/* striped_io=. */
+int drxfs_striped_option(const char *name, const char *value)
+{
+    if (strcmp(name, "striped_io") == 0)
+        return drxfs_opt_choice(name, value, "direct", "cached", &drxfs.striped_direct_io);
+    return 1;
+}
