@@ -17,6 +17,7 @@
 #include "drx/log.h"
 #include "drx/store.h"
 #include "tap.h"
+#include "test_files.h"
 
 static char base[64], root[256], outside[256];
 
@@ -24,11 +25,7 @@ static void touch(const char *dir, const char *name, const char *text)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *fp = fopen(path, "w");
-    if (!fp)
-        abort();
-    fputs(text, fp);
-    fclose(fp);
+    spit(path, text);
 }
 
 static int cmp_str(const void *a, const void *b)
