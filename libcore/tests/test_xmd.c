@@ -401,6 +401,72 @@ static void growth_log(void)
     glog_v1();
 }
 
+/* The counts of a handle a and of the array read afresh in full agree. */
+static bool counts_agree(const struct drx_array *a, const char *path)
+{
+    const struct drx_array_meta *m = drx_array_meta(a), *f;
+    struct drx_array *full;
+    struct drx_err err;
+    bool same;
+
+    if (drx_array_open(path, DRX_RDONLY, &full, &err) < 0)
+        return false;
+    f = drx_array_meta(full);
+    same = m->map.nchunks == f->map.nchunks &&
+           memcmp(m->bounds, f->bounds, sizeof m->bounds) == 0 &&
+           memcmp(m->map.bound, f->map.bound, sizeof m->map.bound) == 0;
+    drx_array_close(full);
+    return same;
+}
+
+/* A DRX_METAONLY handle (what `drx extend` opens): the records are checked
+ * and counted but build no axial vectors; its extensions are the same as a
+ * full handle's, and it does no chunk I/O. */
+static void meta_only(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 3, .shape = {3, 2, 5}, .chunk = {2, 2, 3}};
+    static const int grow[][2] = {{0, 1}, {2, 3}, {0, 2}, {1, 1}, {1, 3}, {2, 1}, {0, 1}, {2, 9}};
+    struct drx_err err = {{0}};
+    struct drx_array *a, *w;
+    struct drx_chunk_ref ref;
+    char path[300], xmd[310], *good;
+    unsigned char byte = 7;
+    bool same = true;
+    size_t n;
+
+    snprintf(path, sizeof path, "%s/counts", dir);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    if (drx_array_create(path, &spec, &w, &err) < 0) {
+        tap_ok(0, "create: %s", err.msg);
+        return;
+    }
+    for (int i = 0; i < 4; i++)
+        drx_array_extend(w, grow[i][0], (uint64_t)grow[i][1], &err);
+    drx_array_close(w);
+    if (drx_array_open(path, DRX_RDWR | DRX_METAONLY, &a, &err) < 0) {
+        tap_ok(0, "open DRX_METAONLY: %s", err.msg);
+        return;
+    }
+    tap_ok(counts_agree(a, path) && drx_array_meta(a)->map.vec[0].n == 0 &&
+               drx_array_meta(a)->nhistory == 0,
+           "opened for its metadata: the counts of a full read, no vectors, no history");
+    for (int i = 4; i < 8; i++)
+        same = same && drx_array_extend(a, grow[i][0], (uint64_t)grow[i][1], &err) == 0 &&
+               counts_agree(a, path);
+    tap_ok(same, "its extensions agree with full reads after each: %s", err.msg);
+    tap_ok(drx_array_chunk_get(a, 0, 0, 1, &byte, &ref) == -EBADF &&
+               drx_array_chunk_write(a, 0, 0, 1, &byte) == -EBADF,
+           "no chunk I/O through it");
+    drx_array_close(a);
+    good = slurp(xmd, &n);
+    append(xmd, "#+ grow dim=1 from=6 to=8 chunk_count=99\n");
+    tap_ok(drx_array_open(path, DRX_RDWR | DRX_METAONLY, &a, &err) == -EINVAL &&
+               strstr(err.msg, "chunk_count 99 does not match"),
+           "a bad record is refused as by a full read: %s", err.msg);
+    spit(xmd, good);
+    free(good);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -408,6 +474,7 @@ int main(void)
     validation();
     includes_refused();
     growth_log();
+    meta_only();
     {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

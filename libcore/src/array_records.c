@@ -1,0 +1,281 @@
+/* The .xmd's growth records (README, "The .xmd file"): the line an
+ * extension appends, and the reading of the file with them, in full or
+ * from where a reader stopped; the libconfig part is array_meta.c's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "array_i.h"
+#include "cfgfile_i.h"
+#include "drx/io.h"
+
+/* "#+ grow dim=D from=N to=N chunk_count=N": the text of one growth,
+ * newline included, in buf; its length (< len), or -ENAMETOOLONG. */
+int drx_xmd_grow_line(char *buf, size_t len, int dim, uint64_t from, uint64_t to, uint64_t nchunks)
+{
+    int n = snprintf(buf, len,
+                     "%sdim=%d from=%" PRIu64 " to=%" PRIu64 " chunk_count=%" PRIu64 "\n",
+                     DRX_XMD_GROW, dim, from, to, nchunks);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
+}
+
+/* p past the literal word, or NULL. */
+static const char *lit(const char *p, const char *end, const char *word)
+{
+    size_t n = strlen(word);
+    return p && (size_t)(end - p) >= n && memcmp(p, word, n) == 0 ? p + n : NULL;
+}
+
+/* p past a decimal number (digits only, at most 19: below 2^63), or NULL. */
+static const char *dec(const char *p, const char *end, uint64_t *v)
+{
+    const char *start = p;
+
+    *v = 0;
+    if (!p)
+        return NULL;
+    while (p < end && *p >= '0' && *p <= '9' && p - start < 19)
+        *v = *v * 10 + (uint64_t)(*p++ - '0');
+    return p == start || (p < end && *p >= '0' && *p <= '9') ? NULL : p;
+}
+
+int drx_xmd_grown_chunks(const struct drx_array_meta *m, int dim, uint64_t to, uint64_t *n)
+{
+    uint64_t ne = 1, nb = (to - 1) / m->chunk[dim] + 1, others = 1, added;
+
+    for (int i = 0; i < m->rank; i++)
+        if (__builtin_mul_overflow(ne, i == dim ? to : m->bounds[i], &ne) ||
+            ne > DRX_ARRAY_MAX_ELEMS)
+            return -EFBIG;
+    *n = m->map.nchunks;
+    if (nb <= m->map.bound[dim])
+        return 0;
+    for (int j = 0; j < m->rank; j++)
+        if (j != dim && __builtin_mul_overflow(others, m->map.bound[j], &others))
+            return -EFBIG;
+    if (__builtin_mul_overflow(others, nb - m->map.bound[dim], &added) ||
+        __builtin_add_overflow(*n, added, n) || *n > (uint64_t)INT64_MAX)
+        return -EFBIG;
+    return 0;
+}
+
+/* A checked growth of dimension dim to `to` elements, count chunks after
+ * it, applied to the bounds and the map's counts only (no axial vectors,
+ * which drx_xmd_read dropped): what drx_map_grow does to them. */
+static void grow_counts(struct drx_array_meta *m, int dim, uint64_t to, uint64_t count)
+{
+    uint64_t nb = (to - 1) / m->chunk[dim] + 1;
+
+    if (nb > m->map.bound[dim]) {
+        m->map.bound[dim] = nb;
+        m->map.last_dim = dim;
+    }
+    m->map.nchunks = count;
+    m->bounds[dim] = to;
+}
+
+/* One growth record, the line [p, end) without its newline, checked
+ * against m and applied to it (to its counts only with `counts`): nothing
+ * changes when it does not fit. */
+static int grow_record(const char *file, unsigned line, const char *p, const char *end,
+                       bool counts, struct drx_array_meta *m, struct drx_err *err)
+{
+    uint64_t d, from, to, count, want;
+    const char *q = lit(p, end, DRX_XMD_GROW);
+    struct drx_err sub;
+
+    q = dec(lit(q, end, "dim="), end, &d);
+    q = dec(lit(q, end, " from="), end, &from);
+    q = dec(lit(q, end, " to="), end, &to);
+    q = dec(lit(q, end, " chunk_count="), end, &count);
+    if (q != end)
+        return drx_err_set(err, EINVAL,
+                           "%s:%u: not a growth record (#+ grow dim=D from=N to=N chunk_count=N)",
+                           file, line);
+    if (d >= (uint64_t)m->rank)
+        return drx_err_set(err, EINVAL, "%s:%u: growth of dimension %" PRIu64 " (rank %d)", file,
+                           line, d, m->rank);
+    if (from != m->bounds[d] || to <= from)
+        return drx_err_set(err, EINVAL,
+                           "%s:%u: growth %" PRIu64 "->%" PRIu64 " does not follow extent %" PRIu64,
+                           file, line, from, to, m->bounds[d]);
+    if (drx_xmd_grown_chunks(m, (int)d, to, &want))
+        return drx_err_set(err, EINVAL, "%s:%u: the array would have more than 2^59 elements",
+                           file, line);
+    if (count != want)
+        return drx_err_set(err, EINVAL,
+                           "%s:%u: chunk_count %" PRIu64 " does not match the growth (%" PRIu64
+                           ")",
+                           file, line, count, want);
+    if (counts) {
+        grow_counts(m, (int)d, to, count);
+        return 0;
+    }
+    if (drx_xmd_grow(m, (int)d, to, &sub))
+        return drx_err_set(err, EINVAL, "%s:%u: %s", file, line, sub.msg);
+    if (drx_xmd_history_add(m, (int)d, from, to))
+        return drx_err_set(err, ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Takes the whole growth records of text[0..len), which starts at offset
+ * pos->end of the file, line pos->line + 1: each is applied to m and
+ * advances pos.  What follows the last newline is a record an extension
+ * was writing when it stopped (pos->torn): left alone.  The count of
+ * records taken, or -errno (pos at the bad one). */
+static int take_records(const char *file, const char *text, size_t len, struct drx_xmd_pos *pos,
+                        struct drx_array_meta *m, struct drx_err *err)
+{
+    size_t i = 0;
+    int taken = 0, rc;
+
+    while (i < len) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        if (!nl)
+            break;
+        if (pos->version < 2)
+            return drx_err_set(err, EINVAL, "%s:%u: growth records need version 2", file,
+                               pos->line + 1);
+        if ((rc = grow_record(file, pos->line + 1, text + i, nl, pos->counts, m, err)))
+            return rc;
+        pos->end += (uint64_t)(nl - (text + i)) + 1;
+        i = (size_t)(nl - text) + 1;
+        pos->line++;
+        taken++;
+    }
+    pos->torn = len - i;
+    return taken;
+}
+
+/* Length of the libconfig part of text: up to the first line that is a
+ * growth record, or, without one, up to a last line without newline that
+ * starts with '#' (the first record, cut short), else all of it. */
+static size_t base_length(const char *text, size_t len)
+{
+    const char *last;
+
+    if (len >= 2 && memcmp(text, "#+", 2) == 0)
+        return 0;
+    for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))); p++)
+        if ((size_t)(text + len - p) > 2 && p[1] == '#' && p[2] == '+')
+            return (size_t)(p - text) + 1;
+    if (len == 0 || text[len - 1] == '\n')
+        return len;
+    last = memrchr(text, '\n', len);
+    last = last ? last + 1 : text;
+    return *last == '#' ? (size_t)(last - text) : len;
+}
+
+static unsigned count_lines(const char *text, size_t len)
+{
+    unsigned n = 0;
+    for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))); p++)
+        n++;
+    return n;
+}
+
+/* Frees m's axial vectors and history, keeping the map's chunk counts:
+ * the metadata of a DRX_METAONLY handle. */
+static void drop_vectors(struct drx_array_meta *m)
+{
+    for (int i = 0; i < DRX_MAX_RANK; i++) {
+        struct drx_axial_vec *v = &m->map.vec[i];
+        free(v->rec);
+        free(v->start);
+        free(v->addr);
+        memset(v, 0, sizeof *v);
+    }
+    free(m->history);
+    m->history = NULL;
+    m->nhistory = 0;
+}
+
+/* Room for the records after the base: one at most per line, so that the
+ * replay never copies; none when they change counts only. */
+static int reserve_records(struct drx_array_meta *m, const struct drx_xmd_pos *pos,
+                           const char *text, size_t len, struct drx_err *err)
+{
+    if (pos->counts) {
+        drop_vectors(m);
+        return 0;
+    }
+    if (drx_map_reserve(&m->map, count_lines(text, len)) < 0)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    return 0;
+}
+
+int drx_xmd_read(const char *xmd_path, struct drx_array_meta *m, struct drx_xmd_pos *pos, int *fdp,
+                 bool counts, struct drx_err *err)
+{
+    struct drx_cfgfile cf;
+    size_t base;
+    int rc;
+
+    memset(m, 0, sizeof *m);
+    memset(pos, 0, sizeof *pos);
+    pos->counts = counts;
+    /* Never a symlink, a FIFO or an @include: the daemon reads .xmd files
+     * users can write, as root. */
+    rc = drx_cfgfile_slurp(AT_FDCWD, xmd_path, xmd_path, DRX_CFGFILE_APPENDS, DRX_XMD_MAX_BYTES,
+                           &cf, fdp, NULL, err);
+    if (rc < 0)
+        return rc;
+    base = base_length(cf.text, cf.len);
+    rc = drx_xmd_parse_base(xmd_path, cf.text, base, m, &pos->version, err);
+    pos->end = base;
+    pos->line = count_lines(cf.text, base);
+    pos->st = cf.st;
+    if (rc == 0)
+        rc = reserve_records(m, pos, cf.text + base, cf.len - base, err);
+    if (rc == 0)
+        rc = take_records(xmd_path, cf.text + base, cf.len - base, pos, m, err);
+    pos->appendable = pos->version >= 2 && (pos->end == 0 || cf.text[pos->end - 1] == '\n');
+    free(cf.text);
+    if (rc < 0) {
+        drx_array_meta_fini(m);
+        if (fdp)
+            close(*fdp);
+        return rc;
+    }
+    return 0;
+}
+
+int drx_xmd_catch_up(int fd, const char *xmd_path, uint64_t size, struct drx_array_meta *m,
+                     struct drx_xmd_pos *pos, struct drx_err *err)
+{
+    size_t n;
+    char *buf;
+    int rc;
+
+    if (size < pos->end || !pos->appendable)
+        return -ESTALE; /* not appended to: read it all again */
+    if (size > DRX_XMD_MAX_BYTES)
+        return drx_err_set(err, EFBIG, "%s: more than %zu bytes (refused)", xmd_path,
+                           DRX_XMD_MAX_BYTES);
+    n = (size_t)(size - pos->end);
+    if (n == 0)
+        return 0;
+    /* Read even when n is the length of a record cut short seen before: an
+     * extension may have cut it and appended one of the same length. */
+    if (!(buf = malloc(n)))
+        return drx_err_set(err, ENOMEM, "out of memory");
+    rc = drx_io_pread_all(fd, buf, n, pos->end);
+    if (rc < 0)
+        rc = rc == -EIO ? -ESTALE : drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+    else
+        rc = take_records(xmd_path, buf, n, pos, m, err);
+    free(buf);
+    return rc;
+}
+
+int drx_array_meta_load(const char *xmd_path, struct drx_array_meta *m, struct drx_err *err)
+{
+    struct drx_xmd_pos pos;
+
+    return drx_xmd_read(xmd_path, m, &pos, NULL, false, err);
+}
