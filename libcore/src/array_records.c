@@ -154,16 +154,20 @@ static int take_records(const char *file, const char *text, size_t len, struct d
 
 /* Length of the libconfig part of text: up to the first line that is a
  * growth record, or, without one, up to a last line without newline that
- * starts with '#' (the first record, cut short), else all of it. */
-static size_t base_length(const char *text, size_t len)
+ * starts with '#' (the first record, cut short), else all of it.  With
+ * more to come (not the whole file), only a growth record ends it: *found
+ * says whether one did. */
+static size_t base_length(const char *text, size_t len, bool *found)
 {
     const char *last;
 
+    *found = true;
     if (len >= 2 && memcmp(text, "#+", 2) == 0)
         return 0;
     for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))); p++)
         if ((size_t)(text + len - p) > 2 && p[1] == '#' && p[2] == '+')
             return (size_t)(p - text) + 1;
+    *found = false;
     if (len == 0 || text[len - 1] == '\n')
         return len;
     last = memrchr(text, '\n', len);
@@ -195,25 +199,131 @@ static void drop_vectors(struct drx_array_meta *m)
     m->nhistory = 0;
 }
 
-/* Room for the records after the base: one at most per line, so that the
- * replay never copies; none when they change counts only. */
+/* The shortest growth record: the most records `bytes` can hold. */
+#define XMD_MIN_RECORD (sizeof "#+ grow dim=0 from=0 to=0 chunk_count=0\n" - 1)
+
+/* Room for the records in the `bytes` after the base, so that the replay
+ * never copies (memory not used is never touched); none when they change
+ * counts only. */
 static int reserve_records(struct drx_array_meta *m, const struct drx_xmd_pos *pos,
-                           const char *text, size_t len, struct drx_err *err)
+                           uint64_t bytes, struct drx_err *err)
 {
     if (pos->counts) {
         drop_vectors(m);
         return 0;
     }
-    if (drx_map_reserve(&m->map, count_lines(text, len)) < 0)
+    if (drx_map_reserve(&m->map, (size_t)(bytes / XMD_MIN_RECORD)) < 0)
         return drx_err_set(err, ENOMEM, "out of memory");
     return 0;
+}
+
+/* An .xmd read block by block: the base whole (libconfig needs it in one
+ * piece), the records through a buffer of XMD_BLOCK bytes (more only for
+ * a line longer than that), so that a long history costs its parse and
+ * not memory of its size. */
+#define XMD_BLOCK ((size_t)64 << 10)
+
+struct xmd_stream {
+    int fd;
+    uint64_t left; /* bytes still to read of the size the open saw */
+    char *buf;     /* buf[0..len), with room for a NUL after */
+    size_t len, cap;
+};
+
+/* Reads on after buf[0..len), first making room when it is full.  The
+ * bytes read (0: the file's end, or the size the open saw), or -errno. */
+static ssize_t stream_fill(struct xmd_stream *s)
+{
+    size_t want;
+    ssize_t n;
+
+    if (s->left == 0)
+        return 0;
+    if (s->len == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : XMD_BLOCK;
+        char *b = realloc(s->buf, cap + 1);
+        if (!b)
+            return -ENOMEM;
+        s->buf = b;
+        s->cap = cap;
+    }
+    want = s->cap - s->len < s->left ? s->cap - s->len : (size_t)s->left;
+    do
+        n = read(s->fd, s->buf + s->len, want);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if (n == 0)
+        s->left = 0; /* shorter than the open saw: cut meanwhile */
+    s->len += (size_t)n;
+    s->left -= (uint64_t)n;
+    return n;
+}
+
+/* Reads until buf holds the whole libconfig part; its length. */
+static ssize_t stream_base(struct xmd_stream *s)
+{
+    bool found = false;
+    size_t base = 0;
+    ssize_t n;
+
+    do {
+        if ((n = stream_fill(s)) < 0)
+            return n;
+        base = base_length(s->buf, s->len, &found);
+    } while (!found && n > 0);
+    return (ssize_t)base;
+}
+
+/* Takes the records from buf[off..len) on, reading block by block: what
+ * a block ends with that is not a whole line moves to the buffer's start
+ * and is completed by the next read.  The count taken, or -errno. */
+static int stream_records(struct xmd_stream *s, size_t off, const char *file,
+                          struct drx_xmd_pos *pos, struct drx_array_meta *m, struct drx_err *err)
+{
+    int taken = 0, rc;
+    ssize_t n;
+
+    for (;;) {
+        rc = take_records(file, s->buf + off, s->len - off, pos, m, err);
+        if (rc < 0)
+            return rc;
+        taken += rc;
+        memmove(s->buf, s->buf + s->len - pos->torn, pos->torn);
+        s->len = pos->torn;
+        off = 0;
+        if ((n = stream_fill(s)) <= 0)
+            return n < 0 ? drx_err_set(err, (int)-n, "%s: %s", file, strerror((int)-n)) : taken;
+    }
+}
+
+/* The base parsed and the records taken from the open file s. */
+static int read_stream(struct xmd_stream *s, const char *file, struct drx_array_meta *m,
+                       struct drx_xmd_pos *pos, struct drx_err *err)
+{
+    ssize_t base = stream_base(s);
+    bool at_line;
+    int rc;
+
+    if (base < 0)
+        return drx_err_set(err, (int)-base, "%s: %s", file, strerror((int)-base));
+    rc = drx_xmd_parse_base(file, s->buf, (size_t)base, m, &pos->version, err);
+    if (rc < 0)
+        return rc;
+    pos->end = (uint64_t)base;
+    pos->line = count_lines(s->buf, (size_t)base);
+    at_line = base == 0 || s->buf[base - 1] == '\n';
+    rc = reserve_records(m, pos, s->len - (size_t)base + s->left, err);
+    if (rc == 0)
+        rc = stream_records(s, (size_t)base, file, pos, m, err);
+    pos->appendable = pos->version >= 2 && (at_line || rc > 0);
+    return rc < 0 ? rc : 0;
 }
 
 int drx_xmd_read(const char *xmd_path, struct drx_array_meta *m, struct drx_xmd_pos *pos, int *fdp,
                  bool counts, struct drx_err *err)
 {
-    struct drx_cfgfile cf;
-    size_t base;
+    struct xmd_stream s = {.fd = -1};
     int rc;
 
     memset(m, 0, sizeof *m);
@@ -221,28 +331,25 @@ int drx_xmd_read(const char *xmd_path, struct drx_array_meta *m, struct drx_xmd_
     pos->counts = counts;
     /* Never a symlink, a FIFO or an @include: the daemon reads .xmd files
      * users can write, as root. */
-    rc = drx_cfgfile_slurp(AT_FDCWD, xmd_path, xmd_path, DRX_CFGFILE_APPENDS, DRX_XMD_MAX_BYTES,
-                           &cf, fdp, NULL, err);
+    s.fd = drx_cfgfile_open(AT_FDCWD, xmd_path, xmd_path, 0, DRX_XMD_MAX_BYTES, &pos->st, NULL,
+                            err);
+    if (s.fd < 0)
+        return s.fd;
+    /* exactly the bytes the fstat saw: what is appended meanwhile is for
+     * the next read */
+    s.left = (uint64_t)pos->st.st_size;
+    s.cap = s.left < XMD_BLOCK ? (size_t)s.left : XMD_BLOCK;
+    s.buf = malloc(s.cap + 1);
+    rc = s.buf ? read_stream(&s, xmd_path, m, pos, err)
+               : drx_err_set(err, ENOMEM, "out of memory");
+    free(s.buf);
+    if (rc < 0 || !fdp)
+        close(s.fd);
+    else
+        *fdp = s.fd;
     if (rc < 0)
-        return rc;
-    base = base_length(cf.text, cf.len);
-    rc = drx_xmd_parse_base(xmd_path, cf.text, base, m, &pos->version, err);
-    pos->end = base;
-    pos->line = count_lines(cf.text, base);
-    pos->st = cf.st;
-    if (rc == 0)
-        rc = reserve_records(m, pos, cf.text + base, cf.len - base, err);
-    if (rc == 0)
-        rc = take_records(xmd_path, cf.text + base, cf.len - base, pos, m, err);
-    pos->appendable = pos->version >= 2 && (pos->end == 0 || cf.text[pos->end - 1] == '\n');
-    free(cf.text);
-    if (rc < 0) {
         drx_array_meta_fini(m);
-        if (fdp)
-            close(*fdp);
-        return rc;
-    }
-    return 0;
+    return rc;
 }
 
 int drx_xmd_catch_up(int fd, const char *xmd_path, uint64_t size, struct drx_array_meta *m,

@@ -467,6 +467,101 @@ static void meta_only(void)
     free(good);
 }
 
+/* Bounds and chunk count of the array at path read in full (mode
+ * DRX_RDONLY) or for its metadata (DRX_METAONLY) are n x n, chunks n * n. */
+static bool reads_as(const char *path, int mode, uint64_t n)
+{
+    struct drx_array *a;
+    struct drx_err err;
+    const struct drx_array_meta *m;
+    bool ok;
+
+    if (drx_array_open(path, mode, &a, &err) < 0)
+        return false;
+    m = drx_array_meta(a);
+    ok = m->bounds[0] == n && m->bounds[1] == n && m->map.nchunks == n * n;
+    drx_array_close(a);
+    return ok;
+}
+
+/* The base of the .xmd `text` with a comment line after its first line
+ * that makes it `len` bytes long, then the records `recs`. */
+static char *padded(const char *text, const char *recs, size_t len)
+{
+    const char *nl = strchr(text, '\n') + 1;
+    size_t head = (size_t)(nl - text), pad = len - strlen(text) - 1, n = strlen(recs);
+    char *out = malloc(len + n + 1);
+
+    memcpy(out, text, head);
+    out[head] = '#';
+    memset(out + head + 1, ' ', pad - 1);
+    out[head + pad] = '\n';
+    strcpy(out + head + pad + 1, nl);
+    strcat(out, recs);
+    return out;
+}
+
+/* A long .xmd is read block by block (64 KiB): the base ending just
+ * before, at and after a block's end, records across blocks, a line
+ * longer than a block; each read as a whole file would be. */
+static void long_file(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 2, .shape = {2, 2}, .chunk = {1, 1}};
+    struct drx_err err = {{0}};
+    struct drx_array *a;
+    char path[300], xmd[310], xta[310], *base, *recs, *text, *p, want[64];
+    size_t n, lines;
+    uint64_t b[2] = {2, 2};
+    bool same = true;
+    int rc;
+
+    snprintf(path, sizeof path, "%s/long", dir);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    if (drx_array_create(path, &spec, &a, &err) < 0) {
+        tap_ok(0, "create: %s", err.msg);
+        return;
+    }
+    drx_array_close(a);
+    base = slurp(xmd, &n);
+    p = recs = malloc(2000 * 64);
+    for (int i = 0; i < 2000; i++) { /* chunks 1x1: the chunk count is the elements' */
+        int d = i % 2;
+        p += sprintf(p, "#+ grow dim=%d from=%llu to=%llu chunk_count=%llu\n", d,
+                     (unsigned long long)b[d], (unsigned long long)b[d] + 1,
+                     (unsigned long long)((b[d] + 1) * b[1 - d]));
+        b[d]++;
+    }
+    snprintf(xta, sizeof xta, "%s.xta", path);
+    if (truncate(xta, 1002 * 1002) < 0)
+        tap_ok(0, "truncate: %s", strerror(errno));
+    for (size_t len = 65534; len <= 65538; len++) {
+        text = padded(base, recs, len);
+        spit(xmd, text);
+        free(text);
+        same = same && reads_as(path, DRX_RDONLY, 1002) &&
+               reads_as(path, DRX_RDONLY | DRX_METAONLY, 1002);
+    }
+    tap_ok(same, "base ending around a block's end, 2000 records over two blocks: 1002 x 1002");
+    text = malloc(strlen(base) + strlen(recs) + 100002);
+    lines = (size_t)count_of(base, "\n") + 2000;
+    sprintf(text, "%s%s#+ grow ", base, recs);
+    memset(text + strlen(text), 'x', 100000);
+    text[strlen(base) + strlen(recs) + 8 + 100000] = '\0';
+    spit(xmd, text);
+    tap_ok(reads_as(path, DRX_RDONLY, 1002) && reads_as(path, DRX_RDONLY | DRX_METAONLY, 1002),
+           "a last line longer than a block, without newline: cut short, ignored");
+    append(xmd, "\n");
+    snprintf(want, sizeof want, "long.xmd:%zu: not a growth record", lines + 1);
+    rc = drx_array_open(path, DRX_RDONLY, &a, &err);
+    tap_ok(rc == -EINVAL && strstr(err.msg, want), "with its newline, refused at its line: %s",
+           err.msg);
+    if (rc == 0)
+        drx_array_close(a);
+    free(text);
+    free(recs);
+    free(base);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -475,6 +570,7 @@ int main(void)
     includes_refused();
     growth_log();
     meta_only();
+    long_file();
     {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
