@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "drx/array.h"
@@ -106,6 +107,10 @@ int drx_xmd_grow_line(char *buf, size_t len, int dim, uint64_t from, uint64_t to
 /* The chunk count after growing dimension dim of m to `to` elements: 0,
  * or -EFBIG past 2^59 elements or 2^63 chunks. */
 int drx_xmd_grown_chunks(const struct drx_array_meta *m, int dim, uint64_t to, uint64_t *n);
+/* Writes m's history as growth records, replayed on b (m as created,
+ * its chunk counts only; they become m's).  0, or -EINVAL when the
+ * history does not lead from b to m's bounds and chunk count. */
+int drx_xmd_put_records(FILE *f, struct drx_array_meta *b, const struct drx_array_meta *m);
 /* Replaces the .xmd atomically with m (owner and mode of the old one, a
  * first one those of the .xta open as xta_fd). */
 int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta *m,

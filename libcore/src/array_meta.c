@@ -596,41 +596,63 @@ static void put_attrs(FILE *f, const struct drx_array_meta *m)
     fprintf(f, "\n);\n");
 }
 
-static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
+/* The libconfig part of an array as created (b: no history). */
+static void put_base(FILE *f, const struct drx_array_meta *b)
 {
     char fill[160];
 
-    drx_type_format_value(m->type, m->fill, fill, sizeof fill);
+    drx_type_format_value(b->type, b->fill, fill, sizeof fill);
     fprintf(f, "# drx extendible array metadata; format in drxfs's README (\"The .xmd file\").\n");
-    fprintf(f, "version = %d;\ntype = \"%s\";\nrank = %d;\n", DRX_XMD_VERSION, drx_type_name(m->type),
-            m->rank);
-    put_vec(f, "chunk", m->rank, m->chunk, ";\n");
-    put_vec(f, "bounds", m->rank, m->bounds, ";\n");
-    put_vec(f, "initial", m->rank, m->initial, ";\n");
+    fprintf(f, "version = %d;\ntype = \"%s\";\nrank = %d;\n", DRX_XMD_VERSION, drx_type_name(b->type),
+            b->rank);
+    put_vec(f, "chunk", b->rank, b->chunk, ";\n");
+    put_vec(f, "bounds", b->rank, b->bounds, ";\n");
+    put_vec(f, "initial", b->rank, b->initial, ";\n");
     fprintf(f, "dims = [");
-    for (int i = 0; i < m->rank; i++)
-        fprintf(f, "%s\"%s\"", i ? ", " : " ", m->dim_name[i]);
+    for (int i = 0; i < b->rank; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : " ", b->dim_name[i]);
     fprintf(f, " ];\nfill = \"%s\";\n", fill);
-    put_attrs(f, m);
-    fprintf(f, "chunk_count = %" PRIu64 "L;\n", m->map.nchunks);
-    fprintf(f, "history = (");
-    for (size_t i = 0; i < m->nhistory; i++)
-        fprintf(f, "%s\n  { dim = %d; from = %" PRIu64 "L; to = %" PRIu64 "L; }", i ? "," : "",
-                m->history[i].dim, m->history[i].from, m->history[i].to);
-    fprintf(f, "%s);\n", m->nhistory ? "\n" : " ");
+    put_attrs(f, b);
+    fprintf(f, "chunk_count = %" PRIu64 "L;\n", b->map.nchunks);
+    fprintf(f, "history = ( );\n");
     fprintf(f, "axial = (\n");
-    for (int j = 0; j < m->rank; j++) {
-        const struct drx_axial_vec *v = &m->map.vec[j];
+    for (int j = 0; j < b->rank; j++) {
+        const struct drx_axial_vec *v = &b->map.vec[j];
         fprintf(f, "  ( # dimension %d\n", j);
         for (size_t i = 0; i < v->n; i++) {
             fprintf(f, "    { start = %" PRIu64 "L; addr = %" PRId64 "L; ", v->rec[i].start,
                     v->rec[i].addr);
-            put_vec(f, "coef", m->rank, v->rec[i].coef, i + 1 < v->n ? "; },\n" : "; }\n");
+            put_vec(f, "coef", b->rank, v->rec[i].coef, i + 1 < v->n ? "; },\n" : "; }\n");
         }
-        fprintf(f, "  )%s\n", j + 1 < m->rank ? "," : "");
+        fprintf(f, "  )%s\n", j + 1 < b->rank ? "," : "");
     }
     fprintf(f, ");\n");
-    return ferror(f) ? -EIO : 0;
+}
+
+/* The .xmd written whole: the array as it was created, then its history
+ * as growth records.  The same growths as libconfig lists (`history`,
+ * `axial`, which files written by earlier versions hold and which are
+ * still read) cost about 3 us each to read against 20 ns for a record
+ * (measured at 10,000), so a file written whole reads as fast as one
+ * that was only appended to. */
+static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
+{
+    struct drx_array_meta b = {.type = m->type, .rank = m->rank, .attrs = m->attrs,
+                               .nattrs = m->nattrs};
+    struct drx_err sub;
+    int rc;
+
+    memcpy(b.chunk, m->chunk, sizeof b.chunk);
+    memcpy(b.initial, m->initial, sizeof b.initial);
+    memcpy(b.bounds, m->initial, sizeof b.bounds);
+    memcpy(b.dim_name, m->dim_name, sizeof b.dim_name);
+    memcpy(b.fill, m->fill, sizeof b.fill);
+    if (drx_xmd_derive(&b, &sub))
+        return -EINVAL;
+    put_base(f, &b);
+    rc = drx_xmd_put_records(f, &b, m);
+    drx_map_fini(&b.map); /* attrs are m's */
+    return rc ? rc : ferror(f) ? -EIO : 0;
 }
 
 /* Replaces the .xmd atomically (drx_replace_write: readers see the old or

@@ -79,6 +79,26 @@ static void grow_counts(struct drx_array_meta *m, int dim, uint64_t to, uint64_t
     m->bounds[dim] = to;
 }
 
+int drx_xmd_put_records(FILE *f, struct drx_array_meta *b, const struct drx_array_meta *m)
+{
+    char line[192];
+    uint64_t n;
+
+    for (size_t i = 0; i < m->nhistory; i++) {
+        const struct drx_growth *h = &m->history[i];
+        if (h->dim < 0 || h->dim >= b->rank || h->from != b->bounds[h->dim] || h->to <= h->from ||
+            drx_xmd_grown_chunks(b, h->dim, h->to, &n) < 0 ||
+            drx_xmd_grow_line(line, sizeof line, h->dim, h->from, h->to, n) < 0)
+            return -EINVAL;
+        fputs(line, f);
+        grow_counts(b, h->dim, h->to, n);
+    }
+    /* a DRX_METAONLY handle's metadata has no history to write */
+    if (memcmp(b->bounds, m->bounds, sizeof b->bounds) || b->map.nchunks != m->map.nchunks)
+        return -EINVAL;
+    return 0;
+}
+
 /* One growth record, the line [p, end) without its newline, checked
  * against m and applied to it (to its counts only with `counts`): nothing
  * changes when it does not fit. */

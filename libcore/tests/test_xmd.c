@@ -42,6 +42,27 @@ static int corrupt(const char *xmd, const char *good, const char *from, const ch
     return rc;
 }
 
+/* The array of validation() as drx wrote it whole before version 2 files
+ * took growth records on writing (created 6x6, dimension 1 grown by 5,
+ * dimension 0 by 3, an attribute set). */
+static const char folded_valid[] =
+    "# drx extendible array metadata; format in drxfs's README (\"The .xmd file\").\n"
+    "version = 2;\ntype = \"u16\";\nrank = 2;\nchunk = [ 4L, 4L ];\nbounds = [ 9L, 11L ];\n"
+    "initial = [ 6L, 6L ];\ndims = [ \"y\", \"x\" ];\nfill = \"0\";\n"
+    "attrs = (\n  { name = \"units\"; type = \"string\"; value = \"K\"; }\n);\n"
+    "chunk_count = 9L;\n"
+    "history = (\n  { dim = 1; from = 6L; to = 11L; },\n  { dim = 0; from = 6L; to = 9L; }\n);\n"
+    "axial = (\n"
+    "  ( # dimension 0\n"
+    "    { start = 0L; addr = 0L; coef = [ 2L, 1L ]; },\n"
+    "    { start = 2L; addr = 6L; coef = [ 3L, 1L ]; }\n"
+    "  ),\n"
+    "  ( # dimension 1\n"
+    "    { start = 0L; addr = -1L; coef = [ 0L, 0L ]; },\n"
+    "    { start = 2L; addr = 4L; coef = [ 1L, 2L ]; }\n"
+    "  )\n"
+    ");\n";
+
 static void validation(void)
 {
     struct drx_array_spec spec = {.type = DRX_U16, .rank = 2, .shape = {6, 6}, .chunk = {4, 4},
@@ -59,8 +80,8 @@ static void validation(void)
     drx_array_extend(a, 1, 5, &err);
     drx_array_extend(a, 0, 3, &err);
     {
-        /* an attribute change rewrites the .xmd with the growths folded
-         * into its history and axial vectors, which the cases corrupt */
+        /* an attribute change writes the .xmd whole: the array as
+         * created, then its growths as records */
         struct drx_attr at;
         drx_attr_parse("units", "string", "K", &at, &err);
         tap_ok(drx_array_attr_set(a, &at, &err) == 0, "attribute set: %s", err.msg);
@@ -68,8 +89,20 @@ static void validation(void)
     }
     drx_array_close(a);
     good = slurp(xmd, &n);
-    tap_ok(strstr(good, "#+ grow") == NULL && strstr(good, "{ dim = 1; from = 6L; to = 11L; }"),
-           "the growths are folded into the history");
+    tap_ok(strstr(good, "bounds = [ 6L, 6L ];") && strstr(good, "history = ( );") &&
+               strstr(good, ");\n#+ grow dim=1 from=6 to=11 chunk_count=6\n"
+                            "#+ grow dim=0 from=6 to=9 chunk_count=9\n"),
+           "written whole, the growths are records after the array as created");
+    free(good);
+    /* The cases corrupt the same array as earlier versions wrote it whole,
+     * growths folded into `history` and `axial`: still read, and checked. */
+    good = strdup(folded_valid);
+    spit(xmd, good);
+    err.msg[0] = '\0';
+    tap_ok(drx_array_open(path, DRX_RDONLY, &a, &err) == 0 && drx_array_meta(a)->bounds[1] == 11 &&
+               drx_array_meta(a)->map.nchunks == 9,
+           "a file with the growths folded in reads: %s", err.msg);
+    drx_array_close(a);
 
     struct {
         const char *from, *to, *expect;
@@ -282,9 +315,10 @@ static void glog_same_length(struct glog *g)
     tap_ok(drx_array_extend(g->a, 0, 1, &err) == 0, "extension: %s", err.msg);
     stat(g->xmd, &after);
     text = slurp(g->xmd, &n);
-    tap_ok(after.st_ino != before.st_ino && !strstr(text, "#+ grow") &&
-               strstr(text, "bounds = [ 8L, 8L ];"),
-           "the file was replaced whole, the records folded in");
+    tap_ok(after.st_ino != before.st_ino && strstr(text, "history = ( );") &&
+               strstr(text, "#+ grow dim=0 from=7 to=8 chunk_count=16\n") &&
+               !strstr(text, "chunk_count=166") && text[n - 1] == '\n',
+           "the file was replaced whole, its growths as records, without the cut one");
     free(text);
     tap_ok(drx_array_reload(g->r, &err) == 1 && drx_array_meta(g->r)->bounds[0] == 8,
            "the reader reads it again: %s", err.msg);
@@ -369,9 +403,8 @@ static void glog_v1(void)
            "a version 1 file opens and extends: %s", err.msg);
     drx_array_close(a);
     v1 = slurp(xmd, &n);
-    tap_ok(strstr(v1, "version = 2;") && !strstr(v1, "#+ grow") &&
-               strstr(v1, "{ dim = 0; from = 4L; to = 5L; }"),
-           "into a version 2 file with the growth in its history");
+    tap_ok(strstr(v1, "version = 2;") && strstr(v1, "\n#+ grow dim=0 from=4 to=5 "),
+           "into a version 2 file with the growth as a record");
     free(v1);
 }
 
@@ -454,6 +487,14 @@ static void meta_only(void)
         same = same && drx_array_extend(a, grow[i][0], (uint64_t)grow[i][1], &err) == 0 &&
                counts_agree(a, path);
     tap_ok(same, "its extensions agree with full reads after each: %s", err.msg);
+    {
+        struct drx_attr at;
+        drx_attr_parse("units", "string", "K", &at, &err);
+        tap_ok(drx_array_attr_set(a, &at, &err) == 0 && counts_agree(a, path) &&
+                   drx_array_extend(a, 0, 1, &err) == 0 && counts_agree(a, path),
+               "an attribute set through it writes the whole history: %s", err.msg);
+        drx_attr_fini(&at);
+    }
     tap_ok(drx_array_chunk_get(a, 0, 0, 1, &byte, &ref) == -EBADF &&
                drx_array_chunk_write(a, 0, 0, 1, &byte) == -EBADF,
            "no chunk I/O through it");
