@@ -68,7 +68,7 @@ static void validation(void)
     struct drx_array_spec spec = {.type = DRX_U16, .rank = 2, .shape = {6, 6}, .chunk = {4, 4},
                                   .dim_name = {"y", "x"}};
     struct drx_array *a;
-    struct drx_err err;
+    struct drx_err err = {{0}};
     char path[300], xmd[310];
     char *good;
     size_t n;
@@ -583,7 +583,7 @@ static void long_file(void)
                reads_as(path, DRX_RDONLY | DRX_METAONLY, 1002);
     }
     tap_ok(same, "base ending around a block's end, 2000 records over two blocks: 1002 x 1002");
-    text = malloc(strlen(base) + strlen(recs) + 100002);
+    text = malloc(strlen(base) + strlen(recs) + 8 + 100000 + 1);
     lines = (size_t)count_of(base, "\n") + 2000;
     sprintf(text, "%s%s#+ grow ", base, recs);
     memset(text + strlen(text), 'x', 100000);
