@@ -494,6 +494,34 @@ subfile() {
     tail -n 1 st/arr.xmd | grep -q '^#+ grow dim=0 '
 }
 
+@test "drx attr set killed at any point (the .xmd written whole, growths as records) leaves an array that reads whole" {
+    "$DRX" init st
+    "$DRX" create st/arr --type i32 --shape 3x3 --chunk 2x2 --fill 7
+    for i in $(seq 1 20); do "$DRX" extend st/arr $((i % 2)) 1; done
+    for i in $(seq 1 30); do
+        "$DRX" attr set st/arr units "K$i" &
+        pid=$!
+        sleep "0.00$((RANDOM % 10))"
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        run "$DRX" info st/arr --json
+        assert_success
+        assert_output --partial '"shape": [13, 13]'
+        "$DRX" get st/arr >/dev/null
+    done
+    run "$DRX" fsck st --repair
+    assert_success
+    run "$DRX" fsck st
+    assert_success
+    # written whole: the array as created, then its 20 growths as records
+    "$DRX" attr set st/arr units K
+    grep -q '^bounds = \[ 3L, 3L \];' st/arr.xmd
+    assert_equal "$(grep -c '^#+ grow ' st/arr.xmd)" 20
+    "$DRX" extend st/arr 0 1
+    assert_equal "$(grep -c '^#+ grow ' st/arr.xmd)" 21
+    "$DRX" get st/arr | "$PY" -c 'import sys, numpy as np; a = np.frombuffer(sys.stdin.buffer.read(), "<i4"); assert (a == 7).all() and a.size == 14 * 13, a.size'
+}
+
 @test "fsck: a hostile metafile is reported and its neighbours' orphans are kept" {
     "$DRX" init st
     printf 'version = 1; extent = 4; count = 1; size = 4L;\nsubfiles = ( { dir = 0; name = "../../../etc/passwd"; } );\n' >st/evil.nafs

@@ -17,35 +17,18 @@ drx="$build/fs/drx"
 drxfs="$build/fs/drxfs"
 grow="$build/fs/bench_grow"
 runs=${DRX_BENCH_RUNS:-21}
-work=$(mktemp -d "${DRX_BENCH_DIR:-/var/tmp}/drx-bench.XXXXXX")
+# shellcheck source=fs/bench_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../bench_lib.sh"
+# a disk, not tmpfs: the extension's fdatasyncs are part of its cost
+DRX_BENCH_DIR=${DRX_BENCH_DIR:-/var/tmp}
+bench_workdir drx-bench
 mnt="$work/mnt"
-pid=
-cleanup() {
-    if mountpoint -q "$mnt" 2>/dev/null; then
-        fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
-    fi
-    if [ -n "$pid" ]; then
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
 mkdir -p "$work/store" "$mnt"
 "$drx" init "$work/store" >/dev/null
 for n in 10 10000; do
     "$grow" "$work/store/a$n" "$n"
 done
-
-"$drxfs" -f "$work/store" "$mnt" 3>&- 2>"$work/drxfs.log" &
-pid=$!
-for _ in $(seq 200); do
-    mountpoint -q "$mnt" && break
-    kill -0 "$pid" 2>/dev/null || { cat "$work/drxfs.log" >&2; exit 1; }
-    sleep 0.05
-done
-mountpoint -q "$mnt" || { echo "drxfs did not mount" >&2; exit 1; }
+bench_mount "$work/store" "$mnt"
 
 # One Python process times each `drx extend` (a process, as a user runs
 # it) and the os.stat of data through the mount right after it (the

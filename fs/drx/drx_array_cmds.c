@@ -60,7 +60,7 @@ static int open_array(const char *arg, int mode, struct drx_array **a)
     struct drx_err err = {""};
     int rc;
 
-    if (array_path(arg, path, mode == DRX_RDWR))
+    if (array_path(arg, path, (mode & DRX_RDWR) != 0))
         return 1;
     rc = drx_array_open(path, mode, a, &err);
     if (rc)
@@ -339,7 +339,8 @@ int drx_cmd_extend(int argc, char **argv)
         return drx_cli_fail("usage: drx extend ARRAY DIM COUNT");
     if (parse_u64(argv[3], &count) || count == 0)
         return drx_cli_fail("extend: COUNT '%s' is not a number > 0", argv[3]);
-    if (open_array(argv[1], DRX_RDWR, &a))
+    /* the metadata alone: no axial vectors built from a long history */
+    if (open_array(argv[1], DRX_RDWR | DRX_METAONLY, &a))
         return 1;
     dim = drx_array_dim_lookup(drx_array_meta(a), argv[2]);
     if (dim < 0) {

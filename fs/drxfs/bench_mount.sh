@@ -24,27 +24,14 @@ drx="$build/fs/drx"
 drxfs="$build/fs/drxfs"
 mib=${DRX_BENCH_MIB:-1024}
 runs=${DRX_BENCH_RUNS:-3}
-# side: the cube root of the element count, rounded to whole chunks
-n=$(awk -v m="$mib" 'BEGIN { s = (m * 1048576 / 8) ^ (1 / 3); n = int(s / 64 + 0.5) * 64;
-                             if (n < 128) n = 128; print n }')
+# shellcheck source=fs/bench_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../bench_lib.sh"
+n=$(cube_side "$mib")
 bytes=$((n * n * n * 8))
 
-work=$(mktemp -d "${DRX_BENCH_DIR:-/tmp}/drx-bench.XXXXXX")
+bench_workdir drx-bench
 store="$work/store"
 mnt="$work/mnt"
-pid=
-cleanup() {
-    if mountpoint -q "$mnt" 2>/dev/null; then
-        fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
-    fi
-    if [ -n "$pid" ]; then
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
 mkdir -p "$store" "$mnt" "$work/local"
 "$drx" init "$store" >/dev/null
 
@@ -53,32 +40,7 @@ echo "array ${n}x${n}x${n} f64, chunk 64x64x64, $((bytes >> 20)) MiB; median of 
 head -c "$bytes" /dev/urandom | "$drx" put "$store/big"
 
 # shellcheck disable=SC2086
-"$drxfs" -f ${DRX_BENCH_OPTS:-} "$store" "$mnt" 3>&- 2>"$work/drxfs.log" &
-pid=$!
-for _ in $(seq 200); do
-    mountpoint -q "$mnt" && break
-    kill -0 "$pid" 2>/dev/null || { cat "$work/drxfs.log" >&2; exit 1; }
-    sleep 0.1
-done
-mountpoint -q "$mnt"
-
-# secs CMD...: median wall time of $runs runs (after one warm-up run)
-secs() {
-    local t=() i s e
-    "$@" >/dev/null
-    for ((i = 0; i < runs; i++)); do
-        # dirty pages of the run before would throttle this one's writes
-        sync
-        s=$(date +%s.%N)
-        "$@" >/dev/null
-        e=$(date +%s.%N)
-        t+=("$(awk -v s="$s" -v e="$e" 'BEGIN { printf "%.6f", e - s }')")
-    done
-    printf '%s\n' "${t[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
-}
-
-rate() { awk -v b="$1" -v t="$2" 'BEGIN { printf "%8.0f MB/s", b / t / 1e6 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+bench_mount "$store" "$mnt" ${DRX_BENCH_OPTS:-}
 
 t_xta=$(secs cat "$store/big.xta")
 t_get=$(secs "$drx" get "$store/big")

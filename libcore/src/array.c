@@ -118,7 +118,8 @@ struct drx_array *drx_array_alloc(const char *path, int mode)
     struct drx_array *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
-    a->mode = mode;
+    a->mode = mode & DRX_RDWR;
+    a->meta_only = (mode & DRX_METAONLY) != 0;
     a->xta_fd = -1;
     a->watch_fd = -1;
     a->xmd_fd = -1;
@@ -235,13 +236,14 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
         goto fail;
     {
         struct stat st;
-        rc = drx_array_open_regular(a->xta_path, mode == DRX_RDWR ? O_RDWR : O_RDONLY, &st, err);
+        rc = drx_array_open_regular(a->xta_path, a->mode == DRX_RDWR ? O_RDWR : O_RDONLY, &st,
+                                    err);
         if (rc < 0)
             goto fail;
         a->xta_fd = rc;
     }
     rc = check_xta_size(a, err);
-    if (rc == 0 && mode == DRX_RDWR)
+    if (rc == 0 && a->mode == DRX_RDWR)
         rc = drx_array_check_links(a, err);
     if (rc)
         goto fail;
@@ -335,7 +337,7 @@ int drx_array_reread(struct drx_array *a, struct drx_err *err)
     struct drx_xmd_pos pos;
     int fd, rc;
 
-    rc = drx_xmd_read(a->xmd_path, &fresh, &pos, &fd, err);
+    rc = drx_xmd_read(a->xmd_path, &fresh, &pos, &fd, a->meta_only, err);
     if (rc)
         return rc;
     if (a->meta.rank &&
@@ -505,6 +507,8 @@ void drx_array_span_unlock(struct drx_array *a, uint64_t q, uint64_t off, uint64
 
 int drx_array_chunk_read(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len, void *buf)
 {
+    if (a->meta_only)
+        return -EBADF;
     if (q >= a->meta.map.nchunks || off + len > a->meta.chunk_bytes)
         return -EINVAL;
     return drx_io_pread_all(a->xta_fd, buf, len, q * a->meta.chunk_bytes + off);
@@ -516,6 +520,8 @@ int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t 
     int rc = 0;
 
     ref->entry = NULL;
+    if (a->meta_only)
+        return -EBADF; /* its addresses (F*) are not known */
     if (q >= a->meta.map.nchunks || off + len > a->meta.chunk_bytes)
         return -EINVAL;
     if (a->cache_serves) {
@@ -539,7 +545,7 @@ void drx_array_chunk_put(struct drx_array *a, struct drx_chunk_ref *ref)
 
 int drx_array_reserve(struct drx_array *a, uint64_t q, uint64_t n, struct drx_reserve *r)
 {
-    if (a->mode != DRX_RDWR)
+    if (a->mode != DRX_RDWR || a->meta_only)
         return -EBADF;
     if (q > a->meta.map.nchunks || n > a->meta.map.nchunks - q)
         return -EINVAL;
@@ -551,7 +557,7 @@ int drx_array_chunk_write(struct drx_array *a, uint64_t q, uint64_t off, uint64_
 {
     int rc;
 
-    if (a->mode != DRX_RDWR)
+    if (a->mode != DRX_RDWR || a->meta_only)
         return -EBADF;
     if (q >= a->meta.map.nchunks || off + len > a->meta.chunk_bytes)
         return -EINVAL;

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "drx/array.h"
@@ -29,6 +30,7 @@ struct drx_xmd_pos {
     uint64_t torn;   /* bytes after end: a record cut short (ignored) */
     int version;
     bool appendable; /* version 2, and end starts a line */
+    bool counts;     /* records change bounds and counts only (DRX_METAONLY) */
     struct stat st;  /* of the file read in full */
 };
 
@@ -40,7 +42,8 @@ struct drx_xmd_pos {
  * attributes); array_names.c renames and unshares. */
 struct drx_array {
     char *path, *xmd_path, *xta_path;
-    int mode;
+    int mode;       /* DRX_RDONLY or DRX_RDWR */
+    bool meta_only; /* DRX_METAONLY: no axial vectors, no chunk I/O */
     int xta_fd;
     struct drx_array_meta meta;
     struct stat xmd_st; /* of the .xmd last read, to notice replacements */
@@ -68,7 +71,8 @@ int drx_array_open_regular(const char *path, int flags, struct stat *st, struct 
  * array now has the name). */
 int drx_array_reread(struct drx_array *a, struct drx_err *err);
 
-/* ---- array_meta.c: the .xmd ---- */
+/* ---- array_meta.c: the .xmd's libconfig part; array_records.c: its
+ * growth records and the reading of the whole ---- */
 
 /* Derived sizes and the initial map, from type/rank/chunk/initial. */
 int drx_xmd_derive(struct drx_array_meta *m, struct drx_err *err);
@@ -78,11 +82,20 @@ int drx_xmd_grow(struct drx_array_meta *m, int dim, uint64_t to, struct drx_err 
 /* Appends a growth to the history, merged with the last one when it
  * continues it.  0 or -ENOMEM. */
 int drx_xmd_history_add(struct drx_array_meta *m, int dim, uint64_t from, uint64_t to);
+/* The libconfig part of an .xmd, text[0..len) (text[len] is written and
+ * restored: libconfig reads up to a NUL), into m, validated by replay of
+ * its history; *version the file's.  0 or -errno with "FILE:LINE: reason". */
+int drx_xmd_parse_base(const char *file, char *text, size_t len, struct drx_array_meta *m,
+                       int *version, struct drx_err *err);
 /* Reads the .xmd at xmd_path in full, growth records included, into m and
- * pos; with fdp, the file stays open as *fdp.  0 or -errno with
- * "FILE:LINE: reason" in err. */
+ * pos; with fdp, the file stays open as *fdp.  With counts, the growth
+ * records are checked as always but change only the bounds and the map's
+ * chunk counts: m gets no axial vectors and no history (so the cost of
+ * the records is their parse alone), and pos->counts makes
+ * drx_xmd_catch_up do the same.  0 or -errno with "FILE:LINE: reason" in
+ * err. */
 int drx_xmd_read(const char *xmd_path, struct drx_array_meta *m, struct drx_xmd_pos *pos, int *fdp,
-                 struct drx_err *err);
+                 bool counts, struct drx_err *err);
 /* Takes the growth records appended to the .xmd open as fd (now size
  * bytes) since pos, applying each to m.  The count taken, -ESTALE when the
  * file was not appended to (read it again in full), or -errno. */
@@ -94,6 +107,10 @@ int drx_xmd_grow_line(char *buf, size_t len, int dim, uint64_t from, uint64_t to
 /* The chunk count after growing dimension dim of m to `to` elements: 0,
  * or -EFBIG past 2^59 elements or 2^63 chunks. */
 int drx_xmd_grown_chunks(const struct drx_array_meta *m, int dim, uint64_t to, uint64_t *n);
+/* Writes m's history as growth records, replayed on b (m as created,
+ * its chunk counts only; they become m's).  0, or -EINVAL when the
+ * history does not lead from b to m's bounds and chunk count. */
+int drx_xmd_put_records(FILE *f, struct drx_array_meta *b, const struct drx_array_meta *m);
 /* Replaces the .xmd atomically with m (owner and mode of the old one, a
  * first one those of the .xta open as xta_fd). */
 int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta *m,

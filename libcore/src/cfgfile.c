@@ -90,6 +90,14 @@ static int open_checked(int dirfd, const char *name, const char *shown, unsigned
     return fd;
 }
 
+int drx_cfgfile_open(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
+                     struct stat *st, bool *refused, struct drx_err *err)
+{
+    bool ignored;
+
+    return open_checked(dirfd, name, shown, flags, max, st, refused ? refused : &ignored, err);
+}
+
 bool drx_cfgfile_lock(int fd, short type)
 {
     struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_len = DRX_CFGFILE_LOCK_SPAN};

@@ -74,6 +74,13 @@ int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned fl
 int drx_cfgfile_slurp(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
                       struct drx_cfgfile *out, int *fdp, bool *refused, struct drx_err *err);
 
+/* The open and checks of drx_cfgfile_read() alone: the descriptor (with
+ * *st) of a regular file of at most max bytes, or -errno as there.  For a
+ * reader that takes the file in pieces (an .xmd's growth records); the
+ * text it hands to libconfig goes through drx_cfgfile_parse(). */
+int drx_cfgfile_open(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
+                     struct stat *st, bool *refused, struct drx_err *err);
+
 /* The checks and parse of drx_cfgfile_read() on text already in memory
  * (text[len] must be '\0'): NUL bytes and @include lines refused, then
  * config_read_string() into cfg (config_destroy() it after a success).

@@ -42,12 +42,33 @@ static int corrupt(const char *xmd, const char *good, const char *from, const ch
     return rc;
 }
 
+/* The array of validation() as drx wrote it whole before version 2 files
+ * took growth records on writing (created 6x6, dimension 1 grown by 5,
+ * dimension 0 by 3, an attribute set). */
+static const char folded_valid[] =
+    "# drx extendible array metadata; format in drxfs's README (\"The .xmd file\").\n"
+    "version = 2;\ntype = \"u16\";\nrank = 2;\nchunk = [ 4L, 4L ];\nbounds = [ 9L, 11L ];\n"
+    "initial = [ 6L, 6L ];\ndims = [ \"y\", \"x\" ];\nfill = \"0\";\n"
+    "attrs = (\n  { name = \"units\"; type = \"string\"; value = \"K\"; }\n);\n"
+    "chunk_count = 9L;\n"
+    "history = (\n  { dim = 1; from = 6L; to = 11L; },\n  { dim = 0; from = 6L; to = 9L; }\n);\n"
+    "axial = (\n"
+    "  ( # dimension 0\n"
+    "    { start = 0L; addr = 0L; coef = [ 2L, 1L ]; },\n"
+    "    { start = 2L; addr = 6L; coef = [ 3L, 1L ]; }\n"
+    "  ),\n"
+    "  ( # dimension 1\n"
+    "    { start = 0L; addr = -1L; coef = [ 0L, 0L ]; },\n"
+    "    { start = 2L; addr = 4L; coef = [ 1L, 2L ]; }\n"
+    "  )\n"
+    ");\n";
+
 static void validation(void)
 {
     struct drx_array_spec spec = {.type = DRX_U16, .rank = 2, .shape = {6, 6}, .chunk = {4, 4},
                                   .dim_name = {"y", "x"}};
     struct drx_array *a;
-    struct drx_err err;
+    struct drx_err err = {{0}};
     char path[300], xmd[310];
     char *good;
     size_t n;
@@ -59,8 +80,8 @@ static void validation(void)
     drx_array_extend(a, 1, 5, &err);
     drx_array_extend(a, 0, 3, &err);
     {
-        /* an attribute change rewrites the .xmd with the growths folded
-         * into its history and axial vectors, which the cases corrupt */
+        /* an attribute change writes the .xmd whole: the array as
+         * created, then its growths as records */
         struct drx_attr at;
         drx_attr_parse("units", "string", "K", &at, &err);
         tap_ok(drx_array_attr_set(a, &at, &err) == 0, "attribute set: %s", err.msg);
@@ -68,8 +89,20 @@ static void validation(void)
     }
     drx_array_close(a);
     good = slurp(xmd, &n);
-    tap_ok(strstr(good, "#+ grow") == NULL && strstr(good, "{ dim = 1; from = 6L; to = 11L; }"),
-           "the growths are folded into the history");
+    tap_ok(strstr(good, "bounds = [ 6L, 6L ];") && strstr(good, "history = ( );") &&
+               strstr(good, ");\n#+ grow dim=1 from=6 to=11 chunk_count=6\n"
+                            "#+ grow dim=0 from=6 to=9 chunk_count=9\n"),
+           "written whole, the growths are records after the array as created");
+    free(good);
+    /* The cases corrupt the same array as earlier versions wrote it whole,
+     * growths folded into `history` and `axial`: still read, and checked. */
+    good = strdup(folded_valid);
+    spit(xmd, good);
+    err.msg[0] = '\0';
+    tap_ok(drx_array_open(path, DRX_RDONLY, &a, &err) == 0 && drx_array_meta(a)->bounds[1] == 11 &&
+               drx_array_meta(a)->map.nchunks == 9,
+           "a file with the growths folded in reads: %s", err.msg);
+    drx_array_close(a);
 
     struct {
         const char *from, *to, *expect;
@@ -282,9 +315,10 @@ static void glog_same_length(struct glog *g)
     tap_ok(drx_array_extend(g->a, 0, 1, &err) == 0, "extension: %s", err.msg);
     stat(g->xmd, &after);
     text = slurp(g->xmd, &n);
-    tap_ok(after.st_ino != before.st_ino && !strstr(text, "#+ grow") &&
-               strstr(text, "bounds = [ 8L, 8L ];"),
-           "the file was replaced whole, the records folded in");
+    tap_ok(after.st_ino != before.st_ino && strstr(text, "history = ( );") &&
+               strstr(text, "#+ grow dim=0 from=7 to=8 chunk_count=16\n") &&
+               !strstr(text, "chunk_count=166") && text[n - 1] == '\n',
+           "the file was replaced whole, its growths as records, without the cut one");
     free(text);
     tap_ok(drx_array_reload(g->r, &err) == 1 && drx_array_meta(g->r)->bounds[0] == 8,
            "the reader reads it again: %s", err.msg);
@@ -369,9 +403,8 @@ static void glog_v1(void)
            "a version 1 file opens and extends: %s", err.msg);
     drx_array_close(a);
     v1 = slurp(xmd, &n);
-    tap_ok(strstr(v1, "version = 2;") && !strstr(v1, "#+ grow") &&
-               strstr(v1, "{ dim = 0; from = 4L; to = 5L; }"),
-           "into a version 2 file with the growth in its history");
+    tap_ok(strstr(v1, "version = 2;") && strstr(v1, "\n#+ grow dim=0 from=4 to=5 "),
+           "into a version 2 file with the growth as a record");
     free(v1);
 }
 
@@ -401,6 +434,175 @@ static void growth_log(void)
     glog_v1();
 }
 
+/* The counts of a handle a and of the array read afresh in full agree. */
+static bool counts_agree(const struct drx_array *a, const char *path)
+{
+    const struct drx_array_meta *m = drx_array_meta(a), *f;
+    struct drx_array *full;
+    struct drx_err err;
+    bool same;
+
+    if (drx_array_open(path, DRX_RDONLY, &full, &err) < 0)
+        return false;
+    f = drx_array_meta(full);
+    same = m->map.nchunks == f->map.nchunks &&
+           memcmp(m->bounds, f->bounds, sizeof m->bounds) == 0 &&
+           memcmp(m->map.bound, f->map.bound, sizeof m->map.bound) == 0;
+    drx_array_close(full);
+    return same;
+}
+
+/* A DRX_METAONLY handle (what `drx extend` opens): the records are checked
+ * and counted but build no axial vectors; its extensions are the same as a
+ * full handle's, and it does no chunk I/O. */
+static void meta_only(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 3, .shape = {3, 2, 5}, .chunk = {2, 2, 3}};
+    static const int grow[][2] = {{0, 1}, {2, 3}, {0, 2}, {1, 1}, {1, 3}, {2, 1}, {0, 1}, {2, 9}};
+    struct drx_err err = {{0}};
+    struct drx_array *a, *w;
+    struct drx_chunk_ref ref;
+    char path[300], xmd[310], *good;
+    unsigned char byte = 7;
+    bool same = true;
+    size_t n;
+
+    snprintf(path, sizeof path, "%s/counts", dir);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    if (drx_array_create(path, &spec, &w, &err) < 0) {
+        tap_ok(0, "create: %s", err.msg);
+        return;
+    }
+    for (int i = 0; i < 4; i++)
+        drx_array_extend(w, grow[i][0], (uint64_t)grow[i][1], &err);
+    drx_array_close(w);
+    if (drx_array_open(path, DRX_RDWR | DRX_METAONLY, &a, &err) < 0) {
+        tap_ok(0, "open DRX_METAONLY: %s", err.msg);
+        return;
+    }
+    tap_ok(counts_agree(a, path) && drx_array_meta(a)->map.vec[0].n == 0 &&
+               drx_array_meta(a)->nhistory == 0,
+           "opened for its metadata: the counts of a full read, no vectors, no history");
+    for (int i = 4; i < 8; i++)
+        same = same && drx_array_extend(a, grow[i][0], (uint64_t)grow[i][1], &err) == 0 &&
+               counts_agree(a, path);
+    tap_ok(same, "its extensions agree with full reads after each: %s", err.msg);
+    {
+        struct drx_attr at;
+        drx_attr_parse("units", "string", "K", &at, &err);
+        tap_ok(drx_array_attr_set(a, &at, &err) == 0 && counts_agree(a, path) &&
+                   drx_array_extend(a, 0, 1, &err) == 0 && counts_agree(a, path),
+               "an attribute set through it writes the whole history: %s", err.msg);
+        drx_attr_fini(&at);
+    }
+    tap_ok(drx_array_chunk_get(a, 0, 0, 1, &byte, &ref) == -EBADF &&
+               drx_array_chunk_write(a, 0, 0, 1, &byte) == -EBADF,
+           "no chunk I/O through it");
+    drx_array_close(a);
+    good = slurp(xmd, &n);
+    append(xmd, "#+ grow dim=1 from=6 to=8 chunk_count=99\n");
+    tap_ok(drx_array_open(path, DRX_RDWR | DRX_METAONLY, &a, &err) == -EINVAL &&
+               strstr(err.msg, "chunk_count 99 does not match"),
+           "a bad record is refused as by a full read: %s", err.msg);
+    spit(xmd, good);
+    free(good);
+}
+
+/* Bounds and chunk count of the array at path read in full (mode
+ * DRX_RDONLY) or for its metadata (DRX_METAONLY) are n x n, chunks n * n. */
+static bool reads_as(const char *path, int mode, uint64_t n)
+{
+    struct drx_array *a;
+    struct drx_err err;
+    const struct drx_array_meta *m;
+    bool ok;
+
+    if (drx_array_open(path, mode, &a, &err) < 0)
+        return false;
+    m = drx_array_meta(a);
+    ok = m->bounds[0] == n && m->bounds[1] == n && m->map.nchunks == n * n;
+    drx_array_close(a);
+    return ok;
+}
+
+/* The base of the .xmd `text` with a comment line after its first line
+ * that makes it `len` bytes long, then the records `recs`. */
+static char *padded(const char *text, const char *recs, size_t len)
+{
+    const char *nl = strchr(text, '\n') + 1;
+    size_t head = (size_t)(nl - text), pad = len - strlen(text) - 1, n = strlen(recs);
+    char *out = malloc(len + n + 1);
+
+    memcpy(out, text, head);
+    out[head] = '#';
+    memset(out + head + 1, ' ', pad - 1);
+    out[head + pad] = '\n';
+    strcpy(out + head + pad + 1, nl);
+    strcat(out, recs);
+    return out;
+}
+
+/* A long .xmd is read block by block (64 KiB): the base ending just
+ * before, at and after a block's end, records across blocks, a line
+ * longer than a block; each read as a whole file would be. */
+static void long_file(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 2, .shape = {2, 2}, .chunk = {1, 1}};
+    struct drx_err err = {{0}};
+    struct drx_array *a;
+    char path[300], xmd[310], xta[310], *base, *recs, *text, *p, want[64];
+    size_t n, lines;
+    uint64_t b[2] = {2, 2};
+    bool same = true;
+    int rc;
+
+    snprintf(path, sizeof path, "%s/long", dir);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    if (drx_array_create(path, &spec, &a, &err) < 0) {
+        tap_ok(0, "create: %s", err.msg);
+        return;
+    }
+    drx_array_close(a);
+    base = slurp(xmd, &n);
+    p = recs = malloc(2000 * 64);
+    for (int i = 0; i < 2000; i++) { /* chunks 1x1: the chunk count is the elements' */
+        int d = i % 2;
+        p += sprintf(p, "#+ grow dim=%d from=%llu to=%llu chunk_count=%llu\n", d,
+                     (unsigned long long)b[d], (unsigned long long)b[d] + 1,
+                     (unsigned long long)((b[d] + 1) * b[1 - d]));
+        b[d]++;
+    }
+    snprintf(xta, sizeof xta, "%s.xta", path);
+    if (truncate(xta, 1002 * 1002) < 0)
+        tap_ok(0, "truncate: %s", strerror(errno));
+    for (size_t len = 65534; len <= 65538; len++) {
+        text = padded(base, recs, len);
+        spit(xmd, text);
+        free(text);
+        same = same && reads_as(path, DRX_RDONLY, 1002) &&
+               reads_as(path, DRX_RDONLY | DRX_METAONLY, 1002);
+    }
+    tap_ok(same, "base ending around a block's end, 2000 records over two blocks: 1002 x 1002");
+    text = malloc(strlen(base) + strlen(recs) + 8 + 100000 + 1);
+    lines = (size_t)count_of(base, "\n") + 2000;
+    sprintf(text, "%s%s#+ grow ", base, recs);
+    memset(text + strlen(text), 'x', 100000);
+    text[strlen(base) + strlen(recs) + 8 + 100000] = '\0';
+    spit(xmd, text);
+    tap_ok(reads_as(path, DRX_RDONLY, 1002) && reads_as(path, DRX_RDONLY | DRX_METAONLY, 1002),
+           "a last line longer than a block, without newline: cut short, ignored");
+    append(xmd, "\n");
+    snprintf(want, sizeof want, "long.xmd:%zu: not a growth record", lines + 1);
+    rc = drx_array_open(path, DRX_RDONLY, &a, &err);
+    tap_ok(rc == -EINVAL && strstr(err.msg, want), "with its newline, refused at its line: %s",
+           err.msg);
+    if (rc == 0)
+        drx_array_close(a);
+    free(text);
+    free(recs);
+    free(base);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -408,6 +610,8 @@ int main(void)
     validation();
     includes_refused();
     growth_log();
+    meta_only();
+    long_file();
     {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

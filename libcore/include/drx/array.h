@@ -68,6 +68,14 @@ struct drx_array_spec {
 struct drx_array;
 
 enum { DRX_RDONLY = 0, DRX_RDWR = 1 };
+/* Or'ed into an open mode: a handle for the metadata alone (extension,
+ * attributes, bounds and chunk counts).  Its growth records are checked as
+ * always but build no axial vectors and no history, so opening it costs
+ * the parse of the .xmd and nothing per record kept in memory: what `drx
+ * extend` needs, whatever the history's length.  Its metadata has no F*
+ * (map.vec empty, history empty): no view of it, and chunk I/O on it fails
+ * with -EBADF. */
+enum { DRX_METAONLY = 2 };
 
 /* `path` is the array's name without suffix ("store/temp").  Creating fails
  * with -EEXIST if either file exists.  On success *out owns both files'
