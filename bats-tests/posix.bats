@@ -15,7 +15,7 @@ setup_file() {
     OWN_DIR=$(mktemp -d /tmp/drxfs-posix.XXXXXX)
     chmod 755 "$OWN_DIR"
     echo "$OWN_DIR" >"$BATS_FILE_TMPDIR/own_dir"
-    export S="$OWN_DIR/store" M="$OWN_DIR/mnt" D="$OWN_DIR/disks" L="$OWN_DIR/local"
+    export OWN_DIR S="$OWN_DIR/store" M="$OWN_DIR/mnt" D="$OWN_DIR/disks" L="$OWN_DIR/local"
     mkdir -p "$D/0" "$D/1" "$L"
     "$DRX" init "$S" --stripe-dirs "$D/0,$D/1" --count 2 --extent 4096 >/dev/null
     chmod 755 "$S"
@@ -43,6 +43,10 @@ setup() {
 
 teardown() {
     cd /
+    if [ -e "$OWN_DIR/kill" ]; then
+        unmount_store "$OWN_DIR/kill/mnt"
+        rm -rf "$OWN_DIR/kill"
+    fi
     rm -rf "$W" "$L/t$BATS_TEST_NUMBER" 2>/dev/null || true
 }
 
@@ -404,11 +408,93 @@ os.close(fd)"
     expect EPERM -u setxattr "$N255" trusted.t v
 }
 
-@test "an open unlinked striped file: I/O goes on until the last close" {
-    expect 0 create f 0644
-    expect Hello unlinked f read
-    expect ENOENT stat f type
-    [ "$(nsubfiles)" -eq 0 ] || [ -z "$(find "$S/t$BATS_TEST_NUMBER" -name 'f*')" ]
+# wait_subfiles COUNT: the store's subfiles come down to COUNT (the kernel
+# sends the last close's release after close(2) returns), 10 s at most
+wait_subfiles() {
+    local i
+    for ((i = 0; i < 100; i++)); do
+        [ "$(nsubfiles)" -eq "$1" ] && return 0
+        sleep 0.1
+    done
+    echo "subfiles: $(nsubfiles), expected $1" >&2
+    return 1
+}
+
+@test "an open unlinked file: fstat, fchmod and I/O go on until the last close" {
+    local before
+    before=$(nsubfiles)
+    for n in "$N1" "$N250" "$N255"; do
+        expect 0 create "$n" 0644
+        expect Hello unlinked "$n" read
+        expect 0 create "$n" 0644
+        # fstat of the open descriptor after unlink: the size written, no
+        # name left (st_nlink 0), mode changes through the descriptor
+        expect 5,0,0600 unlinked "$n" fstat
+        expect ENOENT stat "$n" type
+    done
+    wait_subfiles "$before"
+    # a plain file of the store (passed through) behaves the same
+    echo data >"$S/t$BATS_TEST_NUMBER/p"
+    expect 5,0,0600 unlinked p fstat
+    # the directory of an open unlinked file can be removed meanwhile; the
+    # file reads and writes on and goes at its last close
+    mkdir sub
+    expect 0 create sub/f 0644
+    "$PY" - <<'EOF'
+import os
+fd = os.open("sub/f", os.O_RDWR)
+os.pwrite(fd, b"x" * 10000, 0)
+os.unlink("sub/f")
+os.rmdir("sub")
+os.pwrite(fd, b"y", 10000)
+assert os.pread(fd, 2, 9999) == b"xy"
+os.close(fd)
+EOF
+    wait_subfiles "$before"
+    # renaming over an open file: the old descriptor keeps the old file
+    expect 0 create a 0644 && expect 0 write a 0 old
+    expect 0 create b 0644 && expect 0 write b 0 newer
+    "$PY" - <<'EOF'
+import os
+fd = os.open("a", os.O_RDWR)
+os.rename("b", "a")
+assert os.fstat(fd).st_size == 3 and os.pread(fd, 10, 0) == b"old"
+assert open("a").read() == "newer"
+os.close(fd)
+EOF
+    wait_subfiles $((before + 2))
+    # the hidden objects are not listed, and nothing is left of them
+    [ "$(ls -A)" = a ]
+    [ -z "$(ls -A "$S/.drx/hidden")" ]
+    run "$DRX" fsck "$S"
+    assert_success
+}
+
+@test "an open unlinked striped file when the daemon is killed: drx fsck finds and removes it" {
+    local k m s d
+    k="$OWN_DIR/kill" # teardown unmounts it, even on failure
+    m="$k/mnt" s="$k/store" d="$k/disks"
+    mkdir -p "$d/0" "$d/1"
+    "$DRX" init "$s" --stripe-dirs "$d/0,$d/1" --count 2 --extent 4096 >/dev/null
+    mount_store "$s" "$m"
+    "$PY" - "$m/f" "$m.pid" <<'EOF'
+import os, signal, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644)
+os.pwrite(fd, b"z" * 20000, 0)
+os.unlink(sys.argv[1])
+assert os.fstat(fd).st_size == 20000
+os.kill(int(open(sys.argv[2]).read()), signal.SIGKILL)
+EOF
+    unmount_store "$m"
+    [ "$(find "$d" -type f | wc -l)" -eq 2 ]
+    run "$DRX" fsck "$s"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"removed while open through a drxfs mount that stopped"* ]]
+    run "$DRX" fsck --repair "$s"
+    assert_success
+    [ "$(find "$d" -type f | wc -l)" -eq 0 ]
+    run "$DRX" fsck "$s"
+    assert_success
 }
 
 # local_like: the local directory is on the store's kind of filesystem,

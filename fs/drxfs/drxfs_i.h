@@ -147,6 +147,26 @@ int drxfs_self_beneath(const char *rel, char *self, size_t len);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
 
+/* drxfs_hidden.c: files removed while open (libfuse's hidden names). */
+/* True for libfuse's hidden names (".fuse_hidden" and 16 hex digits). */
+bool drxfs_hidden_name(const char *name);
+/* The store-relative name (.drx/hidden/MOUNT-HEX) of hidden name `name`. */
+int drxfs_hidden_rel(const char *name, char *rel, size_t len);
+/* libfuse renames open file `from` to hidden name `to` (instead of removing
+ * it): moves it out of its directory into .drx/hidden.  0 or -errno. */
+int drxfs_hidden_hide(const char *from, const char *to);
+/* The mount path a hidden name of a zarr/ file stands for (free it), or
+ * NULL. */
+char *drxfs_hidden_zarr_path(const char *path);
+/* path was renamed over / hidden name path was removed: records dropped. */
+void drxfs_hidden_replaced(const char *path);
+void drxfs_hidden_unlinked(const char *path);
+/* An open file of store inode dev/ino was released: when it was the last
+ * open of a hidden object, the object is removed. */
+void drxfs_hidden_released(dev_t dev, ino_t ino);
+/* Unmount: removes the hidden objects left. */
+void drxfs_hidden_shutdown(void);
+
 /* drxfs_names.c: refuses names the store reserves; -EEXIST when the name
  * already stands for something. */
 int drxfs_check_new_name(const char *path, const char *name, bool at_root);
@@ -355,6 +375,10 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
  * it follow. */
 void drxfs_striped_dir_renamed(const char *from, const char *to);
 void drxfs_striped_shutdown(void);
+/* True while the daemon holds a handle of striped file rel. */
+bool drxfs_striped_is_open(const char *rel);
+/* The metafile's inode of an open striped file. */
+void drxfs_striped_ino(const struct drxfs_fh *fh, dev_t *dev, ino_t *ino);
 /* Logs a failed libcore call on rel (expected failures at debug) and
  * returns rc. */
 int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struct drx_err *err);

@@ -158,6 +158,8 @@ int drxfs_op_unlink(const char *path)
         break;
     }
     free(n);
+    if (rc == 0)
+        drxfs_hidden_unlinked(path);
     return rc;
 }
 
@@ -353,6 +355,10 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
         return -EROFS;
     if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
         return -EINVAL;
+    /* libfuse hides an open file it is asked to remove or rename over */
+    if (flags == 0 && drxfs_hidden_name(strrchr(to, '/') ? strrchr(to, '/') + 1 : to))
+        return drxfs_hidden_hide(from, to);
+    drxfs_hidden_replaced(to);
     if ((rc = drxfs_zarr_rename(from, to, flags)) != 1)
         return rc;
     if ((rc = rename_target(to, rel)) < 0)
@@ -524,7 +530,8 @@ static bool entry_shown(int dfd, const struct dirent *de, bool at_root, char *sh
 
     *virt = false;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
-        drx_store_name_internal(name, at_root) || strip_suffix(name, len, DRXFS_XTA, &blen))
+        drx_store_name_internal(name, at_root) || drxfs_hidden_name(name) ||
+        strip_suffix(name, len, DRXFS_XTA, &blen))
         return false;
     if (strip_suffix(name, len, DRXFS_XMD, &blen)) {
         if (!regular_at(dfd, name))

@@ -35,7 +35,7 @@ static bool name_has_internal_suffix(const char *name, size_t len)
 
 bool drxfs_name_reserved(const char *name, bool at_root)
 {
-    return drx_store_name_internal(name, at_root) ||
+    return drx_store_name_internal(name, at_root) || drxfs_hidden_name(name) ||
            name_has_internal_suffix(name, strlen(name));
 }
 
@@ -212,6 +212,15 @@ static int classify(struct drxfs_node *n, const char *rel, const char *name, siz
     return 0;
 }
 
+/* libfuse's hidden name of an open file that was removed: the store
+ * object is in .drx/hidden (drxfs_hidden.c), whatever the directory. */
+static int hidden_classify(struct drxfs_node *n, const char *name, size_t len)
+{
+    int rc = drxfs_hidden_rel(name, n->rel, sizeof n->rel);
+
+    return rc < 0 ? rc : classify(n, n->rel, name, len, false);
+}
+
 /* A user of a background daemon sees only ENOENT for a mistyped view, so
  * the reason goes to the log at info level; anyone can look names up in a
  * loop, hence the limit (10 a minute). */
@@ -261,6 +270,29 @@ static int array_child(struct drxfs_node *n, const char *name)
     return 0;
 }
 
+/* Component name (len bytes) below store directory n, whose store path
+ * is *used bytes long. */
+static int dir_child(struct drxfs_node *n, const char *name, size_t len, size_t *used)
+{
+    bool at_root = *used == 0;
+    int rc;
+
+    if (*used + len + 2 > PATH_MAX)
+        return -ENAMETOOLONG;
+    if (*used)
+        n->rel[(*used)++] = '/';
+    memcpy(n->rel + *used, name, len + 1);
+    *used += len;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return -ENOENT;
+    if (drxfs_hidden_name(name))
+        rc = hidden_classify(n, name, len);
+    else
+        rc = classify(n, n->rel, name, len, at_root);
+    *used = strlen(n->rel);
+    return rc;
+}
+
 int drxfs_resolve(const char *path, struct drxfs_node *n)
 {
     size_t used = 0;
@@ -289,20 +321,10 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
         name[len] = '\0';
 
         switch (n->kind) {
-        case DRXFS_DIR: {
-            bool at_root = used == 0;
-            if (used + len + 2 > PATH_MAX)
-                return -ENAMETOOLONG;
-            if (used)
-                n->rel[used++] = '/';
-            memcpy(n->rel + used, name, len + 1);
-            used += len;
-            if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-                return -ENOENT;
-            if ((rc = classify(n, n->rel, name, len, at_root)) < 0)
+        case DRXFS_DIR:
+            if ((rc = dir_child(n, name, len, &used)) < 0)
                 return rc;
             break;
-        }
         case DRXFS_ARRAY:
             if ((rc = array_child(n, name)) < 0)
                 return rc;
@@ -324,8 +346,10 @@ struct drxfs_node *drxfs_node_get(const char *path, int *rc)
 {
     struct drxfs_node *n;
 
+    char *zpath;
+
     if (!path) {
-        /* libfuse gives no path for an unlinked open file (hard_remove) */
+        /* libfuse passes no path with a file handle (nullpath_ok) */
         *rc = -ENOENT;
         return NULL;
     }
@@ -333,7 +357,11 @@ struct drxfs_node *drxfs_node_get(const char *path, int *rc)
         *rc = -ENOMEM;
         return NULL;
     }
-    if ((*rc = drxfs_resolve(path, n)) < 0) {
+    /* a hidden name of a zarr/ file stands for its mount path */
+    zpath = drxfs_hidden_zarr_path(path);
+    *rc = drxfs_resolve(zpath ? zpath : path, n);
+    free(zpath);
+    if (*rc < 0) {
         free(n);
         return NULL;
     }

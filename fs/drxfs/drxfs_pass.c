@@ -618,6 +618,7 @@ int drxfs_op_flush(const char *path, struct fuse_file_info *fi)
 int drxfs_op_release(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = drxfs_fh_of(fi);
+    struct stat st = {0};
     (void)path;
     if (fh->kcounted)
         drxfs_kc_close(fh->kkey, fh->kpath);
@@ -625,11 +626,15 @@ int drxfs_op_release(const char *path, struct fuse_file_info *fi)
     free(fh->kkey);
     switch (fh->kind) {
     case DRXFS_PLAIN:
+        fstat(fh->fd, &st);
         close(fh->fd);
         free(fh);
+        drxfs_hidden_released(st.st_dev, st.st_ino);
         break;
     case DRXFS_STRIPED:
+        drxfs_striped_ino(fh, &st.st_dev, &st.st_ino);
         drxfs_striped_release(fh);
+        drxfs_hidden_released(st.st_dev, st.st_ino);
         break;
     case DRXFS_ZARR:
         drxfs_zarr_release(fh);

@@ -606,6 +606,20 @@ int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
     return rc < 0 ? drxfs_striped_log_err("fsync", fh->sf->key, rc, NULL) : 0;
 }
 
+bool drxfs_striped_is_open(const char *rel)
+{
+    pthread_mutex_lock(&stable.mutex);
+    bool open = s_find(rel) != NULL;
+    pthread_mutex_unlock(&stable.mutex);
+    return open;
+}
+
+void drxfs_striped_ino(const struct drxfs_fh *fh, dev_t *dev, ino_t *ino)
+{
+    *dev = fh->sf->st.st_dev;
+    *ino = fh->sf->st.st_ino;
+}
+
 void drxfs_striped_release(struct drxfs_fh *fh)
 {
     /* with a commit interval, the commit takes this reference */

@@ -41,6 +41,9 @@
 /* Name of the reserved directory at a store's root. */
 #define DRX_STORE_DIR ".drx"
 #define DRX_STORE_CONF ".drx/store.conf"
+/* Files a drxfs mount removed while they were open, until their last close
+ * (fs/drxfs/drxfs_hidden.c); drx fsck knows them. */
+#define DRX_STORE_HIDDEN ".drx/hidden"
 /* The filesystem type drxfs mounts show in /proc/self/mountinfo. */
 #define DRX_STORE_FSTYPE "fuse.drxfs"
 
