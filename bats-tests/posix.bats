@@ -68,9 +68,26 @@ expect() {
 }
 
 # store_kind NAME: what the store holds for NAME in this test's directory
+# (a name of more than 250 bytes: its stem's files, the symlink that
+# records the name beside them; README, Long names)
 store_kind() {
-    local s="$S/t$BATS_TEST_NUMBER/$1"
-    if [ -f "$s.nafs" ]; then echo striped; elif [ -e "$s" ]; then echo plain; else echo none; fi
+    local d="$S/t$BATS_TEST_NUMBER" s="$S/t$BATS_TEST_NUMBER/$1" l
+    if [ ${#1} -gt 250 ]; then
+        for l in "$d"/.drx-long.*; do
+            if [ -L "$l" ] && [ "$(readlink "$l")" = "$1" ]; then
+                s=$l
+            fi
+        done
+    fi
+    if [ -f "$s.xmd" ]; then
+        echo array
+    elif [ -f "$s.nafs" ]; then
+        echo striped
+    elif [ -e "$S/t$BATS_TEST_NUMBER/$1" ]; then
+        echo plain
+    else
+        echo none
+    fi
 }
 
 nsubfiles() { find "$D" -type f | wc -l; }
@@ -99,9 +116,12 @@ nsubfiles() { find "$D" -type f | wc -l; }
         expect 0 chmod "$n" 0644
         expect 0 -u open "$n" O_RDONLY
     done
-    # NAME_MAX - 5 bytes is the longest striped name; longer ones are plain
+    # every name up to NAME_MAX makes a striped file (longer than 250
+    # bytes: under its stem)
     [ "$(store_kind "$N1")" = striped ] && [ "$(store_kind "$N250")" = striped ]
-    [ "$(store_kind "$N255")" = plain ]
+    [ "$(store_kind "$N255")" = striped ]
+    [ -z "$(find "$S" -name "$N255*")" ]
+    [ "$(ls | grep -c "^$N255\$")" -eq 1 ]
     expect ENAMETOOLONG create "$N256" 0644
     # creating a file in a directory: its times; not when it existed
     mkdir d && op utimensat d 1000000000000000000 1000000000000000000 >/dev/null
@@ -119,7 +139,7 @@ nsubfiles() { find "$D" -type f | wc -l; }
 @test "link: striped, plain and special files; st_nlink and st_ino; subfiles go with the last name" {
     local before
     before=$(nsubfiles)
-    for n in "$N1" "$N250"; do
+    for n in "$N1" "$N250" "$N255"; do
         expect 0 create "$n" 0644
         expect 0 write "$n" 0 hello
         expect 0 link "$n" l1
@@ -164,12 +184,19 @@ os.close(fd)"
     expect 0 rename c b
     expect keep read a
     expect 1 stat a nlink
-    # a 255-byte name is a plain file: links as one; a striped file's
-    # metafile has no room for a 255-byte name
-    expect 0 create "$N255" 0644
-    expect 0 link "$N255" l255
-    expect 2 stat l255 nlink
-    expect ENAMETOOLONG link a "$N255.x"
+    # long names on both sides of a link: one file, two stems
+    expect 0 create "$N255" 0644 && expect 0 write "$N255" 0 long
+    expect 0 link "$N255" "${N255:1}"
+    expect 0 link "${N255:1}" "${N255:2}x"
+    expect 3 stat "${N255:2}x" nlink
+    expect long read "${N255:1}"
+    [ "$(store_kind "${N255:1}")" = striped ] && [ "$(store_kind "${N255:2}x")" = striped ]
+    expect 0 unlink "$N255"
+    expect 0 unlink "${N255:1}"
+    expect long read "${N255:2}x"
+    expect 1 stat "${N255:2}x" nlink
+    expect 0 link a "$N255"
+    expect keep read "$N255"
     expect ENAMETOOLONG link a "$N256"
     expect 0 mkfifo f 0644
     expect 0 link f f2
@@ -216,9 +243,33 @@ os.close(fd)"
     expect ENOTEMPTY rename e1 e2
     expect EISDIR rename "$N250" e1
     expect ENOTDIR rename e1 "$N250"
-    # a striped file under a 255-byte name would need a longer metafile
-    expect ENAMETOOLONG rename "$N250" "$N255"
-    expect ENAMETOOLONG rename "$N250" "$N256"
+    # striped files between short and long names, over plain and
+    # striped files of long names
+    expect 0 rename "$N250" "$N255"
+    expect new read "$N255"
+    [ "$(store_kind "$N255")" = striped ]
+    expect 0 create "${N255:1}y" 0644 && expect 0 write "${N255:1}y" 0 other
+    expect 0 rename "${N255:1}y" "$N255"
+    expect other read "$N255"
+    expect 0 rename "$N255" "${N255:3}zzz"
+    expect ENOENT stat "$N255" type
+    expect other read "${N255:3}zzz"
+    expect 0 rename "${N255:3}zzz" s1
+    expect other read s1
+    expect ENAMETOOLONG rename s1 "$N256"
+    # an array renamed to a 255-byte name and back: its views follow
+    "$DRX" create "$S/t$BATS_TEST_NUMBER/arr" --type u8 --shape 4x3 --chunk 2x2 >/dev/null
+    printf 'abcdefghijkl' | "$DRX" put "$S/t$BATS_TEST_NUMBER/arr" >/dev/null
+    expect 0 rename arr "$N255"
+    [ "$(store_kind "$N255")" = array ]
+    expect dir stat "$N255" type
+    [ "$(cat "$N255/dim0=1/data")" = def ]
+    [ "$(ls -d "$N255")" = "$N255" ]
+    expect 0 rename "$N255" "${N255:2}a"
+    [ "$(cat "${N255:2}a/data")" = abcdefghijkl ]
+    expect 0 rename "${N255:2}a" arr
+    [ "$(cat arr/data)" = abcdefghijkl ]
+    [ -z "$(find "$S/t$BATS_TEST_NUMBER" -name '.drx-long.*' -type l)" ]
     # nobody in a root directory
     mkdir -m 755 ro && expect 0 create ro/f 0666
     expect EACCES -u unlink ro/f

@@ -126,6 +126,21 @@ struct drxfs_node *drxfs_node_get(const char *path, int *rc);
 int drxfs_resolve_new(const char *path, char *rel, const char **name, bool *at_root);
 /* Joins the store-relative rel with suffix into out (PATH_MAX). */
 int drxfs_rel_suffix(char *out, const char *rel, const char *suffix);
+/* Long names (drx/store.h, DRX_STORE_LONG_PREFIX): true for a name
+ * longer than DRX_STORE_SHORT_MAX, whose striped file or array is stored
+ * under a stem. */
+bool drxfs_name_long(const char *name);
+/* rel with its last component replaced by its stem when it is long (1),
+ * else copied (0); out holds PATH_MAX.  -ENAMETOOLONG. */
+int drxfs_long_rel(const char *rel, char *out);
+/* True when rel's last component is a stem. */
+bool drxfs_is_long_stem(const char *rel);
+/* Records name as the long name of stem rel (its symlink), before the
+ * store files are made: 0 or -errno. */
+int drxfs_long_name_set(const char *stem, const char *name);
+/* Removes stem rel's symlink when no store file of it is left (no-op for
+ * other names). */
+void drxfs_long_name_drop(const char *stem);
 /* "/proc/self/fd/N/rel" for libcore. */
 int drxfs_proc_path(char *out, size_t len, const char *rel);
 /* True for names a user may not create in the store (.drx at the root,
@@ -365,9 +380,11 @@ int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t u
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
                           const struct timespec tv[2]);
 int drxfs_striped_unlink(const struct drxfs_node *n);
-/* A second name to_rel (store-relative, no suffix) for striped file n. */
+/* A second name to_rel (store-relative, no suffix; a long name is stored
+ * under its stem) for striped file n. */
 int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel);
-/* Renames striped file src to store name to_rel; dst is what to_rel was
+/* Renames striped file src to store name to_rel (a long name: its stem);
+ * dst is what to_rel was
  * (NULL, a plain file, a symlink or a striped file), replaced atomically. */
 int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
                          const char *to_rel);

@@ -286,9 +286,19 @@ static int rename_array_node(const struct drxfs_node *src, const struct drxfs_no
         if (unlinkat(drxfs.root_fd, dst->rel, AT_REMOVEDIR) < 0)
             return -errno;
     }
-    if ((rc = rename_array(src->rel, rel)) == 0) {
+    /* a long name: the array's files are named by its stem (drx/store.h) */
+    char stem[PATH_MAX];
+    const char *base = strrchr(rel, '/');
+    if ((rc = drxfs_long_rel(rel, stem)) == 1)
+        rc = drxfs_long_name_set(stem, base ? base + 1 : rel);
+    if (rc < 0)
+        return rc;
+    if ((rc = rename_array(src->rel, stem)) == 0) {
         drxfs_arr_forget(src->rel);
-        drxfs_arr_forget(rel);
+        drxfs_arr_forget(stem);
+        drxfs_long_name_drop(src->rel);
+    } else {
+        drxfs_long_name_drop(stem);
     }
     return rc;
 }
@@ -522,6 +532,36 @@ static bool strip_suffix(const char *name, size_t len, const char *suffix, size_
  * is an array (whose st_ino is made up).  False for entries not shown:
  * internal names, .xta files, what an array or striped file of the same
  * name hides (drx_store_classify). */
+/* A stem's store file name (suffix: the length of its suffix): a striped
+ * file's metafile or an array's .xmd shows as the long name its symlink
+ * records (drx/store.h); the symlink and .xta are not shown. */
+static bool long_entry_shown(int dfd, const char *name, size_t suffix, char *shown,
+                             unsigned char *type, bool *virt)
+{
+    char stem[DRX_STORE_LONG_STEM_LEN + 1];
+    const char *sfx = name + DRX_STORE_LONG_STEM_LEN;
+    ssize_t n;
+
+    memcpy(stem, name, DRX_STORE_LONG_STEM_LEN);
+    stem[DRX_STORE_LONG_STEM_LEN] = '\0';
+    if (suffix == 0 || !regular_at(dfd, name))
+        return false;
+    if (strcmp(sfx, DRXFS_XMD) == 0) {
+        *type = DT_DIR;
+        *virt = true;
+    } else if (strcmp(sfx, DRXFS_NAFS) != 0 ||
+               name_with_suffix_is_reg(dfd, stem, DRX_STORE_LONG_STEM_LEN, DRXFS_XMD)) {
+        return false; /* an array of the same name wins */
+    } else {
+        *type = DT_REG;
+    }
+    n = readlinkat(dfd, stem, shown, NAME_MAX + 1);
+    if (n <= DRX_STORE_SHORT_MAX || n > NAME_MAX)
+        return false;
+    shown[n] = '\0';
+    return true;
+}
+
 static bool entry_shown(int dfd, const struct dirent *de, bool at_root, char *shown,
                         unsigned char *type, bool *virt)
 {
@@ -529,6 +569,8 @@ static bool entry_shown(int dfd, const struct dirent *de, bool at_root, char *sh
     size_t len = strlen(name), blen = len;
 
     *virt = false;
+    if (drx_store_name_is_long(name, &blen))
+        return long_entry_shown(dfd, name, blen, shown, type, virt);
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
         drx_store_name_internal(name, at_root) || drxfs_hidden_name(name) ||
         strip_suffix(name, len, DRXFS_XTA, &blen))

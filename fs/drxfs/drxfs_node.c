@@ -175,6 +175,102 @@ static int stat_rel(const char *rel, struct stat *st)
     return 0;
 }
 
+static int plain_classify(struct drxfs_node *n, const char *rel);
+
+/* ---- long names (drx/store.h: STEM.nafs, STEM.xmd beside symlink STEM) ---- */
+
+bool drxfs_name_long(const char *name)
+{
+    return strlen(name) > DRX_STORE_SHORT_MAX;
+}
+
+int drxfs_long_rel(const char *rel, char *out)
+{
+    const char *slash = strrchr(rel, '/');
+    const char *name = slash ? slash + 1 : rel;
+    size_t dlen = (size_t)(name - rel);
+    char stem[DRX_STORE_LONG_STEM_LEN + 1];
+
+    if (!drxfs_name_long(name)) {
+        if (out != rel)
+            memmove(out, rel, strlen(rel) + 1);
+        return 0;
+    }
+    drx_store_long_stem(name, stem, sizeof stem);
+    if (dlen + sizeof stem > PATH_MAX)
+        return -ENAMETOOLONG;
+    memmove(out, rel, dlen);
+    memcpy(out + dlen, stem, sizeof stem);
+    return 1;
+}
+
+bool drxfs_is_long_stem(const char *rel)
+{
+    const char *slash = strrchr(rel, '/');
+    size_t suffix;
+    return drx_store_name_is_long(slash ? slash + 1 : rel, &suffix) && suffix == 0;
+}
+
+/* True when symlink stem (store-relative) records name. */
+static bool long_name_is(const char *stem, const char *name)
+{
+    char target[NAME_MAX + 2];
+    ssize_t n = readlinkat(drxfs.root_fd, stem, target, sizeof target);
+    return n > 0 && (size_t)n == strlen(name) && memcmp(target, name, (size_t)n) == 0;
+}
+
+int drxfs_long_name_set(const char *stem, const char *name)
+{
+    if (symlinkat(name, drxfs.root_fd, stem) == 0 || (errno == EEXIST && long_name_is(stem, name)))
+        return 0;
+    if (errno == EEXIST) {
+        /* two names with one hash: not seen in practice, refused */
+        drx_log(DRX_LOG_WARNING, "%s: long name's hash is taken by another name", stem);
+        return -ENAMETOOLONG;
+    }
+    return -errno;
+}
+
+void drxfs_long_name_drop(const char *stem)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    if (!drxfs_is_long_stem(stem))
+        return;
+    /* an array and a striped file of one name share it */
+    if ((drxfs_rel_suffix(path, stem, DRXFS_XMD) == 0 &&
+         fstatat(drxfs.root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) ||
+        (drxfs_rel_suffix(path, stem, DRXFS_NAFS) == 0 &&
+         fstatat(drxfs.root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0))
+        return;
+    unlinkat(drxfs.root_fd, stem, 0);
+}
+
+/* An array or striped file under long name `name` (n->rel holds the
+ * name's store path): n->rel becomes its stem.  1 when there is none. */
+static int long_classify(struct drxfs_node *n, const char *name)
+{
+    char stem[PATH_MAX], path[PATH_MAX];
+    int rc;
+
+    if ((rc = drxfs_long_rel(n->rel, stem)) < 0)
+        return rc;
+    if (!long_name_is(stem, name))
+        return 1;
+    if ((rc = drxfs_rel_suffix(path, stem, DRXFS_XMD)) == 0 && stat_rel(path, &n->st) == 0 &&
+        S_ISREG(n->st.st_mode)) {
+        n->kind = DRXFS_ARRAY;
+    } else if ((rc = drxfs_rel_suffix(path, stem, DRXFS_NAFS)) == 0 &&
+               stat_rel(path, &n->st) == 0 && S_ISREG(n->st.st_mode)) {
+        n->kind = DRXFS_STRIPED;
+    } else {
+        return rc < 0 ? rc : 1;
+    }
+    memcpy(n->rel, stem, strlen(stem) + 1);
+    return 0;
+}
+
 /* Classifies the store name `rel` (a child of a directory).  0 with n->kind
  * and n->st set, or -errno. */
 static int classify(struct drxfs_node *n, const char *rel, const char *name, size_t nlen,
@@ -185,6 +281,8 @@ static int classify(struct drxfs_node *n, const char *rel, const char *name, siz
 
     if (drx_store_name_internal(name, at_root))
         return -ENOENT;
+    if (nlen > DRX_STORE_SHORT_MAX)
+        return (rc = long_classify(n, name)) <= 0 ? rc : plain_classify(n, rel);
     if ((rc = drxfs_rel_suffix(path, rel, DRXFS_XMD)) < 0)
         return rc;
     if (stat_rel(path, &n->st) == 0 && S_ISREG(n->st.st_mode)) {
@@ -199,6 +297,14 @@ static int classify(struct drxfs_node *n, const char *rel, const char *name, siz
     }
     if (name_has_internal_suffix(name, nlen))
         return -ENOENT;
+    return plain_classify(n, rel);
+}
+
+/* Store entry rel as it is: a directory, file, symlink or special file. */
+static int plain_classify(struct drxfs_node *n, const char *rel)
+{
+    int rc;
+
     if ((rc = stat_rel(rel, &n->st)) < 0)
         return rc;
     if (S_ISDIR(n->st.st_mode))

@@ -493,28 +493,6 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     return rc;
 }
 
-/* A name too long for NAME.nafs (more than NAME_MAX - 5 bytes) makes a
- * plain file, passed through: the store has no room for its metafile's
- * suffix (README, Striped files). */
-static int create_plain(const char *rel, mode_t mode, struct fuse_file_info *fi)
-{
-    struct drxfs_fh *fh = calloc(1, sizeof(*fh));
-    int flags = (fi->flags & ~O_NOCTTY) | O_CREAT | O_EXCL;
-
-    if (!fh)
-        return -ENOMEM;
-    fh->kind = DRXFS_PLAIN;
-    fh->fd = drxfs_open_beneath(rel, flags, mode & 07777);
-    if (fh->fd < 0) {
-        int rc = fh->fd;
-        free(fh);
-        return rc;
-    }
-    drxfs_chown_new(rel);
-    fi->fh = (uint64_t)(uintptr_t)fh;
-    return 0;
-}
-
 int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     char rel[PATH_MAX];
@@ -538,12 +516,16 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
             return drxfs_op_open(path, fi);
         return rc;
     }
-    if (strlen(name) + strlen(DRXFS_NAFS) > NAME_MAX) {
-        if ((rc = create_plain(rel, mode, fi)) == 0)
-            open_cache(path, DRXFS_PLAIN, rel, fi);
-    } else if ((rc = drxfs_striped_create(rel, mode, fi)) == 0) {
+    /* a long name's metafile is named by its stem, the name recorded
+     * first (drx/store.h) */
+    if ((rc = drxfs_long_rel(rel, rel)) == 1)
+        rc = drxfs_long_name_set(rel, name);
+    if (rc < 0)
+        return rc;
+    if ((rc = drxfs_striped_create(rel, mode, fi)) == 0)
         open_cache(path, DRXFS_STRIPED, rel, fi);
-    }
+    else
+        drxfs_long_name_drop(rel);
     return rc;
 }
 

@@ -730,22 +730,38 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
     }
     sfile_detach(n->rel);
     rc = drx_stripe_unlink(drxfs.store, path, &err);
-    return rc < 0 ? drxfs_striped_log_err("unlink", n->rel, rc, &err) : 0;
+    if (rc < 0)
+        return drxfs_striped_log_err("unlink", n->rel, rc, &err);
+    drxfs_long_name_drop(n->rel);
+    return 0;
+}
+
+/* The store name of new name to_rel into stem: itself, or for a long name
+ * its stem, with the name recorded (drx/store.h).  0 or -errno. */
+static int new_stem(const char *to_rel, char *stem)
+{
+    const char *base = strrchr(to_rel, '/');
+    int rc = drxfs_long_rel(to_rel, stem);
+
+    return rc == 1 ? drxfs_long_name_set(stem, base ? base + 1 : to_rel) : rc;
 }
 
 int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
 {
-    char from[PATH_MAX + 64], to[PATH_MAX + 64];
-    const char *base = strrchr(to_rel, '/');
+    char from[PATH_MAX + 64], to[PATH_MAX + 64], stem[PATH_MAX];
     struct drx_err err = {{0}};
     int rc;
 
-    if (strlen(base ? base + 1 : to_rel) + strlen(DRXFS_NAFS) > NAME_MAX)
-        return -ENAMETOOLONG; /* no room for the metafile's suffix */
-    if ((rc = store_path(from, n->rel)) < 0 || (rc = store_path(to, to_rel)) < 0)
+    if ((rc = new_stem(to_rel, stem)) < 0)
+        return rc;
+    if ((rc = store_path(from, n->rel)) < 0 || (rc = store_path(to, stem)) < 0)
         return rc;
     rc = drx_stripe_link(drxfs.store, from, to, &err);
-    return rc < 0 ? drxfs_striped_log_err("link", n->rel, rc, &err) : 0;
+    if (rc < 0) {
+        drxfs_long_name_drop(stem);
+        return drxfs_striped_log_err("link", n->rel, rc, &err);
+    }
+    return 0;
 }
 
 /* The open file e is now named to_rel; drops the caller's reference. */
@@ -763,23 +779,33 @@ static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel)
     sfile_put(e);
 }
 
-int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
-                         const char *to_rel)
+/* The open handle of rel with a reference taken and its size recorded, or
+ * NULL. */
+static struct drxfs_sfile *sfile_take_flushed(const char *rel)
 {
-    char from[PATH_MAX + 64], to[PATH_MAX + 64];
-    struct drx_err err = {{0}};
-    int rc;
-
-    if ((rc = store_path(from, src->rel)) < 0 || (rc = store_path(to, to_rel)) < 0)
-        return rc;
-    /* Write a pending size under the old name before the rename. */
     pthread_mutex_lock(&stable.mutex);
-    struct drxfs_sfile *e = s_find(src->rel);
+    struct drxfs_sfile *e = s_find(rel);
     if (e)
         e->refs++;
     pthread_mutex_unlock(&stable.mutex);
     if (e && e->rw)
         sfile_flush(e);
+    return e;
+}
+
+int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
+                         const char *to_name)
+{
+    char from[PATH_MAX + 64], to[PATH_MAX + 64], to_rel[PATH_MAX];
+    struct drx_err err = {{0}};
+    int rc;
+
+    if ((rc = new_stem(to_name, to_rel)) < 0)
+        return rc;
+    if ((rc = store_path(from, src->rel)) < 0 || (rc = store_path(to, to_rel)) < 0)
+        return rc;
+    /* Write a pending size under the old name before the rename. */
+    struct drxfs_sfile *e = sfile_take_flushed(src->rel);
     if (dst && dst->kind == DRXFS_STRIPED)
         sfile_detach(to_rel);
     /* With an open handle, the rename and its new path happen under the
@@ -793,10 +819,12 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
     if (rc < 0) {
         if (e)
             sfile_put(e);
+        drxfs_long_name_drop(to_rel);
         return drxfs_striped_log_err("rename", src->rel, rc, &err);
     }
     if (e)
         sfile_rekey(e, to_rel);
+    drxfs_long_name_drop(src->rel);
     /* The name was a plain file, special file or symlink: the striped
      * file replaces it (the metafile wins lookups already; remove what it
      * hides). */

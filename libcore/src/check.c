@@ -450,6 +450,34 @@ static void check_file(struct fsck *k, const char *path, const char *n, const st
     }
 }
 
+/* A long name's symlink (drx/store.h) naming no store file: what a
+ * create, rename or unlink cut short left; a stem's store file without
+ * its symlink has lost its name (left alone: no name to give it). */
+static void check_long(struct fsck *k, const char *path, size_t suffix, const struct stat *st)
+{
+    char other[PATH_MAX + 8];
+    size_t stem = strlen(path) - suffix;
+
+    if (suffix == 0 && S_ISLNK(st->st_mode)) {
+        snprintf(other, sizeof other, "%s.xmd", path);
+        if (access(other, F_OK) == 0)
+            return;
+        snprintf(other, sizeof other, "%s" DRX_STRIPE_SUFFIX, path);
+        if (access(other, F_OK) == 0)
+            return;
+        bool fixed = k->repair && unlink(path) == 0;
+        finding(k, rel_of(k, path), fixed, "remove it",
+                "leftover long name of an interrupted create, rename or unlink");
+    } else if (S_ISREG(st->st_mode) && suffix > 0 && strcmp(path + stem, ".xta") != 0) {
+        snprintf(other, sizeof other, "%.*s", (int)stem, path);
+        struct stat ls;
+        if (lstat(other, &ls) < 0 || !S_ISLNK(ls.st_mode))
+            finding(k, rel_of(k, path), false, NULL,
+                    "its long name (symlink %s) is missing: not shown at the mount",
+                    strrchr(other, '/') + 1);
+    }
+}
+
 static void walk(struct fsck *k, const char *dir, int depth)
 {
     DIR *d;
@@ -472,6 +500,9 @@ static void walk(struct fsck *k, const char *dir, int depth)
             continue;
         if (lstat(path, &st) < 0)
             continue;
+        size_t suffix;
+        if (drx_store_name_is_long(n, &suffix))
+            check_long(k, path, suffix, &st);
         if (S_ISDIR(st.st_mode)) {
             if (!is_stripe_dir(k, path))
                 walk(k, path, depth + 1);

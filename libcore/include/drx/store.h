@@ -202,8 +202,28 @@ enum drx_store_kind drx_store_classify(const char *path);
  * anywhere the temporary files of atomic replacement: `.NAME.xmd.XXXXXX`,
  * `.NAME.xta.XXXXXX` (drx_array_unshare), `.NAME.nafs.XXXXXX` (X: six
  * [A-Za-z0-9] characters, as mkstemp makes), and `.drx-tmp.XXXXXX`, the
- * temporary of a name too long for the first form. */
+ * temporary of a name too long for the first form; and the stems of long
+ * names with their store files (DRX_STORE_LONG_PREFIX, below). */
 bool drx_store_name_internal(const char *name, bool at_root);
+
+/* Long names.  A striped file or array whose name is longer than
+ * DRX_STORE_SHORT_MAX bytes has no room for its suffix (NAME.nafs,
+ * NAME.xmd), so its store files are named by a stem made from a hash of
+ * the name, `.drx-long.` and 32 hex digits (STEM.nafs, STEM.xmd and
+ * STEM.xta), and the name itself is the target of a symlink STEM beside
+ * them, one per directory entry (a hard link of a striped file has its
+ * own).  The symlink is made first and removed last, so a crash leaves at
+ * worst a symlink naming nothing (drx fsck removes it).  Stems are
+ * internal names (drx_store_name_internal). */
+#define DRX_STORE_SHORT_MAX (NAME_MAX - 5)
+#define DRX_STORE_LONG_PREFIX ".drx-long."
+/* The stem of name (longer than DRX_STORE_SHORT_MAX) into out (at least
+ * DRX_STORE_LONG_STEM_LEN + 1 bytes). */
+#define DRX_STORE_LONG_STEM_LEN (sizeof DRX_STORE_LONG_PREFIX - 1 + 32)
+void drx_store_long_stem(const char *name, char *out, size_t len);
+/* True when name is a stem (with no suffix) or a stem's store file
+ * (suffix: its length, 0 for the stem itself). */
+bool drx_store_name_is_long(const char *name, size_t *suffix);
 
 /* True for the temporary-file names above (for fsck). */
 bool drx_store_name_is_temp(const char *name);
