@@ -548,6 +548,77 @@ EOF
     assert_success
 }
 
+@test "paths near PATH_MAX: striped files and arrays at 4090 bytes below the mount; longer: ENAMETOOLONG" {
+    "$DRX" create "$S/t$BATS_TEST_NUMBER/arr" --type u8 --shape 4 --chunk 2 >/dev/null
+    printf 'wxyz' | "$DRX" put "$S/t$BATS_TEST_NUMBER/arr" >/dev/null
+    expect 0 setxattr . user.drx.stripe count=1\ extent=8192
+    "$PY" - "$M" <<'EOF'
+import errno, os, sys
+m = sys.argv[1]
+top = os.getcwd()
+
+
+def deep(total, tag):
+    """A directory chain below the test directory in which a 10-byte name
+    has a store path (mount path less its '/') of exactly total bytes."""
+    os.chdir(top)
+    while total - (len(os.getcwd()) - len(m) - 1) - 12 > 255:
+        os.makedirs(tag * 250, exist_ok=True)
+        os.chdir(tag * 250)
+    last = total - (len(os.getcwd()) - len(m) - 1) - 12
+    assert 0 < last <= 255, last
+    os.mkdir(tag * last)
+    os.chdir(tag * last)
+    assert len(os.getcwd()) - len(m) - 1 + 1 + 10 == total
+
+
+def fails(e, fn):
+    try:
+        fn()
+    except OSError as x:
+        assert x.errno == e, (x, e)
+        return
+    raise AssertionError("no error")
+
+
+f, g, h, a = "f" * 10, "g" * 10, "h" * 10, "a" * 10
+for total, tag in ((4000, "x"), (4090, "y")):
+    deep(total, tag)
+    with open(f, "w") as o:
+        o.write("hello")
+    assert open(f).read() == "hello"
+    os.rename(f, g)
+    os.truncate(g, 2)
+    os.link(g, h)
+    assert os.stat(h).st_nlink == 2
+    os.utime(g, (1, 1))
+    os.setxattr(g, "user.a", b"v")
+    assert os.getxattr(h, "user.a") == b"v"
+    # the layout of the test directory, many levels up
+    assert os.getxattr(g, "user.drx.stripe") == b"count=1 extent=8192"
+    os.rename(os.path.relpath(top + "/arr"), a)
+    assert open(a + "/data").read() == "wxyz"
+    assert open(a + "/dim0=1:3/data").read() == "xy"
+    os.rename(a, os.path.relpath(top + "/arr"))
+    fd = os.open(g, os.O_RDWR)
+    os.unlink(g)
+    os.unlink(h)
+    assert os.fstat(fd).st_size == 2
+    os.close(fd)
+# a store path with no room for a suffix: no striped file (a local disk
+# would take it; a plain FIFO still can)
+deep(4091, "z")
+fails(errno.ENAMETOOLONG, lambda: open(f, "w"))
+fails(errno.ENAMETOOLONG, lambda: os.rename(os.path.relpath(top + "/arr"), a))
+os.mkfifo(f)
+EOF
+    [ "$(cat arr/data)" = wxyz ]
+    [ -z "$(find "$S/t$BATS_TEST_NUMBER" -name '*.nafs')" ]
+    wait_subfiles 0
+    run "$DRX" fsck "$S"
+    assert_success
+}
+
 # local_like: the local directory is on the store's kind of filesystem,
 # so block counts compare
 local_like() {

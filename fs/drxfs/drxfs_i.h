@@ -130,19 +130,32 @@ int drxfs_rel_suffix(char *out, const char *rel, const char *suffix);
  * longer than DRX_STORE_SHORT_MAX, whose striped file or array is stored
  * under a stem. */
 bool drxfs_name_long(const char *name);
-/* rel with its last component replaced by its stem when it is long (1),
- * else copied (0); out holds PATH_MAX.  -ENAMETOOLONG. */
+/* The store name of a new array or striped file rel: rel with its last
+ * component replaced by its stem when it is long (1), else rel (0); out
+ * holds PATH_MAX.  -ENAMETOOLONG when the store path leaves no room for
+ * a suffix (more than PATH_MAX - 6 bytes). */
 int drxfs_long_rel(const char *rel, char *out);
 /* True when rel's last component is a stem. */
 bool drxfs_is_long_stem(const char *rel);
 /* Records name as the long name of stem rel (its symlink), before the
  * store files are made: 0 or -errno. */
 int drxfs_long_name_set(const char *stem, const char *name);
+/* drxfs_long_rel() of new name rel into out (PATH_MAX), with a long name
+ * recorded (drxfs_long_name_set): the store name to make.  0 or -errno. */
+int drxfs_long_new(const char *rel, char *out);
 /* Removes stem rel's symlink when no store file of it is left (no-op for
  * other names). */
 void drxfs_long_name_drop(const char *stem);
 /* "/proc/self/fd/N/rel" for libcore. */
 int drxfs_proc_path(char *out, size_t len, const char *rel);
+/* The same, for a store entry that libcore may give a suffix or a
+ * temporary name beside it: when that would not fit in PATH_MAX, the path
+ * is "/proc/self/fd/D/NAME" with D rel's directory opened beneath the store
+ * and returned in *pin (close it when libcore no longer uses the path; -1
+ * when there is none).  0 or -errno. */
+int drxfs_lib_path(char *out, size_t len, const char *rel, int *pin);
+/* Closes pin unless it is -1. */
+void drxfs_unpin(int pin);
 /* True for names a user may not create in the store (.drx at the root,
  * temporary names, names with an array/striped suffix). */
 bool drxfs_name_reserved(const char *name, bool at_root);
@@ -273,6 +286,7 @@ struct drxfs_arr {
     bool rdonly;   /* the .xta could only be opened read-only */
     bool shared;   /* opened read-only: the .xta had other names (EMLINK) */
     bool detached; /* no longer in the table (renamed, replaced) */
+    int pin;       /* directory descriptor a's path goes through, or -1 */
     /* Below: protected by table.mutex. */
     unsigned refs;
     unsigned nopen;
@@ -405,6 +419,11 @@ int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struc
 int drxfs_striped_statfs(struct statvfs *sv);
 int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size, int flags);
 int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size);
+/* The layout of new striped file rel (its nearest directory's
+ * user.drx.stripe, else the store's), for a path libcore cannot walk up
+ * (drxfs_lib_path gave it through a directory's descriptor). */
+struct drx_stripe_layout;
+int drxfs_striped_layout_for(const char *rel, struct drx_stripe_layout *out);
 
 /* drxfs_kcache.c: the kernel's attribute and page caches.  Keys are
  * store-relative names (an array's, for every view of it); paths are mount

@@ -288,10 +288,7 @@ static int rename_array_node(const struct drxfs_node *src, const struct drxfs_no
     }
     /* a long name: the array's files are named by its stem (drx/store.h) */
     char stem[PATH_MAX];
-    const char *base = strrchr(rel, '/');
-    if ((rc = drxfs_long_rel(rel, stem)) == 1)
-        rc = drxfs_long_name_set(stem, base ? base + 1 : rel);
-    if (rc < 0)
+    if ((rc = drxfs_long_new(rel, stem)) < 0)
         return rc;
     if ((rc = rename_array(src->rel, stem)) == 0) {
         drxfs_arr_forget(src->rel);

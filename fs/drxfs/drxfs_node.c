@@ -51,6 +51,37 @@ int drxfs_proc_path(char *out, size_t len, const char *rel)
     return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
 
+/* Room libcore needs past a path it is given: `.` before the name, and
+ * `.nafs.XXXXXX` or `.xmd.XXXXXX` after it (temporaries beside it). */
+#define LIB_PATH_ROOM 16
+
+int drxfs_lib_path(char *out, size_t len, const char *rel, int *pin)
+{
+    const char *slash = strrchr(rel, '/');
+    char dir[PATH_MAX];
+    int fd, n;
+
+    *pin = -1;
+    if (strlen(drxfs.proc_root) + 1 + strlen(rel) + LIB_PATH_ROOM < PATH_MAX)
+        return drxfs_proc_path(out, len, rel);
+    /* A store path near PATH_MAX: libcore gets the entry through its
+     * directory's descriptor, which the caller keeps open while libcore
+     * may use the path. */
+    if (!slash)
+        return -ENAMETOOLONG;
+    memcpy(dir, rel, (size_t)(slash - rel));
+    dir[slash - rel] = '\0';
+    if ((fd = drxfs_open_beneath(dir, O_PATH | O_DIRECTORY, 0)) < 0)
+        return fd;
+    n = snprintf(out, len, "/proc/self/fd/%d/%s", fd, slash + 1);
+    if (n < 0 || (size_t)n >= len) {
+        close(fd);
+        return -ENAMETOOLONG;
+    }
+    *pin = fd;
+    return 0;
+}
+
 int drxfs_open_beneath(const char *rel, int flags, mode_t mode)
 {
     /* The daemon runs as root for allow_other mounts: a user who can write
@@ -191,13 +222,17 @@ int drxfs_long_rel(const char *rel, char *out)
     size_t dlen = (size_t)(name - rel);
     char stem[DRX_STORE_LONG_STEM_LEN + 1];
 
+    /* the store path of an array or striped file must have room for its
+     * suffix (classify stats NAME.nafs beneath the store root) */
     if (!drxfs_name_long(name)) {
+        if (strlen(rel) + strlen(DRXFS_NAFS) >= PATH_MAX)
+            return -ENAMETOOLONG;
         if (out != rel)
             memmove(out, rel, strlen(rel) + 1);
         return 0;
     }
     drx_store_long_stem(name, stem, sizeof stem);
-    if (dlen + sizeof stem > PATH_MAX)
+    if (dlen + sizeof stem + strlen(DRXFS_NAFS) > PATH_MAX)
         return -ENAMETOOLONG;
     memmove(out, rel, dlen);
     memcpy(out + dlen, stem, sizeof stem);
@@ -229,6 +264,23 @@ int drxfs_long_name_set(const char *stem, const char *name)
         return -ENAMETOOLONG;
     }
     return -errno;
+}
+
+int drxfs_long_new(const char *rel, char *out)
+{
+    const char *base = strrchr(rel, '/');
+    char name[NAME_MAX + 1];
+
+    /* out may be rel */
+    snprintf(name, sizeof name, "%s", base ? base + 1 : rel);
+    int rc = drxfs_long_rel(rel, out);
+    return rc == 1 ? drxfs_long_name_set(out, name) : rc;
+}
+
+void drxfs_unpin(int pin)
+{
+    if (pin >= 0)
+        close(pin);
 }
 
 void drxfs_long_name_drop(const char *stem)
@@ -283,15 +335,15 @@ static int classify(struct drxfs_node *n, const char *rel, const char *name, siz
         return -ENOENT;
     if (nlen > DRX_STORE_SHORT_MAX)
         return (rc = long_classify(n, name)) <= 0 ? rc : plain_classify(n, rel);
-    if ((rc = drxfs_rel_suffix(path, rel, DRXFS_XMD)) < 0)
-        return rc;
-    if (stat_rel(path, &n->st) == 0 && S_ISREG(n->st.st_mode)) {
+    /* a store path with no room for a suffix has no array nor striped file
+     * (drxfs_long_rel refuses to make one) */
+    if (drxfs_rel_suffix(path, rel, DRXFS_XMD) == 0 && stat_rel(path, &n->st) == 0 &&
+        S_ISREG(n->st.st_mode)) {
         n->kind = DRXFS_ARRAY;
         return 0;
     }
-    if ((rc = drxfs_rel_suffix(path, rel, DRXFS_NAFS)) < 0)
-        return rc;
-    if (stat_rel(path, &n->st) == 0 && S_ISREG(n->st.st_mode)) {
+    if (drxfs_rel_suffix(path, rel, DRXFS_NAFS) == 0 && stat_rel(path, &n->st) == 0 &&
+        S_ISREG(n->st.st_mode)) {
         n->kind = DRXFS_STRIPED;
         return 0;
     }
@@ -383,6 +435,13 @@ static int dir_child(struct drxfs_node *n, const char *name, size_t len, size_t 
     bool at_root = *used == 0;
     int rc;
 
+    /* a hidden name's store path is not below its directory's (it may be
+     * longer than the name it replaced) */
+    if (drxfs_hidden_name(name)) {
+        rc = hidden_classify(n, name, len);
+        *used = strlen(n->rel);
+        return rc;
+    }
     if (*used + len + 2 > PATH_MAX)
         return -ENAMETOOLONG;
     if (*used)
@@ -391,12 +450,7 @@ static int dir_child(struct drxfs_node *n, const char *name, size_t len, size_t 
     *used += len;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return -ENOENT;
-    if (drxfs_hidden_name(name))
-        rc = hidden_classify(n, name, len);
-    else
-        rc = classify(n, n->rel, name, len, at_root);
-    *used = strlen(n->rel);
-    return rc;
+    return classify(n, n->rel, name, len, at_root);
 }
 
 int drxfs_resolve(const char *path, struct drxfs_node *n)

@@ -518,9 +518,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     }
     /* a long name's metafile is named by its stem, the name recorded
      * first (drx/store.h) */
-    if ((rc = drxfs_long_rel(rel, rel)) == 1)
-        rc = drxfs_long_name_set(rel, name);
-    if (rc < 0)
+    if ((rc = drxfs_long_new(rel, rel)) < 0)
         return rc;
     if ((rc = drxfs_striped_create(rel, mode, fi)) == 0)
         open_cache(path, DRXFS_STRIPED, rel, fi);

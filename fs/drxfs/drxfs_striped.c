@@ -30,6 +30,7 @@ struct drxfs_sfile {
      * the metafile, so flush sets it. */
     bool dirty;
     unsigned refs;  /* protected by stable.mutex */
+    int pin;        /* directory descriptor f's path goes through, or -1 */
     struct stat st; /* metafile at open (for fstat of an unlinked file) */
     struct drxfs_sfile *prev, *next;
 };
@@ -111,10 +112,8 @@ static void s_insert(struct drxfs_sfile *e)
     stable.head = e;
 }
 
-static int store_path(char *out, const char *rel)
-{
-    return drxfs_proc_path(out, PATH_MAX + 64, rel);
-}
+/* libcore's path of rel; *pin: a descriptor to close after (-1: none). */
+#define store_path(out, rel, pin) drxfs_lib_path(out, PATH_MAX + 64, rel, pin)
 
 int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struct drx_err *err)
 {
@@ -131,6 +130,7 @@ static void sfile_close(struct drxfs_sfile *e)
     int rc = drx_stripe_close(e->f);
     if (rc < 0)
         drx_log(DRX_LOG_ERROR, "%s: recording the size at close: %s", e->key, strerror(-rc));
+    drxfs_unpin(e->pin);
     free(e->key);
     free(e);
 }
@@ -160,14 +160,16 @@ static int sfile_open(const char *rel, struct drxfs_sfile **out)
     char path[PATH_MAX + 64], mrel[PATH_MAX];
     struct drx_err err = {{0}};
     struct drxfs_sfile *fresh;
-    int rc;
+    int rc, pin;
 
-    if ((rc = store_path(path, rel)) < 0)
+    if ((rc = store_path(path, rel, &pin)) < 0)
         return rc;
     if (!(fresh = calloc(1, sizeof(*fresh))) || !(fresh->key = strdup(rel))) {
         free(fresh);
+        drxfs_unpin(pin);
         return -ENOMEM;
     }
+    fresh->pin = pin;
     fresh->refs = 1;
     rc = -EROFS;
     if (!drxfs.ro) {
@@ -179,6 +181,7 @@ static int sfile_open(const char *rel, struct drxfs_sfile **out)
         rc = drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDONLY, &fresh->f, &err);
     }
     if (rc < 0) {
+        drxfs_unpin(fresh->pin);
         free(fresh->key);
         free(fresh);
         return drxfs_striped_log_err("open", rel, rc, &err);
@@ -327,9 +330,21 @@ static int stamp_if_dirty(struct drxfs_sfile *e, struct stat *meta)
     return 1;
 }
 
-int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
+/* The metafile of rel as it is in the store. */
+static int stat_meta(const char *rel, struct drx_stripe_meta *m, struct drx_err *err)
 {
     char path[PATH_MAX + 64];
+    int rc, pin;
+
+    if ((rc = store_path(path, rel, &pin)) < 0)
+        return rc;
+    rc = drx_stripe_stat(drxfs.store, path, m, err);
+    drxfs_unpin(pin);
+    return rc;
+}
+
+int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
+{
     struct drx_stripe_meta m;
     struct drx_err err = {{0}};
     struct drxfs_sfile *e;
@@ -358,9 +373,7 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
             pthread_mutex_unlock(&stable.mutex);
         }
         sfile_put(e);
-    } else if ((rc = store_path(path, n->rel)) < 0) {
-        return rc;
-    } else if ((rc = drx_stripe_stat(drxfs.store, path, &m, &err)) < 0) {
+    } else if ((rc = stat_meta(n->rel, &m, &err)) < 0) {
         if (rc == -ENOENT)
             return rc;
         /* A broken or hostile metafile: the name stays visible (so it can
@@ -467,16 +480,24 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     char path[PATH_MAX + 64];
     struct drx_err err = {{0}};
     struct drxfs_sfile *e;
-    int rc;
+    int rc, pin;
 
-    if ((rc = store_path(path, rel)) < 0)
+    if ((rc = store_path(path, rel, &pin)) < 0)
         return rc;
     if (!(e = calloc(1, sizeof(*e))) || !(e->key = strdup(rel))) {
         free(e);
+        drxfs_unpin(pin);
         return -ENOMEM;
     }
-    rc = drx_stripe_create(drxfs.store, path, NULL, mode & 07777, &e->f, &err);
+    e->pin = pin;
+    /* libcore finds the layout by walking up the path it is given: not
+     * through a directory's descriptor */
+    struct drx_stripe_layout l;
+    rc = pin < 0 ? 0 : drxfs_striped_layout_for(rel, &l);
+    if (rc == 0)
+        rc = drx_stripe_create(drxfs.store, path, pin < 0 ? NULL : &l, mode & 07777, &e->f, &err);
     if (rc < 0) {
+        drxfs_unpin(pin);
         free(e->key);
         free(e);
         return drxfs_striped_log_err("create", rel, rc, &err);
@@ -711,9 +732,9 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
 {
     char path[PATH_MAX + 64];
     struct drx_err err = {{0}};
-    int rc;
+    int rc, pin;
 
-    if ((rc = store_path(path, n->rel)) < 0)
+    if ((rc = store_path(path, n->rel, &pin)) < 0)
         return rc;
     if (n->st.st_nlink > 1) {
         /* Other names keep the file: what was written under this one is
@@ -730,33 +751,27 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
     }
     sfile_detach(n->rel);
     rc = drx_stripe_unlink(drxfs.store, path, &err);
+    drxfs_unpin(pin);
     if (rc < 0)
         return drxfs_striped_log_err("unlink", n->rel, rc, &err);
     drxfs_long_name_drop(n->rel);
     return 0;
 }
 
-/* The store name of new name to_rel into stem: itself, or for a long name
- * its stem, with the name recorded (drx/store.h).  0 or -errno. */
-static int new_stem(const char *to_rel, char *stem)
-{
-    const char *base = strrchr(to_rel, '/');
-    int rc = drxfs_long_rel(to_rel, stem);
-
-    return rc == 1 ? drxfs_long_name_set(stem, base ? base + 1 : to_rel) : rc;
-}
-
 int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
 {
     char from[PATH_MAX + 64], to[PATH_MAX + 64], stem[PATH_MAX];
     struct drx_err err = {{0}};
-    int rc;
+    int rc, pin[2] = {-1, -1};
 
-    if ((rc = new_stem(to_rel, stem)) < 0)
+    if ((rc = drxfs_long_new(to_rel, stem)) < 0)
         return rc;
-    if ((rc = store_path(from, n->rel)) < 0 || (rc = store_path(to, stem)) < 0)
+    if ((rc = store_path(from, n->rel, &pin[0])) < 0)
         return rc;
-    rc = drx_stripe_link(drxfs.store, from, to, &err);
+    if ((rc = store_path(to, stem, &pin[1])) == 0)
+        rc = drx_stripe_link(drxfs.store, from, to, &err);
+    drxfs_unpin(pin[0]);
+    drxfs_unpin(pin[1]);
     if (rc < 0) {
         drxfs_long_name_drop(stem);
         return drxfs_striped_log_err("link", n->rel, rc, &err);
@@ -764,10 +779,14 @@ int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
     return 0;
 }
 
-/* The open file e is now named to_rel; drops the caller's reference. */
-static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel)
+/* The open file e is now named to_rel, its path through pin; drops the
+ * caller's reference. */
+static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel, int pin)
 {
     pthread_mutex_lock(&stable.mutex);
+    int old = e->pin;
+    e->pin = pin;
+    drxfs_unpin(old);
     char *key = strdup(to_rel);
     if (key && !e->detached) {
         free(e->key);
@@ -798,12 +817,14 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
 {
     char from[PATH_MAX + 64], to[PATH_MAX + 64], to_rel[PATH_MAX];
     struct drx_err err = {{0}};
-    int rc;
+    int rc, pf, pt = -1;
 
-    if ((rc = new_stem(to_name, to_rel)) < 0)
+    if ((rc = drxfs_long_new(to_name, to_rel)) < 0)
         return rc;
-    if ((rc = store_path(from, src->rel)) < 0 || (rc = store_path(to, to_rel)) < 0)
+    if ((rc = store_path(from, src->rel, &pf)) < 0 || (rc = store_path(to, to_rel, &pt)) < 0) {
+        drxfs_unpin(pf);
         return rc;
+    }
     /* Write a pending size under the old name before the rename. */
     struct drxfs_sfile *e = sfile_take_flushed(src->rel);
     if (dst && dst->kind == DRXFS_STRIPED)
@@ -816,14 +837,18 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
         rc = drx_stripe_rename_handle(e->f, to, 0, &err);
     else
         rc = drx_stripe_rename(drxfs.store, from, to, 0, &err);
+    drxfs_unpin(pf);
     if (rc < 0) {
+        drxfs_unpin(pt);
         if (e)
             sfile_put(e);
         drxfs_long_name_drop(to_rel);
         return drxfs_striped_log_err("rename", src->rel, rc, &err);
     }
     if (e)
-        sfile_rekey(e, to_rel);
+        sfile_rekey(e, to_rel, pt); /* its path is `to` now */
+    else
+        drxfs_unpin(pt);
     drxfs_long_name_drop(src->rel);
     /* The name was a plain file, special file or symlink: the striped
      * file replaces it (the metafile wins lookups already; remove what it
@@ -831,6 +856,18 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
     if (dst && dst->kind <= DRXFS_LINK && dst->kind != DRXFS_DIR)
         unlinkat(drxfs.root_fd, dst->rel, 0);
     return 0;
+}
+
+/* Points open handle e (no pin) at its new name key. */
+static int follow_dir(struct drxfs_sfile *e, const char *key, char *path)
+{
+    int pin, rc = store_path(path, key, &pin);
+
+    if (rc == 0 && (rc = drx_stripe_set_path(e->f, path)) < 0)
+        drxfs_unpin(pin);
+    else if (rc == 0)
+        e->pin = pin;
+    return rc;
 }
 
 void drxfs_striped_dir_renamed(const char *from, const char *to)
@@ -848,8 +885,9 @@ void drxfs_striped_dir_renamed(const char *from, const char *to)
             continue;
         }
         snprintf(key, klen, "%s%s", to, e->key + flen);
-        /* the open handle records its size under the new name */
-        if (store_path(path, key) < 0 || drx_stripe_set_path(e->f, path) < 0) {
+        /* the open handle records its size under the new name (a path
+         * through its directory's descriptor follows by itself) */
+        if (e->pin < 0 && follow_dir(e, key, path) < 0) {
             drx_log(DRX_LOG_ERROR, "rename %s: cannot follow to %s", e->key, key);
             free(key);
             continue;

@@ -3,9 +3,12 @@
  * file, read-only) is the layout new files get (or that file's).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "drx/stripe.h"
 #include "drxfs_i.h"
@@ -108,29 +111,40 @@ int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t
     return rc < 0 ? drxfs_striped_log_err("setting layout of", n->rel, rc, &err) : 0;
 }
 
-int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
+/* The layout of directory or striped file n: 0, or -ENODATA when it has
+ * none, or -errno. */
+static int layout_of(const struct drxfs_node *n, struct drx_stripe_layout *l)
 {
-    char path[PATH_MAX + 64], text[DRX_STRIPE_LAYOUT_LEN];
-    struct drx_stripe_layout l;
+    char path[PATH_MAX + 64];
     struct drx_stripe_meta m;
     struct drx_err err = {{0}};
+    int rc, pin;
+
+    if (n->kind != DRXFS_DIR && n->kind != DRXFS_STRIPED)
+        return -ENODATA;
+    if ((rc = drxfs_lib_path(path, sizeof(path), n->rel, &pin)) < 0)
+        return rc;
+    if (n->kind == DRXFS_DIR)
+        rc = drx_stripe_layout_dir_get(drxfs.store, path, l, &err);
+    else
+        rc = drx_stripe_stat(drxfs.store, path, &m, &err);
+    drxfs_unpin(pin);
+    if (n->kind == DRXFS_DIR)
+        return rc == 1 ? 0 : rc == 0 || rc == -EINVAL ? -ENODATA : rc;
+    if (rc < 0)
+        return drxfs_striped_log_err("stat", n->rel, rc, &err);
+    *l = m.layout;
+    return 0;
+}
+
+int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
+{
+    char text[DRX_STRIPE_LAYOUT_LEN];
+    struct drx_stripe_layout l;
     int rc;
 
-    if ((rc = drxfs_proc_path(path, sizeof(path), n->rel)) < 0)
+    if ((rc = layout_of(n, &l)) < 0)
         return rc;
-    if (n->kind == DRXFS_DIR) {
-        rc = drx_stripe_layout_dir_get(drxfs.store, path, &l, &err);
-        if (rc == 0)
-            return -ENODATA;
-        if (rc < 0)
-            return rc == -EINVAL ? -ENODATA : rc;
-    } else if (n->kind == DRXFS_STRIPED) {
-        if ((rc = drx_stripe_stat(drxfs.store, path, &m, &err)) < 0)
-            return drxfs_striped_log_err("stat", n->rel, rc, &err);
-        l = m.layout;
-    } else {
-        return -ENODATA;
-    }
     int len = drx_stripe_layout_format(&l, text, sizeof(text));
     if (len < 0)
         return -EIO;
@@ -140,4 +154,51 @@ int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
         return -ERANGE;
     memcpy(value, text, (size_t)len);
     return len;
+}
+
+/* libcore's path of store directory rel: through the store root, or when
+ * that is too long through the directory's own descriptor (*pin). */
+static int dir_path(const char *rel, char *path, size_t len, int *pin)
+{
+    *pin = -1;
+    if (drxfs_proc_path(path, len, rel) == 0 && strlen(path) < PATH_MAX)
+        return 0;
+    if ((*pin = drxfs_open_beneath(rel, O_PATH | O_DIRECTORY, 0)) < 0)
+        return *pin;
+    snprintf(path, len, "/proc/self/fd/%d", *pin);
+    return 0;
+}
+
+int drxfs_striped_layout_for(const char *rel, struct drx_stripe_layout *out)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 64];
+    int pin;
+
+    snprintf(dir, sizeof dir, "%s", rel);
+    out->count = drxfs.store->cfg.stripe.count;
+    out->extent = drxfs.store->cfg.stripe.extent;
+    for (;;) {
+        char *slash = strrchr(dir, '/');
+        struct drx_err err = {{0}};
+        int rc;
+
+        if (slash)
+            *slash = '\0';
+        else
+            strcpy(dir, ".");
+        if ((rc = dir_path(dir, path, sizeof path, &pin)) < 0)
+            return rc;
+        rc = drx_stripe_layout_dir_get(drxfs.store, path, out, &err);
+        if (pin >= 0)
+            close(pin);
+        if (rc == 1)
+            return 0;
+        if (rc < 0) {
+            drx_log(DRX_LOG_WARNING, "%s; ignored", err.msg);
+            out->count = drxfs.store->cfg.stripe.count;
+            out->extent = drxfs.store->cfg.stripe.extent;
+        }
+        if (strcmp(dir, ".") == 0)
+            return 0;
+    }
 }
