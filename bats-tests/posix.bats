@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # POSIX behaviour at the mount point, in the spirit of pjdfstest: open,
 # create, link, unlink, rename, mkfifo, mknod, chmod, chown, truncate,
-# utimensat and xattrs on names of 1, 250 (the longest striped name) and
-# 255 bytes, on a mount with allow_other (default_permissions implied);
+# utimensat and xattrs on names of 1, 250 (the longest stored as it is) and
+# 255 bytes (stored under a stem), files removed while open, paths near
+# PATH_MAX, on a mount with allow_other (default_permissions implied);
 # permission cases run as nobody.  Then round trips of a local tree (hard
 # links, xattrs, a FIFO, sparse files) through cp -a, tar and rsync, and du
 # of sparse files against the same files on a local disk.  The exceptions
@@ -514,6 +515,9 @@ assert open("a").read() == "newer"
 os.close(fd)
 EOF
     wait_subfiles $((before + 2))
+    # libfuse's hidden names are its own: not a name for users
+    expect EPERM rename a .fuse_hidden0000000100000001
+    expect EPERM create .fuse_hidden0000000100000002 0644
     # the hidden objects are not listed, and nothing is left of them
     [ "$(ls -A)" = a ]
     [ -z "$(ls -A "$S/.drx/hidden")" ]
@@ -521,7 +525,7 @@ EOF
     assert_success
 }
 
-@test "an open unlinked striped file when the daemon is killed: drx fsck finds and removes it" {
+@test "an open unlinked striped file when the daemon is killed, a long name cut short: drx fsck repairs" {
     local k m s d
     k="$OWN_DIR/kill" # teardown unmounts it, even on failure
     m="$k/mnt" s="$k/store" d="$k/disks"
@@ -538,12 +542,16 @@ os.kill(int(open(sys.argv[2]).read()), signal.SIGKILL)
 EOF
     unmount_store "$m"
     [ "$(find "$d" -type f | wc -l)" -eq 2 ]
+    # and a long name's symlink that a create cut short left behind
+    ln -s "$N255" "$s/.drx-long.0123456789abcdef0123456789abcdef"
     run "$DRX" fsck "$s"
     [ "$status" -ne 0 ]
     [[ "$output" == *"removed while open through a drxfs mount that stopped"* ]]
+    [[ "$output" == *".drx-long.0123456789abcdef0123456789abcdef: leftover long name"* ]]
     run "$DRX" fsck --repair "$s"
     assert_success
     [ "$(find "$d" -type f | wc -l)" -eq 0 ]
+    [ ! -L "$s/.drx-long.0123456789abcdef0123456789abcdef" ]
     run "$DRX" fsck "$s"
     assert_success
 }

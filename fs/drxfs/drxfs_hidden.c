@@ -245,7 +245,7 @@ void drxfs_hidden_released(dev_t dev, ino_t ino)
     /* libfuse removes the hidden name after the last close, through its
      * path; it has none when the directory was removed meanwhile, so the
      * last close removes it here (libfuse's removal then finds nothing). */
-    bool open = h->striped ? drxfs_striped_is_open(h->rel) : fd_open_on(dev, ino);
+    bool open = h->striped ? drxfs_striped_is_open(dev, ino) : fd_open_on(dev, ino);
     if (!open) {
         hremove(h);
         return;
@@ -329,10 +329,15 @@ int drxfs_hidden_hide(const char *from, const char *to)
         return rc;
     switch (n->kind) {
     case DRXFS_PLAIN:
-    case DRXFS_SPECIAL:
-    case DRXFS_LINK:
     case DRXFS_STRIPED:
-        rc = move_out(n, rel);
+        /* libfuse hides only files it has open; anything else is a user's
+         * rename to a name libfuse reserves (it would be removed at
+         * unmount) */
+        if (n->kind == DRXFS_PLAIN ? fd_open_on(n->st.st_dev, n->st.st_ino)
+                                   : drxfs_striped_is_open(n->st.st_dev, n->st.st_ino))
+            rc = move_out(n, rel);
+        else
+            rc = -EPERM;
         break;
     case DRXFS_ZARR:
         rc = zremember(name, from);

@@ -406,8 +406,9 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
  * it follow. */
 void drxfs_striped_dir_renamed(const char *from, const char *to);
 void drxfs_striped_shutdown(void);
-/* True while the daemon holds a handle of striped file rel. */
-bool drxfs_striped_is_open(const char *rel);
+/* True while the daemon may hold a handle of the striped file whose
+ * metafile is inode dev/ino. */
+bool drxfs_striped_is_open(dev_t dev, ino_t ino);
 /* The metafile's inode of an open striped file. */
 void drxfs_striped_ino(const struct drxfs_fh *fh, dev_t *dev, ino_t *ino);
 /* Logs a failed libcore call on rel (expected failures at debug) and
@@ -424,6 +425,9 @@ int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
  * (drxfs_lib_path gave it through a directory's descriptor). */
 struct drx_stripe_layout;
 int drxfs_striped_layout_for(const char *rel, struct drx_stripe_layout *out);
+/* Gives the caller the metafile and the subfiles of new file f at rel. */
+struct drx_stripe;
+void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel);
 
 /* drxfs_kcache.c: the kernel's attribute and page caches.  Keys are
  * store-relative names (an array's, for every view of it); paths are mount

@@ -38,6 +38,7 @@ struct drxfs_sfile {
 static struct {
     pthread_mutex_t mutex;
     struct drxfs_sfile *head;
+    unsigned ndetached; /* handles out of the table, still open */
 } stable = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
 static void sfile_put(struct drxfs_sfile *e);
@@ -246,6 +247,8 @@ static void sfile_put(struct drxfs_sfile *e)
     last = --e->refs == 0;
     if (last && !e->detached)
         s_unlink(e);
+    else if (last)
+        stable.ndetached--;
     pthread_mutex_unlock(&stable.mutex);
     if (last)
         sfile_close(e);
@@ -258,6 +261,7 @@ static void sfile_detach_entry(struct drxfs_sfile *e)
     if (!e->detached && s_find(e->key) == e) {
         s_unlink(e);
         e->detached = true;
+        stable.ndetached++;
     }
     pthread_mutex_unlock(&stable.mutex);
 }
@@ -270,6 +274,7 @@ static void sfile_detach(const char *rel)
     if (e) {
         s_unlink(e);
         e->detached = true;
+        stable.ndetached++;
     }
     pthread_mutex_unlock(&stable.mutex);
 }
@@ -457,24 +462,6 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
     return rc;
 }
 
-/* Gives the caller the metafile and the subfiles of a new file. */
-static void chown_new(struct drx_stripe *f, const char *rel)
-{
-    char meta[PATH_MAX];
-    struct drx_stripe_meta m;
-
-    if (!drxfs.root_euid || drxfs_rel_suffix(meta, rel, DRXFS_NAFS) < 0)
-        return;
-    drxfs_chown_new(meta);
-    struct fuse_context *ctx = fuse_get_context();
-    drx_stripe_meta_get(f, &m);
-    for (unsigned i = 0; i < m.layout.count; i++) {
-        int dfd = drxfs.store->dir_fds[m.sub[i].dir];
-        if (dfd >= 0)
-            fchownat(dfd, m.sub[i].name, ctx->uid, ctx->gid, AT_SYMLINK_NOFOLLOW);
-    }
-}
-
 int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi)
 {
     char path[PATH_MAX + 64];
@@ -502,7 +489,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
         free(e);
         return drxfs_striped_log_err("create", rel, rc, &err);
     }
-    chown_new(e->f, rel);
+    drxfs_striped_chown_new(e->f, rel);
     char meta[PATH_MAX];
     if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)
         fstatat(drxfs.root_fd, meta, &e->st, AT_SYMLINK_NOFOLLOW);
@@ -514,6 +501,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
         /* a stale entry of a file removed behind our back */
         s_unlink(old);
         old->detached = true;
+        stable.ndetached++;
     }
     s_insert(e);
     pthread_mutex_unlock(&stable.mutex);
@@ -627,10 +615,13 @@ int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
     return rc < 0 ? drxfs_striped_log_err("fsync", fh->sf->key, rc, NULL) : 0;
 }
 
-bool drxfs_striped_is_open(const char *rel)
+bool drxfs_striped_is_open(dev_t dev, ino_t ino)
 {
     pthread_mutex_lock(&stable.mutex);
-    bool open = s_find(rel) != NULL;
+    /* a handle out of the table may be that file: cannot tell */
+    bool open = stable.ndetached > 0;
+    for (struct drxfs_sfile *e = stable.head; e && !open; e = e->next)
+        open = e->st.st_dev == dev && e->st.st_ino == ino;
     pthread_mutex_unlock(&stable.mutex);
     return open;
 }

@@ -1,6 +1,7 @@
 /* What striped files share through the stripe directories: statfs sums
  * them, and the user.drx.stripe attribute of a directory (or of a striped
- * file, read-only) is the layout new files get (or that file's).
+ * file, read-only) is the layout new files get (or that file's); a new
+ * file's layout and owner.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -200,5 +201,23 @@ int drxfs_striped_layout_for(const char *rel, struct drx_stripe_layout *out)
         }
         if (strcmp(dir, ".") == 0)
             return 0;
+    }
+}
+
+/* Gives the caller the metafile and the subfiles of a new file. */
+void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel)
+{
+    char meta[PATH_MAX];
+    struct drx_stripe_meta m;
+
+    if (!drxfs.root_euid || drxfs_rel_suffix(meta, rel, DRXFS_NAFS) < 0)
+        return;
+    drxfs_chown_new(meta);
+    struct fuse_context *ctx = fuse_get_context();
+    drx_stripe_meta_get(f, &m);
+    for (unsigned i = 0; i < m.layout.count; i++) {
+        int dfd = drxfs.store->dir_fds[m.sub[i].dir];
+        if (dfd >= 0)
+            fchownat(dfd, m.sub[i].name, ctx->uid, ctx->gid, AT_SYMLINK_NOFOLLOW);
     }
 }
