@@ -63,7 +63,7 @@ static void make_id(void)
 
 /* Store objects moved to .drx/hidden by this mount, until removed. */
 struct hobj {
-    char rel[PATH_MAX]; /* without a striped file's suffix */
+    char rel[sizeof DRX_STORE_HIDDEN + 40]; /* without a striped file's suffix */
     dev_t dev;
     ino_t ino;
     bool striped;
@@ -186,10 +186,13 @@ void drxfs_hidden_unlinked(const char *path)
 static void hremember(const struct drxfs_node *n, const char *rel)
 {
     struct hobj *h = calloc(1, sizeof *h);
+    size_t len = strlen(rel);
 
-    if (!h)
+    if (!h || len >= sizeof h->rel) {
+        free(h);
         return; /* libfuse's unlink at the last close still removes it */
-    snprintf(h->rel, sizeof h->rel, "%s", rel);
+    }
+    memcpy(h->rel, rel, len + 1);
     h->dev = n->st.st_dev;
     h->ino = n->st.st_ino;
     h->striped = n->kind == DRXFS_STRIPED;
