@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # POSIX behaviour at the mount point, in the spirit of pjdfstest: open,
 # create, link, unlink, rename, mkfifo, mknod, chmod, chown, truncate,
-# utimensat and xattrs on names of 1, 250 (the longest striped name) and
-# 255 bytes, on a mount with allow_other (default_permissions implied);
+# utimensat and xattrs on names of 1, 250 (the longest stored as it is) and
+# 255 bytes (stored under a stem), files removed while open, paths near
+# PATH_MAX, on a mount with allow_other (default_permissions implied);
 # permission cases run as nobody.  Then round trips of a local tree (hard
 # links, xattrs, a FIFO, sparse files) through cp -a, tar and rsync, and du
 # of sparse files against the same files on a local disk.  The exceptions
@@ -15,7 +16,7 @@ setup_file() {
     OWN_DIR=$(mktemp -d /tmp/drxfs-posix.XXXXXX)
     chmod 755 "$OWN_DIR"
     echo "$OWN_DIR" >"$BATS_FILE_TMPDIR/own_dir"
-    export S="$OWN_DIR/store" M="$OWN_DIR/mnt" D="$OWN_DIR/disks" L="$OWN_DIR/local"
+    export OWN_DIR S="$OWN_DIR/store" M="$OWN_DIR/mnt" D="$OWN_DIR/disks" L="$OWN_DIR/local"
     mkdir -p "$D/0" "$D/1" "$L"
     "$DRX" init "$S" --stripe-dirs "$D/0,$D/1" --count 2 --extent 4096 >/dev/null
     chmod 755 "$S"
@@ -43,6 +44,10 @@ setup() {
 
 teardown() {
     cd /
+    if [ -e "$OWN_DIR/kill" ]; then
+        unmount_store "$OWN_DIR/kill/mnt"
+        rm -rf "$OWN_DIR/kill"
+    fi
     rm -rf "$W" "$L/t$BATS_TEST_NUMBER" 2>/dev/null || true
 }
 
@@ -64,9 +69,26 @@ expect() {
 }
 
 # store_kind NAME: what the store holds for NAME in this test's directory
+# (a name of more than 250 bytes: its stem's files, the symlink that
+# records the name beside them; README, Long names)
 store_kind() {
-    local s="$S/t$BATS_TEST_NUMBER/$1"
-    if [ -f "$s.nafs" ]; then echo striped; elif [ -e "$s" ]; then echo plain; else echo none; fi
+    local d="$S/t$BATS_TEST_NUMBER" s="$S/t$BATS_TEST_NUMBER/$1" l
+    if [ ${#1} -gt 250 ]; then
+        for l in "$d"/.drx-long.*; do
+            if [ -L "$l" ] && [ "$(readlink "$l")" = "$1" ]; then
+                s=$l
+            fi
+        done
+    fi
+    if [ -f "$s.xmd" ]; then
+        echo array
+    elif [ -f "$s.nafs" ]; then
+        echo striped
+    elif [ -e "$S/t$BATS_TEST_NUMBER/$1" ]; then
+        echo plain
+    else
+        echo none
+    fi
 }
 
 nsubfiles() { find "$D" -type f | wc -l; }
@@ -95,9 +117,12 @@ nsubfiles() { find "$D" -type f | wc -l; }
         expect 0 chmod "$n" 0644
         expect 0 -u open "$n" O_RDONLY
     done
-    # NAME_MAX - 5 bytes is the longest striped name; longer ones are plain
+    # every name up to NAME_MAX makes a striped file (longer than 250
+    # bytes: under its stem)
     [ "$(store_kind "$N1")" = striped ] && [ "$(store_kind "$N250")" = striped ]
-    [ "$(store_kind "$N255")" = plain ]
+    [ "$(store_kind "$N255")" = striped ]
+    [ -z "$(find "$S" -name "$N255*")" ]
+    [ "$(ls | grep -c "^$N255\$")" -eq 1 ]
     expect ENAMETOOLONG create "$N256" 0644
     # creating a file in a directory: its times; not when it existed
     mkdir d && op utimensat d 1000000000000000000 1000000000000000000 >/dev/null
@@ -115,7 +140,7 @@ nsubfiles() { find "$D" -type f | wc -l; }
 @test "link: striped, plain and special files; st_nlink and st_ino; subfiles go with the last name" {
     local before
     before=$(nsubfiles)
-    for n in "$N1" "$N250"; do
+    for n in "$N1" "$N250" "$N255"; do
         expect 0 create "$n" 0644
         expect 0 write "$n" 0 hello
         expect 0 link "$n" l1
@@ -160,12 +185,19 @@ os.close(fd)"
     expect 0 rename c b
     expect keep read a
     expect 1 stat a nlink
-    # a 255-byte name is a plain file: links as one; a striped file's
-    # metafile has no room for a 255-byte name
-    expect 0 create "$N255" 0644
-    expect 0 link "$N255" l255
-    expect 2 stat l255 nlink
-    expect ENAMETOOLONG link a "$N255.x"
+    # long names on both sides of a link: one file, two stems
+    expect 0 create "$N255" 0644 && expect 0 write "$N255" 0 long
+    expect 0 link "$N255" "${N255:1}"
+    expect 0 link "${N255:1}" "${N255:2}x"
+    expect 3 stat "${N255:2}x" nlink
+    expect long read "${N255:1}"
+    [ "$(store_kind "${N255:1}")" = striped ] && [ "$(store_kind "${N255:2}x")" = striped ]
+    expect 0 unlink "$N255"
+    expect 0 unlink "${N255:1}"
+    expect long read "${N255:2}x"
+    expect 1 stat "${N255:2}x" nlink
+    expect 0 link a "$N255"
+    expect keep read "$N255"
     expect ENAMETOOLONG link a "$N256"
     expect 0 mkfifo f 0644
     expect 0 link f f2
@@ -212,9 +244,33 @@ os.close(fd)"
     expect ENOTEMPTY rename e1 e2
     expect EISDIR rename "$N250" e1
     expect ENOTDIR rename e1 "$N250"
-    # a striped file under a 255-byte name would need a longer metafile
-    expect ENAMETOOLONG rename "$N250" "$N255"
-    expect ENAMETOOLONG rename "$N250" "$N256"
+    # striped files between short and long names, over plain and
+    # striped files of long names
+    expect 0 rename "$N250" "$N255"
+    expect new read "$N255"
+    [ "$(store_kind "$N255")" = striped ]
+    expect 0 create "${N255:1}y" 0644 && expect 0 write "${N255:1}y" 0 other
+    expect 0 rename "${N255:1}y" "$N255"
+    expect other read "$N255"
+    expect 0 rename "$N255" "${N255:3}zzz"
+    expect ENOENT stat "$N255" type
+    expect other read "${N255:3}zzz"
+    expect 0 rename "${N255:3}zzz" s1
+    expect other read s1
+    expect ENAMETOOLONG rename s1 "$N256"
+    # an array renamed to a 255-byte name and back: its views follow
+    "$DRX" create "$S/t$BATS_TEST_NUMBER/arr" --type u8 --shape 4x3 --chunk 2x2 >/dev/null
+    printf 'abcdefghijkl' | "$DRX" put "$S/t$BATS_TEST_NUMBER/arr" >/dev/null
+    expect 0 rename arr "$N255"
+    [ "$(store_kind "$N255")" = array ]
+    expect dir stat "$N255" type
+    [ "$(cat "$N255/dim0=1/data")" = def ]
+    [ "$(ls -d "$N255")" = "$N255" ]
+    expect 0 rename "$N255" "${N255:2}a"
+    [ "$(cat "${N255:2}a/data")" = abcdefghijkl ]
+    expect 0 rename "${N255:2}a" arr
+    [ "$(cat arr/data)" = abcdefghijkl ]
+    [ -z "$(find "$S/t$BATS_TEST_NUMBER" -name '.drx-long.*' -type l)" ]
     # nobody in a root directory
     mkdir -m 755 ro && expect 0 create ro/f 0666
     expect EACCES -u unlink ro/f
@@ -404,11 +460,171 @@ os.close(fd)"
     expect EPERM -u setxattr "$N255" trusted.t v
 }
 
-@test "an open unlinked striped file: I/O goes on until the last close" {
-    expect 0 create f 0644
-    expect Hello unlinked f read
-    expect ENOENT stat f type
-    [ "$(nsubfiles)" -eq 0 ] || [ -z "$(find "$S/t$BATS_TEST_NUMBER" -name 'f*')" ]
+# wait_subfiles COUNT: the store's subfiles come down to COUNT (the kernel
+# sends the last close's release after close(2) returns), 10 s at most
+wait_subfiles() {
+    local i
+    for ((i = 0; i < 100; i++)); do
+        [ "$(nsubfiles)" -eq "$1" ] && return 0
+        sleep 0.1
+    done
+    echo "subfiles: $(nsubfiles), expected $1" >&2
+    return 1
+}
+
+@test "an open unlinked file: fstat, fchmod and I/O go on until the last close" {
+    local before
+    before=$(nsubfiles)
+    for n in "$N1" "$N250" "$N255"; do
+        expect 0 create "$n" 0644
+        expect Hello unlinked "$n" read
+        expect 0 create "$n" 0644
+        # fstat of the open descriptor after unlink: the size written, no
+        # name left (st_nlink 0), mode changes through the descriptor
+        expect 5,0,0600 unlinked "$n" fstat
+        expect ENOENT stat "$n" type
+    done
+    wait_subfiles "$before"
+    # a plain file of the store (passed through) behaves the same
+    echo data >"$S/t$BATS_TEST_NUMBER/p"
+    expect 5,0,0600 unlinked p fstat
+    # the directory of an open unlinked file can be removed meanwhile; the
+    # file reads and writes on and goes at its last close
+    mkdir sub
+    expect 0 create sub/f 0644
+    "$PY" - <<'EOF'
+import os
+fd = os.open("sub/f", os.O_RDWR)
+os.pwrite(fd, b"x" * 10000, 0)
+os.unlink("sub/f")
+os.rmdir("sub")
+os.pwrite(fd, b"y", 10000)
+assert os.pread(fd, 2, 9999) == b"xy"
+os.close(fd)
+EOF
+    wait_subfiles "$before"
+    # renaming over an open file: the old descriptor keeps the old file
+    expect 0 create a 0644 && expect 0 write a 0 old
+    expect 0 create b 0644 && expect 0 write b 0 newer
+    "$PY" - <<'EOF'
+import os
+fd = os.open("a", os.O_RDWR)
+os.rename("b", "a")
+assert os.fstat(fd).st_size == 3 and os.pread(fd, 10, 0) == b"old"
+assert open("a").read() == "newer"
+os.close(fd)
+EOF
+    wait_subfiles $((before + 2))
+    # libfuse's hidden names are its own: not a name for users
+    expect EPERM rename a .fuse_hidden0000000100000001
+    expect EPERM create .fuse_hidden0000000100000002 0644
+    # the hidden objects are not listed, and nothing is left of them
+    [ "$(ls -A)" = a ]
+    [ -z "$(ls -A "$S/.drx/hidden")" ]
+    run "$DRX" fsck "$S"
+    assert_success
+}
+
+@test "an open unlinked striped file when the daemon is killed, a long name cut short: drx fsck repairs" {
+    local k m s d
+    k="$OWN_DIR/kill" # teardown unmounts it, even on failure
+    m="$k/mnt" s="$k/store" d="$k/disks"
+    mkdir -p "$d/0" "$d/1"
+    "$DRX" init "$s" --stripe-dirs "$d/0,$d/1" --count 2 --extent 4096 >/dev/null
+    mount_store "$s" "$m"
+    "$PY" - "$m/f" "$m.pid" <<'EOF'
+import os, signal, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644)
+os.pwrite(fd, b"z" * 20000, 0)
+os.unlink(sys.argv[1])
+assert os.fstat(fd).st_size == 20000
+os.kill(int(open(sys.argv[2]).read()), signal.SIGKILL)
+EOF
+    unmount_store "$m"
+    [ "$(find "$d" -type f | wc -l)" -eq 2 ]
+    # and a long name's symlink that a create cut short left behind
+    ln -s "$N255" "$s/.drx-long.0123456789abcdef0123456789abcdef"
+    run "$DRX" fsck "$s"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"removed while open through a drxfs mount that stopped"* ]]
+    [[ "$output" == *".drx-long.0123456789abcdef0123456789abcdef: leftover long name"* ]]
+    run "$DRX" fsck --repair "$s"
+    assert_success
+    [ "$(find "$d" -type f | wc -l)" -eq 0 ]
+    [ ! -L "$s/.drx-long.0123456789abcdef0123456789abcdef" ]
+    run "$DRX" fsck "$s"
+    assert_success
+}
+
+@test "paths near PATH_MAX: striped files and arrays at 4090 bytes below the mount; longer: ENAMETOOLONG" {
+    "$DRX" create "$S/t$BATS_TEST_NUMBER/arr" --type u8 --shape 4 --chunk 2 >/dev/null
+    printf 'wxyz' | "$DRX" put "$S/t$BATS_TEST_NUMBER/arr" >/dev/null
+    expect 0 setxattr . user.drx.stripe count=1\ extent=8192
+    "$PY" - "$M" <<'EOF'
+import errno, os, sys
+m = sys.argv[1]
+top = os.getcwd()
+
+
+def deep(total, tag):
+    """A directory chain below the test directory in which a 10-byte name
+    has a store path (mount path less its '/') of exactly total bytes."""
+    os.chdir(top)
+    while total - (len(os.getcwd()) - len(m) - 1) - 12 > 255:
+        os.makedirs(tag * 250, exist_ok=True)
+        os.chdir(tag * 250)
+    last = total - (len(os.getcwd()) - len(m) - 1) - 12
+    assert 0 < last <= 255, last
+    os.mkdir(tag * last)
+    os.chdir(tag * last)
+    assert len(os.getcwd()) - len(m) - 1 + 1 + 10 == total
+
+
+def fails(e, fn):
+    try:
+        fn()
+    except OSError as x:
+        assert x.errno == e, (x, e)
+        return
+    raise AssertionError("no error")
+
+
+f, g, h, a = "f" * 10, "g" * 10, "h" * 10, "a" * 10
+for total, tag in ((4000, "x"), (4090, "y")):
+    deep(total, tag)
+    with open(f, "w") as o:
+        o.write("hello")
+    assert open(f).read() == "hello"
+    os.rename(f, g)
+    os.truncate(g, 2)
+    os.link(g, h)
+    assert os.stat(h).st_nlink == 2
+    os.utime(g, (1, 1))
+    os.setxattr(g, "user.a", b"v")
+    assert os.getxattr(h, "user.a") == b"v"
+    # the layout of the test directory, many levels up
+    assert os.getxattr(g, "user.drx.stripe") == b"count=1 extent=8192"
+    os.rename(os.path.relpath(top + "/arr"), a)
+    assert open(a + "/data").read() == "wxyz"
+    assert open(a + "/dim0=1:3/data").read() == "xy"
+    os.rename(a, os.path.relpath(top + "/arr"))
+    fd = os.open(g, os.O_RDWR)
+    os.unlink(g)
+    os.unlink(h)
+    assert os.fstat(fd).st_size == 2
+    os.close(fd)
+# a store path with no room for a suffix: no striped file (a local disk
+# would take it; a plain FIFO still can)
+deep(4091, "z")
+fails(errno.ENAMETOOLONG, lambda: open(f, "w"))
+fails(errno.ENAMETOOLONG, lambda: os.rename(os.path.relpath(top + "/arr"), a))
+os.mkfifo(f)
+EOF
+    [ "$(cat arr/data)" = wxyz ]
+    [ -z "$(find "$S/t$BATS_TEST_NUMBER" -name '*.nafs')" ]
+    wait_subfiles 0
+    run "$DRX" fsck "$S"
+    assert_success
 }
 
 # local_like: the local directory is on the store's kind of filesystem,

@@ -307,7 +307,11 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     if (drxfs.kernel_cache)
         drxfs_kc_start(fuse_get_context()->fuse);
     drxfs_commit_start(drxfs.commit_interval);
-    cfg->hard_remove = 1;
+    /* An open file that is removed (or renamed over) keeps a hidden name
+     * until its last close, so that fstat and fchmod on it work as on a
+     * local disk: libfuse renames it, drxfs_hidden.c moves it out of its
+     * directory (README, "Striped files"). */
+    cfg->hard_remove = 0;
     cfg->nullpath_ok = 1;
     /* st_ino is the store's (a striped file's: its metafile's), so that
      * tar, cp -a, rsync -H and du see hard links; array files get one made
@@ -345,6 +349,7 @@ static void op_destroy(void *private_data)
     drxfs_array_split_stop();
     drxfs_arr_shutdown();
     drxfs_striped_shutdown();
+    drxfs_hidden_shutdown();
     drxfs_prefetch_destroy(drxfs.prefetch);
     drxfs.prefetch = NULL;
 }

@@ -53,6 +53,8 @@ static void arr_destroy(struct drxfs_arr *e)
     if (!e)
         return;
     drx_array_close(e->a);
+    if (e->pin >= 0)
+        close(e->pin);
     pthread_rwlock_destroy(&e->lock);
     free(e->key);
     free(e);
@@ -135,12 +137,14 @@ static int arr_open(const struct drxfs_node *n, struct drxfs_arr **out)
 
     if (!e)
         return -ENOMEM;
+    e->pin = -1;
     pthread_rwlock_init(&e->lock, NULL);
     if (!(e->key = strdup(n->rel))) {
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = drx_store_path(drxfs.store, n->rel, path, sizeof(path))) < 0)
+    /* the handle keeps the path (reload): and its pin, if any */
+    if ((rc = drxfs_lib_path(path, sizeof(path), n->rel, &e->pin)) < 0)
         goto out;
     if ((rc = arr_open_rw_or_ro(e, n, path, &err)) < 0) {
         drx_log(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel,

@@ -148,8 +148,59 @@ struct drxfs_node *drxfs_node_get(const char *path, int *rc);
 int drxfs_resolve_new(const char *path, char *rel, const char **name, bool *at_root);
 /* Joins the store-relative rel with suffix into out (PATH_MAX). */
 int drxfs_rel_suffix(char *out, const char *rel, const char *suffix);
+/* Long names (drx/store.h, DRX_STORE_LONG_PREFIX): true for a name
+ * longer than DRX_STORE_SHORT_MAX, whose striped file or array is stored
+ * under a stem. */
+bool drxfs_name_long(const char *name);
+/* The store name of a new array or striped file rel: rel with its last
+ * component replaced by its stem when it is long (1), else rel (0); out
+ * holds PATH_MAX.  -ENAMETOOLONG when the store path leaves no room for
+ * a suffix (more than PATH_MAX - 6 bytes). */
+int drxfs_long_rel(const char *rel, char *out);
+/* True when rel's last component is a stem. */
+bool drxfs_is_long_stem(const char *rel);
+/* Records name as the long name of stem rel (its symlink), before the
+ * store files are made: 0 or -errno. */
+int drxfs_long_name_set(const char *stem, const char *name);
+/* drxfs_long_rel() of new name rel into out (PATH_MAX), with a long name
+ * recorded (drxfs_long_name_set): the store name to make.  0 or -errno. */
+int drxfs_long_new(const char *rel, char *out);
+/* Removes stem rel's symlink when no store file of it is left (no-op for
+ * other names). */
+void drxfs_long_name_drop(const char *stem);
+/* drx_store_path() for a store entry that libcore may give a suffix or a
+ * temporary name beside: near PATH_MAX the path goes through rel's
+ * directory, whose descriptor comes back in *pin (drx_store_path_pin:
+ * close it with drxfs_unpin when libcore no longer uses the path).  0 or
+ * -errno. */
+int drxfs_lib_path(char *out, size_t len, const char *rel, int *pin);
+/* Closes pin unless it is -1. */
+void drxfs_unpin(int pin);
+/* True for names a user may not create in the store: drx_store_name_reserved
+ * and libfuse's hidden names. */
+bool drxfs_name_reserved(const char *name, bool at_root);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
+
+/* drxfs_hidden.c: files removed while open (libfuse's hidden names). */
+/* True for libfuse's hidden names (".fuse_hidden" and 16 hex digits). */
+bool drxfs_hidden_name(const char *name);
+/* The store-relative name (.drx/hidden/MOUNT-HEX) of hidden name `name`. */
+int drxfs_hidden_rel(const char *name, char *rel, size_t len);
+/* libfuse renames open file `from` to hidden name `to` (instead of removing
+ * it): moves it out of its directory into .drx/hidden.  0 or -errno. */
+int drxfs_hidden_hide(const char *from, const char *to);
+/* The mount path a hidden name of a zarr/ file stands for (free it), or
+ * NULL. */
+char *drxfs_hidden_zarr_path(const char *path);
+/* path was renamed over / hidden name path was removed: records dropped. */
+void drxfs_hidden_replaced(const char *path);
+void drxfs_hidden_unlinked(const char *path);
+/* An open file of store inode dev/ino was released: when it was the last
+ * open of a hidden object, the object is removed. */
+void drxfs_hidden_released(dev_t dev, ino_t ino);
+/* Unmount: removes the hidden objects left. */
+void drxfs_hidden_shutdown(void);
 
 /* drxfs_names.c: refuses names the store reserves; -EEXIST when the name
  * already stands for something. */
@@ -275,6 +326,7 @@ struct drxfs_arr {
     bool rdonly;   /* the .xta could only be opened read-only */
     bool shared;   /* opened read-only: the .xta had other names (EMLINK) */
     bool detached; /* no longer in the table (renamed, replaced) */
+    int pin;       /* directory descriptor a's path goes through, or -1 */
     /* Below: protected by table.mutex. */
     unsigned refs;
     unsigned nopen;
@@ -382,9 +434,11 @@ int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t u
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
                           const struct timespec tv[2]);
 int drxfs_striped_unlink(const struct drxfs_node *n);
-/* A second name to_rel (store-relative, no suffix) for striped file n. */
+/* A second name to_rel (store-relative, no suffix; a long name is stored
+ * under its stem) for striped file n. */
 int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel);
-/* Renames striped file src to store name to_rel; dst is what to_rel was
+/* Renames striped file src to store name to_rel (a long name: its stem);
+ * dst is what to_rel was
  * (NULL, a plain file, a symlink or a striped file), replaced atomically. */
 int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
                          const char *to_rel);
@@ -392,6 +446,11 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
  * it follow. */
 void drxfs_striped_dir_renamed(const char *from, const char *to);
 void drxfs_striped_shutdown(void);
+/* True while the daemon may hold a handle of the striped file whose
+ * metafile is inode dev/ino. */
+bool drxfs_striped_is_open(dev_t dev, ino_t ino);
+/* The metafile's inode of an open striped file. */
+void drxfs_striped_ino(const struct drxfs_fh *fh, dev_t *dev, ino_t *ino);
 /* Logs a failed libcore call on rel (expected failures at debug) and
  * returns rc. */
 int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struct drx_err *err);
@@ -401,6 +460,14 @@ int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struc
 int drxfs_striped_statfs(struct statvfs *sv);
 int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size, int flags);
 int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size);
+/* The layout of new striped file rel (its nearest directory's
+ * user.drx.stripe, else the store's), for a path libcore cannot walk up
+ * (drxfs_lib_path gave it through a directory's descriptor). */
+struct drx_stripe_layout;
+int drxfs_striped_layout_for(const char *rel, struct drx_stripe_layout *out);
+/* Gives the caller the metafile and the subfiles of new file f at rel. */
+struct drx_stripe;
+void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel);
 
 /* drxfs_kcache.c: the kernel's attribute and page caches.  Keys are
  * store-relative names (an array's, for every view of it); paths are mount

@@ -24,7 +24,7 @@ int drxfs_check_new_name(const char *path, const char *name, bool at_root)
 
     if (drxfs.ro)
         return -EROFS;
-    if (drx_store_name_reserved(name, at_root)) {
+    if (drxfs_name_reserved(name, at_root)) {
         drx_log(DRX_LOG_DEBUG, "%s: reserved name in the store", path);
         return -EPERM;
     }
@@ -158,6 +158,8 @@ int drxfs_op_unlink(const char *path)
         break;
     }
     free(n);
+    if (rc == 0)
+        drxfs_hidden_unlinked(path);
     return rc;
 }
 
@@ -284,9 +286,16 @@ static int rename_array_node(const struct drxfs_node *src, const struct drxfs_no
         if (unlinkat(drxfs.root_fd, dst->rel, AT_REMOVEDIR) < 0)
             return -errno;
     }
-    if ((rc = rename_array(src->rel, rel)) == 0) {
+    /* a long name: the array's files are named by its stem (drx/store.h) */
+    char stem[PATH_MAX];
+    if ((rc = drxfs_long_new(rel, stem)) < 0)
+        return rc;
+    if ((rc = rename_array(src->rel, stem)) == 0) {
         drxfs_arr_forget(src->rel);
-        drxfs_arr_forget(rel);
+        drxfs_arr_forget(stem);
+        drxfs_long_name_drop(src->rel);
+    } else {
+        drxfs_long_name_drop(stem);
     }
     return rc;
 }
@@ -339,7 +348,7 @@ static int rename_target(const char *to, char rel[PATH_MAX])
 
     if ((rc = drxfs_resolve_new(to, rel, &name, &at_root)) < 0)
         return rc;
-    return drx_store_name_reserved(name, at_root) ? -EPERM : 0;
+    return drxfs_name_reserved(name, at_root) ? -EPERM : 0;
 }
 
 int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
@@ -353,6 +362,10 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
         return -EROFS;
     if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
         return -EINVAL;
+    /* libfuse hides an open file it is asked to remove or rename over */
+    if (flags == 0 && drxfs_hidden_name(strrchr(to, '/') ? strrchr(to, '/') + 1 : to))
+        return drxfs_hidden_hide(from, to);
+    drxfs_hidden_replaced(to);
     if ((rc = drxfs_zarr_rename(from, to, flags)) != 1)
         return rc;
     if ((rc = rename_target(to, rel)) < 0)
@@ -519,7 +532,8 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
         enum drx_store_kind kind;
         mode_t type;
 
-        if (!drx_store_list_name(dfd, de->d_name, de->d_type, dh->at_root, shown, &kind, &type))
+        if (drxfs_hidden_name(de->d_name) ||
+            !drx_store_list_name(dfd, de->d_name, de->d_type, dh->at_root, shown, &kind, &type))
             continue;
         st.st_mode = type;
         /* an array's directory has no inode of its own */

@@ -18,10 +18,20 @@
 
 #include "drxfs_i.h"
 
+bool drxfs_name_reserved(const char *name, bool at_root)
+{
+    return drx_store_name_reserved(name, at_root) || drxfs_hidden_name(name);
+}
+
 int drxfs_rel_suffix(char *out, const char *rel, const char *suffix)
 {
     int n = snprintf(out, PATH_MAX, "%s%s", rel, suffix);
     return (n < 0 || n >= PATH_MAX) ? -ENAMETOOLONG : 0;
+}
+
+int drxfs_lib_path(char *out, size_t len, const char *rel, int *pin)
+{
+    return drx_store_path_pin(drxfs.store, rel, out, len, pin);
 }
 
 /* True when the directory holding rel is set-group-ID. */
@@ -63,12 +73,141 @@ static int classify(struct drxfs_node *n, const char *rel, bool at_root)
         [DRX_STORE_SYMLINK] = DRXFS_LINK,  [DRX_STORE_SPECIAL] = DRXFS_SPECIAL,
     };
     enum drx_store_kind k;
-    int rc = drx_store_lookup(drxfs.store, rel, at_root, &k, &n->st);
+    int rc = drx_store_lookup(drxfs.store, rel, at_root, &k, &n->st, n->rel);
 
     if (rc == 0)
         n->kind = kinds[k]; /* SPECIAL: the kernel serves it, never the daemon */
     return rc;
 }
+
+/* libfuse's hidden name of an open file that was removed: the store
+ * object is in .drx/hidden (drxfs_hidden.c), whatever the directory. */
+static int hidden_classify(struct drxfs_node *n, const char *name)
+{
+    int rc = drxfs_hidden_rel(name, n->rel, sizeof n->rel);
+
+    return rc < 0 ? rc : classify(n, n->rel, false);
+}
+
+/* Component name (len bytes) below store directory n, whose store path
+ * is *used bytes long. */
+static int dir_child(struct drxfs_node *n, const char *name, size_t len, size_t *used)
+{
+    bool at_root = *used == 0;
+    int rc;
+
+    /* a hidden name's store path is not below its directory's (it may be
+     * longer than the name it replaced) */
+    if (drxfs_hidden_name(name)) {
+        rc = hidden_classify(n, name);
+        *used = strlen(n->rel);
+        return rc;
+    }
+    if (*used + len + 2 > PATH_MAX)
+        return -ENAMETOOLONG;
+    if (*used)
+        n->rel[(*used)++] = '/';
+    memcpy(n->rel + *used, name, len + 1);
+    *used += len;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return -ENOENT;
+    rc = classify(n, n->rel, at_root);
+    /* a long name's files are named by its stem, also the path's */
+    *used = strlen(n->rel);
+    return rc;
+}
+
+/* ---- long names (drx/store.h: STEM.nafs, STEM.xmd beside symlink STEM) ---- */
+
+bool drxfs_name_long(const char *name)
+{
+    return strlen(name) > DRX_STORE_SHORT_MAX;
+}
+
+int drxfs_long_rel(const char *rel, char *out)
+{
+    const char *slash = strrchr(rel, '/');
+    const char *name = slash ? slash + 1 : rel;
+    size_t dlen = (size_t)(name - rel);
+    char stem[DRX_STORE_LONG_STEM_LEN + 1];
+
+    /* the store path of an array or striped file must have room for its
+     * suffix (classify stats NAME.nafs beneath the store root) */
+    if (!drxfs_name_long(name)) {
+        if (strlen(rel) + strlen(DRXFS_NAFS) >= PATH_MAX)
+            return -ENAMETOOLONG;
+        if (out != rel)
+            memmove(out, rel, strlen(rel) + 1);
+        return 0;
+    }
+    drx_store_long_stem(name, stem, sizeof stem);
+    if (dlen + sizeof stem + strlen(DRXFS_NAFS) > PATH_MAX)
+        return -ENAMETOOLONG;
+    memmove(out, rel, dlen);
+    memcpy(out + dlen, stem, sizeof stem);
+    return 1;
+}
+
+bool drxfs_is_long_stem(const char *rel)
+{
+    const char *slash = strrchr(rel, '/');
+    size_t suffix;
+    return drx_store_name_is_long(slash ? slash + 1 : rel, &suffix) && suffix == 0;
+}
+
+/* True when symlink stem (store-relative) records name. */
+static bool long_name_is(const char *stem, const char *name)
+{
+    char target[NAME_MAX + 2];
+    ssize_t n = readlinkat(drxfs.root_fd, stem, target, sizeof target);
+    return n > 0 && (size_t)n == strlen(name) && memcmp(target, name, (size_t)n) == 0;
+}
+
+int drxfs_long_name_set(const char *stem, const char *name)
+{
+    if (symlinkat(name, drxfs.root_fd, stem) == 0 || (errno == EEXIST && long_name_is(stem, name)))
+        return 0;
+    if (errno == EEXIST) {
+        /* two names with one hash: not seen in practice, refused */
+        drx_log(DRX_LOG_WARNING, "%s: long name's hash is taken by another name", stem);
+        return -ENAMETOOLONG;
+    }
+    return -errno;
+}
+
+int drxfs_long_new(const char *rel, char *out)
+{
+    const char *base = strrchr(rel, '/');
+    char name[NAME_MAX + 1];
+
+    /* out may be rel */
+    snprintf(name, sizeof name, "%s", base ? base + 1 : rel);
+    int rc = drxfs_long_rel(rel, out);
+    return rc == 1 ? drxfs_long_name_set(out, name) : rc;
+}
+
+void drxfs_unpin(int pin)
+{
+    if (pin >= 0)
+        close(pin);
+}
+
+void drxfs_long_name_drop(const char *stem)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    if (!drxfs_is_long_stem(stem))
+        return;
+    /* an array and a striped file of one name share it */
+    if ((drxfs_rel_suffix(path, stem, DRXFS_XMD) == 0 &&
+         fstatat(drxfs.root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) ||
+        (drxfs_rel_suffix(path, stem, DRXFS_NAFS) == 0 &&
+         fstatat(drxfs.root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0))
+        return;
+    unlinkat(drxfs.root_fd, stem, 0);
+}
+
 
 /* A user of a background daemon sees only ENOENT for a mistyped view, so
  * the reason goes to the log at info level; anyone can look names up in a
@@ -174,20 +313,10 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
         name[len] = '\0';
 
         switch (n->kind) {
-        case DRXFS_DIR: {
-            bool at_root = used == 0;
-            if (used + len + 2 > PATH_MAX)
-                return -ENAMETOOLONG;
-            if (used)
-                n->rel[used++] = '/';
-            memcpy(n->rel + used, name, len + 1);
-            used += len;
-            if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-                return -ENOENT;
-            if ((rc = classify(n, n->rel, at_root)) < 0)
+        case DRXFS_DIR:
+            if ((rc = dir_child(n, name, len, &used)) < 0)
                 return rc;
             break;
-        }
         case DRXFS_ARRAY:
             if ((rc = array_child(n, name, p, &spec)) < 0)
                 return rc;
@@ -209,8 +338,10 @@ struct drxfs_node *drxfs_node_get(const char *path, int *rc)
 {
     struct drxfs_node *n;
 
+    char *zpath;
+
     if (!path) {
-        /* libfuse gives no path for an unlinked open file (hard_remove) */
+        /* libfuse passes no path with a file handle (nullpath_ok) */
         *rc = -ENOENT;
         return NULL;
     }
@@ -218,7 +349,14 @@ struct drxfs_node *drxfs_node_get(const char *path, int *rc)
         *rc = -ENOMEM;
         return NULL;
     }
-    if ((*rc = drxfs_resolve(path, n)) < 0) {
+    /* a hidden name of a zarr/ file stands for its mount path (a zarr
+     * node has no view words, which would point into zpath) */
+    zpath = drxfs_hidden_zarr_path(path);
+    *rc = drxfs_resolve(zpath ? zpath : path, n);
+    if (*rc == 0 && zpath && n->nwords)
+        *rc = -ENOENT;
+    free(zpath);
+    if (*rc < 0) {
         free(n);
         return NULL;
     }

@@ -225,28 +225,6 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     return rc;
 }
 
-/* A name too long for NAME.nafs (more than NAME_MAX - 5 bytes) makes a
- * plain file, passed through: the store has no room for its metafile's
- * suffix (README, Striped files). */
-static int create_plain(const char *rel, mode_t mode, struct fuse_file_info *fi)
-{
-    struct drxfs_fh *fh = calloc(1, sizeof(*fh));
-    int flags = (fi->flags & ~O_NOCTTY) | O_CREAT | O_EXCL;
-
-    if (!fh)
-        return -ENOMEM;
-    fh->kind = DRXFS_PLAIN;
-    fh->fd = drx_store_entry_open(drxfs.store, rel, flags, mode & 07777);
-    if (fh->fd < 0) {
-        int rc = fh->fd;
-        free(fh);
-        return rc;
-    }
-    drxfs_chown_new(rel);
-    fi->fh = (uint64_t)(uintptr_t)fh;
-    return 0;
-}
-
 int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     char rel[PATH_MAX];
@@ -260,7 +238,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         return rc;
     if (drxfs.ro)
         return -EROFS;
-    if (drx_store_name_reserved(name, at_root)) {
+    if (drxfs_name_reserved(name, at_root)) {
         drx_log(DRX_LOG_DEBUG, "%s: reserved name in the store", path);
         return -EPERM;
     }
@@ -270,12 +248,14 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
             return drxfs_op_open(path, fi);
         return rc;
     }
-    if (strlen(name) + strlen(DRXFS_NAFS) > NAME_MAX) {
-        if ((rc = create_plain(rel, mode, fi)) == 0)
-            open_cache(path, DRXFS_PLAIN, rel, fi);
-    } else if ((rc = drxfs_striped_create(rel, mode, fi)) == 0) {
+    /* a long name's metafile is named by its stem, the name recorded
+     * first (drx/store.h) */
+    if ((rc = drxfs_long_new(rel, rel)) < 0)
+        return rc;
+    if ((rc = drxfs_striped_create(rel, mode, fi)) == 0)
         open_cache(path, DRXFS_STRIPED, rel, fi);
-    }
+    else
+        drxfs_long_name_drop(rel);
     return rc;
 }
 

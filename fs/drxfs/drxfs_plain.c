@@ -172,10 +172,15 @@ static int plain_fsync(struct drxfs_fh *fh, int datasync)
     return (datasync ? fdatasync(fh->fd) : fsync(fh->fd)) < 0 ? -errno : 0;
 }
 
+/* The last close of a file removed while open frees it (drxfs_hidden.c). */
 static void plain_release(struct drxfs_fh *fh)
 {
+    struct stat st = {0};
+
+    fstat(fh->fd, &st);
     close(fh->fd);
     free(fh);
+    drxfs_hidden_released(st.st_dev, st.st_ino);
 }
 
 static int plain_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len)

@@ -30,6 +30,7 @@ struct drxfs_sfile {
      * the metafile, so flush sets it. */
     bool dirty;
     unsigned refs;  /* protected by stable.mutex */
+    int pin;        /* directory descriptor f's path goes through, or -1 */
     struct stat st; /* metafile at open (for fstat of an unlinked file) */
     struct drxfs_sfile *prev, *next;
 };
@@ -37,6 +38,7 @@ struct drxfs_sfile {
 static struct {
     pthread_mutex_t mutex;
     struct drxfs_sfile *head;
+    unsigned ndetached; /* handles out of the table, still open */
 } stable = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
 static void sfile_put(struct drxfs_sfile *e);
@@ -111,10 +113,8 @@ static void s_insert(struct drxfs_sfile *e)
     stable.head = e;
 }
 
-static int store_path(char *out, const char *rel)
-{
-    return drx_store_path(drxfs.store, rel, out, PATH_MAX + 64);
-}
+/* libcore's path of rel; *pin: a descriptor to close after (-1: none). */
+#define store_path(out, rel, pin) drxfs_lib_path(out, PATH_MAX + 64, rel, pin)
 
 int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struct drx_err *err)
 {
@@ -131,6 +131,7 @@ static void sfile_close(struct drxfs_sfile *e)
     int rc = drx_stripe_close(e->f);
     if (rc < 0)
         drx_log(DRX_LOG_ERROR, "%s: recording the size at close: %s", e->key, strerror(-rc));
+    drxfs_unpin(e->pin);
     free(e->key);
     free(e);
 }
@@ -160,14 +161,16 @@ static int sfile_open(const char *rel, struct drxfs_sfile **out)
     char path[PATH_MAX + 64], mrel[PATH_MAX];
     struct drx_err err = {{0}};
     struct drxfs_sfile *fresh;
-    int rc;
+    int rc, pin;
 
-    if ((rc = store_path(path, rel)) < 0)
+    if ((rc = store_path(path, rel, &pin)) < 0)
         return rc;
     if (!(fresh = calloc(1, sizeof(*fresh))) || !(fresh->key = strdup(rel))) {
         free(fresh);
+        drxfs_unpin(pin);
         return -ENOMEM;
     }
+    fresh->pin = pin;
     fresh->refs = 1;
     rc = -EROFS;
     if (!drxfs.ro) {
@@ -179,6 +182,7 @@ static int sfile_open(const char *rel, struct drxfs_sfile **out)
         rc = drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDONLY, &fresh->f, &err);
     }
     if (rc < 0) {
+        drxfs_unpin(fresh->pin);
         free(fresh->key);
         free(fresh);
         return drxfs_striped_log_err("open", rel, rc, &err);
@@ -243,6 +247,8 @@ static void sfile_put(struct drxfs_sfile *e)
     last = --e->refs == 0;
     if (last && !e->detached)
         s_unlink(e);
+    else if (last)
+        stable.ndetached--;
     pthread_mutex_unlock(&stable.mutex);
     if (last)
         sfile_close(e);
@@ -255,6 +261,7 @@ static void sfile_detach_entry(struct drxfs_sfile *e)
     if (!e->detached && s_find(e->key) == e) {
         s_unlink(e);
         e->detached = true;
+        stable.ndetached++;
     }
     pthread_mutex_unlock(&stable.mutex);
 }
@@ -267,6 +274,7 @@ static void sfile_detach(const char *rel)
     if (e) {
         s_unlink(e);
         e->detached = true;
+        stable.ndetached++;
     }
     pthread_mutex_unlock(&stable.mutex);
 }
@@ -327,9 +335,21 @@ static int stamp_if_dirty(struct drxfs_sfile *e, struct stat *meta)
     return 1;
 }
 
-int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
+/* The metafile of rel as it is in the store. */
+static int stat_meta(const char *rel, struct drx_stripe_meta *m, struct drx_err *err)
 {
     char path[PATH_MAX + 64];
+    int rc, pin;
+
+    if ((rc = store_path(path, rel, &pin)) < 0)
+        return rc;
+    rc = drx_stripe_stat(drxfs.store, path, m, err);
+    drxfs_unpin(pin);
+    return rc;
+}
+
+int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
+{
     struct drx_stripe_meta m;
     struct drx_err err = {{0}};
     struct drxfs_sfile *e;
@@ -358,9 +378,7 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
             pthread_mutex_unlock(&stable.mutex);
         }
         sfile_put(e);
-    } else if ((rc = store_path(path, n->rel)) < 0) {
-        return rc;
-    } else if ((rc = drx_stripe_stat(drxfs.store, path, &m, &err)) < 0) {
+    } else if ((rc = stat_meta(n->rel, &m, &err)) < 0) {
         if (rc == -ENOENT)
             return rc;
         /* A broken or hostile metafile: the name stays visible (so it can
@@ -444,44 +462,34 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
     return rc;
 }
 
-/* Gives the caller the metafile and the subfiles of a new file. */
-static void chown_new(struct drx_stripe *f, const char *rel)
-{
-    char meta[PATH_MAX];
-    struct drx_stripe_meta m;
-
-    if (!drxfs.root_euid || drxfs_rel_suffix(meta, rel, DRXFS_NAFS) < 0)
-        return;
-    drxfs_chown_new(meta);
-    struct fuse_context *ctx = fuse_get_context();
-    drx_stripe_meta_get(f, &m);
-    for (unsigned i = 0; i < m.layout.count; i++) {
-        int dfd = drxfs.store->dir_fds[m.sub[i].dir];
-        if (dfd >= 0)
-            fchownat(dfd, m.sub[i].name, ctx->uid, ctx->gid, AT_SYMLINK_NOFOLLOW);
-    }
-}
-
 int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi)
 {
     char path[PATH_MAX + 64];
     struct drx_err err = {{0}};
     struct drxfs_sfile *e;
-    int rc;
+    int rc, pin;
 
-    if ((rc = store_path(path, rel)) < 0)
+    if ((rc = store_path(path, rel, &pin)) < 0)
         return rc;
     if (!(e = calloc(1, sizeof(*e))) || !(e->key = strdup(rel))) {
         free(e);
+        drxfs_unpin(pin);
         return -ENOMEM;
     }
-    rc = drx_stripe_create(drxfs.store, path, NULL, mode & 07777, &e->f, &err);
+    e->pin = pin;
+    /* libcore finds the layout by walking up the path it is given: not
+     * through a directory's descriptor */
+    struct drx_stripe_layout l;
+    rc = pin < 0 ? 0 : drxfs_striped_layout_for(rel, &l);
+    if (rc == 0)
+        rc = drx_stripe_create(drxfs.store, path, pin < 0 ? NULL : &l, mode & 07777, &e->f, &err);
     if (rc < 0) {
+        drxfs_unpin(pin);
         free(e->key);
         free(e);
         return drxfs_striped_log_err("create", rel, rc, &err);
     }
-    chown_new(e->f, rel);
+    drxfs_striped_chown_new(e->f, rel);
     char meta[PATH_MAX];
     if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)
         fstatat(drxfs.root_fd, meta, &e->st, AT_SYMLINK_NOFOLLOW);
@@ -493,6 +501,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
         /* a stale entry of a file removed behind our back */
         s_unlink(old);
         old->detached = true;
+        stable.ndetached++;
     }
     s_insert(e);
     pthread_mutex_unlock(&stable.mutex);
@@ -606,6 +615,23 @@ int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
     return rc < 0 ? drxfs_striped_log_err("fsync", fh->sf->key, rc, NULL) : 0;
 }
 
+bool drxfs_striped_is_open(dev_t dev, ino_t ino)
+{
+    pthread_mutex_lock(&stable.mutex);
+    /* a handle out of the table may be that file: cannot tell */
+    bool open = stable.ndetached > 0;
+    for (struct drxfs_sfile *e = stable.head; e && !open; e = e->next)
+        open = e->st.st_dev == dev && e->st.st_ino == ino;
+    pthread_mutex_unlock(&stable.mutex);
+    return open;
+}
+
+void drxfs_striped_ino(const struct drxfs_fh *fh, dev_t *dev, ino_t *ino)
+{
+    *dev = fh->sf->st.st_dev;
+    *ino = fh->sf->st.st_ino;
+}
+
 void drxfs_striped_release(struct drxfs_fh *fh)
 {
     /* with a commit interval, the commit takes this reference */
@@ -697,9 +723,9 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
 {
     char path[PATH_MAX + 64];
     struct drx_err err = {{0}};
-    int rc;
+    int rc, pin;
 
-    if ((rc = store_path(path, n->rel)) < 0)
+    if ((rc = store_path(path, n->rel, &pin)) < 0)
         return rc;
     if (n->st.st_nlink > 1) {
         /* Other names keep the file: what was written under this one is
@@ -716,28 +742,42 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
     }
     sfile_detach(n->rel);
     rc = drx_stripe_unlink(drxfs.store, path, &err);
-    return rc < 0 ? drxfs_striped_log_err("unlink", n->rel, rc, &err) : 0;
+    drxfs_unpin(pin);
+    if (rc < 0)
+        return drxfs_striped_log_err("unlink", n->rel, rc, &err);
+    drxfs_long_name_drop(n->rel);
+    return 0;
 }
 
 int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
 {
-    char from[PATH_MAX + 64], to[PATH_MAX + 64];
-    const char *base = strrchr(to_rel, '/');
+    char from[PATH_MAX + 64], to[PATH_MAX + 64], stem[PATH_MAX];
     struct drx_err err = {{0}};
-    int rc;
+    int rc, pin[2] = {-1, -1};
 
-    if (strlen(base ? base + 1 : to_rel) + strlen(DRXFS_NAFS) > NAME_MAX)
-        return -ENAMETOOLONG; /* no room for the metafile's suffix */
-    if ((rc = store_path(from, n->rel)) < 0 || (rc = store_path(to, to_rel)) < 0)
+    if ((rc = drxfs_long_new(to_rel, stem)) < 0)
         return rc;
-    rc = drx_stripe_link(drxfs.store, from, to, &err);
-    return rc < 0 ? drxfs_striped_log_err("link", n->rel, rc, &err) : 0;
+    if ((rc = store_path(from, n->rel, &pin[0])) < 0)
+        return rc;
+    if ((rc = store_path(to, stem, &pin[1])) == 0)
+        rc = drx_stripe_link(drxfs.store, from, to, &err);
+    drxfs_unpin(pin[0]);
+    drxfs_unpin(pin[1]);
+    if (rc < 0) {
+        drxfs_long_name_drop(stem);
+        return drxfs_striped_log_err("link", n->rel, rc, &err);
+    }
+    return 0;
 }
 
-/* The open file e is now named to_rel; drops the caller's reference. */
-static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel)
+/* The open file e is now named to_rel, its path through pin; drops the
+ * caller's reference. */
+static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel, int pin)
 {
     pthread_mutex_lock(&stable.mutex);
+    int old = e->pin;
+    e->pin = pin;
+    drxfs_unpin(old);
     char *key = strdup(to_rel);
     if (key && !e->detached) {
         free(e->key);
@@ -749,23 +789,35 @@ static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel)
     sfile_put(e);
 }
 
-int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
-                         const char *to_rel)
+/* The open handle of rel with a reference taken and its size recorded, or
+ * NULL. */
+static struct drxfs_sfile *sfile_take_flushed(const char *rel)
 {
-    char from[PATH_MAX + 64], to[PATH_MAX + 64];
-    struct drx_err err = {{0}};
-    int rc;
-
-    if ((rc = store_path(from, src->rel)) < 0 || (rc = store_path(to, to_rel)) < 0)
-        return rc;
-    /* Write a pending size under the old name before the rename. */
     pthread_mutex_lock(&stable.mutex);
-    struct drxfs_sfile *e = s_find(src->rel);
+    struct drxfs_sfile *e = s_find(rel);
     if (e)
         e->refs++;
     pthread_mutex_unlock(&stable.mutex);
     if (e && e->rw)
         sfile_flush(e);
+    return e;
+}
+
+int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
+                         const char *to_name)
+{
+    char from[PATH_MAX + 64], to[PATH_MAX + 64], to_rel[PATH_MAX];
+    struct drx_err err = {{0}};
+    int rc, pf, pt = -1;
+
+    if ((rc = drxfs_long_new(to_name, to_rel)) < 0)
+        return rc;
+    if ((rc = store_path(from, src->rel, &pf)) < 0 || (rc = store_path(to, to_rel, &pt)) < 0) {
+        drxfs_unpin(pf);
+        return rc;
+    }
+    /* Write a pending size under the old name before the rename. */
+    struct drxfs_sfile *e = sfile_take_flushed(src->rel);
     if (dst && dst->kind == DRXFS_STRIPED)
         sfile_detach(to_rel);
     /* With an open handle, the rename and its new path happen under the
@@ -776,19 +828,37 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
         rc = drx_stripe_rename_handle(e->f, to, 0, &err);
     else
         rc = drx_stripe_rename(drxfs.store, from, to, 0, &err);
+    drxfs_unpin(pf);
     if (rc < 0) {
+        drxfs_unpin(pt);
         if (e)
             sfile_put(e);
+        drxfs_long_name_drop(to_rel);
         return drxfs_striped_log_err("rename", src->rel, rc, &err);
     }
     if (e)
-        sfile_rekey(e, to_rel);
+        sfile_rekey(e, to_rel, pt); /* its path is `to` now */
+    else
+        drxfs_unpin(pt);
+    drxfs_long_name_drop(src->rel);
     /* The name was a plain file, special file or symlink: the striped
      * file replaces it (the metafile wins lookups already; remove what it
      * hides). */
     if (dst && dst->kind <= DRXFS_LINK && dst->kind != DRXFS_DIR)
         unlinkat(drxfs.root_fd, dst->rel, 0);
     return 0;
+}
+
+/* Points open handle e (no pin) at its new name key. */
+static int follow_dir(struct drxfs_sfile *e, const char *key, char *path)
+{
+    int pin, rc = store_path(path, key, &pin);
+
+    if (rc == 0 && (rc = drx_stripe_set_path(e->f, path)) < 0)
+        drxfs_unpin(pin);
+    else if (rc == 0)
+        e->pin = pin;
+    return rc;
 }
 
 void drxfs_striped_dir_renamed(const char *from, const char *to)
@@ -806,8 +876,9 @@ void drxfs_striped_dir_renamed(const char *from, const char *to)
             continue;
         }
         snprintf(key, klen, "%s%s", to, e->key + flen);
-        /* the open handle records its size under the new name */
-        if (store_path(path, key) < 0 || drx_stripe_set_path(e->f, path) < 0) {
+        /* the open handle records its size under the new name (a path
+         * through its directory's descriptor follows by itself) */
+        if (e->pin < 0 && follow_dir(e, key, path) < 0) {
             drx_log(DRX_LOG_ERROR, "rename %s: cannot follow to %s", e->key, key);
             free(key);
             continue;

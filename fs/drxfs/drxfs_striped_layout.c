@@ -1,11 +1,15 @@
 /* What striped files share through the stripe directories: statfs sums
  * them, and the user.drx.stripe attribute of a directory (or of a striped
- * file, read-only) is the layout new files get (or that file's).
+ * file, read-only) is the layout new files get (or that file's); a new
+ * file's layout and owner.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "drx/stripe.h"
 #include "drxfs_i.h"
@@ -108,29 +112,40 @@ int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t
     return rc < 0 ? drxfs_striped_log_err("setting layout of", n->rel, rc, &err) : 0;
 }
 
-int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
+/* The layout of directory or striped file n: 0, or -ENODATA when it has
+ * none, or -errno. */
+static int layout_of(const struct drxfs_node *n, struct drx_stripe_layout *l)
 {
-    char path[PATH_MAX + 64], text[DRX_STRIPE_LAYOUT_LEN];
-    struct drx_stripe_layout l;
+    char path[PATH_MAX + 64];
     struct drx_stripe_meta m;
     struct drx_err err = {{0}};
+    int rc, pin;
+
+    if (n->kind != DRXFS_DIR && n->kind != DRXFS_STRIPED)
+        return -ENODATA;
+    if ((rc = drxfs_lib_path(path, sizeof(path), n->rel, &pin)) < 0)
+        return rc;
+    if (n->kind == DRXFS_DIR)
+        rc = drx_stripe_layout_dir_get(drxfs.store, path, l, &err);
+    else
+        rc = drx_stripe_stat(drxfs.store, path, &m, &err);
+    drxfs_unpin(pin);
+    if (n->kind == DRXFS_DIR)
+        return rc == 1 ? 0 : rc == 0 || rc == -EINVAL ? -ENODATA : rc;
+    if (rc < 0)
+        return drxfs_striped_log_err("stat", n->rel, rc, &err);
+    *l = m.layout;
+    return 0;
+}
+
+int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
+{
+    char text[DRX_STRIPE_LAYOUT_LEN];
+    struct drx_stripe_layout l;
     int rc;
 
-    if ((rc = drx_store_path(drxfs.store, n->rel, path, sizeof(path))) < 0)
+    if ((rc = layout_of(n, &l)) < 0)
         return rc;
-    if (n->kind == DRXFS_DIR) {
-        rc = drx_stripe_layout_dir_get(drxfs.store, path, &l, &err);
-        if (rc == 0)
-            return -ENODATA;
-        if (rc < 0)
-            return rc == -EINVAL ? -ENODATA : rc;
-    } else if (n->kind == DRXFS_STRIPED) {
-        if ((rc = drx_stripe_stat(drxfs.store, path, &m, &err)) < 0)
-            return drxfs_striped_log_err("stat", n->rel, rc, &err);
-        l = m.layout;
-    } else {
-        return -ENODATA;
-    }
     int len = drx_stripe_layout_format(&l, text, sizeof(text));
     if (len < 0)
         return -EIO;
@@ -140,6 +155,57 @@ int drxfs_striped_getxattr(const struct drxfs_node *n, char *value, size_t size)
         return -ERANGE;
     memcpy(value, text, (size_t)len);
     return len;
+}
+
+int drxfs_striped_layout_for(const char *rel, struct drx_stripe_layout *out)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 64];
+    int pin;
+
+    snprintf(dir, sizeof dir, "%s", rel);
+    out->count = drxfs.store->cfg.stripe.count;
+    out->extent = drxfs.store->cfg.stripe.extent;
+    for (;;) {
+        char *slash = strrchr(dir, '/');
+        struct drx_err err = {{0}};
+        int rc;
+
+        if (slash)
+            *slash = '\0';
+        else
+            strcpy(dir, ".");
+        if ((rc = drxfs_lib_path(path, sizeof path, dir, &pin)) < 0)
+            return rc;
+        rc = drx_stripe_layout_dir_get(drxfs.store, path, out, &err);
+        drxfs_unpin(pin);
+        if (rc == 1)
+            return 0;
+        if (rc < 0) {
+            drx_log(DRX_LOG_WARNING, "%s; ignored", err.msg);
+            out->count = drxfs.store->cfg.stripe.count;
+            out->extent = drxfs.store->cfg.stripe.extent;
+        }
+        if (strcmp(dir, ".") == 0)
+            return 0;
+    }
+}
+
+/* Gives the caller the metafile and the subfiles of a new file. */
+void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel)
+{
+    char meta[PATH_MAX];
+    struct drx_stripe_meta m;
+
+    if (!drxfs.root_euid || drxfs_rel_suffix(meta, rel, DRXFS_NAFS) < 0)
+        return;
+    drxfs_chown_new(meta);
+    struct fuse_context *ctx = fuse_get_context();
+    drx_stripe_meta_get(f, &m);
+    for (unsigned i = 0; i < m.layout.count; i++) {
+        int dfd = drxfs.store->dir_fds[m.sub[i].dir];
+        if (dfd >= 0)
+            fchownat(dfd, m.sub[i].name, ctx->uid, ctx->gid, AT_SYMLINK_NOFOLLOW);
+    }
 }
 
 /* ---- the operations of striped files (drxfs_striped.c) ---- */
@@ -154,6 +220,17 @@ static int striped_getattr(const struct drxfs_node *n, const char *path, struct 
 static int striped_fgetattr(struct drxfs_fh *fh, const char *path, struct stat *st)
 {
     return path ? 1 : drxfs_striped_fgetattr(fh, st);
+}
+
+/* The last close of a file removed while open frees it (drxfs_hidden.c). */
+static void striped_release(struct drxfs_fh *fh)
+{
+    dev_t dev = 0;
+    ino_t ino = 0;
+
+    drxfs_striped_ino(fh, &dev, &ino);
+    drxfs_striped_release(fh);
+    drxfs_hidden_released(dev, ino);
 }
 
 static int striped_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
@@ -174,7 +251,7 @@ const struct drxfs_kind_ops drxfs_striped_ops = {
     .write = drxfs_striped_write,
     .flush = drxfs_striped_flush,
     .fsync = drxfs_striped_fsync,
-    .release = drxfs_striped_release,
+    .release = striped_release,
     .fallocate = drxfs_striped_fallocate,
     .lseek = drxfs_striped_lseek,
 };

@@ -450,6 +450,34 @@ static void check_file(struct fsck *k, const char *path, const char *n, const st
     }
 }
 
+/* A long name's symlink (drx/store.h) naming no store file: what a
+ * create, rename or unlink cut short left; a stem's store file without
+ * its symlink has lost its name (left alone: no name to give it). */
+static void check_long(struct fsck *k, const char *path, size_t suffix, const struct stat *st)
+{
+    char other[PATH_MAX + 8];
+    size_t stem = strlen(path) - suffix;
+
+    if (suffix == 0 && S_ISLNK(st->st_mode)) {
+        snprintf(other, sizeof other, "%s.xmd", path);
+        if (access(other, F_OK) == 0)
+            return;
+        snprintf(other, sizeof other, "%s" DRX_STRIPE_SUFFIX, path);
+        if (access(other, F_OK) == 0)
+            return;
+        bool fixed = k->repair && unlink(path) == 0;
+        finding(k, rel_of(k, path), fixed, "remove it",
+                "leftover long name of an interrupted create, rename or unlink");
+    } else if (S_ISREG(st->st_mode) && suffix > 0 && strcmp(path + stem, ".xta") != 0) {
+        snprintf(other, sizeof other, "%.*s", (int)stem, path);
+        struct stat ls;
+        if (lstat(other, &ls) < 0 || !S_ISLNK(ls.st_mode))
+            finding(k, rel_of(k, path), false, NULL,
+                    "its long name (symlink %s) is missing: not shown at the mount",
+                    strrchr(other, '/') + 1);
+    }
+}
+
 static void walk(struct fsck *k, const char *dir, int depth)
 {
     DIR *d;
@@ -472,6 +500,9 @@ static void walk(struct fsck *k, const char *dir, int depth)
             continue;
         if (lstat(path, &st) < 0)
             continue;
+        size_t suffix;
+        if (drx_store_name_is_long(n, &suffix))
+            check_long(k, path, suffix, &st);
         if (S_ISDIR(st.st_mode)) {
             if (!is_stripe_dir(k, path))
                 walk(k, path, depth + 1);
@@ -588,6 +619,51 @@ static void check_drx_dir(struct fsck *k)
     closedir(d);
 }
 
+/* One entry of .drx/hidden: a file a drxfs mount removed while it was
+ * open, kept until its last close (fs/drxfs/drxfs_hidden.c).  While a
+ * mount may hold it, its subfiles are in use; in an idle store it is what
+ * a daemon stopped before that close left behind. */
+static void check_hidden_entry(struct fsck *k, const char *path, bool idle)
+{
+    char name[PATH_MAX];
+    struct drx_err err = {{0}};
+    bool striped = ends_with(path, DRX_STRIPE_SUFFIX), fixed = false;
+
+    if (!idle || !k->repair) {
+        if (striped)
+            check_striped(k, path); /* its subfiles are named */
+        if (!idle)
+            return;
+    } else if (striped) {
+        snprintf(name, sizeof name, "%.*s", (int)(strlen(path) - strlen(DRX_STRIPE_SUFFIX)), path);
+        fixed = drx_stripe_unlink(k->s, name, &err) == 0;
+    } else {
+        fixed = unlink(path) == 0;
+    }
+    finding(k, rel_of(k, path), fixed, "remove it",
+            "file removed while open through a drxfs mount that stopped before its last close");
+}
+
+/* .drx/hidden/; idle: no mount holds the store (the repair's lock, or the
+ * same lock tried for a check). */
+static void check_hidden(struct fsck *k, bool idle)
+{
+    char dir[PATH_MAX + 16], path[PATH_MAX * 2];
+    struct dirent *e;
+    DIR *d;
+
+    snprintf(dir, sizeof dir, "%s/" DRX_STORE_HIDDEN, k->s->root);
+    if (!(d = opendir(dir)))
+        return;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        check_hidden_entry(k, path, idle);
+    }
+    closedir(d);
+}
+
 /* A repair needs an idle store: a mount's daemon records sizes lazily
  * (bytes past a recorded size may be written data), creates subfiles
  * before metafiles and hides temporaries it is about to rename; a drx-load
@@ -639,6 +715,14 @@ int drx_store_check(struct drx_store *s, bool repair, drx_check_fn *report, void
     walk(&k, s->root, 0);
     check_shared(&k);
     check_drx_dir(&k);
+    if (lock >= 0) {
+        check_hidden(&k, true);
+    } else {
+        int probe = drx_store_lock(s, true);
+        check_hidden(&k, probe >= 0);
+        if (probe >= 0)
+            close(probe);
+    }
     check_stripe_dirs(&k);
     res->problems = k.problems;
     res->repaired = k.repaired;

@@ -1,9 +1,11 @@
 #include "drx/io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int drx_io_pread_all(int fd, void *buf, size_t len, uint64_t off)
@@ -234,4 +236,20 @@ void drx_reserve_fini(struct drx_reserve *r)
 {
     free(r->holes);
     *r = (struct drx_reserve){.fd = -1};
+}
+
+bool drx_fd_open_on(dev_t dev, ino_t ino)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    struct stat st;
+    bool found = false;
+
+    if (!d)
+        return true;
+    while (!found && (e = readdir(d)))
+        found = e->d_name[0] != '.' && fstatat(dirfd(d), e->d_name, &st, 0) == 0 &&
+                S_ISREG(st.st_mode) && st.st_dev == dev && st.st_ino == ino;
+    closedir(d);
+    return found;
 }

@@ -380,6 +380,38 @@ bool drx_store_name_is_temp(const char *name)
     return false;
 }
 
+/* Two 64-bit FNV-1a hashes of name (different bases), each mixed: a
+ * collision of all 128 bits is not a practical concern, and every lookup
+ * compares the name the symlink records anyway. */
+void drx_store_long_stem(const char *name, char *out, size_t len)
+{
+    uint64_t h[2] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
+
+    for (int k = 0; k < 2; k++) {
+        for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+            h[k] = (h[k] ^ *c) * 0x100000001b3ULL;
+        h[k] ^= h[k] >> 33;
+        h[k] *= 0xff51afd7ed558ccdULL;
+        h[k] ^= h[k] >> 33;
+    }
+    snprintf(out, len, DRX_STORE_LONG_PREFIX "%016llx%016llx", (unsigned long long)h[0],
+             (unsigned long long)h[1]);
+}
+
+bool drx_store_name_is_long(const char *name, size_t *suffix)
+{
+    const size_t pl = sizeof DRX_STORE_LONG_PREFIX - 1;
+    size_t n = strlen(name);
+
+    if (n < DRX_STORE_LONG_STEM_LEN || memcmp(name, DRX_STORE_LONG_PREFIX, pl) != 0)
+        return false;
+    for (size_t i = pl; i < DRX_STORE_LONG_STEM_LEN; i++)
+        if (!isxdigit((unsigned char)name[i]) || isupper((unsigned char)name[i]))
+            return false;
+    *suffix = n - DRX_STORE_LONG_STEM_LEN;
+    return true;
+}
+
 int drx_store_temp_name(const char *base, const char *x, char *out, size_t len)
 {
     size_t n = strlen(base);
@@ -399,9 +431,11 @@ int drx_store_temp_name(const char *base, const char *x, char *out, size_t len)
 
 bool drx_store_name_internal(const char *name, bool at_root)
 {
+    size_t suffix;
+
     if (at_root && strcmp(name, DRX_STORE_DIR) == 0)
         return true;
-    return drx_store_name_is_temp(name);
+    return drx_store_name_is_temp(name) || drx_store_name_is_long(name, &suffix);
 }
 
 /* ---- store.conf ------------------------------------------------------------ */

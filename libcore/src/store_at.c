@@ -111,6 +111,36 @@ int drx_store_path(const struct drx_store *s, const char *rel, char *out, size_t
     return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
 
+/* Room libcore needs past a path it is given: `.` before the name, and
+ * `.nafs.XXXXXX` or `.xmd.XXXXXX` after it (temporaries beside it). */
+#define LIB_PATH_ROOM 16
+
+int drx_store_path_pin(const struct drx_store *s, const char *rel, char *out, size_t len,
+                       int *pin)
+{
+    const char *slash = strrchr(rel, '/');
+    char dir[PATH_MAX], self[SELF_LEN];
+    int fd, n;
+
+    *pin = -1;
+    if (strlen(s->root) + 1 + strlen(rel) + LIB_PATH_ROOM < PATH_MAX)
+        return drx_store_path(s, rel, out, len);
+    if (!slash || (size_t)(slash - rel) >= sizeof dir)
+        return -ENAMETOOLONG;
+    memcpy(dir, rel, (size_t)(slash - rel));
+    dir[slash - rel] = '\0';
+    if ((fd = drx_store_entry_open(s, dir, O_PATH | O_DIRECTORY, 0)) < 0)
+        return fd;
+    self_path(fd, self);
+    n = snprintf(out, len, "%s/%s", self, slash + 1);
+    if (n < 0 || (size_t)n >= len) {
+        close(fd);
+        return -ENAMETOOLONG;
+    }
+    *pin = fd;
+    return 0;
+}
+
 /* ---- lookup ---------------------------------------------------------------- */
 
 /* The one rule of what a store name means (see drx_store_kind): rel of
@@ -127,9 +157,9 @@ static int kind_at(int dirfd, const char *rel, int statflags, enum drx_store_kin
 
     for (size_t i = 0; i < sizeof objects / sizeof objects[0]; i++) {
         int n = snprintf(path, sizeof path, "%s%s", rel, objects[i].suffix);
-        if (n < 0 || (size_t)n >= sizeof path)
-            return -ENAMETOOLONG;
-        if (fstatat(dirfd, path, st, statflags) == 0 && S_ISREG(st->st_mode)) {
+        /* no room for the suffix: no such object (none can be made) */
+        if (n > 0 && (size_t)n < sizeof path && fstatat(dirfd, path, st, statflags) == 0 &&
+            S_ISREG(st->st_mode)) {
             *kind = objects[i].kind;
             return 0;
         }
@@ -169,16 +199,51 @@ bool drx_store_name_reserved(const char *name, bool at_root)
            has_suffix(name, ".xta") || has_suffix(name, ".nafs");
 }
 
+/* True when symlink stem of dirfd records name (a long name's). */
+static bool long_name_is(int dirfd, const char *stem, const char *name)
+{
+    char target[NAME_MAX + 2];
+    ssize_t n = readlinkat(dirfd, stem, target, sizeof target);
+    return n > 0 && (size_t)n == strlen(name) && memcmp(target, name, (size_t)n) == 0;
+}
+
+/* An array or striped file under long name `name`, the last component of
+ * rel: its stem's path into stem.  0, or 1 when there is none. */
+static int long_lookup(int dirfd, const char *rel, const char *name, enum drx_store_kind *kind,
+                       struct stat *st, char stem[PATH_MAX])
+{
+    size_t dlen = (size_t)(name - rel);
+    char s[DRX_STORE_LONG_STEM_LEN + 1];
+
+    drx_store_long_stem(name, s, sizeof s);
+    if (dlen + sizeof s > PATH_MAX)
+        return 1;
+    memcpy(stem, rel, dlen);
+    memcpy(stem + dlen, s, sizeof s);
+    if (!long_name_is(dirfd, stem, name) ||
+        kind_at(dirfd, stem, AT_SYMLINK_NOFOLLOW, kind, st) < 0 ||
+        (*kind != DRX_STORE_ARRAY && *kind != DRX_STORE_STRIPED))
+        return 1;
+    return 0;
+}
+
 int drx_store_lookup(const struct drx_store *s, const char *rel, bool at_root,
-                     enum drx_store_kind *kind, struct stat *st)
+                     enum drx_store_kind *kind, struct stat *st, char *srel)
 {
     const char *slash = strrchr(rel, '/');
     const char *name = slash ? slash + 1 : rel;
+    char stem[PATH_MAX];
     int rc;
 
     *kind = DRX_STORE_NONE;
     if (drx_store_name_internal(name, at_root))
         return -ENOENT;
+    if (strlen(name) > DRX_STORE_SHORT_MAX &&
+        long_lookup(s->root_fd, rel, name, kind, st, stem) == 0) {
+        if (srel)
+            memcpy(srel, stem, strlen(stem) + 1);
+        return 0;
+    }
     rc = kind_at(s->root_fd, rel, AT_SYMLINK_NOFOLLOW, kind, st);
     if (rc < 0)
         return rc;
@@ -189,6 +254,8 @@ int drx_store_lookup(const struct drx_store *s, const char *rel, bool at_root,
         *kind = DRX_STORE_NONE;
         return -ENOENT;
     }
+    if (srel && srel != rel)
+        memcpy(srel, rel, strlen(rel) + 1);
     return 0;
 }
 
@@ -242,11 +309,44 @@ static bool plain_type(int dfd, const char *name, unsigned char d_type,
     return true;
 }
 
+/* A long name's stem file (suffix: its suffix's length): the .xmd of an
+ * array or the metafile of a striped file shows as the name the stem's
+ * symlink records; the symlink and the .xta are not shown. */
+static bool long_list_name(int dfd, const char *name, size_t suffix, char shown[NAME_MAX + 1],
+                           enum drx_store_kind *kind, mode_t *type)
+{
+    char stem[DRX_STORE_LONG_STEM_LEN + 1];
+    const char *sfx = name + DRX_STORE_LONG_STEM_LEN;
+    ssize_t n;
+
+    memcpy(stem, name, DRX_STORE_LONG_STEM_LEN);
+    stem[DRX_STORE_LONG_STEM_LEN] = '\0';
+    if (suffix == 0 || !regular_at(dfd, name))
+        return false;
+    if (strcmp(sfx, ".xmd") == 0) {
+        *kind = DRX_STORE_ARRAY;
+        *type = S_IFDIR;
+    } else if (strcmp(sfx, ".nafs") == 0 &&
+               !suffixed_is_reg(dfd, stem, DRX_STORE_LONG_STEM_LEN, ".xmd")) {
+        *kind = DRX_STORE_STRIPED; /* (an array of the same name wins) */
+        *type = S_IFREG;
+    } else {
+        return false;
+    }
+    n = readlinkat(dfd, stem, shown, NAME_MAX + 1);
+    if (n <= DRX_STORE_SHORT_MAX || n > NAME_MAX)
+        return false;
+    shown[n] = '\0';
+    return true;
+}
+
 bool drx_store_list_name(int dfd, const char *name, unsigned char d_type, bool at_root,
                          char shown[NAME_MAX + 1], enum drx_store_kind *kind, mode_t *type)
 {
     size_t len = strlen(name), blen = len;
 
+    if (drx_store_name_is_long(name, &blen))
+        return long_list_name(dfd, name, blen, shown, kind, type);
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
         drx_store_name_internal(name, at_root) || strip_suffix(name, len, ".xta", &blen))
         return false;

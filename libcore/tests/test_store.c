@@ -174,6 +174,35 @@ static void test_mounted(void)
     tap_ok(drx_store_mounted(base, mnt, sizeof mnt) == 0, "the real /proc/self/mountinfo works");
 }
 
+/* Long names (drx/store.h): a stem per name, recognised with its suffixes,
+ * internal; names that only look alike are not stems. */
+static void test_long_names(void)
+{
+    char a[NAME_MAX + 1], b[NAME_MAX + 1], sa[64], sb[64], sa2[64], name[80];
+    size_t suffix = 99;
+
+    memset(a, 'a', NAME_MAX);
+    a[NAME_MAX] = '\0';
+    memcpy(b, a, sizeof a);
+    b[NAME_MAX - 1] = 'b';
+    drx_store_long_stem(a, sa, sizeof sa);
+    drx_store_long_stem(a, sa2, sizeof sa2);
+    drx_store_long_stem(b, sb, sizeof sb);
+    tap_ok(strcmp(sa, sa2) == 0 && strcmp(sa, sb) != 0, "stems: one per name (%s, %s)", sa, sb);
+    tap_ok(strlen(sa) == DRX_STORE_LONG_STEM_LEN && strncmp(sa, DRX_STORE_LONG_PREFIX, 10) == 0,
+           "a stem is .drx-long. and 32 hex digits");
+    tap_ok(drx_store_name_is_long(sa, &suffix) && suffix == 0, "the stem is recognised");
+    snprintf(name, sizeof name, "%s.nafs", sa);
+    tap_ok(drx_store_name_is_long(name, &suffix) && suffix == 5, "and its metafile, suffix 5");
+    tap_ok(drx_store_name_internal(sa, false) && drx_store_name_internal(name, false),
+           "stems and their files are internal");
+    tap_ok(!drx_store_name_is_long(".drx-long.0123", &suffix), "too short: not a stem");
+    snprintf(name, sizeof name, "%s", sa);
+    name[12] = 'G';
+    tap_ok(!drx_store_name_is_long(name, &suffix), "not hex: not a stem");
+    tap_ok(DRX_STORE_SHORT_MAX + strlen(".nafs") == NAME_MAX, "the longest short name has room");
+}
+
 static void test_names(void)
 {
     tap_ok(drx_store_name_internal(".drx", true), ".drx at the root is internal");
@@ -187,6 +216,7 @@ static void test_names(void)
     tap_ok(!drx_store_name_internal(".temp.xmd.Ab12C!", false), "odd X: not a temp file");
     tap_ok(!drx_store_name_internal(".bashrc", false), "dot files are not internal");
     tap_ok(drx_store_name_is_temp(".a.nafs.XXXXXX"), "is_temp");
+    test_long_names();
 }
 
 /* The paths the store tests share, all under base. */

@@ -121,7 +121,7 @@ static void test_lookup(struct drx_store *s)
     mkfifo(path, 0644);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         enum drx_store_kind k;
-        int rc = drx_store_lookup(s, cases[i].rel, cases[i].at_root, &k, &st);
+        int rc = drx_store_lookup(s, cases[i].rel, cases[i].at_root, &k, &st, NULL);
         tap_ok(rc == cases[i].rc && k == cases[i].kind, "lookup %s: %d kind %d", cases[i].rel, rc,
                (int)k);
     }
@@ -130,6 +130,43 @@ static void test_lookup(struct drx_store *s)
     tap_ok(drx_store_classify(path) == DRX_STORE_ARRAY, "classify: the array wins");
     snprintf(path, sizeof path, "%s/notxmd", root);
     tap_ok(drx_store_classify(path) == DRX_STORE_PLAIN, "classify: a directory NAME.xmd is no array");
+}
+
+/* A long name's array or striped file is found and listed through its stem
+ * (its symlink records the name). */
+static void test_long_names(struct drx_store *s)
+{
+    char name[NAME_MAX + 1], stem[DRX_STORE_LONG_STEM_LEN + 1], srel[PATH_MAX], path[PATH_MAX];
+    char shown[NAME_MAX + 1];
+    enum drx_store_kind k;
+    struct stat st;
+    mode_t type;
+
+    memset(name, 'L', 253);
+    name[253] = '\0';
+    drx_store_long_stem(name, stem, sizeof stem);
+    mkdir(strcat(strcpy(path, root), "/ld"), 0755);
+    snprintf(path, sizeof path, "%s/ld/%s", root, stem);
+    symlink(name, path);
+    snprintf(path, sizeof path, "%s/ld", root);
+    touch(path, strcat(strcpy(srel, stem), ".nafs"), "");
+    snprintf(path, sizeof path, "ld/%s", name);
+    tap_ok(drx_store_lookup(s, path, false, &k, &st, srel) == 0 && k == DRX_STORE_STRIPED &&
+               strcmp(srel, "ld/") > 0 && strcmp(srel + 3, stem) == 0,
+           "a long name is found through its stem: %s", srel);
+    name[0] = 'M';
+    snprintf(path, sizeof path, "ld/%s", name);
+    tap_ok(drx_store_lookup(s, path, false, &k, &st, NULL) == -ENOENT,
+           "another long name is not (the symlink records the name)");
+    snprintf(path, sizeof path, "%s.nafs", stem);
+    int dfd = openat(s->root_fd, "ld", O_RDONLY | O_DIRECTORY);
+    name[0] = 'L';
+    tap_ok(drx_store_list_name(dfd, path, DT_REG, false, shown, &k, &type) &&
+               strcmp(shown, name) == 0 && k == DRX_STORE_STRIPED,
+           "the stem's metafile lists as the long name");
+    tap_ok(!drx_store_list_name(dfd, stem, DT_LNK, false, shown, &k, &type),
+           "the stem's symlink is not listed");
+    close(dfd);
 }
 
 /* A listing of the root shows each name once, as lookup sees it. */
@@ -231,6 +268,7 @@ int main(void)
         test_messages(s);
         test_lookup(s);
         test_listing(s);
+        test_long_names(s);
         test_entries(s);
         drx_store_close(s);
     }

@@ -3,6 +3,7 @@
 #ifndef DRX_IO_H
 #define DRX_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -60,5 +61,10 @@ void drx_reserve_init(struct drx_reserve *r, int fd);
 int drx_reserve_add(struct drx_reserve *r, uint64_t off, uint64_t len); /* 0 or -errno */
 int drx_reserve_undo(struct drx_reserve *r);  /* 0 or the first -errno (space kept) */
 void drx_reserve_fini(struct drx_reserve *r); /* keeps the space; frees the record */
+
+/* True when this process holds a descriptor open on regular file dev/ino
+ * (the daemon: another open of a file removed while open); true also when
+ * it cannot tell. */
+bool drx_fd_open_on(dev_t dev, ino_t ino);
 
 #endif

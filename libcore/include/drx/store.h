@@ -46,6 +46,9 @@
 /* Name of the reserved directory at a store's root. */
 #define DRX_STORE_DIR ".drx"
 #define DRX_STORE_CONF ".drx/store.conf"
+/* Files a drxfs mount removed while they were open, until their last close
+ * (fs/drxfs/drxfs_hidden.c); drx fsck knows them. */
+#define DRX_STORE_HIDDEN ".drx/hidden"
 /* The filesystem type drxfs mounts show in /proc/self/mountinfo. */
 #define DRX_STORE_FSTYPE "fuse.drxfs"
 
@@ -211,8 +214,28 @@ enum drx_store_kind drx_store_classify(const char *path);
  * anywhere the temporary files of atomic replacement: `.NAME.xmd.XXXXXX`,
  * `.NAME.xta.XXXXXX` (drx_array_unshare), `.NAME.nafs.XXXXXX` (X: six
  * [A-Za-z0-9] characters, as mkstemp makes), and `.drx-tmp.XXXXXX`, the
- * temporary of a name too long for the first form. */
+ * temporary of a name too long for the first form; and the stems of long
+ * names with their store files (DRX_STORE_LONG_PREFIX, below). */
 bool drx_store_name_internal(const char *name, bool at_root);
+
+/* Long names.  A striped file or array whose name is longer than
+ * DRX_STORE_SHORT_MAX bytes has no room for its suffix (NAME.nafs,
+ * NAME.xmd), so its store files are named by a stem made from a hash of
+ * the name, `.drx-long.` and 32 hex digits (STEM.nafs, STEM.xmd and
+ * STEM.xta), and the name itself is the target of a symlink STEM beside
+ * them, one per directory entry (a hard link of a striped file has its
+ * own).  The symlink is made first and removed last, so a crash leaves at
+ * worst a symlink naming nothing (drx fsck removes it).  Stems are
+ * internal names (drx_store_name_internal). */
+#define DRX_STORE_SHORT_MAX (NAME_MAX - 5)
+#define DRX_STORE_LONG_PREFIX ".drx-long."
+/* The stem of name (longer than DRX_STORE_SHORT_MAX) into out (at least
+ * DRX_STORE_LONG_STEM_LEN + 1 bytes). */
+#define DRX_STORE_LONG_STEM_LEN (sizeof DRX_STORE_LONG_PREFIX - 1 + 32)
+void drx_store_long_stem(const char *name, char *out, size_t len);
+/* True when name is a stem (with no suffix) or a stem's store file
+ * (suffix: its length, 0 for the stem itself). */
+bool drx_store_name_is_long(const char *name, size_t *suffix);
 
 /* True for the temporary-file names above (for fsck). */
 bool drx_store_name_is_temp(const char *name);
@@ -252,19 +275,31 @@ int drx_store_open_at(int dirfd, const char *name, const struct drx_config *cfg,
  * store's path.  0 or -ENAMETOOLONG. */
 int drx_store_path(const struct drx_store *s, const char *rel, char *out, size_t len);
 
+/* The same for any store path below PATH_MAX: when the root's path would
+ * leave no room for what libcore adds (a temporary's `.` and suffix), the
+ * entry is reached through its directory, opened beneath the root, whose
+ * descriptor goes to *pin (close it once libcore is done with the path;
+ * -1 when none was needed). */
+int drx_store_path_pin(const struct drx_store *s, const char *rel, char *out, size_t len,
+                       int *pin);
+
 /* What store-relative name rel stands for (the rule of drx_store_classify,
  * without following a final symlink), with the stat of the object behind it:
  * the .xmd of an array, the metafile of a striped file, else the entry.
  * Internal and reserved names (at_root: rel is in the root) are no entry.
- * 0, -ENOENT (kind DRX_STORE_NONE) or -errno. */
+ * An array or striped file with a long name (above) is found through its
+ * stem.  srel (PATH_MAX bytes, may be rel itself, or NULL) gets the store
+ * name of its files: rel, or the long name's stem beside it.  0, -ENOENT
+ * (kind DRX_STORE_NONE) or -errno. */
 int drx_store_lookup(const struct drx_store *s, const char *rel, bool at_root,
-                     enum drx_store_kind *kind, struct stat *st);
+                     enum drx_store_kind *kind, struct stat *st, char *srel);
 
 /* Whether entry name of store directory dfd (d_type: readdir's, or
  * DT_UNKNOWN) shows in a listing, by the rule of drx_store_lookup: arrays
  * (NAME.xmd) as directories NAME, striped files (NAME.nafs) as regular files
  * NAME, other entries as themselves unless an array or striped file of
- * their name hides them; .xta files and internal names never.  On true,
+ * their name hides them; a long name's stem files as the name its symlink
+ * records; .xta files and internal names never.  On true,
  * the name shown, what it is, and its file type (S_IFDIR...). */
 bool drx_store_list_name(int dfd, const char *name, unsigned char d_type, bool at_root,
                          char shown[NAME_MAX + 1], enum drx_store_kind *kind, mode_t *type);

@@ -1,0 +1,340 @@
+/* Files removed while open: what keeps fstat working until the last close.
+ *
+ * The kernel asks the attributes of an open file (fstat, fchmod, ...) by
+ * its inode, without the file handle, and libfuse's high-level API answers
+ * only for nodes that still have a path.  With hard_remove, an unlinked
+ * node has none (ESTALE); without it, libfuse renames a file that is open
+ * to a hidden name in the same directory (".fuse_hidden" and 16 hex
+ * digits) instead of removing it, serves the open descriptors through that
+ * name, and unlinks the name at the last close.  We let libfuse do that
+ * (hard_remove off) and give the hidden name its meaning here, which the
+ * rename by libfuse alone cannot: left in its directory, a hidden file
+ * would make rmdir of that directory fail with ENOTEMPTY (and show in
+ * listings), as it does on any libfuse file system.  So the store object
+ * moves out of the directory into .drx/hidden/MOUNT-HEX (a striped file's
+ * metafile with its .nafs suffix; its subfiles stay where they are), and a
+ * mount path whose last component is libfuse's hidden name resolves there
+ * (drxfs_node.c), whatever the directory libfuse names.  MOUNT is a random
+ * id of this mount, so two mounts of a store never meet.  The last close's
+ * unlink of that name removes the object as an unlink would (a striped
+ * file's subfiles with its last name).
+ *
+ * A daemon killed in between leaves the objects in .drx/hidden/: drx fsck
+ * counts the subfiles of their metafiles as used while the store is in use
+ * and reports them as leftovers when it is idle; --repair removes them.
+ * The .drx directory lives at the store's root: an object on another file
+ * system (a directory of the store that is a mount point) cannot move
+ * there (EXDEV) and is removed at once, as before (fstat then fails).
+ *
+ * Files of the zarr/ group are not store objects: a hidden name of one is
+ * remembered here with its mount path.  libfuse hides a name either to
+ * remove it (then the removal is done at the last close, through the
+ * hidden name) or to rename another file over it (then the rename comes
+ * right after and the record is dropped, drxfs_hidden_replaced).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "drx/io.h"
+#include "drxfs_i.h"
+
+#define HIDDEN_PREFIX ".fuse_hidden"
+#define HIDDEN_LEN (sizeof HIDDEN_PREFIX - 1 + 16)
+
+static char mount_id[17];
+static pthread_once_t id_once = PTHREAD_ONCE_INIT;
+
+static void make_id(void)
+{
+    uint64_t v = 0;
+
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+        v = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+    snprintf(mount_id, sizeof mount_id, "%016llx", (unsigned long long)v);
+}
+
+/* Store objects moved to .drx/hidden by this mount, until removed. */
+struct hobj {
+    char rel[sizeof DRX_STORE_HIDDEN + 40]; /* without a striped file's suffix */
+    dev_t dev;
+    ino_t ino;
+    bool striped;
+    struct hobj *next;
+};
+static struct {
+    pthread_mutex_t mutex;
+    struct hobj *head;
+} htab = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+/* zarr/ files hidden by libfuse: hidden name -> mount path. */
+struct zhidden {
+    char name[HIDDEN_LEN + 1];
+    char *path;
+    struct zhidden *next;
+};
+static struct {
+    pthread_mutex_t mutex;
+    struct zhidden *head;
+} ztab = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+bool drxfs_hidden_name(const char *name)
+{
+    size_t p = sizeof HIDDEN_PREFIX - 1;
+
+    if (strncmp(name, HIDDEN_PREFIX, p) != 0 || strlen(name) != HIDDEN_LEN)
+        return false;
+    for (const char *c = name + p; *c; c++)
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+            return false;
+    return true;
+}
+
+int drxfs_hidden_rel(const char *name, char *rel, size_t len)
+{
+    pthread_once(&id_once, make_id);
+    int n = snprintf(rel, len, DRX_STORE_HIDDEN "/%s-%s", mount_id,
+                     name + sizeof HIDDEN_PREFIX - 1);
+    return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+static const char *last_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* The mount path a hidden zarr/ name stands for (malloc'd), or NULL. */
+char *drxfs_hidden_zarr_path(const char *path)
+{
+    const char *name = last_name(path);
+    char *out = NULL;
+
+    if (!drxfs_hidden_name(name))
+        return NULL;
+    pthread_mutex_lock(&ztab.mutex);
+    for (struct zhidden *z = ztab.head; z; z = z->next)
+        if (strcmp(z->name, name) == 0) {
+            out = strdup(z->path);
+            break;
+        }
+    pthread_mutex_unlock(&ztab.mutex);
+    return out;
+}
+
+/* Drops the records whose hidden name is name (path NULL) or whose mount
+ * path is path (name NULL). */
+static void zforget(const char *name, const char *path)
+{
+    pthread_mutex_lock(&ztab.mutex);
+    for (struct zhidden **pp = &ztab.head; *pp;) {
+        struct zhidden *z = *pp;
+        if ((name && strcmp(z->name, name) == 0) || (path && strcmp(z->path, path) == 0)) {
+            *pp = z->next;
+            free(z->path);
+            free(z);
+        } else {
+            pp = &z->next;
+        }
+    }
+    pthread_mutex_unlock(&ztab.mutex);
+}
+
+void drxfs_hidden_replaced(const char *path)
+{
+    zforget(NULL, path);
+}
+
+/* Takes the record of store object rel (or of inode dev/ino: rel NULL)
+ * out of the table; NULL when there is none. */
+static struct hobj *htake(const char *rel, dev_t dev, ino_t ino)
+{
+    struct hobj *found = NULL;
+
+    pthread_mutex_lock(&htab.mutex);
+    for (struct hobj **pp = &htab.head; *pp; pp = &(*pp)->next) {
+        struct hobj *h = *pp;
+        if (rel ? strcmp(h->rel, rel) == 0 : (h->dev == dev && h->ino == ino)) {
+            *pp = h->next;
+            found = h;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&htab.mutex);
+    return found;
+}
+
+void drxfs_hidden_unlinked(const char *path)
+{
+    const char *name = last_name(path);
+    char rel[PATH_MAX];
+
+    if (!drxfs_hidden_name(name))
+        return;
+    zforget(name, NULL);
+    if (drxfs_hidden_rel(name, rel, sizeof rel) == 0)
+        free(htake(rel, 0, 0));
+}
+
+static void hremember(const struct drxfs_node *n, const char *rel)
+{
+    struct hobj *h = calloc(1, sizeof *h);
+    size_t len = strlen(rel);
+
+    if (!h || len >= sizeof h->rel) {
+        free(h);
+        return; /* libfuse's unlink at the last close still removes it */
+    }
+    memcpy(h->rel, rel, len + 1);
+    h->dev = n->st.st_dev;
+    h->ino = n->st.st_ino;
+    h->striped = n->kind == DRXFS_STRIPED;
+    pthread_mutex_lock(&htab.mutex);
+    h->next = htab.head;
+    htab.head = h;
+    pthread_mutex_unlock(&htab.mutex);
+}
+
+/* Removes hidden object h (and frees h). */
+static void hremove(struct hobj *h)
+{
+    char meta[PATH_MAX + 8];
+    struct drxfs_node *n;
+
+    if (!h->striped) {
+        if (unlinkat(drxfs.root_fd, h->rel, 0) < 0 && errno != ENOENT)
+            drx_log(DRX_LOG_WARNING, "%s: cannot remove: %s", h->rel, strerror(errno));
+    } else if ((n = calloc(1, sizeof *n))) {
+        snprintf(n->rel, sizeof n->rel, "%s", h->rel);
+        n->kind = DRXFS_STRIPED;
+        snprintf(meta, sizeof meta, "%s" DRXFS_NAFS, h->rel);
+        if (fstatat(drxfs.root_fd, meta, &n->st, AT_SYMLINK_NOFOLLOW) == 0)
+            drxfs_striped_unlink(n);
+        free(n);
+    }
+    free(h);
+}
+
+void drxfs_hidden_released(dev_t dev, ino_t ino)
+{
+    struct hobj *h;
+
+    if (!__atomic_load_n(&htab.head, __ATOMIC_RELAXED) || !(h = htake(NULL, dev, ino)))
+        return;
+    /* libfuse removes the hidden name after the last close, through its
+     * path; it has none when the directory was removed meanwhile, so the
+     * last close removes it here (libfuse's removal then finds nothing). */
+    bool open = h->striped ? drxfs_striped_is_open(dev, ino) : drx_fd_open_on(dev, ino);
+    if (!open) {
+        hremove(h);
+        return;
+    }
+    pthread_mutex_lock(&htab.mutex);
+    h->next = htab.head;
+    htab.head = h;
+    pthread_mutex_unlock(&htab.mutex);
+}
+
+void drxfs_hidden_shutdown(void)
+{
+    pthread_mutex_lock(&htab.mutex);
+    struct hobj *h = htab.head;
+    htab.head = NULL;
+    pthread_mutex_unlock(&htab.mutex);
+    /* every file is closed: what libfuse could not remove goes now */
+    while (h) {
+        struct hobj *next = h->next;
+        hremove(h);
+        h = next;
+    }
+}
+
+static int zremember(const char *name, const char *path)
+{
+    struct zhidden *z = calloc(1, sizeof *z);
+
+    if (!z || !(z->path = strdup(path))) {
+        free(z);
+        return -ENOMEM;
+    }
+    snprintf(z->name, sizeof z->name, "%s", name);
+    pthread_mutex_lock(&ztab.mutex);
+    z->next = ztab.head;
+    ztab.head = z;
+    pthread_mutex_unlock(&ztab.mutex);
+    return 0;
+}
+
+static int hidden_dir(void)
+{
+    if (mkdirat(drxfs.root_fd, DRX_STORE_HIDDEN, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* Moves plain entry or striped file n to rel; on another file system,
+ * removes it instead (the old hard_remove behaviour). */
+static int move_out(const struct drxfs_node *n, const char *rel)
+{
+    int rc = hidden_dir();
+
+    if (rc == 0 && n->kind == DRXFS_STRIPED)
+        rc = drxfs_striped_rename(n, NULL, rel);
+    else if (rc == 0)
+        rc = renameat(drxfs.root_fd, n->rel, drxfs.root_fd, rel) < 0 ? -errno : 0;
+    if (rc == 0)
+        hremember(n, rel);
+    if (rc == -EXDEV) {
+        drx_log(DRX_LOG_DEBUG, "%s: open, removed at once (not on the store's file system)",
+                n->rel);
+        rc = n->kind == DRXFS_STRIPED ? drxfs_striped_unlink(n)
+                                      : (unlinkat(drxfs.root_fd, n->rel, 0) < 0 ? -errno : 0);
+    }
+    return rc;
+}
+
+int drxfs_hidden_hide(const char *from, const char *to)
+{
+    const char *name = last_name(to);
+    char rel[PATH_MAX];
+    struct drxfs_node *n;
+    int rc;
+
+    if (drxfs.ro)
+        return -EROFS;
+    if ((rc = drxfs_hidden_rel(name, rel, sizeof rel)) < 0)
+        return rc;
+    if (!(n = drxfs_node_get(from, &rc)))
+        return rc;
+    switch (n->kind) {
+    case DRXFS_PLAIN:
+    case DRXFS_STRIPED:
+        /* libfuse hides only files it has open; anything else is a user's
+         * rename to a name libfuse reserves (it would be removed at
+         * unmount) */
+        if (n->kind == DRXFS_PLAIN ? drx_fd_open_on(n->st.st_dev, n->st.st_ino)
+                                   : drxfs_striped_is_open(n->st.st_dev, n->st.st_ino))
+            rc = move_out(n, rel);
+        else
+            rc = -EPERM;
+        break;
+    case DRXFS_ZARR:
+        rc = zremember(name, from);
+        break;
+    default:
+        /* directories are never open files; the files of a view are never
+         * removed nor replaced */
+        rc = -EPERM;
+        break;
+    }
+    free(n);
+    return rc;
+}
