@@ -19,6 +19,7 @@
 #      (both with sizes recorded at each close, the default, and with
 #      -o commit_interval=5)
 #      wc -l of a 200 MB file read a second time vs local       (<= 1.5x)
+#      and, with perf, the FUSE requests per file and their latency by kind
 #
 # Cold means the file's pages were dropped from the page cache (dd
 # iflag=nocache on the file, nothing else on the machine) and a fresh open.
@@ -92,6 +93,35 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 verdict() { awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN {
     ok = (op == ">=") ? v >= t : v <= t; printf "(target %s %s: %s)", op, t, ok ? "met" : "MISSED" }'; }
 evict() { dd if="$1" iflag=nocache count=0 status=none; }
+# requests MNT FILES CMD...: runs CMD once under perf, recording the FUSE
+# requests of MNT's connection (the kernel's fuse_request_send/end
+# tracepoints), and prints per kind how many per file and their mean
+# latency: where the time of a small-file workload goes.  Skipped without
+# perf or the tracepoints (kernels before 6.15).
+requests() {
+    local mnt=$1 files=$2 dev conn
+    shift 2
+    # grep -c reads to the end: perf list must not die of SIGPIPE (pipefail)
+    command -v perf >/dev/null && [ "$(perf list 2>/dev/null | grep -c fuse:fuse_request_send)" -gt 0 ] || {
+        "$@" >/dev/null
+        echo "    (no request counts: needs perf and the fuse tracepoints)"
+        return 0
+    }
+    dev=$(mountpoint -d "$mnt")
+    conn=$(((${dev%%:*} << 20) | ${dev##*:}))
+    perf record -q -a -e fuse:fuse_request_send -e fuse:fuse_request_end \
+        -o "$work/perf.data" -- "$@" >/dev/null 2>&1
+    perf script -i "$work/perf.data" 2>/dev/null | awk -v conn="$conn" -v files="$files" '
+        { for (i = 1; i <= NF; i++) if ($i == "connection") break
+          if ($(i + 1) != conn) next
+          t = $4 + 0; req = $(i + 3) }
+        /fuse_request_send/ { op = $(i + 6); gsub(/[()]|FUSE_/, "", op); kind[req] = op; at[req] = t; next }
+        /fuse_request_end/ && (req in kind) { op = kind[req]; n[op]++; sum[op] += t - at[req]; all += t - at[req]
+          delete kind[req] }
+        END { for (op in n) printf "    %-12s %5.1f per file, %7.0f us mean, %5.1f %% of request time\n",
+                  op, n[op] / files, sum[op] / n[op] * 1e6, 100 * sum[op] / all }' | sort -t, -k3 -rn
+    rm -f "$work/perf.data"
+}
 rd() { dd if="$1" of=/dev/null bs=1M status=none; }
 
 "$drxfs" -f "$store" "$mnt" 3>&- 2>"$work/drxfs.log" &
@@ -230,6 +260,29 @@ r2=$(ratio "$t_cpm2" "$t_cpl")
 echo "cp -r of 1000 files of 4 KiB: local $(printf '%.3f' "$t_cpl") s"
 echo "  mount (size recorded at close)  $(printf '%.3f' "$t_cpm") s = $r x $(verdict "$r" "<=" 2)"
 echo "  mount, commit_interval=5        $(printf '%.3f' "$t_cpm2") s = $r2 x $(verdict "$r2" "<=" 2)"
+echo "  FUSE requests of one more mount run (sizes recorded at close), by kind:"
+rm -rf "$mnt/cp"
+requests "$mnt" 1000 cp -r "$work/src" "$mnt/cp"
+# A striped file is three new inodes (metafile, two subfiles), two of them
+# in the store's stripe directories, where every run above removed its
+# subfiles; a local copy makes one, in a new directory.  What one creation
+# costs in each place, now (ext4 without a journal passes over inodes freed
+# in the last minutes when it allocates one):
+create_us() {
+    "$py" -c "
+import os, sys, time
+d = sys.argv[1]
+t = time.perf_counter()
+for i in range(500):
+    os.close(os.open(f'{d}/.bench{i}', os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+t = time.perf_counter() - t
+for i in range(500):
+    os.unlink(f'{d}/.bench{i}')
+print(f'{t / 500 * 1e6:.0f}')" "$1"
+}
+mkdir "$work/local/fresh"
+echo "  one file creation: stripe directory $(create_us "$store/.drx/stripes/0") us, new local directory $(create_us "$work/local/fresh") us"
+rmdir "$work/local/fresh"
 rm -rf "$mnt/cp" "$mnt2/cp" "$work/local/cp"
 # a repository with some history
 repo="$work/repo"
@@ -251,6 +304,10 @@ r2=$(ratio "$t_gm2" "$t_gl")
 echo "git clone: local $(printf '%.3f' "$t_gl") s"
 echo "  mount (size recorded at close)  $(printf '%.3f' "$t_gm") s = $r x $(verdict "$r" "<=" 3)"
 echo "  mount, commit_interval=5        $(printf '%.3f' "$t_gm2") s = $r2 x $(verdict "$r2" "<=" 3)"
+nfiles=$(find "$mnt/clone" -type f | wc -l)
+echo "  FUSE requests of one more mount run, by kind (per file of the $nfiles in the clone):"
+rm -rf "$mnt/clone"
+requests "$mnt" "$nfiles" git clone -q --no-hardlinks "$repo" "$mnt/clone"
 rm -rf "$mnt/clone" "$mnt2/clone" "$work/local/clone"
 "$py" -c "
 import random

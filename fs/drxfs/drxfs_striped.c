@@ -1,8 +1,9 @@
 /* Striped files at the mount point: NAME.nafs in the store is regular file
  * NAME.  The work is libcore's stripe module; this file keeps one handle per
  * open file (shared by all its opens, as stripe.h asks) and maps FUSE
- * operations onto it.  drxfs_striped_layout.c sums the stripe directories
- * for statfs and serves the user.drx.stripe attribute.
+ * operations onto it.  drxfs_striped_names.c renames, links and removes
+ * them; drxfs_striped_layout.c sums the stripe directories for statfs and
+ * serves the user.drx.stripe attribute.
  *
  * Paths handed to libcore come from drx_store_path(): they reach the store
  * through its root descriptor, so nothing goes through the mount point.
@@ -17,31 +18,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "drx/stripe.h"
-#include "drxfs_i.h"
+#include "drxfs_striped_i.h"
 
-struct drxfs_sfile {
-    char *key; /* store-relative name without suffix */
-    struct drx_stripe *f;
-    bool rw;
-    bool detached; /* unlinked or replaced: serves its open files only */
-    /* Written since the last flush (atomic): the metafile's mtime is the
-     * file's, and a write that does not change the size does not rewrite
-     * the metafile, so flush sets it. */
-    bool dirty;
-    unsigned refs;  /* protected by stable.mutex */
-    int pin;        /* directory descriptor f's path goes through, or -1 */
-    struct stat st; /* metafile at open (for fstat of an unlinked file) */
-    struct drxfs_sfile *prev, *next;
-};
+struct drxfs_stable drxfs_stable = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
-static struct {
-    pthread_mutex_t mutex;
-    struct drxfs_sfile *head;
-    unsigned ndetached; /* handles out of the table, still open */
-} stable = {.mutex = PTHREAD_MUTEX_INITIALIZER};
-
-static void sfile_put(struct drxfs_sfile *e);
+void drxfs_sfile_put(struct drxfs_sfile *e);
 static void sfile_detach_entry(struct drxfs_sfile *e);
 
 /* The handle's view of the metafile, refreshed: another process may have
@@ -63,15 +44,15 @@ static void s_unlink(struct drxfs_sfile *e)
     if (e->prev)
         e->prev->next = e->next;
     else
-        stable.head = e->next;
+        drxfs_stable.head = e->next;
     if (e->next)
         e->next->prev = e->prev;
     e->prev = e->next = NULL;
 }
 
-static struct drxfs_sfile *s_find(const char *rel)
+struct drxfs_sfile *drxfs_sfile_find(const char *rel)
 {
-    for (struct drxfs_sfile *e = stable.head; e; e = e->next)
+    for (struct drxfs_sfile *e = drxfs_stable.head; e; e = e->next)
         if (strcmp(e->key, rel) == 0)
             return e;
     return NULL;
@@ -94,11 +75,11 @@ static bool s_same_inode(const struct drxfs_sfile *e, const struct stat *meta)
  * hard link): one handle per file, whatever name opened it. */
 static struct drxfs_sfile *s_find_node(const char *rel, const struct stat *meta)
 {
-    struct drxfs_sfile *e = s_find(rel);
+    struct drxfs_sfile *e = drxfs_sfile_find(rel);
 
     if (e || !meta || meta->st_nlink < 2)
         return e;
-    for (e = stable.head; e; e = e->next)
+    for (e = drxfs_stable.head; e; e = e->next)
         if (s_same_inode(e, meta))
             return e;
     return NULL;
@@ -107,14 +88,12 @@ static struct drxfs_sfile *s_find_node(const char *rel, const struct stat *meta)
 static void s_insert(struct drxfs_sfile *e)
 {
     e->prev = NULL;
-    e->next = stable.head;
-    if (stable.head)
-        stable.head->prev = e;
-    stable.head = e;
+    e->next = drxfs_stable.head;
+    if (drxfs_stable.head)
+        drxfs_stable.head->prev = e;
+    drxfs_stable.head = e;
 }
 
-/* libcore's path of rel; *pin: a descriptor to close after (-1: none). */
-#define store_path(out, rel, pin) drxfs_lib_path(out, PATH_MAX + 64, rel, pin)
 
 int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struct drx_err *err)
 {
@@ -132,6 +111,10 @@ static void sfile_close(struct drxfs_sfile *e)
     if (rc < 0)
         drx_log(DRX_LOG_ERROR, "%s: recording the size at close: %s", e->key, strerror(-rc));
     drxfs_unpin(e->pin);
+    for (unsigned i = 0; i < e->wb_n; i++)
+        if (e->wb_fds[i] >= 0)
+            close(e->wb_fds[i]);
+    free(e->wb_fds);
     free(e->key);
     free(e);
 }
@@ -142,13 +125,13 @@ static struct drxfs_sfile *sfile_find_ref(const char *rel, const struct stat *me
 {
     struct drxfs_sfile *e;
 
-    pthread_mutex_lock(&stable.mutex);
+    pthread_mutex_lock(&drxfs_stable.mutex);
     e = s_find_node(rel, meta);
     if (e)
         e->refs++;
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     if (e && !sfile_refresh(e)) {
-        sfile_put(e);
+        drxfs_sfile_put(e);
         e = NULL;
     }
     return e;
@@ -199,7 +182,7 @@ static struct drxfs_sfile *sfile_insert(const char *rel, struct drxfs_sfile *fre
 {
     struct drxfs_sfile *e;
 
-    pthread_mutex_lock(&stable.mutex);
+    pthread_mutex_lock(&drxfs_stable.mutex);
     e = s_find_node(rel, &fresh->st);
     if (e) {
         e->refs++;
@@ -208,7 +191,7 @@ static struct drxfs_sfile *sfile_insert(const char *rel, struct drxfs_sfile *fre
         e = fresh;
         fresh = NULL;
     }
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     if (fresh)
         sfile_close(fresh); /* another thread was quicker */
     return e;
@@ -218,7 +201,7 @@ static struct drxfs_sfile *sfile_insert(const char *rel, struct drxfs_sfile *fre
 static int sfile_hand_out(struct drxfs_sfile *e, bool want_rw, struct drxfs_sfile **out)
 {
     if (want_rw && !e->rw) {
-        sfile_put(e);
+        drxfs_sfile_put(e);
         return -EACCES;
     }
     *out = e;
@@ -240,16 +223,16 @@ static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
     return sfile_hand_out(sfile_insert(rel, fresh), want_rw, out);
 }
 
-static void sfile_put(struct drxfs_sfile *e)
+void drxfs_sfile_put(struct drxfs_sfile *e)
 {
     bool last;
-    pthread_mutex_lock(&stable.mutex);
+    pthread_mutex_lock(&drxfs_stable.mutex);
     last = --e->refs == 0;
     if (last && !e->detached)
         s_unlink(e);
     else if (last)
-        stable.ndetached--;
-    pthread_mutex_unlock(&stable.mutex);
+        drxfs_stable.ndetached--;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     if (last)
         sfile_close(e);
 }
@@ -257,36 +240,36 @@ static void sfile_put(struct drxfs_sfile *e)
 /* Takes e out of the table if it is still there under its key. */
 static void sfile_detach_entry(struct drxfs_sfile *e)
 {
-    pthread_mutex_lock(&stable.mutex);
-    if (!e->detached && s_find(e->key) == e) {
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    if (!e->detached && drxfs_sfile_find(e->key) == e) {
         s_unlink(e);
         e->detached = true;
-        stable.ndetached++;
+        drxfs_stable.ndetached++;
     }
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
 }
 
 /* Takes rel out of the table: its open files keep their handle. */
-static void sfile_detach(const char *rel)
+void drxfs_sfile_detach(const char *rel)
 {
-    pthread_mutex_lock(&stable.mutex);
-    struct drxfs_sfile *e = s_find(rel);
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    struct drxfs_sfile *e = drxfs_sfile_find(rel);
     if (e) {
         s_unlink(e);
         e->detached = true;
-        stable.ndetached++;
+        drxfs_stable.ndetached++;
     }
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
 }
 
 void drxfs_striped_shutdown(void)
 {
     /* Every file is released before destroy; whatever is left (a killed
      * client) still gets its size recorded. */
-    pthread_mutex_lock(&stable.mutex);
-    struct drxfs_sfile *e = stable.head;
-    stable.head = NULL;
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    struct drxfs_sfile *e = drxfs_stable.head;
+    drxfs_stable.head = NULL;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     while (e) {
         struct drxfs_sfile *next = e->next;
         sfile_close(e);
@@ -326,9 +309,9 @@ static int stamp_if_dirty(struct drxfs_sfile *e, struct stat *meta)
 
     if (!__atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED))
         return 0;
-    pthread_mutex_lock(&stable.mutex);
+    pthread_mutex_lock(&drxfs_stable.mutex);
     ours = !e->detached && drxfs_rel_suffix(rel, e->key, DRXFS_NAFS) == 0;
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     if (!ours || utimensat(drxfs.root_fd, rel, now, AT_SYMLINK_NOFOLLOW) < 0 ||
         fstatat(drxfs.root_fd, rel, meta, AT_SYMLINK_NOFOLLOW) < 0)
         return 0;
@@ -358,13 +341,13 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     struct stat meta = n->st;
     int rc;
 
-    pthread_mutex_lock(&stable.mutex);
+    pthread_mutex_lock(&drxfs_stable.mutex);
     e = s_find_node(n->rel, &n->st);
     if (e)
         e->refs++;
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     if (e && !sfile_refresh(e)) {
-        sfile_put(e);
+        drxfs_sfile_put(e);
         e = NULL;
     }
     if (e) {
@@ -373,11 +356,11 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
         size = m.size;
         mp = &m;
         if (stamp_if_dirty(e, &meta)) {
-            pthread_mutex_lock(&stable.mutex);
+            pthread_mutex_lock(&drxfs_stable.mutex);
             e->st = meta;
-            pthread_mutex_unlock(&stable.mutex);
+            pthread_mutex_unlock(&drxfs_stable.mutex);
         }
-        sfile_put(e);
+        drxfs_sfile_put(e);
     } else if ((rc = stat_meta(n->rel, &m, &err)) < 0) {
         if (rc == -ENOENT)
             return rc;
@@ -401,9 +384,9 @@ static bool meta_now(struct drxfs_sfile *e, struct stat *out)
     char rel[PATH_MAX];
     bool ours;
 
-    pthread_mutex_lock(&stable.mutex);
+    pthread_mutex_lock(&drxfs_stable.mutex);
     ours = !e->detached && drxfs_rel_suffix(rel, e->key, DRXFS_NAFS) == 0;
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     return ours && fstatat(drxfs.root_fd, rel, out, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
@@ -412,11 +395,11 @@ int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
     struct stat meta, fresh;
     struct drx_stripe_meta m;
     bool stamped = stamp_if_dirty(fh->sf, &fresh) || meta_now(fh->sf, &fresh);
-    pthread_mutex_lock(&stable.mutex);
+    pthread_mutex_lock(&drxfs_stable.mutex);
     if (stamped)
         fh->sf->st = fresh;
     meta = fh->sf->st;
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     drx_stripe_meta_get(fh->sf->f, &m);
     fill_stat(st, &meta, &m, m.size);
     return 0;
@@ -452,13 +435,13 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
         return rc;
     if (wr && (fi->flags & O_TRUNC) && (rc = drx_stripe_truncate(e->f, 0)) < 0) {
         drxfs_striped_log_err("truncate", n->rel, rc, NULL);
-        sfile_put(e);
+        drxfs_sfile_put(e);
         return rc;
     }
     if (wr && (fi->flags & O_TRUNC)) /* mtime and ctime, as open(2) says */
         __atomic_store_n(&e->dirty, true, __ATOMIC_RELAXED);
     if ((rc = attach_fh(e, fi)) < 0)
-        sfile_put(e);
+        drxfs_sfile_put(e);
     return rc;
 }
 
@@ -495,18 +478,18 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
         fstatat(drxfs.root_fd, meta, &e->st, AT_SYMLINK_NOFOLLOW);
     e->rw = true;
     e->refs = 1;
-    pthread_mutex_lock(&stable.mutex);
-    struct drxfs_sfile *old = s_find(rel);
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    struct drxfs_sfile *old = drxfs_sfile_find(rel);
     if (old) {
         /* a stale entry of a file removed behind our back */
         s_unlink(old);
         old->detached = true;
-        stable.ndetached++;
+        drxfs_stable.ndetached++;
     }
     s_insert(e);
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     if ((rc = attach_fh(e, fi)) < 0)
-        sfile_put(e);
+        drxfs_sfile_put(e);
     return rc;
 }
 
@@ -519,9 +502,9 @@ static void touch_atime(struct drxfs_sfile *e)
     char meta[PATH_MAX], c;
     int rc, fd;
 
-    pthread_mutex_lock(&stable.mutex);
+    pthread_mutex_lock(&drxfs_stable.mutex);
     rc = e->detached ? -ENOENT : drxfs_rel_suffix(meta, e->key, DRXFS_NAFS);
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     if (rc < 0 || (fd = drx_store_entry_open(drxfs.store, meta, O_RDONLY | O_NONBLOCK, 0)) < 0)
         return;
     if (read(fd, &c, 1) < 0)
@@ -539,13 +522,49 @@ int drxfs_striped_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
     return (int)n;
 }
 
+/* Opens e's subfiles for write-behind (e->wb_busy held). */
+static int wb_open(struct drxfs_sfile *e)
+{
+    struct drx_stripe_meta m;
+
+    drx_stripe_meta_get(e->f, &m);
+    if (!(e->wb_fds = malloc(m.layout.count * sizeof(*e->wb_fds))))
+        return -ENOMEM;
+    for (unsigned i = 0; i < m.layout.count; i++)
+        e->wb_fds[i] = drx_stripe_subfile_open(drxfs.store, &m, i, O_RDONLY, 0, e->key);
+    e->wb_n = m.layout.count;
+    return 0;
+}
+
+/* Recording a grown size first syncs the subfiles (libcore does it every
+ * DRX_STRIPE_PERSIST_BYTES of growth and at close), and a write that waits
+ * for 64 MiB to reach the disk stalls the writer: cp through the mount
+ * spent about half its time there.  So every DRXFS_WRITE_BEHIND bytes the
+ * subfiles' writeback is started (sync_file_range, which does not wait for
+ * it), and the sync finds most of the data on the disk already.  A hint
+ * only: it changes nothing that is recorded. */
+static void write_behind(struct drxfs_sfile *e, size_t n)
+{
+    if (__atomic_add_fetch(&e->wb_pending, n, __ATOMIC_RELAXED) < DRXFS_WRITE_BEHIND ||
+        __atomic_exchange_n(&e->wb_busy, true, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&e->wb_pending, 0, __ATOMIC_RELAXED);
+    if (e->wb_fds || wb_open(e) == 0)
+        for (unsigned i = 0; i < e->wb_n; i++)
+            if (e->wb_fds[i] >= 0)
+                sync_file_range(e->wb_fds[i], 0, 0, SYNC_FILE_RANGE_WRITE);
+    __atomic_store_n(&e->wb_busy, false, __ATOMIC_RELEASE);
+}
+
 int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
 {
     if (!fh->sf->rw)
         return -EBADF;
     ssize_t n = drx_stripe_write(fh->sf->f, buf, size, (uint64_t)off);
-    if (n > 0)
+    if (n > 0) {
         __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
+        write_behind(fh->sf, (size_t)n);
+    }
     if (n < 0)
         drxfs_striped_log_err("write", fh->sf->key, (int)n, NULL);
     return (int)n;
@@ -571,7 +590,7 @@ off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence)
 }
 
 /* Persists the size and, after writes, makes the metafile's mtime now. */
-static int sfile_flush(struct drxfs_sfile *e)
+int drxfs_sfile_flush(struct drxfs_sfile *e)
 {
     char meta[PATH_MAX];
     int rc = drx_stripe_flush(e->f);
@@ -579,9 +598,9 @@ static int sfile_flush(struct drxfs_sfile *e)
         return drxfs_striped_log_err("flush", e->key, rc, NULL);
     if (__atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED)) {
         const struct timespec now[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
-        pthread_mutex_lock(&stable.mutex);
+        pthread_mutex_lock(&drxfs_stable.mutex);
         bool ours = !e->detached && drxfs_rel_suffix(meta, e->key, DRXFS_NAFS) == 0;
-        pthread_mutex_unlock(&stable.mutex);
+        pthread_mutex_unlock(&drxfs_stable.mutex);
         if (ours)
             utimensat(drxfs.root_fd, meta, now, AT_SYMLINK_NOFOLLOW);
     }
@@ -592,19 +611,19 @@ static int sfile_flush(struct drxfs_sfile *e)
  * it has recorded its size. */
 static int sfile_commit_cb(void *e)
 {
-    return sfile_flush(e);
+    return drxfs_sfile_flush(e);
 }
 
 static void sfile_put_cb(void *e)
 {
-    sfile_put(e);
+    drxfs_sfile_put(e);
 }
 
 int drxfs_striped_flush(struct drxfs_fh *fh)
 {
     if (fh->sf->rw && drxfs_commit_active())
         return 0; /* recorded by the commit after the last close */
-    return fh->sf->rw ? sfile_flush(fh->sf) : 0;
+    return fh->sf->rw ? drxfs_sfile_flush(fh->sf) : 0;
 }
 
 int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
@@ -617,12 +636,12 @@ int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
 
 bool drxfs_striped_is_open(dev_t dev, ino_t ino)
 {
-    pthread_mutex_lock(&stable.mutex);
+    pthread_mutex_lock(&drxfs_stable.mutex);
     /* a handle out of the table may be that file: cannot tell */
-    bool open = stable.ndetached > 0;
-    for (struct drxfs_sfile *e = stable.head; e && !open; e = e->next)
+    bool open = drxfs_stable.ndetached > 0;
+    for (struct drxfs_sfile *e = drxfs_stable.head; e && !open; e = e->next)
         open = e->st.st_dev == dev && e->st.st_ino == ino;
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     return open;
 }
 
@@ -636,7 +655,7 @@ void drxfs_striped_release(struct drxfs_fh *fh)
 {
     /* with a commit interval, the commit takes this reference */
     if (!fh->sf->rw || !drxfs_commit_defer(fh->sf, sfile_commit_cb, sfile_put_cb))
-        sfile_put(fh->sf);
+        drxfs_sfile_put(fh->sf);
     free(fh);
 }
 
@@ -661,8 +680,8 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
         drxfs_striped_log_err("truncate", n->rel, rc, NULL);
     else /* truncate(2) marks mtime and ctime, whether the size changed or not */
         __atomic_store_n(&e->dirty, true, __ATOMIC_RELAXED);
-    sfile_flush(e);
-    sfile_put(e);
+    drxfs_sfile_flush(e);
+    drxfs_sfile_put(e);
     return rc;
 }
 
@@ -704,187 +723,18 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
     /* Record a pending size first: persisting replaces the metafile, which
      * would lose the times set now. */
     const char *key = n ? n->rel : fh->sf->key;
-    pthread_mutex_lock(&stable.mutex);
-    struct drxfs_sfile *e = s_find(key);
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    struct drxfs_sfile *e = drxfs_sfile_find(key);
     if (e)
         e->refs++;
-    pthread_mutex_unlock(&stable.mutex);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     if (e) {
         /* written bytes get the times set now, not those of a later flush */
         if (e->rw)
-            sfile_flush(e);
+            drxfs_sfile_flush(e);
         __atomic_store_n(&e->dirty, false, __ATOMIC_RELAXED);
-        sfile_put(e);
+        drxfs_sfile_put(e);
     }
     return drx_store_entry_utimens(drxfs.store, meta, tv);
 }
 
-int drxfs_striped_unlink(const struct drxfs_node *n)
-{
-    char path[PATH_MAX + 64];
-    struct drx_err err = {{0}};
-    int rc, pin;
-
-    if ((rc = store_path(path, n->rel, &pin)) < 0)
-        return rc;
-    if (n->st.st_nlink > 1) {
-        /* Other names keep the file: what was written under this one is
-         * recorded now, while it can be. */
-        pthread_mutex_lock(&stable.mutex);
-        struct drxfs_sfile *e = s_find(n->rel);
-        if (e)
-            e->refs++;
-        pthread_mutex_unlock(&stable.mutex);
-        if (e && e->rw)
-            sfile_flush(e);
-        if (e)
-            sfile_put(e);
-    }
-    sfile_detach(n->rel);
-    rc = drx_stripe_unlink(drxfs.store, path, &err);
-    drxfs_unpin(pin);
-    if (rc < 0)
-        return drxfs_striped_log_err("unlink", n->rel, rc, &err);
-    drxfs_long_name_drop(n->rel);
-    return 0;
-}
-
-int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
-{
-    char from[PATH_MAX + 64], to[PATH_MAX + 64], stem[PATH_MAX];
-    struct drx_err err = {{0}};
-    int rc, pin[2] = {-1, -1};
-
-    if ((rc = drxfs_long_new(to_rel, stem)) < 0)
-        return rc;
-    if ((rc = store_path(from, n->rel, &pin[0])) < 0)
-        return rc;
-    if ((rc = store_path(to, stem, &pin[1])) == 0)
-        rc = drx_stripe_link(drxfs.store, from, to, &err);
-    drxfs_unpin(pin[0]);
-    drxfs_unpin(pin[1]);
-    if (rc < 0) {
-        drxfs_long_name_drop(stem);
-        return drxfs_striped_log_err("link", n->rel, rc, &err);
-    }
-    return 0;
-}
-
-/* The open file e is now named to_rel, its path through pin; drops the
- * caller's reference. */
-static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel, int pin)
-{
-    pthread_mutex_lock(&stable.mutex);
-    int old = e->pin;
-    e->pin = pin;
-    drxfs_unpin(old);
-    char *key = strdup(to_rel);
-    if (key && !e->detached) {
-        free(e->key);
-        e->key = key;
-    } else {
-        free(key);
-    }
-    pthread_mutex_unlock(&stable.mutex);
-    sfile_put(e);
-}
-
-/* The open handle of rel with a reference taken and its size recorded, or
- * NULL. */
-static struct drxfs_sfile *sfile_take_flushed(const char *rel)
-{
-    pthread_mutex_lock(&stable.mutex);
-    struct drxfs_sfile *e = s_find(rel);
-    if (e)
-        e->refs++;
-    pthread_mutex_unlock(&stable.mutex);
-    if (e && e->rw)
-        sfile_flush(e);
-    return e;
-}
-
-int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
-                         const char *to_name)
-{
-    char from[PATH_MAX + 64], to[PATH_MAX + 64], to_rel[PATH_MAX];
-    struct drx_err err = {{0}};
-    int rc, pf, pt = -1;
-
-    if ((rc = drxfs_long_new(to_name, to_rel)) < 0)
-        return rc;
-    if ((rc = store_path(from, src->rel, &pf)) < 0 || (rc = store_path(to, to_rel, &pt)) < 0) {
-        drxfs_unpin(pf);
-        return rc;
-    }
-    /* Write a pending size under the old name before the rename. */
-    struct drxfs_sfile *e = sfile_take_flushed(src->rel);
-    if (dst && dst->kind == DRXFS_STRIPED)
-        sfile_detach(to_rel);
-    /* With an open handle, the rename and its new path happen under the
-     * handle's lock: a flush or close on another thread in between would
-     * write the size back under the old name (or, finding no metafile
-     * there, keep it pending for the new one). */
-    if (e)
-        rc = drx_stripe_rename_handle(e->f, to, 0, &err);
-    else
-        rc = drx_stripe_rename(drxfs.store, from, to, 0, &err);
-    drxfs_unpin(pf);
-    if (rc < 0) {
-        drxfs_unpin(pt);
-        if (e)
-            sfile_put(e);
-        drxfs_long_name_drop(to_rel);
-        return drxfs_striped_log_err("rename", src->rel, rc, &err);
-    }
-    if (e)
-        sfile_rekey(e, to_rel, pt); /* its path is `to` now */
-    else
-        drxfs_unpin(pt);
-    drxfs_long_name_drop(src->rel);
-    /* The name was a plain file, special file or symlink: the striped
-     * file replaces it (the metafile wins lookups already; remove what it
-     * hides). */
-    if (dst && dst->kind <= DRXFS_LINK && dst->kind != DRXFS_DIR)
-        unlinkat(drxfs.root_fd, dst->rel, 0);
-    return 0;
-}
-
-/* Points open handle e (no pin) at its new name key. */
-static int follow_dir(struct drxfs_sfile *e, const char *key, char *path)
-{
-    int pin, rc = store_path(path, key, &pin);
-
-    if (rc == 0 && (rc = drx_stripe_set_path(e->f, path)) < 0)
-        drxfs_unpin(pin);
-    else if (rc == 0)
-        e->pin = pin;
-    return rc;
-}
-
-void drxfs_striped_dir_renamed(const char *from, const char *to)
-{
-    size_t flen = strlen(from);
-    pthread_mutex_lock(&stable.mutex);
-    for (struct drxfs_sfile *e = stable.head; e; e = e->next) {
-        if (strncmp(e->key, from, flen) != 0 || e->key[flen] != '/')
-            continue;
-        char path[PATH_MAX + 64];
-        size_t klen = strlen(to) + strlen(e->key + flen) + 1;
-        char *key = malloc(klen);
-        if (!key) {
-            drx_log(DRX_LOG_ERROR, "rename %s: out of memory", e->key);
-            continue;
-        }
-        snprintf(key, klen, "%s%s", to, e->key + flen);
-        /* the open handle records its size under the new name (a path
-         * through its directory's descriptor follows by itself) */
-        if (e->pin < 0 && follow_dir(e, key, path) < 0) {
-            drx_log(DRX_LOG_ERROR, "rename %s: cannot follow to %s", e->key, key);
-            free(key);
-            continue;
-        }
-        free(e->key);
-        e->key = key;
-    }
-    pthread_mutex_unlock(&stable.mutex);
-}

@@ -1,0 +1,55 @@
+/* Private pieces of the striped-file code shared by drxfs_striped.c (the
+ * table of handles, I/O, attributes) and drxfs_striped_names.c (unlink,
+ * link, rename). */
+#ifndef DRXFS_STRIPED_I_H
+#define DRXFS_STRIPED_I_H
+
+#include "drx/stripe.h"
+#include "drxfs_i.h"
+
+/* Bytes written to a striped file between two starts of its subfiles'
+ * writeback (write_behind). */
+#define DRXFS_WRITE_BEHIND ((uint64_t)8 << 20)
+
+struct drxfs_sfile {
+    char *key; /* store-relative name without suffix */
+    struct drx_stripe *f;
+    bool rw;
+    bool detached; /* unlinked or replaced: serves its open files only */
+    /* Written since the last flush (atomic): the metafile's mtime is the
+     * file's, and a write that does not change the size does not rewrite
+     * the metafile, so flush sets it. */
+    bool dirty;
+    unsigned refs;  /* protected by stable.mutex */
+    int pin;        /* directory descriptor f's path goes through, or -1 */
+    struct stat st; /* metafile at open (for fstat of an unlinked file) */
+    /* Write-behind (atomic): bytes written since the subfiles' writeback
+     * was last started, whether a thread is starting it, and the subfiles
+     * it is started on (opened at the first start; -1 when missing). */
+    uint64_t wb_pending;
+    bool wb_busy;
+    unsigned wb_n;
+    int *wb_fds;
+    struct drxfs_sfile *prev, *next;
+};
+
+/* The table of handles: one per open striped file. */
+struct drxfs_stable {
+    pthread_mutex_t mutex;
+    struct drxfs_sfile *head;
+    unsigned ndetached; /* handles out of the table, still open */
+};
+extern struct drxfs_stable drxfs_stable;
+
+/* libcore's path of rel; *pin: a descriptor to close after (-1: none). */
+#define store_path(out, rel, pin) drxfs_lib_path(out, PATH_MAX + 64, rel, pin)
+
+/* drxfs_striped.c: the handle of rel in the table (mutex held), NULL if
+ * none; a reference dropped; rel taken out of the table (its open files
+ * keep their handle); the size persisted and mtime set after writes. */
+struct drxfs_sfile *drxfs_sfile_find(const char *rel);
+void drxfs_sfile_put(struct drxfs_sfile *e);
+void drxfs_sfile_detach(const char *rel);
+int drxfs_sfile_flush(struct drxfs_sfile *e);
+
+#endif

@@ -1,0 +1,182 @@
+/* Names of striped files: unlink (the subfiles freed with the last name),
+ * hard links, rename (the open handles follow), and open files below a
+ * renamed directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drxfs_striped_i.h"
+
+int drxfs_striped_unlink(const struct drxfs_node *n)
+{
+    char path[PATH_MAX + 64];
+    struct drx_err err = {{0}};
+    int rc, pin;
+
+    if ((rc = store_path(path, n->rel, &pin)) < 0)
+        return rc;
+    if (n->st.st_nlink > 1) {
+        /* Other names keep the file: what was written under this one is
+         * recorded now, while it can be. */
+        pthread_mutex_lock(&drxfs_stable.mutex);
+        struct drxfs_sfile *e = drxfs_sfile_find(n->rel);
+        if (e)
+            e->refs++;
+        pthread_mutex_unlock(&drxfs_stable.mutex);
+        if (e && e->rw)
+            drxfs_sfile_flush(e);
+        if (e)
+            drxfs_sfile_put(e);
+    }
+    drxfs_sfile_detach(n->rel);
+    rc = drx_stripe_unlink(drxfs.store, path, &err);
+    drxfs_unpin(pin);
+    if (rc < 0)
+        return drxfs_striped_log_err("unlink", n->rel, rc, &err);
+    drxfs_long_name_drop(n->rel);
+    return 0;
+}
+
+int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
+{
+    char from[PATH_MAX + 64], to[PATH_MAX + 64], stem[PATH_MAX];
+    struct drx_err err = {{0}};
+    int rc, pin[2] = {-1, -1};
+
+    if ((rc = drxfs_long_new(to_rel, stem)) < 0)
+        return rc;
+    if ((rc = store_path(from, n->rel, &pin[0])) < 0)
+        return rc;
+    if ((rc = store_path(to, stem, &pin[1])) == 0)
+        rc = drx_stripe_link(drxfs.store, from, to, &err);
+    drxfs_unpin(pin[0]);
+    drxfs_unpin(pin[1]);
+    if (rc < 0) {
+        drxfs_long_name_drop(stem);
+        return drxfs_striped_log_err("link", n->rel, rc, &err);
+    }
+    return 0;
+}
+
+/* The open file e is now named to_rel, its path through pin; drops the
+ * caller's reference. */
+static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel, int pin)
+{
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    int old = e->pin;
+    e->pin = pin;
+    drxfs_unpin(old);
+    char *key = strdup(to_rel);
+    if (key && !e->detached) {
+        free(e->key);
+        e->key = key;
+    } else {
+        free(key);
+    }
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    drxfs_sfile_put(e);
+}
+
+/* The open handle of rel with a reference taken and its size recorded, or
+ * NULL. */
+static struct drxfs_sfile *sfile_take_flushed(const char *rel)
+{
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    struct drxfs_sfile *e = drxfs_sfile_find(rel);
+    if (e)
+        e->refs++;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    if (e && e->rw)
+        drxfs_sfile_flush(e);
+    return e;
+}
+
+int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *dst,
+                         const char *to_name)
+{
+    char from[PATH_MAX + 64], to[PATH_MAX + 64], to_rel[PATH_MAX];
+    struct drx_err err = {{0}};
+    int rc, pf, pt = -1;
+
+    if ((rc = drxfs_long_new(to_name, to_rel)) < 0)
+        return rc;
+    if ((rc = store_path(from, src->rel, &pf)) < 0 || (rc = store_path(to, to_rel, &pt)) < 0) {
+        drxfs_unpin(pf);
+        return rc;
+    }
+    /* Write a pending size under the old name before the rename. */
+    struct drxfs_sfile *e = sfile_take_flushed(src->rel);
+    if (dst && dst->kind == DRXFS_STRIPED)
+        drxfs_sfile_detach(to_rel);
+    /* With an open handle, the rename and its new path happen under the
+     * handle's lock: a flush or close on another thread in between would
+     * write the size back under the old name (or, finding no metafile
+     * there, keep it pending for the new one). */
+    if (e)
+        rc = drx_stripe_rename_handle(e->f, to, 0, &err);
+    else
+        rc = drx_stripe_rename(drxfs.store, from, to, 0, &err);
+    drxfs_unpin(pf);
+    if (rc < 0) {
+        drxfs_unpin(pt);
+        if (e)
+            drxfs_sfile_put(e);
+        drxfs_long_name_drop(to_rel);
+        return drxfs_striped_log_err("rename", src->rel, rc, &err);
+    }
+    if (e)
+        sfile_rekey(e, to_rel, pt); /* its path is `to` now */
+    else
+        drxfs_unpin(pt);
+    drxfs_long_name_drop(src->rel);
+    /* The name was a plain file, special file or symlink: the striped
+     * file replaces it (the metafile wins lookups already; remove what it
+     * hides). */
+    if (dst && dst->kind <= DRXFS_LINK && dst->kind != DRXFS_DIR)
+        unlinkat(drxfs.root_fd, dst->rel, 0);
+    return 0;
+}
+
+/* Points open handle e (no pin) at its new name key. */
+static int follow_dir(struct drxfs_sfile *e, const char *key, char *path)
+{
+    int pin, rc = store_path(path, key, &pin);
+
+    if (rc == 0 && (rc = drx_stripe_set_path(e->f, path)) < 0)
+        drxfs_unpin(pin);
+    else if (rc == 0)
+        e->pin = pin;
+    return rc;
+}
+
+void drxfs_striped_dir_renamed(const char *from, const char *to)
+{
+    size_t flen = strlen(from);
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    for (struct drxfs_sfile *e = drxfs_stable.head; e; e = e->next) {
+        if (strncmp(e->key, from, flen) != 0 || e->key[flen] != '/')
+            continue;
+        char path[PATH_MAX + 64];
+        size_t klen = strlen(to) + strlen(e->key + flen) + 1;
+        char *key = malloc(klen);
+        if (!key) {
+            drx_log(DRX_LOG_ERROR, "rename %s: out of memory", e->key);
+            continue;
+        }
+        snprintf(key, klen, "%s%s", to, e->key + flen);
+        /* the open handle records its size under the new name (a path
+         * through its directory's descriptor follows by itself) */
+        if (e->pin < 0 && follow_dir(e, key, path) < 0) {
+            drx_log(DRX_LOG_ERROR, "rename %s: cannot follow to %s", e->key, key);
+            free(key);
+            continue;
+        }
+        free(e->key);
+        e->key = key;
+    }
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+}
