@@ -14,9 +14,10 @@
  * and is cached per array until an .xmd of the group changes, so a stat
  * formats nothing.  A chunk key reads with one pread at the chunk's F*
  * address.  Keys and metadata go through the kernel's page cache, kept
- * across opens while unchanged (zfile_cache, drxfs_kcache.c).  Writes: zarr-python's DirectoryStore writes a temporary file
- * beside the key and renames it over the key; the temporary is held here
- * (at most one chunk's bytes) and the rename stores it in place
+ * across opens while unchanged (zfile_cache, drxfs_kcache.c).  Writes:
+ * zarr-python's DirectoryStore writes a temporary file beside the key and
+ * renames it over the key; the temporary is held here (at most one
+ * chunk's bytes) and the rename stores it in place
  * (drx_zarr_chunk_store: one pwrite under the span lock).  A rename over a
  * metadata file is accepted only when it changes nothing.
  */
