@@ -5,8 +5,9 @@
  * The kernel keeps names and attributes for the entry/attr timeouts and a
  * file's pages across opens when open answers keep_cache.  Every path the
  * daemon reports (getattr, open) is recorded under its "group", the store
- * object behind it (an array's store name for every view of it, a plain or
- * striped file's name), with a signature of the store files it was made
+ * object behind it (an array's store name for every view of it and for
+ * its zarr/ keys, also those a coordinate variable shows in another
+ * array's group; a plain or striped file's name), with a signature of the store files it was made
  * from (inode, size, times of the .xmd and .xta, the metafile, the file;
  * plus a count of the daemon's own writes to the group).  Then:
  *
