@@ -40,6 +40,31 @@ xta_sum() {
     md5sum <"$S/$1.xta"
 }
 
+# key_want ARRAY KEY: the bytes chunk key KEY of ARRAY should hold (the
+# array as `drx get` gives it, padded with the fill to whole chunks), on
+# stdout
+key_want() {
+    "$PY" - "$DRX" "$S/$1" "$2" <<'PY'
+import json, subprocess, sys
+import numpy as np
+drx, arr, key = sys.argv[1:]
+info = json.loads(subprocess.run([drx, "info", arr, "--json"], capture_output=True, check=True).stdout)
+dt = np.dtype(info["npy_descr"])
+shape, chunk, grid = info["bounds"], info["chunk"], info["chunk_grid"]
+full = np.frombuffer(subprocess.run([drx, "get", arr], capture_output=True, check=True).stdout, dt)
+padded = np.full([g * c for g, c in zip(grid, chunk)], float(info["fill"]), dt)
+padded[tuple(slice(0, n) for n in shape)] = full.reshape(shape)
+idx = [int(x) for x in key.split(".")]
+sys.stdout.buffer.write(padded[tuple(slice(i * c, (i + 1) * c) for i, c in zip(idx, chunk))].tobytes())
+PY
+}
+
+# pages FILE: how many of FILE's pages the kernel's page cache holds (fincore
+# opens the file: pages kept across that open count)
+pages() {
+    fincore --raw --noheadings --output PAGES "$1"
+}
+
 @test "zarr/ holds .zgroup, .zattrs, .zmetadata and one directory per variable; views have none" {
     run ls -a "$M/temp/zarr"
     assert_success
@@ -354,6 +379,92 @@ PY
     "$DRX" extend "$S/gc" 0 1
     cat "$M/gc/zarr/.zmetadata" >/dev/null
     grep -q "gc: time_c is not dimension time_c's coordinate: it is shorter than the dimension" "$M.log"
+}
+
+@test "chunk keys and metadata come through the page cache and show each change at the next open: drx put, a write through a view or the group, drx extend, a coordinate's change" {
+    # pk(pk_t, x) with its coordinate pk_t; 64x64 f64 chunks (8 pages)
+    "$DRX" create "$S/pk" --type f64 --shape 100x64 --chunk 64x64 --dims pk_t,x --fill -1
+    "$PY" -c "import numpy as np; np.arange(6400, dtype='<f8').tofile('raw')"
+    "$DRX" put "$S/pk" <raw
+    "$DRX" create "$S/pk_t" --type f64 --shape 100 --chunk 64 --fill -5
+    "$PY" -c "import numpy as np; (np.arange(100) * 10.0).tofile('t')"
+    "$DRX" put "$S/pk_t" <t
+    local k="$M/pk/zarr/pk/1.0" k0="$M/pk/zarr/pk/0.0" c="$M/pk/zarr/pk_t/1"
+    cmp <(key_want pk 1.0) "$k"
+    cmp <(key_want pk_t 1) "$c"
+    # the pages stay across opens while nothing changes (fincore's own
+    # open keeps them), for keys, a coordinate's keys and the metadata
+    [ "$(pages "$k")" -eq 8 ]
+    [ "$(pages "$c")" -eq 1 ]
+    cat "$M/pk/zarr/.zmetadata" "$M/pk/zarr/pk_t/.zarray" >/dev/null
+    [ "$(pages "$M/pk/zarr/.zmetadata")" -eq 1 ]
+    # the coordinate's attribute changes to a value of the same length: the
+    # metadata that shows it changes, not its size nor the times of any
+    # .xta (which the kernel itself compares)
+    "$DRX" attr set "$S/pk_t" units abc
+    grep -q '"units": "abc"' "$M/pk/zarr/.zmetadata"
+    grep -q '"units": "abc"' "$M/pk/zarr/pk_t/.zattrs"
+    [ "$(pages "$M/pk/zarr/.zmetadata")" -eq 1 ]
+    [ "$(pages "$M/pk/zarr/pk_t/.zattrs")" -eq 1 ]
+    "$DRX" attr set "$S/pk_t" units xyz
+    grep -q '"units": "xyz"' "$M/pk/zarr/.zmetadata"
+    grep -q '"units": "xyz"' "$M/pk/zarr/pk_t/.zattrs"
+
+    # drx put (another process)
+    "$PY" -c "import numpy as np; (np.arange(6400, dtype='<f8') * -2).tofile('raw')"
+    "$DRX" put "$S/pk" <raw
+    cmp <(key_want pk 1.0) "$k"
+    # a write through another view of the array
+    "$PY" -c "import numpy as np; np.full(64, 7.5, '<f8').tofile('row')"
+    dd if=row of="$M/pk/pk_t=70/data" conv=notrunc status=none
+    cmp <(key_want pk 1.0) "$k"
+    cmp <(cat row) <(tail -c +$((6 * 64 * 8 + 1)) "$k" | head -c 512)
+    # a write through the group itself (zarr-python: a temporary renamed
+    # over the key), read through the same path
+    cat "$k0" >/dev/null
+    "$PY" -c "
+import sys, zarr
+import numpy as np
+z = zarr.open('$M/pk/zarr', mode='r+')['pk']
+z[0:64, :] = np.full((64, 64), 3.25)"
+    cmp <(key_want pk 0.0) "$k0"
+    "$PY" -c "
+import numpy as np
+assert (np.fromfile('$k0', '<f8') == 3.25).all()"
+
+    # drx extend, then drx put into the new rows of the edge chunk: the
+    # key, .zarray and .zmetadata show them; the coordinate, now shorter
+    # than its dimension, is left out until it is extended too
+    cat "$M/pk/zarr/pk/.zarray" >/dev/null
+    "$DRX" extend "$S/pk" pk_t 20
+    "$PY" -c "import numpy as np; np.full(20 * 64, 11.0, '<f8').tofile('new')"
+    "$DRX" put "$S/pk" pk_t=100:120 <new
+    cmp <(key_want pk 1.0) "$k"
+    "$PY" -c "
+import json
+import numpy as np
+a = np.fromfile('$k', '<f8').reshape(64, 64)
+assert (a[36:56] == 11).all() and (a[56:] == -1).all(), a[30:64, 0]
+assert json.load(open('$M/pk/zarr/pk/.zarray'))['shape'] == [120, 64]
+assert 'pk_t/.zarray' not in json.load(open('$M/pk/zarr/.zmetadata'))['metadata']"
+    [ ! -e "$c" ]
+    "$DRX" extend "$S/pk_t" 0 20
+    "$PY" -c "import numpy as np; (np.arange(120) * 100.0).tofile('t')"
+    "$DRX" put "$S/pk_t" <t
+    cmp <(key_want pk_t 1) "$c"
+    # the coordinate changed through its own data file: the group's key of
+    # it shows the change at once
+    "$PY" -c "import numpy as np; np.array([-123.0]).tofile('one')"
+    dd if=one of="$M/pk_t/data" bs=8 seek=64 conv=notrunc status=none
+    cmp <(key_want pk_t 1) "$c"
+    "$PY" - "$M/pk/zarr" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+ds = xr.open_zarr(sys.argv[1])
+assert ds.pk.shape == (120, 64) and ds.pk_t.values[64] == -123.0, ds.pk_t.values[60:70]
+assert (ds.pk.values[100:120] == 11).all()
+PY
 }
 
 @test "a read-only mount reads zarr/ and refuses its writes with EROFS" {

@@ -15,7 +15,9 @@
 #
 # DRX_BENCH_MIB   array size in MiB (default 512)
 # DRX_BENCH_DIR   where to put the store and the local copy (default /tmp)
-# DRX_BENCH_RUNS  timed runs per figure, the median is shown (default 3)
+# DRX_BENCH_RUNS  timed runs per figure, the median is shown (default 5);
+#                 mount and local runs alternate, so that a shared machine's
+#                 changing load weighs on both alike
 set -euo pipefail
 
 build=${1:-${DRX_BUILD:-build}}
@@ -56,7 +58,7 @@ for _ in $(seq 200); do
 done
 mountpoint -q "$mnt"
 
-/usr/bin/python3 - "$mnt" "$work/local.zarr" "${DRX_BENCH_RUNS:-3}" "$n" <<'PY'
+/usr/bin/python3 - "$mnt" "$work/local.zarr" "${DRX_BENCH_RUNS:-5}" "$n" <<'PY'
 import os, statistics, sys, time
 import netCDF4
 import numpy as np
@@ -81,17 +83,20 @@ def drop_caches():
         f.write("3\n")
 
 
-def median_time(fn, cold):
+def median_times(fns, cold):
+    """Median time of each of fns, their runs alternating."""
     if not cold:
-        fn()  # warm-up
-    t = []
+        for fn in fns:
+            fn()  # warm-up
+    t = [[] for _ in fns]
     for _ in range(runs):
-        if cold:
-            drop_caches()
-        s = time.perf_counter()
-        fn()
-        t.append(time.perf_counter() - s)
-    return statistics.median(t)
+        for i, fn in enumerate(fns):
+            if cold:
+                drop_caches()
+            s = time.perf_counter()
+            fn()
+            t[i].append(time.perf_counter() - s)
+    return [statistics.median(x) for x in t]
 
 
 def load(path, slab):
@@ -111,8 +116,7 @@ for slab in (False, True):
         if cold and not cold_ok:
             print(f"  {what} cold: skipped (dropping the page cache needs root)")
             continue
-        tm = median_time(load(mnt + "/big/zarr", slab), cold)
-        tl = median_time(load(local, slab), cold)
+        tm, tl = median_times([load(mnt + "/big/zarr", slab), load(local, slab)], cold)
         mb = nbytes[slab] / 1e6
         print(f"  {what} {'cold' if cold else 'hot '}: mount {mb / tm:7.0f} MB/s ({tm:.3f} s), "
               f"local {mb / tl:7.0f} MB/s ({tl:.3f} s), mount/local {tl / tm:.2f}"
@@ -128,8 +132,7 @@ def nc():
     return a
 def raw():
     return np.fromfile(view + "/data", "<f8")
-tn = median_time(nc, False)
-tr = median_time(raw, False)
+tn, tr = median_times([nc, raw], False)
 assert np.array_equal(nc().astype('<f8').ravel().view('u8'), raw().view('u8'))
 mb = n * n * (n // 2) * 8 / 1e6
 print(f"data.nc of z=0:{n // 2} ({mb:.0f} MB) hot: netCDF4 {mb / tn:7.0f} MB/s ({tn:.3f} s), "

@@ -398,7 +398,9 @@ int drxfs_info_size(const struct drxfs_node *n, const struct drx_array_meta *m,
 int drxfs_zarr_step(struct drxfs_node *n, const char *name);
 int drxfs_zarr_getattr(const struct drxfs_node *n, struct stat *st);
 int drxfs_zarr_fgetattr(struct drxfs_fh *fh, struct stat *st);
-int drxfs_zarr_open(const struct drxfs_node *n, struct fuse_file_info *fi);
+/* Opens node n at mount path path; chunk keys and metadata files keep
+ * their pages across opens while their signatures hold (drxfs_kc_open). */
+int drxfs_zarr_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi);
 int drxfs_zarr_create(const char *path, mode_t mode, struct fuse_file_info *fi);
 int drxfs_zarr_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off);
 int drxfs_zarr_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off);

@@ -5,8 +5,9 @@
  * The kernel keeps names and attributes for the entry/attr timeouts and a
  * file's pages across opens when open answers keep_cache.  Every path the
  * daemon reports (getattr, open) is recorded under its "group", the store
- * object behind it (an array's store name for every view of it, a plain or
- * striped file's name), with a signature of the store files it was made
+ * object behind it (an array's store name for every view of it and for
+ * its zarr/ keys, also those a coordinate variable shows in another
+ * array's group; a plain or striped file's name), with a signature of the store files it was made
  * from (inode, size, times of the .xmd and .xta, the metafile, the file;
  * plus a count of the daemon's own writes to the group).  Then:
  *
@@ -39,19 +40,26 @@
 #include "drxfs_i.h"
 
 /* Paths remembered at most; beyond, everything is invalidated and
- * forgotten (the kernel then asks again). */
-#define KC_PATHS_MAX 16384
+ * forgotten (the kernel then asks again).  Each chunk key of a zarr/ group
+ * read is one: this many keys stay hot. */
+#define KC_PATHS_MAX 65536
 /* Store directories watched at most (each costs the kernel about 1 KiB);
  * beyond, changes show at the next open only. */
 #define KC_WATCHES_MAX 4096
 #define KC_BUCKETS 4096
+/* Paths are also hashed by name: a group may hold thousands (the keys of
+ * a zarr/ variable), and every open and getattr looks one up. */
+#define KC_PATH_BUCKETS 16384
 
 #define KC_WATCH_MASK                                                                              \
     (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | IN_MOVE_SELF |         \
      IN_DELETE_SELF | IN_ONLYDIR)
 
+struct kc_group;
 struct kc_path {
-    struct kc_path *next;
+    struct kc_path *next;  /* in its group */
+    struct kc_path *hnext; /* in its hash bucket */
+    struct kc_group *group;
     uint64_t open_sig; /* pages when last opened (0: never) */
     uint64_t attr_sig; /* when attributes were last reported */
     unsigned nopen;    /* open files sharing its pages ... */
@@ -80,6 +88,7 @@ struct kc_watch {
 static struct {
     pthread_mutex_t mutex;
     struct kc_group *bucket[KC_BUCKETS];
+    struct kc_path *pbucket[KC_PATH_BUCKETS];
     struct kc_group *queue;
     unsigned npaths;
     struct kc_watch *watches;
@@ -176,14 +185,24 @@ uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig
     return h;
 }
 
-static unsigned hash_key(const char *s)
+static uint64_t hash_str(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (; *s; s++) {
         h ^= (unsigned char)*s;
         h *= 0x100000001b3ULL;
     }
-    return (unsigned)(h % KC_BUCKETS);
+    return h;
+}
+
+static unsigned hash_key(const char *s)
+{
+    return (unsigned)(hash_str(s) % KC_BUCKETS);
+}
+
+static struct kc_path **path_bucket(const char *path)
+{
+    return &kc.pbucket[hash_str(path) % KC_PATH_BUCKETS];
 }
 
 /* Mutex held. */
@@ -208,9 +227,9 @@ static struct kc_group *group_find(const char *key, bool make)
 /* Mutex held. */
 static struct kc_path *path_find(struct kc_group *g, const char *path, bool make)
 {
-    struct kc_path *p;
-    for (p = g->paths; p; p = p->next)
-        if (strcmp(p->path, path) == 0)
+    struct kc_path **b = path_bucket(path), *p;
+    for (p = *b; p; p = p->hnext)
+        if (p->group == g && strcmp(p->path, path) == 0)
             return p;
     if (!make)
         return NULL;
@@ -218,8 +237,11 @@ static struct kc_path *path_find(struct kc_group *g, const char *path, bool make
     if (!(p = calloc(1, sizeof(*p) + len)))
         return NULL;
     memcpy(p->path, path, len);
+    p->group = g;
     p->next = g->paths;
     g->paths = p;
+    p->hnext = *b;
+    *b = p;
     if (++kc.npaths > KC_PATHS_MAX)
         kc.flush_all = true;
     return p;
@@ -458,6 +480,7 @@ static void take_all(struct kc_todo *t)
         }
         kc.bucket[b] = NULL;
     }
+    memset(kc.pbucket, 0, sizeof(kc.pbucket));
     kc.queue = NULL;
     kc.npaths = 0;
     kc.flush_all = false;
@@ -466,18 +489,18 @@ static void take_all(struct kc_todo *t)
 /* Drops a path libfuse no longer knows (mutex held). */
 static void forget_path(const char *path)
 {
-    for (unsigned b = 0; b < KC_BUCKETS; b++)
-        for (struct kc_group *g = kc.bucket[b]; g; g = g->next)
-            for (struct kc_path **pp = &g->paths; *pp; pp = &(*pp)->next)
-                if (strcmp((*pp)->path, path) == 0) {
-                    struct kc_path *p = *pp;
-                    if (p->nopen)
-                        return;
-                    *pp = p->next;
-                    free(p);
-                    kc.npaths--;
-                    return;
-                }
+    struct kc_path **hp, **pp, *p;
+
+    for (hp = path_bucket(path); *hp && strcmp((*hp)->path, path) != 0; hp = &(*hp)->hnext)
+        ;
+    if (!(p = *hp) || p->nopen)
+        return;
+    for (pp = &p->group->paths; *pp != p; pp = &(*pp)->next)
+        ;
+    *pp = p->next;
+    *hp = p->hnext;
+    free(p);
+    kc.npaths--;
 }
 
 static void run_todo(struct fuse *f, struct kc_todo *t)

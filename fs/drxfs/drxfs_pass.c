@@ -219,7 +219,9 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     rc = drxfs_ops_of(n->kind)->open(path, n, fi);
-    if (rc == 0)
+    /* a zarr/ node keeps its own records: a key's bytes are its variable's,
+     * which may be another array than the node's (a coordinate) */
+    if (rc == 0 && n->kind != DRXFS_ZARR)
         open_cache(path, n->kind, n->rel, fi);
     free(n);
     return rc;
