@@ -69,6 +69,10 @@ grown() {
     for e in $5; do "$DRX" extend "$1" "${e%:*}" "${e#*:}"; done
 }
 
+# For system: words of the driver: the shape of store/run as the drx
+# command and as the mount at mnt see it.
+SHAPES="'$DRX' info store/run --json | '$PY' -c 'import json,sys; print(\"shape\", json.load(sys.stdin)[\"shape\"])'; '$PY' -c 'import json; print(\"mount\", json.load(open(\"mnt/run/info\"))[\"shape\"])'"
+
 # zones_roundtrip NAME TYPE SHAPE CHUNK "EXT" "P...": for each P, every rank
 # writes its zone in C order (then F order, another seed), and `drx get`
 # equals the reference; then every rank reads 12 random boxes in each order
@@ -191,6 +195,94 @@ EOF
     check_ref store/run f64 10
     run "$DRX" info store/run --json
     assert_output --partial '"shape": [5, 7, 16]'
+}
+
+@test "DRX_MP_SYNC_BATCH: growths are recorded at drx_mp_sync and close, each step's data is there" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/run --type f64 --shape 1x6x8 --chunk 1x3x4 --dims time,y,x
+    mount_store store mnt
+    cat mnt/run/info >/dev/null
+    # 3 ranks append 3 steps (each rank its zone of the new step, zones
+    # following the grid); other programs see the array as of the last
+    # sync: the drx command and the mount
+    run mp 3 store/run open:w write:C:4 mode:batch extend:0:1 write:C:4 "system:$SHAPES" \
+        extend:0:1 write:F:4 sync "system:$SHAPES" extend:0:1 write:C:4 bounds
+    assert_success
+    assert_output "shape [1, 6, 8]
+mount [1, 6, 8]
+shape [3, 6, 8]
+mount [3, 6, 8]
+bounds 4x6x8"
+    # close recorded the last one; the mount shows it and the data
+    check_ref store/run f64 4
+    "$PY" - <<'EOF'
+import json
+import numpy as np
+assert json.load(open("mnt/run/info"))["shape"] == [4, 6, 8]
+i = np.indices((4, 6, 8))
+ref = (4 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113
+assert (np.fromfile("mnt/run/data", dtype="<f8").reshape(4, 6, 8) == ref).all()
+EOF
+    "$DRX" fsck store
+    # other dimensions too, several growths between syncs, C and F order,
+    # and back to the default mode (which syncs first)
+    run mp 4 store/run open:w mode:batch extend:2:3 extend:1:1 write:F:8 extend:2:5 write:C:9 \
+        mode:extend "system:$SHAPES" extend:0:2 write:F:10 bounds
+    assert_success
+    assert_output "shape [4, 7, 16]
+mount [4, 7, 16]
+bounds 6x7x16"
+    check_ref store/run f64 10
+    "$DRX" fsck store
+    # a mode that does not exist, or different modes on different ranks
+    fails_alike 2 "sync mode 7: expected DRX_MP_SYNC_EXTEND or DRX_MP_SYNC_BATCH" store/run open:w mode:7
+    fails_alike 3 "the ranks passed different sync modes to drx_mp_set_sync" store/run open:w "mode:batch@1=mode:extend"
+}
+
+@test "DRX_MP_SYNC_BATCH: a crash loses only what came after the last sync; fsck trims the rest" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/a --type f64 --shape 2x6x8 --chunk 1x3x4 --dims time,y,x
+    # steps 2 and 3 are synced, 4 and 5 grown and written, then every rank
+    # dies (SIGKILL) before the next sync
+    run mp 3 store/a open:w write:C:5 mode:batch extend:0:1 writebox:C:5:2,0,0:3,6,8 \
+        extend:0:1 writebox:C:5:3,0,0:4,6,8 sync extend:0:2 writebox:C:5:4,0,0:6,6,8 bounds kill
+    assert_failure
+    assert_line "bounds 6x6x8"
+    # the array as of the sync: 4 steps, all data there; the chunks of
+    # the lost growths are the crash's leftover, which fsck trims
+    check_ref store/a f64 5
+    assert_equal "$(stat -c %s store/a.xta)" $((6 * 4 * 96))
+    run "$DRX" fsck store
+    assert_failure
+    assert_output --partial "a.xta: 2304 bytes, longer than its metadata's 1536 (uncommitted extension)"
+    run "$DRX" fsck store --repair
+    assert_success
+    assert_equal "$(stat -c %s store/a.xta)" 1536
+    # and the array grows and is written as before
+    run mp 2 store/a open:w mode:batch extend:0:1 write:C:6
+    assert_success
+    check_ref store/a f64 6
+    "$DRX" fsck store
+}
+
+@test "DRX_MP_SYNC_BATCH: an extension that fails changes nothing; another extension waits for the sync" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
+    "$DRX" create small/a --type f64 --shape 64x64 --chunk 64x64 --fill 1
+    sums small/a >before
+    fails_alike 2 "No space left on device" small/a open:w mode:batch extend:0:4096
+    md5sum -c --quiet before
+    umount small
+    # a pending growth holds the extend lock: drx extend waits until the
+    # sync recorded it, then grows from there
+    "$DRX" create b --type i32 --shape 4x4 --chunk 2x2
+    run mp 2 b open:w mode:batch extend:0:2 "system:(timeout 30 \"$DRX\" extend b 1 2; echo extended \$?) >ext.out 2>&1 &" \
+        "system:sleep 1; cat ext.out; echo waited" write:C:3 sync "system:sleep 1; cat ext.out"
+    assert_success
+    assert_output "waited
+extended 0"
+    run "$DRX" info b --json
+    assert_output --partial '"shape": [6, 6]'
 }
 
 @test "write_all waits for another writer's lock on its chunks, then writes" {

@@ -352,21 +352,69 @@ int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out)
     return drx_mp_open(MPI_Comm_f2c(comm), path, writable, out);
 }
 
-int drx_mp_close(drx_mp **ap)
+/* Rank 0 records the pending growths (its status rc); the others read
+ * them, or all forget them when rank 0 could not.  Agreed. */
+static int commit_follow(drx_mp *a, struct drx_err *err)
+{
+    int rc = a->rank == 0 ? drx_array_commit(a->arr, err) : 0;
+
+    MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
+    if (a->rank != 0 && rc == 0)
+        rc = drx_array_commit(a->arr, err);
+    else if (a->rank != 0)
+        drx_array_pending_drop(a->arr, &(struct drx_err){{0}});
+    return mp_agree(a->comm, rc < 0 ? rc : 0, err);
+}
+
+int drx_mp_sync(drx_mp *a)
 {
     struct drx_err err = {{0}};
     int rc = 0;
 
+    if (!a) {
+        mp_set_error("drx_mp_sync: no array");
+        return -EINVAL;
+    }
+    if (!a->writable)
+        return 0;
+    /* every rank's data on disk first (on a parallel file system each
+     * rank's own sync), then the records that name it */
+    int mrc = MPI_File_sync(a->xf);
+    if (mrc != MPI_SUCCESS)
+        rc = load_mpi_err(&err, mrc, "syncing %s", a->xta);
+    rc = mp_agree(a->comm, rc, &err);
+    if (rc == 0 && a->sync_mode == DRX_MP_SYNC_BATCH)
+        rc = commit_follow(a, &err);
+    return rc;
+}
+
+int drx_mp_set_sync(drx_mp *a, int mode)
+{
+    struct drx_err err = {{0}};
+    if (!a) {
+        mp_set_error("drx_mp_set_sync: no array");
+        return -EINVAL;
+    }
+    int rc = mode == DRX_MP_SYNC_EXTEND || mode == DRX_MP_SYNC_BATCH
+                 ? 0
+                 : drx_err_set(&err, EINVAL, "sync mode %d: expected DRX_MP_SYNC_EXTEND or "
+                                             "DRX_MP_SYNC_BATCH", mode);
+    rc = mp_check(a->comm, rc, &mode, sizeof(mode), "sync modes to drx_mp_set_sync", &err);
+    if (rc == 0 && a->sync_mode == DRX_MP_SYNC_BATCH && mode != DRX_MP_SYNC_BATCH)
+        rc = drx_mp_sync(a);
+    if (rc == 0)
+        a->sync_mode = mode;
+    return rc;
+}
+
+int drx_mp_close(drx_mp **ap)
+{
     if (!ap || !*ap)
         return 0;
     drx_mp *a = *ap;
-    /* What write_all wrote is on disk once close returns. */
-    if (a->writable) {
-        int mrc = MPI_File_sync(a->xf);
-        if (mrc != MPI_SUCCESS)
-            rc = load_mpi_err(&err, mrc, "syncing %s", a->xta);
-    }
-    rc = mp_agree(a->comm, rc, &err);
+    /* What write_all wrote is on disk once close returns, and so are the
+     * growths of DRX_MP_SYNC_BATCH. */
+    int rc = drx_mp_sync(a);
     mp_free(a);
     *ap = NULL;
     return rc;
@@ -475,6 +523,28 @@ static int extend_follow(drx_mp *a, int rc, struct drx_err *err)
     return mp_agree(a->comm, rc < 0 ? rc : 0, err);
 }
 
+/* DRX_MP_SYNC_BATCH: rank 0 grows the .xta and its metadata in memory
+ * (the growth pending until drx_mp_sync), then the others their metadata;
+ * all check that they hold the same.  Rank 0's failure changes nothing;
+ * when a follower fails after it (out of memory), every rank forgets the
+ * pending growths, so that all hold the committed metadata again. */
+static int extend_batch(drx_mp *a, int dim, int64_t count, struct drx_err *err)
+{
+    int rc = a->rank == 0 ? drx_array_extend_pending(a->arr, dim, (uint64_t)count, true, err) : 0;
+
+    MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
+    if (rc < 0)
+        return mp_agree(a->comm, rc, err);
+    if (a->rank != 0)
+        rc = drx_array_extend_pending(a->arr, dim, (uint64_t)count, false, err);
+    int all = mp_agree(a->comm, rc, err);
+    if (all == 0 && (all = same_meta(a, err)) < 0)
+        all = mp_agree(a->comm, all, err);
+    if (all < 0)
+        drx_array_pending_drop(a->arr, &(struct drx_err){{0}});
+    return all;
+}
+
 int drx_mp_extend(drx_mp *a, int dim, int64_t count)
 {
     struct drx_err err = {{0}};
@@ -488,6 +558,8 @@ int drx_mp_extend(drx_mp *a, int dim, int64_t count)
         mp_check(a->comm, rc, args, sizeof(args), "dimensions or counts to drx_mp_extend", &err);
     if (all < 0)
         return all;
+    if (a->sync_mode == DRX_MP_SYNC_BATCH)
+        return extend_batch(a, dim, count, &err);
     /* Every rank has returned from its last write_all (collective), so the
      * data is written; rank 0 extends (fill, fdatasync, then the .xmd by
      * rename; a failure changes nothing). */

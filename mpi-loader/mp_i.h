@@ -27,6 +27,7 @@ struct drx_mp {
     MPI_File xf;            /* the .xta, opened collectively */
     int lockfd;             /* writable: a descriptor of our own for OFD chunk locks */
     uint64_t buffer;        /* bytes of chunks per round */
+    int sync_mode;          /* DRX_MP_SYNC_EXTEND or _BATCH */
     int dims[DRX_MAX_RANK]; /* the process grid of the zones */
     uint64_t *gather;       /* P * (2 * DRX_MAX_RANK + 1): every rank's box, for write_all */
     unsigned char *rbuf;    /* the round buffer of chunks, kept between calls */

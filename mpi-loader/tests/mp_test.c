@@ -12,11 +12,17 @@
  *                                 the whole array in C order (drx get)
  *   bounds                        rank 0 prints the bounds
  *   buffer:BYTES                  drx_mp_set_buffer
+ *   mode:batch | mode:extend | mode:N   drx_mp_set_sync
+ *   sync                          drx_mp_sync
+ *   system:CMD                    rank 0 runs CMD (the rest of the word) with
+ *                                 system(3), between barriers
+ *   kill                          every rank kills itself (SIGKILL): a crash
  * Values: element (i0, i1, ...) holds (seed + sum_d i_d * prime_d) % 113, in
  * the array's type (complex: that, and minus it).  A failing OP prints
  * "rank R: OP: RC: MESSAGE" on every rank and ends with status 3.
  */
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,29 +348,70 @@ static int op_open(char **w, int nw)
     return drx_mp_open(MPI_COMM_WORLD, path, nw > 1 && w[1][0] == 'w', &A);
 }
 
+static int op_close(char **w, int nw)
+{
+    (void)w, (void)nw;
+    return drx_mp_close(&A);
+}
+
+static int op_extend(char **w, int nw)
+{
+    return drx_mp_extend(A, nw > 1 ? atoi(w[1]) : -1, nw > 2 ? atoll(w[2]) : 0);
+}
+
+static int op_zones_w(char **w, int nw)
+{
+    (void)w, (void)nw;
+    return op_zones();
+}
+
+static int op_buffer(char **w, int nw)
+{
+    return drx_mp_set_buffer(A, nw > 1 ? (size_t)atoll(w[1]) : 0);
+}
+
+static int op_bounds_w(char **w, int nw)
+{
+    (void)w, (void)nw;
+    return op_bounds();
+}
+
+static int op_sync(char **w, int nw)
+{
+    (void)w, (void)nw;
+    return drx_mp_sync(A);
+}
+
+static int op_mode(char **w, int nw)
+{
+    int mode = nw < 2                     ? -1
+               : !strcmp(w[1], "batch")  ? DRX_MP_SYNC_BATCH
+               : !strcmp(w[1], "extend") ? DRX_MP_SYNC_EXTEND
+                                         : atoi(w[1]);
+    return drx_mp_set_sync(A, mode);
+}
+
+static int op_kill(char **w, int nw)
+{
+    (void)w, (void)nw;
+    fflush(stdout);
+    raise(SIGKILL);
+    return -EINTR;
+}
+
 static int run_op(char **w, int nw)
 {
-    const char *op = w[0];
-    if (!strcmp(op, "create"))
-        return op_create(w, nw);
-    if (!strcmp(op, "open"))
-        return op_open(w, nw);
-    if (!strcmp(op, "close"))
-        return drx_mp_close(&A);
-    if (!strcmp(op, "extend"))
-        return drx_mp_extend(A, nw > 1 ? atoi(w[1]) : -1, nw > 2 ? atoll(w[2]) : 0);
-    if (!strcmp(op, "write") || !strcmp(op, "writebox"))
-        return op_write(w, nw);
-    if (!strcmp(op, "read"))
-        return op_read(w, nw);
-    if (!strcmp(op, "readbox"))
-        return op_readbox(w, nw);
-    if (!strcmp(op, "zones"))
-        return op_zones();
-    if (!strcmp(op, "buffer"))
-        return drx_mp_set_buffer(A, nw > 1 ? (size_t)atoll(w[1]) : 0);
-    if (!strcmp(op, "bounds"))
-        return op_bounds();
+    static const struct {
+        const char *name;
+        int (*fn)(char **w, int nw);
+    } ops[] = {{"create", op_create}, {"open", op_open},       {"close", op_close},
+               {"extend", op_extend}, {"write", op_write},     {"writebox", op_write},
+               {"read", op_read},     {"readbox", op_readbox}, {"zones", op_zones_w},
+               {"buffer", op_buffer}, {"bounds", op_bounds_w}, {"sync", op_sync},
+               {"mode", op_mode},     {"kill", op_kill}};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (!strcmp(w[0], ops[i].name))
+            return ops[i].fn(w, nw);
     return -ENOSYS;
 }
 
@@ -390,6 +437,15 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     path = argc > 1 ? argv[1] : "";
     for (int i = 2; i < argc && status == 0; i++) {
+        if (!strncmp(argv[i], "system:", 7)) {
+            /* what another program sees at this point of the run */
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (me == 0 && system(argv[i] + 7) != 0)
+                printf("system: %s: failed\n", argv[i] + 7);
+            fflush(stdout);
+            MPI_Barrier(MPI_COMM_WORLD);
+            continue;
+        }
         char *w[8], *save = NULL, *text = my_variant(argv[i]);
         char shown[256];
         snprintf(shown, sizeof(shown), "%s", text);
