@@ -141,6 +141,53 @@ zones_roundtrip() {
     check_ref fig f64 3
 }
 
+# slabs P ORDER SEED [EXTRA]: the driver word by which each of P ranks
+# writes its own slab of whole chunk rows of a (12x10x7 in 2x4x3 chunks:
+# 6 chunk rows, split BLOCK); EXTRA goes before each variant.
+slabs() {
+    local p=$1 order=$2 seed=$3 r word=""
+    for ((r = 0; r < p; r++)); do
+        local lo=$((r * 6 / p * 2)) hi=$(((r + 1) * 6 / p * 2))
+        local box="writebox:$order:$seed:$lo,0,0:$hi,10,7"
+        if [ "$r" -eq 0 ]; then word=$box; else word="$word@$r=$box"; fi
+    done
+    printf '%s\n' "$word"
+}
+
+@test "whole chunks of each rank's own are written by each rank alone: C and F order, P = 1..4, many rounds, edge chunks" {
+    grown a f64 9x10x7 2x4x3 "0:3"
+    local p seed=1
+    for p in 1 2 3 4; do
+        for order in C F; do
+            seed=$((seed + 1))
+            run mp "$p" a open:w "$(slabs "$p" "$order" "$seed")"
+            assert_success
+            assert_output ""
+            check_ref a f64 "$seed" || fail "P=$p order $order"
+        done
+    done
+    # one chunk per round
+    run mp 3 a open:w buffer:1 "$(slabs 3 C 20)"
+    assert_success
+    check_ref a f64 20
+    # a rank whose box cuts chunks (rows 0..3 of chunk rows 0..1): every
+    # rank goes the collective way, and the bytes are the same
+    run mp 2 a open:w writebox:C:21:0,0,0:4,10,7@1=writebox:F:21:4,0,0:12,10,7
+    assert_success
+    check_ref a f64 21
+    run mp 2 a open:w writebox:C:22:0,0,0:3,10,7@1=writebox:F:21:4,0,0:12,10,7
+    assert_success
+    "$DRX" get a >all.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i = np.indices((12, 10, 7))
+ref = (21 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113
+ref[0:3] = ((22 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113)[0:3]
+got = np.fromfile("all.bin", dtype="<f8").reshape(12, 10, 7)
+assert (got == ref).all(), np.argwhere(got != ref)[:5]
+EOF
+}
+
 @test "boxes of different ranks that share chunks are merged in turns" {
     # rows 0..9 of a 10x10 array of 4x4 chunks: each rank writes bands of
     # 2 or 3 rows, which cut through chunks shared with other ranks

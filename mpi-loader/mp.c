@@ -132,7 +132,7 @@ static int mp_alloc(MPI_Comm comm, drx_mp **out)
     a->buffer = MP_DEFAULT_BUFFER;
     MPI_Comm_rank(a->comm, &a->rank);
     MPI_Comm_size(a->comm, &a->nprocs);
-    a->gather = malloc((size_t)a->nprocs * (2 * DRX_MAX_RANK + 1) * sizeof(*a->gather));
+    a->gather = malloc((size_t)a->nprocs * MP_GATHER_WIDTH * sizeof(*a->gather));
     *out = a;
     return 0;
 }
