@@ -76,7 +76,8 @@ SHAPES="'$DRX' info store/run --json | '$PY' -c 'import json,sys; print(\"shape\
 # zones_roundtrip NAME TYPE SHAPE CHUNK "EXT" "P...": for each P, every rank
 # writes its zone in C order (then F order, another seed), and `drx get`
 # equals the reference; then every rank reads 12 random boxes in each order
-# and compares them with `drx get`.
+# and 8 widened to whole chunks (each rank reads those alone), and
+# compares them with `drx get`.
 zones_roundtrip() {
     local name=$1 type=$2 p seed=1
     shift 2
@@ -90,7 +91,8 @@ zones_roundtrip() {
             check_ref "$name" "$type" "$seed" || fail "P=$p $type $1/$2 [$3] order $order"
         done
         "$DRX" get "$name" >ref.bin
-        run mp "$p" "$name" open:r "read:C:ref.bin:12:$p" "read:F:ref.bin:12:$((p + 7))"
+        run mp "$p" "$name" open:r "read:C:ref.bin:12:$p" "read:F:ref.bin:12:$((p + 7))" \
+            "read:C:ref.bin:8:$((p + 3)):whole" "read:F:ref.bin:8:$((p + 5)):whole"
         assert_success
         assert_output ""
     done

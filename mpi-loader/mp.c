@@ -165,11 +165,9 @@ static int open_xta(drx_mp *a, MPI_Info hints, struct drx_err *err)
         return load_mpi_err(err, mrc, "opening %s", a->xta);
     }
     MPI_File_set_errhandler(a->xf, MPI_ERRORS_RETURN);
-    if (a->writable) {
-        a->lockfd = open(a->xta, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        if (a->lockfd < 0)
-            rc = drx_err_set(err, errno, "%s: %s", a->xta, strerror(errno));
-    }
+    a->lockfd = open(a->xta, (a->writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+    if (a->lockfd < 0)
+        rc = drx_err_set(err, errno, "%s: %s", a->xta, strerror(errno));
     return rc;
 }
 

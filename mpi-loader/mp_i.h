@@ -27,7 +27,7 @@ struct drx_mp {
     char path[PATH_MAX];    /* store path, no suffix */
     char xta[PATH_MAX + 8]; /* path.xta */
     MPI_File xf;            /* the .xta, opened collectively */
-    int lockfd;             /* writable: a descriptor of our own for OFD chunk locks */
+    int lockfd;             /* a descriptor of our own: OFD chunk locks, I/O alone */
     uint64_t buffer;        /* bytes of chunks per round */
     int sync_mode;          /* DRX_MP_SYNC_EXTEND or _BATCH */
     int dims[DRX_MAX_RANK]; /* the process grid of the zones */
@@ -125,6 +125,10 @@ int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info info, d
 /* The box read/write of drx_mp_read_all/write_all. */
 int mp_box_read(drx_mp *a, const struct drx_view *v, void *buf);
 int mp_box_write(drx_mp *a, const struct drx_view *v, const void *buf);
+/* read_all when every rank's box covers its chunks whole: each rank
+ * reads its own chunks without collective I/O (straight into buf in C
+ * order); one agreement at the end. */
+int mp_box_read_alone(drx_mp *a, const struct drx_view *v, void *buf);
 /* The same when no chunk of this rank's box is another's and the box
  * covers every chunk it meets: each rank locks, writes and unlocks its
  * own chunks without collective I/O (straight from buf in C order); one

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -567,6 +568,120 @@ int mp_box_write_alone(drx_mp *a, const struct drx_view *v, const void *buf)
     return mp_agree(a->comm, rc, &err);
 }
 
+/* --- whole chunks read alone --- */
+
+/* preadv of all of iov[0..n-1] at off: 0, -EIO when the file ends first,
+ * or -errno. */
+static int preadv_all(int fd, struct iovec *iov, int n, uint64_t off)
+{
+    while (n > 0) {
+        ssize_t got = preadv(fd, iov, n, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return got < 0 ? -errno : -EIO;
+        off += (uint64_t)got;
+        for (; n > 0 && (size_t)got >= iov->iov_len; n--, iov++)
+            got -= (ssize_t)iov->iov_len;
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + got;
+            iov->iov_len -= (size_t)got;
+        }
+    }
+    return 0;
+}
+
+/* The round's chunks straight into the caller's memory, as write_runs
+ * writes them. */
+static int read_runs(const struct load_plan *p, int fd, unsigned char *dst)
+{
+    struct load_run *run = p->run;
+    struct iovec iov[IOV_MAX];
+    uint64_t at = 0, end = 0;
+    int n = 0, rc = 0;
+
+    qsort(run, p->nruns, sizeof(*run), run_cmp_chunk);
+    for (size_t i = 0; i < p->nruns && rc == 0; i++) {
+        uint64_t off = file_off(p, run[i].buf_off), len = run[i].len * p->view->elem_size;
+        unsigned char *to = dst + run[i].raw_off;
+        if (n > 0 && off == end && (unsigned char *)iov[n - 1].iov_base + iov[n - 1].iov_len == to) {
+            iov[n - 1].iov_len += len;
+            end += len;
+            continue;
+        }
+        if (n > 0 && (off != end || n == IOV_MAX)) {
+            rc = preadv_all(fd, iov, n, at);
+            n = 0;
+        }
+        if (n == 0)
+            at = end = off;
+        iov[n].iov_base = to;
+        iov[n++].iov_len = len;
+        end += len;
+    }
+    if (rc == 0 && n > 0)
+        rc = preadv_all(fd, iov, n, at);
+    return rc;
+}
+
+/* The round's chunks into the round buffer by adjacent ranges (what lies
+ * past the end of the .xta is the fill), then gathered. */
+static int read_buffered(const struct mp_xfer *x, void *dst)
+{
+    const struct load_plan *p = &x->p;
+    const uint64_t cb = x->m->chunk_bytes;
+
+    for (size_t i = 0, j; i < p->nchunks; i = j) {
+        for (j = i + 1; j < p->nchunks && p->q[j] == p->q[j - 1] + 1; j++)
+            ;
+        uint64_t len = (j - i) * cb, got = 0;
+        while (got < len) {
+            ssize_t r = pread(x->a->lockfd, x->chunks + i * cb + got, len - got,
+                              (off_t)(p->q[i] * cb + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                return -errno;
+            if (r == 0)
+                break;
+            got += (uint64_t)r;
+        }
+        if (got < len)
+            load_fill_range(x->chunks + i * cb, got, len, x->m->fill, x->m->elem_size);
+    }
+    load_plan_gather(p, x->chunks, dst);
+    return 0;
+}
+
+int mp_box_read_alone(drx_mp *a, const struct drx_view *v, void *buf)
+{
+    struct drx_err err = {{0}};
+    struct mp_xfer x;
+    struct stat st;
+    int rc = mp_xfer_begin(a, v, false, true, &x);
+    if (rc < 0)
+        return rc;
+    /* chunks past the end of the .xta (none in a sound array) go the
+     * buffered way, which reads them as the fill */
+    uint64_t size = fstat(a->lockfd, &st) == 0 ? (uint64_t)st.st_size : 0;
+    uint64_t mine = (x.n + x.batch - 1) / x.batch;
+    for (uint64_t r = 0; rc == 0 && r < mine; r++) {
+        if ((rc = xfer_take(&x, r)) < 0) {
+            drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
+            break;
+        }
+        const struct load_plan *p = &x.p;
+        bool direct = p->run_stride == x.m->elem_size;
+        for (size_t i = 0; i < p->nchunks && direct; i++)
+            direct = p->inside[i] && (p->q[i] + 1) * x.m->chunk_bytes <= size;
+        rc = direct ? read_runs(p, a->lockfd, buf) : read_buffered(&x, buf);
+        if (rc < 0)
+            drx_err_set(&err, -rc, "reading %s: %s", a->xta, strerror(-rc));
+    }
+    mp_xfer_end(&x);
+    return mp_agree(a->comm, rc, &err);
+}
+
 /* --- the public calls --- */
 
 /* The box [lo, hi) in order as a view of the array; local checks. */
@@ -674,9 +789,14 @@ int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char orde
         return -EINVAL;
     }
     int rc = box_view(a, lo, hi, order, buf, &v, &err);
-    if ((rc = mp_agree(a->comm, rc, &err)) < 0)
-        return rc;
-    return mp_box_read(a, &v, buf);
+    /* the status and whether every box covers its chunks whole, in one
+     * reduction: MIN of (status, flag) */
+    int mine[2] = {rc < 0 ? rc : 0, rc == 0 && box_whole_chunks(drx_array_meta(a->arr), &v)};
+    int all[2];
+    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, a->comm);
+    if (all[0] < 0)
+        return mp_agree(a->comm, rc, &err);
+    return all[1] ? mp_box_read_alone(a, &v, buf) : mp_box_read(a, &v, buf);
 }
 
 int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order, const void *buf)

@@ -8,8 +8,9 @@
  *   write:ORDER:SEED              each rank writes its zone, values from value()
  *   writebox:ORDER:SEED:LO:HI     LO, HI as i,j,k
  *   readbox:ORDER:LO:HI           reads a box (and drops it)
- *   read:ORDER:REF:NBOX:SEED      NBOX random boxes per rank compared with REF,
- *                                 the whole array in C order (drx get)
+ *   read:ORDER:REF:NBOX:SEED[:whole]  NBOX random boxes per rank compared with
+ *                                 REF, the whole array in C order (drx get);
+ *                                 whole: the boxes widened to whole chunks
  *   bounds                        rank 0 prints the bounds
  *   buffer:BYTES                  drx_mp_set_buffer
  *   mode:batch | mode:extend | mode:N   drx_mp_set_sync
@@ -24,6 +25,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,7 @@ static int me, nprocs;
 static char *path;
 static drx_mp *A;
 static char type_name[8] = "";
+static int64_t chunk_shape[16]; /* from libcore, at open */
 
 static const int primes[16] = {7, 13, 31, 61, 3, 5, 11, 17, 19, 23, 29, 37, 41, 43, 47, 53};
 
@@ -205,12 +208,19 @@ static unsigned char *load_ref(const char *file, size_t *len)
     return b;
 }
 
-/* A random box inside the bounds; about one in five is empty. */
-static void random_box(const int64_t *bounds, int k, int64_t *lo, int64_t *hi)
+/* A random box inside the bounds; about one in five is empty.  whole:
+ * widened to the chunks it meets (clamped to the bounds). */
+static void random_box(const int64_t *bounds, int k, bool whole, int64_t *lo, int64_t *hi)
 {
     for (int d = 0; d < k; d++) {
         lo[d] = rand() % (bounds[d] + 1);
         hi[d] = lo[d] + rand() % (bounds[d] - lo[d] + 1);
+    }
+    for (int d = 0; whole && d < k; d++) {
+        int64_t c = chunk_shape[d], end = (hi[d] + c - 1) / c * c;
+        lo[d] -= lo[d] % c;
+        hi[d] = hi[d] == 0 ? 0 : end < bounds[d] ? end : bounds[d];
+        lo[d] = lo[d] > hi[d] ? hi[d] : lo[d];
     }
 }
 
@@ -247,7 +257,7 @@ static int op_read(char **w, int nw)
     }
     srand((unsigned)(atoi(w[4]) * 1000 + me));
     for (int i = 0; i < atoi(w[3]) && rc == 0; i++) {
-        random_box(bounds, k, lo, hi);
+        random_box(bounds, k, nw > 5 && !strcmp(w[5], "whole"), lo, hi);
         f.lo = lo;
         f.buf = box_buffer(lo, hi, k, f.n);
         rc = drx_mp_read_all(A, lo, hi, f.order, f.buf);
@@ -322,6 +332,7 @@ static int op_create(char **w, int nw)
     int k = nw > 2 ? parse_list(w[2], 'x', shape) : 0;
     if (nw > 3)
         parse_list(w[3], 'x', chunk);
+    memcpy(chunk_shape, chunk, sizeof(chunk_shape));
     snprintf(type_name, sizeof(type_name), "%s", nw > 1 ? w[1] : "");
     return drx_mp_create(MPI_COMM_WORLD, path, nw > 1 ? w[1] : NULL, k, shape, chunk, &A);
 }
@@ -343,6 +354,8 @@ static int op_open(char **w, int nw)
     /* the type, for values: from libcore (not part of drx/mp.h) */
     if (drx_array_open(path, DRX_RDONLY, &arr, NULL) == 0) {
         snprintf(type_name, sizeof(type_name), "%s", drx_type_name(drx_array_meta(arr)->type));
+        for (int d = 0; d < drx_array_meta(arr)->rank; d++)
+            chunk_shape[d] = (int64_t)drx_array_meta(arr)->chunk[d];
         drx_array_close(arr);
     }
     return drx_mp_open(MPI_COMM_WORLD, path, nw > 1 && w[1][0] == 'w', &A);
