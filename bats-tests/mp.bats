@@ -516,6 +516,9 @@ i, j, k = np.indices((7, 9, 5))
 got = np.fromfile("got.bin", dtype="<f8").reshape(7, 9, 5)
 assert (got == i + 10 * j + 100 * k).all()
 EOF
+        # two extensions of dimension 2, the second in DRX_MP_SYNC_BATCH
+        run "$DRX" info farr --json
+        assert_output --partial '"shape": [7, 9, 7]'
     done
 }
 
@@ -530,8 +533,9 @@ EOF
     assert_success
     assert_output ""
     # element (i, j, k) of the array (C coordinates) holds i + 10 j + 100 k;
-    # the program grew dimension 2 by one at the end
-    assert_equal "$("$DRX" info farr --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["shape"])')" "[7, 9, 6]"
+    # the program grew dimension 2 by one at the end, twice (the second in
+    # DRX_MP_SYNC_BATCH, recorded by drx_mp_sync)
+    assert_equal "$("$DRX" info farr --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["shape"])')" "[7, 9, 7]"
     "$DRX" get farr dim2=0:5 >got.bin
     "$PY" - <<'EOF'
 import numpy as np
