@@ -18,6 +18,7 @@
  *   system:CMD                    rank 0 runs CMD (the rest of the word) with
  *                                 system(3), between barriers
  *   kill                          every rank kills itself (SIGKILL): a crash
+ *                                 (a second after a barrier, for the output)
  * Values: element (i0, i1, ...) holds (seed + sum_d i_d * prime_d) % 113, in
  * the array's type (complex: that, and minus it).  A failing OP prints
  * "rank R: OP: RC: MESSAGE" on every rank and ends with status 3.
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "drx/array.h"
 #include "drx/mp.h"
@@ -407,7 +409,10 @@ static int op_mode(char **w, int nw)
 static int op_kill(char **w, int nw)
 {
     (void)w, (void)nw;
+    /* what was printed reaches mpiexec's output before the crash */
     fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    sleep(1);
     raise(SIGKILL);
     return -EINTR;
 }
