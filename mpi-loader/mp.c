@@ -521,23 +521,42 @@ static int extend_follow(drx_mp *a, int rc, struct drx_err *err)
     return mp_agree(a->comm, rc < 0 ? rc : 0, err);
 }
 
+/* Status, bounds and chunk count in words, as rank 0 broadcasts them. */
+static void mp_meta_words(const drx_mp *a, int rc, int64_t v[DRX_MAX_RANK + 2])
+{
+    const struct drx_array_meta *m = drx_array_meta(a->arr);
+    memset(v, 0, (DRX_MAX_RANK + 2) * sizeof(v[0]));
+    v[0] = rc;
+    for (int d = 0; d < m->rank; d++)
+        v[1 + d] = (int64_t)m->bounds[d];
+    v[DRX_MAX_RANK + 1] = (int64_t)m->map.nchunks;
+}
+
 /* DRX_MP_SYNC_BATCH: rank 0 grows the .xta and its metadata in memory
- * (the growth pending until drx_mp_sync), then the others their metadata;
- * all check that they hold the same.  Rank 0's failure changes nothing;
- * when a follower fails after it (out of memory), every rank forgets the
- * pending growths, so that all hold the committed metadata again. */
+ * (the growth pending until drx_mp_sync) and broadcasts its status and
+ * new bounds; the others grow their metadata and check that they hold
+ * the same; one agreement.  Rank 0's failure changes nothing; when a
+ * follower fails after it (out of memory), every rank forgets the pending
+ * growths, so that all hold the committed metadata again. */
 static int extend_batch(drx_mp *a, int dim, int64_t count, struct drx_err *err)
 {
+    int64_t v[DRX_MAX_RANK + 2] = {0};
     int rc = a->rank == 0 ? drx_array_extend_pending(a->arr, dim, (uint64_t)count, true, err) : 0;
 
-    MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
-    if (rc < 0)
+    if (a->rank == 0)
+        mp_meta_words(a, rc, v);
+    MPI_Bcast(v, DRX_MAX_RANK + 2, MPI_INT64_T, 0, a->comm);
+    if (v[0] < 0) /* rank 0 failed: every rank knows; its reason */
         return mp_agree(a->comm, rc, err);
-    if (a->rank != 0)
+    if (a->rank != 0) {
+        int64_t mine[DRX_MAX_RANK + 2];
         rc = drx_array_extend_pending(a->arr, dim, (uint64_t)count, false, err);
+        mp_meta_words(a, rc, mine);
+        if (rc == 0 && memcmp(v, mine, sizeof(v)))
+            rc = drx_err_set(err, ESTALE, "%s: the ranks' metadata differ after the extension",
+                             a->path);
+    }
     int all = mp_agree(a->comm, rc, err);
-    if (all == 0 && (all = same_meta(a, err)) < 0)
-        all = mp_agree(a->comm, all, err);
     if (all < 0)
         drx_array_pending_drop(a->arr, &(struct drx_err){{0}});
     return all;

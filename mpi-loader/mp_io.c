@@ -18,6 +18,7 @@
  * read-modify-write of bytes we do not hold.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -218,9 +219,12 @@ static unsigned char *round_buffer(drx_mp *a, uint64_t len)
     return a->rbuf;
 }
 
-int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, struct mp_xfer *x)
+/* The local part of mp_xfer_begin: x over this rank's chunks of v, its
+ * round buffer, x->rounds this rank's own count.  0, or -errno with err;
+ * x always takes mp_xfer_end. */
+static int xfer_setup(drx_mp *a, const struct drx_view *v, bool share, bool runs,
+                      struct mp_xfer *x, struct drx_err *err)
 {
-    struct drx_err err = {{0}};
     memset(x, 0, sizeof(*x));
     x->a = a;
     x->m = drx_array_meta(a->arr);
@@ -239,18 +243,26 @@ int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, st
     if (rc == 0)
         rc = drx_plan_seek(x->plan, x->start);
     if (rc < 0)
-        drx_err_set(&err, -rc, "planning the chunks: %s", strerror(-rc));
+        drx_err_set(err, -rc, "planning the chunks: %s", strerror(-rc));
     x->batch = a->buffer / cb ? a->buffer / cb : 1;
-    /* every rank runs as many rounds as the busiest */
-    uint64_t mine = (x->n + x->batch - 1) / x->batch;
-    MPI_Allreduce(&mine, &x->rounds, 1, MPI_UINT64_T, MPI_MAX, a->comm);
+    x->rounds = (x->n + x->batch - 1) / x->batch;
     /* a rank with fewer chunks than a round needs no more buffer */
     x->bufchunks = x->n < x->batch ? x->n : x->batch;
     if (rc == 0 && x->bufchunks && !(x->chunks = round_buffer(a, x->bufchunks * cb)))
-        rc = drx_err_set(&err, ENOMEM, "out of memory for %llu chunks of %llu bytes",
+        rc = drx_err_set(err, ENOMEM, "out of memory for %llu chunks of %llu bytes",
                          (unsigned long long)x->bufchunks, (unsigned long long)cb);
     load_plan_init(&x->p, x->m, v);
     load_plan_init(&x->ahead, x->m, v);
+    return rc;
+}
+
+int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, struct mp_xfer *x)
+{
+    struct drx_err err = {{0}};
+    int rc = xfer_setup(a, v, share, runs, x, &err);
+    /* every rank runs as many rounds as the busiest */
+    uint64_t mine = x->rounds;
+    MPI_Allreduce(&mine, &x->rounds, 1, MPI_UINT64_T, MPI_MAX, a->comm);
     /* round 0 is planned now, so that this agreement covers it too */
     if (rc == 0 && x->rounds > 0 && (rc = mp_xfer_ahead(x, 0)) < 0)
         drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
@@ -532,6 +544,21 @@ static int write_buffered(const struct mp_xfer *x, const void *src)
     return rc;
 }
 
+/* Starts the write-out of chunks q[0..n-1] (adjacent ones as one range)
+ * without waiting for it: the sync that makes them durable (the next
+ * extend, or drx_mp_sync in DRX_MP_SYNC_BATCH) then finds most of them
+ * on disk already, the disk having worked while the ranks computed and
+ * wrote the next step.  A hint: a failure changes nothing. */
+static void start_writeback(int fd, const uint64_t *q, size_t n, uint64_t cb)
+{
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && q[j] == q[j - 1] + 1; j++)
+            ;
+        (void)sync_file_range(fd, (off_t)(q[i] * cb), (off_t)((j - i) * cb),
+                              SYNC_FILE_RANGE_WRITE);
+    }
+}
+
 /* This rank's current round, alone: locked, written, unlocked. */
 static int write_round_alone(struct mp_xfer *x, const void *src, struct drx_err *err)
 {
@@ -546,6 +573,8 @@ static int write_round_alone(struct mp_xfer *x, const void *src, struct drx_err 
         return rc;
     rc = direct ? write_runs(p, x->a->lockfd, src) : write_buffered(x, src);
     mp_unlock_round(x->a->lockfd, p->q, p->nchunks, cb);
+    if (rc == 0)
+        start_writeback(x->a->lockfd, p->q, p->nchunks, cb);
     return rc < 0 ? drx_err_set(err, -rc, "writing %s: %s", x->a->xta, strerror(-rc)) : 0;
 }
 
@@ -553,12 +582,10 @@ int mp_box_write_alone(drx_mp *a, const struct drx_view *v, const void *buf)
 {
     struct drx_err err = {{0}};
     struct mp_xfer x;
-    int rc = mp_xfer_begin(a, v, false, true, &x);
-    if (rc < 0)
-        return rc;
-    /* no collective until the end: only this rank's rounds */
-    uint64_t mine = (x.n + x.batch - 1) / x.batch;
-    for (uint64_t r = 0; rc == 0 && r < mine; r++) {
+    /* no collective until the end: only this rank's rounds (under load,
+     * each collective costs a wait for the other ranks' turn on a core) */
+    int rc = xfer_setup(a, v, false, true, &x, &err);
+    for (uint64_t r = 0; rc == 0 && r < x.rounds; r++) {
         if ((rc = xfer_take(&x, r)) < 0)
             drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
         else
@@ -658,14 +685,11 @@ int mp_box_read_alone(drx_mp *a, const struct drx_view *v, void *buf)
     struct drx_err err = {{0}};
     struct mp_xfer x;
     struct stat st;
-    int rc = mp_xfer_begin(a, v, false, true, &x);
-    if (rc < 0)
-        return rc;
+    int rc = xfer_setup(a, v, false, true, &x, &err);
     /* chunks past the end of the .xta (none in a sound array) go the
      * buffered way, which reads them as the fill */
     uint64_t size = fstat(a->lockfd, &st) == 0 ? (uint64_t)st.st_size : 0;
-    uint64_t mine = (x.n + x.batch - 1) / x.batch;
-    for (uint64_t r = 0; rc == 0 && r < mine; r++) {
+    for (uint64_t r = 0; rc == 0 && r < x.rounds; r++) {
         if ((rc = xfer_take(&x, r)) < 0) {
             drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
             break;
