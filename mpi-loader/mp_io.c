@@ -18,7 +18,6 @@
  * read-modify-write of bytes we do not hold.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -544,21 +543,6 @@ static int write_buffered(const struct mp_xfer *x, const void *src)
     return rc;
 }
 
-/* Starts the write-out of chunks q[0..n-1] (adjacent ones as one range)
- * without waiting for it: the sync that makes them durable (the next
- * extend, or drx_mp_sync in DRX_MP_SYNC_BATCH) then finds most of them
- * on disk already, the disk having worked while the ranks computed and
- * wrote the next step.  A hint: a failure changes nothing. */
-static void start_writeback(int fd, const uint64_t *q, size_t n, uint64_t cb)
-{
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && q[j] == q[j - 1] + 1; j++)
-            ;
-        (void)sync_file_range(fd, (off_t)(q[i] * cb), (off_t)((j - i) * cb),
-                              SYNC_FILE_RANGE_WRITE);
-    }
-}
-
 /* This rank's current round, alone: locked, written, unlocked. */
 static int write_round_alone(struct mp_xfer *x, const void *src, struct drx_err *err)
 {
@@ -573,8 +557,6 @@ static int write_round_alone(struct mp_xfer *x, const void *src, struct drx_err 
         return rc;
     rc = direct ? write_runs(p, x->a->lockfd, src) : write_buffered(x, src);
     mp_unlock_round(x->a->lockfd, p->q, p->nchunks, cb);
-    if (rc == 0)
-        start_writeback(x->a->lockfd, p->q, p->nchunks, cb);
     return rc < 0 ? drx_err_set(err, -rc, "writing %s: %s", x->a->xta, strerror(-rc)) : 0;
 }
 
