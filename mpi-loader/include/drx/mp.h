@@ -91,9 +91,10 @@ int drx_mp_extend(drx_mp *a, int dim, int64_t count);
  * array for the ranks at once, but its growth is recorded in the .xmd
  * only by the next drx_mp_sync or drx_mp_close, after the data written so
  * far is on disk; until then other programs (a mount, drx) see the array
- * as of the last sync, and other extensions of it wait.  A crash loses
- * what came after the last sync and nothing before it (drx fsck --repair
- * cuts the uncommitted chunks).  Collective (the same mode on every rank);
+ * as of the last sync, and other extensions of it wait.  A crash keeps
+ * everything up to the last sync and loses the growths after it (drx fsck
+ * --repair cuts their chunks); later writes into chunks committed before
+ * it may or may not have reached the disk, as any unsynced write.  Collective (the same mode on every rank);
  * switching to DRX_MP_SYNC_EXTEND syncs first.  0 or -EINVAL. */
 #define DRX_MP_SYNC_EXTEND 0
 #define DRX_MP_SYNC_BATCH 1
