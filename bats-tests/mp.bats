@@ -69,10 +69,15 @@ grown() {
     for e in $5; do "$DRX" extend "$1" "${e%:*}" "${e#*:}"; done
 }
 
+# For system: words of the driver: the shape of store/run as the drx
+# command and as the mount at mnt see it.
+SHAPES="'$DRX' info store/run --json | '$PY' -c 'import json,sys; print(\"shape\", json.load(sys.stdin)[\"shape\"])'; '$PY' -c 'import json; print(\"mount\", json.load(open(\"mnt/run/info\"))[\"shape\"])'"
+
 # zones_roundtrip NAME TYPE SHAPE CHUNK "EXT" "P...": for each P, every rank
 # writes its zone in C order (then F order, another seed), and `drx get`
 # equals the reference; then every rank reads 12 random boxes in each order
-# and compares them with `drx get`.
+# and 8 widened to whole chunks (each rank reads those alone), and
+# compares them with `drx get`.
 zones_roundtrip() {
     local name=$1 type=$2 p seed=1
     shift 2
@@ -86,7 +91,8 @@ zones_roundtrip() {
             check_ref "$name" "$type" "$seed" || fail "P=$p $type $1/$2 [$3] order $order"
         done
         "$DRX" get "$name" >ref.bin
-        run mp "$p" "$name" open:r "read:C:ref.bin:12:$p" "read:F:ref.bin:12:$((p + 7))"
+        run mp "$p" "$name" open:r "read:C:ref.bin:12:$p" "read:F:ref.bin:12:$((p + 7))" \
+            "read:C:ref.bin:8:$((p + 3)):whole" "read:F:ref.bin:8:$((p + 5)):whole"
         assert_success
         assert_output ""
     done
@@ -135,6 +141,53 @@ zones_roundtrip() {
     run mp 4 fig open:w write:C:3
     assert_success
     check_ref fig f64 3
+}
+
+# slabs P ORDER SEED [EXTRA]: the driver word by which each of P ranks
+# writes its own slab of whole chunk rows of a (12x10x7 in 2x4x3 chunks:
+# 6 chunk rows, split BLOCK); EXTRA goes before each variant.
+slabs() {
+    local p=$1 order=$2 seed=$3 r word=""
+    for ((r = 0; r < p; r++)); do
+        local lo=$((r * 6 / p * 2)) hi=$(((r + 1) * 6 / p * 2))
+        local box="writebox:$order:$seed:$lo,0,0:$hi,10,7"
+        if [ "$r" -eq 0 ]; then word=$box; else word="$word@$r=$box"; fi
+    done
+    printf '%s\n' "$word"
+}
+
+@test "whole chunks of each rank's own are written by each rank alone: C and F order, P = 1..4, many rounds, edge chunks" {
+    grown a f64 9x10x7 2x4x3 "0:3"
+    local p seed=1
+    for p in 1 2 3 4; do
+        for order in C F; do
+            seed=$((seed + 1))
+            run mp "$p" a open:w "$(slabs "$p" "$order" "$seed")"
+            assert_success
+            assert_output ""
+            check_ref a f64 "$seed" || fail "P=$p order $order"
+        done
+    done
+    # one chunk per round
+    run mp 3 a open:w buffer:1 "$(slabs 3 C 20)"
+    assert_success
+    check_ref a f64 20
+    # a rank whose box cuts chunks (rows 0..3 of chunk rows 0..1): every
+    # rank goes the collective way, and the bytes are the same
+    run mp 2 a open:w writebox:C:21:0,0,0:4,10,7@1=writebox:F:21:4,0,0:12,10,7
+    assert_success
+    check_ref a f64 21
+    run mp 2 a open:w writebox:C:22:0,0,0:3,10,7@1=writebox:F:21:4,0,0:12,10,7
+    assert_success
+    "$DRX" get a >all.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i = np.indices((12, 10, 7))
+ref = (21 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113
+ref[0:3] = ((22 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113)[0:3]
+got = np.fromfile("all.bin", dtype="<f8").reshape(12, 10, 7)
+assert (got == ref).all(), np.argwhere(got != ref)[:5]
+EOF
 }
 
 @test "boxes of different ranks that share chunks are merged in turns" {
@@ -191,6 +244,94 @@ EOF
     check_ref store/run f64 10
     run "$DRX" info store/run --json
     assert_output --partial '"shape": [5, 7, 16]'
+}
+
+@test "DRX_MP_SYNC_BATCH: growths are recorded at drx_mp_sync and close, each step's data is there" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/run --type f64 --shape 1x6x8 --chunk 1x3x4 --dims time,y,x
+    mount_store store mnt
+    cat mnt/run/info >/dev/null
+    # 3 ranks append 3 steps (each rank its zone of the new step, zones
+    # following the grid); other programs see the array as of the last
+    # sync: the drx command and the mount
+    run mp 3 store/run open:w write:C:4 mode:batch extend:0:1 write:C:4 "system:$SHAPES" \
+        extend:0:1 write:F:4 sync "system:$SHAPES" extend:0:1 write:C:4 bounds
+    assert_success
+    assert_output "shape [1, 6, 8]
+mount [1, 6, 8]
+shape [3, 6, 8]
+mount [3, 6, 8]
+bounds 4x6x8"
+    # close recorded the last one; the mount shows it and the data
+    check_ref store/run f64 4
+    "$PY" - <<'EOF'
+import json
+import numpy as np
+assert json.load(open("mnt/run/info"))["shape"] == [4, 6, 8]
+i = np.indices((4, 6, 8))
+ref = (4 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113
+assert (np.fromfile("mnt/run/data", dtype="<f8").reshape(4, 6, 8) == ref).all()
+EOF
+    "$DRX" fsck store
+    # other dimensions too, several growths between syncs, C and F order,
+    # and back to the default mode (which syncs first)
+    run mp 4 store/run open:w mode:batch extend:2:3 extend:1:1 write:F:8 extend:2:5 write:C:9 \
+        mode:extend "system:$SHAPES" extend:0:2 write:F:10 bounds
+    assert_success
+    assert_output "shape [4, 7, 16]
+mount [4, 7, 16]
+bounds 6x7x16"
+    check_ref store/run f64 10
+    "$DRX" fsck store
+    # a mode that does not exist, or different modes on different ranks
+    fails_alike 2 "sync mode 7: expected DRX_MP_SYNC_EXTEND or DRX_MP_SYNC_BATCH" store/run open:w mode:7
+    fails_alike 3 "the ranks passed different sync modes to drx_mp_set_sync" store/run open:w "mode:batch@1=mode:extend"
+}
+
+@test "DRX_MP_SYNC_BATCH: a crash loses only what came after the last sync; fsck trims the rest" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/a --type f64 --shape 2x6x8 --chunk 1x3x4 --dims time,y,x
+    # steps 2 and 3 are synced, 4 and 5 grown and written, then every rank
+    # dies (SIGKILL) before the next sync
+    run mp 3 store/a open:w write:C:5 mode:batch extend:0:1 writebox:C:5:2,0,0:3,6,8 \
+        extend:0:1 writebox:C:5:3,0,0:4,6,8 sync extend:0:2 writebox:C:5:4,0,0:6,6,8 bounds kill
+    assert_failure
+    assert_line "bounds 6x6x8"
+    # the array as of the sync: 4 steps, all data there; the chunks of
+    # the lost growths are the crash's leftover, which fsck trims
+    check_ref store/a f64 5
+    assert_equal "$(stat -c %s store/a.xta)" $((6 * 4 * 96))
+    run "$DRX" fsck store
+    assert_failure
+    assert_output --partial "a.xta: 2304 bytes, longer than its metadata's 1536 (uncommitted extension)"
+    run "$DRX" fsck store --repair
+    assert_success
+    assert_equal "$(stat -c %s store/a.xta)" 1536
+    # and the array grows and is written as before
+    run mp 2 store/a open:w mode:batch extend:0:1 write:C:6
+    assert_success
+    check_ref store/a f64 6
+    "$DRX" fsck store
+}
+
+@test "DRX_MP_SYNC_BATCH: an extension that fails changes nothing; another extension waits for the sync" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
+    "$DRX" create small/a --type f64 --shape 64x64 --chunk 64x64 --fill 1
+    sums small/a >before
+    fails_alike 2 "No space left on device" small/a open:w mode:batch extend:0:4096
+    md5sum -c --quiet before
+    umount small
+    # a pending growth holds the extend lock: drx extend waits until the
+    # sync recorded it, then grows from there
+    "$DRX" create b --type i32 --shape 4x4 --chunk 2x2
+    run mp 2 b open:w mode:batch extend:0:2 "system:(timeout 30 \"$DRX\" extend b 1 2; echo extended \$?) >ext.out 2>&1 &" \
+        "system:sleep 1; cat ext.out; echo waited" write:C:3 sync "system:sleep 1; cat ext.out"
+    assert_success
+    assert_output "waited
+extended 0"
+    run "$DRX" info b --json
+    assert_output --partial '"shape": [6, 6]'
 }
 
 @test "write_all waits for another writer's lock on its chunks, then writes" {
@@ -375,6 +516,9 @@ i, j, k = np.indices((7, 9, 5))
 got = np.fromfile("got.bin", dtype="<f8").reshape(7, 9, 5)
 assert (got == i + 10 * j + 100 * k).all()
 EOF
+        # two extensions of dimension 2, the second in DRX_MP_SYNC_BATCH
+        run "$DRX" info farr --json
+        assert_output --partial '"shape": [7, 9, 7]'
     done
 }
 
@@ -389,8 +533,9 @@ EOF
     assert_success
     assert_output ""
     # element (i, j, k) of the array (C coordinates) holds i + 10 j + 100 k;
-    # the program grew dimension 2 by one at the end
-    assert_equal "$("$DRX" info farr --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["shape"])')" "[7, 9, 6]"
+    # the program grew dimension 2 by one at the end, twice (the second in
+    # DRX_MP_SYNC_BATCH, recorded by drx_mp_sync)
+    assert_equal "$("$DRX" info farr --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["shape"])')" "[7, 9, 7]"
     "$DRX" get farr dim2=0:5 >got.bin
     "$PY" - <<'EOF'
 import numpy as np

@@ -132,7 +132,7 @@ static int mp_alloc(MPI_Comm comm, drx_mp **out)
     a->buffer = MP_DEFAULT_BUFFER;
     MPI_Comm_rank(a->comm, &a->rank);
     MPI_Comm_size(a->comm, &a->nprocs);
-    a->gather = malloc((size_t)a->nprocs * (2 * DRX_MAX_RANK + 1) * sizeof(*a->gather));
+    a->gather = malloc((size_t)a->nprocs * MP_GATHER_WIDTH * sizeof(*a->gather));
     *out = a;
     return 0;
 }
@@ -165,11 +165,9 @@ static int open_xta(drx_mp *a, MPI_Info hints, struct drx_err *err)
         return load_mpi_err(err, mrc, "opening %s", a->xta);
     }
     MPI_File_set_errhandler(a->xf, MPI_ERRORS_RETURN);
-    if (a->writable) {
-        a->lockfd = open(a->xta, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        if (a->lockfd < 0)
-            rc = drx_err_set(err, errno, "%s: %s", a->xta, strerror(errno));
-    }
+    a->lockfd = open(a->xta, (a->writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+    if (a->lockfd < 0)
+        rc = drx_err_set(err, errno, "%s: %s", a->xta, strerror(errno));
     return rc;
 }
 
@@ -352,21 +350,69 @@ int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out)
     return drx_mp_open(MPI_Comm_f2c(comm), path, writable, out);
 }
 
-int drx_mp_close(drx_mp **ap)
+/* Rank 0 records the pending growths (its status rc); the others read
+ * them, or all forget them when rank 0 could not.  Agreed. */
+static int commit_follow(drx_mp *a, struct drx_err *err)
+{
+    int rc = a->rank == 0 ? drx_array_commit(a->arr, err) : 0;
+
+    MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
+    if (a->rank != 0 && rc == 0)
+        rc = drx_array_commit(a->arr, err);
+    else if (a->rank != 0)
+        drx_array_pending_drop(a->arr, &(struct drx_err){{0}});
+    return mp_agree(a->comm, rc < 0 ? rc : 0, err);
+}
+
+int drx_mp_sync(drx_mp *a)
 {
     struct drx_err err = {{0}};
     int rc = 0;
 
+    if (!a) {
+        mp_set_error("drx_mp_sync: no array");
+        return -EINVAL;
+    }
+    if (!a->writable)
+        return 0;
+    /* every rank's data on disk first (on a parallel file system each
+     * rank's own sync), then the records that name it */
+    int mrc = MPI_File_sync(a->xf);
+    if (mrc != MPI_SUCCESS)
+        rc = load_mpi_err(&err, mrc, "syncing %s", a->xta);
+    rc = mp_agree(a->comm, rc, &err);
+    if (rc == 0 && a->sync_mode == DRX_MP_SYNC_BATCH)
+        rc = commit_follow(a, &err);
+    return rc;
+}
+
+int drx_mp_set_sync(drx_mp *a, int mode)
+{
+    struct drx_err err = {{0}};
+    if (!a) {
+        mp_set_error("drx_mp_set_sync: no array");
+        return -EINVAL;
+    }
+    int rc = mode == DRX_MP_SYNC_EXTEND || mode == DRX_MP_SYNC_BATCH
+                 ? 0
+                 : drx_err_set(&err, EINVAL, "sync mode %d: expected DRX_MP_SYNC_EXTEND or "
+                                             "DRX_MP_SYNC_BATCH", mode);
+    rc = mp_check(a->comm, rc, &mode, sizeof(mode), "sync modes to drx_mp_set_sync", &err);
+    if (rc == 0 && a->sync_mode == DRX_MP_SYNC_BATCH && mode != DRX_MP_SYNC_BATCH)
+        rc = drx_mp_sync(a);
+    if (rc == 0)
+        a->sync_mode = mode;
+    return rc;
+}
+
+int drx_mp_close(drx_mp **ap)
+{
     if (!ap || !*ap)
         return 0;
     drx_mp *a = *ap;
-    /* What write_all wrote is on disk once close returns. */
-    if (a->writable) {
-        int mrc = MPI_File_sync(a->xf);
-        if (mrc != MPI_SUCCESS)
-            rc = load_mpi_err(&err, mrc, "syncing %s", a->xta);
-    }
-    rc = mp_agree(a->comm, rc, &err);
+    /* What write_all wrote is on disk once close returns, and so are the
+     * growths of DRX_MP_SYNC_BATCH. */
+    int rc = drx_mp_sync(a);
     mp_free(a);
     *ap = NULL;
     return rc;
@@ -475,6 +521,47 @@ static int extend_follow(drx_mp *a, int rc, struct drx_err *err)
     return mp_agree(a->comm, rc < 0 ? rc : 0, err);
 }
 
+/* Status, bounds and chunk count in words, as rank 0 broadcasts them. */
+static void mp_meta_words(const drx_mp *a, int rc, int64_t v[DRX_MAX_RANK + 2])
+{
+    const struct drx_array_meta *m = drx_array_meta(a->arr);
+    memset(v, 0, (DRX_MAX_RANK + 2) * sizeof(v[0]));
+    v[0] = rc;
+    for (int d = 0; d < m->rank; d++)
+        v[1 + d] = (int64_t)m->bounds[d];
+    v[DRX_MAX_RANK + 1] = (int64_t)m->map.nchunks;
+}
+
+/* DRX_MP_SYNC_BATCH: rank 0 grows the .xta and its metadata in memory
+ * (the growth pending until drx_mp_sync) and broadcasts its status and
+ * new bounds; the others grow their metadata and check that they hold
+ * the same; one agreement.  Rank 0's failure changes nothing; when a
+ * follower fails after it (out of memory), every rank forgets the pending
+ * growths, so that all hold the committed metadata again. */
+static int extend_batch(drx_mp *a, int dim, int64_t count, struct drx_err *err)
+{
+    int64_t v[DRX_MAX_RANK + 2] = {0};
+    int rc = a->rank == 0 ? drx_array_extend_pending(a->arr, dim, (uint64_t)count, true, err) : 0;
+
+    if (a->rank == 0)
+        mp_meta_words(a, rc, v);
+    MPI_Bcast(v, DRX_MAX_RANK + 2, MPI_INT64_T, 0, a->comm);
+    if (v[0] < 0) /* rank 0 failed: every rank knows; its reason */
+        return mp_agree(a->comm, rc, err);
+    if (a->rank != 0) {
+        int64_t mine[DRX_MAX_RANK + 2];
+        rc = drx_array_extend_pending(a->arr, dim, (uint64_t)count, false, err);
+        mp_meta_words(a, rc, mine);
+        if (rc == 0 && memcmp(v, mine, sizeof(v)))
+            rc = drx_err_set(err, ESTALE, "%s: the ranks' metadata differ after the extension",
+                             a->path);
+    }
+    int all = mp_agree(a->comm, rc, err);
+    if (all < 0)
+        drx_array_pending_drop(a->arr, &(struct drx_err){{0}});
+    return all;
+}
+
 int drx_mp_extend(drx_mp *a, int dim, int64_t count)
 {
     struct drx_err err = {{0}};
@@ -488,6 +575,8 @@ int drx_mp_extend(drx_mp *a, int dim, int64_t count)
         mp_check(a->comm, rc, args, sizeof(args), "dimensions or counts to drx_mp_extend", &err);
     if (all < 0)
         return all;
+    if (a->sync_mode == DRX_MP_SYNC_BATCH)
+        return extend_batch(a, dim, count, &err);
     /* Every rank has returned from its last write_all (collective), so the
      * data is written; rank 0 extends (fill, fdatasync, then the .xmd by
      * rename; a failure changes nothing). */

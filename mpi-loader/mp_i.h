@@ -16,6 +16,8 @@
 
 #define MP_DEFAULT_BUFFER ((uint64_t)64 << 20)
 #define MP_MAX_BUFFER ((uint64_t)1 << 30)
+/* write_all's gather per rank: status, chunk box, whole-chunks flag */
+#define MP_GATHER_WIDTH (2 * DRX_MAX_RANK + 2)
 
 struct drx_mp {
     MPI_Comm comm; /* our own duplicate of the caller's */
@@ -25,10 +27,11 @@ struct drx_mp {
     char path[PATH_MAX];    /* store path, no suffix */
     char xta[PATH_MAX + 8]; /* path.xta */
     MPI_File xf;            /* the .xta, opened collectively */
-    int lockfd;             /* writable: a descriptor of our own for OFD chunk locks */
+    int lockfd;             /* a descriptor of our own: OFD chunk locks, I/O alone */
     uint64_t buffer;        /* bytes of chunks per round */
+    int sync_mode;          /* DRX_MP_SYNC_EXTEND or _BATCH */
     int dims[DRX_MAX_RANK]; /* the process grid of the zones */
-    uint64_t *gather;       /* P * (2 * DRX_MAX_RANK + 1): every rank's box, for write_all */
+    uint64_t *gather;       /* P * MP_GATHER_WIDTH: every rank's box, for write_all */
     unsigned char *rbuf;    /* the round buffer of chunks, kept between calls */
     uint64_t rbuf_len;
 };
@@ -122,5 +125,14 @@ int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info info, d
 /* The box read/write of drx_mp_read_all/write_all. */
 int mp_box_read(drx_mp *a, const struct drx_view *v, void *buf);
 int mp_box_write(drx_mp *a, const struct drx_view *v, const void *buf);
+/* read_all when every rank's box covers its chunks whole: each rank
+ * reads its own chunks without collective I/O (straight into buf in C
+ * order); one agreement at the end. */
+int mp_box_read_alone(drx_mp *a, const struct drx_view *v, void *buf);
+/* The same when no chunk of this rank's box is another's and the box
+ * covers every chunk it meets: each rank locks, writes and unlocks its
+ * own chunks without collective I/O (straight from buf in C order); one
+ * agreement at the end. */
+int mp_box_write_alone(drx_mp *a, const struct drx_view *v, const void *buf);
 
 #endif

@@ -20,6 +20,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "drx/plan.h"
@@ -216,9 +218,12 @@ static unsigned char *round_buffer(drx_mp *a, uint64_t len)
     return a->rbuf;
 }
 
-int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, struct mp_xfer *x)
+/* The local part of mp_xfer_begin: x over this rank's chunks of v, its
+ * round buffer, x->rounds this rank's own count.  0, or -errno with err;
+ * x always takes mp_xfer_end. */
+static int xfer_setup(drx_mp *a, const struct drx_view *v, bool share, bool runs,
+                      struct mp_xfer *x, struct drx_err *err)
 {
-    struct drx_err err = {{0}};
     memset(x, 0, sizeof(*x));
     x->a = a;
     x->m = drx_array_meta(a->arr);
@@ -237,18 +242,26 @@ int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, st
     if (rc == 0)
         rc = drx_plan_seek(x->plan, x->start);
     if (rc < 0)
-        drx_err_set(&err, -rc, "planning the chunks: %s", strerror(-rc));
+        drx_err_set(err, -rc, "planning the chunks: %s", strerror(-rc));
     x->batch = a->buffer / cb ? a->buffer / cb : 1;
-    /* every rank runs as many rounds as the busiest */
-    uint64_t mine = (x->n + x->batch - 1) / x->batch;
-    MPI_Allreduce(&mine, &x->rounds, 1, MPI_UINT64_T, MPI_MAX, a->comm);
+    x->rounds = (x->n + x->batch - 1) / x->batch;
     /* a rank with fewer chunks than a round needs no more buffer */
     x->bufchunks = x->n < x->batch ? x->n : x->batch;
     if (rc == 0 && x->bufchunks && !(x->chunks = round_buffer(a, x->bufchunks * cb)))
-        rc = drx_err_set(&err, ENOMEM, "out of memory for %llu chunks of %llu bytes",
+        rc = drx_err_set(err, ENOMEM, "out of memory for %llu chunks of %llu bytes",
                          (unsigned long long)x->bufchunks, (unsigned long long)cb);
     load_plan_init(&x->p, x->m, v);
     load_plan_init(&x->ahead, x->m, v);
+    return rc;
+}
+
+int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, struct mp_xfer *x)
+{
+    struct drx_err err = {{0}};
+    int rc = xfer_setup(a, v, share, runs, x, &err);
+    /* every rank runs as many rounds as the busiest */
+    uint64_t mine = x->rounds;
+    MPI_Allreduce(&mine, &x->rounds, 1, MPI_UINT64_T, MPI_MAX, a->comm);
     /* round 0 is planned now, so that this agreement covers it too */
     if (rc == 0 && x->rounds > 0 && (rc = mp_xfer_ahead(x, 0)) < 0)
         drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
@@ -274,10 +287,9 @@ int mp_xfer_ahead(struct mp_xfer *x, uint64_t r)
     return x->ahead_rc;
 }
 
-int mp_xfer_round(struct mp_xfer *x, uint64_t r)
+/* Local: round r becomes the current one. */
+static int xfer_take(struct mp_xfer *x, uint64_t r)
 {
-    struct drx_err err = {{0}};
-    bool agreed = r == 0; /* mp_xfer_begin planned it and agreed */
     int rc = mp_xfer_ahead(x, r);
 
     if (rc == 0) {
@@ -286,6 +298,15 @@ int mp_xfer_round(struct mp_xfer *x, uint64_t r)
         x->ahead = t;
         x->ahead_round = UINT64_MAX;
     }
+    return rc;
+}
+
+int mp_xfer_round(struct mp_xfer *x, uint64_t r)
+{
+    struct drx_err err = {{0}};
+    bool agreed = r == 0; /* mp_xfer_begin planned it and agreed */
+    int rc = xfer_take(x, r);
+
     if (rc < 0)
         drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
     return agreed ? rc : mp_agree(x->a->comm, rc, &err);
@@ -404,6 +425,269 @@ int mp_box_write(drx_mp *a, const struct drx_view *v, const void *buf)
     return rc;
 }
 
+/* --- whole chunks of a rank's own, written alone --- */
+
+/* Locks chunks q[0..n-1], all or none, trying again until they are free
+ * (up to LOCK_GIVE_UP_S).  A rank writing alone holds no lock while it
+ * waits, so its waits cannot deadlock with anybody's. */
+static int lock_alone(int fd, const uint64_t *q, size_t n, uint64_t cb, struct drx_err *err)
+{
+    double start = MPI_Wtime();
+    unsigned pause_us = 1000;
+
+    for (;;) {
+        int rc = try_lock_round(fd, q, n, cb);
+        if (rc == 0)
+            return 0;
+        if (rc != -EAGAIN)
+            return drx_err_set(err, -rc, "locking chunks: %s", strerror(-rc));
+        if (MPI_Wtime() - start > LOCK_GIVE_UP_S)
+            return drx_err_set(err, EDEADLK,
+                               "the chunks stayed locked by another writer for %d s; "
+                               "nothing of this round written",
+                               LOCK_GIVE_UP_S);
+        usleep(pause_us);
+        if (pause_us < 50000)
+            pause_us *= 2;
+    }
+}
+
+/* pwritev of all of iov[0..n-1] at off, on after short writes. */
+static int pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
+{
+    while (n > 0) {
+        ssize_t w = pwritev(fd, iov, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        off += (uint64_t)w;
+        for (; n > 0 && (size_t)w >= iov->iov_len; n--, iov++)
+            w -= (ssize_t)iov->iov_len;
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+static int run_cmp_chunk(const void *x, const void *y)
+{
+    const struct load_run *a = x, *b = y;
+    return (a->buf_off > b->buf_off) - (a->buf_off < b->buf_off);
+}
+
+/* The .xta offset of byte off of the round's chunk buffer. */
+static uint64_t file_off(const struct load_plan *p, uint64_t off)
+{
+    uint64_t cb = p->meta->chunk_bytes;
+    return p->q[off / cb] * cb + off % cb;
+}
+
+/* The round's chunks straight from the caller's memory: each run of
+ * elements (consecutive in memory and in its chunk) one iovec, in file
+ * order; pieces adjacent in memory and in the file merged; one pwritev
+ * per IOV_MAX pieces or gap in the file.  Only for chunks that the box
+ * covers and that lie inside the bounds, in a layout whose runs are
+ * consecutive (C order). */
+static int write_runs(const struct load_plan *p, int fd, const unsigned char *src)
+{
+    struct load_run *run = p->run;
+    struct iovec iov[IOV_MAX];
+    uint64_t at = 0, end = 0; /* file range of the pieces in iov */
+    int n = 0, rc = 0;
+
+    qsort(run, p->nruns, sizeof(*run), run_cmp_chunk);
+    for (size_t i = 0; i < p->nruns && rc == 0; i++) {
+        uint64_t off = file_off(p, run[i].buf_off), len = run[i].len * p->view->elem_size;
+        const unsigned char *from = src + run[i].raw_off;
+        if (n > 0 && off == end && (const unsigned char *)iov[n - 1].iov_base +
+                                           iov[n - 1].iov_len == from) {
+            iov[n - 1].iov_len += len;
+            end += len;
+            continue;
+        }
+        if (n > 0 && (off != end || n == IOV_MAX)) {
+            rc = pwritev_all(fd, iov, n, at);
+            n = 0;
+        }
+        if (n == 0)
+            at = end = off;
+        iov[n].iov_base = (void *)from;
+        iov[n++].iov_len = len;
+        end += len;
+    }
+    if (rc == 0 && n > 0)
+        rc = pwritev_all(fd, iov, n, at);
+    return rc;
+}
+
+/* The round's chunks assembled in the round buffer (fill beyond the
+ * bounds, the box's elements scattered in), written by adjacent ranges. */
+static int write_buffered(const struct mp_xfer *x, const void *src)
+{
+    const struct load_plan *p = &x->p;
+    const uint64_t cb = x->m->chunk_bytes;
+    int rc = 0;
+
+    for (size_t i = 0; i < p->nchunks; i++)
+        if (!p->inside[i])
+            load_fill(x->chunks + i * cb, cb, x->m->fill, x->m->elem_size);
+    load_plan_scatter(p, src, x->chunks);
+    for (size_t i = 0, j; i < p->nchunks && rc == 0; i = j) {
+        for (j = i + 1; j < p->nchunks && p->q[j] == p->q[j - 1] + 1; j++)
+            ;
+        rc = drx_io_pwrite_all(x->a->lockfd, x->chunks + i * cb, (j - i) * cb, p->q[i] * cb);
+    }
+    return rc;
+}
+
+/* This rank's current round, alone: locked, written, unlocked. */
+static int write_round_alone(struct mp_xfer *x, const void *src, struct drx_err *err)
+{
+    const struct load_plan *p = &x->p;
+    const uint64_t cb = x->m->chunk_bytes;
+    bool direct = p->run_stride == x->m->elem_size;
+
+    for (size_t i = 0; i < p->nchunks && direct; i++)
+        direct = p->inside[i];
+    int rc = lock_alone(x->a->lockfd, p->q, p->nchunks, cb, err);
+    if (rc < 0)
+        return rc;
+    rc = direct ? write_runs(p, x->a->lockfd, src) : write_buffered(x, src);
+    mp_unlock_round(x->a->lockfd, p->q, p->nchunks, cb);
+    return rc < 0 ? drx_err_set(err, -rc, "writing %s: %s", x->a->xta, strerror(-rc)) : 0;
+}
+
+int mp_box_write_alone(drx_mp *a, const struct drx_view *v, const void *buf)
+{
+    struct drx_err err = {{0}};
+    struct mp_xfer x;
+    /* no collective until the end: only this rank's rounds (under load,
+     * each collective costs a wait for the other ranks' turn on a core) */
+    int rc = xfer_setup(a, v, false, true, &x, &err);
+    for (uint64_t r = 0; rc == 0 && r < x.rounds; r++) {
+        if ((rc = xfer_take(&x, r)) < 0)
+            drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
+        else
+            rc = write_round_alone(&x, buf, &err);
+    }
+    mp_xfer_end(&x);
+    return mp_agree(a->comm, rc, &err);
+}
+
+/* --- whole chunks read alone --- */
+
+/* preadv of all of iov[0..n-1] at off: 0, -EIO when the file ends first,
+ * or -errno. */
+static int preadv_all(int fd, struct iovec *iov, int n, uint64_t off)
+{
+    while (n > 0) {
+        ssize_t got = preadv(fd, iov, n, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return got < 0 ? -errno : -EIO;
+        off += (uint64_t)got;
+        for (; n > 0 && (size_t)got >= iov->iov_len; n--, iov++)
+            got -= (ssize_t)iov->iov_len;
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + got;
+            iov->iov_len -= (size_t)got;
+        }
+    }
+    return 0;
+}
+
+/* The round's chunks straight into the caller's memory, as write_runs
+ * writes them. */
+static int read_runs(const struct load_plan *p, int fd, unsigned char *dst)
+{
+    struct load_run *run = p->run;
+    struct iovec iov[IOV_MAX];
+    uint64_t at = 0, end = 0;
+    int n = 0, rc = 0;
+
+    qsort(run, p->nruns, sizeof(*run), run_cmp_chunk);
+    for (size_t i = 0; i < p->nruns && rc == 0; i++) {
+        uint64_t off = file_off(p, run[i].buf_off), len = run[i].len * p->view->elem_size;
+        unsigned char *to = dst + run[i].raw_off;
+        if (n > 0 && off == end && (unsigned char *)iov[n - 1].iov_base + iov[n - 1].iov_len == to) {
+            iov[n - 1].iov_len += len;
+            end += len;
+            continue;
+        }
+        if (n > 0 && (off != end || n == IOV_MAX)) {
+            rc = preadv_all(fd, iov, n, at);
+            n = 0;
+        }
+        if (n == 0)
+            at = end = off;
+        iov[n].iov_base = to;
+        iov[n++].iov_len = len;
+        end += len;
+    }
+    if (rc == 0 && n > 0)
+        rc = preadv_all(fd, iov, n, at);
+    return rc;
+}
+
+/* The round's chunks into the round buffer by adjacent ranges (what lies
+ * past the end of the .xta is the fill), then gathered. */
+static int read_buffered(const struct mp_xfer *x, void *dst)
+{
+    const struct load_plan *p = &x->p;
+    const uint64_t cb = x->m->chunk_bytes;
+
+    for (size_t i = 0, j; i < p->nchunks; i = j) {
+        for (j = i + 1; j < p->nchunks && p->q[j] == p->q[j - 1] + 1; j++)
+            ;
+        uint64_t len = (j - i) * cb, got = 0;
+        while (got < len) {
+            ssize_t r = pread(x->a->lockfd, x->chunks + i * cb + got, len - got,
+                              (off_t)(p->q[i] * cb + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                return -errno;
+            if (r == 0)
+                break;
+            got += (uint64_t)r;
+        }
+        if (got < len)
+            load_fill_range(x->chunks + i * cb, got, len, x->m->fill, x->m->elem_size);
+    }
+    load_plan_gather(p, x->chunks, dst);
+    return 0;
+}
+
+int mp_box_read_alone(drx_mp *a, const struct drx_view *v, void *buf)
+{
+    struct drx_err err = {{0}};
+    struct mp_xfer x;
+    struct stat st;
+    int rc = xfer_setup(a, v, false, true, &x, &err);
+    /* chunks past the end of the .xta (none in a sound array) go the
+     * buffered way, which reads them as the fill */
+    uint64_t size = fstat(a->lockfd, &st) == 0 ? (uint64_t)st.st_size : 0;
+    for (uint64_t r = 0; rc == 0 && r < x.rounds; r++) {
+        if ((rc = xfer_take(&x, r)) < 0) {
+            drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
+            break;
+        }
+        const struct load_plan *p = &x.p;
+        bool direct = p->run_stride == x.m->elem_size;
+        for (size_t i = 0; i < p->nchunks && direct; i++)
+            direct = p->inside[i] && (p->q[i] + 1) * x.m->chunk_bytes <= size;
+        rc = direct ? read_runs(p, a->lockfd, buf) : read_buffered(&x, buf);
+        if (rc < 0)
+            drx_err_set(&err, -rc, "reading %s: %s", a->xta, strerror(-rc));
+    }
+    mp_xfer_end(&x);
+    return mp_agree(a->comm, rc, &err);
+}
+
 /* --- the public calls --- */
 
 /* The box [lo, hi) in order as a view of the array; local checks. */
@@ -441,37 +725,63 @@ static int box_view(const drx_mp *a, const int64_t lo[], const int64_t hi[], cha
     return 0;
 }
 
-/* Collective: the agreement on the boxes and whether two ranks' boxes
- * meet a common chunk (their writes would each merge the chunk without
- * the other's elements), in one MPI_Allgather of every rank's status and
- * chunk box into the handle's gather buffer.  Returns the agreed status;
- * *shared is set when it is 0. */
-static int boxes_agree(drx_mp *a, int rc, const struct drx_view *v, const struct drx_err *err,
-                       bool *shared)
+/* Whether the box covers every chunk it meets: it starts and ends at
+ * chunk boundaries (or the bounds) in every dimension. */
+static bool box_whole_chunks(const struct drx_array_meta *m, const struct drx_view *v)
 {
-    const int k = drx_array_meta(a->arr)->rank, w = 2 * k + 1;
-    uint64_t mine[2 * DRX_MAX_RANK + 1] = {(uint64_t)(int64_t)rc};
-    const uint64_t *chunk = drx_array_meta(a->arr)->chunk;
-    for (int d = 0; rc == 0 && v->nelem && d < k; d++) {
-        mine[1 + 2 * d] = v->origin[d] / chunk[d];
-        mine[2 + 2 * d] = (v->origin[d] + v->count[d] - 1) / chunk[d] + 1;
+    bool whole = true;
+    for (int d = 0; v->nelem && d < m->rank && whole; d++) {
+        uint64_t end = v->origin[d] + v->count[d];
+        whole = v->origin[d] % m->chunk[d] == 0 && (end % m->chunk[d] == 0 || end == m->bounds[d]);
     }
-    MPI_Allgather(mine, w, MPI_UINT64_T, a->gather, w, MPI_UINT64_T, a->comm);
-    bool failed = false;
+    return whole;
+}
+
+/* Whether two ranks' chunk boxes in the gather buffer (k dimensions)
+ * have a chunk in common. */
+static bool boxes_meet(const drx_mp *a, int k)
+{
+    const size_t w = 2 * (size_t)k + 2;
     for (int i = 0; i < a->nprocs; i++)
-        failed = failed || (int64_t)a->gather[(size_t)i * (size_t)w] < 0;
-    if (failed) /* every rank saw it: the lowest status and its reason */
-        return mp_agree(a->comm, rc, err);
-    *shared = false;
-    for (int i = 0; i < a->nprocs && !*shared; i++)
-        for (int j = i + 1; j < a->nprocs && !*shared; j++) {
-            const uint64_t *x = a->gather + (size_t)i * (size_t)w + 1;
-            const uint64_t *y = a->gather + (size_t)j * (size_t)w + 1;
+        for (int j = i + 1; j < a->nprocs; j++) {
+            const uint64_t *x = a->gather + (size_t)i * w + 1;
+            const uint64_t *y = a->gather + (size_t)j * w + 1;
             bool meet = x[1] > x[0] && y[1] > y[0];
             for (int d = 0; d < k && meet; d++)
                 meet = x[2 * d] < y[2 * d + 1] && y[2 * d] < x[2 * d + 1];
-            *shared = meet;
+            if (meet)
+                return true;
         }
+    return false;
+}
+
+/* Collective: the agreement on the boxes, whether two ranks' boxes meet
+ * a common chunk (their writes would each merge the chunk without the
+ * other's elements) and whether every box covers its chunks whole, in one
+ * MPI_Allgather of every rank's status, chunk box and that flag into the
+ * handle's gather buffer.  Returns the agreed status; *shared and *whole
+ * are set when it is 0. */
+static int boxes_agree(drx_mp *a, int rc, const struct drx_view *v, const struct drx_err *err,
+                       bool *shared, bool *whole)
+{
+    const struct drx_array_meta *m = drx_array_meta(a->arr);
+    const int k = m->rank, w = 2 * k + 2;
+    uint64_t mine[MP_GATHER_WIDTH] = {(uint64_t)(int64_t)rc};
+    for (int d = 0; rc == 0 && v->nelem && d < k; d++) {
+        mine[1 + 2 * d] = v->origin[d] / m->chunk[d];
+        mine[2 + 2 * d] = (v->origin[d] + v->count[d] - 1) / m->chunk[d] + 1;
+    }
+    mine[w - 1] = rc == 0 && box_whole_chunks(m, v);
+    MPI_Allgather(mine, w, MPI_UINT64_T, a->gather, w, MPI_UINT64_T, a->comm);
+    bool failed = false;
+    *whole = true;
+    for (int i = 0; i < a->nprocs; i++) {
+        failed = failed || (int64_t)a->gather[(size_t)i * (size_t)w] < 0;
+        *whole = *whole && a->gather[(size_t)i * (size_t)w + (size_t)w - 1];
+    }
+    if (failed) /* every rank saw it: the lowest status and its reason */
+        return mp_agree(a->comm, rc, err);
+    *shared = boxes_meet(a, k);
     return 0;
 }
 
@@ -485,9 +795,14 @@ int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char orde
         return -EINVAL;
     }
     int rc = box_view(a, lo, hi, order, buf, &v, &err);
-    if ((rc = mp_agree(a->comm, rc, &err)) < 0)
-        return rc;
-    return mp_box_read(a, &v, buf);
+    /* the status and whether every box covers its chunks whole, in one
+     * reduction: MIN of (status, flag) */
+    int mine[2] = {rc < 0 ? rc : 0, rc == 0 && box_whole_chunks(drx_array_meta(a->arr), &v)};
+    int all[2];
+    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, a->comm);
+    if (all[0] < 0)
+        return mp_agree(a->comm, rc, &err);
+    return all[1] ? mp_box_read_alone(a, &v, buf) : mp_box_read(a, &v, buf);
 }
 
 int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order, const void *buf)
@@ -499,11 +814,15 @@ int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char ord
         mp_set_error("drx_mp_write_all: no array");
         return -EINVAL;
     }
-    bool shared = true;
+    bool shared = true, whole = false;
     int rc = a->writable ? box_view(a, lo, hi, order, buf, &v, &err)
                          : drx_err_set(&err, EBADF, "%s: opened read-only", a->path);
-    if ((rc = boxes_agree(a, rc, &v, &err, &shared)) < 0)
+    if ((rc = boxes_agree(a, rc, &v, &err, &shared, &whole)) < 0)
         return rc;
+    /* Every rank's chunks its own and whole: nothing to merge and nobody
+     * to wait for, each rank writes alone. */
+    if (!shared && whole)
+        return mp_box_write_alone(a, &v, buf);
     if (!shared)
         return mp_box_write(a, &v, buf);
     /* Ranks sharing chunks take turns, in rank order, each merging with

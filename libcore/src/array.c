@@ -269,6 +269,7 @@ void drx_array_close(struct drx_array *a)
     for (int i = 0; i < DRX_ARRAY_CHUNK_LOCKS; i++)
         pthread_mutex_destroy(&a->chunk_lock[i]);
     drx_array_meta_fini(&a->meta);
+    free(a->pend_lines); /* growths never committed: the .xta is cut later */
     free(a->path);
     free(a->xmd_path);
     free(a->xta_path);

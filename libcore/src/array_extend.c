@@ -78,6 +78,8 @@ static int meta_change_begin(struct drx_array *a, struct drx_err *err)
 {
     int rc;
 
+    if (a->pend_len)
+        return drx_err_set(err, EBUSY, "%s: growths are pending (not committed yet)", a->path);
     if (flock(a->xta_fd, LOCK_EX))
         return drx_err_set(err, errno, "%s: lock: %s", a->xta_path, strerror(errno));
     rc = drx_array_reload(a, err);
@@ -239,11 +241,173 @@ int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_er
         return drx_err_set(err, EINVAL, "dimension %d out of range (rank %d)", dim, a->meta.rank);
     if (count == 0)
         return drx_err_set(err, EINVAL, "extension count must be > 0");
+    if (a->pend_len)
+        return drx_err_set(err, EBUSY, "%s: growths are pending (not committed yet)", a->path);
     rc = meta_change_begin(a, err);
     if (rc >= 0)
         rc = extend_locked(a, dim, count, err);
     flock(a->xta_fd, LOCK_UN);
     return rc < 0 ? rc : 0;
+}
+
+/* ---- batched growth ---- */
+
+/* Keeps the growth record line for the commit.  0 or -ENOMEM. */
+static int pend_add(struct drx_array *a, const char *line, size_t len)
+{
+    if (a->pend_len + len > a->pend_cap) {
+        size_t cap = a->pend_cap ? 2 * a->pend_cap : 1024;
+        while (cap < a->pend_len + len)
+            cap *= 2;
+        char *p = realloc(a->pend_lines, cap);
+        if (!p)
+            return -ENOMEM;
+        a->pend_lines = p;
+        a->pend_cap = cap;
+    }
+    memcpy(a->pend_lines + a->pend_len, line, len);
+    a->pend_len += len;
+    return 0;
+}
+
+/* The pending state ends: the lock goes (file handle), the lines are
+ * forgotten. */
+static void pend_end(struct drx_array *a)
+{
+    if (a->pend_file)
+        flock(a->xta_fd, LOCK_UN);
+    a->pend_len = 0;
+    a->pend_file = false;
+}
+
+/* The first pending growth of a file handle: the extend lock, taken
+ * until the commit, and the metadata as committed. */
+static int pend_begin(struct drx_array *a, struct drx_err *err)
+{
+    int rc = meta_change_begin(a, err);
+    if (rc < 0) {
+        flock(a->xta_fd, LOCK_UN);
+        return rc;
+    }
+    a->pend_file = true;
+    a->pend_from = a->meta.map.nchunks;
+    return 0;
+}
+
+/* One growth in memory (and the file's new chunks, with file).  On
+ * failure the handle is as before: the history's last entry (the only
+ * one drx_xmd_history_add changes) and the line are put back, the file
+ * cut back. */
+static int pend_grow(struct drx_array *a, int dim, uint64_t count, bool file, struct drx_err *err)
+{
+    struct drx_array_meta *m = &a->meta;
+    uint64_t from = m->bounds[dim], to, old_chunks = m->map.nchunks, chunks;
+    size_t nh = m->nhistory, had = a->pend_len;
+    struct drx_growth last = nh ? m->history[nh - 1] : (struct drx_growth){0};
+    char line[192];
+    int n, rc;
+
+    if (__builtin_add_overflow(from, count, &to))
+        return drx_err_set(err, EFBIG, "extent of dimension %d would overflow", dim);
+    if (drx_xmd_grown_chunks(m, dim, to, &chunks))
+        return drx_err_set(err, EFBIG, "array would have more than 2^59 elements");
+    n = drx_xmd_grow_line(line, sizeof line, dim, from, to, chunks);
+    if (n < 0)
+        return drx_err_set(err, -n, "growth record too long");
+    if (pend_add(a, line, (size_t)n) || drx_xmd_history_add(m, dim, from, to))
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+    else if (file && (rc = drx_array_fill_chunks(a->xta_fd, m, old_chunks, chunks)) < 0)
+        rc = drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
+    else
+        rc = drx_xmd_grow(m, dim, to, err);
+    if (rc == 0)
+        return 0;
+    if (file && ftruncate(a->xta_fd, (off_t)(old_chunks * m->chunk_bytes)))
+        drx_log(DRX_LOG_WARNING, "%s: cutting back a failed extension: %s", a->xta_path,
+                strerror(errno));
+    a->pend_len = had;
+    m->nhistory = nh;
+    if (nh)
+        m->history[nh - 1] = last;
+    return rc;
+}
+
+int drx_array_extend_pending(struct drx_array *a, int dim, uint64_t count, bool file,
+                             struct drx_err *err)
+{
+    int rc;
+
+    if (file && a->mode != DRX_RDWR)
+        return drx_err_set(err, EBADF, "%s: opened read-only", a->path);
+    if (dim < 0 || dim >= a->meta.rank)
+        return drx_err_set(err, EINVAL, "dimension %d out of range (rank %d)", dim, a->meta.rank);
+    if (count == 0)
+        return drx_err_set(err, EINVAL, "extension count must be > 0");
+    if (file && !a->pend_file && (rc = pend_begin(a, err)) < 0)
+        return rc;
+    rc = pend_grow(a, dim, count, file, err);
+    if (rc < 0 && a->pend_len == 0 && a->pend_file)
+        pend_end(a); /* nothing pending: the lock goes */
+    return rc;
+}
+
+int drx_array_pending_drop(struct drx_array *a, struct drx_err *err)
+{
+    bool file = a->pend_file;
+    int rc = 0;
+
+    if (file && ftruncate(a->xta_fd, (off_t)(a->pend_from * a->meta.chunk_bytes)))
+        drx_log(DRX_LOG_WARNING, "%s: cutting back uncommitted growths: %s", a->xta_path,
+                strerror(errno));
+    if (a->pend_len || file)
+        rc = drx_array_reread(a, err);
+    pend_end(a);
+    return rc;
+}
+
+/* The file handle's commit: the data, then the records.  *kept: the
+ * records are in the .xmd on disk (even when this failed after). */
+static int pend_commit(struct drx_array *a, bool *kept, struct drx_err *err)
+{
+    int rc = 0;
+
+    *kept = false;
+    if (fdatasync(a->xta_fd))
+        return drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
+    rc = xmd_append(a, a->pend_lines, a->pend_len, err);
+    if (rc == 0) {
+        /* not appendable: the whole .xmd replaced, history included (the
+         * extend lock kept anybody else's change out since it was read) */
+        rc = drx_xmd_write(a->xmd_path, a->xta_fd, &a->meta, err);
+        *kept = rc == 0 || extension_committed(a->xmd_path, a->pend_from);
+        return rc < 0 ? rc : 0;
+    }
+    *kept = rc > 0;
+    return rc < 0 ? rc : 0;
+}
+
+int drx_array_commit(struct drx_array *a, struct drx_err *err)
+{
+    struct drx_err ignored;
+    bool kept;
+    int rc;
+
+    if (!a->pend_len)
+        return 0;
+    if (!a->pend_file) {
+        /* a follower: the file handle committed; its records are read */
+        rc = drx_array_reread(a, err);
+        pend_end(a);
+        return rc;
+    }
+    rc = pend_commit(a, &kept, err);
+    if (rc < 0 && !kept) {
+        drx_array_pending_drop(a, &ignored);
+        return rc;
+    }
+    int rr = drx_array_reread(a, rc < 0 ? &ignored : err);
+    pend_end(a);
+    return rc < 0 ? rc : rr;
 }
 
 long long drx_array_torn_record(const char *path, struct drx_err *err)
@@ -363,6 +527,8 @@ static int attrs_update(struct drx_array *a, attr_change_fn *change, const void 
 
     if (a->mode != DRX_RDWR)
         return drx_err_set(err, EBADF, "%s: opened read-only", a->path);
+    if (a->pend_len)
+        return drx_err_set(err, EBUSY, "%s: growths are pending (not committed yet)", a->path);
     if ((rc = meta_change_begin(a, err)) < 0)
         goto out;
     rc = drx_array_meta_load(a->xmd_path, &next, err);

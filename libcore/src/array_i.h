@@ -54,6 +54,13 @@ struct drx_array {
     int watch_fd;      /* inotify on the .xta while there is a cache, or -1 */
     pthread_mutex_t watch_lock;
     pthread_mutex_t chunk_lock[DRX_ARRAY_CHUNK_LOCKS];
+    /* Growths not committed yet (drx_array_extend_pending): their records,
+     * to append at the commit; the chunk count committed before them; and
+     * whether this handle holds the extend lock and grows the .xta. */
+    char *pend_lines;
+    size_t pend_len, pend_cap;
+    uint64_t pend_from;
+    bool pend_file;
 };
 
 /* ---- array.c ---- */

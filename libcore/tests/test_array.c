@@ -673,12 +673,69 @@ static void attributes(void)
     drx_array_close(r);
 }
 
+/* Batched growth: pending growths grow the handle and the .xta, nothing
+ * is recorded until the commit; a drop cuts them back. */
+static void extend_pending(void)
+{
+    struct drx_array_spec spec = {.type = DRX_I32, .rank = 2, .shape = {4, 4}, .chunk = {2, 2}};
+    struct drx_array *a, *f, *r;
+    struct drx_err err;
+    char path[300], xta[310], xmd[310];
+    size_t n1, n2;
+
+    snprintf(path, sizeof path, "%s/pend", dir);
+    snprintf(xta, sizeof xta, "%s.xta", path);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    drx_array_create(path, &spec, &a, &err);
+    drx_array_open(path, DRX_RDWR, &f, &err);
+    drx_array_open(path, DRX_RDONLY, &r, &err);
+    char *committed = slurp(xmd, &n1);
+    tap_ok(drx_array_extend_pending(a, 0, 2, true, &err) == 0 &&
+               drx_array_extend_pending(a, 1, 3, true, &err) == 0,
+           "two pending growths");
+    tap_ok(drx_array_meta(a)->bounds[0] == 6 && drx_array_meta(a)->bounds[1] == 7 &&
+               drx_array_meta(a)->map.nchunks == 12 && file_size(xta) == 12 * 16,
+           "the handle has 6x7 (12 chunks), and so has the .xta");
+    tap_ok(drx_array_extend_pending(f, 0, 2, false, &err) == 0 &&
+               drx_array_extend_pending(f, 1, 3, false, &err) == 0 &&
+               drx_array_meta(f)->map.nchunks == 12 && drx_array_meta(f)->bounds[1] == 7,
+           "a follower grows the same in memory");
+    char *now = slurp(xmd, &n2);
+    tap_ok(n1 == n2 && memcmp(committed, now, n1) == 0 && drx_array_reload(r, &err) == 0 &&
+               drx_array_meta(r)->bounds[0] == 4,
+           "nothing recorded: another handle still sees 4x4");
+    free(now);
+    tap_ok(drx_array_extend(a, 0, 1, &err) == -EBUSY, "drx_array_extend while pending: %s",
+           err.msg);
+    tap_ok(drx_array_extend_pending(a, 5, 1, true, &err) == -EINVAL &&
+               drx_array_meta(a)->map.nchunks == 12,
+           "a refused growth leaves the pending ones");
+    tap_ok(drx_array_commit(a, &err) == 0 && drx_array_commit(f, &err) == 0, "commit: %s",
+           err.msg);
+    tap_ok(drx_array_reload(r, &err) == 1 && drx_array_meta(r)->bounds[0] == 6 &&
+               drx_array_meta(r)->bounds[1] == 7 && drx_array_meta(r)->map.nchunks == 12 &&
+               drx_array_meta(r)->nhistory == 2,
+           "after the commit another handle sees 6x7 with both growths in the history");
+    tap_ok(drx_array_extend(a, 0, 1, &err) == 0, "an extension after the commit: %s", err.msg);
+    tap_ok(drx_array_extend_pending(a, 0, 4, true, &err) == 0 && file_size(xta) == 24 * 16,
+           "another pending growth: 24 chunks in the .xta");
+    tap_ok(drx_array_pending_drop(a, &err) == 0 && file_size(xta) == 16 * 16 &&
+               drx_array_meta(a)->bounds[0] == 7,
+           "dropped: the .xta cut back to 16 chunks, the handle at 7x7 again");
+    tap_ok(drx_array_extend(a, 1, 1, &err) == 0, "and the lock is free: %s", err.msg);
+    free(committed);
+    drx_array_close(a);
+    drx_array_close(f);
+    drx_array_close(r);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
         return 1;
     layout();
     extend_rules();
+    extend_pending();
     create_errors();
     symlinks_refused();
     replaced_owner_mode();

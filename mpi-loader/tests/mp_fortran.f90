@@ -43,6 +43,15 @@ program mp_fortran
   call check(rc, 'extend')
   rc = drx_mp_bounds(a, n)
   if (any(n /= [7, 9, 6])) call check(-5, 'bounds after extend')
+  ! batched: the growth is the ranks' at once, recorded at the sync
+  rc = drx_mp_set_sync(a, DRX_MP_SYNC_BATCH)
+  call check(rc, 'set_sync')
+  rc = drx_mp_extend(a, 2_c_int, 1_c_int64_t)
+  call check(rc, 'extend in batch mode')
+  rc = drx_mp_sync(a)
+  call check(rc, 'sync')
+  rc = drx_mp_bounds(a, n)
+  if (any(n /= [7, 9, 7])) call check(-5, 'bounds after the batched extend')
   ! and a bad box fails on every rank
   rc = drx_mp_read_all(a, [0_c_int64_t, 0_c_int64_t, 0_c_int64_t], &
                        [8_c_int64_t, 1_c_int64_t, 1_c_int64_t], 'F', back)

@@ -8,19 +8,29 @@
  *   write:ORDER:SEED              each rank writes its zone, values from value()
  *   writebox:ORDER:SEED:LO:HI     LO, HI as i,j,k
  *   readbox:ORDER:LO:HI           reads a box (and drops it)
- *   read:ORDER:REF:NBOX:SEED      NBOX random boxes per rank compared with REF,
- *                                 the whole array in C order (drx get)
+ *   read:ORDER:REF:NBOX:SEED[:whole]  NBOX random boxes per rank compared with
+ *                                 REF, the whole array in C order (drx get);
+ *                                 whole: the boxes widened to whole chunks
  *   bounds                        rank 0 prints the bounds
  *   buffer:BYTES                  drx_mp_set_buffer
+ *   mode:batch | mode:extend | mode:N   drx_mp_set_sync
+ *   sync                          drx_mp_sync
+ *   system:CMD                    rank 0 runs CMD (the rest of the word) with
+ *                                 system(3), between barriers
+ *   kill                          every rank kills itself (SIGKILL): a crash
+ *                                 (a second after a barrier, for the output)
  * Values: element (i0, i1, ...) holds (seed + sum_d i_d * prime_d) % 113, in
  * the array's type (complex: that, and minus it).  A failing OP prints
  * "rank R: OP: RC: MESSAGE" on every rank and ends with status 3.
  */
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "drx/array.h"
 #include "drx/mp.h"
@@ -29,6 +39,7 @@ static int me, nprocs;
 static char *path;
 static drx_mp *A;
 static char type_name[8] = "";
+static int64_t chunk_shape[16]; /* from libcore, at open */
 
 static const int primes[16] = {7, 13, 31, 61, 3, 5, 11, 17, 19, 23, 29, 37, 41, 43, 47, 53};
 
@@ -199,12 +210,19 @@ static unsigned char *load_ref(const char *file, size_t *len)
     return b;
 }
 
-/* A random box inside the bounds; about one in five is empty. */
-static void random_box(const int64_t *bounds, int k, int64_t *lo, int64_t *hi)
+/* A random box inside the bounds; about one in five is empty.  whole:
+ * widened to the chunks it meets (clamped to the bounds). */
+static void random_box(const int64_t *bounds, int k, bool whole, int64_t *lo, int64_t *hi)
 {
     for (int d = 0; d < k; d++) {
         lo[d] = rand() % (bounds[d] + 1);
         hi[d] = lo[d] + rand() % (bounds[d] - lo[d] + 1);
+    }
+    for (int d = 0; whole && d < k; d++) {
+        int64_t c = chunk_shape[d], end = (hi[d] + c - 1) / c * c;
+        lo[d] -= lo[d] % c;
+        hi[d] = hi[d] == 0 ? 0 : end < bounds[d] ? end : bounds[d];
+        lo[d] = lo[d] > hi[d] ? hi[d] : lo[d];
     }
 }
 
@@ -241,7 +259,7 @@ static int op_read(char **w, int nw)
     }
     srand((unsigned)(atoi(w[4]) * 1000 + me));
     for (int i = 0; i < atoi(w[3]) && rc == 0; i++) {
-        random_box(bounds, k, lo, hi);
+        random_box(bounds, k, nw > 5 && !strcmp(w[5], "whole"), lo, hi);
         f.lo = lo;
         f.buf = box_buffer(lo, hi, k, f.n);
         rc = drx_mp_read_all(A, lo, hi, f.order, f.buf);
@@ -316,6 +334,7 @@ static int op_create(char **w, int nw)
     int k = nw > 2 ? parse_list(w[2], 'x', shape) : 0;
     if (nw > 3)
         parse_list(w[3], 'x', chunk);
+    memcpy(chunk_shape, chunk, sizeof(chunk_shape));
     snprintf(type_name, sizeof(type_name), "%s", nw > 1 ? w[1] : "");
     return drx_mp_create(MPI_COMM_WORLD, path, nw > 1 ? w[1] : NULL, k, shape, chunk, &A);
 }
@@ -337,34 +356,80 @@ static int op_open(char **w, int nw)
     /* the type, for values: from libcore (not part of drx/mp.h) */
     if (drx_array_open(path, DRX_RDONLY, &arr, NULL) == 0) {
         snprintf(type_name, sizeof(type_name), "%s", drx_type_name(drx_array_meta(arr)->type));
+        for (int d = 0; d < drx_array_meta(arr)->rank; d++)
+            chunk_shape[d] = (int64_t)drx_array_meta(arr)->chunk[d];
         drx_array_close(arr);
     }
     return drx_mp_open(MPI_COMM_WORLD, path, nw > 1 && w[1][0] == 'w', &A);
 }
 
+static int op_close(char **w, int nw)
+{
+    (void)w, (void)nw;
+    return drx_mp_close(&A);
+}
+
+static int op_extend(char **w, int nw)
+{
+    return drx_mp_extend(A, nw > 1 ? atoi(w[1]) : -1, nw > 2 ? atoll(w[2]) : 0);
+}
+
+static int op_zones_w(char **w, int nw)
+{
+    (void)w, (void)nw;
+    return op_zones();
+}
+
+static int op_buffer(char **w, int nw)
+{
+    return drx_mp_set_buffer(A, nw > 1 ? (size_t)atoll(w[1]) : 0);
+}
+
+static int op_bounds_w(char **w, int nw)
+{
+    (void)w, (void)nw;
+    return op_bounds();
+}
+
+static int op_sync(char **w, int nw)
+{
+    (void)w, (void)nw;
+    return drx_mp_sync(A);
+}
+
+static int op_mode(char **w, int nw)
+{
+    int mode = nw < 2                     ? -1
+               : !strcmp(w[1], "batch")  ? DRX_MP_SYNC_BATCH
+               : !strcmp(w[1], "extend") ? DRX_MP_SYNC_EXTEND
+                                         : atoi(w[1]);
+    return drx_mp_set_sync(A, mode);
+}
+
+static int op_kill(char **w, int nw)
+{
+    (void)w, (void)nw;
+    /* what was printed reaches mpiexec's output before the crash */
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    sleep(1);
+    raise(SIGKILL);
+    return -EINTR;
+}
+
 static int run_op(char **w, int nw)
 {
-    const char *op = w[0];
-    if (!strcmp(op, "create"))
-        return op_create(w, nw);
-    if (!strcmp(op, "open"))
-        return op_open(w, nw);
-    if (!strcmp(op, "close"))
-        return drx_mp_close(&A);
-    if (!strcmp(op, "extend"))
-        return drx_mp_extend(A, nw > 1 ? atoi(w[1]) : -1, nw > 2 ? atoll(w[2]) : 0);
-    if (!strcmp(op, "write") || !strcmp(op, "writebox"))
-        return op_write(w, nw);
-    if (!strcmp(op, "read"))
-        return op_read(w, nw);
-    if (!strcmp(op, "readbox"))
-        return op_readbox(w, nw);
-    if (!strcmp(op, "zones"))
-        return op_zones();
-    if (!strcmp(op, "buffer"))
-        return drx_mp_set_buffer(A, nw > 1 ? (size_t)atoll(w[1]) : 0);
-    if (!strcmp(op, "bounds"))
-        return op_bounds();
+    static const struct {
+        const char *name;
+        int (*fn)(char **w, int nw);
+    } ops[] = {{"create", op_create}, {"open", op_open},       {"close", op_close},
+               {"extend", op_extend}, {"write", op_write},     {"writebox", op_write},
+               {"read", op_read},     {"readbox", op_readbox}, {"zones", op_zones_w},
+               {"buffer", op_buffer}, {"bounds", op_bounds_w}, {"sync", op_sync},
+               {"mode", op_mode},     {"kill", op_kill}};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (!strcmp(w[0], ops[i].name))
+            return ops[i].fn(w, nw);
     return -ENOSYS;
 }
 
@@ -390,6 +455,15 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     path = argc > 1 ? argv[1] : "";
     for (int i = 2; i < argc && status == 0; i++) {
+        if (!strncmp(argv[i], "system:", 7)) {
+            /* what another program sees at this point of the run */
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (me == 0 && system(argv[i] + 7) != 0)
+                printf("system: %s: failed\n", argv[i] + 7);
+            fflush(stdout);
+            MPI_Barrier(MPI_COMM_WORLD);
+            continue;
+        }
         char *w[8], *save = NULL, *text = my_variant(argv[i]);
         char shown[256];
         snprintf(shown, sizeof(shown), "%s", text);

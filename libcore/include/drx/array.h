@@ -163,6 +163,34 @@ const char *drx_array_path(const struct drx_array *a);
  * (the extend lock), and refuses (-EMLINK) an .xta with other names. */
 int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_err *err);
 
+/* Batched growth (libdrxmp's DRX_MP_SYNC_BATCH): grows the handle's
+ * metadata in memory and, with file, the .xta (fill written, or just a
+ * longer file when the fill is zero), but syncs and records nothing: the
+ * growth is pending until drx_array_commit() records every pending growth
+ * at once, after one fdatasync of the .xta, so that no record ever names
+ * data that is not on disk.  With file, the handle takes the extend lock
+ * at its first pending growth and holds it to the commit (other
+ * extensions, attribute changes and fsck's trim wait or refuse meanwhile),
+ * and the growth of other handles' (file false) follows in memory only.
+ * A crash before the commit leaves an .xta longer than its metadata, which
+ * the next extension or `drx fsck --repair` cuts: the array as of the last
+ * commit.  drx_array_extend and attribute changes on a handle with pending
+ * growths fail with -EBUSY.  On failure nothing of this growth stays (the
+ * earlier pending ones do). */
+int drx_array_extend_pending(struct drx_array *a, int dim, uint64_t count, bool file,
+                             struct drx_err *err);
+
+/* Commits the pending growths (a file handle: sync, records, sync of the
+ * .xmd, then the extend lock goes; a follower reads the committed metadata
+ * again, after the file handle committed).  0 when none were pending or
+ * all are committed; on failure the .xta is cut back and the handle holds
+ * the metadata committed before them. */
+int drx_array_commit(struct drx_array *a, struct drx_err *err);
+
+/* Forgets the pending growths without recording them: the .xta cut back
+ * (file handle; the lock goes), the committed metadata read again. */
+int drx_array_pending_drop(struct drx_array *a, struct drx_err *err);
+
 /* Attributes.  Setting and removing rewrite the .xmd atomically under the
  * extend lock (so neither races an extension), on a DRX_RDWR handle.  set
  * replaces an attribute of the same name (keeping its place) or adds one

@@ -72,17 +72,38 @@ int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char orde
  * merged under the lock.  Boxes of different ranks may share chunks (the
  * ranks then take turns, in rank order: where boxes overlap, the highest
  * rank's elements stay).  The data is on disk after the next
- * drx_mp_extend (which fdatasyncs first) or drx_mp_close (MPI_File_sync). */
+ * drx_mp_extend (which fdatasyncs first; not in DRX_MP_SYNC_BATCH),
+ * drx_mp_sync or drx_mp_close (MPI_File_sync). */
 int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order,
                      const void *buf);
 
 /* Collective.  Grows dimension dim by count (> 0) elements: rank 0 writes
  * the new segment (fill) and then the .xmd atomically; every rank sees the
- * new bounds on return, and so does a drxfs mount at once.  A failing
- * extension changes nothing. */
+ * new bounds on return, and so does a drxfs mount at once (in
+ * DRX_MP_SYNC_BATCH: at the next drx_mp_sync).  A failing extension
+ * changes nothing. */
 int drx_mp_extend(drx_mp *a, int dim, int64_t count);
 
-/* Collective.  Closes *a and sets it to NULL (NULL or *a NULL: no-op, 0). */
+/* When written data and growths become durable.  DRX_MP_SYNC_EXTEND (the
+ * default): every drx_mp_extend is a durable commit, after syncing what
+ * was written before it, and a drxfs mount shows it at once.
+ * DRX_MP_SYNC_BATCH (as HDF5 until H5Fflush): drx_mp_extend grows the
+ * array for the ranks at once, but its growth is recorded in the .xmd
+ * only by the next drx_mp_sync or drx_mp_close, after the data written so
+ * far is on disk; until then other programs (a mount, drx) see the array
+ * as of the last sync, and other extensions of it wait.  A crash keeps
+ * everything up to the last sync and loses the growths after it (drx fsck
+ * --repair cuts their chunks); later writes into chunks committed before
+ * it may or may not have reached the disk, as any unsynced write.  Collective (the same mode on every rank);
+ * switching to DRX_MP_SYNC_EXTEND syncs first.  0 or -EINVAL. */
+#define DRX_MP_SYNC_EXTEND 0
+#define DRX_MP_SYNC_BATCH 1
+int drx_mp_set_sync(drx_mp *a, int mode);
+/* Collective.  What write_all wrote is on disk (MPI_File_sync), then the
+ * growths pending in DRX_MP_SYNC_BATCH are recorded. */
+int drx_mp_sync(drx_mp *a);
+/* Collective.  drx_mp_sync, then closes *a and sets it to NULL (NULL or *a
+ * NULL: no-op, 0). */
 int drx_mp_close(drx_mp **a);
 
 /* Not collective.  Bytes of one element. */
