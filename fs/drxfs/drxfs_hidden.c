@@ -75,6 +75,53 @@ static struct {
     struct hobj *head;
 } htab = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
+/* Files released lately.  libfuse counts a file open until after our
+ * release has returned, so an unlink racing with the last close gets the
+ * file hidden though we closed it already (SQLite closes its journal, then
+ * removes it): such a file is libfuse's to hide, and libfuse removes its
+ * hidden name when it has counted the close. */
+#define RECENT_SLOTS 64
+#define RECENT_NS 500000000LL /* 0.5 s: far above a thread's delay under load */
+static struct {
+    pthread_mutex_t mutex;
+    struct {
+        dev_t dev;
+        ino_t ino;
+        long long t;
+    } r[RECENT_SLOTS];
+    unsigned next;
+} recent = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void recent_add(dev_t dev, ino_t ino)
+{
+    pthread_mutex_lock(&recent.mutex);
+    unsigned i = recent.next++ % RECENT_SLOTS;
+    recent.r[i].dev = dev;
+    recent.r[i].ino = ino;
+    recent.r[i].t = now_ns();
+    pthread_mutex_unlock(&recent.mutex);
+}
+
+static bool recent_has(dev_t dev, ino_t ino)
+{
+    long long t = now_ns();
+    bool found = false;
+
+    pthread_mutex_lock(&recent.mutex);
+    for (unsigned i = 0; i < RECENT_SLOTS && !found; i++)
+        found = recent.r[i].t && recent.r[i].dev == dev && recent.r[i].ino == ino &&
+                t - recent.r[i].t < RECENT_NS;
+    pthread_mutex_unlock(&recent.mutex);
+    return found;
+}
+
 /* zarr/ files hidden by libfuse: hidden name -> mount path. */
 struct zhidden {
     char name[HIDDEN_LEN + 1];
@@ -227,6 +274,7 @@ void drxfs_hidden_released(dev_t dev, ino_t ino)
 {
     struct hobj *h;
 
+    recent_add(dev, ino);
     if (!__atomic_load_n(&htab.head, __ATOMIC_RELAXED) || !(h = htake(NULL, dev, ino)))
         return;
     /* libfuse removes the hidden name after the last close, through its
@@ -301,6 +349,28 @@ static int move_out(const struct drxfs_node *n, const char *rel)
     return rc;
 }
 
+/* libfuse hides only files it has open.  Open here: kept in .drx/hidden
+ * until the last close.  Closed here but released a moment ago (an unlink
+ * racing with the last close): removed now, as no one holds it; libfuse's
+ * removal of the hidden name after it has counted the close then finds
+ * nothing, and if it counted the close already nothing is left behind.
+ * Anything else is a user's rename to a name libfuse reserves: EPERM (a
+ * user's rename of a file closed in the last half second to such a name
+ * is taken for libfuse's, README: Known limitations). */
+static int hide_file(const struct drxfs_node *n, const char *rel)
+{
+    bool open = n->kind == DRXFS_PLAIN ? drx_fd_open_on(n->st.st_dev, n->st.st_ino)
+                                       : drxfs_striped_is_open(n->st.st_dev, n->st.st_ino);
+
+    if (open)
+        return move_out(n, rel);
+    if (!recent_has(n->st.st_dev, n->st.st_ino))
+        return -EPERM;
+    drx_log(DRX_LOG_DEBUG, "%s: closed while libfuse hid it: removed at once", n->rel);
+    return n->kind == DRXFS_STRIPED ? drxfs_striped_unlink(n)
+                                    : (unlinkat(drxfs.root_fd, n->rel, 0) < 0 ? -errno : 0);
+}
+
 int drxfs_hidden_hide(const char *from, const char *to)
 {
     const char *name = last_name(to);
@@ -320,11 +390,7 @@ int drxfs_hidden_hide(const char *from, const char *to)
         /* libfuse hides only files it has open; anything else is a user's
          * rename to a name libfuse reserves (it would be removed at
          * unmount) */
-        if (n->kind == DRXFS_PLAIN ? drx_fd_open_on(n->st.st_dev, n->st.st_ino)
-                                   : drxfs_striped_is_open(n->st.st_dev, n->st.st_ino))
-            rc = move_out(n, rel);
-        else
-            rc = -EPERM;
+        rc = hide_file(n, rel);
         break;
     case DRXFS_ZARR:
         rc = zremember(name, from);
