@@ -99,7 +99,7 @@ static void handle_free(struct drx_stripe *f)
  * same layout and subfiles, which are what a handle's descriptors serve.
  * Not the inode: a persist into an old unpadded metafile replaces it (a
  * new inode, the same file). */
-static bool same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m)
+bool drx_stripe_same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m)
 {
     return drx_stripe_same_layout(&f->meta, m);
 }
@@ -138,7 +138,7 @@ static bool held_path(const struct drx_stripe *f, char *buf, size_t len)
     return true;
 }
 
-static int lock_fd(const struct drx_stripe *f)
+int drx_stripe_lock_fd(const struct drx_stripe *f)
 {
     for (unsigned i = 0; i < f->meta.layout.count; i++)
         if (f->fds[i] >= 0)
@@ -170,7 +170,6 @@ static int sync_subfiles(struct drx_stripe *f)
     return rc;
 }
 
-static int cut_subfiles(struct drx_stripe *f, uint64_t size);
 
 /* Gives back what a full disk does not let this handle record: the size
  * falls back to the recorded one and the subfiles are cut to it, so the
@@ -187,7 +186,7 @@ static void give_back_locked(struct drx_stripe *f, uint64_t recorded)
             f->path, (unsigned long long)f->size, (unsigned long long)recorded);
     f->size = f->persisted = recorded;
     f->truncated = false;
-    rc = cut_subfiles(f, recorded);
+    rc = drx_stripe_cut_subfiles(f, recorded);
     if (rc < 0)
         drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cutting back: %s", f->path,
                 strerror(-rc));
@@ -275,17 +274,17 @@ static int load_current(struct drx_stripe *f, const char *mp, char *at, size_t l
     int rc = drx_stripe_meta_load_st(mp, ndirs, disk, st, NULL);
 
     snprintf(at, len, "%s", mp);
-    if (rc == 0 && same_file(f, disk))
+    if (rc == 0 && drx_stripe_same_file(f, disk))
         return 0;
     if (rc < 0 && rc != -ENOENT)
         return rc;
     if (held_path(f, at, len) && drx_stripe_meta_load_st(at, ndirs, disk, st, NULL) == 0 &&
-        same_file(f, disk))
+        drx_stripe_same_file(f, disk))
         return 0;
     return 1;
 }
 
-/* persist_locked() once the metafile at `at` is loaded as disk: merges the
+/* drx_stripe_persist_locked() once the metafile at `at` is loaded as disk: merges the
  * size on disk with ours and records the result (f->lock and the flock
  * held). */
 static int persist_merge(struct drx_stripe *f, const char *at, const struct drx_stripe_meta *disk,
@@ -316,12 +315,12 @@ static int persist_merge(struct drx_stripe *f, const char *at, const struct drx_
  * header for the merge with other processes' sizes.  give_back (f->io held
  * exclusively): when even the in-place update finds no space, give the
  * unrecordable bytes back (give_back_locked). */
-static int persist_locked(struct drx_stripe *f, bool sync, bool give_back)
+int drx_stripe_persist_locked(struct drx_stripe *f, bool sync, bool give_back)
 {
     char mp[PATH_MAX], at[PATH_MAX];
     struct drx_stripe_meta disk;
     struct stat st;
-    int lfd = lock_fd(f), rc = 0;
+    int lfd = drx_stripe_lock_fd(f), rc = 0;
 
     if (f->size == f->persisted && !f->truncated && (!sync || f->meta_synced))
         return 0;
@@ -350,22 +349,22 @@ out:
     return rc;
 }
 
-/* persist_locked() from outside the locks.  give_back: on a full disk,
+/* drx_stripe_persist_locked() from outside the locks.  give_back: on a full disk,
  * once more with writes shut out, so that what cannot be recorded is given
  * back (the writer learns of it from this call's -ENOSPC). */
-static int persist(struct drx_stripe *f, bool sync, bool give_back)
+int drx_stripe_persist(struct drx_stripe *f, bool sync, bool give_back)
 {
     int rc;
 
     if (f->mode != DRX_STRIPE_RDWR)
         return 0;
     pthread_mutex_lock(&f->lock);
-    rc = persist_locked(f, sync, false);
+    rc = drx_stripe_persist_locked(f, sync, false);
     pthread_mutex_unlock(&f->lock);
     if (give_back && (rc == -ENOSPC || rc == -EDQUOT)) {
         pthread_rwlock_wrlock(&f->io);
         pthread_mutex_lock(&f->lock);
-        rc = persist_locked(f, sync, true);
+        rc = drx_stripe_persist_locked(f, sync, true);
         pthread_mutex_unlock(&f->lock);
         pthread_rwlock_unlock(&f->io);
     }
@@ -374,7 +373,7 @@ static int persist(struct drx_stripe *f, bool sync, bool give_back)
 
 int drx_stripe_flush(struct drx_stripe *f)
 {
-    return persist(f, false, true);
+    return drx_stripe_persist(f, false, true);
 }
 
 int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
@@ -407,7 +406,7 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
         f->synced_gen = gen;
     f->dirs_synced = true;
     pthread_mutex_unlock(&f->lock);
-    return persist(f, true, true);
+    return drx_stripe_persist(f, true, true);
 }
 
 /* The layout of new file `path`: l, or the one its directory asks for;
@@ -720,7 +719,7 @@ int drx_stripe_reload(struct drx_stripe *f)
     rc = drx_stripe_meta_load_st(mp, f->s->cfg.stripe.ndirs, &m, &st, NULL);
     if (rc < 0)
         goto out;
-    if (!same_file(f, &m)) {
+    if (!drx_stripe_same_file(f, &m)) {
         rc = -ESTALE; /* another file now has this name */
         goto out;
     }
@@ -738,219 +737,3 @@ out:
     return rc;
 }
 
-/* ---- I/O ------------------------------------------------------------------------------ */
-
-static int missing(struct drx_stripe *f, unsigned i)
-{
-    if (!atomic_exchange(&f->warned[i], true))
-        drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": subfile %u (%s) is unavailable", f->path,
-                i, f->meta.sub[i].name);
-    return -EIO;
-}
-
-ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t off)
-{
-    unsigned char *p = buf;
-    uint64_t size = drx_stripe_size(f);
-    size_t done = 0;
-
-    if (off >= size || len == 0)
-        return 0;
-    if (len > size - off)
-        len = (size_t)(size - off);
-    if (len > SSIZE_MAX)
-        len = SSIZE_MAX;
-    while (done < len) {
-        struct drx_stripe_piece pc;
-        drx_stripe_locate(&f->meta.layout, off + done, len - done, &pc);
-        size_t n = (size_t)pc.len, got = 0;
-        uint64_t so = pc.offset;
-        int fd = f->fds[pc.subfile];
-
-        if (fd < 0)
-            return done ? (ssize_t)done : missing(f, pc.subfile);
-        /* Not drx_io_pread_all: the end of a subfile is a hole here, not an
-         * error. */
-        while (got < n) {
-            ssize_t r = pread(fd, p + done + got, n - got, (off_t)(so + got));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0)
-                return done ? (ssize_t)done : -errno;
-            if (r == 0) {
-                /* Short subfile: a hole up to the logical size. */
-                memset(p + done + got, 0, n - got);
-                break;
-            }
-            got += (size_t)r;
-        }
-        done += n;
-    }
-    return (ssize_t)done;
-}
-
-/* After a run cut short by a full disk: the bytes it did write lie past the
- * size, unseen, holding space; cut them now.  Writers are shut out, so
- * every finished write is under the size, and the recorded size (another
- * process may have written further) is never cut below. */
-static void cut_unrecorded(struct drx_stripe *f)
-{
-    char mp[PATH_MAX];
-    struct drx_stripe_meta disk;
-    uint64_t keep;
-    int lfd, rc;
-
-    pthread_rwlock_wrlock(&f->io);
-    pthread_mutex_lock(&f->lock);
-    keep = f->size;
-    lfd = lock_fd(f);
-    if (lfd >= 0)
-        while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
-            ;
-    if (drx_stripe_meta_path(f->path, mp, sizeof mp) == 0 &&
-        drx_stripe_meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, NULL, NULL) == 0 &&
-        same_file(f, &disk) && disk.size > keep)
-        keep = disk.size;
-    rc = cut_subfiles(f, keep);
-    if (rc < 0)
-        drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cutting an unfinished write: %s",
-                f->path, strerror(-rc));
-    if (lfd >= 0)
-        flock(lfd, LOCK_UN);
-    pthread_mutex_unlock(&f->lock);
-    pthread_rwlock_unlock(&f->io);
-}
-
-/* Writes len bytes at off into the subfiles, piece by piece (f->io held
- * shared); *done counts the bytes written before any error. */
-static int write_pieces(struct drx_stripe *f, const unsigned char *p, size_t len, uint64_t off,
-                        size_t *done)
-{
-    int rc = 0;
-
-    while (*done < len) {
-        struct drx_stripe_piece pc;
-        drx_stripe_locate(&f->meta.layout, off + *done, len - *done, &pc);
-        size_t n = (size_t)pc.len;
-
-        if (f->fds[pc.subfile] < 0) {
-            rc = missing(f, pc.subfile);
-            break;
-        }
-        /* A run cut short (ENOSPC) counts for nothing: its bytes lie beyond
-         * the size, unseen, and a later grow cuts them off. */
-        rc = drx_io_pwrite_all(f->fds[pc.subfile], p + *done, n, pc.offset);
-        if (rc < 0)
-            break;
-        *done += n;
-    }
-    return rc;
-}
-
-/* Extends the size to end after a write (f->io held shared); true when
- * enough has grown unrecorded that the metafile should be updated. */
-static bool note_written(struct drx_stripe *f, uint64_t end)
-{
-    bool grown;
-
-    /* Only now, with the bytes in the subfiles, may the size cover them. */
-    pthread_mutex_lock(&f->lock);
-    if (end > f->size)
-        f->size = end;
-    f->wgen++;
-    grown = f->size > f->persisted && f->size - f->persisted >= DRX_STRIPE_PERSIST_BYTES;
-    pthread_mutex_unlock(&f->lock);
-    return grown;
-}
-
-ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
-{
-    size_t done = 0;
-    int rc = 0;
-    bool grown = false;
-
-    if (f->mode != DRX_STRIPE_RDWR)
-        return -EBADF;
-    if (len == 0)
-        return 0;
-    if (len > SSIZE_MAX)
-        len = SSIZE_MAX;
-    if (off > DRX_STRIPE_MAX_SIZE || len > DRX_STRIPE_MAX_SIZE - off)
-        return -EFBIG;
-    pthread_rwlock_rdlock(&f->io);
-    rc = write_pieces(f, buf, len, off, &done);
-    if (done > 0)
-        grown = note_written(f, off + done);
-    pthread_rwlock_unlock(&f->io);
-    if (rc == -ENOSPC || rc == -EDQUOT)
-        cut_unrecorded(f);
-    if (grown) {
-        /* No give-back here: this write succeeded; a size that cannot be
-         * recorded is the close's (or fsync's) error. */
-        int prc = persist(f, false, false);
-        if (prc < 0)
-            drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cannot record size: %s", f->path,
-                    strerror(-prc));
-    }
-    return done > 0 ? (ssize_t)done : rc;
-}
-
-/* Cuts every subfile to what `size` needs, when longer (f->io held
- * exclusively). */
-static int cut_subfiles(struct drx_stripe *f, uint64_t size)
-{
-    int rc = 0;
-
-    for (unsigned i = 0; i < f->meta.layout.count; i++) {
-        struct stat st;
-        uint64_t want = drx_stripe_subfile_len(&f->meta.layout, i, size);
-        if (f->fds[i] < 0)
-            continue;
-        if (fstat(f->fds[i], &st) < 0) {
-            rc = rc ? rc : -errno;
-            continue;
-        }
-        if ((uint64_t)st.st_size > want) {
-            if (ftruncate(f->fds[i], (off_t)want) < 0)
-                rc = rc ? rc : -errno;
-            f->wgen++; /* a later size over the cut needs it durable */
-        }
-    }
-    return rc;
-}
-
-int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
-{
-    int rc;
-
-    if (f->mode != DRX_STRIPE_RDWR)
-        return -EBADF;
-    if (size > DRX_STRIPE_MAX_SIZE)
-        return -EFBIG;
-    pthread_rwlock_wrlock(&f->io);
-    pthread_mutex_lock(&f->lock);
-    uint64_t old = f->size;
-    if (size < old) {
-        /* Metafile first, and durable (fsync of it and its directory): a
-         * crash before the subfiles are cut leaves bytes beyond the size
-         * (fsck trims them), never a size past the data, even when the cut
-         * reached the disk and the new metafile did not. */
-        f->size = size;
-        f->truncated = true;
-        rc = persist_locked(f, true, true);
-        if (rc == 0)
-            rc = cut_subfiles(f, size);
-    } else {
-        /* Stale bytes beyond the old size (a crashed writer's, or a cut that
-         * did not finish) would show through the new hole: cut them first. */
-        rc = cut_subfiles(f, old);
-        if (rc == 0) {
-            f->size = size;
-            f->truncated = true;
-            rc = persist_locked(f, false, true);
-        }
-    }
-    pthread_mutex_unlock(&f->lock);
-    pthread_rwlock_unlock(&f->io);
-    return rc;
-}

@@ -99,4 +99,15 @@ int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
  * kernel has none to give). */
 void drx_stripe_random_id(uint64_t *id);
 
+/* Shared by stripe.c (handles, persisting sizes) and stripe_io.c (reads,
+ * writes, truncation): the metafile descriptor to lock; whether metafile m
+ * is f's file; recording the size (sync: the subfiles' data first;
+ * give_back: space past the size returned), with f->lock held or not;
+ * cutting the subfiles to what a size of the file needs. */
+int drx_stripe_lock_fd(const struct drx_stripe *f);
+bool drx_stripe_same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m);
+int drx_stripe_persist_locked(struct drx_stripe *f, bool sync, bool give_back);
+int drx_stripe_persist(struct drx_stripe *f, bool sync, bool give_back);
+int drx_stripe_cut_subfiles(struct drx_stripe *f, uint64_t size);
+
 #endif

@@ -1,0 +1,236 @@
+/* Striped files: reads, writes and truncation through a handle (the
+ * striping formula is stripe_layout.c's, persisting sizes stripe.c's). */
+#include "drx/stripe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "drx/io.h"
+#include "drx/log.h"
+#include "stripe_i.h"
+
+/* ---- I/O ------------------------------------------------------------------------------ */
+
+static int missing(struct drx_stripe *f, unsigned i)
+{
+    if (!atomic_exchange(&f->warned[i], true))
+        drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": subfile %u (%s) is unavailable", f->path,
+                i, f->meta.sub[i].name);
+    return -EIO;
+}
+
+ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t off)
+{
+    unsigned char *p = buf;
+    uint64_t size = drx_stripe_size(f);
+    size_t done = 0;
+
+    if (off >= size || len == 0)
+        return 0;
+    if (len > size - off)
+        len = (size_t)(size - off);
+    if (len > SSIZE_MAX)
+        len = SSIZE_MAX;
+    while (done < len) {
+        struct drx_stripe_piece pc;
+        drx_stripe_locate(&f->meta.layout, off + done, len - done, &pc);
+        size_t n = (size_t)pc.len, got = 0;
+        uint64_t so = pc.offset;
+        int fd = f->fds[pc.subfile];
+
+        if (fd < 0)
+            return done ? (ssize_t)done : missing(f, pc.subfile);
+        /* Not drx_io_pread_all: the end of a subfile is a hole here, not an
+         * error. */
+        while (got < n) {
+            ssize_t r = pread(fd, p + done + got, n - got, (off_t)(so + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                return done ? (ssize_t)done : -errno;
+            if (r == 0) {
+                /* Short subfile: a hole up to the logical size. */
+                memset(p + done + got, 0, n - got);
+                break;
+            }
+            got += (size_t)r;
+        }
+        done += n;
+    }
+    return (ssize_t)done;
+}
+
+/* After a run cut short by a full disk: the bytes it did write lie past the
+ * size, unseen, holding space; cut them now.  Writers are shut out, so
+ * every finished write is under the size, and the recorded size (another
+ * process may have written further) is never cut below. */
+static void cut_unrecorded(struct drx_stripe *f)
+{
+    char mp[PATH_MAX];
+    struct drx_stripe_meta disk;
+    uint64_t keep;
+    int lfd, rc;
+
+    pthread_rwlock_wrlock(&f->io);
+    pthread_mutex_lock(&f->lock);
+    keep = f->size;
+    lfd = drx_stripe_lock_fd(f);
+    if (lfd >= 0)
+        while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
+            ;
+    if (drx_stripe_meta_path(f->path, mp, sizeof mp) == 0 &&
+        drx_stripe_meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, NULL, NULL) == 0 &&
+        drx_stripe_same_file(f, &disk) && disk.size > keep)
+        keep = disk.size;
+    rc = drx_stripe_cut_subfiles(f, keep);
+    if (rc < 0)
+        drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cutting an unfinished write: %s",
+                f->path, strerror(-rc));
+    if (lfd >= 0)
+        flock(lfd, LOCK_UN);
+    pthread_mutex_unlock(&f->lock);
+    pthread_rwlock_unlock(&f->io);
+}
+
+/* Writes len bytes at off into the subfiles, piece by piece (f->io held
+ * shared); *done counts the bytes written before any error. */
+static int write_pieces(struct drx_stripe *f, const unsigned char *p, size_t len, uint64_t off,
+                        size_t *done)
+{
+    int rc = 0;
+
+    while (*done < len) {
+        struct drx_stripe_piece pc;
+        drx_stripe_locate(&f->meta.layout, off + *done, len - *done, &pc);
+        size_t n = (size_t)pc.len;
+
+        if (f->fds[pc.subfile] < 0) {
+            rc = missing(f, pc.subfile);
+            break;
+        }
+        /* A run cut short (ENOSPC) counts for nothing: its bytes lie beyond
+         * the size, unseen, and a later grow cuts them off. */
+        rc = drx_io_pwrite_all(f->fds[pc.subfile], p + *done, n, pc.offset);
+        if (rc < 0)
+            break;
+        *done += n;
+    }
+    return rc;
+}
+
+/* Extends the size to end after a write (f->io held shared); true when
+ * enough has grown unrecorded that the metafile should be updated. */
+static bool note_written(struct drx_stripe *f, uint64_t end)
+{
+    bool grown;
+
+    /* Only now, with the bytes in the subfiles, may the size cover them. */
+    pthread_mutex_lock(&f->lock);
+    if (end > f->size)
+        f->size = end;
+    f->wgen++;
+    grown = f->size > f->persisted && f->size - f->persisted >= DRX_STRIPE_PERSIST_BYTES;
+    pthread_mutex_unlock(&f->lock);
+    return grown;
+}
+
+ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
+{
+    size_t done = 0;
+    int rc = 0;
+    bool grown = false;
+
+    if (f->mode != DRX_STRIPE_RDWR)
+        return -EBADF;
+    if (len == 0)
+        return 0;
+    if (len > SSIZE_MAX)
+        len = SSIZE_MAX;
+    if (off > DRX_STRIPE_MAX_SIZE || len > DRX_STRIPE_MAX_SIZE - off)
+        return -EFBIG;
+    pthread_rwlock_rdlock(&f->io);
+    rc = write_pieces(f, buf, len, off, &done);
+    if (done > 0)
+        grown = note_written(f, off + done);
+    pthread_rwlock_unlock(&f->io);
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        cut_unrecorded(f);
+    if (grown) {
+        /* No give-back here: this write succeeded; a size that cannot be
+         * recorded is the close's (or fsync's) error. */
+        int prc = drx_stripe_persist(f, false, false);
+        if (prc < 0)
+            drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cannot record size: %s", f->path,
+                    strerror(-prc));
+    }
+    return done > 0 ? (ssize_t)done : rc;
+}
+
+/* Cuts every subfile to what `size` needs, when longer (f->io held
+ * exclusively). */
+int drx_stripe_cut_subfiles(struct drx_stripe *f, uint64_t size)
+{
+    int rc = 0;
+
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        struct stat st;
+        uint64_t want = drx_stripe_subfile_len(&f->meta.layout, i, size);
+        if (f->fds[i] < 0)
+            continue;
+        if (fstat(f->fds[i], &st) < 0) {
+            rc = rc ? rc : -errno;
+            continue;
+        }
+        if ((uint64_t)st.st_size > want) {
+            if (ftruncate(f->fds[i], (off_t)want) < 0)
+                rc = rc ? rc : -errno;
+            f->wgen++; /* a later size over the cut needs it durable */
+        }
+    }
+    return rc;
+}
+
+int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
+{
+    int rc;
+
+    if (f->mode != DRX_STRIPE_RDWR)
+        return -EBADF;
+    if (size > DRX_STRIPE_MAX_SIZE)
+        return -EFBIG;
+    pthread_rwlock_wrlock(&f->io);
+    pthread_mutex_lock(&f->lock);
+    uint64_t old = f->size;
+    if (size < old) {
+        /* Metafile first, and durable (fsync of it and its directory): a
+         * crash before the subfiles are cut leaves bytes beyond the size
+         * (fsck trims them), never a size past the data, even when the cut
+         * reached the disk and the new metafile did not. */
+        f->size = size;
+        f->truncated = true;
+        rc = drx_stripe_persist_locked(f, true, true);
+        if (rc == 0)
+            rc = drx_stripe_cut_subfiles(f, size);
+    } else {
+        /* Stale bytes beyond the old size (a crashed writer's, or a cut that
+         * did not finish) would show through the new hole: cut them first. */
+        rc = drx_stripe_cut_subfiles(f, old);
+        if (rc == 0) {
+            f->size = size;
+            f->truncated = true;
+            rc = drx_stripe_persist_locked(f, false, true);
+        }
+    }
+    pthread_mutex_unlock(&f->lock);
+    pthread_rwlock_unlock(&f->io);
+    return rc;
+}
