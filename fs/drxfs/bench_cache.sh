@@ -66,29 +66,9 @@ wait_mount() {
     mountpoint -q "$1"
 }
 
-# secs CMD...: median wall time of $runs runs (after one warm-up run)
-secs() {
-    local t=() i s e
-    "$@" >/dev/null
-    for ((i = 0; i < runs; i++)); do
-        sync
-        s=$(date +%s.%N)
-        "$@" >/dev/null
-        e=$(date +%s.%N)
-        t+=("$(awk -v s="$s" -v e="$e" 'BEGIN { printf "%.6f", e - s }')")
-    done
-    printf '%s\n' "${t[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
-}
-# once CMD...: wall time of one run, no warm-up
-once() {
-    local s e
-    s=$(date +%s.%N)
-    "$@" >/dev/null
-    e=$(date +%s.%N)
-    awk -v s="$s" -v e="$e" 'BEGIN { printf "%.6f", e - s }'
-}
-rate() { awk -v b="$1" -v t="$2" 'BEGIN { printf "%7.0f MB/s", b / t / 1e6 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+# secs, once, rate, ratio: fs/bench_lib.sh
+# shellcheck source=fs/bench_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../bench_lib.sh"
 # verdict VALUE OP TARGET
 verdict() { awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN {
     ok = (op == ">=") ? v >= t : v <= t; printf "(target %s %s: %s)", op, t, ok ? "met" : "MISSED" }'; }
