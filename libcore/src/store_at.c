@@ -312,7 +312,7 @@ static bool plain_type(int dfd, const char *name, unsigned char d_type,
 /* A long name's stem file (suffix: its suffix's length): the .xmd of an
  * array or the metafile of a striped file shows as the name the stem's
  * symlink records; the symlink and the .xta are not shown. */
-static bool long_list_name(int dfd, const char *name, size_t suffix, char shown[NAME_MAX + 1],
+static bool long_list_name(int dfd, const char *name, size_t suffix, char *shown,
                            enum drx_store_kind *kind, mode_t *type)
 {
     char stem[DRX_STORE_LONG_STEM_LEN + 1];
@@ -341,7 +341,7 @@ static bool long_list_name(int dfd, const char *name, size_t suffix, char shown[
 }
 
 bool drx_store_list_name(int dfd, const char *name, unsigned char d_type, bool at_root,
-                         char shown[NAME_MAX + 1], enum drx_store_kind *kind, mode_t *type)
+                         char *shown, enum drx_store_kind *kind, mode_t *type)
 {
     size_t len = strlen(name), blen = len;
 

@@ -227,7 +227,7 @@ bool drx_store_name_internal(const char *name, bool at_root);
  * own).  The symlink is made first and removed last, so a crash leaves at
  * worst a symlink naming nothing (drx fsck removes it).  Stems are
  * internal names (drx_store_name_internal). */
-#define DRX_STORE_SHORT_MAX (NAME_MAX - 5)
+#define DRX_STORE_SHORT_MAX (255 - 5) /* NAME_MAX - 5: room for ".nafs" */
 #define DRX_STORE_LONG_PREFIX ".drx-long."
 /* The stem of name (longer than DRX_STORE_SHORT_MAX) into out (at least
  * DRX_STORE_LONG_STEM_LEN + 1 bytes). */
@@ -300,9 +300,10 @@ int drx_store_lookup(const struct drx_store *s, const char *rel, bool at_root,
  * NAME, other entries as themselves unless an array or striped file of
  * their name hides them; a long name's stem files as the name its symlink
  * records; .xta files and internal names never.  On true,
- * the name shown, what it is, and its file type (S_IFDIR...). */
+ * the name shown (shown: NAME_MAX + 1 bytes), what it is, and its file type
+ * (S_IFDIR...). */
 bool drx_store_list_name(int dfd, const char *name, unsigned char d_type, bool at_root,
-                         char shown[NAME_MAX + 1], enum drx_store_kind *kind, mode_t *type);
+                         char *shown, enum drx_store_kind *kind, mode_t *type);
 
 /* openat(root, rel) that never follows a symlink on the way nor at the end,
  * and never leaves the store (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS:
