@@ -148,26 +148,6 @@ struct drxfs_node *drxfs_node_get(const char *path, int *rc);
 int drxfs_resolve_new(const char *path, char *rel, const char **name, bool *at_root);
 /* Joins the store-relative rel with suffix into out (PATH_MAX). */
 int drxfs_rel_suffix(char *out, const char *rel, const char *suffix);
-/* Long names (drx/store.h, DRX_STORE_LONG_PREFIX): true for a name
- * longer than DRX_STORE_SHORT_MAX, whose striped file or array is stored
- * under a stem. */
-bool drxfs_name_long(const char *name);
-/* The store name of a new array or striped file rel: rel with its last
- * component replaced by its stem when it is long (1), else rel (0); out
- * holds PATH_MAX.  -ENAMETOOLONG when the store path leaves no room for
- * a suffix (more than PATH_MAX - 6 bytes). */
-int drxfs_long_rel(const char *rel, char *out);
-/* True when rel's last component is a stem. */
-bool drxfs_is_long_stem(const char *rel);
-/* Records name as the long name of stem rel (its symlink), before the
- * store files are made: 0 or -errno. */
-int drxfs_long_name_set(const char *stem, const char *name);
-/* drxfs_long_rel() of new name rel into out (PATH_MAX), with a long name
- * recorded (drxfs_long_name_set): the store name to make.  0 or -errno. */
-int drxfs_long_new(const char *rel, char *out);
-/* Removes stem rel's symlink when no store file of it is left (no-op for
- * other names). */
-void drxfs_long_name_drop(const char *stem);
 /* drx_store_path() for a store entry that libcore may give a suffix or a
  * temporary name beside: near PATH_MAX the path goes through rel's
  * directory, whose descriptor comes back in *pin (drx_store_path_pin:

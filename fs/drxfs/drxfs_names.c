@@ -288,14 +288,14 @@ static int rename_array_node(const struct drxfs_node *src, const struct drxfs_no
     }
     /* a long name: the array's files are named by its stem (drx/store.h) */
     char stem[PATH_MAX];
-    if ((rc = drxfs_long_new(rel, stem)) < 0)
+    if ((rc = drx_store_long_new(drxfs.store, rel, stem)) < 0)
         return rc;
     if ((rc = rename_array(src->rel, stem)) == 0) {
         drxfs_arr_forget(src->rel);
         drxfs_arr_forget(stem);
-        drxfs_long_name_drop(src->rel);
+        drx_store_long_drop(drxfs.store, src->rel);
     } else {
-        drxfs_long_name_drop(stem);
+        drx_store_long_drop(drxfs.store, stem);
     }
     return rc;
 }

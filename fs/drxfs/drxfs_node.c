@@ -117,97 +117,11 @@ static int dir_child(struct drxfs_node *n, const char *name, size_t len, size_t 
     return rc;
 }
 
-/* ---- long names (drx/store.h: STEM.nafs, STEM.xmd beside symlink STEM) ---- */
-
-bool drxfs_name_long(const char *name)
-{
-    return strlen(name) > DRX_STORE_SHORT_MAX;
-}
-
-int drxfs_long_rel(const char *rel, char *out)
-{
-    const char *slash = strrchr(rel, '/');
-    const char *name = slash ? slash + 1 : rel;
-    size_t dlen = (size_t)(name - rel);
-    char stem[DRX_STORE_LONG_STEM_LEN + 1];
-
-    /* the store path of an array or striped file must have room for its
-     * suffix (classify stats NAME.nafs beneath the store root) */
-    if (!drxfs_name_long(name)) {
-        if (strlen(rel) + strlen(DRXFS_NAFS) >= PATH_MAX)
-            return -ENAMETOOLONG;
-        if (out != rel)
-            memmove(out, rel, strlen(rel) + 1);
-        return 0;
-    }
-    drx_store_long_stem(name, stem, sizeof stem);
-    if (dlen + sizeof stem + strlen(DRXFS_NAFS) > PATH_MAX)
-        return -ENAMETOOLONG;
-    memmove(out, rel, dlen);
-    memcpy(out + dlen, stem, sizeof stem);
-    return 1;
-}
-
-bool drxfs_is_long_stem(const char *rel)
-{
-    const char *slash = strrchr(rel, '/');
-    size_t suffix;
-    return drx_store_name_is_long(slash ? slash + 1 : rel, &suffix) && suffix == 0;
-}
-
-/* True when symlink stem (store-relative) records name. */
-static bool long_name_is(const char *stem, const char *name)
-{
-    char target[NAME_MAX + 2];
-    ssize_t n = readlinkat(drxfs.root_fd, stem, target, sizeof target);
-    return n > 0 && (size_t)n == strlen(name) && memcmp(target, name, (size_t)n) == 0;
-}
-
-int drxfs_long_name_set(const char *stem, const char *name)
-{
-    if (symlinkat(name, drxfs.root_fd, stem) == 0 || (errno == EEXIST && long_name_is(stem, name)))
-        return 0;
-    if (errno == EEXIST) {
-        /* two names with one hash: not seen in practice, refused */
-        drx_log(DRX_LOG_WARNING, "%s: long name's hash is taken by another name", stem);
-        return -ENAMETOOLONG;
-    }
-    return -errno;
-}
-
-int drxfs_long_new(const char *rel, char *out)
-{
-    const char *base = strrchr(rel, '/');
-    char name[NAME_MAX + 1];
-
-    /* out may be rel */
-    snprintf(name, sizeof name, "%s", base ? base + 1 : rel);
-    int rc = drxfs_long_rel(rel, out);
-    return rc == 1 ? drxfs_long_name_set(out, name) : rc;
-}
-
 void drxfs_unpin(int pin)
 {
     if (pin >= 0)
         close(pin);
 }
-
-void drxfs_long_name_drop(const char *stem)
-{
-    char path[PATH_MAX];
-    struct stat st;
-
-    if (!drxfs_is_long_stem(stem))
-        return;
-    /* an array and a striped file of one name share it */
-    if ((drxfs_rel_suffix(path, stem, DRXFS_XMD) == 0 &&
-         fstatat(drxfs.root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) ||
-        (drxfs_rel_suffix(path, stem, DRXFS_NAFS) == 0 &&
-         fstatat(drxfs.root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0))
-        return;
-    unlinkat(drxfs.root_fd, stem, 0);
-}
-
 
 /* A user of a background daemon sees only ENOENT for a mistyped view, so
  * the reason goes to the log at info level; anyone can look names up in a

@@ -252,12 +252,12 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     }
     /* a long name's metafile is named by its stem, the name recorded
      * first (drx/store.h) */
-    if ((rc = drxfs_long_new(rel, rel)) < 0)
+    if ((rc = drx_store_long_new(drxfs.store, rel, rel)) < 0)
         return rc;
     if ((rc = drxfs_striped_create(rel, mode, fi)) == 0)
         open_cache(path, DRXFS_STRIPED, rel, fi);
     else
-        drxfs_long_name_drop(rel);
+        drx_store_long_drop(drxfs.store, rel);
     return rc;
 }
 

@@ -37,7 +37,7 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
     drxfs_unpin(pin);
     if (rc < 0)
         return drxfs_striped_log_err("unlink", n->rel, rc, &err);
-    drxfs_long_name_drop(n->rel);
+    drx_store_long_drop(drxfs.store, n->rel);
     return 0;
 }
 
@@ -47,7 +47,7 @@ int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
     struct drx_err err = {{0}};
     int rc, pin[2] = {-1, -1};
 
-    if ((rc = drxfs_long_new(to_rel, stem)) < 0)
+    if ((rc = drx_store_long_new(drxfs.store, to_rel, stem)) < 0)
         return rc;
     if ((rc = store_path(from, n->rel, &pin[0])) < 0)
         return rc;
@@ -56,7 +56,7 @@ int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
     drxfs_unpin(pin[0]);
     drxfs_unpin(pin[1]);
     if (rc < 0) {
-        drxfs_long_name_drop(stem);
+        drx_store_long_drop(drxfs.store, stem);
         return drxfs_striped_log_err("link", n->rel, rc, &err);
     }
     return 0;
@@ -102,7 +102,7 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
     struct drx_err err = {{0}};
     int rc, pf, pt = -1;
 
-    if ((rc = drxfs_long_new(to_name, to_rel)) < 0)
+    if ((rc = drx_store_long_new(drxfs.store, to_name, to_rel)) < 0)
         return rc;
     if ((rc = store_path(from, src->rel, &pf)) < 0 || (rc = store_path(to, to_rel, &pt)) < 0) {
         drxfs_unpin(pf);
@@ -125,14 +125,14 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
         drxfs_unpin(pt);
         if (e)
             drxfs_sfile_put(e);
-        drxfs_long_name_drop(to_rel);
+        drx_store_long_drop(drxfs.store, to_rel);
         return drxfs_striped_log_err("rename", src->rel, rc, &err);
     }
     if (e)
         sfile_rekey(e, to_rel, pt); /* its path is `to` now */
     else
         drxfs_unpin(pt);
-    drxfs_long_name_drop(src->rel);
+    drx_store_long_drop(drxfs.store, src->rel);
     /* The name was a plain file, special file or symlink: the striped
      * file replaces it (the metafile wins lookups already; remove what it
      * hides). */

@@ -259,6 +259,72 @@ int drx_store_lookup(const struct drx_store *s, const char *rel, bool at_root,
     return 0;
 }
 
+/* ---- long names: making and dropping a stem ---------------------------------- */
+
+int drx_store_long_rel(const char *rel, char *out)
+{
+    const char *slash = strrchr(rel, '/');
+    const char *name = slash ? slash + 1 : rel;
+    size_t dlen = (size_t)(name - rel);
+    char stem[DRX_STORE_LONG_STEM_LEN + 1];
+
+    /* the store path of an array or striped file must have room for its
+     * suffix (lookup stats NAME.nafs beneath the store root) */
+    if (strlen(name) <= DRX_STORE_SHORT_MAX) {
+        if (strlen(rel) + sizeof ".nafs" > PATH_MAX)
+            return -ENAMETOOLONG;
+        if (out != rel)
+            memmove(out, rel, strlen(rel) + 1);
+        return 0;
+    }
+    drx_store_long_stem(name, stem, sizeof stem);
+    if (dlen + sizeof stem + sizeof ".nafs" - 1 > PATH_MAX)
+        return -ENAMETOOLONG;
+    memmove(out, rel, dlen);
+    memcpy(out + dlen, stem, sizeof stem);
+    return 1;
+}
+
+int drx_store_long_new(const struct drx_store *s, const char *rel, char *out)
+{
+    const char *base = strrchr(rel, '/');
+    char name[NAME_MAX + 1];
+    int rc;
+
+    /* out may be rel */
+    snprintf(name, sizeof name, "%s", base ? base + 1 : rel);
+    if ((rc = drx_store_long_rel(rel, out)) != 1)
+        return rc;
+    if (symlinkat(name, s->root_fd, out) == 0 ||
+        (errno == EEXIST && long_name_is(s->root_fd, out, name)))
+        return 0;
+    if (errno == EEXIST) {
+        /* two names with one hash: not seen in practice, refused */
+        drx_log(DRX_LOG_WARNING, "%s: long name's hash is taken by another name", out);
+        return -ENAMETOOLONG;
+    }
+    return -errno;
+}
+
+void drx_store_long_drop(const struct drx_store *s, const char *stem)
+{
+    const char *slash = strrchr(stem, '/');
+    char path[PATH_MAX + 8];
+    struct stat st;
+    size_t suffix;
+
+    if (!drx_store_name_is_long(slash ? slash + 1 : stem, &suffix) || suffix != 0)
+        return;
+    /* an array and a striped file of one name share it */
+    snprintf(path, sizeof path, "%s.xmd", stem);
+    if (fstatat(s->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return;
+    snprintf(path, sizeof path, "%s.nafs", stem);
+    if (fstatat(s->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return;
+    unlinkat(s->root_fd, stem, 0);
+}
+
 /* ---- listing ---------------------------------------------------------------- */
 
 static bool regular_at(int dfd, const char *name)

@@ -167,6 +167,27 @@ static void test_long_names(struct drx_store *s)
     tap_ok(!drx_store_list_name(dfd, stem, DT_LNK, false, shown, &k, &type),
            "the stem's symlink is not listed");
     close(dfd);
+
+    /* making a long name records it first; dropping removes the record
+     * only once no file of the stem is left */
+    name[0] = 'N';
+    snprintf(path, sizeof path, "ld/%s", name);
+    tap_ok(drx_store_long_new(s, path, srel) == 0 && strncmp(srel, "ld/.drx-long.", 13) == 0,
+           "a new long name's store name is its stem: %s", srel);
+    tap_ok(drx_store_long_new(s, path, srel) == 0, "made again: the same record is kept");
+    char target[NAME_MAX + 1] = {0};
+    tap_ok(readlinkat(s->root_fd, srel, target, NAME_MAX) == 253 && strcmp(target, name) == 0,
+           "the stem's symlink records the name");
+    char xmd[PATH_MAX + 300];
+    snprintf(xmd, sizeof xmd, "%s/%s.xmd", root, srel);
+    spit(xmd, "");
+    drx_store_long_drop(s, srel);
+    tap_ok(readlinkat(s->root_fd, srel, target, NAME_MAX) == 253, "kept while a file of it is left");
+    unlink(xmd);
+    drx_store_long_drop(s, srel);
+    tap_ok(readlinkat(s->root_fd, srel, target, NAME_MAX) < 0, "dropped once none is left");
+    tap_ok(drx_store_long_rel("a/b", srel) == 0 && strcmp(srel, "a/b") == 0,
+           "a short name is its own store name");
 }
 
 /* A listing of the root shows each name once, as lookup sees it. */

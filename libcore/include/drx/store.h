@@ -294,6 +294,19 @@ int drx_store_path_pin(const struct drx_store *s, const char *rel, char *out, si
 int drx_store_lookup(const struct drx_store *s, const char *rel, bool at_root,
                      enum drx_store_kind *kind, struct stat *st, char *srel);
 
+/* The store name of an array or striped file to be made at rel: rel with
+ * its last component replaced by its stem when that is long (1), else rel
+ * (0); out holds PATH_MAX bytes and may be rel.  -ENAMETOOLONG when the
+ * store path leaves no room for a suffix. */
+int drx_store_long_rel(const char *rel, char *out);
+/* The same, with a long name recorded first (its stem's symlink, made
+ * before the store files): the store name to make.  0 or -errno. */
+int drx_store_long_new(const struct drx_store *s, const char *rel, char *out);
+/* Removes stem's symlink once no store file of it is left (nothing for
+ * other names): after the files of a long name were removed or renamed
+ * away. */
+void drx_store_long_drop(const struct drx_store *s, const char *stem);
+
 /* Whether entry name of store directory dfd (d_type: readdir's, or
  * DT_UNKNOWN) shows in a listing, by the rule of drx_store_lookup: arrays
  * (NAME.xmd) as directories NAME, striped files (NAME.nafs) as regular files
