@@ -527,6 +527,35 @@ EOF
     assert_success
 }
 
+@test "a removed open file is reachable under its hidden name in its own directory only" {
+    mkdir priv pub
+    chmod 700 priv
+    chmod 777 pub
+    echo secret-data >priv/g
+    "$PY" - <<'EOF'
+import os, subprocess
+fd = os.open("priv/g", os.O_RDONLY)
+os.unlink("priv/g")
+# libfuse's hidden name: .fuse_hidden and the 16 hex digits the store
+# object in .drx/hidden/MOUNT-HEX carries
+objs = os.listdir(os.environ["S"] + "/.drx/hidden")
+assert len(objs) == 1, objs
+hidden = ".fuse_hidden" + objs[0].split("-")[1].split(".")[0]
+# where it was hidden, root reaches it; nobody cannot enter priv/
+assert open("priv/" + hidden).read() == "secret-data\n"
+nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+for d in ("pub", "."):
+    r = subprocess.run(nobody + ["cat", d + "/" + hidden], capture_output=True)
+    assert r.returncode != 0 and b"secret" not in r.stdout, (d, r)
+    subprocess.run(nobody + ["rm", "-f", d + "/" + hidden], capture_output=True)
+# nobody's tries changed nothing: the open file reads on
+assert os.fstat(fd).st_size == 12 and os.pread(fd, 6, 0) == b"secret"
+os.close(fd)
+EOF
+    [ -z "$(ls -A priv)" ]
+    [ -z "$(ls -A "$S/.drx/hidden")" ]
+}
+
 @test "unlink right after the last close: never refused, nothing left (libfuse counts the close late)" {
     local before
     before=$(nsubfiles)

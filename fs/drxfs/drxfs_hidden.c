@@ -65,6 +65,10 @@ static void make_id(void)
 /* Store objects moved to .drx/hidden by this mount, until removed. */
 struct hobj {
     char rel[sizeof DRX_STORE_HIDDEN + 40]; /* without a striped file's suffix */
+    /* The store directory it was hidden from: its hidden name means it
+     * there only (a user who may not enter that directory must not reach
+     * it through the same name elsewhere). */
+    char dir[PATH_MAX];
     dev_t dev;
     ino_t ino;
     bool striped;
@@ -153,6 +157,33 @@ int drxfs_hidden_rel(const char *name, char *rel, size_t len)
     return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
 
+int drxfs_hidden_lookup(const char *dir, const char *name, char *rel, size_t len)
+{
+    bool found = false;
+    int rc = drxfs_hidden_rel(name, rel, len);
+
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&htab.mutex);
+    for (struct hobj *h = htab.head; h && !found; h = h->next)
+        found = strcmp(h->rel, rel) == 0 && strcmp(h->dir, dir) == 0;
+    pthread_mutex_unlock(&htab.mutex);
+    return found ? 0 : -ENOENT;
+}
+
+void drxfs_hidden_dir_renamed(const char *from, const char *to)
+{
+    size_t flen = strlen(from);
+    char dir[PATH_MAX];
+
+    pthread_mutex_lock(&htab.mutex);
+    for (struct hobj *h = htab.head; h; h = h->next)
+        if (strncmp(h->dir, from, flen) == 0 && (h->dir[flen] == '\0' || h->dir[flen] == '/') &&
+            (size_t)snprintf(dir, sizeof dir, "%s%s", to, h->dir + flen) < sizeof dir)
+            memcpy(h->dir, dir, strlen(dir) + 1);
+    pthread_mutex_unlock(&htab.mutex);
+}
+
 static const char *last_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -168,8 +199,10 @@ char *drxfs_hidden_zarr_path(const char *path)
     if (!drxfs_hidden_name(name))
         return NULL;
     pthread_mutex_lock(&ztab.mutex);
+    /* libfuse hides a file in its own directory: only there */
     for (struct zhidden *z = ztab.head; z; z = z->next)
-        if (strcmp(z->name, name) == 0) {
+        if (strcmp(z->name, name) == 0 && name - path == last_name(z->path) - z->path &&
+            strncmp(path, z->path, (size_t)(name - path)) == 0) {
             out = strdup(z->path);
             break;
         }
@@ -231,6 +264,17 @@ void drxfs_hidden_unlinked(const char *path)
         free(htake(rel, 0, 0));
 }
 
+/* The store directory of n, "." for the root, into dir (PATH_MAX). */
+static void dir_of(const struct drxfs_node *n, char *dir)
+{
+    const char *slash = strrchr(n->rel, '/');
+
+    if (slash)
+        snprintf(dir, PATH_MAX, "%.*s", (int)(slash - n->rel), n->rel);
+    else
+        strcpy(dir, ".");
+}
+
 static void hremember(const struct drxfs_node *n, const char *rel)
 {
     struct hobj *h = calloc(1, sizeof *h);
@@ -241,6 +285,7 @@ static void hremember(const struct drxfs_node *n, const char *rel)
         return; /* libfuse's unlink at the last close still removes it */
     }
     memcpy(h->rel, rel, len + 1);
+    dir_of(n, h->dir);
     h->dev = n->st.st_dev;
     h->ino = n->st.st_ino;
     h->striped = n->kind == DRXFS_STRIPED;
@@ -362,8 +407,17 @@ static int hide_file(const struct drxfs_node *n, const char *rel)
     bool open = n->kind == DRXFS_PLAIN ? drx_fd_open_on(n->st.st_dev, n->st.st_ino)
                                        : drxfs_striped_is_open(n->st.st_dev, n->st.st_ino);
 
-    if (open)
-        return move_out(n, rel);
+    if (open) {
+        int rc = move_out(n, rel);
+        struct hobj *h;
+        /* closed meanwhile: our release found no record yet, and libfuse
+         * may have counted the close before it marked the file hidden */
+        bool still = n->kind == DRXFS_PLAIN ? drx_fd_open_on(n->st.st_dev, n->st.st_ino)
+                                            : drxfs_striped_is_open(n->st.st_dev, n->st.st_ino);
+        if (rc == 0 && !still && (h = htake(rel, 0, 0)))
+            hremove(h);
+        return rc;
+    }
     if (!recent_has(n->st.st_dev, n->st.st_ino))
         return -EPERM;
     drx_log(DRX_LOG_DEBUG, "%s: closed while libfuse hid it: removed at once", n->rel);

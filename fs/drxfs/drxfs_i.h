@@ -167,6 +167,11 @@ void drxfs_chown_new(const char *rel);
 bool drxfs_hidden_name(const char *name);
 /* The store-relative name (.drx/hidden/MOUNT-HEX) of hidden name `name`. */
 int drxfs_hidden_rel(const char *name, char *rel, size_t len);
+/* The same for hidden name `name` met in store directory dir ("." for the
+ * root): -ENOENT unless this mount hid a file there under that name. */
+int drxfs_hidden_lookup(const char *dir, const char *name, char *rel, size_t len);
+/* Store directory from was renamed to: its hidden files follow. */
+void drxfs_hidden_dir_renamed(const char *from, const char *to);
 /* libfuse renames open file `from` to hidden name `to` (instead of removing
  * it): moves it out of its directory into .drx/hidden.  0 or -errno. */
 int drxfs_hidden_hide(const char *from, const char *to);

@@ -263,6 +263,8 @@ static int rename_entry(const struct drxfs_node *src, const struct drxfs_node *d
             drxfs_arr_forget(rel);
         else
             drxfs_striped_dir_renamed(src->rel, rel);
+        if (!(flags & RENAME_EXCHANGE))
+            drxfs_hidden_dir_renamed(src->rel, rel);
     }
     return 0;
 }

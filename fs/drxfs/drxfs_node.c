@@ -80,11 +80,15 @@ static int classify(struct drxfs_node *n, const char *rel, bool at_root)
     return rc;
 }
 
-/* libfuse's hidden name of an open file that was removed: the store
- * object is in .drx/hidden (drxfs_hidden.c), whatever the directory. */
+/* libfuse's hidden name of an open file that was removed, in directory n:
+ * the store object is in .drx/hidden (drxfs_hidden.c), when this mount hid
+ * it from this directory. */
 static int hidden_classify(struct drxfs_node *n, const char *name)
 {
-    int rc = drxfs_hidden_rel(name, n->rel, sizeof n->rel);
+    char dir[PATH_MAX];
+
+    memcpy(dir, n->rel, strlen(n->rel) + 1);
+    int rc = drxfs_hidden_lookup(dir, name, n->rel, sizeof n->rel);
 
     return rc < 0 ? rc : classify(n, n->rel, false);
 }

@@ -106,6 +106,7 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
         return rc;
     if ((rc = store_path(from, src->rel, &pf)) < 0 || (rc = store_path(to, to_rel, &pt)) < 0) {
         drxfs_unpin(pf);
+        drx_store_long_drop(drxfs.store, to_rel);
         return rc;
     }
     /* Write a pending size under the old name before the rename. */
