@@ -110,11 +110,11 @@ static const char *coord_unfit(const struct drx_array_meta *cm, const struct drx
  * is none to try (too long, or n itself: an array named like its own
  * dimension is that coordinate). */
 static bool coord_names(const struct drxfs_node *n, int dirlen, const char *dn, char rel[PATH_MAX],
-                        char path[PATH_MAX + 64])
+                        char path[PATH_MAX + 64], int *pin)
 {
     int len = snprintf(rel, PATH_MAX, "%.*s%s", dirlen, n->rel, dn);
     if (len < 0 || len >= PATH_MAX || strcmp(rel, n->rel) == 0 ||
-        drx_store_path(drxfs.store, rel, path, PATH_MAX + 64 - 4) < 0)
+        drxfs_lib_path(path, PATH_MAX + 64 - 4, rel, pin) < 0)
         return false;
     strcat(path, ".xmd");
     return true;
@@ -131,13 +131,16 @@ static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m
     struct drx_err err = {{0}};
     const char *why;
 
-    if (!dn[0] || !coord_names(n, dirlen, dn, rel, path))
+    int pin, rc;
+
+    if (!dn[0] || !coord_names(n, dirlen, dn, rel, path, &pin))
         return;
-    if (drx_array_meta_load(path, &cm, &err) < 0) {
-        if (access(path, F_OK) == 0)
-            drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, err.msg);
+    rc = drx_array_meta_load(path, &cm, &err);
+    if (rc < 0 && rc != -ENOENT)
+        drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, err.msg);
+    drxfs_unpin(pin);
+    if (rc < 0)
         return;
-    }
     if ((why = coord_unfit(&cm, m, d))) {
         drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, why);
         drx_array_meta_fini(&cm);
@@ -180,9 +183,13 @@ static int coords_read(struct nc_coords *cs, const struct drx_view *v, const cha
         int d = cs->c[i].dim, rc;
         uint64_t bytes = v->count[d] * cs->meta[i].elem_size;
 
-        if ((rc = drx_store_path(drxfs.store, cs->rel[i], path, sizeof path)) < 0)
+        int pin;
+
+        if ((rc = drxfs_lib_path(path, sizeof path, cs->rel[i], &pin)) < 0)
             return rc;
-        if ((rc = drx_array_open(path, DRX_RDONLY, &ca, &err)) < 0) {
+        rc = drx_array_open(path, DRX_RDONLY, &ca, &err);
+        drxfs_unpin(pin); /* the handle holds its files open */
+        if (rc < 0) {
             drx_log(DRX_LOG_WARNING, "%s: coordinate %s: %s", rel, cs->rel[i], err.msg);
             return -EIO;
         }

@@ -173,8 +173,12 @@ uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig
         return 0; /* coordinate variables come from other arrays */
     if (k != DRXFS_STRIPED || !h)
         return h;
-    if (drx_store_path(drxfs.store, rel, path, sizeof(path)) < 0 ||
-        drx_stripe_stat(drxfs.store, path, &m, &err) < 0)
+    int pin, rc = drxfs_lib_path(path, sizeof(path), rel, &pin);
+
+    if (rc == 0)
+        rc = drx_stripe_stat(drxfs.store, path, &m, &err);
+    drxfs_unpin(pin);
+    if (rc < 0)
         return 0;
     for (unsigned i = 0; i < m.layout.count; i++) {
         int dfd = m.sub[i].dir < DRX_MAX_STRIPE_DIRS ? drxfs.store->dir_fds[m.sub[i].dir] : -1;

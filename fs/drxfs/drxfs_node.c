@@ -58,9 +58,10 @@ void drxfs_chown_new(const char *rel)
     /* In a set-group-ID directory the new entry keeps the directory's group,
      * which our mkdir/open already gave it, as on any local filesystem. */
     gid_t gid = parent_setgid(rel) ? (gid_t)-1 : ctx->gid;
-    if (fchownat(drxfs.root_fd, rel, ctx->uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+    int rc = drx_store_entry_chown(drxfs.store, rel, ctx->uid, gid);
+    if (rc < 0)
         drx_log(DRX_LOG_WARNING, "chown %s to %u:%u: %s", rel, (unsigned)ctx->uid,
-                (unsigned)ctx->gid, strerror(errno));
+                (unsigned)ctx->gid, strerror(-rc));
 }
 
 /* Classifies the store name rel (a child of a directory) by libcore's one

@@ -5,8 +5,10 @@
  * them; drxfs_striped_layout.c sums the stripe directories for statfs and
  * serves the user.drx.stripe attribute.
  *
- * Paths handed to libcore come from drx_store_path(): they reach the store
- * through its root descriptor, so nothing goes through the mount point.
+ * Paths handed to libcore come from drx_store_path_pin(): they reach the
+ * store through its root descriptor (nothing goes through the mount point)
+ * and each file through its directory opened beneath the root (no symlink
+ * swapped in on the way is followed).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -84,17 +84,16 @@ static int layout_text(const struct drxfs_node *n, const char *value, size_t siz
     return 0;
 }
 
-int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size, int flags)
+/* Sets or (value NULL) removes the layout of directory n, at libcore path
+ * path. */
+static int layout_set(const struct drxfs_node *n, const char *path, const char *value, size_t size,
+                      int flags)
 {
-    char path[PATH_MAX + 64], text[DRX_STRIPE_LAYOUT_LEN * 2];
+    char text[DRX_STRIPE_LAYOUT_LEN * 2];
     struct drx_stripe_layout l;
     struct drx_err err = {{0}};
     int rc;
 
-    if (n->kind != DRXFS_DIR)
-        return -EPERM; /* a file's layout is fixed when it is made */
-    if ((rc = drx_store_path(drxfs.store, n->rel, path, sizeof(path))) < 0)
-        return rc;
     if ((rc = layout_flags_check(path, flags, &err)) < 0)
         return rc;
     if (!value) {
@@ -110,6 +109,20 @@ int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t
     }
     rc = drx_stripe_layout_dir_set(drxfs.store, path, &l, &err);
     return rc < 0 ? drxfs_striped_log_err("setting layout of", n->rel, rc, &err) : 0;
+}
+
+int drxfs_striped_setxattr(const struct drxfs_node *n, const char *value, size_t size, int flags)
+{
+    char path[PATH_MAX + 64];
+    int rc, pin;
+
+    if (n->kind != DRXFS_DIR)
+        return -EPERM; /* a file's layout is fixed when it is made */
+    if ((rc = drxfs_lib_path(path, sizeof(path), n->rel, &pin)) < 0)
+        return rc;
+    rc = layout_set(n, path, value, size, flags);
+    drxfs_unpin(pin);
+    return rc;
 }
 
 /* The layout of directory or striped file n: 0, or -ENODATA when it has

@@ -123,9 +123,14 @@ int drx_store_path_pin(const struct drx_store *s, const char *rel, char *out, si
     int fd, n;
 
     *pin = -1;
-    if (strlen(s->root) + 1 + strlen(rel) + LIB_PATH_ROOM < PATH_MAX)
-        return drx_store_path(s, rel, out, len);
-    if (!slash || (size_t)(slash - rel) >= sizeof dir)
+    /* An entry of the root: the root's own descriptor is the pin.  Deeper:
+     * its directory opened beneath the root, so that no directory swapped
+     * for a symlink on the way leads libcore out of the store. */
+    if (!slash)
+        return strlen(s->root) + 1 + strlen(rel) + LIB_PATH_ROOM < PATH_MAX
+                   ? drx_store_path(s, rel, out, len)
+                   : -ENAMETOOLONG;
+    if ((size_t)(slash - rel) >= sizeof dir)
         return -ENAMETOOLONG;
     memcpy(dir, rel, (size_t)(slash - rel));
     dir[slash - rel] = '\0';

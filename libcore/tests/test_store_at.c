@@ -241,6 +241,19 @@ static void test_entries(struct drx_store *s)
     tap_ok(stat(path, &st) == 0 && (st.st_mode & 07777) != 0777, "the outside file kept its mode");
     tap_ok(drx_store_entry_open(s, "../x", O_RDONLY, 0) < 0, "open above the root refused");
     tap_ok(drx_store_entry_chmod(s, "link", 0600) == -EOPNOTSUPP, "a symlink has no mode");
+    /* libcore's paths of nested entries go through their directory, opened
+     * beneath the root: never through a symlink on the way */
+    char lp[PATH_MAX + 64];
+    int pin;
+    tap_ok(drx_store_path_pin(s, "out/secret", lp, sizeof lp, &pin) == -ELOOP && pin == -1,
+           "a libcore path through a symlink: ELOOP");
+    tap_ok(drx_store_path_pin(s, "dir/x", lp, sizeof lp, &pin) == 0 && pin >= 0 &&
+               strstr(lp, "/x") && !strstr(lp, "dir"),
+           "a nested entry's path goes through its pinned directory: %s", lp);
+    if (pin >= 0)
+        close(pin);
+    tap_ok(drx_store_path_pin(s, "plain", lp, sizeof lp, &pin) == 0 && pin == -1,
+           "an entry of the root needs no pin");
 
     fd = drx_store_entry_open(s, "plain", O_RDONLY, 0);
     tap_ok(fd >= 0, "open an entry beneath");

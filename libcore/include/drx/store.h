@@ -272,14 +272,16 @@ int drx_store_open_at(int dirfd, const char *name, const struct drx_config *cfg,
 /* The path of store entry rel (store-relative, "." for the root) that
  * libcore's path-taking functions (drx_array_open, drx_stripe_*) accept: it
  * reaches the entry through the store's root, whatever is mounted over the
- * store's path.  0 or -ENAMETOOLONG. */
+ * store's path, but follows the directories of rel as they are: for names
+ * a hostile user may control, drx_store_path_pin.  0 or -ENAMETOOLONG. */
 int drx_store_path(const struct drx_store *s, const char *rel, char *out, size_t len);
 
-/* The same for any store path below PATH_MAX: when the root's path would
- * leave no room for what libcore adds (a temporary's `.` and suffix), the
- * entry is reached through its directory, opened beneath the root, whose
- * descriptor goes to *pin (close it once libcore is done with the path;
- * -1 when none was needed). */
+/* The same, safe for any store path below PATH_MAX: an entry below the
+ * root is reached through its directory, opened beneath the root without
+ * following a symlink (a user who can write the store cannot swap a
+ * directory on the way for one), whose descriptor goes to *pin (close it
+ * once libcore is done with the path; -1 for an entry of the root).  The
+ * path leaves room for what libcore adds (a temporary's `.` and suffix). */
 int drx_store_path_pin(const struct drx_store *s, const char *rel, char *out, size_t len,
                        int *pin);
 
