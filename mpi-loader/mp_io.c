@@ -485,13 +485,14 @@ static uint64_t file_off(const struct load_plan *p, uint64_t off)
     return p->q[off / cb] * cb + off % cb;
 }
 
-/* The round's chunks straight from the caller's memory: each run of
- * elements (consecutive in memory and in its chunk) one iovec, in file
- * order; pieces adjacent in memory and in the file merged; one pwritev
- * per IOV_MAX pieces or gap in the file.  Only for chunks that the box
- * covers and that lie inside the bounds, in a layout whose runs are
- * consecutive (C order). */
-static int write_runs(const struct load_plan *p, int fd, const unsigned char *src)
+/* The round's chunks straight from or into the caller's memory: each run
+ * of elements (consecutive in memory and in its chunk) one iovec, in file
+ * order; pieces adjacent in memory and in the file merged; one io call
+ * (pwritev_all or preadv_all) per IOV_MAX pieces or gap in the file.  Only
+ * for chunks that the box covers and that lie inside the bounds, in a
+ * layout whose runs are consecutive (C order). */
+static int io_runs(const struct load_plan *p, int fd, unsigned char *mem,
+                   int (*io)(int, struct iovec *, int, uint64_t))
 {
     struct load_run *run = p->run;
     struct iovec iov[IOV_MAX];
@@ -501,25 +502,25 @@ static int write_runs(const struct load_plan *p, int fd, const unsigned char *sr
     qsort(run, p->nruns, sizeof(*run), run_cmp_chunk);
     for (size_t i = 0; i < p->nruns && rc == 0; i++) {
         uint64_t off = file_off(p, run[i].buf_off), len = run[i].len * p->view->elem_size;
-        const unsigned char *from = src + run[i].raw_off;
-        if (n > 0 && off == end && (const unsigned char *)iov[n - 1].iov_base +
-                                           iov[n - 1].iov_len == from) {
+        unsigned char *at_mem = mem + run[i].raw_off;
+        if (n > 0 && off == end &&
+            (unsigned char *)iov[n - 1].iov_base + iov[n - 1].iov_len == at_mem) {
             iov[n - 1].iov_len += len;
             end += len;
             continue;
         }
         if (n > 0 && (off != end || n == IOV_MAX)) {
-            rc = pwritev_all(fd, iov, n, at);
+            rc = io(fd, iov, n, at);
             n = 0;
         }
         if (n == 0)
             at = end = off;
-        iov[n].iov_base = (void *)from;
+        iov[n].iov_base = at_mem;
         iov[n++].iov_len = len;
         end += len;
     }
     if (rc == 0 && n > 0)
-        rc = pwritev_all(fd, iov, n, at);
+        rc = io(fd, iov, n, at);
     return rc;
 }
 
@@ -555,7 +556,8 @@ static int write_round_alone(struct mp_xfer *x, const void *src, struct drx_err 
     int rc = lock_alone(x->a->lockfd, p->q, p->nchunks, cb, err);
     if (rc < 0)
         return rc;
-    rc = direct ? write_runs(p, x->a->lockfd, src) : write_buffered(x, src);
+    rc = direct ? io_runs(p, x->a->lockfd, (unsigned char *)(uintptr_t)src, pwritev_all)
+                : write_buffered(x, src);
     mp_unlock_round(x->a->lockfd, p->q, p->nchunks, cb);
     return rc < 0 ? drx_err_set(err, -rc, "writing %s: %s", x->a->xta, strerror(-rc)) : 0;
 }
@@ -598,39 +600,6 @@ static int preadv_all(int fd, struct iovec *iov, int n, uint64_t off)
         }
     }
     return 0;
-}
-
-/* The round's chunks straight into the caller's memory, as write_runs
- * writes them. */
-static int read_runs(const struct load_plan *p, int fd, unsigned char *dst)
-{
-    struct load_run *run = p->run;
-    struct iovec iov[IOV_MAX];
-    uint64_t at = 0, end = 0;
-    int n = 0, rc = 0;
-
-    qsort(run, p->nruns, sizeof(*run), run_cmp_chunk);
-    for (size_t i = 0; i < p->nruns && rc == 0; i++) {
-        uint64_t off = file_off(p, run[i].buf_off), len = run[i].len * p->view->elem_size;
-        unsigned char *to = dst + run[i].raw_off;
-        if (n > 0 && off == end && (unsigned char *)iov[n - 1].iov_base + iov[n - 1].iov_len == to) {
-            iov[n - 1].iov_len += len;
-            end += len;
-            continue;
-        }
-        if (n > 0 && (off != end || n == IOV_MAX)) {
-            rc = preadv_all(fd, iov, n, at);
-            n = 0;
-        }
-        if (n == 0)
-            at = end = off;
-        iov[n].iov_base = to;
-        iov[n++].iov_len = len;
-        end += len;
-    }
-    if (rc == 0 && n > 0)
-        rc = preadv_all(fd, iov, n, at);
-    return rc;
 }
 
 /* The round's chunks into the round buffer by adjacent ranges (what lies
@@ -680,7 +649,7 @@ int mp_box_read_alone(drx_mp *a, const struct drx_view *v, void *buf)
         bool direct = p->run_stride == x.m->elem_size;
         for (size_t i = 0; i < p->nchunks && direct; i++)
             direct = p->inside[i] && (p->q[i] + 1) * x.m->chunk_bytes <= size;
-        rc = direct ? read_runs(p, a->lockfd, buf) : read_buffered(&x, buf);
+        rc = direct ? io_runs(p, a->lockfd, buf, preadv_all) : read_buffered(&x, buf);
         if (rc < 0)
             drx_err_set(&err, -rc, "reading %s: %s", a->xta, strerror(-rc));
     }
