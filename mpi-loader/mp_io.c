@@ -453,25 +453,6 @@ static int lock_alone(int fd, const uint64_t *q, size_t n, uint64_t cb, struct d
 }
 
 /* pwritev of all of iov[0..n-1] at off, on after short writes. */
-static int pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
-{
-    while (n > 0) {
-        ssize_t w = pwritev(fd, iov, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        off += (uint64_t)w;
-        for (; n > 0 && (size_t)w >= iov->iov_len; n--, iov++)
-            w -= (ssize_t)iov->iov_len;
-        if (n > 0) {
-            iov->iov_base = (char *)iov->iov_base + w;
-            iov->iov_len -= (size_t)w;
-        }
-    }
-    return 0;
-}
-
 static int run_cmp_chunk(const void *x, const void *y)
 {
     const struct load_run *a = x, *b = y;
@@ -488,7 +469,8 @@ static uint64_t file_off(const struct load_plan *p, uint64_t off)
 /* The round's chunks straight from or into the caller's memory: each run
  * of elements (consecutive in memory and in its chunk) one iovec, in file
  * order; pieces adjacent in memory and in the file merged; one io call
- * (pwritev_all or preadv_all) per IOV_MAX pieces or gap in the file.  Only
+ * (drx_io_pwritev_all or drx_io_preadv_all) per IOV_MAX pieces or gap in
+ * the file.  Only
  * for chunks that the box covers and that lie inside the bounds, in a
  * layout whose runs are consecutive (C order). */
 static int io_runs(const struct load_plan *p, int fd, unsigned char *mem,
@@ -556,7 +538,8 @@ static int write_round_alone(struct mp_xfer *x, const void *src, struct drx_err 
     int rc = lock_alone(x->a->lockfd, p->q, p->nchunks, cb, err);
     if (rc < 0)
         return rc;
-    rc = direct ? io_runs(p, x->a->lockfd, (unsigned char *)(uintptr_t)src, pwritev_all)
+    rc = direct ? io_runs(p, x->a->lockfd, (unsigned char *)(uintptr_t)src,
+                          drx_io_pwritev_all)
                 : write_buffered(x, src);
     mp_unlock_round(x->a->lockfd, p->q, p->nchunks, cb);
     return rc < 0 ? drx_err_set(err, -rc, "writing %s: %s", x->a->xta, strerror(-rc)) : 0;
@@ -583,25 +566,6 @@ int mp_box_write_alone(drx_mp *a, const struct drx_view *v, const void *buf)
 
 /* preadv of all of iov[0..n-1] at off: 0, -EIO when the file ends first,
  * or -errno. */
-static int preadv_all(int fd, struct iovec *iov, int n, uint64_t off)
-{
-    while (n > 0) {
-        ssize_t got = preadv(fd, iov, n, (off_t)off);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return got < 0 ? -errno : -EIO;
-        off += (uint64_t)got;
-        for (; n > 0 && (size_t)got >= iov->iov_len; n--, iov++)
-            got -= (ssize_t)iov->iov_len;
-        if (n > 0) {
-            iov->iov_base = (char *)iov->iov_base + got;
-            iov->iov_len -= (size_t)got;
-        }
-    }
-    return 0;
-}
-
 /* The round's chunks into the round buffer by adjacent ranges (what lies
  * past the end of the .xta is the fill), then gathered. */
 static int read_buffered(const struct mp_xfer *x, void *dst)
@@ -649,7 +613,7 @@ int mp_box_read_alone(drx_mp *a, const struct drx_view *v, void *buf)
         bool direct = p->run_stride == x.m->elem_size;
         for (size_t i = 0; i < p->nchunks && direct; i++)
             direct = p->inside[i] && (p->q[i] + 1) * x.m->chunk_bytes <= size;
-        rc = direct ? io_runs(p, a->lockfd, buf, preadv_all) : read_buffered(&x, buf);
+        rc = direct ? io_runs(p, a->lockfd, buf, drx_io_preadv_all) : read_buffered(&x, buf);
         if (rc < 0)
             drx_err_set(&err, -rc, "reading %s: %s", a->xta, strerror(-rc));
     }

@@ -253,3 +253,42 @@ bool drx_fd_open_on(dev_t dev, ino_t ino)
     closedir(d);
     return found;
 }
+
+/* Advances *iov / *n past done bytes. */
+static void iov_advance(struct iovec **iov, int *n, size_t done)
+{
+    for (; *n > 0 && done >= (*iov)->iov_len; (*n)--, (*iov)++)
+        done -= (*iov)->iov_len;
+    if (*n > 0) {
+        (*iov)->iov_base = (char *)(*iov)->iov_base + done;
+        (*iov)->iov_len -= done;
+    }
+}
+
+int drx_io_preadv_all(int fd, struct iovec *iov, int n, uint64_t off)
+{
+    while (n > 0) {
+        ssize_t got = preadv(fd, iov, n, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return got < 0 ? -errno : -EIO;
+        off += (uint64_t)got;
+        iov_advance(&iov, &n, (size_t)got);
+    }
+    return 0;
+}
+
+int drx_io_pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
+{
+    while (n > 0) {
+        ssize_t w = pwritev(fd, iov, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        off += (uint64_t)w;
+        iov_advance(&iov, &n, (size_t)w);
+    }
+    return 0;
+}

@@ -31,6 +31,13 @@ int main(void)
            "pread_all reads it back");
     tap_ok(drx_io_pread_all(fd, back, 100, 4096 + sizeof buf - 50) == -EIO,
            "pread_all past the end is -EIO");
+    struct iovec wv[3] = {{buf, 10}, {buf + 10, 3000}, {buf + 3010, 90}};
+    struct iovec rv[2] = {{back, 1000}, {back + 1000, 2100}};
+    tap_ok(drx_io_pwritev_all(fd, wv, 3, 20000) == 0 && drx_io_preadv_all(fd, rv, 2, 20000) == 0 &&
+               !memcmp(buf, back, 3100),
+           "pwritev_all and preadv_all of several pieces");
+    struct iovec past = {back, 200};
+    tap_ok(drx_io_preadv_all(fd, &past, 1, 20000 + 3000) == -EIO, "preadv_all past the end is -EIO");
     tap_ok(pipe(p) == 0 && drx_io_write_all(p[1], buf, 1000) == 0 && close(p[1]) == 0 &&
                drx_io_read_full(p[0], back, sizeof back) == 1000 && close(p[0]) == 0,
            "write_all and read_full through a pipe, to its end");

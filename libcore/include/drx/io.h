@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* Reads exactly len bytes at off.  0, -EIO if the file ends first, or
  * -errno. */
@@ -14,6 +15,11 @@ int drx_io_pread_all(int fd, void *buf, size_t len, uint64_t off);
 
 /* Writes exactly len bytes at off.  0 or -errno (-ENOSPC on a full disk). */
 int drx_io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+
+/* The same for the n pieces of iov, read or written whole from off on;
+ * iov is consumed (its entries are advanced past what moved). */
+int drx_io_preadv_all(int fd, struct iovec *iov, int n, uint64_t off);
+int drx_io_pwritev_all(int fd, struct iovec *iov, int n, uint64_t off);
 
 /* Byte-range write locks on [off, off+len) of fd, honoured by every
  * process that takes them (open file description locks: the daemon, drx
