@@ -470,9 +470,8 @@ static uint64_t file_off(const struct load_plan *p, uint64_t off)
  * of elements (consecutive in memory and in its chunk) one iovec, in file
  * order; pieces adjacent in memory and in the file merged; one io call
  * (drx_io_pwritev_all or drx_io_preadv_all) per IOV_MAX pieces or gap in
- * the file.  Only
- * for chunks that the box covers and that lie inside the bounds, in a
- * layout whose runs are consecutive (C order). */
+ * the file.  Only for chunks that the box covers and that lie inside the
+ * bounds, in a layout whose runs are consecutive (C order). */
 static int io_runs(const struct load_plan *p, int fd, unsigned char *mem,
                    int (*io)(int, struct iovec *, int, uint64_t))
 {
