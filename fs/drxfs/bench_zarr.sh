@@ -15,9 +15,11 @@
 #
 # DRX_BENCH_MIB   array size in MiB (default 512)
 # DRX_BENCH_DIR   where to put the store and the local copy (default /tmp)
-# DRX_BENCH_RUNS  timed runs per figure, the median is shown (default 5);
-#                 mount and local runs alternate, so that a shared machine's
-#                 changing load weighs on both alike
+# DRX_BENCH_RUNS  timed pairs per figure (default 9): each pair times the
+#                 mount and the local copy back to back (which goes first
+#                 alternates), so that a shared machine's changing load
+#                 weighs on both alike; a ratio is the median of the pairs'
+#                 ratios, shown with their range, beside the median times
 set -euo pipefail
 
 build=${1:-${DRX_BUILD:-build}}
@@ -58,7 +60,7 @@ for _ in $(seq 200); do
 done
 mountpoint -q "$mnt"
 
-/usr/bin/python3 - "$mnt" "$work/local.zarr" "${DRX_BENCH_RUNS:-5}" "$n" <<'PY'
+/usr/bin/python3 - "$mnt" "$work/local.zarr" "${DRX_BENCH_RUNS:-9}" "$n" <<'PY'
 import os, statistics, sys, time
 import netCDF4
 import numpy as np
@@ -83,20 +85,28 @@ def drop_caches():
         f.write("3\n")
 
 
-def median_times(fns, cold):
-    """Median time of each of fns, their runs alternating."""
+def pair_times(fns, cold):
+    """Times of runs pairs of fns, the pairs' order alternating."""
     if not cold:
         for fn in fns:
             fn()  # warm-up
     t = [[] for _ in fns]
-    for _ in range(runs):
-        for i, fn in enumerate(fns):
+    for r in range(runs):
+        order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
+        for i in order:
             if cold:
                 drop_caches()
             s = time.perf_counter()
-            fn()
+            fns[i]()
             t[i].append(time.perf_counter() - s)
-    return [statistics.median(x) for x in t]
+    return t
+
+
+def ratio(tm, tl):
+    """Median time of each, and the median and range of the pairs' ratios
+    (local time / mount time: the mount's speed relative to local)."""
+    r = sorted(b / a for a, b in zip(tm, tl))
+    return statistics.median(tm), statistics.median(tl), statistics.median(r), r[0], r[-1]
 
 
 def load(path, slab):
@@ -109,18 +119,19 @@ def load(path, slab):
 
 nbytes = {False: n * n * n * 8, True: n * n * 64 * 8}
 print(f"array {n}x{n}x{n} f64, chunk 64^3 (2 MiB), {nbytes[False] >> 20} MiB; "
-      f"median of {runs} runs; xarray.open_zarr(...).load(), dask threads")
+      f"{runs} pairs of alternating runs; xarray.open_zarr(...).load(), dask threads")
 for slab in (False, True):
     what = "column slab x=0:64" if slab else "whole array       "
     for cold in (False, True):
         if cold and not cold_ok:
             print(f"  {what} cold: skipped (dropping the page cache needs root)")
             continue
-        tm, tl = median_times([load(mnt + "/big/zarr", slab), load(local, slab)], cold)
+        tm, tl, r, rlo, rhi = ratio(*pair_times([load(mnt + "/big/zarr", slab),
+                                                  load(local, slab)], cold))
         mb = nbytes[slab] / 1e6
         print(f"  {what} {'cold' if cold else 'hot '}: mount {mb / tm:7.0f} MB/s ({tm:.3f} s), "
-              f"local {mb / tl:7.0f} MB/s ({tl:.3f} s), mount/local {tl / tm:.2f}"
-              + ("  (target >= 0.8)" if not cold else ""))
+              f"local {mb / tl:7.0f} MB/s ({tl:.3f} s), mount/local {r:.2f} "
+              f"({rlo:.2f}-{rhi:.2f})" + ("  (target >= 0.8)" if not cold else ""))
 
 # data.nc with netCDF4 vs the same view's data with numpy
 view = f"{mnt}/big/z=0:{n // 2}"
@@ -132,9 +143,9 @@ def nc():
     return a
 def raw():
     return np.fromfile(view + "/data", "<f8")
-tn, tr = median_times([nc, raw], False)
+tn, tr, r, rlo, rhi = ratio(*pair_times([nc, raw], False))
 assert np.array_equal(nc().astype('<f8').ravel().view('u8'), raw().view('u8'))
 mb = n * n * (n // 2) * 8 / 1e6
 print(f"data.nc of z=0:{n // 2} ({mb:.0f} MB) hot: netCDF4 {mb / tn:7.0f} MB/s ({tn:.3f} s), "
-      f"data with numpy {mb / tr:7.0f} MB/s ({tr:.3f} s), data.nc/data {tr / tn:.2f}")
+      f"data with numpy {mb / tr:7.0f} MB/s ({tr:.3f} s), data.nc/data {r:.2f} ({rlo:.2f}-{rhi:.2f})")
 PY
