@@ -189,6 +189,16 @@ PY
     "$DRX" attr set "$S/at" small -9223372036854775808 --type i64
     run "$DRX" attr get "$S/at" text
     assert_output "$s"
+    run "$DRX" attr get "$S/at" big
+    assert_output "18446744073709551615"
+    run "$DRX" attr get "$S/at" small
+    assert_output -- "-9223372036854775808"
+    # drx attr prints NaN and the infinities as it reads them back
+    local nans
+    nans=$("$DRX" attr get "$S/at" nans)
+    "$DRX" attr set "$S/at" nans2 "$nans" --type f64
+    run "$DRX" attr get "$S/at" nans2
+    assert_output "$nans"
     "$PY" -m json.tool "$M/at/info" >/dev/null
     "$DRX" info "$S/at" --json | "$PY" -m json.tool >/dev/null
     "$PY" - "$M/at" "$s" <<'PY'
@@ -207,7 +217,18 @@ assert math.isnan(n[0]) and n[1] == math.inf and n[2] == -math.inf and n[3] == 0
 assert zarr.open(d + "/zarr")["at"].attrs["text"] == s
 v = netCDF4.Dataset(d + "/data.nc").variables["at"]
 assert v.getncattr("text") == s and int(v.getncattr("big")) == 18446744073709551615
+assert int(v.getncattr("small")) == -2**63
+n = v.getncattr("nans")
+assert math.isnan(n[0]) and n[1] == math.inf and n[2] == -math.inf and n[3] == 0.1, n
+n2 = v.getncattr("nans2")
+assert math.isnan(n2[0]) and list(n2[1:]) == list(n[1:]), n2
 PY
+    # ncdump prints them as netCDF's CDL writes them
+    run ncdump -h "$M/at/data.nc"
+    assert_success
+    assert_line --partial 'at:nans = NaN, Infinity, -Infinity, 0.1 ;'
+    assert_line --partial 'at:big = 18446744073709551615ULL ;'
+    assert_line --partial 'at:small = -9223372036854775808LL ;'
 }
 
 @test "dask computes a mean through open_zarr equal to numpy's" {
