@@ -213,11 +213,12 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
     n->words = NULL;
     drx_view_spec_init(&spec);
     strcpy(n->rel, ".");
-    if (fstat(drxfs.root_fd, &n->st) < 0)
-        return -errno;
-
     while (*p == '/')
         p++;
+    /* each component's lookup sets n->st: the root's is wanted only for
+     * the root (one fstat less for every other request) */
+    if (!*p && fstat(drxfs.root_fd, &n->st) < 0)
+        return -errno;
     while (*p) {
         const char *end = strchr(p, '/');
         size_t len = end ? (size_t)(end - p) : strlen(p);
