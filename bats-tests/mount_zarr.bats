@@ -402,6 +402,36 @@ PY
     grep -q "gc: time_c is not dimension time_c's coordinate: it is shorter than the dimension" "$M.log"
 }
 
+@test "one process reopening its Dataset sees an extension and new values: open_zarr and data.nc" {
+    "$DRX" create "$S/rg" --type f64 --shape 3x4 --chunk 2x2 --dims time,x --fill -9
+    "$PY" -c "import numpy as np; np.arange(12, dtype='<f8').tofile('raw')"
+    "$DRX" put "$S/rg" <raw
+    # one Python process: opens, loads and closes, the array grows and gets
+    # a new row by drx, then it opens the same paths again
+    "$PY" - "$DRX" "$S/rg" "$M/rg" <<'PY'
+import subprocess, sys
+import numpy as np
+import xarray as xr
+drx, store, d = sys.argv[1:]
+def both():
+    z = xr.open_zarr(d + "/zarr", mask_and_scale=False)
+    zv = z.rg.values
+    z.close()
+    n = xr.open_dataset(d + "/data.nc", mask_and_scale=False)
+    nv = n.rg.values
+    n.close()
+    return zv, nv
+want = np.arange(12.0).reshape(3, 4)
+for v in both():
+    assert np.array_equal(v, want), v
+subprocess.run([drx, "extend", store, "time", "2"], check=True)
+subprocess.run([drx, "put", store, "time=3"], input=np.full(4, 7.5).tobytes(), check=True)
+want = np.concatenate([want, np.full((1, 4), 7.5), np.full((1, 4), -9.0)])
+for v in both():
+    assert v.shape == (5, 4) and np.array_equal(v, want), v
+PY
+}
+
 @test "chunk keys and metadata come through the page cache and show each change at the next open: drx put, a write through a view or the group, drx extend, a coordinate's change" {
     # pk(pk_t, x) with its coordinate pk_t; 64x64 f64 chunks (8 pages)
     "$DRX" create "$S/pk" --type f64 --shape 100x64 --chunk 64x64 --dims pk_t,x --fill -1
