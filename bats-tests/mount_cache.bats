@@ -86,6 +86,40 @@ m.flush(); m.close(); os.close(fd)"
     rm "$M/striped.bin" "$S/plain.bin"
 }
 
+@test "shared mmap reads data.nc and Zarr chunk keys and metadata" {
+    fresh mk 20x30x10 8x8x8
+    "$DRX" get "$S/mk" >mk.got
+    "$PY" -c "
+import json, mmap, os
+import numpy as np, netCDF4
+
+def mapped(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
+    finally:
+        os.close(fd)
+    b = bytes(m)
+    m.close()
+    return b
+
+a = np.fromfile('mk.got', dtype='<f8').reshape(20, 30, 10)
+# data.nc of the array and of a view, parsed from the mapped bytes
+for view, want in (('', a), ('dim0=2:19:4/', a[2:19:4])):
+    with netCDF4.Dataset('x.nc', memory=mapped('$M/mk/' + view + 'data.nc')) as d:
+        got = d.variables['mk'][:]
+        assert got.shape == want.shape and (got == want).all(), view
+# an inner and an edge chunk key: the chunk's bytes, the edge padded with the fill
+meta = json.loads(mapped('$M/mk/zarr/.zmetadata'))['metadata']
+assert meta['mk/.zarray']['shape'] == [20, 30, 10]
+padded = np.zeros((24, 32, 16))
+padded[:20, :30, :10] = a
+for key, (i, j, k) in (('0.1.0', (0, 1, 0)), ('2.3.1', (2, 3, 1))):
+    got = np.frombuffer(mapped('$M/mk/zarr/mk/' + key), dtype='<f8').reshape(8, 8, 8)
+    assert (got == padded[8*i:8*i+8, 8*j:8*j+8, 8*k:8*k+8]).all(), key
+"
+}
+
 @test "SQLite in WAL mode: 10,000 rows, integrity_check ok" {
     "$PY" -c "
 import sqlite3
