@@ -314,6 +314,151 @@ bounds 6x7x16"
     "$DRX" fsck store
 }
 
+# syncs TRACE: the files the traced run synced (fsync, fdatasync,
+# sync_file_range, syncfs), by name, one per line, sorted.
+syncs() {
+    sed -nE 's/^[0-9]+ +(fsync|fdatasync|sync_file_range|syncfs)\([0-9]+<([^>]*)>.*/\2/p' "$1" |
+        sed 's|.*/||' | sort -u
+}
+
+@test "DRX_MP_SYNC_NONE: growths recorded at drx_mp_sync and close without syncing the data; data equals drx get" {
+    command -v strace >/dev/null || skip "no strace"
+    "$DRX" init store >/dev/null
+    "$DRX" create store/run --type f64 --shape 1x6x8 --chunk 1x3x4 --dims time,y,x
+    mount_store store mnt
+    cat mnt/run/info >/dev/null
+    # 3 ranks append steps as in DRX_MP_SYNC_BATCH: other programs see the
+    # array as of the last sync; the only file synced is the .xmd (the
+    # records), never the .xta (batch mode syncs it: the contrast below)
+    run strace -f -qq -y -e trace=fsync,fdatasync,sync_file_range,syncfs -o none.trace \
+        timeout 120 mpiexec -n 3 "$MP_TEST" store/run open:w write:C:4 mode:none extend:0:1 \
+        write:C:4 "system:$SHAPES" extend:0:1 write:F:4 sync "system:$SHAPES" extend:0:1 \
+        write:C:4 bounds
+    assert_success
+    assert_output "shape [1, 6, 8]
+mount [1, 6, 8]
+shape [3, 6, 8]
+mount [3, 6, 8]
+bounds 4x6x8"
+    assert_equal "$(syncs none.trace)" "run.xmd"
+    # close recorded the last growth; drx get and the mount read the data
+    check_ref store/run f64 4
+    "$PY" - <<'EOF'
+import json
+import numpy as np
+assert json.load(open("mnt/run/info"))["shape"] == [4, 6, 8]
+i = np.indices((4, 6, 8))
+ref = (4 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113
+assert (np.fromfile("mnt/run/data", dtype="<f8").reshape(4, 6, 8) == ref).all()
+EOF
+    "$DRX" fsck store
+    run strace -f -qq -y -e trace=fsync,fdatasync,sync_file_range,syncfs -o batch.trace \
+        timeout 120 mpiexec -n 2 "$MP_TEST" store/run open:w mode:batch extend:0:1 write:C:5
+    assert_success
+    syncs batch.trace | grep -qx run.xta || fail "batch mode did not sync the .xta: $(syncs batch.trace)"
+    check_ref store/run f64 5
+    # other dimensions, several growths between syncs; switching to a mode
+    # that promises more makes them durable and recorded first (the shape
+    # shows at once), switching back to none does not
+    run mp 4 store/run open:w mode:none extend:2:3 extend:1:1 write:F:8 mode:batch "system:$SHAPES" \
+        mode:none extend:2:5 write:C:9 "system:$SHAPES" mode:extend "system:$SHAPES" extend:0:2 \
+        write:F:10 bounds
+    assert_success
+    assert_output "shape [5, 7, 11]
+mount [5, 7, 11]
+shape [5, 7, 11]
+mount [5, 7, 11]
+shape [5, 7, 16]
+mount [5, 7, 16]
+bounds 7x7x16"
+    check_ref store/run f64 10
+    "$DRX" fsck store
+    # a mode that does not exist, or different modes on different ranks:
+    # every rank fails alike
+    fails_alike 2 "sync mode 3: expected DRX_MP_SYNC_EXTEND, DRX_MP_SYNC_BATCH or DRX_MP_SYNC_NONE" \
+        store/run open:w mode:3
+    fails_alike 2 "sync mode -1: expected" store/run open:w mode:-1
+    fails_alike 3 "the ranks passed different sync modes to drx_mp_set_sync" store/run open:w \
+        mode:none extend:0:1 "mode:extend@2=mode:none"
+    # the failed switch left every rank in DRX_MP_SYNC_NONE, the growth
+    # before it pending: close recorded it
+    run "$DRX" info store/run --json
+    assert_output --partial '"shape": [8, 7, 16]'
+    "$DRX" fsck store
+}
+
+@test "DRX_MP_SYNC_NONE: a kill -9 of one rank loses nothing written before the last sync" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/a --type f64 --shape 2x6x8 --chunk 1x3x4 --dims time,y,x
+    # step 2 grown, written and synced (records only); then step 0 is
+    # rewritten (seed 9) and steps 3-4 grown and written; rank 1 is killed
+    # while the others still run, before any further sync
+    run mp 3 store/a open:w write:C:5 mode:none extend:0:1 writebox:C:5:2,0,0:3,6,8 sync \
+        writebox:C:9:0,0,0:1,6,8 extend:0:2 writebox:C:5:3,0,0:5,6,8 bounds crash:1
+    assert_failure
+    assert_line "bounds 5x6x8"
+    # the array as of the sync, with every byte written before the crash
+    # (nothing but the records was synced: the page cache outlived the
+    # processes)
+    run "$DRX" info store/a --json
+    assert_output --partial '"shape": [3, 6, 8]'
+    "$DRX" get store/a >got.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i = np.indices((3, 6, 8))
+v = i[0] * 7 + i[1] * 13 + i[2] * 31
+ref = np.where(i[0] == 0, (9 + v) % 113, (5 + v) % 113)
+assert (np.fromfile("got.bin", dtype="<f8").reshape(3, 6, 8) == ref).all()
+EOF
+    # the lost growths' chunks are what fsck trims
+    run "$DRX" fsck store
+    assert_failure
+    assert_output --partial "a.xta: 1920 bytes, longer than its metadata's 1152 (uncommitted extension)"
+    run "$DRX" fsck store --repair
+    assert_success
+    "$DRX" fsck store
+    assert_equal "$(stat -c %s store/a.xta)" 1152
+}
+
+@test "DRX_MP_SYNC_NONE: what a power loss may leave, as drx fsck reports it (emulated)" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/a --type f64 --shape 1x6x8 --chunk 1x3x4 --dims time,y,x
+    run mp 2 store/a open:w mode:none extend:0:2 write:C:5
+    assert_success
+    "$DRX" fsck store
+    # The records are synced, the .xta's new length is not: a power loss
+    # can keep them and lose it.  drx get refuses, fsck reports the lost
+    # chunks and does not repair them.
+    truncate -s 768 store/a.xta
+    run "$DRX" fsck store
+    assert_failure
+    assert_output --partial "a.xta: 768 bytes, shorter than its metadata's 1152 (chunks lost)"
+    run "$DRX" fsck store --repair
+    assert_failure
+    assert_output --partial "1 problem, 0 repaired"
+    run "$DRX" get store/a
+    assert_failure
+    assert_output --partial "shorter than the 1152 its metadata needs"
+    # the way back by hand: the committed length, the lost step zeros
+    truncate -s 1152 store/a.xta
+    "$DRX" fsck store
+    # Or the length is kept and a chunk's bytes are lost (never written
+    # back: a hole): fsck sees nothing, the chunk reads as zeros
+    fallocate -p -o 384 -l 96 store/a.xta
+    run "$DRX" fsck store
+    assert_success
+    "$DRX" get store/a >got.bin
+    "$PY" - <<'EOF'
+import numpy as np
+got = np.fromfile("got.bin", dtype="<f8").reshape(3, 6, 8)
+i = np.indices((3, 6, 8))
+ref = (5 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113
+ref[2] = 0
+ref[1, 0:3, 0:4] = 0
+assert (got == ref).all(), got
+EOF
+}
+
 @test "DRX_MP_SYNC_BATCH: an extension that fails changes nothing; another extension waits for the sync" {
     mkdir small
     mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
@@ -516,9 +661,10 @@ i, j, k = np.indices((7, 9, 5))
 got = np.fromfile("got.bin", dtype="<f8").reshape(7, 9, 5)
 assert (got == i + 10 * j + 100 * k).all()
 EOF
-        # two extensions of dimension 2, the second in DRX_MP_SYNC_BATCH
+        # three extensions of dimension 2, the second in DRX_MP_SYNC_BATCH,
+        # the third in DRX_MP_SYNC_NONE
         run "$DRX" info farr --json
-        assert_output --partial '"shape": [7, 9, 7]'
+        assert_output --partial '"shape": [7, 9, 8]'
     done
 }
 
@@ -533,9 +679,10 @@ EOF
     assert_success
     assert_output ""
     # element (i, j, k) of the array (C coordinates) holds i + 10 j + 100 k;
-    # the program grew dimension 2 by one at the end, twice (the second in
-    # DRX_MP_SYNC_BATCH, recorded by drx_mp_sync)
-    assert_equal "$("$DRX" info farr --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["shape"])')" "[7, 9, 7]"
+    # the program grew dimension 2 by one at the end, three times (the
+    # second in DRX_MP_SYNC_BATCH, the third in DRX_MP_SYNC_NONE, each
+    # recorded by drx_mp_sync)
+    assert_equal "$("$DRX" info farr --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["shape"])')" "[7, 9, 8]"
     "$DRX" get farr dim2=0:5 >got.bin
     "$PY" - <<'EOF'
 import numpy as np

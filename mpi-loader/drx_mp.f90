@@ -12,11 +12,13 @@ module drx_mp
   use, intrinsic :: iso_c_binding
   implicit none
   private
-  integer(c_int), parameter :: DRX_MP_SYNC_EXTEND = 0, DRX_MP_SYNC_BATCH = 1
+  integer(c_int), parameter :: DRX_MP_SYNC_EXTEND = 0, DRX_MP_SYNC_BATCH = 1, &
+                                DRX_MP_SYNC_NONE = 2
   public :: drx_mp_create, drx_mp_open, drx_mp_close, drx_mp_rank, drx_mp_bounds, &
             drx_mp_zone, drx_mp_read_all, drx_mp_write_all, drx_mp_extend, drx_mp_error, &
             drx_mp_set_buffer, drx_mp_sync, drx_mp_set_sync, DRX_MP_SYNC_EXTEND, &
-            DRX_MP_SYNC_BATCH, c_ptr, c_int, c_int64_t, c_double, c_float, c_null_ptr
+            DRX_MP_SYNC_BATCH, DRX_MP_SYNC_NONE, c_ptr, c_int, c_int64_t, c_double, c_float, &
+            c_null_ptr
 
   interface
     function c_create(comm, path, type, k, shape, chunk, out) bind(C, name='drx_mp_create_f')

@@ -350,11 +350,14 @@ int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out)
     return drx_mp_open(MPI_Comm_f2c(comm), path, writable, out);
 }
 
-/* Rank 0 records the pending growths (its status rc); the others read
- * them, or all forget them when rank 0 could not.  Agreed. */
-static int commit_follow(drx_mp *a, struct drx_err *err)
+/* Rank 0 records the pending growths (its status rc), after syncing the
+ * .xta when durable; the others read them, or all forget them when rank 0
+ * could not.  Agreed. */
+static int commit_follow(drx_mp *a, bool durable, struct drx_err *err)
 {
-    int rc = a->rank == 0 ? drx_array_commit(a->arr, err) : 0;
+    int rc = a->rank != 0 ? 0
+             : durable    ? drx_array_commit(a->arr, err)
+                          : drx_array_commit_unsynced(a->arr, err);
 
     MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
     if (a->rank != 0 && rc == 0)
@@ -364,26 +367,42 @@ static int commit_follow(drx_mp *a, struct drx_err *err)
     return mp_agree(a->comm, rc < 0 ? rc : 0, err);
 }
 
-int drx_mp_sync(drx_mp *a)
+/* Collective: the pending growths recorded; with durable, every rank's
+ * data on disk first (on a parallel file system each rank's own sync),
+ * then the records that name it.  Agreed. */
+static int mp_commit(drx_mp *a, bool durable)
 {
     struct drx_err err = {{0}};
     int rc = 0;
 
+    if (durable) {
+        int mrc = MPI_File_sync(a->xf);
+        if (mrc != MPI_SUCCESS)
+            rc = load_mpi_err(&err, mrc, "syncing %s", a->xta);
+        rc = mp_agree(a->comm, rc, &err);
+    }
+    if (rc == 0 && a->sync_mode != DRX_MP_SYNC_EXTEND)
+        rc = commit_follow(a, durable, &err);
+    return rc;
+}
+
+int drx_mp_sync(drx_mp *a)
+{
     if (!a) {
         mp_set_error("drx_mp_sync: no array");
         return -EINVAL;
     }
     if (!a->writable)
         return 0;
-    /* every rank's data on disk first (on a parallel file system each
-     * rank's own sync), then the records that name it */
-    int mrc = MPI_File_sync(a->xf);
-    if (mrc != MPI_SUCCESS)
-        rc = load_mpi_err(&err, mrc, "syncing %s", a->xta);
-    rc = mp_agree(a->comm, rc, &err);
-    if (rc == 0 && a->sync_mode == DRX_MP_SYNC_BATCH)
-        rc = commit_follow(a, &err);
-    return rc;
+    /* DRX_MP_SYNC_NONE: the records only, the data left to the page
+     * cache (as HDF5 at H5Fclose) */
+    return mp_commit(a, a->sync_mode != DRX_MP_SYNC_NONE);
+}
+
+/* How much a sync mode promises: NONE < BATCH < EXTEND. */
+static int sync_rank(int mode)
+{
+    return mode == DRX_MP_SYNC_EXTEND ? 2 : mode == DRX_MP_SYNC_BATCH ? 1 : 0;
 }
 
 int drx_mp_set_sync(drx_mp *a, int mode)
@@ -393,13 +412,19 @@ int drx_mp_set_sync(drx_mp *a, int mode)
         mp_set_error("drx_mp_set_sync: no array");
         return -EINVAL;
     }
-    int rc = mode == DRX_MP_SYNC_EXTEND || mode == DRX_MP_SYNC_BATCH
+    int rc = mode == DRX_MP_SYNC_EXTEND || mode == DRX_MP_SYNC_BATCH || mode == DRX_MP_SYNC_NONE
                  ? 0
-                 : drx_err_set(&err, EINVAL, "sync mode %d: expected DRX_MP_SYNC_EXTEND or "
-                                             "DRX_MP_SYNC_BATCH", mode);
+                 : drx_err_set(&err, EINVAL,
+                               "sync mode %d: expected DRX_MP_SYNC_EXTEND, "
+                               "DRX_MP_SYNC_BATCH or DRX_MP_SYNC_NONE",
+                               mode);
     rc = mp_check(a->comm, rc, &mode, sizeof(mode), "sync modes to drx_mp_set_sync", &err);
-    if (rc == 0 && a->sync_mode == DRX_MP_SYNC_BATCH && mode != DRX_MP_SYNC_BATCH)
-        rc = drx_mp_sync(a);
+    /* A mode that promises more (EXTEND > BATCH > NONE, in this order of
+     * the constants' ranks below) starts from a durable state: what was
+     * written and grown so far is synced and recorded first.  Towards
+     * NONE nothing is synced; pending growths stay pending. */
+    if (rc == 0 && sync_rank(mode) > sync_rank(a->sync_mode) && a->writable)
+        rc = mp_commit(a, true);
     if (rc == 0)
         a->sync_mode = mode;
     return rc;
@@ -411,7 +436,8 @@ int drx_mp_close(drx_mp **ap)
         return 0;
     drx_mp *a = *ap;
     /* What write_all wrote is on disk once close returns, and so are the
-     * growths of DRX_MP_SYNC_BATCH. */
+     * growths of DRX_MP_SYNC_BATCH; in DRX_MP_SYNC_NONE the growths are
+     * recorded and the data is in the page cache. */
     int rc = drx_mp_sync(a);
     mp_free(a);
     *ap = NULL;
@@ -532,7 +558,7 @@ static void mp_meta_words(const drx_mp *a, int rc, int64_t v[DRX_MAX_RANK + 2])
     v[DRX_MAX_RANK + 1] = (int64_t)m->map.nchunks;
 }
 
-/* DRX_MP_SYNC_BATCH: rank 0 grows the .xta and its metadata in memory
+/* DRX_MP_SYNC_BATCH and _NONE: rank 0 grows the .xta and its metadata in memory
  * (the growth pending until drx_mp_sync) and broadcasts its status and
  * new bounds; the others grow their metadata and check that they hold
  * the same; one agreement.  Rank 0's failure changes nothing; when a
@@ -575,7 +601,7 @@ int drx_mp_extend(drx_mp *a, int dim, int64_t count)
         mp_check(a->comm, rc, args, sizeof(args), "dimensions or counts to drx_mp_extend", &err);
     if (all < 0)
         return all;
-    if (a->sync_mode == DRX_MP_SYNC_BATCH)
+    if (a->sync_mode != DRX_MP_SYNC_EXTEND)
         return extend_batch(a, dim, count, &err);
     /* Every rank has returned from its last write_all (collective), so the
      * data is written; rank 0 extends (fill, fdatasync, then the .xmd by

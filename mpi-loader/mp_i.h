@@ -29,7 +29,7 @@ struct drx_mp {
     MPI_File xf;            /* the .xta, opened collectively */
     int lockfd;             /* a descriptor of our own: OFD chunk locks, I/O alone */
     uint64_t buffer;        /* bytes of chunks per round */
-    int sync_mode;          /* DRX_MP_SYNC_EXTEND or _BATCH */
+    int sync_mode;          /* DRX_MP_SYNC_EXTEND, _BATCH or _NONE */
     int dims[DRX_MAX_RANK]; /* the process grid of the zones */
     uint64_t *gather;       /* P * MP_GATHER_WIDTH: every rank's box, for write_all */
     unsigned char *rbuf;    /* the round buffer of chunks, kept between calls */

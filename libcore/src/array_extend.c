@@ -365,14 +365,15 @@ int drx_array_pending_drop(struct drx_array *a, struct drx_err *err)
     return rc;
 }
 
-/* The file handle's commit: the data, then the records.  *kept: the
- * records are in the .xmd on disk (even when this failed after). */
-static int pend_commit(struct drx_array *a, bool *kept, struct drx_err *err)
+/* The file handle's commit: the data (with sync_data), then the records.
+ * *kept: the records are in the .xmd on disk (even when this failed
+ * after). */
+static int pend_commit(struct drx_array *a, bool sync_data, bool *kept, struct drx_err *err)
 {
     int rc = 0;
 
     *kept = false;
-    if (fdatasync(a->xta_fd))
+    if (sync_data && fdatasync(a->xta_fd))
         return drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
     rc = xmd_append(a, a->pend_lines, a->pend_len, err);
     if (rc == 0) {
@@ -386,7 +387,7 @@ static int pend_commit(struct drx_array *a, bool *kept, struct drx_err *err)
     return rc < 0 ? rc : 0;
 }
 
-int drx_array_commit(struct drx_array *a, struct drx_err *err)
+static int commit_pending(struct drx_array *a, bool sync_data, struct drx_err *err)
 {
     struct drx_err ignored;
     bool kept;
@@ -400,7 +401,7 @@ int drx_array_commit(struct drx_array *a, struct drx_err *err)
         pend_end(a);
         return rc;
     }
-    rc = pend_commit(a, &kept, err);
+    rc = pend_commit(a, sync_data, &kept, err);
     if (rc < 0 && !kept) {
         drx_array_pending_drop(a, &ignored);
         return rc;
@@ -408,6 +409,16 @@ int drx_array_commit(struct drx_array *a, struct drx_err *err)
     int rr = drx_array_reread(a, rc < 0 ? &ignored : err);
     pend_end(a);
     return rc < 0 ? rc : rr;
+}
+
+int drx_array_commit(struct drx_array *a, struct drx_err *err)
+{
+    return commit_pending(a, true, err);
+}
+
+int drx_array_commit_unsynced(struct drx_array *a, struct drx_err *err)
+{
+    return commit_pending(a, false, err);
 }
 
 long long drx_array_torn_record(const char *path, struct drx_err *err)

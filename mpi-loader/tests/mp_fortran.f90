@@ -52,6 +52,15 @@ program mp_fortran
   call check(rc, 'sync')
   rc = drx_mp_bounds(a, n)
   if (any(n /= [7, 9, 7])) call check(-5, 'bounds after the batched extend')
+  ! page-cache mode: the same growth, recorded without syncing the data
+  rc = drx_mp_set_sync(a, DRX_MP_SYNC_NONE)
+  call check(rc, 'set_sync none')
+  rc = drx_mp_extend(a, 2_c_int, 1_c_int64_t)
+  call check(rc, 'extend in page-cache mode')
+  rc = drx_mp_sync(a)
+  call check(rc, 'sync in page-cache mode')
+  rc = drx_mp_bounds(a, n)
+  if (any(n /= [7, 9, 8])) call check(-5, 'bounds after the page-cache extend')
   ! and a bad box fails on every rank
   rc = drx_mp_read_all(a, [0_c_int64_t, 0_c_int64_t, 0_c_int64_t], &
                        [8_c_int64_t, 1_c_int64_t, 1_c_int64_t], 'F', back)

@@ -13,12 +13,16 @@
  *                                 whole: the boxes widened to whole chunks
  *   bounds                        rank 0 prints the bounds
  *   buffer:BYTES                  drx_mp_set_buffer
- *   mode:batch | mode:extend | mode:N   drx_mp_set_sync
+ *   mode:batch | mode:extend | mode:none | mode:N   drx_mp_set_sync
  *   sync                          drx_mp_sync
  *   system:CMD                    rank 0 runs CMD (the rest of the word) with
  *                                 system(3), between barriers
  *   kill                          every rank kills itself (SIGKILL): a crash
  *                                 (a second after a barrier, for the output)
+ *   crash:R                       rank R kills itself (SIGKILL) after a
+ *                                 barrier; the others wait in a second one
+ *                                 until mpiexec ends them: one rank's crash
+ *                                 while the others still run
  * Values: element (i0, i1, ...) holds (seed + sum_d i_d * prime_d) % 113, in
  * the array's type (complex: that, and minus it).  A failing OP prints
  * "rank R: OP: RC: MESSAGE" on every rank and ends with status 3.
@@ -399,9 +403,10 @@ static int op_sync(char **w, int nw)
 
 static int op_mode(char **w, int nw)
 {
-    int mode = nw < 2                     ? -1
+    int mode = nw < 2                    ? -1
                : !strcmp(w[1], "batch")  ? DRX_MP_SYNC_BATCH
                : !strcmp(w[1], "extend") ? DRX_MP_SYNC_EXTEND
+               : !strcmp(w[1], "none")   ? DRX_MP_SYNC_NONE
                                          : atoi(w[1]);
     return drx_mp_set_sync(A, mode);
 }
@@ -417,6 +422,17 @@ static int op_kill(char **w, int nw)
     return -EINTR;
 }
 
+static int op_crash(char **w, int nw)
+{
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (nw > 1 && atoi(w[1]) == me)
+        raise(SIGKILL);
+    /* never completes: mpiexec ends this rank when rank R dies */
+    MPI_Barrier(MPI_COMM_WORLD);
+    return -EINTR;
+}
+
 static int run_op(char **w, int nw)
 {
     static const struct {
@@ -426,7 +442,7 @@ static int run_op(char **w, int nw)
                {"extend", op_extend}, {"write", op_write},     {"writebox", op_write},
                {"read", op_read},     {"readbox", op_readbox}, {"zones", op_zones_w},
                {"buffer", op_buffer}, {"bounds", op_bounds_w}, {"sync", op_sync},
-               {"mode", op_mode},     {"kill", op_kill}};
+               {"mode", op_mode},     {"kill", op_kill},       {"crash", op_crash}};
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
         if (!strcmp(w[0], ops[i].name))
             return ops[i].fn(w, nw);

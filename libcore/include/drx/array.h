@@ -187,6 +187,16 @@ int drx_array_extend_pending(struct drx_array *a, int dim, uint64_t count, bool 
  * the metadata committed before them. */
 int drx_array_commit(struct drx_array *a, struct drx_err *err);
 
+/* drx_array_commit without the fdatasync of the .xta before the records
+ * (libdrxmp's DRX_MP_SYNC_NONE, HDF5's guarantee at close): the records
+ * are appended and synced, the data stays wherever the page cache has it.
+ * A process crash loses nothing (the page cache survives it); after a
+ * power loss the records may name chunks whose bytes never reached the
+ * disk (they read as zeros, or as what was there before) or lie past the
+ * end of an .xta whose new length was not written back (drx fsck:
+ * "shorter than its metadata's ... (chunks lost)", not repaired). */
+int drx_array_commit_unsynced(struct drx_array *a, struct drx_err *err);
+
 /* Forgets the pending growths without recording them: the .xta cut back
  * (file handle; the lock goes), the committed metadata read again. */
 int drx_array_pending_drop(struct drx_array *a, struct drx_err *err);

@@ -73,7 +73,8 @@ int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char orde
  * ranks then take turns, in rank order: where boxes overlap, the highest
  * rank's elements stay).  The data is on disk after the next
  * drx_mp_extend (which fdatasyncs first; not in DRX_MP_SYNC_BATCH),
- * drx_mp_sync or drx_mp_close (MPI_File_sync). */
+ * drx_mp_sync or drx_mp_close (MPI_File_sync; in DRX_MP_SYNC_NONE only
+ * when the kernel writes it back). */
 int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char order,
                      const void *buf);
 
@@ -94,13 +95,29 @@ int drx_mp_extend(drx_mp *a, int dim, int64_t count);
  * as of the last sync, and other extensions of it wait.  A crash keeps
  * everything up to the last sync and loses the growths after it (drx fsck
  * --repair cuts their chunks); later writes into chunks committed before
- * it may or may not have reached the disk, as any unsynced write.  Collective (the same mode on every rank);
- * switching to DRX_MP_SYNC_EXTEND syncs first.  0 or -EINVAL. */
+ * it may or may not have reached the disk, as any unsynced write.
+ * DRX_MP_SYNC_NONE (HDF5's and netCDF's guarantee at close): as
+ * DRX_MP_SYNC_BATCH, but drx_mp_sync and drx_mp_close record the growths
+ * without syncing the data first; the data is in the page cache, durable
+ * when the kernel writes it back.  A killed process (any rank, kill -9)
+ * loses nothing that was written before the last drx_mp_sync or
+ * drx_mp_close returned; a power loss may leave growth records that name
+ * chunks whose bytes never reached the disk: they read as zeros (or as
+ * the bytes that were there before), and drx fsck does not see that; or
+ * an .xta shorter than its metadata, which drx fsck reports ("chunks
+ * lost") and does not repair.  The SPEC's rule that no record names data
+ * not on disk holds only in the two other modes.
+ * Collective (the same mode on every rank).  Switching to a mode that
+ * promises more (NONE < BATCH < EXTEND) first makes everything written
+ * and grown durable; switching to one that promises less keeps pending
+ * growths pending.  0 or -EINVAL. */
 #define DRX_MP_SYNC_EXTEND 0
 #define DRX_MP_SYNC_BATCH 1
+#define DRX_MP_SYNC_NONE 2
 int drx_mp_set_sync(drx_mp *a, int mode);
 /* Collective.  What write_all wrote is on disk (MPI_File_sync), then the
- * growths pending in DRX_MP_SYNC_BATCH are recorded. */
+ * growths pending in DRX_MP_SYNC_BATCH are recorded; in DRX_MP_SYNC_NONE
+ * the growths are recorded and nothing is synced but the records. */
 int drx_mp_sync(drx_mp *a);
 /* Collective.  drx_mp_sync, then closes *a and sets it to NULL (NULL or *a
  * NULL: no-op, 0). */
