@@ -147,6 +147,9 @@ struct load_plan {
      * merged: the raw file type and the read-ahead advice. */
     uint64_t *roff, *rlen;
     size_t nranges, rcap;
+    /* Set by the caller: the runs stay in chunk (buffer) order, as planned,
+     * and no ranges are made (libdrxmp's calls alone need neither). */
+    bool chunk_order;
 };
 
 void load_plan_init(struct load_plan *p, const struct drx_array_meta *m, const struct drx_view *v);

@@ -150,7 +150,7 @@ int load_plan_round(struct load_plan *p, struct drx_plan *src, size_t n, bool ru
         if (runs && (rc = drx_plan_runs(src, &c, add_run, &rs)) < 0)
             return rc;
     }
-    if (!runs)
+    if (!runs || p->chunk_order)
         return 0;
     if (p->nruns > 1)
         qsort(p->run, p->nruns, sizeof(*p->run), run_cmp);

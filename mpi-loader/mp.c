@@ -103,6 +103,7 @@ static void mp_free(drx_mp *a)
         MPI_Comm_free(&a->comm);
     free(a->gather);
     free(a->rbuf);
+    free(a->runs);
     free(a);
 }
 

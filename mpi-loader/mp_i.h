@@ -34,6 +34,8 @@ struct drx_mp {
     uint64_t *gather;       /* P * MP_GATHER_WIDTH: every rank's box, for write_all */
     unsigned char *rbuf;    /* the round buffer of chunks, kept between calls */
     uint64_t rbuf_len;
+    struct load_run *runs;  /* a round's runs in file order (mp_io.c), kept between calls */
+    size_t runs_cap;
 };
 
 /* Collective over comm: the lowest status of all ranks (0 when none
