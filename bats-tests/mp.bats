@@ -284,7 +284,7 @@ bounds 6x7x16"
     check_ref store/run f64 10
     "$DRX" fsck store
     # a mode that does not exist, or different modes on different ranks
-    fails_alike 2 "sync mode 7: expected DRX_MP_SYNC_EXTEND or DRX_MP_SYNC_BATCH" store/run open:w mode:7
+    fails_alike 2 "sync mode 7: expected DRX_MP_SYNC_EXTEND, DRX_MP_SYNC_BATCH or DRX_MP_SYNC_NONE" store/run open:w mode:7
     fails_alike 3 "the ranks passed different sync modes to drx_mp_set_sync" store/run open:w "mode:batch@1=mode:extend"
 }
 
