@@ -723,6 +723,16 @@ static void extend_pending(void)
                drx_array_meta(a)->bounds[0] == 7,
            "dropped: the .xta cut back to 16 chunks, the handle at 7x7 again");
     tap_ok(drx_array_extend(a, 1, 1, &err) == 0, "and the lock is free: %s", err.msg);
+    /* libdrxmp's DRX_MP_SYNC_NONE: the same records, the .xta not synced
+     * first (which only strace or a power loss could tell) */
+    tap_ok(drx_array_extend_pending(a, 0, 2, true, &err) == 0 &&
+               drx_array_commit_unsynced(a, &err) == 0,
+           "a pending growth committed without a data sync: %s", err.msg);
+    tap_ok(drx_array_reload(r, &err) == 1 && drx_array_meta(r)->bounds[0] == 9 &&
+               drx_array_meta(r)->bounds[1] == 8 && drx_array_meta(r)->nhistory == 5 &&
+               file_size(xta) == (off_t)drx_array_meta(r)->map.nchunks * 16,
+           "another handle sees 9x8 and its growth; the .xta holds its chunks");
+    tap_ok(drx_array_extend(a, 1, 1, &err) == 0, "the lock is free after it: %s", err.msg);
     free(committed);
     drx_array_close(a);
     drx_array_close(f);
