@@ -25,6 +25,8 @@
 # iflag=nocache on the file, nothing else on the machine) and a fresh open.
 # DRX_BENCH_DIR  where to work (default /tmp; needs about 2.5 GB)
 # DRX_BENCH_RUNS timed runs per hot figure, median shown (default 3)
+# DRX_BENCH_PARTS which parts to run, words of: array (1 and 2), cold (3),
+#                small (4); default all three
 set -euo pipefail
 
 build=${1:-${DRX_BUILD:-build}}
@@ -109,7 +111,10 @@ pids+=($!)
 wait_mount "$mnt" "${pids[-1]}" "$work/drxfs.log"
 
 echo "# machine shared with other users: expect 20-30% drift; ratios are from this run"
+parts=" ${DRX_BENCH_PARTS:-array cold small} "
+part() { [[ $parts == *" $1 "* ]]; }
 # ---- 1 and 2: a 512 MiB array ----
+if part array; then
 shape=512x512x256
 bytes=$((512 * 512 * 256 * 8))
 mib=$((bytes >> 20))
@@ -155,8 +160,10 @@ t_ssecond=$(secs rd "$mnt/sbig")
 echo "  striped file, second read   $(rate "$bytes" "$t_ssecond")  $(ratio "$t_local" "$t_ssecond") x local $(verdict "$(ratio "$t_local" "$t_ssecond")" ">=" 0.8)"
 rm -f "$mnt/sbig" "$work/local/big"
 "$drx" rm "$store/big"
+fi
 
 # ---- 3: cold slabs ----
+if part cold; then
 n=320
 "$drx" create "$store/c" --type f64 --shape 192x192x192 --chunk 64x64x64
 "$drx" extend "$store/c" 2 128
@@ -218,8 +225,10 @@ for s in "${slabs[@]}"; do
 done
 [ "$have_h5" = 1 ] || echo "  (HDF5 skipped: no h5py for $py)"
 rm -f "$work/c.h5"
+fi
 
 # ---- 4: small files, git, wc ----
+part small || exit 0
 mkdir -p "$work/src"
 for i in $(seq 1000); do head -c 4096 /dev/urandom >"$work/src/f$i"; done
 # a second mount with batched commits of striped files' sizes
