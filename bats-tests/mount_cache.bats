@@ -194,6 +194,47 @@ b = np.fromfile('$M/wv/data', dtype='<f8')
 assert b[-1] == 1234.0, b[-1]"
 }
 
+# cold FILE...: drops the files' pages from the page cache
+cold() {
+    local f
+    for f in "$@"; do dd if="$f" iflag=nocache count=0 status=none; done
+}
+
+@test "cold slab reads through the read-ahead equal drx get, and a write between reads shows" {
+    # 31 MB, chunks of 256 KiB: the views are larger than the engine's
+    # 16 MiB read-ahead window, so later requests announce further chunks
+    fresh ra 160x160x160 32x32x32
+    for w in dim0=0:40 dim1=72:104 dim2=0:16 dim0=::3/dim2=5:150:7 order=F dim0=20:140/order=F; do
+        cold "$S/ra.xta"
+        cmp <("$DRX" get "$S/ra" ${w//\// }) "$M/ra/$w/data"
+        cold "$S/ra.xta"
+        cmp <("$DRX" get "$S/ra" ${w//\// }) "$M/ra/$w/data"
+    done
+    # a read that announced the slab's chunks, then a write into them
+    # through another view, then the slab again: the write shows
+    cold "$S/ra.xta"
+    "$PY" -c "
+import numpy as np, sys
+with open(sys.argv[1], 'rb') as f:
+    a = np.frombuffer(f.read(1 << 20), dtype='<f8')
+assert (a == np.arange(a.size)).all()
+with open(sys.argv[2], 'r+b') as f:
+    f.write(np.full(160 * 160, -1.0, dtype='<f8').tobytes())
+with open(sys.argv[1], 'rb') as f:
+    b = np.frombuffer(f.read(), dtype='<f8').reshape(40, 160, 160)
+want = np.arange(40 * 160 * 160, dtype='<f8').reshape(40, 160, 160)
+want[30] = -1
+assert (b == want).all()" "$M/ra/dim0=0:40/data" "$M/ra/dim0=30/data"
+    cold "$S/ra.xta"
+    "$PY" -c "
+import numpy as np, sys
+want = np.arange(160 ** 3, dtype='<f8').reshape(160, 160, 160)
+want[30] = -1
+got = np.frombuffer(open(sys.argv[1], 'rb').read(), dtype='<f8')
+assert (got.reshape(160, 32, 160) == want[:, 72:104]).all()" \
+        <("$DRX" get "$S/ra" dim1=72:104)
+}
+
 @test "a second drxfs of the same store sees a write through the first at the next open" {
     fresh tw 10x10x10 5x5x5
     mount_store "$S" "$M2"

@@ -489,6 +489,11 @@ bool drx_array_has_cache(const struct drx_array *a)
     return a->cache_serves;
 }
 
+bool drx_array_chunk_get_loads(const struct drx_array *a, uint64_t len)
+{
+    return a->cache_serves && 2 * len >= a->meta.chunk_bytes;
+}
+
 int drx_array_span_lock(struct drx_array *a, uint64_t q, uint64_t off, uint64_t len)
 {
     int rc;
@@ -526,11 +531,18 @@ int drx_array_chunk_get(struct drx_array *a, uint64_t q, uint64_t off, uint64_t 
     if (q >= a->meta.map.nchunks || off + len > a->meta.chunk_bytes)
         return -EINVAL;
     if (a->cache_serves) {
-        unsigned char *d = drx_cache_get(a->cache, q, load_chunk, a, &ref->entry, &rc);
-        if (!d)
+        /* A span under half the chunk is read alone unless the chunk is
+         * cached already: loading the whole chunk would read cold bytes
+         * that no request asked for (a row slab needs half of each). */
+        bool whole = drx_array_chunk_get_loads(a, len);
+        unsigned char *d =
+            drx_cache_get(a->cache, q, whole ? load_chunk : NULL, a, &ref->entry, &rc);
+        if (d) {
+            ref->data = d + off;
+            return 0;
+        }
+        if (rc || whole)
             return rc;
-        ref->data = d + off;
-        return 0;
     }
     rc = drx_io_pread_all(a->xta_fd, scratch, len, q * a->meta.chunk_bytes + off);
     ref->data = scratch;

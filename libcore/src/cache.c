@@ -117,6 +117,10 @@ void *drx_cache_get(struct drx_cache *c, uint64_t q, int (*load)(uint64_t q, voi
     }
     uint64_t gen = c->gen[q % GENS], epoch = c->epoch;
     pthread_mutex_unlock(&c->lock);
+    if (!load) {
+        *rc = 0;
+        return NULL;
+    }
 
     /* Load without the lock so other chunks are served meanwhile; if two
      * threads load the same chunk, the second copy is dropped. */

@@ -16,7 +16,8 @@ struct drx_cache *drx_cache_create(size_t bytes, size_t chunk_bytes);
 void drx_cache_destroy(struct drx_cache *c); /* NULL is a no-op */
 
 /* Returns the pinned entry's data for chunk q, loading it with
- * load(q, buf, arg) on a miss.  NULL with *rc set on failure. */
+ * load(q, buf, arg) on a miss.  NULL with *rc set on failure; with load
+ * NULL, a miss returns NULL with *rc 0 (a lookup only). */
 void *drx_cache_get(struct drx_cache *c, uint64_t q, int (*load)(uint64_t q, void *buf, void *arg),
                     void *arg, void **entry, int *rc);
 void drx_cache_put(struct drx_cache *c, void *entry);

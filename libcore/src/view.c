@@ -12,6 +12,7 @@
 
 #include "array_i.h"
 #include "drx/plan.h"
+#include "readahead_i.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +22,11 @@
 #include <string.h>
 
 /* Read-ahead of a read: view bytes beyond it whose chunks are announced,
- * and the most chunk bytes announced per read. */
+ * the most chunk bytes announced per read, and the ranges handed to the
+ * pool at a time. */
 #define DRX_READ_AHEAD_VIEW ((uint64_t)16 << 20)
 #define DRX_READ_AHEAD_MAX ((uint64_t)64 << 20)
+#define DRX_READ_AHEAD_BATCH 64
 
 struct box {
     uint64_t lo[DRX_MAX_RANK], hi[DRX_MAX_RANK]; /* view coordinates, by dimension */
@@ -43,10 +46,14 @@ struct engine {
     bool writing;
     unsigned char *scratch; /* chunk bytes, grown as needed up to DRX_SPAN_MAX */
     size_t scratch_cap;
-    /* Read-ahead pass: chunk spans are only announced to the kernel
-     * (POSIX_FADV_WILLNEED), up to `advise_left` bytes. */
+    /* Read-ahead pass: the view's span of each chunk whose first view
+     * element lies in [ra_lo, ra_hi) is announced to the kernel
+     * (POSIX_FADV_WILLNEED, by the pool of readahead.c), up to
+     * `advise_left` bytes; ranges gathers them, adjacent ones merged. */
     bool advise;
-    uint64_t advise_left;
+    uint64_t advise_left, ra_lo, ra_hi;
+    struct drx_ra_range ra[DRX_READ_AHEAD_BATCH];
+    int nra;
 };
 
 static void engine_init(struct engine *e, struct drx_array *a, const struct drx_view *v)
@@ -340,7 +347,7 @@ static int chunk_in(struct engine *e, const uint64_t *K, struct parts *p, uint64
     struct drx_chunk_ref ref;
     int rc;
 
-    if (!drx_array_has_cache(e->a) && (rc = scratch_ensure(e, (size_t)len)))
+    if (!drx_array_chunk_get_loads(e->a, len) && (rc = scratch_ensure(e, (size_t)len)))
         return rc;
     rc = drx_array_chunk_get(e->a, q, off, len, e->scratch, &ref);
     if (rc)
@@ -373,19 +380,58 @@ static int chunk_out(struct engine *e, const uint64_t *K, struct parts *p, uint6
     return rc;
 }
 
-/* Read-ahead pass: asks the kernel to start reading a chunk span (it
- * queues the reads and returns), so that the disk has the next chunks in
+static void advise_flush(struct engine *e)
+{
+    drx_readahead(drx_array_xta_fd(e->a), e->ra, e->nra);
+    e->nra = 0;
+}
+
+/* Read-ahead pass: gathers a chunk span for the pool, which asks the
+ * kernel to start reading it, so that the disk has the next chunks in
  * flight while the current ones are copied.  1 stops the pass once its
  * budget is spent. */
 static int advise_span(struct engine *e, uint64_t q, uint64_t off, uint64_t len)
 {
     if (len > e->advise_left)
         len = e->advise_left;
-    if (q < e->m->map.nchunks)
-        posix_fadvise(drx_array_xta_fd(e->a), (off_t)(q * e->m->chunk_bytes + off), (off_t)len,
-                      POSIX_FADV_WILLNEED);
+    if (q < e->m->map.nchunks) {
+        uint64_t at = q * e->m->chunk_bytes + off;
+        struct drx_ra_range *last = e->nra ? &e->ra[e->nra - 1] : NULL;
+        if (last && last->off + last->len == at) {
+            last->len += len;
+        } else {
+            if (e->nra == DRX_READ_AHEAD_BATCH)
+                advise_flush(e);
+            e->ra[e->nra++] = (struct drx_ra_range){at, len};
+        }
+    }
     e->advise_left -= len;
     return e->advise_left == 0;
+}
+
+/* Read-ahead pass, one chunk: the span of the chunk that the whole view
+ * needs (what all reads of the view together take from it), announced by
+ * the one read whose window holds the chunk's first view element.  So a
+ * reader going through the view in order announces each chunk once, and
+ * whole: a row slab, whose every request meets all its chunks, reads
+ * them as a few large spans, not one thin layer per request. */
+static int advise_chunk(struct engine *e, const uint64_t *K)
+{
+    uint64_t lo[DRX_MAX_RANK], last[DRX_MAX_RANK], hi, first = 0, o0, o1;
+
+    for (int d = 0; d < e->rank; d++) {
+        drx_plan_view_range(e->m->chunk, e->v, d, K[d], &lo[d], &hi);
+        if (lo[d] >= hi)
+            return 0;
+        last[d] = hi - 1;
+        first += lo[d] * e->lstride[d];
+    }
+    if (first < e->ra_lo || first >= e->ra_hi)
+        return 0;
+    o0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, lo);
+    o1 = drx_plan_chunk_offset(e->m->chunk, e->v, K, last) + 1;
+    return advise_span(e, drx_map_address(&e->m->map, K), o0 * e->v->elem_size,
+                       (o1 - o0) * e->v->elem_size);
 }
 
 /* Handles one chunk: every box's part in it, with one read (and one write)
@@ -396,14 +442,14 @@ static int do_chunk(struct engine *e, const uint64_t *K)
     const size_t es = e->v->elem_size;
     uint64_t q, off, len;
 
+    if (e->advise)
+        return advise_chunk(e, K);
     chunk_parts(e, K, &p);
     if (p.span0 >= p.span1)
         return 0;
     q = drx_map_address(&e->m->map, K);
     off = p.span0 * es;
     len = (p.span1 - p.span0) * es;
-    if (e->advise)
-        return advise_span(e, q, off, len);
     /* A giant chunk met sparsely: row by row, never the whole span. */
     if (len > DRX_SPAN_MAX)
         return walk_parts(e, K, &p, row_io, &q);
@@ -446,15 +492,18 @@ static int engine_run(struct engine *e)
     }
 }
 
-/* Before reading elements [L0, L0+n): the chunk spans of the view's next
- * DRX_READ_AHEAD_VIEW bytes are announced to the kernel (at most
- * DRX_READ_AHEAD_MAX bytes of chunks), so that a cold read keeps several
- * requests in flight instead of one chunk at a time.  A read from the
- * start announces its own elements too; any other announces only where the
- * window's end moved to ([L0+ahead, L0+n+ahead)), which a sequential
+/* Before reading elements [L0, L0+n): the chunks whose first view element
+ * lies in the view's next DRX_READ_AHEAD_VIEW bytes are announced to the
+ * kernel, each with the span the whole view needs of it (advise_chunk; at
+ * most DRX_READ_AHEAD_MAX bytes of chunks), so that a cold read keeps
+ * several requests in flight instead of one chunk at a time.  A read from
+ * the start announces its own chunks too; any other announces only where
+ * the window's end moved to ([L0+ahead, L0+n+ahead)), which a sequential
  * reader's previous read did not (reads come in order, or split in parts
- * that together cover the same window).  The pages are the kernel's:
- * nothing is held here, and memory pressure evicts them as any. */
+ * that together cover the same window).  Only chunks that meet that band
+ * are visited, and spans never reach past what the view needs.  The pages
+ * are the kernel's: nothing is held here, a write is never shadowed, and
+ * memory pressure evicts them as any. */
 static void read_ahead(struct engine *e, uint64_t L0, uint64_t n)
 {
     uint64_t total = e->v->nelem, ahead = DRX_READ_AHEAD_VIEW / e->v->elem_size;
@@ -466,8 +515,12 @@ static void read_ahead(struct engine *e, uint64_t L0, uint64_t n)
         return;
     e->advise = true;
     e->advise_left = DRX_READ_AHEAD_MAX;
+    e->ra_lo = lo;
+    e->ra_hi = hi;
+    e->nra = 0;
     split_boxes(e, lo, hi - lo);
     engine_run(e);
+    advise_flush(e);
     e->advise = false;
 }
 

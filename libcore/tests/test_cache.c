@@ -49,6 +49,15 @@ int main(void)
     d = get(c, 1, &l, &e);
     tap_ok(d && d[5] == 1 && l.loads == 1, "a hit does not load");
     drx_cache_put(c, e);
+    {
+        int rc = -1;
+        d = drx_cache_get(c, 1, NULL, NULL, &e, &rc);
+        tap_ok(d && d[5] == 1, "a lookup without a loader finds a cached chunk");
+        drx_cache_put(c, e);
+        rc = -1;
+        d = drx_cache_get(c, 6, NULL, NULL, &e, &rc);
+        tap_ok(!d && rc == 0 && l.loads == 1, "... and misses an absent one, loading nothing");
+    }
 
     /* 1, 2, 3 fill the budget; 1 is used again, so 4 evicts 2 (the least
      * recently used), not 1 */

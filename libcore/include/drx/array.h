@@ -221,7 +221,7 @@ void drx_array_meta_fini(struct drx_array_meta *meta);
 
 /* Chunk I/O.  Bytes [off, off+len) of chunk q (q < nchunks, off + len <=
  * chunk_bytes).  drx_array_chunk_get returns a pointer to the bytes, either
- * in the handle's chunk cache or in scratch (chunk_bytes long); release it
+ * in the handle's chunk cache or in scratch (len bytes); release it
  * with drx_array_chunk_put.  The cache is off unless drx_array_set_cache()
  * gave it bytes. */
 struct drx_chunk_ref {
@@ -244,8 +244,15 @@ int drx_array_reserve(struct drx_array *a, uint64_t q, uint64_t n, struct drx_re
  * Chunks are cached whole; writes go through to the file and the cache. */
 int drx_array_set_cache(struct drx_array *a, size_t bytes);
 
-/* True when the handle has a chunk cache (chunk_get then needs no scratch). */
+/* True when the handle has a chunk cache. */
 bool drx_array_has_cache(const struct drx_array *a);
+
+/* True when drx_array_chunk_get of a len-byte span goes through the cache
+ * whole (it then needs no scratch): the handle has a cache and the span is
+ * at least half a chunk.  A shorter span is served from the cache only if
+ * its chunk is there, else read alone into scratch (len bytes): a cold
+ * read then reads only what it needs. */
+bool drx_array_chunk_get_loads(const struct drx_array *a, uint64_t len);
 
 /* File descriptors, for callers that do their own I/O (drx-load, fsync). */
 int drx_array_xta_fd(const struct drx_array *a);

@@ -1,0 +1,123 @@
+/* Read-ahead pool: see readahead_i.h. */
+#include "readahead_i.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* A duplicate of the caller's descriptor, shared by its queued ranges: the
+ * last range done closes it (the caller's number may be reused meanwhile). */
+struct ra_file {
+    int fd;
+    int refs;
+};
+
+struct ra_job {
+    struct ra_file *f;
+    uint64_t off, len;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    struct ra_job ring[DRX_RA_QUEUE];
+    unsigned head, count; /* ring[head] is the oldest of count jobs */
+    int threads;          /* started; 0: every hint runs in its caller */
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER};
+
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static void hint(int fd, uint64_t off, uint64_t len)
+{
+    posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
+/* Drops one reference to f; called with the lock held.  The descriptor to
+ * close after unlocking, or -1. */
+static int file_unref(struct ra_file *f)
+{
+    if (--f->refs > 0)
+        return -1;
+    int fd = f->fd;
+    free(f);
+    return fd;
+}
+
+static void *ra_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        while (pool.count == 0)
+            pthread_cond_wait(&pool.work, &pool.lock);
+        struct ra_job j = pool.ring[pool.head];
+        pool.head = (pool.head + 1) % DRX_RA_QUEUE;
+        pool.count--;
+        pthread_mutex_unlock(&pool.lock);
+        hint(j.f->fd, j.off, j.len);
+        pthread_mutex_lock(&pool.lock);
+        int fd = file_unref(j.f);
+        if (fd >= 0) {
+            pthread_mutex_unlock(&pool.lock);
+            close(fd);
+            pthread_mutex_lock(&pool.lock);
+        }
+    }
+    return NULL;
+}
+
+/* Starts the threads, detached and with every signal blocked (they never
+ * end: a process's pool lives as long as it). */
+static void pool_start(void)
+{
+    sigset_t all, old;
+    pthread_attr_t at;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 64 << 10);
+    for (int i = 0; i < DRX_RA_THREADS; i++) {
+        pthread_t t;
+        if (pthread_create(&t, &at, ra_main, NULL) != 0)
+            break;
+        pool.threads++;
+    }
+    pthread_attr_destroy(&at);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void drx_readahead(int fd, const struct drx_ra_range *ranges, int n)
+{
+    struct ra_file *f = NULL;
+    int i = 0;
+
+    if (n <= 0)
+        return;
+    pthread_once(&pool_once, pool_start);
+    if (pool.threads > 0 && (f = malloc(sizeof(*f))) &&
+        (f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
+        f->refs = 1; /* ours, until every range is queued */
+        pthread_mutex_lock(&pool.lock);
+        for (; i < n && pool.count < DRX_RA_QUEUE; i++) {
+            pool.ring[(pool.head + pool.count) % DRX_RA_QUEUE] =
+                (struct ra_job){f, ranges[i].off, ranges[i].len};
+            pool.count++;
+            f->refs++;
+        }
+        pthread_cond_broadcast(&pool.work);
+        int close_fd = file_unref(f);
+        pthread_mutex_unlock(&pool.lock);
+        if (close_fd >= 0)
+            close(close_fd);
+    } else if (f) {
+        free(f);
+    }
+    /* no pool, no memory, no descriptor, or a full queue */
+    for (; i < n; i++)
+        hint(fd, ranges[i].off, ranges[i].len);
+}
