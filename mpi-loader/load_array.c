@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "drx/io.h"
 #include "drx/log.h"
 #include "drx/stripe.h"
 #include "load_i.h"
@@ -199,26 +200,48 @@ int load_check_input(const char *path, uint64_t *size, struct drx_err *err)
  * read-ahead and a cold import waits for the disk once per range.  Ranges
  * closer than a MiB are advised as one (the gap is other ranks' data, which
  * they are about to read anyway). */
+/* Hints go to libcore's read-ahead pool (drx_io_readahead), as the copy
+ * engine's do, in batches of ADVISE_BATCH ranges. */
+#define ADVISE_BATCH 64
+
+struct advise {
+    int fd, n;
+    struct drx_io_range r[ADVISE_BATCH];
+};
+
+static void advise_add(struct advise *a, uint64_t off, uint64_t len)
+{
+    if (a->n == ADVISE_BATCH) {
+        drx_io_readahead(a->fd, a->r, a->n);
+        a->n = 0;
+    }
+    a->r[a->n++] = (struct drx_io_range){off, len};
+}
+
 static void advise_runs(int fd, const struct load_plan *p)
 {
     const uint64_t gap = (uint64_t)1 << 20;
+    struct advise a = {.fd = fd};
     for (size_t i = 0; fd >= 0 && i < p->nranges;) {
         uint64_t lo = p->roff[i], hi = lo + p->rlen[i];
         for (i++; i < p->nranges && p->roff[i] - hi < gap; i++)
             hi = p->roff[i] + p->rlen[i];
-        posix_fadvise(fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
+        advise_add(&a, lo, hi - lo);
     }
+    drx_io_readahead(fd, a.r, a.n);
 }
 
 void load_advise_chunks(int fd, const uint64_t *q, size_t n, uint64_t cb)
 {
+    struct advise a = {.fd = fd};
     for (size_t i = 0; fd >= 0 && i < n;) {
         size_t j = i + 1;
         while (j < n && q[j] == q[j - 1] + 1)
             j++;
-        posix_fadvise(fd, (off_t)(q[i] * cb), (off_t)((j - i) * cb), POSIX_FADV_WILLNEED);
+        advise_add(&a, q[i] * cb, (j - i) * cb);
         i = j;
     }
+    drx_io_readahead(fd, a.r, a.n);
 }
 
 /* --- import --- */

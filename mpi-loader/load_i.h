@@ -107,7 +107,7 @@ int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh
 int load_open_file_info(struct load_ctx *c, const char *path, int amode, MPI_Info info,
                         MPI_File *fh, const char *what);
 void load_close_file(MPI_File *fh); /* collective; MPI_FILE_NULL is a no-op */
-/* posix_fadvise(WILLNEED) of chunks q[0..n-1] (ascending) of an .xta open
+/* Read-ahead (drx_io_readahead) of chunks q[0..n-1] (ascending) of an .xta open
  * as fd (-1: nothing), adjacent chunks as one range. */
 void load_advise_chunks(int fd, const uint64_t *q, size_t n, uint64_t cb);
 /* Rank 0 creates path if missing, for a clear reason when it cannot. */

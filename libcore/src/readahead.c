@@ -1,5 +1,5 @@
-/* Read-ahead pool: see readahead_i.h. */
-#include "readahead_i.h"
+/* Read-ahead pool of libcore: drx_io_readahead (drx/io.h). */
+#include "drx/io.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -19,6 +19,9 @@ struct ra_job {
     struct ra_file *f;
     uint64_t off, len;
 };
+
+#define DRX_RA_THREADS 4
+#define DRX_RA_QUEUE 256
 
 static struct {
     pthread_mutex_t lock;
@@ -91,7 +94,7 @@ static void pool_start(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void drx_readahead(int fd, const struct drx_ra_range *ranges, int n)
+void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n)
 {
     struct ra_file *f = NULL;
     int i = 0;

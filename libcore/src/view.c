@@ -12,7 +12,7 @@
 
 #include "array_i.h"
 #include "drx/plan.h"
-#include "readahead_i.h"
+#include "drx/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,11 +49,11 @@ struct engine {
     size_t scratch_cap;
     /* Read-ahead pass: the view's span of each chunk whose first view
      * element lies in [ra_lo, ra_hi) is announced to the kernel
-     * (POSIX_FADV_WILLNEED, by the pool of readahead.c), up to
+     * (POSIX_FADV_WILLNEED, by drx_io_readahead's pool), up to
      * `advise_left` bytes; ranges gathers them, adjacent ones merged. */
     bool advise;
     uint64_t advise_left, ra_lo, ra_hi;
-    struct drx_ra_range ra[DRX_READ_AHEAD_BATCH];
+    struct drx_io_range ra[DRX_READ_AHEAD_BATCH];
     int nra;
 };
 
@@ -472,7 +472,7 @@ static int chunk_out(struct engine *e, const uint64_t *K, struct parts *p, uint6
 
 static void advise_flush(struct engine *e)
 {
-    drx_readahead(drx_array_xta_fd(e->a), e->ra, e->nra);
+    drx_io_readahead(drx_array_xta_fd(e->a), e->ra, e->nra);
     e->nra = 0;
 }
 
@@ -486,13 +486,13 @@ static int advise_span(struct engine *e, uint64_t q, uint64_t off, uint64_t len)
         len = e->advise_left;
     if (q < e->m->map.nchunks) {
         uint64_t at = q * e->m->chunk_bytes + off;
-        struct drx_ra_range *last = e->nra ? &e->ra[e->nra - 1] : NULL;
+        struct drx_io_range *last = e->nra ? &e->ra[e->nra - 1] : NULL;
         if (last && last->off + last->len == at) {
             last->len += len;
         } else {
             if (e->nra == DRX_READ_AHEAD_BATCH)
                 advise_flush(e);
-            e->ra[e->nra++] = (struct drx_ra_range){at, len};
+            e->ra[e->nra++] = (struct drx_io_range){at, len};
         }
     }
     e->advise_left -= len;

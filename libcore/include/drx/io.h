@@ -21,6 +21,24 @@ int drx_io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 int drx_io_preadv_all(int fd, struct iovec *iov, int n, uint64_t off);
 int drx_io_pwritev_all(int fd, struct iovec *iov, int n, uint64_t off);
 
+/* Read-ahead: asks the kernel to read ranges[0..n-1] of fd into the page
+ * cache (POSIX_FADV_WILLNEED), in order, on a pool of libcore threads
+ * (started at the first call, 4 of them), and returns at once.  The
+ * kernel queues a hint's disk reads and returns, but queuing itself waits
+ * while the disk's queue is full: done by the reader, the hint for the
+ * next chunks would hold up the read of the current ones; here several
+ * run at a time beside it.  Only the page cache receives bytes: nothing is
+ * held in the process, a write through any path is never shadowed, and
+ * memory pressure evicts the pages as any.  At most 256 ranges wait in the
+ * pool (a range past that is hinted in the caller's thread).  fd is
+ * duplicated: the caller may close it at once.  Thread-safe; never fails
+ * (a hint is only a hint).  The copy engine (drx_view_read: drx get, the
+ * daemon) and drx-load use it. */
+struct drx_io_range {
+    uint64_t off, len;
+};
+void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n);
+
 /* Byte-range write locks on [off, off+len) of fd, honoured by every
  * process that takes them (open file description locks: the daemon, drx
  * put and drx-load each lock the span of a chunk they read-modify-write,
