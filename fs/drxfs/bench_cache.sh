@@ -220,10 +220,12 @@ for s in "${slabs[@]}"; do
     IFS='|' read -r name words slice nchunks <<<"$s"
     evict "$store/c.xta"
     evict "$mnt/c/$words/data"
+    io0=$(awk '/^read_bytes/ { print $2 }' "/proc/${pids[0]}/io")
     t_m=$(once rd "$mnt/c/$words/data")
+    io1=$(awk '/^read_bytes/ { print $2 }' "/proc/${pids[0]}/io")
     cbytes=$((nchunks * 64 * 64 * 64 * 8))
     frac=$(awk -v b="$cbytes" -v t="$t_m" -v d="$dd_bw" 'BEGIN { printf "%.2f", b / t / d }')
-    line="  $(printf '%-7s' "$name") mount $(printf '%.3f' "$t_m") s, chunks $(rate "$cbytes" "$t_m") = $frac x dd $(verdict "$frac" ">=" 0.7)"
+    line="  $(printf '%-7s' "$name") mount $(printf '%.3f' "$t_m") s, chunks $(rate "$cbytes" "$t_m") = $frac x dd $(verdict "$frac" ">=" 0.7) (the daemon read $(((io1 - io0) >> 20)) MiB of the $((cbytes >> 20)) MiB of chunks from the disk)"
     if [ "$have_h5" = 1 ]; then
         evict "$work/c.h5"
         t_h=$(h5time "$slice" 1048576)
