@@ -20,7 +20,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 /* Read-ahead of a read: view bytes beyond it whose chunks are announced,
  * the most chunk bytes announced per read, and the ranges handed to the
@@ -341,91 +340,6 @@ static int walk_parts(struct engine *e, const uint64_t *K, struct parts *p, row_
     return rc;
 }
 
-/* Straight reads: when the rows of a span are contiguous in the chunk,
- * long, and come in ascending order, preadv moves them from the file
- * straight into the caller's buffer (the bytes between rows into scratch,
- * thrown away), instead of reading the span into scratch and copying each
- * row out: a C-order read of C-order chunks then moves each byte once in
- * the process (the daemon's first read of `data`: 11 % of its time was
- * that copy).  Rows shorter than DRX_GATHER_ROW_MIN bytes cost more as
- * iovecs than copied; a gap above DRX_GATHER_GAP_MAX starts a new preadv. */
-#define DRX_GATHER_ROW_MIN 256
-#define DRX_GATHER_GAP_MAX ((uint64_t)64 << 10)
-#define DRX_GATHER_IOV 1024
-
-struct gather {
-    bool check;      /* first pass: only see whether the rows qualify */
-    int fd, n;
-    uint64_t base;   /* file offset of the chunk */
-    uint64_t at;     /* chunk byte offset of iov[0] */
-    uint64_t end;    /* chunk byte offset after the last row */
-    uint64_t gap;    /* check pass: the largest gap read through */
-    unsigned char *discard;
-    struct iovec iov[DRX_GATHER_IOV];
-};
-
-static int gather_flush(struct gather *g)
-{
-    int rc = g->n ? drx_io_preadv_all(g->fd, g->iov, g->n, g->base + g->at) : 0;
-    g->n = 0;
-    return rc;
-}
-
-/* A row for the gather: 1 (check pass) when the rows do not qualify. */
-static int row_gather(struct engine *e, uint64_t c0, unsigned char *u, uint64_t run,
-                      uint64_t stride, void *ctx)
-{
-    struct gather *g = ctx;
-    const uint64_t off = c0 * e->v->elem_size, len = run * e->v->elem_size;
-    int rc;
-
-    if (g->check) {
-        if (stride != 1 || len < DRX_GATHER_ROW_MIN || off < g->end)
-            return 1;
-        if (g->end && off - g->end <= DRX_GATHER_GAP_MAX && off - g->end > g->gap)
-            g->gap = off - g->end;
-        g->end = off + len;
-        return 0;
-    }
-    if (g->n && (off - g->end > DRX_GATHER_GAP_MAX || g->n + 2 > DRX_GATHER_IOV) &&
-        (rc = gather_flush(g)))
-        return rc;
-    if (g->n == 0)
-        g->at = off;
-    else if (off > g->end)
-        g->iov[g->n++] = (struct iovec){g->discard, (size_t)(off - g->end)};
-    g->iov[g->n++] = (struct iovec){u, (size_t)len};
-    g->end = off + len;
-    return 0;
-}
-
-/* Reads chunk q's parts straight into the caller's rows: 0, -errno, or 1
- * when they do not qualify (nothing read). */
-static int gather_in(struct engine *e, const uint64_t *K, struct parts *p, uint64_t q)
-{
-    struct gather *g = malloc(sizeof(*g));
-    int rc;
-
-    if (!g)
-        return 1;
-    *g = (struct gather){.check = true};
-    rc = walk_parts(e, K, p, row_gather, g);
-    if (rc == 0 && g->gap)
-        rc = scratch_ensure(e, (size_t)g->gap);
-    if (rc == 0) {
-        g->check = false;
-        g->fd = drx_array_xta_fd(e->a);
-        g->base = q * e->m->chunk_bytes;
-        g->end = 0;
-        g->discard = e->scratch;
-        rc = walk_parts(e, K, p, row_gather, g);
-        if (rc == 0)
-            rc = gather_flush(g);
-    }
-    free(g);
-    return rc;
-}
-
 /* Reading: one span of the chunk, from the cache when there is one. */
 static int chunk_in(struct engine *e, const uint64_t *K, struct parts *p, uint64_t q, uint64_t off,
                     uint64_t len)
@@ -433,10 +347,6 @@ static int chunk_in(struct engine *e, const uint64_t *K, struct parts *p, uint64
     struct drx_chunk_ref ref;
     int rc;
 
-    /* a span that the cache would not load whole: straight if it can */
-    if (!drx_array_chunk_get_loads(e->a, len) && q < e->m->map.nchunks &&
-        (rc = gather_in(e, K, p, q)) <= 0)
-        return rc;
     if (!drx_array_chunk_get_loads(e->a, len) && (rc = scratch_ensure(e, (size_t)len)))
         return rc;
     rc = drx_array_chunk_get(e->a, q, off, len, e->scratch, &ref);
