@@ -409,6 +409,49 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
     return drx_stripe_persist(f, true, true);
 }
 
+uint64_t drx_stripe_sync_mark(struct drx_stripe *f)
+{
+    uint64_t gen;
+
+    pthread_mutex_lock(&f->lock);
+    gen = f->wgen;
+    pthread_mutex_unlock(&f->lock);
+    return gen;
+}
+
+int drx_stripe_sync_store(const struct drx_store *s)
+{
+    dev_t done[DRX_MAX_STRIPE_DIRS];
+    size_t ndone = 0;
+
+    for (size_t d = 0; d < s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++) {
+        struct stat st;
+        size_t k = 0;
+
+        if (s->dir_fds[d] < 0)
+            continue;
+        if (fstat(s->dir_fds[d], &st) < 0)
+            return -errno;
+        while (k < ndone && done[k] != st.st_dev)
+            k++;
+        if (k < ndone)
+            continue; /* that filesystem is synced already */
+        if (syncfs(s->dir_fds[d]) < 0)
+            return -errno;
+        done[ndone++] = st.st_dev;
+    }
+    return 0;
+}
+
+void drx_stripe_synced(struct drx_stripe *f, uint64_t gen)
+{
+    pthread_mutex_lock(&f->lock);
+    if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
+        f->synced_gen = gen;
+    f->dirs_synced = true;
+    pthread_mutex_unlock(&f->lock);
+}
+
 /* The layout of new file `path`: l, or the one its directory asks for;
  * -EINVAL when the store cannot hold it. */
 static int create_layout(struct drx_store *s, const char *path, const struct drx_stripe_layout *l,

@@ -254,6 +254,25 @@ int drx_stripe_flush(struct drx_stripe *f);
  * with fsync of the metafile and its directory.  Returns 0 or -errno. */
 int drx_stripe_fsync(struct drx_stripe *f, bool datasync);
 
+/* Batched durability, for a front end that records many files' sizes at
+ * once (drxfs's commit thread): take gen = drx_stripe_sync_mark(f) of each
+ * file, then one drx_stripe_sync_store(s), then for each file, when that
+ * succeeded, drx_stripe_synced(f, gen) before drx_stripe_flush(f).  The
+ * flush then records the size without syncs of its own, unless f changed
+ * after its mark (it syncs its subfiles then, as always): the recorded size
+ * is never ahead of durable data.  (When the sync failed, skip
+ * drx_stripe_synced: each flush syncs file by file.)
+ * drx_stripe_sync_mark: f's count of subfile changes, a value to hand back.
+ * drx_stripe_sync_store: syncfs(2) of each filesystem holding one of s's
+ * stripe directories (the data and the directory entries of every
+ * subfile, a device flush each); 0 or -errno (writeback errors included,
+ * Linux 5.8 and later).
+ * drx_stripe_synced: the changes of f up to gen are durable, with the names
+ * of its subfiles (which existed before the mark). */
+uint64_t drx_stripe_sync_mark(struct drx_stripe *f);
+int drx_stripe_sync_store(const struct drx_store *s);
+void drx_stripe_synced(struct drx_stripe *f, uint64_t gen);
+
 /* Re-reads the size from the metafile when this handle has no unpersisted
  * change (another process wrote the file).  Returns 1 when the size changed,
  * 0 when not, -ESTALE when NAME.nafs is now another file (replaced, e.g. by
