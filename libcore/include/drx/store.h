@@ -140,6 +140,13 @@ int drx_store_resolve_path(const char *path, char *out, size_t outlen);
  * tests.  An unreadable mountinfo means "no mounts" (not an error). */
 int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out, size_t outlen);
 
+/* Setting this extended attribute on a drxfs mount point (any value)
+ * records every striped file's size waiting for the mount's batched commit
+ * and returns when it is done.  drx_store_resolve_path*() ask it of the
+ * mount a path lies under, so that drx and drx-load read the sizes the
+ * mount shows. */
+#define DRX_STORE_COMMIT_XATTR "user.drx.commit"
+
 /* drx_store_resolve_path*() and drx_store_locate*() flags. */
 enum {
     /* The caller will change what the path names (put, extend, create, rm,
