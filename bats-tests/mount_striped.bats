@@ -75,6 +75,9 @@ EOF
             cp "r$size" "$M/l$c-$e/f$size"
             cmp "r$size" "$M/l$c-$e/f$size"
             [ "$(getfattr --only-values -n user.drx.stripe "$M/l$c-$e/f$size")" = "count=$c extent=$e" ]
+            # the size reaches the metafile at the next batched commit; a
+            # user who reads the store at once syncs the file first
+            sync "$M/l$c-$e/f$size"
             check_layout "l$c-$e/f$size" "r$size"
         done
     done
@@ -209,6 +212,8 @@ os.rename(m + "/mvd", m + "/mvd2")
 os.write(fd, b"b" * 5000)
 os.close(fd)
 assert os.stat(m + "/mvd2/in/w").st_size == 6000
+# the batched commit records the size under the new name
+os.setxattr(m, "user.drx.commit", b"1")
 assert "size = 6000" in open(s + "/mvd2/in/w.nafs").read()
 assert open(m + "/mvd2/in/w", "rb").read() == b"a" * 1000 + b"b" * 5000
 EOF
@@ -281,6 +286,8 @@ EOF
     setfattr -n user.drx.stripe -v "count=2 extent=4096" "$M/hl"
     head -c 16384 /dev/urandom >loc
     cp loc "$M/hl/f"
+    # the mount lets the file go (its descriptors) at the commit
+    commit_mount "$M"
     local sub1
     sub1=$(sed -n 's/.*dir = \([0-9]*\); name = "\([^"]*\.1\)".*/\1\/\2/p' "$S/hl/f.nafs")
     [ -f "$D/$sub1" ]
@@ -347,6 +354,7 @@ EOF
     assert_output --partial "No space left on device"
     local size recorded free1
     size=$(stat -c %s "$SMALL/m/big")
+    commit_mount "$SMALL/m"
     recorded=$(sed -n 's/^size = \([0-9]*\)L;.*/\1/p' "$SMALL/tmpfs/s/big.nafs")
     echo "# size at the mount $size, in the metafile $recorded" >&3
     # most of the 64 MiB hold the copy's first bytes, all of them recorded
@@ -378,7 +386,8 @@ EOF
     mount_store "$SMALL/tmpfs/s" "$SMALL/m"
     head -c $((20 << 20)) /dev/urandom >big
     # write until ENOSPC, take the last free block with a file beside the
-    # store, then close: the close must succeed and record what was stored
+    # store, then close: the close must succeed, and the commit record
+    # what was stored
     local stored
     stored=$("$PY" - big "$SMALL/m/big" "$SMALL/tmpfs/filler" <<'EOF'
 import errno, os, sys
@@ -403,6 +412,8 @@ print(n)
 EOF
 )
     [ "$stored" -gt $((8 << 20)) ]
+    # the batched commit records it, not one block free
+    commit_mount "$SMALL/m"
     assert_file_size "$SMALL/m/big" "$stored"
     cmp -n "$stored" big "$SMALL/m/big"
     grep -q "^size = ${stored}L;" "$SMALL/tmpfs/s/big.nafs"
@@ -416,6 +427,7 @@ EOF
     setfattr -n user.drx.stripe -v "count=2 extent=4096" "$M/eio"
     head -c 32768 /dev/urandom >loc
     cp loc "$M/eio/f"
+    commit_mount "$M"
     local sub1
     sub1=$(sed -n 's/.*dir = \([0-9]*\); name = "\([^"]*\.1\)".*/\1\/\2/p' "$S/eio/f.nafs")
     [ -f "$D/$sub1" ]

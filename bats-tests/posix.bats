@@ -204,6 +204,7 @@ os.close(fd)"
     expect fifo stat f2 type
     mkdir dir
     expect EPERM link dir dir2
+    commit_mount "$M"
     run "$DRX" fsck "$S"
     assert_success
 }
@@ -523,6 +524,7 @@ EOF
     # the hidden objects are not listed, and nothing is left of them
     [ "$(ls -A)" = a ]
     [ -z "$(ls -A "$S/.drx/hidden")" ]
+    commit_mount "$M"
     run "$DRX" fsck "$S"
     assert_success
 }
@@ -681,6 +683,7 @@ EOF
     [ "$(cat arr/data)" = wxyz ]
     [ -z "$(find "$S/t$BATS_TEST_NUMBER" -name '*.nafs')" ]
     wait_subfiles 0
+    commit_mount "$M"
     run "$DRX" fsck "$S"
     assert_success
 }
@@ -760,6 +763,7 @@ EOF
     done
     [ "$(du -k big/s2 | cut -f1)" = "$(du -k "$l/s2" | cut -f1)" ]
     [ "$(data_map big/s2)" = "1228800-1232896" ]
+    commit_mount "$M"
     run "$DRX" fsck "$S"
     assert_success
 }
@@ -821,6 +825,7 @@ same_tree() {
         assert_output ""
     }
     [ "$(du -sk rs | cut -f1)" -le "$(($(du -sk "$l/src" | cut -f1) + 16))" ]
+    commit_mount "$M"
     run "$DRX" fsck "$S"
     assert_success
 }

@@ -34,6 +34,7 @@ struct drxfs drxfs = {
     .split_reads = true,
     .kernel_cache = true,
     .read_ahead_kb = DRXFS_READ_AHEAD_KB,
+    .commit_interval = DRXFS_COMMIT_INTERVAL,
 };
 
 /* Worker threads at most (libfuse's own default; see the README for what
@@ -238,8 +239,8 @@ static void usage(const char *prog)
            "                           root; 0: the kernel's 128; default %u)\n"
            "    -o commit_interval=S   record striped files' sizes in batches every S\n"
            "                           seconds, after syncing their data, instead of at\n"
-           "                           each close (default 0: at close); fsync stays\n"
-           "                           synchronous, unmount and setfattr -n\n"
+           "                           each close (default %u; 0: at each close); fsync\n"
+           "                           stays synchronous, unmount and setfattr -n\n"
            "                           user.drx.commit MOUNTPOINT commit at once\n"
            "    -o create              make STORE a store (.drx/) even when it is a\n"
            "                           non-empty directory without one; an empty\n"
@@ -265,7 +266,7 @@ static void usage(const char *prog)
            "    -o max_read=N          largest read request in bytes\n"
            "    -o nosuid, nodev, noexec, noatime, ...  passed to the kernel\n",
            prog, prog, (unsigned long long)DRX_DEFAULT_CACHE_BYTES, DRXFS_READ_AHEAD_KB,
-           DRXFS_THREADS, DRXFS_THREADS);
+           DRXFS_COMMIT_INTERVAL, DRXFS_THREADS, DRXFS_THREADS);
 }
 
 
@@ -306,7 +307,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
         conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
     if (drxfs.kernel_cache)
         drxfs_kc_start(fuse_get_context()->fuse);
-    drxfs_commit_start(drxfs.commit_interval);
+    drxfs_commit_start(drxfs.commit_interval, drxfs_striped_sync_store);
     /* An open file that is removed (or renamed over) keeps a hidden name
      * until its last close, so that fstat and fchmod on it work as on a
      * local disk: libfuse renames it, drxfs_hidden.c moves it out of its

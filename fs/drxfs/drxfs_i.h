@@ -414,6 +414,8 @@ int drxfs_striped_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len)
 off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence);
 int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync);
 void drxfs_striped_release(struct drxfs_fh *fh);
+/* The batched commit's barrier: drx_stripe_sync_store() of the store. */
+int drxfs_striped_sync_store(void);
 /* These take a node (path given) or an open file (n NULL). */
 int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);
 int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode);
@@ -490,18 +492,36 @@ void drxfs_kc_close(const char *key, const char *path);
  * fuse_destroy(). */
 int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops);
 
-/* drxfs_commit.c: batched durability of striped files (commit_interval=). */
-void drxfs_commit_start(unsigned interval_s);
+/* drxfs_commit.c: batched durability of striped files (commit_interval=).
+ * The default window is ext4's own default commit interval (its mount
+ * option commit=5): what a program on the local disk already risks, and
+ * long enough that a copy of many small files pays one sync per few
+ * hundred files (README, Striped files). */
+#define DRXFS_COMMIT_INTERVAL 5
+/* What a commit does with a file handed over: mark(obj) before the
+ * batch's barrier, commit(obj, synced) after it (synced: the barrier
+ * succeeded), then release(obj). */
+struct drxfs_commit_ops {
+    void (*mark)(void *obj);
+    int (*commit)(void *obj, bool synced);
+    void (*release)(void *obj);
+};
+/* Starts the thread (interval_s 0: none).  barrier: makes durable what
+ * every file marked before it wrote, once per batch; 0 or -errno. */
+void drxfs_commit_start(unsigned interval_s, int (*barrier)(void));
 bool drxfs_commit_active(void);
-/* Hands obj to the next commit, which calls commit(obj) then release(obj);
- * false when there is no commit thread or too much waits (then the caller
- * releases it itself, which records at once). */
-bool drxfs_commit_defer(void *obj, int (*commit)(void *), void (*release)(void *));
+/* Hands obj to the next commit; false when there is no commit thread or
+ * too much waits (then the caller releases it itself, which records at
+ * once). */
+bool drxfs_commit_defer(void *obj, const struct drxfs_commit_ops *ops);
+/* Releases obj without committing it, if it waits (its name is gone); one
+ * already in a running batch is committed as usual. */
+void drxfs_commit_forget(void *obj);
 /* Commits everything handed over so far before returning. */
 void drxfs_commit_now(void);
 /* Commits everything and stops (unmount). */
 void drxfs_commit_stop(void);
-#define DRXFS_COMMIT_XATTR "user.drx.commit"
+#define DRXFS_COMMIT_XATTR DRX_STORE_COMMIT_XATTR
 
 /* Sets the read-ahead window of the mount at mnt (its backing device in
  * /sys/class/bdi) to kb KiB; logs why not when it cannot. */

@@ -389,12 +389,12 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
     char entry[PATH_MAX];
     int rc;
 
-    if (drxfs.ro)
-        return -EROFS;
-    if (strcmp(name, DRXFS_COMMIT_XATTR) == 0 && drxfs_commit_active()) {
+    if (strcmp(name, DRXFS_COMMIT_XATTR) == 0) {
         drxfs_commit_now(); /* asked: record every waiting size now */
         return 0;
     }
+    if (drxfs.ro)
+        return -EROFS;
     rc = xattr_node(path, &n, entry);
     if (rc == XATTR_ARRAY)
         rc = drxfs_array_setxattr(n, name, value, size, flags);

@@ -232,36 +232,64 @@ void drxfs_sfile_put(struct drxfs_sfile *e)
     last = --e->refs == 0;
     if (last && !e->detached)
         s_unlink(e);
-    else if (last)
-        drxfs_stable.ndetached--;
     pthread_mutex_unlock(&drxfs_stable.mutex);
     if (last)
         sfile_close(e);
+}
+
+/* Takes e out of the table (stable.mutex held). */
+static void s_detach(struct drxfs_sfile *e)
+{
+    s_unlink(e);
+    e->detached = true;
+    if (e->opens)
+        drxfs_stable.ndetached++;
+}
+
+/* An open file of e begins (d 1) or ends (d -1), stable.mutex held.
+ * drxfs_striped_is_open counts these only: a reference the batched commit
+ * or a path operation holds is no open file, and a file removed with no
+ * open file left goes at once (drxfs_hidden.c). */
+static void s_opens_add(struct drxfs_sfile *e, int d)
+{
+    bool was = e->opens > 0;
+
+    e->opens = (unsigned)((int)e->opens + d);
+    if (e->detached && was != (e->opens > 0))
+        drxfs_stable.ndetached = (unsigned)((int)drxfs_stable.ndetached + d);
 }
 
 /* Takes e out of the table if it is still there under its key. */
 static void sfile_detach_entry(struct drxfs_sfile *e)
 {
     pthread_mutex_lock(&drxfs_stable.mutex);
-    if (!e->detached && drxfs_sfile_find(e->key) == e) {
-        s_unlink(e);
-        e->detached = true;
-        drxfs_stable.ndetached++;
-    }
+    if (!e->detached && drxfs_sfile_find(e->key) == e)
+        s_detach(e);
     pthread_mutex_unlock(&drxfs_stable.mutex);
 }
 
-/* Takes rel out of the table: its open files keep their handle. */
-void drxfs_sfile_detach(const char *rel)
+struct drxfs_sfile *drxfs_sfile_detach(const char *rel)
 {
+    struct drxfs_sfile *idle = NULL;
+
     pthread_mutex_lock(&drxfs_stable.mutex);
     struct drxfs_sfile *e = drxfs_sfile_find(rel);
-    if (e) {
-        s_unlink(e);
-        e->detached = true;
-        drxfs_stable.ndetached++;
+    if (e)
+        s_detach(e);
+    if (e && !e->opens) {
+        e->refs++;
+        idle = e;
     }
     pthread_mutex_unlock(&drxfs_stable.mutex);
+    return idle;
+}
+
+void drxfs_sfile_forget(struct drxfs_sfile *e)
+{
+    if (!e)
+        return;
+    drxfs_commit_forget(e);
+    drxfs_sfile_put(e);
 }
 
 void drxfs_striped_shutdown(void)
@@ -422,6 +450,9 @@ static int attach_fh(struct drxfs_sfile *e, struct fuse_file_info *fi)
      * by read-ahead; without keep_cache each open drops stale pages. */
     fi->direct_io = drxfs.striped_direct_io;
     fi->keep_cache = 0;
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    s_opens_add(e, 1);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     return 0;
 }
 
@@ -482,12 +513,8 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     e->refs = 1;
     pthread_mutex_lock(&drxfs_stable.mutex);
     struct drxfs_sfile *old = drxfs_sfile_find(rel);
-    if (old) {
-        /* a stale entry of a file removed behind our back */
-        s_unlink(old);
-        old->detached = true;
-        drxfs_stable.ndetached++;
-    }
+    if (old) /* a stale entry of a file removed behind our back */
+        s_detach(old);
     s_insert(e);
     pthread_mutex_unlock(&drxfs_stable.mutex);
     if ((rc = attach_fh(e, fi)) < 0)
@@ -610,15 +637,37 @@ int drxfs_sfile_flush(struct drxfs_sfile *e)
 }
 
 /* The batched commit (drxfs_commit.c) holds a reference of a file until
- * it has recorded its size. */
-static int sfile_commit_cb(void *e)
+ * it has recorded its size: marked before the batch's one sync of the
+ * store, recorded after it without syncs of its own (unless written since
+ * the mark). */
+static void sfile_mark_cb(void *obj)
 {
+    struct drxfs_sfile *e = obj;
+    e->commit_gen = drx_stripe_sync_mark(e->f);
+}
+
+static int sfile_commit_cb(void *obj, bool synced)
+{
+    struct drxfs_sfile *e = obj;
+    if (synced)
+        drx_stripe_synced(e->f, e->commit_gen);
     return drxfs_sfile_flush(e);
 }
 
-static void sfile_put_cb(void *e)
+static void sfile_put_cb(void *obj)
 {
-    drxfs_sfile_put(e);
+    drxfs_sfile_put(obj);
+}
+
+static const struct drxfs_commit_ops sfile_commit_ops = {
+    .mark = sfile_mark_cb,
+    .commit = sfile_commit_cb,
+    .release = sfile_put_cb,
+};
+
+int drxfs_striped_sync_store(void)
+{
+    return drx_stripe_sync_store(drxfs.store);
 }
 
 int drxfs_striped_flush(struct drxfs_fh *fh)
@@ -642,7 +691,7 @@ bool drxfs_striped_is_open(dev_t dev, ino_t ino)
     /* a handle out of the table may be that file: cannot tell */
     bool open = drxfs_stable.ndetached > 0;
     for (struct drxfs_sfile *e = drxfs_stable.head; e && !open; e = e->next)
-        open = e->st.st_dev == dev && e->st.st_ino == ino;
+        open = e->opens && e->st.st_dev == dev && e->st.st_ino == ino;
     pthread_mutex_unlock(&drxfs_stable.mutex);
     return open;
 }
@@ -655,8 +704,11 @@ void drxfs_striped_ino(const struct drxfs_fh *fh, dev_t *dev, ino_t *ino)
 
 void drxfs_striped_release(struct drxfs_fh *fh)
 {
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    s_opens_add(fh->sf, -1);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
     /* with a commit interval, the commit takes this reference */
-    if (!fh->sf->rw || !drxfs_commit_defer(fh->sf, sfile_commit_cb, sfile_put_cb))
+    if (!fh->sf->rw || !drxfs_commit_defer(fh->sf, &sfile_commit_ops))
         drxfs_sfile_put(fh->sf);
     free(fh);
 }

@@ -21,6 +21,8 @@ struct drxfs_sfile {
      * the metafile, so flush sets it. */
     bool dirty;
     unsigned refs;  /* protected by stable.mutex */
+    unsigned opens; /* open files among refs (stable.mutex; s_opens_add) */
+    uint64_t commit_gen; /* drx_stripe_sync_mark() of the batched commit */
     int pin;        /* directory descriptor f's path goes through, or -1 */
     struct stat st; /* metafile at open (for fstat of an unlinked file) */
     /* Write-behind (atomic): bytes written since the subfiles' writeback
@@ -37,7 +39,7 @@ struct drxfs_sfile {
 struct drxfs_stable {
     pthread_mutex_t mutex;
     struct drxfs_sfile *head;
-    unsigned ndetached; /* handles out of the table, still open */
+    unsigned ndetached; /* handles out of the table with open files */
 };
 extern struct drxfs_stable drxfs_stable;
 
@@ -45,11 +47,20 @@ extern struct drxfs_stable drxfs_stable;
 #define store_path(out, rel, pin) drxfs_lib_path(out, PATH_MAX + 64, rel, pin)
 
 /* drxfs_striped.c: the handle of rel in the table (mutex held), NULL if
- * none; a reference dropped; rel taken out of the table (its open files
- * keep their handle); the size persisted and mtime set after writes. */
+ * none; a reference dropped; the size persisted and mtime set after
+ * writes. */
 struct drxfs_sfile *drxfs_sfile_find(const char *rel);
 void drxfs_sfile_put(struct drxfs_sfile *e);
-void drxfs_sfile_detach(const char *rel);
 int drxfs_sfile_flush(struct drxfs_sfile *e);
+/* Takes rel out of the table: its open files keep their handle.  Returns
+ * the handle with a reference when no file has it open (the batched commit
+ * may still hold it), for drxfs_sfile_forget() once the name is gone; else
+ * NULL. */
+struct drxfs_sfile *drxfs_sfile_detach(const char *rel);
+/* The name of e is gone (unlinked, renamed over): a size waiting for the
+ * batched commit has no name to be recorded under, and the handle would
+ * keep the removed subfiles' space until the commit; the commit lets it go
+ * now.  Drops drxfs_sfile_detach's reference; NULL is a no-op. */
+void drxfs_sfile_forget(struct drxfs_sfile *e);
 
 #endif

@@ -32,8 +32,9 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
         if (e)
             drxfs_sfile_put(e);
     }
-    drxfs_sfile_detach(n->rel);
+    struct drxfs_sfile *idle = drxfs_sfile_detach(n->rel);
     rc = drx_stripe_unlink(drxfs.store, path, &err);
+    drxfs_sfile_forget(idle);
     drxfs_unpin(pin);
     if (rc < 0)
         return drxfs_striped_log_err("unlink", n->rel, rc, &err);
@@ -111,8 +112,9 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
     }
     /* Write a pending size under the old name before the rename. */
     struct drxfs_sfile *e = sfile_take_flushed(src->rel);
+    struct drxfs_sfile *replaced = NULL;
     if (dst && dst->kind == DRXFS_STRIPED)
-        drxfs_sfile_detach(to_rel);
+        replaced = drxfs_sfile_detach(to_rel);
     /* With an open handle, the rename and its new path happen under the
      * handle's lock: a flush or close on another thread in between would
      * write the size back under the old name (or, finding no metafile
@@ -122,6 +124,7 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
     else
         rc = drx_stripe_rename(drxfs.store, from, to, 0, &err);
     drxfs_unpin(pf);
+    drxfs_sfile_forget(replaced);
     if (rc < 0) {
         drxfs_unpin(pt);
         if (e)
