@@ -149,6 +149,9 @@ static void check_striped(struct fsck *k, const char *mp)
         add_ref(k, m.sub[i].dir, m.sub[i].name, rel);
         drx_stripe_subfile_path(k->s, &m, i, sub, sizeof sub);
         rc = drx_stripe_subfile_check(k->s, &m, i, &st, &err);
+        uint64_t want = drx_stripe_subfile_len(&m.layout, i, m.size);
+        if (rc == -ENOENT && want == 0)
+            continue; /* not created yet: no byte of the size is there */
         if (rc == -ENOENT) {
             finding(k, rel, false, NULL, "subfile %u (%s) is missing: its extents read as EIO", i,
                     sub);
@@ -159,7 +162,6 @@ static void check_striped(struct fsck *k, const char *mp)
             finding(k, rel, false, NULL, "%s: its extents read as EIO", err.msg);
             continue;
         }
-        uint64_t want = drx_stripe_subfile_len(&m.layout, i, m.size);
         if ((uint64_t)st.st_size > want) {
             /* Bytes past the recorded size are not part of the file (a
              * writer crashed before recording them): cutting is safe. */

@@ -376,11 +376,32 @@ int drx_stripe_flush(struct drx_stripe *f)
     return drx_stripe_persist(f, false, true);
 }
 
+/* fsync (fdatasync) of every subfile there is, then of their stripe
+ * directories: their names must be durable before a metafile that names
+ * them with a size. */
+static int fsync_subfiles_and_dirs(struct drx_stripe *f, bool datasync)
+{
+    bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
+    int rc = 0;
+
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        int fd = __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE);
+        if (fd < 0)
+            continue;
+        if ((datasync ? fdatasync(fd) : fsync(fd)) < 0 && rc == 0)
+            rc = -errno;
+        dirs[f->meta.sub[i].dir] = true;
+    }
+    for (size_t d = 0; d < f->s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++)
+        if (dirs[d] && f->s->dir_fds[d] >= 0 && fsync(f->s->dir_fds[d]) < 0 && rc == 0)
+            rc = -errno;
+    return rc;
+}
+
 int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
 {
-    int rc = 0;
-    bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
     uint64_t gen;
+    int rc;
 
     if (f->mode != DRX_STRIPE_RDWR)
         return 0;
@@ -388,23 +409,13 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
     pthread_mutex_lock(&f->lock);
     gen = f->wgen;
     pthread_mutex_unlock(&f->lock);
-    for (unsigned i = 0; i < f->meta.layout.count; i++) {
-        if (f->fds[i] < 0)
-            continue;
-        if ((datasync ? fdatasync(f->fds[i]) : fsync(f->fds[i])) < 0 && rc == 0)
-            rc = -errno;
-        dirs[f->meta.sub[i].dir] = true;
-    }
-    /* The subfiles' names must be durable before a metafile that names them. */
-    for (size_t d = 0; d < f->s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++)
-        if (dirs[d] && f->s->dir_fds[d] >= 0 && fsync(f->s->dir_fds[d]) < 0 && rc == 0)
-            rc = -errno;
-    if (rc < 0)
+    if ((rc = fsync_subfiles_and_dirs(f, datasync)) < 0)
         return rc;
     pthread_mutex_lock(&f->lock);
     if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
         f->synced_gen = gen;
-    f->dirs_synced = true;
+    if (f->wgen == gen) /* no subfile created since the loop above */
+        f->dirs_synced = true;
     pthread_mutex_unlock(&f->lock);
     return drx_stripe_persist(f, true, true);
 }
@@ -448,7 +459,8 @@ void drx_stripe_synced(struct drx_stripe *f, uint64_t gen)
     pthread_mutex_lock(&f->lock);
     if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
         f->synced_gen = gen;
-    f->dirs_synced = true;
+    if (f->wgen == gen) /* no subfile created since the mark */
+        f->dirs_synced = true;
     pthread_mutex_unlock(&f->lock);
 }
 
@@ -478,10 +490,11 @@ static int create_layout(struct drx_store *s, const char *path, const struct drx
     return 0;
 }
 
-/* One try at creating f's subfiles under a fresh random id; on failure the
- * ones created are closed and removed again (-EEXIST: the id is taken). */
+/* One try at creating f's first n subfiles under a fresh random id (the
+ * others are named, for later); on failure the ones created are closed and
+ * removed again (-EEXIST: the id is taken). */
 static int create_subfiles_once(struct drx_stripe *f, const char *path, const char *mp, mode_t mode,
-                                struct drx_err *err)
+                                unsigned n, struct drx_err *err)
 {
     struct drx_store *s = f->s;
     unsigned count = f->meta.layout.count;
@@ -495,7 +508,7 @@ static int create_subfiles_once(struct drx_stripe *f, const char *path, const ch
         snprintf(f->meta.sub[i].name, sizeof f->meta.sub[i].name, "%016llx.%u",
                  (unsigned long long)id, i);
     }
-    for (unsigned i = 0; i < count && rc == 0; i++) {
+    for (unsigned i = 0; i < n && rc == 0; i++) {
         int fd =
             drx_stripe_subfile_open(s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, mp);
         if (fd < 0) {
@@ -516,16 +529,22 @@ static int create_subfiles_once(struct drx_stripe *f, const char *path, const ch
     return rc;
 }
 
-/* Creates f's subfiles.  Subfiles first: a crash now leaves orphans for
- * fsck, never a metafile naming subfiles that do not exist.  An id
+/* Creates f's subfiles: all of them (lazy false), or only the first, which
+ * holds a file's first bytes and the lock of persists (lazy true; the
+ * others come with the first byte that reaches them,
+ * drx_stripe_subfile_fd: one stripe-directory inode for a small file).
+ * Subfiles first: a crash now leaves orphans for fsck, never a metafile
+ * naming subfiles that a size needs and that do not exist.  An id
  * collision is retried. */
 static int create_subfiles(struct drx_stripe *f, const char *path, const char *mp, mode_t mode,
-                           struct drx_err *err)
+                           bool lazy, struct drx_err *err)
 {
+    unsigned n = lazy ? 1 : f->meta.layout.count;
     int rc = 0;
 
+    f->sub_mode = mode & 0666;
     for (int attempt = 0; attempt < 8; attempt++) {
-        rc = create_subfiles_once(f, path, mp, mode, err);
+        rc = create_subfiles_once(f, path, mp, mode, n, err);
         if (rc != -EEXIST)
             break;
     }
@@ -551,7 +570,9 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
     if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
     f->meta.layout = lay;
-    rc = create_subfiles(f, path, mp, mode, err);
+    /* temporary files are filled behind libcore's back (drx-load over
+     * MPI-IO opens every subfile by path): all of them now */
+    rc = create_subfiles(f, path, mp, mode, !temp, err);
     if (rc < 0)
         goto out;
     f->meta.size = 0;
@@ -644,11 +665,14 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
     if (rc < 0)
         goto out;
     f->size = f->persisted = f->meta.size;
+    f->sub_mode = st.st_mode & 0666;
     set_identity(f, mp, &st);
     f->meta_synced = true; /* as far as we know: we did not write it */
     for (unsigned i = 0; i < f->meta.layout.count; i++) {
         int fd = drx_stripe_subfile_open(s, &f->meta, i,
                                          mode == DRX_STRIPE_RDWR ? O_RDWR : O_RDONLY, 0, mp);
+        if (fd == -ENOENT && drx_stripe_subfile_len(&f->meta.layout, i, f->meta.size) == 0)
+            continue; /* not created yet: no byte reached it */
         if (fd == -ENOENT || fd == -EIO) {
             /* Missing or refused: its extents fail with EIO, the rest of the
              * file stays usable. */

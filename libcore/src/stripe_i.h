@@ -22,7 +22,10 @@ struct drx_stripe {
     char *path; /* NAME, without suffix */
     int mode;
     struct drx_stripe_meta meta; /* layout and subfiles; meta.size unused */
+    /* Subfile descriptors, -1 when missing or not created yet (atomic:
+     * drx_stripe_subfile_fd() fills them in under lock). */
     int fds[DRX_MAX_STRIPE_DIRS];
+    mode_t sub_mode; /* of subfiles created later: the metafile's & 0666 */
     atomic_bool warned[DRX_MAX_STRIPE_DIRS]; /* missing subfile logged */
 
     /* Writes hold io shared; truncate holds it exclusive, so no write lands
@@ -109,5 +112,18 @@ bool drx_stripe_same_file(const struct drx_stripe *f, const struct drx_stripe_me
 int drx_stripe_persist_locked(struct drx_stripe *f, bool sync, bool give_back);
 int drx_stripe_persist(struct drx_stripe *f, bool sync, bool give_back);
 int drx_stripe_cut_subfiles(struct drx_stripe *f, uint64_t size);
+/* Subfile i's descriptor.  Subfiles past the first are created when the
+ * first byte reaches them (a write, a growing truncate or fallocate): a
+ * subfile that no recorded size has needed may be absent, and is created
+ * here when create is set (and f is read-write), then its stripe
+ * directory is synced before a size covering it is recorded.  A subfile
+ * another handle created since this one opened is opened now.  Returns the
+ * descriptor, -ENOENT when absent and not needed by the recorded size (and
+ * not created), or -EIO (missing or refused, logged once). */
+int drx_stripe_subfile_fd(struct drx_stripe *f, unsigned i, bool create);
+int drx_stripe_subfile_fd_locked(struct drx_stripe *f, unsigned i, bool create);
+/* Creates (or opens) every subfile that size needs (f->lock held): before
+ * a growing size is recorded.  0 or -errno. */
+int drx_stripe_subfiles_for(struct drx_stripe *f, uint64_t size);
 
 #endif

@@ -28,6 +28,56 @@ static int missing(struct drx_stripe *f, unsigned i)
     return -EIO;
 }
 
+int drx_stripe_subfile_fd_locked(struct drx_stripe *f, unsigned i, bool create)
+{
+    int fd = __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE);
+    bool rw = f->mode == DRX_STRIPE_RDWR;
+    bool needed = drx_stripe_subfile_len(&f->meta.layout, i, f->persisted) > 0;
+
+    if (fd >= 0)
+        return fd;
+    /* Never re-created once a recorded size needed it: then its absence
+     * is damage (EIO), not a subfile not written yet. */
+    create = create && rw && !needed;
+    fd = drx_stripe_subfile_open(f->s, &f->meta, i, (rw ? O_RDWR : O_RDONLY) | (create ? O_CREAT : 0),
+                                 f->sub_mode, f->path);
+    if (fd == -ENOENT && !needed)
+        return -ENOENT;
+    if (fd < 0)
+        return missing(f, i);
+    if (create) {
+        /* its name must be durable before a size covering it */
+        f->dirs_synced = false;
+        f->wgen++;
+    }
+    __atomic_store_n(&f->fds[i], fd, __ATOMIC_RELEASE);
+    return fd;
+}
+
+int drx_stripe_subfile_fd(struct drx_stripe *f, unsigned i, bool create)
+{
+    int fd = __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE);
+
+    if (fd >= 0)
+        return fd;
+    pthread_mutex_lock(&f->lock);
+    fd = drx_stripe_subfile_fd_locked(f, i, create);
+    pthread_mutex_unlock(&f->lock);
+    return fd;
+}
+
+int drx_stripe_subfiles_for(struct drx_stripe *f, uint64_t size)
+{
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        if (drx_stripe_subfile_len(&f->meta.layout, i, size) == 0)
+            continue;
+        int fd = drx_stripe_subfile_fd_locked(f, i, true);
+        if (fd < 0)
+            return fd == -ENOENT ? -EIO : fd;
+    }
+    return 0;
+}
+
 ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t off)
 {
     unsigned char *p = buf;
@@ -45,10 +95,16 @@ ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t of
         drx_stripe_locate(&f->meta.layout, off + done, len - done, &pc);
         size_t n = (size_t)pc.len, got = 0;
         uint64_t so = pc.offset;
-        int fd = f->fds[pc.subfile];
+        int fd = drx_stripe_subfile_fd(f, pc.subfile, false);
 
+        if (fd == -ENOENT) {
+            /* not created: nothing written there yet, a hole */
+            memset(p + done, 0, n);
+            done += n;
+            continue;
+        }
         if (fd < 0)
-            return done ? (ssize_t)done : missing(f, pc.subfile);
+            return done ? (ssize_t)done : fd;
         /* Not drx_io_pread_all: the end of a subfile is a hole here, not an
          * error. */
         while (got < n) {
@@ -113,13 +169,14 @@ static int write_pieces(struct drx_stripe *f, const unsigned char *p, size_t len
         drx_stripe_locate(&f->meta.layout, off + *done, len - *done, &pc);
         size_t n = (size_t)pc.len;
 
-        if (f->fds[pc.subfile] < 0) {
-            rc = missing(f, pc.subfile);
+        int fd = drx_stripe_subfile_fd(f, pc.subfile, true);
+        if (fd < 0) {
+            rc = fd == -ENOENT ? -EIO : fd;
             break;
         }
         /* A run cut short (ENOSPC) counts for nothing: its bytes lie beyond
          * the size, unseen, and a later grow cuts them off. */
-        rc = drx_io_pwrite_all(f->fds[pc.subfile], p + *done, n, pc.offset);
+        rc = drx_io_pwrite_all(fd, p + *done, n, pc.offset);
         if (rc < 0)
             break;
         *done += n;
@@ -143,6 +200,25 @@ static bool note_written(struct drx_stripe *f, uint64_t end)
     return grown;
 }
 
+/* Before a write that may grow the file to end: every subfile a size of
+ * end needs exists, the holes a sparse write leaves before it included (no
+ * size may cover a subfile not created). */
+static int subfiles_before_write(struct drx_stripe *f, uint64_t end)
+{
+    bool all = true;
+    int rc = 0;
+
+    for (unsigned i = 0; i < f->meta.layout.count && all; i++)
+        all = __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE) >= 0;
+    if (all)
+        return 0;
+    pthread_mutex_lock(&f->lock);
+    if (end > f->size)
+        rc = drx_stripe_subfiles_for(f, end);
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
 ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
 {
     size_t done = 0;
@@ -158,7 +234,9 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
     if (off > DRX_STRIPE_MAX_SIZE || len > DRX_STRIPE_MAX_SIZE - off)
         return -EFBIG;
     pthread_rwlock_rdlock(&f->io);
-    rc = write_pieces(f, buf, len, off, &done);
+    rc = subfiles_before_write(f, off + len);
+    if (rc == 0)
+        rc = write_pieces(f, buf, len, off, &done);
     if (done > 0)
         grown = note_written(f, off + done);
     pthread_rwlock_unlock(&f->io);
@@ -184,14 +262,15 @@ int drx_stripe_cut_subfiles(struct drx_stripe *f, uint64_t size)
     for (unsigned i = 0; i < f->meta.layout.count; i++) {
         struct stat st;
         uint64_t want = drx_stripe_subfile_len(&f->meta.layout, i, size);
-        if (f->fds[i] < 0)
-            continue;
-        if (fstat(f->fds[i], &st) < 0) {
+        int fd = drx_stripe_subfile_fd_locked(f, i, false);
+        if (fd < 0)
+            continue; /* not created (nothing to cut), or missing */
+        if (fstat(fd, &st) < 0) {
             rc = rc ? rc : -errno;
             continue;
         }
         if ((uint64_t)st.st_size > want) {
-            if (ftruncate(f->fds[i], (off_t)want) < 0)
+            if (ftruncate(fd, (off_t)want) < 0)
                 rc = rc ? rc : -errno;
             f->wgen++; /* a later size over the cut needs it durable */
         }
@@ -224,6 +303,8 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
         /* Stale bytes beyond the old size (a crashed writer's, or a cut that
          * did not finish) would show through the new hole: cut them first. */
         rc = drx_stripe_cut_subfiles(f, old);
+        if (rc == 0)
+            rc = drx_stripe_subfiles_for(f, size);
         if (rc == 0) {
             f->size = size;
             f->truncated = true;

@@ -70,9 +70,14 @@ static int subfiles_fallocate(struct drx_stripe *f, int mode, uint64_t a, uint64
         uint64_t lo = sub_ceil(l, i, a), hi = sub_ceil(l, i, b);
         if (hi <= lo)
             continue;
-        if (f->fds[i] < 0)
+        /* allocating creates a subfile not written yet; punching or
+         * zeroing one leaves it absent, all holes already */
+        int fd = drx_stripe_subfile_fd(f, i, !(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)));
+        if (fd == -ENOENT)
+            continue;
+        if (fd < 0)
             return -EIO; /* missing or refused subfile */
-        rc = sub_fallocate(f->fds[i], mode, lo, hi, sub_ceil(l, i, size));
+        rc = sub_fallocate(fd, mode, lo, hi, sub_ceil(l, i, size));
     }
     return rc;
 }
@@ -124,14 +129,19 @@ int drx_stripe_fallocate(struct drx_stripe *f, int mode, uint64_t off, uint64_t 
 
 /* Subfile i's first data (data true) or hole at or after its offset o, as
  * a logical offset; UINT64_MAX when it has none.  A missing subfile reads
- * as EIO: data, for SEEK_DATA's purpose.  Past a subfile's end is hole. */
+ * as EIO: data, for SEEK_DATA's purpose; one not created yet is all hole,
+ * as is past a subfile's end. */
 static uint64_t sub_next(struct drx_stripe *f, unsigned i, uint64_t o, bool data)
 {
     off_t r;
 
-    if (f->fds[i] < 0)
+    int fd = drx_stripe_subfile_fd(f, i, false);
+
+    if (fd == -ENOENT) /* not created yet: all hole */
+        return data ? UINT64_MAX : sub_logical(&f->meta.layout, i, o);
+    if (fd < 0)
         return data ? sub_logical(&f->meta.layout, i, o) : UINT64_MAX;
-    r = lseek(f->fds[i], (off_t)o, data ? SEEK_DATA : SEEK_HOLE);
+    r = lseek(fd, (off_t)o, data ? SEEK_DATA : SEEK_HOLE);
     if (r < 0)
         return data ? UINT64_MAX : sub_logical(&f->meta.layout, i, o);
     return sub_logical(&f->meta.layout, i, (uint64_t)r);
