@@ -432,6 +432,21 @@ EOF
     done
 }
 
+@test "copy from a small striped file made through the mount: its second subfile never created" {
+    "$DRX" init st --count 2 --extent 4096
+    random_bytes small 3000
+    mount_store st mnt
+    cp small mnt/small
+    unmount_store mnt
+    # a subfile is created when the first byte reaches it
+    [ "$(find st/.drx/stripes -type f | wc -l)" -eq 1 ]
+    for p in 1 3; do
+        run mpi_load "$p" copy st/small "out$p"
+        assert_success
+        cmp small "out$p"
+    done
+}
+
 @test "copy: layout from the directory's xattr or --config, overwrite, empty file, directory target" {
     "$DRX" init st --count 2 --extent 4096
     mkdir st/sub

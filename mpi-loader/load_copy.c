@@ -96,7 +96,10 @@ static int endpoint_locate(struct load_ctx *c, struct endpoint *e, bool write, s
 /* Refuses a subfile libcore would refuse (drx_stripe_subfile_check: a
  * symlink could lead out of the stripe directory, a hard link's other name
  * may be any file).  libcore applies the rule to the descriptor it opens;
- * MPI-IO needs a path, so here it is checked just before the open. */
+ * MPI-IO needs a path, so here it is checked just before the open.
+ * Returns 1 for a subfile not created yet (libcore creates a subfile when
+ * the first byte reaches it: one the recorded size does not need may be
+ * absent, all holes), when it need not exist. */
 static int subfile_path(const struct endpoint *e, unsigned i, char *buf, size_t len,
                         bool must_exist, struct drx_err *err)
 {
@@ -104,8 +107,11 @@ static int subfile_path(const struct endpoint *e, unsigned i, char *buf, size_t 
     if (rc < 0)
         return drx_err_set(err, -rc, "%s: subfile %u: %s", e->arg, i, strerror(-rc));
     rc = drx_stripe_subfile_check(e->store, &e->meta, i, NULL, err);
+    if (rc == -ENOENT && !must_exist &&
+        drx_stripe_subfile_len(&e->meta.layout, i, e->meta.size) == 0)
+        return 1;
     if (rc == -ENOENT && !must_exist)
-        return 0;
+        return 0; /* the open below names it */
     if (rc < 0)
         drx_err_prefix(err, "%s", e->arg);
     return rc;
@@ -119,8 +125,14 @@ static int open_subfiles(struct load_ctx *c, struct endpoint *e, int amode, bool
     char sub[PATH_MAX];
     for (unsigned i = 0; i < e->meta.layout.count; i++) {
         int rc = subfile_path(e, i, sub, sizeof(sub), must_exist, &err);
-        if (load_agree(c, rc, &err, "copy") < 0)
+        if (load_agree(c, rc < 0 ? rc : 0, &err, "copy") < 0)
             return -EIO;
+        /* absent on every rank: left unopened (MPI_FILE_NULL), all holes */
+        int absent = rc == 1;
+        MPI_Allreduce(MPI_IN_PLACE, &absent, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        e->nfh = i + 1;
+        if (absent)
+            continue;
         rc = load_open_file(c, sub, amode, &e->fh[i], "opening");
         if (rc < 0)
             return rc;
@@ -365,7 +377,10 @@ static int striped_io(struct endpoint *e, bool write, uint64_t a, uint64_t b, un
     }
     for (unsigned i = 0; i < e->nfh && rc == 0; i++) {
         size_t k = drx_stripe_range_pieces(&e->meta.layout, i, a, b, p, cap);
-        rc = subfile_io(e, i, write, p, k, a, buf, scratch, err);
+        if (e->fh[i] == MPI_FILE_NULL && !write) /* not created yet (open_subfiles) */
+            drx_stripe_pieces_fill_holes(p, k, 0, buf, a);
+        else
+            rc = subfile_io(e, i, write, p, k, a, buf, scratch, err);
     }
 out:
     free(p);

@@ -217,6 +217,8 @@ static int stripe_get(const char *file)
             if (lstat(sub, &st) == 0)
                 printf("subfile %u: %s (%lld bytes, size needs %llu)\n", i, sub,
                        (long long)st.st_size, (unsigned long long)want);
+            else if (errno == ENOENT && want == 0)
+                printf("subfile %u: %s (not created yet: no byte reached it)\n", i, sub);
             else
                 printf("subfile %u: %s (missing: %s)\n", i, sub, strerror(errno));
         }
