@@ -36,7 +36,7 @@ subfiles() { find "$D" -type f | wc -l; }
 # formula puts there (metafile read from the store, subfiles from the disks)
 check_layout() {
     "$PY" - "$S/$1.nafs" "$D" "$2" <<'EOF'
-import re, sys
+import os, re, sys
 meta, disks, local = sys.argv[1], sys.argv[2], sys.argv[3]
 t = open(meta).read()
 extent = int(re.search(r"^extent\s*=\s*(\d+)", t, re.M).group(1))
@@ -46,7 +46,10 @@ subs = re.findall(r'dir\s*=\s*(\d+);\s*name\s*=\s*"([^"]+)"', t)
 assert len(subs) == count, (subs, count)
 data = open(local, "rb").read()
 assert size == len(data), (size, len(data))
-parts = [open("%s/%s/%s" % (disks, d, n), "rb").read() for d, n in subs]
+# a subfile no byte reached is not created (read as empty: its length
+# must then be the 0 the size needs)
+paths = ["%s/%s/%s" % (disks, d, n) for d, n in subs]
+parts = [open(p, "rb").read() if os.path.exists(p) else b"" for p in paths]
 assert len({d for d, n in subs}) == count, "subfiles share a stripe directory"
 for b0 in range(0, size, extent):
     e = b0 // extent
@@ -81,6 +84,36 @@ EOF
             check_layout "l$c-$e/f$size" "r$size"
         done
     done
+}
+
+@test "a subfile is created when the first byte reaches it: a 4 KiB file makes one" {
+    local before
+    mkdir -p "$M/lazy"
+    setfattr -n user.drx.stripe -v "count=2 extent=4096" "$M/lazy"
+    before=$(subfiles)
+    head -c 4096 /dev/urandom >small
+    cp small "$M/lazy/f"
+    [ "$(subfiles)" -eq $((before + 1)) ]
+    cmp small "$M/lazy/f"
+    run "$DRX" stripe get "$M/lazy/f"
+    assert_line --partial "not created yet"
+    commit_mount "$M"
+    run "$DRX" fsck "$S"
+    assert_success
+    # the byte that reaches the second subfile creates it; a grow that
+    # needs it (truncate) too; both read back as a local file does
+    printf x >>"$M/lazy/f"
+    [ "$(subfiles)" -eq $((before + 2)) ]
+    cmp <(cat small; printf x) "$M/lazy/f"
+    cp small "$M/lazy/g"
+    truncate -s 10000 "$M/lazy/g"
+    [ "$(subfiles)" -eq $((before + 4)) ]
+    cmp <(cat small; head -c 5904 /dev/zero) "$M/lazy/g"
+    commit_mount "$M"
+    run "$DRX" fsck "$S"
+    assert_success
+    rm -r "$M/lazy"
+    [ "$(subfiles)" -eq "$before" ]
 }
 
 @test "cp, cmp, mv, rm: a rename touches the metafile only, rm removes subfiles" {
