@@ -28,8 +28,14 @@
  * -EIO and logged, so nothing outside the stripe directories is ever opened.
  *
  * CRASH ORDER:
- * - create: subfiles first, then the metafile (temp file, rename with
+ * - create: subfile 0 first, then the metafile (temp file, rename with
  *   RENAME_NOREPLACE).  A crash leaves at worst orphan subfiles (fsck).
+ *   The other subfiles are created when the first byte reaches them (a
+ *   write, including the holes a sparse write leaves before it, a growing
+ *   truncate or fallocate), always before a size that needs them is
+ *   recorded: a subfile the recorded size does not need may be absent and
+ *   reads as holes; one it needs that is absent is damage (EIO, fsck).
+ *   Temporary files (drx_stripe_create_temp) get all of them at once.
  *   Nothing is fsynced at create (tar of many small files stays fast);
  *   drx_stripe_fsync() makes a file durable: subfiles, their directories,
  *   then the metafile and its directory.
@@ -204,8 +210,9 @@ bool drx_stripe_subfile_name_valid(const char *name);
 /* Creates the striped file NAME (path: store path without ".nafs") with
  * layout l (NULL: drx_stripe_layout_for_new() of its directory) and file
  * mode `mode` (metafile and subfiles, & 0666 for subfiles).  Subfiles are
- * created first in stripe dirs (start + i) mod ndirs, start chosen at
- * random, then the metafile appears by rename.  -EEXIST when NAME.nafs
+ * placed in stripe dirs (start + i) mod ndirs, start chosen at random;
+ * subfile 0 is created first, then the metafile appears by rename (the
+ * others later, see CRASH ORDER).  -EEXIST when NAME.nafs
  * exists.  With out non-NULL, *out is a read-write handle; else the file is
  * only created.  Returns 0 or -errno with err. */
 int drx_stripe_create(struct drx_store *s, const char *path, const struct drx_stripe_layout *l,
@@ -213,7 +220,9 @@ int drx_stripe_create(struct drx_store *s, const char *path, const struct drx_st
 
 /* Opens NAME (path without suffix).  mode: DRX_STRIPE_RDONLY or _RDWR.
  * A missing subfile (or missing stripe dir) is not an error here: its
- * extents give -EIO at read/write time (logged once).  A hostile metafile is
+ * extents give -EIO at read/write time (logged once); one not created yet
+ * (the recorded size does not need it) reads as holes and is created by
+ * the first write that reaches it.  A hostile metafile is
  * -EIO.  *out keeps a pointer to s: close handles before the store. */
 int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_stripe **out,
                     struct drx_err *err);
