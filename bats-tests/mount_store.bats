@@ -256,6 +256,49 @@ except OSError:
     unmount_store "$m"
 }
 
+@test "a subfile created at its first byte is the file owner's; one a third user planted is refused" {
+    OWN_DIR=$(mktemp -d /tmp/drxfs-lazy.XXXXXX)
+    chmod 755 "$OWN_DIR"
+    local s="$OWN_DIR/s" m="$OWN_DIR/m" id d
+    "$DRX" init "$s" --count 2 --extent 4096 >/dev/null
+    mount_store "$s" "$m" -o allow_other
+    nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+    mkdir "$m/pub"
+    chmod 1777 "$m/pub"
+    # nobody's file: the second subfile comes with byte 4096, made by the
+    # daemon (root); it must be nobody's like the first (quota, drx as them)
+    nob sh -c "head -c 4096 /dev/zero >'$m/pub/f' && head -c 100 /dev/zero >>'$m/pub/f'"
+    commit_mount "$m"
+    run "$DRX" stripe get "$s/pub/f"
+    assert_success
+    for sub in $(printf '%s\n' "$output" | sed -n 's/^subfile [0-9]*: \([^ ]*\) .*/\1/p'); do
+        assert_equal "$(stat -c %u:%g "$sub")" 65534:65534
+    done
+    # root's 0600 file of one extent, stripe directories another user may
+    # write to (sticky): the second subfile's name is planted before the
+    # first byte reaches it; the write fails rather than land in their file
+    chmod 1777 "$s/.drx/stripes/0" "$s/.drx/stripes/1"
+    head -c 4096 /dev/urandom >"$m/secret"
+    chmod 600 "$m/secret"
+    commit_mount "$m"
+    id=$("$DRX" stripe get "$s/secret" | sed -n 's/^subfile 0: .*\/\([0-9a-f]*\)\.0 .*/\1/p')
+    [ -n "$id" ]
+    for d in 0 1; do
+        nob sh -c "umask 0; : >'$s/.drx/stripes/$d/$id.1'"
+    done
+    # nor through a grow that opens it to cut stale bytes first
+    run truncate -s 6000 "$m/secret"
+    assert_failure
+    run sh -c "head -c 5000 /dev/urandom >>'$m/secret'"
+    assert_failure
+    assert_file_size "$m/secret" 4096
+    for d in 0 1; do
+        assert_equal "$(stat -c %s "$s/.drx/stripes/$d/$id.1")" 0
+    done
+    grep -q "belongs to another user: refused" "$m.log"
+    unmount_store "$m"
+}
+
 @test "allow_other alone implies default_permissions: other users get only what the store allows" {
     OWN_DIR=$(mktemp -d /tmp/drxfs-perm.XXXXXX)
     chmod 755 "$OWN_DIR"

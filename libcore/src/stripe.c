@@ -645,6 +645,38 @@ int drx_stripe_create_temp(struct drx_store *s, const char *path, const struct d
     return rc;
 }
 
+/* The subfiles of a handle being opened that its recorded size needs, and
+ * the first (mp: its metafile's path, for messages).  One the size does
+ * not need is opened when a byte reaches it (drx_stripe_subfile_fd): not
+ * created yet, or created by another writer, or planted under its name by
+ * a third user (refused there).  A missing or refused one is not an
+ * error: its extents fail with EIO, the rest of the file stays usable. */
+static int open_subfiles(struct drx_stripe *f, const char *mp, struct drx_err *err)
+{
+    int flags = f->mode == DRX_STRIPE_RDWR ? O_RDWR : O_RDONLY;
+
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        bool needed = drx_stripe_subfile_len(&f->meta.layout, i, f->meta.size) > 0;
+        if (i > 0 && !needed)
+            continue;
+        int fd = drx_stripe_subfile_open(f->s, &f->meta, i, flags, 0, mp);
+        if (fd == -ENOENT && !needed)
+            continue; /* not created yet: no byte reached it */
+        if (fd == -ENOENT || fd == -EIO) {
+            if (fd == -ENOENT)
+                drx_log(DRX_LOG_WARNING, "%s: subfile %u (%s) is missing", mp, i,
+                        f->meta.sub[i].name);
+            atomic_store(&f->warned[i], true);
+            continue;
+        }
+        if (fd < 0)
+            return drx_err_set(err, -fd, "%s: subfile %u (%s): %s", mp, i, f->meta.sub[i].name,
+                               strerror(-fd));
+        f->fds[i] = fd;
+    }
+    return 0;
+}
+
 int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_stripe **out,
                     struct drx_err *err)
 {
@@ -668,27 +700,9 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
     f->sub_mode = st.st_mode & 0666;
     set_identity(f, mp, &st);
     f->meta_synced = true; /* as far as we know: we did not write it */
-    for (unsigned i = 0; i < f->meta.layout.count; i++) {
-        int fd = drx_stripe_subfile_open(s, &f->meta, i,
-                                         mode == DRX_STRIPE_RDWR ? O_RDWR : O_RDONLY, 0, mp);
-        if (fd == -ENOENT && drx_stripe_subfile_len(&f->meta.layout, i, f->meta.size) == 0)
-            continue; /* not created yet: no byte reached it */
-        if (fd == -ENOENT || fd == -EIO) {
-            /* Missing or refused: its extents fail with EIO, the rest of the
-             * file stays usable. */
-            if (fd == -ENOENT)
-                drx_log(DRX_LOG_WARNING, "%s: subfile %u (%s) is missing", mp, i,
-                        f->meta.sub[i].name);
-            atomic_store(&f->warned[i], true);
-            continue;
-        }
-        if (fd < 0) {
-            rc = drx_err_set(err, -fd, "%s: subfile %u (%s): %s", mp, i, f->meta.sub[i].name,
-                             strerror(-fd));
-            goto out;
-        }
-        f->fds[i] = fd;
-    }
+    rc = open_subfiles(f, mp, err);
+    if (rc < 0)
+        goto out;
     *out = f;
     f = NULL;
     rc = 0;

@@ -28,6 +28,75 @@ static int missing(struct drx_stripe *f, unsigned i)
     return -EIO;
 }
 
+/* Subfiles past the first are made when a byte reaches them, under names
+ * the stripe directory shows before: one found there that no recorded
+ * size needs (another writer of this file made it first, or a third user
+ * planted it to be written into) is used only when its owner is the
+ * file's (the owner of the handle's first subfile, rst) or this process.
+ * Returns fd, or -EIO with fd closed. */
+static int subfile_theirs(struct drx_stripe *f, unsigned i, int fd, const struct stat *rst)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) == 0 && (st.st_uid == rst->st_uid || st.st_uid == geteuid()))
+        return fd;
+    drx_log(DRX_LOG_ERROR,
+            "%s" DRX_STRIPE_SUFFIX ": subfile %u (%s) belongs to another user: refused", f->path, i,
+            f->meta.sub[i].name);
+    close(fd);
+    return -EIO;
+}
+
+/* The owner of f's subfiles (of the first one open; this process when
+ * none is).  0 or -errno. */
+static int subfile_owner(const struct drx_stripe *f, struct stat *rst)
+{
+    int ref = drx_stripe_lock_fd(f);
+
+    memset(rst, 0, sizeof *rst);
+    rst->st_uid = geteuid();
+    rst->st_gid = getegid();
+    return ref >= 0 && fstat(ref, rst) < 0 ? -errno : 0;
+}
+
+/* Subfile i, created now (f->lock held, read-write handle).  It belongs
+ * to whoever owns the file's other subfiles, as drx_stripe_create's do (a
+ * daemon running as root gives new files to their caller); one already
+ * there must be theirs (subfile_theirs). */
+static int subfile_create(struct drx_stripe *f, unsigned i)
+{
+    struct stat rst;
+    int fd = subfile_owner(f, &rst);
+
+    if (fd < 0)
+        return fd;
+    fd =
+        drx_stripe_subfile_open(f->s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, f->sub_mode, f->path);
+    if (fd >= 0 && geteuid() == 0 && (rst.st_uid != 0 || rst.st_gid != 0))
+        (void)!fchown(fd, rst.st_uid, rst.st_gid);
+    if (fd != -EEXIST)
+        return fd;
+    fd = drx_stripe_subfile_open(f->s, &f->meta, i, O_RDWR, 0, f->path);
+    return fd < 0 ? fd : subfile_theirs(f, i, fd, &rst);
+}
+
+/* Subfile i opened without creating it; one no recorded size needs must
+ * be the file owner's (subfile_theirs). */
+static int subfile_open_existing(struct drx_stripe *f, unsigned i, bool needed)
+{
+    struct stat rst;
+    int fd = drx_stripe_subfile_open(f->s, &f->meta, i,
+                                     f->mode == DRX_STRIPE_RDWR ? O_RDWR : O_RDONLY, 0, f->path);
+
+    if (fd < 0 || needed)
+        return fd;
+    if (subfile_owner(f, &rst) < 0) {
+        close(fd);
+        return -EIO;
+    }
+    return subfile_theirs(f, i, fd, &rst);
+}
+
 int drx_stripe_subfile_fd_locked(struct drx_stripe *f, unsigned i, bool create)
 {
     int fd = __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE);
@@ -39,8 +108,7 @@ int drx_stripe_subfile_fd_locked(struct drx_stripe *f, unsigned i, bool create)
     /* Never re-created once a recorded size needed it: then its absence
      * is damage (EIO), not a subfile not written yet. */
     create = create && rw && !needed;
-    fd = drx_stripe_subfile_open(f->s, &f->meta, i, (rw ? O_RDWR : O_RDONLY) | (create ? O_CREAT : 0),
-                                 f->sub_mode, f->path);
+    fd = create ? subfile_create(f, i) : subfile_open_existing(f, i, needed);
     if (fd == -ENOENT && !needed)
         return -ENOENT;
     if (fd < 0)
