@@ -25,7 +25,8 @@
  *                                 while the others still run
  * Values: element (i0, i1, ...) holds (seed + sum_d i_d * prime_d) % 113, in
  * the array's type (complex: that, and minus it).  A failing OP prints
- * "rank R: OP: RC: MESSAGE" on every rank and ends with status 3.
+ * "rank R: OP: RC: MESSAGE" on every rank and ends with status 3; a
+ * failing ?OP prints the same and the run goes on.
  */
 #include <errno.h>
 #include <signal.h>
