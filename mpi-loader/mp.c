@@ -564,7 +564,8 @@ static int extend_follow(drx_mp *a, int rc, struct drx_err *err)
     return mp_agree(a->comm, rc < 0 ? rc : 0, err);
 }
 
-/* Status, bounds and chunk count in words, as rank 0 broadcasts them. */
+/* Status, bounds and chunk count in words (extend_batch hashes them to
+ * compare the ranks' metadata). */
 static void mp_meta_words(const drx_mp *a, int rc, int64_t v[DRX_MAX_RANK + 2])
 {
     const struct drx_array_meta *m = drx_array_meta(a->arr);
