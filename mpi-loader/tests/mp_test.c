@@ -347,11 +347,14 @@ static int op_create(char **w, int nw)
 static int op_bounds(void)
 {
     int64_t b[16];
+    char line[256] = "bounds ";
     int rc = drx_mp_bounds(A, b);
-    for (int d = 0; me == 0 && d < drx_mp_rank(A); d++)
-        printf("%s%" PRId64, d ? "x" : "bounds ", b[d]);
+    size_t at = strlen(line);
+    for (int d = 0; rc == 0 && d < drx_mp_rank(A) && at < sizeof(line); d++)
+        at += (size_t)snprintf(line + at, sizeof(line) - at, "%s%" PRId64, d ? "x" : "", b[d]);
+    /* one printf, one write: not split by another rank's line */
     if (me == 0)
-        printf("\n");
+        printf("%s\n", line);
     return rc;
 }
 
