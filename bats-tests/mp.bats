@@ -459,6 +459,28 @@ assert (got == ref).all(), got
 EOF
 }
 
+@test "DRX_MP_SYNC_NONE and _BATCH: an extension that fails on rank 0 after the others grew keeps the growths pending before it, on every rank" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
+    local mode
+    for mode in none batch; do
+        "$DRX" create "small/$mode" --type f64 --shape 64x64 --chunk 64x64 --fill 1
+        # the followers grow in memory while rank 0 fails to write the
+        # fill (2 MiB do not fit): every rank reports rank 0's failure,
+        # and the followers undo their growth, not the one before it
+        run mp 3 "small/$mode" open:w "mode:$mode" extend:0:64 "?extend:0:4096" bounds write:C:3 \
+            sync bounds
+        assert_success
+        local r
+        for ((r = 0; r < 3; r++)); do
+            assert_line --regexp "^rank $r: extend:0:4096: -28: .*No space left on device"
+        done
+        assert_equal "$(grep -c '^bounds 128x64$' <<<"$output")" 2
+        check_ref "small/$mode" f64 3
+    done
+    umount small
+}
+
 @test "DRX_MP_SYNC_BATCH: an extension that fails changes nothing; another extension waits for the sync" {
     mkdir small
     mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"

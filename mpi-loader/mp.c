@@ -104,6 +104,7 @@ static void mp_free(drx_mp *a)
     free(a->gather);
     free(a->rbuf);
     free(a->runs);
+    free(a->grown);
     free(a);
 }
 
@@ -361,10 +362,15 @@ static int commit_follow(drx_mp *a, bool durable, struct drx_err *err)
                           : drx_array_commit_unsynced(a->arr, err);
 
     MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
+    a->ngrown = 0; /* recorded or forgotten: none pending after this */
     if (a->rank != 0 && rc == 0)
         rc = drx_array_commit(a->arr, err);
     else if (a->rank != 0)
         drx_array_pending_drop(a->arr, &(struct drx_err){{0}});
+    /* a broken follower reads the committed metadata again and is whole */
+    if (a->broken && rc == 0)
+        rc = drx_array_reload(a->arr, err);
+    a->broken = a->broken && rc < 0;
     return mp_agree(a->comm, rc < 0 ? rc : 0, err);
 }
 
@@ -509,11 +515,21 @@ int drx_mp_zone(const drx_mp *a, int proc, int64_t lo[], int64_t hi[])
 
 /* --- extension --- */
 
+int mp_broken(const drx_mp *a, struct drx_err *err)
+{
+    return drx_err_set(err, EIO,
+                       "%s: a rank lost its pending growths after a failed extension "
+                       "(out of memory); drx_mp_sync reads the committed metadata again",
+                       a->path);
+}
+
 static int extend_check(const drx_mp *a, int dim, int64_t count, struct drx_err *err)
 {
     int k = drx_array_meta(a->arr)->rank;
     if (!a->writable)
         return drx_err_set(err, EBADF, "%s: opened read-only", a->path);
+    if (a->broken)
+        return mp_broken(a, err);
     if (dim < 0 || dim >= k)
         return drx_err_set(err, EINVAL, "dimension %d outside 0..%d", dim, k - 1);
     if (count <= 0)
@@ -548,7 +564,8 @@ static int extend_follow(drx_mp *a, int rc, struct drx_err *err)
     return mp_agree(a->comm, rc < 0 ? rc : 0, err);
 }
 
-/* Status, bounds and chunk count in words, as rank 0 broadcasts them. */
+/* Status, bounds and chunk count in words (extend_batch hashes them to
+ * compare the ranks' metadata). */
 static void mp_meta_words(const drx_mp *a, int rc, int64_t v[DRX_MAX_RANK + 2])
 {
     const struct drx_array_meta *m = drx_array_meta(a->arr);
@@ -559,34 +576,76 @@ static void mp_meta_words(const drx_mp *a, int rc, int64_t v[DRX_MAX_RANK + 2])
     v[DRX_MAX_RANK + 1] = (int64_t)m->map.nchunks;
 }
 
-/* DRX_MP_SYNC_BATCH and _NONE: rank 0 grows the .xta and its metadata in memory
- * (the growth pending until drx_mp_sync) and broadcasts its status and
- * new bounds; the others grow their metadata and check that they hold
- * the same; one agreement.  Rank 0's failure changes nothing; when a
- * follower fails after it (out of memory), every rank forgets the pending
- * growths, so that all hold the committed metadata again. */
+/* Room for one more entry in the log of pending growths, taken before
+ * the growth, so that logging it after cannot fail. */
+static int grown_reserve(drx_mp *a, struct drx_err *err)
+{
+    if (a->ngrown < a->grown_cap)
+        return 0;
+    size_t cap = a->grown_cap ? 2 * a->grown_cap : 64;
+    int64_t(*g)[2] = realloc(a->grown, cap * sizeof(*g));
+    if (!g)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    a->grown = g;
+    a->grown_cap = cap;
+    return 0;
+}
+
+/* A follower that grew while rank 0 failed goes back: the committed
+ * metadata read again and the logged pending growths redone in memory.
+ * A follower that cannot is broken: its later calls fail, and with them
+ * every rank's. */
+static void extend_undo(drx_mp *a)
+{
+    struct drx_err ignored = {{0}};
+    int rc = drx_array_pending_drop(a->arr, &ignored);
+
+    for (size_t i = 0; rc == 0 && i < a->ngrown; i++)
+        rc = drx_array_extend_pending(a->arr, (int)a->grown[i][0], (uint64_t)a->grown[i][1], false,
+                                      &ignored);
+    a->broken = rc < 0;
+}
+
+/* DRX_MP_SYNC_BATCH and _NONE: every rank grows at once, rank 0 the .xta
+ * and its metadata in memory (the growth pending until drx_mp_sync), the
+ * others their metadata; one MPI_Allreduce carries the lowest status,
+ * whether rank 0 failed, and a hash of the new metadata with its
+ * complement (MIN of both: equal everywhere or not).  Rank 0's failure
+ * changes nothing: rank 0 is as before, and a follower that grew undoes
+ * it (extend_undo).  When a follower fails after rank 0 grew, or the
+ * metadata differ, every rank forgets the pending growths, so that all
+ * hold the committed metadata again.  So two collectives in all, the
+ * argument check and this one (before: three, with rank 0's broadcast of
+ * its status before the others grew). */
 static int extend_batch(drx_mp *a, int dim, int64_t count, struct drx_err *err)
 {
-    int64_t v[DRX_MAX_RANK + 2] = {0};
-    int rc = a->rank == 0 ? drx_array_extend_pending(a->arr, dim, (uint64_t)count, true, err) : 0;
+    int64_t words[DRX_MAX_RANK + 2];
+    int rc = grown_reserve(a, err);
 
-    if (a->rank == 0)
-        mp_meta_words(a, rc, v);
-    MPI_Bcast(v, DRX_MAX_RANK + 2, MPI_INT64_T, 0, a->comm);
-    if (v[0] < 0) /* rank 0 failed: every rank knows; its reason */
-        return mp_agree(a->comm, rc, err);
-    if (a->rank != 0) {
-        int64_t mine[DRX_MAX_RANK + 2];
-        rc = drx_array_extend_pending(a->arr, dim, (uint64_t)count, false, err);
-        mp_meta_words(a, rc, mine);
-        if (rc == 0 && memcmp(v, mine, sizeof(v)))
-            rc = drx_err_set(err, ESTALE, "%s: the ranks' metadata differ after the extension",
-                             a->path);
+    if (rc == 0)
+        rc = drx_array_extend_pending(a->arr, dim, (uint64_t)count, a->rank == 0, err);
+    mp_meta_words(a, 0, words);
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull, words, sizeof(words));
+    uint64_t in[4] = {h, ~h, (uint64_t)((int64_t)(rc < 0 ? rc : 0) + INT32_MAX),
+                      a->rank == 0 && rc < 0 ? 0 : 1},
+             out[4];
+    MPI_Allreduce(in, out, 4, MPI_UINT64_T, MPI_MIN, a->comm);
+    bool all_grew = out[2] == (uint64_t)INT32_MAX, same = out[0] == ~out[1];
+    if (all_grew && same) {
+        a->grown[a->ngrown][0] = dim;
+        a->grown[a->ngrown++][1] = count;
+        return 0;
     }
-    int all = mp_agree(a->comm, rc, err);
-    if (all < 0)
+    if (all_grew) /* every rank sees it: the same status everywhere */
+        rc = drx_err_set(err, ESTALE, "%s: the ranks' metadata differ after the extension",
+                         a->path);
+    if (out[3] == 0 && a->rank != 0 && rc == 0)
+        extend_undo(a);
+    else if (out[3] != 0) {
         drx_array_pending_drop(a->arr, &(struct drx_err){{0}});
-    return all;
+        a->ngrown = 0;
+    }
+    return mp_agree(a->comm, rc, err);
 }
 
 int drx_mp_extend(drx_mp *a, int dim, int64_t count)

@@ -36,6 +36,9 @@ struct drx_mp {
     uint64_t rbuf_len;
     struct load_run *runs;  /* a round's runs in file order (mp_io.c), kept between calls */
     size_t runs_cap;
+    int64_t (*grown)[2];    /* the pending growths (dim, count) since the last commit */
+    size_t ngrown, grown_cap;
+    bool broken;            /* a follower could not restore its pending growths */
 };
 
 /* Collective over comm: the lowest status of all ranks (0 when none
@@ -51,6 +54,10 @@ int mp_same(MPI_Comm comm, const void *buf, size_t len, const char *what, struct
  * status, -EINVAL when the arguments differ. */
 int mp_check(MPI_Comm comm, int rc, const void *buf, size_t len, const char *what,
              struct drx_err *err);
+
+/* -EIO with its message in err: a's pending growths are lost on this
+ * rank (a->broken), so every collective that needs them fails. */
+int mp_broken(const drx_mp *a, struct drx_err *err);
 
 /* Records msg as drx_mp_error() of this process. */
 void mp_set_error(const char *msg);

@@ -799,8 +799,9 @@ int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char ord
         return -EINVAL;
     }
     bool shared = true, whole = false;
-    int rc = a->writable ? box_view(a, lo, hi, order, buf, &v, &err)
-                         : drx_err_set(&err, EBADF, "%s: opened read-only", a->path);
+    int rc = !a->writable ? drx_err_set(&err, EBADF, "%s: opened read-only", a->path)
+             : a->broken  ? mp_broken(a, &err)
+                          : box_view(a, lo, hi, order, buf, &v, &err);
     if ((rc = boxes_agree(a, rc, &v, &err, &shared, &whole)) < 0)
         return rc;
     /* Every rank's chunks its own and whole: nothing to merge and nobody
