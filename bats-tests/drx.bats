@@ -597,3 +597,12 @@ lib.drx_io_readahead(fd, rs, 256)  # the parent'"'"'s pool still serves'
     assert_success
     assert_output ok
 }
+
+@test "libdrxcore stays loaded after dlclose while its read-ahead pool runs" {
+    run ra_python '
+lib.drx_io_readahead(fd, rs, 256)  # busy with 256 hints
+_ctypes.dlclose(lib._handle)
+ctypes.CDLL(lib_path, mode=os.RTLD_NOLOAD)  # OSError when unloaded'
+    assert_success
+    assert_output ok
+}
