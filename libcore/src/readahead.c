@@ -111,6 +111,14 @@ static void fork_child(void)
     pthread_mutex_unlock(&pool.lock);
 }
 
+/* Registered once, at load: never twice, even when a fork interrupts the
+ * pool's start in another thread (glibc then starts it again in the
+ * child, whose pool_start must not register the handlers anew). */
+__attribute__((constructor)) static void pool_atfork(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 /* Starts the threads, detached and with every signal blocked (they never
  * end: a process's pool lives as long as it, and libdrxcore is never
  * unloaded, -z nodelete). */
@@ -124,15 +132,12 @@ static void pool_start(void)
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&at, 64 << 10);
-    if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
-        goto out;
     for (int i = 0; i < DRX_RA_THREADS; i++) {
         pthread_t t;
         if (pthread_create(&t, &at, ra_main, &pool.busy[i]) != 0)
             break;
         pool.threads++;
     }
-out:
     pthread_attr_destroy(&at);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
