@@ -557,3 +557,57 @@ assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
     unmount_store small
     cmp before.xmd st/a.xmd
 }
+
+# libdrxcore loaded by a program that forks or unloads it (Python's ctypes
+# does both): drx_io_readahead's pool threads are the parent's only.
+# ra_python CODE: python3 runs a ctypes prelude (the pool started), then CODE,
+# then prints ok.  ra_skip_asan first (skip cannot end a test from run).
+ra_skip_asan() {
+    if readelf -d "$DRX_BUILD/libcore/libdrxcore.so" | grep -q libasan; then
+        skip "libdrxcore built with ASan: python3 cannot load it"
+    fi
+}
+
+ra_python() {
+    local lib=$DRX_BUILD/libcore/libdrxcore.so
+    head -c 2000000 /dev/urandom >ra.bin
+    "$PY" - "$lib" ra.bin <<PYEOF
+import ctypes, os, sys, signal, _ctypes
+class R(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+lib_path = sys.argv[1]
+lib = ctypes.CDLL(lib_path)
+fd = os.open(sys.argv[2], os.O_RDONLY)
+rs = (R * 256)(*[R(i * 4096, 4096) for i in range(256)])
+lib.drx_io_readahead(fd, rs, 1)  # the pool starts (its queue far from full)
+$1
+print("ok")
+PYEOF
+}
+
+@test "drx_io_readahead in a process forked while its pool runs: no deadlock, no descriptor left" {
+    ra_skip_asan
+    run ra_python '
+pid = os.fork()
+if pid == 0:
+    signal.alarm(30)  # a deadlock ends the child
+    before = sorted(os.listdir("/proc/self/fd"))
+    lib.drx_io_readahead(fd, rs, 1)
+    after = sorted(os.listdir("/proc/self/fd"))
+    os._exit(0 if before == after else 1)
+_, st = os.waitpid(pid, 0)
+assert st == 0, "forked child: status %#x (SIGALRM 14: deadlocked)" % st
+lib.drx_io_readahead(fd, rs, 256)  # the parent'"'"'s pool still serves'
+    assert_success
+    assert_output ok
+}
+
+@test "libdrxcore stays loaded after dlclose while its read-ahead pool runs" {
+    ra_skip_asan
+    run ra_python '
+lib.drx_io_readahead(fd, rs, 256)  # busy with 256 hints
+_ctypes.dlclose(lib._handle)
+ctypes.CDLL(lib_path, mode=os.RTLD_NOLOAD)  # OSError when unloaded'
+    assert_success
+    assert_output ok
+}

@@ -29,6 +29,7 @@ static struct {
     struct ra_job ring[DRX_RA_QUEUE];
     unsigned head, count; /* ring[head] is the oldest of count jobs */
     int threads;          /* started; 0: every hint runs in its caller */
+    struct ra_file *busy[DRX_RA_THREADS]; /* each thread's job's file, or NULL */
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -51,7 +52,8 @@ static int file_unref(struct ra_file *f)
 
 static void *ra_main(void *arg)
 {
-    (void)arg;
+    struct ra_file **busy = arg;
+
     pthread_mutex_lock(&pool.lock);
     for (;;) {
         while (pool.count == 0)
@@ -59,9 +61,11 @@ static void *ra_main(void *arg)
         struct ra_job j = pool.ring[pool.head];
         pool.head = (pool.head + 1) % DRX_RA_QUEUE;
         pool.count--;
+        *busy = j.f;
         pthread_mutex_unlock(&pool.lock);
         hint(j.f->fd, j.off, j.len);
         pthread_mutex_lock(&pool.lock);
+        *busy = NULL;
         int fd = file_unref(j.f);
         if (fd >= 0) {
             pthread_mutex_unlock(&pool.lock);
@@ -72,8 +76,52 @@ static void *ra_main(void *arg)
     return NULL;
 }
 
+/* fork: no pool thread holds the lock while the process forks. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&pool.lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&pool.lock);
+}
+
+/* The child has none of the threads: its hints run in their callers, and
+ * the duplicates that the queued and running jobs held are closed (their
+ * files are the parent's business).  The condition variable is made anew:
+ * the parent's waiters are not in the child (a broadcast would wait for
+ * them). */
+static void fork_child(void)
+{
+    for (; pool.count > 0; pool.count--) {
+        int fd = file_unref(pool.ring[pool.head].f);
+        pool.head = (pool.head + 1) % DRX_RA_QUEUE;
+        if (fd >= 0)
+            close(fd);
+    }
+    for (int i = 0; i < DRX_RA_THREADS; i++) {
+        int fd = pool.busy[i] ? file_unref(pool.busy[i]) : -1;
+        pool.busy[i] = NULL;
+        if (fd >= 0)
+            close(fd);
+    }
+    pool.threads = 0;
+    pthread_cond_init(&pool.work, NULL);
+    pthread_mutex_unlock(&pool.lock);
+}
+
+/* Registered once, at load: never twice, even when a fork interrupts the
+ * pool's start in another thread (glibc then starts it again in the
+ * child, whose pool_start must not register the handlers anew). */
+__attribute__((constructor)) static void pool_atfork(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 /* Starts the threads, detached and with every signal blocked (they never
- * end: a process's pool lives as long as it). */
+ * end: a process's pool lives as long as it, and libdrxcore is never
+ * unloaded, -z nodelete). */
 static void pool_start(void)
 {
     sigset_t all, old;
@@ -86,7 +134,7 @@ static void pool_start(void)
     pthread_attr_setstacksize(&at, 64 << 10);
     for (int i = 0; i < DRX_RA_THREADS; i++) {
         pthread_t t;
-        if (pthread_create(&t, &at, ra_main, NULL) != 0)
+        if (pthread_create(&t, &at, ra_main, &pool.busy[i]) != 0)
             break;
         pool.threads++;
     }
