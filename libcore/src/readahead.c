@@ -22,6 +22,10 @@ struct ra_job {
 
 #define DRX_RA_THREADS 4
 #define DRX_RA_QUEUE 256
+/* Duplicated descriptors the pool holds at most: past them hints run in
+ * their callers, so a slow disk and many readers cannot bring the
+ * process near its descriptor limit, or keep many removed files' blocks. */
+#define DRX_RA_FILES 16
 
 static struct {
     pthread_mutex_t lock;
@@ -29,14 +33,17 @@ static struct {
     struct ra_job ring[DRX_RA_QUEUE];
     unsigned head, count; /* ring[head] is the oldest of count jobs */
     int threads;          /* started; 0: every hint runs in its caller */
+    int files;            /* struct ra_file alive (duplicates held) */
     struct ra_file *busy[DRX_RA_THREADS]; /* each thread's job's file, or NULL */
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
+/* A zero length would mean "to the end of the file" to posix_fadvise. */
 static void hint(int fd, uint64_t off, uint64_t len)
 {
-    posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+    if (len > 0)
+        posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
 }
 
 /* Drops one reference to f; called with the lock held.  The descriptor to
@@ -47,6 +54,7 @@ static int file_unref(struct ra_file *f)
         return -1;
     int fd = f->fd;
     free(f);
+    pool.files--;
     return fd;
 }
 
@@ -107,6 +115,7 @@ static void fork_child(void)
             close(fd);
     }
     pool.threads = 0;
+    pool.files = 0;
     pthread_cond_init(&pool.work, NULL);
     pthread_mutex_unlock(&pool.lock);
 }
@@ -142,6 +151,24 @@ static void pool_start(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* A new shared duplicate of fd with one reference (the caller's, until
+ * its ranges are queued), counted in pool.files; NULL when the pool holds
+ * DRX_RA_FILES already or the duplicate fails.  Called with the lock held. */
+static struct ra_file *file_new(int fd)
+{
+    struct ra_file *f;
+
+    if (pool.files >= DRX_RA_FILES || !(f = malloc(sizeof(*f))))
+        return NULL;
+    if ((f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+        free(f);
+        return NULL;
+    }
+    f->refs = 1;
+    pool.files++;
+    return f;
+}
+
 void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n)
 {
     struct ra_file *f = NULL;
@@ -150,10 +177,8 @@ void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n)
     if (n <= 0)
         return;
     pthread_once(&pool_once, pool_start);
-    if (pool.threads > 0 && (f = malloc(sizeof(*f))) &&
-        (f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
-        f->refs = 1; /* ours, until every range is queued */
-        pthread_mutex_lock(&pool.lock);
+    pthread_mutex_lock(&pool.lock);
+    if (pool.threads > 0 && (f = file_new(fd))) {
         for (; i < n && pool.count < DRX_RA_QUEUE; i++) {
             pool.ring[(pool.head + pool.count) % DRX_RA_QUEUE] =
                 (struct ra_job){f, ranges[i].off, ranges[i].len};
@@ -161,14 +186,13 @@ void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n)
             f->refs++;
         }
         pthread_cond_broadcast(&pool.work);
-        int close_fd = file_unref(f);
-        pthread_mutex_unlock(&pool.lock);
-        if (close_fd >= 0)
-            close(close_fd);
-    } else if (f) {
-        free(f);
     }
-    /* no pool, no memory, no descriptor, or a full queue */
+    int close_fd = f ? file_unref(f) : -1;
+    pthread_mutex_unlock(&pool.lock);
+    if (close_fd >= 0)
+        close(close_fd);
+    /* no pool, too many files held, no memory, no descriptor, or a full
+     * queue */
     for (; i < n; i++)
         hint(fd, ranges[i].off, ranges[i].len);
 }

@@ -30,8 +30,9 @@ int drx_io_pwritev_all(int fd, struct iovec *iov, int n, uint64_t off);
  * run at a time beside it.  Only the page cache receives bytes: nothing is
  * held in the process, a write through any path is never shadowed, and
  * memory pressure evicts the pages as any.  At most 256 ranges wait in the
- * pool (a range past that is hinted in the caller's thread).  fd is
- * duplicated: the caller may close it at once.  Thread-safe; never fails
+ * pool, and the pool holds at most 16 files' duplicated descriptors (past
+ * either, a range is hinted in the caller's thread).  fd is duplicated:
+ * the caller may close it at once.  A zero-length range is no hint.  Thread-safe; never fails
  * (a hint is only a hint).  The copy engine (drx_view_read: drx get, the
  * daemon) and drx-load use it. */
 struct drx_io_range {
