@@ -246,6 +246,19 @@ EOF
     assert_output --partial '"shape": [5, 7, 16]'
 }
 
+# mount_shows_run_4x6x8: the mount's run is 4 steps of 6x8 holding what
+# mp_test writes with seed 4 (check_ref's values), in info and data
+mount_shows_run_4x6x8() {
+    "$PY" - <<'EOF'
+import json
+import numpy as np
+assert json.load(open("mnt/run/info"))["shape"] == [4, 6, 8]
+i = np.indices((4, 6, 8))
+ref = (4 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113
+assert (np.fromfile("mnt/run/data", dtype="<f8").reshape(4, 6, 8) == ref).all()
+EOF
+}
+
 @test "DRX_MP_SYNC_BATCH: growths are recorded at drx_mp_sync and close, each step's data is there" {
     "$DRX" init store >/dev/null
     "$DRX" create store/run --type f64 --shape 1x6x8 --chunk 1x3x4 --dims time,y,x
@@ -264,14 +277,7 @@ mount [3, 6, 8]
 bounds 4x6x8"
     # close recorded the last one; the mount shows it and the data
     check_ref store/run f64 4
-    "$PY" - <<'EOF'
-import json
-import numpy as np
-assert json.load(open("mnt/run/info"))["shape"] == [4, 6, 8]
-i = np.indices((4, 6, 8))
-ref = (4 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113
-assert (np.fromfile("mnt/run/data", dtype="<f8").reshape(4, 6, 8) == ref).all()
-EOF
+    mount_shows_run_4x6x8
     "$DRX" fsck store
     # other dimensions too, several growths between syncs, C and F order,
     # and back to the default mode (which syncs first)
@@ -343,14 +349,7 @@ bounds 4x6x8"
     assert_equal "$(syncs none.trace)" "run.xmd"
     # close recorded the last growth; drx get and the mount read the data
     check_ref store/run f64 4
-    "$PY" - <<'EOF'
-import json
-import numpy as np
-assert json.load(open("mnt/run/info"))["shape"] == [4, 6, 8]
-i = np.indices((4, 6, 8))
-ref = (4 + i[0] * 7 + i[1] * 13 + i[2] * 31) % 113
-assert (np.fromfile("mnt/run/data", dtype="<f8").reshape(4, 6, 8) == ref).all()
-EOF
+    mount_shows_run_4x6x8
     "$DRX" fsck store
     run strace -f -qq -y -e trace=fsync,fdatasync,sync_file_range,syncfs -o batch.trace \
         timeout 120 mpiexec -n 2 "$MP_TEST" store/run open:w mode:batch extend:0:1 write:C:5
