@@ -649,6 +649,8 @@ static void sfile_mark_cb(void *obj)
 static int sfile_commit_cb(void *obj, bool synced)
 {
     struct drxfs_sfile *e = obj;
+    /* A subfile's write-back error makes this flush fail (logged there),
+     * as its fdatasync would. */
     if (synced)
         drx_stripe_synced(e->f, e->commit_gen);
     return drxfs_sfile_flush(e);

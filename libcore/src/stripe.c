@@ -152,7 +152,7 @@ int drx_stripe_lock_fd(const struct drx_stripe *f)
 static int sync_subfiles(struct drx_stripe *f)
 {
     bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
-    int rc = 0;
+    int rc = __atomic_exchange_n(&f->wb_err, 0, __ATOMIC_ACQ_REL);
 
     for (unsigned i = 0; i < f->meta.layout.count; i++) {
         if (f->fds[i] < 0)
@@ -382,7 +382,7 @@ int drx_stripe_flush(struct drx_stripe *f)
 static int fsync_subfiles_and_dirs(struct drx_stripe *f, bool datasync)
 {
     bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
-    int rc = 0;
+    int rc = __atomic_exchange_n(&f->wb_err, 0, __ATOMIC_ACQ_REL);
 
     for (unsigned i = 0; i < f->meta.layout.count; i++) {
         int fd = __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE);
@@ -454,14 +454,35 @@ int drx_stripe_sync_store(const struct drx_store *s)
     return 0;
 }
 
-void drx_stripe_synced(struct drx_stripe *f, uint64_t gen)
+int drx_stripe_synced(struct drx_stripe *f, uint64_t gen)
 {
+    int rc = 0;
+
+    /* syncfs reports a write-back error once per stripe directory's
+     * descriptor: one that hit a subfile before an earlier batch went to
+     * that batch.  Each subfile's own descriptor still holds it; its
+     * sync_file_range (nothing left to write after the syncfs) reports it. */
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        int fd = __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE);
+        if (fd >= 0 &&
+            sync_file_range(fd, 0, 0,
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                SYNC_FILE_RANGE_WAIT_AFTER) < 0 &&
+            rc == 0)
+            rc = -errno;
+    }
     pthread_mutex_lock(&f->lock);
-    if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
-        f->synced_gen = gen;
-    if (f->wgen == gen) /* no subfile created since the mark */
-        f->dirs_synced = true;
+    if (rc < 0) {
+        /* for the next sync of the subfiles: no size recorded over it */
+        __atomic_store_n(&f->wb_err, rc, __ATOMIC_RELEASE);
+    } else {
+        if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
+            f->synced_gen = gen;
+        if (f->wgen == gen) /* no subfile created since the mark */
+            f->dirs_synced = true;
+    }
     pthread_mutex_unlock(&f->lock);
+    return rc;
 }
 
 /* The layout of new file `path`: l, or the one its directory asks for;

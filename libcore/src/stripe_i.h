@@ -42,6 +42,11 @@ struct drx_stripe {
      * metadata that points to it). */
     uint64_t wgen, synced_gen;
     bool dirs_synced; /* the subfiles' directory entries are durable */
+    /* A subfile's write-back error that drx_stripe_synced collected (the
+     * store's syncfs reported it elsewhere): the next sync of the subfiles
+     * returns it, as their fdatasync would have, so no size is recorded
+     * over the lost data.  0 or -errno. */
+    int wb_err;
     dev_t meta_dev;   /* identity of the metafile this handle wrote/read */
     ino_t meta_ino;
     struct timespec meta_ctim; /* and its ctime then: an update in place keeps the inode */

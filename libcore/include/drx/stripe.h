@@ -277,10 +277,13 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync);
  * subfile, a device flush each); 0 or -errno (writeback errors included,
  * Linux 5.8 and later).
  * drx_stripe_synced: the changes of f up to gen are durable, with the names
- * of its subfiles (which existed before the mark). */
+ * of its subfiles (which existed before the mark), unless a subfile's own
+ * write-back error shows up (one the store's sync reported to an earlier
+ * batch): then -errno, and f's next flush fails with it, as when its own
+ * fdatasync fails, recording no size over the lost data. */
 uint64_t drx_stripe_sync_mark(struct drx_stripe *f);
 int drx_stripe_sync_store(const struct drx_store *s);
-void drx_stripe_synced(struct drx_stripe *f, uint64_t gen);
+int drx_stripe_synced(struct drx_stripe *f, uint64_t gen);
 
 /* Re-reads the size from the metafile when this handle has no unpersisted
  * change (another process wrote the file).  Returns 1 when the size changed,
