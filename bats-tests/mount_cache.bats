@@ -28,6 +28,18 @@ setup() {
 
 teardown() {
     kill_our_mpi
+    cleanup_owner_test
+}
+
+# What the commit-request test leaves when it fails: a stopped daemon, a
+# tmpfs over its mount point's parent, the mount, its directory.
+cleanup_owner_test() {
+    [ -n "${OWN:-}" ] || return 0
+    umount "$OWN/real" 2>/dev/null || true
+    kill -CONT "$(cat "$OWN/real/mnt.pid" 2>/dev/null || echo 0)" 2>/dev/null || true
+    unmount_store "$OWN/real/mnt"
+    rm -rf "$OWN"
+    OWN=
 }
 
 # fresh NAME SHAPE CHUNK: an f64 array holding 0, 1, 2, ... (also in NAME.raw)
@@ -375,6 +387,45 @@ os.write(fd, b'x' * 5000); os.fsync(fd); os.close(fd)"
     head -c 9000 /dev/urandom >"$k/atclose"
     [ "$(recorded_size "$ks" atclose)" -eq 9000 ]
     unmount_store "$k"
+}
+
+@test "drx asks a mount to commit only when it is its own, reached through no symlink, and a stopped daemon does not hang it" {
+    # readable by another user (nobody), as BATS_FILE_TMPDIR is not
+    OWN=$(mktemp -d /tmp/drx-own-XXXXXX)
+    chmod 755 "$OWN"
+    mkdir -p "$OWN/s" "$OWN/real"
+    "$DRX" init "$OWN/s" >/dev/null
+    mount_store "$OWN/s" "$OWN/real/mnt" -o commit_interval=3600
+    setfattr -n user.drx.commit -v 1 "$OWN/real/mnt"
+    head -c 6000 /dev/urandom >"$OWN/real/mnt/f"
+    chmod -R a+rX "$OWN/s"
+    # another user's drx does not ask root's mount: the recorded size
+    run setpriv --reuid=65534 --regid=65534 --clear-groups "$DRX" stripe get "$OWN/real/mnt/f"
+    assert_success
+    assert_line --index 1 "size=0"
+    # the mount point's parent covered (tmpfs) and the mount point a
+    # symlink to a directory there: mountinfo still names the path, which
+    # is not followed
+    mount -t tmpfs -o size=1m none "$OWN/real"
+    mkdir "$OWN/real/target"
+    ln -s "$OWN/real/target" "$OWN/real/mnt"
+    run "$DRX" stripe get "$OWN/real/mnt/f"
+    assert_success
+    run getfattr --absolute-names -n user.drx.commit "$OWN/real/target"
+    assert_failure
+    umount "$OWN/real"
+    # a daemon that does not answer: drx warns and goes on
+    local pid
+    pid=$(cat "$OWN/real/mnt.pid")
+    kill -STOP "$pid"
+    run timeout 60 "$DRX" stripe get "$OWN/real/mnt/f"
+    kill -CONT "$pid"
+    assert_success
+    assert_output --partial "no answer to the commit request"
+    # the caller's own mount is asked
+    run "$DRX" stripe get "$OWN/real/mnt/f"
+    assert_line --index 1 "size=6000"
+    cleanup_owner_test
 }
 
 @test "batched commits every second: kill -9 during a small-file copy leaves no recorded size ahead of the data" {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "config_i.h"
@@ -55,8 +55,10 @@ int drx_store_abspath(const char *path, char *out, size_t outlen)
         n = strlen(buf);
     }
     /* Append component by component, folding "." and "..": never looks at
-     * the filesystem, so a drxfs mount is never entered and symlinks keep
-     * the meaning the user typed (as a shell's logical cd does). */
+     * the filesystem, so symlinks keep the meaning the user typed (as a
+     * shell's logical cd does), and no drxfs mount is entered here (only
+     * drx_store_resolve_path_for's commit request goes to one, with a
+     * bounded wait). */
     for (const char *p = path; *p;) {
         size_t len;
         p += strspn(p, "/");
@@ -128,11 +130,31 @@ static bool has_opt(const char *opts, const char *opt)
     return false;
 }
 
+/* The numeric value of option name (with its "=") in list opts; -1 when
+ * absent. */
+static long opt_num(const char *opts, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] >= '0' && p[n] <= '9')
+            return strtol(p + n, NULL, 10);
+    return -1;
+}
+
+/* A drxfs mount's superblock (maj:min) and owner (the daemon's user_id=,
+ * -1 unknown), for asking it to commit. */
+struct mi_ids {
+    dev_t dev;
+    long owner;
+};
+
 /* One line of mountinfo (changed in place): true for a drxfs mount made by
  * our daemon, with its mount point and source (the store root) decoded;
  * *ro when the mount (its own options: a read-only bind of a writable
- * mount counts) or its superblock is read-only. */
-static bool mi_drxfs_line(char *line, char **mnt, char **source, bool *ro)
+ * mount counts) or its superblock is read-only; ids (when not NULL) its
+ * superblock and owner. */
+static bool mi_drxfs_line(char *line, char **mnt, char **source, bool *ro, struct mi_ids *ids)
 {
     /* id parent maj:min root MOUNTPOINT opts [optional...] - FSTYPE SOURCE sopts */
     char *f[6] = {0}, *save = NULL, *tok;
@@ -159,6 +181,12 @@ static bool mi_drxfs_line(char *line, char **mnt, char **source, bool *ro)
     *mnt = f[4];
     *source = src;
     *ro = has_opt(f[5], "ro") || (sopts && has_opt(sopts, "ro"));
+    if (ids) {
+        unsigned maj = 0, min = 0;
+        sscanf(f[2], "%u:%u", &maj, &min);
+        ids->dev = makedev(maj, min);
+        ids->owner = opt_num(sopts, "user_id=");
+    }
     return true;
 }
 
@@ -180,7 +208,7 @@ int drx_store_mounted_mi(const char *mountinfo, const char *root, char *mnt, siz
         return 0;
     while (!found && getline(&line, &cap, fp) > 0) {
         bool ro;
-        if (!mi_drxfs_line(line, &m, &src, &ro))
+        if (!mi_drxfs_line(line, &m, &src, &ro, NULL))
             continue;
         char norm[PATH_MAX];
         /* The same directory by name, or by identity (mounted through a
@@ -225,6 +253,7 @@ int drx_store_mounted(const char *root, char *mnt, size_t mntlen)
  * another; of mounts on one point, the last, the one on top). */
 struct holder {
     bool found, ro;
+    struct mi_ids ids;
     size_t len; /* of the mount point's part of abs */
     char src[PATH_MAX], mnt[PATH_MAX];
 };
@@ -241,12 +270,14 @@ static void find_holder(const char *mountinfo, const char *abs, struct holder *h
     while (getline(&line, &cap, fp) > 0) {
         char *mnt, *source;
         bool ro;
+        struct mi_ids ids;
         size_t m;
-        if (!mi_drxfs_line(line, &mnt, &source, &ro) || (m = under(abs, mnt)) == (size_t)-1)
+        if (!mi_drxfs_line(line, &mnt, &source, &ro, &ids) || (m = under(abs, mnt)) == (size_t)-1)
             continue;
         if (!h->found || m >= h->len) {
             h->len = m;
             h->ro = ro;
+            h->ids = ids;
             snprintf(h->mnt, sizeof h->mnt, "%s", mnt);
             h->found = snprintf(h->src, sizeof h->src, "%s", source) < (int)sizeof h->src;
         }
@@ -279,12 +310,13 @@ int drx_store_resolve_path_for(const char *mountinfo, const char *path, unsigned
                            path, h.mnt);
     /* The store must show what the mount shows: sizes of striped files
      * waiting for the mount's batched commit are recorded first.  A hint
-     * (one request to the daemon, answered after the commit): a mount that
-     * refuses it (read-only, another user's, an older drxfs) is not an
+     * (one request to the daemon, answered after the commit), asked of the
+     * caller's own mounts only, with a bounded wait (store_commit.c): one
+     * not asked or that refuses (read-only, an older drxfs) is not an
      * error.  Only with the real mount table: a test's table names no
      * daemon. */
-    if (!mountinfo)
-        setxattr(h.mnt, DRX_STORE_COMMIT_XATTR, "1", 1, 0);
+    if (!mountinfo && !(flags & DRX_STORE_NO_COMMIT))
+        drx_store_ask_commit(h.mnt, h.ids.dev, h.ids.owner);
     if ((size_t)snprintf(tmp, sizeof tmp, "%s/%s", h.src, abs + h.len) >= sizeof tmp)
         return drx_err_set(err, ENAMETOOLONG, "%s: path too long", path);
     n = drx_store_abspath(tmp, out, outlen);

@@ -2,10 +2,32 @@
 #ifndef DRX_STORE_I_H
 #define DRX_STORE_I_H
 
+#include <stdbool.h>
+#include <sys/types.h>
+
 #include "drx/store.h"
 
 /* Releases what drx_store_open_at added to s (its descriptor, the name of
  * that descriptor in messages); nothing for other stores. */
 void drx_store_at_close(struct drx_store *s);
+
+/* ---- store_commit.c ---- */
+
+/* Seconds drx_store_ask_commit waits for the daemon's answer. */
+#define DRX_STORE_COMMIT_WAIT 10
+
+/* True when a mount of owner (mountinfo's user_id=, -1 unknown) is one the
+ * caller (euid) may ask to commit: its own only (root asks only root's). */
+bool drx_store_commit_owner_ok(long owner, uid_t euid);
+
+/* Sets DRX_STORE_COMMIT_XATTR on mount point mnt when, reached without
+ * following a symlink, it is the root of a mount of device dev.  0, or
+ * -ELOOP (a symlink in the way), -ESTALE (not that mount's root), -errno. */
+int drx_store_commit_at(const char *mnt, dev_t dev);
+
+/* drx_store_commit_at(mnt, dev) when owner is the caller, waiting at most
+ * DRX_STORE_COMMIT_WAIT seconds for the answer (in a thread: a stopped or
+ * hung daemon is left waiting, and warned of). */
+void drx_store_ask_commit(const char *mnt, dev_t dev, long owner);
 
 #endif

@@ -144,7 +144,11 @@ int drx_store_resolve_path_mi(const char *mountinfo, const char *path, char *out
  * records every striped file's size waiting for the mount's batched commit
  * and returns when it is done.  drx_store_resolve_path*() ask it of the
  * mount a path lies under, so that drx and drx-load read the sizes the
- * mount shows. */
+ * mount shows: only a mount whose daemon runs as the caller's effective
+ * user (mountinfo's user_id=), through its mount point opened without
+ * following symlinks and checked to be that mount's root, waiting at most
+ * 10 s for the answer (a stopped or hung daemon: a warning, and the sizes
+ * recorded so far). */
 #define DRX_STORE_COMMIT_XATTR "user.drx.commit"
 
 /* drx_store_resolve_path*() and drx_store_locate*() flags. */
@@ -155,6 +159,10 @@ enum {
      * refused with -EROFS, as the mount itself would refuse it.  A path
      * given in the store itself is not a mount's business. */
     DRX_STORE_FOR_WRITE = 1,
+    /* Do not ask the mount to commit (DRX_STORE_COMMIT_XATTR): another
+     * process asks for this caller (drx-load and libdrxmp: rank 0 asks
+     * for its communicator). */
+    DRX_STORE_NO_COMMIT = 2,
 };
 
 /* drx_store_resolve_path_mi() with flags; messages in err ("PATH:
