@@ -650,6 +650,28 @@ copy_killed() {
     unmount_store mnt
 }
 
+@test "drx-load and libdrxmp ask a drxfs mount to commit once per communicator (rank 0), and read the sizes it shows" {
+    command -v strace >/dev/null || skip "no strace"
+    "$DRX" init st
+    mount_store st mnt -o commit_interval=3600
+    setfattr -n user.drx.commit -v 1 mnt
+    random_bytes src 300000
+    cp src mnt/f
+    # the copy's source under the mount: one request, not one per rank
+    run timeout 120 strace -f -qq -e trace=setxattr -o trace mpiexec -n 3 "$DRX_LOAD" copy mnt/f back
+    assert_success
+    cmp src back
+    assert_equal "$(grep -c user.drx.commit trace)" 1
+    # an array under the mount (libdrxmp's collective open)
+    "$DRX" create st/arr --type f64 --shape 100x100 --chunk 30x30
+    random_bytes raw 80000
+    run timeout 120 strace -f -qq -e trace=setxattr -o trace mpiexec -n 3 "$DRX_LOAD" import mnt/arr raw
+    assert_success
+    cmp raw mnt/arr/data
+    assert_equal "$(grep -c user.drx.commit trace)" 1
+    unmount_store mnt
+}
+
 @test "a read-only drxfs mount: import, export and copy destinations under it are refused" {
     "$DRX" init st
     "$DRX" create st/arr --type f64 --shape 100x100 --chunk 30x30

@@ -111,9 +111,19 @@ void load_start_count(const struct load_ctx *c, uint64_t n, uint64_t *start, uin
     *start = r * base + (r < rem ? r : rem);
 }
 
-int load_resolve(const char *path, bool write, char *out, size_t len, struct drx_err *err)
+int load_resolve(const struct load_ctx *c, const char *path, bool write, char *out, size_t len,
+                 struct drx_err *err)
 {
-    int rc = drx_store_resolve_path_for(NULL, path, write ? DRX_STORE_FOR_WRITE : 0, out, len, err);
+    unsigned flags = write ? DRX_STORE_FOR_WRITE : 0;
+    int rc = 0;
+
+    /* One commit request to a drxfs mount the path lies under, rank 0's;
+     * the barrier keeps every rank's reads of sizes after it. */
+    if (c->rank == 0)
+        rc = drx_store_resolve_path_for(NULL, path, flags, out, len, err);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (c->rank != 0)
+        rc = drx_store_resolve_path_for(NULL, path, flags | DRX_STORE_NO_COMMIT, out, len, err);
     return rc < 0 ? rc : 0;
 }
 

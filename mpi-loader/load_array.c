@@ -389,7 +389,7 @@ static int import_validate(struct load_ctx *c, struct xfer *x, int argc, char **
     if (load_open_view(c, argv[1], true, argv + 3, argc - 3, &x->a, &x->v) < 0)
         return -EIO;
     x->m = drx_array_meta(x->a->arr);
-    int rc = load_resolve(x->rawarg, false, x->raw, sizeof(x->raw), &err);
+    int rc = load_resolve(c, x->rawarg, false, x->raw, sizeof(x->raw), &err);
     if (rc == 0)
         rc = load_check_input(x->raw, &size, &err);
     if (rc == -ENOENT && drx_stripe_exists(x->raw))
@@ -520,7 +520,7 @@ static int export_open(struct load_ctx *c, struct xfer *x, int argc, char **argv
     if (load_open_view(c, argv[1], false, argv + 3, argc - 3, &x->a, &x->v) < 0)
         return -EIO;
     x->m = drx_array_meta(x->a->arr);
-    int rc = load_resolve(x->rawarg, true, x->raw, sizeof(x->raw), &err);
+    int rc = load_resolve(c, x->rawarg, true, x->raw, sizeof(x->raw), &err);
     if (rc == 0)
         rc = load_check_output(c, x->raw, &err);
     if (load_agree(c, rc, &err, "export") < 0)

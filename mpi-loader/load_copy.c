@@ -73,11 +73,11 @@ static void endpoint_close(struct endpoint *e)
 }
 
 /* Where the path lies: inside a store or not, resolved through drxfs
- * mounts (write: the destination, not under a read-only one).  Local, the
- * same on every rank. */
+ * mounts (write: the destination, not under a read-only one).  Collective
+ * (load_resolve), the same on every rank. */
 static int endpoint_locate(struct load_ctx *c, struct endpoint *e, bool write, struct drx_err *err)
 {
-    int rc = load_resolve(e->arg, write, e->path, sizeof(e->path), err);
+    int rc = load_resolve(c, e->arg, write, e->path, sizeof(e->path), err);
     if (rc < 0)
         return rc;
     rc = drx_store_find(e->path, e->root, sizeof(e->root));

@@ -53,11 +53,13 @@ int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
  * the first n % nprocs ranks get one more. */
 void load_start_count(const struct load_ctx *c, uint64_t n, uint64_t *start, uint64_t *count);
 
-/* Resolves a user path (store path or the same path under a drxfs mount)
- * into the store path, in out (PATH_MAX bytes).  Never goes through FUSE.
- * write: we will change what it names, so not under a read-only mount
- * (EROFS). */
-int load_resolve(const char *path, bool write, char *out, size_t len, struct drx_err *err);
+/* Collective.  Resolves a user path (store path or the same path under a
+ * drxfs mount) into the store path, in out (PATH_MAX bytes).  Through FUSE
+ * only for rank 0's request to the mount to commit (bounded wait), which
+ * every rank waits for.  write: we will change what it names, so not under
+ * a read-only mount (EROFS). */
+int load_resolve(const struct load_ctx *c, const char *path, bool write, char *out, size_t len,
+                 struct drx_err *err);
 
 /* Progress on rank 0 when stderr is a terminal; no-ops elsewhere.  done is
  * the byte count over all ranks (the caller reduces it). */

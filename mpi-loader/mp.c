@@ -215,13 +215,15 @@ static int open_common(drx_mp *a, MPI_Info hints)
 }
 
 /* Resolves the user's path to the store path (a path under a drxfs mount
- * maps to the store; never through FUSE). */
+ * maps to the store).  Through FUSE only for rank 0's request to the mount
+ * to commit (bounded wait): the agreement after it (mp_check) keeps the
+ * other ranks' reads after the commit. */
 static int resolve(drx_mp *a, const char *path, bool write, struct drx_err *err)
 {
     if (!path || !*path)
         return drx_err_set(err, EINVAL, "no array path given");
-    int rc = drx_store_resolve_path_for(NULL, path, write ? DRX_STORE_FOR_WRITE : 0, a->path,
-                                        sizeof(a->path), err);
+    unsigned flags = (write ? DRX_STORE_FOR_WRITE : 0) | (a->rank != 0 ? DRX_STORE_NO_COMMIT : 0);
+    int rc = drx_store_resolve_path_for(NULL, path, flags, a->path, sizeof(a->path), err);
     return rc < 0 ? rc : 0;
 }
 
