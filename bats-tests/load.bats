@@ -658,14 +658,14 @@ copy_killed() {
     random_bytes src 300000
     cp src mnt/f
     # the copy's source under the mount: one request, not one per rank
-    run timeout 120 strace -f -qq -e trace=setxattr -o trace mpiexec -n 3 "$DRX_LOAD" copy mnt/f back
+    run timeout 120 env "$NO_LSAN" strace -f -qq -e trace=setxattr -o trace mpiexec -n 3 "$DRX_LOAD" copy mnt/f back
     assert_success
     cmp src back
     assert_equal "$(grep -c user.drx.commit trace)" 1
     # an array under the mount (libdrxmp's collective open)
     "$DRX" create st/arr --type f64 --shape 100x100 --chunk 30x30
     random_bytes raw 80000
-    run timeout 120 strace -f -qq -e trace=setxattr -o trace mpiexec -n 3 "$DRX_LOAD" import mnt/arr raw
+    run timeout 120 env "$NO_LSAN" strace -f -qq -e trace=setxattr -o trace mpiexec -n 3 "$DRX_LOAD" import mnt/arr raw
     assert_success
     cmp raw mnt/arr/data
     assert_equal "$(grep -c user.drx.commit trace)" 1

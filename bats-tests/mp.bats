@@ -336,7 +336,7 @@ syncs() {
     # 3 ranks append steps as in DRX_MP_SYNC_BATCH: other programs see the
     # array as of the last sync; the only file synced is the .xmd (the
     # records), never the .xta (batch mode syncs it: the contrast below)
-    run strace -f -qq -y -e trace=fsync,fdatasync,sync_file_range,syncfs -o none.trace \
+    run env "$NO_LSAN" strace -f -qq -y -e trace=fsync,fdatasync,sync_file_range,syncfs -o none.trace \
         timeout 120 mpiexec -n 3 "$MP_TEST" store/run open:w write:C:4 mode:none extend:0:1 \
         write:C:4 "system:$SHAPES" extend:0:1 write:F:4 sync "system:$SHAPES" extend:0:1 \
         write:C:4 bounds
@@ -351,7 +351,7 @@ bounds 4x6x8"
     check_ref store/run f64 4
     mount_shows_run_4x6x8
     "$DRX" fsck store
-    run strace -f -qq -y -e trace=fsync,fdatasync,sync_file_range,syncfs -o batch.trace \
+    run env "$NO_LSAN" strace -f -qq -y -e trace=fsync,fdatasync,sync_file_range,syncfs -o batch.trace \
         timeout 120 mpiexec -n 2 "$MP_TEST" store/run open:w mode:batch extend:0:1 write:C:5
     assert_success
     syncs batch.trace | grep -qx run.xta || fail "batch mode did not sync the .xta: $(syncs batch.trace)"

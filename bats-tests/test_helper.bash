@@ -11,6 +11,9 @@ DRXFS="$DRX_BUILD/fs/drxfs"
 DRX_LOAD="$DRX_BUILD/mpi-loader/drx-load"
 # Debian's python3 has numpy; a python3 earlier on PATH may not.
 PY=/usr/bin/python3
+# `env "$NO_LSAN" strace ...`: LeakSanitizer cannot run under ptrace, so
+# programs traced in the ASan pass run without it (ASan itself stays on).
+NO_LSAN="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
 # A fresh scratch directory per test (bats removes BATS_TEST_TMPDIR).
 scratch() {
