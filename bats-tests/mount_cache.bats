@@ -418,7 +418,9 @@ os.write(fd, b'x' * 5000); os.fsync(fd); os.close(fd)"
     local pid
     pid=$(cat "$OWN/real/mnt.pid")
     kill -STOP "$pid"
-    run timeout 60 "$DRX" stripe get "$OWN/real/mnt/f"
+    # (LeakSanitizer, in the ASan pass, would wait at exit for the thread
+    # still blocked in the request: ptrace cannot stop it)
+    run timeout 60 env "$NO_LSAN" "$DRX" stripe get "$OWN/real/mnt/f"
     kill -CONT "$pid"
     assert_success
     assert_output --partial "no answer to the commit request"
