@@ -27,6 +27,10 @@
 #define DRX_READ_AHEAD_VIEW ((uint64_t)16 << 20)
 #define DRX_READ_AHEAD_MAX ((uint64_t)64 << 20)
 #define DRX_READ_AHEAD_BATCH 64
+/* ... and the size of the pieces they are handed to the pool in, at most
+ * DRX_READ_AHEAD_PIECES at a time. */
+#define DRX_READ_AHEAD_PIECE ((uint64_t)256 << 10)
+#define DRX_READ_AHEAD_PIECES 256
 
 struct box {
     uint64_t lo[DRX_MAX_RANK], hi[DRX_MAX_RANK]; /* view coordinates, by dimension */
@@ -380,9 +384,33 @@ static int chunk_out(struct engine *e, const uint64_t *K, struct parts *p, uint6
     return rc;
 }
 
+/* Hands the gathered spans to the pool in pieces, round by round: the
+ * first piece of every span, then the second, and so on.  A view whose
+ * first rows lie in many chunks (a row slab's every plane meets all of
+ * them) then finds its beginning read first and is copied while the disk
+ * reads the rest, instead of waiting for every chunk's whole span. */
 static void advise_flush(struct engine *e)
 {
-    drx_io_readahead(drx_array_xta_fd(e->a), e->ra, e->nra);
+    struct drx_io_range piece[DRX_READ_AHEAD_PIECES];
+    int fd = drx_array_xta_fd(e->a), n = 0, left = e->nra;
+
+    for (uint64_t at = 0; left > 0; at += DRX_READ_AHEAD_PIECE) {
+        for (int i = 0; i < e->nra; i++) {
+            if (e->ra[i].len <= at)
+                continue;
+            uint64_t len = e->ra[i].len - at;
+            if (len > DRX_READ_AHEAD_PIECE)
+                len = DRX_READ_AHEAD_PIECE;
+            else
+                left--; /* its last piece */
+            piece[n++] = (struct drx_io_range){e->ra[i].off + at, len};
+            if (n == DRX_READ_AHEAD_PIECES) {
+                drx_io_readahead(fd, piece, n);
+                n = 0;
+            }
+        }
+    }
+    drx_io_readahead(fd, piece, n);
     e->nra = 0;
 }
 
