@@ -392,8 +392,10 @@ static int chunk_out(struct engine *e, const uint64_t *K, struct parts *p, uint6
 static void advise_flush(struct engine *e)
 {
     struct drx_io_range piece[DRX_READ_AHEAD_PIECES];
-    int fd = drx_array_xta_fd(e->a), n = 0, left = e->nra;
+    int fd = drx_array_xta_fd(e->a), n = 0, left = 0;
 
+    for (int i = 0; i < e->nra; i++)
+        left += e->ra[i].len > 0; /* ranges with a piece still to hand over */
     for (uint64_t at = 0; left > 0; at += DRX_READ_AHEAD_PIECE) {
         for (int i = 0; i < e->nra; i++) {
             if (e->ra[i].len <= at)
