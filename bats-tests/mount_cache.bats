@@ -395,10 +395,17 @@ os.write(fd, b'x' * 5000); os.fsync(fd); os.close(fd)"
     chmod 755 "$OWN"
     mkdir -p "$OWN/s" "$OWN/real"
     "$DRX" init "$OWN/s" >/dev/null
-    mount_store "$OWN/s" "$OWN/real/mnt" -o commit_interval=3600
+    # a store writable by everyone (mode 0777) and mounted for them: the
+    # kernel lets another user set an xattr on its root, so only drx's
+    # own check keeps that user's drx from asking root's daemon
+    chmod 0777 "$OWN/s"
+    mount_store "$OWN/s" "$OWN/real/mnt" -o commit_interval=3600,allow_other
     setfattr -n user.drx.commit -v 1 "$OWN/real/mnt"
     head -c 6000 /dev/urandom >"$OWN/real/mnt/f"
     chmod -R a+rX "$OWN/s"
+    # the mount reaches the other user, and its root takes their xattrs
+    run setpriv --reuid=65534 --regid=65534 --clear-groups setfattr -n user.drx.probe -v 1 "$OWN/real/mnt"
+    assert_success
     # another user's drx does not ask root's mount: the recorded size
     run setpriv --reuid=65534 --regid=65534 --clear-groups "$DRX" stripe get "$OWN/real/mnt/f"
     assert_success
