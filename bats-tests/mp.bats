@@ -190,6 +190,20 @@ assert (got == ref).all(), np.argwhere(got != ref)[:5]
 EOF
 }
 
+@test "zones written alone through the 512 KiB stage: chunks of 1 MiB in pieces, whole-chunk runs straight, P = 1..6, C and F order" {
+    # chunks of 1 MiB: 2 KiB runs gathered in two 512 KiB pieces per chunk;
+    # the zones' chunks are not all adjacent in the file (two segments)
+    zones_roundtrip g f64 16x128x512 8x64x256 "0:8" "1 2 3 4 5 6"
+    # rows of whole chunks: each chunk one run of 1 MiB, written straight
+    # from memory (the last chunk, at the edge, through the round buffer)
+    zones_roundtrip h f64 400000 131072 "0:100000" "1 2 3 4 5 6"
+    # a round of one chunk of 256 KiB: the stage is that chunk
+    grown k f64 8x64x512 4x32x256 "0:4"
+    run mp 3 k open:w buffer:1 write:C:30
+    assert_success
+    check_ref k f64 30
+}
+
 @test "boxes of different ranks that share chunks are merged in turns" {
     # rows 0..9 of a 10x10 array of 4x4 chunks: each rank writes bands of
     # 2 or 3 rows, which cut through chunks shared with other ranks
