@@ -18,6 +18,7 @@
  * read-modify-write of bytes we do not hold.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -627,6 +628,22 @@ static void chunk_order(struct mp_xfer *x)
     x->p.chunk_order = x->ahead.chunk_order = true;
 }
 
+/* Starts the writeback of the round's chunks (not waited for): in the
+ * durable modes the sync at the next extension, drx_mp_sync or close then
+ * finds most of the data on the disk, and the disk works while the
+ * program goes on.  A hint that changes nothing recorded: a write-back
+ * error is reported by that sync (the mapping keeps it for every open
+ * file), so the call's own status is not looked at. */
+static void start_writeback(int fd, const struct load_plan *p, uint64_t cb)
+{
+    for (size_t i = 0, j; i < p->nchunks; i = j) {
+        for (j = i + 1; j < p->nchunks && p->q[j] == p->q[j - 1] + 1; j++)
+            ;
+        (void)sync_file_range(fd, (off_t)(p->q[i] * cb), (off_t)((j - i) * cb),
+                              SYNC_FILE_RANGE_WRITE);
+    }
+}
+
 /* This rank's current round, alone: locked, written, unlocked. */
 static int write_round_alone(struct mp_xfer *x, const void *src, struct drx_err *err)
 {
@@ -643,6 +660,8 @@ static int write_round_alone(struct mp_xfer *x, const void *src, struct drx_err 
     uint64_t cap = x->bufchunks * cb < MP_STAGE_BYTES ? x->bufchunks * cb : MP_STAGE_BYTES;
     rc = direct ? write_staged(x->a, p, src, x->chunks, cap) : write_buffered(x, src);
     mp_unlock_round(x->a->lockfd, p->q, p->nchunks, cb);
+    if (rc == 0 && x->a->sync_mode != DRX_MP_SYNC_NONE)
+        start_writeback(x->a->lockfd, p, cb);
     return rc < 0 ? drx_err_set(err, -rc, "writing %s: %s", x->a->xta, strerror(-rc)) : 0;
 }
 
