@@ -190,6 +190,20 @@ assert (got == ref).all(), np.argwhere(got != ref)[:5]
 EOF
 }
 
+@test "zones written alone through the 512 KiB stage: chunks of 1 MiB in pieces, whole-chunk runs straight, P = 1..6, C and F order" {
+    # chunks of 1 MiB: 2 KiB runs gathered in two 512 KiB pieces per chunk;
+    # the zones' chunks are not all adjacent in the file (two segments)
+    zones_roundtrip g f64 16x128x512 8x64x256 "0:8" "1 2 3 4 5 6"
+    # rows of whole chunks: each chunk one run of 1 MiB, written straight
+    # from memory (the last chunk, at the edge, through the round buffer)
+    zones_roundtrip h f64 400000 131072 "0:100000" "1 2 3 4 5 6"
+    # a round of one chunk of 256 KiB: the stage is that chunk
+    grown k f64 8x64x512 4x32x256 "0:4"
+    run mp 3 k open:w buffer:1 write:C:30
+    assert_success
+    check_ref k f64 30
+}
+
 @test "boxes of different ranks that share chunks are merged in turns" {
     # rows 0..9 of a 10x10 array of 4x4 chunks: each rank writes bands of
     # 2 or 3 rows, which cut through chunks shared with other ranks
@@ -335,9 +349,11 @@ syncs() {
     cat mnt/run/info >/dev/null
     # 3 ranks append steps as in DRX_MP_SYNC_BATCH: other programs see the
     # array as of the last sync; the only file synced is the .xmd (the
-    # records), never the .xta (batch mode syncs it: the contrast below)
+    # records), never the .xta, not even a writeback started early (batch
+    # mode does both: the contrast below); the first write is in this mode
+    # too (the default mode starts its writeback)
     run env "$NO_LSAN" strace -f -qq -y -e trace=fsync,fdatasync,sync_file_range,syncfs -o none.trace \
-        timeout 120 mpiexec -n 3 "$MP_TEST" store/run open:w write:C:4 mode:none extend:0:1 \
+        timeout 120 mpiexec -n 3 "$MP_TEST" store/run open:w mode:none write:C:4 extend:0:1 \
         write:C:4 "system:$SHAPES" extend:0:1 write:F:4 sync "system:$SHAPES" extend:0:1 \
         write:C:4 bounds
     assert_success
@@ -355,6 +371,10 @@ bounds 4x6x8"
         timeout 120 mpiexec -n 2 "$MP_TEST" store/run open:w mode:batch extend:0:1 write:C:5
     assert_success
     syncs batch.trace | grep -qx run.xta || fail "batch mode did not sync the .xta: $(syncs batch.trace)"
+    # write_all started the writeback of what it wrote (each rank its own
+    # chunks alone), not only the sync at close
+    grep -qE '^[0-9]+ +sync_file_range\([0-9]+<[^>]*/run\.xta>' batch.trace ||
+        fail "batch mode started no writeback of the .xta in write_all"
     check_ref store/run f64 5
     # other dimensions, several growths between syncs; switching to a mode
     # that promises more makes them durable and recorded first (the shape
