@@ -1,9 +1,10 @@
 /* View words as a path at the mount point brings them ("temp/time=-1/
- * lat=2:9:3/order=F/data.npy"): split as drxfs walks a path under a store
- * holding the array `a` (time, lat, lon; grown once), resolved against
- * that array, and the view's headers (data.npy, data.nc) formatted.  The
- * same words are also taken one by one, as drx and drx-load take them,
- * without the filesystem. */
+ * lat=2:9:3/order=F/data.npy"): split as drx splits a path, absolute under
+ * a store holding the array `a` (time, lat, lon; grown once) and as given,
+ * relative to the working directory (names there are only looked at);
+ * resolved against `a`, and the view's headers (data.npy, data.nc)
+ * formatted.  The same words are also taken one by one, as drx and
+ * drx-load take them, without the filesystem. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             resolve(&s);
         free(path);
     }
+    drx_view_spec_init(&s);
+    if (drx_view_path_split(text, array, sizeof array, &s, &err) == 0)
+        resolve(&s);
     words(text);
     free(text);
     return 0;
