@@ -99,8 +99,9 @@ static bool skip_comment(struct tokens *k)
     return true;
 }
 
-/* Skips the string opening at k->i (a '"'). */
-static void skip_string(struct tokens *k)
+/* Skips the string opening at k->i (a '"'); false when the text ends
+ * first (libconfig then ends there, taking no token and leaking nothing). */
+static bool skip_string(struct tokens *k)
 {
     for (k->i++; k->i < k->len && k->t[k->i] != '"'; k->i++) {
         if (k->t[k->i] == '\\' && k->i + 1 < k->len)
@@ -108,8 +109,10 @@ static void skip_string(struct tokens *k)
         if (k->t[k->i] == '\n')
             k->line++;
     }
-    if (k->i < k->len)
-        k->i++;
+    if (k->i == k->len)
+        return false;
+    k->i++;
+    return true;
 }
 
 static bool string_fits(const struct tokens *k)
@@ -126,9 +129,12 @@ static const char *token(struct tokens *k)
     char c = k->t[k->i];
 
     if (c == '"') {
-        if (!string_fits(k))
+        unsigned line = k->line;
+        bool fits = string_fits(k);
+        if (skip_string(k) && !fits) {
+            k->line = line;
             return "syntax error (a string cannot stand here)";
-        skip_string(k);
+        }
     } else {
         if (c == '[' || c == '(' || c == '{') {
             if (k->depth == CFG_MAX_DEPTH)
