@@ -87,7 +87,7 @@ static void slurping(void)
 static void stray_strings(void)
 {
     static const char *const bad[] = {
-        "\"\"", "a = 1 \"x\";", "a \"x\";", "a = { \"x\" };", "a = ( 1 \"x\" );",
+        "\"\"",          "a = 1 \"x\";",     "a \"x\";", "a = { \"x\" };", "a = ( 1 \"x\" );",
         "a = 1, \"x\";", "a = [ 1 ] \"x\";",
     };
     static const char good[] = "# \"x\n"
