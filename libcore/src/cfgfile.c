@@ -45,6 +45,128 @@ static int include_line(const char *text, size_t len)
     return 0;
 }
 
+/* libconfig 1.5 leaks a string token that its grammar cannot take ('"x"'
+ * where a setting name belongs, 'a = 1 "x"': its parser has no destructor
+ * for the lookahead), and drxfs parses files users can write again and
+ * again.  So such a string is refused before libconfig sees the text.  A
+ * string can follow only '=' or ':', '[' or '(', ',' inside '[...]' or
+ * '(...)', or another string (they concatenate); nothing else changes the
+ * verdict, as libconfig stops at the first token it cannot take, and a
+ * string after such a token is never read.  Comments and strings are
+ * skipped as its scanner does: '#' and '//' to the end of the line, slash-star
+ * to star-slash, a backslash and the character after it inside a string.
+ * Nesting deeper than CFG_MAX_DEPTH is refused too (no file of ours comes
+ * near; libconfig's own parser stack would run out at a few thousand). */
+#define CFG_MAX_DEPTH 64
+
+struct tokens {
+    const char *t;
+    size_t len, i;
+    unsigned line;
+    char prev;                /* the last token: its character, '"' or 'w' (other) */
+    char open[CFG_MAX_DEPTH]; /* the brackets open, innermost last */
+    int depth;
+};
+
+/* The index of the '\n' ending the line at i, or the end. */
+static size_t line_end(struct tokens *k, size_t i)
+{
+    const char *nl = memchr(k->t + i, '\n', k->len - i);
+
+    return nl ? (size_t)(nl - k->t) : k->len;
+}
+
+/* Skips a comment at k->i; false when none starts there. */
+static bool skip_comment(struct tokens *k)
+{
+    const char *p = k->t + k->i;
+    size_t left = k->len - k->i;
+
+    if (*p == '#' || (left >= 2 && p[0] == '/' && p[1] == '/')) {
+        k->i = line_end(k, k->i);
+        return true;
+    }
+    if (!(left >= 2 && p[0] == '/' && p[1] == '*'))
+        return false;
+    for (k->i += 2; k->i < k->len; k->i++) {
+        if (k->t[k->i] == '\n')
+            k->line++;
+        if (k->t[k->i] == '*' && k->i + 1 < k->len && k->t[k->i + 1] == '/') {
+            k->i += 2;
+            return true;
+        }
+    }
+    return true;
+}
+
+/* Skips the string opening at k->i (a '"'); false when the text ends
+ * first (libconfig then ends there, taking no token and leaking nothing). */
+static bool skip_string(struct tokens *k)
+{
+    for (k->i++; k->i < k->len && k->t[k->i] != '"'; k->i++) {
+        if (k->t[k->i] == '\\' && k->i + 1 < k->len)
+            k->i++;
+        if (k->t[k->i] == '\n')
+            k->line++;
+    }
+    if (k->i == k->len)
+        return false;
+    k->i++;
+    return true;
+}
+
+static bool string_fits(const struct tokens *k)
+{
+    char in = k->depth ? k->open[k->depth - 1] : '{';
+
+    return (k->prev && strchr("=:[(\"", k->prev)) || (k->prev == ',' && (in == '[' || in == '('));
+}
+
+/* One token at k->i (not a blank or a comment): NULL, or why it is
+ * refused. */
+static const char *token(struct tokens *k)
+{
+    char c = k->t[k->i];
+
+    if (c == '"') {
+        unsigned line = k->line;
+        bool fits = string_fits(k);
+        if (skip_string(k) && !fits) {
+            k->line = line;
+            return "syntax error (a string cannot stand here)";
+        }
+    } else {
+        if (c == '[' || c == '(' || c == '{') {
+            if (k->depth == CFG_MAX_DEPTH)
+                return "settings nested more than 64 deep";
+            k->open[k->depth++] = c;
+        } else if ((c == ']' || c == ')' || c == '}') && k->depth > 0) {
+            k->depth--;
+        }
+        k->i++;
+    }
+    k->prev = c && strchr("=:[({,;)]}\"", c) ? c : 'w';
+    return NULL;
+}
+
+/* The 1-based line of a string libconfig would leak or of nesting too
+ * deep, with the reason in *why; 0 when there is none. */
+static unsigned stray_token(const char *text, size_t len, const char **why)
+{
+    struct tokens k = {.t = text, .len = len, .line = 1, .prev = ';'};
+
+    while (k.i < k.len) {
+        char c = text[k.i];
+        if (c == '\n')
+            k.line++;
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f')
+            k.i++;
+        else if (!skip_comment(&k) && (*why = token(&k)))
+            return k.line;
+    }
+    return 0;
+}
+
 /* Opens and checks the file: a descriptor of a regular file with *st, or
  * -errno with a message (*refused set when the file is at fault). */
 static int open_checked(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
@@ -200,6 +322,10 @@ int drx_cfgfile_parse(const char *text, size_t len, const char *shown, unsigned 
     line = include_line(text, len);
     if (line)
         return drx_err_set(err, EINVAL, "%s:%d: @include is not allowed in %s", shown, line, kind);
+    const char *why = NULL;
+    unsigned at = stray_token(text, len, &why);
+    if (at)
+        return drx_err_set(err, EINVAL, "%s:%u: %s", shown, at, why);
     config_init(cfg);
     if (!config_read_string(cfg, text)) {
         int rc = drx_err_set(err, EINVAL, "%s:%d: %s", shown, config_error_line(cfg),

@@ -494,7 +494,9 @@ static int size_patch(char *text, size_t len, const char *mp, size_t ndirs,
     config_t lc;
     int w = snprintf(field, flen, "size = %lluL;", (unsigned long long)m->size);
 
-    if (!size_span(text, len, off, n) || (size_t)w > *n || *off + *n > DRX_CFGFILE_LOCK_SPAN)
+    /* the span includes the blanks after the setting: any number of them */
+    if (!size_span(text, len, off, n) || (size_t)w > *n || *n > flen ||
+        *off + *n > DRX_CFGFILE_LOCK_SPAN)
         return -EOPNOTSUPP;
     memset(field + w, ' ', *n - (size_t)w);
     memcpy(text + *off, field, *n);

@@ -172,17 +172,20 @@ static int no_array(const char *path, struct drx_err *err)
     struct stat st;
 
     snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
+    /* a relative path (or "") has no '/' before its first component */
+    for (char *p = buf + (buf[0] == '/');; p++) {
         if (*p != '/' && *p != '\0')
             continue;
         char c = *p;
         *p = '\0';
         if (lstat(buf, &st) < 0 && drx_store_classify(buf) == DRX_STORE_NONE) {
             char *slash = strrchr(buf, '/');
-            const char *missing = slash + 1, *parent = slash == buf ? "/" : buf;
+            const char *missing = slash ? slash + 1 : buf;
+            const char *parent = !slash ? "." : slash == buf ? "/" : buf;
             if (c == '\0')
                 return drx_err_set(err, ENOENT, "%.400s: no such array", path);
-            *slash = '\0';
+            if (slash)
+                *slash = '\0';
             return drx_err_set(err, ENOENT,
                                "%.400s: no such array ('%.100s' does not exist in %.200s)", path,
                                missing, parent);

@@ -2,6 +2,7 @@
  * walked element by element in the view's order. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,6 +310,15 @@ static void parse_errors(void)
     for (size_t i = 0; i < sizeof goodw / sizeof goodw[0]; i++) {
         drx_view_spec_init(&s);
         tap_ok(drx_view_spec_add(&s, goodw[i], &err) == 0, "word '%s' parses", goodw[i]);
+    }
+    /* found by fuzz-view: a path without '/' read before the string */
+    const char *nowhere[] = {"", "drx-no-such-array", "drx-no-such-array/time=1"};
+    for (size_t i = 0; i < sizeof nowhere / sizeof nowhere[0]; i++) {
+        char array[PATH_MAX];
+        drx_view_spec_init(&s);
+        tap_ok(drx_view_path_split(nowhere[i], array, sizeof array, &s, &err) == -ENOENT &&
+                   strstr(err.msg, "no such array"),
+               "relative path '%s': %s", nowhere[i], err.msg);
     }
 }
 
