@@ -19,6 +19,7 @@
 #include "drx/log.h"
 #include "replace_i.h"
 #include "store_i.h"
+#include "stripe_i.h"
 
 /* ---- lexical paths ---------------------------------------------------------- */
 
@@ -788,6 +789,10 @@ int drx_store_open_cfg(const char *root_in, const struct drx_config *cfg, struct
     }
     for (size_t i = 0; i < s->cfg.stripe.ndirs; i++)
         s->dir_fds[i] = -1;
+    if (drx_stripe_pool_new(s->cfg.stripe.ndirs, &s->pool) < 0) {
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+        goto out;
+    }
     s->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s->root_fd < 0) {
         rc = drx_err_set(err, errno, "%s: %s", root, strerror(errno));
@@ -839,6 +844,7 @@ void drx_store_close(struct drx_store *s)
                 close(s->dir_fds[i]);
         free(s->dir_fds);
     }
+    drx_stripe_pool_free(s->pool);
     if (s->root_fd >= 0)
         close(s->root_fd);
     drx_store_at_close(s);

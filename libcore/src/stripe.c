@@ -530,8 +530,7 @@ static int create_subfiles_once(struct drx_stripe *f, const char *path, const ch
                  (unsigned long long)id, i);
     }
     for (unsigned i = 0; i < n && rc == 0; i++) {
-        int fd =
-            drx_stripe_subfile_open(s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, mp);
+        int fd = drx_stripe_subfile_new(s, &f->meta, i, mode & 0666, mp);
         if (fd < 0) {
             rc = fd;
             if (fd == -ENOENT)

@@ -97,6 +97,29 @@ int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_m
     return fd;
 }
 
+int drx_stripe_subfile_new(struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                           mode_t mode, const char *who)
+{
+    const struct drx_stripe_subfile *sf = &m->sub[i];
+
+    if (i < m->layout.count && sf->dir < s->cfg.stripe.ndirs &&
+        drx_stripe_subfile_name_valid(sf->name)) {
+        int fd = drx_stripe_pool_take(s, sf->dir, sf->name, mode);
+        if (fd != -ENOENT)
+            return fd;
+    }
+    return drx_stripe_subfile_open(s, m, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, who);
+}
+
+int drx_stripe_subfile_drop(struct drx_store *s, unsigned dir, const char *name)
+{
+    if (dir >= s->cfg.stripe.ndirs || s->dir_fds[dir] < 0 || !drx_stripe_subfile_name_valid(name))
+        return 0;
+    if (drx_stripe_pool_put(s, dir, name))
+        return 0;
+    return unlinkat(s->dir_fds[dir], name, 0) < 0 ? -errno : 0;
+}
+
 void drx_stripe_random_id(uint64_t *id)
 {
     if (getrandom(id, sizeof *id, 0) != (ssize_t)sizeof *id) {
@@ -125,14 +148,15 @@ static bool meta_gone(int fd)
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_nlink == 0;
 }
 
-/* Removes m's subfiles (mp names the file in messages). */
+/* Removes m's subfiles, into the pool where they can go (mp names the
+ * file in messages). */
 static void remove_subfiles(struct drx_store *s, const char *mp, const struct drx_stripe_meta *m)
 {
     for (unsigned i = 0; i < m->layout.count; i++) {
-        int dfd = s->dir_fds[m->sub[i].dir];
-        if (dfd >= 0 && unlinkat(dfd, m->sub[i].name, 0) < 0 && errno != ENOENT)
+        int rc = drx_stripe_subfile_drop(s, m->sub[i].dir, m->sub[i].name);
+        if (rc < 0 && rc != -ENOENT)
             drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m->sub[i].name,
-                    strerror(errno));
+                    strerror(-rc));
     }
 }
 
@@ -203,8 +227,8 @@ static void remove_replaced(struct drx_store *s, const struct drx_stripe_meta *s
         for (unsigned j = 0; src && j < src->layout.count; j++)
             shared |= src->sub[j].dir == old->sub[i].dir &&
                       strcmp(src->sub[j].name, old->sub[i].name) == 0;
-        if (!shared && s->dir_fds[old->sub[i].dir] >= 0)
-            unlinkat(s->dir_fds[old->sub[i].dir], old->sub[i].name, 0);
+        if (!shared)
+            drx_stripe_subfile_drop(s, old->sub[i].dir, old->sub[i].name);
     }
 }
 

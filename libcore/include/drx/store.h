@@ -53,6 +53,8 @@
 #define DRX_STORE_FSTYPE "fuse.drxfs"
 
 /* An open store.  All fields are read-only for users of the handle. */
+struct drx_stripe_pool; /* private to libcore */
+
 struct drx_store {
     char *root; /* absolute, normalised, no trailing '/' (except "/") */
     /* Effective configuration (defaults < store.conf < config file < what
@@ -67,6 +69,8 @@ struct drx_store {
      * then the descriptor's name in this process), and that descriptor. */
     char *name;
     int at_fd; /* -1 otherwise */
+    /* libcore's own: the stripe directories' pools of recycled subfiles. */
+    struct drx_stripe_pool *pool;
 };
 
 /* drx_store_init() flags. */
