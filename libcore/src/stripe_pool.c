@@ -14,8 +14,8 @@
  * - it leaves the pool by a rename to a claim name that only its taker
  *   knows, then, again under a write lease, it is emptied, given its mode
  *   (and, for root, this process's owner: the caller's chown follows, as for
- *   a new file), and only then renamed to its new name (RENAME_NOREPLACE,
- *   as O_EXCL).  A descriptor still open on it from its old life (another
+ *   a new file; no one may open it between the checks and the changes),
+ *   and only then renamed to its new name (RENAME_NOREPLACE, as O_EXCL).  A descriptor still open on it from its old life (another
  *   process's handle of the removed file) makes the lease fail: the file is
  *   then removed instead and a new one created.
  * A kill at any point leaves an emptied file in the pool, or a claim that a
@@ -25,8 +25,8 @@
  *
  * Slots are the names "0000".."1023": the bound is in the names, whatever
  * number of processes share the pool.  A process only uses a pool it owns
- * (root: any; the pool then takes the stripe directory's owner, so the
- * store's owner keeps using it).  When anything is not as expected the
+ * and that belongs to the stripe directory's owner (root: any such; a pool
+ * root makes is given to that owner, so the store's owner keeps using it).  When anything is not as expected the
  * caller falls back to unlink and O_CREAT|O_EXCL, as before the pool. */
 #include <dirent.h>
 #include <errno.h>
@@ -158,11 +158,28 @@ static mode_t read_umask(void)
     return (mode_t)(m & 0777);
 }
 
-/* Opens (create: makes) the pool of stripe directory dfd.  A pool that is
- * not a directory of ours with no rights for others is not used. */
+/* True when pool fd (of stripe directory dfd) may be used: a directory of
+ * the stripe directory's owner alone, and this process is that owner or
+ * root.  In a sticky directory others may write to, another user's
+ * `.pool` would let them swap entries. */
+static bool pool_usable(struct pool_dir *pd, int fd, int dfd)
+{
+    struct stat st, dst;
+
+    if (fstat(fd, &st) < 0 || fstat(dfd, &dst) < 0 || !S_ISDIR(st.st_mode) ||
+        (st.st_mode & 077) != 0 || st.st_uid != dst.st_uid)
+        return false;
+    if (st.st_uid != geteuid() && geteuid() != 0)
+        return false;
+    pd->uid = st.st_uid;
+    pd->gid = st.st_gid;
+    return true;
+}
+
+/* Opens (create: makes) the pool of stripe directory dfd. */
 static int pool_open(struct pool_dir *pd, int dfd, bool create, const char *dname)
 {
-    struct stat dst, st;
+    struct stat dst;
     int fd;
 
     if (dfd < 0)
@@ -173,15 +190,14 @@ static int pool_open(struct pool_dir *pd, int dfd, bool create, const char *dnam
     fd = openat(dfd, DRX_STRIPE_POOL_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT && !create ? POOL_MISSING : POOL_UNUSABLE;
-    if (fstat(fd, &st) < 0 || (st.st_mode & 077) != 0 ||
-        (st.st_uid != geteuid() && geteuid() != 0)) {
-        drx_log(DRX_LOG_DEBUG, "%s/" DRX_STRIPE_POOL_DIR ": not this user's alone: not used",
+    if (!pool_usable(pd, fd, dfd)) {
+        drx_log(DRX_LOG_DEBUG,
+                "%s/" DRX_STRIPE_POOL_DIR ": not the stripe directory owner's alone, or not "
+                "this user's: not used",
                 dname);
         close(fd);
         return POOL_UNUSABLE;
     }
-    pd->uid = st.st_uid;
-    pd->gid = st.st_gid;
     return fd;
 }
 
@@ -293,9 +309,12 @@ static bool into_slot(struct drx_stripe_pool *p, unsigned dir, int ffd, const ch
     return false;
 }
 
-/* Empties the regular file fd, under a write lease: false when another
- * descriptor has it open (or it is not a single-link regular file). */
-static bool empty_alone(int fd)
+/* Empties the regular file fd and, for root, gives it owner uid:gid (-1:
+ * unchanged) and, when mode is not (mode_t)-1, that mode, all under a write
+ * lease, so that nobody may open it between the checks and the changes.
+ * False when another descriptor has it open, or it is not a single-link
+ * regular file, or a change fails. */
+static bool empty_alone(int fd, uid_t uid, gid_t gid, mode_t mode)
 {
     struct stat st;
     bool ok;
@@ -305,6 +324,10 @@ static bool empty_alone(int fd)
     if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
         return false;
     ok = st.st_size == 0 || ftruncate(fd, 0) == 0;
+    if (ok && geteuid() == 0 && uid != (uid_t)-1 && (st.st_uid != uid || st.st_gid != gid))
+        ok = fchown(fd, uid, gid) == 0;
+    if (ok && mode != (mode_t)-1 && (st.st_mode & 07777) != mode)
+        ok = fchmod(fd, mode) == 0;
     fcntl(fd, F_SETLEASE, F_UNLCK);
     return ok;
 }
@@ -326,11 +349,7 @@ static int take_slot(struct drx_store *s, unsigned dir, unsigned slot, const cha
     if (renameat2(pd->fd, sn, pd->fd, cn, RENAME_NOREPLACE) < 0)
         return -EAGAIN; /* another process took it */
     fd = openat(pd->fd, cn, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    bool ok = fd >= 0 && empty_alone(fd);
-    if (ok && geteuid() == 0)
-        ok = fchown(fd, geteuid(), getegid()) == 0;
-    if (ok)
-        ok = fchmod(fd, mode & 0666 & ~p->umask) == 0;
+    bool ok = fd >= 0 && empty_alone(fd, geteuid(), getegid(), mode & 0666 & ~p->umask);
     if (!ok) {
         if (fd >= 0)
             close(fd);
@@ -374,9 +393,7 @@ bool drx_stripe_pool_put(struct drx_store *s, unsigned dir, const char *name)
     int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return false;
-    ok = empty_alone(fd);
-    if (ok && geteuid() == 0)
-        ok = fchown(fd, pd->uid, pd->gid) == 0;
+    ok = empty_alone(fd, pd->uid, pd->gid, 0600);
     close(fd);
     return ok && into_slot(s->pool, dir, dfd, name);
 }
