@@ -612,7 +612,9 @@ EOF
     [[ "$output" == *".drx-long.0123456789abcdef0123456789abcdef: leftover long name"* ]]
     run "$DRX" fsck --repair "$s"
     assert_success
-    [ "$(find "$d" -type f | wc -l)" -eq 0 ]
+    # its subfiles went, emptied, into the pools
+    [ "$(find "$d" -path '*/.pool' -prune -o -type f -print | wc -l)" -eq 0 ]
+    [ -z "$(find "$d" -path '*/.pool/*' -size +0)" ]
     [ ! -L "$s/.drx-long.0123456789abcdef0123456789abcdef" ]
     run "$DRX" fsck "$s"
     assert_success
