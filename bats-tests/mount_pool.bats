@@ -149,9 +149,8 @@ fsck_clean() {
     # root's files, removed: their subfiles wait in the pools
     for i in $(seq 10); do head -c 5000 /dev/urandom >"$m/pub/r$i"; done
     chmod 600 "$m"/pub/r*
-    # (a file waiting for the batched commit holds its subfiles open:
-    # removed then, they are unlinked, not pooled)
-    commit_mount "$m"
+    # removed while waiting for the batched commit (whose handle holds the
+    # subfiles open): pooled all the same, once that handle is closed
     rm "$m"/pub/r*
     pooled_before=$(find "$s/.drx/stripes" -path '*/.pool/*' -type f | wc -l)
     [ "$pooled_before" -ge 20 ]

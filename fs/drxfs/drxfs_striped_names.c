@@ -33,8 +33,12 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
             drxfs_sfile_put(e);
     }
     struct drxfs_sfile *idle = drxfs_sfile_detach(n->rel);
-    rc = drx_stripe_unlink(drxfs.store, path, &err);
+    struct drx_stripe_meta gone;
+    rc = drx_stripe_unlink_keep(drxfs.store, path, &gone, &err);
+    /* The subfiles after this mount's handle (a file waiting for the
+     * batched commit holds them open) is closed: then they can be recycled. */
     drxfs_sfile_forget(idle);
+    drx_stripe_subfiles_drop(drxfs.store, &gone);
     drxfs_unpin(pin);
     if (rc < 0)
         return drxfs_striped_log_err("unlink", n->rel, rc, &err);

@@ -180,12 +180,16 @@ static int load_held(struct drx_store *s, const char *path, const char *mp, int 
     return rc;
 }
 
-/* drx_stripe_unlink() of metafile mp (path: the name for messages). */
-static int unlink_meta(struct drx_store *s, const char *path, const char *mp, struct drx_err *err)
+/* drx_stripe_unlink() of metafile mp (path: the name for messages); with
+ * gone, the subfiles to remove go there instead (count 0: none). */
+static int unlink_meta(struct drx_store *s, const char *path, const char *mp,
+                       struct drx_stripe_meta *gone, struct drx_err *err)
 {
     struct drx_stripe_meta m;
     int rc, fd = meta_hold(mp);
 
+    if (gone)
+        gone->layout.count = 0;
     if (fd == -ENOENT)
         return drx_err_set(err, ENOENT, "%s: no such striped file", path);
     rc = load_held(s, path, mp, fd, &m, err);
@@ -199,8 +203,12 @@ static int unlink_meta(struct drx_store *s, const char *path, const char *mp, st
         drx_log(DRX_LOG_WARNING,
                 "%s: removed a bad metafile; its subfiles (if any) are left for drx fsck", mp);
     /* Another name (a hard link) may still hold the file and its subfiles. */
-    if (rc == 0 && valid && meta_gone(fd))
-        remove_subfiles(s, mp, &m);
+    if (rc == 0 && valid && meta_gone(fd)) {
+        if (gone)
+            *gone = m;
+        else
+            remove_subfiles(s, mp, &m);
+    }
 out:
     if (fd >= 0)
         close(fd);
@@ -209,11 +217,25 @@ out:
 
 int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err)
 {
+    return drx_stripe_unlink_keep(s, path, NULL, err);
+}
+
+int drx_stripe_unlink_keep(struct drx_store *s, const char *path, struct drx_stripe_meta *gone,
+                           struct drx_err *err)
+{
     char mp[PATH_MAX];
 
+    if (gone)
+        gone->layout.count = 0;
     if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
         return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
-    return unlink_meta(s, path, mp, err);
+    return unlink_meta(s, path, mp, gone, err);
+}
+
+void drx_stripe_subfiles_drop(struct drx_store *s, const struct drx_stripe_meta *gone)
+{
+    if (gone && gone->layout.count > 0)
+        remove_subfiles(s, "(removed file)", gone);
 }
 
 /* The subfiles of old, a file a rename replaced, now unreachable; not
@@ -397,5 +419,5 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
 
 int drx_stripe_discard_temp(struct drx_store *s, const char *tmp, struct drx_err *err)
 {
-    return unlink_meta(s, tmp, tmp, err);
+    return unlink_meta(s, tmp, tmp, NULL, err);
 }

@@ -225,6 +225,21 @@ static void test_open_elsewhere(struct drx_store *s, const char *root)
     drx_stripe_close(f);
     drx_stripe_unlink(s, b, NULL);
 
+    /* unlink_keep: the caller closes its handle first, then the subfiles
+     * can be recycled */
+    make_file(s, a, 'A', 100, &ma);
+    ia = sub_ino(s, &ma, 0);
+    struct drx_stripe_meta gone;
+    drx_stripe_open(s, a, DRX_STRIPE_RDWR, &h, NULL);
+    p0 = pool_count(s, ma.sub[0].dir);
+    tap_ok(drx_stripe_unlink_keep(s, a, &gone, NULL) == 0 && gone.layout.count == 2 &&
+               !drx_stripe_exists(a) && sub_ino(s, &ma, 0) == ia,
+           "unlink_keep: metafile gone, subfiles left for the caller");
+    drx_stripe_close(h);
+    drx_stripe_subfiles_drop(s, &gone);
+    tap_ok(sub_ino(s, &ma, 0) == 0 && pool_count(s, ma.sub[0].dir) == p0 + 1,
+           "dropped after the handle closed: pooled");
+
     /* an entry opened after it entered the pool (a descriptor from its old
      * name, taken just before the rename): the taker refuses it */
     make_file(s, a, 'A', 100, &ma);
