@@ -844,6 +844,7 @@ void drx_store_close(struct drx_store *s)
                 close(s->dir_fds[i]);
         free(s->dir_fds);
     }
+    drx_store_fresh_stop(s);
     drx_stripe_pool_free(s->pool);
     if (s->root_fd >= 0)
         close(s->root_fd);

@@ -599,7 +599,7 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
     if (temp)
         rc = drx_stripe_meta_write_here(mp, &f->meta, O_EXCL, mode, NULL, false, &st);
     else
-        rc = drx_stripe_meta_write(mp, &f->meta, true, false, NULL, mode, &st);
+        rc = drx_stripe_meta_create(s, mp, &f->meta, mode, &st);
     if (rc < 0) {
         drx_err_set(err, -rc, "%s: %s", mp, strerror(-rc));
         for (unsigned j = 0; j < lay.count; j++)

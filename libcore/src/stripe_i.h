@@ -81,6 +81,12 @@ void drx_stripe_split_path(const char *mp, char *dir, size_t dlen, const char **
 int drx_stripe_meta_write(const char *mp, const struct drx_stripe_meta *m, bool noreplace,
                           bool sync, const struct stat *like, mode_t mode, struct stat *st_out);
 
+/* The metafile mp of a new file (never over an existing one: -EEXIST), not
+ * synced, with mode; its inode may be one store s made ahead
+ * (drx_store_fresh_take).  0 or -errno. */
+int drx_stripe_meta_create(struct drx_store *s, const char *mp, const struct drx_stripe_meta *m,
+                           mode_t mode, struct stat *st_out);
+
 /* Writes m into mp itself (temporary metafiles only): flags O_EXCL to
  * create with mode, O_TRUNC to rewrite.  0 or -errno. */
 int drx_stripe_meta_write_here(const char *mp, const struct drx_stripe_meta *m, int flags,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "drx/check.h"
@@ -397,6 +398,94 @@ static void test_not_ours(void)
     drx_store_close(s);
 }
 
+/* Inode numbers of the files in .drx/fresh of store root, into set (at
+ * most n); their count. */
+static int fresh_inodes(const char *root, ino_t *set, int n)
+{
+    char cmd[700];
+    int k = 0;
+    unsigned long v;
+
+    snprintf(cmd, sizeof cmd, "find '%s/.drx/fresh' -type f -printf '%%i\\n'", root);
+    FILE *p = popen(cmd, "r");
+    while (p && k < n && fscanf(p, "%lu", &v) == 1)
+        set[k++] = (ino_t)v;
+    if (p)
+        pclose(p);
+    return k;
+}
+
+static bool in_set(ino_t i, const ino_t *set, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (set[k] == i)
+            return true;
+    return false;
+}
+
+/* Metafiles take inodes made ahead: mode and times as a new file's; not in
+ * a set-group-ID directory; a planted entry is never served. */
+static void test_fresh(void)
+{
+    char root[512], path[600], mp[700], d[600];
+    static ino_t set[1024];
+    struct drx_stripe_meta m;
+    struct stat st;
+    struct drx_store *s = make_store("fresh", 1, 1, 4096, root);
+    int n = 0;
+
+    if (!s || drx_store_fresh_start(s) < 0) {
+        tap_ok(0, "store with inodes made ahead");
+        drx_store_close(s);
+        return;
+    }
+    for (int i = 0; i < 200 && (n = fresh_inodes(root, set, 1024)) < 512; i++)
+        usleep(10000);
+    tap_ok(n == 512, "the thread made 512 files ahead (%d)", n);
+    snprintf(mp, sizeof mp, "%s/.drx/fresh", root);
+    tap_ok(stat(mp, &st) == 0 && (st.st_mode & 0777) == 0700, ".drx/fresh is 0700");
+    time_t before = time(NULL);
+    snprintf(path, sizeof path, "%s/f", root);
+    tap_ok(make_file(s, path, 'x', 10, &m) == 0 && m.size == 10, "a file made");
+    snprintf(mp, sizeof mp, "%s/f.nafs", root);
+    tap_ok(stat(mp, &st) == 0 && in_set(st.st_ino, set, n), "its metafile is an inode made ahead");
+    tap_ok((st.st_mode & 07777) == 0640 && st.st_nlink == 1 && st.st_atime >= before &&
+               st.st_mtime >= before && st.st_ctime >= before,
+           "with the file's mode and times of now");
+    /* a set-group-ID directory gives new files its group: made here */
+    snprintf(d, sizeof d, "%s/sg", root);
+    mkdir(d, 0755);
+    tap_ok(chown(d, 0, 65534) == 0 || geteuid() != 0, "a directory of group 65534");
+    chmod(d, 02755);
+    snprintf(path, sizeof path, "%s/sg/g", root);
+    make_file(s, path, 'x', 10, &m);
+    snprintf(mp, sizeof mp, "%s/sg/g.nafs", root);
+    n = fresh_inodes(root, set, 1024);
+    tap_ok(stat(mp, &st) == 0 && !in_set(st.st_ino, set, n) &&
+               (geteuid() != 0 || st.st_gid == 65534),
+           "in a set-group-ID directory the metafile is made there, with its group");
+    /* planted: a non-empty file in every slot is removed, never served */
+    drx_store_fresh_stop(s);
+    char cmd[800];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s/.drx/fresh' && for f in *; do head -c 4000 /dev/zero | tr '\\0' '~' >\"$f\"; done",
+             root);
+    tap_ok(system(cmd) == 0, "every fresh file given bytes");
+    tap_ok(drx_store_fresh_start(s) == 0, "thread started again");
+    snprintf(path, sizeof path, "%s/h", root);
+    make_file(s, path, 'y', 3, &m);
+    snprintf(mp, sizeof mp, "%s/h.nafs", root);
+    FILE *fp = fopen(mp, "r");
+    char buf[8192] = {0};
+    size_t got = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+    tap_ok(got > 0 && got < 4000 && !strchr(buf, '~'),
+           "a new metafile holds none of the planted bytes");
+    if (fp)
+        fclose(fp);
+    tap_ok(fsck_findings(s) == 0, "fsck clean");
+    drx_store_close(s);
+}
+
 int main(void)
 {
     char root[512];
@@ -417,6 +506,7 @@ int main(void)
     test_planted(root);
     test_bound();
     test_not_ours();
+    test_fresh();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0)
