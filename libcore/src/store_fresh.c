@@ -1,7 +1,8 @@
 /* Inodes made ahead for new metafiles: a thread keeps up to FRESH_SLOTS
  * empty files in `.drx/fresh/` (mode 0700, this process's), and the
  * creation of a striped file renames one to its metafile's temporary name
- * instead of allocating an inode while the caller waits.  Why: ext4
+ * instead of allocating an inode while the caller waits (made in
+ * `.drx/fresh/new/`, then moved in).  Why: ext4
  * without a journal passes over every inode freed in the last minutes when
  * it allocates one (README, "cp -r and git clone, measured"); made ahead,
  * that cost leaves the creation's path.  The subfiles have their own pool
@@ -40,6 +41,7 @@ struct drx_store_fresh {
     pthread_t thread;
     bool stop;
     int fd;                /* .drx/fresh */
+    int newfd;             /* .drx/fresh/new: where the thread makes them */
     uint64_t full[WORDS];  /* slots holding a file (as far as this process knows) */
     unsigned nfull, cursor;
 };
@@ -75,10 +77,16 @@ static void *filler(void *arg)
         pthread_mutex_unlock(&f->lock);
         char sn[8];
         snprintf(sn, sizeof sn, "%03u", i);
-        int fd = openat(f->fd, sn, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        /* Made in new/, whose lock the slow allocation holds, then moved:
+         * a creation renaming a file out of .drx/fresh never waits for it. */
+        int fd = openat(f->newfd, sn, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         int e = errno;
         if (fd >= 0)
             close(fd);
+        if (fd >= 0 || e == EEXIST) {
+            fd = renameat2(f->newfd, sn, f->fd, sn, RENAME_NOREPLACE);
+            e = fd < 0 ? errno : 0;
+        }
         pthread_mutex_lock(&f->lock);
         if (fd >= 0 || e == EEXIST) {
             set_bit(f, i, true);
@@ -108,16 +116,22 @@ int drx_store_fresh_start(struct drx_store *s)
         close(fd);
         return -EPERM;
     }
-    f = calloc(1, sizeof *f);
+    mkdirat(fd, "new", 0700);
+    int newfd = openat(fd, "new", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    f = newfd >= 0 ? calloc(1, sizeof *f) : NULL;
     if (!f) {
+        if (newfd >= 0)
+            close(newfd);
         close(fd);
         return -ENOMEM;
     }
     f->fd = fd;
+    f->newfd = newfd;
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->cond, NULL);
     /* what a run before left is used: slots found full as the filler goes */
     if (pthread_create(&f->thread, NULL, filler, f) != 0) {
+        close(newfd);
         close(fd);
         free(f);
         return -EAGAIN;
@@ -137,6 +151,7 @@ void drx_store_fresh_stop(struct drx_store *s)
     pthread_cond_signal(&f->cond);
     pthread_mutex_unlock(&f->lock);
     pthread_join(f->thread, NULL);
+    close(f->newfd);
     close(f->fd);
     pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->lock);

@@ -468,7 +468,7 @@ static void test_fresh(void)
     drx_store_fresh_stop(s);
     char cmd[800];
     snprintf(cmd, sizeof cmd,
-             "cd '%s/.drx/fresh' && for f in *; do head -c 4000 /dev/zero | tr '\\0' '~' >\"$f\"; done",
+             "cd '%s/.drx/fresh' && for f in [0-9]*; do head -c 4000 /dev/zero | tr '\\0' '~' >\"$f\"; done",
              root);
     tap_ok(system(cmd) == 0, "every fresh file given bytes");
     tap_ok(drx_store_fresh_start(s) == 0, "thread started again");
