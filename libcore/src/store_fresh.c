@@ -32,7 +32,7 @@
 #include "drx/store.h"
 #include "store_i.h"
 
-#define FRESH_SLOTS 512
+#define FRESH_SLOTS 1024
 #define WORDS (FRESH_SLOTS / 64)
 
 struct drx_store_fresh {
@@ -76,7 +76,7 @@ static void *filler(void *arg)
             i++;
         pthread_mutex_unlock(&f->lock);
         char sn[8];
-        snprintf(sn, sizeof sn, "%03u", i);
+        snprintf(sn, sizeof sn, "%04u", i);
         /* Made in new/, whose lock the slow allocation holds, then moved:
          * a creation renaming a file out of .drx/fresh never waits for it. */
         int fd = openat(f->newfd, sn, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -227,7 +227,7 @@ int drx_store_fresh_take(struct drx_store *s, int dfd, const char *name)
         if (slot < 0)
             return -ENOENT;
         char sn[8];
-        snprintf(sn, sizeof sn, "%03d", slot);
+        snprintf(sn, sizeof sn, "%04d", slot);
         int fd = take_slot(f, sn, dfd, name);
         if (fd != -EAGAIN)
             return fd; /* -ENOENT (another filesystem...): create */

@@ -428,7 +428,7 @@ static bool in_set(ino_t i, const ino_t *set, int n)
 static void test_fresh(void)
 {
     char root[512], path[600], mp[700], d[600];
-    static ino_t set[1024];
+    static ino_t set[2048];
     struct drx_stripe_meta m;
     struct stat st;
     struct drx_store *s = make_store("fresh", 1, 1, 4096, root);
@@ -439,9 +439,9 @@ static void test_fresh(void)
         drx_store_close(s);
         return;
     }
-    for (int i = 0; i < 200 && (n = fresh_inodes(root, set, 1024)) < 512; i++)
+    for (int i = 0; i < 1000 && (n = fresh_inodes(root, set, 2048)) < 1024; i++)
         usleep(10000);
-    tap_ok(n == 512, "the thread made 512 files ahead (%d)", n);
+    tap_ok(n == 1024, "the thread made 1024 files ahead (%d)", n);
     snprintf(mp, sizeof mp, "%s/.drx/fresh", root);
     tap_ok(stat(mp, &st) == 0 && (st.st_mode & 0777) == 0700, ".drx/fresh is 0700");
     time_t before = time(NULL);
@@ -460,7 +460,7 @@ static void test_fresh(void)
     snprintf(path, sizeof path, "%s/sg/g", root);
     make_file(s, path, 'x', 10, &m);
     snprintf(mp, sizeof mp, "%s/sg/g.nafs", root);
-    n = fresh_inodes(root, set, 1024);
+    n = fresh_inodes(root, set, 2048);
     tap_ok(stat(mp, &st) == 0 && !in_set(st.st_ino, set, n) &&
                (geteuid() != 0 || st.st_gid == 65534),
            "in a set-group-ID directory the metafile is made there, with its group");
