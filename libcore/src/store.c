@@ -750,6 +750,27 @@ out:
     return rc;
 }
 
+/* s->dir_fds from s->cfg (root: the store, for messages and its own
+ * default dirs). */
+static void open_stripe_dirs(struct drx_store *s, const char *root)
+{
+    char path[PATH_MAX + 32];
+
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR "/", root);
+    for (size_t i = 0; i < s->cfg.stripe.ndirs; i++) {
+        const char *d = s->cfg.stripe.dirs[i];
+        /* Our own default dirs are ours to recreate; a missing external dir
+         * is probably an unmounted disk, and creating an empty directory in
+         * its place would hide that. */
+        if (strncmp(d, path, strlen(path)) == 0 && !is_dir(d))
+            mkdir_p(d, 0755);
+        s->dir_fds[i] = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (s->dir_fds[i] < 0)
+            drx_log(DRX_LOG_WARNING, "%s: stripe dir %zu (%s) unusable: %s; its subfiles give EIO",
+                    root, i, d, strerror(errno));
+    }
+}
+
 int drx_store_open_cfg(const char *root_in, const struct drx_config *cfg, struct drx_store **out,
                        struct drx_err *err)
 {
@@ -798,19 +819,7 @@ int drx_store_open_cfg(const char *root_in, const struct drx_config *cfg, struct
         rc = drx_err_set(err, errno, "%s: %s", root, strerror(errno));
         goto out;
     }
-    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR "/", root);
-    for (size_t i = 0; i < s->cfg.stripe.ndirs; i++) {
-        const char *d = s->cfg.stripe.dirs[i];
-        /* Our own default dirs are ours to recreate; a missing external dir
-         * is probably an unmounted disk, and creating an empty directory in
-         * its place would hide that. */
-        if (strncmp(d, path, strlen(path)) == 0 && !is_dir(d))
-            mkdir_p(d, 0755);
-        s->dir_fds[i] = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (s->dir_fds[i] < 0)
-            drx_log(DRX_LOG_WARNING, "%s: stripe dir %zu (%s) unusable: %s; its subfiles give EIO",
-                    root, i, d, strerror(errno));
-    }
+    open_stripe_dirs(s, root);
     *out = s;
     s = NULL;
     rc = 0;
