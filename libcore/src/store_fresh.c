@@ -19,13 +19,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -66,12 +64,11 @@ static void set_bit(struct drx_store_fresh *f, unsigned i, bool on)
 static void *filler(void *arg)
 {
     struct drx_store_fresh *f = arg;
-    struct sched_param sp = {0};
 
-    /* Ahead means on idle time: the allocations this thread makes would
-     * otherwise compete with the requests it is there to speed up. */
-    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
-        (void)!setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+    /* Not at a lower priority: its move into .drx/fresh holds the
+     * filesystem's rename mutex (lock_rename, for a rename between
+     * directories), and a thread that only runs on idle time, preempted
+     * there, would stall every such rename on the filesystem. */
 
     pthread_mutex_lock(&f->lock);
     while (!f->stop) {
