@@ -509,3 +509,39 @@ os.write(fd, b'x' * 5000); os.fsync(fd); os.close(fd)"
     assert_equal "$(TZ=UTC stat -c %y "$k/f1")" "2001-02-03 04:05:06.500000000 +0000"
     unmount_store "$k"
 }
+
+@test "rename of a file waiting for the batched commit: to a new name its size stays pending, over a file it is recorded first" {
+    local k="$BATS_FILE_TMPDIR/k" ks="$BATS_FILE_TMPDIR/kr" t0 t1
+    mkdir -p "$ks"
+    "$DRX" init "$ks" >/dev/null
+    mount_store "$ks" "$k"
+    printf old >"$k/d"
+    setfattr -n user.drx.commit -v 1 "$k"
+    head -c 5000 /dev/urandom >src1
+    head -c 6000 /dev/urandom >src2
+    t0=$(now_s)
+    cp src1 "$k/a"
+    mv "$k/a" "$k/b"
+    cp src2 "$k/c"
+    mv "$k/c" "$k/d"
+    t1=$(now_s)
+    # over d: recorded before the rename, as ext4 flushes a replacement
+    [ "$(recorded_size "$ks" d)" -eq 6000 ]
+    # to the new name b: still waiting (within the 5 s window)
+    if awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 4.5) }'; then
+        [ "$(recorded_size "$ks" b)" -eq 0 ]
+    fi
+    cmp src1 "$k/b"
+    [ ! -e "$ks/a.nafs" ]
+    setfattr -n user.drx.commit -v 1 "$k"
+    [ "$(recorded_size "$ks" b)" -eq 5000 ]
+    [ ! -e "$ks/a.nafs" ]
+    cmp src2 "$k/d"
+    run "$DRX" fsck "$ks"
+    assert_success
+    unmount_store "$k"
+    mount_store "$ks" "$k"
+    cmp src1 "$k/b"
+    cmp src2 "$k/d"
+    unmount_store "$k"
+}

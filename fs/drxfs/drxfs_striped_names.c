@@ -86,16 +86,16 @@ static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel, int pin)
     drxfs_sfile_put(e);
 }
 
-/* The open handle of rel with a reference taken and its size recorded, or
- * NULL. */
-static struct drxfs_sfile *sfile_take_flushed(const char *rel)
+/* The open handle of rel with a reference taken and, with flush, its size
+ * recorded; or NULL. */
+static struct drxfs_sfile *sfile_take(const char *rel, bool flush)
 {
     pthread_mutex_lock(&drxfs_stable.mutex);
     struct drxfs_sfile *e = drxfs_sfile_find(rel);
     if (e)
         e->refs++;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (e && e->rw)
+    if (e && e->rw && flush)
         drxfs_sfile_flush(e);
     return e;
 }
@@ -114,8 +114,11 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
         drx_store_long_drop(drxfs.store, to_rel);
         return rc;
     }
-    /* Write a pending size under the old name before the rename. */
-    struct drxfs_sfile *e = sfile_take_flushed(src->rel);
+    /* Over an existing name, a pending size is recorded (with its syncs)
+     * under the old name first, as ext4 flushes a file renamed over
+     * another: the replacement is durable before it replaces.  To a new
+     * name it stays pending: rename_handle below moves it with the file. */
+    struct drxfs_sfile *e = sfile_take(src->rel, dst != NULL);
     struct drxfs_sfile *replaced = NULL;
     if (dst && dst->kind == DRXFS_STRIPED)
         replaced = drxfs_sfile_detach(to_rel);
