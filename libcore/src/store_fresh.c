@@ -40,9 +40,9 @@ struct drx_store_fresh {
     pthread_cond_t cond;
     pthread_t thread;
     bool stop;
-    int fd;                /* .drx/fresh */
-    int newfd;             /* .drx/fresh/new: where the thread makes them */
-    uint64_t full[WORDS];  /* slots holding a file (as far as this process knows) */
+    int fd;               /* .drx/fresh */
+    int newfd;            /* .drx/fresh/new: where the thread makes them */
+    uint64_t full[WORDS]; /* slots holding a file (as far as this process knows) */
     unsigned nfull, cursor;
 };
 
@@ -114,7 +114,8 @@ int drx_store_fresh_start(struct drx_store *s)
     if (s->fresh)
         return 0;
     mkdirat(s->root_fd, DRX_STORE_DIR "/fresh", 0700);
-    fd = openat(s->root_fd, DRX_STORE_DIR "/fresh", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    fd =
+        openat(s->root_fd, DRX_STORE_DIR "/fresh", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {

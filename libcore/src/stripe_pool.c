@@ -15,19 +15,18 @@
  *   knows, then, again under a write lease, it is emptied, given its mode
  *   (and, for root, this process's owner: the caller's chown follows, as for
  *   a new file; no one may open it between the checks and the changes),
- *   and only then renamed to its new name (RENAME_NOREPLACE, as O_EXCL).  A descriptor still open on it from its old life (another
- *   process's handle of the removed file) makes the lease fail: the file is
- *   then removed instead and a new one created.
- * A kill at any point leaves an emptied file in the pool, or a claim that a
- * later scan removes, or a file under a new name that no metafile names
+ *   and only then renamed to its new name (RENAME_NOREPLACE, as O_EXCL).  A descriptor still open
+ * on it from its old life (another process's handle of the removed file) makes the lease fail: the
+ * file is then removed instead and a new one created. A kill at any point leaves an emptied file in
+ * the pool, or a claim that a later scan removes, or a file under a new name that no metafile names
  * yet (an orphan for fsck, as a new subfile would be); never a name that a
  * metafile knows holding another file's bytes.
  *
  * Slots are the names "0000".."1023": the bound is in the names, whatever
  * number of processes share the pool.  A process only uses a pool it owns
  * and that belongs to the stripe directory's owner (root: any such; a pool
- * root makes is given to that owner, so the store's owner keeps using it).  When anything is not as expected the
- * caller falls back to unlink and O_CREAT|O_EXCL, as before the pool. */
+ * root makes is given to that owner, so the store's owner keeps using it).  When anything is not as
+ * expected the caller falls back to unlink and O_CREAT|O_EXCL, as before the pool. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -54,13 +53,13 @@
 #define EMPTY_RESCAN_NS 1000000000LL
 
 struct pool_dir {
-    int fd;                /* .pool, or POOL_* */
-    uid_t uid;             /* its owner, who owns the files in it */
+    int fd;    /* .pool, or POOL_* */
+    uid_t uid; /* its owner, who owns the files in it */
     gid_t gid;
-    uint64_t full[WORDS];  /* slots believed to hold a file */
+    uint64_t full[WORDS]; /* slots believed to hold a file */
     unsigned nfull;
-    unsigned cursor;       /* where the next search for a full slot starts */
-    long long empty_scan;  /* CLOCK_MONOTONIC ns of the last empty scan, or 0 */
+    unsigned cursor;      /* where the next search for a full slot starts */
+    long long empty_scan; /* CLOCK_MONOTONIC ns of the last empty scan, or 0 */
 };
 
 struct drx_stripe_pool {

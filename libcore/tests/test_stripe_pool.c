@@ -252,7 +252,8 @@ static void test_open_elsewhere(struct drx_store *s, const char *root)
     close(stale);
     drx_stripe_unlink(s, a, NULL);
     char pooled[PATH_MAX];
-    snprintf(pooled, sizeof pooled, "ls -d '%s'/.pool/* | head -1", s->cfg.stripe.dirs[ma.sub[0].dir]);
+    snprintf(pooled, sizeof pooled, "ls -d '%s'/.pool/* | head -1",
+             s->cfg.stripe.dirs[ma.sub[0].dir]);
     FILE *pp = popen(pooled, "r");
     tap_ok(pp && fgets(pooled, sizeof pooled, pp) != NULL, "the subfile is pooled");
     if (pp)
@@ -468,7 +469,8 @@ static void test_fresh(void)
     drx_store_fresh_stop(s);
     char cmd[800];
     snprintf(cmd, sizeof cmd,
-             "cd '%s/.drx/fresh' && for f in [0-9]*; do head -c 4000 /dev/zero | tr '\\0' '~' >\"$f\"; done",
+             "cd '%s/.drx/fresh' && for f in [0-9]*; do head -c 4000 /dev/zero | tr '\\0' '~' "
+             ">\"$f\"; done",
              root);
     tap_ok(system(cmd) == 0, "every fresh file given bytes");
     tap_ok(drx_store_fresh_start(s) == 0, "thread started again");
