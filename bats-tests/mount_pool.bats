@@ -180,3 +180,33 @@ fsck_clean() {
     fsck_clean "$s"
     unmount_store "$m"
 }
+
+@test "a root daemon on another user's store leaves the pools and the inodes made ahead to that user: they can remove their store" {
+    OWN_DIR=$(mktemp -d /tmp/drxfs-pool.XXXXXX)
+    chmod 755 "$OWN_DIR"
+    local s="$OWN_DIR/s" m="$OWN_DIR/m" i
+    nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+    mkdir "$s"
+    chown 65534:65534 "$s"
+    nob "$DRX" init "$s" --count 2 --extent 4096 >/dev/null
+    mount_store "$s" "$m" -o allow_other
+    for i in $(seq 10); do head -c 5000 /dev/urandom >"$m/f$i"; done
+    rm "$m"/f*
+    head -c 5000 /dev/urandom >"$m/g"
+    # the thread has made its files ahead by now or soon
+    for ((i = 0; i < 100; i++)); do
+        [ "$(find "$s/.drx/fresh" -maxdepth 1 -type f | wc -l)" -ge 100 ] && break
+        sleep 0.1
+    done
+    run stat -c %a:%u "$s/.drx/fresh" "$s/.drx/fresh/new" "$s/.drx/stripes/0/.pool"
+    assert_output "$(printf '700:65534\n700:65534\n700:65534')"
+    commit_mount "$m"
+    cmp <(cat "$m/g") "$m/g"
+    unmount_store "$m"
+    run nob "$DRX" fsck "$s"
+    assert_success
+    # everything in it (the store itself sits in root's directory)
+    run nob find "$s" -mindepth 1 -delete
+    assert_success
+    [ -z "$(ls -A "$s")" ]
+}

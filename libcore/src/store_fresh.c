@@ -80,7 +80,7 @@ static void *filler(void *arg)
         while (bit(f, i))
             i++;
         pthread_mutex_unlock(&f->lock);
-        char sn[8];
+        char sn[16];
         snprintf(sn, sizeof sn, "%04u", i);
         /* Made in new/, whose lock the slow allocation holds, then moved:
          * a creation renaming a file out of .drx/fresh never waits for it. */
@@ -105,25 +105,41 @@ static void *filler(void *arg)
     return NULL;
 }
 
+/* Makes (when missing) and opens directory `name` in dfd, mode 0700 and
+ * the owner of `.drx` (a daemon running as root leaves the store's owner
+ * able to remove it): its descriptor, -EPERM when it is not that owner's
+ * alone or this process is neither that owner nor root, or -errno. */
+static int own_dir(int dfd, const char *name, const struct stat *drx)
+{
+    struct stat st;
+
+    if (mkdirat(dfd, name, 0700) == 0 && geteuid() == 0)
+        (void)!fchownat(dfd, name, drx->st_uid, drx->st_gid, AT_SYMLINK_NOFOLLOW);
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) < 0 || st.st_uid != drx->st_uid || (st.st_mode & 077) != 0 ||
+        (st.st_uid != geteuid() && geteuid() != 0)) {
+        close(fd);
+        return -EPERM;
+    }
+    return fd;
+}
+
 int drx_store_fresh_start(struct drx_store *s)
 {
     struct drx_store_fresh *f;
-    struct stat st;
+    struct stat drx;
     int fd;
 
     if (s->fresh)
         return 0;
-    mkdirat(s->root_fd, DRX_STORE_DIR "/fresh", 0700);
-    fd =
-        openat(s->root_fd, DRX_STORE_DIR "/fresh", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    if (fstatat(s->root_fd, DRX_STORE_DIR, &drx, AT_SYMLINK_NOFOLLOW) < 0)
         return -errno;
-    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-        close(fd);
-        return -EPERM;
-    }
-    mkdirat(fd, "new", 0700);
-    int newfd = openat(fd, "new", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    fd = own_dir(s->root_fd, DRX_STORE_DIR "/fresh", &drx);
+    if (fd < 0)
+        return fd;
+    int newfd = own_dir(fd, "new", &drx);
     f = newfd >= 0 ? calloc(1, sizeof *f) : NULL;
     if (!f) {
         if (newfd >= 0)
@@ -196,6 +212,21 @@ static int pick(struct drx_store_fresh *f)
     return slot;
 }
 
+/* True when `name` in dfd is the file open as fd: the rename moved what
+ * was checked (a pool's or .drx/fresh's owner, when it is not this
+ * process, could have swapped the entry between the checks and the
+ * rename).  When not, the name is removed again. */
+static bool moved_ours(int fd, int dfd, const char *name)
+{
+    struct stat a, b;
+
+    if (fstat(fd, &a) == 0 && fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+        a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+        return true;
+    unlinkat(dfd, name, 0);
+    return false;
+}
+
 /* Slot sn as `name` in dfd: the descriptor, -EEXIST, or -EAGAIN (next). */
 static int take_slot(struct drx_store_fresh *f, const char *sn, int dfd, const char *name)
 {
@@ -210,12 +241,14 @@ static int take_slot(struct drx_store_fresh *f, const char *sn, int dfd, const c
         unlinkat(f->fd, sn, 0); /* not one of ours */
         return -EAGAIN;
     }
-    /* The directory .drx/fresh is this user's alone: what was checked is
-     * what the rename moves. */
     if (renameat2(f->fd, sn, dfd, name, RENAME_NOREPLACE) < 0) {
         int e = errno;
         close(fd);
         return e == EEXIST ? -EEXIST : e == ENOENT ? -EAGAIN : -ENOENT;
+    }
+    if (!moved_ours(fd, dfd, name)) {
+        close(fd);
+        return -EAGAIN;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     (void)!futimens(fd, NULL);
@@ -232,7 +265,7 @@ int drx_store_fresh_take(struct drx_store *s, int dfd, const char *name)
         int slot = pick(f);
         if (slot < 0)
             return -ENOENT;
-        char sn[8];
+        char sn[16];
         snprintf(sn, sizeof sn, "%04d", slot);
         int fd = take_slot(f, sn, dfd, name);
         if (fd != -EAGAIN)
