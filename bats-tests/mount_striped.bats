@@ -30,7 +30,10 @@ teardown() {
     fi
 }
 
-subfiles() { find "$D" -type f | wc -l; }
+# subfiles of striped files: a removed file's, emptied, wait in each
+# stripe directory's pool (.pool/) for a new file to take them
+subfiles() { find "$D" -path '*/.pool' -prune -o -type f -print | wc -l; }
+pooled() { find "$D" -path '*/.pool/*' -type f | wc -l; }
 
 # check_layout FILE: the subfiles hold exactly the bytes the round-robin
 # formula puts there (metafile read from the store, subfiles from the disks)
@@ -124,11 +127,11 @@ EOF
     cmp big "$M/big"
     [ "$(subfiles)" -eq $((before + 2)) ]
     local subs
-    subs=$(find "$D" -type f -newer big | sort)
+    subs=$(find "$D" -path '*/.pool' -prune -o -type f -newer big -print | sort)
     mkdir -p "$M/dir"
     mv "$M/big" "$M/dir/big2"
     [ ! -e "$S/big.nafs" ] && [ -f "$S/dir/big2.nafs" ]
-    [ "$(find "$D" -type f -newer big | sort)" = "$subs" ]
+    [ "$(find "$D" -path '*/.pool' -prune -o -type f -newer big -print | sort)" = "$subs" ]
     cmp big "$M/dir/big2"
     # rename over another striped file replaces it atomically
     head -c 5000 /dev/urandom >small

@@ -308,6 +308,10 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     if (drxfs.kernel_cache)
         drxfs_kc_start(fuse_get_context()->fuse);
     drxfs_commit_start(drxfs.commit_interval, drxfs_striped_sync_store);
+    /* New metafiles take inodes made ahead (store_fresh.c): here, in the
+     * process that serves (after daemonizing), and only when writable. */
+    if (!drxfs.ro && drx_store_fresh_start(drxfs.store) < 0)
+        drx_log(DRX_LOG_DEBUG, "no inodes made ahead for new files");
     /* An open file that is removed (or renamed over) keeps a hidden name
      * until its last close, so that fstat and fchmod on it work as on a
      * local disk: libfuse renames it, drxfs_hidden.c moves it out of its

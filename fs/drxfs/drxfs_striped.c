@@ -619,20 +619,38 @@ off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence)
 }
 
 /* Persists the size and, after writes, makes the metafile's mtime now. */
-int drxfs_sfile_flush(struct drxfs_sfile *e)
+/* After the metafile may have been rewritten (a size recorded): written
+ * since the last time, its mtime is now; else the times a utimens set
+ * meanwhile are put back (when the rewrite moved them). */
+static void stamp_times(struct drxfs_sfile *e)
 {
     char meta[PATH_MAX];
+    struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
+    bool dirty = __atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED);
+    struct stat st;
+
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    bool ours = !e->detached && drxfs_rel_suffix(meta, e->key, DRXFS_NAFS) == 0;
+    bool keep = e->keep_times && !dirty;
+    if (keep)
+        memcpy(tv, e->times, sizeof tv);
+    e->keep_times = false;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    if (!ours || (!dirty && !keep))
+        return;
+    if (keep && fstatat(drxfs.root_fd, meta, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        st.st_atim.tv_sec == tv[0].tv_sec && st.st_atim.tv_nsec == tv[0].tv_nsec &&
+        st.st_mtim.tv_sec == tv[1].tv_sec && st.st_mtim.tv_nsec == tv[1].tv_nsec)
+        return; /* not rewritten: no ctime change for nothing */
+    utimensat(drxfs.root_fd, meta, tv, AT_SYMLINK_NOFOLLOW);
+}
+
+int drxfs_sfile_flush(struct drxfs_sfile *e)
+{
     int rc = drx_stripe_flush(e->f);
     if (rc < 0)
         return drxfs_striped_log_err("flush", e->key, rc, NULL);
-    if (__atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED)) {
-        const struct timespec now[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
-        pthread_mutex_lock(&drxfs_stable.mutex);
-        bool ours = !e->detached && drxfs_rel_suffix(meta, e->key, DRXFS_NAFS) == 0;
-        pthread_mutex_unlock(&drxfs_stable.mutex);
-        if (ours)
-            utimensat(drxfs.root_fd, meta, now, AT_SYMLINK_NOFOLLOW);
-    }
+    stamp_times(e);
     return 0;
 }
 
@@ -684,7 +702,10 @@ int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
     if (!fh->sf->rw)
         return 0;
     int rc = drx_stripe_fsync(fh->sf->f, datasync != 0);
-    return rc < 0 ? drxfs_striped_log_err("fsync", fh->sf->key, rc, NULL) : 0;
+    if (rc < 0)
+        return drxfs_striped_log_err("fsync", fh->sf->key, rc, NULL);
+    stamp_times(fh->sf);
+    return 0;
 }
 
 bool drxfs_striped_is_open(dev_t dev, ino_t ino)
@@ -776,21 +797,29 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
     int rc = meta_rel(n, fh, meta);
     if (rc < 0)
         return rc;
-    /* Record a pending size first: persisting replaces the metafile, which
-     * would lose the times set now. */
     const char *key = n ? n->rel : fh->sf->key;
     pthread_mutex_lock(&drxfs_stable.mutex);
     struct drxfs_sfile *e = drxfs_sfile_find(key);
     if (e)
         e->refs++;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (e) {
-        /* written bytes get the times set now, not those of a later flush */
-        if (e->rw)
-            drxfs_sfile_flush(e);
+    /* written bytes get the times set now, not those of a later flush */
+    if (e)
         __atomic_store_n(&e->dirty, false, __ATOMIC_RELAXED);
-        drxfs_sfile_put(e);
+    rc = drx_store_entry_utimens(drxfs.store, meta, tv);
+    /* A size waiting to be recorded (batched commit) is recorded later,
+     * rewriting the metafile: the times set now are put back then
+     * (stamp_times), rather than the size recorded now with its syncs. */
+    struct stat st;
+    if (e && e->rw && rc == 0 && fstatat(drxfs.root_fd, meta, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        pthread_mutex_lock(&drxfs_stable.mutex);
+        e->times[0] = st.st_atim;
+        e->times[1] = st.st_mtim;
+        e->keep_times = true;
+        pthread_mutex_unlock(&drxfs_stable.mutex);
     }
-    return drx_store_entry_utimens(drxfs.store, meta, tv);
+    if (e)
+        drxfs_sfile_put(e);
+    return rc;
 }
 

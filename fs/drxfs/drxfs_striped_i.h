@@ -20,6 +20,12 @@ struct drxfs_sfile {
      * file's, and a write that does not change the size does not rewrite
      * the metafile, so flush sets it. */
     bool dirty;
+    /* Times a utimens set on the metafile (stable.mutex): recording a
+     * waiting size rewrites the metafile, which moves them, so they are put
+     * back after it (drxfs_sfile_flush, fsync) instead of the size being
+     * recorded, with its syncs, before the utimens. */
+    bool keep_times;
+    struct timespec times[2];
     unsigned refs;  /* protected by stable.mutex */
     unsigned opens; /* open files among refs (stable.mutex; s_opens_add) */
     uint64_t commit_gen; /* drx_stripe_sync_mark() of the batched commit */

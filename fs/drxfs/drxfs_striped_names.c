@@ -33,8 +33,12 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
             drxfs_sfile_put(e);
     }
     struct drxfs_sfile *idle = drxfs_sfile_detach(n->rel);
-    rc = drx_stripe_unlink(drxfs.store, path, &err);
+    struct drx_stripe_meta gone;
+    rc = drx_stripe_unlink_keep(drxfs.store, path, &gone, &err);
+    /* The subfiles after this mount's handle (a file waiting for the
+     * batched commit holds them open) is closed: then they can be recycled. */
     drxfs_sfile_forget(idle);
+    drx_stripe_subfiles_drop(drxfs.store, &gone);
     drxfs_unpin(pin);
     if (rc < 0)
         return drxfs_striped_log_err("unlink", n->rel, rc, &err);
@@ -82,16 +86,16 @@ static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel, int pin)
     drxfs_sfile_put(e);
 }
 
-/* The open handle of rel with a reference taken and its size recorded, or
- * NULL. */
-static struct drxfs_sfile *sfile_take_flushed(const char *rel)
+/* The open handle of rel with a reference taken and, with flush, its size
+ * recorded; or NULL. */
+static struct drxfs_sfile *sfile_take(const char *rel, bool flush)
 {
     pthread_mutex_lock(&drxfs_stable.mutex);
     struct drxfs_sfile *e = drxfs_sfile_find(rel);
     if (e)
         e->refs++;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (e && e->rw)
+    if (e && e->rw && flush)
         drxfs_sfile_flush(e);
     return e;
 }
@@ -110,8 +114,11 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
         drx_store_long_drop(drxfs.store, to_rel);
         return rc;
     }
-    /* Write a pending size under the old name before the rename. */
-    struct drxfs_sfile *e = sfile_take_flushed(src->rel);
+    /* Over an existing name, a pending size is recorded (with its syncs)
+     * under the old name first, as ext4 flushes a file renamed over
+     * another: the replacement is durable before it replaces.  To a new
+     * name it stays pending: rename_handle below moves it with the file. */
+    struct drxfs_sfile *e = sfile_take(src->rel, dst != NULL);
     struct drxfs_sfile *replaced = NULL;
     if (dst && dst->kind == DRXFS_STRIPED)
         replaced = drxfs_sfile_detach(to_rel);

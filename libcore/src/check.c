@@ -18,6 +18,7 @@
 #include "drx/array.h"
 #include "drx/store.h"
 #include "drx/stripe.h"
+#include "stripe_i.h"
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -543,6 +544,47 @@ static void check_shared_refs(struct fsck *k)
                     k->refs[i - 1].owner);
 }
 
+/* Entry n of stripe directory di's pool of recycled subfiles (stripe_pool.c):
+ * an emptied subfile in a slot, or a claim a taker was killed holding
+ * (the pool's next scan removes it), is the pool's own. */
+static void check_pool_entry(struct fsck *k, size_t di, int pfd, const char *n)
+{
+    const char *dname = k->s->cfg.stripe.dirs[di];
+    char where[PATH_MAX + 300];
+    struct stat st;
+
+    snprintf(where, sizeof where, "%s/" DRX_STRIPE_POOL_DIR "/%s", dname, n);
+    bool ours = drx_stripe_pool_slot_name(n) || drx_stripe_pool_claim_name(n);
+    if (fstatat(pfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0 || !ours || !S_ISREG(st.st_mode) ||
+        st.st_nlink != 1) {
+        finding(k, where, false, NULL, "unknown file in a pool of recycled subfiles (left alone)");
+    } else if (st.st_size != 0) {
+        bool fixed = k->repair && unlinkat(pfd, n, 0) == 0;
+        finding(k, where, fixed, "remove it", "recycled subfile that is not empty");
+    }
+}
+
+/* The pool of stripe directory di, when it is a directory (anything else
+ * by that name is an unknown file). */
+static bool check_pool(struct fsck *k, size_t di)
+{
+    struct dirent *e;
+    int fd = openat(k->s->dir_fds[di], DRX_STRIPE_POOL_DIR,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            check_pool_entry(k, di, dirfd(d), e->d_name);
+    closedir(d);
+    return true;
+}
+
 /* Entry n of stripe directory di that no metafile names. */
 static void check_stripe_entry(struct fsck *k, size_t di, const char *n)
 {
@@ -556,6 +598,8 @@ static void check_stripe_entry(struct fsck *k, size_t di, const char *n)
         if (k->nrefs && bsearch(&key, k->refs, k->nrefs, sizeof *k->refs, ref_cmp))
             return;
     }
+    if (strcmp(n, DRX_STRIPE_POOL_DIR) == 0 && check_pool(k, di))
+        return;
     snprintf(where, sizeof where, "%s/%s", dname, n);
     if (!our_subfile_name(n)) {
         finding(k, where, false, NULL, "unknown file in a stripe directory (left alone)");

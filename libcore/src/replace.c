@@ -14,6 +14,7 @@
 #include "drx/io.h"
 #include "drx/store.h"
 #include "replace_i.h"
+#include "store_i.h"
 
 int drx_replace_take_owner(int fd, const struct stat *like)
 {
@@ -39,7 +40,7 @@ int drx_replace_take_owner(int fd, const struct stat *like)
 /* `.BASE.XXXXXX` in dfd, created exclusively: the fd, or -errno.  The six
  * characters are [A-Za-z0-9], as mkstemp's, which is what
  * drx_store_name_is_temp() recognises. */
-static int create_temp(int dfd, const char *base, char *tmp, size_t len)
+static int create_temp(struct drx_store *s, int dfd, const char *base, char *tmp, size_t len)
 {
     static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     int fd = -EEXIST;
@@ -57,8 +58,10 @@ static int create_temp(int dfd, const char *base, char *tmp, size_t len)
         x[6] = '\0';
         if (drx_store_temp_name(base, x, tmp, len) < 0)
             return -ENAMETOOLONG;
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
+        fd = drx_store_fresh_take(s, dfd, tmp);
+        if (fd == -ENOENT)
+            fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd == -1)
             fd = -errno;
     }
     return fd;
@@ -119,6 +122,12 @@ static int fill_temp(int fd, const void *data, size_t len, const struct stat *li
 int drx_replace_write(const char *path, const void *data, size_t len, const struct stat *like,
                       mode_t mode, unsigned flags, struct stat *st)
 {
+    return drx_replace_write_s(NULL, path, data, len, like, mode, flags, st);
+}
+
+int drx_replace_write_s(struct drx_store *s, const char *path, const void *data, size_t len,
+                        const struct stat *like, mode_t mode, unsigned flags, struct stat *st)
+{
     char dir[PATH_MAX], tmp[NAME_MAX + 1];
     const char *base;
     bool sync = !(flags & DRX_REPLACE_NOSYNC);
@@ -131,7 +140,7 @@ int drx_replace_write(const char *path, const void *data, size_t len, const stru
     dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return -errno;
-    fd = create_temp(dfd, base, tmp, sizeof tmp);
+    fd = create_temp(s, dfd, base, tmp, sizeof tmp);
     if (fd < 0) {
         close(dfd);
         return fd;

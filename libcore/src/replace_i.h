@@ -31,6 +31,12 @@ enum {
 int drx_replace_write(const char *path, const void *data, size_t len, const struct stat *like,
                       mode_t mode, unsigned flags, struct stat *st);
 
+/* drx_replace_write() whose temporary may be an inode made ahead by store
+ * s (drx_store_fresh_take; s NULL: never). */
+struct drx_store;
+int drx_replace_write_s(struct drx_store *s, const char *path, const void *data, size_t len,
+                        const struct stat *like, mode_t mode, unsigned flags, struct stat *st);
+
 /* Gives the open file fd the owner, group and mode of like, as far as the
  * caller may.  Root keeps all three.  Anyone else becomes the owner (the
  * new file is theirs), keeps the group when they are in it, and where the

@@ -19,6 +19,7 @@
 #include "drx/log.h"
 #include "replace_i.h"
 #include "store_i.h"
+#include "stripe_i.h"
 
 /* ---- lexical paths ---------------------------------------------------------- */
 
@@ -749,6 +750,27 @@ out:
     return rc;
 }
 
+/* s->dir_fds from s->cfg (root: the store, for messages and its own
+ * default dirs). */
+static void open_stripe_dirs(struct drx_store *s, const char *root)
+{
+    char path[PATH_MAX + 32];
+
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR "/", root);
+    for (size_t i = 0; i < s->cfg.stripe.ndirs; i++) {
+        const char *d = s->cfg.stripe.dirs[i];
+        /* Our own default dirs are ours to recreate; a missing external dir
+         * is probably an unmounted disk, and creating an empty directory in
+         * its place would hide that. */
+        if (strncmp(d, path, strlen(path)) == 0 && !is_dir(d))
+            mkdir_p(d, 0755);
+        s->dir_fds[i] = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (s->dir_fds[i] < 0)
+            drx_log(DRX_LOG_WARNING, "%s: stripe dir %zu (%s) unusable: %s; its subfiles give EIO",
+                    root, i, d, strerror(errno));
+    }
+}
+
 int drx_store_open_cfg(const char *root_in, const struct drx_config *cfg, struct drx_store **out,
                        struct drx_err *err)
 {
@@ -788,24 +810,16 @@ int drx_store_open_cfg(const char *root_in, const struct drx_config *cfg, struct
     }
     for (size_t i = 0; i < s->cfg.stripe.ndirs; i++)
         s->dir_fds[i] = -1;
+    if (drx_stripe_pool_new(s->cfg.stripe.ndirs, &s->pool) < 0) {
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+        goto out;
+    }
     s->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s->root_fd < 0) {
         rc = drx_err_set(err, errno, "%s: %s", root, strerror(errno));
         goto out;
     }
-    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR "/", root);
-    for (size_t i = 0; i < s->cfg.stripe.ndirs; i++) {
-        const char *d = s->cfg.stripe.dirs[i];
-        /* Our own default dirs are ours to recreate; a missing external dir
-         * is probably an unmounted disk, and creating an empty directory in
-         * its place would hide that. */
-        if (strncmp(d, path, strlen(path)) == 0 && !is_dir(d))
-            mkdir_p(d, 0755);
-        s->dir_fds[i] = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (s->dir_fds[i] < 0)
-            drx_log(DRX_LOG_WARNING, "%s: stripe dir %zu (%s) unusable: %s; its subfiles give EIO",
-                    root, i, d, strerror(errno));
-    }
+    open_stripe_dirs(s, root);
     *out = s;
     s = NULL;
     rc = 0;
@@ -839,6 +853,8 @@ void drx_store_close(struct drx_store *s)
                 close(s->dir_fds[i]);
         free(s->dir_fds);
     }
+    drx_store_fresh_stop(s);
+    drx_stripe_pool_free(s->pool);
     if (s->root_fd >= 0)
         close(s->root_fd);
     drx_store_at_close(s);

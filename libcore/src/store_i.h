@@ -30,4 +30,13 @@ int drx_store_commit_at(const char *mnt, dev_t dev);
  * hung daemon is left waiting, and warned of). */
 void drx_store_ask_commit(const char *mnt, dev_t dev, long owner);
 
+/* ---- store_fresh.c ---- */
+
+/* An empty file made ahead, of this user, renamed to `name` in directory
+ * dfd (never over an existing entry) with its times set to now: its
+ * O_WRONLY descriptor, -EEXIST when name exists, or -ENOENT when there is
+ * none to give or dfd gives new files what it lacks (set-group-ID, a
+ * default ACL): the caller creates the file itself.  s may be NULL. */
+int drx_store_fresh_take(struct drx_store *s, int dfd, const char *name);
+
 #endif

@@ -530,8 +530,7 @@ static int create_subfiles_once(struct drx_stripe *f, const char *path, const ch
                  (unsigned long long)id, i);
     }
     for (unsigned i = 0; i < n && rc == 0; i++) {
-        int fd =
-            drx_stripe_subfile_open(s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, mp);
+        int fd = drx_stripe_subfile_new(s, &f->meta, i, mode & 0666, mp);
         if (fd < 0) {
             rc = fd;
             if (fd == -ENOENT)
@@ -600,7 +599,7 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
     if (temp)
         rc = drx_stripe_meta_write_here(mp, &f->meta, O_EXCL, mode, NULL, false, &st);
     else
-        rc = drx_stripe_meta_write(mp, &f->meta, true, false, NULL, mode, &st);
+        rc = drx_stripe_meta_create(s, mp, &f->meta, mode, &st);
     if (rc < 0) {
         drx_err_set(err, -rc, "%s: %s", mp, strerror(-rc));
         for (unsigned j = 0; j < lay.count; j++)

@@ -81,6 +81,12 @@ void drx_stripe_split_path(const char *mp, char *dir, size_t dlen, const char **
 int drx_stripe_meta_write(const char *mp, const struct drx_stripe_meta *m, bool noreplace,
                           bool sync, const struct stat *like, mode_t mode, struct stat *st_out);
 
+/* The metafile mp of a new file (never over an existing one: -EEXIST), not
+ * synced, with mode; its inode may be one store s made ahead
+ * (drx_store_fresh_take).  0 or -errno. */
+int drx_stripe_meta_create(struct drx_store *s, const char *mp, const struct drx_stripe_meta *m,
+                           mode_t mode, struct stat *st_out);
+
 /* Writes m into mp itself (temporary metafiles only): flags O_EXCL to
  * create with mode, O_TRUNC to rewrite.  0 or -errno. */
 int drx_stripe_meta_write_here(const char *mp, const struct drx_stripe_meta *m, int flags,
@@ -130,5 +136,42 @@ int drx_stripe_subfile_fd_locked(struct drx_stripe *f, unsigned i, bool create);
 /* Creates (or opens) every subfile that size needs (f->lock held): before
  * a growing size is recorded.  0 or -errno. */
 int drx_stripe_subfiles_for(struct drx_stripe *f, uint64_t size);
+
+/* ---- stripe_pool.c: recycled subfiles ---- */
+
+/* Each stripe directory's pool of emptied subfiles, `.pool/`, and how many
+ * it holds at most (its entries are named "0000".."1023"; a taker's claim
+ * is "c" and 16 hex digits). */
+#define DRX_STRIPE_POOL_DIR ".pool"
+#define DRX_STRIPE_POOL_SLOTS 1024
+
+/* The pools of a store of ndirs stripe directories (drx_store_open_cfg). */
+int drx_stripe_pool_new(size_t ndirs, struct drx_stripe_pool **out);
+void drx_stripe_pool_free(struct drx_stripe_pool *p);
+bool drx_stripe_pool_slot_name(const char *n);
+bool drx_stripe_pool_claim_name(const char *n);
+
+/* A pooled subfile, emptied, given mode & 0666 less the umask (and, for
+ * root, this process's owner), renamed to `name` in stripe directory dir
+ * (which must not exist: RENAME_NOREPLACE).  Returns its O_RDWR
+ * descriptor, -EEXIST when name exists, or -ENOENT when the pool has none
+ * to give (the caller creates one). */
+int drx_stripe_pool_take(struct drx_store *s, unsigned dir, const char *name, mode_t mode);
+
+/* Subfile `name` of stripe directory dir, which no metafile names any
+ * more, emptied and moved into the pool.  False when it cannot be (pool
+ * full or not ours, the file open elsewhere, not a single-link regular
+ * file): the caller removes it. */
+bool drx_stripe_pool_put(struct drx_store *s, unsigned dir, const char *name);
+
+/* A new subfile i of m (mode & 0666, less the umask): from the pool, else
+ * created with O_EXCL.  The descriptor or -errno (-EEXIST: the name is
+ * taken). */
+int drx_stripe_subfile_new(struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                           mode_t mode, const char *who);
+
+/* Disposes of subfile `name` of stripe directory dir that nothing names
+ * any more: into the pool, else unlinked.  0 or -errno of the unlink. */
+int drx_stripe_subfile_drop(struct drx_store *s, unsigned dir, const char *name);
 
 #endif

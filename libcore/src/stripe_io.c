@@ -70,8 +70,7 @@ static int subfile_create(struct drx_stripe *f, unsigned i)
 
     if (fd < 0)
         return fd;
-    fd =
-        drx_stripe_subfile_open(f->s, &f->meta, i, O_RDWR | O_CREAT | O_EXCL, f->sub_mode, f->path);
+    fd = drx_stripe_subfile_new(f->s, &f->meta, i, f->sub_mode, f->path);
     if (fd >= 0 && geteuid() == 0 && (rst.st_uid != 0 || rst.st_gid != 0))
         (void)!fchown(fd, rst.st_uid, rst.st_gid);
     if (fd != -EEXIST)

@@ -367,6 +367,18 @@ int drx_stripe_meta_write(const char *mp, const struct drx_stripe_meta *m, bool 
         (noreplace ? DRX_REPLACE_NOREPLACE : 0) | (sync ? 0 : DRX_REPLACE_NOSYNC), st_out);
 }
 
+int drx_stripe_meta_create(struct drx_store *s, const char *mp, const struct drx_stripe_meta *m,
+                           mode_t mode, struct stat *st_out)
+{
+    char text[8192];
+    int len = meta_format(m, text, sizeof text);
+
+    if (len < 0)
+        return len;
+    return drx_replace_write_s(s, mp, text, (size_t)len, NULL, mode,
+                               DRX_REPLACE_NOREPLACE | DRX_REPLACE_NOSYNC, st_out);
+}
+
 /* Writes m into mp itself, no temp file and no rename: only for temporary
  * metafiles (drx_stripe_create_temp), which fsck removes in whatever state a
  * crash left them.  flags: O_EXCL to create (with `mode`), O_TRUNC to

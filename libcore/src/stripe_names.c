@@ -97,6 +97,29 @@ int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_m
     return fd;
 }
 
+int drx_stripe_subfile_new(struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                           mode_t mode, const char *who)
+{
+    const struct drx_stripe_subfile *sf = &m->sub[i];
+
+    if (i < m->layout.count && sf->dir < s->cfg.stripe.ndirs &&
+        drx_stripe_subfile_name_valid(sf->name)) {
+        int fd = drx_stripe_pool_take(s, sf->dir, sf->name, mode);
+        if (fd != -ENOENT)
+            return fd;
+    }
+    return drx_stripe_subfile_open(s, m, i, O_RDWR | O_CREAT | O_EXCL, mode & 0666, who);
+}
+
+int drx_stripe_subfile_drop(struct drx_store *s, unsigned dir, const char *name)
+{
+    if (dir >= s->cfg.stripe.ndirs || s->dir_fds[dir] < 0 || !drx_stripe_subfile_name_valid(name))
+        return 0;
+    if (drx_stripe_pool_put(s, dir, name))
+        return 0;
+    return unlinkat(s->dir_fds[dir], name, 0) < 0 ? -errno : 0;
+}
+
 void drx_stripe_random_id(uint64_t *id)
 {
     if (getrandom(id, sizeof *id, 0) != (ssize_t)sizeof *id) {
@@ -125,14 +148,15 @@ static bool meta_gone(int fd)
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_nlink == 0;
 }
 
-/* Removes m's subfiles (mp names the file in messages). */
+/* Removes m's subfiles, into the pool where they can go (mp names the
+ * file in messages). */
 static void remove_subfiles(struct drx_store *s, const char *mp, const struct drx_stripe_meta *m)
 {
     for (unsigned i = 0; i < m->layout.count; i++) {
-        int dfd = s->dir_fds[m->sub[i].dir];
-        if (dfd >= 0 && unlinkat(dfd, m->sub[i].name, 0) < 0 && errno != ENOENT)
+        int rc = drx_stripe_subfile_drop(s, m->sub[i].dir, m->sub[i].name);
+        if (rc < 0 && rc != -ENOENT)
             drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m->sub[i].name,
-                    strerror(errno));
+                    strerror(-rc));
     }
 }
 
@@ -156,12 +180,16 @@ static int load_held(struct drx_store *s, const char *path, const char *mp, int 
     return rc;
 }
 
-/* drx_stripe_unlink() of metafile mp (path: the name for messages). */
-static int unlink_meta(struct drx_store *s, const char *path, const char *mp, struct drx_err *err)
+/* drx_stripe_unlink() of metafile mp (path: the name for messages); with
+ * gone, the subfiles to remove go there instead (count 0: none). */
+static int unlink_meta(struct drx_store *s, const char *path, const char *mp,
+                       struct drx_stripe_meta *gone, struct drx_err *err)
 {
     struct drx_stripe_meta m;
     int rc, fd = meta_hold(mp);
 
+    if (gone)
+        gone->layout.count = 0;
     if (fd == -ENOENT)
         return drx_err_set(err, ENOENT, "%s: no such striped file", path);
     rc = load_held(s, path, mp, fd, &m, err);
@@ -175,8 +203,12 @@ static int unlink_meta(struct drx_store *s, const char *path, const char *mp, st
         drx_log(DRX_LOG_WARNING,
                 "%s: removed a bad metafile; its subfiles (if any) are left for drx fsck", mp);
     /* Another name (a hard link) may still hold the file and its subfiles. */
-    if (rc == 0 && valid && meta_gone(fd))
-        remove_subfiles(s, mp, &m);
+    if (rc == 0 && valid && meta_gone(fd)) {
+        if (gone)
+            *gone = m;
+        else
+            remove_subfiles(s, mp, &m);
+    }
 out:
     if (fd >= 0)
         close(fd);
@@ -185,11 +217,25 @@ out:
 
 int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err)
 {
+    return drx_stripe_unlink_keep(s, path, NULL, err);
+}
+
+int drx_stripe_unlink_keep(struct drx_store *s, const char *path, struct drx_stripe_meta *gone,
+                           struct drx_err *err)
+{
     char mp[PATH_MAX];
 
+    if (gone)
+        gone->layout.count = 0;
     if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
         return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
-    return unlink_meta(s, path, mp, err);
+    return unlink_meta(s, path, mp, gone, err);
+}
+
+void drx_stripe_subfiles_drop(struct drx_store *s, const struct drx_stripe_meta *gone)
+{
+    if (gone && gone->layout.count > 0)
+        remove_subfiles(s, "(removed file)", gone);
 }
 
 /* The subfiles of old, a file a rename replaced, now unreachable; not
@@ -203,8 +249,8 @@ static void remove_replaced(struct drx_store *s, const struct drx_stripe_meta *s
         for (unsigned j = 0; src && j < src->layout.count; j++)
             shared |= src->sub[j].dir == old->sub[i].dir &&
                       strcmp(src->sub[j].name, old->sub[i].name) == 0;
-        if (!shared && s->dir_fds[old->sub[i].dir] >= 0)
-            unlinkat(s->dir_fds[old->sub[i].dir], old->sub[i].name, 0);
+        if (!shared)
+            drx_stripe_subfile_drop(s, old->sub[i].dir, old->sub[i].name);
     }
 }
 
@@ -373,5 +419,5 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
 
 int drx_stripe_discard_temp(struct drx_store *s, const char *tmp, struct drx_err *err)
 {
-    return unlink_meta(s, tmp, tmp, err);
+    return unlink_meta(s, tmp, tmp, NULL, err);
 }

@@ -53,6 +53,9 @@
 #define DRX_STORE_FSTYPE "fuse.drxfs"
 
 /* An open store.  All fields are read-only for users of the handle. */
+struct drx_stripe_pool; /* private to libcore */
+struct drx_store_fresh;
+
 struct drx_store {
     char *root; /* absolute, normalised, no trailing '/' (except "/") */
     /* Effective configuration (defaults < store.conf < config file < what
@@ -67,7 +70,22 @@ struct drx_store {
      * then the descriptor's name in this process), and that descriptor. */
     char *name;
     int at_fd; /* -1 otherwise */
+    /* libcore's own: the stripe directories' pools of recycled subfiles. */
+    struct drx_stripe_pool *pool;
+    /* libcore's own: inodes made ahead for new metafiles, or NULL
+     * (drx_store_fresh_start). */
+    struct drx_store_fresh *fresh;
 };
+
+/* Starts a thread that keeps empty files made ahead in `.drx/fresh/`, which
+ * new metafiles of s then take instead of allocating an inode while their
+ * creator waits (store_fresh.c says why and when).  For long-lived
+ * processes (drxfs); drx_store_close stops it.  0, or -errno (-EPERM: the
+ * directory is not this user's alone), with nothing started. */
+int drx_store_fresh_start(struct drx_store *s);
+/* Stops that thread (the files made stay for a later start); no-op when
+ * none runs. */
+void drx_store_fresh_stop(struct drx_store *s);
 
 /* drx_store_init() flags. */
 enum {

@@ -340,6 +340,17 @@ void drx_stripe_meta_get(struct drx_stripe *f, struct drx_stripe_meta *out);
  * and writing through their descriptors.  Returns 0 or -errno. */
 int drx_stripe_unlink(struct drx_store *s, const char *path, struct drx_err *err);
 
+/* drx_stripe_unlink(), but the subfiles of a file that lost its last name
+ * are left in place and described in *gone (layout.count 0: none), for
+ * drx_stripe_subfiles_drop() once the caller has closed its own handles of
+ * the file: a removed file's subfiles are recycled (stripe_pool.c) only
+ * when no descriptor has them open.  A crash in between leaves orphans for
+ * drx fsck.  Returns 0 or -errno. */
+int drx_stripe_unlink_keep(struct drx_store *s, const char *path, struct drx_stripe_meta *gone,
+                           struct drx_err *err);
+/* Removes (or recycles) the subfiles drx_stripe_unlink_keep() left. */
+void drx_stripe_subfiles_drop(struct drx_store *s, const struct drx_stripe_meta *gone);
+
 /* Renames NAME from -> to (paths without suffix) with one rename(2) of the
  * metafile.  flags: 0 or RENAME_NOREPLACE (-EEXIST when to.nafs exists).
  * When to.nafs existed, its subfiles are removed after the rename.  Returns
