@@ -14,7 +14,15 @@ unmount_demo() {
     if mountpoint -q "$1/mnt" 2>/dev/null; then
         fusermount3 -u "$1/mnt" 2>/dev/null || fusermount3 -uz "$1/mnt" 2>/dev/null || true
     fi
-    pkill -f "^$DRXFS $1/store" 2>/dev/null || true
+    # the demo's daemon (its pid in DIR/.drxfs.pid): gone after the
+    # unmount, or stopped here
+    local pid
+    pid=$(cat "$1/.drxfs.pid" 2>/dev/null) || return 0
+    for _ in $(seq 100); do
+        [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = drxfs ] || return 0
+        sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null || true
 }
 
 teardown_file() {
