@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "drx/log.h"
@@ -60,7 +62,46 @@ static void set_bit(struct drx_store_fresh *f, unsigned i, bool on)
     }
 }
 
-/* Makes files in empty slots until every slot is full or stop. */
+bool drx_store_inodes_plenty(int fd)
+{
+    struct statvfs v;
+
+    if (fstatvfs(fd, &v) < 0 || v.f_files == 0)
+        return true;
+    return v.f_favail >= 16384 && v.f_favail >= v.f_files / 10;
+}
+
+/* Removes every file held (f->lock held): the filesystem runs short of
+ * inodes, its user's files come first. */
+static void give_back(struct drx_store_fresh *f)
+{
+    for (unsigned i = 0; i < FRESH_SLOTS && f->nfull; i++) {
+        if (!bit(f, i))
+            continue;
+        char sn[16];
+        snprintf(sn, sizeof sn, "%04u", i);
+        unlinkat(f->fd, sn, 0);
+        set_bit(f, i, false);
+    }
+}
+
+/* Waits up to ms for a signal on f->cond (f->lock held). */
+static void wait_ms(struct drx_store_fresh *f, long ms)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&f->cond, &f->lock, &t);
+}
+
+/* Makes files in empty slots until every slot is full or stop, while the
+ * filesystem has inodes to spare; gives them back when it has not. */
 static void *filler(void *arg)
 {
     struct drx_store_fresh *f = arg;
@@ -72,8 +113,13 @@ static void *filler(void *arg)
 
     pthread_mutex_lock(&f->lock);
     while (!f->stop) {
+        if (!drx_store_inodes_plenty(f->fd)) {
+            give_back(f);
+            wait_ms(f, 2000);
+            continue;
+        }
         if (f->nfull == FRESH_SLOTS) {
-            pthread_cond_wait(&f->cond, &f->lock);
+            wait_ms(f, 2000); /* and look at the free inodes again */
             continue;
         }
         unsigned i = 0;

@@ -32,6 +32,12 @@ void drx_store_ask_commit(const char *mnt, dev_t dev, long owner);
 
 /* ---- store_fresh.c ---- */
 
+/* True when the filesystem of fd has free inodes to spare for those held
+ * in reserve (inodes made ahead, recycled subfiles): it keeps no count, or
+ * at least 16384 and a tenth of them are free.  When not, none are held:
+ * a store short of inodes gives them to its user's files. */
+bool drx_store_inodes_plenty(int fd);
+
 /* An empty file made ahead, of this user, renamed to `name` in directory
  * dfd (never over an existing entry) with its times set to now: its
  * O_WRONLY descriptor, -EEXIST when name exists, or -ENOENT when there is

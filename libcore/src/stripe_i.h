@@ -159,9 +159,11 @@ bool drx_stripe_pool_claim_name(const char *n);
 int drx_stripe_pool_take(struct drx_store *s, unsigned dir, const char *name, mode_t mode);
 
 /* Subfile `name` of stripe directory dir, which no metafile names any
- * more, emptied and moved into the pool.  False when it cannot be (pool
- * full or not ours, the file open elsewhere, not a single-link regular
- * file): the caller removes it. */
+ * more, moved into the pool's private directory, then emptied and pooled,
+ * or removed there when it cannot be (the pool full, the file open
+ * elsewhere, not a single-link regular file, an attribute that will not
+ * go): true, the name is gone.  False when nothing was done (no pool of
+ * ours, the store short of free inodes): the caller removes it. */
 bool drx_stripe_pool_put(struct drx_store *s, unsigned dir, const char *name);
 
 /* A new subfile i of m (mode & 0666, less the umask): from the pool, else

@@ -9,8 +9,14 @@
  *
  * What keeps a recycled subfile from showing anybody's old bytes, or from
  * being written through a descriptor of its old life:
- * - it enters the pool only emptied (ftruncate to 0) and while nobody else
- *   has it open (a write lease, F_SETLEASE F_WRLCK, is granted only then);
+ * - it is first moved under a claim name into the pool's private
+ *   directory, out of other users' reach, then emptied (ftruncate to 0)
+ *   and stripped of its extended attributes (an ACL would keep granting
+ *   its old owner access after the chown) while nobody else has it open
+ *   (a write lease, F_SETLEASE F_WRLCK, is granted only then; a break of
+ *   it, by root, signals SIGURG, ignored by default, not SIGIO);
+ * - none are kept while the filesystem is short of free inodes
+ *   (drx_store_inodes_plenty): the user's files come first;
  * - it leaves the pool by a rename to a claim name that only its taker
  *   knows, then, again under a write lease, it is emptied, given its mode
  *   (and, for root, this process's owner: the caller's chown follows, as for
@@ -31,15 +37,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "drx/log.h"
 #include "drx/store.h"
+#include "store_i.h"
 #include "stripe_i.h"
 
 #define WORDS (DRX_STRIPE_POOL_SLOTS / 64)
@@ -308,6 +317,37 @@ static bool into_slot(struct drx_stripe_pool *p, unsigned dir, int ffd, const ch
     return false;
 }
 
+/* Removes the extended attributes a subfile may carry from its previous
+ * life: its owner's POSIX ACL (which would keep granting that user access
+ * after the chown), user.* and trusted.* attributes, file capabilities.
+ * Security labels (security.* but capabilities) are the system's, not the
+ * owner's, and stay.  False when one cannot be removed. */
+static bool strip_xattrs(int fd)
+{
+    char names[4096];
+    ssize_t n = flistxattr(fd, names, sizeof names);
+
+    if (n < 0)
+        return errno == ENOTSUP;
+    for (char *x = names; x < names + n; x += strlen(x) + 1) {
+        if (strncmp(x, "security.", 9) == 0 && strcmp(x, "security.capability") != 0)
+            continue;
+        if (fremovexattr(fd, x) < 0 && errno != ENODATA)
+            return false;
+    }
+    return true;
+}
+
+/* For root, owner uid:gid (-1: unchanged), and mode unless (mode_t)-1,
+ * for the file fd whose stat is st. */
+static bool give_to(int fd, const struct stat *st, uid_t uid, gid_t gid, mode_t mode)
+{
+    if (geteuid() == 0 && uid != (uid_t)-1 && (st->st_uid != uid || st->st_gid != gid) &&
+        fchown(fd, uid, gid) < 0)
+        return false;
+    return mode == (mode_t)-1 || (st->st_mode & 07777) == mode || fchmod(fd, mode) == 0;
+}
+
 /* Empties the regular file fd and, for root, gives it owner uid:gid (-1:
  * unchanged) and, when mode is not (mode_t)-1, that mode, all under a write
  * lease, so that nobody may open it between the checks and the changes.
@@ -320,13 +360,15 @@ static bool empty_alone(int fd, uid_t uid, gid_t gid, mode_t mode)
 
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
         return false;
-    if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+    /* An open(2) of the file by anyone while the lease is held breaks it,
+     * and the kernel then signals the holder: SIGIO by default, whose
+     * default action ends the process.  SIGURG's default is to ignore it
+     * (the lease is given up within microseconds anyway).  The file is in
+     * the pool's private directory by now, so only root can open it. */
+    if (fcntl(fd, F_SETSIG, SIGURG) < 0 || fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
         return false;
-    ok = st.st_size == 0 || ftruncate(fd, 0) == 0;
-    if (ok && geteuid() == 0 && uid != (uid_t)-1 && (st.st_uid != uid || st.st_gid != gid))
-        ok = fchown(fd, uid, gid) == 0;
-    if (ok && mode != (mode_t)-1 && (st.st_mode & 07777) != mode)
-        ok = fchmod(fd, mode) == 0;
+    ok = (st.st_size == 0 || ftruncate(fd, 0) == 0) && strip_xattrs(fd) &&
+         give_to(fd, &st, uid, gid, mode);
     fcntl(fd, F_SETLEASE, F_UNLCK);
     return ok;
 }
@@ -407,11 +449,22 @@ bool drx_stripe_pool_put(struct drx_store *s, unsigned dir, const char *name)
 
     if (dfd < 0 || pool_fd(s, dir, true) < 0)
         return false;
+    if (!drx_store_inodes_plenty(dfd))
+        return false; /* give the inode back: the store runs short of them */
     struct pool_dir *pd = &s->pool->d[dir];
-    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
+    char cn[24];
+    uint64_t id;
+    /* Moved out of the world's reach first: under a claim name in the
+     * private pool, where nobody but root opens it while it is emptied. */
+    drx_stripe_random_id(&id);
+    snprintf(cn, sizeof cn, "c%016llx", (unsigned long long)id);
+    if (renameat2(dfd, name, pd->fd, cn, RENAME_NOREPLACE) < 0)
         return false;
-    ok = empty_alone(fd, pd->uid, pd->gid, 0600);
-    close(fd);
-    return ok && into_slot(s->pool, dir, dfd, name);
+    int fd = openat(pd->fd, cn, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    ok = fd >= 0 && empty_alone(fd, pd->uid, pd->gid, 0600);
+    if (fd >= 0)
+        close(fd);
+    if (!ok || !into_slot(s->pool, dir, pd->fd, cn))
+        unlinkat(pd->fd, cn, 0);
+    return true; /* the name is gone either way */
 }
