@@ -369,6 +369,11 @@ static bool empty_alone(int fd, uid_t uid, gid_t gid, mode_t mode)
         return false;
     ok = (st.st_size == 0 || ftruncate(fd, 0) == 0) && strip_xattrs(fd) &&
          give_to(fd, &st, uid, gid, mode);
+    /* Broken meanwhile: an open that passed its permission check before
+     * the changes is waiting to finish with a descriptor on this file,
+     * which must then not be reused (the caller removes it). */
+    if (fcntl(fd, F_GETLEASE) != F_WRLCK)
+        ok = false;
     fcntl(fd, F_SETLEASE, F_UNLCK);
     return ok;
 }
