@@ -4,7 +4,7 @@
  * instead of allocating an inode while the caller waits (made in
  * `.drx/fresh/new/`, then moved in).  Why: ext4
  * without a journal passes over every inode freed in the last minutes when
- * it allocates one (README, "cp -r and git clone, measured"); made ahead,
+ * it allocates one (doc/benchmarks.md, "cp -r and git clone, measured"); made ahead,
  * that cost leaves the creation's path.  The subfiles have their own pool
  * (stripe_pool.c).
  *

@@ -3,8 +3,8 @@
  * striped files, and a new subfile takes one of them by rename instead of
  * allocating an inode.  Why: ext4 without a journal passes over every
  * inode freed in the last minutes when it allocates one, one by one, and
- * the stripe directories see every removal of the store (README, "cp -r
- * and git clone, measured"): a creation there cost 400-1000 us, a rename
+ * the stripe directories see every removal of the store (doc/benchmarks.md,
+ * "cp -r and git clone, measured"): a creation there cost 400-1000 us, a rename
  * costs tens.
  *
  * What keeps a recycled subfile from showing anybody's old bytes, or from
