@@ -258,11 +258,7 @@ static int pick(struct drx_store_fresh *f)
     return slot;
 }
 
-/* True when `name` in dfd is the file open as fd: the rename moved what
- * was checked (a pool's or .drx/fresh's owner, when it is not this
- * process, could have swapped the entry between the checks and the
- * rename).  When not, the name is removed again. */
-static bool moved_ours(int fd, int dfd, const char *name)
+bool drx_store_moved_ours(int fd, int dfd, const char *name)
 {
     struct stat a, b;
 
@@ -292,7 +288,7 @@ static int take_slot(struct drx_store_fresh *f, const char *sn, int dfd, const c
         close(fd);
         return e == EEXIST ? -EEXIST : e == ENOENT ? -EAGAIN : -ENOENT;
     }
-    if (!moved_ours(fd, dfd, name)) {
+    if (!drx_store_moved_ours(fd, dfd, name)) {
         close(fd);
         return -EAGAIN;
     }

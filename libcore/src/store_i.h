@@ -38,6 +38,12 @@ void drx_store_ask_commit(const char *mnt, dev_t dev, long owner);
  * a store short of inodes gives them to its user's files. */
 bool drx_store_inodes_plenty(int fd);
 
+/* True when `name` in dfd is the file open as fd: the rename moved what
+ * was checked (a pool's or .drx/fresh's owner, when it is not this
+ * process, could have swapped the entry between the checks and the
+ * rename).  When not, the name is removed again. */
+bool drx_store_moved_ours(int fd, int dfd, const char *name);
+
 /* An empty file made ahead, of this user, renamed to `name` in directory
  * dfd (never over an existing entry) with its times set to now: its
  * O_WRONLY descriptor, -EEXIST when name exists, or -ENOENT when there is

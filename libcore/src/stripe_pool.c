@@ -378,21 +378,6 @@ static bool empty_alone(int fd, uid_t uid, gid_t gid, mode_t mode)
     return ok;
 }
 
-/* True when `name` in dfd is the file open as fd: the rename moved what
- * was checked (a pool's or .drx/fresh's owner, when it is not this
- * process, could have swapped the entry between the checks and the
- * rename).  When not, the name is removed again. */
-static bool moved_ours(int fd, int dfd, const char *name)
-{
-    struct stat a, b;
-
-    if (fstat(fd, &a) == 0 && fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-        a.st_ino == b.st_ino && a.st_dev == b.st_dev)
-        return true;
-    unlinkat(dfd, name, 0);
-    return false;
-}
-
 /* Takes slot `slot` of pool dir as subfile `name`: the descriptor,
  * -EEXIST when name exists, -EAGAIN for anything else (next slot). */
 static int take_slot(struct drx_store *s, unsigned dir, unsigned slot, const char *name,
@@ -419,7 +404,7 @@ static int take_slot(struct drx_store *s, unsigned dir, unsigned slot, const cha
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (renameat2(pd->fd, cn, s->dir_fds[dir], name, RENAME_NOREPLACE) == 0) {
-        if (moved_ours(fd, s->dir_fds[dir], name))
+        if (drx_store_moved_ours(fd, s->dir_fds[dir], name))
             return fd;
         close(fd);
         return -EAGAIN;

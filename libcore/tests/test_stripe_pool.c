@@ -54,15 +54,12 @@ static struct drx_store *make_store(const char *name, unsigned ndirs, unsigned c
     return s;
 }
 
-/* Entries of the pool of stripe directory dir of s ("." and ".." not
- * counted); -1 when there is no pool. */
-static int pool_count(const struct drx_store *s, unsigned dir)
+/* The number a shell command prints (its first word), or -1. */
+static int count_of(const char *cmd)
 {
-    char cmd[1024];
     int n = -1;
-
-    snprintf(cmd, sizeof cmd, "ls -A '%s/.pool' 2>/dev/null | wc -l", s->cfg.stripe.dirs[dir]);
     FILE *p = popen(cmd, "r");
+
     if (p && fscanf(p, "%d", &n) != 1)
         n = -1;
     if (p)
@@ -70,19 +67,23 @@ static int pool_count(const struct drx_store *s, unsigned dir)
     return n;
 }
 
+/* Entries of the pool of stripe directory dir of s ("." and ".." not
+ * counted); 0 when there is no pool. */
+static int pool_count(const struct drx_store *s, unsigned dir)
+{
+    char cmd[1024];
+
+    snprintf(cmd, sizeof cmd, "ls -A '%s/.pool' 2>/dev/null | wc -l", s->cfg.stripe.dirs[dir]);
+    return count_of(cmd);
+}
+
 /* Regular files directly in stripe directory dir (the subfiles). */
 static int subfile_count(const struct drx_store *s, unsigned dir)
 {
     char cmd[1024];
-    int n = -1;
 
     snprintf(cmd, sizeof cmd, "find '%s' -maxdepth 1 -type f | wc -l", s->cfg.stripe.dirs[dir]);
-    FILE *p = popen(cmd, "r");
-    if (p && fscanf(p, "%d", &n) != 1)
-        n = -1;
-    if (p)
-        pclose(p);
-    return n;
+    return count_of(cmd);
 }
 
 static ino_t sub_ino(struct drx_store *s, const struct drx_stripe_meta *m, unsigned i)
