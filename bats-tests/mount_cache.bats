@@ -298,7 +298,7 @@ a.tofile('want')"
         [ "$(ls "$ks/copy" 2>/dev/null | wc -l)" -ge 50 ] && break
         sleep 0.02
     done
-    kill -9 "$(cat "$k.pid")"
+    kill_daemon "$k"
     wait "$cpid" || true
     unmount_store "$k"
     # bytes past a recorded size (a crash before recording them) and
@@ -451,7 +451,7 @@ os.write(fd, b'x' * 5000); os.fsync(fd); os.close(fd)"
         [ "$(ls "$ks/copy" 2>/dev/null | wc -l)" -ge 50 ] && break
         sleep 0.02
     done
-    kill -9 "$(cat "$k.pid")"
+    kill_daemon "$k"
     wait "$cpid" || true
     unmount_store "$k"
     run "$DRX" fsck "$ks"

@@ -94,7 +94,7 @@ fsck_clean() {
         [ "$(ls "$S/old1" 2>/dev/null | wc -l)" -le 250 ] && break
         sleep 0.01
     done
-    kill -9 "$(cat "$M.pid")"
+    kill_daemon "$M"
     wait "$rpid" || true
     unmount_store "$M"
     [ "$(pooled_nonempty)" -eq 0 ]
@@ -108,7 +108,7 @@ fsck_clean() {
         [ "$(ls "$S/new" 2>/dev/null | wc -l)" -ge 50 ] && break
         sleep 0.01
     done
-    kill -9 "$(cat "$M.pid")"
+    kill_daemon "$M"
     wait "$cpid" || true
     unmount_store "$M"
     [ "$(pooled_nonempty)" -eq 0 ]

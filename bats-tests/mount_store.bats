@@ -159,7 +159,7 @@ except OSError:
 ' "$m" 3>&- &
         echo $! >"$BATS_TEST_TMPDIR/mover.pid"
         sleep "$(printf '0.%03d' $((RANDOM % 150 + 10)))"
-        kill -9 "$(cat "$m.pid")"
+        kill_daemon "$m"
         wait "$(cat "$BATS_TEST_TMPDIR/mover.pid")" || true
         rm "$BATS_TEST_TMPDIR/mover.pid"
         unmount_store "$m"
@@ -714,7 +714,7 @@ PY
 @test "a daemon killed under its mount is cleaned up by unmount_store" {
     local m="$BATS_TEST_TMPDIR/m_killed"
     mount_store "$S" "$m"
-    kill -9 "$(cat "$m.pid")"
+    kill_daemon "$m"
     sleep 0.2
     run stat "$m/x"
     assert_failure

@@ -59,6 +59,44 @@ mount_store() {
     return 1
 }
 
+# fuse_abort MNT: aborts the FUSE connection of the mount at MNT, found
+# in the mount table without touching the mount (a stat would wait for
+# the daemon): every request in flight fails, so a daemon stuck in the
+# kernel can exit.  A kill -9 can leave one so: a thread of it invalidating
+# a page (a notify) waits in the kernel, unkillable, on the page lock that
+# a write in flight holds while it waits for the daemon's reply, which no
+# other thread is left to give.  What a user does then too.
+fuse_abort() {
+    local dev
+    dev=$(awk -v m="$(realpath -m "$1")" '$5 == m { print $3 }' /proc/self/mountinfo | tail -1)
+    [ -n "$dev" ] || return 0
+    [ -e /sys/fs/fuse/connections/"${dev#*:}" ] ||
+        mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null || true
+    echo 1 >/sys/fs/fuse/connections/"${dev#*:}"/abort 2>/dev/null || true
+}
+
+# daemon_gone PID: no thread of PID is left (a zombie leader whose other
+# threads still wait in the kernel is not gone).
+daemon_gone() {
+    [ ! -e "/proc/$1" ] ||
+        { [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = Z ] &&
+              [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -le 1 ]; }
+}
+
+# kill_daemon MNT: kill -9 of the daemon of MNT (its pid in MNT.pid), as a
+# crash test wants, and waits until it is gone: aborting the connection
+# when it has not exited within 5 s (fuse_abort).
+kill_daemon() {
+    local pid i
+    pid=$(cat "$1.pid")
+    kill -9 "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        daemon_gone "$pid" && return 0
+        sleep 0.1
+    done
+    fuse_abort "$1"
+}
+
 # unmount_store MNT: unmount and make sure the daemon is gone (lazy unmount
 # and kill as fallback).  Safe to call twice or when nothing is mounted.
 unmount_store() {
@@ -74,10 +112,18 @@ unmount_store() {
     pid=$(cat "$mnt.pid" 2>/dev/null || true)
     if [ -n "$pid" ]; then
         for ((i = 0; i < 100; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
+            daemon_gone "$pid" && break
             sleep 0.1
         done
-        kill -9 "$pid" 2>/dev/null || true
+        if ! daemon_gone "$pid"; then
+            kill -9 "$pid" 2>/dev/null || true
+            for ((i = 0; i < 20; i++)); do
+                daemon_gone "$pid" && break
+                sleep 0.1
+            done
+            # stuck in the kernel (see fuse_abort): wait would never return
+            daemon_gone "$pid" || fuse_abort "$mnt"
+        fi
         wait "$pid" 2>/dev/null || true
         rm -f "$mnt.pid"
     fi
