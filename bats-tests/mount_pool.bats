@@ -25,7 +25,9 @@ teardown() {
 # subfiles of files (not in a pool), pooled files, pooled files with bytes
 subfiles() { find "$D" -path '*/.pool' -prune -o -type f -print | wc -l; }
 pooled() { find "$D" -path '*/.pool/*' -type f | wc -l; }
-pooled_nonempty() { find "$D" -path '*/.pool/*' -type f -size +0 | wc -l; }
+# slots holding bytes (a claim, c + 16 hex digits, may: a removal killed
+# between moving a subfile into the pool and emptying it)
+pooled_nonempty() { find "$D" -path '*/.pool/[0-9][0-9][0-9][0-9]' -type f -size +0 | wc -l; }
 inodes() { find "$D" -path '*/.pool' -prune -o -type f -printf '%i\n' | sort; }
 
 # fill FILE N CHAR: N bytes of CHAR

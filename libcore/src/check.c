@@ -545,8 +545,10 @@ static void check_shared_refs(struct fsck *k)
 }
 
 /* Entry n of stripe directory di's pool of recycled subfiles (stripe_pool.c):
- * an emptied subfile in a slot, or a claim a taker was killed holding
- * (the pool's next scan removes it), is the pool's own. */
+ * an emptied subfile in a slot, or a claim a taker or a removal was killed
+ * holding (the pool's next scan removes it), is the pool's own.  A claim
+ * may hold a removed file's bytes (killed before it was emptied); a slot
+ * never should. */
 static void check_pool_entry(struct fsck *k, size_t di, int pfd, const char *n)
 {
     const char *dname = k->s->cfg.stripe.dirs[di];
@@ -560,7 +562,10 @@ static void check_pool_entry(struct fsck *k, size_t di, int pfd, const char *n)
         finding(k, where, false, NULL, "unknown file in a pool of recycled subfiles (left alone)");
     } else if (st.st_size != 0) {
         bool fixed = k->repair && unlinkat(pfd, n, 0) == 0;
-        finding(k, where, fixed, "remove it", "recycled subfile that is not empty");
+        finding(k, where, fixed, "remove it",
+                drx_stripe_pool_claim_name(n)
+                    ? "removed subfile a killed process left on its way into the pool"
+                    : "recycled subfile that is not empty");
     }
 }
 
