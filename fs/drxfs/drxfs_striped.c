@@ -117,6 +117,7 @@ static void sfile_close(struct drxfs_sfile *e)
         if (e->wb_fds[i] >= 0)
             close(e->wb_fds[i]);
     free(e->wb_fds);
+    pthread_mutex_destroy(&e->times_lock);
     free(e->key);
     free(e);
 }
@@ -157,6 +158,7 @@ static int sfile_open(const char *rel, struct drxfs_sfile **out)
     }
     fresh->pin = pin;
     fresh->refs = 1;
+    pthread_mutex_init(&fresh->times_lock, NULL);
     rc = -EROFS;
     if (!drxfs.ro) {
         rc = drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDWR, &fresh->f, &err);
@@ -168,6 +170,7 @@ static int sfile_open(const char *rel, struct drxfs_sfile **out)
     }
     if (rc < 0) {
         drxfs_unpin(fresh->pin);
+        pthread_mutex_destroy(&fresh->times_lock);
         free(fresh->key);
         free(fresh);
         return drxfs_striped_log_err("open", rel, rc, &err);
@@ -336,16 +339,25 @@ static int stamp_if_dirty(struct drxfs_sfile *e, struct stat *meta)
     const struct timespec now[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
     char rel[PATH_MAX];
     bool ours;
+    int rc = 0;
 
-    if (!__atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&e->dirty, __ATOMIC_RELAXED))
         return 0;
+    pthread_mutex_lock(&e->times_lock);
+    if (!__atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED))
+        goto out;
     pthread_mutex_lock(&drxfs_stable.mutex);
     ours = !e->detached && drxfs_rel_suffix(rel, e->key, DRXFS_NAFS) == 0;
+    /* written after the times a utimens set: a later commit must not put
+     * them back over this stamp */
+    e->keep_times = false;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (!ours || utimensat(drxfs.root_fd, rel, now, AT_SYMLINK_NOFOLLOW) < 0 ||
-        fstatat(drxfs.root_fd, rel, meta, AT_SYMLINK_NOFOLLOW) < 0)
-        return 0;
-    return 1;
+    if (ours && utimensat(drxfs.root_fd, rel, now, AT_SYMLINK_NOFOLLOW) == 0 &&
+        fstatat(drxfs.root_fd, rel, meta, AT_SYMLINK_NOFOLLOW) == 0)
+        rc = 1;
+out:
+    pthread_mutex_unlock(&e->times_lock);
+    return rc;
 }
 
 /* The metafile of rel as it is in the store. */
@@ -493,6 +505,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
         return -ENOMEM;
     }
     e->pin = pin;
+    pthread_mutex_init(&e->times_lock, NULL);
     /* libcore finds the layout by walking up the path it is given: not
      * through a directory's descriptor */
     struct drx_stripe_layout l;
@@ -501,6 +514,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
         rc = drx_stripe_create(drxfs.store, path, pin < 0 ? NULL : &l, mode & 07777, &e->f, &err);
     if (rc < 0) {
         drxfs_unpin(pin);
+        pthread_mutex_destroy(&e->times_lock);
         free(e->key);
         free(e);
         return drxfs_striped_log_err("create", rel, rc, &err);
@@ -647,11 +661,12 @@ static void stamp_times(struct drxfs_sfile *e)
 
 int drxfs_sfile_flush(struct drxfs_sfile *e)
 {
+    pthread_mutex_lock(&e->times_lock);
     int rc = drx_stripe_flush(e->f);
-    if (rc < 0)
-        return drxfs_striped_log_err("flush", e->key, rc, NULL);
-    stamp_times(e);
-    return 0;
+    if (rc == 0)
+        stamp_times(e);
+    pthread_mutex_unlock(&e->times_lock);
+    return rc < 0 ? drxfs_striped_log_err("flush", e->key, rc, NULL) : 0;
 }
 
 /* The batched commit (drxfs_commit.c) holds a reference of a file until
@@ -701,11 +716,12 @@ int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
 {
     if (!fh->sf->rw)
         return 0;
+    pthread_mutex_lock(&fh->sf->times_lock);
     int rc = drx_stripe_fsync(fh->sf->f, datasync != 0);
-    if (rc < 0)
-        return drxfs_striped_log_err("fsync", fh->sf->key, rc, NULL);
-    stamp_times(fh->sf);
-    return 0;
+    if (rc == 0)
+        stamp_times(fh->sf);
+    pthread_mutex_unlock(&fh->sf->times_lock);
+    return rc < 0 ? drxfs_striped_log_err("fsync", fh->sf->key, rc, NULL) : 0;
 }
 
 bool drxfs_striped_is_open(dev_t dev, ino_t ino)
@@ -803,6 +819,8 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
     if (e)
         e->refs++;
     pthread_mutex_unlock(&drxfs_stable.mutex);
+    if (e)
+        pthread_mutex_lock(&e->times_lock);
     /* written bytes get the times set now, not those of a later flush */
     if (e)
         __atomic_store_n(&e->dirty, false, __ATOMIC_RELAXED);
@@ -818,8 +836,10 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
         e->keep_times = true;
         pthread_mutex_unlock(&drxfs_stable.mutex);
     }
-    if (e)
+    if (e) {
+        pthread_mutex_unlock(&e->times_lock);
         drxfs_sfile_put(e);
+    }
     return rc;
 }
 

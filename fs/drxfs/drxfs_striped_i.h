@@ -26,6 +26,13 @@ struct drxfs_sfile {
      * recorded, with its syncs, before the utimens. */
     bool keep_times;
     struct timespec times[2];
+    /* Orders what moves the metafile's times: a utimens and the times it
+     * reads back, a stamp of unstamped writes, and a size recorded with
+     * the stamp after it (drxfs_sfile_flush, fsync).  Without it a commit
+     * between a utimens and its read-back, or a stamp between a utimens
+     * and the commit, put the wrong times back.  Taken before
+     * stable.mutex, never while holding it. */
+    pthread_mutex_t times_lock;
     unsigned refs;  /* protected by stable.mutex */
     unsigned opens; /* open files among refs (stable.mutex; s_opens_add) */
     uint64_t commit_gen; /* drx_stripe_sync_mark() of the batched commit */
