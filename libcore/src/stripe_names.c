@@ -268,9 +268,11 @@ static int rename_meta(struct drx_store *s, const char *from, const char *mfrom,
     if (rc == -ENOENT)
         return drx_err_set(err, ENOENT, "%s: no such striped file", from);
     if (!(flags & RENAME_NOREPLACE)) {
+        /* what is loaded must be the file held: a metafile put at mto
+         * between the two is another file, whose subfiles are in use */
+        struct drx_err scratch = {{0}};
         ofd = meta_hold(mto);
-        have_old =
-            ofd >= 0 && drx_stripe_meta_load_st(mto, s->cfg.stripe.ndirs, &old, NULL, NULL) == 0;
+        have_old = ofd >= 0 && load_held(s, mto, mto, ofd, &old, &scratch) == 0;
     }
     if (flags & RENAME_NOREPLACE)
         rc = renameat2(AT_FDCWD, mfrom, AT_FDCWD, mto, RENAME_NOREPLACE);
