@@ -94,7 +94,22 @@ kill_daemon() {
         daemon_gone "$pid" && return 0
         sleep 0.1
     done
+    stuck_stacks "$pid"
     fuse_abort "$1"
+}
+
+# stuck_stacks PID: where the threads of a daemon that does not exit wait
+# in the kernel, on stderr (shown when the test fails), and appended to
+# $DRX_STUCK_LOG when set.
+stuck_stacks() {
+    local t out=""
+    for t in /proc/"$1"/task/*; do
+        out+="task ${t##*/} $(cat "$t/comm" 2>/dev/null) $(awk '{ print $3 }' "$t/stat" 2>/dev/null)"$'\n'
+        out+="$(cat "$t/stack" 2>/dev/null)"$'\n'
+    done
+    echo "drxfs $1 did not exit after kill -9; its threads:" >&2
+    echo "$out" >&2
+    [ -z "${DRX_STUCK_LOG:-}" ] || echo "$out" >>"$DRX_STUCK_LOG"
 }
 
 # unmount_store MNT: unmount and make sure the daemon is gone (lazy unmount
@@ -122,7 +137,7 @@ unmount_store() {
                 sleep 0.1
             done
             # stuck in the kernel (see fuse_abort): wait would never return
-            daemon_gone "$pid" || fuse_abort "$mnt"
+            daemon_gone "$pid" || { stuck_stacks "$pid"; fuse_abort "$mnt"; }
         fi
         wait "$pid" 2>/dev/null || true
         rm -f "$mnt.pid"
