@@ -315,11 +315,15 @@ static void hremove(struct hobj *h)
     free(h);
 }
 
+void drxfs_hidden_releasing(dev_t dev, ino_t ino)
+{
+    recent_add(dev, ino);
+}
+
 void drxfs_hidden_released(dev_t dev, ino_t ino)
 {
     struct hobj *h;
 
-    recent_add(dev, ino);
     if (!__atomic_load_n(&htab.head, __ATOMIC_RELAXED) || !(h = htake(NULL, dev, ino)))
         return;
     /* libfuse removes the hidden name after the last close, through its

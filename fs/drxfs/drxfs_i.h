@@ -183,6 +183,11 @@ void drxfs_hidden_replaced(const char *path);
 void drxfs_hidden_unlinked(const char *path);
 /* An open file of store inode dev/ino was released: when it was the last
  * open of a hidden object, the object is removed. */
+/* A release: drxfs_hidden_releasing before the file stops counting as
+ * open (its descriptor closed, its open count dropped), so that an unlink
+ * racing with it finds the file open or released a moment ago, never
+ * neither; drxfs_hidden_released after. */
+void drxfs_hidden_releasing(dev_t dev, ino_t ino);
 void drxfs_hidden_released(dev_t dev, ino_t ino);
 /* Unmount: removes the hidden objects left. */
 void drxfs_hidden_shutdown(void);

@@ -178,6 +178,7 @@ static void plain_release(struct drxfs_fh *fh)
     struct stat st = {0};
 
     fstat(fh->fd, &st);
+    drxfs_hidden_releasing(st.st_dev, st.st_ino);
     close(fh->fd);
     free(fh);
     drxfs_hidden_released(st.st_dev, st.st_ino);

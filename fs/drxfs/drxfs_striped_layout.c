@@ -242,6 +242,7 @@ static void striped_release(struct drxfs_fh *fh)
     ino_t ino = 0;
 
     drxfs_striped_ino(fh, &dev, &ino);
+    drxfs_hidden_releasing(dev, ino);
     drxfs_striped_release(fh);
     drxfs_hidden_released(dev, ino);
 }
