@@ -35,6 +35,11 @@ setup() {
 
 teardown() {
     kill_ours
+    # a test's own mount, when it failed before unmounting it
+    if [ -f "$BATS_TEST_TMPDIR/own" ]; then
+        unmount_store "$(cat "$BATS_TEST_TMPDIR/own")/m"
+        rm -rf "$(cat "$BATS_TEST_TMPDIR/own")"
+    fi
 }
 
 @test "a write through an open file keeps what drx put stored in its chunk meanwhile" {
@@ -225,4 +230,53 @@ assert len(s) == 131072 and (s == want).all(), "strided"
 c = np.fromfile("c.bin", np.uint8)          # bytes 9*128 KiB.. of rows 0 and 1
 assert len(c) == 131072 and (c == a01.ravel()[9 * 131072:10 * 131072]).all(), "C order"
 PY
+}
+
+@test "another user's locks on an array's files hold a write or an extension for the bound only, never the mount" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    # flock and read locks need only a read descriptor: any user who may
+    # read the .xta can take them and keep them.
+    local own
+    own=$(mktemp -d /tmp/drxfs-locks.XXXXXX)
+    echo "$own" >"$BATS_TEST_TMPDIR/own"
+    chmod 755 "$own"
+    mkdir -m 1777 "$own/n"
+    "$DRX" init "$own/s" >/dev/null
+    "$DRX" create "$own/s/a" --type u8 --shape 64 --chunk 16 --fill 1
+    chmod 644 "$own/s/a.xta" "$own/s/a.xmd"
+    DRX_LOCK_WAIT_MS=1000 mount_store "$own/s" "$own/m" -o allow_other
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+import fcntl, os, sys, time
+a = os.open(sys.argv[1], os.O_RDONLY)
+b = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.lockf(a, fcntl.LOCK_SH)    # a read lock on every byte
+fcntl.flock(b, fcntl.LOCK_SH)    # and the whole-file lock extensions take
+open(sys.argv[2], "w").close()
+time.sleep(120)' "$own/s/a.xta" "$own/n/locked" &
+    local holder=$!
+    for _ in $(seq 100); do [ -e "$own/n/locked" ] && break; sleep 0.1; done
+    [ -e "$own/n/locked" ]
+    # a write through the mount fails after the bound, not never
+    run timeout 60 dd if=/dev/zero of="$own/m/a/data" bs=16 count=1 conv=notrunc status=none
+    echo "dd: $status $output"
+    [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+    grep -q "temporarily unavailable" <<<"$output"
+    # reads go on; the daemon still serves
+    [ "$(od -An -tu1 -N2 "$own/m/a/data" | tr -s ' ')" = " 1 1" ]
+    # root's drx extend says what holds it, and changes nothing
+    DRX_LOCK_WAIT_MS=500 run timeout 60 "$DRX" extend "$own/s/a" dim0 16
+    echo "extend: $status $output"
+    [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+    grep -q "locked by another process" <<<"$output"
+    run "$DRX" info "$own/s/a"
+    grep -qx "shape: *64" <<<"$output"
+    # let go: both go through
+    kill "$holder"
+    wait "$holder" 2>/dev/null || true
+    printf '\x07' | dd of="$own/m/a/data" bs=1 seek=3 conv=notrunc status=none
+    "$DRX" extend "$own/s/a" dim0 16
+    [ "$(stat -c %s "$own/m/a/data")" -eq 80 ]
+    [ "$(od -An -tu1 -j3 -N1 "$own/m/a/data" | tr -d ' ')" = 7 ]
+    unmount_store "$own/m"
+    rm -rf "$own"
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "drx/config.h"
+#include "drx/io.h"
 #include "drxfs_i.h"
 #include "drxfs_prefetch.h"
 
@@ -486,6 +487,11 @@ static int open_store(struct drxfs_cli *cli, const char *abs_root)
     if ((rc = config_load(cli, &cfg)) < 0)
         goto out;
     drx_log_set_level(cfg.log_level);
+    /* A worker waits this long for a lock another process holds (any
+     * reader of a file can take one and keep it), then fails the request
+     * with EAGAIN: a user's lock never takes the mount's workers. */
+    if (!getenv("DRX_LOCK_WAIT_MS"))
+        drx_io_set_lock_wait_ms(DRXFS_LOCK_WAIT_MS);
     drxfs.cache_bytes = cfg.cache_bytes;
     if ((rc = prefetch_setup(cli, &cfg)) < 0)
         goto out;
@@ -494,7 +500,13 @@ static int open_store(struct drxfs_cli *cli, const char *abs_root)
     /* Keeps drx fsck --repair off the store while mounted (it waits for a
      * running repair); inherited by the daemon after fuse_daemonize. */
     drxfs.store_lock = drx_store_lock(drxfs.store, false);
-    if (drxfs.store_lock < 0)
+    if (drxfs.store_lock == -EWOULDBLOCK) {
+        drx_log(DRX_LOG_ERROR,
+                "%s: .drx/ locked by another process for %u ms (drx fsck --repair running?): "
+                "not mounted; mount again when it is done",
+                abs_root, drx_io_lock_wait_ms());
+        rc = -EWOULDBLOCK;
+    } else if (drxfs.store_lock < 0)
         drx_log(DRX_LOG_WARNING,
                 "%s: cannot lock .drx/ (%s): drx fsck --repair will not see "
                 "this mount from other namespaces",

@@ -50,6 +50,9 @@
  * 128 KiB, which also caps each read request at 128 KiB; see the README's
  * Benchmarks for what each size measured). */
 #define DRXFS_READ_AHEAD_KB 4096
+/* How long (ms) a request waits for a lock another process holds on a
+ * store file before it fails with EAGAIN (drx_io_set_lock_wait_ms). */
+#define DRXFS_LOCK_WAIT_MS 10000u
 
 /* The mount's state (one mount per process). */
 /* Kernel cache timeouts the user may set; the others are 0 (see op_init). */

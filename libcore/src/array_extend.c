@@ -80,8 +80,13 @@ static int meta_change_begin(struct drx_array *a, struct drx_err *err)
 
     if (a->pend_len)
         return drx_err_set(err, EBUSY, "%s: growths are pending (not committed yet)", a->path);
-    if (flock(a->xta_fd, LOCK_EX))
-        return drx_err_set(err, errno, "%s: lock: %s", a->xta_path, strerror(errno));
+    if ((rc = drx_io_flock(a->xta_fd, LOCK_EX)) == -EWOULDBLOCK)
+        return drx_err_set(err, EAGAIN,
+                           "%s: locked by another process for %u ms (an extension, or growths "
+                           "it has not committed yet): not changed",
+                           a->xta_path, drx_io_lock_wait_ms());
+    if (rc < 0)
+        return drx_err_set(err, -rc, "%s: lock: %s", a->xta_path, strerror(-rc));
     rc = drx_array_reload(a, err);
     if (rc < 0)
         return rc;

@@ -42,8 +42,8 @@ int drx_array_xta_links(const struct drx_array *a, bool wait, struct drx_err *er
     snprintf(self, sizeof self, "/proc/self/fd/%d", a->xta_fd);
     fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0) {
-        while (flock(fd, LOCK_SH) < 0 && errno == EINTR)
-            ;
+        /* past the wait, another name is counted as it is now */
+        (void)drx_io_flock(fd, LOCK_SH);
         if (fstat(fd, &st))
             st.st_nlink = 2;
         close(fd);
@@ -108,10 +108,13 @@ static int rename_lock(int odfd, const char *oname, const struct rename_names *n
         close(fd);
         return rc;
     }
-    while ((rc = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
-        ;
-    if (rc < 0) {
-        rc = drx_err_set(err, errno, "%s: lock: %s", n->ox, strerror(errno));
+    if ((rc = drx_io_flock(fd, LOCK_EX)) < 0) {
+        rc = rc == -EWOULDBLOCK
+                 ? drx_err_set(err, EAGAIN,
+                               "%s: locked by another process for %u ms (an extension, or "
+                               "growths it has not committed yet): not changed",
+                               n->ox, drx_io_lock_wait_ms())
+                 : drx_err_set(err, -rc, "%s: lock: %s", n->ox, strerror(-rc));
         close(fd);
         return rc;
     }

@@ -3,9 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int drx_io_pread_all(int fd, void *buf, size_t len, uint64_t off)
@@ -44,14 +47,71 @@ int drx_io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
     return 0;
 }
 
-static int range_lock(int fd, short type, uint64_t off, uint64_t len, int cmd)
+#define LOCK_WAIT_UNSET UINT_MAX
+static unsigned lock_wait_ms = LOCK_WAIT_UNSET;
+
+void drx_io_set_lock_wait_ms(unsigned ms)
+{
+    __atomic_store_n(&lock_wait_ms, ms == LOCK_WAIT_UNSET ? ms - 1 : ms, __ATOMIC_RELAXED);
+}
+
+unsigned drx_io_lock_wait_ms(void)
+{
+    unsigned ms = __atomic_load_n(&lock_wait_ms, __ATOMIC_RELAXED);
+    if (ms != LOCK_WAIT_UNSET)
+        return ms;
+    /* the environment's, when it is a number of milliseconds */
+    const char *env = getenv("DRX_LOCK_WAIT_MS");
+    char *end;
+    unsigned long v = env && *env ? strtoul(env, &end, 10) : ULONG_MAX;
+    ms = env && *env && !*end && v < LOCK_WAIT_UNSET ? (unsigned)v : DRX_IO_LOCK_WAIT_MS;
+    __atomic_store_n(&lock_wait_ms, ms, __ATOMIC_RELAXED);
+    return ms;
+}
+
+/* A bounded wait for a lock: polled, from 50 us between tries up to 5 ms
+ * (a holder keeps it for milliseconds).  false once the bound has passed. */
+struct lock_wait {
+    struct timespec start;
+    long step_ns;
+    unsigned bound;
+};
+
+static bool lock_wait_more(struct lock_wait *w)
+{
+    unsigned bound = w->bound;
+    struct timespec now;
+
+    if (w->step_ns == 0) {
+        clock_gettime(CLOCK_MONOTONIC, &w->start);
+        w->step_ns = 50000;
+    } else if (bound) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long ms = (now.tv_sec - w->start.tv_sec) * 1000LL +
+                       (now.tv_nsec - w->start.tv_nsec) / 1000000;
+        if (ms >= bound)
+            return false;
+    }
+    struct timespec d = {0, w->step_ns};
+    nanosleep(&d, NULL);
+    if (w->step_ns < 5000000)
+        w->step_ns *= 2;
+    return true;
+}
+
+static int range_lock(int fd, short type, uint64_t off, uint64_t len, bool wait)
 {
     struct flock fl = {
         .l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)off, .l_len = (off_t)len};
+    struct lock_wait w = {{0, 0}, 0, drx_io_lock_wait_ms()};
 
-    while (fcntl(fd, cmd, &fl) < 0) {
-        if (errno != EINTR)
-            return errno == EACCES ? -EAGAIN : -errno;
+    while (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+        if (errno == EINTR)
+            continue;
+        if (errno != EACCES && errno != EAGAIN)
+            return -errno;
+        if (!wait || !lock_wait_more(&w))
+            return -EAGAIN;
     }
     return 0;
 }
@@ -60,13 +120,33 @@ int drx_io_lock(int fd, uint64_t off, uint64_t len, int wait)
 {
     if (len == 0)
         return 0;
-    return range_lock(fd, F_WRLCK, off, len, wait ? F_OFD_SETLKW : F_OFD_SETLK);
+    return range_lock(fd, F_WRLCK, off, len, wait != 0);
+}
+
+int drx_io_flock(int fd, int op)
+{
+    return drx_io_flock_for(fd, op, drx_io_lock_wait_ms());
+}
+
+int drx_io_flock_for(int fd, int op, unsigned ms)
+{
+    struct lock_wait w = {{0, 0}, 0, ms};
+
+    while (flock(fd, op | LOCK_NB) < 0) {
+        if (errno == EINTR)
+            continue;
+        if (errno != EWOULDBLOCK)
+            return -errno;
+        if (!lock_wait_more(&w))
+            return -EWOULDBLOCK;
+    }
+    return 0;
 }
 
 void drx_io_unlock(int fd, uint64_t off, uint64_t len)
 {
     if (len)
-        range_lock(fd, F_UNLCK, off, len, F_OFD_SETLK);
+        range_lock(fd, F_UNLCK, off, len, false);
 }
 
 int drx_io_write_all(int fd, const void *buf, size_t len)

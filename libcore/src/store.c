@@ -235,10 +235,10 @@ int drx_store_lock(const struct drx_store *s, bool exclusive)
     if (fd < 0)
         return -errno;
     do
-        rc = flock(fd, exclusive ? LOCK_EX | LOCK_NB : LOCK_SH);
-    while (rc < 0 && errno == EINTR);
+        rc = exclusive ? flock(fd, LOCK_EX | LOCK_NB) : drx_io_flock(fd, LOCK_SH);
+    while (rc < 0 && errno == EINTR && exclusive);
     if (rc < 0) {
-        rc = -errno;
+        rc = exclusive ? -errno : rc;
         close(fd);
         return rc;
     }

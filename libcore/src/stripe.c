@@ -146,6 +146,18 @@ int drx_stripe_lock_fd(const struct drx_stripe *f)
     return -1;
 }
 
+bool drx_stripe_lock_take(const struct drx_stripe *f, int lfd)
+{
+    int rc = lfd < 0 ? -EBADF : drx_io_flock_for(lfd, LOCK_EX, DRX_STRIPE_LOCK_WAIT_MS);
+
+    if (rc == -EWOULDBLOCK)
+        drx_log(DRX_LOG_WARNING,
+                "%s" DRX_STRIPE_SUFFIX ": a subfile locked by another process for %u ms; "
+                "recording without the lock",
+                f->path, DRX_STRIPE_LOCK_WAIT_MS);
+    return rc == 0;
+}
+
 /* fdatasync of every subfile, and once per handle fsync of the stripe
  * directories holding them (a new file's subfile names must be durable
  * before a metafile naming them with a size). */
@@ -326,9 +338,7 @@ int drx_stripe_persist_locked(struct drx_stripe *f, bool sync, bool give_back)
         return 0;
     if (drx_stripe_meta_path(f->path, mp, sizeof mp) < 0)
         return -ENAMETOOLONG;
-    if (lfd >= 0)
-        while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
-            ;
+    bool locked = drx_stripe_lock_take(f, lfd);
     rc = load_current(f, mp, at, sizeof at, &disk, &st);
     if (rc == 1) {
         /* Unlinked, renamed away or replaced, with no other name: writing
@@ -344,7 +354,7 @@ int drx_stripe_persist_locked(struct drx_stripe *f, bool sync, bool give_back)
         goto out;
     rc = persist_merge(f, at, &disk, &st, sync, give_back);
 out:
-    if (lfd >= 0)
+    if (locked)
         flock(lfd, LOCK_UN);
     return rc;
 }

@@ -119,6 +119,15 @@ void drx_stripe_random_id(uint64_t *id);
  * give_back: space past the size returned), with f->lock held or not;
  * cutting the subfiles to what a size of the file needs. */
 int drx_stripe_lock_fd(const struct drx_stripe *f);
+/* Takes the lock of f (LOCK_EX on drx_stripe_lock_fd, when there is
+ * one) for a size merge or cut: true when held.  Anyone who may read the
+ * subfile can lock it too and keep it; past DRX_STRIPE_LOCK_WAIT_MS the
+ * work goes on without it (logged): a merge with another writer of the
+ * same file may then race, while waiting would leave this file's size,
+ * and every other size behind it in the batched commit, unrecorded.  A
+ * writer holds it for one metafile update (milliseconds). */
+#define DRX_STRIPE_LOCK_WAIT_MS 1000u
+bool drx_stripe_lock_take(const struct drx_stripe *f, int lfd);
 bool drx_stripe_same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m);
 int drx_stripe_persist_locked(struct drx_stripe *f, bool sync, bool give_back);
 int drx_stripe_persist(struct drx_stripe *f, bool sync, bool give_back);

@@ -207,9 +207,7 @@ static void cut_unrecorded(struct drx_stripe *f)
     pthread_mutex_lock(&f->lock);
     keep = f->size;
     lfd = drx_stripe_lock_fd(f);
-    if (lfd >= 0)
-        while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
-            ;
+    bool locked = drx_stripe_lock_take(f, lfd);
     if (drx_stripe_meta_path(f->path, mp, sizeof mp) == 0 &&
         drx_stripe_meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, NULL, NULL) == 0 &&
         drx_stripe_same_file(f, &disk) && disk.size > keep)
@@ -218,7 +216,7 @@ static void cut_unrecorded(struct drx_stripe *f)
     if (rc < 0)
         drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cutting an unfinished write: %s",
                 f->path, strerror(-rc));
-    if (lfd >= 0)
+    if (locked)
         flock(lfd, LOCK_UN);
     pthread_mutex_unlock(&f->lock);
     pthread_rwlock_unlock(&f->io);

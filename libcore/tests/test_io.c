@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -34,6 +35,56 @@ static size_t resident(const void *map, size_t off, size_t len)
  * nothing between them, even with the caller's descriptor closed at once;
  * a zero-length range between them asks for nothing (posix_fadvise would
  * read to the end of the file). */
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* A lock anyone who may read the file can take (a read-only descriptor's
+ * flock, or read lock) is waited for up to the bound only; one let go
+ * within it is taken. */
+static void test_bounded_locks(const char *path)
+{
+    int w = open(path, O_RDWR), r = open(path, O_RDONLY);
+    struct flock rl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 4096};
+    struct timespec t0;
+    unsigned was = drx_io_lock_wait_ms();
+
+    tap_ok(was == (getenv("DRX_LOCK_WAIT_MS") ? was : DRX_IO_LOCK_WAIT_MS),
+           "the default bound is DRX_IO_LOCK_WAIT_MS");
+    drx_io_set_lock_wait_ms(150);
+    tap_ok(flock(r, LOCK_SH) == 0, "a read-only descriptor takes flock(LOCK_SH)");
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = drx_io_flock(w, LOCK_EX);
+    double ms = ms_since(&t0);
+    tap_ok(rc == -EWOULDBLOCK && ms >= 140 && ms < 5000,
+           "flock(LOCK_EX) past it: -EWOULDBLOCK after the bound (%.0f ms)", ms);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = drx_io_flock_for(w, LOCK_EX, 30);
+    ms = ms_since(&t0);
+    tap_ok(rc == -EWOULDBLOCK && ms >= 25 && ms < 5000, "... and after a bound of its own (%.0f ms)",
+           ms);
+    flock(r, LOCK_UN);
+    tap_ok(drx_io_flock(w, LOCK_EX) == 0, "taken once let go");
+    flock(w, LOCK_UN);
+
+    tap_ok(fcntl(r, F_OFD_SETLK, &rl) == 0, "a read-only descriptor takes a read lock");
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = drx_io_lock(w, 100, 50, 1);
+    ms = ms_since(&t0);
+    tap_ok(rc == -EAGAIN && ms >= 140 && ms < 5000,
+           "a waiting write lock over it: -EAGAIN after the bound (%.0f ms)", ms);
+    rl.l_type = F_UNLCK;
+    fcntl(r, F_OFD_SETLK, &rl);
+    tap_ok(drx_io_lock(w, 100, 50, 1) == 0, "taken once let go");
+    drx_io_unlock(w, 100, 50);
+    drx_io_set_lock_wait_ms(was);
+    close(r);
+    close(w);
+}
+
 static void test_readahead(const char *path)
 {
     static char block[MIB];
@@ -141,6 +192,7 @@ int main(void)
     close(fd2);
     snprintf(path, sizeof path, "%s/ra", dir);
     test_readahead(path);
+    test_bounded_locks(path);
     {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

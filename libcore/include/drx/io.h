@@ -45,9 +45,28 @@ void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n);
  * put and drx-load each lock the span of a chunk they read-modify-write,
  * so none writes back another's old bytes).  Threads sharing one
  * descriptor share its locks: they need a lock of their own beside it.
- * wait=false fails with -EAGAIN instead of blocking.  0 or -errno. */
+ * wait=false fails with -EAGAIN instead of blocking; wait=true waits at
+ * most drx_io_lock_wait_ms(), then -EAGAIN too.  0 or -errno. */
 int drx_io_lock(int fd, uint64_t off, uint64_t len, int wait);
 void drx_io_unlock(int fd, uint64_t off, uint64_t len);
+
+/* flock(fd, op) (LOCK_SH or LOCK_EX) waiting at most drx_io_lock_wait_ms()
+ * for another holder: 0, -EWOULDBLOCK after the wait, or -errno. */
+int drx_io_flock(int fd, int op);
+/* The same with a bound of its own (0: forever). */
+int drx_io_flock_for(int fd, int op, unsigned ms);
+
+/* Every lock libcore waits for is on a file that anyone who may read it
+ * can lock too (flock and read locks need only a read descriptor), and
+ * hold as long as they like: so no wait is endless.  A legitimate holder
+ * keeps a lock for a write of a chunk, the recording of a size, or an
+ * extension (milliseconds), or a program's pending growths until it
+ * commits (DRX-MP, drx-load: longer).  The bound, per process, in
+ * milliseconds: the environment's DRX_LOCK_WAIT_MS when set, else
+ * DRX_IO_LOCK_WAIT_MS (drxfs sets its own then); 0 waits forever. */
+#define DRX_IO_LOCK_WAIT_MS 30000u
+void drx_io_set_lock_wait_ms(unsigned ms);
+unsigned drx_io_lock_wait_ms(void);
 
 /* write(2) until all of buf is out.  0 or -errno. */
 int drx_io_write_all(int fd, const void *buf, size_t len);
