@@ -1,0 +1,69 @@
+#!/usr/bin/env bats
+# Hostile review, second round: the batched commit (drxfs_commit.c), the
+# kernel-cache records (drxfs_kcache.c), the prefetch launcher
+# (drxfs_prefetch.c) and the commit request of drx (store_commit.c, and the
+# mount lookup before it in store.c).  Each test attacks through the real
+# mount as user nobody (uid 65534) under a root daemon.
+
+load test_helper
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+    RV=$(mktemp -d /tmp/drxfs-review2.XXXXXX)
+    chmod 755 "$RV"
+    mkdir -m 1777 "$RV/n" # what nobody may write
+}
+
+teardown() {
+    [ -n "${APID:-}" ] && kill "$APID" 2>/dev/null || true
+    [ -n "${APID:-}" ] && wait "$APID" 2>/dev/null || true
+    [ -n "${RV:-}" ] || return 0
+    unmount_store "$RV/m"
+    [ -e "$RV/u/m.pid" ] && unmount_store "$RV/u/m"
+    rm -rf "$RV"
+}
+
+nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+
+# subfile paths of striped file $1 (a store path)
+subfiles_of() {
+    "$DRX" stripe get "$1" | sed -n 's/^subfile [0-9]*: \([^ ]*\) .*/\1/p'
+}
+
+# Found in review: the size of a striped file is recorded under flock(LOCK_EX)
+# of its first subfile (stripe.c, drx_stripe_persist_locked), waited for
+# without bound.  Any local user who may read a subfile (a 0644 file's, in
+# the 0755 stripe directories) takes LOCK_SH on it and holds it: the one
+# commit thread blocks there, no other user's size is ever recorded,
+# `setfattr -n user.drx.commit` (and root's drx, each leaving a FUSE
+# worker blocked) never returns, and unmount would wait forever.
+@test "a local user's flock on a subfile does not stop the batched commit of other files" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local s="$RV/s" m="$RV/m" sub
+    "$DRX" init "$s" --count 2 --extent 65536 >/dev/null
+    mount_store "$s" "$m" -o allow_other
+    head -c 100000 /dev/urandom >"$m/victim"
+    chmod 644 "$m/victim"
+    commit_mount "$m"
+    sub=$(subfiles_of "$s/victim" | head -1)
+    [ -f "$sub" ]
+    nob "$PY" -c '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_SH)
+open(sys.argv[2], "w").close()
+time.sleep(120)' "$sub" "$RV/n/locked" &
+    APID=$!
+    for _ in $(seq 100); do [ -e "$RV/n/locked" ] && break; sleep 0.1; done
+    [ -e "$RV/n/locked" ]
+    # the victim grows (its size waits for the commit), another file is new
+    head -c 5000 /dev/urandom >>"$m/victim"
+    head -c 70000 /dev/urandom >"$m/other"
+    run timeout 20 setfattr -n user.drx.commit -v 1 "$m"
+    echo "setfattr: status $status $output"
+    [ "$status" -eq 0 ]
+    # other's size is in the store: what drx, fsck and a second mount read
+    run "$DRX" stripe get "$s/other"
+    echo "$output"
+    grep -qx "size=70000" <<<"$output"
+}
