@@ -144,3 +144,42 @@ PY
     wait "$p1"
     [ "$st" -eq 0 ]
 }
+
+# Found in review: drxfs_prefetch.c runs one prefetch per array, but any
+# number of arrays at once: a user reading the first byte of N arrays'
+# large views has the root daemon start N `mpiexec -n RANKS drx-load
+# prefetch` jobs (N process groups of RANKS+1 processes, N waiter threads,
+# N descriptors), all reading the disk at once.  Here the launcher sleeps
+# first (a slow disk: each job outlives the reads that started it).
+@test "a user reading many arrays does not start a prefetch job per array at once" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local s="$RV/s" m="$RV/m" i live
+    "$DRX" init "$s" >/dev/null
+    for i in $(seq 30); do
+        "$DRX" create "$s/a$i" --type u8 --shape 256x256 --chunk 64x64
+    done
+    chmod -R a+rX "$s"
+    mkdir "$RV/jobs"
+    cat >"$RV/slow-mpiexec" <<SH
+#!/bin/sh
+echo \$\$ >"$RV/jobs/\$\$"
+sleep 30
+exec mpiexec "\$@"
+SH
+    chmod 755 "$RV/slow-mpiexec"
+    cat >"$RV/drxfs.conf" <<CONF
+prefetch = { enabled = true; min_bytes = 1024; ranks = 1; mpiexec = "$RV/slow-mpiexec"; };
+CONF
+    mount_store "$s" "$m" -o allow_other,config="$RV/drxfs.conf"
+    for i in $(seq 30); do
+        nob head -c 1 "$m/a$i/data" >/dev/null
+    done
+    sleep 2
+    live=0
+    for i in "$RV"/jobs/*; do
+        [ -e "$i" ] && kill -0 "${i##*/}" 2>/dev/null && live=$((live + 1))
+    done
+    echo "prefetch jobs running at once: $live"
+    [ "$live" -ge 1 ] # the prefetch runs at all
+    [ "$live" -le 4 ]
+}
