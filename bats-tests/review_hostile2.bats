@@ -183,3 +183,30 @@ CONF
     [ "$live" -ge 1 ] # the prefetch runs at all
     [ "$live" -le 4 ]
 }
+
+# Found in review: drx and drx-load map a path under a drxfs mount to the
+# store by the mount's source text in mountinfo (store.c,
+# drx_store_resolve_path_for), then follow that path, symlinks and all.  A
+# user who may rename the store directory (owns its parent) swaps it for a
+# symlink to another store after the mount: root's `drx` given a path under
+# the mount then reads, writes and removes arrays of that other store,
+# which the mount never showed.  (The commit request checks the mount; the
+# mapping does not.)
+@test "a store path swapped for a symlink after the mount does not send root's drx to another store" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local m="$RV/m"
+    mkdir "$RV/u" "$RV/priv"
+    chown 65534:65534 "$RV/u"
+    chmod 700 "$RV/priv"
+    "$DRX" init "$RV/u/store" >/dev/null
+    "$DRX" init "$RV/priv/store" >/dev/null
+    "$DRX" create "$RV/priv/store/secret" --type u8 --shape 4 --chunk 4
+    mount_store "$RV/u/store" "$m" -o allow_other
+    [ ! -e "$m/secret" ]
+    nob mv "$RV/u/store" "$RV/u/store.old"
+    nob ln -s "$RV/priv/store" "$RV/u/store"
+    run "$DRX" rm "$m/secret"
+    echo "drx rm $m/secret: status $status: $output"
+    [ -e "$RV/priv/store/secret.xmd" ]
+    [ "$status" -ne 0 ]
+}
