@@ -99,7 +99,7 @@ static struct {
     bool started;
     pthread_t thread;
     /* counters for the log at unmount */
-    unsigned long events, invalidations, kept, dropped, direct;
+    unsigned long events, invalidations, kept, dropped, direct, overflows;
 } kc = {.mutex = PTHREAD_MUTEX_INITIALIZER, .ifd = -1, .efd = -1};
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -588,12 +588,28 @@ static void event_key(char *key, size_t len, const char *rel, const char *name)
         snprintf(key, len, "%s/%.*s", rel, (int)nlen, name);
 }
 
+/* Queues every group with paths for invalidation (mutex held). */
+static void enqueue_all(void)
+{
+    for (unsigned b = 0; b < KC_BUCKETS; b++)
+        for (struct kc_group *g = kc.bucket[b]; g; g = g->next)
+            if (g->paths)
+                enqueue(g, NULL);
+}
+
 /* One inotify event (mutex held). */
 static void handle_event(const struct inotify_event *ev)
 {
     struct kc_watch **wp, *w;
     char key[PATH_MAX];
 
+    if (ev->mask & IN_Q_OVERFLOW) {
+        /* Events were dropped (a flood of them, maybe a user's): any change
+         * may be among them, so every path is invalidated. */
+        kc.overflows++;
+        enqueue_all();
+        return;
+    }
     for (wp = &kc.watches; *wp && (*wp)->wd != ev->wd; wp = &(*wp)->next)
         ;
     if (!(w = *wp))
@@ -706,8 +722,9 @@ void drxfs_kc_stop(void)
     }
     drx_log(DRX_LOG_DEBUG,
             "kernel cache: %lu opens kept pages, %lu dropped, %lu direct (older shape "
-            "open); %lu invalidations, %lu inotify events, %u directories watched",
-            kc.kept, kc.dropped, kc.direct, kc.invalidations, kc.events, kc.nwatches);
+            "open); %lu invalidations, %lu inotify events (%lu overflows), %u directories "
+            "watched",
+            kc.kept, kc.dropped, kc.direct, kc.invalidations, kc.events, kc.overflows, kc.nwatches);
     struct kc_todo t = {0};
     pthread_mutex_lock(&kc.mutex);
     take_all(&t, true);
