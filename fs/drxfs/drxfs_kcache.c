@@ -39,8 +39,8 @@
 #include "drx/stripe.h"
 #include "drxfs_i.h"
 
-/* Paths remembered at most; beyond, everything is invalidated and
- * forgotten (the kernel then asks again).  Each chunk key of a zarr/ group
+/* Paths remembered at most; beyond, everything but the paths of open
+ * files is invalidated and forgotten (the kernel then asks again).  Each chunk key of a zarr/ group
  * read is one: this many keys stay hot. */
 #define KC_PATHS_MAX 65536
 /* Store directories watched at most (each costs the kernel about 1 KiB);
@@ -99,7 +99,7 @@ static struct {
     bool started;
     pthread_t thread;
     /* counters for the log at unmount */
-    unsigned long events, invalidations, kept, dropped, direct;
+    unsigned long events, invalidations, kept, dropped, direct, overflows;
 } kc = {.mutex = PTHREAD_MUTEX_INITIALIZER, .ifd = -1, .efd = -1};
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -468,16 +468,43 @@ static void take_queue(struct kc_todo *t)
     kc.queue = NULL;
 }
 
-/* Forgets every path, taking them into t to invalidate (mutex held). */
-static void take_all(struct kc_todo *t)
+/* Frees g's paths but those with open files (all: every one), taking them
+ * into t to invalidate (mutex held); what is left of g. */
+static struct kc_path *forget_paths(struct kc_group *g, struct kc_todo *t, bool all)
 {
+    struct kc_path *kept = NULL;
+
+    for (struct kc_path *p = g->paths, *pn; p; p = pn) {
+        pn = p->next;
+        if (p->nopen && !all) {
+            p->next = kept;
+            kept = p;
+            continue;
+        }
+        todo_add(t, p->path);
+        free(p);
+    }
+    return kept;
+}
+
+/* Forgets every path, taking them into t to invalidate (mutex held).  But
+ * for `all` (unmount), the paths of open files stay, with their groups: a
+ * record with open files is what keeps files opened on an older shape
+ * apart from later opens (SPEC 4: a user's flood of paths must not undo
+ * that), and it stays accurate (changes still invalidate it).  Queued
+ * invalidations are taken first. */
+static void take_all(struct kc_todo *t, bool all)
+{
+    struct kc_group *keep = NULL;
+
+    take_queue(t);
     for (unsigned b = 0; b < KC_BUCKETS; b++) {
         for (struct kc_group *g = kc.bucket[b], *gn; g; g = gn) {
             gn = g->next;
-            for (struct kc_path *p = g->paths, *pn; p; p = pn) {
-                pn = p->next;
-                todo_add(t, p->path);
-                free(p);
+            if ((g->paths = forget_paths(g, t, all))) {
+                g->next = keep;
+                keep = g;
+                continue;
             }
             free(g->except);
             free(g);
@@ -485,8 +512,19 @@ static void take_all(struct kc_todo *t)
         kc.bucket[b] = NULL;
     }
     memset(kc.pbucket, 0, sizeof(kc.pbucket));
-    kc.queue = NULL;
     kc.npaths = 0;
+    for (struct kc_group *g = keep, *gn; g; g = gn) {
+        gn = g->next;
+        struct kc_group **b = &kc.bucket[hash_key(g->key)];
+        g->next = *b;
+        *b = g;
+        for (struct kc_path *p = g->paths; p; p = p->next) {
+            struct kc_path **hb = path_bucket(p->path);
+            p->hnext = *hb;
+            *hb = p;
+            kc.npaths++;
+        }
+    }
     kc.flush_all = false;
 }
 
@@ -550,12 +588,28 @@ static void event_key(char *key, size_t len, const char *rel, const char *name)
         snprintf(key, len, "%s/%.*s", rel, (int)nlen, name);
 }
 
+/* Queues every group with paths for invalidation (mutex held). */
+static void enqueue_all(void)
+{
+    for (unsigned b = 0; b < KC_BUCKETS; b++)
+        for (struct kc_group *g = kc.bucket[b]; g; g = g->next)
+            if (g->paths)
+                enqueue(g, NULL);
+}
+
 /* One inotify event (mutex held). */
 static void handle_event(const struct inotify_event *ev)
 {
     struct kc_watch **wp, *w;
     char key[PATH_MAX];
 
+    if (ev->mask & IN_Q_OVERFLOW) {
+        /* Events were dropped (a flood of them, maybe a user's): any change
+         * may be among them, so every path is invalidated. */
+        kc.overflows++;
+        enqueue_all();
+        return;
+    }
     for (wp = &kc.watches; *wp && (*wp)->wd != ev->wd; wp = &(*wp)->next)
         ;
     if (!(w = *wp))
@@ -613,7 +667,7 @@ static void *kc_main(void *arg)
         pthread_mutex_lock(&kc.mutex);
         struct fuse *f = kc.fuse;
         if (kc.flush_all)
-            take_all(&t);
+            take_all(&t, false);
         else
             take_queue(&t);
         pthread_mutex_unlock(&kc.mutex);
@@ -668,11 +722,12 @@ void drxfs_kc_stop(void)
     }
     drx_log(DRX_LOG_DEBUG,
             "kernel cache: %lu opens kept pages, %lu dropped, %lu direct (older shape "
-            "open); %lu invalidations, %lu inotify events, %u directories watched",
-            kc.kept, kc.dropped, kc.direct, kc.invalidations, kc.events, kc.nwatches);
+            "open); %lu invalidations, %lu inotify events (%lu overflows), %u directories "
+            "watched",
+            kc.kept, kc.dropped, kc.direct, kc.invalidations, kc.events, kc.overflows, kc.nwatches);
     struct kc_todo t = {0};
     pthread_mutex_lock(&kc.mutex);
-    take_all(&t);
+    take_all(&t, true);
     for (struct kc_watch *w = kc.watches, *next; w; w = next) {
         next = w->next;
         free(w->rel);

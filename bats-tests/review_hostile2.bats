@@ -1,0 +1,265 @@
+#!/usr/bin/env bats
+# Hostile review, second round: the batched commit (drxfs_commit.c), the
+# kernel-cache records (drxfs_kcache.c), the prefetch launcher
+# (drxfs_prefetch.c) and the commit request of drx (store_commit.c, and the
+# mount lookup before it in store.c).  Each test attacks through the real
+# mount as user nobody (uid 65534) under a root daemon.
+
+load test_helper
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+    RV=$(mktemp -d /tmp/drxfs-review2.XXXXXX)
+    chmod 755 "$RV"
+    mkdir -m 1777 "$RV/n" # what nobody may write
+}
+
+teardown() {
+    [ -n "${APID:-}" ] && kill "$APID" 2>/dev/null || true
+    [ -n "${APID:-}" ] && wait "$APID" 2>/dev/null || true
+    [ -n "${RV:-}" ] || return 0
+    unmount_store "$RV/m"
+    [ -e "$RV/u/m.pid" ] && unmount_store "$RV/u/m"
+    rm -rf "$RV"
+}
+
+nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+
+# subfile paths of striped file $1 (a store path)
+subfiles_of() {
+    "$DRX" stripe get "$1" | sed -n 's/^subfile [0-9]*: \([^ ]*\) .*/\1/p'
+}
+
+# Found in review: the size of a striped file is recorded under flock(LOCK_EX)
+# of its first subfile (stripe.c, drx_stripe_persist_locked), waited for
+# without bound.  Any local user who may read a subfile (a 0644 file's, in
+# the 0755 stripe directories) takes LOCK_SH on it and holds it: the one
+# commit thread blocks there, no other user's size is ever recorded,
+# `setfattr -n user.drx.commit` (and root's drx, each leaving a FUSE
+# worker blocked) never returns, and unmount would wait forever.
+@test "a local user's flock on a subfile does not stop the batched commit of other files" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local s="$RV/s" m="$RV/m" sub
+    "$DRX" init "$s" --count 2 --extent 65536 >/dev/null
+    mount_store "$s" "$m" -o allow_other
+    head -c 100000 /dev/urandom >"$m/victim"
+    chmod 644 "$m/victim"
+    commit_mount "$m"
+    sub=$(subfiles_of "$s/victim" | head -1)
+    [ -f "$sub" ]
+    nob "$PY" -c '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_SH)
+open(sys.argv[2], "w").close()
+time.sleep(120)' "$sub" "$RV/n/locked" &
+    APID=$!
+    for _ in $(seq 100); do [ -e "$RV/n/locked" ] && break; sleep 0.1; done
+    [ -e "$RV/n/locked" ]
+    # the victim grows (its size waits for the commit), another file is new
+    head -c 5000 /dev/urandom >>"$m/victim"
+    head -c 70000 /dev/urandom >"$m/other"
+    run timeout 20 setfattr -n user.drx.commit -v 1 "$m"
+    echo "setfattr: status $status $output"
+    [ "$status" -eq 0 ]
+    # other's size is in the store: what drx, fsck and a second mount read
+    run "$DRX" stripe get "$s/other"
+    echo "$output"
+    grep -qx "size=70000" <<<"$output"
+}
+
+# Found in review: past KC_PATHS_MAX (65536) paths reported, drxfs_kcache.c
+# forgot every record, those of open files too.  A record with open files
+# is what keeps a file opened before an extension apart from an open on the
+# new shape (SPEC 4: a view opened before the extension keeps reading
+# correct data): a later open finds no record, drops the pages and fills
+# them with the new shape's bytes, which the older file then reads.  Any
+# user who may stat views of the array (65537 distinct view paths: a few
+# seconds) does it.
+@test "a user's flood of view paths does not make a file open before an extension read the new shape" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local s="$RV/s" m="$RV/m"
+    "$DRX" init "$s" >/dev/null
+    "$DRX" create "$s/a" --type u8 --shape 4x4 --chunk 2x2
+    "$PY" -c "import sys; sys.stdout.buffer.write(bytes(range(1, 17)))" | "$DRX" put "$s/a"
+    chmod -R a+rX "$s"
+    mount_store "$s" "$m" -o allow_other
+    cat >"$RV/flood.py" <<'PY'
+import os, sys
+for i in range(1, int(sys.argv[2]) + 1):
+    os.stat("%s/dim1=0:%d/data" % (sys.argv[1], i))
+PY
+    run "$PY" - "$m" "$s" "$DRX" "$RV/flood.py" <<'PY'
+import os, subprocess, sys
+m, s, drx, flood = sys.argv[1:5]
+fd = os.open(m + "/a/data", os.O_RDONLY)
+old = os.pread(fd, 64, 0)
+assert old == bytes(range(1, 17)), old
+subprocess.run([drx, "extend", s + "/a", "1", "4"], check=True)
+subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                "/usr/bin/python3", flood, m + "/a", "70000"], check=True)
+with open(m + "/a/data", "rb") as f:
+    new = f.read()
+assert len(new) == 32, new
+again = os.pread(fd, 64, 0)
+assert again == old, "the file opened before the extension now reads %s" % again.hex()
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+# Found in review (not hostile: any program): `rm` of a file right after its
+# close fails with EPERM about once in a few hundred tries.  The close's
+# release runs after close(2) has returned; libfuse, still counting the
+# file open, hides it (a rename to .fuse_hidden*) instead of unlinking, and
+# drxfs_hidden.c refuses the hide when the file is neither open nor
+# "released a moment ago": striped_release (drxfs_striped_layout.c) drops
+# the open count (drxfs_striped_release) before it records the release
+# (drxfs_hidden_released -> recent_add), and an unlink in between sees
+# neither.
+@test "create, close and unlink back to back never fail with EPERM" {
+    local s="$RV/s" m="$RV/m"
+    "$DRX" init "$s" >/dev/null
+    mount_store "$s" "$m"
+    cat >"$RV/cu.py" <<'PY'
+import os, sys
+bad = []
+for i in range(int(sys.argv[2])):
+    p = "%s/%07d" % (sys.argv[1], i)
+    os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+    os.stat(p)
+    try:
+        os.unlink(p)
+    except OSError as e:
+        bad.append("%s: %s" % (p, e))
+print(len(bad), "failed;", *bad[:3])
+sys.exit(1 if bad else 0)
+PY
+    mkdir "$m/d1" "$m/d2"
+    "$PY" "$RV/cu.py" "$m/d1" 8000 &
+    local p1=$!
+    run "$PY" "$RV/cu.py" "$m/d2" 8000
+    echo "$output"
+    local st=$status
+    wait "$p1"
+    [ "$st" -eq 0 ]
+}
+
+# Found in review: drxfs_prefetch.c runs one prefetch per array, but any
+# number of arrays at once: a user reading the first byte of N arrays'
+# large views has the root daemon start N `mpiexec -n RANKS drx-load
+# prefetch` jobs (N process groups of RANKS+1 processes, N waiter threads,
+# N descriptors), all reading the disk at once.  Here the launcher sleeps
+# first (a slow disk: each job outlives the reads that started it).
+@test "a user reading many arrays does not start a prefetch job per array at once" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local s="$RV/s" m="$RV/m" i live
+    "$DRX" init "$s" >/dev/null
+    for i in $(seq 30); do
+        "$DRX" create "$s/a$i" --type u8 --shape 256x256 --chunk 64x64
+    done
+    chmod -R a+rX "$s"
+    mkdir "$RV/jobs"
+    cat >"$RV/slow-mpiexec" <<SH
+#!/bin/sh
+echo \$\$ >"$RV/jobs/\$\$"
+sleep 30
+exec mpiexec "\$@"
+SH
+    chmod 755 "$RV/slow-mpiexec"
+    cat >"$RV/drxfs.conf" <<CONF
+prefetch = { enabled = true; min_bytes = 1024; ranks = 1; mpiexec = "$RV/slow-mpiexec"; };
+CONF
+    mount_store "$s" "$m" -o allow_other,config="$RV/drxfs.conf"
+    for i in $(seq 30); do
+        nob head -c 1 "$m/a$i/data" >/dev/null
+    done
+    sleep 2
+    live=0
+    for i in "$RV"/jobs/*; do
+        [ -e "$i" ] && kill -0 "${i##*/}" 2>/dev/null && live=$((live + 1))
+    done
+    echo "prefetch jobs running at once: $live"
+    [ "$live" -ge 1 ] # the prefetch runs at all
+    [ "$live" -le 4 ]
+}
+
+# Found in review: drx and drx-load map a path under a drxfs mount to the
+# store by the mount's source text in mountinfo (store.c,
+# drx_store_resolve_path_for), then follow that path, symlinks and all.  A
+# user who may rename the store directory (owns its parent) swaps it for a
+# symlink to another store after the mount: root's `drx` given a path under
+# the mount then reads, writes and removes arrays of that other store,
+# which the mount never showed.  (The commit request checks the mount; the
+# mapping does not.)
+@test "a store path swapped for a symlink after the mount does not send root's drx to another store" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local m="$RV/m"
+    mkdir "$RV/u" "$RV/priv"
+    chown 65534:65534 "$RV/u"
+    chmod 700 "$RV/priv"
+    "$DRX" init "$RV/u/store" >/dev/null
+    "$DRX" init "$RV/priv/store" >/dev/null
+    "$DRX" create "$RV/priv/store/secret" --type u8 --shape 4 --chunk 4
+    mount_store "$RV/u/store" "$m" -o allow_other
+    [ ! -e "$m/secret" ]
+    nob mv "$RV/u/store" "$RV/u/store.old"
+    nob ln -s "$RV/priv/store" "$RV/u/store"
+    run "$DRX" rm "$m/secret"
+    echo "drx rm $m/secret: status $status: $output"
+    [ -e "$RV/priv/store/secret.xmd" ]
+    [ "$status" -ne 0 ]
+}
+
+# Found in review: drxfs_kcache.c ignored inotify's queue overflow
+# (IN_Q_OVERFLOW, wd -1): the events dropped are changes never
+# invalidated.  A user with 4096 watched directories (a file stat'ed in
+# each: every event then walks the whole watch list) renaming in a loop in
+# two of them overflows the queue; a drx put meanwhile is lost, and a
+# process that mapped the array (np.memmap, SQLite) keeps reading the old
+# bytes until its next open or read(2).
+@test "a user's flood of inotify events does not leave another process's mapping of an array stale" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local s="$RV/s" m="$RV/m"
+    "$DRX" init "$s" >/dev/null
+    "$DRX" create "$s/a" --type u8 --shape 4096 --chunk 4096
+    head -c 4096 /dev/zero | tr '\0' '\1' | "$DRX" put "$s/a"
+    chmod -R a+rX "$s"
+    mkdir -m 1777 "$s/tmp"
+    mount_store "$s" "$m" -o allow_other
+    nob "$PY" -c '
+import os, sys
+for i in range(4100):
+    d = "%s/tmp/w%05d" % (sys.argv[1], i)
+    os.mkdir(d)
+    open(d + "/f", "w").close()
+    os.stat(d + "/f")' "$m"
+    cat >"$RV/ren.py" <<'PY'
+import os, sys, time
+a, b = sys.argv[1] + "/ra", sys.argv[1] + "/rb"
+open(a, "w").close()
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    for _ in range(1000):
+        os.rename(a, b)
+        os.rename(b, a)
+PY
+    run "$PY" - "$m" "$s" "$DRX" "$RV/ren.py" <<'PY'
+import mmap, os, subprocess, sys, time
+m, s, drx, ren = sys.argv[1:5]
+fd = os.open(m + "/a/data", os.O_RDONLY)
+mm = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ)
+assert mm[0] == 1
+# nobody renames in the store directly, in directories the mount watches
+nob = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3"]
+fl = [subprocess.Popen(nob + [ren, s + "/tmp/w%05d" % k, "6"]) for k in (7, 8)]
+time.sleep(2)
+subprocess.run([drx, "put", s + "/a"], input=b"\x63" * 4096, check=True)
+for p in fl:
+    p.wait()
+time.sleep(1)
+assert mm[0] == 0x63, "the mapping still shows %d after drx put" % mm[0]
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
