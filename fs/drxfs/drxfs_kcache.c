@@ -79,10 +79,14 @@ struct kc_group {
     char key[]; /* store-relative name */
 };
 
+/* Watches are found by descriptor (each event) and by directory (each
+ * new group): hashed both ways, as a user can make thousands. */
+#define KC_WATCH_BUCKETS 1024
 struct kc_watch {
     int wd;
     char *rel;
-    struct kc_watch *next;
+    struct kc_watch *wnext; /* in its descriptor's bucket */
+    struct kc_watch *rnext; /* in its directory's bucket */
 };
 
 static struct {
@@ -91,7 +95,8 @@ static struct {
     struct kc_path *pbucket[KC_PATH_BUCKETS];
     struct kc_group *queue;
     unsigned npaths;
-    struct kc_watch *watches;
+    struct kc_watch *wbucket[KC_WATCH_BUCKETS];
+    struct kc_watch *rbucket[KC_WATCH_BUCKETS];
     unsigned nwatches;
     bool flush_all; /* forget everything at the thread's next turn */
     struct fuse *fuse;
@@ -258,41 +263,64 @@ static void wake(void)
         drx_log(DRX_LOG_DEBUG, "kernel cache: wake: %s", strerror(errno));
 }
 
+/* The watch of descriptor wd, or of directory rel: where it is linked
+ * (*result NULL when there is none).  Mutex held. */
+static struct kc_watch **watch_of_wd(int wd)
+{
+    struct kc_watch **wp = &kc.wbucket[(unsigned)wd % KC_WATCH_BUCKETS];
+    while (*wp && (*wp)->wd != wd)
+        wp = &(*wp)->wnext;
+    return wp;
+}
+
+static struct kc_watch **watch_of_rel(const char *rel)
+{
+    struct kc_watch **wp = &kc.rbucket[hash_str(rel) % KC_WATCH_BUCKETS];
+    while (*wp && strcmp((*wp)->rel, rel) != 0)
+        wp = &(*wp)->rnext;
+    return wp;
+}
+
+/* Takes w out of both tables and frees it.  Mutex held. */
+static void watch_drop(struct kc_watch *w)
+{
+    *watch_of_wd(w->wd) = w->wnext;
+    *watch_of_rel(w->rel) = w->rnext;
+    free(w->rel);
+    free(w);
+    kc.nwatches--;
+}
+
 /* Watches the store directory of group key (mutex held). */
 static void watch_dir_of(const char *key)
 {
     char rel[PATH_MAX];
     const char *slash = strrchr(key, '/');
-    struct kc_watch *w;
+    struct kc_watch *w, **wp;
 
     if (kc.ifd < 0 || kc.nwatches >= KC_WATCHES_MAX)
         return;
     snprintf(rel, sizeof(rel), "%.*s", slash ? (int)(slash - key) : 1, slash ? key : ".");
-    for (w = kc.watches; w; w = w->next)
-        if (strcmp(w->rel, rel) == 0)
-            return;
+    if (*watch_of_rel(rel))
+        return;
     int wd = drx_store_entry_watch(drxfs.store, kc.ifd, rel, KC_WATCH_MASK);
     if (wd < 0) {
         drx_log(DRX_LOG_DEBUG, "kernel cache: cannot watch %s: %s", rel, strerror(-wd));
         return;
     }
-    for (w = kc.watches; w; w = w->next)
-        if (w->wd == wd) {
-            /* the same directory under another name (renamed): take this one */
-            char *r = strdup(rel);
-            if (r) {
-                free(w->rel);
-                w->rel = r;
-            }
-            return;
-        }
+    if (*(wp = watch_of_wd(wd)))
+        watch_drop(*wp); /* the same directory under another name (renamed) */
     if (!(w = calloc(1, sizeof(*w))) || !(w->rel = strdup(rel))) {
         free(w);
+        inotify_rm_watch(kc.ifd, wd);
         return;
     }
     w->wd = wd;
-    w->next = kc.watches;
-    kc.watches = w;
+    w->wnext = *watch_of_wd(wd);
+    *watch_of_wd(wd) = w;
+    wp = watch_of_rel(rel);
+    w->rnext = *wp;
+    *wp = w;
     kc.nwatches++;
 }
 
@@ -600,7 +628,7 @@ static void enqueue_all(void)
 /* One inotify event (mutex held). */
 static void handle_event(const struct inotify_event *ev)
 {
-    struct kc_watch **wp, *w;
+    struct kc_watch *w;
     char key[PATH_MAX];
 
     if (ev->mask & IN_Q_OVERFLOW) {
@@ -610,18 +638,13 @@ static void handle_event(const struct inotify_event *ev)
         enqueue_all();
         return;
     }
-    for (wp = &kc.watches; *wp && (*wp)->wd != ev->wd; wp = &(*wp)->next)
-        ;
-    if (!(w = *wp))
+    if (!(w = *watch_of_wd(ev->wd)))
         return;
     if (ev->mask & (IN_IGNORED | IN_MOVE_SELF | IN_DELETE_SELF)) {
         /* gone or renamed: its name no longer says where it is */
         if (!(ev->mask & IN_IGNORED))
             inotify_rm_watch(kc.ifd, w->wd);
-        *wp = w->next;
-        free(w->rel);
-        free(w);
-        kc.nwatches--;
+        watch_drop(w);
         return;
     }
     if (!ev->len)
@@ -728,13 +751,9 @@ void drxfs_kc_stop(void)
     struct kc_todo t = {0};
     pthread_mutex_lock(&kc.mutex);
     take_all(&t, true);
-    for (struct kc_watch *w = kc.watches, *next; w; w = next) {
-        next = w->next;
-        free(w->rel);
-        free(w);
-    }
-    kc.watches = NULL;
-    kc.nwatches = 0;
+    for (unsigned b = 0; b < KC_WATCH_BUCKETS; b++)
+        while (kc.wbucket[b])
+            watch_drop(kc.wbucket[b]);
     pthread_mutex_unlock(&kc.mutex);
     for (size_t i = 0; i < t.n; i++)
         free(t.paths[i]);
