@@ -22,6 +22,11 @@ extern char **environ;
 
 /* Grace period between SIGTERM and SIGKILL at destroy. */
 #define PREFETCH_GRACE_SEC 5
+/* Jobs running at once, whatever the arrays read: each is an mpiexec of
+ * `ranks` readers, and any user who may read many arrays would otherwise
+ * start one per array.  A request past it is dropped (reads go on, from
+ * the daemon's own read-ahead). */
+#define PREFETCH_MAX_JOBS 2
 
 struct job {
     struct drxfs_prefetch *owner;
@@ -189,6 +194,26 @@ static void collect(struct drxfs_prefetch *p)
     }
 }
 
+/* Whether a job for array may start: none for it runs, and fewer than
+ * PREFETCH_MAX_JOBS in all (lock held, finished jobs collected). */
+static bool may_start(const struct drxfs_prefetch *p, const char *array)
+{
+    int n = 0;
+
+    for (const struct job *j = p->jobs; j; j = j->next) {
+        if (strcmp(j->array, array) == 0) {
+            drx_log(DRX_LOG_DEBUG, "prefetch of %s already running", array);
+            return false;
+        }
+        n++;
+    }
+    if (n >= PREFETCH_MAX_JOBS) {
+        drx_log(DRX_LOG_DEBUG, "prefetch of %s: %d jobs running already; not started", array, n);
+        return false;
+    }
+    return true;
+}
+
 /* Spawns the launcher for j; 0 or an errno. */
 static int spawn(struct drxfs_prefetch *p, struct job *j, const char *const *words, int nwords)
 {
@@ -266,12 +291,8 @@ void drxfs_prefetch_request(struct drxfs_prefetch *p, const char *array_store_pa
     collect(p);
     if (p->stopping)
         goto out;
-    for (struct job *j = p->jobs; j; j = j->next) {
-        if (strcmp(j->array, array_store_path) == 0) {
-            drx_log(DRX_LOG_DEBUG, "prefetch of %s already running", array_store_path);
-            goto out;
-        }
-    }
+    if (!may_start(p, array_store_path))
+        goto out;
     struct job *j = calloc(1, sizeof(*j));
     if (!j || !(j->array = strdup(array_store_path))) {
         free(j);
