@@ -5,12 +5,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -287,6 +289,36 @@ static void find_holder(const char *mountinfo, const char *abs, struct holder *h
     fclose(fp);
 }
 
+/* A mount found in the real mount table is trusted as the way to its
+ * store only when it is root's or the caller's (any user may mount a FUSE
+ * program that calls itself drxfs and names any directory as its source),
+ * and when its source is still a directory reached without a symlink
+ * (drxfs records the store's real path: a name swapped for a symlink after
+ * the mount leads elsewhere).  0 or -errno with err. */
+static int holder_trusted(const struct holder *h, const char *path, struct drx_err *err)
+{
+    struct open_how how = {
+        .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+        .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+
+    if (h->ids.owner >= 0 && h->ids.owner != 0 && (uid_t)h->ids.owner != geteuid())
+        return drx_err_set(err, EPERM,
+                           "%s: under %s, a drxfs mount of another user (uid %ld): give the "
+                           "store's own path instead",
+                           path, h->mnt, h->ids.owner);
+    long fd = syscall(SYS_openat2, AT_FDCWD, h->src, &how, sizeof how);
+    if (fd < 0 && errno == ENOSYS)
+        return 0; /* a kernel before 5.6: as before */
+    if (fd < 0)
+        return drx_err_set(err, errno == ELOOP ? EXDEV : errno,
+                           "%s: the store of %s, %s, is no longer a directory reached without "
+                           "a symlink (moved or replaced after the mount): refused",
+                           path, h->mnt, h->src);
+    close((int)fd);
+    return 0;
+}
+
 int drx_store_resolve_path_for(const char *mountinfo, const char *path, unsigned flags, char *out,
                                size_t outlen, struct drx_err *err)
 {
@@ -309,6 +341,8 @@ int drx_store_resolve_path_for(const char *mountinfo, const char *path, unsigned
     if (h.ro && (flags & DRX_STORE_FOR_WRITE))
         return drx_err_set(err, EROFS, "%s: read-only file system (%s is a read-only drxfs mount)",
                            path, h.mnt);
+    if (!mountinfo && (n = holder_trusted(&h, path, err)) < 0)
+        return n;
     /* The store must show what the mount shows: sizes of striped files
      * waiting for the mount's batched commit are recorded first.  A hint
      * (one request to the daemon, answered after the commit), asked of the
