@@ -119,6 +119,37 @@ EOF
     [ "$(subfiles)" -eq "$before" ]
 }
 
+@test "a creation looks its directory up once and answers the new entry from its handle" {
+    # what the daemon does per new file (strace of the daemon): its
+    # directory's lookups in the store (dirq.nafs is asked once by each),
+    # and reads of metafiles.  A creation once resolved the directory three
+    # times (the parent, the name's check from the root, libfuse's getattr
+    # of the new entry by path) and read the new metafile back for that
+    # getattr: 4 lookups and 2 reads a file with the LOOKUP before it.
+    command -v strace >/dev/null || skip "no strace"
+    local n=20 i pid
+    mkdir "$M/dirq"
+    strace -f -qq -e trace=newfstatat,openat,openat2,read -o trace -p "$(cat "$M.pid")" &
+    pid=$!
+    sleep 1
+    for ((i = 0; i < n; i++)); do : >"$M/dirq/f$i"; done
+    sleep 0.3
+    kill "$pid"
+    wait "$pid" || true
+    [ "$(ls "$M/dirq" | wc -l)" -eq "$n" ]
+    local lookups reads
+    lookups=$(grep -c '"dirq.nafs"' trace || true)
+    reads=$(grep -c 'read(.*"# drxfs striped file' trace || true)
+    echo "lookups of the directory $lookups, metafile reads $reads for $n files"
+    [ "$lookups" -ge "$n" ] # the trace saw the creations
+    [ "$lookups" -le $((2 * n + 2)) ] # and the ls
+    [ "$reads" -le "$n" ]
+    commit_mount "$M"
+    run "$DRX" fsck "$S"
+    assert_success
+    rm -r "$M/dirq"
+}
+
 @test "cp, cmp, mv, rm: a rename touches the metafile only, rm removes subfiles" {
     local before
     before=$(subfiles)

@@ -254,6 +254,25 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
     return 0;
 }
 
+int drxfs_child_missing(const char *path, const char *rel, const char *name, bool at_root)
+{
+    struct drxfs_node *n;
+    int rc;
+
+    /* what dir_child does not reach by rel alone: a path from the root */
+    if (drxfs_hidden_name(name) || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+        if ((n = drxfs_node_get(path, &rc)))
+            rc = -EEXIST;
+    } else if (!(n = malloc(sizeof(*n)))) {
+        return -ENOMEM;
+    } else {
+        rc = classify(n, rel, at_root);
+        rc = rc == 0 ? -EEXIST : rc;
+    }
+    free(n);
+    return rc == -ENOENT ? 0 : rc;
+}
+
 struct drxfs_node *drxfs_node_get(const char *path, int *rc)
 {
     struct drxfs_node *n;

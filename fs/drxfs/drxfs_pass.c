@@ -244,7 +244,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         drx_log(DRX_LOG_DEBUG, "%s: reserved name in the store", path);
         return -EPERM;
     }
-    if ((rc = drxfs_check_new_name(path, name, at_root)) < 0) {
+    if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0) {
         /* O_CREAT without O_EXCL on an existing name opens it */
         if (rc == -EEXIST && !(fi->flags & O_EXCL))
             return drxfs_op_open(path, fi);
