@@ -150,6 +150,40 @@ EOF
     rm -r "$M/dirq"
 }
 
+@test "mkdir and utimes: libfuse's getattr after them looks up the last component only" {
+    # topq.nafs is asked once by each resolution of a path below topq
+    # (strace of the daemon).  mkdir: the kernel's LOOKUP and the parent's
+    # resolution (once 4 a directory: the name's check and the getattr of
+    # the new entry resolved the path again); touch -d of a file: LOOKUP
+    # and the utimens (once 4: the getattr after it resolved it again).
+    command -v strace >/dev/null || skip "no strace"
+    local n=20 i pid
+    mkdir -p "$M/topq/b/c"
+    for ((i = 0; i < n; i++)); do : >"$M/topq/b/c/f$i"; done
+    sleep 1.1 # the kernel's names expire (entry_timeout 1 s): each touch looks up
+    strace -f -qq -e trace=newfstatat -o trace -p "$(cat "$M.pid")" &
+    pid=$!
+    sleep 1
+    for ((i = 0; i < n; i++)); do mkdir "$M/topq/b/c/d$i"; done
+    sleep 0.2
+    local mk
+    mk=$(grep -c '"topq.nafs"' trace || true)
+    for ((i = 0; i < n; i++)); do touch -m -d "@$((1000 + i))" "$M/topq/b/c/f$i"; done
+    sleep 0.2
+    kill "$pid"
+    wait "$pid" || true
+    local all
+    all=$(grep -c '"topq.nafs"' trace || true)
+    echo "resolutions below topq: mkdir $mk, touch $((all - mk)) for $n each"
+    [ "$mk" -ge "$n" ] && [ "$mk" -le $((2 * n + 5)) ]
+    [ "$((all - mk))" -ge "$n" ] && [ "$((all - mk))" -le $((3 * n + 5)) ]
+    # what they did is what stat shows
+    [ "$(stat -c %Y "$M/topq/b/c/f7")" -eq 1007 ]
+    [ -d "$M/topq/b/c/d7" ]
+    [ "$(ls "$M/topq/b/c" | wc -l)" -eq $((2 * n)) ]
+    rm -r "$M/topq"
+}
+
 @test "cp, cmp, mv, rm: a rename touches the metafile only, rm removes subfiles" {
     local before
     before=$(subfiles)

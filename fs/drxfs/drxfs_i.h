@@ -142,6 +142,14 @@ int drxfs_node_spec(const struct drxfs_node *n, struct drx_view_spec *spec);
 void drxfs_log_no_view(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* drxfs_resolve() into a node on the heap (a node holds a PATH_MAX name).  NULL with *rc = -errno on failure; free() the result. */
 struct drxfs_node *drxfs_node_get(const char *path, int *rc);
+/* After an operation by path that succeeded (node n, or the new child rel
+ * of drxfs_resolve_new): remembers it for the getattr libfuse makes next
+ * on this thread.  drxfs_node_get_memo: drxfs_node_get(), answered from
+ * that memo (one lookup of the last component) when it is of path and
+ * fresh; consume: the memo is used up (getattr). */
+void drxfs_node_memo(const char *path, const char *rel, bool at_root);
+void drxfs_node_memo_of(const char *path, const struct drxfs_node *n);
+struct drxfs_node *drxfs_node_get_memo(const char *path, bool consume, int *rc);
 /* Resolves the parent of path, which must be a directory, and returns the
  * store-relative path of the new child in rel (PATH_MAX) and its last
  * component in *name.  -EPERM when the parent is an array or view. */

@@ -42,6 +42,7 @@ int drxfs_op_mkdir(const char *path, mode_t mode)
     if (mkdirat(drxfs.root_fd, rel, mode & 07777) < 0)
         return -errno;
     drxfs_chown_new(rel);
+    drxfs_node_memo(path, rel, at_root);
     return 0;
 }
 
@@ -59,6 +60,7 @@ int drxfs_op_symlink(const char *target, const char *path)
     if (symlinkat(target, drxfs.root_fd, rel) < 0)
         return -errno;
     drxfs_chown_new(rel);
+    drxfs_node_memo(path, rel, at_root);
     return 0;
 }
 
