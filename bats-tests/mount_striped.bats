@@ -119,6 +119,71 @@ EOF
     [ "$(subfiles)" -eq "$before" ]
 }
 
+@test "a creation looks its directory up once and answers the new entry from its handle" {
+    # what the daemon does per new file (strace of the daemon): its
+    # directory's lookups in the store (dirq.nafs is asked once by each),
+    # and reads of metafiles.  A creation once resolved the directory three
+    # times (the parent, the name's check from the root, libfuse's getattr
+    # of the new entry by path) and read the new metafile back for that
+    # getattr: 4 lookups and 2 reads a file with the LOOKUP before it.
+    command -v strace >/dev/null || skip "no strace"
+    local n=20 i pid
+    mkdir "$M/dirq"
+    strace -f -qq -e trace=newfstatat,openat,openat2,read -o trace -p "$(cat "$M.pid")" &
+    pid=$!
+    sleep 1
+    for ((i = 0; i < n; i++)); do : >"$M/dirq/f$i"; done
+    sleep 0.3
+    kill "$pid"
+    wait "$pid" || true
+    [ "$(ls "$M/dirq" | wc -l)" -eq "$n" ]
+    local lookups reads
+    lookups=$(grep -c '"dirq.nafs"' trace || true)
+    reads=$(grep -c 'read(.*"# drxfs striped file' trace || true)
+    echo "lookups of the directory $lookups, metafile reads $reads for $n files"
+    [ "$lookups" -ge "$n" ] # the trace saw the creations
+    [ "$lookups" -le $((2 * n + 2)) ] # and the ls
+    [ "$reads" -le "$n" ]
+    commit_mount "$M"
+    run "$DRX" fsck "$S"
+    assert_success
+    rm -r "$M/dirq"
+}
+
+@test "mkdir and utimes: libfuse's getattr after them looks up the last component only" {
+    # topq.nafs is asked once by each resolution of a path below topq
+    # (strace of the daemon).  mkdir: the kernel's LOOKUP and the parent's
+    # resolution (once 4 a directory: the name's check and the getattr of
+    # the new entry resolved the path again); touch -d of a file: LOOKUP
+    # and the utimens (once 4: the getattr after it resolved it again).
+    command -v strace >/dev/null || skip "no strace"
+    local n=20 i pid
+    mkdir -p "$M/topq/b/c"
+    for ((i = 0; i < n; i++)); do : >"$M/topq/b/c/f$i"; done
+    sleep 1.1 # the kernel's names expire (entry_timeout 1 s): each touch looks up
+    strace -f -qq -e trace=newfstatat -o trace -p "$(cat "$M.pid")" &
+    pid=$!
+    sleep 1
+    for ((i = 0; i < n; i++)); do mkdir "$M/topq/b/c/d$i"; done
+    sleep 0.2
+    local mk
+    mk=$(grep -c '"topq.nafs"' trace || true)
+    for ((i = 0; i < n; i++)); do touch -m -d "@$((1000 + i))" "$M/topq/b/c/f$i"; done
+    sleep 0.2
+    kill "$pid"
+    wait "$pid" || true
+    local all
+    all=$(grep -c '"topq.nafs"' trace || true)
+    echo "resolutions below topq: mkdir $mk, touch $((all - mk)) for $n each"
+    [ "$mk" -ge "$n" ] && [ "$mk" -le $((2 * n + 5)) ]
+    [ "$((all - mk))" -ge "$n" ] && [ "$((all - mk))" -le $((3 * n + 5)) ]
+    # what they did is what stat shows
+    [ "$(stat -c %Y "$M/topq/b/c/f7")" -eq 1007 ]
+    [ -d "$M/topq/b/c/d7" ]
+    [ "$(ls "$M/topq/b/c" | wc -l)" -eq $((2 * n)) ]
+    rm -r "$M/topq"
+}
+
 @test "cp, cmp, mv, rm: a rename touches the metafile only, rm removes subfiles" {
     local before
     before=$(subfiles)

@@ -23,7 +23,10 @@
 #   4. cp -r of 1000 files of 4 KiB into the mount vs local       (<= 2x)
 #      git clone of a local repository onto the mount vs local  (<= 3x)
 #      (both with the default batched commit, and with sizes recorded at
-#      each close, -o commit_interval=0)
+#      each close, -o commit_interval=0), and beside them the floor:
+#      bench_passthrough serving a directory on the same disk (one system
+#      call a request, drxfs's timeouts, no xattrs); when the floor itself
+#      misses the target, FUSE alone misses it on this machine
 #      wc -l of a 200 MB file read a second time vs local       (<= 1.5x)
 #      and, with perf, the FUSE requests per file and their latency by kind
 #
@@ -270,6 +273,20 @@ wait_mount "$mnt2" "${pids[-1]}" "$work/drxfs2.log"
 cp_local() { rm -rf "$work/local/cp"; cp -r "$work/src" "$work/local/cp"; }
 cp_mount() { rm -rf "$mnt/cp"; cp -r "$work/src" "$mnt/cp"; }
 cp_mount2() { rm -rf "$mnt2/cp"; cp -r "$work/src" "$mnt2/cp"; }
+cp_pt() { rm -rf "$ptm/cp"; cp -r "$work/src" "$ptm/cp"; }
+# the floor: a bare passthrough of a directory on the same disk
+mkdir -p "$work/ptback"
+"$pt" "$work/ptback" "$ptm" -f 3>&- 2>"$work/pt.log" &
+pids+=($!)
+wait_mount "$ptm" "${pids[-1]}" "$work/pt.log"
+# floor VALUE_S LOCAL_S TARGET: the passthrough's line
+floor() {
+    local r
+    r=$(ratio "$1" "$2")
+    printf '  floor: bare FUSE passthrough  %.3f s = %s x' "$1" "$r"
+    awk -v r="$r" -v t="$3" 'BEGIN { if (r > t) printf " (above %s: the target is beyond FUSE on this machine)", t }'
+    echo
+}
 # the first copy, into stripe directories that freed no inode lately (the
 # timed runs below each remove the run before's 2,000 subfiles first)
 t_cpf=$(once cp -r "$work/src" "$mnt/first")
@@ -278,15 +295,21 @@ rm -rf "$mnt/first" "$work/local/first"
 t_cpl=$(secs cp_local)
 t_cpm=$(secs cp_mount)
 t_cpm2=$(secs cp_mount2)
+t_cpp=$(secs cp_pt)
 r=$(ratio "$t_cpm" "$t_cpl")
 r2=$(ratio "$t_cpm2" "$t_cpl")
 echo "cp -r of 1000 files of 4 KiB: local $(printf '%.3f' "$t_cpl") s"
 echo "  mount (batched commit, default) $(printf '%.3f' "$t_cpm") s = $r x $(verdict "$r" "<=" 2)"
 echo "  mount, commit_interval=0        $(printf '%.3f' "$t_cpm2") s = $r2 x $(verdict "$r2" "<=" 2)"
+floor "$t_cpp" "$t_cpl" 2
+echo "  mount / floor $(ratio "$t_cpm" "$t_cpp") x"
 echo "  first copy into the fresh store: local $(printf '%.3f' "$t_cplf") s, mount $(printf '%.3f' "$t_cpf") s = $(ratio "$t_cpf" "$t_cplf") x"
 echo "  FUSE requests of one more mount run (batched commit), by kind:"
 rm -rf "$mnt/cp"
 requests "$mnt" 1000 cp -r "$work/src" "$mnt/cp"
+echo "  FUSE requests of one passthrough run, by kind:"
+rm -rf "$ptm/cp"
+requests "$ptm" 1000 cp -r "$work/src" "$ptm/cp"
 # A striped file is three new inodes (metafile, two subfiles), two of them
 # in the store's stripe directories, where every run above removed its
 # subfiles; a local copy makes one, in a new directory.  What one creation
@@ -307,7 +330,7 @@ print(f'{t / 500 * 1e6:.0f}')" "$1"
 mkdir "$work/local/fresh"
 echo "  one file creation: stripe directory $(create_us "$store/.drx/stripes/0") us, new local directory $(create_us "$work/local/fresh") us"
 rmdir "$work/local/fresh"
-rm -rf "$mnt/cp" "$mnt2/cp" "$work/local/cp"
+rm -rf "$mnt/cp" "$mnt2/cp" "$work/local/cp" "$ptm/cp"
 # a repository with some history
 repo="$work/repo"
 git init -q "$repo"
@@ -320,19 +343,27 @@ done
 clone_local() { rm -rf "$work/local/clone"; git clone -q --no-hardlinks "$repo" "$work/local/clone"; }
 clone_mount() { rm -rf "$mnt/clone"; git clone -q --no-hardlinks "$repo" "$mnt/clone"; }
 clone_mount2() { rm -rf "$mnt2/clone"; git clone -q --no-hardlinks "$repo" "$mnt2/clone"; }
+clone_pt() { rm -rf "$ptm/clone"; git clone -q --no-hardlinks "$repo" "$ptm/clone"; }
 t_gl=$(secs clone_local)
 t_gm=$(secs clone_mount)
 t_gm2=$(secs clone_mount2)
+t_gp=$(secs clone_pt)
 r=$(ratio "$t_gm" "$t_gl")
 r2=$(ratio "$t_gm2" "$t_gl")
 echo "git clone: local $(printf '%.3f' "$t_gl") s"
 echo "  mount (batched commit, default) $(printf '%.3f' "$t_gm") s = $r x $(verdict "$r" "<=" 3)"
 echo "  mount, commit_interval=0        $(printf '%.3f' "$t_gm2") s = $r2 x $(verdict "$r2" "<=" 3)"
+floor "$t_gp" "$t_gl" 3
+echo "  mount / floor $(ratio "$t_gm" "$t_gp") x"
 nfiles=$(find "$mnt/clone" -type f | wc -l)
 echo "  FUSE requests of one more mount run, by kind (per file of the $nfiles in the clone):"
 rm -rf "$mnt/clone"
 requests "$mnt" "$nfiles" git clone -q --no-hardlinks "$repo" "$mnt/clone"
-rm -rf "$mnt/clone" "$mnt2/clone" "$work/local/clone"
+echo "  FUSE requests of one passthrough run, by kind:"
+rm -rf "$ptm/clone"
+requests "$ptm" "$nfiles" git clone -q --no-hardlinks "$repo" "$ptm/clone"
+rm -rf "$mnt/clone" "$mnt2/clone" "$work/local/clone" "$ptm/clone"
+fusermount3 -u "$ptm"
 "$py" -c "
 import random
 random.seed(1)

@@ -145,10 +145,22 @@ int drxfs_node_spec(const struct drxfs_node *n, struct drx_view_spec *spec);
 void drxfs_log_no_view(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* drxfs_resolve() into a node on the heap (a node holds a PATH_MAX name).  NULL with *rc = -errno on failure; free() the result. */
 struct drxfs_node *drxfs_node_get(const char *path, int *rc);
+/* After an operation by path that succeeded (node n, or the new child rel
+ * of drxfs_resolve_new): remembers it for the getattr libfuse makes next
+ * on this thread.  drxfs_node_get_memo: drxfs_node_get(), answered from
+ * that memo (one lookup of the last component) when it is of path and
+ * fresh; consume: the memo is used up (getattr). */
+void drxfs_node_memo(const char *path, const char *rel, bool at_root);
+void drxfs_node_memo_of(const char *path, const struct drxfs_node *n);
+struct drxfs_node *drxfs_node_get_memo(const char *path, bool consume, int *rc);
 /* Resolves the parent of path, which must be a directory, and returns the
  * store-relative path of the new child in rel (PATH_MAX) and its last
  * component in *name.  -EPERM when the parent is an array or view. */
 int drxfs_resolve_new(const char *path, char *rel, const char **name, bool *at_root);
+/* 0 when the child rel (of drxfs_resolve_new(), last component name) is
+ * missing, -EEXIST when it stands for something, else -errno: one lookup
+ * of the child, its directory already resolved. */
+int drxfs_child_missing(const char *path, const char *rel, const char *name, bool at_root);
 /* Joins the store-relative rel with suffix into out (PATH_MAX). */
 int drxfs_rel_suffix(char *out, const char *rel, const char *suffix);
 /* drx_store_path() for a store entry that libcore may give a suffix or a
@@ -196,8 +208,9 @@ void drxfs_hidden_released(dev_t dev, ino_t ino);
 void drxfs_hidden_shutdown(void);
 
 /* drxfs_names.c: refuses names the store reserves; -EEXIST when the name
- * already stands for something. */
-int drxfs_check_new_name(const char *path, const char *name, bool at_root);
+ * already stands for something.  rel: the child's store path from
+ * drxfs_resolve_new(), whose parent is not looked up again. */
+int drxfs_check_new_name(const char *path, const char *rel, const char *name, bool at_root);
 
 /* st_ino of an array's or view's directory or file (no store inode of its
  * own): a hash of its mount path dir[/name], top bit set, so far from a
@@ -262,6 +275,9 @@ struct drxfs_fh {
     char *kpath;            /* mount path opened, for the kernel cache records */
     char *kkey;             /* ... and its store object (drxfs_kc_*) */
     bool kcounted;          /* counted by drxfs_kc_open() */
+    bool created;           /* DRXFS_STRIPED: made by this handle's create, and
+                             * libfuse's getattr of the new entry not yet
+                             * answered (from the handle, not the path) */
 };
 
 static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)

@@ -17,22 +17,15 @@
 
 /* Refuses names the store reserves; EEXIST when name already stands for
  * something (an array NAME.xmd exists while NAME does not). */
-int drxfs_check_new_name(const char *path, const char *name, bool at_root)
+int drxfs_check_new_name(const char *path, const char *rel, const char *name, bool at_root)
 {
-    struct drxfs_node *n;
-    int rc;
-
     if (drxfs.ro)
         return -EROFS;
     if (drxfs_name_reserved(name, at_root)) {
         drx_log(DRX_LOG_DEBUG, "%s: reserved name in the store", path);
         return -EPERM;
     }
-    if ((n = drxfs_node_get(path, &rc))) {
-        free(n);
-        return -EEXIST;
-    }
-    return rc == -ENOENT ? 0 : rc;
+    return drxfs_child_missing(path, rel, name, at_root);
 }
 
 int drxfs_op_mkdir(const char *path, mode_t mode)
@@ -44,11 +37,12 @@ int drxfs_op_mkdir(const char *path, mode_t mode)
 
     if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
         return rc;
-    if ((rc = drxfs_check_new_name(path, name, at_root)) < 0)
+    if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
         return rc;
     if (mkdirat(drxfs.root_fd, rel, mode & 07777) < 0)
         return -errno;
     drxfs_chown_new(rel);
+    drxfs_node_memo(path, rel, at_root);
     return 0;
 }
 
@@ -61,11 +55,12 @@ int drxfs_op_symlink(const char *target, const char *path)
 
     if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
         return rc;
-    if ((rc = drxfs_check_new_name(path, name, at_root)) < 0)
+    if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
         return rc;
     if (symlinkat(target, drxfs.root_fd, rel) < 0)
         return -errno;
     drxfs_chown_new(rel);
+    drxfs_node_memo(path, rel, at_root);
     return 0;
 }
 
@@ -87,7 +82,7 @@ int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev)
             return -EPERM;
         if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
             return rc;
-        if ((rc = drxfs_check_new_name(path, name, at_root)) < 0)
+        if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
             return rc;
         if (mknodat(drxfs.root_fd, rel, mode & (S_IFMT | 07777), rdev) < 0)
             return -errno;
@@ -111,7 +106,7 @@ int drxfs_op_link(const char *from, const char *to)
 
     if ((rc = drxfs_resolve_new(to, rel, &name, &at_root)) < 0)
         return rc;
-    if ((rc = drxfs_check_new_name(to, name, at_root)) < 0)
+    if ((rc = drxfs_check_new_name(to, rel, name, at_root)) < 0)
         return rc;
     if (!(n = drxfs_node_get(from, &rc)))
         return rc;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "drxfs_i.h"
@@ -252,6 +253,88 @@ int drxfs_resolve(const char *path, struct drxfs_node *n)
         p = next;
     }
     return 0;
+}
+
+int drxfs_child_missing(const char *path, const char *rel, const char *name, bool at_root)
+{
+    struct drxfs_node *n;
+    int rc;
+
+    /* what dir_child does not reach by rel alone: a path from the root */
+    if (drxfs_hidden_name(name) || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+        if ((n = drxfs_node_get(path, &rc)))
+            rc = -EEXIST;
+    } else if (!(n = malloc(sizeof(*n)))) {
+        return -ENOMEM;
+    } else {
+        rc = classify(n, rel, at_root);
+        rc = rc == 0 ? -EEXIST : rc;
+    }
+    free(n);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+/* The node an operation by path just resolved, for libfuse's getattr of
+ * the same path that follows it in the same request, on the same thread
+ * (setattr, mkdir, symlink: fuse.c asks for the attributes of the result):
+ * only the last component is looked up again, not every directory above
+ * it.  Kept 2 ms at most, so that a memo whose getattr never came (an
+ * error in between) is never used for a later request. */
+#define MEMO_NS 2000000L
+static __thread struct {
+    bool set, at_root;
+    struct timespec t;
+    char path[PATH_MAX];
+    char rel[PATH_MAX];
+} memo;
+
+void drxfs_node_memo(const char *path, const char *rel, bool at_root)
+{
+    memo.set = false;
+    if (!path || strlen(path) >= sizeof memo.path || strlen(rel) >= sizeof memo.rel)
+        return;
+    strcpy(memo.path, path);
+    strcpy(memo.rel, rel);
+    memo.at_root = at_root;
+    memo.set = clock_gettime(CLOCK_MONOTONIC, &memo.t) == 0;
+}
+
+void drxfs_node_memo_of(const char *path, const struct drxfs_node *n)
+{
+    bool plainish = n->kind == DRXFS_DIR || n->kind == DRXFS_PLAIN || n->kind == DRXFS_STRIPED ||
+                    n->kind == DRXFS_LINK || n->kind == DRXFS_SPECIAL;
+
+    memo.set = false;
+    if (plainish && n->nwords == 0 && strcmp(n->rel, ".") != 0)
+        drxfs_node_memo(path, n->rel, !strchr(n->rel, '/'));
+}
+
+static bool memo_fresh(const char *path)
+{
+    struct timespec now;
+
+    if (!memo.set || !path || strcmp(path, memo.path) != 0 ||
+        clock_gettime(CLOCK_MONOTONIC, &now) != 0)
+        return false;
+    long ns = (now.tv_sec - memo.t.tv_sec) * 1000000000L + (now.tv_nsec - memo.t.tv_nsec);
+    return ns >= 0 && ns <= MEMO_NS;
+}
+
+struct drxfs_node *drxfs_node_get_memo(const char *path, bool consume, int *rc)
+{
+    struct drxfs_node *n = NULL;
+
+    if (memo_fresh(path) && (n = malloc(sizeof(*n)))) {
+        n->nwords = 0;
+        n->words = NULL;
+        if (classify(n, memo.rel, memo.at_root) < 0) {
+            free(n); /* changed since: the whole path again */
+            n = NULL;
+        }
+    }
+    if (consume)
+        memo.set = false;
+    return n ? n : drxfs_node_get(path, rc);
 }
 
 struct drxfs_node *drxfs_node_get(const char *path, int *rc)

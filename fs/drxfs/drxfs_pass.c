@@ -65,7 +65,7 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
     drxfs_kc_first_request();
     if (fh && (rc = fh_getattr(fh, path, st)) != 1)
         return rc;
-    if (!(n = drxfs_node_get(path, &rc)))
+    if (!(n = drxfs_node_get_memo(path, true, &rc)))
         return rc;
     rc = drxfs_ops_of(n->kind)->getattr(n, path, st);
     if (rc == 0 && kc_kind(n->kind) && drxfs_kc_active())
@@ -135,9 +135,11 @@ static int attr_change(const char *path, struct fuse_file_info *fi, const struct
         return -EROFS;
     if (fh && (rc = attr_call(drxfs_ops_of(fh->kind), NULL, fh, a)) != 1)
         return rc;
-    if (!(n = drxfs_node_get(path, &rc)))
+    if (!(n = drxfs_node_get_memo(path, false, &rc)))
         return rc;
     rc = attr_call(drxfs_ops_of(n->kind), n, NULL, a);
+    if (rc == 0)
+        drxfs_node_memo_of(path, n);
     free(n);
     return rc;
 }
@@ -244,7 +246,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         drx_log(DRX_LOG_DEBUG, "%s: reserved name in the store", path);
         return -EPERM;
     }
-    if ((rc = drxfs_check_new_name(path, name, at_root)) < 0) {
+    if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0) {
         /* O_CREAT without O_EXCL on an existing name opens it */
         if (rc == -EEXIST && !(fi->flags & O_EXCL))
             return drxfs_op_open(path, fi);

@@ -436,7 +436,9 @@ int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
 {
     struct stat meta, fresh;
     struct drx_stripe_meta m;
-    bool stamped = stamp_if_dirty(fh->sf, &fresh) || meta_now(fh->sf, &fresh);
+    /* just created: e->st is the metafile's stat of a moment ago */
+    bool created = __atomic_load_n(&fh->created, __ATOMIC_RELAXED);
+    bool stamped = stamp_if_dirty(fh->sf, &fresh) || (!created && meta_now(fh->sf, &fresh));
     pthread_mutex_lock(&drxfs_stable.mutex);
     if (stamped)
         fh->sf->st = fresh;
@@ -533,6 +535,8 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     pthread_mutex_unlock(&drxfs_stable.mutex);
     if ((rc = attach_fh(e, fi)) < 0)
         drxfs_sfile_put(e);
+    else
+        drxfs_fh_of(fi)->created = true;
     return rc;
 }
 

@@ -229,10 +229,15 @@ static int striped_getattr(const struct drxfs_node *n, const char *path, struct 
     return drxfs_striped_getattr(n, st);
 }
 
-/* With a name, by its path: its metafile may have changed under it. */
+/* With a name, by its path: its metafile may have changed under it.  Not
+ * the entry libfuse asks for right after the create made it: that one is
+ * the handle's (one fstatat instead of the path's lookups and a read of
+ * the metafile). */
 static int striped_fgetattr(struct drxfs_fh *fh, const char *path, struct stat *st)
 {
-    return path ? 1 : drxfs_striped_fgetattr(fh, st);
+    if (path && !__atomic_exchange_n(&fh->created, false, __ATOMIC_RELAXED))
+        return 1;
+    return drxfs_striped_fgetattr(fh, st);
 }
 
 /* The last close of a file removed while open frees it (drxfs_hidden.c). */
