@@ -736,21 +736,29 @@ resident_bytes() {
     fincore --bytes --noheadings --output RES "$1" | tr -d ' '
 }
 
+# cold FILE: writes FILE back and drops its pages from the page cache
+# (POSIX_FADV_DONTNEED on the whole file): this file only, not the whole
+# machine's cache (drop_caches), which other suites running beside this one
+# count on (mount_zarr's pages)
+cold() {
+    sync "$1"
+    dd if="$1" iflag=nocache count=0 status=none
+}
+
 @test "prefetch brings exactly the view's chunks into the page cache" {
     # 64 chunks of 128 KiB; dim0=0:32 holds chunks 0..7 (1 MiB), and
     # dim0=224:256 dim1=0:32 holds one chunk at the end of the file
     "$DRX" create a --type f64 --shape 256x256x16 --chunk 32x32x16
     random_bytes raw $((256 * 256 * 16 * 8))
     "$DRX" put a <raw
-    sync
-    echo 3 >/proc/sys/vm/drop_caches
+    cold a.xta
     [ "$(resident_bytes a.xta)" -eq 0 ] || skip "page cache not droppable here"
     run mpi_load 2 prefetch a dim0=224:256 dim1=0:32
     assert_success
     local one=$(resident_bytes a.xta)
     [ "$one" -ge $((128 * 1024)) ]
     [ "$one" -lt $((1024 * 1024)) ]
-    echo 3 >/proc/sys/vm/drop_caches
+    cold a.xta
     run mpi_load 3 prefetch a dim0=0:32
     assert_success
     local eight=$(resident_bytes a.xta)
@@ -803,8 +811,7 @@ cached_at_least() {
         "$PWD/note-mpiexec" >pf.conf
     printf 'mpiio = { buffer = 2097152; };\n' >>pf.conf
     mount_store st mnt -o config=pf.conf,log_level=debug
-    sync
-    echo 3 >/proc/sys/vm/drop_caches
+    cold st/a.xta
     [ "$(resident_bytes st/a.xta)" -eq 0 ] || skip "page cache not droppable here"
     # one small read of the large view starts the prefetch of all of it
     head -c 4096 mnt/a/dim0=0:128/data >first

@@ -33,45 +33,63 @@ teardown() {
 # same_as_get ARRAY VIEW...: data.nc of the view holds drx get's elements,
 # with its dimensions (reversed for order=F) and the view's origin/step
 same_as_get() {
-    local arr=$1
-    shift
-    local rel
-    rel=$(printf '/%s' "$@")
-    "$PY" - "$M/$arr$rel/data.nc" "$DRX" "$S/$arr" "$@" <<'PY'
+    same_as_get_each "$*"
+}
+
+# same_as_get_each "ARRAY VIEW..."...: same_as_get of each view, in one
+# python; every view is checked, each that fails is named
+same_as_get_each() {
+    "$PY" - "$M" "$DRX" "$S" "$@" <<'PY'
 import json, subprocess, sys
 import numpy as np
 import netCDF4
-path, drx, arr, words = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-info = json.loads(subprocess.run([drx, "info", arr, "--json"], capture_output=True,
-                                 check=True).stdout)
-view = json.loads(open(path[:-len("data.nc")] + "info").read())
-raw = subprocess.run([drx, "get", arr] + words,
-                     capture_output=True, check=True).stdout
-order = view["order"]
-# drx get gives the view's elements in its order; the variable lists the
-# dimensions reversed for order=F, so it holds the transpose
-want = np.frombuffer(raw, np.dtype(view["npy_descr"])).reshape(view["shape"], order=order)
-if order == "F":
-    want = want.T
-d = netCDF4.Dataset(path)
-d.set_auto_mask(False)
-# the array's variable is the last (coordinate variables come first)
-name = list(d.variables)[-1]
-v = d.variables[name]
-got = v[:]
-assert got.dtype.kind == want.dtype.kind and got.dtype.itemsize == want.dtype.itemsize, \
-    (got.dtype, want.dtype)
-assert got.shape == want.shape, (got.shape, want.shape)
-assert (got == want).all(), "values differ"
-dims = [n or f"dim{i}" for i, n in enumerate(info.get("dims", [""] * len(view["shape"])))]
-if order == "F":
-    dims = dims[::-1]
-assert list(v.dimensions) == dims, (v.dimensions, dims)
-origin, step = view["origin"], view["step"]
-if order == "F":
-    origin, step = origin[::-1], step[::-1]
-assert list(v.getncattr("drx_origin")) == origin, (v.getncattr("drx_origin"), origin)
-assert list(v.getncattr("drx_step")) == step
+mnt, drx, store, specs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+
+
+def check(arr, words):
+    path = "/".join([mnt, arr] + words + ["data.nc"])
+    info = json.loads(subprocess.run([drx, "info", f"{store}/{arr}", "--json"],
+                                     capture_output=True, check=True).stdout)
+    view = json.loads(open(path[:-len("data.nc")] + "info").read())
+    raw = subprocess.run([drx, "get", f"{store}/{arr}"] + words,
+                         capture_output=True, check=True).stdout
+    order = view["order"]
+    # drx get gives the view's elements in its order; the variable lists the
+    # dimensions reversed for order=F, so it holds the transpose
+    want = np.frombuffer(raw, np.dtype(view["npy_descr"])).reshape(view["shape"], order=order)
+    if order == "F":
+        want = want.T
+    d = netCDF4.Dataset(path)
+    d.set_auto_mask(False)
+    # the array's variable is the last (coordinate variables come first)
+    name = list(d.variables)[-1]
+    v = d.variables[name]
+    got = v[:]
+    assert got.dtype.kind == want.dtype.kind and got.dtype.itemsize == want.dtype.itemsize, \
+        (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert (got == want).all(), "values differ"
+    dims = [n or f"dim{i}" for i, n in enumerate(info.get("dims", [""] * len(view["shape"])))]
+    if order == "F":
+        dims = dims[::-1]
+    assert list(v.dimensions) == dims, (v.dimensions, dims)
+    origin, step = view["origin"], view["step"]
+    if order == "F":
+        origin, step = origin[::-1], step[::-1]
+    assert list(v.getncattr("drx_origin")) == origin, (v.getncattr("drx_origin"), origin)
+    assert list(v.getncattr("drx_step")) == step
+    d.close()
+
+
+failed = 0
+for spec in specs:
+    arr, *words = spec.split()
+    try:
+        check(arr, words)
+    except Exception as e:
+        print(f"same_as_get {spec}: {type(e).__name__}: {e}", file=sys.stderr)
+        failed += 1
+sys.exit(1 if failed else 0)
 PY
 }
 
@@ -95,24 +113,24 @@ print('temp=' + ''.join('%g' % x for x in a.ravel()), end='')" >want
 }
 
 @test "data.nc of views: slices, steps, nested views, order=F, rep=external32" {
-    same_as_get temp
-    same_as_get temp dim0=1:5
-    same_as_get temp lat=::2 lon=-3:
-    same_as_get temp dim0=1:5 dim0=1:3 dim2=6
-    same_as_get temp order=F
-    same_as_get temp dim1=0:4:3 order=F rep=external32
+    same_as_get_each "temp" "temp dim0=1:5" "temp lat=::2 lon=-3:" "temp dim0=1:5 dim0=1:3 dim2=6" \
+        "temp order=F" "temp dim1=0:4:3 order=F rep=external32"
 }
 
 @test "every non-complex type: CDF-2 for netCDF classic types, CDF-5 for the others" {
-    for t in i8 i16 i32 f32 f64 u8 u16 u32 i64 u64; do
-        "$DRX" create "$S/t_$t" --type "$t" --shape 3x5 --chunk 2x2 --fill 7
-        "$PY" -c "
+    local t types=(i8 i16 i32 f32 f64 u8 u16 u32 i64 u64) views=()
+    "$PY" - "${types[@]}" <<'PY'
+import sys
 import numpy as np
-t = {'i8': 'i1', 'i16': '<i2', 'i32': '<i4', 'i64': '<i8', 'u8': 'u1', 'u16': '<u2', 'u32': '<u4',
-     'u64': '<u8', 'f32': '<f4', 'f64': '<f8'}['$t']
-np.arange(10).astype(t).tofile('raw')"
-        "$DRX" put "$S/t_$t" dim0=0:2 <raw
-        same_as_get "t_$t"
+for t in sys.argv[1:]:
+    d = {'i8': 'i1', 'i16': '<i2', 'i32': '<i4', 'i64': '<i8', 'u8': 'u1', 'u16': '<u2', 'u32': '<u4',
+         'u64': '<u8', 'f32': '<f4', 'f64': '<f8'}[t]
+    np.arange(10).astype(d).tofile('raw_' + t)
+PY
+    for t in "${types[@]}"; do
+        "$DRX" create "$S/t_$t" --type "$t" --shape 3x5 --chunk 2x2 --fill 7
+        "$DRX" put "$S/t_$t" dim0=0:2 <"raw_$t"
+        views+=("t_$t")
         run ncdump -k "$M/t_$t/data.nc"
         case $t in
         i8 | i16 | i32 | f32 | f64) assert_output "64-bit offset" ;;
@@ -121,6 +139,7 @@ np.arange(10).astype(t).tofile('raw')"
         # st_size is exact: what a reader gets
         [ "$(stat -c %s "$M/t_$t/data.nc")" -eq "$(cat "$M/t_$t/data.nc" | wc -c)" ]
     done
+    same_as_get_each "${views[@]}"
 }
 
 @test "xarray opens data.nc lazily, masks the fill, and sees an extension at the next open" {
@@ -363,21 +382,30 @@ PY
         "$DRX" create "$S/p_$t" --type "$t" --shape 4x3x5 --chunk 2x2x2 --dims a,b,c --fill 3
         "$DRX" extend "$S/p_$t" b 2
         "$DRX" extend "$S/p_$t" a 3
-        for i in m n p; do
-            "$PY" -c "
-import json, subprocess
-import numpy as np
-j = json.loads(subprocess.run(['$DRX', 'info', '$S/${i}_$t', '--json'], capture_output=True).stdout)
-dt = np.dtype(j['npy_descr'])
-n = int(np.prod(j['bounds']))
-a = np.arange(n) * 3 + (0 if dt.kind == 'u' else -40)
-if dt.kind == 'f':
-    a = a / 4
-a.astype(dt).tofile('raw')"
-            "$DRX" put "$S/${i}_$t" <raw
-        done
         specs+=("m_$t" "m_$t/dim0=1:" "m_$t/dim1=::2/dim0=-3:" "m_$t/order=F"
             "n_$t/dim0=1:9:3" "p_$t" "p_$t/a=2:6/b=1:/c=::2" "p_$t/a=1:4/a=1:/order=F")
+    done
+    # every array's values, made in one python: raw_NAME for each
+    "$PY" - "$DRX" "$S" "${types[@]}" <<'PY'
+import json, subprocess, sys
+import numpy as np
+drx, store = sys.argv[1], sys.argv[2]
+for t in sys.argv[3:]:
+    for i in "mnp":
+        name = f"{i}_{t}"
+        j = json.loads(subprocess.run([drx, "info", f"{store}/{name}", "--json"],
+                                      capture_output=True, check=True).stdout)
+        dt = np.dtype(j["npy_descr"])
+        n = int(np.prod(j["bounds"]))
+        a = np.arange(n) * 3 + (0 if dt.kind == "u" else -40)
+        if dt.kind == "f":
+            a = a / 4
+        a.astype(dt).tofile("raw_" + name)
+PY
+    for t in "${types[@]}"; do
+        for i in m n p; do
+            "$DRX" put "$S/${i}_$t" <"raw_${i}_$t"
+        done
     done
     run "$PY" "$DRX_SOURCE/bats-tests/nc_check.py" "$DRX" "$S" "$M" "${specs[@]}"
     assert_success
