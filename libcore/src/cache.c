@@ -35,14 +35,24 @@ static size_t hash(const struct drx_cache *c, uint64_t q)
     return (size_t)((q * 0x9E3779B97F4A7C15ull) >> 17) % c->nbuckets;
 }
 
+/* Chunks cached at most, whatever the budget: the table is sized by the
+ * chunks the budget holds, and a budget of 256 MiB in chunks of 4 bytes
+ * made a table of 1 GiB, allocated and cleared at every first open of
+ * such an array.  Caching chunks that small saves nothing anyway. */
+#define CACHE_MAX_CHUNKS 65536
+
 struct drx_cache *drx_cache_create(size_t bytes, size_t chunk_bytes)
 {
     struct drx_cache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
+    if (chunk_bytes == 0)
+        chunk_bytes = 1;
+    if (bytes / chunk_bytes > CACHE_MAX_CHUNKS)
+        bytes = CACHE_MAX_CHUNKS * chunk_bytes;
     c->budget = bytes;
     c->chunk_bytes = chunk_bytes;
-    c->nbuckets = bytes / (chunk_bytes ? chunk_bytes : 1) * 2 + 16;
+    c->nbuckets = bytes / chunk_bytes * 2 + 16;
     c->bucket = calloc(c->nbuckets, sizeof *c->bucket);
     if (!c->bucket) {
         free(c);
