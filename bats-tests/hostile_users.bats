@@ -1,9 +1,11 @@
 #!/usr/bin/env bats
-# Hostile review, second round: the batched commit (drxfs_commit.c), the
-# kernel-cache records (drxfs_kcache.c), the prefetch launcher
-# (drxfs_prefetch.c) and the commit request of drx (store_commit.c, and the
-# mount lookup before it in store.c).  Each test attacks through the real
-# mount as user nobody (uid 65534) under a root daemon.
+# Another local user against a root daemon (allow_other), and what any
+# program does: locks taken on store files, floods of paths and inotify
+# events, many arrays read at once (prefetch jobs), a store name swapped
+# for a symlink under root's drx, and rm right after close.  Each attack
+# runs through the real mount as user nobody (uid 65534).  Found in the
+# second hostile review (drxfs_commit.c, drxfs_kcache.c, drxfs_prefetch.c,
+# store.c); each test failed before its fix.
 
 load test_helper
 
