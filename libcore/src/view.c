@@ -188,23 +188,31 @@ static int walk_rows(struct engine *e, const struct box *b, const uint64_t *K, c
     const size_t es = e->v->elem_size;
     const int k = e->rank, f = e->perm[k - 1];
     const uint64_t run = hi[f] - lo[f], stride = drx_plan_chunk_stride(e->m->chunk, e->v, f);
-    uint64_t w[DRX_MAX_RANK];
+    uint64_t w[DRX_MAX_RANK], cs[DRX_MAX_RANK], lin = b->first, c0;
 
+    /* the row's place in the buffer (lin) and in the chunk (c0) move by a
+     * stride per step of the odometer: no products per row */
+    for (int d = 0; d < k; d++) {
+        lin += (lo[d] - b->lo[d]) * e->lstride[d];
+        cs[d] = drx_plan_chunk_stride(e->m->chunk, e->v, d);
+    }
+    c0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, lo);
     memcpy(w, lo, sizeof(uint64_t) * (size_t)k);
     for (;;) {
-        uint64_t lin = b->first;
-        for (int d = 0; d < k; d++)
-            lin += (w[d] - b->lo[d]) * e->lstride[d];
-        int rc = fn(e, drx_plan_chunk_offset(e->m->chunk, e->v, K, w), e->buf + lin * es, run,
-                    stride, ctx);
+        int rc = fn(e, c0, e->buf + lin * es, run, stride, ctx);
         if (rc)
             return rc;
         /* odometer over every dimension but the fastest, fastest-first */
         int i = k - 2;
         for (; i >= 0; i--) {
             int d = e->perm[i];
-            if (++w[d] < hi[d])
+            if (++w[d] < hi[d]) {
+                lin += e->lstride[d];
+                c0 += cs[d];
                 break;
+            }
+            lin -= (hi[d] - 1 - lo[d]) * e->lstride[d];
+            c0 -= (hi[d] - 1 - lo[d]) * cs[d];
             w[d] = lo[d];
         }
         if (i < 0)
@@ -430,13 +438,30 @@ static bool part_in_runs(struct engine *e, const uint64_t *K, const uint64_t *lo
     return part_runs(e, K, lo, hi, run_gap_check, &g) == 0;
 }
 
-/* Whether every part of the chunk is read run by run. */
+/* Whether a part of the chunk is read run by run (then each of the others
+ * is read as its own span, not the chunk's: a request's first and last
+ * parts are often a piece of one layer, a run too short to qualify). */
 static bool parts_in_runs(struct engine *e, const uint64_t *K, const struct parts *p)
 {
     for (int j = 0; j < e->nbox; j++)
-        if (p->any[j] && !part_in_runs(e, K, p->lo[j], p->hi[j]))
-            return false;
-    return true;
+        if (p->any[j] && part_in_runs(e, K, p->lo[j], p->hi[j]))
+            return true;
+    return false;
+}
+
+/* fn for each run of the part lo..hi of chunk K, or once for its span
+ * when it is not read run by run. */
+static int part_io(struct engine *e, const uint64_t *K, const uint64_t *lo, const uint64_t *hi,
+                   run_fn fn, void *ctx)
+{
+    uint64_t last[DRX_MAX_RANK], o0;
+
+    if (part_in_runs(e, K, lo, hi))
+        return part_runs(e, K, lo, hi, fn, ctx);
+    for (int d = 0; d < e->rank; d++)
+        last[d] = hi[d] - 1;
+    o0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, lo);
+    return fn(e, o0, drx_plan_chunk_offset(e->m->chunk, e->v, K, last) + 1 - o0, ctx);
 }
 
 struct run_read {
@@ -463,7 +488,8 @@ static int run_hint(struct engine *e, uint64_t off, uint64_t len, void *ctx)
     return 0;
 }
 
-/* Reading run by run: every part's runs into scratch, then its rows.  A
+/* Reading run by run: every part's runs (or span) into scratch, then its
+ * rows.  A
  * span wholly in the page cache is read with one pread instead.  Else the
  * runs are announced first, all of them, here: a pread that finds a page
  * missing makes the kernel read ahead past its run, into the gap (the
@@ -480,10 +506,10 @@ static int chunk_in_runs(struct engine *e, const uint64_t *K, struct parts *p, u
     } else {
         for (int j = 0; j < e->nbox && rc == 0; j++)
             if (p->any[j])
-                rc = part_runs(e, K, p->lo[j], p->hi[j], run_hint, &r);
+                rc = part_io(e, K, p->lo[j], p->hi[j], run_hint, &r);
         for (int j = 0; j < e->nbox && rc == 0; j++)
             if (p->any[j])
-                rc = part_runs(e, K, p->lo[j], p->hi[j], run_read, &r);
+                rc = part_io(e, K, p->lo[j], p->hi[j], run_read, &r);
     }
     if (rc == 0) {
         struct in_span sp = {e->scratch, p->span0};

@@ -782,7 +782,10 @@ static void runs_read_ahead(void)
     }
     drx_array_open(path, DRX_RDONLY, &a, &err);
     resolve_words(a, "dim1=16:48", &v);
-    drx_view_read(a, &v, 0, all, v.nelem * 8);
+    /* in requests that end inside a plane: a request's first and last
+     * parts are pieces of a plane, short runs read as their own spans */
+    for (size_t at = 0; at < v.nelem * 8; at += 40000)
+        drx_view_read(a, &v, at, all + at, v.nelem * 8 - at < 40000 ? v.nelem * 8 - at : 40000);
     int fd = open(xta, O_RDONLY);
     void *map = mmap(NULL, FILE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
