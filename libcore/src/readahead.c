@@ -6,7 +6,14 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* cachestat(2), Linux 6.5 (the same number on every architecture); glibc
+ * 2.36 and Debian 12's kernel headers do not name it. */
+#ifndef SYS_cachestat
+#define SYS_cachestat 451
+#endif
 
 /* A duplicate of the caller's descriptor, shared by its queued ranges: the
  * last range done closes it (the caller's number may be reused meanwhile). */
@@ -195,4 +202,21 @@ void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n)
      * queue */
     for (; i < n; i++)
         hint(fd, ranges[i].off, ranges[i].len);
+}
+
+bool drx_io_cached(int fd, uint64_t off, uint64_t len)
+{
+    struct {
+        uint64_t off, len;
+    } range = {off, len};
+    struct {
+        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+    } cs;
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t pages;
+
+    if (len == 0 || page <= 0 || syscall(SYS_cachestat, fd, &range, &cs, 0) != 0)
+        return false;
+    pages = (off + len + (uint64_t)page - 1) / (uint64_t)page - off / (uint64_t)page;
+    return cs.nr_cache >= pages;
 }

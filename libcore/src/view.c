@@ -188,23 +188,31 @@ static int walk_rows(struct engine *e, const struct box *b, const uint64_t *K, c
     const size_t es = e->v->elem_size;
     const int k = e->rank, f = e->perm[k - 1];
     const uint64_t run = hi[f] - lo[f], stride = drx_plan_chunk_stride(e->m->chunk, e->v, f);
-    uint64_t w[DRX_MAX_RANK];
+    uint64_t w[DRX_MAX_RANK], cs[DRX_MAX_RANK], lin = b->first, c0;
 
+    /* the row's place in the buffer (lin) and in the chunk (c0) move by a
+     * stride per step of the odometer: no products per row */
+    for (int d = 0; d < k; d++) {
+        lin += (lo[d] - b->lo[d]) * e->lstride[d];
+        cs[d] = drx_plan_chunk_stride(e->m->chunk, e->v, d);
+    }
+    c0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, lo);
     memcpy(w, lo, sizeof(uint64_t) * (size_t)k);
     for (;;) {
-        uint64_t lin = b->first;
-        for (int d = 0; d < k; d++)
-            lin += (w[d] - b->lo[d]) * e->lstride[d];
-        int rc = fn(e, drx_plan_chunk_offset(e->m->chunk, e->v, K, w), e->buf + lin * es, run,
-                    stride, ctx);
+        int rc = fn(e, c0, e->buf + lin * es, run, stride, ctx);
         if (rc)
             return rc;
         /* odometer over every dimension but the fastest, fastest-first */
         int i = k - 2;
         for (; i >= 0; i--) {
             int d = e->perm[i];
-            if (++w[d] < hi[d])
+            if (++w[d] < hi[d]) {
+                lin += e->lstride[d];
+                c0 += cs[d];
                 break;
+            }
+            lin -= (hi[d] - 1 - lo[d]) * e->lstride[d];
+            c0 -= (hi[d] - 1 - lo[d]) * cs[d];
             w[d] = lo[d];
         }
         if (i < 0)
@@ -345,13 +353,181 @@ static int walk_parts(struct engine *e, const uint64_t *K, struct parts *p, row_
     return rc;
 }
 
-/* Reading: one span of the chunk, from the cache when there is one. */
+/* Runs: a part's chunk elements as contiguous stretches of the .xta.  A
+ * part whose runs are DRX_RUN_MIN bytes or longer with DRX_RUN_GAP bytes or
+ * more between every two (a slab across a chunk's middle dimension: 16 KiB
+ * of every 32 KiB of a 64^3 f64 chunk) is read, and read ahead, run by run:
+ * the bytes between stay on the disk.  Any other part is read as one span. */
+#define DRX_RUN_MIN ((uint64_t)16 << 10)
+#define DRX_RUN_GAP ((uint64_t)16 << 10)
+
+/* Called with a run's chunk element offset and length; non-zero stops. */
+typedef int (*run_fn)(struct engine *e, uint64_t off, uint64_t len, void *ctx);
+
+/* Elements per run of the part lo..hi of a chunk, and in *outer the
+ * slowest dimension inside a run minus one: dimensions 0..*outer step from
+ * run to run (-1: one run).  Runs go on through faster dimensions that the
+ * part covers whole, with a step of 1. */
+static uint64_t run_shape(const struct engine *e, const uint64_t *lo, const uint64_t *hi,
+                          int *outer)
+{
+    uint64_t len = 1;
+    int t = e->rank - 1;
+
+    for (; t >= 0; t--) {
+        uint64_t n = hi[t] - lo[t];
+        if (n > 1 && e->v->step[t] != 1)
+            break;
+        len *= n;
+        if (n != e->m->chunk[t]) {
+            t--;
+            break;
+        }
+    }
+    *outer = t;
+    return len;
+}
+
+/* Calls fn for every run of the part lo..hi of chunk K, in file order. */
+static int part_runs(struct engine *e, const uint64_t *K, const uint64_t *lo, const uint64_t *hi,
+                     run_fn fn, void *ctx)
+{
+    uint64_t w[DRX_MAX_RANK];
+    int t;
+    const uint64_t len = run_shape(e, lo, hi, &t);
+
+    memcpy(w, lo, sizeof(uint64_t) * (size_t)e->rank);
+    for (;;) {
+        int rc = fn(e, drx_plan_chunk_offset(e->m->chunk, e->v, K, w), len, ctx);
+        if (rc)
+            return rc;
+        int d = t;
+        for (; d >= 0; d--) {
+            if (++w[d] < hi[d])
+                break;
+            w[d] = lo[d];
+        }
+        if (d < 0)
+            return 0;
+    }
+}
+
+struct run_gap {
+    uint64_t end; /* element after the last run seen, or UINT64_MAX */
+};
+
+static int run_gap_check(struct engine *e, uint64_t off, uint64_t len, void *ctx)
+{
+    struct run_gap *g = ctx;
+
+    if (g->end != UINT64_MAX && (off - g->end) * e->v->elem_size < DRX_RUN_GAP)
+        return 1;
+    g->end = off + len;
+    return 0;
+}
+
+/* Whether the part lo..hi of chunk K is read run by run. */
+static bool part_in_runs(struct engine *e, const uint64_t *K, const uint64_t *lo,
+                         const uint64_t *hi)
+{
+    int t;
+    struct run_gap g = {UINT64_MAX};
+
+    if (run_shape(e, lo, hi, &t) * e->v->elem_size < DRX_RUN_MIN || t < 0)
+        return false;
+    return part_runs(e, K, lo, hi, run_gap_check, &g) == 0;
+}
+
+/* Whether a part of the chunk is read run by run (then each of the others
+ * is read as its own span, not the chunk's: a request's first and last
+ * parts are often a piece of one layer, a run too short to qualify). */
+static bool parts_in_runs(struct engine *e, const uint64_t *K, const struct parts *p)
+{
+    for (int j = 0; j < e->nbox; j++)
+        if (p->any[j] && part_in_runs(e, K, p->lo[j], p->hi[j]))
+            return true;
+    return false;
+}
+
+/* fn for each run of the part lo..hi of chunk K, or once for its span
+ * when it is not read run by run. */
+static int part_io(struct engine *e, const uint64_t *K, const uint64_t *lo, const uint64_t *hi,
+                   run_fn fn, void *ctx)
+{
+    uint64_t last[DRX_MAX_RANK], o0;
+
+    if (part_in_runs(e, K, lo, hi))
+        return part_runs(e, K, lo, hi, fn, ctx);
+    for (int d = 0; d < e->rank; d++)
+        last[d] = hi[d] - 1;
+    o0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, lo);
+    return fn(e, o0, drx_plan_chunk_offset(e->m->chunk, e->v, K, last) + 1 - o0, ctx);
+}
+
+struct run_read {
+    uint64_t q, span0;
+};
+
+/* One run from the file into scratch, at its place in the span. */
+static int run_read(struct engine *e, uint64_t off, uint64_t len, void *ctx)
+{
+    const struct run_read *r = ctx;
+    const size_t es = e->v->elem_size;
+
+    return drx_array_chunk_read(e->a, r->q, off * es, len * es, e->scratch + (off - r->span0) * es);
+}
+
+/* A run announced to the kernel from the reading thread. */
+static int run_hint(struct engine *e, uint64_t off, uint64_t len, void *ctx)
+{
+    const struct run_read *r = ctx;
+    const size_t es = e->v->elem_size;
+
+    posix_fadvise(drx_array_xta_fd(e->a), (off_t)(r->q * e->m->chunk_bytes + off * es),
+                  (off_t)(len * es), POSIX_FADV_WILLNEED);
+    return 0;
+}
+
+/* Reading run by run: every part's runs (or span) into scratch, then its
+ * rows.  A
+ * span wholly in the page cache is read with one pread instead.  Else the
+ * runs are announced first, all of them, here: a pread that finds a page
+ * missing makes the kernel read ahead past its run, into the gap (the
+ * read-ahead pass's hints for this request's own chunks may not have run
+ * yet). */
+static int chunk_in_runs(struct engine *e, const uint64_t *K, struct parts *p, uint64_t q,
+                         uint64_t off, uint64_t len)
+{
+    struct run_read r = {q, p->span0};
+    int rc = scratch_ensure(e, (size_t)len);
+
+    if (rc == 0 && drx_io_cached(drx_array_xta_fd(e->a), q * e->m->chunk_bytes + off, len)) {
+        rc = drx_array_chunk_read(e->a, q, off, len, e->scratch);
+    } else {
+        for (int j = 0; j < e->nbox && rc == 0; j++)
+            if (p->any[j])
+                rc = part_io(e, K, p->lo[j], p->hi[j], run_hint, &r);
+        for (int j = 0; j < e->nbox && rc == 0; j++)
+            if (p->any[j])
+                rc = part_io(e, K, p->lo[j], p->hi[j], run_read, &r);
+    }
+    if (rc == 0) {
+        struct in_span sp = {e->scratch, p->span0};
+        walk_parts(e, K, p, row_mem, &sp);
+    }
+    return rc;
+}
+
+/* Reading: one span of the chunk, from the cache when there is one, or
+ * its runs alone. */
 static int chunk_in(struct engine *e, const uint64_t *K, struct parts *p, uint64_t q, uint64_t off,
                     uint64_t len)
 {
     struct drx_chunk_ref ref;
     int rc;
 
+    if (parts_in_runs(e, K, p))
+        return chunk_in_runs(e, K, p, q, off, len);
     if (!drx_array_chunk_get_loads(e->a, len) && (rc = scratch_ensure(e, (size_t)len)))
         return rc;
     rc = drx_array_chunk_get(e->a, q, off, len, e->scratch, &ref);
@@ -450,29 +626,40 @@ static int advise_span(struct engine *e, uint64_t q, uint64_t off, uint64_t len)
     return e->advise_left == 0;
 }
 
+/* Read-ahead pass, one run of a chunk read run by run. */
+static int advise_run(struct engine *e, uint64_t off, uint64_t len, void *ctx)
+{
+    const size_t es = e->v->elem_size;
+
+    return advise_span(e, *(const uint64_t *)ctx, off * es, len * es);
+}
+
 /* Read-ahead pass, one chunk: the span of the chunk that the whole view
  * needs (what all reads of the view together take from it), announced by
  * the one read whose window holds the chunk's first view element.  So a
  * reader going through the view in order announces each chunk once, and
  * whole: a row slab, whose every request meets all its chunks, reads
- * them as a few large spans, not one thin layer per request. */
+ * them as a few large spans, not one thin layer per request.  A chunk
+ * read run by run (part_in_runs) is announced run by run. */
 static int advise_chunk(struct engine *e, const uint64_t *K)
 {
-    uint64_t lo[DRX_MAX_RANK], last[DRX_MAX_RANK], hi, first = 0, o0, o1;
+    uint64_t lo[DRX_MAX_RANK], hi[DRX_MAX_RANK], last[DRX_MAX_RANK], first = 0, o0, o1, q;
 
     for (int d = 0; d < e->rank; d++) {
-        drx_plan_view_range(e->m->chunk, e->v, d, K[d], &lo[d], &hi);
-        if (lo[d] >= hi)
+        drx_plan_view_range(e->m->chunk, e->v, d, K[d], &lo[d], &hi[d]);
+        if (lo[d] >= hi[d])
             return 0;
-        last[d] = hi - 1;
+        last[d] = hi[d] - 1;
         first += lo[d] * e->lstride[d];
     }
     if (first < e->ra_lo || first >= e->ra_hi)
         return 0;
+    q = drx_map_address(&e->m->map, K);
+    if (part_in_runs(e, K, lo, hi))
+        return part_runs(e, K, lo, hi, advise_run, &q);
     o0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, lo);
     o1 = drx_plan_chunk_offset(e->m->chunk, e->v, K, last) + 1;
-    return advise_span(e, drx_map_address(&e->m->map, K), o0 * e->v->elem_size,
-                       (o1 - o0) * e->v->elem_size);
+    return advise_span(e, q, o0 * e->v->elem_size, (o1 - o0) * e->v->elem_size);
 }
 
 /* Handles one chunk: every box's part in it, with one read (and one write)
@@ -710,45 +897,4 @@ ssize_t drx_view_write(struct drx_array *a, const struct drx_view *v, uint64_t o
     if (rc == 0 && left)
         rc = patch_elem(a, v, pos / es, 0, src, left);
     return rc ? rc : (ssize_t)len;
-}
-
-int drx_view_chunks(const struct drx_array_meta *m, const struct drx_view *v,
-                    int (*fn)(uint64_t q, void *arg), void *arg)
-{
-    struct drx_plan *p;
-    struct drx_plan_chunk c;
-    int rc = drx_plan_create(m, v, &p);
-
-    while (rc == 0 && drx_plan_next(p, &c) == 1)
-        rc = fn(c.q, arg);
-    drx_plan_destroy(p);
-    return rc;
-}
-
-struct reserve_run {
-    struct drx_array *a;
-    struct drx_reserve *r;
-    uint64_t q, n; /* the run being gathered: chunks [q, q + n) */
-};
-
-static int reserve_visit(uint64_t q, void *arg)
-{
-    struct reserve_run *r = arg;
-
-    if (r->n && q == r->q + r->n) {
-        r->n++;
-        return 0;
-    }
-    int rc = drx_array_reserve(r->a, r->q, r->n, r->r);
-    r->q = q;
-    r->n = 1;
-    return rc;
-}
-
-int drx_view_reserve(struct drx_array *a, const struct drx_view *v, struct drx_reserve *res)
-{
-    struct reserve_run r = {.a = a, .r = res};
-    int rc = drx_view_chunks(drx_array_meta(a), v, reserve_visit, &r);
-
-    return rc ? rc : drx_array_reserve(a, r.q, r.n, res);
 }

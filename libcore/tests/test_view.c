@@ -651,6 +651,163 @@ static void read_ahead_spans(void)
     munmap(map, 8 * MIB);
 }
 
+/* The view of `words` (space-separated) on a, or 0 views on a bad word. */
+static int resolve_words(struct drx_array *a, const char *words, struct drx_view *v)
+{
+    struct drx_view_spec s;
+    struct drx_err err;
+    char buf[128], *save = NULL;
+
+    snprintf(buf, sizeof buf, "%s", words);
+    drx_view_spec_init(&s);
+    for (char *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save))
+        if (drx_view_spec_add(&s, w, NULL) != 0)
+            return -1;
+    return drx_view_resolve(&s, drx_array_meta(a), v, &err);
+}
+
+/* Drops the pages of path; false when they cannot be dropped here. */
+static bool drop_pages(const char *path, size_t size)
+{
+    int fd = open(path, O_RDONLY);
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return false;
+    size_t got = 0;
+    for (size_t at = 0; at < size; at += 1 << 20)
+        got += resident(map, at, size - at < (1 << 20) ? size - at : 1 << 20);
+    munmap(map, size);
+    return got == 0;
+}
+
+/* Chunks whose needed runs are long and far apart are read run by run
+ * (16 KiB or more each and between): the bytes equal the reference's, in
+ * C and Fortran order, over edge chunks, in requests of every size
+ * (aligned and not), from a hot file and a cold one.  Chunks 8x64x128 f64:
+ * a plane of 64 KiB, a row of dim2 1 KiB; the array's last chunk along
+ * dim0 holds 4 planes, along dim1 22 rows, along dim2 44 elements. */
+static void runs_match(void)
+{
+    struct drx_array_spec spec = {
+        .type = DRX_F64, .rank = 3, .shape = {20, 150, 300}, .chunk = {8, 64, 128}};
+    const char *views[] = {
+        "dim1=130:150",                 /* runs of 20 KiB, 44 KiB apart, edge chunks */
+        "dim1=130:150 order=F",         /* the same runs, Fortran order */
+        "dim1=70:100 dim0=3:17 order=F", /* 30 KiB runs, part of the planes */
+        "dim1=10:30 dim2=128:300",      /* dim2 partial: short rows, one span */
+        "dim1=0:60",                    /* 4 KiB gaps: one span */
+        "dim0=5 dim1=100:140",          /* one plane: one run */
+    };
+    const size_t sizes[] = {1 << 20, 40000, 4096, 3};
+    struct ref r = {.rank = 3, .bounds = {20, 150, 300}, .es = 8};
+    size_t bytes = 20 * 150 * 300 * 8;
+    struct drx_array *a;
+    struct drx_view v;
+    struct drx_err err;
+    char path[256], xta[300];
+    int bad = 0, checks = 0;
+    bool cold_ok = true;
+
+    snprintf(path, sizeof path, "%s/runs", dir);
+    snprintf(xta, sizeof xta, "%s.xta", path);
+    r.data = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++)
+        r.data[i] = (unsigned char)rand();
+    drx_array_create(path, &spec, &a, &err);
+    drx_view_whole(drx_array_meta(a), &v);
+    drx_view_write(a, &v, 0, r.data, bytes);
+    drx_array_close(a);
+    drx_array_open(path, DRX_RDONLY, &a, &err);
+    for (int cold = 0; cold < 2; cold++) {
+        for (size_t i = 0; i < sizeof views / sizeof *views; i++) {
+            if (resolve_words(a, views[i], &v) != 0) {
+                bad++;
+                continue;
+            }
+            unsigned char *want = ref_view(&r, &v), *got = malloc(v.nelem * 8);
+            for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+                if (cold && !drop_pages(xta, 4 << 20))
+                    cold_ok = false;
+                memset(got, 0xa5, v.nelem * 8);
+                for (size_t at = 0; at < v.nelem * 8; at += sizes[z]) {
+                    size_t n = v.nelem * 8 - at < sizes[z] ? v.nelem * 8 - at : sizes[z];
+                    if (drx_view_read(a, &v, at, got + at, n) != (ssize_t)n)
+                        bad++;
+                }
+                bad += memcmp(got, want, v.nelem * 8) != 0;
+                checks++;
+            }
+            free(want);
+            free(got);
+        }
+    }
+    tap_ok(bad == 0 && checks == 48,
+           "views read run by run equal the reference, C and F order, edge chunks, hot and "
+           "cold%s (%d of %d differ)",
+           cold_ok ? "" : " (cold: the pages could not be dropped here)", bad, checks);
+    drx_array_close(a);
+    free(r.data);
+}
+
+/* A cold read of a slab across the chunks' middle dimension reads its
+ * runs and leaves the gaps between them on the disk.  Chunks 8x64x128 f64
+ * (a plane of 64 KiB); the slab dim1=16:48 needs 32 KiB of every plane, at
+ * 16 KiB into it, of the 4 chunks with K1 = 0, and nothing of the 4 with
+ * K1 = 1. */
+static void runs_read_ahead(void)
+{
+    enum { KIB = 1024, PLANE = 64 * KIB, CHUNK = 8 * PLANE, FILE_BYTES = 8 * CHUNK };
+    struct drx_array_spec spec = {
+        .type = DRX_F64, .rank = 3, .shape = {32, 128, 128}, .chunk = {8, 64, 128}};
+    struct drx_array *a;
+    struct drx_view v;
+    struct drx_err err;
+    char path[256], xta[300];
+    unsigned char *all = calloc(1, FILE_BYTES);
+    size_t runs = 0, gaps = 0;
+
+    snprintf(path, sizeof path, "%s/runs_ra", dir);
+    snprintf(xta, sizeof xta, "%s.xta", path);
+    drx_array_create(path, &spec, &a, &err);
+    drx_view_whole(drx_array_meta(a), &v);
+    drx_view_write(a, &v, 0, all, FILE_BYTES);
+    drx_array_close(a);
+    if (!drop_pages(xta, FILE_BYTES)) {
+        tap_ok(1, "# SKIP run read-ahead: the file's pages cannot be dropped here");
+        free(all);
+        return;
+    }
+    drx_array_open(path, DRX_RDONLY, &a, &err);
+    resolve_words(a, "dim1=16:48", &v);
+    /* in requests that end inside a plane: a request's first and last
+     * parts are pieces of a plane, short runs read as their own spans */
+    for (size_t at = 0; at < v.nelem * 8; at += 40000)
+        drx_view_read(a, &v, at, all + at, v.nelem * 8 - at < 40000 ? v.nelem * 8 - at : 40000);
+    int fd = open(xta, O_RDONLY);
+    void *map = mmap(NULL, FILE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    /* which chunk holds which block of the array: the chunk's first plane
+     * is needed (16 KiB in) or not */
+    for (size_t q = 0; q < 8; q++) {
+        bool needed = resident(map, q * CHUNK + 16 * KIB, 32 * KIB) > 0;
+        for (size_t pl = 0; pl < 8; pl++) {
+            size_t at = q * CHUNK + pl * PLANE;
+            runs += needed ? resident(map, at + 16 * KIB, 32 * KIB) : 0;
+            gaps += resident(map, at, 16 * KIB) + resident(map, at + 48 * KIB, 16 * KIB);
+            gaps += needed ? 0 : resident(map, at + 16 * KIB, 32 * KIB);
+        }
+    }
+    tap_ok(runs == 4 * 8 * 8, "a cold slab across the chunks' middle dimension reads its runs "
+                              "(%zu of %d pages)", runs, 4 * 8 * 8);
+    tap_ok(gaps == 0, "... and none of the gaps between them (%zu pages)", gaps);
+    munmap(map, FILE_BYTES);
+    drx_array_close(a);
+    free(all);
+}
+
 int main(void)
 {
     int bad = 0, trials = 0;
@@ -662,6 +819,8 @@ int main(void)
     concurrent_writes();
     lock_across_processes();
     read_ahead_spans();
+    runs_match();
+    runs_read_ahead();
     for (int t = 0; t < DRX_NTYPES; t++)
         for (int i = 0; i < 10; i++, trials++)
             bad += run_array(trials, (enum drx_type)t);

@@ -40,6 +40,11 @@ struct drx_io_range {
 };
 void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n);
 
+/* Whether every page of [off, off+len) of fd is in the page cache now
+ * (cachestat(2)); false when one is not, or the kernel cannot tell
+ * (before Linux 6.5).  A hint for a choice, stale at once. */
+bool drx_io_cached(int fd, uint64_t off, uint64_t len);
+
 /* Byte-range write locks on [off, off+len) of fd, honoured by every
  * process that takes them (open file description locks: the daemon, drx
  * put and drx-load each lock the span of a chunk they read-modify-write,
