@@ -138,9 +138,9 @@ print(len(bad), "failed;", *bad[:3])
 sys.exit(1 if bad else 0)
 PY
     mkdir "$m/d1" "$m/d2"
-    "$PY" "$RV/cu.py" "$m/d1" 8000 &
+    "$PY" "$RV/cu.py" "$m/d1" 4000 &
     local p1=$!
-    run "$PY" "$RV/cu.py" "$m/d2" 8000
+    run "$PY" "$RV/cu.py" "$m/d2" 4000
     echo "$output"
     local st=$status
     wait "$p1"
