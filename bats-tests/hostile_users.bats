@@ -49,7 +49,8 @@ subfiles_of() {
     commit_mount "$m"
     sub=$(subfiles_of "$s/victim" | head -1)
     [ -f "$sub" ]
-    nob "$PY" -c '
+    # setpriv itself (not the nob function, a subshell): $! is the holder
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
 fcntl.flock(fd, fcntl.LOCK_SH)
