@@ -54,7 +54,8 @@ PY
     # a file written and not committed yet: lost if the daemon dies
     head -c 100000 /dev/urandom >"$RV/victim.src"
     cp "$RV/victim.src" "$m/victim"
-    nob "$PY" "$RV/opener.py" 30 $subs &
+    # setpriv itself (not the nob function, a subshell): $! is the opener
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" "$RV/opener.py" 30 $subs &
     APID=$!
     sleep 0.3
     for i in $(seq 20); do
