@@ -25,13 +25,6 @@ teardown() {
     rm -rf "$RV"
 }
 
-nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
-
-# subfile paths of striped file $1 (a store path)
-subfiles_of() {
-    "$DRX" stripe get "$1" | sed -n 's/^subfile [0-9]*: \([^ ]*\) .*/\1/p'
-}
-
 # Found in review: the size of a striped file is recorded under flock(LOCK_EX)
 # of its first subfile (stripe.c, drx_stripe_persist_locked), waited for
 # without bound.  Any local user who may read a subfile (a 0644 file's, in

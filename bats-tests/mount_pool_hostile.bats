@@ -18,13 +18,6 @@ teardown() {
     rm -rf "$RV"
 }
 
-nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
-
-# subfile paths of striped file $1 (a store path)
-subfiles_of() {
-    "$DRX" stripe get "$1" | sed -n 's/^subfile [0-9]*: \([^ ]*\) .*/\1/p'
-}
-
 # Found in review (fixed): empty_alone() takes a write lease (F_SETLEASE F_WRLCK) on a subfile
 # that still has its old, world-readable name.  Any open(2) of that file by
 # anyone during the lease breaks it, and the kernel sends the lease holder

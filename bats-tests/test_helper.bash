@@ -59,6 +59,16 @@ mount_store() {
     return 1
 }
 
+# nob CMD...: CMD as user nobody (uid and gid 65534, no groups), the other
+# local user of the hostile suites.  In the background, nob's $! is a
+# subshell's: start setpriv itself when the job must be killed by pid.
+nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+
+# subfiles_of STORE_PATH: the subfile paths of a striped file
+subfiles_of() {
+    "$DRX" stripe get "$1" | sed -n 's/^subfile [0-9]*: \([^ ]*\) .*/\1/p'
+}
+
 # fuse_abort MNT: aborts the FUSE connection of the mount at MNT, found
 # in the mount table without touching the mount (a stat would wait for
 # the daemon): every request in flight fails, so a daemon stuck in the
