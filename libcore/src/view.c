@@ -388,6 +388,18 @@ static uint64_t run_shape(const struct engine *e, const uint64_t *lo, const uint
     return len;
 }
 
+/* Steps the odometer w over [lo, hi) in dimensions 0..last, the last
+ * fastest: false once it has gone past the end. */
+static bool odometer_next(uint64_t *w, const uint64_t *lo, const uint64_t *hi, int last)
+{
+    for (int d = last; d >= 0; d--) {
+        if (++w[d] < hi[d])
+            return true;
+        w[d] = lo[d];
+    }
+    return false;
+}
+
 /* Calls fn for every run of the part lo..hi of chunk K, in file order. */
 static int part_runs(struct engine *e, const uint64_t *K, const uint64_t *lo, const uint64_t *hi,
                      run_fn fn, void *ctx)
@@ -401,13 +413,7 @@ static int part_runs(struct engine *e, const uint64_t *K, const uint64_t *lo, co
         int rc = fn(e, drx_plan_chunk_offset(e->m->chunk, e->v, K, w), len, ctx);
         if (rc)
             return rc;
-        int d = t;
-        for (; d >= 0; d--) {
-            if (++w[d] < hi[d])
-                break;
-            w[d] = lo[d];
-        }
-        if (d < 0)
+        if (!odometer_next(w, lo, hi, t))
             return 0;
     }
 }
@@ -709,13 +715,7 @@ static int engine_run(struct engine *e)
         rc = do_chunk(e, K);
         if (rc)
             return rc;
-        int d = k - 1;
-        for (; d >= 0; d--) {
-            if (++K[d] < K1[d])
-                break;
-            K[d] = K0[d];
-        }
-        if (d < 0)
+        if (!odometer_next(K, K0, K1, k - 1))
             return 0;
     }
 }

@@ -757,6 +757,9 @@ static void runs_match(void)
  * (a plane of 64 KiB); the slab dim1=16:48 needs 32 KiB of every plane, at
  * 16 KiB into it, of the 4 chunks with K1 = 0, and nothing of the 4 with
  * K1 = 1. */
+static void runs_count(const char *path, const char *xta, unsigned char *all, size_t *pruns,
+                       size_t *pgaps);
+
 static void runs_read_ahead(void)
 {
     enum { KIB = 1024, PLANE = 64 * KIB, CHUNK = 8 * PLANE, FILE_BYTES = 8 * CHUNK };
@@ -775,11 +778,33 @@ static void runs_read_ahead(void)
     drx_view_whole(drx_array_meta(a), &v);
     drx_view_write(a, &v, 0, all, FILE_BYTES);
     drx_array_close(a);
-    if (!drop_pages(xta, FILE_BYTES)) {
-        tap_ok(1, "# SKIP run read-ahead: the file's pages cannot be dropped here");
-        free(all);
-        return;
+    /* Pages are the machine's: another process's reads or memory pressure
+     * may disturb a count, so a disturbed trial is run again (3 at most). */
+    for (int trial = 0; trial < 3 && (trial == 0 || runs != 4 * 8 * 8 || gaps != 0); trial++) {
+        if (!drop_pages(xta, FILE_BYTES)) {
+            tap_ok(1, "# SKIP run read-ahead: the file's pages cannot be dropped here");
+            free(all);
+            return;
+        }
+        runs_count(path, xta, all, &runs, &gaps);
     }
+    tap_ok(runs == 4 * 8 * 8, "a cold slab across the chunks' middle dimension reads its runs "
+                              "(%zu of %d pages)", runs, 4 * 8 * 8);
+    tap_ok(gaps == 0, "... and none of the gaps between them (%zu pages)", gaps);
+    free(all);
+}
+
+/* One cold read of runs_read_ahead's slab: the pages of its runs and of
+ * the gaps between them in the page cache after it. */
+static void runs_count(const char *path, const char *xta, unsigned char *all, size_t *pruns,
+                       size_t *pgaps)
+{
+    enum { KIB = 1024, PLANE = 64 * KIB, CHUNK = 8 * PLANE, FILE_BYTES = 8 * CHUNK };
+    struct drx_array *a;
+    struct drx_view v;
+    struct drx_err err;
+    size_t runs = 0, gaps = 0;
+
     drx_array_open(path, DRX_RDONLY, &a, &err);
     resolve_words(a, "dim1=16:48", &v);
     /* in requests that end inside a plane: a request's first and last
@@ -800,12 +825,10 @@ static void runs_read_ahead(void)
             gaps += needed ? 0 : resident(map, at + 16 * KIB, 32 * KIB);
         }
     }
-    tap_ok(runs == 4 * 8 * 8, "a cold slab across the chunks' middle dimension reads its runs "
-                              "(%zu of %d pages)", runs, 4 * 8 * 8);
-    tap_ok(gaps == 0, "... and none of the gaps between them (%zu pages)", gaps);
     munmap(map, FILE_BYTES);
     drx_array_close(a);
-    free(all);
+    *pruns = runs;
+    *pgaps = gaps;
 }
 
 int main(void)
