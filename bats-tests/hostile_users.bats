@@ -268,3 +268,35 @@ PY
     [ -n "$over" ] && [ "$over" -gt 0 ] || skip "the flood did not overflow the queue here"
     [ "$status" -eq 0 ]
 }
+
+# Found with the review's lock finding: .drx/ is 0755, so any user may
+# flock it.  Held exclusively, it kept drxfs from mounting, waiting
+# without end; the mount now gives up after the bound with one line.
+@test "a user's lock on .drx/ makes drxfs refuse to mount after the bound, not hang" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local s="$RV/s" m="$RV/m"
+    "$DRX" init "$s" >/dev/null
+    chmod 755 "$s" "$s/.drx"
+    # setpriv itself (not the nob function, a subshell): $! is the holder
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+open(sys.argv[2], "w").close()
+time.sleep(120)' "$s/.drx" "$RV/n/locked" &
+    APID=$!
+    for _ in $(seq 100); do [ -e "$RV/n/locked" ] && break; sleep 0.1; done
+    [ -e "$RV/n/locked" ]
+    mkdir "$m"
+    DRX_LOCK_WAIT_MS=300 run timeout 60 "$DRXFS" -f "$s" "$m"
+    echo "drxfs: status $status: $output"
+    [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+    grep -q "locked by another process" <<<"$output"
+    ! mountpoint -q "$m"
+    # let go: it mounts
+    kill "$APID"
+    wait "$APID" 2>/dev/null || true
+    APID=
+    mount_store "$s" "$m"
+    mountpoint -q "$m"
+}
