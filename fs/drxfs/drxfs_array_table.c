@@ -176,8 +176,8 @@ static int arr_refresh(struct drxfs_arr *e, const struct drxfs_node *n)
 
     if ((rc = drxfs_rel_suffix(xta, n->rel, DRXFS_XTA)) < 0)
         return rc;
-    if (fstatat(drxfs.root_fd, xta, &st_now, 0) < 0)
-        return -errno == -ENOENT ? -ENOENT : -EIO;
+    if ((rc = drx_store_entry_stat(drxfs.store, xta, &st_now)) < 0)
+        return rc == -ENOENT ? -ENOENT : -EIO;
     if (fstat(drx_array_xta_fd(e->a), &st_ours) < 0)
         return -EIO;
     if (st_now.st_ino != st_ours.st_ino || st_now.st_dev != st_ours.st_dev)

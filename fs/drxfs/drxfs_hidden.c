@@ -302,13 +302,14 @@ static void hremove(struct hobj *h)
     struct drxfs_node *n;
 
     if (!h->striped) {
-        if (unlinkat(drxfs.root_fd, h->rel, 0) < 0 && errno != ENOENT)
-            drx_log(DRX_LOG_WARNING, "%s: cannot remove: %s", h->rel, strerror(errno));
+        int rc = drx_store_entry_unlink(drxfs.store, h->rel, 0);
+        if (rc < 0 && rc != -ENOENT)
+            drx_log(DRX_LOG_WARNING, "%s: cannot remove: %s", h->rel, strerror(-rc));
     } else if ((n = calloc(1, sizeof *n))) {
         snprintf(n->rel, sizeof n->rel, "%s", h->rel);
         n->kind = DRXFS_STRIPED;
         snprintf(meta, sizeof meta, "%s" DRXFS_NAFS, h->rel);
-        if (fstatat(drxfs.root_fd, meta, &n->st, AT_SYMLINK_NOFOLLOW) == 0)
+        if (drx_store_entry_stat(drxfs.store, meta, &n->st) == 0)
             drxfs_striped_unlink(n);
         free(n);
     }
@@ -386,14 +387,14 @@ static int move_out(const struct drxfs_node *n, const char *rel)
     if (rc == 0 && n->kind == DRXFS_STRIPED)
         rc = drxfs_striped_rename(n, NULL, rel);
     else if (rc == 0)
-        rc = renameat(drxfs.root_fd, n->rel, drxfs.root_fd, rel) < 0 ? -errno : 0;
+        rc = drx_store_entry_rename(drxfs.store, n->rel, rel, 0);
     if (rc == 0)
         hremember(n, rel);
     if (rc == -EXDEV) {
         drx_log(DRX_LOG_DEBUG, "%s: open, removed at once (not on the store's file system)",
                 n->rel);
         rc = n->kind == DRXFS_STRIPED ? drxfs_striped_unlink(n)
-                                      : (unlinkat(drxfs.root_fd, n->rel, 0) < 0 ? -errno : 0);
+                                      : drx_store_entry_unlink(drxfs.store, n->rel, 0);
     }
     return rc;
 }
@@ -426,7 +427,7 @@ static int hide_file(const struct drxfs_node *n, const char *rel)
         return -EPERM;
     drx_log(DRX_LOG_DEBUG, "%s: closed while libfuse hid it: removed at once", n->rel);
     return n->kind == DRXFS_STRIPED ? drxfs_striped_unlink(n)
-                                    : (unlinkat(drxfs.root_fd, n->rel, 0) < 0 ? -errno : 0);
+                                    : drx_store_entry_unlink(drxfs.store, n->rel, 0);
 }
 
 int drxfs_hidden_hide(const char *from, const char *to)

@@ -135,7 +135,9 @@ uint64_t drxfs_kc_sig(uint64_t h, const struct stat *st)
  * kind k: the store files it is made of, stat'ed now (the same way for
  * getattr and open, whatever each kind's code reports), the size reported
  * (a striped file's handle knows sizes not yet recorded) and the daemon's
- * writes to it. */
+ * writes to it.  Stat'ed by path from the root, not through
+ * drx_store_dir_get(): a signature is only compared, never shown, and a
+ * directory swapped for a symlink only makes it differ (an invalidation). */
 uint64_t drxfs_kc_sig_of(enum drxfs_kind k, const char *rel, const struct stat *reported)
 {
     char name[PATH_MAX];

@@ -39,8 +39,8 @@ int drxfs_op_mkdir(const char *path, mode_t mode)
         return rc;
     if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
         return rc;
-    if (mkdirat(drxfs.root_fd, rel, mode & 07777) < 0)
-        return -errno;
+    if ((rc = drx_store_entry_mkdir(drxfs.store, rel, mode & 07777)) < 0)
+        return rc;
     drxfs_chown_new(rel);
     drxfs_node_memo(path, rel, at_root);
     return 0;
@@ -57,8 +57,8 @@ int drxfs_op_symlink(const char *target, const char *path)
         return rc;
     if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
         return rc;
-    if (symlinkat(target, drxfs.root_fd, rel) < 0)
-        return -errno;
+    if ((rc = drx_store_entry_symlink(drxfs.store, target, rel)) < 0)
+        return rc;
     drxfs_chown_new(rel);
     drxfs_node_memo(path, rel, at_root);
     return 0;
@@ -84,8 +84,8 @@ int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev)
             return rc;
         if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
             return rc;
-        if (mknodat(drxfs.root_fd, rel, mode & (S_IFMT | 07777), rdev) < 0)
-            return -errno;
+        if ((rc = drx_store_entry_mknod(drxfs.store, rel, mode & (S_IFMT | 07777), rdev)) < 0)
+            return rc;
         drxfs_chown_new(rel);
         return 0;
     }
@@ -116,8 +116,8 @@ int drxfs_op_link(const char *from, const char *to)
         rc = drxfs_striped_link(n, rel);
     else if (n->kind != DRXFS_PLAIN && n->kind != DRXFS_SPECIAL && n->kind != DRXFS_LINK)
         rc = -EPERM;
-    else if (linkat(drxfs.root_fd, n->rel, drxfs.root_fd, rel, 0) < 0)
-        rc = -errno;
+    else
+        rc = drx_store_entry_link(drxfs.store, n->rel, rel);
     free(n);
     return rc;
 }
@@ -135,7 +135,7 @@ int drxfs_op_unlink(const char *path)
     case DRXFS_PLAIN:
     case DRXFS_SPECIAL:
     case DRXFS_LINK:
-        rc = unlinkat(drxfs.root_fd, n->rel, 0) < 0 ? -errno : 0;
+        rc = drx_store_entry_unlink(drxfs.store, n->rel, 0);
         break;
     case DRXFS_STRIPED:
         rc = drxfs_striped_unlink(n);
@@ -171,9 +171,7 @@ int drxfs_op_rmdir(const char *path)
     case DRXFS_DIR:
         if (strcmp(n->rel, ".") == 0)
             rc = -EBUSY;
-        else if (unlinkat(drxfs.root_fd, n->rel, AT_REMOVEDIR) < 0)
-            rc = -errno;
-        else
+        else if ((rc = drx_store_entry_unlink(drxfs.store, n->rel, AT_REMOVEDIR)) == 0)
             drxfs_arr_forget(n->rel);
         break;
     case DRXFS_ARRAY:
@@ -247,11 +245,12 @@ static int rename_entry(const struct drxfs_node *src, const struct drxfs_node *d
         else if (dst->kind == DRXFS_ARRAY)
             rc = -EISDIR;
         else if ((rc = drxfs_striped_unlink(dst)) == 0)
-            rc = renameat(drxfs.root_fd, src->rel, drxfs.root_fd, rel) < 0 ? -errno : 0;
+            rc = drx_store_entry_rename(drxfs.store, src->rel, rel, 0);
         return rc;
     }
-    if (renameat2(drxfs.root_fd, src->rel, drxfs.root_fd, rel, flags) < 0)
-        return -errno;
+    int rc = drx_store_entry_rename(drxfs.store, src->rel, rel, flags);
+    if (rc < 0)
+        return rc;
     if (src->kind == DRXFS_DIR) {
         drxfs_arr_forget(src->rel);
         if (flags & RENAME_EXCHANGE)
@@ -280,8 +279,8 @@ static int rename_array_node(const struct drxfs_node *src, const struct drxfs_no
         if (dst->kind == DRXFS_ARRAY)
             return -ENOTEMPTY;
         /* an empty directory may be replaced, as rename(2) allows */
-        if (unlinkat(drxfs.root_fd, dst->rel, AT_REMOVEDIR) < 0)
-            return -errno;
+        if ((rc = drx_store_entry_unlink(drxfs.store, dst->rel, AT_REMOVEDIR)) < 0)
+            return rc;
     }
     /* a long name: the array's files are named by its stem (drx/store.h) */
     char stem[PATH_MAX];

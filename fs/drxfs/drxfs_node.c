@@ -48,7 +48,7 @@ static bool parent_setgid(const char *rel)
     } else {
         strcpy(dir, ".");
     }
-    return fstatat(drxfs.root_fd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_ISGID);
+    return drx_store_entry_stat(drxfs.store, dir, &st) == 0 && (st.st_mode & S_ISGID);
 }
 
 void drxfs_chown_new(const char *rel)

@@ -86,9 +86,9 @@ int drxfs_op_readlink(const char *path, char *buf, size_t size)
     if (n->kind != DRXFS_LINK) {
         rc = -EINVAL;
     } else {
-        ssize_t len = readlinkat(drxfs.root_fd, n->rel, buf, size - 1);
+        ssize_t len = drx_store_entry_readlink(drxfs.store, n->rel, buf, size - 1);
         if (len < 0) {
-            rc = -errno;
+            rc = (int)len;
         } else {
             buf[len] = '\0';
             rc = 0;
@@ -197,7 +197,7 @@ static void open_cache(const char *path, enum drxfs_kind kind, const char *rel,
      * from the .xmd; a striped file is its handle (a new one when another
      * file was put in its place), a plain file its inode. */
     if (drxfs_is_array_kind(kind) && drxfs_rel_suffix(xmd, rel, DRXFS_XMD) == 0 &&
-        fstatat(drxfs.root_fd, xmd, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        drx_store_entry_stat(drxfs.store, xmd, &st) == 0)
         shape = drxfs_kc_sig(0, &st);
     else if (kind == DRXFS_STRIPED)
         shape = (uint64_t)(uintptr_t)fh->sf;

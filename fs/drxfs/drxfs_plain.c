@@ -86,7 +86,7 @@ static int link_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
                         const struct timespec tv[2])
 {
     (void)fh;
-    return utimensat(drxfs.root_fd, n->rel, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+    return drx_store_entry_utimens(drxfs.store, n->rel, tv);
 }
 
 const struct drxfs_kind_ops drxfs_dir_ops = {

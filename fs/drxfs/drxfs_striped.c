@@ -69,7 +69,7 @@ static bool s_same_inode(const struct drxfs_sfile *e, const struct stat *meta)
 
     return e->st.st_ino == meta->st_ino && e->st.st_dev == meta->st_dev &&
            drxfs_rel_suffix(mrel, e->key, DRXFS_NAFS) == 0 &&
-           fstatat(drxfs.root_fd, mrel, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+           drx_store_entry_stat(drxfs.store, mrel, &now) == 0 &&
            now.st_ino == meta->st_ino && now.st_dev == meta->st_dev;
 }
 
@@ -176,7 +176,7 @@ static int sfile_open(const char *rel, struct drxfs_sfile **out)
         return drxfs_striped_log_err("open", rel, rc, &err);
     }
     if (drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) == 0)
-        fstatat(drxfs.root_fd, mrel, &fresh->st, AT_SYMLINK_NOFOLLOW);
+        drx_store_entry_stat(drxfs.store, mrel, &fresh->st);
     *out = fresh;
     return 0;
 }
@@ -352,8 +352,8 @@ static int stamp_if_dirty(struct drxfs_sfile *e, struct stat *meta)
      * them back over this stamp */
     e->keep_times = false;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (ours && utimensat(drxfs.root_fd, rel, now, AT_SYMLINK_NOFOLLOW) == 0 &&
-        fstatat(drxfs.root_fd, rel, meta, AT_SYMLINK_NOFOLLOW) == 0)
+    if (ours && drx_store_entry_utimens(drxfs.store, rel, now) == 0 &&
+        drx_store_entry_stat(drxfs.store, rel, meta) == 0)
         rc = 1;
 out:
     pthread_mutex_unlock(&e->times_lock);
@@ -429,7 +429,7 @@ static bool meta_now(struct drxfs_sfile *e, struct stat *out)
     pthread_mutex_lock(&drxfs_stable.mutex);
     ours = !e->detached && drxfs_rel_suffix(rel, e->key, DRXFS_NAFS) == 0;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    return ours && fstatat(drxfs.root_fd, rel, out, AT_SYMLINK_NOFOLLOW) == 0;
+    return ours && drx_store_entry_stat(drxfs.store, rel, out) == 0;
 }
 
 int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
@@ -524,7 +524,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     drxfs_striped_chown_new(e->f, rel);
     char meta[PATH_MAX];
     if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)
-        fstatat(drxfs.root_fd, meta, &e->st, AT_SYMLINK_NOFOLLOW);
+        drx_store_entry_stat(drxfs.store, meta, &e->st);
     e->rw = true;
     e->refs = 1;
     pthread_mutex_lock(&drxfs_stable.mutex);
@@ -656,11 +656,11 @@ static void stamp_times(struct drxfs_sfile *e)
     pthread_mutex_unlock(&drxfs_stable.mutex);
     if (!ours || (!dirty && !keep))
         return;
-    if (keep && fstatat(drxfs.root_fd, meta, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+    if (keep && drx_store_entry_stat(drxfs.store, meta, &st) == 0 &&
         st.st_atim.tv_sec == tv[0].tv_sec && st.st_atim.tv_nsec == tv[0].tv_nsec &&
         st.st_mtim.tv_sec == tv[1].tv_sec && st.st_mtim.tv_nsec == tv[1].tv_nsec)
         return; /* not rewritten: no ctime change for nothing */
-    utimensat(drxfs.root_fd, meta, tv, AT_SYMLINK_NOFOLLOW);
+    drx_store_entry_utimens(drxfs.store, meta, tv);
 }
 
 int drxfs_sfile_flush(struct drxfs_sfile *e)
@@ -833,7 +833,7 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
      * rewriting the metafile: the times set now are put back then
      * (stamp_times), rather than the size recorded now with its syncs. */
     struct stat st;
-    if (e && e->rw && rc == 0 && fstatat(drxfs.root_fd, meta, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (e && e->rw && rc == 0 && drx_store_entry_stat(drxfs.store, meta, &st) == 0) {
         pthread_mutex_lock(&drxfs_stable.mutex);
         e->times[0] = st.st_atim;
         e->times[1] = st.st_mtim;

@@ -148,7 +148,7 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
      * file replaces it (the metafile wins lookups already; remove what it
      * hides). */
     if (dst && dst->kind <= DRXFS_LINK && dst->kind != DRXFS_DIR)
-        unlinkat(drxfs.root_fd, dst->rel, 0);
+        drx_store_entry_unlink(drxfs.store, dst->rel, 0);
     return 0;
 }
 

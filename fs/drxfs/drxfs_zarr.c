@@ -80,7 +80,7 @@ static bool coord_node(const struct drxfs_node *n, const char *dn, struct drxfs_
     len = snprintf(cn->rel, sizeof cn->rel, "%.*s%s", dirlen, n->rel, dn);
     if (len < 0 || (size_t)len >= sizeof cn->rel || strcmp(cn->rel, n->rel) == 0 ||
         drxfs_rel_suffix(xmd, cn->rel, DRXFS_XMD) < 0 ||
-        fstatat(drxfs.root_fd, xmd, &cn->st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(cn->st.st_mode))
+        drx_store_entry_stat(drxfs.store, xmd, &cn->st) < 0 || !S_ISREG(cn->st.st_mode))
         return false;
     cn->kind = DRXFS_ARRAY;
     return true;

@@ -115,11 +115,32 @@ int drx_store_path(const struct drx_store *s, const char *rel, char *out, size_t
  * `.nafs.XXXXXX` or `.xmd.XXXXXX` after it (temporaries beside it). */
 #define LIB_PATH_ROOM 16
 
+int drx_store_dir_get(const struct drx_store *s, const char *rel, const char **name)
+{
+    const char *slash = strrchr(rel, '/');
+    char dir[PATH_MAX];
+
+    *name = slash ? slash + 1 : rel;
+    if (!slash)
+        return s->root_fd;
+    if ((size_t)(slash - rel) >= sizeof dir)
+        return -ENAMETOOLONG;
+    memcpy(dir, rel, (size_t)(slash - rel));
+    dir[slash - rel] = '\0';
+    return drx_store_entry_open(s, dir, O_PATH | O_DIRECTORY, 0);
+}
+
+void drx_store_dir_put(const struct drx_store *s, int fd)
+{
+    if (fd >= 0 && fd != s->root_fd)
+        close(fd);
+}
+
 int drx_store_path_pin(const struct drx_store *s, const char *rel, char *out, size_t len,
                        int *pin)
 {
-    const char *slash = strrchr(rel, '/');
-    char dir[PATH_MAX], self[SELF_LEN];
+    const char *slash = strrchr(rel, '/'), *name;
+    char self[SELF_LEN];
     int fd, n;
 
     *pin = -1;
@@ -130,14 +151,10 @@ int drx_store_path_pin(const struct drx_store *s, const char *rel, char *out, si
         return strlen(s->root) + 1 + strlen(rel) + LIB_PATH_ROOM < PATH_MAX
                    ? drx_store_path(s, rel, out, len)
                    : -ENAMETOOLONG;
-    if ((size_t)(slash - rel) >= sizeof dir)
-        return -ENAMETOOLONG;
-    memcpy(dir, rel, (size_t)(slash - rel));
-    dir[slash - rel] = '\0';
-    if ((fd = drx_store_entry_open(s, dir, O_PATH | O_DIRECTORY, 0)) < 0)
+    if ((fd = drx_store_dir_get(s, rel, &name)) < 0)
         return fd;
     self_path(fd, self);
-    n = snprintf(out, len, "%s/%s", self, slash + 1);
+    n = snprintf(out, len, "%s/%s", self, name);
     if (n < 0 || (size_t)n >= len) {
         close(fd);
         return -ENAMETOOLONG;
@@ -213,7 +230,8 @@ static bool long_name_is(int dirfd, const char *stem, const char *name)
 }
 
 /* An array or striped file under long name `name`, the last component of
- * rel: its stem's path into stem.  0, or 1 when there is none. */
+ * rel, in directory dirfd (rel's): its stem's path into stem.  0, or 1
+ * when there is none. */
 static int long_lookup(int dirfd, const char *rel, const char *name, enum drx_store_kind *kind,
                        struct stat *st, char stem[PATH_MAX])
 {
@@ -225,31 +243,145 @@ static int long_lookup(int dirfd, const char *rel, const char *name, enum drx_st
         return 1;
     memcpy(stem, rel, dlen);
     memcpy(stem + dlen, s, sizeof s);
-    if (!long_name_is(dirfd, stem, name) ||
-        kind_at(dirfd, stem, AT_SYMLINK_NOFOLLOW, kind, st) < 0 ||
+    if (!long_name_is(dirfd, s, name) || kind_at(dirfd, s, AT_SYMLINK_NOFOLLOW, kind, st) < 0 ||
         (*kind != DRX_STORE_ARRAY && *kind != DRX_STORE_STRIPED))
         return 1;
     return 0;
 }
 
+int drx_store_entry_stat(const struct drx_store *s, const char *rel, struct stat *st)
+{
+    const char *name;
+    int dfd = drx_store_dir_get(s, rel, &name);
+
+    if (dfd < 0)
+        return dfd == -ELOOP ? -ENOENT : dfd;
+    int rc = fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+    drx_store_dir_put(s, dfd);
+    return rc;
+}
+
+int drx_store_entry_mkdir(const struct drx_store *s, const char *rel, mode_t mode)
+{
+    const char *name;
+    int dfd = drx_store_dir_get(s, rel, &name);
+
+    if (dfd < 0)
+        return dfd;
+    int rc = mkdirat(dfd, name, mode) < 0 ? -errno : 0;
+    drx_store_dir_put(s, dfd);
+    return rc;
+}
+
+int drx_store_entry_mknod(const struct drx_store *s, const char *rel, mode_t mode, dev_t dev)
+{
+    const char *name;
+    int dfd = drx_store_dir_get(s, rel, &name);
+
+    if (dfd < 0)
+        return dfd;
+    int rc = mknodat(dfd, name, mode, dev) < 0 ? -errno : 0;
+    drx_store_dir_put(s, dfd);
+    return rc;
+}
+
+int drx_store_entry_symlink(const struct drx_store *s, const char *target, const char *rel)
+{
+    const char *name;
+    int dfd = drx_store_dir_get(s, rel, &name);
+
+    if (dfd < 0)
+        return dfd;
+    int rc = symlinkat(target, dfd, name) < 0 ? -errno : 0;
+    drx_store_dir_put(s, dfd);
+    return rc;
+}
+
+int drx_store_entry_unlink(const struct drx_store *s, const char *rel, int flags)
+{
+    const char *name;
+    int dfd = drx_store_dir_get(s, rel, &name);
+
+    if (dfd < 0)
+        return dfd;
+    int rc = unlinkat(dfd, name, flags) < 0 ? -errno : 0;
+    drx_store_dir_put(s, dfd);
+    return rc;
+}
+
+ssize_t drx_store_entry_readlink(const struct drx_store *s, const char *rel, char *buf,
+                                 size_t size)
+{
+    const char *name;
+    int dfd = drx_store_dir_get(s, rel, &name);
+
+    if (dfd < 0)
+        return dfd;
+    ssize_t n = readlinkat(dfd, name, buf, size);
+    n = n < 0 ? -errno : n;
+    drx_store_dir_put(s, dfd);
+    return n;
+}
+
+/* The two-name calls: both directories reached as above. */
+static int two_names(const struct drx_store *s, const char *from, const char *to, int op,
+                     unsigned flags)
+{
+    const char *fname, *tname;
+    int fdir = drx_store_dir_get(s, from, &fname), tdir, rc;
+
+    if (fdir < 0)
+        return fdir;
+    if ((tdir = drx_store_dir_get(s, to, &tname)) < 0) {
+        drx_store_dir_put(s, fdir);
+        return tdir;
+    }
+    if (op == 'l')
+        rc = linkat(fdir, fname, tdir, tname, 0);
+    else if (flags)
+        rc = renameat2(fdir, fname, tdir, tname, flags);
+    else
+        rc = renameat(fdir, fname, tdir, tname);
+    rc = rc < 0 ? -errno : 0;
+    drx_store_dir_put(s, fdir);
+    drx_store_dir_put(s, tdir);
+    return rc;
+}
+
+int drx_store_entry_rename(const struct drx_store *s, const char *from, const char *to,
+                           unsigned flags)
+{
+    return two_names(s, from, to, 'r', flags);
+}
+
+int drx_store_entry_link(const struct drx_store *s, const char *from, const char *to)
+{
+    return two_names(s, from, to, 'l', 0);
+}
+
 int drx_store_lookup(const struct drx_store *s, const char *rel, bool at_root,
                      enum drx_store_kind *kind, struct stat *st, char *srel)
 {
-    const char *slash = strrchr(rel, '/');
-    const char *name = slash ? slash + 1 : rel;
+    const char *name;
     char stem[PATH_MAX];
-    int rc;
+    int rc, dfd;
 
     *kind = DRX_STORE_NONE;
-    if (drx_store_name_internal(name, at_root))
+    if ((dfd = drx_store_dir_get(s, rel, &name)) < 0)
+        return dfd == -ENOTDIR || dfd == -ELOOP ? -ENOENT : dfd;
+    if (drx_store_name_internal(name, at_root)) {
+        drx_store_dir_put(s, dfd);
         return -ENOENT;
+    }
     if (strlen(name) > DRX_STORE_SHORT_MAX &&
-        long_lookup(s->root_fd, rel, name, kind, st, stem) == 0) {
+        long_lookup(dfd, rel, name, kind, st, stem) == 0) {
+        drx_store_dir_put(s, dfd);
         if (srel)
             memcpy(srel, stem, strlen(stem) + 1);
         return 0;
     }
-    rc = kind_at(s->root_fd, rel, AT_SYMLINK_NOFOLLOW, kind, st);
+    rc = kind_at(dfd, name, AT_SYMLINK_NOFOLLOW, kind, st);
+    drx_store_dir_put(s, dfd);
     if (rc < 0)
         return rc;
     /* NAME.xmd, NAME.xta and NAME.nafs are the store's own: never entries */
@@ -292,42 +424,46 @@ int drx_store_long_rel(const char *rel, char *out)
 
 int drx_store_long_new(const struct drx_store *s, const char *rel, char *out)
 {
-    const char *base = strrchr(rel, '/');
+    const char *base = strrchr(rel, '/'), *stem;
     char name[NAME_MAX + 1];
-    int rc;
+    int rc, dfd;
 
     /* out may be rel */
     snprintf(name, sizeof name, "%s", base ? base + 1 : rel);
     if ((rc = drx_store_long_rel(rel, out)) != 1)
         return rc;
-    if (symlinkat(name, s->root_fd, out) == 0 ||
-        (errno == EEXIST && long_name_is(s->root_fd, out, name)))
-        return 0;
-    if (errno == EEXIST) {
+    if ((dfd = drx_store_dir_get(s, out, &stem)) < 0)
+        return dfd;
+    rc = symlinkat(name, dfd, stem) == 0 ? 0 : -errno;
+    if (rc == -EEXIST && long_name_is(dfd, stem, name))
+        rc = 0;
+    drx_store_dir_put(s, dfd);
+    if (rc == -EEXIST) {
         /* two names with one hash: not seen in practice, refused */
         drx_log(DRX_LOG_WARNING, "%s: long name's hash is taken by another name", out);
         return -ENAMETOOLONG;
     }
-    return -errno;
+    return rc;
 }
 
 void drx_store_long_drop(const struct drx_store *s, const char *stem)
 {
-    const char *slash = strrchr(stem, '/');
-    char path[PATH_MAX + 8];
+    const char *name;
+    char path[NAME_MAX + 8];
     struct stat st;
     size_t suffix;
+    int dfd = drx_store_dir_get(s, stem, &name);
 
-    if (!drx_store_name_is_long(slash ? slash + 1 : stem, &suffix) || suffix != 0)
+    if (dfd < 0)
         return;
     /* an array and a striped file of one name share it */
-    snprintf(path, sizeof path, "%s.xmd", stem);
-    if (fstatat(s->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return;
-    snprintf(path, sizeof path, "%s.nafs", stem);
-    if (fstatat(s->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return;
-    unlinkat(s->root_fd, stem, 0);
+    if (drx_store_name_is_long(name, &suffix) && suffix == 0 &&
+        !(snprintf(path, sizeof path, "%s.xmd", name) > 0 &&
+          fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) &&
+        !(snprintf(path, sizeof path, "%s.nafs", name) > 0 &&
+          fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0))
+        unlinkat(dfd, name, 0);
+    drx_store_dir_put(s, dfd);
 }
 
 /* ---- listing ---------------------------------------------------------------- */
@@ -518,13 +654,14 @@ int drx_store_entry_chown(const struct drx_store *s, const char *rel, uid_t uid,
 int drx_store_entry_utimens(const struct drx_store *s, const char *rel,
                             const struct timespec tv[2])
 {
-    char self[SELF_LEN];
-    int fd = self_fd(s, rel, self), rc;
+    const char *name;
+    int dfd = drx_store_dir_get(s, rel, &name);
 
-    if (fd < 0)
-        return fd;
-    rc = utimensat(AT_FDCWD, self, tv, 0) < 0 ? -errno : 0;
-    close(fd);
+    if (dfd < 0)
+        return dfd;
+    /* a symlink's own times, as lutimes */
+    int rc = utimensat(dfd, name, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+    drx_store_dir_put(s, dfd);
     return rc;
 }
 

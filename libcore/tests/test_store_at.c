@@ -221,6 +221,64 @@ static void test_listing(struct drx_store *s)
     tap_ok(strcmp(got, want) == 0, "listing:%s", got);
 }
 
+/* The daemon's calls by name on nested entries go through the entry's
+ * directory opened beneath the root: each works in a real directory, and
+ * none reaches beyond a symlink in its place (out -> outside, which holds
+ * "secret"). */
+static void names_beneath(struct drx_store *s)
+{
+    struct timespec tv[2] = {{3000000, 0}, {4000000, 0}};
+    char path[PATH_MAX], buf[64];
+    struct stat st;
+
+    tap_ok(drx_store_entry_mkdir(s, "dir/sub", 0750) == 0 &&
+               drx_store_entry_stat(s, "dir/sub", &st) == 0 && S_ISDIR(st.st_mode),
+           "mkdir and stat of a nested entry");
+    tap_ok(drx_store_entry_symlink(s, "target", "dir/sub/ln") == 0 &&
+               drx_store_entry_readlink(s, "dir/sub/ln", buf, sizeof buf) == 6 &&
+               memcmp(buf, "target", 6) == 0,
+           "symlink and readlink of a nested entry");
+    tap_ok(drx_store_entry_utimens(s, "dir/sub/ln", tv) == 0 &&
+               drx_store_entry_stat(s, "dir/sub/ln", &st) == 0 && S_ISLNK(st.st_mode) &&
+               st.st_mtim.tv_sec == 4000000,
+           "utimens of a symlink sets its own times");
+    tap_ok(drx_store_entry_rename(s, "dir/sub/ln", "dir/ln2", 0) == 0 &&
+               drx_store_entry_link(s, "dir/ln2", "dir/sub/ln3") == 0 &&
+               drx_store_entry_rename(s, "dir/ln2", "dir/sub/ln3", RENAME_NOREPLACE) == -EEXIST,
+           "rename, link and rename(RENAME_NOREPLACE) of nested entries");
+    tap_ok(drx_store_entry_unlink(s, "dir/ln2", 0) == 0 &&
+               drx_store_entry_unlink(s, "dir/sub/ln3", 0) == 0 &&
+               drx_store_entry_unlink(s, "dir/sub", AT_REMOVEDIR) == 0 &&
+               drx_store_entry_stat(s, "dir/sub", &st) == -ENOENT,
+           "unlink and rmdir of nested entries");
+
+    tap_ok(drx_store_entry_stat(s, "out/secret", &st) == -ENOENT, "no stat through a symlink");
+    tap_ok(drx_store_entry_unlink(s, "out/secret", 0) == -ELOOP &&
+               drx_store_entry_mkdir(s, "out/made", 0777) == -ELOOP &&
+               drx_store_entry_symlink(s, "x", "out/ln") == -ELOOP &&
+               drx_store_entry_mknod(s, "out/fifo", S_IFIFO | 0600, 0) == -ELOOP &&
+               drx_store_entry_link(s, "plain", "out/hard") == -ELOOP &&
+               drx_store_entry_rename(s, "out/secret", "stolen", 0) == -ELOOP &&
+               drx_store_entry_rename(s, "plain", "out/planted", 0) == -ELOOP &&
+               drx_store_entry_utimens(s, "out/secret", tv) == -ELOOP &&
+               drx_store_entry_readlink(s, "out/secret", buf, sizeof buf) == -ELOOP,
+           "unlink, mkdir, symlink, mknod, link, rename, utimens, readlink through a symlink: "
+           "ELOOP");
+    snprintf(path, sizeof path, "%s/secret", outside);
+    DIR *d = opendir(outside);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    tap_ok(stat(path, &st) == 0 && st.st_mtim.tv_sec != 4000000 && n == 1,
+           "the outside directory holds its one file, untouched");
+    enum drx_store_kind k;
+    tap_ok(drx_store_lookup(s, "out/secret", false, &k, &st, NULL) == -ENOENT &&
+               k == DRX_STORE_NONE,
+           "a lookup through a symlink finds nothing");
+}
+
 static void test_entries(struct drx_store *s)
 {
     char path[PATH_MAX], value[16] = {0};
@@ -272,6 +330,7 @@ static void test_entries(struct drx_store *s)
     } else {
         tap_ok(1, "# skip: no user xattrs on this filesystem");
     }
+    names_beneath(s);
     ifd = inotify_init1(IN_CLOEXEC);
     tap_ok(ifd >= 0 && drx_store_entry_watch(s, ifd, "dir", IN_CREATE | IN_ONLYDIR) >= 0,
            "watch a directory");

@@ -359,6 +359,38 @@ bool drx_store_list_name(int dfd, const char *name, unsigned char d_type, bool a
  * symlink between a lookup and an open).  A descriptor or -errno. */
 int drx_store_entry_open(const struct drx_store *s, const char *rel, int flags, mode_t mode);
 
+/* The directory of entry rel, for a call on its last component (*name,
+ * inside rel): the root's own descriptor for a name in the root, else the
+ * directory opened O_PATH beneath the store with no symlink followed on the
+ * way (-ELOOP when one is in the way).  Everything the daemon does to an
+ * entry by name goes through it: a multi-component *at() from the root
+ * follows a directory that a user who can write the store swapped for a
+ * symlink after the walk looked at it, and a daemon running as root would
+ * then stat, remove, rename or link outside the store.  The descriptor,
+ * to give back with drx_store_dir_put(), or -errno. */
+int drx_store_dir_get(const struct drx_store *s, const char *rel, const char **name);
+void drx_store_dir_put(const struct drx_store *s, int fd);
+
+/* mkdirat, mknodat, symlinkat, unlinkat (flags 0 or AT_REMOVEDIR),
+ * readlinkat, renameat2 (flags as its; 0 is renameat) and linkat (no
+ * symlink followed) of entries rel, from and to, each reached through
+ * drx_store_dir_get().  0 (readlink: the length) or -errno. */
+int drx_store_entry_mkdir(const struct drx_store *s, const char *rel, mode_t mode);
+int drx_store_entry_mknod(const struct drx_store *s, const char *rel, mode_t mode, dev_t dev);
+int drx_store_entry_symlink(const struct drx_store *s, const char *target, const char *rel);
+int drx_store_entry_unlink(const struct drx_store *s, const char *rel, int flags);
+ssize_t drx_store_entry_readlink(const struct drx_store *s, const char *rel, char *buf,
+                                 size_t size);
+int drx_store_entry_rename(const struct drx_store *s, const char *from, const char *to,
+                           unsigned flags);
+int drx_store_entry_link(const struct drx_store *s, const char *from, const char *to);
+
+/* lstat of entry rel, its directory reached as drx_store_entry_open
+ * reaches it: a symlink on the way is no entry (-ENOENT), never followed.
+ * The daemon reports what it stats, so no multi-component fstatat() of the
+ * root.  0 or -errno. */
+int drx_store_entry_stat(const struct drx_store *s, const char *rel, struct stat *st);
+
 /* chmod, chown, utimensat of entry rel through a descriptor opened as
  * drx_store_entry_open does.  A symlink's owner and times change as lchown
  * and lutimes would; it has no mode (-EOPNOTSUPP).  0 or -errno. */
