@@ -249,78 +249,92 @@ static int long_lookup(int dirfd, const char *rel, const char *name, enum drx_st
     return 0;
 }
 
-int drx_store_entry_stat(const struct drx_store *s, const char *rel, struct stat *st)
+/* One call on the last component of an entry, in the directory
+ * drx_store_dir_get() opened (the drx_store_entry_* calls by name). */
+enum name_op { NAME_STAT, NAME_MKDIR, NAME_MKNOD, NAME_SYMLINK, NAME_UNLINK, NAME_READLINK,
+               NAME_UTIMENS };
+struct name_call {
+    enum name_op op;
+    mode_t mode;
+    dev_t dev;
+    int flags;
+    const char *target;
+    void *out; /* stat: struct stat; readlink: the buffer of size bytes */
+    size_t size;
+    const struct timespec *tv;
+};
+
+static ssize_t name_call(int dfd, const char *name, const struct name_call *c)
+{
+    switch (c->op) {
+    case NAME_STAT:
+        return fstatat(dfd, name, c->out, AT_SYMLINK_NOFOLLOW);
+    case NAME_MKDIR:
+        return mkdirat(dfd, name, c->mode);
+    case NAME_MKNOD:
+        return mknodat(dfd, name, c->mode, c->dev);
+    case NAME_SYMLINK:
+        return symlinkat(c->target, dfd, name);
+    case NAME_UNLINK:
+        return unlinkat(dfd, name, c->flags);
+    case NAME_READLINK:
+        return readlinkat(dfd, name, c->out, c->size);
+    case NAME_UTIMENS: /* a symlink's own times, as lutimes */
+        return utimensat(dfd, name, c->tv, AT_SYMLINK_NOFOLLOW);
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+static ssize_t on_entry(const struct drx_store *s, const char *rel, const struct name_call *c)
 {
     const char *name;
     int dfd = drx_store_dir_get(s, rel, &name);
 
     if (dfd < 0)
-        return dfd == -ELOOP ? -ENOENT : dfd;
-    int rc = fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+        return dfd;
+    ssize_t rc = name_call(dfd, name, c);
+    rc = rc < 0 ? -errno : rc;
     drx_store_dir_put(s, dfd);
     return rc;
+}
+
+int drx_store_entry_stat(const struct drx_store *s, const char *rel, struct stat *st)
+{
+    int rc = (int)on_entry(s, rel, &(struct name_call){.op = NAME_STAT, .out = st});
+    return rc == -ELOOP ? -ENOENT : rc;
 }
 
 int drx_store_entry_mkdir(const struct drx_store *s, const char *rel, mode_t mode)
 {
-    const char *name;
-    int dfd = drx_store_dir_get(s, rel, &name);
-
-    if (dfd < 0)
-        return dfd;
-    int rc = mkdirat(dfd, name, mode) < 0 ? -errno : 0;
-    drx_store_dir_put(s, dfd);
-    return rc;
+    return (int)on_entry(s, rel, &(struct name_call){.op = NAME_MKDIR, .mode = mode});
 }
 
 int drx_store_entry_mknod(const struct drx_store *s, const char *rel, mode_t mode, dev_t dev)
 {
-    const char *name;
-    int dfd = drx_store_dir_get(s, rel, &name);
-
-    if (dfd < 0)
-        return dfd;
-    int rc = mknodat(dfd, name, mode, dev) < 0 ? -errno : 0;
-    drx_store_dir_put(s, dfd);
-    return rc;
+    return (int)on_entry(s, rel, &(struct name_call){.op = NAME_MKNOD, .mode = mode, .dev = dev});
 }
 
 int drx_store_entry_symlink(const struct drx_store *s, const char *target, const char *rel)
 {
-    const char *name;
-    int dfd = drx_store_dir_get(s, rel, &name);
-
-    if (dfd < 0)
-        return dfd;
-    int rc = symlinkat(target, dfd, name) < 0 ? -errno : 0;
-    drx_store_dir_put(s, dfd);
-    return rc;
+    return (int)on_entry(s, rel, &(struct name_call){.op = NAME_SYMLINK, .target = target});
 }
 
 int drx_store_entry_unlink(const struct drx_store *s, const char *rel, int flags)
 {
-    const char *name;
-    int dfd = drx_store_dir_get(s, rel, &name);
-
-    if (dfd < 0)
-        return dfd;
-    int rc = unlinkat(dfd, name, flags) < 0 ? -errno : 0;
-    drx_store_dir_put(s, dfd);
-    return rc;
+    return (int)on_entry(s, rel, &(struct name_call){.op = NAME_UNLINK, .flags = flags});
 }
 
 ssize_t drx_store_entry_readlink(const struct drx_store *s, const char *rel, char *buf,
                                  size_t size)
 {
-    const char *name;
-    int dfd = drx_store_dir_get(s, rel, &name);
+    return on_entry(s, rel, &(struct name_call){.op = NAME_READLINK, .out = buf, .size = size});
+}
 
-    if (dfd < 0)
-        return dfd;
-    ssize_t n = readlinkat(dfd, name, buf, size);
-    n = n < 0 ? -errno : n;
-    drx_store_dir_put(s, dfd);
-    return n;
+int drx_store_entry_utimens(const struct drx_store *s, const char *rel,
+                            const struct timespec tv[2])
+{
+    return (int)on_entry(s, rel, &(struct name_call){.op = NAME_UTIMENS, .tv = tv});
 }
 
 /* The two-name calls: both directories reached as above. */
@@ -648,20 +662,6 @@ int drx_store_entry_chown(const struct drx_store *s, const char *rel, uid_t uid,
         return fd;
     rc = fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
     close(fd);
-    return rc;
-}
-
-int drx_store_entry_utimens(const struct drx_store *s, const char *rel,
-                            const struct timespec tv[2])
-{
-    const char *name;
-    int dfd = drx_store_dir_get(s, rel, &name);
-
-    if (dfd < 0)
-        return dfd;
-    /* a symlink's own times, as lutimes */
-    int rc = utimensat(dfd, name, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
-    drx_store_dir_put(s, dfd);
     return rc;
 }
 
