@@ -21,6 +21,10 @@ setup() {
 teardown() {
     unmount_store "$BATS_TEST_TMPDIR/mnt"
     kill_our_mpi
+    # the small tmpfs of the full-disk tests, also when one failed
+    if mountpoint -q "$BATS_TEST_TMPDIR/small"; then
+        umount "$BATS_TEST_TMPDIR/small" || umount -l "$BATS_TEST_TMPDIR/small"
+    fi
     if [ -f "$BATS_TEST_TMPDIR/holder.pid" ]; then
         kill "$(cat "$BATS_TEST_TMPDIR/holder.pid")" 2>/dev/null || true
     fi
@@ -502,6 +506,97 @@ EOF
         check_ref "small/$mode" f64 3
     done
     umount small
+}
+
+# broken_lines P R OP: every one of the P ranks failed OP because rank R
+# could not read the metadata again (its reason: Permission denied)
+broken_lines() {
+    local r
+    for ((r = 0; r < $1; r++)); do
+        assert_line --regexp "^rank $r: $3: -5: .*: rank $2 could not read the metadata again after an extension \(.*Permission denied\); drx_mp_sync opens the array again$"
+    done
+}
+
+@test "DRX_MP_SYNC_NONE and _BATCH: a follower that cannot read the metadata back after rank 0's failed extension fails every later call until drx_mp_sync reopens; the array stays whole" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
+    "$DRX" init small/st >/dev/null
+    mkdir small/st/d
+    local mode r
+    for mode in none batch; do
+        "$DRX" create "small/st/d/$mode" --type f64 --shape 64x64 --chunk 64x64 --fill 1
+        # rank 2 loses root's right to ignore file modes (nodac), then
+        # the directory is closed to it: rank 0's extension fails (a full
+        # disk), rank 2 grew in memory and cannot read the committed
+        # metadata back.  Its later calls fail (with it every rank's, none
+        # waits), its bounds too; drx_mp_sync cannot mend it while the
+        # directory is closed, and can once it is open again.
+        run mp 3 "small/st/d/$mode" open:w "mode:$mode" nodac:2 write:C:3 extend:0:64 write:C:3 \
+            "system:chmod 000 small/st/d" "?extend:0:4096" "?write:C:4" "?readbox:C:0,0:64,64" \
+            "?bounds" "?extend:1:1" "?sync" "system:chmod 755 small/st/d" sync bounds
+        chmod 755 small/st/d
+        assert_success
+        for ((r = 0; r < 3; r++)); do
+            assert_line --regexp "^rank $r: extend:0:4096: -28: .*No space left on device"
+            assert_line --regexp "^rank $r: sync: -13: .*Permission denied"
+        done
+        broken_lines 3 2 "write:C:4"
+        broken_lines 3 2 "readbox:C:0,0:64,64"
+        broken_lines 3 2 "extend:1:1"
+        assert_line --regexp "^rank 2: bounds: -5: .*rank 2 could not read the metadata again"
+        assert_equal "$(grep -c '^bounds 128x64$' <<<"$output")" 2
+        # what was written before the failure, nothing of what failed
+        check_ref "small/st/d/$mode" f64 3
+        "$DRX" fsck small/st
+        # mended, the array is used as before
+        run mp 3 "small/st/d/$mode" open:w "mode:$mode" write:C:5 extend:1:64 write:F:5 bounds
+        assert_success
+        assert_output "bounds 128x128"
+        check_ref "small/st/d/$mode" f64 5
+        "$DRX" fsck small/st
+    done
+    umount small
+}
+
+@test "DRX_MP_SYNC_EXTEND: a follower that cannot read the recorded extension fails every later call until drx_mp_sync reopens; the array stays whole" {
+    "$DRX" init store >/dev/null
+    mkdir store/d
+    "$DRX" create store/d/a --type i32 --shape 4x6 --chunk 2x3
+    # rank 1 cannot look into the directory when rank 0 has extended: the
+    # extension is recorded, and the call says so and fails on every rank;
+    # rank 1's later calls fail (no rank waits, no rank writes a zone of
+    # other bounds than the others') until a drx_mp_sync reopens it
+    run mp 2 store/d/a open:w nodac:1 write:C:3 "system:chmod 000 store/d" "?extend:0:2" \
+        "?write:C:4" "?readbox:C:0,0:2,2" "?bounds" "?sync" "system:chmod 755 store/d" sync \
+        bounds write:C:5
+    chmod 755 store/d
+    assert_success
+    local r
+    for ((r = 0; r < 2; r++)); do
+        assert_line --regexp "^rank $r: extend:0:2: -5: .*: the extension is recorded, but rank 1 could not read it \(.*Permission denied\); its calls fail until drx_mp_sync opens the array again$"
+        assert_line --regexp "^rank $r: sync: -13: .*Permission denied"
+    done
+    broken_lines 2 1 "write:C:4"
+    broken_lines 2 1 "readbox:C:0,0:2,2"
+    assert_line --regexp "^rank 1: bounds: -5: "
+    assert_equal "$(grep -c '^bounds 6x6$' <<<"$output")" 2
+    check_ref store/d/a i32 5
+    "$DRX" fsck store
+    # the data written before the failure stays: rows 0..5 seed 3 (the
+    # zones of 6 rows), the grown rows 6..7 the fill; close mends
+    run mp 2 store/d/a open:w nodac:1 write:C:3 "system:chmod 000 store/d" "?extend:0:2" \
+        "system:chmod 755 store/d" close
+    chmod 755 store/d
+    assert_success
+    "$DRX" get store/d/a >got.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i = np.indices((8, 6))
+ref = (3 + i[0] * 7 + i[1] * 13) % 113
+ref[6:] = 0
+assert (np.fromfile("got.bin", dtype="<i4").reshape(8, 6) == ref).all()
+EOF
+    "$DRX" fsck store
 }
 
 @test "DRX_MP_SYNC_BATCH: an extension that fails changes nothing; another extension waits for the sync" {
