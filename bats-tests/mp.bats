@@ -447,6 +447,110 @@ EOF
     assert_equal "$(stat -c %s store/a.xta)" 1152
 }
 
+# rank_pid R: the pid of rank R of the driver running in this test
+rank_pid() {
+    local p cwd
+    for p in $(pgrep -x mp_test); do
+        cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
+        [ "$cwd" = "$BATS_TEST_TMPDIR" ] || continue
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMI_RANK=$1" && echo "$p"
+    done
+    return 0
+}
+
+# kill_mid P R ARGS...: the driver on P ranks in the background (ARGS
+# hold a "system:touch started" word); 0.3 s after "started" appears, rank
+# R is killed (SIGKILL) in the middle of the words after it.  mpiexec must
+# end the others by itself within 20 s; its status goes to killed.status,
+# the output to killed.out; no rank of it may be left.
+kill_mid() {
+    local p=$1 r=$2 i pid
+    shift 2
+    # (bats' set -e holds in the subshell too)
+    (
+        rc=0
+        timeout 60 mpiexec -n "$p" "$MP_TEST" "$@" >killed.out 2>&1 || rc=$?
+        echo "$rc" >killed.status
+    ) &
+    for ((i = 0; i < 400; i++)); do
+        [ -e started ] && break
+        sleep 0.05
+    done
+    [ -e started ] || fail "the run did not start: $(cat killed.out)"
+    sleep 0.3
+    pid=$(rank_pid "$r")
+    [ -n "$pid" ] || fail "rank $r is not running (the run ended too soon?)"
+    kill -9 "$pid"
+    for ((i = 0; i < 400; i++)); do
+        [ -e killed.status ] && break
+        sleep 0.05
+    done
+    [ -e killed.status ] || fail "the other ranks did not end within 20 s of rank $r's kill"
+    [ -z "$(pgrep -x mp_test | while read -r q; do [ "$(readlink "/proc/$q/cwd")" = "$BATS_TEST_TMPDIR" ] && echo "$q"; done)" ] ||
+        fail "ranks left after the kill"
+    # killed, not ended by the timeout nor finished
+    [ "$(cat killed.status)" -ne 0 ] && [ "$(cat killed.status)" -ne 124 ] ||
+        fail "status $(cat killed.status): $(cat killed.out)"
+    grep -q "Killed (signal 9)" killed.out || fail "mpiexec did not report the kill: $(cat killed.out)"
+}
+
+# seeds_only ARRAY ROWS COLS SEED...: ARRAY (f64) holds at every element
+# the driver's value of one of the SEEDs
+seeds_only() {
+    local a=$1 rows=$2 cols=$3
+    shift 3
+    "$DRX" get "$a" >got.bin
+    "$PY" - "$rows" "$cols" "$@" <<'EOF'
+import sys
+import numpy as np
+rows, cols = int(sys.argv[1]), int(sys.argv[2])
+got = np.fromfile("got.bin", dtype="<f8").reshape(rows, cols)
+i = np.indices((rows, cols))
+ok = np.zeros((rows, cols), bool)
+for s in sys.argv[3:]:
+    ok |= got == (int(s) + i[0] * 7 + i[1] * 13) % 113
+assert ok.all(), np.argwhere(~ok)[:5]
+EOF
+}
+
+@test "kill -9 of one rank in the middle of collective write_all rounds: mpiexec ends the others, the store is consistent" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/a --type f64 --shape 100x100 --chunk 2x2
+    # the ranks' boxes share a row of chunks: collective rounds of one
+    # chunk (locks tried on every rank, merge, MPI_File_write_all)
+    local w=() i
+    for ((i = 0; i < 100; i++)); do
+        w+=("writebox:C:6:0,0:51,100@1=writebox:C:6:51,0:100,100")
+    done
+    kill_mid 2 1 store/a open:w buffer:1 write:C:5 "system:touch started" "${w[@]}"
+    # no lock is left behind, every element is one write's or the other's
+    "$DRX" fsck store
+    seeds_only store/a 100 100 5 6
+    run mp 2 store/a open:w write:C:7
+    assert_success
+    check_ref store/a f64 7
+}
+
+@test "kill -9 of one rank in the middle of write_all alone in DRX_MP_SYNC_BATCH: the array as of the last sync, fsck trims the lost growth" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/a --type f64 --shape 100x100 --chunk 2x2
+    local w=() i
+    for ((i = 0; i < 300; i++)); do
+        w+=("write:C:6")
+    done
+    # rows 100..199 grown and synced, 200..299 grown and pending when
+    # rank 0 is killed (rank 1 writes alone, its own zone's chunks)
+    kill_mid 2 0 store/a open:w mode:batch extend:0:100 write:C:5 sync extend:0:100 \
+        "system:touch started" "${w[@]}"
+    run "$DRX" fsck store
+    assert_failure
+    assert_output --partial "longer than its metadata's 160000 (uncommitted extension)"
+    "$DRX" fsck store --repair
+    "$DRX" fsck store
+    assert_equal "$("$DRX" info store/a --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["shape"])')" "[200, 100]"
+    seeds_only store/a 200 100 5 6
+}
+
 @test "DRX_MP_SYNC_NONE: what a power loss may leave, as drx fsck reports it (emulated)" {
     "$DRX" init store >/dev/null
     "$DRX" create store/a --type f64 --shape 1x6x8 --chunk 1x3x4 --dims time,y,x
