@@ -723,6 +723,39 @@ extended 0"
     assert_output --partial '"shape": [6, 6]'
 }
 
+@test "a full disk in write_all: ENOSPC on every rank, alone or collective, later calls go on, the array stays consistent" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
+    "$DRX" init small/st >/dev/null
+    "$DRX" create small/st/a --type f64 --shape 64x64 --chunk 16x64
+    # rows 0..63 written, then 4096 rows grown (fill 0: a sparse file) and
+    # written, 2 MiB that do not fit: each rank its own whole chunks
+    # alone, then boxes that cut chunks (collective MPI-IO); both fail
+    # with ENOSPC on every rank, and the collective calls after them
+    # (read, extension, sync in DRX_MP_SYNC_BATCH, close) go on
+    run mp 2 small/st/a open:w write:C:2 extend:0:4096 \
+        "?writebox:C:3:64,0:2112,64@1=?writebox:C:3:2112,0:4160,64" \
+        "?writebox:C:4:70,0:2000,64@1=?writebox:C:4:2000,0:4160,64" \
+        readbox:C:0,0:64,64 mode:batch extend:1:64 sync bounds
+    assert_success
+    local r
+    for ((r = 0; r < 2; r++)); do
+        assert_line --regexp "^rank $r: writebox:C:3:[0-9,:]*: -28: writing .*a.xta: No space left on device$"
+        assert_line --regexp "^rank $r: writebox:C:4:[0-9,:]*: -28: writing chunks: .*No space left on device$"
+    done
+    assert_line "bounds 4160x128"
+    assert_equal "${#lines[@]}" 5
+    "$DRX" fsck small/st
+    # what was written before the failures is there
+    "$DRX" get small/st/a dim0=0:64 dim1=0:64 >got.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i = np.indices((64, 64))
+assert (np.fromfile("got.bin", dtype="<f8").reshape(64, 64) == (2 + i[0] * 7 + i[1] * 13) % 113).all()
+EOF
+    umount small
+}
+
 @test "write_all waits for another writer's lock on its chunks, then writes" {
     "$DRX" create a --type f64 --shape 8x8 --chunk 4x4
     # an OFD lock on the whole .xta for 3 s, as drxfs or drx put hold one
