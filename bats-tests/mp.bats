@@ -756,6 +756,46 @@ EOF
     umount small
 }
 
+@test "DRX_MP_SYNC_BATCH: a full disk at the commit (the .xmd cannot grow) fails drx_mp_sync on every rank, forgets the growths everywhere, and the array goes on" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
+    "$DRX" init small/st >/dev/null
+    "$DRX" create small/st/a --type f64 --shape 64x64 --chunk 16x64
+    # an .xmd a few bytes short of a page: the growth records need a new
+    # one, which the full tmpfs does not have
+    local pad=100
+    "$DRX" attr set small/st/a pad "$(printf '%*s' "$pad" '' | tr ' ' x)"
+    pad=$((pad + 4070 - $(stat -c %s small/st/a.xmd)))
+    "$DRX" attr set small/st/a pad "$(printf '%*s' "$pad" '' | tr ' ' x)"
+    [ "$(stat -c %s small/st/a.xmd)" -gt 4000 ] && [ "$(stat -c %s small/st/a.xmd)" -lt 4096 ] ||
+        fail "the .xmd has $(stat -c %s small/st/a.xmd) bytes"
+    run mp 2 small/st/a open:w write:C:2 mode:batch extend:0:4096 "?write:C:3" extend:1:8 "?sync" \
+        bounds extend:0:1 sync bounds mode:extend extend:0:1 bounds
+    assert_success
+    local r
+    for ((r = 0; r < 2; r++)); do
+        assert_line --regexp "^rank $r: write:C:3: -28: .*No space left on device$"
+        assert_line --regexp "^rank $r: sync: -28: .*a.xmd: No space left on device$"
+    done
+    # the failed commit left every rank with the metadata of the last one,
+    # the .xta cut back to it (space again for what follows): 5 chunk
+    # rows of 16x64 for 66 rows
+    assert_equal "$(sed -n 's/^bounds //p' <<<"$output" | tr '\n' ' ')" "64x64 65x64 66x64 "
+    "$DRX" fsck small/st
+    assert_equal "$(stat -c %s small/st/a.xta)" $((5 * 16 * 64 * 8))
+    # rows 0..63 hold the first write's values, or the failed one's
+    # where it got to them (chunks already there needed no space)
+    "$DRX" get small/st/a dim0=0:64 >got.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i = np.indices((64, 64))
+got = np.fromfile("got.bin", dtype="<f8").reshape(64, 64)
+v = i[0] * 7 + i[1] * 13
+assert ((got == (2 + v) % 113) | (got == (3 + v) % 113)).all()
+EOF
+    umount small
+}
+
 @test "write_all waits for another writer's lock on its chunks, then writes" {
     "$DRX" create a --type f64 --shape 8x8 --chunk 4x4
     # an OFD lock on the whole .xta for 3 s, as drxfs or drx put hold one
