@@ -896,6 +896,24 @@ fails_alike() {
     check_ref a i32 1
 }
 
+@test "ranks with different buffer sizes (drx_mp_set_buffer is not collective) run different rounds: writes and reads still match" {
+    "$DRX" create a --type f64 --shape 20x15 --chunk 4x3
+    local bufs="buffer:1@1=buffer:100000000@2=buffer:2000"
+    # boxes that share chunks (turns), then zones (alone), then reads
+    run mp 3 a open:w "$bufs" \
+        "writebox:C:5:0,0:7,15@1=writebox:F:5:7,0:13,15@2=writebox:C:5:13,0:20,15"
+    assert_success
+    assert_output ""
+    check_ref a f64 5
+    run mp 3 a open:w "$bufs" write:F:6
+    assert_success
+    check_ref a f64 6
+    "$DRX" get a >ref.bin
+    run mp 3 a open:r "$bufs" read:C:ref.bin:10:1 read:F:ref.bin:10:2 read:C:ref.bin:6:3:whole
+    assert_success
+    assert_output ""
+}
+
 @test "an extension that fails (a full disk) changes nothing on any rank" {
     mkdir small
     mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
