@@ -613,11 +613,11 @@ EOF
 }
 
 # broken_lines P R OP: every one of the P ranks failed OP because rank R
-# could not read the metadata again (its reason: Permission denied)
+# could not read the array's metadata back (its reason: Permission denied)
 broken_lines() {
     local r
     for ((r = 0; r < $1; r++)); do
-        assert_line --regexp "^rank $r: $3: -5: .*: rank $2 could not read the metadata again after an extension \(.*Permission denied\); drx_mp_sync opens the array again$"
+        assert_line --regexp "^rank $r: $3: -5: .*: rank $2 could not read the array's metadata back \(.*Permission denied\); drx_mp_sync opens the array again$"
     done
 }
 
@@ -647,7 +647,7 @@ broken_lines() {
         broken_lines 3 2 "write:C:4"
         broken_lines 3 2 "readbox:C:0,0:64,64"
         broken_lines 3 2 "extend:1:1"
-        assert_line --regexp "^rank 2: bounds: -5: .*rank 2 could not read the metadata again"
+        assert_line --regexp "^rank 2: bounds: -5: .*rank 2 could not read the array's metadata back"
         assert_equal "$(grep -c '^bounds 128x64$' <<<"$output")" 2
         # what was written before the failure, nothing of what failed
         check_ref "small/st/d/$mode" f64 3
@@ -700,6 +700,31 @@ ref = (3 + i[0] * 7 + i[1] * 13) % 113
 ref[6:] = 0
 assert (np.fromfile("got.bin", dtype="<i4").reshape(8, 6) == ref).all()
 EOF
+    "$DRX" fsck store
+}
+
+@test "DRX_MP_SYNC_BATCH: a follower that cannot read the growths rank 0 recorded at drx_mp_sync fails its calls until the next sync reopens; no stale catch-up" {
+    "$DRX" init store >/dev/null
+    mkdir store/d
+    "$DRX" create store/d/a --type i32 --shape 4x6 --chunk 2x3
+    # rank 0 records the growth; rank 1 cannot read it: the sync says so
+    # on every rank, rank 1's calls fail; switching to DRX_MP_SYNC_EXTEND
+    # (a sync) reopens it once it can read, and the extensions that
+    # follow are read from where they are (its old handle would have laid
+    # the new records over the growth it held: "growth 4->6 does not
+    # follow extent 6")
+    run mp 2 store/d/a open:w mode:batch nodac:1 extend:0:2 write:C:3 "system:chmod 000 store/d" \
+        "?sync" "?write:C:4" "system:chmod 755 store/d" mode:extend extend:0:1 write:C:4 bounds
+    chmod 755 store/d
+    assert_success
+    local r
+    for ((r = 0; r < 2; r++)); do
+        assert_line --regexp "^rank $r: sync: -5: .*: the growths are recorded, but rank 1 could not read them \(.*Permission denied\); its calls fail until drx_mp_sync opens the array again$"
+    done
+    broken_lines 2 1 "write:C:4"
+    assert_line "bounds 7x6"
+    assert_equal "${#lines[@]}" 5
+    check_ref store/d/a i32 4
     "$DRX" fsck store
 }
 

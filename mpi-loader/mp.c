@@ -354,6 +354,14 @@ int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out)
     return drx_mp_open(MPI_Comm_f2c(comm), path, writable, out);
 }
 
+/* This rank's metadata is not the array's since an extension: broken,
+ * with why (the reason in err) for its later calls. */
+static void mp_break(drx_mp *a, const struct drx_err *why)
+{
+    a->broken = true;
+    snprintf(a->broken_why, sizeof(a->broken_why), "%s", why->msg[0] ? why->msg : "unknown");
+}
+
 /* A broken follower (a->broken) opens the array again: a fresh handle
  * holds the committed metadata, whatever its old one had grown to in
  * memory (a reload only catches up with records after what it read, on
@@ -384,10 +392,17 @@ static int commit_follow(drx_mp *a, bool durable, struct drx_err *err)
 
     MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
     a->ngrown = 0; /* recorded or forgotten: none pending after this */
-    if (a->rank != 0 && rc == 0)
-        rc = drx_array_commit(a->arr, err);
-    else if (a->rank != 0)
+    if (a->rank != 0 && rc < 0) {
         drx_array_pending_drop(a->arr, &(struct drx_err){{0}});
+    } else if (a->rank != 0 && (rc = drx_array_commit(a->arr, err)) < 0) {
+        /* recorded by rank 0; this rank's metadata stays as it was read
+         * last, which a reload would catch up on from the wrong place */
+        mp_break(a, err);
+        rc = drx_err_set(err, EIO,
+                         "%s: the growths are recorded, but rank %d could not read them (%s); "
+                         "its calls fail until drx_mp_sync opens the array again",
+                         a->path, a->rank, a->broken_why);
+    }
     if (rc == 0)
         rc = mend(a, err);
     return mp_agree(a->comm, rc < 0 ? rc : 0, err);
@@ -561,18 +576,11 @@ int drx_mp_zone(const drx_mp *a, int proc, int64_t lo[], int64_t hi[])
 int mp_broken(const drx_mp *a, struct drx_err *err)
 {
     return drx_err_set(err, EIO,
-                       "%s: rank %d could not read the metadata again after an extension "
-                       "(%s); drx_mp_sync opens the array again",
+                       "%s: rank %d could not read the array's metadata back (%s); "
+                       "drx_mp_sync opens the array again",
                        a->path, a->rank, a->broken_why);
 }
 
-/* This rank's metadata is not the array's since an extension: broken,
- * with why (the reason in err) for its later calls. */
-static void mp_break(drx_mp *a, const struct drx_err *why)
-{
-    a->broken = true;
-    snprintf(a->broken_why, sizeof(a->broken_why), "%s", why->msg[0] ? why->msg : "unknown");
-}
 
 static int extend_check(const drx_mp *a, int dim, int64_t count, struct drx_err *err)
 {

@@ -50,9 +50,9 @@ int drx_mp_open(MPI_Comm comm, const char *path, int writable, drx_mp **out);
 int drx_mp_rank(const drx_mp *a);
 
 /* Not collective.  The current bounds (k numbers); 0.  On a rank that
- * could not read the metadata again after an extension (its collective
- * calls fail with -EIO until drx_mp_sync opens the array again): zeros
- * and -EIO, as drx_mp_zone (the empty box). */
+ * could not read the array's metadata back after an extension (its
+ * collective calls fail with -EIO until drx_mp_sync opens the array
+ * again): zeros and -EIO, as drx_mp_zone (the empty box). */
 int drx_mp_bounds(const drx_mp *a, int64_t bounds[]);
 
 /* Not collective.  The element box [lo, hi) of the zone of rank `proc` of
