@@ -939,6 +939,28 @@ fails_alike() {
     assert_output ""
 }
 
+@test "a rank out of memory for its round fails read_all on every rank with its reason, collective or alone; the others go on" {
+    # a real allocation failure on rank 1 alone: its address space capped
+    # (ulimit -v) below its 2 GiB box (allocated, never touched) and a
+    # round buffer of 1 GiB; ASan reserves far more address space
+    if ldd "$MP_TEST" | grep -q libasan; then
+        skip "ulimit -v and AddressSanitizer's shadow memory do not mix"
+    fi
+    "$DRX" create a --type f64 --shape 16384x16384 --chunk 1024x1024
+    local args=(a open:r buffer:1073741824 "?readbox:C:0,0:0,0@1=?readbox:C:1,0:16384,16384"
+        "?readbox:C:0,0:0,0@1=?readbox:C:0,0:16384,16384" "readbox:C:0,0:0,0@1=readbox:C:1,0:2,16384"
+        bounds)
+    run timeout 60 mpiexec -n 1 "$MP_TEST" "${args[@]}" : \
+        -n 1 sh -c 'ulimit -v 3000000 && exec "$0" "$@"' "$MP_TEST" "${args[@]}"
+    assert_success
+    local r
+    for ((r = 0; r < 2; r++)); do
+        assert_line --regexp "^rank $r: readbox:C:[0-9,:]*: -12: out of memory for 128 chunks of 8388608 bytes$"
+    done
+    assert_equal "$(grep -c -- '-12: out of memory' <<<"$output")" 4
+    assert_line "bounds 16384x16384"
+}
+
 @test "an extension that fails (a full disk) changes nothing on any rank" {
     mkdir small
     mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
