@@ -906,6 +906,20 @@ fails_alike() {
     md5sum -c --quiet before
 }
 
+@test "a rank that cannot open the array (its .xmd or .xta closed to it alone) fails open on every rank with its reason, and leaks nothing" {
+    mkdir d
+    "$DRX" create d/a --type i32 --shape 4x6 --chunk 2x3
+    fails_alike 3 "d/a.xmd: Permission denied" d/a nodac:2 "system:chmod 000 d" open:w
+    chmod 755 d
+    fails_alike 3 "d/a.xmd: Permission denied" d/a nodac:1 "system:chmod 000 d" open:r
+    chmod 755 d
+    fails_alike 3 "d/a.xta: Permission denied" d/a nodac:2 "system:chmod 000 d/a.xta" open:r
+    chmod 644 d/a.xta
+    run mp 3 d/a open:w write:C:3
+    assert_success
+    check_ref d/a i32 3
+}
+
 @test "a rank that passes different arguments fails every rank and changes nothing" {
     fails_alike 3 "the ranks passed different arguments to drx_mp_create" a "create:f64:4x4:2x2@1=create:f64:4x5:2x2"
     assert_file_not_exists a.xmd

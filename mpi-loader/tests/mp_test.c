@@ -4,6 +4,7 @@
  *
  * OPs, run in order by every rank (OP@R=ALT: rank R runs ALT instead):
  *   create:TYPE:N0xN1..:C0xC1..   open:r | open:w      close
+ *                                 (create and open close the handle first)
  *   extend:DIM:COUNT              zones (rank 0 prints every zone and its chunks)
  *   write:ORDER:SEED              each rank writes its zone, values from value()
  *   writebox:ORDER:SEED:LO:HI     LO, HI as i,j,k
@@ -346,6 +347,7 @@ static int op_create(char **w, int nw)
         parse_list(w[3], 'x', chunk);
     memcpy(chunk_shape, chunk, sizeof(chunk_shape));
     snprintf(type_name, sizeof(type_name), "%s", nw > 1 ? w[1] : "");
+    drx_mp_close(&A); /* a second create or open: the first handle goes */
     return drx_mp_create(MPI_COMM_WORLD, path, nw > 1 ? w[1] : NULL, k, shape, chunk, &A);
 }
 
@@ -373,6 +375,7 @@ static int op_open(char **w, int nw)
             chunk_shape[d] = (int64_t)drx_array_meta(arr)->chunk[d];
         drx_array_close(arr);
     }
+    drx_mp_close(&A);
     return drx_mp_open(MPI_COMM_WORLD, path, nw > 1 && w[1][0] == 'w', &A);
 }
 
