@@ -551,6 +551,23 @@ EOF
     seeds_only store/a 200 100 5 6
 }
 
+@test "kill_our_mpi (teardown) leaves no rank behind when it kills mpiexec and hydra's proxy" {
+    "$DRX" create a --type f64 --shape 100x100 --chunk 2x2
+    local w=() i
+    for ((i = 0; i < 100; i++)); do
+        w+=("writebox:C:6:0,0:51,100@1=writebox:C:6:51,0:100,100")
+    done
+    (timeout 60 mpiexec -n 2 "$MP_TEST" a open:w buffer:1 "system:touch started" "${w[@]}" >/dev/null 2>&1 || true) &
+    for ((i = 0; i < 400; i++)); do
+        [ -e started ] && break
+        sleep 0.05
+    done
+    [ -e started ] || fail "the run did not start"
+    [ -n "$(rank_pid 1)" ] || fail "no rank 1"
+    kill_our_mpi
+    [ -z "$(rank_pid 0)$(rank_pid 1)" ] || fail "ranks left: $(rank_pid 0) $(rank_pid 1)"
+}
+
 @test "DRX_MP_SYNC_NONE: what a power loss may leave, as drx fsck reports it (emulated)" {
     "$DRX" init store >/dev/null
     "$DRX" create store/a --type f64 --shape 1x6x8 --chunk 1x3x4 --dims time,y,x
