@@ -16,7 +16,7 @@
 static int mpi_errno(int mpirc, const char *msg)
 {
     static const int classes[][2] = {
-        {MPI_ERR_NO_SPACE, ENOSPC}, {MPI_ERR_QUOTA, EDQUOT},       {MPI_ERR_ACCESS, EACCES},
+        {MPI_ERR_NO_SPACE, ENOSPC}, {MPI_ERR_QUOTA, EDQUOT},        {MPI_ERR_ACCESS, EACCES},
         {MPI_ERR_READ_ONLY, EROFS}, {MPI_ERR_NO_SUCH_FILE, ENOENT}, {MPI_ERR_FILE_EXISTS, EEXIST},
     };
     static const int texts[] = {ENOSPC, EDQUOT, EFBIG, EACCES, EROFS, ENOENT};

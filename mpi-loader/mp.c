@@ -581,7 +581,6 @@ int mp_broken(const drx_mp *a, struct drx_err *err)
                        a->path, a->rank, a->broken_why);
 }
 
-
 static int extend_check(const drx_mp *a, int dim, int64_t count, struct drx_err *err)
 {
     int k = drx_array_meta(a->arr)->rank;

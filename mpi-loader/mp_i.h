@@ -34,11 +34,11 @@ struct drx_mp {
     uint64_t *gather;       /* P * MP_GATHER_WIDTH: every rank's box, for write_all */
     unsigned char *rbuf;    /* the round buffer of chunks, kept between calls */
     uint64_t rbuf_len;
-    struct load_run *runs;  /* a round's runs in file order (mp_io.c), kept between calls */
+    struct load_run *runs; /* a round's runs in file order (mp_io.c), kept between calls */
     size_t runs_cap;
-    int64_t (*grown)[2];    /* the pending growths (dim, count) since the last commit */
+    int64_t (*grown)[2]; /* the pending growths (dim, count) since the last commit */
     size_t ngrown, grown_cap;
-    bool broken;            /* a follower could not read the metadata again */
+    bool broken;                  /* a follower could not read the metadata again */
     char broken_why[DRX_ERR_LEN]; /* its reason */
 };
 

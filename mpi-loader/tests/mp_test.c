@@ -33,13 +33,13 @@
  * failing ?OP prints the same and the run goes on.
  */
 #include <errno.h>
-#include <signal.h>
 #include <inttypes.h>
+#include <linux/capability.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/capability.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
