@@ -21,6 +21,10 @@ setup() {
 teardown() {
     unmount_store "$BATS_TEST_TMPDIR/mnt"
     kill_our_mpi
+    # the small tmpfs of the full-disk tests, also when one failed
+    if mountpoint -q "$BATS_TEST_TMPDIR/small"; then
+        umount "$BATS_TEST_TMPDIR/small" || umount -l "$BATS_TEST_TMPDIR/small"
+    fi
     if [ -f "$BATS_TEST_TMPDIR/holder.pid" ]; then
         kill "$(cat "$BATS_TEST_TMPDIR/holder.pid")" 2>/dev/null || true
     fi
@@ -443,6 +447,127 @@ EOF
     assert_equal "$(stat -c %s store/a.xta)" 1152
 }
 
+# rank_pid R: the pid of rank R of the driver running in this test
+rank_pid() {
+    local p cwd
+    for p in $(pgrep -x mp_test); do
+        cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
+        [ "$cwd" = "$BATS_TEST_TMPDIR" ] || continue
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMI_RANK=$1" && echo "$p"
+    done
+    return 0
+}
+
+# kill_mid P R ARGS...: the driver on P ranks in the background (ARGS
+# hold a "system:touch started" word); 0.3 s after "started" appears, rank
+# R is killed (SIGKILL) in the middle of the words after it.  mpiexec must
+# end the others by itself within 20 s; its status goes to killed.status,
+# the output to killed.out; no rank of it may be left.
+kill_mid() {
+    local p=$1 r=$2 i pid
+    shift 2
+    # (bats' set -e holds in the subshell too)
+    (
+        rc=0
+        timeout 60 mpiexec -n "$p" "$MP_TEST" "$@" >killed.out 2>&1 || rc=$?
+        echo "$rc" >killed.status
+    ) &
+    for ((i = 0; i < 400; i++)); do
+        [ -e started ] && break
+        sleep 0.05
+    done
+    [ -e started ] || fail "the run did not start: $(cat killed.out)"
+    sleep 0.3
+    pid=$(rank_pid "$r")
+    [ -n "$pid" ] || fail "rank $r is not running (the run ended too soon?)"
+    kill -9 "$pid"
+    for ((i = 0; i < 400; i++)); do
+        [ -e killed.status ] && break
+        sleep 0.05
+    done
+    [ -e killed.status ] || fail "the other ranks did not end within 20 s of rank $r's kill"
+    [ -z "$(pgrep -x mp_test | while read -r q; do [ "$(readlink "/proc/$q/cwd")" = "$BATS_TEST_TMPDIR" ] && echo "$q"; done)" ] ||
+        fail "ranks left after the kill"
+    # killed, not ended by the timeout nor finished
+    [ "$(cat killed.status)" -ne 0 ] && [ "$(cat killed.status)" -ne 124 ] ||
+        fail "status $(cat killed.status): $(cat killed.out)"
+    grep -q "Killed (signal 9)" killed.out || fail "mpiexec did not report the kill: $(cat killed.out)"
+}
+
+# seeds_only ARRAY ROWS COLS SEED...: ARRAY (f64) holds at every element
+# the driver's value of one of the SEEDs
+seeds_only() {
+    local a=$1 rows=$2 cols=$3
+    shift 3
+    "$DRX" get "$a" >got.bin
+    "$PY" - "$rows" "$cols" "$@" <<'EOF'
+import sys
+import numpy as np
+rows, cols = int(sys.argv[1]), int(sys.argv[2])
+got = np.fromfile("got.bin", dtype="<f8").reshape(rows, cols)
+i = np.indices((rows, cols))
+ok = np.zeros((rows, cols), bool)
+for s in sys.argv[3:]:
+    ok |= got == (int(s) + i[0] * 7 + i[1] * 13) % 113
+assert ok.all(), np.argwhere(~ok)[:5]
+EOF
+}
+
+@test "kill -9 of one rank in the middle of collective write_all rounds: mpiexec ends the others, the store is consistent" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/a --type f64 --shape 100x100 --chunk 2x2
+    # the ranks' boxes share a row of chunks: collective rounds of one
+    # chunk (locks tried on every rank, merge, MPI_File_write_all)
+    local w=() i
+    for ((i = 0; i < 100; i++)); do
+        w+=("writebox:C:6:0,0:51,100@1=writebox:C:6:51,0:100,100")
+    done
+    kill_mid 2 1 store/a open:w buffer:1 write:C:5 "system:touch started" "${w[@]}"
+    # no lock is left behind, every element is one write's or the other's
+    "$DRX" fsck store
+    seeds_only store/a 100 100 5 6
+    run mp 2 store/a open:w write:C:7
+    assert_success
+    check_ref store/a f64 7
+}
+
+@test "kill -9 of one rank in the middle of write_all alone in DRX_MP_SYNC_BATCH: the array as of the last sync, fsck trims the lost growth" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/a --type f64 --shape 100x100 --chunk 2x2
+    local w=() i
+    for ((i = 0; i < 300; i++)); do
+        w+=("write:C:6")
+    done
+    # rows 100..199 grown and synced, 200..299 grown and pending when
+    # rank 0 is killed (rank 1 writes alone, its own zone's chunks)
+    kill_mid 2 0 store/a open:w mode:batch extend:0:100 write:C:5 sync extend:0:100 \
+        "system:touch started" "${w[@]}"
+    run "$DRX" fsck store
+    assert_failure
+    assert_output --partial "longer than its metadata's 160000 (uncommitted extension)"
+    "$DRX" fsck store --repair
+    "$DRX" fsck store
+    assert_equal "$("$DRX" info store/a --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["shape"])')" "[200, 100]"
+    seeds_only store/a 200 100 5 6
+}
+
+@test "kill_our_mpi (teardown) leaves no rank behind when it kills mpiexec and hydra's proxy" {
+    "$DRX" create a --type f64 --shape 100x100 --chunk 2x2
+    local w=() i
+    for ((i = 0; i < 100; i++)); do
+        w+=("writebox:C:6:0,0:51,100@1=writebox:C:6:51,0:100,100")
+    done
+    (timeout 60 mpiexec -n 2 "$MP_TEST" a open:w buffer:1 "system:touch started" "${w[@]}" >/dev/null 2>&1 || true) &
+    for ((i = 0; i < 400; i++)); do
+        [ -e started ] && break
+        sleep 0.05
+    done
+    [ -e started ] || fail "the run did not start"
+    [ -n "$(rank_pid 1)" ] || fail "no rank 1"
+    kill_our_mpi
+    [ -z "$(rank_pid 0)$(rank_pid 1)" ] || fail "ranks left: $(rank_pid 0) $(rank_pid 1)"
+}
+
 @test "DRX_MP_SYNC_NONE: what a power loss may leave, as drx fsck reports it (emulated)" {
     "$DRX" init store >/dev/null
     "$DRX" create store/a --type f64 --shape 1x6x8 --chunk 1x3x4 --dims time,y,x
@@ -504,6 +629,122 @@ EOF
     umount small
 }
 
+# broken_lines P R OP: every one of the P ranks failed OP because rank R
+# could not read the array's metadata back (its reason: Permission denied)
+broken_lines() {
+    local r
+    for ((r = 0; r < $1; r++)); do
+        assert_line --regexp "^rank $r: $3: -5: .*: rank $2 could not read the array's metadata back \(.*Permission denied\); drx_mp_sync opens the array again$"
+    done
+}
+
+@test "DRX_MP_SYNC_NONE and _BATCH: a follower that cannot read the metadata back after rank 0's failed extension fails every later call until drx_mp_sync reopens; the array stays whole" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
+    "$DRX" init small/st >/dev/null
+    mkdir small/st/d
+    local mode r
+    for mode in none batch; do
+        "$DRX" create "small/st/d/$mode" --type f64 --shape 64x64 --chunk 64x64 --fill 1
+        # rank 2 loses root's right to ignore file modes (nodac), then
+        # the directory is closed to it: rank 0's extension fails (a full
+        # disk), rank 2 grew in memory and cannot read the committed
+        # metadata back.  Its later calls fail (with it every rank's, none
+        # waits), its bounds too; drx_mp_sync cannot mend it while the
+        # directory is closed, and can once it is open again.
+        run mp 3 "small/st/d/$mode" open:w "mode:$mode" nodac:2 write:C:3 extend:0:64 write:C:3 \
+            "system:chmod 000 small/st/d" "?extend:0:4096" "?write:C:4" "?readbox:C:0,0:64,64" \
+            "?bounds" "?extend:1:1" "?sync" "system:chmod 755 small/st/d" sync bounds
+        chmod 755 small/st/d
+        assert_success
+        for ((r = 0; r < 3; r++)); do
+            assert_line --regexp "^rank $r: extend:0:4096: -28: .*No space left on device"
+            assert_line --regexp "^rank $r: sync: -13: .*Permission denied"
+        done
+        broken_lines 3 2 "write:C:4"
+        broken_lines 3 2 "readbox:C:0,0:64,64"
+        broken_lines 3 2 "extend:1:1"
+        assert_line --regexp "^rank 2: bounds: -5: .*rank 2 could not read the array's metadata back"
+        assert_equal "$(grep -c '^bounds 128x64$' <<<"$output")" 2
+        # what was written before the failure, nothing of what failed
+        check_ref "small/st/d/$mode" f64 3
+        "$DRX" fsck small/st
+        # mended, the array is used as before
+        run mp 3 "small/st/d/$mode" open:w "mode:$mode" write:C:5 extend:1:64 write:F:5 bounds
+        assert_success
+        assert_output "bounds 128x128"
+        check_ref "small/st/d/$mode" f64 5
+        "$DRX" fsck small/st
+    done
+    umount small
+}
+
+@test "DRX_MP_SYNC_EXTEND: a follower that cannot read the recorded extension fails every later call until drx_mp_sync reopens; the array stays whole" {
+    "$DRX" init store >/dev/null
+    mkdir store/d
+    "$DRX" create store/d/a --type i32 --shape 4x6 --chunk 2x3
+    # rank 1 cannot look into the directory when rank 0 has extended: the
+    # extension is recorded, and the call says so and fails on every rank;
+    # rank 1's later calls fail (no rank waits, no rank writes a zone of
+    # other bounds than the others') until a drx_mp_sync reopens it
+    run mp 2 store/d/a open:w nodac:1 write:C:3 "system:chmod 000 store/d" "?extend:0:2" \
+        "?write:C:4" "?readbox:C:0,0:2,2" "?bounds" "?sync" "system:chmod 755 store/d" sync \
+        bounds write:C:5
+    chmod 755 store/d
+    assert_success
+    local r
+    for ((r = 0; r < 2; r++)); do
+        assert_line --regexp "^rank $r: extend:0:2: -5: .*: the extension is recorded, but rank 1 could not read it \(.*Permission denied\); its calls fail until drx_mp_sync opens the array again$"
+        assert_line --regexp "^rank $r: sync: -13: .*Permission denied"
+    done
+    broken_lines 2 1 "write:C:4"
+    broken_lines 2 1 "readbox:C:0,0:2,2"
+    assert_line --regexp "^rank 1: bounds: -5: "
+    assert_equal "$(grep -c '^bounds 6x6$' <<<"$output")" 2
+    check_ref store/d/a i32 5
+    "$DRX" fsck store
+    # the data written before the failure stays: rows 0..5 seed 3 (the
+    # zones of 6 rows), the grown rows 6..7 the fill; close mends
+    run mp 2 store/d/a open:w nodac:1 write:C:3 "system:chmod 000 store/d" "?extend:0:2" \
+        "system:chmod 755 store/d" close
+    chmod 755 store/d
+    assert_success
+    "$DRX" get store/d/a >got.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i = np.indices((8, 6))
+ref = (3 + i[0] * 7 + i[1] * 13) % 113
+ref[6:] = 0
+assert (np.fromfile("got.bin", dtype="<i4").reshape(8, 6) == ref).all()
+EOF
+    "$DRX" fsck store
+}
+
+@test "DRX_MP_SYNC_BATCH: a follower that cannot read the growths rank 0 recorded at drx_mp_sync fails its calls until the next sync reopens; no stale catch-up" {
+    "$DRX" init store >/dev/null
+    mkdir store/d
+    "$DRX" create store/d/a --type i32 --shape 4x6 --chunk 2x3
+    # rank 0 records the growth; rank 1 cannot read it: the sync says so
+    # on every rank, rank 1's calls fail; switching to DRX_MP_SYNC_EXTEND
+    # (a sync) reopens it once it can read, and the extensions that
+    # follow are read from where they are (its old handle would have laid
+    # the new records over the growth it held: "growth 4->6 does not
+    # follow extent 6")
+    run mp 2 store/d/a open:w mode:batch nodac:1 extend:0:2 write:C:3 "system:chmod 000 store/d" \
+        "?sync" "?write:C:4" "system:chmod 755 store/d" mode:extend extend:0:1 write:C:4 bounds
+    chmod 755 store/d
+    assert_success
+    local r
+    for ((r = 0; r < 2; r++)); do
+        assert_line --regexp "^rank $r: sync: -5: .*: the growths are recorded, but rank 1 could not read them \(.*Permission denied\); its calls fail until drx_mp_sync opens the array again$"
+    done
+    broken_lines 2 1 "write:C:4"
+    assert_line "bounds 7x6"
+    assert_equal "${#lines[@]}" 5
+    check_ref store/d/a i32 4
+    "$DRX" fsck store
+}
+
 @test "DRX_MP_SYNC_BATCH: an extension that fails changes nothing; another extension waits for the sync" {
     mkdir small
     mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
@@ -522,6 +763,79 @@ EOF
 extended 0"
     run "$DRX" info b --json
     assert_output --partial '"shape": [6, 6]'
+}
+
+@test "a full disk in write_all: ENOSPC on every rank, alone or collective, later calls go on, the array stays consistent" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
+    "$DRX" init small/st >/dev/null
+    "$DRX" create small/st/a --type f64 --shape 64x64 --chunk 16x64
+    # rows 0..63 written, then 4096 rows grown (fill 0: a sparse file) and
+    # written, 2 MiB that do not fit: each rank its own whole chunks
+    # alone, then boxes that cut chunks (collective MPI-IO); both fail
+    # with ENOSPC on every rank, and the collective calls after them
+    # (read, extension, sync in DRX_MP_SYNC_BATCH, close) go on
+    run mp 2 small/st/a open:w write:C:2 extend:0:4096 \
+        "?writebox:C:3:64,0:2112,64@1=?writebox:C:3:2112,0:4160,64" \
+        "?writebox:C:4:70,0:2000,64@1=?writebox:C:4:2000,0:4160,64" \
+        readbox:C:0,0:64,64 mode:batch extend:1:64 sync bounds
+    assert_success
+    local r
+    for ((r = 0; r < 2; r++)); do
+        assert_line --regexp "^rank $r: writebox:C:3:[0-9,:]*: -28: writing .*a.xta: No space left on device$"
+        assert_line --regexp "^rank $r: writebox:C:4:[0-9,:]*: -28: writing chunks: .*No space left on device$"
+    done
+    assert_line "bounds 4160x128"
+    assert_equal "${#lines[@]}" 5
+    "$DRX" fsck small/st
+    # what was written before the failures is there
+    "$DRX" get small/st/a dim0=0:64 dim1=0:64 >got.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i = np.indices((64, 64))
+assert (np.fromfile("got.bin", dtype="<f8").reshape(64, 64) == (2 + i[0] * 7 + i[1] * 13) % 113).all()
+EOF
+    umount small
+}
+
+@test "DRX_MP_SYNC_BATCH: a full disk at the commit (the .xmd cannot grow) fails drx_mp_sync on every rank, forgets the growths everywhere, and the array goes on" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small || skip "cannot mount a tmpfs here"
+    "$DRX" init small/st >/dev/null
+    "$DRX" create small/st/a --type f64 --shape 64x64 --chunk 16x64
+    # an .xmd a few bytes short of a page: the growth records need a new
+    # one, which the full tmpfs does not have
+    local pad=100
+    "$DRX" attr set small/st/a pad "$(printf '%*s' "$pad" '' | tr ' ' x)"
+    pad=$((pad + 4070 - $(stat -c %s small/st/a.xmd)))
+    "$DRX" attr set small/st/a pad "$(printf '%*s' "$pad" '' | tr ' ' x)"
+    [ "$(stat -c %s small/st/a.xmd)" -gt 4000 ] && [ "$(stat -c %s small/st/a.xmd)" -lt 4096 ] ||
+        fail "the .xmd has $(stat -c %s small/st/a.xmd) bytes"
+    run mp 2 small/st/a open:w write:C:2 mode:batch extend:0:4096 "?write:C:3" extend:1:8 "?sync" \
+        bounds extend:0:1 sync bounds mode:extend extend:0:1 bounds
+    assert_success
+    local r
+    for ((r = 0; r < 2; r++)); do
+        assert_line --regexp "^rank $r: write:C:3: -28: .*No space left on device$"
+        assert_line --regexp "^rank $r: sync: -28: .*a.xmd: No space left on device$"
+    done
+    # the failed commit left every rank with the metadata of the last one,
+    # the .xta cut back to it (space again for what follows): 5 chunk
+    # rows of 16x64 for 66 rows
+    assert_equal "$(sed -n 's/^bounds //p' <<<"$output" | tr '\n' ' ')" "64x64 65x64 66x64 "
+    "$DRX" fsck small/st
+    assert_equal "$(stat -c %s small/st/a.xta)" $((5 * 16 * 64 * 8))
+    # rows 0..63 hold the first write's values, or the failed one's
+    # where it got to them (chunks already there needed no space)
+    "$DRX" get small/st/a dim0=0:64 >got.bin
+    "$PY" - <<'EOF'
+import numpy as np
+i = np.indices((64, 64))
+got = np.fromfile("got.bin", dtype="<f8").reshape(64, 64)
+v = i[0] * 7 + i[1] * 13
+assert ((got == (2 + v) % 113) | (got == (3 + v) % 113)).all()
+EOF
+    umount small
 }
 
 @test "write_all waits for another writer's lock on its chunks, then writes" {
@@ -609,6 +923,20 @@ fails_alike() {
     md5sum -c --quiet before
 }
 
+@test "a rank that cannot open the array (its .xmd or .xta closed to it alone) fails open on every rank with its reason, and leaks nothing" {
+    mkdir d
+    "$DRX" create d/a --type i32 --shape 4x6 --chunk 2x3
+    fails_alike 3 "d/a.xmd: Permission denied" d/a nodac:2 "system:chmod 000 d" open:w
+    chmod 755 d
+    fails_alike 3 "d/a.xmd: Permission denied" d/a nodac:1 "system:chmod 000 d" open:r
+    chmod 755 d
+    fails_alike 3 "d/a.xta: Permission denied" d/a nodac:2 "system:chmod 000 d/a.xta" open:r
+    chmod 644 d/a.xta
+    run mp 3 d/a open:w write:C:3
+    assert_success
+    check_ref d/a i32 3
+}
+
 @test "a rank that passes different arguments fails every rank and changes nothing" {
     fails_alike 3 "the ranks passed different arguments to drx_mp_create" a "create:f64:4x4:2x2@1=create:f64:4x5:2x2"
     assert_file_not_exists a.xmd
@@ -622,6 +950,46 @@ fails_alike() {
     fails_alike 3 "the ranks passed different paths or modes to drx_mp_open" a "open:w@1=open:r"
     md5sum -c --quiet before
     check_ref a i32 1
+}
+
+@test "ranks with different buffer sizes (drx_mp_set_buffer is not collective) run different rounds: writes and reads still match" {
+    "$DRX" create a --type f64 --shape 20x15 --chunk 4x3
+    local bufs="buffer:1@1=buffer:100000000@2=buffer:2000"
+    # boxes that share chunks (turns), then zones (alone), then reads
+    run mp 3 a open:w "$bufs" \
+        "writebox:C:5:0,0:7,15@1=writebox:F:5:7,0:13,15@2=writebox:C:5:13,0:20,15"
+    assert_success
+    assert_output ""
+    check_ref a f64 5
+    run mp 3 a open:w "$bufs" write:F:6
+    assert_success
+    check_ref a f64 6
+    "$DRX" get a >ref.bin
+    run mp 3 a open:r "$bufs" read:C:ref.bin:10:1 read:F:ref.bin:10:2 read:C:ref.bin:6:3:whole
+    assert_success
+    assert_output ""
+}
+
+@test "a rank out of memory for its round fails read_all on every rank with its reason, collective or alone; the others go on" {
+    # a real allocation failure on rank 1 alone: its address space capped
+    # (ulimit -v) below its 2 GiB box (allocated, never touched) and a
+    # round buffer of 1 GiB; ASan reserves far more address space
+    if ldd "$MP_TEST" | grep -q libasan; then
+        skip "ulimit -v and AddressSanitizer's shadow memory do not mix"
+    fi
+    "$DRX" create a --type f64 --shape 16384x16384 --chunk 1024x1024
+    local args=(a open:r buffer:1073741824 "?readbox:C:0,0:0,0@1=?readbox:C:1,0:16384,16384"
+        "?readbox:C:0,0:0,0@1=?readbox:C:0,0:16384,16384" "readbox:C:0,0:0,0@1=readbox:C:1,0:2,16384"
+        bounds)
+    run timeout 60 mpiexec -n 1 "$MP_TEST" "${args[@]}" : \
+        -n 1 sh -c 'ulimit -v 3000000 && exec "$0" "$@"' "$MP_TEST" "${args[@]}"
+    assert_success
+    local r
+    for ((r = 0; r < 2; r++)); do
+        assert_line --regexp "^rank $r: readbox:C:[0-9,:]*: -12: out of memory for 128 chunks of 8388608 bytes$"
+    done
+    assert_equal "$(grep -c -- '-12: out of memory' <<<"$output")" 4
+    assert_line "bounds 16384x16384"
 }
 
 @test "an extension that fails (a full disk) changes nothing on any rank" {

@@ -159,7 +159,9 @@ unmount_store() {
 # by pid (never by name: other suites and users may run MPI too).
 our_mpi() {
     local p cwd
-    for p in $(pgrep -x 'drx-load|hydra_pmi_proxy|mpiexec|mpiexec.hydra' 2>/dev/null); do
+    # the ranks too: killed with -9, hydra's proxy leaves its ranks
+    # running (busy-waiting on a core) as orphans
+    for p in $(pgrep -x 'drx-load|mp_test|mp_fortran|app|fapp|hydra_pmi_proxy|mpiexec|mpiexec.hydra' 2>/dev/null); do
         cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
         case "$cwd" in
         "$BATS_FILE_TMPDIR"* | "$BATS_RUN_TMPDIR"*) echo "$p" ;;

@@ -45,7 +45,9 @@ struct load_ctx {
  * ("drx-load: WHAT: reason").  All ranks return the same value. */
 int load_agree(const struct load_ctx *c, int rc, const struct drx_err *err, const char *what);
 
-/* Turns an MPI error code into a message in err; returns -EIO. */
+/* Turns an MPI error code into a message in err; returns its -errno
+ * (ENOSPC, EDQUOT, ... where MPI's class or ROMIO's text names it, else
+ * -EIO). */
 int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -8,6 +8,34 @@
 
 #include "load_i.h"
 
+/* The errno behind an MPI error: its class where MPI names the cause,
+ * else the errno whose text ends ROMIO's message (its independent I/O
+ * reports a full disk as MPI_ERR_IO, "Other I/O error No space left on
+ * device"), else EIO.  So a full disk is ENOSPC whichever way the chunks
+ * went, collective or each rank alone. */
+static int mpi_errno(int mpirc, const char *msg)
+{
+    static const int classes[][2] = {
+        {MPI_ERR_NO_SPACE, ENOSPC}, {MPI_ERR_QUOTA, EDQUOT},        {MPI_ERR_ACCESS, EACCES},
+        {MPI_ERR_READ_ONLY, EROFS}, {MPI_ERR_NO_SUCH_FILE, ENOENT}, {MPI_ERR_FILE_EXISTS, EEXIST},
+    };
+    static const int texts[] = {ENOSPC, EDQUOT, EFBIG, EACCES, EROFS, ENOENT};
+    int cls = MPI_ERR_IO;
+    size_t n = strlen(msg);
+
+    MPI_Error_class(mpirc, &cls);
+    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+        if (cls == classes[i][0])
+            return classes[i][1];
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        const char *t = strerror(texts[i]);
+        size_t m = strlen(t);
+        if (n >= m && !strcmp(msg + n - m, t))
+            return texts[i];
+    }
+    return EIO;
+}
+
 int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
 {
     char what[DRX_ERR_LEN / 2], mpimsg[MPI_MAX_ERROR_STRING];
@@ -28,7 +56,7 @@ int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
     char *colon = strstr(last, "): ");
     if (colon)
         last = colon + 3;
-    return drx_err_set(err, EIO, "%s: %s", what, last);
+    return drx_err_set(err, mpi_errno(mpirc, last), "%s: %s", what, last);
 }
 
 void load_fill(void *buf, size_t len, const unsigned char *fill, size_t esize)

@@ -354,6 +354,33 @@ int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out)
     return drx_mp_open(MPI_Comm_f2c(comm), path, writable, out);
 }
 
+/* This rank's metadata is not the array's since an extension: broken,
+ * with why (the reason in err) for its later calls. */
+static void mp_break(drx_mp *a, const struct drx_err *why)
+{
+    a->broken = true;
+    snprintf(a->broken_why, sizeof(a->broken_why), "%s", why->msg[0] ? why->msg : "unknown");
+}
+
+/* A broken follower (a->broken) opens the array again: a fresh handle
+ * holds the committed metadata, whatever its old one had grown to in
+ * memory (a reload only catches up with records after what it read, on
+ * top of that).  Local; a follower has nothing pending here. */
+static int mend(drx_mp *a, struct drx_err *err)
+{
+    struct drx_array *fresh = NULL;
+
+    if (!a->broken)
+        return 0;
+    int rc = drx_array_open(a->path, a->writable ? DRX_RDWR : DRX_RDONLY, &fresh, err);
+    if (rc < 0)
+        return rc;
+    drx_array_close(a->arr);
+    a->arr = fresh;
+    a->broken = false;
+    return 0;
+}
+
 /* Rank 0 records the pending growths (its status rc), after syncing the
  * .xta when durable; the others read them, or all forget them when rank 0
  * could not.  Agreed. */
@@ -365,14 +392,19 @@ static int commit_follow(drx_mp *a, bool durable, struct drx_err *err)
 
     MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
     a->ngrown = 0; /* recorded or forgotten: none pending after this */
-    if (a->rank != 0 && rc == 0)
-        rc = drx_array_commit(a->arr, err);
-    else if (a->rank != 0)
+    if (a->rank != 0 && rc < 0) {
         drx_array_pending_drop(a->arr, &(struct drx_err){{0}});
-    /* a broken follower reads the committed metadata again and is whole */
-    if (a->broken && rc == 0)
-        rc = drx_array_reload(a->arr, err);
-    a->broken = a->broken && rc < 0;
+    } else if (a->rank != 0 && (rc = drx_array_commit(a->arr, err)) < 0) {
+        /* recorded by rank 0; this rank's metadata stays as it was read
+         * last, which a reload would catch up on from the wrong place */
+        mp_break(a, err);
+        rc = drx_err_set(err, EIO,
+                         "%s: the growths are recorded, but rank %d could not read them (%s); "
+                         "its calls fail until drx_mp_sync opens the array again",
+                         a->path, a->rank, a->broken_why);
+    }
+    if (rc == 0)
+        rc = mend(a, err);
     return mp_agree(a->comm, rc < 0 ? rc : 0, err);
 }
 
@@ -388,6 +420,9 @@ static int mp_commit(drx_mp *a, bool durable)
         int mrc = MPI_File_sync(a->xf);
         if (mrc != MPI_SUCCESS)
             rc = load_mpi_err(&err, mrc, "syncing %s", a->xta);
+        /* nothing pending in DRX_MP_SYNC_EXTEND: mended in this agreement */
+        if (rc == 0 && a->sync_mode == DRX_MP_SYNC_EXTEND)
+            rc = mend(a, &err);
         rc = mp_agree(a->comm, rc, &err);
     }
     if (rc == 0 && a->sync_mode != DRX_MP_SYNC_EXTEND)
@@ -460,11 +495,25 @@ int drx_mp_rank(const drx_mp *a)
     return a ? drx_array_meta(a->arr)->rank : -EINVAL;
 }
 
+/* Local calls on a broken rank: -EIO, the reason in drx_mp_error(). */
+static int local_broken(const drx_mp *a)
+{
+    struct drx_err err = {{0}};
+    int rc = mp_broken(a, &err);
+    mp_set_error(err.msg);
+    return rc;
+}
+
 int drx_mp_bounds(const drx_mp *a, int64_t bounds[])
 {
     if (!a || !bounds)
         return -EINVAL;
     const struct drx_array_meta *m = drx_array_meta(a->arr);
+    /* no elements rather than bounds this rank is not sure of */
+    if (a->broken) {
+        memset(bounds, 0, (size_t)m->rank * sizeof(bounds[0]));
+        return local_broken(a);
+    }
     for (int d = 0; d < m->rank; d++)
         bounds[d] = (int64_t)m->bounds[d];
     return 0;
@@ -493,6 +542,13 @@ int drx_mp_zone(const drx_mp *a, int proc, int64_t lo[], int64_t hi[])
     if (!a || !lo || !hi || proc < 0 || proc >= a->nprocs)
         return -EINVAL;
     const struct drx_array_meta *m = drx_array_meta(a->arr);
+    /* the empty box: a program that goes on takes part in the collective
+     * calls, which fail on every rank */
+    if (a->broken) {
+        memset(lo, 0, (size_t)m->rank * sizeof(lo[0]));
+        memset(hi, 0, (size_t)m->rank * sizeof(hi[0]));
+        return local_broken(a);
+    }
     int coord[DRX_MAX_RANK], rest = proc;
     bool empty = false;
 
@@ -520,9 +576,9 @@ int drx_mp_zone(const drx_mp *a, int proc, int64_t lo[], int64_t hi[])
 int mp_broken(const drx_mp *a, struct drx_err *err)
 {
     return drx_err_set(err, EIO,
-                       "%s: a rank lost its pending growths after a failed extension "
-                       "(out of memory); drx_mp_sync reads the committed metadata again",
-                       a->path);
+                       "%s: rank %d could not read the array's metadata back (%s); "
+                       "drx_mp_sync opens the array again",
+                       a->path, a->rank, a->broken_why);
 }
 
 static int extend_check(const drx_mp *a, int dim, int64_t count, struct drx_err *err)
@@ -555,6 +611,15 @@ static int extend_follow(drx_mp *a, int rc, struct drx_err *err)
         return mp_agree(a->comm, rc, err);
     if (a->rank != 0) {
         rc = drx_array_reload(a->arr, err);
+        /* rank 0's extension is recorded, and this rank does not hold it */
+        if (rc < 0) {
+            mp_break(a, err);
+            rc = drx_err_set(err, EIO,
+                             "%s: the extension is recorded, but rank %d could not read it (%s); "
+                             "its calls fail until drx_mp_sync opens the array again",
+                             a->path, a->rank, a->broken_why);
+            return mp_agree(a->comm, rc, err);
+        }
         m = drx_array_meta(a->arr);
         bool same = m->map.nchunks == (uint64_t)v[DRX_MAX_RANK + 1];
         for (int d = 0; d < m->rank; d++)
@@ -599,13 +664,14 @@ static int grown_reserve(drx_mp *a, struct drx_err *err)
  * every rank's. */
 static void extend_undo(drx_mp *a)
 {
-    struct drx_err ignored = {{0}};
-    int rc = drx_array_pending_drop(a->arr, &ignored);
+    struct drx_err why = {{0}};
+    int rc = drx_array_pending_drop(a->arr, &why);
 
     for (size_t i = 0; rc == 0 && i < a->ngrown; i++)
         rc = drx_array_extend_pending(a->arr, (int)a->grown[i][0], (uint64_t)a->grown[i][1], false,
-                                      &ignored);
-    a->broken = rc < 0;
+                                      &why);
+    if (rc < 0)
+        mp_break(a, &why);
 }
 
 /* DRX_MP_SYNC_BATCH and _NONE: every rank grows at once, rank 0 the .xta

@@ -34,11 +34,12 @@ struct drx_mp {
     uint64_t *gather;       /* P * MP_GATHER_WIDTH: every rank's box, for write_all */
     unsigned char *rbuf;    /* the round buffer of chunks, kept between calls */
     uint64_t rbuf_len;
-    struct load_run *runs;  /* a round's runs in file order (mp_io.c), kept between calls */
+    struct load_run *runs; /* a round's runs in file order (mp_io.c), kept between calls */
     size_t runs_cap;
-    int64_t (*grown)[2];    /* the pending growths (dim, count) since the last commit */
+    int64_t (*grown)[2]; /* the pending growths (dim, count) since the last commit */
     size_t ngrown, grown_cap;
-    bool broken;            /* a follower could not restore its pending growths */
+    bool broken;                  /* a follower could not read the metadata again */
+    char broken_why[DRX_ERR_LEN]; /* its reason */
 };
 
 /* Collective over comm: the lowest status of all ranks (0 when none
@@ -55,8 +56,9 @@ int mp_same(MPI_Comm comm, const void *buf, size_t len, const char *what, struct
 int mp_check(MPI_Comm comm, int rc, const void *buf, size_t len, const char *what,
              struct drx_err *err);
 
-/* -EIO with its message in err: a's pending growths are lost on this
- * rank (a->broken), so every collective that needs them fails. */
+/* -EIO with its message in err: this rank's metadata is not the array's
+ * (a->broken, after an extension it could not read back), so every call
+ * that needs them fails until drx_mp_sync opens the array again. */
 int mp_broken(const drx_mp *a, struct drx_err *err);
 
 /* Records msg as drx_mp_error() of this process. */

@@ -847,7 +847,7 @@ int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char orde
         mp_set_error("drx_mp_read_all: no array");
         return -EINVAL;
     }
-    int rc = box_view(a, lo, hi, order, buf, &v, &err);
+    int rc = a->broken ? mp_broken(a, &err) : box_view(a, lo, hi, order, buf, &v, &err);
     /* the status and whether every box covers its chunks whole, in one
      * reduction: MIN of (status, flag) */
     int mine[2] = {rc < 0 ? rc : 0, rc == 0 && box_whole_chunks(drx_array_meta(a->arr), &v)};

@@ -4,6 +4,7 @@
  *
  * OPs, run in order by every rank (OP@R=ALT: rank R runs ALT instead):
  *   create:TYPE:N0xN1..:C0xC1..   open:r | open:w      close
+ *                                 (create and open close the handle first)
  *   extend:DIM:COUNT              zones (rank 0 prints every zone and its chunks)
  *   write:ORDER:SEED              each rank writes its zone, values from value()
  *   writebox:ORDER:SEED:LO:HI     LO, HI as i,j,k
@@ -19,6 +20,9 @@
  *                                 system(3), between barriers
  *   kill                          every rank kills itself (SIGKILL): a crash
  *                                 (a second after a barrier, for the output)
+ *   nodac:R                       rank R drops CAP_DAC_OVERRIDE and
+ *                                 CAP_DAC_READ_SEARCH: file modes bind it
+ *                                 (root's other ranks read what it cannot)
  *   crash:R                       rank R kills itself (SIGKILL) after a
  *                                 barrier; the others wait in a second one
  *                                 until mpiexec ends them: one rank's crash
@@ -29,12 +33,14 @@
  * failing ?OP prints the same and the run goes on.
  */
 #include <errno.h>
-#include <signal.h>
 #include <inttypes.h>
+#include <linux/capability.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "drx/array.h"
@@ -341,6 +347,7 @@ static int op_create(char **w, int nw)
         parse_list(w[3], 'x', chunk);
     memcpy(chunk_shape, chunk, sizeof(chunk_shape));
     snprintf(type_name, sizeof(type_name), "%s", nw > 1 ? w[1] : "");
+    drx_mp_close(&A); /* a second create or open: the first handle goes */
     return drx_mp_create(MPI_COMM_WORLD, path, nw > 1 ? w[1] : NULL, k, shape, chunk, &A);
 }
 
@@ -368,6 +375,7 @@ static int op_open(char **w, int nw)
             chunk_shape[d] = (int64_t)drx_array_meta(arr)->chunk[d];
         drx_array_close(arr);
     }
+    drx_mp_close(&A);
     return drx_mp_open(MPI_COMM_WORLD, path, nw > 1 && w[1][0] == 'w', &A);
 }
 
@@ -437,6 +445,24 @@ static int op_crash(char **w, int nw)
     return -EINTR;
 }
 
+/* Rank R's capabilities without those that let root ignore file modes,
+ * in every set: a real EACCES for it alone. */
+static int op_nodac(char **w, int nw)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    const unsigned drop = 1u << CAP_DAC_OVERRIDE | 1u << CAP_DAC_READ_SEARCH;
+
+    if (nw < 2 || atoi(w[1]) != me)
+        return 0;
+    if (syscall(SYS_capget, &h, d))
+        return -errno;
+    d[0].effective &= ~drop;
+    d[0].permitted &= ~drop;
+    d[0].inheritable &= ~drop;
+    return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
 static int run_op(char **w, int nw)
 {
     static const struct {
@@ -446,7 +472,8 @@ static int run_op(char **w, int nw)
                {"extend", op_extend}, {"write", op_write},     {"writebox", op_write},
                {"read", op_read},     {"readbox", op_readbox}, {"zones", op_zones_w},
                {"buffer", op_buffer}, {"bounds", op_bounds_w}, {"sync", op_sync},
-               {"mode", op_mode},     {"kill", op_kill},       {"crash", op_crash}};
+               {"mode", op_mode},     {"kill", op_kill},       {"crash", op_crash},
+               {"nodac", op_nodac}};
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
         if (!strcmp(w[0], ops[i].name))
             return ops[i].fn(w, nw);

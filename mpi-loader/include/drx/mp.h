@@ -49,7 +49,10 @@ int drx_mp_open(MPI_Comm comm, const char *path, int writable, drx_mp **out);
 /* Not collective.  The array's rank k. */
 int drx_mp_rank(const drx_mp *a);
 
-/* Not collective.  The current bounds (k numbers); 0. */
+/* Not collective.  The current bounds (k numbers); 0.  On a rank that
+ * could not read the array's metadata back after an extension (its
+ * collective calls fail with -EIO until drx_mp_sync opens the array
+ * again): zeros and -EIO, as drx_mp_zone (the empty box). */
 int drx_mp_bounds(const drx_mp *a, int64_t bounds[]);
 
 /* Not collective.  The element box [lo, hi) of the zone of rank `proc` of
@@ -82,7 +85,10 @@ int drx_mp_write_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char ord
  * the new segment (fill) and then the .xmd atomically; every rank sees the
  * new bounds on return, and so does a drxfs mount at once (in
  * DRX_MP_SYNC_BATCH: at the next drx_mp_sync).  A failing extension
- * changes nothing. */
+ * changes nothing, except when rank 0 recorded it and another rank could
+ * not read it back (-EIO, "the extension is recorded, but rank R could
+ * not read it"): that rank's later calls fail (-EIO on every rank) until
+ * drx_mp_sync opens the array again there. */
 int drx_mp_extend(drx_mp *a, int dim, int64_t count);
 
 /* When written data and growths become durable.  DRX_MP_SYNC_EXTEND (the
