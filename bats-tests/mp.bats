@@ -535,8 +535,9 @@ EOF
     "$DRX" init store >/dev/null
     "$DRX" create store/a --type f64 --shape 100x100 --chunk 2x2
     local w=() i
-    for ((i = 0; i < 300; i++)); do
-        w+=("write:C:6")
+    # (3000 writes, seconds: 300 could all be done before the kill lands)
+    for ((i = 0; i < 30; i++)); do
+        w+=("rep:100:write:C:6")
     done
     # rows 100..199 grown and synced, 200..299 grown and pending when
     # rank 0 is killed (rank 1 writes alone, its own zone's chunks)

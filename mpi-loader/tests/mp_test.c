@@ -520,7 +520,15 @@ int main(int argc, char **argv)
         int nw = 0;
         for (char *t = strtok_r(text, ":", &save); t && nw < 8; t = strtok_r(NULL, ":", &save))
             w[nw++] = t;
-        int rc = nw ? run_op(w, nw) : -EINVAL;
+        /* "rep:N:OP...": OP N times (mpiexec fails on a thousand words) */
+        int skip = 0, reps = 1;
+        if (nw > 2 && !strcmp(w[0], "rep")) {
+            reps = atoi(w[1]);
+            skip = 2;
+        }
+        int rc = nw > skip ? 0 : -EINVAL;
+        for (int k = 0; rc == 0 && k < reps; k++)
+            rc = run_op(w + skip, nw - skip);
         if (rc < 0) {
             printf("rank %d: %s: %d: %s\n", me, shown, rc, drx_mp_error());
             status = may_fail ? 0 : 3;
