@@ -600,12 +600,12 @@ static void run_todo(struct fuse *f, struct kc_todo *t)
 }
 
 /* The group of a name in store directory rel: arrays and striped files
- * drop their suffix. */
-static void event_key(char *key, size_t len, const char *rel, const char *name)
+ * drop their suffix.  Returns true when the name is an array's file. */
+static bool event_key(char *key, size_t len, const char *rel, const char *name)
 {
     static const char *const suffixes[] = {DRXFS_XMD, DRXFS_XTA, DRXFS_NAFS};
-    size_t nlen = strlen(name);
-    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+    size_t nlen = strlen(name), i;
+    for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
         size_t sl = strlen(suffixes[i]);
         if (nlen > sl && strcmp(name + nlen - sl, suffixes[i]) == 0) {
             nlen -= sl;
@@ -616,6 +616,7 @@ static void event_key(char *key, size_t len, const char *rel, const char *name)
         snprintf(key, len, "%.*s", (int)nlen, name);
     else
         snprintf(key, len, "%s/%.*s", rel, (int)nlen, name);
+    return i < 2;
 }
 
 /* Queues every group with paths for invalidation (mutex held). */
@@ -651,7 +652,10 @@ static void handle_event(const struct inotify_event *ev)
     }
     if (!ev->len)
         return;
-    event_key(key, sizeof(key), w->rel, ev->name);
+    if (event_key(key, sizeof(key), w->rel, ev->name) && (ev->mask & (IN_DELETE | IN_MOVED_FROM)))
+        /* removed or renamed away by another process (drx rm, drx mv):
+         * an idle handle would keep its .xta, and the space, forever */
+        drxfs_arr_forget(key);
     struct kc_group *g = group_find(key, false);
     if (g && g->paths)
         enqueue(g, NULL);

@@ -13,6 +13,10 @@
 #define ZTEMP_META_MAX ((size_t)1 << 20)
 #define ZTEMP_TOTAL_MAX ((size_t)512 << 20)
 #define ZTEMP_COUNT_MAX 256
+/* A user other than root holds at most this share of both: abandoned
+ * temporaries stay until unmount, and one user's must leave room for the
+ * others' zarr writes. */
+#define ZTEMP_USER_SHARE 4
 
 enum { ZL_GROUP, ZL_VAR, ZL_FILE };
 

@@ -86,6 +86,33 @@ static void ztemp_unlink(struct ztemp *t)
     pthread_mutex_unlock(&temps.mutex);
 }
 
+/* The temporaries uid holds: how many, and their bytes (mutex held). */
+static void uid_usage(uid_t uid, unsigned *count, size_t *bytes)
+{
+    *count = 0;
+    *bytes = 0;
+    for (const struct ztemp *t = temps.head; t; t = t->next)
+        if (t->uid == uid) {
+            (*count)++;
+            *bytes += t->len;
+        }
+}
+
+/* May t's owner hold grow more bytes in temporaries?  A user other than
+ * root keeps to a share of the pool (mutex held). */
+static bool pool_room(const struct ztemp *t, size_t grow)
+{
+    unsigned n;
+    size_t bytes;
+
+    if (temps.bytes + grow > ZTEMP_TOTAL_MAX && temps.count > 1)
+        return false;
+    if (t->uid == 0)
+        return true;
+    uid_usage(t->uid, &n, &bytes);
+    return bytes + grow <= ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE || n <= 1;
+}
+
 static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **out)
 {
     struct fuse_context *ctx = fuse_get_context();
@@ -103,7 +130,11 @@ static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **o
     t->mode = S_IFREG | (mode & 0666);
     clock_gettime(CLOCK_REALTIME, &t->time);
     pthread_mutex_lock(&temps.mutex);
-    if (temps.count >= ZTEMP_COUNT_MAX) {
+    unsigned mine = 0;
+    size_t bytes;
+    if (t->uid != 0)
+        uid_usage(t->uid, &mine, &bytes);
+    if (temps.count >= ZTEMP_COUNT_MAX || mine >= ZTEMP_COUNT_MAX / ZTEMP_USER_SHARE) {
         rc = -ENOSPC;
     } else {
         t->next = temps.head;
@@ -112,8 +143,9 @@ static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **o
     }
     pthread_mutex_unlock(&temps.mutex);
     if (rc < 0) {
-        drx_log(DRX_LOG_WARNING, "%s: more than %d temporary zarr files held: refused", path,
-                ZTEMP_COUNT_MAX);
+        drx_log(DRX_LOG_WARNING,
+                "%s: more than %d temporary zarr files held (%d by user %u): refused", path,
+                ZTEMP_COUNT_MAX, ZTEMP_COUNT_MAX / ZTEMP_USER_SHARE, (unsigned)t->uid);
         free(t->path);
         free(t);
         return rc;
@@ -142,9 +174,10 @@ static int ztemp_write(struct ztemp *t, const char *buf, size_t size, off_t off)
         return -EFBIG;
     }
     pthread_mutex_lock(&temps.mutex);
-    if (end > t->len && temps.bytes + (end - t->len) > ZTEMP_TOTAL_MAX && temps.count > 1) {
-        drx_log(DRX_LOG_WARNING, "%s: temporary zarr files hold %zu bytes already: refused",
-                t->path, temps.bytes);
+    if (end > t->len && !pool_room(t, end - t->len)) {
+        drx_log(DRX_LOG_WARNING,
+                "%s: temporary zarr files hold %zu bytes already (a user at most %zu): refused",
+                t->path, temps.bytes, ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE);
         rc = -ENOSPC;
     } else if (end > t->len) {
         unsigned char *nb = realloc(t->buf, end);

@@ -11,6 +11,7 @@
 #include "drx/view.h"
 
 #include "array_i.h"
+#include "view_walk_i.h"
 #include "drx/plan.h"
 #include "drx/io.h"
 
@@ -31,11 +32,6 @@
  * DRX_READ_AHEAD_PIECES at a time. */
 #define DRX_READ_AHEAD_PIECE ((uint64_t)256 << 10)
 #define DRX_READ_AHEAD_PIECES 256
-
-struct box {
-    uint64_t lo[DRX_MAX_RANK], hi[DRX_MAX_RANK]; /* view coordinates, by dimension */
-    uint64_t first;                              /* linear index of lo, minus L0 */
-};
 
 struct engine {
     struct drx_array *a;
@@ -690,34 +686,19 @@ static int do_chunk(struct engine *e, const uint64_t *K)
     return e->writing ? chunk_out(e, K, &p, q, off, len) : chunk_in(e, K, &p, q, off, len);
 }
 
-/* Visits the chunks meeting the bounding box of the boxes, in chunk-grid
- * row-major order, each once. */
+/* Visits the chunks holding elements of the boxes, in chunk-grid
+ * row-major order, each once (view_walk.c). */
 static int engine_run(struct engine *e)
 {
-    uint64_t blo[DRX_MAX_RANK], bhi[DRX_MAX_RANK], K0[DRX_MAX_RANK], K1[DRX_MAX_RANK],
-        K[DRX_MAX_RANK];
-    int k = e->rank, rc;
+    struct walk w;
+    bool more = drx_walk_first(&w, e->m->chunk, e->v, e->box, e->nbox);
 
-    for (int d = 0; d < k; d++) {
-        blo[d] = UINT64_MAX;
-        bhi[d] = 0;
-        for (int j = 0; j < e->nbox; j++) {
-            if (e->box[j].lo[d] < blo[d])
-                blo[d] = e->box[j].lo[d];
-            if (e->box[j].hi[d] > bhi[d])
-                bhi[d] = e->box[j].hi[d];
-        }
-        K0[d] = (e->v->origin[d] + blo[d] * e->v->step[d]) / e->m->chunk[d];
-        K1[d] = (e->v->origin[d] + (bhi[d] - 1) * e->v->step[d]) / e->m->chunk[d] + 1;
-        K[d] = K0[d];
-    }
-    for (;;) {
-        rc = do_chunk(e, K);
+    for (; more; more = drx_walk_next(&w, e->m->chunk, e->v, e->box, e->nbox)) {
+        int rc = do_chunk(e, w.K);
         if (rc)
             return rc;
-        if (!odometer_next(K, K0, K1, k - 1))
-            return 0;
     }
+    return 0;
 }
 
 /* Before reading elements [L0, L0+n): the chunks whose first view element

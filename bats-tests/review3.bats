@@ -1,0 +1,108 @@
+#!/usr/bin/env bats
+# The third hostile review: what a careless user and another local user do
+# to a mounted store on a small disk, with drx beside the mount.  Each test
+# failed before its fix.
+
+load test_helper
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+    RV=$(mktemp -d /tmp/drxfs-review3.XXXXXX)
+    chmod 755 "$RV"
+}
+
+teardown() {
+    [ -n "${RV:-}" ] || return 0
+    unmount_store "$RV/m"
+    umount "$RV/t" 2>/dev/null || umount -l "$RV/t" 2>/dev/null || true
+    rm -rf "$RV"
+}
+
+# small_store MIB: a store on a tmpfs of MIB MiB at $RV/t/s, mounted at $RV/m
+small_store() {
+    mkdir -p "$RV/t"
+    mount -t tmpfs -o size="$1"m tmpfs "$RV/t"
+    "$DRX" init "$RV/t/s" >/dev/null
+    mount_store "$RV/t/s" "$RV/m"
+}
+
+# Found in review: the daemon keeps up to 32 idle array handles, each with
+# its .xta open, and dropped one only when a later lookup of the same name
+# saw the .xmd change.  `drx rm` (or `drx mv`) of an array the mount had
+# shown left its handle, so the removed .xta kept its blocks until
+# unmount: a full disk stayed full after the user removed the array.
+@test "drx rm of an array the mount has read gives its space back" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (tmpfs mount)"
+    small_store 4
+    "$DRX" create "$RV/t/s/a" --type f64 --shape 384x1024 --chunk 64x1024
+    head -c 3145728 /dev/urandom >"$RV/r.bin"
+    "$DRX" put "$RV/t/s/a" <"$RV/r.bin"
+    cmp "$RV/r.bin" "$RV/m/a/data"
+    "$DRX" rm "$RV/t/s/a"
+    local i
+    for ((i = 0; i < 50; i++)); do
+        [ "$(df -k --output=used "$RV/t" | tail -1)" -lt 1024 ] && break
+        sleep 0.1
+    done
+    run ls -l "/proc/$(cat "$RV/m.pid")/fd"
+    refute_output --partial "a.xta (deleted)"
+    # the space is there again: the same array fits once more
+    "$DRX" create "$RV/t/s/b" --type f64 --shape 384x1024 --chunk 64x1024
+    "$DRX" put "$RV/t/s/b" <"$RV/r.bin"
+    cmp "$RV/r.bin" "$RV/m/b/data"
+}
+
+# Found in review: zarr/ temporaries (KEY.UUID.partial) are held in the
+# daemon's memory until renamed, removed or unmounted, 256 and 512 MiB in
+# all.  Any user may write his own array's zarr/: one who made 256 and
+# never renamed them held 256 MiB of the daemon's memory, and every other
+# user's zarr writes failed with ENOSPC until unmount.  A user other than
+# root now holds at most a quarter of the pool.
+@test "one user's abandoned zarr temporaries do not stop another user's zarr writes" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    nob "$DRX" create "$RV/s/pub/n" --type u8 --shape 1024x1024 --chunk 1024x1024
+    setpriv --reuid=65533 --regid=65533 --clear-groups -- \
+        "$DRX" create "$RV/s/pub/o" --type i32 --shape 64x64 --chunk 16x64
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    # nobody's temporaries of a whole chunk each, none renamed
+    run nob sh -c 'for i in $(seq 1 300); do
+        head -c 1048576 /dev/zero >"$1/0.0.$i.partial" 2>/dev/null || { echo "refused at $i"; exit 0; }
+    done; echo "all 300 held"' sh "$RV/m/pub/n/zarr/n"
+    local held=$output
+    # the other user writes a chunk as zarr-python does: a temporary renamed over the key
+    setpriv --reuid=65533 --regid=65533 --clear-groups -- "$PY" -c '
+import numpy as np, os, sys
+z = sys.argv[1]
+np.arange(16 * 64, dtype=np.int32).tofile(z + "/1.0.abc.partial")
+os.rename(z + "/1.0.abc.partial", z + "/1.0")
+got = np.fromfile(sys.argv[2], dtype=np.int32).reshape(64, 64)
+assert (got[16:32].ravel() == np.arange(16 * 64)).all(), got[16:32]
+' "$RV/m/pub/o/zarr/o" "$RV/m/pub/o/data"
+    # nobody's own share: a quarter of the 256
+    grep -qx "refused at 65" <<<"$held"
+}
+
+# Found in review: the copy engine visited every chunk of the bounding box
+# of a request's pieces.  On an array of 8 x 2^56 f64 (sparse, in chunks
+# of 2^20 elements) a read of 32 bytes across the end of a row, or of a
+# view with a step of 2^56 - 1 elements, meets two chunks and visited
+# 2^36: any reader's one request kept a daemon thread spinning for hours
+# (a few such, every thread).  Only chunks holding elements are visited.
+@test "a read or write across a row end, or with a huge step, visits only the chunks it meets" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (tmpfs mount: a sparse .xta of 2^62 bytes)"
+    small_store 4
+    "$DRX" create "$RV/t/s/w" --type f64 --shape 8x72057594037927936 --chunk 1x1048576
+    local row=$((72057594037927936 * 8))
+    printf 'ABCDEFGHabcdefgh' >"$RV/in"
+    # written across the end of row 0 and read back the same way
+    timeout -s KILL 20 dd if="$RV/in" of="$RV/m/w/data" bs=16 count=1 \
+        seek=$((row - 8)) oflag=seek_bytes conv=notrunc status=none
+    timeout -s KILL 20 dd if="$RV/m/w/data" bs=32 count=1 skip=$((row - 16)) \
+        iflag=skip_bytes status=none >"$RV/out"
+    [ "$(od -An -c "$RV/out" | tr -d ' \n')" = '\0\0\0\0\0\0\0\0ABCDEFGHabcdefgh\0\0\0\0\0\0\0\0' ]
+    # a view of rows 0 and 7, first and last column: the last element of row 0 is A..H
+    timeout -s KILL 20 cat "$RV/m/w/dim1=::72057594037927935/dim0=::7/data" >"$RV/out"
+    [ "$(od -An -c "$RV/out" | tr -d ' \n')" = '\0\0\0\0\0\0\0\0ABCDEFGH\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' ]
+}
