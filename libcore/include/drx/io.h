@@ -29,7 +29,12 @@ int drx_io_pwritev_all(int fd, struct iovec *iov, int n, uint64_t off);
  * next chunks would hold up the read of the current ones; here several
  * run at a time beside it.  Only the page cache receives bytes: nothing is
  * held in the process, a write through any path is never shadowed, and
- * memory pressure evicts the pages as any.  At most 256 ranges wait in the
+ * memory pressure evicts the pages as any.  The pool keeps at most 4 MiB
+ * hinted that it has not seen read (then a thread waits for the oldest
+ * range's last page before it hints more), so that the disk reads the
+ * ranges about in the order given: given all at once, it reads them in its
+ * own (address) order, and a reader that needs them in the order given
+ * waits for nearly all.  At most 256 ranges wait in the
  * pool, and the pool holds at most 16 files' duplicated descriptors (past
  * either, a range is hinted in the caller's thread).  fd is duplicated:
  * the caller may close it at once.  A zero-length range is no hint.  Thread-safe; never fails
