@@ -255,15 +255,16 @@ assert (got.reshape(160, 32, 160) == want[:, 72:104]).all()" \
         <("$DRX" get "$S/ra" dim1=72:104)
 }
 
-# The read-ahead pool (libcore/src/readahead.c) keeps at most 4 MiB hinted
-# that it has not seen read: past that, a pool thread waits for the oldest
-# range before it hints more, so that the disk reads ranges about in the
-# order asked.  A file of a stopped daemon is a disk that reads nothing:
+# The read-ahead pool (libcore/src/readahead.c) keeps at most 4 MiB of
+# ordered ranges (drx_io_readahead_ordered, the copy engine's first read's
+# pieces) hinted that it has not seen read: past that, a pool thread waits
+# for the oldest before it hints more, so that the disk reads them about
+# in the order asked.  A file of a stopped daemon is a disk that reads nothing:
 # of 32 ranges of 1 MiB hinted at once, at most 4 MiB and the 3 ranges the
 # other threads hint before they too wait (7 MiB) get their pages (under
 # read) in the kernel's cache.  Without the bound the kernel takes them
 # until FUSE's queue is full (12 requests) and more.
-@test "the read-ahead pool hints at most 4 MiB ahead of what it has seen read: a stopped daemon's file gets 7 ranges of 32" {
+@test "the read-ahead pool hints ordered ranges at most 4 MiB ahead of what it has seen read: a stopped daemon's file gets 7 of 32" {
     if readelf -d "$DRX_BUILD/libcore/libdrxcore.so" | grep -q libasan; then
         skip "libdrxcore built with ASan: python3 cannot load it"
     fi
@@ -288,7 +289,7 @@ if any(lib.drx_io_cached(fd, i * MIB, 4096) for i in range(32)):
 os.kill(pid, signal.SIGSTOP)
 try:
     rs = (R * 32)(*[R(i * MIB, MIB) for i in range(32)])
-    lib.drx_io_readahead(fd, rs, 32)
+    lib.drx_io_readahead_ordered(fd, rs, 32)
     time.sleep(1)
     held = sum(lib.drx_io_cached(fd, i * MIB, 4096) for i in range(32))
 finally:

@@ -1,4 +1,5 @@
-/* Read-ahead pool of libcore: drx_io_readahead (drx/io.h). */
+/* Read-ahead pool of libcore: drx_io_readahead and
+ * drx_io_readahead_ordered (drx/io.h). */
 #include "drx/io.h"
 
 #include <fcntl.h>
@@ -25,6 +26,7 @@ struct ra_file {
 struct ra_job {
     struct ra_file *f;
     uint64_t off, len;
+    bool ordered; /* drx_io_readahead_ordered's: kept DRX_RA_AHEAD ahead */
 };
 
 #define DRX_RA_THREADS 4
@@ -33,8 +35,9 @@ struct ra_job {
  * their callers, so a slow disk and many readers cannot bring the
  * process near its descriptor limit, or keep many removed files' blocks. */
 #define DRX_RA_FILES 16
-/* Bytes hinted that no pool thread has yet seen read: past them, a thread
- * waits for the oldest hinted range to be read before it hints more.  A
+/* Bytes of ordered ranges hinted that no pool thread has yet seen read:
+ * past them, a thread waits for the oldest to be read before it hints
+ * another.  A
  * disk given every range at once reads them in its own order (by
  * address), and a reader needing them in the order given (a row slab's
  * first planes lie in every chunk) waits for nearly all of them; kept a
@@ -51,8 +54,8 @@ static struct {
     int files;                               /* struct ra_file alive (duplicates held) */
     struct ra_file *busy[DRX_RA_THREADS];    /* each thread's job's file, or NULL */
     struct ra_file *waiting[DRX_RA_THREADS]; /* the file each thread waits on, or NULL */
-    /* ranges hinted and not yet seen read, oldest first (each holds a
-     * reference to its file) */
+    /* ordered ranges hinted and not yet seen read, oldest first (each
+     * holds a reference to its file) */
     struct ra_job flight[DRX_RA_QUEUE];
     unsigned fhead, fcount;
     uint64_t fbytes;
@@ -147,7 +150,7 @@ static void *ra_main(void *arg)
         pool.head = (pool.head + 1) % DRX_RA_QUEUE;
         pool.count--;
         *busy = j.f;
-        if (j.len > 0) {
+        if (j.ordered && j.len > 0) {
             flight_wait(j.len, waiting);
             /* in flight from here: the list takes the job's reference */
             pool.flight[(pool.fhead + pool.fcount) % DRX_RA_QUEUE] = j;
@@ -257,7 +260,7 @@ static struct ra_file *file_new(int fd)
     return f;
 }
 
-void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n)
+static void queue(int fd, const struct drx_io_range *ranges, int n, bool ordered)
 {
     struct ra_file *f = NULL;
     int i = 0;
@@ -269,7 +272,7 @@ void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n)
     if (pool.threads > 0 && (f = file_new(fd))) {
         for (; i < n && pool.count < DRX_RA_QUEUE; i++) {
             pool.ring[(pool.head + pool.count) % DRX_RA_QUEUE] =
-                (struct ra_job){f, ranges[i].off, ranges[i].len};
+                (struct ra_job){f, ranges[i].off, ranges[i].len, ordered};
             pool.count++;
             f->refs++;
         }
@@ -283,6 +286,16 @@ void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n)
      * queue */
     for (; i < n; i++)
         hint(fd, ranges[i].off, ranges[i].len);
+}
+
+void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n)
+{
+    queue(fd, ranges, n, false);
+}
+
+void drx_io_readahead_ordered(int fd, const struct drx_io_range *ranges, int n)
+{
+    queue(fd, ranges, n, true);
 }
 
 bool drx_io_cached(int fd, uint64_t off, uint64_t len)

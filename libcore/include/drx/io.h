@@ -29,12 +29,7 @@ int drx_io_pwritev_all(int fd, struct iovec *iov, int n, uint64_t off);
  * next chunks would hold up the read of the current ones; here several
  * run at a time beside it.  Only the page cache receives bytes: nothing is
  * held in the process, a write through any path is never shadowed, and
- * memory pressure evicts the pages as any.  The pool keeps at most 4 MiB
- * hinted that it has not seen read (then a thread waits for the oldest
- * range's last page before it hints more), so that the disk reads the
- * ranges about in the order given: given all at once, it reads them in its
- * own (address) order, and a reader that needs them in the order given
- * waits for nearly all.  At most 256 ranges wait in the
+ * memory pressure evicts the pages as any.  At most 256 ranges wait in the
  * pool, and the pool holds at most 16 files' duplicated descriptors (past
  * either, a range is hinted in the caller's thread).  fd is duplicated:
  * the caller may close it at once.  A zero-length range is no hint.  Thread-safe; never fails
@@ -44,6 +39,18 @@ struct drx_io_range {
     uint64_t off, len;
 };
 void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n);
+/* The same for ranges wanted in the order given, when they are more than
+ * the disk needs in flight to go at its speed: the pool keeps at most 4
+ * MiB of such ranges hinted that it has not seen read (then a thread
+ * waits for the oldest one's last page before it hints the next), so that
+ * the disk reads them about in that order.  Given all at once, a disk
+ * reads them in its own (address) order, and a reader needing them in
+ * order waits for nearly all: the first planes of a cold row slab lie in
+ * every chunk it meets (the copy engine's first read hands its spans over
+ * in pieces, round by round, this way).  Unordered ranges are not held
+ * back: past a span, the kernel's own read-ahead on a miss is what a
+ * streaming read wants. */
+void drx_io_readahead_ordered(int fd, const struct drx_io_range *ranges, int n);
 
 /* Whether every page of [off, off+len) of fd is in the page cache now
  * (cachestat(2)); false when one is not, or the kernel cannot tell
