@@ -37,12 +37,11 @@ struct ra_job {
 #define DRX_RA_FILES 16
 /* Bytes of ordered ranges hinted that no pool thread has yet seen read:
  * past them, a thread waits for the oldest to be read before it hints
- * another.  A
- * disk given every range at once reads them in its own order (by
- * address), and a reader needing them in the order given (a row slab's
- * first planes lie in every chunk) waits for nearly all of them; kept a
- * few MiB ahead, they come about in order, as fast (doc/benchmarks.md,
- * "Where the cold slabs' time goes"). */
+ * another.  A disk given every range at once reads them in its own order
+ * (by address), and a reader needing them in the order given (a row
+ * slab's first planes lie in every chunk) waits for nearly all of them;
+ * kept a few MiB ahead, they come about in order, as fast
+ * (doc/benchmarks.md, "Where the cold slabs' time goes"). */
 #define DRX_RA_AHEAD ((uint64_t)4 << 20)
 
 static struct {
