@@ -40,6 +40,8 @@
 # DRX_BENCH_RUNS timed runs per hot figure, median shown (default 3)
 # DRX_BENCH_PARTS which parts to run, words of: array (1 and 2), cold (3),
 #                small (4); default all three
+# DRX_BENCH_COLD_RUNS cold reads of each slab through the mount, and of
+#                its floor, alternated; medians compared (default 3)
 set -euo pipefail
 
 build=${1:-${DRX_BUILD:-build}}
@@ -227,6 +229,9 @@ f = h5py.File('$work/c.h5', 'r', rdcc_nbytes=$2)
 d = f['c']
 t = time.perf_counter(); x = d[$1]; print(time.perf_counter() - t)"
 }
+# median T...: the middle value (the lower of the two middle ones)
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+cold_runs=${DRX_BENCH_COLD_RUNS:-3}
 echo "cold slabs of ${n}^3 f64 (64^3 chunks of 2 MiB, grown along d2, d0, d1):"
 for s in "${slabs[@]}"; do
     IFS='|' read -r name words slice nchunks ranges <<<"$s"
@@ -236,21 +241,32 @@ for s in "${slabs[@]}"; do
     io0=$(awk '/^read_bytes/ { print $2 }' "/proc/${pids[0]}/io")
     t_o=$(once rd "$mnt/c/$words/data")
     io1=$(awk '/^read_bytes/ { print $2 }' "/proc/${pids[0]}/io")
-    # ... and after it, as HDF5's time is taken: the figure compared
-    evict "$store/c.xta"
-    evict "$mnt/c/$words/data"
-    t_m=$($cold read "$mnt/c/$words/data")
+    # ... and after it, as HDF5's time is taken: the figure compared, and
+    # the floor for the bytes it reads: a chunk's needed runs alone where
+    # they are long and far apart (the middle slab), else the spans; the
+    # two alternate, cold_runs times each, medians compared (one cold read
+    # of 20-50 ms swings 30 % on this shared machine)
+    tms=() tfs=()
+    for ((i = 0; i < cold_runs; i++)); do
+        evict "$store/c.xta"
+        evict "$mnt/c/$words/data"
+        tms+=("$($cold read "$mnt/c/$words/data")")
+        evict "$store/c.xta"
+        read -r t fbytes <<<"$($cold floor-runs "$drx" "$store/c" "$ranges" 64)"
+        tfs+=("$t")
+    done
+    t_m=$(median "${tms[@]}")
+    t_f=$(median "${tfs[@]}")
     # the disk's best for the spans the mount reads, all hinted at once
     evict "$store/c.xta"
     read -r t_f0 fbytes0 <<<"$($cold floor "$drx" "$store/c" "$ranges" 64)"
-    # ... and for the bytes it reads now: a chunk's needed runs alone where
-    # they are long and far apart (the middle slab), else the same spans
-    evict "$store/c.xta"
-    read -r t_f fbytes <<<"$($cold floor-runs "$drx" "$store/c" "$ranges" 64)"
     cbytes=$((nchunks * 64 * 64 * 64 * 8))
     frac=$(awk -v b="$cbytes" -v t="$t_m" -v d="$dd_bw" 'BEGIN { printf "%.2f", b / t / d }')
     line="  $(printf '%-7s' "$name") mount $(printf '%.3f' "$t_m") s after the open, $(printf '%.3f' "$t_o") s with it; chunks $(rate "$cbytes" "$t_m") = $frac x dd $(verdict "$frac" ">=" 0.7)"
     line="$line"$'\n'"          the daemon read $(((io1 - io0) >> 20)) MiB of the $((cbytes >> 20)) MiB of chunks; floor (the same $((fbytes >> 20)) MiB of spans and runs from the .xta, all hinted) $(printf '%.3f' "$t_f") s, the mount at $(ratio "$t_f" "$t_m") of its speed"
+    if [ "$cold_runs" -gt 1 ]; then
+        line="$line"$'\n'"          (medians of $cold_runs, mount and floor alternated: mount $(printf '%s ' "${tms[@]}")s; floor $(printf '%s ' "${tfs[@]}")s)"
+    fi
     line="$line"$'\n'"          floor of whole spans (what the mount read before it read runs alone: $((fbytes0 >> 20)) MiB) $(printf '%.3f' "$t_f0") s"
     if [ "$have_h5" = 1 ]; then
         evict "$work/c.h5"

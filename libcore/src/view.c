@@ -12,8 +12,8 @@
 
 #include "array_i.h"
 #include "view_walk_i.h"
-#include "drx/plan.h"
 #include "drx/io.h"
+#include "drx/plan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -596,12 +596,12 @@ static void advise_flush(struct engine *e)
                 left--; /* its last piece */
             piece[n++] = (struct drx_io_range){e->ra[i].off + at, len};
             if (n == DRX_READ_AHEAD_PIECES) {
-                drx_io_readahead(fd, piece, n);
+                drx_io_readahead_ordered(fd, piece, n);
                 n = 0;
             }
         }
     }
-    drx_io_readahead(fd, piece, n);
+    drx_io_readahead_ordered(fd, piece, n);
     e->nra = 0;
 }
 

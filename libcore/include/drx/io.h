@@ -39,6 +39,18 @@ struct drx_io_range {
     uint64_t off, len;
 };
 void drx_io_readahead(int fd, const struct drx_io_range *ranges, int n);
+/* The same for ranges wanted in the order given, when they are more than
+ * the disk needs in flight to go at its speed: the pool keeps at most 4
+ * MiB of such ranges hinted that it has not seen read (then a thread
+ * waits for the oldest one's last page before it hints the next), so that
+ * the disk reads them about in that order.  Given all at once, a disk
+ * reads them in its own (address) order, and a reader needing them in
+ * order waits for nearly all: the first planes of a cold row slab lie in
+ * every chunk it meets (the copy engine's first read hands its spans over
+ * in pieces, round by round, this way).  Unordered ranges are not held
+ * back: past a span, the kernel's own read-ahead on a miss is what a
+ * streaming read wants. */
+void drx_io_readahead_ordered(int fd, const struct drx_io_range *ranges, int n);
 
 /* Whether every page of [off, off+len) of fd is in the page cache now
  * (cachestat(2)); false when one is not, or the kernel cannot tell
