@@ -478,14 +478,34 @@ os.write(fd, b'x' * 5000); os.fsync(fd); os.close(fd)"
     assert_failure
     umount "$OWN/real"
     # a daemon that does not answer: drx warns and goes on
-    local pid
+    local pid dpid i t
     pid=$(cat "$OWN/real/mnt.pid")
     kill -STOP "$pid"
+    # every thread of the daemon stopped before drx asks: kill returns
+    # before they are, and a worker that took the request first would
+    # have it in hand while stopped (drx's thread then waits it out,
+    # unkillable, and drx cannot exit until the daemon goes on)
+    for ((i = 0; i < 100; i++)); do
+        t=$(cat /proc/"$pid"/task/*/stat 2>/dev/null | awk '$3 != "T" && $3 != "t"' | wc -l)
+        [ "$t" -eq 0 ] && break
+        sleep 0.05
+    done
     # (LeakSanitizer, in the ASan pass, would wait at exit for the thread
-    # still blocked in the request: ptrace cannot stop it)
-    run timeout 60 env "$NO_LSAN" "$DRX" stripe get "$OWN/real/mnt/f"
+    # still blocked in the request: ptrace cannot stop it.)  drx runs in
+    # the background: were it stuck anyway, the daemon goes on after 60 s
+    # and the test fails rather than hangs
+    env "$NO_LSAN" "$DRX" stripe get "$OWN/real/mnt/f" >stopped.out 2>&1 &
+    dpid=$!
+    for ((i = 0; i < 600; i++)); do
+        kill -0 "$dpid" 2>/dev/null || break
+        sleep 0.1
+    done
     kill -CONT "$pid"
-    assert_success
+    local st=0
+    wait "$dpid" || st=$?
+    [ "$i" -lt 600 ] || fail "drx did not end while the daemon was stopped: $(cat stopped.out)"
+    [ "$st" -eq 0 ] || fail "drx: status $st: $(cat stopped.out)"
+    run cat stopped.out
     assert_output --partial "no answer to the commit request"
     # the caller's own mount is asked
     run "$DRX" stripe get "$OWN/real/mnt/f"
