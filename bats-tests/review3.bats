@@ -84,6 +84,35 @@ assert (got[16:32].ravel() == np.arange(16 * 64)).all(), got[16:32]
     grep -qx "refused at 65" <<<"$held"
 }
 
+# Found in review (4th): a user's lone temporary was exempt from his share,
+# so that a chunk larger than the share can be written at all; with a
+# chunk of 512 MiB his one temporary took the whole pool and every other
+# user's zarr write failed with ENOSPC.  It may now pass the share up to
+# half the pool.
+@test "one user's lone temporary of a huge chunk leaves room for another user's zarr writes" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    nob "$DRX" create "$RV/s/pub/n" --type u8 --shape 32768x16384 --chunk 32768x16384
+    setpriv --reuid=65533 --regid=65533 --clear-groups -- \
+        "$DRX" create "$RV/s/pub/o" --type i32 --shape 64x64 --chunk 16x64
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    # nobody's one temporary of the whole 512 MiB chunk, never renamed
+    run nob dd if=/dev/zero of="$RV/m/pub/n/zarr/n/0.0.big.partial" bs=1M count=512 status=none
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"No space left on device"* ]]
+    [ "$(stat -c %s "$RV/m/pub/n/zarr/n/0.0.big.partial")" -eq $((256 << 20)) ]
+    # the other user writes a chunk as zarr-python does
+    setpriv --reuid=65533 --regid=65533 --clear-groups -- "$PY" -c '
+import numpy as np, os, sys
+z = sys.argv[1]
+np.arange(16 * 64, dtype=np.int32).tofile(z + "/1.0.abc.partial")
+os.rename(z + "/1.0.abc.partial", z + "/1.0")
+got = np.fromfile(sys.argv[2], dtype=np.int32).reshape(64, 64)
+assert (got[16:32].ravel() == np.arange(16 * 64)).all(), got[16:32]
+' "$RV/m/pub/o/zarr/o" "$RV/m/pub/o/data"
+}
+
 # Found in review: the copy engine visited every chunk of the bounding box
 # of a request's pieces.  On an array of 8 x 2^56 f64 (sparse, in chunks
 # of 2^20 elements) a read of 32 bytes across the end of a row, or of a
