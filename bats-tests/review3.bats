@@ -13,7 +13,10 @@ setup() {
 
 teardown() {
     [ -n "${RV:-}" ] || return 0
+    # a daemon a test stopped goes on before its mount goes
+    [ -f "$RV/m2.pid" ] && kill -CONT "$(cat "$RV/m2.pid")" 2>/dev/null
     unmount_store "$RV/m"
+    unmount_store "$RV/m2"
     umount "$RV/t" 2>/dev/null || umount -l "$RV/t" 2>/dev/null || true
     rm -rf "$RV"
 }
@@ -82,6 +85,77 @@ assert (got[16:32].ravel() == np.arange(16 * 64)).all(), got[16:32]
 ' "$RV/m/pub/o/zarr/o" "$RV/m/pub/o/data"
     # nobody's own share: a quarter of the 256
     grep -qx "refused at 65" <<<"$held"
+}
+
+# Found in review (4th): a user's lone temporary was exempt from his share,
+# so that a chunk larger than the share can be written at all; with a
+# chunk of 512 MiB his one temporary took the whole pool and every other
+# user's zarr write failed with ENOSPC.  It may now pass the share up to
+# half the pool.
+@test "one user's lone temporary of a huge chunk leaves room for another user's zarr writes" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    nob "$DRX" create "$RV/s/pub/n" --type u8 --shape 32768x16384 --chunk 32768x16384
+    setpriv --reuid=65533 --regid=65533 --clear-groups -- \
+        "$DRX" create "$RV/s/pub/o" --type i32 --shape 64x64 --chunk 16x64
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    # nobody's one temporary of the whole 512 MiB chunk, never renamed
+    run nob dd if=/dev/zero of="$RV/m/pub/n/zarr/n/0.0.big.partial" bs=1M count=512 status=none
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"No space left on device"* ]]
+    [ "$(stat -c %s "$RV/m/pub/n/zarr/n/0.0.big.partial")" -eq $((256 << 20)) ]
+    # the other user writes a chunk as zarr-python does
+    setpriv --reuid=65533 --regid=65533 --clear-groups -- "$PY" -c '
+import numpy as np, os, sys
+z = sys.argv[1]
+np.arange(16 * 64, dtype=np.int32).tofile(z + "/1.0.abc.partial")
+os.rename(z + "/1.0.abc.partial", z + "/1.0")
+got = np.fromfile(sys.argv[2], dtype=np.int32).reshape(64, 64)
+assert (got[16:32].ravel() == np.arange(16 * 64)).all(), got[16:32]
+' "$RV/m/pub/o/zarr/o" "$RV/m/pub/o/data"
+}
+
+# Found in review (4th): the kernel-cache signature of an open file was
+# taken with a stat of its store path from the root (drxfs_kc_sig_of), the
+# one walk left that followed a directory swapped for a symlink.  A user
+# who opened pub/d/f, renamed pub/d away and put a symlink to a hung mount
+# in its place made the daemon's thread hang in that mount at his next
+# lseek(SEEK_END) (a getattr by handle), for as long as the mount hung (every thread, a few such files
+# later).  Stat'ed beneath the store now, as everything else.
+@test "an open file's directory swapped for a symlink to a hung mount does not hang the daemon" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    "$DRX" init "$RV/s" >/dev/null
+    "$DRX" init "$RV/s2" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    mkdir "$RV/s2/x"
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    mount_store "$RV/s2" "$RV/m2" -o allow_other
+    # the hung mount: its daemon stopped
+    kill -STOP "$(cat "$RV/m2.pid")"
+    nob mkdir "$RV/m/pub/d"
+    nob sh -c 'echo data >"$1"' sh "$RV/m/pub/d/f"
+    # the hung thread's request cannot be killed: waited for 10 s, then the
+    # hung mount goes on (the request ends) and the test fails
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+import os, sys
+pub, hung = sys.argv[1], sys.argv[2]
+fd = os.open(pub + "/d/f", os.O_RDWR)
+os.rename(pub + "/d", pub + "/d2")
+os.symlink(hung, pub + "/d")
+print(os.lseek(fd, 0, os.SEEK_END))  # a getattr of the open file (by handle)
+' "$RV/m/pub" "$RV/m2/x" >"$RV/out" 2>&1 &
+    local pid=$! i hung=0
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && hung=1
+    kill -CONT "$(cat "$RV/m2.pid")"
+    wait "$pid"
+    [ "$hung" = 0 ]
+    [ "$(cat "$RV/out")" = 5 ]
+    cat "$RV/m/pub/d2/f" >/dev/null
 }
 
 # Found in review: the copy engine visited every chunk of the bounding box

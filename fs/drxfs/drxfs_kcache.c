@@ -135,34 +135,44 @@ uint64_t drxfs_kc_sig(uint64_t h, const struct stat *st)
  * kind k: the store files it is made of, stat'ed now (the same way for
  * getattr and open, whatever each kind's code reports), the size reported
  * (a striped file's handle knows sizes not yet recorded) and the daemon's
- * writes to it.  Stat'ed by path from the root, not through
- * drx_store_dir_get(): a signature is only compared, never shown, and a
- * directory swapped for a symlink only makes it differ (an invalidation). */
+ * writes to it.  Stat'ed in rel's directory opened beneath the store
+ * (drx_store_dir_get()), as everything the daemon does by name: by path
+ * from the root, a directory swapped for a symlink to a hung mount hung
+ * the daemon's thread there (a getattr by handle of a file opened
+ * before the swap). */
+static int stat_suffixed(int dfd, const char *name, const char *suffix, struct stat *st)
+{
+    char file[NAME_MAX + 8];
+    int n = snprintf(file, sizeof file, "%s%s", name, suffix);
+
+    if (n < 0 || (size_t)n >= sizeof file)
+        return -1;
+    return fstatat(dfd, file, st, AT_SYMLINK_NOFOLLOW);
+}
+
 uint64_t drxfs_kc_sig_of(enum drxfs_kind k, const char *rel, const struct stat *reported)
 {
-    char name[PATH_MAX];
+    const char *name;
     struct stat st;
     uint64_t h = mix(0xcbf29ce484222325ULL, drxfs_kc_writes(rel));
+    int dfd = drx_store_dir_get(drxfs.store, rel, &name);
 
-    if (k == DRXFS_PLAIN)
-        return fstatat(drxfs.root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 ? drxfs_kc_sig(h, &st)
-                                                                          : 0;
-    if (k == DRXFS_STRIPED) {
-        if (reported)
-            h = mix(h, (uint64_t)reported->st_size);
-        if (drxfs_rel_suffix(name, rel, DRXFS_NAFS) < 0 ||
-            fstatat(drxfs.root_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            return 0;
-        return drxfs_kc_sig(h, &st);
+    if (dfd < 0)
+        return 0;
+    if (k == DRXFS_STRIPED && reported)
+        h = mix(h, (uint64_t)reported->st_size);
+    if (k == DRXFS_PLAIN || k == DRXFS_STRIPED)
+        h = stat_suffixed(dfd, name, k == DRXFS_PLAIN ? "" : DRXFS_NAFS, &st) == 0
+                ? drxfs_kc_sig(h, &st)
+                : 0;
+    else if (stat_suffixed(dfd, name, DRXFS_XMD, &st) < 0)
+        h = 0;
+    else {
+        h = drxfs_kc_sig(h, &st);
+        h = stat_suffixed(dfd, name, DRXFS_XTA, &st) == 0 ? drxfs_kc_sig(h, &st) : 0;
     }
-    if (drxfs_rel_suffix(name, rel, DRXFS_XMD) < 0 ||
-        fstatat(drxfs.root_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return 0;
-    h = drxfs_kc_sig(h, &st);
-    if (drxfs_rel_suffix(name, rel, DRXFS_XTA) < 0 ||
-        fstatat(drxfs.root_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return 0;
-    return drxfs_kc_sig(h, &st);
+    drx_store_dir_put(drxfs.store, dfd);
+    return h;
 }
 
 /* The signature of a file's bytes, for keep_cache: its attributes'

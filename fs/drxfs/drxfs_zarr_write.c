@@ -99,7 +99,10 @@ static void uid_usage(uid_t uid, unsigned *count, size_t *bytes)
 }
 
 /* May t's owner hold grow more bytes in temporaries?  A user other than
- * root keeps to a share of the pool (mutex held). */
+ * root keeps to a share of the pool; his one temporary of a chunk larger
+ * than the share may pass it, but not past half the pool: alone, it took
+ * the whole pool (a chunk of 512 MiB) and every other user's zarr write
+ * failed with ENOSPC (mutex held). */
 static bool pool_room(const struct ztemp *t, size_t grow)
 {
     unsigned n;
@@ -110,7 +113,8 @@ static bool pool_room(const struct ztemp *t, size_t grow)
     if (t->uid == 0)
         return true;
     uid_usage(t->uid, &n, &bytes);
-    return bytes + grow <= ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE || n <= 1;
+    return bytes + grow <= ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE ||
+           (n <= 1 && bytes + grow <= ZTEMP_TOTAL_MAX / 2);
 }
 
 static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **out)
