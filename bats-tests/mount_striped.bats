@@ -175,8 +175,10 @@ EOF
     local all
     all=$(grep -c '"topq.nafs"' trace || true)
     echo "resolutions below topq: mkdir $mk, touch $((all - mk)) for $n each"
-    [ "$mk" -ge "$n" ] && [ "$mk" -le $((2 * n + 5)) ]
-    [ "$((all - mk))" -ge "$n" ] && [ "$((all - mk))" -le $((3 * n + 5)) ]
+    # (+10: under load the kernel's names of topq, b and c expire during
+    # the loop, and each expiry costs a lookup more; 4 a call was the bug)
+    [ "$mk" -ge "$n" ] && [ "$mk" -le $((2 * n + 10)) ]
+    [ "$((all - mk))" -ge "$n" ] && [ "$((all - mk))" -le $((3 * n + 10)) ]
     # what they did is what stat shows
     [ "$(stat -c %Y "$M/topq/b/c/f7")" -eq 1007 ]
     [ -d "$M/topq/b/c/d7" ]
