@@ -540,7 +540,8 @@ int drx_xmd_parse_base(const char *file, char *text, size_t len, struct drx_arra
 
     /* libconfig's tree costs about 130 bytes a setting: a text whose shape
      * no valid .xmd has is refused before it is built */
-    if ((rc = drx_cfgfile_check(text, len, file, 0, err)) || (rc = drx_xmd_shape(file, text, len, err)))
+    if ((rc = drx_cfgfile_check(text, len, file, 0, err)) ||
+        (rc = drx_xmd_shape(file, text, len, err)))
         return rc;
     text[len] = '\0'; /* libconfig reads up to a NUL */
     rc = drx_cfgfile_parse(text, len, file, DRX_CFGFILE_CHECKED, &cfg, NULL, err);

@@ -11,14 +11,16 @@
 /* libconfig builds a tree of the whole text before drx can look at it, at
  * about 130 bytes a setting (measured), so 64 MiB of tiny entries cost the
  * reader 1.9 GB however wrong they are.  Every container a valid .xmd has
- * is bounded by the format: the top level holds only the keys of array_meta.c's table,
- * a group (an attribute, a growth, an axial record) 3 settings, an array
- * (an attribute's values; chunk, dims, coef...) DRX_MAX_ATTR_BYTES values
- * (a u8 attribute), a list DRX_MAX_ATTRS entries (attrs; axial has
- * rank <= 16), except `history` and the vectors in `axial`, as long as the
- * growths of a file written by an earlier version (their entries are
- * groups, bounded).  So a file whose text breaks one of these bounds is
- * refused here, by one pass over the text, before libconfig sees it. */
+ * is bounded by the format: the top level holds only the keys of
+ * array_meta.c's table, a group (an attribute, a growth, an axial record)
+ * 3 settings, an array (an attribute's values; chunk, dims, coef...)
+ * DRX_MAX_ATTR_BYTES values (a u8 attribute), a list DRX_MAX_ATTRS
+ * entries (attrs; axial has rank <= 16), except `history` and the vectors
+ * in `axial`, as long as the growths of a file written by an earlier
+ * version (their entries are groups, bounded).  So a file whose text
+ * breaks one of these bounds is refused here, by one pass over the text,
+ * before libconfig sees it.  Strings and comments are skipped as
+ * cfgfile.c's scanner skips them. */
 #define XMD_MAX_DEPTH 8 /* axial ( ( { coef [ ] } ) ) is 4 deep */
 #define XMD_MAX_GROUP 3
 #define XMD_NO_LIMIT ((size_t)-1)
@@ -60,8 +62,8 @@ static int shape_bad(const struct shape_scan *s, const char *file, struct drx_er
     char msg[96];
 
     if (s->depth == 1 && l->open == '(' && strcmp(s->key, "attrs") == 0)
-        return drx_err_set(err, EINVAL, "%s:%u: more than %d attributes (refused before parsing)", file,
-                           l->line, DRX_MAX_ATTRS);
+        return drx_err_set(err, EINVAL, "%s:%u: more than %d attributes (refused before parsing)",
+                           file, l->line, DRX_MAX_ATTRS);
     snprintf(msg, sizeof msg, what, l->max);
     return drx_err_set(err, EINVAL, "%s:%u: %s (refused before parsing)", file, l->line, msg);
 }
