@@ -378,3 +378,70 @@ print("tries", tries, "made", made, "removals through the mount", hits)' "$s/h" 
     [ "$(sed -n 's/.*made \([0-9]*\) .*/\1/p' <<<"$output")" -ge 10 ]
     [ "$(sed -n 's/.*removals through the mount \([0-9]*\)/\1/p' <<<"$output")" -ge 10 ]
 }
+
+# Found in the fourth review: a user who may write an array's .xmd writes 64
+# MiB whose libconfig part holds ~1.9 million tiny attribute entries.  Every
+# access to the array through the mount (even a stat) and every `drx info`
+# had libconfig build a tree of all of it before "at most 1024 attributes"
+# refused it: 1.9 GB and seconds of CPU each time.  Now its shape is
+# refused before libconfig reads it (array_shape.c) and drxfs remembers the
+# failure while the .xmd and .xta are unchanged (drxfs_array_table.c).  The
+# memory bound: the file's read buffer (at most 64 MiB, up to 96 MiB while
+# realloc moves it) and the program itself, not a tree of 1.9 GB.
+@test "a hostile 64 MiB .xmd is refused before parsing, and not read again while unchanged" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    command -v strace >/dev/null || skip "no strace"
+    local s="$RV/s" m="$RV/m" max=$((160 * 1024)) pid hwm i
+    "$DRX" init "$s" >/dev/null
+    "$DRX" create "$s/evil" --type u8 --shape 1 --chunk 1
+    "$DRX" create "$s/good" --type u8 --shape 1 --chunk 1
+    cp "$s/evil.xmd" "$RV/valid.xmd"
+    chown 65534 "$s/evil.xmd"
+    nob "$PY" "$DRX_SOURCE/bats-tests/xmd_gen.py" hostile "$s/evil.xmd"
+    [ "$(stat -c %s "$s/evil.xmd")" -gt $((60 << 20)) ]
+    run /usr/bin/time -f 'maxrss %M' "$DRX" info "$s/evil"
+    assert_failure
+    assert_output --partial "evil.xmd:9: more than 1024 attributes (refused before parsing)"
+    echo "$output" | grep maxrss
+    [ "$(echo "$output" | sed -n 's/^maxrss //p')" -lt "$max" ]
+
+    mount_store "$s" "$m"
+    pid=$(cat "$m.pid")
+    run stat "$m/evil"
+    assert_failure
+    assert_output --partial "Input/output error"
+    grep -q "evil: cannot open array: .*evil.xmd:9: more than 1024 attributes (refused before parsing)" "$m.log"
+    # unchanged: the failure is remembered, no thread reads the file again
+    strace -f -qq -e trace=openat,openat2 -o "$RV/trace" -p "$pid" &
+    local spid=$!
+    sleep 1
+    local par=()
+    for i in 1 2 3 4 5 6 7 8; do
+        stat "$m/evil" >/dev/null 2>&1 &
+        par+=($!)
+    done
+    for i in "${par[@]}"; do wait "$i" || true; done
+    for i in $(seq 20); do
+        run stat -c %s "$m/evil"
+        assert_failure
+        assert_output --partial "Input/output error"
+    done
+    ls "$m/good" >/dev/null # the trace sees the daemon's opens
+    sleep 0.3
+    kill "$spid"
+    wait "$spid" || true
+    grep -q 'good.xmd' "$RV/trace"
+    local opens
+    opens=$(grep -c 'evil.xmd' "$RV/trace" || true)
+    echo "opens of evil.xmd in 28 stats: $opens"
+    [ "$opens" -eq 0 ]
+    [ "$(grep -c 'evil: cannot open array: .*more than 1024 attributes' "$m.log")" -ge 29 ]
+    hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$pid/status")
+    echo "daemon VmHWM $hwm kB"
+    [ "$hwm" -lt "$max" ]
+    # a change is seen: the array opens once its .xmd is valid again
+    nob cp "$RV/valid.xmd" "$s/evil.xmd"
+    run stat -c %F "$m/evil"
+    assert_success
+    ls "$m/evil/data" >/dev/null
+}

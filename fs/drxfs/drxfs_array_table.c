@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,6 +47,91 @@ static bool sig_same(const struct drxfs_sig *a, const struct drxfs_sig *b)
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
            a->mtim.tv_sec == b->mtim.tv_sec && a->mtim.tv_nsec == b->mtim.tv_nsec &&
            a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
+}
+
+/* Arrays whose open failed on what their files hold (EINVAL, EFBIG: a bad
+ * or oversized .xmd, an .xta too short for it), with the signatures of the
+ * .xmd and .xta taken before the attempt: while both are unchanged, every
+ * access gets the same error for the price of a stat, where a new attempt
+ * would read and parse up to 64 MiB again.  A few entries, reused in turn:
+ * an entry lost only costs a parse. */
+#define DRXFS_ARR_FAILED_MAX 64
+
+static struct {
+    pthread_mutex_t mutex;
+    unsigned next;
+    struct arr_failed {
+        char key[PATH_MAX];
+        struct drxfs_sig xmd, xta;
+        int rc;
+        char msg[DRX_ERR_LEN];
+    } e[DRXFS_ARR_FAILED_MAX];
+} failed = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+/* The signature of rel's .xta now, zeroed when it cannot be stat'ed. */
+static void xta_sig(const char *rel, struct drxfs_sig *s)
+{
+    char xta[PATH_MAX];
+    struct stat st;
+
+    memset(s, 0, sizeof *s);
+    if (drxfs_rel_suffix(xta, rel, DRXFS_XTA) == 0 &&
+        drx_store_entry_stat(drxfs.store, xta, &st) == 0)
+        sig_of(s, &st);
+}
+
+/* The entry of key, or a free or the oldest one to reuse (key empty).
+ * failed.mutex held. */
+static struct arr_failed *failed_slot(const char *key, bool reuse)
+{
+    for (unsigned i = 0; i < DRXFS_ARR_FAILED_MAX; i++)
+        if (strcmp(failed.e[i].key, key) == 0)
+            return &failed.e[i];
+    if (!reuse)
+        return NULL;
+    failed.next = (failed.next + 1) % DRXFS_ARR_FAILED_MAX;
+    return &failed.e[failed.next];
+}
+
+/* The error an earlier open of n's array got, when its files are as they
+ * were then (the .xmd as n's stat saw it); 0 otherwise. */
+static int failed_again(const struct drxfs_node *n)
+{
+    struct drxfs_sig xmd, xta;
+    struct arr_failed *f;
+    int rc = 0;
+
+    pthread_mutex_lock(&failed.mutex);
+    f = failed_slot(n->rel, false);
+    pthread_mutex_unlock(&failed.mutex);
+    if (!f)
+        return 0;
+    sig_of(&xmd, &n->st);
+    xta_sig(n->rel, &xta);
+    pthread_mutex_lock(&failed.mutex);
+    if (strcmp(f->key, n->rel) == 0 && sig_same(&f->xmd, &xmd) && sig_same(&f->xta, &xta)) {
+        rc = f->rc;
+        drx_log(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel, f->msg);
+    }
+    pthread_mutex_unlock(&failed.mutex);
+    return rc;
+}
+
+static void failed_keep(const struct drxfs_node *n, const struct drxfs_sig *xta, int rc,
+                        const char *msg)
+{
+    struct arr_failed *f;
+
+    if (strlen(n->rel) >= sizeof f->key)
+        return;
+    pthread_mutex_lock(&failed.mutex);
+    f = failed_slot(n->rel, true);
+    strcpy(f->key, n->rel);
+    sig_of(&f->xmd, &n->st);
+    f->xta = *xta;
+    f->rc = rc;
+    snprintf(f->msg, sizeof f->msg, "%s", msg);
+    pthread_mutex_unlock(&failed.mutex);
 }
 
 static void arr_destroy(struct drxfs_arr *e)
@@ -132,6 +218,7 @@ static int arr_open(const struct drxfs_node *n, struct drxfs_arr **out)
     char path[PATH_MAX + 64];
     struct drx_err err = {{0}};
     struct drxfs_arr *e = calloc(1, sizeof(*e));
+    struct drxfs_sig xta;
     struct stat st;
     int rc;
 
@@ -146,9 +233,12 @@ static int arr_open(const struct drxfs_node *n, struct drxfs_arr **out)
     /* the handle keeps the path (reload): and its pin, if any */
     if ((rc = drxfs_lib_path(path, sizeof(path), n->rel, &e->pin)) < 0)
         goto out;
+    xta_sig(n->rel, &xta); /* before the open: a change meanwhile is seen next time */
     if ((rc = arr_open_rw_or_ro(e, n, path, &err)) < 0) {
         drx_log(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel,
                 err.msg[0] ? err.msg : strerror(-rc));
+        if (rc == -EINVAL || rc == -EFBIG)
+            failed_keep(n, &xta, -EIO, err.msg[0] ? err.msg : strerror(-rc));
         rc = (rc == -ENOENT || rc == -ENOMEM || rc == -EACCES) ? rc : -EIO;
         goto out;
     }
@@ -236,7 +326,7 @@ again:
         fresh = NULL;
     }
     if (!e) {
-        if ((rc = arr_open(n, &fresh)) < 0)
+        if ((rc = failed_again(n)) < 0 || (rc = arr_open(n, &fresh)) < 0)
             return rc;
         goto again;
     }

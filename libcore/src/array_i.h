@@ -94,6 +94,12 @@ int drx_xmd_history_add(struct drx_array_meta *m, int dim, uint64_t from, uint64
  * its history; *version the file's.  0 or -errno with "FILE:LINE: reason". */
 int drx_xmd_parse_base(const char *file, char *text, size_t len, struct drx_array_meta *m,
                        int *version, struct drx_err *err);
+/* Whether w[0..n) is a top-level key of the .xmd's libconfig part. */
+bool drx_xmd_known_key(const char *w, size_t n);
+/* The shape of the libconfig part text[0..len) (no NUL bytes: it passed
+ * drx_cfgfile_check) within what a valid .xmd can hold (array_shape.c),
+ * checked without libconfig: 0, or -EINVAL with "FILE:LINE: reason". */
+int drx_xmd_shape(const char *file, const char *text, size_t len, struct drx_err *err);
 /* Reads the .xmd at xmd_path in full, growth records included, into m and
  * pos; with fdp, the file stays open as *fdp.  With counts, the growth
  * records are checked as always but change only the bounds and the map's

@@ -500,6 +500,14 @@ static const struct xmd_key {
     {"axial", CONFIG_TYPE_LIST, false, key_axial},
 };
 
+bool drx_xmd_known_key(const char *w, size_t n)
+{
+    for (size_t k = 0; k < sizeof xmd_keys / sizeof xmd_keys[0]; k++)
+        if (strlen(xmd_keys[k].name) == n && memcmp(xmd_keys[k].name, w, n) == 0)
+            return true;
+    return false;
+}
+
 static int parse_meta(struct xmd_reader *r, config_t *cfg, struct drx_array_meta *m)
 {
     int rc;
@@ -530,8 +538,13 @@ int drx_xmd_parse_base(const char *file, char *text, size_t len, struct drx_arra
     config_t cfg;
     int rc;
 
+    /* libconfig's tree costs about 130 bytes a setting: a text whose shape
+     * no valid .xmd has is refused before it is built */
+    if ((rc = drx_cfgfile_check(text, len, file, 0, err)) ||
+        (rc = drx_xmd_shape(file, text, len, err)))
+        return rc;
     text[len] = '\0'; /* libconfig reads up to a NUL */
-    rc = drx_cfgfile_parse(text, len, file, 0, &cfg, NULL, err);
+    rc = drx_cfgfile_parse(text, len, file, DRX_CFGFILE_CHECKED, &cfg, NULL, err);
     text[len] = keep;
     if (rc < 0)
         return rc;

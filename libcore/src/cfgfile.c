@@ -305,16 +305,14 @@ int drx_cfgfile_read(int dirfd, const char *name, const char *shown, unsigned fl
     return rc;
 }
 
-int drx_cfgfile_parse(const char *text, size_t len, const char *shown, unsigned flags,
-                      config_t *cfg, bool *refused, struct drx_err *err)
+int drx_cfgfile_check(const char *text, size_t len, const char *shown, unsigned flags,
+                      struct drx_err *err)
 {
     const char *kind = (flags & DRX_CFGFILE_USER) ? "a configuration file" : "a store file";
-    bool ignored;
+    const char *why = NULL;
+    unsigned at;
     int line;
 
-    if (!refused)
-        refused = &ignored;
-    *refused = true; /* below, every failure is the text's */
     /* config_read_string() would stop at a NUL and ignore the rest (and
      * the include check with it): such a file is not text. */
     if (memchr(text, '\0', len))
@@ -322,14 +320,27 @@ int drx_cfgfile_parse(const char *text, size_t len, const char *shown, unsigned 
     line = include_line(text, len);
     if (line)
         return drx_err_set(err, EINVAL, "%s:%d: @include is not allowed in %s", shown, line, kind);
-    const char *why = NULL;
-    unsigned at = stray_token(text, len, &why);
+    at = stray_token(text, len, &why);
     if (at)
         return drx_err_set(err, EINVAL, "%s:%u: %s", shown, at, why);
+    return 0;
+}
+
+int drx_cfgfile_parse(const char *text, size_t len, const char *shown, unsigned flags,
+                      config_t *cfg, bool *refused, struct drx_err *err)
+{
+    bool ignored;
+    int rc;
+
+    if (!refused)
+        refused = &ignored;
+    *refused = true; /* below, every failure is the text's */
+    if (!(flags & DRX_CFGFILE_CHECKED) && (rc = drx_cfgfile_check(text, len, shown, flags, err)))
+        return rc;
     config_init(cfg);
     if (!config_read_string(cfg, text)) {
-        int rc = drx_err_set(err, EINVAL, "%s:%d: %s", shown, config_error_line(cfg),
-                             config_error_text(cfg) ? config_error_text(cfg) : "syntax error");
+        rc = drx_err_set(err, EINVAL, "%s:%d: %s", shown, config_error_line(cfg),
+                         config_error_text(cfg) ? config_error_text(cfg) : "syntax error");
         config_destroy(cfg);
         return rc;
     }

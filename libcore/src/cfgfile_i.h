@@ -34,6 +34,8 @@ enum {
      * update in place takes a write lock, so that no reader sees a size
      * half written. */
     DRX_CFGFILE_META = 4,
+    /* drx_cfgfile_parse(): the text passed drx_cfgfile_check() already. */
+    DRX_CFGFILE_CHECKED = 8,
 };
 
 /* The bytes a metafile's in-place update may change lie in this span. */
@@ -81,9 +83,15 @@ int drx_cfgfile_slurp(int dirfd, const char *name, const char *shown, unsigned f
 int drx_cfgfile_open(int dirfd, const char *name, const char *shown, unsigned flags, size_t max,
                      struct stat *st, bool *refused, struct drx_err *err);
 
+/* The checks of drx_cfgfile_parse() alone (NUL bytes, @include lines,
+ * strings libconfig would leak, nesting): 0, or -EINVAL as there. */
+int drx_cfgfile_check(const char *text, size_t len, const char *shown, unsigned flags,
+                      struct drx_err *err);
+
 /* The checks and parse of drx_cfgfile_read() on text already in memory
  * (text[len] must be '\0'): NUL bytes and @include lines refused, then
- * config_read_string() into cfg (config_destroy() it after a success).
+ * config_read_string() into cfg (config_destroy() it after a success);
+ * with DRX_CFGFILE_CHECKED in flags, the caller made the checks.
  * 0, or -EINVAL with "SHOWN[:LINE]: reason" in err (and *refused set). */
 int drx_cfgfile_parse(const char *text, size_t len, const char *shown, unsigned flags,
                       config_t *cfg, bool *refused, struct drx_err *err);

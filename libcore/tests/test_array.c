@@ -656,9 +656,11 @@ static void attributes(void)
             {"type = \"string\"; value = \"degC\"", "type = \"i8\"; value = [ \"999\" ]", "i8"},
             {"type = \"string\"; value = \"degC\"", "type = \"i8\"; value = [ 9 ]",
              "not a number in quotes"},
-            {"name = \"units\";", "name = \"units\"; colour = 1;", "unknown setting 'colour'"},
+            {"name = \"units\";", "name = \"units\"; colour = 1;", "more than 3 settings"},
+            {"type = \"string\"; value = \"degC\"", "type = \"string\"; colour = 1",
+             "unknown setting 'colour'"},
             {"value = \"degC\"", "value = \"deg\\xffC\"", "not UTF-8"},
-            {"attrs = (", "attrs = 1; xattrs = (", "not a list"},
+            {"attrs = (", "attrs = 1; xattrs = (", "unknown setting 'xattrs'"},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             int rc = corrupt(xmd, before, cases[i].from, cases[i].to, &err);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "drx/array.h"
+#include "drx/attr.h"
 #include "tap.h"
 #include "test_files.h"
 
@@ -167,6 +168,67 @@ static int load_text(const char *xmd, const char *text, struct drx_err *err)
     if (rc == 0)
         drx_array_meta_fini(&m);
     return rc;
+}
+
+/* `attrs` of n attributes after the text of good in buf: u8 ones with
+ * `values` values each, or, with values 0, strings holding commas,
+ * brackets and a comment's '#' (text, not structure). */
+static void attrs_text(char *buf, size_t cap, const char *good, int n, int values)
+{
+    size_t at = (size_t)snprintf(buf, cap, "%sattrs = ( # not ( a [ list {\n", good);
+
+    for (int i = 0; i < n; i++) {
+        at += (size_t)snprintf(buf + at, cap - at, "%s{ name = \"a%d\"; type = \"%s\"; value = ",
+                               i ? ", " : "", i, values ? "u8" : "string");
+        if (!values)
+            at += (size_t)snprintf(buf + at, cap - at, "\"x,]})([{#,\\\"y\"");
+        for (int k = 0; k < values; k++)
+            at += (size_t)snprintf(buf + at, cap - at, "%s\"%d\"", k ? ", " : "[ ", k % 256);
+        at += (size_t)snprintf(buf + at, cap - at, "%s; }\n", values ? " ]" : "");
+    }
+    snprintf(buf + at, cap - at, ");\n");
+}
+
+/* The libconfig part's shape is bounded by the format (array_shape.c):
+ * at the bounds the file loads, past them it is refused before libconfig
+ * reads it, with the line where the container opens. */
+static void shape_bounds(void)
+{
+    struct drx_array_spec spec = {.type = DRX_U8, .rank = 1, .shape = {1}, .chunk = {1}};
+    struct drx_array *a;
+    struct drx_err err = {{0}};
+    char path[300], xmd[310], *good, *text;
+    size_t len, cap = (size_t)8 << 20;
+
+    snprintf(path, sizeof path, "%s/shape", dir);
+    snprintf(xmd, sizeof xmd, "%s.xmd", path);
+    if (drx_array_create(path, &spec, &a, &err) < 0) {
+        tap_ok(0, "create: %s", err.msg);
+        return;
+    }
+    drx_array_close(a);
+    good = slurp(xmd, &len);
+    text = malloc(cap);
+    attrs_text(text, cap, good, DRX_MAX_ATTRS, 0);
+    tap_ok(load_text(xmd, text, &err) == 0, "1024 attributes (strings of brackets) load: %s",
+           err.msg);
+    attrs_text(text, cap, good, DRX_MAX_ATTRS + 1, 0);
+    tap_ok(load_text(xmd, text, &err) == -EINVAL &&
+               strstr(err.msg, "shape.xmd:17: more than 1024 attributes (refused before parsing)"),
+           "1025 are refused unparsed: %s", err.msg);
+    attrs_text(text, cap, good, 1, DRX_MAX_ATTR_BYTES);
+    tap_ok(load_text(xmd, text, &err) == 0, "a u8 attribute of 65536 values loads: %s", err.msg);
+    attrs_text(text, cap, good, 1, DRX_MAX_ATTR_BYTES + 1);
+    tap_ok(load_text(xmd, text, &err) == -EINVAL &&
+               strstr(err.msg, ":18: an array of more than 65536 values (refused before parsing)"),
+           "65537 are refused unparsed: %s", err.msg);
+    snprintf(text, cap, "%sjunk = ( 1, 2 );\n", good);
+    tap_ok(load_text(xmd, text, &err) == -EINVAL && strstr(err.msg, ":17: unknown setting 'junk'"),
+           "an unknown top-level setting is refused: %s", err.msg);
+    spit(xmd, good);
+    tap_ok(load_text(xmd, good, &err) == 0, "the genuine .xmd loads");
+    free(text);
+    free(good);
 }
 
 /* An .xmd never makes the reader open another file: libconfig follows a
@@ -609,6 +671,7 @@ int main(void)
         return 1;
     validation();
     includes_refused();
+    shape_bounds();
     growth_log();
     meta_only();
     long_file();
