@@ -437,6 +437,12 @@ int drxfs_striped_flush(struct drxfs_fh *fh);
 int drxfs_striped_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len);
 off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence);
 int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync);
+/* Asked to commit (user.drx.commit): every file open for writing through
+ * the mount is synced and its size recorded, as its fsync would.  A close
+ * returns before the kernel's RELEASE reaches the daemon, so a file closed
+ * just before the request may still be open here; and a program asking
+ * for the commit (drx, drx-load) must read the sizes the mount shows. */
+void drxfs_striped_commit_open(void);
 void drxfs_striped_release(struct drxfs_fh *fh);
 /* The batched commit's barrier: drx_stripe_sync_store() of the store. */
 int drxfs_striped_sync_store(void);

@@ -392,7 +392,10 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
     int rc;
 
     if (strcmp(name, DRXFS_COMMIT_XATTR) == 0) {
-        drxfs_commit_now(); /* asked: record every waiting size now */
+        /* asked: record every size now, of the files waiting for the
+         * commit and of those still open for writing */
+        drxfs_striped_commit_open();
+        drxfs_commit_now();
         return 0;
     }
     if (drxfs.ro)

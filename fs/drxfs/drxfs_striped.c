@@ -716,16 +716,47 @@ int drxfs_striped_flush(struct drxfs_fh *fh)
     return fh->sf->rw ? drxfs_sfile_flush(fh->sf) : 0;
 }
 
+static int sfile_fsync(struct drxfs_sfile *e, bool datasync)
+{
+    pthread_mutex_lock(&e->times_lock);
+    int rc = drx_stripe_fsync(e->f, datasync);
+    if (rc == 0)
+        stamp_times(e);
+    pthread_mutex_unlock(&e->times_lock);
+    return rc < 0 ? drxfs_striped_log_err("fsync", e->key, rc, NULL) : 0;
+}
+
 int drxfs_striped_fsync(struct drxfs_fh *fh, int datasync)
 {
-    if (!fh->sf->rw)
-        return 0;
-    pthread_mutex_lock(&fh->sf->times_lock);
-    int rc = drx_stripe_fsync(fh->sf->f, datasync != 0);
-    if (rc == 0)
-        stamp_times(fh->sf);
-    pthread_mutex_unlock(&fh->sf->times_lock);
-    return rc < 0 ? drxfs_striped_log_err("fsync", fh->sf->key, rc, NULL) : 0;
+    return fh->sf->rw ? sfile_fsync(fh->sf, datasync != 0) : 0;
+}
+
+void drxfs_striped_commit_open(void)
+{
+    struct drxfs_sfile **open = NULL;
+    size_t n = 0, cap = 0;
+
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    for (struct drxfs_sfile *e = drxfs_stable.head; e; e = e->next) {
+        if (!e->rw || !e->opens)
+            continue;
+        if (n == cap) {
+            size_t more = cap ? 2 * cap : 16;
+            struct drxfs_sfile **grown = realloc(open, more * sizeof(*grown));
+            if (!grown)
+                break; /* the rest at their close */
+            open = grown;
+            cap = more;
+        }
+        e->refs++;
+        open[n++] = e;
+    }
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    for (size_t i = 0; i < n; i++) {
+        sfile_fsync(open[i], true);
+        drxfs_sfile_put(open[i]);
+    }
+    free(open);
 }
 
 bool drxfs_striped_is_open(dev_t dev, ino_t ino)
