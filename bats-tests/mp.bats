@@ -518,11 +518,8 @@ EOF
     "$DRX" create store/a --type f64 --shape 100x100 --chunk 2x2
     # the ranks' boxes share a row of chunks: collective rounds of one
     # chunk (locks tried on every rank, merge, MPI_File_write_all)
-    local w=() i
-    for ((i = 0; i < 100; i++)); do
-        w+=("writebox:C:6:0,0:51,100@1=writebox:C:6:51,0:100,100")
-    done
-    kill_mid 2 1 store/a open:w buffer:1 write:C:5 "system:touch started" "${w[@]}"
+    kill_mid 2 1 store/a open:w buffer:1 write:C:5 "system:touch started" \
+        "rep:100:writebox:C:6:0,0:51,100@1=rep:100:writebox:C:6:51,0:100,100"
     # no lock is left behind, every element is one write's or the other's
     "$DRX" fsck store
     seeds_only store/a 100 100 5 6
@@ -534,15 +531,11 @@ EOF
 @test "kill -9 of one rank in the middle of write_all alone in DRX_MP_SYNC_BATCH: the array as of the last sync, fsck trims the lost growth" {
     "$DRX" init store >/dev/null
     "$DRX" create store/a --type f64 --shape 100x100 --chunk 2x2
-    local w=() i
-    # (3000 writes, seconds: 300 could all be done before the kill lands)
-    for ((i = 0; i < 30; i++)); do
-        w+=("rep:100:write:C:6")
-    done
     # rows 100..199 grown and synced, 200..299 grown and pending when
-    # rank 0 is killed (rank 1 writes alone, its own zone's chunks)
+    # rank 0 is killed (rank 1 writes alone, its own zone's chunks; 3000
+    # writes, seconds: 300 could all be done before the kill lands)
     kill_mid 2 0 store/a open:w mode:batch extend:0:100 write:C:5 sync extend:0:100 \
-        "system:touch started" "${w[@]}"
+        "system:touch started" "rep:3000:write:C:6"
     run "$DRX" fsck store
     assert_failure
     assert_output --partial "longer than its metadata's 160000 (uncommitted extension)"

@@ -55,26 +55,21 @@ small_store() {
     cmp "$RV/r.bin" "$RV/m/b/data"
 }
 
-# Found in review: zarr/ temporaries (KEY.UUID.partial) are held in the
-# daemon's memory until renamed, removed or unmounted, 256 and 512 MiB in
-# all.  Any user may write his own array's zarr/: one who made 256 and
-# never renamed them held 256 MiB of the daemon's memory, and every other
-# user's zarr writes failed with ENOSPC until unmount.  A user other than
-# root now holds at most a quarter of the pool.
-@test "one user's abandoned zarr temporaries do not stop another user's zarr writes" {
-    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+# two_users_zarr SHAPE: a store with nobody's u8 array pub/n of SHAPE (one
+# chunk) and user 65533's i32 array pub/o (64x64, chunks 16x64), mounted
+# for everyone
+two_users_zarr() {
     "$DRX" init "$RV/s" >/dev/null
     mkdir -m 1777 "$RV/s/pub"
-    nob "$DRX" create "$RV/s/pub/n" --type u8 --shape 1024x1024 --chunk 1024x1024
+    nob "$DRX" create "$RV/s/pub/n" --type u8 --shape "$1" --chunk "$1"
     setpriv --reuid=65533 --regid=65533 --clear-groups -- \
         "$DRX" create "$RV/s/pub/o" --type i32 --shape 64x64 --chunk 16x64
     mount_store "$RV/s" "$RV/m" -o allow_other
-    # nobody's temporaries of a whole chunk each, none renamed
-    run nob sh -c 'for i in $(seq 1 300); do
-        head -c 1048576 /dev/zero >"$1/0.0.$i.partial" 2>/dev/null || { echo "refused at $i"; exit 0; }
-    done; echo "all 300 held"' sh "$RV/m/pub/n/zarr/n"
-    local held=$output
-    # the other user writes a chunk as zarr-python does: a temporary renamed over the key
+}
+
+# other_user_writes_a_chunk: user 65533 writes chunk 1.0 of pub/o as
+# zarr-python does (a temporary renamed over the key), and reads it back
+other_user_writes_a_chunk() {
     setpriv --reuid=65533 --regid=65533 --clear-groups -- "$PY" -c '
 import numpy as np, os, sys
 z = sys.argv[1]
@@ -83,6 +78,24 @@ os.rename(z + "/1.0.abc.partial", z + "/1.0")
 got = np.fromfile(sys.argv[2], dtype=np.int32).reshape(64, 64)
 assert (got[16:32].ravel() == np.arange(16 * 64)).all(), got[16:32]
 ' "$RV/m/pub/o/zarr/o" "$RV/m/pub/o/data"
+}
+
+# Found in review: zarr/ temporaries (KEY.UUID.partial) are held in the
+# daemon's memory until renamed, removed or unmounted, 256 and 512 MiB in
+# all.  Any user may write his own array's zarr/: one who made 256 and
+# never renamed them held 256 MiB of the daemon's memory, and every other
+# user's zarr writes failed with ENOSPC until unmount.  A user other than
+# root now holds at most a quarter of the pool.
+@test "one user's abandoned zarr temporaries do not stop another user's zarr writes" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    two_users_zarr 1024x1024
+    # nobody's temporaries of a whole chunk each, none renamed
+    run nob sh -c 'for i in $(seq 1 300); do
+        head -c 1048576 /dev/zero >"$1/0.0.$i.partial" 2>/dev/null || { echo "refused at $i"; exit 0; }
+    done; echo "all 300 held"' sh "$RV/m/pub/n/zarr/n"
+    local held=$output
+    # the other user writes a chunk as zarr-python does: a temporary renamed over the key
+    other_user_writes_a_chunk
     # nobody's own share: a quarter of the 256
     grep -qx "refused at 65" <<<"$held"
 }
@@ -94,26 +107,14 @@ assert (got[16:32].ravel() == np.arange(16 * 64)).all(), got[16:32]
 # half the pool.
 @test "one user's lone temporary of a huge chunk leaves room for another user's zarr writes" {
     [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
-    "$DRX" init "$RV/s" >/dev/null
-    mkdir -m 1777 "$RV/s/pub"
-    nob "$DRX" create "$RV/s/pub/n" --type u8 --shape 32768x16384 --chunk 32768x16384
-    setpriv --reuid=65533 --regid=65533 --clear-groups -- \
-        "$DRX" create "$RV/s/pub/o" --type i32 --shape 64x64 --chunk 16x64
-    mount_store "$RV/s" "$RV/m" -o allow_other
+    two_users_zarr 32768x16384
     # nobody's one temporary of the whole 512 MiB chunk, never renamed
     run nob dd if=/dev/zero of="$RV/m/pub/n/zarr/n/0.0.big.partial" bs=1M count=512 status=none
     [ "$status" -ne 0 ]
     [[ "$output" == *"No space left on device"* ]]
     [ "$(stat -c %s "$RV/m/pub/n/zarr/n/0.0.big.partial")" -eq $((256 << 20)) ]
     # the other user writes a chunk as zarr-python does
-    setpriv --reuid=65533 --regid=65533 --clear-groups -- "$PY" -c '
-import numpy as np, os, sys
-z = sys.argv[1]
-np.arange(16 * 64, dtype=np.int32).tofile(z + "/1.0.abc.partial")
-os.rename(z + "/1.0.abc.partial", z + "/1.0")
-got = np.fromfile(sys.argv[2], dtype=np.int32).reshape(64, 64)
-assert (got[16:32].ravel() == np.arange(16 * 64)).all(), got[16:32]
-' "$RV/m/pub/o/zarr/o" "$RV/m/pub/o/data"
+    other_user_writes_a_chunk
 }
 
 # Found in review (4th): the kernel-cache signature of an open file was
