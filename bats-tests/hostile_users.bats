@@ -27,6 +27,22 @@ teardown() {
     rm -rf "$RV"
 }
 
+# nobody_flocks PATH LOCK_SH|LOCK_EX: user nobody takes flock() on PATH (a
+# file or directory) and holds it for 2 minutes in the background (APID,
+# killed by teardown); returns once the lock is held
+nobody_flocks() {
+    # setpriv itself (not the nob function, a subshell): $! is the holder
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, getattr(fcntl, sys.argv[2]))
+open(sys.argv[3], "w").close()
+time.sleep(120)' "$1" "$2" "$RV/n/locked" &
+    APID=$!
+    for _ in $(seq 100); do [ -e "$RV/n/locked" ] && break; sleep 0.1; done
+    [ -e "$RV/n/locked" ]
+}
+
 # Found in review: the size of a striped file is recorded under flock(LOCK_EX)
 # of its first subfile (stripe.c, drx_stripe_persist_locked), waited for
 # without bound.  Any local user who may read a subfile (a 0644 file's, in
@@ -44,16 +60,7 @@ teardown() {
     commit_mount "$m"
     sub=$(subfiles_of "$s/victim" | head -1)
     [ -f "$sub" ]
-    # setpriv itself (not the nob function, a subshell): $! is the holder
-    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDONLY)
-fcntl.flock(fd, fcntl.LOCK_SH)
-open(sys.argv[2], "w").close()
-time.sleep(120)' "$sub" "$RV/n/locked" &
-    APID=$!
-    for _ in $(seq 100); do [ -e "$RV/n/locked" ] && break; sleep 0.1; done
-    [ -e "$RV/n/locked" ]
+    nobody_flocks "$sub" LOCK_SH
     # the victim grows (its size waits for the commit), another file is new
     head -c 5000 /dev/urandom >>"$m/victim"
     head -c 70000 /dev/urandom >"$m/other"
@@ -279,16 +286,7 @@ PY
     local s="$RV/s" m="$RV/m"
     "$DRX" init "$s" >/dev/null
     chmod 755 "$s" "$s/.drx"
-    # setpriv itself (not the nob function, a subshell): $! is the holder
-    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
-fcntl.flock(fd, fcntl.LOCK_EX)
-open(sys.argv[2], "w").close()
-time.sleep(120)' "$s/.drx" "$RV/n/locked" &
-    APID=$!
-    for _ in $(seq 100); do [ -e "$RV/n/locked" ] && break; sleep 0.1; done
-    [ -e "$RV/n/locked" ]
+    nobody_flocks "$s/.drx" LOCK_EX
     mkdir "$m"
     DRX_LOCK_WAIT_MS=300 run timeout 60 "$DRXFS" -f "$s" "$m"
     echo "drxfs: status $status: $output"
