@@ -371,11 +371,13 @@ static int zremember(const char *name, const char *path)
     return 0;
 }
 
+/* .drx/hidden, made beneath the store like every entry the daemon makes
+ * (no symlink followed on the way). */
 static int hidden_dir(void)
 {
-    if (mkdirat(drxfs.root_fd, DRX_STORE_HIDDEN, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
+    int rc = drx_store_entry_mkdir(drxfs.store, DRX_STORE_HIDDEN, 0700);
+
+    return rc == -EEXIST ? 0 : rc;
 }
 
 /* Moves plain entry or striped file n to rel; on another file system,

@@ -180,9 +180,12 @@ int drx_store_fresh_start(struct drx_store *s)
 
     if (s->fresh)
         return 0;
-    if (fstatat(s->root_fd, DRX_STORE_DIR, &drx, AT_SYMLINK_NOFOLLOW) < 0)
+    /* .drx opened first, no symlink followed: fresh is made in it */
+    int drxfd = openat(s->root_fd, DRX_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (drxfd < 0)
         return -errno;
-    fd = own_dir(s->root_fd, DRX_STORE_DIR "/fresh", &drx);
+    fd = fstat(drxfd, &drx) < 0 ? -errno : own_dir(drxfd, "fresh", &drx);
+    close(drxfd);
     if (fd < 0)
         return fd;
     int newfd = own_dir(fd, "new", &drx);
