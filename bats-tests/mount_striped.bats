@@ -370,6 +370,59 @@ EOF
     rm "$M/openw"
 }
 
+@test "a large write's size is recorded while the file is open, never ahead of its bytes; kill -9 keeps them" {
+    # a helper thread records it every 64 MiB of growth (the writes do
+    # not wait for the sync); the metafile is read while the writer holds
+    # the file open, then the daemon is killed
+    local ks="$BATS_TEST_TMPDIR/ks" k="$BATS_TEST_TMPDIR/mbig" rec n
+    "$DRX" init "$ks" >/dev/null
+    mount_store "$ks" "$k"
+    head -c $((200 << 20)) /dev/urandom >big
+    "$PY" - "$k/big" "$ks/big.nafs" big ready <<'EOF' &
+import os, re, sys, time
+dst, meta, src, ready = sys.argv[1:5]
+data = open(src, "rb").read()
+fd = os.open(dst, os.O_CREAT | os.O_WRONLY, 0o644)
+for off in range(0, len(data), 1 << 20):
+    assert os.write(fd, data[off:off + (1 << 20)]) == 1 << 20
+rec = 0
+for _ in range(600):
+    rec = int(re.search(r"^size = (\d+)", open(meta).read(), re.M).group(1))
+    if rec >= 64 << 20:
+        break
+    time.sleep(0.05)
+open(ready + ".tmp", "w").write(str(rec))
+os.rename(ready + ".tmp", ready)
+time.sleep(120)
+EOF
+    local wpid=$! i
+    for ((i = 0; i < 1200; i++)); do
+        [ -f ready ] && break
+        sleep 0.05
+    done
+    rec=$(cat ready)
+    echo "# recorded while open: $rec" >&3
+    [ "$rec" -ge $((64 << 20)) ]
+    [ "$rec" -le $((200 << 20)) ]
+    [ $((rec % 4096)) -eq 0 ]
+    kill_daemon "$k"
+    kill "$wpid" 2>/dev/null || true
+    wait "$wpid" || true
+    unmount_store "$k"
+    # bytes past the recorded size are all fsck may find
+    run "$DRX" fsck "$ks"
+    if [ "$status" -ne 0 ]; then
+        refute_output --regexp "$(printf '%s' 'missing|EIO|shorter|cannot|bad ')"
+        "$DRX" fsck --repair "$ks" >/dev/null || true
+        run "$DRX" fsck "$ks"
+        assert_success
+    fi
+    mount_store "$ks" "$k"
+    n=$(stat -c %s "$k/big")
+    [ "$n" -ge "$rec" ]
+    cmp -n "$n" big "$k/big"
+}
+
 @test "layout inheritance through setfattr and drx stripe set; xattr not listed" {
     mkdir -p "$M/lay/deep/er"
     setfattr -n user.drx.stripe -v "count=3 extent=8192" "$M/lay"
