@@ -45,7 +45,8 @@
  *   lock that readers share; an old unpadded metafile is replaced by temp
  *   `.NAME.nafs.XXXXXX` and rename) at drx_stripe_flush(),
  *   drx_stripe_fsync(), drx_stripe_close(), at every truncate, and whenever
- *   the file has grown 64 MiB past the persisted size, so the metafile is not
+ *   the file has grown 64 MiB past the persisted size (by the front end's
+ *   thread after drx_stripe_set_behind), so the metafile is not
  *   rewritten per write and a crashed writer loses at most the tail it had
  *   not yet persisted (the bytes stay in the subfiles beyond the recorded
  *   size, where fsck reports them).
