@@ -409,14 +409,7 @@ EOF
     kill "$wpid" 2>/dev/null || true
     wait "$wpid" || true
     unmount_store "$k"
-    # bytes past the recorded size are all fsck may find
-    run "$DRX" fsck "$ks"
-    if [ "$status" -ne 0 ]; then
-        refute_output --regexp "$(printf '%s' 'missing|EIO|shorter|cannot|bad ')"
-        "$DRX" fsck --repair "$ks" >/dev/null || true
-        run "$DRX" fsck "$ks"
-        assert_success
-    fi
+    fsck_after_crash "$ks"
     mount_store "$ks" "$k"
     n=$(stat -c %s "$k/big")
     [ "$n" -ge "$rec" ]

@@ -184,6 +184,19 @@ kill_our_mpi() {
 # commit_mount MNT: what a user does before reading a mounted store behind
 # the mount (drx fsck, the metafiles): records every size waiting for the
 # mount's batched commit (drxfs -o commit_interval, README "Striped files").
+# fsck_after_crash STORE: after a kill -9 of the daemon, bytes past a
+# recorded size (a crash before recording them) and temporaries of an
+# interrupted update are all fsck may find; --repair then leaves it clean
+fsck_after_crash() {
+    run "$DRX" fsck "$1"
+    if [ "$status" -ne 0 ]; then
+        refute_output --regexp "$(printf '%s' 'missing|EIO|shorter|cannot|bad ')"
+        "$DRX" fsck --repair "$1" >/dev/null || true
+        run "$DRX" fsck "$1"
+        assert_success
+    fi
+}
+
 commit_mount() {
     setfattr -n user.drx.commit -v 1 "$1"
 }

@@ -387,6 +387,21 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
 
 /* ---- durability off the write path: batched commits, persists behind ---- */
 
+/* After a sync of f's subfiles that covered its changes up to gen (f->lock
+ * held): recorded, or on failure kept for the next sync of the subfiles,
+ * so that no size is recorded over lost data. */
+static void note_synced_locked(struct drx_stripe *f, uint64_t gen, int rc)
+{
+    if (rc < 0) {
+        __atomic_store_n(&f->wb_err, rc, __ATOMIC_RELEASE);
+        return;
+    }
+    if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
+        f->synced_gen = gen;
+    if (f->wgen == gen) /* no subfile created since gen */
+        f->dirs_synced = true;
+}
+
 uint64_t drx_stripe_sync_mark(struct drx_stripe *f)
 {
     uint64_t gen;
@@ -439,15 +454,7 @@ int drx_stripe_synced(struct drx_stripe *f, uint64_t gen)
             rc = -errno;
     }
     pthread_mutex_lock(&f->lock);
-    if (rc < 0) {
-        /* for the next sync of the subfiles: no size recorded over it */
-        __atomic_store_n(&f->wb_err, rc, __ATOMIC_RELEASE);
-    } else {
-        if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
-            f->synced_gen = gen;
-        if (f->wgen == gen) /* no subfile created since the mark */
-            f->dirs_synced = true;
-    }
+    note_synced_locked(f, gen, rc);
     pthread_mutex_unlock(&f->lock);
     return rc;
 }
@@ -471,19 +478,11 @@ int drx_stripe_persist_behind(struct drx_stripe *f)
      * which are all below upto. */
     rc = drx_stripe_fsync_subfiles(f, true);
     pthread_mutex_lock(&f->lock);
-    if (rc < 0) {
-        /* for the next sync: no size recorded over what was lost */
-        __atomic_store_n(&f->wb_err, rc, __ATOMIC_RELEASE);
-    } else {
-        if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
-            f->synced_gen = gen;
-        if (f->wgen == gen)
-            f->dirs_synced = true;
-        /* a truncate or a reload since moved the size under us: the next
-         * whole persist records it */
-        if (f->cuts == cuts && !f->truncated && upto > f->persisted)
-            rc = drx_stripe_record_upto_locked(f, upto);
-    }
+    note_synced_locked(f, gen, rc);
+    /* unless a truncate or a reload moved the size under us meanwhile (the
+     * next whole persist records that) */
+    if (rc == 0 && f->cuts == cuts && !f->truncated && upto > f->persisted)
+        rc = drx_stripe_record_upto_locked(f, upto);
     pthread_mutex_unlock(&f->lock);
     return rc;
 }
