@@ -176,6 +176,12 @@ void drxfs_unpin(int pin);
 bool drxfs_name_reserved(const char *name, bool at_root);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
+/* The mode new entry rel is made with: the caller's mode less the caller's
+ * umask (the kernel leaves it to us: FUSE_CAP_DONT_MASK), except in a
+ * directory with a default ACL, which replaces the umask (POSIX.1e): the
+ * store's filesystem (or libcore, for a striped file's metafile) applies the
+ * ACL to the mode, as on a local disk. */
+mode_t drxfs_new_mode(const char *rel, mode_t mode);
 
 /* drxfs_hidden.c: files removed while open (libfuse's hidden names). */
 /* True for libfuse's hidden names (".fuse_hidden" and 16 hex digits). */

@@ -256,7 +256,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
      * first (drx/store.h) */
     if ((rc = drx_store_long_new(drxfs.store, rel, rel)) < 0)
         return rc;
-    if ((rc = drxfs_striped_create(rel, mode, fi)) == 0)
+    if ((rc = drxfs_striped_create(rel, drxfs_new_mode(rel, mode), fi)) == 0)
         open_cache(path, DRXFS_STRIPED, rel, fi);
     else
         drx_store_long_drop(drxfs.store, rel);
@@ -352,11 +352,13 @@ int drxfs_op_statfs(const char *path, struct statvfs *sv)
 
 /* ---- extended attributes ----
  * user.drx.stripe is handled by the striped-file code; other attributes of
- * plain files, directories and striped files (kept on the metafile, whose
- * inode is the striped file's) pass through, so cp -a and rsync -X keep
- * them; an array directory's user.NAME are the array's attributes
- * (drxfs_array_*xattr, returned as 1 here: *out is that node); array
- * files, symlinks and special files have none here.  The store entry is
+ * plain files, directories, FIFOs, sockets and device nodes (an ACL a
+ * default ACL gave them) and striped files (kept on the metafile, whose
+ * inode is the striped file's) pass through, so cp -a and rsync -AX keep
+ * them (the entry is never opened: its /proc/self/fd path is); an array
+ * directory's user.NAME are the array's attributes (drxfs_array_*xattr,
+ * returned as 1 here: *out is that node); array files and symlinks have
+ * none here.  The store entry is
  * opened O_PATH beneath the store and reached through its descriptor. */
 
 /* What xattr_node returns for an array directory (not an errno). */
@@ -372,7 +374,8 @@ static int xattr_node(const char *path, struct drxfs_node **out, char *entry)
         return rc;
     if ((*out)->kind == DRXFS_ARRAY)
         return XATTR_ARRAY;
-    if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN && (*out)->kind != DRXFS_STRIPED)
+    if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN &&
+        (*out)->kind != DRXFS_STRIPED && (*out)->kind != DRXFS_SPECIAL)
         return -ENOTSUP;
     return drxfs_rel_suffix(entry, (*out)->rel, (*out)->kind == DRXFS_STRIPED ? DRXFS_NAFS : "");
 }
