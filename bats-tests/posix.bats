@@ -357,6 +357,44 @@ os.close(fd)"
     expect "$ctime" stat "$N1" ctime
 }
 
+@test "chmod and chown of a striped file reach its subfiles: a 0600 file's bytes stay closed in the stripe directories" {
+    local f sub
+    # written whole, then closed; grown after the chmod; chmod'ed while open
+    head -c 10000 /dev/urandom >whole
+    head -c 100 /dev/urandom >grown
+    "$PY" -c '
+import os
+fd = os.open("open", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, os.urandom(100))
+os.fchmod(fd, 0o600)
+os.write(fd, os.urandom(9900))
+os.close(fd)'
+    chmod 600 whole grown
+    head -c 9900 /dev/urandom >>grown
+    chown 65533:65532 whole
+    commit_mount "$M"
+    for f in whole grown open; do
+        [ "$(subfiles_of "$S/t$BATS_TEST_NUMBER/$f" | wc -l)" = 2 ]
+        for sub in $(subfiles_of "$S/t$BATS_TEST_NUMBER/$f"); do
+            [ "$(stat -c %a "$sub")" = 600 ] || { echo "$f: $sub: $(stat -c %a "$sub")" >&2; return 1; }
+            run nob sh -c "cat '$sub' >/dev/null"
+            assert_failure
+        done
+    done
+    for sub in $(subfiles_of "$S/t$BATS_TEST_NUMBER/whole"); do
+        [ "$(stat -c %u:%g "$sub")" = 65533:65532 ]
+    done
+    chmod 644 whole
+    for sub in $(subfiles_of "$S/t$BATS_TEST_NUMBER/whole"); do
+        [ "$(stat -c %a "$sub")" = 644 ]
+    done
+    # as nobody, on its own file
+    nob sh -c "umask 022 && head -c 10000 /dev/urandom >mine && chmod 640 mine"
+    for sub in $(subfiles_of "$S/t$BATS_TEST_NUMBER/mine"); do
+        [ "$(stat -c %a:%u "$sub")" = 640:65534 ]
+    done
+}
+
 # set_default_acl DIR: the default ACL `u:nobody:rwx,g::rwx,o::-` (what
 # setfacl -d -m gives), written as the kernel's xattr (no acl package)
 set_default_acl() {

@@ -454,6 +454,9 @@ void drxfs_striped_release(struct drxfs_fh *fh);
 int drxfs_striped_sync_store(void);
 /* These take a node (path given) or an open file (n NULL). */
 int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);
+/* The metafile of a node or open file (-ENOENT for one removed), for
+ * chmod/chown/utimens, into out (PATH_MAX). */
+int drxfs_striped_meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out);
 int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode);
 int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid);
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
