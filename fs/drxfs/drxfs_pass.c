@@ -236,7 +236,8 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     bool at_root;
     int rc;
 
-    if ((rc = drxfs_zarr_create(path, mode, fi)) != 1)
+    /* a zarr temporary is no store file: no ACL, the caller's umask */
+    if ((rc = drxfs_zarr_create(path, mode & ~fuse_get_context()->umask, fi)) != 1)
         return rc;
     if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
         return rc;
