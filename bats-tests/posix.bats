@@ -371,9 +371,18 @@ os.write(fd, os.urandom(9900))
 os.close(fd)'
     chmod 600 whole grown
     head -c 9900 /dev/urandom >>grown
+    # setfacl -m o::- (an access ACL is a chmod of the mode bits it names)
+    head -c 10000 /dev/urandom >acl
+    "$PY" - <<'PY'
+import os, struct
+X = 0xffffffff
+ents = [(1, 6, X), (4, 0, X), (0x20, 0, X)]
+os.setxattr('acl', 'system.posix_acl_access',
+            struct.pack('<I', 2) + b''.join(struct.pack('<HHI', *e) for e in ents))
+PY
     chown 65533:65532 whole
     commit_mount "$M"
-    for f in whole grown open; do
+    for f in whole grown open acl; do
         [ "$(subfiles_of "$S/t$BATS_TEST_NUMBER/$f" | wc -l)" = 2 ]
         for sub in $(subfiles_of "$S/t$BATS_TEST_NUMBER/$f"); do
             [ "$(stat -c %a "$sub")" = 600 ] || { echo "$f: $sub: $(stat -c %a "$sub")" >&2; return 1; }

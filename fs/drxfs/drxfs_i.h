@@ -457,6 +457,9 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
 /* The metafile of a node or open file (-ENOENT for one removed), for
  * chmod/chown/utimens, into out (PATH_MAX). */
 int drxfs_striped_meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out);
+/* After an access ACL was set on striped file n's metafile: its mode bits
+ * (which setfacl changes as chmod would) carried to the subfiles. */
+int drxfs_striped_acl_set(const struct drxfs_node *n);
 int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode);
 int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid);
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,

@@ -411,6 +411,9 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
         rc = drxfs_striped_setxattr(n, value, size, flags);
     else if (rc == 0)
         rc = entry_xattr(entry, DRX_XATTR_SET, name, (void *)value, size, flags);
+    /* setfacl -m o::- is a chmod o-rwx the subfiles must follow */
+    if (rc == 0 && n->kind == DRXFS_STRIPED && strcmp(name, "system.posix_acl_access") == 0)
+        rc = drxfs_striped_acl_set(n);
     free(n);
     return rc;
 }

@@ -311,6 +311,17 @@ int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t u
     return subfiles_setattr(n ? n->rel : fh->sf->key, (mode_t)-1, uid, gid);
 }
 
+int drxfs_striped_acl_set(const struct drxfs_node *n)
+{
+    char meta[PATH_MAX];
+    struct stat st;
+    int rc = drxfs_striped_meta_rel(n, NULL, meta);
+
+    if (rc < 0 || (rc = drx_store_entry_stat(drxfs.store, meta, &st)) < 0)
+        return rc;
+    return subfiles_setattr(n->rel, st.st_mode & 07777, (uid_t)-1, (gid_t)-1);
+}
+
 const struct drxfs_kind_ops drxfs_striped_ops = {
     .getattr = striped_getattr,
     .fgetattr = striped_fgetattr,
