@@ -356,11 +356,11 @@ int drxfs_op_statfs(const char *path, struct statvfs *sv)
  * plain files, directories, FIFOs, sockets and device nodes (an ACL a
  * default ACL gave them) and striped files (kept on the metafile, whose
  * inode is the striped file's) pass through, so cp -a and rsync -AX keep
- * them (the entry is never opened: its /proc/self/fd path is); an array
- * directory's user.NAME are the array's attributes (drxfs_array_*xattr,
- * returned as 1 here: *out is that node); array files and symlinks have
- * none here.  The store entry is
- * opened O_PATH beneath the store and reached through its descriptor. */
+ * them; an array directory's user.NAME are the array's attributes
+ * (drxfs_array_*xattr, returned as 1 here: *out is that node); array
+ * files and symlinks have none here.  The store entry is opened O_PATH
+ * beneath the store and reached through its descriptor (a FIFO is never
+ * opened for I/O). */
 
 /* What xattr_node returns for an array directory (not an errno). */
 #define XATTR_ARRAY (-100000)

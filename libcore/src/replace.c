@@ -114,7 +114,7 @@ static int split_path(const char *path, char *dir, size_t len, const char **base
  * exact fchmod(mode) gave a file `other::r--` where the ACL said `---`). */
 static mode_t acl_new_mode(int dfd, mode_t mode)
 {
-    unsigned char acl[4 + 8 * 1024];
+    unsigned char acl[4 + 8 * 512];
     ssize_t n = fgetxattr(dfd, "system.posix_acl_default", acl, sizeof acl);
     mode_t u = 07, g = 07, o = 07;
     bool mask = false;
