@@ -599,3 +599,11 @@ PY
     mountpoint -q "$M"
     [ "$(xta_sum temp)" = "$before" ]
 }
+
+@test "a temporary in zarr/ takes its creator's umask (the daemon applies it since FUSE_CAP_DONT_MASK)" {
+    (umask 077 && : >"$M/temp/zarr/temp/0.0.0.u077.partial")
+    (umask 022 && : >"$M/temp/zarr/temp/0.0.0.u022.partial")
+    [ "$(stat -c %a "$M/temp/zarr/temp/0.0.0.u077.partial")" = 600 ]
+    [ "$(stat -c %a "$M/temp/zarr/temp/0.0.0.u022.partial")" = 644 ]
+    rm "$M/temp/zarr/temp/0.0.0.u077.partial" "$M/temp/zarr/temp/0.0.0.u022.partial"
+}

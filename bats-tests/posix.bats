@@ -357,6 +357,104 @@ os.close(fd)"
     expect "$ctime" stat "$N1" ctime
 }
 
+@test "chmod and chown of a striped file reach its subfiles: a 0600 file's bytes stay closed in the stripe directories" {
+    local f sub
+    # written whole, then closed; grown after the chmod; chmod'ed while open
+    head -c 10000 /dev/urandom >whole
+    head -c 100 /dev/urandom >grown
+    "$PY" -c '
+import os
+fd = os.open("open", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, os.urandom(100))
+os.fchmod(fd, 0o600)
+os.write(fd, os.urandom(9900))
+os.close(fd)'
+    chmod 600 whole grown
+    head -c 9900 /dev/urandom >>grown
+    # setfacl -m o::- (an access ACL is a chmod of the mode bits it names)
+    head -c 10000 /dev/urandom >acl
+    "$PY" - <<'PY'
+import os, struct
+X = 0xffffffff
+ents = [(1, 6, X), (4, 0, X), (0x20, 0, X)]
+os.setxattr('acl', 'system.posix_acl_access',
+            struct.pack('<I', 2) + b''.join(struct.pack('<HHI', *e) for e in ents))
+PY
+    chown 65533:65532 whole
+    commit_mount "$M"
+    for f in whole grown open acl; do
+        [ "$(subfiles_of "$S/t$BATS_TEST_NUMBER/$f" | wc -l)" = 2 ]
+        for sub in $(subfiles_of "$S/t$BATS_TEST_NUMBER/$f"); do
+            [ "$(stat -c %a "$sub")" = 600 ] || { echo "$f: $sub: $(stat -c %a "$sub")" >&2; return 1; }
+            run nob sh -c "cat '$sub' >/dev/null"
+            assert_failure
+        done
+    done
+    for sub in $(subfiles_of "$S/t$BATS_TEST_NUMBER/whole"); do
+        [ "$(stat -c %u:%g "$sub")" = 65533:65532 ]
+    done
+    chmod 644 whole
+    for sub in $(subfiles_of "$S/t$BATS_TEST_NUMBER/whole"); do
+        [ "$(stat -c %a "$sub")" = 644 ]
+    done
+    # as nobody, on its own file
+    nob sh -c "umask 022 && head -c 10000 /dev/urandom >mine && chmod 640 mine"
+    for sub in $(subfiles_of "$S/t$BATS_TEST_NUMBER/mine"); do
+        [ "$(stat -c %a:%u "$sub")" = 640:65534 ]
+    done
+}
+
+# set_default_acl DIR: the default ACL `u:nobody:rwx,g::rwx,o::-` (what
+# setfacl -d -m gives), written as the kernel's xattr (no acl package)
+set_default_acl() {
+    "$PY" - "$1" <<'PY'
+import os, struct, sys
+X = 0xffffffff
+ents = [(1, 7, X), (2, 7, 65534), (4, 7, X), (0x10, 7, X), (0x20, 0, X)]
+acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', *e) for e in ents)
+os.setxattr(sys.argv[1], 'system.posix_acl_default', acl)
+PY
+}
+
+# modes_acls DIR NAMES...: each name's mode and access ACL (hex), a line each
+modes_acls() {
+    "$PY" - "$@" <<'PY'
+import os, sys
+for n in sys.argv[2:]:
+    p = os.path.join(sys.argv[1], n)
+    try:
+        acl = os.getxattr(p, 'system.posix_acl_access', follow_symlinks=False).hex()
+    except OSError:
+        acl = '-'
+    print(n, oct(os.lstat(p).st_mode & 0o7777), acl)
+PY
+}
+
+@test "a directory with a default ACL: new files, directories and FIFOs get a local disk's modes and ACLs" {
+    local l="$L/t$BATS_TEST_NUMBER" d
+    mkdir -p "$l"
+    # what a local disk gives, through the mount, and as nobody (umask 022
+    # ignored: the ACL decides, and other users get nothing from it)
+    for d in "$l" "$W"; do
+        mkdir "$d/shared" "$d/plain"
+        set_default_acl "$d/shared"
+        chmod 777 "$d/shared" "$d/plain"
+        (umask 022 && cd "$d/shared" && echo x >f && : >e && mkdir dd && mkfifo p &&
+            "$PY" -c 'import os; os.close(os.open("m", os.O_CREAT | os.O_WRONLY, 0o640))')
+        nob sh -c "umask 022 && echo y >'$d/shared/nob'"
+        # without a default ACL the caller's umask applies, as before
+        (umask 027 && cd "$d/plain" && echo x >f && mkdir dd && mkfifo p)
+    done
+    [ "$(modes_acls "$l/shared" f e dd p m nob)" = "$(modes_acls shared f e dd p m nob)" ] || {
+        diff <(modes_acls "$l/shared" f e dd p m nob) <(modes_acls shared f e dd p m nob) >&2
+        return 1
+    }
+    [ "$(stat -c %a shared/f)" = 660 ]
+    [ "$(stat -c %a "$S/t$BATS_TEST_NUMBER/shared/f.nafs")" = 660 ]
+    [ "$(modes_acls "$l/plain" f dd p)" = "$(modes_acls plain f dd p)" ]
+    [ "$(stat -c %a plain/f)" = 640 ]
+}
+
 @test "truncate: grow, shrink, same size; mtime and ctime; nobody without write permission" {
     for n in "$N1" "$N250" "$N255"; do
         expect 0 create "$n" 0644

@@ -306,6 +306,11 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     set_timeouts(cfg);
     if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
         conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+    /* The caller's umask comes with each create, mkdir and mknod, and we
+     * apply it unless the directory has a default ACL, which replaces it
+     * (drxfs_new_mode): the kernel would apply it always. */
+    if (conn->capable & FUSE_CAP_DONT_MASK)
+        conn->want |= FUSE_CAP_DONT_MASK;
     if (drxfs.kernel_cache)
         drxfs_kc_start(fuse_get_context()->fuse);
     drxfs_commit_start(drxfs.commit_interval, drxfs_striped_sync_store);
@@ -677,8 +682,8 @@ int main(int argc, char *argv[])
         goto out;
     malloc_tune();
 
-    /* Modes of created files come from the caller (the kernel applied its
-     * umask already). */
+    /* Modes of created files come from the caller and its umask
+     * (drxfs_new_mode), never from ours. */
     umask(0);
 
     if (mount_args(&args, &mopts, &cli, abs_root) < 0)

@@ -176,6 +176,12 @@ void drxfs_unpin(int pin);
 bool drxfs_name_reserved(const char *name, bool at_root);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
+/* The mode new entry rel is made with: the caller's mode less the caller's
+ * umask (the kernel leaves it to us: FUSE_CAP_DONT_MASK), except in a
+ * directory with a default ACL, which replaces the umask (POSIX.1e): the
+ * store's filesystem (or libcore, for a striped file's metafile) applies the
+ * ACL to the mode, as on a local disk. */
+mode_t drxfs_new_mode(const char *rel, mode_t mode);
 
 /* drxfs_hidden.c: files removed while open (libfuse's hidden names). */
 /* True for libfuse's hidden names (".fuse_hidden" and 16 hex digits). */
@@ -448,6 +454,12 @@ void drxfs_striped_release(struct drxfs_fh *fh);
 int drxfs_striped_sync_store(void);
 /* These take a node (path given) or an open file (n NULL). */
 int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);
+/* The metafile of a node or open file (-ENOENT for one removed), for
+ * chmod/chown/utimens, into out (PATH_MAX). */
+int drxfs_striped_meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out);
+/* After an access ACL was set on striped file n's metafile: its mode bits
+ * (which setfacl changes as chmod would) carried to the subfiles. */
+int drxfs_striped_acl_set(const struct drxfs_node *n);
 int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode);
 int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid);
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,

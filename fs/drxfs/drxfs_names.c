@@ -39,7 +39,7 @@ int drxfs_op_mkdir(const char *path, mode_t mode)
         return rc;
     if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
         return rc;
-    if ((rc = drx_store_entry_mkdir(drxfs.store, rel, mode & 07777)) < 0)
+    if ((rc = drx_store_entry_mkdir(drxfs.store, rel, drxfs_new_mode(rel, mode) & 07777)) < 0)
         return rc;
     drxfs_chown_new(rel);
     drxfs_node_memo(path, rel, at_root);
@@ -84,6 +84,7 @@ int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev)
             return rc;
         if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
             return rc;
+        mode = drxfs_new_mode(rel, mode);
         if ((rc = drx_store_entry_mknod(drxfs.store, rel, mode & (S_IFMT | 07777), rdev)) < 0)
             return rc;
         drxfs_chown_new(rel);

@@ -35,12 +35,10 @@ int drxfs_lib_path(char *out, size_t len, const char *rel, int *pin)
     return drx_store_path_pin(drxfs.store, rel, out, len, pin);
 }
 
-/* True when the directory holding rel is set-group-ID. */
-static bool parent_setgid(const char *rel)
+/* The directory holding rel into dir (PATH_MAX bytes). */
+static void parent_of(const char *rel, char *dir)
 {
-    char dir[PATH_MAX];
     const char *slash = strrchr(rel, '/');
-    struct stat st;
 
     if (slash) {
         memcpy(dir, rel, (size_t)(slash - rel));
@@ -48,7 +46,27 @@ static bool parent_setgid(const char *rel)
     } else {
         strcpy(dir, ".");
     }
+}
+
+/* True when the directory holding rel is set-group-ID. */
+static bool parent_setgid(const char *rel)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+
+    parent_of(rel, dir);
     return drx_store_entry_stat(drxfs.store, dir, &st) == 0 && (st.st_mode & S_ISGID);
+}
+
+mode_t drxfs_new_mode(const char *rel, mode_t mode)
+{
+    char dir[PATH_MAX];
+    struct drx_xattr_req r = {.op = DRX_XATTR_GET, .name = "system.posix_acl_default"};
+
+    parent_of(rel, dir);
+    if (drx_store_entry_xattr(drxfs.store, dir, &r) > 0) /* its size */
+        return mode;
+    return mode & ~fuse_get_context()->umask;
 }
 
 void drxfs_chown_new(const char *rel)

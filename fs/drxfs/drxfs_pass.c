@@ -236,7 +236,8 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     bool at_root;
     int rc;
 
-    if ((rc = drxfs_zarr_create(path, mode, fi)) != 1)
+    /* a zarr temporary is no store file: no ACL, the caller's umask */
+    if ((rc = drxfs_zarr_create(path, mode & ~fuse_get_context()->umask, fi)) != 1)
         return rc;
     if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
         return rc;
@@ -256,7 +257,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
      * first (drx/store.h) */
     if ((rc = drx_store_long_new(drxfs.store, rel, rel)) < 0)
         return rc;
-    if ((rc = drxfs_striped_create(rel, mode, fi)) == 0)
+    if ((rc = drxfs_striped_create(rel, drxfs_new_mode(rel, mode), fi)) == 0)
         open_cache(path, DRXFS_STRIPED, rel, fi);
     else
         drx_store_long_drop(drxfs.store, rel);
@@ -352,12 +353,14 @@ int drxfs_op_statfs(const char *path, struct statvfs *sv)
 
 /* ---- extended attributes ----
  * user.drx.stripe is handled by the striped-file code; other attributes of
- * plain files, directories and striped files (kept on the metafile, whose
- * inode is the striped file's) pass through, so cp -a and rsync -X keep
+ * plain files, directories, FIFOs, sockets and device nodes (an ACL a
+ * default ACL gave them) and striped files (kept on the metafile, whose
+ * inode is the striped file's) pass through, so cp -a and rsync -AX keep
  * them; an array directory's user.NAME are the array's attributes
  * (drxfs_array_*xattr, returned as 1 here: *out is that node); array
- * files, symlinks and special files have none here.  The store entry is
- * opened O_PATH beneath the store and reached through its descriptor. */
+ * files and symlinks have none here.  The store entry is opened O_PATH
+ * beneath the store and reached through its descriptor (a FIFO is never
+ * opened for I/O). */
 
 /* What xattr_node returns for an array directory (not an errno). */
 #define XATTR_ARRAY (-100000)
@@ -372,7 +375,8 @@ static int xattr_node(const char *path, struct drxfs_node **out, char *entry)
         return rc;
     if ((*out)->kind == DRXFS_ARRAY)
         return XATTR_ARRAY;
-    if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN && (*out)->kind != DRXFS_STRIPED)
+    if ((*out)->kind != DRXFS_DIR && (*out)->kind != DRXFS_PLAIN &&
+        (*out)->kind != DRXFS_STRIPED && (*out)->kind != DRXFS_SPECIAL)
         return -ENOTSUP;
     return drxfs_rel_suffix(entry, (*out)->rel, (*out)->kind == DRXFS_STRIPED ? DRXFS_NAFS : "");
 }
@@ -407,6 +411,9 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
         rc = drxfs_striped_setxattr(n, value, size, flags);
     else if (rc == 0)
         rc = entry_xattr(entry, DRX_XATTR_SET, name, (void *)value, size, flags);
+    /* setfacl -m o::- is a chmod o-rwx the subfiles must follow */
+    if (rc == 0 && n->kind == DRXFS_STRIPED && strcmp(name, "system.posix_acl_access") == 0)
+        rc = drxfs_striped_acl_set(n);
     free(n);
     return rc;
 }

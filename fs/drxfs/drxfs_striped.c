@@ -783,8 +783,7 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
     return rc;
 }
 
-/* The metafile of a node or open file, for chmod/chown/utimens. */
-static int meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out)
+int drxfs_striped_meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out)
 {
     if (n)
         return drxfs_rel_suffix(out, n->rel, DRXFS_NAFS);
@@ -793,29 +792,11 @@ static int meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out)
     return drxfs_rel_suffix(out, fh->sf->key, DRXFS_NAFS);
 }
 
-int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
-{
-    char meta[PATH_MAX];
-    int rc = meta_rel(n, fh, meta);
-    if (rc < 0)
-        return rc;
-    return drx_store_entry_chmod(drxfs.store, meta, mode);
-}
-
-int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
-{
-    char meta[PATH_MAX];
-    int rc = meta_rel(n, fh, meta);
-    if (rc < 0)
-        return rc;
-    return drx_store_entry_chown(drxfs.store, meta, uid, gid);
-}
-
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
                           const struct timespec tv[2])
 {
     char meta[PATH_MAX];
-    int rc = meta_rel(n, fh, meta);
+    int rc = drxfs_striped_meta_rel(n, fh, meta);
     if (rc < 0)
         return rc;
     const char *key = n ? n->rel : fh->sf->key;

@@ -1,7 +1,7 @@
 /* What striped files share through the stripe directories: statfs sums
  * them, and the user.drx.stripe attribute of a directory (or of a striped
  * file, read-only) is the layout new files get (or that file's); a new
- * file's layout and owner.
+ * file's layout and owner; chmod and chown, which the subfiles follow.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,8 +11,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "drx/log.h"
 #include "drx/stripe.h"
 #include "drxfs_i.h"
+#include "drxfs_striped_i.h"
 
 int drxfs_striped_statfs(struct statvfs *sv)
 {
@@ -256,6 +258,68 @@ static int striped_open(const char *path, const struct drxfs_node *n, struct fus
 {
     (void)path;
     return drxfs_striped_open(n, fi);
+}
+
+/* A chmod or chown done on the metafile of rel, carried to its subfiles
+ * (drx_stripe_subfiles_setattr), and a chmod to the subfiles an open
+ * handle of it makes from now on: the bytes in the stripe directories were
+ * left 0644 under a 0600 file, readable by every user who may enter them,
+ * and the owner's (for quota) stayed whoever first wrote it. */
+static int subfiles_setattr(const char *rel, mode_t mode, uid_t uid, gid_t gid)
+{
+    char path[PATH_MAX + 64];
+    struct drx_stripe_meta m;
+    struct drx_err err = {{0}};
+    struct drxfs_sfile *e;
+    int rc, pin;
+
+    if ((rc = drxfs_lib_path(path, sizeof path, rel, &pin)) < 0)
+        return rc;
+    rc = drx_stripe_stat(drxfs.store, path, &m, &err);
+    drxfs_unpin(pin);
+    if (rc < 0)
+        return drxfs_striped_log_err("chmod", rel, rc, &err);
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    if ((e = drxfs_sfile_find(rel)))
+        e->refs++;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    if (e && mode != (mode_t)-1)
+        drx_stripe_set_mode(e->f, mode);
+    if (e)
+        drxfs_sfile_put(e);
+    rc = drx_stripe_subfiles_setattr(drxfs.store, &m, mode, uid, gid, rel);
+    if (rc < 0)
+        drx_log(DRX_LOG_WARNING, "%s: chmod or chown of its subfiles: %s", rel, strerror(-rc));
+    return rc;
+}
+
+int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
+{
+    char meta[PATH_MAX];
+    int rc = drxfs_striped_meta_rel(n, fh, meta);
+    if (rc < 0 || (rc = drx_store_entry_chmod(drxfs.store, meta, mode)) < 0)
+        return rc;
+    return subfiles_setattr(n ? n->rel : fh->sf->key, mode, (uid_t)-1, (gid_t)-1);
+}
+
+int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
+{
+    char meta[PATH_MAX];
+    int rc = drxfs_striped_meta_rel(n, fh, meta);
+    if (rc < 0 || (rc = drx_store_entry_chown(drxfs.store, meta, uid, gid)) < 0)
+        return rc;
+    return subfiles_setattr(n ? n->rel : fh->sf->key, (mode_t)-1, uid, gid);
+}
+
+int drxfs_striped_acl_set(const struct drxfs_node *n)
+{
+    char meta[PATH_MAX];
+    struct stat st;
+    int rc = drxfs_striped_meta_rel(n, NULL, meta);
+
+    if (rc < 0 || (rc = drx_store_entry_stat(drxfs.store, meta, &st)) < 0)
+        return rc;
+    return subfiles_setattr(n->rel, st.st_mode & 07777, (uid_t)-1, (gid_t)-1);
 }
 
 const struct drxfs_kind_ops drxfs_striped_ops = {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,11 +105,50 @@ static int split_path(const char *path, char *dir, size_t len, const char **base
     return 0;
 }
 
-/* The temporary's content, owner and mode, synced: 0 or -errno. */
-static int fill_temp(int fd, const void *data, size_t len, const struct stat *like, mode_t mode,
-                     bool sync, struct stat *st)
+/* The mode a new file made with mode gets in directory dfd: with a default
+ * ACL there, mode masked by its owner, mask (or group) and other entries,
+ * as the kernel makes an inode in such a directory (the umask ignored);
+ * without one, mode.  The temporary inherited the ACL at its creation
+ * (0600), and fchmod of what this returns gives it the entries and mode
+ * an open(O_CREAT, mode) would have: never more than the ACL grants (an
+ * exact fchmod(mode) gave a file `other::r--` where the ACL said `---`). */
+static mode_t acl_new_mode(int dfd, mode_t mode)
 {
-    int rc = like ? drx_replace_take_owner(fd, like) : (fchmod(fd, mode & 07777) < 0 ? -errno : 0);
+    unsigned char acl[4 + 8 * 512];
+    ssize_t n = fgetxattr(dfd, "system.posix_acl_default", acl, sizeof acl);
+    mode_t u = 07, g = 07, o = 07;
+    bool mask = false;
+
+    if (n < 0 && errno == ERANGE)
+        return mode & ~(mode_t)077; /* more entries than we read: the owner's */
+    if (n < 4 || (n - 4) % 8 != 0)
+        return mode; /* none, or not the kernel's format: nothing to apply */
+    for (ssize_t i = 4; i < n; i += 8) {
+        unsigned tag = acl[i] | (unsigned)acl[i + 1] << 8;
+        mode_t perm = (mode_t)(acl[i + 2] & 07);
+        if (tag == 0x01) /* ACL_USER_OBJ */
+            u = perm;
+        else if (tag == 0x10) { /* ACL_MASK: it bounds the group class */
+            g = perm;
+            mask = true;
+        } else if (tag == 0x04 && !mask) /* ACL_GROUP_OBJ */
+            g = perm;
+        else if (tag == 0x20) /* ACL_OTHER */
+            o = perm;
+    }
+    return (mode & ~(mode_t)0777) | (mode & (u << 6 | g << 3 | o));
+}
+
+/* The temporary's content, owner and mode, synced: 0 or -errno. */
+static int fill_temp(int dfd, int fd, const void *data, size_t len, const struct stat *like,
+                     mode_t mode, bool sync, struct stat *st)
+{
+    int rc = 0;
+
+    if (like)
+        rc = drx_replace_take_owner(fd, like);
+    else if (fchmod(fd, acl_new_mode(dfd, mode) & 07777) < 0)
+        rc = -errno;
 
     if (rc == 0)
         rc = drx_io_write_all(fd, data, len);
@@ -145,7 +185,7 @@ int drx_replace_write_s(struct drx_store *s, const char *path, const void *data,
         close(dfd);
         return fd;
     }
-    rc = fill_temp(fd, data, len, like, mode, sync, st);
+    rc = fill_temp(dfd, fd, data, len, like, mode, sync, st);
     close(fd);
     if (rc == 0)
         rc = put_in_place(dfd, tmp, base, flags & DRX_REPLACE_NOREPLACE);

@@ -739,6 +739,13 @@ void drx_stripe_meta_get(struct drx_stripe *f, struct drx_stripe_meta *out)
     out->size = drx_stripe_size(f);
 }
 
+void drx_stripe_set_mode(struct drx_stripe *f, mode_t mode)
+{
+    pthread_mutex_lock(&f->lock);
+    f->sub_mode = mode & 0666;
+    pthread_mutex_unlock(&f->lock);
+}
+
 int drx_stripe_set_path(struct drx_stripe *f, const char *path)
 {
     char *copy = strdup(path);

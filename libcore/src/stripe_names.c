@@ -97,6 +97,32 @@ int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_m
     return fd;
 }
 
+int drx_stripe_subfiles_setattr(const struct drx_store *s, const struct drx_stripe_meta *m,
+                                mode_t mode, uid_t uid, gid_t gid, const char *who)
+{
+    int first = 0;
+
+    for (unsigned i = 0; i < m->layout.count; i++) {
+        char self[32];
+        int fd = drx_stripe_subfile_open(s, m, i, O_PATH, 0, who), rc = 0;
+        if (fd == -ENOENT)
+            continue;
+        if (fd < 0) {
+            first = first ? first : fd;
+            continue;
+        }
+        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        if (mode != (mode_t)-1 && chmod(self, mode & 0666) < 0)
+            rc = -errno;
+        if (rc == 0 && (uid != (uid_t)-1 || gid != (gid_t)-1) &&
+            fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0)
+            rc = -errno;
+        close(fd);
+        first = first ? first : rc;
+    }
+    return first;
+}
+
 int drx_stripe_subfile_new(struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
                            mode_t mode, const char *who)
 {

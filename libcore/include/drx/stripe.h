@@ -436,6 +436,19 @@ int drx_stripe_subfile_check(const struct drx_store *s, const struct drx_stripe_
 int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
                             int flags, mode_t mode, const char *who);
 
+/* chmod and chown of a striped file carried to its subfiles, so that the
+ * bytes in the stripe directories are closed (and counted) as the file is:
+ * each subfile of m that exists and passes drx_stripe_subfile_check's rule
+ * gets mode & 0666 (unless mode is (mode_t)-1) and owner uid:gid (-1 keeps
+ * either), through a descriptor of it (O_PATH: its mode may let nobody
+ * open it).  A missing one is skipped (made later with the file's mode and
+ * its first subfile's owner).  0, or the first -errno (the others tried). */
+int drx_stripe_subfiles_setattr(const struct drx_store *s, const struct drx_stripe_meta *m,
+                                mode_t mode, uid_t uid, gid_t gid, const char *who);
+
+/* The mode f's subfiles made from now on get (a chmod of the open file). */
+void drx_stripe_set_mode(struct drx_stripe *f, mode_t mode);
+
 /* Path of subfile i of m in s: "<stripe dir>/<name>" (for fsck and
  * `drx stripe get`; never used to open).  Returns the length or -ERANGE. */
 int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
