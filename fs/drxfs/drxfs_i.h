@@ -473,6 +473,9 @@ void drxfs_striped_shutdown(void);
 /* True while the daemon may hold a handle of the striped file whose
  * metafile is inode dev/ino. */
 bool drxfs_striped_is_open(dev_t dev, ino_t ino);
+/* The metafile (store-relative, into out, PATH_MAX) of the striped file
+ * open through this mount under mount path path: 0, or -ENOENT. */
+int drxfs_striped_open_meta(const char *path, char *out);
 /* The metafile's inode of an open striped file. */
 void drxfs_striped_ino(const struct drxfs_fh *fh, dev_t *dev, ino_t *ino);
 /* Logs a failed libcore call on rel (expected failures at debug) and
