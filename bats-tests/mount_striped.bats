@@ -150,6 +150,61 @@ EOF
     rm -r "$M/dirq"
 }
 
+@test "cp -r: a new file's create stats nothing of it again, its write's capability check no path" {
+    # per 4 KiB file cp -r makes LOOKUP, CREATE, GETXATTR of
+    # security.capability (the kernel's, before each write), WRITE, FLUSH,
+    # RELEASE; dirw.nafs is asked once by each resolution of a path below
+    # dirw (strace of the daemon).  The CREATE's open once took signatures
+    # of the new file for the kernel cache (its stat, its subfiles', a read
+    # of its metafile) and the GETXATTR resolved the path: 3 resolutions
+    # and 1 metafile read a file (65 and 20 for 20 files), now 2 and none.
+    command -v strace >/dev/null || skip "no strace"
+    local n=20 i pid
+    mkdir src
+    for ((i = 0; i < n; i++)); do head -c 4096 /dev/urandom >"src/f$i"; done
+    strace -f -qq -e trace=newfstatat,openat,openat2,read,getxattr -o trace -p "$(cat "$M.pid")" &
+    pid=$!
+    sleep 1
+    cp -r src "$M/dirw"
+    sleep 0.3
+    kill "$pid"
+    wait "$pid" || true
+    local lookups reads caps
+    lookups=$(grep -c '"dirw.nafs"' trace || true)
+    reads=$(grep -c 'read(.*"# drxfs striped file' trace || true)
+    caps=$(grep -c '"security.capability"' trace || true)
+    echo "resolutions below dirw $lookups, metafile reads $reads, capability reads $caps for $n files"
+    [ "$lookups" -ge $((2 * n)) ] # the trace saw the copy
+    [ "$lookups" -le $((2 * n + 10)) ]
+    [ "$reads" -eq 0 ]
+    # still asked of the metafile at each write, not remembered
+    [ "$caps" -ge "$n" ]
+    diff -r src "$M/dirw"
+    commit_mount "$M"
+    run "$DRX" fsck "$S"
+    assert_success
+    rm -r "$M/dirw"
+}
+
+@test "a file capability set behind the mount on an open file goes at its next write" {
+    # the GETXATTR before a write of an open file reads its metafile
+    # without resolving the path: what was set since must still be seen,
+    # so that the kernel removes it (the write of a file loses its
+    # capabilities, as on a local disk)
+    command -v setcap >/dev/null || skip "no setcap"
+    printf 'ab' >"$M/capw"
+    exec 5>>"$M/capw"
+    printf c >&5
+    setcap cap_net_raw+ep "$S/capw.nafs"
+    getfattr -n security.capability "$S/capw.nafs" >/dev/null
+    printf d >&5
+    exec 5>&-
+    run getfattr -n security.capability "$S/capw.nafs"
+    assert_failure
+    [ "$(cat "$M/capw")" = abcd ]
+    rm "$M/capw"
+}
+
 @test "mkdir and utimes: libfuse's getattr after them looks up the last component only" {
     # topq.nafs is asked once by each resolution of a path below topq
     # (strace of the daemon).  mkdir: the kernel's LOOKUP and the parent's

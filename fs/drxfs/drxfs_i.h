@@ -298,10 +298,13 @@ static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
  * on open files only exist for kinds that open.  A NULL entry: flush and
  * fsync do nothing, fallocate is EOPNOTSUPP, lseek ENOSYS (the kernel's
  * answer for SEEK_DATA/SEEK_HOLE: all data). */
+#define DRXFS_FGETATTR_NEW 2
 struct drxfs_kind_ops {
     /* Attributes of n, whose mount path is path. */
     int (*getattr)(const struct drxfs_node *n, const char *path, struct stat *st);
-    /* Attributes of an open file; 1: resolve its path instead. */
+    /* Attributes of an open file; 1: resolve its path instead;
+     * DRXFS_FGETATTR_NEW: those of the entry its create just made,
+     * reported without a signature (drxfs_kc_seen). */
     int (*fgetattr)(struct drxfs_fh *fh, const char *path, struct stat *st);
     int (*chmod)(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode);
     int (*chown)(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid);
@@ -435,6 +438,8 @@ void drxfs_zarr_closedir(struct drxfs_zdir *zd);
 #define DRXFS_STRIPE_XATTR "user.drx.stripe"
 int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st);
 int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st);
+/* The same for libfuse's getattr of the entry the create just made. */
+int drxfs_striped_fgetattr_new(struct drxfs_fh *fh, struct stat *st);
 int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi);
 int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi);
 int drxfs_striped_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off);
@@ -480,6 +485,9 @@ void drxfs_striped_shutdown(void);
 /* True while the daemon may hold a handle of the striped file whose
  * metafile is inode dev/ino. */
 bool drxfs_striped_is_open(dev_t dev, ino_t ino);
+/* The metafile (store-relative, into out, PATH_MAX) of the striped file
+ * open through this mount under mount path path: 0, or -ENOENT. */
+int drxfs_striped_open_meta(const char *path, char *out);
 /* The metafile's inode of an open striped file. */
 void drxfs_striped_ino(const struct drxfs_fh *fh, dev_t *dev, ino_t *ino);
 /* Logs a failed libcore call on rel (expected failures at debug) and
@@ -498,7 +506,7 @@ struct drx_stripe_layout;
 int drxfs_striped_layout_for(const char *rel, struct drx_stripe_layout *out);
 /* Gives the caller the metafile and the subfiles of new file f at rel. */
 struct drx_stripe;
-void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel);
+void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel, mode_t mode);
 
 /* drxfs_kcache.c: the kernel's attribute and page caches.  Keys are
  * store-relative names (an array's, for every view of it); paths are mount

@@ -50,6 +50,12 @@ static int fh_getattr(struct drxfs_fh *fh, const char *path, struct stat *st)
 
     if (!ops->fgetattr || (rc = ops->fgetattr(fh, path, st)) == 1)
         return 1;
+    if (rc == DRXFS_FGETATTR_NEW) {
+        /* the entry a create just made: unseen, as at its open */
+        if (fh->kpath)
+            drxfs_kc_seen(fh->kkey, path, 0, fh->kcounted);
+        return 0;
+    }
     if (rc == 0 && fh->kpath)
         drxfs_kc_seen(fh->kkey, path ? path : fh->kpath, drxfs_kc_sig_of(fh->kind, fh->kkey, st),
                       fh->kcounted);
@@ -170,6 +176,17 @@ int drxfs_op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 
 /* ---- files ---- */
 
+/* The mount path and store object of an open file, for the kernel cache's
+ * records (drxfs_kc_*): 0, or -1 when out of memory (not recorded). */
+static int kc_names(struct drxfs_fh *fh, const char *path, const char *rel)
+{
+    if ((fh->kpath = strdup(path)) && (fh->kkey = strdup(rel)))
+        return 0;
+    free(fh->kpath);
+    fh->kpath = NULL;
+    return -1;
+}
+
 /* A file was opened: may the kernel keep the pages of earlier opens?
  * Only when what it showed then is what it shows now. */
 static void open_cache(const char *path, enum drxfs_kind kind, const char *rel,
@@ -182,13 +199,8 @@ static void open_cache(const char *path, enum drxfs_kind kind, const char *rel,
     char xmd[PATH_MAX];
 
     fi->keep_cache = 0;
-    if (!drxfs_kc_active() || !kc_kind(kind))
+    if (!drxfs_kc_active() || !kc_kind(kind) || kc_names(fh, path, rel) < 0)
         return;
-    if (!(fh->kpath = strdup(path)) || !(fh->kkey = strdup(rel))) {
-        free(fh->kpath);
-        fh->kpath = NULL;
-        return;
-    }
     if (fi->direct_io)
         return; /* no pages; writes still tell the other views */
     if (kind == DRXFS_STRIPED && drxfs_striped_fgetattr(fh, &st) == 0)
@@ -229,6 +241,24 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     return rc;
 }
 
+/* open_cache for the striped file a create just made: no page of it can be
+ * cached, and no signature of it could match a later open (its first write
+ * counts in the next one's), so none is taken (no stat of the new files,
+ * no read of its metafile): recorded as opened, its attributes unseen, so
+ * that the next open drops whatever the kernel holds for the path. */
+static void open_cache_new(const char *path, const char *rel, struct fuse_file_info *fi)
+{
+    struct drxfs_fh *fh = drxfs_fh_of(fi);
+
+    fi->keep_cache = 0;
+    if (!drxfs_kc_active() || kc_names(fh, path, rel) < 0 || fi->direct_io)
+        return;
+    int rc = drxfs_kc_open(rel, path, 0, 0, (uint64_t)(uintptr_t)fh->sf);
+    fh->kcounted = rc >= 0;
+    if (rc == -1)
+        fi->direct_io = 1;
+}
+
 int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     char rel[PATH_MAX];
@@ -258,7 +288,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     if ((rc = drx_store_long_new(drxfs.store, rel, rel)) < 0)
         return rc;
     if ((rc = drxfs_striped_create(rel, drxfs_new_mode(rel, mode), fi)) == 0)
-        open_cache(path, DRXFS_STRIPED, rel, fi);
+        open_cache_new(path, rel, fi);
     else
         drx_store_long_drop(drxfs.store, rel);
     return rc;
@@ -424,6 +454,13 @@ int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t si
     char entry[PATH_MAX];
     int rc;
 
+    /* The kernel asks this one before every write(2) (libfuse 3.14 cannot
+     * ask it not to: README, Benchmarks): for a striped file open under
+     * that name, its metafile is known without resolving the path.  Still
+     * read from the metafile each time (set behind the mount, it must be
+     * removed by the next write). */
+    if (strcmp(name, "security.capability") == 0 && drxfs_striped_open_meta(path, entry) == 0)
+        return entry_xattr(entry, DRX_XATTR_GET, name, value, size, 0);
     rc = xattr_node(path, &n, entry);
     if (rc == XATTR_ARRAY)
         rc = drxfs_array_getxattr(n, name, value, size);

@@ -452,6 +452,25 @@ int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
     return 0;
 }
 
+/* The entry a create just made, as libfuse asks for it right after (in
+ * the same request): the metafile's stat the create took after its chown,
+ * and no blocks while nothing is written (its subfiles are new, or
+ * recycled ones, emptied), so nothing is stat'ed again. */
+int drxfs_striped_fgetattr_new(struct drxfs_fh *fh, struct stat *st)
+{
+    struct stat meta;
+    struct drx_stripe_meta m;
+
+    if (stamp_if_dirty(fh->sf, &meta)) /* not after a create alone */
+        return drxfs_striped_fgetattr(fh, st);
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    meta = fh->sf->st;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    drx_stripe_meta_get(fh->sf->f, &m);
+    fill_stat(st, &meta, m.size ? &m : NULL, m.size);
+    return 0;
+}
+
 static int attach_fh(struct drxfs_sfile *e, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = calloc(1, sizeof(*fh));
@@ -524,7 +543,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
         free(e);
         return drxfs_striped_log_err("create", rel, rc, &err);
     }
-    drxfs_striped_chown_new(e->f, rel);
+    drxfs_striped_chown_new(e->f, rel, mode);
     drx_stripe_set_behind(e->f, true);
     char meta[PATH_MAX];
     if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)

@@ -205,16 +205,21 @@ int drxfs_striped_layout_for(const char *rel, struct drx_stripe_layout *out)
     }
 }
 
-/* Gives the caller the metafile and the subfiles of a new file. */
-void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel)
+/* Gives the caller the metafile and the subfiles of a new file (made with
+ * mode).  The new metafile is the daemon's (its group the directory's in a
+ * set-group-ID one, which drxfs_chown_new keeps): for a caller of the
+ * daemon's own user and group that chown would change nothing but clear
+ * set-ID bits, so it is made only when mode has some. */
+void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel, mode_t mode)
 {
     char meta[PATH_MAX];
     struct drx_stripe_meta m;
 
     if (!drxfs.root_euid || drxfs_rel_suffix(meta, rel, DRXFS_NAFS) < 0)
         return;
-    drxfs_chown_new(meta);
     struct fuse_context *ctx = fuse_get_context();
+    if (ctx->uid != geteuid() || ctx->gid != getegid() || (mode & (S_ISUID | S_ISGID)))
+        drxfs_chown_new(meta);
     drx_stripe_meta_get(f, &m);
     for (unsigned i = 0; i < m.layout.count; i++) {
         int dfd = drxfs.store->dir_fds[m.sub[i].dir];
@@ -233,13 +238,16 @@ static int striped_getattr(const struct drxfs_node *n, const char *path, struct 
 
 /* With a name, by its path: its metafile may have changed under it.  Not
  * the entry libfuse asks for right after the create made it: that one is
- * the handle's (one fstatat instead of the path's lookups and a read of
- * the metafile). */
+ * the handle's, as the create left it (no lookup, no stat, no read of the
+ * metafile). */
 static int striped_fgetattr(struct drxfs_fh *fh, const char *path, struct stat *st)
 {
-    if (path && !__atomic_exchange_n(&fh->created, false, __ATOMIC_RELAXED))
+    if (!path)
+        return drxfs_striped_fgetattr(fh, st);
+    if (!__atomic_exchange_n(&fh->created, false, __ATOMIC_RELAXED))
         return 1;
-    return drxfs_striped_fgetattr(fh, st);
+    int rc = drxfs_striped_fgetattr_new(fh, st);
+    return rc == 0 ? DRXFS_FGETATTR_NEW : rc;
 }
 
 /* The last close of a file removed while open frees it (drxfs_hidden.c). */

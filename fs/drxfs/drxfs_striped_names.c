@@ -191,3 +191,17 @@ void drxfs_striped_dir_renamed(const char *from, const char *to)
     }
     pthread_mutex_unlock(&drxfs_stable.mutex);
 }
+
+int drxfs_striped_open_meta(const char *path, char *out)
+{
+    int rc = -ENOENT;
+
+    if (path[0] != '/')
+        return rc;
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    struct drxfs_sfile *e = drxfs_sfile_find(path + 1);
+    if (e && !e->detached && e->opens)
+        rc = drxfs_rel_suffix(out, e->key, DRXFS_NAFS);
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    return rc;
+}
