@@ -53,3 +53,68 @@ teardown() {
     run "$DRX" fsck "$RV/s"
     assert_success
 }
+
+# nobody_holds_opens FILE DIR: user nobody opens FILE, then DIR, as many
+# times as he can (his soft limit raised to his hard one) and holds them
+# for 2 minutes in the background (APID, killed by teardown); $RV/n/held
+# says how many, and why he stopped
+nobody_holds_opens() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+import os, resource, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+fds, why = [], ""
+for path, flags in ((sys.argv[1], os.O_RDONLY), (sys.argv[2], os.O_RDONLY | os.O_DIRECTORY)):
+    try:
+        while len(fds) < hard - 16:
+            fds.append(os.open(path, flags))
+    except OSError as e:
+        why = e.strerror
+with open(sys.argv[3] + ".tmp", "w") as f:
+    f.write("%d %s\n" % (len(fds), why))
+os.rename(sys.argv[3] + ".tmp", sys.argv[3])
+time.sleep(120)' "$1" "$2" "$RV/n/held" &
+    APID=$!
+    for _ in $(seq 600); do [ -e "$RV/n/held" ] && break; sleep 0.1; done
+    [ -e "$RV/n/held" ]
+}
+
+# Found in review: every plain file and store directory a user holds open
+# through the mount keeps a descriptor of the daemon open, and the daemon
+# has one table for everybody (its limit was the one it was started with,
+# the same as the user's).  User nobody opening one file of his until his
+# own limit made every other open through the mount fail with EMFILE:
+# root's and other users' reads, creates and listings, and the batched
+# commit's recording of sizes (see the first test), for as long as he held
+# them.  A user other than root now holds at most a quarter of the
+# daemon's descriptors (drxfs_share.c); his next open is EMFILE.
+@test "one user's open files leave the daemon descriptors for everybody else" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    local held lim
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    echo mine >"$RV/s/pub/p"
+    chown 65534:65534 "$RV/s/pub/p"
+    echo theirs >"$RV/s/pub/q"
+    chmod 644 "$RV/s/pub/q"
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    lim=$(awk '/^Max open files/ { print $4 }' "/proc/$(cat "$RV/m.pid")/limits")
+    nobody_holds_opens "$RV/m/pub/p" "$RV/m/pub"
+    held=$(cat "$RV/n/held")
+    echo "nobody holds: $held; the daemon's limit: $lim"
+    # root and another user still read, create and list
+    [ "$(cat "$RV/m/pub/q")" = theirs ]
+    [ "$(setpriv --reuid=65533 --regid=65533 --clear-groups -- cat "$RV/m/pub/q")" = theirs ]
+    echo new >"$RV/m/pub/new"
+    [ "$(cat "$RV/m/pub/new")" = new ]
+    ls "$RV/m/pub" | grep -qx new
+    # nobody was stopped at his share, by the daemon
+    [[ "$held" == *"Too many open files" ]]
+    [ "${held%% *}" -le $((lim / 4)) ]
+    [ "${held%% *}" -ge 64 ]
+    kill "$APID"
+    wait "$APID" || true
+    APID=
+    # and given back: he opens again once he has closed them
+    nob cat "$RV/m/pub/p" >/dev/null
+}
