@@ -676,6 +676,7 @@ int main(int argc, char *argv[])
     if (root_open(&cli, &abs_root) < 0 || open_store(&cli, abs_root) < 0)
         goto out;
     malloc_tune();
+    drxfs_share_init();
 
     /* Modes of created files come from the caller (the kernel applied its
      * umask already). */

@@ -394,6 +394,7 @@ struct drxfs_dirh {
     char *path;           /* the mount path listed (readdir gets none: nullpath_ok) */
     bool zarr;            /* an array directory (not a view): it has zarr/ */
     struct drxfs_zdir *z; /* listing in a zarr group */
+    uid_t share_uid;      /* charged one of the daemon's descriptors */
 };
 
 /* A listing handle of mount path path, or NULL (out of memory). */
@@ -441,14 +442,12 @@ static int dirh_open_store_dir(struct drxfs_dirh *dh, const struct drxfs_node *n
     return 0;
 }
 
-int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
+/* opendir of n. */
+static int opendir_node(const struct drxfs_node *n, const char *path, struct fuse_file_info *fi)
 {
-    struct drxfs_node *n;
     struct drxfs_dirh *dh = NULL;
-    int rc;
+    int rc = 0;
 
-    if (!(n = drxfs_node_get(path, &rc)))
-        return rc;
     if (n->kind == DRXFS_ARRAY) {
         struct stat st;
         /* a view that does not resolve does not exist */
@@ -477,9 +476,27 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
     }
     fi->fh = (uint64_t)(uintptr_t)dh;
 out:
+    return rc;
+}
+
+int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
+{
+    struct drxfs_node *n;
+    uid_t who;
+    int rc;
+
+    if (!(n = drxfs_node_get(path, &rc)))
+        return rc;
+    /* a listing keeps a descriptor (a store directory's), charged to its
+     * user like an open file's */
+    if ((rc = drxfs_share_take(&who)) == 0 && (rc = opendir_node(n, path, fi)) < 0)
+        drxfs_share_give(who, 1);
+    if (rc == 0)
+        ((struct drxfs_dirh *)(uintptr_t)fi->fh)->share_uid = who;
     free(n);
     return rc;
 }
+
 
 /* The files of an array or view; views themselves are not listed (there
  * are infinitely many). */
@@ -543,6 +560,7 @@ int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_dirh *dh = (struct drxfs_dirh *)(uintptr_t)fi->fh;
     (void)path;
+    drxfs_share_give(dh->share_uid, 1);
     if (dh->dp)
         closedir(dh->dp);
     free(dh->path);
