@@ -118,3 +118,47 @@ time.sleep(120)' "$1" "$2" "$RV/n/held" &
     # and given back: he opens again once he has closed them
     nob cat "$RV/m/pub/p" >/dev/null
 }
+
+# inotify_of PID: how many inotify instances PID holds
+inotify_of() {
+    find "/proc/$1/fd" -lname 'anon_inode:inotify' 2>/dev/null | wc -l
+}
+
+# Found in review: the daemon watched each array with a chunk cache (one
+# for each array with open files) through an inotify instance of its own,
+# and instances count against their user's fs.inotify.max_user_instances
+# (128 by default): the daemon's user, root.  User nobody holding 150 of
+# his arrays open through the mount took every instance root had left, and
+# root's other programs (a second mount's kernel cache, systemd, tail -f)
+# failed inotify_init with EMFILE; the daemon logged "no chunk cache" at
+# every open and close of any array (886 lines).  At most 32 handles now
+# watch at once, the others read without a chunk cache (said once each).
+@test "a user holding many arrays open does not take root's inotify instances" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    local i pid
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    for i in $(seq 48); do
+        nob "$DRX" create "$RV/s/pub/a$i" --type u8 --shape 4096 --chunk 1024
+    done
+    printf 'x%.0s' $(seq 4096) | nob "$DRX" put "$RV/s/pub/a48"
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    pid=$(cat "$RV/m.pid")
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+import os, sys, time
+fds = [os.open(p, os.O_RDONLY) for p in sys.argv[2:]]
+for fd in fds:
+    os.pread(fd, 4096, 0)
+open(sys.argv[1], "w").close()
+time.sleep(120)' "$RV/n/held" $(for i in $(seq 48); do echo "$RV/m/pub/a$i/data"; done) &
+    APID=$!
+    for i in $(seq 300); do [ -e "$RV/n/held" ] && break; sleep 0.1; done
+    [ -e "$RV/n/held" ]
+    echo "the daemon's inotify instances: $(inotify_of "$pid")"
+    [ "$(inotify_of "$pid")" -le 33 ]
+    # every array still reads what was stored, cached or not
+    [ "$(head -c 3 "$RV/m/pub/a48/data")" = xxx ]
+    printf 'y%.0s' $(seq 4096) | "$DRX" put "$RV/s/pub/a48"
+    [ "$(head -c 3 "$RV/m/pub/a48/data")" = yyy ]
+    [ "$(grep -c 'no chunk cache' "$RV/m.log")" -le 48 ]
+}
