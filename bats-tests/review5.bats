@@ -162,3 +162,34 @@ time.sleep(120)' "$RV/n/held" $(for i in $(seq 48); do echo "$RV/m/pub/a$i/data"
     [ "$(head -c 3 "$RV/m/pub/a48/data")" = yyy ]
     [ "$(grep -c 'no chunk cache' "$RV/m.log")" -le 48 ]
 }
+
+# Found in review: data.nc's coordinate variables were read whole into the
+# daemon's memory at open, then copied into the file's prefix.  A user's
+# own two arrays, t (u8) and lat (f64), of 2^28 elements each, sparse (no
+# block on disk), made one `head -c 100 t/data.nc` cost the daemon 4.2 GB
+# and 35 s (2^30 elements: 16 GB, the OOM killer).  A coordinate whose
+# elements in the view pass 64 MiB (all of them together) is now left out
+# of data.nc, logged as for one too short (zarr/ keeps it: its keys are
+# read as asked).
+@test "data.nc of a view with a huge coordinate variable does not take the daemon's memory" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    local pid hwm
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    nob "$DRX" create "$RV/s/pub/t" --type u8 --shape 268435456 --chunk 1048576 --dims lat
+    nob "$DRX" create "$RV/s/pub/lat" --type f64 --shape 268435456 --chunk 1048576 --dims lat
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    pid=$(cat "$RV/m.pid")
+    run timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        head -c 4 "$RV/m/pub/t/data.nc"
+    assert_success
+    [ "$output" = CDF$'\x02' ] || [ "$output" = CDF$'\x05' ]
+    hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$pid/status")
+    echo "daemon VmHWM $hwm kB"
+    [ "$hwm" -lt $((512 * 1024)) ]
+    grep -q "pub/t: pub/lat is not dimension lat's coordinate: its elements in the view pass" "$RV/m.log"
+    # a slice of it is small enough: lat is its coordinate there (1000
+    # f64 elements beside t's 1000 bytes)
+    [ "$(stat -c %s "$RV/m/pub/t/lat=0:1000/data.nc")" -gt 9000 ]
+    [ "$(stat -c %s "$RV/m/pub/t/lat=0:1000/data.nc")" -lt 10000 ]
+}
