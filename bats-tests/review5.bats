@@ -193,3 +193,43 @@ time.sleep(120)' "$RV/n/held" $(for i in $(seq 48); do echo "$RV/m/pub/a$i/data"
     [ "$(stat -c %s "$RV/m/pub/t/lat=0:1000/data.nc")" -gt 9000 ]
     [ "$(stat -c %s "$RV/m/pub/t/lat=0:1000/data.nc")" -lt 10000 ]
 }
+
+# Found in review: info, data.nc, data.npy and the zarr/ metadata are made
+# at open, and each open holds its own copy until its release.  The info
+# of a valid .xmd near its 64 MiB bound (1024 long string attributes) is
+# 67 MB: user nobody holding 20 opens of his array's info and data.nc held
+# 1.4 GB of the daemon, and nothing bounded the count.  A user other than
+# root now holds at most 256 MiB of them; the open past that is ENOMEM.
+@test "one user's opens of big info files do not take the daemon's memory" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    local pid rss
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    nob "$DRX" create "$RV/s/pub/big" --type u8 --shape 1 --chunk 1
+    nob "$PY" "$DRX_SOURCE/bats-tests/xmd_gen.py" strings "$RV/s/pub/big.xmd"
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    pid=$(cat "$RV/m.pid")
+    [ "$(stat -c %s "$RV/m/pub/big/info")" -gt $((64 << 20)) ]
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+import os, sys, time
+fds, why = [], ""
+try:
+    while len(fds) < 10:
+        fds.append(os.open(sys.argv[1], os.O_RDONLY))
+except OSError as e:
+    why = e.strerror
+with open(sys.argv[2] + ".tmp", "w") as f:
+    f.write("%d %s\n" % (len(fds), why))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+time.sleep(120)' "$RV/m/pub/big/info" "$RV/n/held" &
+    APID=$!
+    for _ in $(seq 600); do [ -e "$RV/n/held" ] && break; sleep 0.1; done
+    cat "$RV/n/held"
+    [ "$(cat "$RV/n/held")" = "3 Cannot allocate memory" ]
+    rss=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$pid/status")
+    echo "daemon VmRSS $rss kB"
+    [ "$rss" -lt $((600 * 1024)) ]
+    # another user and root still read it
+    setpriv --reuid=65533 --regid=65533 --clear-groups -- head -c 1 "$RV/m/pub/big/info" >/dev/null
+    head -c 1 "$RV/m/pub/big/info" >/dev/null
+}
