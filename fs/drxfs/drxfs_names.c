@@ -490,7 +490,7 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
     /* a listing keeps a descriptor (a store directory's), charged to its
      * user like an open file's */
     if ((rc = drxfs_share_take(&who)) == 0 && (rc = opendir_node(n, path, fi)) < 0)
-        drxfs_share_give(who, 1);
+        drxfs_share_give(who, 1, 0);
     if (rc == 0)
         ((struct drxfs_dirh *)(uintptr_t)fi->fh)->share_uid = who;
     free(n);
@@ -560,7 +560,7 @@ int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_dirh *dh = (struct drxfs_dirh *)(uintptr_t)fi->fh;
     (void)path;
-    drxfs_share_give(dh->share_uid, 1);
+    drxfs_share_give(dh->share_uid, 1, 0);
     if (dh->dp)
         closedir(dh->dp);
     free(dh->path);

@@ -14,6 +14,12 @@
  * even when it shares a handle with other opens, so the count is an upper
  * bound; a user is refused only before an open, which then changes
  * nothing.
+ *
+ * Memory likewise: info, data.nc, data.npy and the zarr/ metadata are
+ * made at open, and each open holds its own copy until its release (an
+ * info or data.nc of a valid .xmd at its 64 MiB bound is 67 MB; 20 opens
+ * of one held 1.4 GB of the daemon).  A user other than root may hold
+ * SHARE_BYTES of them; the open past that fails with ENOMEM.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,10 +30,13 @@
 #define SHARE_BUCKETS 64
 /* At least this many per user, whatever the limit. */
 #define SHARE_MIN 64
+/* Bytes made at open a user may hold. */
+#define SHARE_BYTES ((uint64_t)256 << 20)
 
 struct share_user {
     uid_t uid;
-    uint64_t held;
+    uint64_t held;  /* descriptors */
+    uint64_t bytes; /* made at open */
     struct share_user *next;
 };
 
@@ -101,18 +110,38 @@ void drxfs_share_add(uid_t who, unsigned more)
     pthread_mutex_unlock(&sh.mutex);
 }
 
-void drxfs_share_give(uid_t who, unsigned cost)
+int drxfs_share_hold(uid_t who, size_t bytes)
+{
+    struct share_user *u;
+    int rc = 0;
+
+    if (who == 0 || !bytes)
+        return 0;
+    pthread_mutex_lock(&sh.mutex);
+    if (!(u = user_of(who, true)) || bytes > SHARE_BYTES - u->bytes)
+        rc = -ENOMEM;
+    else
+        u->bytes += bytes;
+    pthread_mutex_unlock(&sh.mutex);
+    if (rc < 0)
+        drx_log(DRX_LOG_DEBUG, "uid %u holds his share of the files made at open (%llu bytes)",
+                (unsigned)who, (unsigned long long)SHARE_BYTES);
+    return rc;
+}
+
+void drxfs_share_give(uid_t who, unsigned cost, size_t bytes)
 {
     struct share_user **pp, *u;
 
-    if (who == 0 || !cost)
+    if (who == 0 || (!cost && !bytes))
         return;
     pthread_mutex_lock(&sh.mutex);
     for (pp = &sh.bucket[who % SHARE_BUCKETS]; *pp && (*pp)->uid != who;)
         pp = &(*pp)->next;
     if ((u = *pp)) {
         u->held = u->held > cost ? u->held - cost : 0;
-        if (!u->held) {
+        u->bytes = u->bytes > bytes ? u->bytes - bytes : 0;
+        if (!u->held && !u->bytes) {
             *pp = u->next;
             free(u);
         }
