@@ -233,3 +233,55 @@ time.sleep(120)' "$RV/m/pub/big/info" "$RV/n/held" &
     setpriv --reuid=65533 --regid=65533 --clear-groups -- head -c 1 "$RV/m/pub/big/info" >/dev/null
     head -c 1 "$RV/m/pub/big/info" >/dev/null
 }
+
+# Found in review: a listing of a store directory gave libfuse its entries
+# without offsets, so libfuse read the whole directory into a buffer at an
+# open directory's first read and kept it until the close.  A directory of
+# 100,000 entries with 200-byte names cost 25 MB per open listing: user
+# nobody holding 20 of them, each read once, held 497 MB of the daemon
+# (and his share of descriptors allows thousands).  Entries now go with
+# their directory offsets, and the daemon reads only as far as the
+# kernel's buffer takes.
+@test "a user's open listings of a huge directory do not take the daemon's memory" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    local pid rss
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    mkdir "$RV/s/pub/big"
+    "$PY" -c '
+import os, sys
+for i in range(30000):
+    os.symlink("x", "%s/%0200d" % (sys.argv[1], i))
+' "$RV/s/pub/big"
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    pid=$(cat "$RV/m.pid")
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+fds = []
+for i in range(40):
+    fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+    buf = ctypes.create_string_buffer(4096)
+    assert libc.syscall(217, fd, buf, 4096) > 0  # getdents64: one small read
+    fds.append(fd)
+open(sys.argv[2], "w").close()
+time.sleep(120)' "$RV/m/pub/big" "$RV/n/held" &
+    APID=$!
+    for _ in $(seq 600); do [ -e "$RV/n/held" ] && break; sleep 0.1; done
+    [ -e "$RV/n/held" ]
+    rss=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$pid/status")
+    echo "daemon VmRSS $rss kB"
+    [ "$rss" -lt $((100 * 1024)) ]
+    # listings are whole and right, read in any buffer size
+    [ "$(ls -U "$RV/m/pub/big" | wc -l)" -eq 30000 ]
+    [ "$(ls -Ua "$RV/m/pub/big" | sort | head -2 | tr '\n' ' ')" = ". .. " ]
+    diff <(ls "$RV/s/pub/big") <(ls "$RV/m/pub/big")
+    "$PY" -c '
+import os, sys
+names = []
+with os.scandir(sys.argv[1]) as it:
+    for e in it:
+        names.append(e.name)
+assert len(names) == len(set(names)) == 30000, len(names)
+' "$RV/m/pub/big"
+}
