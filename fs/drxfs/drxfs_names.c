@@ -516,6 +516,47 @@ static int list_array(const struct drxfs_dirh *dh, void *buf, fuse_fill_dir_t fi
     return 0;
 }
 
+/* A store directory's entries from directory offset off (0: the start),
+ * each given with the offset after it: without offsets libfuse would read
+ * the whole directory into a buffer at the first read and keep it until
+ * the close (25 MB a listing of 100,000 long names, per open listing). */
+static int list_store_dir(struct drxfs_dirh *dh, void *buf, fuse_fill_dir_t fill, off_t off)
+{
+    struct stat st = {0};
+    int dfd = dirfd(dh->dp);
+
+    if (off == 0)
+        rewinddir(dh->dp);
+    else
+        seekdir(dh->dp, (long)off);
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(dh->dp);
+        if (!de)
+            return errno ? -errno : 0;
+        off_t next = (off_t)telldir(dh->dp);
+        char shown[NAME_MAX + 1];
+        enum drx_store_kind kind;
+        mode_t type;
+
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) {
+            st.st_mode = S_IFDIR;
+            st.st_ino = 1;
+            if (fill(buf, de->d_name, &st, next, 0))
+                return 0;
+            continue;
+        }
+        if (drxfs_hidden_name(de->d_name) ||
+            !drx_store_list_name(dfd, de->d_name, de->d_type, dh->at_root, shown, &kind, &type))
+            continue;
+        st.st_mode = type;
+        /* an array's directory has no inode of its own */
+        st.st_ino = kind == DRX_STORE_ARRAY ? drxfs_virtual_ino(dh->path, shown) : de->d_ino;
+        if (fill(buf, shown, &st, next, 0))
+            return 0;
+    }
+}
+
 int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
@@ -530,30 +571,12 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
      * skips such entries). */
     st.st_mode = S_IFDIR;
     st.st_ino = 1;
-    fill(buf, ".", &st, 0, 0);
-    fill(buf, "..", &st, 0, 0);
-    if (!dh->dp)
+    if (!dh->dp) {
+        fill(buf, ".", &st, 0, 0);
+        fill(buf, "..", &st, 0, 0);
         return list_array(dh, buf, fill);
-    int dfd = dirfd(dh->dp);
-    rewinddir(dh->dp);
-    for (;;) {
-        errno = 0;
-        struct dirent *de = readdir(dh->dp);
-        if (!de)
-            return errno ? -errno : 0;
-        char shown[NAME_MAX + 1];
-        enum drx_store_kind kind;
-        mode_t type;
-
-        if (drxfs_hidden_name(de->d_name) ||
-            !drx_store_list_name(dfd, de->d_name, de->d_type, dh->at_root, shown, &kind, &type))
-            continue;
-        st.st_mode = type;
-        /* an array's directory has no inode of its own */
-        st.st_ino = kind == DRX_STORE_ARRAY ? drxfs_virtual_ino(dh->path, shown) : de->d_ino;
-        if (fill(buf, shown, &st, 0, 0))
-            return 0;
     }
+    return list_store_dir(dh, buf, fill, off);
 }
 
 int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
