@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# The fifth hostile review: what one local user's open descriptors do to
-# a root daemon mounted with allow_other, and what the daemon does when it
-# runs out of them.  Each test failed before its fix.
+# The fifth hostile review: what one local user's open files, listings and
+# own arrays cost a root daemon mounted with allow_other (descriptors,
+# inotify instances, memory), and what the daemon does when it runs out of
+# descriptors.  Each test failed before its fix.
 
 load test_helper
 
