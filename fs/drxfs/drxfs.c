@@ -681,6 +681,7 @@ int main(int argc, char *argv[])
     if (root_open(&cli, &abs_root) < 0 || open_store(&cli, abs_root) < 0)
         goto out;
     malloc_tune();
+    drxfs_share_init();
 
     /* Modes of created files come from the caller and its umask
      * (drxfs_new_mode), never from ours. */

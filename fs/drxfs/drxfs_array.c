@@ -75,6 +75,7 @@ static int resolve_view(struct drxfs_arr *e, const struct drxfs_node *n, struct 
  * array's store directory, when it is at least as long as the dimension. */
 struct nc_coords {
     int n;
+    uint64_t bytes; /* of their elements in the view (made at open) */
     struct drx_nc_coord c[DRX_MAX_RANK];
     struct drx_array_meta meta[DRX_MAX_RANK];
     char *rel[DRX_MAX_RANK];
@@ -120,10 +121,26 @@ static bool coord_names(const struct drxfs_node *n, int dirlen, const char *dn, 
     return true;
 }
 
-/* Adds the coordinate of dimension d of the view of n (metadata m) to cs
- * when an array fits; logs at level why one that is there does not. */
-static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m, int d, int dirlen,
-                      int level, struct nc_coords *cs)
+/* The coordinates' elements are read whole at open, into the daemon's
+ * memory (twice: then copied into the file's prefix): a user's sparse
+ * arrays of 2^30 elements made one open cost 16 GB.  Past this, in all, a
+ * coordinate is left out. */
+#define NC_COORD_BYTES_MAX ((uint64_t)64 << 20)
+
+/* Why cm, fit otherwise, does not go into cs for count elements. */
+static const char *coord_too_big(const struct drx_array_meta *cm, uint64_t count,
+                                 const struct nc_coords *cs)
+{
+    if (count > (NC_COORD_BYTES_MAX - cs->bytes) / cm->elem_size)
+        return "its elements in the view pass the 64 MiB data.nc makes at open";
+    return NULL;
+}
+
+/* Adds the coordinate of dimension d (count elements in the view) of the
+ * view of n (metadata m) to cs when an array fits; logs at level why one
+ * that is there does not. */
+static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m, int d,
+                      uint64_t count, int dirlen, int level, struct nc_coords *cs)
 {
     const char *dn = m->dim_name[d];
     char rel[PATH_MAX], path[PATH_MAX + 64];
@@ -141,7 +158,7 @@ static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m
     drxfs_unpin(pin);
     if (rc < 0)
         return;
-    if ((why = coord_unfit(&cm, m, d))) {
+    if ((why = coord_unfit(&cm, m, d)) || (why = coord_too_big(&cm, count, cs))) {
         drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, why);
         drx_array_meta_fini(&cm);
         return;
@@ -152,6 +169,7 @@ static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m
     }
     cs->meta[cs->n] = cm;
     cs->c[cs->n] = (struct drx_nc_coord){d, &cs->meta[cs->n], NULL};
+    cs->bytes += count * cm.elem_size;
     cs->n++;
 }
 
@@ -165,8 +183,10 @@ static void coords_find(const struct drxfs_node *n, const struct drx_array_meta 
     int dirlen = slash ? (int)(slash - n->rel + 1) : 0;
     int level = opening ? DRX_LOG_INFO : DRX_LOG_DEBUG;
 
-    for (int i = 0; i < v->rank; i++)
-        coord_try(n, m, v->order == DRX_ORDER_C ? i : v->rank - 1 - i, dirlen, level, cs);
+    for (int i = 0; i < v->rank; i++) {
+        int d = v->order == DRX_ORDER_C ? i : v->rank - 1 - i;
+        coord_try(n, m, d, v->count[d], dirlen, level, cs);
+    }
 }
 
 /* Reads each coordinate's elements of the view, big-endian.  The arrays

@@ -50,6 +50,25 @@ static struct {
         .cond = PTHREAD_COND_INITIALIZER,
         .done = PTHREAD_COND_INITIALIZER};
 
+/* A size not recorded for want of descriptors or memory (the daemon's
+ * table full of a user's opens, say) waits for the next round, unless
+ * the mount stops: released, the file's bytes would stay past its old
+ * size, and fsck --repair would cut them.  True when it was put back. */
+static bool commit_again(struct commit_item *it, int rc)
+{
+    bool again = rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM || rc == -EAGAIN;
+
+    pthread_mutex_lock(&cm.mutex);
+    again = again && !cm.stop;
+    if (again) {
+        it->next = cm.head;
+        cm.head = it;
+        cm.count++;
+    }
+    pthread_mutex_unlock(&cm.mutex);
+    return again;
+}
+
 /* Marks every file, pays the sync once for all, then records each. */
 static void run_batch(struct commit_item *it)
 {
@@ -66,6 +85,12 @@ static void run_batch(struct commit_item *it)
     while (it) {
         struct commit_item *next = it->next;
         rc = it->ops->commit(it->obj, synced);
+        if (rc < 0 && commit_again(it, rc)) {
+            drx_log(DRX_LOG_WARNING, "commit of a striped file: %s; tried again next round",
+                    strerror(-rc));
+            it = next;
+            continue;
+        }
         if (rc < 0)
             drx_log(DRX_LOG_ERROR, "commit of a striped file: %s", strerror(-rc));
         it->ops->release(it->obj);

@@ -284,6 +284,9 @@ struct drxfs_fh {
     bool created;           /* DRXFS_STRIPED: made by this handle's create, and
                              * libfuse's getattr of the new entry not yet
                              * answered (from the handle, not the path) */
+    uid_t share_uid;        /* charged share_cost of the daemon's descriptors */
+    unsigned share_cost;    /* and share_bytes of its memory (drxfs_share.c) */
+    size_t share_bytes;
 };
 
 static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
@@ -572,6 +575,20 @@ void drxfs_commit_now(void);
 /* Commits everything and stops (unmount). */
 void drxfs_commit_stop(void);
 #define DRXFS_COMMIT_XATTR DRX_STORE_COMMIT_XATTR
+
+/* drxfs_share.c: each user's share of the daemon's descriptors and of
+ * the memory of files made at open.  init raises the soft limit to the
+ * hard one (before the mount); take charges one descriptor to the caller
+ * of the request (*who; root is not counted), -EMFILE when he holds his
+ * share already; add charges more; hold charges bytes, -ENOMEM past his
+ * share; give gives cost descriptors and bytes back; cost is what an open
+ * file fh keeps. */
+void drxfs_share_init(void);
+int drxfs_share_take(uid_t *who);
+void drxfs_share_add(uid_t who, unsigned more);
+int drxfs_share_hold(uid_t who, size_t bytes);
+void drxfs_share_give(uid_t who, unsigned cost, size_t bytes);
+unsigned drxfs_share_cost(const struct drxfs_fh *fh);
 
 /* Sets the read-ahead window of the mount at mnt (its backing device in
  * /sys/class/bdi) to kb KiB; logs why not when it cannot. */

@@ -395,6 +395,7 @@ struct drxfs_dirh {
     char *path;           /* the mount path listed (readdir gets none: nullpath_ok) */
     bool zarr;            /* an array directory (not a view): it has zarr/ */
     struct drxfs_zdir *z; /* listing in a zarr group */
+    uid_t share_uid;      /* charged one of the daemon's descriptors */
 };
 
 /* A listing handle of mount path path, or NULL (out of memory). */
@@ -442,14 +443,12 @@ static int dirh_open_store_dir(struct drxfs_dirh *dh, const struct drxfs_node *n
     return 0;
 }
 
-int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
+/* opendir of n. */
+static int opendir_node(const struct drxfs_node *n, const char *path, struct fuse_file_info *fi)
 {
-    struct drxfs_node *n;
     struct drxfs_dirh *dh = NULL;
-    int rc;
+    int rc = 0;
 
-    if (!(n = drxfs_node_get(path, &rc)))
-        return rc;
     if (n->kind == DRXFS_ARRAY) {
         struct stat st;
         /* a view that does not resolve does not exist */
@@ -478,9 +477,27 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
     }
     fi->fh = (uint64_t)(uintptr_t)dh;
 out:
+    return rc;
+}
+
+int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
+{
+    struct drxfs_node *n;
+    uid_t who;
+    int rc;
+
+    if (!(n = drxfs_node_get(path, &rc)))
+        return rc;
+    /* a listing keeps a descriptor (a store directory's), charged to its
+     * user like an open file's */
+    if ((rc = drxfs_share_take(&who)) == 0 && (rc = opendir_node(n, path, fi)) < 0)
+        drxfs_share_give(who, 1, 0);
+    if (rc == 0)
+        ((struct drxfs_dirh *)(uintptr_t)fi->fh)->share_uid = who;
     free(n);
     return rc;
 }
+
 
 /* The files of an array or view; views themselves are not listed (there
  * are infinitely many). */
@@ -500,6 +517,47 @@ static int list_array(const struct drxfs_dirh *dh, void *buf, fuse_fill_dir_t fi
     return 0;
 }
 
+/* A store directory's entries from directory offset off (0: the start),
+ * each given with the offset after it: without offsets libfuse would read
+ * the whole directory into a buffer at the first read and keep it until
+ * the close (25 MB a listing of 100,000 long names, per open listing). */
+static int list_store_dir(struct drxfs_dirh *dh, void *buf, fuse_fill_dir_t fill, off_t off)
+{
+    struct stat st = {0};
+    int dfd = dirfd(dh->dp);
+
+    if (off == 0)
+        rewinddir(dh->dp);
+    else
+        seekdir(dh->dp, (long)off);
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(dh->dp);
+        if (!de)
+            return errno ? -errno : 0;
+        off_t next = (off_t)telldir(dh->dp);
+        char shown[NAME_MAX + 1];
+        enum drx_store_kind kind;
+        mode_t type;
+
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) {
+            st.st_mode = S_IFDIR;
+            st.st_ino = 1;
+            if (fill(buf, de->d_name, &st, next, 0))
+                return 0;
+            continue;
+        }
+        if (drxfs_hidden_name(de->d_name) ||
+            !drx_store_list_name(dfd, de->d_name, de->d_type, dh->at_root, shown, &kind, &type))
+            continue;
+        st.st_mode = type;
+        /* an array's directory has no inode of its own */
+        st.st_ino = kind == DRX_STORE_ARRAY ? drxfs_virtual_ino(dh->path, shown) : de->d_ino;
+        if (fill(buf, shown, &st, next, 0))
+            return 0;
+    }
+}
+
 int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
@@ -514,36 +572,19 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
      * skips such entries). */
     st.st_mode = S_IFDIR;
     st.st_ino = 1;
-    fill(buf, ".", &st, 0, 0);
-    fill(buf, "..", &st, 0, 0);
-    if (!dh->dp)
+    if (!dh->dp) {
+        fill(buf, ".", &st, 0, 0);
+        fill(buf, "..", &st, 0, 0);
         return list_array(dh, buf, fill);
-    int dfd = dirfd(dh->dp);
-    rewinddir(dh->dp);
-    for (;;) {
-        errno = 0;
-        struct dirent *de = readdir(dh->dp);
-        if (!de)
-            return errno ? -errno : 0;
-        char shown[NAME_MAX + 1];
-        enum drx_store_kind kind;
-        mode_t type;
-
-        if (drxfs_hidden_name(de->d_name) ||
-            !drx_store_list_name(dfd, de->d_name, de->d_type, dh->at_root, shown, &kind, &type))
-            continue;
-        st.st_mode = type;
-        /* an array's directory has no inode of its own */
-        st.st_ino = kind == DRX_STORE_ARRAY ? drxfs_virtual_ino(dh->path, shown) : de->d_ino;
-        if (fill(buf, shown, &st, 0, 0))
-            return 0;
     }
+    return list_store_dir(dh, buf, fill, off);
 }
 
 int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_dirh *dh = (struct drxfs_dirh *)(uintptr_t)fi->fh;
     (void)path;
+    drxfs_share_give(dh->share_uid, 1, 0);
     if (dh->dp)
         closedir(dh->dp);
     free(dh->path);

@@ -223,16 +223,43 @@ static void open_cache(const char *path, enum drxfs_kind kind, const char *rel,
         fi->direct_io = 1;
 }
 
+/* An open of path by who succeeded (rc 0): its handle is charged what it
+ * keeps, and released again (-ENOMEM) when who holds his share of the
+ * memory of files made at open; else the descriptor drxfs_share_take
+ * charged is given back. */
+static int share_charge(const char *path, struct fuse_file_info *fi, uid_t who, int rc)
+{
+    if (rc < 0) {
+        drxfs_share_give(who, 1, 0);
+        return rc;
+    }
+    struct drxfs_fh *fh = drxfs_fh_of(fi);
+    fh->share_uid = who;
+    fh->share_cost = drxfs_share_cost(fh);
+    drxfs_share_add(who, fh->share_cost - 1);
+    if ((rc = drxfs_share_hold(who, fh->text_len)) < 0) {
+        drxfs_op_release(path, fi);
+        return rc;
+    }
+    fh->share_bytes = fh->text_len;
+    return 0;
+}
+
 int drxfs_op_open(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_node *n;
+    uid_t who;
     int rc;
 
     if (drxfs.ro && (fi->flags & O_ACCMODE) != O_RDONLY)
         return -EROFS;
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
-    rc = drxfs_ops_of(n->kind)->open(path, n, fi);
+    if ((rc = drxfs_share_take(&who)) < 0) {
+        free(n);
+        return rc;
+    }
+    rc = share_charge(path, fi, who, drxfs_ops_of(n->kind)->open(path, n, fi));
     /* a zarr/ node keeps its own records: a key's bytes are its variable's,
      * which may be another array than the node's (a coordinate) */
     if (rc == 0 && n->kind != DRXFS_ZARR)
@@ -285,9 +312,15 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     }
     /* a long name's metafile is named by its stem, the name recorded
      * first (drx/store.h) */
-    if ((rc = drx_store_long_new(drxfs.store, rel, rel)) < 0)
+    uid_t who;
+    if ((rc = drxfs_share_take(&who)) < 0)
         return rc;
-    if ((rc = drxfs_striped_create(rel, drxfs_new_mode(rel, mode), fi)) == 0)
+    if ((rc = drx_store_long_new(drxfs.store, rel, rel)) < 0) {
+        drxfs_share_give(who, 1, 0);
+        return rc;
+    }
+    rc = drxfs_striped_create(rel, drxfs_new_mode(rel, mode), fi);
+    if ((rc = share_charge(path, fi, who, rc)) == 0)
         open_cache_new(path, rel, fi);
     else
         drx_store_long_drop(drxfs.store, rel);
@@ -338,6 +371,7 @@ int drxfs_op_release(const char *path, struct fuse_file_info *fi)
         drxfs_kc_close(fh->kkey, fh->kpath);
     free(fh->kpath);
     free(fh->kkey);
+    drxfs_share_give(fh->share_uid, fh->share_cost, fh->share_bytes);
     drxfs_ops_of(fh->kind)->release(fh);
     return 0;
 }

@@ -254,6 +254,23 @@ fail:
     return rc;
 }
 
+/* Each watch is an inotify instance, counted against its user's
+ * fs.inotify.max_user_instances (128 by default): a daemon running as root
+ * that opened one per array a user held open took all of root's, and
+ * every other program of root failed inotify_init with EMFILE.  At most
+ * DRX_ARRAY_WATCH_MAX handles of a process watch at once; the others read
+ * without a chunk cache. */
+static unsigned watch_count;
+
+static void watch_stop(struct drx_array *a)
+{
+    if (a->watch_fd < 0)
+        return;
+    close(a->watch_fd);
+    a->watch_fd = -1;
+    __atomic_sub_fetch(&watch_count, 1, __ATOMIC_RELAXED);
+}
+
 void drx_array_close(struct drx_array *a)
 {
     if (!a)
@@ -263,8 +280,7 @@ void drx_array_close(struct drx_array *a)
     if (a->xmd_fd >= 0)
         close(a->xmd_fd);
     drx_array_set_cache(a, 0);
-    if (a->watch_fd >= 0)
-        close(a->watch_fd);
+    watch_stop(a);
     pthread_mutex_destroy(&a->watch_lock);
     for (int i = 0; i < DRX_ARRAY_CHUNK_LOCKS; i++)
         pthread_mutex_destroy(&a->chunk_lock[i]);
@@ -419,15 +435,20 @@ static int watch_start(struct drx_array *a)
 {
     char self[64];
 
+    if (__atomic_add_fetch(&watch_count, 1, __ATOMIC_RELAXED) > DRX_ARRAY_WATCH_MAX) {
+        __atomic_sub_fetch(&watch_count, 1, __ATOMIC_RELAXED);
+        return -EMFILE;
+    }
     a->watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (a->watch_fd < 0)
+    if (a->watch_fd < 0) {
+        __atomic_sub_fetch(&watch_count, 1, __ATOMIC_RELAXED);
         return -errno;
+    }
     /* the descriptor's own file, whatever happened to its name since */
     snprintf(self, sizeof self, "/proc/self/fd/%d", a->xta_fd);
     if (inotify_add_watch(a->watch_fd, self, IN_MODIFY) < 0) {
         int rc = -errno;
-        close(a->watch_fd);
-        a->watch_fd = -1;
+        watch_stop(a);
         return rc;
     }
     return 0;
@@ -467,14 +488,23 @@ int drx_array_set_cache(struct drx_array *a, size_t bytes)
      * would evict everything else, and one larger than a request's span
      * cap would make a small read load (and hold) a giant chunk, so such
      * arrays read only the bytes they need. */
-    if (bytes == 0 || a->meta.chunk_bytes > bytes / 4 || a->meta.chunk_bytes > DRX_SPAN_MAX)
+    if (bytes == 0 || a->meta.chunk_bytes > bytes / 4 || a->meta.chunk_bytes > DRX_SPAN_MAX) {
+        /* an idle handle keeps its watch, unless others may need it */
+        if (__atomic_load_n(&watch_count, __ATOMIC_RELAXED) > DRX_ARRAY_WATCH_MAX / 2)
+            watch_stop(a);
         return 0;
+    }
     /* The watch lives as long as the handle (tearing an inotify instance
      * down waits for an RCU grace period: milliseconds).  Events queued
      * while there was no cache only empty an empty cache. */
     if (a->watch_fd < 0 && (rc = watch_start(a))) {
-        drx_log(DRX_LOG_WARNING, "%s: no chunk cache (cannot watch the .xta: %s)", a->xta_path,
-                strerror(-rc));
+        /* once per handle: the daemon sets every array's share again at
+         * each open and close of any */
+        if (!a->watch_told)
+            drx_log(DRX_LOG_INFO, "%s: no chunk cache (cannot watch the .xta: %s)", a->xta_path,
+                    rc == -EMFILE ? "watches of this process or its user at their limit"
+                                  : strerror(-rc));
+        a->watch_told = true;
         return 0;
     }
     a->cache = drx_cache_create(bytes, a->meta.chunk_bytes);

@@ -12,6 +12,8 @@
 
 /* Stripes of the per-chunk write lock table (see drx_array_span_lock). */
 #define DRX_ARRAY_CHUNK_LOCKS 64
+/* Handles of a process watching their .xta at once (array.c, watch_start). */
+#define DRX_ARRAY_WATCH_MAX 32
 
 /* Largest .xmd read (a million growths fit; a bigger file is hostile). */
 #define DRX_XMD_MAX_BYTES ((size_t)64 << 20)
@@ -52,6 +54,7 @@ struct drx_array {
     struct drx_cache *cache;
     bool cache_serves; /* the cache exists and a chunk fits it comfortably */
     int watch_fd;      /* inotify on the .xta while there is a cache, or -1 */
+    bool watch_told;   /* why there is no watch was logged */
     pthread_mutex_t watch_lock;
     pthread_mutex_t chunk_lock[DRX_ARRAY_CHUNK_LOCKS];
     /* Growths not committed yet (drx_array_extend_pending): their records,
