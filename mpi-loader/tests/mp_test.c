@@ -23,8 +23,8 @@
  *   nodac:R                       rank R drops CAP_DAC_OVERRIDE and
  *                                 CAP_DAC_READ_SEARCH: file modes bind it
  *                                 (root's other ranks read what it cannot)
- *   crash:R                       rank R kills itself (SIGKILL) after a
- *                                 barrier; the others wait in a second one
+ *   crash:R                       rank R kills itself (SIGKILL) a second
+ *                                 after a barrier; the others wait in a second one
  *                                 until mpiexec ends them: one rank's crash
  *                                 while the others still run
  * Values: element (i0, i1, ...) holds (seed + sum_d i_d * prime_d) % 113, in
