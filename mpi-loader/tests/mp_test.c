@@ -34,8 +34,8 @@
  * goes on.
  *
  * Output: only rank 0 writes stdout.  Each rank collects its lines of a
- * word; after the word rank 0 prints every rank's, in rank order, in one
- * write (word_end).  mpiexec merges what several ranks write at the same
+ * word; after the word rank 0 prints every rank's, in rank order, with one
+ * fwrite and a flush (word_end).  mpiexec merges what several ranks write at the same
  * moment even inside a line ("bounds 64x64" of rank 0 cut in two by rank
  * 1's error line), which the tests' anchored patterns then miss.
  */
@@ -107,7 +107,7 @@ static void say(const char *fmt, ...)
 }
 
 /* After a word, on every rank (collective): rank 0 writes what every rank
- * said, in rank order, with one write and a flush, so that no two ranks
+ * said, in rank order, with one fwrite and a flush, so that no two ranks
  * ever write stdout at once.  True when the word failed on some rank
  * (failed: on this one): then every rank stops.  A rank that dies in the
  * word never gets here; mpiexec ends the others, which wait in it. */
