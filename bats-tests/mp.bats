@@ -41,6 +41,19 @@ mp() {
     timeout 120 mpiexec -n "$p" "$MP_TEST" "$@"
 }
 
+# in_rank_order P PATTERN: the output's lines "rank R: PATTERN..." come in
+# blocks of ranks 0..P-1, in order: rank 0 alone prints every rank's lines
+# of a word, in rank order (two ranks writing at once get their lines
+# merged by mpiexec in any order, even cut).
+in_rank_order() {
+    local got want="" n i
+    got=$(grep -E "^rank [0-9]+: $2" <<<"$output" | sed -E 's/^rank ([0-9]+):.*/\1/' | tr '\n' ' ')
+    n=$(wc -w <<<"$got")
+    [ "$n" -gt 0 ] && [ $((n % $1)) -eq 0 ] || fail "$n lines 'rank R: $2' for $1 ranks: $output"
+    for ((i = 0; i < n; i++)); do want+="$((i % $1)) "; done
+    assert_equal "$got" "$want"
+}
+
 # ref_later ARRAY TYPE SEED LABEL: notes `drx get` of the whole array (as
 # it is now, in a file of its own) for check_refs, which compares it with
 # (SEED + sum_d i_d * prime_d) % 113 at every element (complex: v - vj),
@@ -617,6 +630,7 @@ EOF
         for ((r = 0; r < 3; r++)); do
             assert_line --regexp "^rank $r: extend:0:4096: -28: .*No space left on device"
         done
+        in_rank_order 3 "extend:0:4096: "
         assert_equal "$(grep -c '^bounds 128x64$' <<<"$output")" 2
         check_ref "small/$mode" f64 3
     done
@@ -630,6 +644,7 @@ broken_lines() {
     for ((r = 0; r < $1; r++)); do
         assert_line --regexp "^rank $r: $3: -5: .*: rank $2 could not read the array's metadata back \(.*Permission denied\); drx_mp_sync opens the array again$"
     done
+    in_rank_order "$1" "$3: "
 }
 
 @test "DRX_MP_SYNC_NONE and _BATCH: a follower that cannot read the metadata back after rank 0's failed extension fails every later call until drx_mp_sync reopens; the array stays whole" {
@@ -655,6 +670,8 @@ broken_lines() {
             assert_line --regexp "^rank $r: extend:0:4096: -28: .*No space left on device"
             assert_line --regexp "^rank $r: sync: -13: .*Permission denied"
         done
+        in_rank_order 3 "extend:0:4096: "
+        in_rank_order 3 "sync: "
         broken_lines 3 2 "write:C:4"
         broken_lines 3 2 "readbox:C:0,0:64,64"
         broken_lines 3 2 "extend:1:1"
@@ -691,6 +708,8 @@ broken_lines() {
         assert_line --regexp "^rank $r: extend:0:2: -5: .*: the extension is recorded, but rank 1 could not read it \(.*Permission denied\); its calls fail until drx_mp_sync opens the array again$"
         assert_line --regexp "^rank $r: sync: -13: .*Permission denied"
     done
+    in_rank_order 2 "extend:0:2: "
+    in_rank_order 2 "sync: "
     broken_lines 2 1 "write:C:4"
     broken_lines 2 1 "readbox:C:0,0:2,2"
     assert_line --regexp "^rank 1: bounds: -5: "
@@ -732,6 +751,7 @@ EOF
     for ((r = 0; r < 2; r++)); do
         assert_line --regexp "^rank $r: sync: -5: .*: the growths are recorded, but rank 1 could not read them \(.*Permission denied\); its calls fail until drx_mp_sync opens the array again$"
     done
+    in_rank_order 2 "sync: "
     broken_lines 2 1 "write:C:4"
     assert_line "bounds 7x6"
     assert_equal "${#lines[@]}" 5
@@ -779,6 +799,8 @@ extended 0"
         assert_line --regexp "^rank $r: writebox:C:3:[0-9,:]*: -28: writing .*a.xta: No space left on device$"
         assert_line --regexp "^rank $r: writebox:C:4:[0-9,:]*: -28: writing chunks: .*No space left on device$"
     done
+    in_rank_order 2 "writebox:C:3:"
+    in_rank_order 2 "writebox:C:4:"
     assert_line "bounds 4160x128"
     assert_equal "${#lines[@]}" 5
     "$DRX" fsck small/st
@@ -813,6 +835,8 @@ EOF
         assert_line --regexp "^rank $r: write:C:3: -28: .*No space left on device$"
         assert_line --regexp "^rank $r: sync: -28: .*a.xmd: No space left on device$"
     done
+    in_rank_order 2 "write:C:3: "
+    in_rank_order 2 "sync: "
     # the failed commit left every rank with the metadata of the last one,
     # the .xta cut back to it (space again for what follows): 5 chunk
     # rows of 16x64 for 66 rows
@@ -879,6 +903,7 @@ fails_alike() {
     for ((r = 0; r < p; r++)); do
         assert_line --regexp "^rank $r: .*: -[0-9]+: .*$msg"
     done
+    in_rank_order "$p" ""
     # the same status and message everywhere
     local distinct
     distinct=$(printf '%s\n' "${lines[@]}" | sed -E 's/^rank [0-9]+: [^:]*(:[^:]*)*: (-[0-9]+: )/\2/' | sort -u | wc -l)
@@ -982,6 +1007,7 @@ fails_alike() {
     for ((r = 0; r < 2; r++)); do
         assert_line --regexp "^rank $r: readbox:C:[0-9,:]*: -12: out of memory for 128 chunks of 8388608 bytes$"
     done
+    in_rank_order 2 "readbox:"
     assert_equal "$(grep -c -- '-12: out of memory' <<<"$output")" 4
     assert_line "bounds 16384x16384"
 }

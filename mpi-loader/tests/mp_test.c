@@ -23,19 +23,27 @@
  *   nodac:R                       rank R drops CAP_DAC_OVERRIDE and
  *                                 CAP_DAC_READ_SEARCH: file modes bind it
  *                                 (root's other ranks read what it cannot)
- *   crash:R                       rank R kills itself (SIGKILL) after a
- *                                 barrier; the others wait in a second one
+ *   crash:R                       rank R kills itself (SIGKILL) a second
+ *                                 after a barrier; the others wait in a second one
  *                                 until mpiexec ends them: one rank's crash
  *                                 while the others still run
  * Values: element (i0, i1, ...) holds (seed + sum_d i_d * prime_d) % 113, in
  * the array's type (complex: that, and minus it).  A failing OP prints
- * "rank R: OP: RC: MESSAGE" on every rank and ends with status 3; a
- * failing ?OP prints the same and the run goes on.
+ * "rank R: OP: RC: MESSAGE" for each rank it failed on, and every rank
+ * ends after it with status 3; a failing ?OP prints the same and the run
+ * goes on.
+ *
+ * Output: only rank 0 writes stdout.  Each rank collects its lines of a
+ * word; after the word rank 0 prints every rank's, in rank order, with one
+ * fwrite and a flush (word_end).  mpiexec merges what several ranks write at the same
+ * moment even inside a line ("bounds 64x64" of rank 0 cut in two by rank
+ * 1's error line), which the tests' anchored patterns then miss.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +61,89 @@ static char type_name[8] = "";
 static int64_t chunk_shape[16]; /* from libcore, at open */
 
 static const int primes[16] = {7, 13, 31, 61, 3, 5, 11, 17, 19, 23, 29, 37, 41, 43, 47, 53};
+
+/* This rank's output of the current word, for word_end. */
+static struct {
+    char *text;
+    size_t len, cap;
+} out;
+
+/* Where a gather cannot happen (no memory to collect or to receive):
+ * the text goes to stderr, from this rank, as it is. */
+static void say_stderr(const char *text, size_t len)
+{
+    fwrite(text, 1, len, stderr);
+    fflush(stderr);
+}
+
+/* printf into this rank's output of the word. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n <= 0)
+        return;
+    if (out.len + (size_t)n + 1 > out.cap) {
+        size_t cap = 2 * (out.len + (size_t)n + 1) + 256;
+        char *t = realloc(out.text, cap);
+        if (!t) {
+            char line[512];
+            va_start(ap, fmt);
+            vsnprintf(line, sizeof(line), fmt, ap);
+            va_end(ap);
+            say_stderr(line, strlen(line));
+            return;
+        }
+        out.text = t;
+        out.cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(out.text + out.len, out.cap - out.len, fmt, ap);
+    va_end(ap);
+    out.len += (size_t)n;
+}
+
+/* After a word, on every rank (collective): rank 0 writes what every rank
+ * said, in rank order, with one fwrite and a flush, so that no two ranks
+ * ever write stdout at once.  True when the word failed on some rank
+ * (failed: on this one): then every rank stops.  A rank that dies in the
+ * word never gets here; mpiexec ends the others, which wait in it. */
+static bool word_end(bool failed)
+{
+    int mine[2] = {(int)out.len, failed}, *all = calloc((size_t)nprocs * 4, sizeof(int));
+    char *text = NULL;
+    int total = 0, any = 0;
+    if (!all) {
+        say_stderr(out.text, out.len);
+        MPI_Abort(MPI_COMM_WORLD, 4);
+    }
+    /* every rank learns every length and failure: all stop together */
+    MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD);
+    int *counts = all + 2 * nprocs, *displs = counts + nprocs;
+    for (int r = 0; r < nprocs; r++) {
+        counts[r] = all[2 * r];
+        displs[r] = total;
+        total += counts[r];
+        any |= all[2 * r + 1];
+    }
+    if (me == 0 && !(text = malloc((size_t)total + 1))) {
+        say_stderr(out.text, out.len);
+        MPI_Abort(MPI_COMM_WORLD, 4);
+    }
+    MPI_Gatherv(out.text, (int)out.len, MPI_CHAR, text, counts, displs, MPI_CHAR, 0,
+                MPI_COMM_WORLD);
+    if (me == 0 && total > 0) {
+        fwrite(text, 1, (size_t)total, stdout);
+        fflush(stdout);
+    }
+    out.len = 0;
+    free(text);
+    free(all);
+    return any != 0;
+}
 
 static int parse_list(const char *s, char sep, int64_t *v)
 {
@@ -264,7 +355,7 @@ static int op_read(char **w, int nw)
     for (int d = 0; d < k; d++)
         want *= (size_t)bounds[d];
     if (f.ref && len != want) {
-        printf("rank %d: read: %s has %zu bytes, the array %zu\n", me, w[2], len, want);
+        say("rank %d: read: %s has %zu bytes, the array %zu\n", me, w[2], len, want);
         free((void *)f.ref);
         return -EINVAL;
     }
@@ -279,7 +370,7 @@ static int op_read(char **w, int nw)
         free(f.buf);
     }
     if (rc == 0 && (!f.ref || f.bad)) {
-        printf("rank %d: read: %ld elements differ from the reference\n", me, f.bad);
+        say("rank %d: read: %ld elements differ from the reference\n", me, f.bad);
         rc = -EIO;
     }
     free((void *)f.ref);
@@ -303,7 +394,7 @@ static void print_zone_chunks(const int64_t *lo, const int64_t *hi, int k,
     for (;;) {
         for (int d = 0; d < k; d++)
             idx[d] = (uint64_t)cur[d];
-        printf(" %" PRIu64, drx_map_address(&m->map, idx));
+        say(" %" PRIu64, drx_map_address(&m->map, idx));
         int d = k - 1;
         while (d >= 0 && ++cur[d] == chi[d]) {
             cur[d] = clo[d];
@@ -326,14 +417,14 @@ static int op_zones(void)
     for (int p = 0; p < nprocs; p++) {
         int64_t lo[16], hi[16];
         drx_mp_zone(A, p, lo, hi);
-        printf("zone %d", p);
+        say("zone %d", p);
         for (int d = 0; d < k; d++)
-            printf("%c%" PRId64, d ? ',' : ' ', lo[d]);
+            say("%c%" PRId64, d ? ',' : ' ', lo[d]);
         for (int d = 0; d < k; d++)
-            printf("%c%" PRId64, d ? ',' : ' ', hi[d]);
-        printf(":");
+            say("%c%" PRId64, d ? ',' : ' ', hi[d]);
+        say(":");
         print_zone_chunks(lo, hi, k, drx_array_meta(arr));
-        printf("\n");
+        say("\n");
     }
     drx_array_close(arr);
     return 0;
@@ -359,9 +450,8 @@ static int op_bounds(void)
     size_t at = strlen(line);
     for (int d = 0; rc == 0 && d < drx_mp_rank(A) && at < sizeof(line); d++)
         at += (size_t)snprintf(line + at, sizeof(line) - at, "%s%" PRId64, d ? "x" : "", b[d]);
-    /* one printf, one write: not split by another rank's line */
     if (me == 0)
-        printf("%s\n", line);
+        say("%s\n", line);
     return rc;
 }
 
@@ -426,8 +516,8 @@ static int op_mode(char **w, int nw)
 static int op_kill(char **w, int nw)
 {
     (void)w, (void)nw;
-    /* what was printed reaches mpiexec's output before the crash */
-    fflush(stdout);
+    /* what rank 0 printed (word_end) reaches mpiexec's output before the
+     * crash and mpiexec's report of it (on its stderr) */
     MPI_Barrier(MPI_COMM_WORLD);
     sleep(1);
     raise(SIGKILL);
@@ -436,10 +526,12 @@ static int op_kill(char **w, int nw)
 
 static int op_crash(char **w, int nw)
 {
-    fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (nw > 1 && atoi(w[1]) == me)
+    /* as kill: the output first, then mpiexec's report of the crash */
+    if (nw > 1 && atoi(w[1]) == me) {
+        sleep(1);
         raise(SIGKILL);
+    }
     /* never completes: mpiexec ends this rank when rank R dies */
     MPI_Barrier(MPI_COMM_WORLD);
     return -EINTR;
@@ -494,6 +586,43 @@ static char *my_variant(char *arg)
     return pick;
 }
 
+/* One word of the command line, on every rank.  Returns 0, 1 when it
+ * failed on this rank and the run goes on (?OP), 3 when it failed. */
+static int run_word(char *arg)
+{
+    if (!strncmp(arg, "system:", 7)) {
+        /* what another program sees at this point of the run: rank 0's
+         * stdout is flushed (word_end), the command's output follows in
+         * order; the others wait in word_end until it is done */
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (me == 0 && system(arg + 7) != 0)
+            say("system: %s: failed\n", arg + 7);
+        return 0;
+    }
+    char *w[8], *save = NULL, *text = my_variant(arg);
+    /* "?OP": a failure is printed and the run goes on */
+    bool may_fail = text[0] == '?';
+    text += may_fail;
+    char shown[256];
+    snprintf(shown, sizeof(shown), "%s", text);
+    int nw = 0;
+    for (char *t = strtok_r(text, ":", &save); t && nw < 8; t = strtok_r(NULL, ":", &save))
+        w[nw++] = t;
+    /* "rep:N:OP...": OP N times (mpiexec fails on a thousand words) */
+    int skip = 0, reps = 1;
+    if (nw > 2 && !strcmp(w[0], "rep")) {
+        reps = atoi(w[1]);
+        skip = 2;
+    }
+    int rc = nw > skip ? 0 : -EINVAL;
+    for (int k = 0; rc == 0 && k < reps; k++)
+        rc = run_op(w + skip, nw - skip);
+    if (rc >= 0)
+        return 0;
+    say("rank %d: %s: %d: %s\n", me, shown, rc, drx_mp_error());
+    return may_fail ? 1 : 3;
+}
+
 int main(int argc, char **argv)
 {
     int status = 0;
@@ -501,41 +630,11 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     path = argc > 1 ? argv[1] : "";
-    for (int i = 2; i < argc && status == 0; i++) {
-        if (!strncmp(argv[i], "system:", 7)) {
-            /* what another program sees at this point of the run */
-            MPI_Barrier(MPI_COMM_WORLD);
-            if (me == 0 && system(argv[i] + 7) != 0)
-                printf("system: %s: failed\n", argv[i] + 7);
-            fflush(stdout);
-            MPI_Barrier(MPI_COMM_WORLD);
-            continue;
-        }
-        char *w[8], *save = NULL, *text = my_variant(argv[i]);
-        /* "?OP": a failure is printed and the run goes on */
-        bool may_fail = text[0] == '?';
-        text += may_fail;
-        char shown[256];
-        snprintf(shown, sizeof(shown), "%s", text);
-        int nw = 0;
-        for (char *t = strtok_r(text, ":", &save); t && nw < 8; t = strtok_r(NULL, ":", &save))
-            w[nw++] = t;
-        /* "rep:N:OP...": OP N times (mpiexec fails on a thousand words) */
-        int skip = 0, reps = 1;
-        if (nw > 2 && !strcmp(w[0], "rep")) {
-            reps = atoi(w[1]);
-            skip = 2;
-        }
-        int rc = nw > skip ? 0 : -EINVAL;
-        for (int k = 0; rc == 0 && k < reps; k++)
-            rc = run_op(w + skip, nw - skip);
-        if (rc < 0) {
-            printf("rank %d: %s: %d: %s\n", me, shown, rc, drx_mp_error());
-            status = may_fail ? 0 : 3;
-        }
-        fflush(stdout);
-    }
+    for (int i = 2; i < argc && status == 0; i++)
+        if (word_end(run_word(argv[i]) == 3))
+            status = 3;
     drx_mp_close(&A);
+    free(out.text);
     MPI_Finalize();
     return status;
 }
