@@ -426,9 +426,9 @@ EOF
 }
 
 @test "a large write's size is recorded while the file is open, never ahead of its bytes; kill -9 keeps them" {
-    # a helper thread records it every 64 MiB of growth (the writes do
-    # not wait for the sync); the metafile is read while the writer holds
-    # the file open, then the daemon is killed
+    # recorded every 64 MiB of growth, after a sync of the subfiles; the
+    # metafile is read while the writer holds the file open, then the
+    # daemon is killed
     local ks="$BATS_TEST_TMPDIR/ks" k="$BATS_TEST_TMPDIR/mbig" rec n
     "$DRX" init "$ks" >/dev/null
     mount_store "$ks" "$k"

@@ -43,7 +43,6 @@ struct drxfs_sfile {
      * it is started on (opened at the first start; -1 when missing). */
     uint64_t wb_pending;
     bool wb_busy;
-    bool persist_busy; /* a helper thread records its size (atomic) */
     unsigned wb_n;
     int *wb_fds;
     struct drxfs_sfile *prev, *next;
@@ -76,12 +75,5 @@ struct drxfs_sfile *drxfs_sfile_detach(const char *rel);
  * keep the removed subfiles' space until the commit; the commit lets it go
  * now.  Drops drxfs_sfile_detach's reference; NULL is a no-op. */
 void drxfs_sfile_forget(struct drxfs_sfile *e);
-
-/* drxfs_striped_behind.c: after n bytes written to e, starts the
- * subfiles' writeback now and then, and hands a size grown 64 MiB past
- * the recorded one to a helper thread; drain waits for those threads
- * (before the handles are closed at unmount). */
-void drxfs_striped_wrote(struct drxfs_sfile *e, size_t n);
-void drxfs_striped_behind_drain(void);
 
 #endif

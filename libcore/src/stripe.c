@@ -198,7 +198,6 @@ static void give_back_locked(struct drx_stripe *f, uint64_t recorded)
             f->path, (unsigned long long)f->size, (unsigned long long)recorded);
     f->size = f->persisted = recorded;
     f->truncated = false;
-    f->cuts++;
     rc = drx_stripe_cut_subfiles(f, recorded);
     if (rc < 0)
         drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cutting back: %s", f->path,
@@ -382,35 +381,6 @@ int drx_stripe_persist(struct drx_stripe *f, bool sync, bool give_back)
     return rc;
 }
 
-/* Records size upto, which a sync of the subfiles covers, unless the
- * metafile already says as much (another writer's larger size is merged
- * by the next whole persist).  f->lock held; 0 or -errno. */
-int drx_stripe_record_upto_locked(struct drx_stripe *f, uint64_t upto)
-{
-    char mp[PATH_MAX], at[PATH_MAX];
-    struct drx_stripe_meta disk, m = f->meta;
-    struct stat st, nst;
-    int lfd = drx_stripe_lock_fd(f), rc;
-
-    if (drx_stripe_meta_path(f->path, mp, sizeof mp) < 0)
-        return -ENAMETOOLONG;
-    bool locked = drx_stripe_lock_take(f, lfd);
-    rc = load_current(f, mp, at, sizeof at, &disk, &st);
-    if (rc == 0 && disk.size < upto) {
-        m.size = upto;
-        rc = meta_replace_size(at, &st, &m, f->s->cfg.stripe.ndirs, false, &nst);
-        if (rc == 0)
-            set_identity(f, at, &nst);
-    }
-    if (rc == 0) {
-        f->persisted = upto;
-        f->meta_synced = false;
-    }
-    if (locked)
-        flock(lfd, LOCK_UN);
-    return rc == 1 ? 0 : rc; /* 1: no name to record under: pending (persist_locked) */
-}
-
 int drx_stripe_flush(struct drx_stripe *f)
 {
     return drx_stripe_persist(f, false, true);
@@ -419,7 +389,7 @@ int drx_stripe_flush(struct drx_stripe *f)
 /* fsync (fdatasync) of every subfile there is, then of their stripe
  * directories: their names must be durable before a metafile that names
  * them with a size. */
-int drx_stripe_fsync_subfiles(struct drx_stripe *f, bool datasync)
+static int fsync_subfiles_and_dirs(struct drx_stripe *f, bool datasync)
 {
     bool dirs[DRX_MAX_STRIPE_DIRS] = {false};
     int rc = __atomic_exchange_n(&f->wb_err, 0, __ATOMIC_ACQ_REL);
@@ -449,7 +419,7 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
     pthread_mutex_lock(&f->lock);
     gen = f->wgen;
     pthread_mutex_unlock(&f->lock);
-    if ((rc = drx_stripe_fsync_subfiles(f, datasync)) < 0)
+    if ((rc = fsync_subfiles_and_dirs(f, datasync)) < 0)
         return rc;
     pthread_mutex_lock(&f->lock);
     if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
@@ -458,6 +428,71 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync)
         f->dirs_synced = true;
     pthread_mutex_unlock(&f->lock);
     return drx_stripe_persist(f, true, true);
+}
+
+uint64_t drx_stripe_sync_mark(struct drx_stripe *f)
+{
+    uint64_t gen;
+
+    pthread_mutex_lock(&f->lock);
+    gen = f->wgen;
+    pthread_mutex_unlock(&f->lock);
+    return gen;
+}
+
+int drx_stripe_sync_store(const struct drx_store *s)
+{
+    dev_t done[DRX_MAX_STRIPE_DIRS];
+    size_t ndone = 0;
+
+    for (size_t d = 0; d < s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++) {
+        struct stat st;
+        size_t k = 0;
+
+        if (s->dir_fds[d] < 0)
+            continue;
+        if (fstat(s->dir_fds[d], &st) < 0)
+            return -errno;
+        while (k < ndone && done[k] != st.st_dev)
+            k++;
+        if (k < ndone)
+            continue; /* that filesystem is synced already */
+        if (syncfs(s->dir_fds[d]) < 0)
+            return -errno;
+        done[ndone++] = st.st_dev;
+    }
+    return 0;
+}
+
+int drx_stripe_synced(struct drx_stripe *f, uint64_t gen)
+{
+    int rc = 0;
+
+    /* syncfs reports a write-back error once per stripe directory's
+     * descriptor: one that hit a subfile before an earlier batch went to
+     * that batch.  Each subfile's own descriptor still holds it; its
+     * sync_file_range (nothing left to write after the syncfs) reports it. */
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        int fd = __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE);
+        if (fd >= 0 &&
+            sync_file_range(fd, 0, 0,
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                SYNC_FILE_RANGE_WAIT_AFTER) < 0 &&
+            rc == 0)
+            rc = -errno;
+    }
+    pthread_mutex_lock(&f->lock);
+    if (rc < 0) {
+        /* for the next sync of the subfiles: no size recorded over it */
+        __atomic_store_n(&f->wb_err, rc, __ATOMIC_RELEASE);
+    } else {
+        if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
+            f->synced_gen = gen;
+        if (f->wgen == gen) /* no subfile created since the mark */
+            f->dirs_synced = true;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return rc;
 }
 
 /* The layout of new file `path`: l, or the one its directory asks for;
@@ -815,7 +850,6 @@ int drx_stripe_reload(struct drx_stripe *f)
     }
     rc = m.size != f->size;
     f->size = f->persisted = m.size;
-    f->cuts++;
 out:
     pthread_mutex_unlock(&f->lock);
     return rc;

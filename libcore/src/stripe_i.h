@@ -42,11 +42,6 @@ struct drx_stripe {
      * metadata that points to it). */
     uint64_t wgen, synced_gen;
     bool dirs_synced; /* the subfiles' directory entries are durable */
-    /* Size decreases and reloads counted (truncate, give-back, another
-     * process's size): a persist_behind whose sync started before one
-     * records nothing. */
-    uint64_t cuts;
-    bool behind; /* growth persists are the front end's (drx_stripe_set_behind) */
     /* A subfile's write-back error that drx_stripe_synced collected (the
      * store's syncfs reported it elsewhere): the next sync of the subfiles
      * returns it, as their fdatasync would have, so no size is recorded
@@ -124,15 +119,6 @@ void drx_stripe_random_id(uint64_t *id);
  * give_back: space past the size returned), with f->lock held or not;
  * cutting the subfiles to what a size of the file needs. */
 int drx_stripe_lock_fd(const struct drx_stripe *f);
-
-/* fsync (fdatasync) of every subfile there is, then of their stripe
- * directories, without f->lock (writes may go on).  0 or -errno, a
- * write-back error drx_stripe_synced collected included. */
-int drx_stripe_fsync_subfiles(struct drx_stripe *f, bool datasync);
-
-/* Records size upto, which a sync of the subfiles covers, unless the
- * metafile says as much already (f->lock held).  0 or -errno. */
-int drx_stripe_record_upto_locked(struct drx_stripe *f, uint64_t upto);
 /* Takes the lock of f (LOCK_EX on drx_stripe_lock_fd, when there is
  * one) for a size merge or cut: true when held.  Anyone who may read the
  * subfile can lock it too and keep it; past DRX_STRIPE_LOCK_WAIT_MS the

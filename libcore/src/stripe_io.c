@@ -260,10 +260,7 @@ static bool note_written(struct drx_stripe *f, uint64_t end)
     if (end > f->size)
         f->size = end;
     f->wgen++;
-    /* handed to the front end's drx_stripe_persist_behind (drx_stripe_set_behind),
-     * unless it falls that far behind */
-    uint64_t mark = f->behind ? DRX_STRIPE_BEHIND_MAX : DRX_STRIPE_PERSIST_BYTES;
-    grown = f->size > f->persisted && f->size - f->persisted >= mark;
+    grown = f->size > f->persisted && f->size - f->persisted >= DRX_STRIPE_PERSIST_BYTES;
     pthread_mutex_unlock(&f->lock);
     return grown;
 }
@@ -364,7 +361,6 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
          * reached the disk and the new metafile did not. */
         f->size = size;
         f->truncated = true;
-        f->cuts++;
         rc = drx_stripe_persist_locked(f, true, true);
         if (rc == 0)
             rc = drx_stripe_cut_subfiles(f, size);
@@ -383,119 +379,4 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
     pthread_mutex_unlock(&f->lock);
     pthread_rwlock_unlock(&f->io);
     return rc;
-}
-
-/* ---- durability off the write path: batched commits, persists behind ---- */
-
-/* After a sync of f's subfiles that covered its changes up to gen (f->lock
- * held): recorded, or on failure kept for the next sync of the subfiles,
- * so that no size is recorded over lost data. */
-static void note_synced_locked(struct drx_stripe *f, uint64_t gen, int rc)
-{
-    if (rc < 0) {
-        __atomic_store_n(&f->wb_err, rc, __ATOMIC_RELEASE);
-        return;
-    }
-    if (gen - f->synced_gen < ((uint64_t)1 << 63)) /* gen is not older */
-        f->synced_gen = gen;
-    if (f->wgen == gen) /* no subfile created since gen */
-        f->dirs_synced = true;
-}
-
-uint64_t drx_stripe_sync_mark(struct drx_stripe *f)
-{
-    uint64_t gen;
-
-    pthread_mutex_lock(&f->lock);
-    gen = f->wgen;
-    pthread_mutex_unlock(&f->lock);
-    return gen;
-}
-
-int drx_stripe_sync_store(const struct drx_store *s)
-{
-    dev_t done[DRX_MAX_STRIPE_DIRS];
-    size_t ndone = 0;
-
-    for (size_t d = 0; d < s->cfg.stripe.ndirs && d < DRX_MAX_STRIPE_DIRS; d++) {
-        struct stat st;
-        size_t k = 0;
-
-        if (s->dir_fds[d] < 0)
-            continue;
-        if (fstat(s->dir_fds[d], &st) < 0)
-            return -errno;
-        while (k < ndone && done[k] != st.st_dev)
-            k++;
-        if (k < ndone)
-            continue; /* that filesystem is synced already */
-        if (syncfs(s->dir_fds[d]) < 0)
-            return -errno;
-        done[ndone++] = st.st_dev;
-    }
-    return 0;
-}
-
-int drx_stripe_synced(struct drx_stripe *f, uint64_t gen)
-{
-    int rc = 0;
-
-    /* syncfs reports a write-back error once per stripe directory's
-     * descriptor: one that hit a subfile before an earlier batch went to
-     * that batch.  Each subfile's own descriptor still holds it; its
-     * sync_file_range (nothing left to write after the syncfs) reports it. */
-    for (unsigned i = 0; i < f->meta.layout.count; i++) {
-        int fd = __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE);
-        if (fd >= 0 &&
-            sync_file_range(fd, 0, 0,
-                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                                SYNC_FILE_RANGE_WAIT_AFTER) < 0 &&
-            rc == 0)
-            rc = -errno;
-    }
-    pthread_mutex_lock(&f->lock);
-    note_synced_locked(f, gen, rc);
-    pthread_mutex_unlock(&f->lock);
-    return rc;
-}
-
-int drx_stripe_persist_behind(struct drx_stripe *f)
-{
-    uint64_t gen, upto, cuts;
-    int rc;
-
-    if (f->mode != DRX_STRIPE_RDWR)
-        return 0;
-    pthread_mutex_lock(&f->lock);
-    gen = f->wgen;
-    upto = f->size;
-    cuts = f->cuts;
-    bool need = upto > f->persisted && !f->truncated;
-    pthread_mutex_unlock(&f->lock);
-    if (!need)
-        return 0;
-    /* Writes go on meanwhile: the sync covers the bytes counted in gen,
-     * which are all below upto. */
-    rc = drx_stripe_fsync_subfiles(f, true);
-    pthread_mutex_lock(&f->lock);
-    note_synced_locked(f, gen, rc);
-    /* unless a truncate or a reload moved the size under us meanwhile (the
-     * next whole persist records that) */
-    if (rc == 0 && f->cuts == cuts && !f->truncated && upto > f->persisted)
-        rc = drx_stripe_record_upto_locked(f, upto);
-    pthread_mutex_unlock(&f->lock);
-    return rc;
-}
-
-uint64_t drx_stripe_unrecorded(struct drx_stripe *f)
-{
-    pthread_mutex_lock(&f->lock);
-    uint64_t n = f->size > f->persisted ? f->size - f->persisted : 0;
-    pthread_mutex_unlock(&f->lock);
-    return n;
-}
-
-void drx_stripe_set_behind(struct drx_stripe *f, bool on)
-{
-    __atomic_store_n(&f->behind, on, __ATOMIC_RELAXED);
 }

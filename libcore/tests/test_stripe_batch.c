@@ -1,9 +1,7 @@
 /* Small striped files made cheap: recorded in batches (drx_stripe_sync_mark,
  * _sync_store, _synced: after one sync of the store, a flush records the
  * size without syncs of its own, unless the file was written after its
- * mark), and subfiles created only when the first byte reaches them.
- * Large ones: growth persists off the write path (drx_stripe_set_behind,
- * drx_stripe_persist_behind). */
+ * mark), and subfiles created only when the first byte reaches them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -33,25 +31,9 @@ int fsync(int fd)
     return (int)syscall(SYS_fsync, fd);
 }
 
-/* What happens while a persist behind syncs (its first fdatasync): once,
- * then cleared.  Its writes and truncates take the handle's locks, which
- * the sync must not hold. */
-static void (*during_sync)(void);
-static int sync_fail; /* the next fdatasync fails with it */
-
 int fdatasync(int fd)
 {
-    void (*hook)(void) = during_sync;
-
     nsyncs++;
-    during_sync = NULL;
-    if (hook)
-        hook();
-    if (sync_fail) {
-        errno = sync_fail;
-        sync_fail = 0;
-        return -1;
-    }
     return (int)syscall(SYS_fdatasync, fd);
 }
 
@@ -206,65 +188,6 @@ static void test_wb_error(struct drx_store *s, const char *root, const unsigned 
     drx_stripe_close(f);
 }
 
-static struct drx_stripe *behind_f;
-
-static void write_at_150m(void)
-{
-    drx_stripe_write(behind_f, "w", 1, (uint64_t)150 << 20);
-}
-
-static void truncate_to_10(void)
-{
-    drx_stripe_truncate(behind_f, 10);
-}
-
-/* Growth persists handed to the front end: the write that crosses the
- * 64 MiB mark does not sync; persist_behind records the size its sync
- * covered, never a byte written during it, and nothing when a truncate
- * came between. */
-static void test_behind(struct drx_store *s, const char *root)
-{
-    struct drx_stripe *f;
-    char path[600];
-    uint64_t mib = 1 << 20;
-
-    snprintf(path, sizeof path, "%s/behind", root);
-    drx_stripe_create(s, path, NULL, 0644, &f, NULL);
-    behind_f = f;
-    drx_stripe_set_behind(f, true);
-    nsyncs = 0;
-    drx_stripe_write(f, "a", 1, 100 * mib);
-    tap_ok(nsyncs == 0 && recorded(s, path) == 0 && drx_stripe_unrecorded(f) == 100 * mib + 1,
-           "behind: a write 100 MiB past the recorded size neither syncs nor records (%d syncs)",
-           nsyncs);
-    during_sync = write_at_150m;
-    int rc = drx_stripe_persist_behind(f);
-    tap_ok(rc == 0 && nsyncs >= 2 && recorded(s, path) == 100 * mib + 1,
-           "persist_behind records the size its sync covered, not a write during it (%d, %llu)",
-           rc, (unsigned long long)recorded(s, path));
-    tap_ok(drx_stripe_unrecorded(f) == 50 * mib, "the write during the sync is still unrecorded");
-    during_sync = truncate_to_10;
-    rc = drx_stripe_persist_behind(f);
-    tap_ok(rc == 0 && recorded(s, path) == 10 && drx_stripe_size(f) == 10,
-           "a truncate during the sync: the truncate's size stays recorded (%d, %llu)", rc,
-           (unsigned long long)recorded(s, path));
-    drx_stripe_write(f, "b", 1, 100 * mib);
-    sync_fail = EIO;
-    rc = drx_stripe_persist_behind(f);
-    tap_ok(rc == -EIO && recorded(s, path) == 10, "a failed sync records nothing (%d)", rc);
-    rc = drx_stripe_flush(f);
-    tap_ok(rc == -EIO && recorded(s, path) == 10,
-           "and the next flush fails with it, as its own sync would (%d)", rc);
-    tap_ok(drx_stripe_flush(f) == 0 && recorded(s, path) == 100 * mib + 1,
-           "a flush after it records the whole size");
-    nsyncs = 0;
-    drx_stripe_write(f, "c", 1, 400 * mib);
-    tap_ok(nsyncs >= 2 && recorded(s, path) == 400 * mib + 1,
-           "a writer 300 MiB ahead of the recorded size persists inline (%d syncs)", nsyncs);
-    drx_stripe_close(f);
-    drx_stripe_unlink(s, path, NULL);
-}
-
 int main(void)
 {
     static unsigned char data[20000];
@@ -313,7 +236,6 @@ int main(void)
         drx_stripe_close(f[i]);
     test_wb_error(s, root, data);
     test_lazy(s, root, data);
-    test_behind(s, root);
     drx_store_close(s);
     rm_rf(base);
     return tap_done();

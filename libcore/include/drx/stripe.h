@@ -45,8 +45,7 @@
  *   lock that readers share; an old unpadded metafile is replaced by temp
  *   `.NAME.nafs.XXXXXX` and rename) at drx_stripe_flush(),
  *   drx_stripe_fsync(), drx_stripe_close(), at every truncate, and whenever
- *   the file has grown 64 MiB past the persisted size (by the front end's
- *   thread after drx_stripe_set_behind), so the metafile is not
+ *   the file has grown 64 MiB past the persisted size, so the metafile is not
  *   rewritten per write and a crashed writer loses at most the tail it had
  *   not yet persisted (the bytes stay in the subfiles beyond the recorded
  *   size, where fsck reports them).
@@ -127,9 +126,6 @@
 #define DRX_STRIPE_MAX_SIZE ((uint64_t)1 << 62)
 /* The size is persisted when it has grown this much since last persisted. */
 #define DRX_STRIPE_PERSIST_BYTES ((uint64_t)64 << 20)
-/* With growth persists handed to the front end (drx_stripe_set_behind), a
- * write persists the size itself once this much is unrecorded. */
-#define DRX_STRIPE_BEHIND_MAX (4 * DRX_STRIPE_PERSIST_BYTES)
 /* Length of a buffer large enough for drx_stripe_layout_format(). */
 #define DRX_STRIPE_LAYOUT_LEN 64
 
@@ -288,23 +284,6 @@ int drx_stripe_fsync(struct drx_stripe *f, bool datasync);
 uint64_t drx_stripe_sync_mark(struct drx_stripe *f);
 int drx_stripe_sync_store(const struct drx_store *s);
 int drx_stripe_synced(struct drx_stripe *f, uint64_t gen);
-
-/* Growth persists off the write path, for a front end with threads to
- * spare (drxfs): a write that grows the file 64 MiB past the recorded
- * size waits for an fdatasync of the subfiles, which stalls a writer at
- * the disk's speed.  After drx_stripe_set_behind(f, true) writes leave
- * that to the front end, which calls drx_stripe_persist_behind(f) from
- * another thread when drx_stripe_unrecorded(f) >= DRX_STRIPE_PERSIST_BYTES;
- * a write still persists itself past DRX_STRIPE_BEHIND_MAX unrecorded.
- * drx_stripe_persist_behind: takes the size, fdatasyncs the subfiles
- * without holding off writes, then records that size (never more: the
- * bytes written meanwhile wait for the next persist), unless a truncate or
- * a reload came between (nothing recorded).  0 or -errno (a sync's error
- * also fails f's next flush, as drx_stripe_synced's does).
- * drx_stripe_unrecorded: bytes the size has grown past the recorded one. */
-void drx_stripe_set_behind(struct drx_stripe *f, bool on);
-int drx_stripe_persist_behind(struct drx_stripe *f);
-uint64_t drx_stripe_unrecorded(struct drx_stripe *f);
 
 /* Re-reads the size from the metafile when this handle has no unpersisted
  * change (another process wrote the file).  Returns 1 when the size changed,
