@@ -451,6 +451,19 @@ PY
     }
     [ "$(stat -c %a shared/f)" = 660 ]
     [ "$(stat -c %a "$S/t$BATS_TEST_NUMBER/shared/f.nafs")" = 660 ]
+    # the subfiles hold the bytes: made with the metafile's mode, never
+    # wider (0666 before: the umask ignored, the ACL applied to the
+    # metafile alone)
+    local f sub
+    for f in f e m nob; do
+        for sub in $(subfiles_of "$S/t$BATS_TEST_NUMBER/shared/$f"); do
+            [ -e "$sub" ] || continue # not created yet: no byte reached it
+            [ "$(stat -c %a "$sub")" = "$(stat -c %a "$S/t$BATS_TEST_NUMBER/shared/$f.nafs")" ] || {
+                echo "$f: $sub: $(stat -c %a "$sub")" >&2
+                return 1
+            }
+        done
+    done
     [ "$(modes_acls "$l/plain" f dd p)" = "$(modes_acls plain f dd p)" ]
     [ "$(stat -c %a plain/f)" = 640 ]
 }

@@ -112,7 +112,7 @@ static int split_path(const char *path, char *dir, size_t len, const char **base
  * (0600), and fchmod of what this returns gives it the entries and mode
  * an open(O_CREAT, mode) would have: never more than the ACL grants (an
  * exact fchmod(mode) gave a file `other::r--` where the ACL said `---`). */
-static mode_t acl_new_mode(int dfd, mode_t mode)
+mode_t drx_replace_new_mode(int dfd, mode_t mode)
 {
     unsigned char acl[4 + 8 * 512];
     ssize_t n = fgetxattr(dfd, "system.posix_acl_default", acl, sizeof acl);
@@ -147,7 +147,7 @@ static int fill_temp(int dfd, int fd, const void *data, size_t len, const struct
 
     if (like)
         rc = drx_replace_take_owner(fd, like);
-    else if (fchmod(fd, acl_new_mode(dfd, mode) & 07777) < 0)
+    else if (fchmod(fd, drx_replace_new_mode(dfd, mode) & 07777) < 0)
         rc = -errno;
 
     if (rc == 0)

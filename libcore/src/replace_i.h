@@ -37,6 +37,11 @@ struct drx_store;
 int drx_replace_write_s(struct drx_store *s, const char *path, const void *data, size_t len,
                         const struct stat *like, mode_t mode, unsigned flags, struct stat *st);
 
+/* The mode a new file made with mode gets in directory dfd: with a default
+ * ACL there, mode masked by its owner, mask (or group) and other entries
+ * (the umask ignored), as the kernel would; without one, mode. */
+mode_t drx_replace_new_mode(int dfd, mode_t mode);
+
 /* Gives the open file fd the owner, group and mode of like, as far as the
  * caller may.  Root keeps all three.  Anyone else becomes the owner (the
  * new file is theirs), keeps the group when they are in it, and where the

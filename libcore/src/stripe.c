@@ -581,6 +581,22 @@ static int create_subfiles(struct drx_stripe *f, const char *path, const char *m
     return rc;
 }
 
+/* The mode a new metafile mp made with mode gets (drx_replace_new_mode in
+ * its directory); the owner's bits alone when that cannot be read. */
+static mode_t meta_new_mode(const char *mp, mode_t mode)
+{
+    char dir[PATH_MAX];
+    const char *base;
+
+    drx_stripe_split_path(mp, dir, sizeof dir, &base);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return mode & ~(mode_t)077;
+    mode = drx_replace_new_mode(dfd, mode);
+    close(dfd);
+    return mode;
+}
+
 /* drx_stripe_create() with the metafile at mp: NAME.nafs (temp false), or
  * a temporary name, written in place (temp true); -EEXIST when mp exists by
  * then. */
@@ -600,6 +616,10 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
     if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
     f->meta.layout = lay;
+    /* The subfiles hold the bytes: never a mode the metafile will not
+     * have, a default ACL of its directory included (else the umask's
+     * absence left them 0666 in stripe directories any user may enter). */
+    mode = (mode & ~(mode_t)0777) | (meta_new_mode(mp, mode) & 0777);
     /* temporary files are filled behind libcore's back (drx-load over
      * MPI-IO opens every subfile by path): all of them now */
     rc = create_subfiles(f, path, mp, mode, !temp, err);
