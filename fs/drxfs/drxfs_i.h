@@ -463,8 +463,10 @@ int drxfs_striped_sync_store(void);
 /* These take a node (path given) or an open file (n NULL). */
 int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);
 /* The metafile of a node or open file (-ENOENT for one removed), for
- * chmod/chown/utimens, into out (PATH_MAX). */
-int drxfs_striped_meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out);
+ * chmod/chown/utimens, into out, and its name without suffix into key
+ * (both PATH_MAX): copies, since a rename of a directory above replaces
+ * an open file's key meanwhile. */
+int drxfs_striped_meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out, char *key);
 /* After an access ACL was set on striped file n's metafile: its mode bits
  * (which setfacl changes as chmod would) carried to the subfiles. */
 int drxfs_striped_acl_set(const struct drxfs_node *n);

@@ -118,6 +118,9 @@ static void sfile_close(struct drxfs_sfile *e)
             close(e->wb_fds[i]);
     free(e->wb_fds);
     pthread_mutex_destroy(&e->times_lock);
+    for (unsigned i = 0; i < e->nretired; i++)
+        free(e->retired[i]);
+    free(e->retired);
     free(e->key);
     free(e);
 }
@@ -832,23 +835,31 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
     return rc;
 }
 
-int drxfs_striped_meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out)
+int drxfs_striped_meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out, char *key)
 {
-    if (n)
-        return drxfs_rel_suffix(out, n->rel, DRXFS_NAFS);
-    if (fh->sf->detached)
-        return -ENOENT;
-    return drxfs_rel_suffix(out, fh->sf->key, DRXFS_NAFS);
+    int rc = 0;
+
+    if (n) {
+        snprintf(key, PATH_MAX, "%s", n->rel);
+    } else {
+        /* a rename of a directory above replaces the key meanwhile */
+        pthread_mutex_lock(&drxfs_stable.mutex);
+        if (fh->sf->detached)
+            rc = -ENOENT;
+        else if ((size_t)snprintf(key, PATH_MAX, "%s", fh->sf->key) >= PATH_MAX)
+            rc = -ENAMETOOLONG;
+        pthread_mutex_unlock(&drxfs_stable.mutex);
+    }
+    return rc < 0 ? rc : drxfs_rel_suffix(out, key, DRXFS_NAFS);
 }
 
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
                           const struct timespec tv[2])
 {
-    char meta[PATH_MAX];
-    int rc = drxfs_striped_meta_rel(n, fh, meta);
+    char meta[PATH_MAX], key[PATH_MAX];
+    int rc = drxfs_striped_meta_rel(n, fh, meta, key);
     if (rc < 0)
         return rc;
-    const char *key = n ? n->rel : fh->sf->key;
     pthread_mutex_lock(&drxfs_stable.mutex);
     struct drxfs_sfile *e = drxfs_sfile_find(key);
     if (e)

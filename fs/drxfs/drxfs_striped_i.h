@@ -12,7 +12,13 @@
 #define DRXFS_WRITE_BEHIND ((uint64_t)8 << 20)
 
 struct drxfs_sfile {
-    char *key; /* store-relative name without suffix */
+    /* Store-relative name without suffix; replaced (stable.mutex) when a
+     * rename moves the file, the old string kept until the handle goes
+     * (retired), so that a thread reading it without the mutex (logs,
+     * paths) never reads freed memory. */
+    char *key;
+    char **retired;
+    unsigned nretired;
     struct drx_stripe *f;
     bool rw;
     bool detached; /* unlinked or replaced: serves its open files only */
@@ -75,5 +81,8 @@ struct drxfs_sfile *drxfs_sfile_detach(const char *rel);
  * keep the removed subfiles' space until the commit; the commit lets it go
  * now.  Drops drxfs_sfile_detach's reference; NULL is a no-op. */
 void drxfs_sfile_forget(struct drxfs_sfile *e);
+
+/* drxfs_striped_names.c: e->key becomes key (stable.mutex held). */
+void drxfs_sfile_set_key(struct drxfs_sfile *e, char *key);
 
 #endif

@@ -303,27 +303,27 @@ static int subfiles_setattr(const char *rel, mode_t mode, uid_t uid, gid_t gid)
 
 int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
 {
-    char meta[PATH_MAX];
-    int rc = drxfs_striped_meta_rel(n, fh, meta);
+    char meta[PATH_MAX], key[PATH_MAX];
+    int rc = drxfs_striped_meta_rel(n, fh, meta, key);
     if (rc < 0 || (rc = drx_store_entry_chmod(drxfs.store, meta, mode)) < 0)
         return rc;
-    return subfiles_setattr(n ? n->rel : fh->sf->key, mode, (uid_t)-1, (gid_t)-1);
+    return subfiles_setattr(key, mode, (uid_t)-1, (gid_t)-1);
 }
 
 int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
 {
-    char meta[PATH_MAX];
-    int rc = drxfs_striped_meta_rel(n, fh, meta);
+    char meta[PATH_MAX], key[PATH_MAX];
+    int rc = drxfs_striped_meta_rel(n, fh, meta, key);
     if (rc < 0 || (rc = drx_store_entry_chown(drxfs.store, meta, uid, gid)) < 0)
         return rc;
-    return subfiles_setattr(n ? n->rel : fh->sf->key, (mode_t)-1, uid, gid);
+    return subfiles_setattr(key, (mode_t)-1, uid, gid);
 }
 
 int drxfs_striped_acl_set(const struct drxfs_node *n)
 {
-    char meta[PATH_MAX];
+    char meta[PATH_MAX], key[PATH_MAX];
     struct stat st;
-    int rc = drxfs_striped_meta_rel(n, NULL, meta);
+    int rc = drxfs_striped_meta_rel(n, NULL, meta, key);
 
     if (rc < 0 || (rc = drx_store_entry_stat(drxfs.store, meta, &st)) < 0)
         return rc;

@@ -77,8 +77,7 @@ static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel, int pin)
     drxfs_unpin(old);
     char *key = strdup(to_rel);
     if (key && !e->detached) {
-        free(e->key);
-        e->key = key;
+        drxfs_sfile_set_key(e, key);
     } else {
         free(key);
     }
@@ -186,10 +185,20 @@ void drxfs_striped_dir_renamed(const char *from, const char *to)
             free(key);
             continue;
         }
-        free(e->key);
-        e->key = key;
+        drxfs_sfile_set_key(e, key);
     }
     pthread_mutex_unlock(&drxfs_stable.mutex);
+}
+
+void drxfs_sfile_set_key(struct drxfs_sfile *e, char *key)
+{
+    char **more = realloc(e->retired, (e->nretired + 1) * sizeof(*more));
+
+    if (more) {
+        more[e->nretired++] = e->key;
+        e->retired = more;
+    } /* else the old string is leaked rather than freed under a reader */
+    e->key = key;
 }
 
 int drxfs_striped_open_meta(const char *path, char *out)
