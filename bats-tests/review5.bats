@@ -42,10 +42,10 @@ teardown() {
     # every new descriptor of the daemon fails with EMFILE
     prlimit --pid "$pid" --nofile=4:"$(ulimit -Hn)"
     for ((i = 0; i < 100; i++)); do
-        grep -q "commit of a striped file: Too many open files" "$RV/m.log" && break
+        grep -Eq "commit of [0-9]+ striped files?: Too many open files" "$RV/m.log" && break
         sleep 0.1
     done
-    grep -q "commit of a striped file: Too many open files" "$RV/m.log"
+    grep -Eq "commit of [0-9]+ striped files?: Too many open files" "$RV/m.log"
     prlimit --pid "$pid" --nofile="$(ulimit -Hn)"
     commit_mount "$RV/m"
     run "$DRX" stripe get "$RV/s/victim"

@@ -181,9 +181,6 @@ kill_our_mpi() {
     done
 }
 
-# commit_mount MNT: what a user does before reading a mounted store behind
-# the mount (drx fsck, the metafiles): records every size waiting for the
-# mount's batched commit (drxfs -o commit_interval, README "Striped files").
 # fsck_after_crash STORE: after a kill -9 of the daemon, bytes past a
 # recorded size (a crash before recording them) and temporaries of an
 # interrupted update are all fsck may find; --repair then leaves it clean
@@ -197,6 +194,9 @@ fsck_after_crash() {
     fi
 }
 
+# commit_mount MNT: what a user does before reading a mounted store behind
+# the mount (drx fsck, the metafiles): records every size waiting for the
+# mount's batched commit (drxfs -o commit_interval, README "Striped files").
 commit_mount() {
     setfattr -n user.drx.commit -v 1 "$1"
 }

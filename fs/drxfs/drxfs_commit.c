@@ -69,9 +69,12 @@ static bool commit_again(struct commit_item *it, int rc)
     return again;
 }
 
-/* Marks every file, pays the sync once for all, then records each. */
-static void run_batch(struct commit_item *it)
+/* Marks every file, pays the sync once for all, then records each.
+ * Returns how many were put back for the next round (commit_again). */
+static unsigned run_batch(struct commit_item *it)
 {
+    unsigned again = 0;
+    int why = 0;
     bool synced = false;
     int rc;
 
@@ -86,8 +89,8 @@ static void run_batch(struct commit_item *it)
         struct commit_item *next = it->next;
         rc = it->ops->commit(it->obj, synced);
         if (rc < 0 && commit_again(it, rc)) {
-            drx_log(DRX_LOG_WARNING, "commit of a striped file: %s; tried again next round",
-                    strerror(-rc));
+            again++;
+            why = rc;
             it = next;
             continue;
         }
@@ -98,17 +101,26 @@ static void run_batch(struct commit_item *it)
         it = next;
         __atomic_add_fetch(&cm.committed, 1, __ATOMIC_RELAXED);
     }
+    if (again)
+        drx_log(DRX_LOG_WARNING, "commit of %u striped files: %s; tried again next round", again,
+                strerror(-why));
+    return again;
 }
 
 static void *commit_main(void *arg)
 {
     (void)arg;
+    unsigned again = 0;
+
     pthread_mutex_lock(&cm.mutex);
     for (;;) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += cm.interval;
-        while (!cm.stop && !cm.asked && cm.count < COMMIT_BATCH_MAX)
+        /* after a round that put files back (no descriptors, no memory),
+         * a full queue does not start the next one at once: the interval
+         * is waited, not a loop of syncs while the shortage lasts */
+        while (!cm.stop && !cm.asked && (again || cm.count < COMMIT_BATCH_MAX))
             if (pthread_cond_timedwait(&cm.cond, &cm.mutex, &until) == ETIMEDOUT)
                 break;
         struct commit_item *batch = cm.head;
@@ -117,7 +129,7 @@ static void *commit_main(void *arg)
         cm.asked = false;
         cm.busy = true;
         pthread_mutex_unlock(&cm.mutex);
-        run_batch(batch);
+        again = run_batch(batch);
         pthread_mutex_lock(&cm.mutex);
         cm.busy = false;
         cm.rounds++;

@@ -8,8 +8,8 @@
  * it was full made every other user's open, create and listing fail with
  * EMFILE, and the batched commit unable to record sizes, for as long as he
  * liked.  So the daemon raises its soft limit to the hard one at start,
- * and a user other than root may hold opens that keep at most a quarter of
- * it; past that his next open fails with EMFILE, as his own table's limit
+ * and a user other than root (and than the daemon's own user, whose table
+ * it is) may hold opens that keep at most a quarter of it; past that his next open fails with EMFILE, as his own table's limit
  * would.  An open is counted at what its kind keeps (drxfs_share_cost),
  * even when it shares a handle with other opens, so the count is an upper
  * bound; a user is refused only before an open, which then changes
@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "drxfs_striped_i.h"
 
@@ -82,6 +83,8 @@ int drxfs_share_take(uid_t *who)
     int rc = 0;
 
     *who = ctx ? ctx->uid : 0;
+    if (*who == geteuid())
+        *who = 0; /* the daemon's own user (its whole table, as root's) */
     if (*who == 0)
         return 0;
     pthread_mutex_lock(&sh.mutex);
