@@ -190,7 +190,8 @@ EOF
     # the GETXATTR before a write of an open file reads its metafile
     # without resolving the path: what was set since must still be seen,
     # so that the kernel removes it (the write of a file loses its
-    # capabilities, as on a local disk)
+    # capabilities, as on a local disk); a guard of that faster path (the
+    # path-resolving one it replaced passes too)
     command -v setcap >/dev/null || skip "no setcap"
     printf 'ab' >"$M/capw"
     exec 5>>"$M/capw"
