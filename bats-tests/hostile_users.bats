@@ -11,15 +11,11 @@
 load test_helper
 
 setup() {
-    cd "$BATS_TEST_TMPDIR"
-    RV=$(mktemp -d /tmp/drxfs-review2.XXXXXX)
-    chmod 755 "$RV"
-    mkdir -m 1777 "$RV/n" # what nobody may write
+    hostile_setup review2
 }
 
 teardown() {
-    [ -n "${APID:-}" ] && kill "$APID" 2>/dev/null || true
-    [ -n "${APID:-}" ] && wait "$APID" 2>/dev/null || true
+    stop_holder
     [ -n "${RV:-}" ] || return 0
     unmount_store "$RV/m"
     [ -e "$RV/u/m.pid" ] && unmount_store "$RV/u/m"
@@ -31,16 +27,12 @@ teardown() {
 # file or directory) and holds it for 2 minutes in the background (APID,
 # killed by teardown); returns once the lock is held
 nobody_flocks() {
-    # setpriv itself (not the nob function, a subshell): $! is the holder
-    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+    as_nobody_bg "$RV/n/locked" '
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
 fcntl.flock(fd, getattr(fcntl, sys.argv[2]))
 open(sys.argv[3], "w").close()
-time.sleep(120)' "$1" "$2" "$RV/n/locked" &
-    APID=$!
-    for _ in $(seq 100); do [ -e "$RV/n/locked" ] && break; sleep 0.1; done
-    [ -e "$RV/n/locked" ]
+time.sleep(120)' "$1" "$2"
 }
 
 # Found in review: the size of a striped file is recorded under flock(LOCK_EX)

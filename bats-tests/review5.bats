@@ -7,15 +7,11 @@
 load test_helper
 
 setup() {
-    cd "$BATS_TEST_TMPDIR"
-    RV=$(mktemp -d /tmp/drxfs-review5.XXXXXX)
-    chmod 755 "$RV"
-    mkdir -m 1777 "$RV/n" # what nobody may write
+    hostile_setup review5
 }
 
 teardown() {
-    [ -n "${APID:-}" ] && kill "$APID" 2>/dev/null || true
-    [ -n "${APID:-}" ] && wait "$APID" 2>/dev/null || true
+    stop_holder
     [ -n "${RV:-}" ] || return 0
     # a daemon a test starved of descriptors gets them back before unmount
     [ -f "$RV/m.pid" ] && prlimit --pid "$(cat "$RV/m.pid")" --nofile="$(ulimit -Hn)" 2>/dev/null
@@ -60,7 +56,7 @@ teardown() {
 # for 2 minutes in the background (APID, killed by teardown); $RV/n/held
 # says how many, and why he stopped
 nobody_holds_opens() {
-    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+    as_nobody_bg "$RV/n/held" '
 import os, resource, sys, time
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -74,10 +70,7 @@ for path, flags in ((sys.argv[1], os.O_RDONLY), (sys.argv[2], os.O_RDONLY | os.O
 with open(sys.argv[3] + ".tmp", "w") as f:
     f.write("%d %s\n" % (len(fds), why))
 os.rename(sys.argv[3] + ".tmp", sys.argv[3])
-time.sleep(120)' "$1" "$2" "$RV/n/held" &
-    APID=$!
-    for _ in $(seq 600); do [ -e "$RV/n/held" ] && break; sleep 0.1; done
-    [ -e "$RV/n/held" ]
+time.sleep(120)' "$1" "$2"
 }
 
 # Found in review: every plain file and store directory a user holds open

@@ -181,6 +181,34 @@ kill_our_mpi() {
     done
 }
 
+# hostile_setup NAME: a scratch directory RV under /tmp, where user nobody
+# reaches it (mode 755), with RV/n writable by him (1777)
+hostile_setup() {
+    cd "$BATS_TEST_TMPDIR"
+    RV=$(mktemp -d "/tmp/drxfs-$1.XXXXXX")
+    chmod 755 "$RV"
+    mkdir -m 1777 "$RV/n"
+}
+
+# stop_holder: kills and reaps the background holder $APID, if any
+stop_holder() {
+    [ -n "${APID:-}" ] && kill "$APID" 2>/dev/null || true
+    [ -n "${APID:-}" ] && wait "$APID" 2>/dev/null || true
+}
+
+# as_nobody_bg READY SCRIPT ARG...: user nobody runs python SCRIPT with
+# ARG... READY in the background (setpriv itself, so that $APID is the
+# process; the suites' teardown kills it); returns once the script has
+# made file READY (60 s at most)
+as_nobody_bg() {
+    local ready=$1 script=$2
+    shift 2
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c "$script" "$@" "$ready" &
+    APID=$!
+    for _ in $(seq 600); do [ -e "$ready" ] && break; sleep 0.1; done
+    [ -e "$ready" ]
+}
+
 # fsck_after_crash STORE: after a kill -9 of the daemon, bytes past a
 # recorded size (a crash before recording them) and temporaries of an
 # interrupted update are all fsck may find; --repair then leaves it clean
