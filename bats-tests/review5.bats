@@ -222,7 +222,12 @@ time.sleep(120)' "$RV/m/pub/big/info" "$RV/n/held" &
     [ "$(cat "$RV/n/held")" = "3 Cannot allocate memory" ]
     rss=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$pid/status")
     echo "daemon VmRSS $rss kB"
-    [ "$rss" -lt $((600 * 1024)) ]
+    # 700 MB before the fix in the gcc build; ASan's quarantine keeps what
+    # building the three copies freed (618 MB seen), so the bound there
+    # only rules out the unbounded case (the count above is the fix's test)
+    local bound=$((600 * 1024))
+    grep -q libasan "/proc/$pid/maps" && bound=$((1200 * 1024))
+    [ "$rss" -lt "$bound" ]
     # another user and root still read it
     setpriv --reuid=65533 --regid=65533 --clear-groups -- head -c 1 "$RV/m/pub/big/info" >/dev/null
     head -c 1 "$RV/m/pub/big/info" >/dev/null
