@@ -9,8 +9,8 @@
  * EMFILE, and the batched commit unable to record sizes, for as long as he
  * liked.  So the daemon raises its soft limit to the hard one at start,
  * and a user other than root (and than the daemon's own user, whose table
- * it is) may hold opens that keep at most a quarter of it; past that his next open fails with EMFILE, as his own table's limit
- * would.  An open is counted at what its kind keeps (drxfs_share_cost),
+ * it is) may hold opens that keep at most a quarter of it; past that his
+ * next open fails with EMFILE, as his own table's limit would.  An open is counted at what its kind keeps (drxfs_share_cost),
  * even when it shares a handle with other opens, so the count is an upper
  * bound; a user is refused only before an open, which then changes
  * nothing.
