@@ -221,11 +221,7 @@ void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel, mode_t mode)
     if (ctx->uid != geteuid() || ctx->gid != getegid() || (mode & (S_ISUID | S_ISGID)))
         drxfs_chown_new(meta);
     drx_stripe_meta_get(f, &m);
-    for (unsigned i = 0; i < m.layout.count; i++) {
-        int dfd = drxfs.store->dir_fds[m.sub[i].dir];
-        if (dfd >= 0)
-            fchownat(dfd, m.sub[i].name, ctx->uid, ctx->gid, AT_SYMLINK_NOFOLLOW);
-    }
+    drx_stripe_subfiles_setattr(drxfs.store, &m, (mode_t)-1, ctx->uid, ctx->gid, rel);
 }
 
 /* ---- the operations of striped files (drxfs_striped.c) ---- */
