@@ -29,6 +29,12 @@ setup() {
 teardown() {
     kill_our_mpi
     cleanup_owner_test
+    if [ -n "${INV_M0:-}" ]; then
+        kill -CONT "$(cat "$INV_M0.pid" 2>/dev/null || echo 0)" 2>/dev/null || true
+        unmount_store "$INV_M1"
+        unmount_store "$INV_M0"
+        INV_M0= INV_M1=
+    fi
     if [ -n "${RA_MNT:-}" ]; then
         kill -CONT "$(cat "$RA_MNT.pid" 2>/dev/null || echo 0)" 2>/dev/null || true
         unmount_store "$RA_MNT"
@@ -534,6 +540,73 @@ os.write(fd, b'x' * 5000); os.fsync(fd); os.close(fd)"
         cmp <(head -c "$n" "src/$(basename "$f")") "$f"
     done
     unmount_store "$k"
+}
+
+# inval_waits PID: a thread of PID or of a child of it waits in the kernel
+# to drop a page of the mount (FUSE_NOTIFY_INVAL_INODE on a locked page).
+inval_waits() {
+    local p
+    for p in "$1" $(pgrep -P "$1"); do
+        grep -qs invalidate_inode_pages2 /proc/"$p"/task/*/stack && return 0
+    done
+    return 1
+}
+
+@test "kill -9 while an invalidation waits on a page under I/O: the daemon exits and the mount fails at once instead of hanging" {
+    # The stripe directory of s1 lies on another drxfs mount (m0), which
+    # is stopped: a read of f through m1 then waits in m1's daemon, its
+    # page locked, while a change of f's metafile makes m1 drop f's pages.
+    local s0="$BATS_TEST_TMPDIR/s0" s1="$BATS_TEST_TMPDIR/s1" i pid relay reader
+    INV_M0="$BATS_TEST_TMPDIR/m0" INV_M1="$BATS_TEST_TMPDIR/m1"
+    "$DRX" init "$s0" >/dev/null
+    mount_store "$s0" "$INV_M0"
+    mkdir "$INV_M0/stripes"
+    "$DRX" init "$s1" --stripe-dirs "$INV_M0/stripes" >/dev/null
+    mount_store "$s1" "$INV_M1"
+    head -c 4M /dev/urandom >"$INV_M1/f"
+    # a new mount: none of f's pages in the kernel's cache
+    unmount_store "$INV_M1"
+    mount_store "$s1" "$INV_M1"
+    pid=$(cat "$INV_M1.pid")
+    relay=$(pgrep -P "$pid" -x drxfs-inval)
+    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    "$PY" -c '
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+m = mmap.mmap(fd, 1 << 20, prot=mmap.PROT_READ)
+print("mapped", flush=True)
+while not os.path.exists("go"):
+    time.sleep(0.02)
+m[4096]' "$INV_M1/f" >reader.out 2>&1 &
+    local reader=$!
+    for ((i = 0; i < 100; i++)); do grep -q mapped reader.out && break; sleep 0.05; done
+    kill -STOP "$(cat "$INV_M0.pid")"
+    # the fault's READ reaches m1's daemon, whose pread waits for m0
+    touch go
+    sleep 0.3
+    touch "$s1/f.nafs"
+    for ((i = 0; i < 100; i++)); do inval_waits "$pid" && break; sleep 0.05; done
+    inval_waits "$pid" || fail "no invalidation waited on f's page: $(cat reader.out)"
+    kill -9 "$pid"
+    # the killed daemon's closes go to m0
+    kill -CONT "$(cat "$INV_M0.pid")"
+    for ((i = 0; i < 50; i++)); do
+        daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
+        sleep 0.1
+    done
+    daemon_gone "$pid" || {
+        stuck_stacks "$pid"
+        fuse_abort "$INV_M1"
+        fail "drxfs did not exit after kill -9"
+    }
+    ! kill -0 "$relay" 2>/dev/null || { stuck_stacks "$relay"; fail "its relay did not exit"; }
+    run timeout 5 stat "$INV_M1"
+    assert_failure
+    assert_output --partial "not connected"
+    wait "$reader" || true # SIGBUS: its mapping lost the connection
+    unmount_store "$INV_M1"
+    unmount_store "$INV_M0"
+    INV_M0= INV_M1=
 }
 
 @test "utimes of a file waiting for the batched commit: no size recorded then, the times survive the commit" {

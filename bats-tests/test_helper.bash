@@ -147,7 +147,16 @@ unmount_store() {
                 sleep 0.1
             done
             # stuck in the kernel (see fuse_abort): wait would never return
-            daemon_gone "$pid" || { stuck_stacks "$pid"; fuse_abort "$mnt"; }
+            if ! daemon_gone "$pid"; then
+                stuck_stacks "$pid"
+                fuse_abort "$mnt"
+                for ((i = 0; i < 50; i++)); do
+                    daemon_gone "$pid" && break
+                    sleep 0.1
+                done
+                # the aborted connection's mount is still there
+                fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true
+            fi
         fi
         wait "$pid" 2>/dev/null || true
         rm -f "$mnt.pid"

@@ -12,6 +12,7 @@
  *   drxfs_zarr.c    the zarr/ group of an array directory (and _write.c)
  *   drxfs_info.c    sizes of info files, cached per metadata generation
  *   drxfs_kcache.c  the kernel's caches: what it holds, when to drop it
+ *   drxfs_notify.c  invalidations: attributes only, or pages through a relay
  *   drxfs_commit.c  batched commits of striped files' sizes (ordered mode)
  *
  * Every store access goes through libcore's store handle (drxfs.store),
@@ -517,6 +518,18 @@ void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel, mode_t mode)
  * store-relative names (an array's, for every view of it); paths are mount
  * paths.  Without drxfs_kc_start() (or after stop) nothing is recorded. */
 void drxfs_kc_start(struct fuse *f);
+/* drxfs_notify.c: libfuse sends through drxfs's io from here on, and page
+ * invalidations go through a child process, so that a kill -9 of the
+ * daemon never leaves one waiting on a page in the kernel.  After
+ * daemonizing, before the session loop; 0, or -1 when the relay did not
+ * start (logged; invalidations then run in the daemon). */
+struct fuse_session;
+int drxfs_notify_start(struct fuse_session *se);
+/* Ends the relay (after the threads that invalidate have stopped). */
+void drxfs_notify_stop(void);
+/* fuse_invalidate_path() of the attributes alone: the pages stay, and no
+ * page under I/O is waited for.  fuse_invalidate_path()'s result. */
+int drxfs_inval_attrs(struct fuse *f, const char *path);
 void drxfs_kc_stop(void);
 bool drxfs_kc_active(void);
 /* Signature of a stat (h: 0, or a previous signature to extend). */

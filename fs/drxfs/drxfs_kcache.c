@@ -23,8 +23,10 @@
  *     group's paths, from the same thread.
  *
  * Invalidation is fuse_invalidate_path() (attributes and pages of the
- * node libfuse knows by that path).  It may wait for pages under I/O, whose
- * requests need the other workers: it never runs with a lock of ours held.
+ * node libfuse knows by that path), from the thread, sent through a child
+ * process (drxfs_notify.c); at open and getattr the attributes alone
+ * (drxfs_inval_attrs).  A page invalidation may wait for pages under I/O,
+ * whose requests need the workers: it never runs with a lock of ours held.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -377,7 +379,7 @@ void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, bool counted
      * answered, and invalidated before the answer lands, so the kernel
      * discards them (a newer attribute version) but stat shows them. */
     if (drop)
-        fuse_invalidate_path(kc.fuse, path);
+        drxfs_inval_attrs(kc.fuse, path);
     if (kc.flush_all)
         wake();
 }
@@ -413,7 +415,7 @@ int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t
      * not ask for them again at open); its pages go anyway without
      * keep_cache. */
     if (stale) {
-        fuse_invalidate_path(kc.fuse, path);
+        drxfs_inval_attrs(kc.fuse, path);
         __atomic_add_fetch(&kc.invalidations, 1, __ATOMIC_RELAXED);
     }
     __atomic_add_fetch(keep ? &kc.kept : &kc.dropped, 1, __ATOMIC_RELAXED);

@@ -37,6 +37,8 @@ int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops)
         rc = 5;
         goto out_unmount;
     }
+    if (drxfs.kernel_cache)
+        drxfs_notify_start(fuse_get_session(f));
     if (opts.singlethread) {
         rc = fuse_loop(f);
     } else if ((loop = fuse_loop_cfg_create())) {
@@ -51,6 +53,7 @@ out_unmount:
     /* commits rename metafiles, which the kernel cache's thread sees */
     drxfs_commit_stop();
     drxfs_kc_stop();
+    drxfs_notify_stop();
     fuse_unmount(f);
 out_destroy:
     fuse_destroy(f);

@@ -1,0 +1,299 @@
+/* How the daemon tells the kernel to drop what it caches, so that a kill -9
+ * of drxfs cannot leave its mount hung.
+ *
+ * An invalidation of a file's pages (FUSE_NOTIFY_INVAL_INODE with an
+ * offset) waits in the kernel, unkillable, for each page of the file under
+ * I/O: a READ in flight keeps its pages locked until the daemon answers.
+ * Killed while one of its threads waited so, the daemon could not exit:
+ * that thread still waits, so the process keeps its /dev/fuse descriptor,
+ * so the kernel never ends the READ the daemon had taken, and the mount
+ * hung until its connection was aborted by hand.  Now libfuse sends
+ * through the io here (fuse_session_custom_io):
+ *
+ *   - an invalidation that needs the attributes dropped and not the pages
+ *     (at open and getattr: an open that does not answer keep_cache makes
+ *     the opener's kernel drop the pages itself) goes with offset -1,
+ *     which takes no page lock (drxfs_inval_attrs);
+ *   - one that drops pages (the kernel cache's thread, after a write
+ *     through another view or a change behind the mount) is handed to the
+ *     relay, a child process holding its own clone of the connection's
+ *     device, and waited for on a socket.  A killed daemon then exits at
+ *     once, and its descriptor closes, which ends the requests it had
+ *     taken; the relay's invalidation returns; the relay, seeing its
+ *     lifeline close, answers what the kernel still asks with EIO until no
+ *     invalidation of its waits, and exits; its device closing aborts the
+ *     connection, as after any crash of a FUSE server.
+ *
+ * Without the relay (it failed to start, or died) pages are invalidated
+ * in the daemon as before.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "drxfs_i.h" /* FUSE_USE_VERSION first */
+
+#include <fuse_lowlevel.h>
+#include <linux/fuse.h>
+
+/* Descriptors of the relay: its end of the socket, its device, the read
+ * end of its lifeline (a pipe whose write end only the daemon holds). */
+enum { RELAY_SOCK = 3, RELAY_DEV, RELAY_LIFE, RELAY_FIRST_FREE };
+
+/* A request read from the device while draining: libfuse's largest
+ * (256 pages of data and a header) fits. */
+#define RELAY_DRAIN_BUF ((size_t)2 << 20)
+
+static __thread bool attrs_only;
+
+static struct {
+    pthread_mutex_t mutex;
+    int sock;     /* the daemon's end, -1 without a relay */
+    int lifeline; /* the pipe's write end */
+    pid_t pid;
+    bool lost; /* logged once */
+} rl = {.mutex = PTHREAD_MUTEX_INITIALIZER, .sock = -1, .lifeline = -1};
+
+/* ---- the relay (child process) ---- */
+
+static struct {
+    pthread_mutex_t mutex;
+    bool dying, busy;
+} child = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+static void *relay_main(void *arg)
+{
+    char msg[sizeof(struct fuse_out_header) + sizeof(struct fuse_notify_inval_inode_out)];
+    (void)arg;
+
+    for (;;) {
+        ssize_t n = recv(RELAY_SOCK, msg, sizeof msg, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return NULL;
+        pthread_mutex_lock(&child.mutex);
+        bool go = !child.dying;
+        child.busy = go;
+        pthread_mutex_unlock(&child.mutex);
+        if (!go)
+            return NULL;
+        int32_t res = write(RELAY_DEV, msg, (size_t)n) < 0 ? -errno : 0;
+        pthread_mutex_lock(&child.mutex);
+        child.busy = false;
+        pthread_mutex_unlock(&child.mutex);
+        if (send(RELAY_SOCK, &res, sizeof res, MSG_NOSIGNAL) < 0)
+            return NULL;
+    }
+}
+
+static bool relay_busy(void)
+{
+    pthread_mutex_lock(&child.mutex);
+    bool busy = child.busy;
+    pthread_mutex_unlock(&child.mutex);
+    return busy;
+}
+
+/* The daemon is gone while an invalidation of ours waits, maybe on a page
+ * whose READ no daemon thread took: every request the kernel still queues
+ * is answered with EIO (none of libfuse's state is left to do better)
+ * until the invalidation returns. */
+static void relay_drain(void)
+{
+    char *buf = malloc(RELAY_DRAIN_BUF);
+
+    while (buf && relay_busy()) {
+        struct pollfd p = {.fd = RELAY_DEV, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        ssize_t n = read(RELAY_DEV, buf, RELAY_DRAIN_BUF);
+        if (n < 0 && errno == ENODEV)
+            break; /* aborted or unmounted: nothing waits any more */
+        if (n < (ssize_t)sizeof(struct fuse_in_header))
+            continue;
+        const struct fuse_in_header *in = (const void *)buf;
+        if (in->opcode == FUSE_FORGET || in->opcode == FUSE_BATCH_FORGET ||
+            in->opcode == FUSE_INTERRUPT)
+            continue; /* these get no answer */
+        struct fuse_out_header out = {.len = sizeof out, .error = -EIO, .unique = in->unique};
+        if (write(RELAY_DEV, &out, sizeof out) < 0 && errno == ENODEV)
+            break;
+    }
+    free(buf);
+}
+
+static _Noreturn void relay_run(void)
+{
+    static const int quiet[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2};
+    pthread_t t;
+
+    /* the daemon's own shutdown ends this one: a signal to the process
+     * group (^C of drxfs -f) must not end it first */
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
+        signal(quiet[i], SIG_IGN);
+    prctl(PR_SET_NAME, "drxfs-inval");
+    if (pthread_create(&t, NULL, relay_main, NULL) != 0)
+        _exit(1); /* the daemon finds the socket closed and does without */
+    struct pollfd p = {.fd = RELAY_LIFE, .events = POLLIN};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR)
+        ;
+    pthread_mutex_lock(&child.mutex);
+    child.dying = true;
+    pthread_mutex_unlock(&child.mutex);
+    relay_drain();
+    _exit(0);
+}
+
+/* In the new child: the three descriptors it needs at fixed numbers, every
+ * other one closed (the daemon's device above all, and the store's: a
+ * copy of a descriptor would keep an flock of the daemon's alive). */
+static _Noreturn void relay_start(int sock, int dev, int life)
+{
+    int a = fcntl(sock, F_DUPFD, 100), b = fcntl(dev, F_DUPFD, 100),
+        c = fcntl(life, F_DUPFD, 100);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+    if (a < 0 || b < 0 || c < 0 || null < 0 || dup2(a, RELAY_SOCK) < 0 ||
+        dup2(b, RELAY_DEV) < 0 || dup2(c, RELAY_LIFE) < 0 || dup2(null, 0) < 0 ||
+        dup2(null, 1) < 0)
+        _exit(1);
+    if (close_range(RELAY_FIRST_FREE, ~0U, 0) < 0)
+        _exit(1);
+    relay_run();
+}
+
+/* ---- the daemon's side ---- */
+
+/* Hands the notification to the relay and waits for the kernel's answer:
+ * its length, or -1 with errno.  Without a relay, 0 with *sent false. */
+static ssize_t relay_send(const struct iovec *iov, bool *sent)
+{
+    char msg[sizeof(struct fuse_out_header) + sizeof(struct fuse_notify_inval_inode_out)];
+    int32_t res = 0;
+    bool ok;
+
+    memcpy(msg, iov[0].iov_base, iov[0].iov_len);
+    memcpy(msg + iov[0].iov_len, iov[1].iov_base, iov[1].iov_len);
+    pthread_mutex_lock(&rl.mutex);
+    ok = rl.sock >= 0;
+    if (ok) {
+        ssize_t n;
+        while ((n = send(rl.sock, msg, sizeof msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+            ;
+        ok = n == (ssize_t)sizeof msg;
+        while (ok && (n = recv(rl.sock, &res, sizeof res, 0)) < 0 && errno == EINTR)
+            ;
+        ok = ok && n == (ssize_t)sizeof res;
+    }
+    if (!ok && rl.sock >= 0 && !rl.lost) {
+        rl.lost = true;
+        drx_log(DRX_LOG_WARNING, "the invalidation relay is gone; the daemon invalidates "
+                                 "pages itself (a kill -9 may then leave the mount hung)");
+    }
+    pthread_mutex_unlock(&rl.mutex);
+    *sent = ok;
+    if (ok && res < 0) {
+        errno = -res;
+        return -1;
+    }
+    return ok ? (ssize_t)sizeof msg : 0;
+}
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+    (void)userdata;
+    return read(fd, buf, len);
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+    (void)userdata;
+    if (count != 2 || iov[0].iov_len != sizeof(struct fuse_out_header) ||
+        iov[1].iov_len != sizeof(struct fuse_notify_inval_inode_out))
+        return writev(fd, iov, count);
+    const struct fuse_out_header *h = iov[0].iov_base;
+    if (h->unique != 0 || h->error != FUSE_NOTIFY_INVAL_INODE)
+        return writev(fd, iov, count);
+    if (attrs_only) {
+        struct fuse_notify_inval_inode_out arg = *(const struct fuse_notify_inval_inode_out *)iov[1].iov_base;
+        struct iovec v[2] = {iov[0], {.iov_base = &arg, .iov_len = sizeof arg}};
+        arg.off = -1; /* attributes only: no page is waited for */
+        arg.len = 0;
+        return writev(fd, v, 2);
+    }
+    bool sent;
+    ssize_t n = relay_send(iov, &sent);
+    return sent ? n : writev(fd, iov, count);
+}
+
+int drxfs_inval_attrs(struct fuse *f, const char *path)
+{
+    attrs_only = true;
+    int rc = fuse_invalidate_path(f, path);
+    attrs_only = false;
+    return rc;
+}
+
+static void close_if(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+int drxfs_notify_start(struct fuse_session *se)
+{
+    static const struct fuse_custom_io io = {.read = io_read, .writev = io_writev};
+    int sefd = fuse_session_fd(se), sv[2] = {-1, -1}, life[2] = {-1, -1}, dev = -1;
+    uint32_t master = (uint32_t)sefd;
+    pid_t pid = -1;
+
+    if (fuse_session_custom_io(se, &io, sefd) != 0)
+        return -ENOMEM;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
+        pipe2(life, O_CLOEXEC) < 0 || (dev = open("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0 ||
+        ioctl(dev, FUSE_DEV_IOC_CLONE, &master) < 0 || (pid = fork()) < 0) {
+        int rc = -errno;
+        drx_log(DRX_LOG_WARNING, "invalidation relay: %s; a kill -9 may leave the mount hung",
+                strerror(-rc));
+        pid = -1;
+        goto out;
+    }
+    if (pid == 0)
+        relay_start(sv[1], dev, life[0]);
+    rl.sock = sv[0];
+    rl.lifeline = life[1];
+    rl.pid = pid;
+    sv[0] = life[1] = -1;
+out:
+    close_if(sv[0]);
+    close_if(sv[1]);
+    close_if(life[0]);
+    close_if(life[1]);
+    close_if(dev);
+    return pid < 0 ? -1 : 0;
+}
+
+void drxfs_notify_stop(void)
+{
+    pthread_mutex_lock(&rl.mutex);
+    int sock = rl.sock, life = rl.lifeline;
+    rl.sock = rl.lifeline = -1;
+    pthread_mutex_unlock(&rl.mutex);
+    if (sock < 0)
+        return;
+    close(life);
+    close(sock);
+    while (waitpid(rl.pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
