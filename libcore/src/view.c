@@ -303,8 +303,9 @@ static int row_io(struct engine *e, uint64_t c0, unsigned char *u, uint64_t run,
 struct parts {
     uint64_t lo[2 * DRX_MAX_RANK][DRX_MAX_RANK], hi[2 * DRX_MAX_RANK][DRX_MAX_RANK];
     bool any[2 * DRX_MAX_RANK];
-    uint64_t span0, span1; /* chunk element offsets, [span0, span1) */
-    uint64_t elems;        /* elements the parts hold */
+    bool runs[2 * DRX_MAX_RANK]; /* read run by run: set by parts_in_runs */
+    uint64_t span0, span1;       /* chunk element offsets, [span0, span1) */
+    uint64_t elems;              /* elements the parts hold */
 };
 
 /* Box j's part of chunk K; false when the box misses the chunk. */
@@ -442,23 +443,27 @@ static bool part_in_runs(struct engine *e, const uint64_t *K, const uint64_t *lo
 
 /* Whether a part of the chunk is read run by run (then each of the others
  * is read as its own span, not the chunk's: a request's first and last
- * parts are often a piece of one layer, a run too short to qualify). */
-static bool parts_in_runs(struct engine *e, const uint64_t *K, const struct parts *p)
+ * parts are often a piece of one layer, a run too short to qualify); sets
+ * p->runs of every part, which the reads then follow. */
+static bool parts_in_runs(struct engine *e, const uint64_t *K, struct parts *p)
 {
-    for (int j = 0; j < e->nbox; j++)
-        if (p->any[j] && part_in_runs(e, K, p->lo[j], p->hi[j]))
-            return true;
-    return false;
+    bool any = false;
+
+    for (int j = 0; j < e->nbox; j++) {
+        p->runs[j] = p->any[j] && part_in_runs(e, K, p->lo[j], p->hi[j]);
+        any |= p->runs[j];
+    }
+    return any;
 }
 
-/* fn for each run of the part lo..hi of chunk K, or once for its span
- * when it is not read run by run. */
+/* fn for each run of the part lo..hi of chunk K when it is read run by run
+ * (runs), else once for its span. */
 static int part_io(struct engine *e, const uint64_t *K, const uint64_t *lo, const uint64_t *hi,
-                   run_fn fn, void *ctx)
+                   bool runs, run_fn fn, void *ctx)
 {
     uint64_t last[DRX_MAX_RANK], o0;
 
-    if (part_in_runs(e, K, lo, hi))
+    if (runs)
         return part_runs(e, K, lo, hi, fn, ctx);
     for (int d = 0; d < e->rank; d++)
         last[d] = hi[d] - 1;
@@ -508,10 +513,10 @@ static int chunk_in_runs(struct engine *e, const uint64_t *K, struct parts *p, u
     } else {
         for (int j = 0; j < e->nbox && rc == 0; j++)
             if (p->any[j])
-                rc = part_io(e, K, p->lo[j], p->hi[j], run_hint, &r);
+                rc = part_io(e, K, p->lo[j], p->hi[j], p->runs[j], run_hint, &r);
         for (int j = 0; j < e->nbox && rc == 0; j++)
             if (p->any[j])
-                rc = part_io(e, K, p->lo[j], p->hi[j], run_read, &r);
+                rc = part_io(e, K, p->lo[j], p->hi[j], p->runs[j], run_read, &r);
     }
     if (rc == 0) {
         struct in_span sp = {e->scratch, p->span0};
@@ -645,23 +650,18 @@ static int advise_run(struct engine *e, uint64_t off, uint64_t len, void *ctx)
  * read run by run (part_in_runs) is announced run by run. */
 static int advise_chunk(struct engine *e, const uint64_t *K)
 {
-    uint64_t lo[DRX_MAX_RANK], hi[DRX_MAX_RANK], last[DRX_MAX_RANK], first = 0, o0, o1, q;
+    uint64_t lo[DRX_MAX_RANK], hi[DRX_MAX_RANK], first = 0, q;
 
     for (int d = 0; d < e->rank; d++) {
         drx_plan_view_range(e->m->chunk, e->v, d, K[d], &lo[d], &hi[d]);
         if (lo[d] >= hi[d])
             return 0;
-        last[d] = hi[d] - 1;
         first += lo[d] * e->lstride[d];
     }
     if (first < e->ra_lo || first >= e->ra_hi)
         return 0;
     q = drx_map_address(&e->m->map, K);
-    if (part_in_runs(e, K, lo, hi))
-        return part_runs(e, K, lo, hi, advise_run, &q);
-    o0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, lo);
-    o1 = drx_plan_chunk_offset(e->m->chunk, e->v, K, last) + 1;
-    return advise_span(e, q, o0 * e->v->elem_size, (o1 - o0) * e->v->elem_size);
+    return part_io(e, K, lo, hi, part_in_runs(e, K, lo, hi), advise_run, &q);
 }
 
 /* Handles one chunk: every box's part in it, with one read (and one write)
