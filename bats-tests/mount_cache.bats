@@ -261,6 +261,41 @@ assert (got.reshape(160, 32, 160) == want[:, 72:104]).all()" \
         <("$DRX" get "$S/ra" dim1=72:104)
 }
 
+# A cold slab read through the mount reads its chunks' spans from the disk
+# and nothing past them: the copy engine's first read hands the pool its
+# pieces in the order the view needs them, and a span whose pages are not
+# in the page cache yet is announced exactly before its pread
+# (libcore/src/view_ahead.c).  A pread that missed made the kernel read
+# ahead past the span, into the chunks next in the file, which a column
+# slab does not need.  192^3 f64 in 64^3 chunks grown along d2, d0 and d1,
+# as bench_cache.sh's cold part: dim2=0:32 needs 9 chunks' spans of 2 MiB
+# (18 MiB); the daemon read 18-26 MiB per cold read before (18 in one of
+# the nine reads of three runs of this test), exactly 18 since.
+@test "a cold column slab reads from the disk only the chunk spans it needs" {
+    "$DRX" rm "$S/col" 2>/dev/null || true
+    "$DRX" create "$S/col" --type f64 --shape 128x128x128 --chunk 64x64x64
+    "$DRX" extend "$S/col" 2 64
+    "$DRX" extend "$S/col" 0 64
+    "$DRX" extend "$S/col" 1 64
+    head -c $((192 * 192 * 192 * 8)) /dev/urandom | "$DRX" put "$S/col"
+    sync
+    local pid f="$M/col/dim2=0:32/data" i a b total=0 need=$((3 * 18 << 20))
+    pid=$(cat "$M.pid")
+    cmp <("$DRX" get "$S/col" dim2=0:32) "$f"
+    for ((i = 0; i < 3; i++)); do
+        cold "$S/col.xta" "$f"
+        a=$(awk '/^read_bytes/ { print $2 }' "/proc/$pid/io")
+        dd if="$f" of=/dev/null bs=1M status=none
+        b=$(awk '/^read_bytes/ { print $2 }' "/proc/$pid/io")
+        echo "cold read $i: the daemon read $(((b - a) >> 10)) KiB"
+        total=$((total + b - a))
+    done
+    # a store whose pages cannot be dropped, or not on a disk (tmpfs), reads less
+    [ "$total" -ge "$need" ] || skip "the daemon read $((total >> 10)) KiB: no cold reads here"
+    [ "$total" -le $((need + (1 << 20))) ]
+    "$DRX" rm "$S/col"
+}
+
 # The read-ahead pool (libcore/src/readahead.c) keeps at most 4 MiB of
 # ordered ranges (drx_io_readahead_ordered, the copy engine's first read's
 # pieces) hinted that it has not seen read: past that, a pool thread waits

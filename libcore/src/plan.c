@@ -45,9 +45,7 @@ struct drx_plan {
 /* The first view index along d at or after chunk coordinate x. */
 static uint64_t first_w(const struct drx_plan *p, int d, uint64_t x)
 {
-    uint64_t a = x * p->chunk[d], o = p->v.origin[d], s = p->v.step[d], n = p->v.count[d];
-    uint64_t w = a > o ? (a - o + s - 1) / s : 0;
-    return w < n ? w : n;
+    return drx_plan_first_index(p->chunk, &p->v, d, x);
 }
 
 /* Hits along d in chunk coordinates [a, b). */

@@ -11,9 +11,9 @@
 #include "drx/view.h"
 
 #include "array_i.h"
-#include "view_walk_i.h"
 #include "drx/io.h"
 #include "drx/plan.h"
+#include "view_engine_i.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,41 +21,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Read-ahead of a read: view bytes beyond it whose chunks are announced,
- * the most chunk bytes announced per read, and the ranges handed to the
- * pool at a time. */
-#define DRX_READ_AHEAD_VIEW ((uint64_t)16 << 20)
-#define DRX_READ_AHEAD_MAX ((uint64_t)64 << 20)
-#define DRX_READ_AHEAD_BATCH 64
-/* ... and the size of the pieces they are handed to the pool in, at most
- * DRX_READ_AHEAD_PIECES at a time. */
-#define DRX_READ_AHEAD_PIECE ((uint64_t)256 << 10)
-#define DRX_READ_AHEAD_PIECES 256
-
-struct engine {
-    struct drx_array *a;
-    const struct drx_array_meta *m;
-    const struct drx_view *v;
-    int rank;
-    int perm[DRX_MAX_RANK];         /* dimensions, slowest to fastest in the view order */
-    uint64_t lstride[DRX_MAX_RANK]; /* linear stride of each dimension (by dimension) */
-    struct box box[2 * DRX_MAX_RANK];
-    int nbox;
-    unsigned char *buf; /* the caller's elements, view order, native */
-    bool writing;
-    unsigned char *scratch; /* chunk bytes, grown as needed up to DRX_SPAN_MAX */
-    size_t scratch_cap;
-    /* Read-ahead pass: the view's span of each chunk whose first view
-     * element lies in [ra_lo, ra_hi) is announced to the kernel
-     * (POSIX_FADV_WILLNEED, by drx_io_readahead's pool), up to
-     * `advise_left` bytes; ranges gathers them, adjacent ones merged. */
-    bool advise;
-    bool pieces; /* hand spans over in pieces (advise_flush): a read from the start */
-    uint64_t advise_left, ra_lo, ra_hi;
-    struct drx_io_range ra[DRX_READ_AHEAD_BATCH];
-    int nra;
-};
 
 static void engine_init(struct engine *e, struct drx_array *a, const struct drx_view *v)
 {
@@ -75,7 +40,7 @@ static void engine_init(struct engine *e, struct drx_array *a, const struct drx_
 }
 
 /* Splits [L0, L0+n) into boxes, each a contiguous run of the linear order. */
-static void split_boxes(struct engine *e, uint64_t L0, uint64_t n)
+void drx_engine_boxes(struct engine *e, uint64_t L0, uint64_t n)
 {
     uint64_t idx[DRX_MAX_RANK], L = L0, end = L0 + n;
     int k = e->rank;
@@ -303,8 +268,9 @@ static int row_io(struct engine *e, uint64_t c0, unsigned char *u, uint64_t run,
 struct parts {
     uint64_t lo[2 * DRX_MAX_RANK][DRX_MAX_RANK], hi[2 * DRX_MAX_RANK][DRX_MAX_RANK];
     bool any[2 * DRX_MAX_RANK];
-    uint64_t span0, span1; /* chunk element offsets, [span0, span1) */
-    uint64_t elems;        /* elements the parts hold */
+    bool runs[2 * DRX_MAX_RANK]; /* read run by run: set by parts_in_runs */
+    uint64_t span0, span1;       /* chunk element offsets, [span0, span1) */
+    uint64_t elems;              /* elements the parts hold */
 };
 
 /* Box j's part of chunk K; false when the box misses the chunk. */
@@ -356,9 +322,6 @@ static int walk_parts(struct engine *e, const uint64_t *K, struct parts *p, row_
  * the bytes between stay on the disk.  Any other part is read as one span. */
 #define DRX_RUN_MIN ((uint64_t)16 << 10)
 #define DRX_RUN_GAP ((uint64_t)16 << 10)
-
-/* Called with a run's chunk element offset and length; non-zero stops. */
-typedef int (*run_fn)(struct engine *e, uint64_t off, uint64_t len, void *ctx);
 
 /* Elements per run of the part lo..hi of a chunk, and in *outer the
  * slowest dimension inside a run minus one: dimensions 0..*outer step from
@@ -429,8 +392,8 @@ static int run_gap_check(struct engine *e, uint64_t off, uint64_t len, void *ctx
 }
 
 /* Whether the part lo..hi of chunk K is read run by run. */
-static bool part_in_runs(struct engine *e, const uint64_t *K, const uint64_t *lo,
-                         const uint64_t *hi)
+bool drx_engine_part_in_runs(struct engine *e, const uint64_t *K, const uint64_t *lo,
+                             const uint64_t *hi)
 {
     int t;
     struct run_gap g = {UINT64_MAX};
@@ -442,23 +405,27 @@ static bool part_in_runs(struct engine *e, const uint64_t *K, const uint64_t *lo
 
 /* Whether a part of the chunk is read run by run (then each of the others
  * is read as its own span, not the chunk's: a request's first and last
- * parts are often a piece of one layer, a run too short to qualify). */
-static bool parts_in_runs(struct engine *e, const uint64_t *K, const struct parts *p)
+ * parts are often a piece of one layer, a run too short to qualify); sets
+ * p->runs of every part, which the reads then follow. */
+static bool parts_in_runs(struct engine *e, const uint64_t *K, struct parts *p)
 {
-    for (int j = 0; j < e->nbox; j++)
-        if (p->any[j] && part_in_runs(e, K, p->lo[j], p->hi[j]))
-            return true;
-    return false;
+    bool any = false;
+
+    for (int j = 0; j < e->nbox; j++) {
+        p->runs[j] = p->any[j] && drx_engine_part_in_runs(e, K, p->lo[j], p->hi[j]);
+        any |= p->runs[j];
+    }
+    return any;
 }
 
-/* fn for each run of the part lo..hi of chunk K, or once for its span
- * when it is not read run by run. */
-static int part_io(struct engine *e, const uint64_t *K, const uint64_t *lo, const uint64_t *hi,
-                   run_fn fn, void *ctx)
+/* fn for each run of the part lo..hi of chunk K when it is read run by run
+ * (runs), else once for its span. */
+int drx_engine_part_io(struct engine *e, const uint64_t *K, const uint64_t *lo, const uint64_t *hi,
+                       bool runs, run_fn fn, void *ctx)
 {
     uint64_t last[DRX_MAX_RANK], o0;
 
-    if (part_in_runs(e, K, lo, hi))
+    if (runs)
         return part_runs(e, K, lo, hi, fn, ctx);
     for (int d = 0; d < e->rank; d++)
         last[d] = hi[d] - 1;
@@ -508,10 +475,10 @@ static int chunk_in_runs(struct engine *e, const uint64_t *K, struct parts *p, u
     } else {
         for (int j = 0; j < e->nbox && rc == 0; j++)
             if (p->any[j])
-                rc = part_io(e, K, p->lo[j], p->hi[j], run_hint, &r);
+                rc = drx_engine_part_io(e, K, p->lo[j], p->hi[j], p->runs[j], run_hint, &r);
         for (int j = 0; j < e->nbox && rc == 0; j++)
             if (p->any[j])
-                rc = part_io(e, K, p->lo[j], p->hi[j], run_read, &r);
+                rc = drx_engine_part_io(e, K, p->lo[j], p->hi[j], p->runs[j], run_read, &r);
     }
     if (rc == 0) {
         struct in_span sp = {e->scratch, p->span0};
@@ -530,8 +497,11 @@ static int chunk_in(struct engine *e, const uint64_t *K, struct parts *p, uint64
 
     if (parts_in_runs(e, K, p))
         return chunk_in_runs(e, K, p, q, off, len);
-    if (!drx_array_chunk_get_loads(e->a, len) && (rc = scratch_ensure(e, (size_t)len)))
-        return rc;
+    if (!drx_array_chunk_get_loads(e->a, len)) {
+        if ((rc = scratch_ensure(e, (size_t)len)))
+            return rc;
+        drx_engine_miss_hint(e, K, q, off, len);
+    }
     rc = drx_array_chunk_get(e->a, q, off, len, e->scratch, &ref);
     if (rc)
         return rc;
@@ -563,107 +533,6 @@ static int chunk_out(struct engine *e, const uint64_t *K, struct parts *p, uint6
     return rc;
 }
 
-/* Hands the gathered spans to the pool; for a read from the view's start,
- * in pieces, round by round: the first piece of every span, then the
- * second, and so on.  A view whose
- * first rows lie in many chunks (a row slab's every plane meets all of
- * them) then finds its beginning read first and is copied while the disk
- * reads the rest, instead of waiting for every chunk's whole span. */
-static void advise_flush(struct engine *e)
-{
-    struct drx_io_range piece[DRX_READ_AHEAD_PIECES];
-    int fd = drx_array_xta_fd(e->a), n = 0, left = 0;
-
-    /* Later reads announce only the chunks entering the window, one at a
-     * time as the view goes: whole spans, in fewer calls (pieces there cost
-     * a hot whole-array read 8 %). */
-    if (!e->pieces) {
-        drx_io_readahead(fd, e->ra, e->nra);
-        e->nra = 0;
-        return;
-    }
-
-    for (int i = 0; i < e->nra; i++)
-        left += e->ra[i].len > 0; /* ranges with a piece still to hand over */
-    for (uint64_t at = 0; left > 0; at += DRX_READ_AHEAD_PIECE) {
-        for (int i = 0; i < e->nra; i++) {
-            if (e->ra[i].len <= at)
-                continue;
-            uint64_t len = e->ra[i].len - at;
-            if (len > DRX_READ_AHEAD_PIECE)
-                len = DRX_READ_AHEAD_PIECE;
-            else
-                left--; /* its last piece */
-            piece[n++] = (struct drx_io_range){e->ra[i].off + at, len};
-            if (n == DRX_READ_AHEAD_PIECES) {
-                drx_io_readahead_ordered(fd, piece, n);
-                n = 0;
-            }
-        }
-    }
-    drx_io_readahead_ordered(fd, piece, n);
-    e->nra = 0;
-}
-
-/* Read-ahead pass: gathers a chunk span for the pool, which asks the
- * kernel to start reading it, so that the disk has the next chunks in
- * flight while the current ones are copied.  1 stops the pass once its
- * budget is spent. */
-static int advise_span(struct engine *e, uint64_t q, uint64_t off, uint64_t len)
-{
-    if (len > e->advise_left)
-        len = e->advise_left;
-    if (q < e->m->map.nchunks) {
-        uint64_t at = q * e->m->chunk_bytes + off;
-        struct drx_io_range *last = e->nra ? &e->ra[e->nra - 1] : NULL;
-        if (last && last->off + last->len == at) {
-            last->len += len;
-        } else {
-            if (e->nra == DRX_READ_AHEAD_BATCH)
-                advise_flush(e);
-            e->ra[e->nra++] = (struct drx_io_range){at, len};
-        }
-    }
-    e->advise_left -= len;
-    return e->advise_left == 0;
-}
-
-/* Read-ahead pass, one run of a chunk read run by run. */
-static int advise_run(struct engine *e, uint64_t off, uint64_t len, void *ctx)
-{
-    const size_t es = e->v->elem_size;
-
-    return advise_span(e, *(const uint64_t *)ctx, off * es, len * es);
-}
-
-/* Read-ahead pass, one chunk: the span of the chunk that the whole view
- * needs (what all reads of the view together take from it), announced by
- * the one read whose window holds the chunk's first view element.  So a
- * reader going through the view in order announces each chunk once, and
- * whole: a row slab, whose every request meets all its chunks, reads
- * them as a few large spans, not one thin layer per request.  A chunk
- * read run by run (part_in_runs) is announced run by run. */
-static int advise_chunk(struct engine *e, const uint64_t *K)
-{
-    uint64_t lo[DRX_MAX_RANK], hi[DRX_MAX_RANK], last[DRX_MAX_RANK], first = 0, o0, o1, q;
-
-    for (int d = 0; d < e->rank; d++) {
-        drx_plan_view_range(e->m->chunk, e->v, d, K[d], &lo[d], &hi[d]);
-        if (lo[d] >= hi[d])
-            return 0;
-        last[d] = hi[d] - 1;
-        first += lo[d] * e->lstride[d];
-    }
-    if (first < e->ra_lo || first >= e->ra_hi)
-        return 0;
-    q = drx_map_address(&e->m->map, K);
-    if (part_in_runs(e, K, lo, hi))
-        return part_runs(e, K, lo, hi, advise_run, &q);
-    o0 = drx_plan_chunk_offset(e->m->chunk, e->v, K, lo);
-    o1 = drx_plan_chunk_offset(e->m->chunk, e->v, K, last) + 1;
-    return advise_span(e, q, o0 * e->v->elem_size, (o1 - o0) * e->v->elem_size);
-}
-
 /* Handles one chunk: every box's part in it, with one read (and one write)
  * of the chunk span they need. */
 static int do_chunk(struct engine *e, const uint64_t *K)
@@ -672,8 +541,6 @@ static int do_chunk(struct engine *e, const uint64_t *K)
     const size_t es = e->v->elem_size;
     uint64_t q, off, len;
 
-    if (e->advise)
-        return advise_chunk(e, K);
     chunk_parts(e, K, &p);
     if (p.span0 >= p.span1)
         return 0;
@@ -701,39 +568,6 @@ static int engine_run(struct engine *e)
     return 0;
 }
 
-/* Before reading elements [L0, L0+n): the chunks whose first view element
- * lies in the view's next DRX_READ_AHEAD_VIEW bytes are announced to the
- * kernel, each with the span the whole view needs of it (advise_chunk; at
- * most DRX_READ_AHEAD_MAX bytes of chunks), so that a cold read keeps
- * several requests in flight instead of one chunk at a time.  A read from
- * the start announces its own chunks too; any other announces only where
- * the window's end moved to ([L0+ahead, L0+n+ahead)), which a sequential
- * reader's previous read did not (reads come in order, or split in parts
- * that together cover the same window).  Only chunks that meet that band
- * are visited, and spans never reach past what the view needs.  The pages
- * are the kernel's: nothing is held here, a write is never shadowed, and
- * memory pressure evicts them as any. */
-static void read_ahead(struct engine *e, uint64_t L0, uint64_t n)
-{
-    uint64_t total = e->v->nelem, ahead = DRX_READ_AHEAD_VIEW / e->v->elem_size;
-    uint64_t lo = L0 == 0 ? 0 : L0 + ahead, hi = L0 + n + ahead;
-
-    if (hi > total)
-        hi = total;
-    if (lo >= hi)
-        return;
-    e->advise = true;
-    e->pieces = L0 == 0;
-    e->advise_left = DRX_READ_AHEAD_MAX;
-    e->ra_lo = lo;
-    e->ra_hi = hi;
-    e->nra = 0;
-    split_boxes(e, lo, hi - lo);
-    engine_run(e);
-    advise_flush(e);
-    e->advise = false;
-}
-
 /* Copies elements [L0, L0+n) (whole elements, native bytes in buf; only
  * read from when writing). */
 static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0, uint64_t n,
@@ -753,10 +587,9 @@ static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0
      * cache needs none (the daemon calls this once per FUSE request) */
     e.scratch = NULL;
     e.scratch_cap = 0;
-    e.advise = false;
     if (!writing)
-        read_ahead(&e, L0, n);
-    split_boxes(&e, L0, n);
+        drx_engine_read_ahead(&e, L0, n);
+    drx_engine_boxes(&e, L0, n);
     rc = engine_run(&e);
     free(e.scratch);
     return rc;

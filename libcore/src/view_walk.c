@@ -25,13 +25,11 @@ static bool box_meets(const uint64_t *chunk, const struct drx_view *v, const str
 static uint64_t box_next(const uint64_t *chunk, const struct drx_view *v, const struct box *b,
                          int d, uint64_t from)
 {
-    uint64_t a = from * chunk[d], o = v->origin[d], s = v->step[d], w = 0;
+    uint64_t w = drx_plan_first_index(chunk, v, d, from);
 
-    if (a > o)
-        w = (a - o) / s + ((a - o) % s != 0);
     if (w < b->lo[d])
         w = b->lo[d];
-    return w < b->hi[d] ? (o + w * s) / chunk[d] : UINT64_MAX;
+    return w < b->hi[d] ? (v->origin[d] + w * v->step[d]) / chunk[d] : UINT64_MAX;
 }
 
 /* The least chunk coordinate at or after `from` along d that a box of

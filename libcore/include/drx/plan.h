@@ -77,18 +77,25 @@ int drx_plan_runs(const struct drx_plan *p, const struct drx_plan_chunk *c,
  * byte range rather than whole chunks (inline: they sit under every row
  * the engine copies).  chunk is the array's chunk shape (meta->chunk). */
 
+/* The first view index along dimension d whose element lies at or after
+ * chunk coordinate K, or the view's count there when none does. */
+static inline uint64_t drx_plan_first_index(const uint64_t *chunk, const struct drx_view *v, int d,
+                                            uint64_t K)
+{
+    uint64_t a = K * chunk[d], o = v->origin[d], s = v->step[d], w = 0;
+
+    if (a > o)
+        w = (a - o) / s + ((a - o) % s != 0); /* no a - o + s - 1: it could wrap */
+    return w < v->count[d] ? w : v->count[d];
+}
+
 /* View indices along dimension d whose elements lie in chunk coordinate K:
  * [*wlo, *whi), empty (wlo == whi) when there are none. */
 static inline void drx_plan_view_range(const uint64_t *chunk, const struct drx_view *v, int d,
                                        uint64_t K, uint64_t *wlo, uint64_t *whi)
 {
-    uint64_t c = chunk[d], o = v->origin[d], s = v->step[d], n = v->count[d];
-    uint64_t a0 = K * c, a1 = a0 + c; /* array coordinates [a0, a1) */
-    uint64_t w0 = a0 > o ? (a0 - o + s - 1) / s : 0;
-    uint64_t w1 = a1 > o ? (a1 - o + s - 1) / s : 0;
-
-    *wlo = w0 < n ? w0 : n;
-    *whi = w1 < n ? w1 : n;
+    *wlo = drx_plan_first_index(chunk, v, d, K);
+    *whi = drx_plan_first_index(chunk, v, d, K + 1);
 }
 
 /* Chunk elements between consecutive view elements along dimension d. */
