@@ -1,0 +1,81 @@
+#!/usr/bin/env bats
+# The sixth hostile review: what another local user's own files in a
+# shared store (a metafile he writes, ...) make a root daemon and root's
+# drx do with other users' files.  Each test failed before its fix.
+
+load test_helper
+
+setup() {
+    hostile_setup review6
+}
+
+teardown() {
+    stop_holder
+    [ -n "${RV:-}" ] || return 0
+    unmount_store "$RV/m"
+    rm -rf "$RV"
+}
+
+# plant_metafile FILE SRC: user nobody writes FILE.nafs (mode 644) naming
+# the subfiles of striped file SRC (its metafile, as the stripe
+# directories' listing shows them to everybody)
+plant_metafile() {
+    sed 's/^size = .*/size = 0L;/' "$2.nafs" >"$RV/n/planted"
+    nob cp "$RV/n/planted" "$1.nafs"
+    nob chmod 644 "$1.nafs"
+}
+
+# Found in review: a metafile names its subfiles by name only, and the
+# daemon (root) opened whatever subfiles a metafile named, whoever owned
+# them.  User nobody, in his own directory of the store, wrote a metafile
+# naming the subfiles of root's file of mode 600 (the names are in the
+# stripe directories' listing) and read it through the mount, since the
+# kernel checks the metafile's owner and mode; he could as well write it,
+# chmod its subfiles to 666, and remove it (rm of his file removed root's
+# subfiles), and root's drx fsck --repair cut root's subfiles to the
+# planted metafile's size.  Subfiles of a metafile that is not the
+# process's user's are now used only when they are its owner's.
+@test "a metafile a user writes naming another user's subfiles reaches none of them" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    local sub
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir "$RV/s/u"
+    chown 65534:65534 "$RV/s/u"
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    head -c 200000 /dev/urandom >"$RV/secret.bin"
+    cp "$RV/secret.bin" "$RV/m/secret"
+    chmod 600 "$RV/m/secret"
+    commit_mount "$RV/m"
+    # a planted copy is read as size 0, so give it the size it needs too
+    sed 's/^size = .*/size = 200000L;/' "$RV/s/secret.nafs" >"$RV/n/planted"
+    nob cp "$RV/n/planted" "$RV/s/u/steal.nafs"
+    nob chmod 644 "$RV/s/u/steal.nafs"
+    run nob cmp -s "$RV/secret.bin" "$RV/m/u/steal"
+    assert_failure
+    run nob dd if=/dev/zero of="$RV/m/u/steal" bs=1 count=10 conv=notrunc
+    assert_failure
+    nob chmod 666 "$RV/m/u/steal" || true
+    for sub in $(subfiles_of "$RV/s/secret"); do
+        [ "$(stat -c %a "$sub")" = 600 ]
+    done
+    nob rm -f "$RV/m/u/steal"
+    cmp "$RV/secret.bin" "$RV/m/secret"
+    # root's fsck --repair does not cut root's subfiles to a planted size
+    plant_metafile "$RV/s/u/cut" "$RV/s/secret"
+    "$DRX" fsck --repair "$RV/s" >/dev/null || true
+    cmp "$RV/secret.bin" "$RV/m/secret"
+    grep -q "belongs to another user than its metafile" "$RV/m.log"
+    rm "$RV/s/u/cut.nafs"
+    # the user's own striped files work as before, created and chowned
+    nob sh -c "head -c 150000 /dev/urandom >'$RV/m/u/mine'"
+    nob cat "$RV/m/u/mine" >/dev/null
+    chown 65533:65533 "$RV/m/u/mine"
+    setpriv --reuid=65533 --regid=65533 --clear-groups -- cat "$RV/m/u/mine" >/dev/null
+    commit_mount "$RV/m"
+    for sub in $(subfiles_of "$RV/s/u/mine"); do
+        [ "$(stat -c %u "$sub")" = 65533 ]
+    done
+    run "$DRX" fsck "$RV/s"
+    assert_success
+}
+
