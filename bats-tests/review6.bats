@@ -79,3 +79,30 @@ plant_metafile() {
     assert_success
 }
 
+# Found in review: a 1-D array named like a dimension, beside an array, is
+# that dimension's coordinate variable, and went with its elements and
+# attributes into the array's data.nc and zarr/.zmetadata whatever its
+# mode.  In a directory where everybody makes arrays (mode 1777), user
+# nobody made an array with a dimension named like root's array of mode
+# 600 and read root's elements in his data.nc and root's attributes in
+# his .zmetadata.  A coordinate is now shown only when everyone who may
+# read the array may read it too.
+@test "another user's closed array is no coordinate variable of a user's array" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    "$DRX" create "$RV/s/pub/x" --type u8 --shape 16 --chunk 16 >/dev/null
+    printf 'SECRET-ROOT-DATA' | "$DRX" put "$RV/s/pub/x"
+    "$DRX" attr set "$RV/s/pub/x" note "the-password-is-hunter2"
+    chmod 600 "$RV/s/pub/x.xmd" "$RV/s/pub/x.xta"
+    nob "$DRX" create "$RV/s/pub/a" --type u8 --shape 16 --chunk 16 --dims x >/dev/null
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    nob cat "$RV/m/pub/a/data.nc" >"$RV/n/nc"
+    nob cat "$RV/m/pub/a/zarr/.zmetadata" >"$RV/n/zmeta"
+    run grep -ac -e SECRET-ROOT -e hunter2 "$RV/n/nc" "$RV/n/zmeta"
+    refute_output --regexp ':[1-9]'
+    # opened to all, it is the coordinate again (nothing cached it out)
+    chmod 644 "$RV/s/pub/x.xmd" "$RV/s/pub/x.xta"
+    nob cat "$RV/m/pub/a/data.nc" | grep -aq SECRET-ROOT
+    nob cat "$RV/m/pub/a/zarr/.zmetadata" | grep -q hunter2
+}
