@@ -106,3 +106,39 @@ plant_metafile() {
     nob cat "$RV/m/pub/a/data.nc" | grep -aq SECRET-ROOT
     nob cat "$RV/m/pub/a/zarr/.zmetadata" | grep -q hunter2
 }
+
+# Found in review: drx fsck walked the store by paths from its root (lstat,
+# then opendir and unlink of the same path).  User nobody, owning a
+# directory of the store, swapped a subdirectory of it with a symlink to
+# another directory (renameat2 RENAME_EXCHANGE in a loop) while root ran
+# fsck --repair: within tens of runs the walk followed the symlink and
+# removed a file outside the store that looked like an orphan chunk file
+# (any NAME.xta without NAME.xmd; an .xta could as well be trimmed to
+# another directory's .xmd).  The walk now holds each directory open and
+# reaches and acts on every entry through it.
+@test "a directory swapped for a symlink during drx fsck --repair never leads it outside the store" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (another user's directory)"
+    local i end
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir "$RV/s/u" "$RV/out"
+    chown 65534:65534 "$RV/s/u"
+    nob mkdir "$RV/s/u/d"
+    nob ln -s "$RV/out" "$RV/s/u/l"
+    echo precious >"$RV/out/victim.xta"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = sys.argv[1].encode(), sys.argv[2].encode()
+end = time.time() + 60
+while time.time() < end:
+    libc.renameat2(-100, a, -100, b, 2)  # AT_FDCWD, RENAME_EXCHANGE
+' "$RV/s/u/d" "$RV/s/u/l" &
+    APID=$!
+    end=$((SECONDS + 40))
+    for ((i = 0; i < 1000 && SECONDS < end; i++)); do
+        "$DRX" fsck --repair "$RV/s" >/dev/null 2>&1 || true
+        [ -e "$RV/out/victim.xta" ] || break
+    done
+    echo "fsck runs: $i"
+    [ "$(cat "$RV/out/victim.xta")" = precious ]
+}

@@ -26,7 +26,6 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-
 struct ref {
     unsigned dir;
     char name[DRX_STRIPE_NAME_MAX + 1];
@@ -39,8 +38,22 @@ struct xname {
     dev_t dev;
     ino_t ino;
     bool whole; /* an .xmd beside it */
-    char *path;
+    char *path; /* through its directory held open (an anchor's) */
+    char *shown;
 };
+
+/* A store directory held open: every path the checker acts on is
+ * "/proc/self/fd/FD/NAME", so that a user owning a directory of the store
+ * cannot swap it (or one above) for a symlink between a check and an act
+ * and lead root's --repair to remove or trim a file elsewhere; dir is its
+ * path in findings.  owned: fd is closed at the end (else its DIR's). */
+struct anchor {
+    int fd;
+    bool owned;
+    char *dir;
+};
+
+#define ANCHOR_PREFIX "/proc/self/fd/"
 
 struct fsck {
     struct drx_store *s;
@@ -55,7 +68,81 @@ struct fsck {
     size_t nxnames, capxnames;
     struct stat *linked; /* metafiles with several names, checked once */
     size_t nlinked;
+    struct anchor *anchors;
+    size_t nanchors, capanchors;
+    char shown[4][PATH_MAX * 2]; /* rel_of's answers, the last four */
+    unsigned nshown;
 };
+
+static bool anchor_add(struct fsck *k, int fd, bool owned, const char *dir)
+{
+    char *d = strdup(dir); /* first: dir may be an anchor's own */
+
+    if (d && k->nanchors == k->capanchors) {
+        size_t cap = k->capanchors ? k->capanchors * 2 : 64;
+        struct anchor *a = realloc(k->anchors, cap * sizeof *a);
+        if (a) {
+            k->anchors = a;
+            k->capanchors = cap;
+        }
+    }
+    if (!d || k->nanchors == k->capanchors) {
+        free(d);
+        return false;
+    }
+    k->anchors[k->nanchors++] = (struct anchor){fd, owned, d};
+    return true;
+}
+
+/* The anchor of path ("/proc/self/fd/FD/NAME"), its NAME in *rest. */
+static const struct anchor *anchor_of(const struct fsck *k, const char *path, const char **rest)
+{
+    char *end;
+
+    if (strncmp(path, ANCHOR_PREFIX, strlen(ANCHOR_PREFIX)) != 0)
+        return NULL;
+    long fd = strtol(path + strlen(ANCHOR_PREFIX), &end, 10);
+    if (*end != '/')
+        return NULL;
+    for (size_t i = k->nanchors; i-- > 0;)
+        if (k->anchors[i].fd == fd) {
+            *rest = end + 1;
+            return &k->anchors[i];
+        }
+    return NULL;
+}
+
+/* Forgets the walk's anchor fd (closed by its DIR); those anchor_keep
+ * added after it stay. */
+static void anchor_drop(struct fsck *k, int fd)
+{
+    for (size_t i = k->nanchors; i-- > 0;)
+        if (k->anchors[i].fd == fd && !k->anchors[i].owned) {
+            free(k->anchors[i].dir);
+            memmove(&k->anchors[i], &k->anchors[i + 1], (k->nanchors - i - 1) * sizeof *k->anchors);
+            k->nanchors--;
+            return;
+        }
+}
+
+/* path (an anchored one) through a directory descriptor of its own, kept
+ * to the end of the check: the walk's closes with its DIR. */
+static char *anchor_keep(struct fsck *k, const char *path)
+{
+    const char *rest;
+    const struct anchor *a = anchor_of(k, path, &rest);
+    char buf[PATH_MAX];
+    int fd;
+
+    if (!a || (fd = fcntl(a->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return NULL;
+    if (!anchor_add(k, fd, true, a->dir)) {
+        close(fd);
+        return NULL;
+    }
+    snprintf(buf, sizeof buf, ANCHOR_PREFIX "%d/%s", fd, rest);
+    return strdup(buf);
+}
 
 /* True when metafile st (with other names: a striped file's hard links)
  * was checked under another name already; else remembers it. */
@@ -74,9 +161,17 @@ static bool metafile_seen(struct fsck *k, const struct stat *st)
     return false;
 }
 
-static const char *rel_of(const struct fsck *k, const char *path)
+static const char *rel_of(struct fsck *k, const char *path)
 {
+    const char *rest;
+    const struct anchor *a = anchor_of(k, path, &rest);
     size_t n = strlen(k->s->root);
+
+    if (a) {
+        char *buf = k->shown[k->nshown++ % 4];
+        snprintf(buf, sizeof k->shown[0], "%s/%s", a->dir, rest);
+        path = buf;
+    }
     if (strncmp(path, k->s->root, n) == 0 && path[n] == '/')
         return path + n + 1;
     return path;
@@ -310,9 +405,13 @@ static void add_xname(struct fsck *k, const struct stat *st, const char *path, b
         k->capxnames = cap;
     }
     struct xname *x = &k->xnames[k->nxnames];
-    *x = (struct xname){.dev = st->st_dev, .ino = st->st_ino, .whole = whole, .path = strdup(path)};
+    *x = (struct xname){.dev = st->st_dev, .ino = st->st_ino, .whole = whole};
+    x->shown = strdup(rel_of(k, path));
+    x->path = x->shown ? anchor_keep(k, path) : NULL;
     if (x->path)
         k->nxnames++;
+    else
+        free(x->shown);
 }
 
 static int xname_cmp(const void *a, const void *b)
@@ -322,15 +421,9 @@ static int xname_cmp(const void *a, const void *b)
         return x->dev < y->dev ? -1 : 1;
     if (x->ino != y->ino)
         return x->ino < y->ino ? -1 : 1;
-    return strcmp(x->path, y->path);
+    return strcmp(x->shown, y->shown);
 }
 
-/* The names of one chunk file g[0..n) (an .xta with more than one link).
- * A name without an .xmd beside a whole array's is what a rename cut short
- * left (drx_array_rename links NEW.xta, renames the .xmd, removes OLD.xta):
- * removed.  Whole arrays that still share a chunk file (an older drxfs's
- * rename, a hard link made by hand) would diverge at their first extension:
- * each but one gets its own copy.  Their lengths are checked last. */
 /* The names of the group without an .xmd: leftovers of a rename cut
  * short (beside a whole array's name) or orphans. */
 static void check_leftover_names(struct fsck *k, const struct xname *g, size_t n,
@@ -481,39 +574,49 @@ static void check_long(struct fsck *k, const char *path, size_t suffix, const st
     }
 }
 
-static void walk(struct fsck *k, const char *dir, int depth)
-{
-    DIR *d;
-    struct dirent *e;
-    char path[PATH_MAX];
-    struct stat st;
+static void walk(struct fsck *k, int dfd, const char *dir, int depth);
 
-    if (depth > 256 || !(d = opendir(dir))) {
+/* Entry n of directory dir (shown), held open as dfd. */
+static void walk_entry(struct fsck *k, int dfd, const char *dir, const char *n, int depth)
+{
+    char path[PATH_MAX], shown[PATH_MAX];
+    struct stat st;
+    size_t suffix;
+
+    if ((size_t)snprintf(shown, sizeof shown, "%s/%s", dir, n) >= sizeof shown ||
+        (size_t)snprintf(path, sizeof path, ANCHOR_PREFIX "%d/%s", dfd, n) >= sizeof path ||
+        fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return;
+    if (drx_store_name_is_long(n, &suffix))
+        check_long(k, path, suffix, &st);
+    if (S_ISDIR(st.st_mode) && !is_stripe_dir(k, shown))
+        walk(k, openat(dfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), shown, depth + 1);
+    else if (S_ISREG(st.st_mode))
+        check_file(k, path, n, &st);
+}
+
+/* Walks directory dir (shown so in findings) held open as dfd, which it
+ * closes.  Every entry is reached through dfd, never by a path from the
+ * root: see struct anchor. */
+static void walk(struct fsck *k, int dfd, const char *dir, int depth)
+{
+    DIR *d = NULL;
+    struct dirent *e;
+
+    if (depth > 256 || dfd < 0 || !(d = fdopendir(dfd)) || !anchor_add(k, dfd, false, dir)) {
+        int why = depth > 256 ? 0 : errno;
         finding(k, rel_of(k, dir), false, NULL, "cannot read directory: %s",
-                depth > 256 ? "too deep" : strerror(errno));
+                why ? strerror(why) : "too deep");
+        if (d || dfd >= 0)
+            d ? closedir(d) : close(dfd);
         return;
     }
     bool at_root = strcmp(dir, k->s->root) == 0;
-    while ((e = readdir(d))) {
-        const char *n = e->d_name;
-        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
-            (at_root && strcmp(n, DRX_STORE_DIR) == 0))
-            continue;
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, n) >= sizeof path)
-            continue;
-        if (lstat(path, &st) < 0)
-            continue;
-        size_t suffix;
-        if (drx_store_name_is_long(n, &suffix))
-            check_long(k, path, suffix, &st);
-        if (S_ISDIR(st.st_mode)) {
-            if (!is_stripe_dir(k, path))
-                walk(k, path, depth + 1);
-            continue;
-        }
-        if (S_ISREG(st.st_mode))
-            check_file(k, path, n, &st);
-    }
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            !(at_root && strcmp(e->d_name, DRX_STORE_DIR) == 0))
+            walk_entry(k, dfd, dir, e->d_name, depth);
+    anchor_drop(k, dfd);
     closedir(d);
 }
 
@@ -748,9 +851,17 @@ static void fsck_fini(struct fsck *k)
     for (size_t i = 0; i < k->nrefs; i++)
         free(k->refs[i].owner);
     free(k->refs);
-    for (size_t i = 0; i < k->nxnames; i++)
+    for (size_t i = 0; i < k->nxnames; i++) {
         free(k->xnames[i].path);
+        free(k->xnames[i].shown);
+    }
     free(k->xnames);
+    for (size_t i = 0; i < k->nanchors; i++) {
+        if (k->anchors[i].owned)
+            close(k->anchors[i].fd);
+        free(k->anchors[i].dir);
+    }
+    free(k->anchors);
     free(k->linked);
 }
 
@@ -763,7 +874,7 @@ int drx_store_check(struct drx_store *s, bool repair, drx_check_fn *report, void
     memset(res, 0, sizeof *res);
     if (repair && (lock = repair_lock(s, err)) < 0)
         return lock;
-    walk(&k, s->root, 0);
+    walk(&k, open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), s->root, 0);
     check_shared(&k);
     check_drx_dir(&k);
     if (lock >= 0) {
