@@ -142,3 +142,24 @@ while time.time() < end:
     echo "fsck runs: $i"
     [ "$(cat "$RV/out/victim.xta")" = precious ]
 }
+
+# The walk of the previous test keeps a descriptor of each directory
+# holding a chunk file with several names (settled after the walk): a
+# user's hard links in hundreds of directories must not take the
+# descriptors the rest of the walk needs: at most 256 are kept, and one
+# that cannot be is reported as not checked.
+@test "drx fsck walks a store whose user hard-linked chunk files in hundreds of directories" {
+    local i
+    "$DRX" init "$RV/s" >/dev/null
+    for ((i = 0; i < 300; i++)); do
+        mkdir "$RV/s/d$i"
+        echo x >"$RV/s/d$i/a.xta"
+        ln "$RV/s/d$i/a.xta" "$RV/s/d$i/b.xta"
+    done
+    mkdir "$RV/s/zz"
+    echo x >"$RV/s/zz/last.xta"
+    run bash -c "ulimit -n 200 && '$DRX' fsck '$RV/s'"
+    refute_output --partial "cannot read directory"
+    assert_output --partial "zz/last.xta: orphan chunk file"
+    assert_output --partial "not checked: its directory cannot be held open"
+}

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_anchor_i.h"
 #include "drx/array.h"
 #include "drx/store.h"
 #include "drx/stripe.h"
@@ -38,22 +39,9 @@ struct xname {
     dev_t dev;
     ino_t ino;
     bool whole; /* an .xmd beside it */
-    char *path; /* through its directory held open (an anchor's) */
+    char *path; /* through its directory kept open (drx_anchors_keep) */
     char *shown;
 };
-
-/* A store directory held open: every path the checker acts on is
- * "/proc/self/fd/FD/NAME", so that a user owning a directory of the store
- * cannot swap it (or one above) for a symlink between a check and an act
- * and lead root's --repair to remove or trim a file elsewhere; dir is its
- * path in findings.  owned: fd is closed at the end (else its DIR's). */
-struct anchor {
-    int fd;
-    bool owned;
-    char *dir;
-};
-
-#define ANCHOR_PREFIX "/proc/self/fd/"
 
 struct fsck {
     struct drx_store *s;
@@ -68,81 +56,8 @@ struct fsck {
     size_t nxnames, capxnames;
     struct stat *linked; /* metafiles with several names, checked once */
     size_t nlinked;
-    struct anchor *anchors;
-    size_t nanchors, capanchors;
-    char shown[4][PATH_MAX * 2]; /* rel_of's answers, the last four */
-    unsigned nshown;
+    struct drx_anchors an;
 };
-
-static bool anchor_add(struct fsck *k, int fd, bool owned, const char *dir)
-{
-    char *d = strdup(dir); /* first: dir may be an anchor's own */
-
-    if (d && k->nanchors == k->capanchors) {
-        size_t cap = k->capanchors ? k->capanchors * 2 : 64;
-        struct anchor *a = realloc(k->anchors, cap * sizeof *a);
-        if (a) {
-            k->anchors = a;
-            k->capanchors = cap;
-        }
-    }
-    if (!d || k->nanchors == k->capanchors) {
-        free(d);
-        return false;
-    }
-    k->anchors[k->nanchors++] = (struct anchor){fd, owned, d};
-    return true;
-}
-
-/* The anchor of path ("/proc/self/fd/FD/NAME"), its NAME in *rest. */
-static const struct anchor *anchor_of(const struct fsck *k, const char *path, const char **rest)
-{
-    char *end;
-
-    if (strncmp(path, ANCHOR_PREFIX, strlen(ANCHOR_PREFIX)) != 0)
-        return NULL;
-    long fd = strtol(path + strlen(ANCHOR_PREFIX), &end, 10);
-    if (*end != '/')
-        return NULL;
-    for (size_t i = k->nanchors; i-- > 0;)
-        if (k->anchors[i].fd == fd) {
-            *rest = end + 1;
-            return &k->anchors[i];
-        }
-    return NULL;
-}
-
-/* Forgets the walk's anchor fd (closed by its DIR); those anchor_keep
- * added after it stay. */
-static void anchor_drop(struct fsck *k, int fd)
-{
-    for (size_t i = k->nanchors; i-- > 0;)
-        if (k->anchors[i].fd == fd && !k->anchors[i].owned) {
-            free(k->anchors[i].dir);
-            memmove(&k->anchors[i], &k->anchors[i + 1], (k->nanchors - i - 1) * sizeof *k->anchors);
-            k->nanchors--;
-            return;
-        }
-}
-
-/* path (an anchored one) through a directory descriptor of its own, kept
- * to the end of the check: the walk's closes with its DIR. */
-static char *anchor_keep(struct fsck *k, const char *path)
-{
-    const char *rest;
-    const struct anchor *a = anchor_of(k, path, &rest);
-    char buf[PATH_MAX];
-    int fd;
-
-    if (!a || (fd = fcntl(a->fd, F_DUPFD_CLOEXEC, 0)) < 0)
-        return NULL;
-    if (!anchor_add(k, fd, true, a->dir)) {
-        close(fd);
-        return NULL;
-    }
-    snprintf(buf, sizeof buf, ANCHOR_PREFIX "%d/%s", fd, rest);
-    return strdup(buf);
-}
 
 /* True when metafile st (with other names: a striped file's hard links)
  * was checked under another name already; else remembers it. */
@@ -163,15 +78,9 @@ static bool metafile_seen(struct fsck *k, const struct stat *st)
 
 static const char *rel_of(struct fsck *k, const char *path)
 {
-    const char *rest;
-    const struct anchor *a = anchor_of(k, path, &rest);
     size_t n = strlen(k->s->root);
 
-    if (a) {
-        char *buf = k->shown[k->nshown++ % 4];
-        snprintf(buf, sizeof k->shown[0], "%s/%s", a->dir, rest);
-        path = buf;
-    }
+    path = drx_anchors_shown(&k->an, path);
     if (strncmp(path, k->s->root, n) == 0 && path[n] == '/')
         return path + n + 1;
     return path;
@@ -407,11 +316,17 @@ static void add_xname(struct fsck *k, const struct stat *st, const char *path, b
     struct xname *x = &k->xnames[k->nxnames];
     *x = (struct xname){.dev = st->st_dev, .ino = st->st_ino, .whole = whole};
     x->shown = strdup(rel_of(k, path));
-    x->path = x->shown ? anchor_keep(k, path) : NULL;
-    if (x->path)
+    x->path = x->shown ? drx_anchors_keep(&k->an, path) : NULL;
+    if (x->path) {
         k->nxnames++;
-    else
-        free(x->shown);
+        return;
+    }
+    if (x->shown)
+        finding(k, x->shown, false, NULL,
+                "chunk file with several names, not checked: its directory cannot be held "
+                "open (the check holds at most %d)",
+                DRX_ANCHORS_KEPT_MAX);
+    free(x->shown);
 }
 
 static int xname_cmp(const void *a, const void *b)
@@ -584,7 +499,7 @@ static void walk_entry(struct fsck *k, int dfd, const char *dir, const char *n, 
     size_t suffix;
 
     if ((size_t)snprintf(shown, sizeof shown, "%s/%s", dir, n) >= sizeof shown ||
-        (size_t)snprintf(path, sizeof path, ANCHOR_PREFIX "%d/%s", dfd, n) >= sizeof path ||
+        (size_t)snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dfd, n) >= sizeof path ||
         fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return;
     if (drx_store_name_is_long(n, &suffix))
@@ -597,13 +512,13 @@ static void walk_entry(struct fsck *k, int dfd, const char *dir, const char *n, 
 
 /* Walks directory dir (shown so in findings) held open as dfd, which it
  * closes.  Every entry is reached through dfd, never by a path from the
- * root: see struct anchor. */
+ * root: see check_anchor_i.h. */
 static void walk(struct fsck *k, int dfd, const char *dir, int depth)
 {
     DIR *d = NULL;
     struct dirent *e;
 
-    if (depth > 256 || dfd < 0 || !(d = fdopendir(dfd)) || !anchor_add(k, dfd, false, dir)) {
+    if (depth > 256 || dfd < 0 || !(d = fdopendir(dfd)) || !drx_anchors_add(&k->an, dfd, dir)) {
         int why = depth > 256 ? 0 : errno;
         finding(k, rel_of(k, dir), false, NULL, "cannot read directory: %s",
                 why ? strerror(why) : "too deep");
@@ -616,7 +531,7 @@ static void walk(struct fsck *k, int dfd, const char *dir, int depth)
         if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
             !(at_root && strcmp(e->d_name, DRX_STORE_DIR) == 0))
             walk_entry(k, dfd, dir, e->d_name, depth);
-    anchor_drop(k, dfd);
+    drx_anchors_drop(&k->an, dfd);
     closedir(d);
 }
 
@@ -856,12 +771,7 @@ static void fsck_fini(struct fsck *k)
         free(k->xnames[i].shown);
     }
     free(k->xnames);
-    for (size_t i = 0; i < k->nanchors; i++) {
-        if (k->anchors[i].owned)
-            close(k->anchors[i].fd);
-        free(k->anchors[i].dir);
-    }
-    free(k->anchors);
+    drx_anchors_fini(&k->an);
     free(k->linked);
 }
 
