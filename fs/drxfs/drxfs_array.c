@@ -158,7 +158,8 @@ static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m
     drxfs_unpin(pin);
     if (rc < 0)
         return;
-    if ((why = coord_unfit(&cm, m, d)) || (why = coord_too_big(&cm, count, cs))) {
+    if ((why = coord_unfit(&cm, m, d)) || (why = coord_too_big(&cm, count, cs)) ||
+        (!drxfs_coord_shown(n->rel, rel) && (why = "its mode lets fewer users read it"))) {
         drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, why);
         drx_array_meta_fini(&cm);
         return;

@@ -21,6 +21,45 @@
 
 #define USER_NS "user."
 
+/* ---- coordinate variables ----
+ * A 1-D array named like a dimension, beside an array, goes into that
+ * array's data.nc and zarr/ with its elements and attributes.  Its owner
+ * may have closed it (mode 600) in a directory where others make arrays
+ * (a 1777 one): user nobody's array there with a dimension of its name
+ * showed him its elements and attributes through his own data.nc and
+ * .zmetadata.  So it is shown only when everyone its array's files let
+ * read may read it as well, by the mode bits (ACLs are not looked at:
+ * they only leave a coordinate out where they would have allowed it). */
+
+/* Whether every user whom the read bits of ref allow may read c. */
+static bool read_covers(const struct stat *ref, const struct stat *c)
+{
+    if (c->st_mode & S_IROTH)
+        return true;
+    if ((ref->st_mode & S_IROTH) || c->st_uid != ref->st_uid || !(c->st_mode & S_IRUSR))
+        return false;
+    return !(ref->st_mode & S_IRGRP) || (c->st_gid == ref->st_gid && (c->st_mode & S_IRGRP));
+}
+
+bool drxfs_coord_shown(const char *rel, const char *coord)
+{
+    static const char *const sfx[2] = {DRXFS_XMD, DRXFS_XTA};
+    struct stat ref[2], c[2];
+    char name[PATH_MAX];
+
+    for (int i = 0; i < 2; i++)
+        if (drxfs_rel_suffix(name, rel, sfx[i]) < 0 ||
+            drx_store_entry_stat(drxfs.store, name, &ref[i]) < 0 ||
+            drxfs_rel_suffix(name, coord, sfx[i]) < 0 ||
+            drx_store_entry_stat(drxfs.store, name, &c[i]) < 0)
+            return false;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            if (!read_covers(&ref[i], &c[j]))
+                return false;
+    return true;
+}
+
 static int xattr_array(const struct drxfs_node *n, const char *name, bool wr,
                        struct drxfs_arr **out)
 {

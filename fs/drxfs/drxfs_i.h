@@ -383,6 +383,12 @@ void drxfs_arr_detach(struct drxfs_arr *e);
 void drxfs_arr_opened(struct drxfs_arr *e);
 void drxfs_arr_closed(struct drxfs_arr *e);
 
+/* True when the array of store name coord may be shown as a coordinate
+ * variable of the array of store name rel (in its data.nc and zarr/):
+ * every user whom the mode bits of rel's .xmd and .xta let read them may
+ * read coord's too (drxfs_array_attr.c). */
+bool drxfs_coord_shown(const char *rel, const char *coord);
+
 /* drxfs_array.c */
 /* The attributes of an array kind node (no chunk data is read). */
 int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st);

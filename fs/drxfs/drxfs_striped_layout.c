@@ -218,10 +218,12 @@ void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel, mode_t mode)
     if (!drxfs.root_euid || drxfs_rel_suffix(meta, rel, DRXFS_NAFS) < 0)
         return;
     struct fuse_context *ctx = fuse_get_context();
-    if (ctx->uid != geteuid() || ctx->gid != getegid() || (mode & (S_ISUID | S_ISGID)))
-        drxfs_chown_new(meta);
+    /* the subfiles first: a metafile of another user than the daemon's
+     * has its subfiles used only when they are that user's too */
     drx_stripe_meta_get(f, &m);
     drx_stripe_subfiles_setattr(drxfs.store, &m, (mode_t)-1, ctx->uid, ctx->gid, rel);
+    if (ctx->uid != geteuid() || ctx->gid != getegid() || (mode & (S_ISUID | S_ISGID)))
+        drxfs_chown_new(meta);
 }
 
 /* ---- the operations of striped files (drxfs_striped.c) ---- */
@@ -310,9 +312,12 @@ int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t u
 {
     char meta[PATH_MAX], key[PATH_MAX];
     int rc = drxfs_striped_meta_rel(n, fh, meta, key);
-    if (rc < 0 || (rc = drx_store_entry_chown(drxfs.store, meta, uid, gid)) < 0)
+    /* The subfiles first, checked against the metafile's owner as it is:
+     * the other order left them refused (another user's than the
+     * metafile's, drx_stripe_subfile_check), never given. */
+    if (rc < 0 || (rc = subfiles_setattr(key, (mode_t)-1, uid, gid)) < 0)
         return rc;
-    return subfiles_setattr(key, (mode_t)-1, uid, gid);
+    return drx_store_entry_chown(drxfs.store, meta, uid, gid);
 }
 
 int drxfs_striped_acl_set(const struct drxfs_node *n)

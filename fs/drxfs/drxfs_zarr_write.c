@@ -170,15 +170,18 @@ static int ztemp_write(struct ztemp *t, const char *buf, size_t size, off_t off)
     size_t end = (size_t)off + size;
     int rc = (int)size;
 
-    if (t->frozen)
-        return -EIO;
     if (off < 0 || (uint64_t)off + size > t->max) {
         drx_log(DRX_LOG_INFO, "%s: a temporary zarr file holds at most %zu bytes (one chunk)",
                 t->path, t->max);
         return -EFBIG;
     }
     pthread_mutex_lock(&temps.mutex);
-    if (end > t->len && !pool_room(t, end - t->len)) {
+    /* Under the mutex: a rename being stored reads t->buf without it, and
+     * a write that passed the check before the freeze could realloc it
+     * under that reader. */
+    if (t->frozen) {
+        rc = -EIO;
+    } else if (end > t->len && !pool_room(t, end - t->len)) {
         drx_log(DRX_LOG_WARNING,
                 "%s: temporary zarr files hold %zu bytes already (a user at most %zu): refused",
                 t->path, temps.bytes, ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE);

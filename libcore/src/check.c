@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_anchor_i.h"
 #include "drx/array.h"
 #include "drx/store.h"
 #include "drx/stripe.h"
@@ -25,7 +26,6 @@ static bool ends_with(const char *s, const char *suffix)
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
-
 
 struct ref {
     unsigned dir;
@@ -39,7 +39,8 @@ struct xname {
     dev_t dev;
     ino_t ino;
     bool whole; /* an .xmd beside it */
-    char *path;
+    char *path; /* through its directory kept open (drx_anchors_keep) */
+    char *shown;
 };
 
 struct fsck {
@@ -55,6 +56,7 @@ struct fsck {
     size_t nxnames, capxnames;
     struct stat *linked; /* metafiles with several names, checked once */
     size_t nlinked;
+    struct drx_anchors an;
 };
 
 /* True when metafile st (with other names: a striped file's hard links)
@@ -74,9 +76,11 @@ static bool metafile_seen(struct fsck *k, const struct stat *st)
     return false;
 }
 
-static const char *rel_of(const struct fsck *k, const char *path)
+static const char *rel_of(struct fsck *k, const char *path)
 {
     size_t n = strlen(k->s->root);
+
+    path = drx_anchors_shown(&k->an, path);
     if (strncmp(path, k->s->root, n) == 0 && path[n] == '/')
         return path + n + 1;
     return path;
@@ -310,9 +314,19 @@ static void add_xname(struct fsck *k, const struct stat *st, const char *path, b
         k->capxnames = cap;
     }
     struct xname *x = &k->xnames[k->nxnames];
-    *x = (struct xname){.dev = st->st_dev, .ino = st->st_ino, .whole = whole, .path = strdup(path)};
-    if (x->path)
+    *x = (struct xname){.dev = st->st_dev, .ino = st->st_ino, .whole = whole};
+    x->shown = strdup(rel_of(k, path));
+    x->path = x->shown ? drx_anchors_keep(&k->an, path) : NULL;
+    if (x->path) {
         k->nxnames++;
+        return;
+    }
+    if (x->shown)
+        finding(k, x->shown, false, NULL,
+                "chunk file with several names, not checked: its directory cannot be held "
+                "open (the check holds at most %d)",
+                DRX_ANCHORS_KEPT_MAX);
+    free(x->shown);
 }
 
 static int xname_cmp(const void *a, const void *b)
@@ -322,15 +336,9 @@ static int xname_cmp(const void *a, const void *b)
         return x->dev < y->dev ? -1 : 1;
     if (x->ino != y->ino)
         return x->ino < y->ino ? -1 : 1;
-    return strcmp(x->path, y->path);
+    return strcmp(x->shown, y->shown);
 }
 
-/* The names of one chunk file g[0..n) (an .xta with more than one link).
- * A name without an .xmd beside a whole array's is what a rename cut short
- * left (drx_array_rename links NEW.xta, renames the .xmd, removes OLD.xta):
- * removed.  Whole arrays that still share a chunk file (an older drxfs's
- * rename, a hard link made by hand) would diverge at their first extension:
- * each but one gets its own copy.  Their lengths are checked last. */
 /* The names of the group without an .xmd: leftovers of a rename cut
  * short (beside a whole array's name) or orphans. */
 static void check_leftover_names(struct fsck *k, const struct xname *g, size_t n,
@@ -481,39 +489,49 @@ static void check_long(struct fsck *k, const char *path, size_t suffix, const st
     }
 }
 
-static void walk(struct fsck *k, const char *dir, int depth)
-{
-    DIR *d;
-    struct dirent *e;
-    char path[PATH_MAX];
-    struct stat st;
+static void walk(struct fsck *k, int dfd, const char *dir, int depth);
 
-    if (depth > 256 || !(d = opendir(dir))) {
+/* Entry n of directory dir (shown), held open as dfd. */
+static void walk_entry(struct fsck *k, int dfd, const char *dir, const char *n, int depth)
+{
+    char path[PATH_MAX], shown[PATH_MAX];
+    struct stat st;
+    size_t suffix;
+
+    if ((size_t)snprintf(shown, sizeof shown, "%s/%s", dir, n) >= sizeof shown ||
+        (size_t)snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dfd, n) >= sizeof path ||
+        fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return;
+    if (drx_store_name_is_long(n, &suffix))
+        check_long(k, path, suffix, &st);
+    if (S_ISDIR(st.st_mode) && !is_stripe_dir(k, shown))
+        walk(k, openat(dfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), shown, depth + 1);
+    else if (S_ISREG(st.st_mode))
+        check_file(k, path, n, &st);
+}
+
+/* Walks directory dir (shown so in findings) held open as dfd, which it
+ * closes.  Every entry is reached through dfd, never by a path from the
+ * root: see check_anchor_i.h. */
+static void walk(struct fsck *k, int dfd, const char *dir, int depth)
+{
+    DIR *d = NULL;
+    struct dirent *e;
+
+    if (depth > 256 || dfd < 0 || !(d = fdopendir(dfd)) || !drx_anchors_add(&k->an, dfd, dir)) {
+        int why = depth > 256 ? 0 : errno;
         finding(k, rel_of(k, dir), false, NULL, "cannot read directory: %s",
-                depth > 256 ? "too deep" : strerror(errno));
+                why ? strerror(why) : "too deep");
+        if (d || dfd >= 0)
+            d ? closedir(d) : close(dfd);
         return;
     }
     bool at_root = strcmp(dir, k->s->root) == 0;
-    while ((e = readdir(d))) {
-        const char *n = e->d_name;
-        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
-            (at_root && strcmp(n, DRX_STORE_DIR) == 0))
-            continue;
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, n) >= sizeof path)
-            continue;
-        if (lstat(path, &st) < 0)
-            continue;
-        size_t suffix;
-        if (drx_store_name_is_long(n, &suffix))
-            check_long(k, path, suffix, &st);
-        if (S_ISDIR(st.st_mode)) {
-            if (!is_stripe_dir(k, path))
-                walk(k, path, depth + 1);
-            continue;
-        }
-        if (S_ISREG(st.st_mode))
-            check_file(k, path, n, &st);
-    }
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            !(at_root && strcmp(e->d_name, DRX_STORE_DIR) == 0))
+            walk_entry(k, dfd, dir, e->d_name, depth);
+    drx_anchors_drop(&k->an, dfd);
     closedir(d);
 }
 
@@ -748,9 +766,12 @@ static void fsck_fini(struct fsck *k)
     for (size_t i = 0; i < k->nrefs; i++)
         free(k->refs[i].owner);
     free(k->refs);
-    for (size_t i = 0; i < k->nxnames; i++)
+    for (size_t i = 0; i < k->nxnames; i++) {
         free(k->xnames[i].path);
+        free(k->xnames[i].shown);
+    }
     free(k->xnames);
+    drx_anchors_fini(&k->an);
     free(k->linked);
 }
 
@@ -763,7 +784,7 @@ int drx_store_check(struct drx_store *s, bool repair, drx_check_fn *report, void
     memset(res, 0, sizeof *res);
     if (repair && (lock = repair_lock(s, err)) < 0)
         return lock;
-    walk(&k, s->root, 0);
+    walk(&k, open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), s->root, 0);
     check_shared(&k);
     check_drx_dir(&k);
     if (lock >= 0) {

@@ -262,6 +262,10 @@ int drx_stripe_meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta
         return drx_err_set(err, EIO, "%s (bad metafile)", why.msg);
     }
     rc = meta_parse(&cf.cfg, mp, ndirs, m, err);
+    if (rc == 0) {
+        m->owned = true;
+        m->owner = cf.st.st_uid;
+    }
     if (rc == 0 && st)
         *st = cf.st;
     drx_cfgfile_fini(&cf);

@@ -20,16 +20,32 @@
 
 /* ---- subfiles -------------------------------------------------------------------- */
 
-/* Why a file with this stat cannot be a subfile, or NULL.  A hard link's
+/* True when m comes from a metafile of another user than this process's
+ * and the subfile (st) is not that user's: a metafile names its subfiles
+ * by name only, and anyone who may write a metafile (in his own directory
+ * of the store) may name another user's subfiles in it.  A process of
+ * another user (the root daemon, root's drx fsck --repair) would then
+ * serve that user's bytes to him, write or truncate them, chmod them or
+ * remove them.  A metafile of this process's own user is trusted: that
+ * user reaches the subfile anyway. */
+static bool subfile_not_owners(const struct drx_stripe_meta *m, const struct stat *st)
+{
+    return m && m->owned && m->owner != geteuid() && st->st_uid != m->owner;
+}
+
+/* Why a file with this stat cannot be a subfile of m, or NULL (m NULL:
+ * one this process just made, its owner not checked).  A hard link's
  * other name may be any file its maker could write, outside the store:
  * reading it would serve that file, writing or truncating it would change
  * it, so only a file with one link is used (SPEC 9). */
-static const char *subfile_refusal(const struct stat *st)
+static const char *subfile_refusal(const struct drx_stripe_meta *m, const struct stat *st)
 {
     if (!S_ISREG(st->st_mode))
         return "is not a regular file";
     if (st->st_nlink > 1)
         return "has other hard links";
+    if (subfile_not_owners(m, st))
+        return "belongs to another user than its metafile";
     return NULL;
 }
 
@@ -53,7 +69,7 @@ int drx_stripe_subfile_check(const struct drx_store *s, const struct drx_stripe_
     if (fstatat(dfd, sf->name, st, AT_SYMLINK_NOFOLLOW) < 0)
         return drx_err_set(err, errno, "subfile %u (%s/%s): %s", i, s->cfg.stripe.dirs[sf->dir],
                            sf->name, strerror(errno));
-    why = S_ISLNK(st->st_mode) ? "is a symbolic link" : subfile_refusal(st);
+    why = S_ISLNK(st->st_mode) ? "is a symbolic link" : subfile_refusal(m, st);
     if (why) /* not logged: the caller reports it, once */
         return drx_err_set(err, EIO, "subfile %u (%s/%s) %s (refused)", i,
                            s->cfg.stripe.dirs[sf->dir], sf->name, why);
@@ -84,8 +100,10 @@ int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_m
         }
         return -e;
     }
-    /* On the descriptor: what was checked is what is used. */
-    why = fstat(fd, &st) < 0 ? "cannot be examined" : subfile_refusal(&st);
+    /* On the descriptor: what was checked is what is used.  A subfile this
+     * open created (O_EXCL) is this process's until its caller chowns it. */
+    why =
+        fstat(fd, &st) < 0 ? "cannot be examined" : subfile_refusal(flags & O_EXCL ? NULL : m, &st);
     if (why) {
         drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) %s: refused", who, i,
                 s->cfg.stripe.dirs[sf->dir], sf->name, why);
@@ -179,6 +197,15 @@ static bool meta_gone(int fd)
 static void remove_subfiles(struct drx_store *s, const char *mp, const struct drx_stripe_meta *m)
 {
     for (unsigned i = 0; i < m->layout.count; i++) {
+        struct stat st;
+        /* another user's subfile named in this metafile is his, not its */
+        if (m->owned && m->sub[i].dir < s->cfg.stripe.ndirs && s->dir_fds[m->sub[i].dir] >= 0 &&
+            fstatat(s->dir_fds[m->sub[i].dir], m->sub[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            subfile_not_owners(m, &st)) {
+            drx_log(DRX_LOG_WARNING, "%s: subfile %s belongs to another user: not removed", mp,
+                    m->sub[i].name);
+            continue;
+        }
         int rc = drx_stripe_subfile_drop(s, m->sub[i].dir, m->sub[i].name);
         if (rc < 0 && rc != -ENOENT)
             drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m->sub[i].name,

@@ -995,9 +995,12 @@ static void test_replaced_owner_mode(void)
         snprintf(path, sizeof path, "%s/owned%zu", root, c);
         snprintf(mp, sizeof mp, "%s.nafs", path);
         make_striped(s, path, &l, 0644, "0123456789abcdefghij", 20, &m);
+        /* the subfiles the metafile's owner's, as a chown at the mount
+         * leaves them (another user's are refused) */
         for (unsigned i = 0; i < m.layout.count; i++) {
             drx_stripe_subfile_path(s, &m, i, sp, sizeof sp);
-            chmod(sp, 0666);
+            if (chown(sp, cases[c].owner, cases[c].owner) < 0 || chmod(sp, 0666) < 0)
+                abort();
         }
         /* the chown first: it clears set-ID bits */
         if (chown(mp, cases[c].owner, cases[c].owner) < 0 || chmod(mp, 06755) < 0)

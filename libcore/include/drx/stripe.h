@@ -144,6 +144,11 @@ struct drx_stripe_meta {
     struct drx_stripe_layout layout;
     uint64_t size;
     struct drx_stripe_subfile sub[DRX_MAX_STRIPE_DIRS]; /* [0..layout.count) */
+    /* Loaded from a metafile (owned): its owner, who must own the
+     * subfiles too (drx_stripe_subfile_check); a meta made in memory is
+     * not owned. */
+    bool owned;
+    uid_t owner;
 };
 
 struct drx_stripe;
@@ -397,9 +402,13 @@ int drx_stripe_discard_temp(struct drx_store *s, const char *tmp, struct drx_err
 
 /* Whether subfile i of m may be used, looked at without opening it or
  * following a link (fstatat relative to its stripe directory): only a
- * regular file with one link is a subfile.  A symlink, FIFO or device, or a
+ * regular file with one link is a subfile.  A symlink, FIFO or device, a
  * hard link (whose other name may be a file outside the store, changed by
- * every write and truncate) is refused: -EIO with the reason in err (not
+ * every write and truncate), or, for a meta loaded from a metafile that
+ * this process's user does not own, a file of another user than the
+ * metafile's owner (a metafile anyone may write names any file of a stripe
+ * directory: through a root daemon its writer would read, write, chmod and
+ * remove another user's file) is refused: -EIO with the reason in err (not
  * logged: the caller reports it).  0 with *st filled (st may be NULL), -ENOENT when it
  * is missing (or its stripe directory is), or -errno.  Front ends that
  * open subfiles by path (drx-load's MPI-IO) or act on them (drx fsck) ask
