@@ -92,7 +92,8 @@ assert json.load(open(d + "/temp/.zattrs")) == {"_ARRAY_DIMENSIONS": ["time", "l
                                                  "units": "K"}
 # coordinates at the dimension's length, with their own chunks and attributes
 t = json.load(open(d + "/time/.zarray"))
-assert t["shape"] == [6] and t["chunks"] == [3] and t["fill_value"] == -1.0, t
+# no fill_value for coordinates, as data.nc gives them no _FillValue
+assert t["shape"] == [6] and t["chunks"] == [3] and t["fill_value"] is None, t
 assert json.load(open(d + "/time/.zattrs")) == {"_ARRAY_DIMENSIONS": ["time"],
                                                  "units": "days since 2000-01-01"}
 m = json.load(open(d + "/.zmetadata"))
@@ -120,6 +121,29 @@ assert ds.time.dtype.kind == "M"  # decoded through its units
 want = np.fromfile(sys.argv[2], "<f8").reshape(6, 5, 7)
 assert np.array_equal(t.values, want)
 assert float(t.isel(time=slice(1, 5), lon=2).sum()) == want[1:5, :, 2].sum()
+PY
+}
+
+@test "a coordinate holding its own fill (lon 0, time 0 with the default fill 0) reads as a value, not missing, in open_zarr as in data.nc" {
+    mkdir "$S/c0"
+    "$DRX" create "$S/c0/sst" --type f32 --shape 3x4 --chunk 2x4 --dims time,lon --fill -1
+    "$DRX" create "$S/c0/lon" --type f64 --shape 4 --chunk 4
+    "$DRX" create "$S/c0/time" --type i64 --shape 3 --chunk 3
+    "$DRX" attr set "$S/c0/time" units "days since 2000-01-01"
+    "$PY" -c "import numpy as np; np.array([0, 90, 180, 270], '<f8').tofile('lon.raw'); np.arange(3, dtype='<i8').tofile('time.raw')"
+    "$DRX" put "$S/c0/lon" <lon.raw
+    "$DRX" put "$S/c0/time" <time.raw
+    "$PY" - "$M/c0/sst" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+z = xr.open_zarr(sys.argv[1] + "/zarr")
+n = xr.open_dataset(sys.argv[1] + "/data.nc")
+assert z.lon.values.tolist() == [0, 90, 180, 270], z.lon.values
+assert str(z.time.values[0])[:10] == "2000-01-01", z.time.values
+for c in ("lon", "time"):
+    assert np.array_equal(z[c].values, n[c].values), (c, z[c].values, n[c].values)
+assert z.sst.sel(lon=0).shape == (3,)
 PY
 }
 

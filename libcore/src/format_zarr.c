@@ -42,7 +42,7 @@ static json_t *zarray_tree(const struct drx_zarr_var *v)
     rc |= drx_json_set(j, "compressor", json_null());
     rc |= drx_json_set(j, "dimension_separator", json_string("."));
     rc |= drx_json_set(j, "dtype", json_string(drx_type_npy_descr(m->type, DRX_REP_NATIVE)));
-    rc |= drx_json_set(j, "fill_value", fill_json(m));
+    rc |= drx_json_set(j, "fill_value", v->coord ? json_null() : fill_json(m));
     rc |= drx_json_set(j, "filters", json_null());
     rc |= drx_json_set(j, "order", json_string("C"));
     rc |= drx_json_set(j, "shape", drx_json_u64_list(v->shape, m->rank));

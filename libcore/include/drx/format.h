@@ -71,11 +71,13 @@ struct drx_zarr_var {
     const struct drx_array_meta *meta; /* its array */
     uint64_t shape[DRX_MAX_RANK];      /* meta->bounds, or less (a coordinate) */
     const char *dims[DRX_MAX_RANK];    /* dimension names (_ARRAY_DIMENSIONS) */
+    bool coord;                        /* a coordinate variable: fill_value null */
 };
 
 /* The documents, malloc'ed JSON text written with libjansson, or NULL when
  * out of memory.  .zarray: chunks, dtype, fill_value (NaN and infinities
- * as the strings Zarr writes), shape.  .zattrs: _ARRAY_DIMENSIONS and the
+ * as the strings Zarr writes; null for a coordinate, which data.nc gives no
+ * _FillValue either, so that readers mask none of its values), shape.  .zattrs: _ARRAY_DIMENSIONS and the
  * array's attributes (a single number as a scalar, NaN and infinities as
  * Python's json writes them).  The group's .zgroup and .zattrs ({}), and
  * .zmetadata: all of them, consolidated, for vars[0..n-1]. */
