@@ -315,6 +315,86 @@ PY
     "$PY" -c "import numpy as np; assert (np.fromfile('c', '<f8') == -1).all()"
 }
 
+@test "to_zarr(append_dim=...) grows the array along any dimension without a coordinate variable; drx info, data.npy and data.nc agree" {
+    mkdir "$S/ap"
+    "$DRX" create "$S/ap/obs" --type f32 --shape 4x3 --chunk 3x2 --dims step,station --fill -1
+    "$PY" - "$M/ap/obs" <<'PY'
+import json, sys
+import numpy as np
+import netCDF4
+import xarray as xr
+a = sys.argv[1]
+xr.Dataset({"obs": (("step", "station"), np.arange(6, dtype="f4").reshape(2, 3))}).to_zarr(
+    a + "/zarr", append_dim="step")
+xr.Dataset({"obs": (("step", "station"), np.full((6, 2), 5, "f4"))}).to_zarr(
+    a + "/zarr", append_dim="station")
+want = np.full((6, 5), -1, "f4")
+want[4:, :3] = np.arange(6).reshape(2, 3)
+want[:, 3:] = 5
+assert json.load(open(a + "/info"))["shape"] == [6, 5]
+assert np.array_equal(np.load(a + "/data.npy"), want), np.load(a + "/data.npy")
+assert np.array_equal(netCDF4.Dataset(a + "/data.nc")["obs"][:].data, want)
+z = xr.open_zarr(a + "/zarr", mask_and_scale=False)
+assert np.array_equal(z.obs.values, want)
+PY
+    # each growth is one record, as drx extend makes
+    run "$DRX" info "$S/ap/obs"
+    assert_line --partial "dim 0: 4 -> 6"
+    assert_line --partial "dim 1: 3 -> 5"
+    grep -q "obs grown along dimension 1 by 2 (a zarr resize)" "$M.log"
+}
+
+@test "a zarr resize along a dimension with a coordinate variable, a shrink or another .zarray change is refused, changing nothing; drx extend and region= append instead" {
+    mkdir "$S/ap2"
+    "$DRX" create "$S/ap2/sst" --type f64 --shape 3x2 --chunk 2x2 --dims time,x --fill -1
+    "$DRX" create "$S/ap2/time" --type i64 --shape 3 --chunk 2 --fill -1
+    "$PY" -c "import numpy as np; np.arange(3, dtype='<i8').tofile('t.raw')"
+    "$DRX" put "$S/ap2/time" <t.raw
+    xmd=$(md5sum <"$S/ap2/sst.xmd")
+    "$PY" - "$M/ap2/sst" <<'PY'
+import json, sys
+import numpy as np
+import xarray as xr
+a = sys.argv[1]
+new = xr.Dataset({"sst": (("time", "x"), np.ones((2, 2)))}, coords={"time": [3, 4]})
+try:
+    new.to_zarr(a + "/zarr", append_dim="time")
+    raise SystemExit("append_dim along a coordinate's dimension was not refused")
+except PermissionError:
+    pass
+# a shrink, and a grown shape with another chunk shape, by hand
+za = json.load(open(a + "/zarr/sst/.zarray"))
+for change in ({"shape": [2, 2]}, {"shape": [5, 2], "chunks": [1, 2]}):
+    d = dict(za, **change)
+    t = a + "/zarr/sst/.zarray.tmp.partial"
+    with open(t, "w") as f:
+        json.dump(d, f)
+    try:
+        import os
+        os.rename(t, a + "/zarr/sst/.zarray")
+        raise SystemExit("refused .zarray change accepted: %r" % change)
+    except PermissionError:
+        os.unlink(t)
+assert json.load(open(a + "/info"))["shape"] == [3, 2]
+PY
+    [ "$(md5sum <"$S/ap2/sst.xmd")" = "$xmd" ]
+    # what the refusal says to do
+    grep -q "dimension time has a coordinate variable: a zarr resize (append_dim) is refused" "$M.log"
+    "$DRX" extend "$S/ap2/sst" time 2
+    "$DRX" extend "$S/ap2/time" 0 2
+    "$PY" - "$M/ap2/sst" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+a = sys.argv[1]
+new = xr.Dataset({"sst": (("time", "x"), np.ones((2, 2)))}, coords={"time": [3, 4]})
+new.to_zarr(a + "/zarr", region={"time": slice(3, 5)})
+z = xr.open_zarr(a + "/zarr")
+assert z.time.values.tolist() == [0, 1, 2, 3, 4], z.time.values
+assert z.sst.values[3:].tolist() == [[1, 1], [1, 1]]
+PY
+}
+
 @test "refused, changing nothing: a chunk of the wrong size, a metadata change, a key outside the grid, writing a key in place" {
     local before
     before=$(xta_sum temp)

@@ -1,11 +1,13 @@
 /* The write side of the zarr/ group (see drxfs_zarr.c): temporary files
  * held by the daemon, and what renaming one over a name does: a chunk key
  * stores it into the chunk in place (drx_zarr_chunk_store: one pwrite under
- * the span lock), a metadata file takes it only when it changes nothing;
+ * the span lock), a metadata file takes it only when it changes nothing
+ * or, for the array's .zarray, grows its shape (zarr's resize);
  * unlinking a key stores the fill (Zarr deletes chunks that hold only the
  * fill).  A refusal is logged and changes nothing in the .xta. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,8 +450,88 @@ static bool looks_like_key(const char *name)
     return name[0] && strspn(name, "0123456789.") == strlen(name);
 }
 
+/* ---- growth through a .zarray (zarr's resize) ---- */
+
+/* The coordinate variable of dimension d of zc's array, or -1. */
+static int coord_of(const struct zctx *zc, int d)
+{
+    for (int i = 1; i < zc->nvars; i++)
+        if (zc->var[i].dims[0] == zc->dim[d])
+            return i;
+    return -1;
+}
+
+/* Grows zc's array along dim to extent `to`, as drx extend does (a
+ * handle of its own, whose bounds are the file's now: the daemon's handles
+ * see the new record at their next access), and invalidates what the
+ * kernel caches of it. */
+static int grow_one(const struct drxfs_node *dst, const struct zctx *zc, int dim, uint64_t to)
+{
+    uint64_t count = 0;
+    const char *rel = drxfs_arr_key(zc->arr[0]);
+    char path[PATH_MAX + 64];
+    struct drx_err err = {{0}};
+    struct drx_array *h = NULL;
+    int pin, rc;
+
+    if ((rc = drxfs_lib_path(path, sizeof path, rel, &pin)) < 0)
+        return rc;
+    rc = drx_array_open(path, DRX_RDWR | DRX_METAONLY, &h, &err);
+    if (rc == 0 && to > drx_array_meta(h)->bounds[dim]) {
+        count = to - drx_array_meta(h)->bounds[dim];
+        rc = drx_array_extend(h, dim, count, &err);
+    }
+    drx_array_close(h);
+    drxfs_unpin(pin); /* only now: an extension opens files by the path */
+    if (rc < 0) {
+        drx_log(DRX_LOG_WARNING, "%s/zarr: growing %s: %s", dst->rel, rel, err.msg);
+        return rc;
+    }
+    drx_log(DRX_LOG_INFO, "%s/zarr: %s grown along dimension %d by %" PRIu64 " (a zarr resize)",
+            dst->rel, rel, dim, count);
+    drxfs_kc_changed(rel, NULL);
+    return 0;
+}
+
+/* t, renamed over the array's own .zarray, has a larger shape (zarr's
+ * resize, as xarray's to_zarr(append_dim=...) makes): the array grows to
+ * it, unless a grown dimension has a coordinate variable.  zarr resizes
+ * the variables of a dimension one by one, each from the shape it reads
+ * then, in no fixed order (xarray's is a set's): growing the coordinate
+ * with the array would grow it twice, and not growing it would drop it
+ * from the group (shorter than its dimension) or cut its new values.
+ * 1 when t is not such a document, else 0 or -errno (logged). */
+static int grow_to(const struct ztemp *t, const struct drxfs_node *dst, const struct zctx *zc,
+                   int vi, const char *ours)
+{
+    const struct drx_array_meta *m = zc->var[0].meta;
+    uint64_t shape[DRX_MAX_RANK];
+    int rc = 0;
+
+    if (vi < 0 || strcmp(dst->zname, ".zarray") != 0 ||
+        !drx_zarr_zarray_grown(ours, t->buf ? (char *)t->buf : "", t->len, zc->var[vi].meta->rank,
+                               shape))
+        return 1;
+    for (int d = 0; d < m->rank; d++)
+        if ((vi == 0 && shape[d] > m->bounds[d] && coord_of(zc, d) > 0) ||
+            (vi > 0 && coord_of(zc, d) == vi)) {
+            drx_log(DRX_LOG_WARNING,
+                    "%s/zarr: dimension %s has a coordinate variable: a zarr resize "
+                    "(append_dim) is refused; drx extend the array and %s, then write "
+                    "with region=",
+                    dst->rel, zc->dim[d], zc->dim[d]);
+            return -EPERM;
+        }
+    if (!drxfs_arr_writable(zc->arr[0]))
+        return -EACCES;
+    for (int d = 0; d < m->rank && rc == 0; d++)
+        if (shape[d] > m->bounds[d])
+            rc = grow_one(dst, zc, d, shape[d]);
+    return rc;
+}
+
 /* Metadata file dst rewritten with t's bytes: accepted when they change
- * nothing. */
+ * nothing, or when the array's .zarray grows its shape (grow_to). */
 static int commit_meta(struct ztemp *t, const struct drxfs_node *dst, const struct zctx *zc,
                        const char *key)
 {
@@ -457,7 +539,8 @@ static int commit_meta(struct ztemp *t, const struct drxfs_node *dst, const stru
     size_t len;
     int rc = zdoc_get(zc, dst->rel, dst->zvar, dst->zname, &ours, &len);
 
-    if (rc == 0 && !drx_zarr_json_same(ours, t->buf ? (char *)t->buf : "", t->len)) {
+    if (rc == 0 && !drx_zarr_json_same(ours, t->buf ? (char *)t->buf : "", t->len) &&
+        (rc = grow_to(t, dst, zc, dst->zvar[0] ? zctx_find(zc, dst->zvar) : -1, ours)) == 1) {
         drx_log(DRX_LOG_WARNING,
                 "%s: metadata comes from the array (drx attr, drx extend): a change is refused",
                 key);
