@@ -33,6 +33,10 @@ setup() {
 
 teardown() {
     unmount_store "$BATS_TEST_TMPDIR/ro"
+    if [ -n "${RV:-}" ]; then
+        unmount_store "$RV/m"
+        rm -rf "$RV"
+    fi
 }
 
 # xta_sum ARRAY: checksum of the array's chunk file
@@ -393,6 +397,42 @@ z = xr.open_zarr(a + "/zarr")
 assert z.time.values.tolist() == [0, 1, 2, 3, 4], z.time.values
 assert z.sst.values[3:].tolist() == [[1, 1], [1, 1]]
 PY
+}
+
+@test "a zarr resize needs write access to the .xmd: another user who may write the chunks cannot grow the array" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    hostile_setup zarr
+    local s="$RV/s" m="$RV/m"
+    "$DRX" init "$s" >/dev/null
+    "$DRX" create "$s/g" --type u8 --shape 4 --chunk 2 --dims step
+    chmod -R a+rX "$s"
+    chmod 666 "$s/g.xta" # the chunks are anyone's, the metadata root's (0644)
+    mount_store "$s" "$m" -o allow_other
+    cat >"$RV/grow.py" <<'PY'
+import json, os, sys
+d = sys.argv[1] + "/g/zarr/g/"
+with open(d + "0.tmp.partial", "wb") as f:
+    f.write(b"\x07\x07")
+os.rename(d + "0.tmp.partial", d + "0")  # a chunk: his to write
+za = json.load(open(d + ".zarray"))
+with open(d + ".zarray.tmp.partial", "w") as f:
+    json.dump(dict(za, shape=[6]), f)
+try:
+    os.rename(d + ".zarray.tmp.partial", d + ".zarray")
+    print("grown")
+except PermissionError:
+    os.unlink(d + ".zarray.tmp.partial")
+    print("refused")
+PY
+    run nob "$PY" "$RV/grow.py" "$m"
+    assert_success
+    assert_output refused
+    [ "$("$DRX" get "$s/g" -o - | od -An -tu1 | tr -s ' ')" = " 7 7 0 0" ]
+    grep -q "a zarr resize needs write access to g.xmd: refused" "$m.log"
+    # the owner of the .xmd may
+    run "$PY" "$RV/grow.py" "$m"
+    assert_output grown
+    assert_equal "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["shape"])' "$m/g/info")" "[6]"
 }
 
 @test "refused, changing nothing: a chunk of the wrong size, a metadata change, a key outside the grid, writing a key in place" {

@@ -461,6 +461,40 @@ static int coord_of(const struct zctx *zc, int d)
     return -1;
 }
 
+/* True when the caller may write a file of st's owner, group and mode, as
+ * default_permissions checks: a growth writes the .xmd, whose mode may be
+ * stricter than the .xta's (the group's directories show the .xta's). */
+static bool caller_may_write(const struct stat *st)
+{
+    const struct fuse_context *ctx = fuse_get_context();
+    gid_t groups[256];
+    int n;
+
+    if (ctx->uid == 0)
+        return true;
+    if (ctx->uid == st->st_uid)
+        return st->st_mode & S_IWUSR;
+    bool member = ctx->gid == st->st_gid;
+    n = member ? 0 : fuse_getgroups(256, groups);
+    for (int i = 0; i < n && i < 256; i++)
+        member |= groups[i] == st->st_gid;
+    return st->st_mode & (member ? S_IWGRP : S_IWOTH);
+}
+
+/* The caller may grow zc's array: 0, or -EACCES (logged). */
+static int grow_access(const struct drxfs_node *dst, const struct zctx *zc)
+{
+    char xmd[PATH_MAX];
+    struct stat st;
+
+    if (drxfs_arr_writable(zc->arr[0]) && drxfs_rel_suffix(xmd, dst->rel, DRXFS_XMD) == 0 &&
+        drx_store_entry_stat(drxfs.store, xmd, &st) == 0 && caller_may_write(&st))
+        return 0;
+    drx_log(DRX_LOG_WARNING, "%s/zarr: a zarr resize needs write access to %s.xmd: refused",
+            dst->rel, dst->rel);
+    return -EACCES;
+}
+
 /* Grows zc's array along dim to extent `to`, as drx extend does (a
  * handle of its own, whose bounds are the file's now: the daemon's handles
  * see the new record at their next access), and invalidates what the
@@ -522,8 +556,8 @@ static int grow_to(const struct ztemp *t, const struct drxfs_node *dst, const st
                     dst->rel, zc->dim[d], zc->dim[d]);
             return -EPERM;
         }
-    if (!drxfs_arr_writable(zc->arr[0]))
-        return -EACCES;
+    if ((rc = grow_access(dst, zc)) < 0)
+        return rc;
     for (int d = 0; d < m->rank && rc == 0; d++)
         if (shape[d] > m->bounds[d])
             rc = grow_one(dst, zc, d, shape[d]);
