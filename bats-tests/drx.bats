@@ -449,6 +449,16 @@ x.xta"
     echo "$output" | py 'j = json.load(sys.stdin); assert j["shape"] == [4, 90] and j["order"] == "F" and j["origin"] == [4, 0], j'
     # get and put take the same paths
     cmp <("$DRX" get temp/time=4:8) <("$DRX" get temp time=4:8)
+    cmp <("$DRX" get temp/time=4:8/data) <("$DRX" get temp time=4:8)
+    # but move raw bytes only: a formatted file's name would be a lie
+    bad "get: temp/time=4:8/data.npy: get moves the view's raw bytes (its data), not data.npy" "$DRX" get temp/time=4:8/data.npy -o x.npy
+    assert_file_not_exists x.npy
+    bad "get: temp/data.nc: get moves the view's raw bytes (its data), not data.nc" "$DRX" get temp/data.nc
+    bad "put: temp/time=0/info: put moves the view's raw bytes (its data), not info" "$DRX" put temp/time=0/info </dev/null
+    # an array may be named like a view's file
+    "$DRX" create info --type u8 --shape 2 --chunk 2
+    "$DRX" get info -o got.bin
+    assert_file_size got.bin 2
     bad "info: temp/dim0=99: dim0=99: index 99 outside 0..35" "$DRX" info temp/dim0=99
     bad "info: temp/time=2:4/time=3: time=3: index 3 outside 0..1" "$DRX" info temp/time=2:4/time=3
     bad "info: temp/depth=1: depth=1: no dimension named 'depth' (names: time, lat)" "$DRX" info temp/depth=1

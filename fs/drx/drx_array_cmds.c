@@ -88,6 +88,11 @@ static int open_view_path(const char *cmd, const char *arg, int mode, struct drx
         return drx_cli_fail_err(cmd, rc, &err);
     if (rc < 0)
         return drx_cli_fail("%s: %s: %s", cmd, arg, err.msg[0] ? err.msg : strerror(-rc));
+    /* get and put move only the raw bytes a view's `data` holds */
+    if (strcmp(cmd, "info") != 0 && spec->file && strcmp(spec->file, "data") != 0)
+        return drx_cli_fail("%s: %s: %s moves the view's raw bytes (its data), not %s: "
+                            "name the view, or read %s at the mount",
+                            cmd, arg, cmd, spec->file, spec->file);
     rc = drx_array_open(array, mode, a, &err);
     if (rc)
         return drx_cli_fail_err(NULL, rc, &err);
