@@ -435,6 +435,30 @@ PY
     assert_equal "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["shape"])' "$m/g/info")" "[6]"
 }
 
+@test "to_zarr(mode=\"w\") and zarr.open(mode=\"w\") are refused before any key is removed: the array keeps its data" {
+    mkdir "$S/mw"
+    "$DRX" create "$S/mw/w" --type f64 --shape 4x4 --chunk 2x2 --dims a,b
+    "$PY" -c "import numpy as np; np.arange(16.).tofile('w.raw')"
+    "$DRX" put "$S/mw/w" <w.raw
+    "$PY" - "$M/mw/w" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+import zarr
+a = sys.argv[1]
+for f in (lambda: xr.Dataset({"w": (("a", "b"), np.ones((4, 4)))}).to_zarr(a + "/zarr", mode="w"),
+          lambda: zarr.open(a + "/zarr/w", mode="w", shape=(4, 4), chunks=(2, 2), dtype="f8")):
+    try:
+        f()
+        raise SystemExit("mode w was not refused")
+    except PermissionError:
+        pass
+PY
+    # removing a key stores the fill: the metadata, listed first, stops
+    # the removal of the tree before any key
+    cmp w.raw "$M/mw/w/data"
+}
+
 @test "refused, changing nothing: a chunk of the wrong size, a metadata change, a key outside the grid, writing a key in place" {
     local before
     before=$(xta_sum temp)
