@@ -545,6 +545,9 @@ assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
     bad "attr: 'frob' is not set, get, rm or list" "$DRX" attr frob t
     bad "usage: drx attr set ARRAY NAME VALUE" "$DRX" attr set t x
     bad "usage: drx attr get ARRAY NAME" "$DRX" attr get t
+    # several numbers as several words, as the .xmd lists them
+    bad "attr set: one VALUE after NAME, not 2: several numbers are one word, separated by commas (-5,300)" "$DRX" attr set t valid_range --type i16 -5 300
+    bad "usage: drx attr get ARRAY NAME" "$DRX" attr get t units x
     bad "no such array" "$DRX" attr set nope x 1
     cmp before.xmd t.xmd
     # through a read-only mount: refused like extend; reading works

@@ -731,6 +731,12 @@ static int attr_set_cmd(char *const *argv, int nargs)
     struct drx_err err = {""};
     int rc;
 
+    /* "--type i16 -5 300", as the .xmd shows a list, is the likely slip */
+    if (nargs > 3)
+        return drx_cli_fail("attr set: one VALUE after NAME, not %d: several numbers are one "
+                            "word, separated by commas (-5,300)",
+                            nargs - 2),
+               2;
     if (nargs != 3)
         return drx_cli_fail("usage: drx attr set ARRAY NAME VALUE [--type T]"), 2;
     /* the attribute is checked before the array is opened: a bad one
