@@ -323,7 +323,7 @@ PY
     mkdir "$S/ap"
     "$DRX" create "$S/ap/obs" --type f32 --shape 4x3 --chunk 3x2 --dims step,station --fill -1
     "$PY" - "$M/ap/obs" <<'PY'
-import json, sys
+import errno, json, os, sys
 import numpy as np
 import netCDF4
 import xarray as xr
@@ -340,12 +340,27 @@ assert np.array_equal(np.load(a + "/data.npy"), want), np.load(a + "/data.npy")
 assert np.array_equal(netCDF4.Dataset(a + "/data.nc")["obs"][:].data, want)
 z = xr.open_zarr(a + "/zarr", mask_and_scale=False)
 assert np.array_equal(z.obs.values, want)
+# a growth that would make the daemon (root, past quotas) write more than
+# 1 GiB of the fill (-1) is refused: drx extend is for that
+za = json.load(open(a + "/zarr/obs/.zarray"))
+t = a + "/zarr/obs/.zarray.big.partial"
+with open(t, "w") as f:
+    json.dump(dict(za, shape=[48000000, 5]), f)
+try:
+    os.rename(t, a + "/zarr/obs/.zarray")
+    raise SystemExit("a 1.15 GB growth of fill was not refused")
+except OSError as e:
+    assert e.errno == errno.EFBIG, e
+    os.unlink(t)
+assert json.load(open(a + "/info"))["shape"] == [6, 5]
 PY
     # each growth is one record, as drx extend makes
     run "$DRX" info "$S/ap/obs"
     assert_line --partial "dim 0: 4 -> 6"
     assert_line --partial "dim 1: 3 -> 5"
     grep -q "obs grown along dimension 1 by 2 (a zarr resize)" "$M.log"
+    grep -q "ap/obs/zarr: a zarr resize that writes more than 1 GiB of fill is refused" "$M.log"
+    [ "$(stat -c %s "$S/ap/obs.xta")" -lt 4096 ]
 }
 
 @test "a zarr resize along a dimension with a coordinate variable, a shrink or another .zarray change is refused, changing nothing; drx extend and region= append instead" {

@@ -481,20 +481,6 @@ static bool caller_may_write(const struct stat *st)
     return st->st_mode & (member ? S_IWGRP : S_IWOTH);
 }
 
-/* The caller may grow zc's array: 0, or -EACCES (logged). */
-static int grow_access(const struct drxfs_node *dst, const struct zctx *zc)
-{
-    char xmd[PATH_MAX];
-    struct stat st;
-
-    if (drxfs_arr_writable(zc->arr[0]) && drxfs_rel_suffix(xmd, dst->rel, DRXFS_XMD) == 0 &&
-        drx_store_entry_stat(drxfs.store, xmd, &st) == 0 && caller_may_write(&st))
-        return 0;
-    drx_log(DRX_LOG_WARNING, "%s/zarr: a zarr resize needs write access to %s.xmd: refused",
-            dst->rel, dst->rel);
-    return -EACCES;
-}
-
 /* Grows zc's array along dim to extent `to`, as drx extend does (a
  * handle of its own, whose bounds are the file's now: the daemon's handles
  * see the new record at their next access), and invalidates what the
@@ -527,6 +513,53 @@ static int grow_one(const struct drxfs_node *dst, const struct zctx *zc, int dim
     return 0;
 }
 
+/* Fill bytes a zarr resize may make the daemon write (a non-zero fill
+ * is written into every new chunk; a zero fill grows the .xta sparse):
+ * the daemon writes as root, past the owner's quota, and the request
+ * waits meanwhile.  Larger growths are for drx extend. */
+#define ZGROW_FILL_MAX ((uint64_t)1 << 30)
+
+/* The fill bytes growing m to shape writes, saturated at UINT64_MAX. */
+static uint64_t grow_fill_bytes(const struct drx_array_meta *m, const uint64_t *shape)
+{
+    static const unsigned char zero[DRX_MAX_ELEM];
+    uint64_t chunks = 1, grid;
+
+    if (memcmp(m->fill, zero, m->elem_size) == 0)
+        return 0;
+    for (int d = 0; d < m->rank; d++) {
+        grid = shape[d] / m->chunk[d] + (shape[d] % m->chunk[d] != 0);
+        if (grid && chunks > UINT64_MAX / grid)
+            return UINT64_MAX;
+        chunks *= grid;
+    }
+    chunks -= chunks > m->map.nchunks ? m->map.nchunks : chunks;
+    return chunks > UINT64_MAX / m->chunk_bytes ? UINT64_MAX : chunks * m->chunk_bytes;
+}
+
+/* The caller may grow zc's array to shape: 0, or -EACCES or -EFBIG
+ * (logged). */
+static int grow_allowed(const struct drxfs_node *dst, const struct zctx *zc, const uint64_t *shape)
+{
+    char xmd[PATH_MAX];
+    struct stat st;
+
+    if (!drxfs_arr_writable(zc->arr[0]) || drxfs_rel_suffix(xmd, dst->rel, DRXFS_XMD) < 0 ||
+        drx_store_entry_stat(drxfs.store, xmd, &st) < 0 || !caller_may_write(&st)) {
+        drx_log(DRX_LOG_WARNING, "%s/zarr: a zarr resize needs write access to %s.xmd: refused",
+                dst->rel, dst->rel);
+        return -EACCES;
+    }
+    if (grow_fill_bytes(zc->var[0].meta, shape) > ZGROW_FILL_MAX) {
+        drx_log(DRX_LOG_WARNING,
+                "%s/zarr: a zarr resize that writes more than 1 GiB of fill is refused: "
+                "use drx extend",
+                dst->rel);
+        return -EFBIG;
+    }
+    return 0;
+}
+
 /* t, renamed over the array's own .zarray, has a larger shape (zarr's
  * resize, as xarray's to_zarr(append_dim=...) makes): the array grows to
  * it, unless a grown dimension has a coordinate variable.  zarr resizes
@@ -556,7 +589,7 @@ static int grow_to(const struct ztemp *t, const struct drxfs_node *dst, const st
                     dst->rel, zc->dim[d], zc->dim[d]);
             return -EPERM;
         }
-    if ((rc = grow_access(dst, zc)) < 0)
+    if ((rc = grow_allowed(dst, zc, shape)) < 0)
         return rc;
     for (int d = 0; d < m->rank && rc == 0; d++)
         if (shape[d] > m->bounds[d])
