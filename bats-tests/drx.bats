@@ -449,6 +449,16 @@ x.xta"
     echo "$output" | py 'j = json.load(sys.stdin); assert j["shape"] == [4, 90] and j["order"] == "F" and j["origin"] == [4, 0], j'
     # get and put take the same paths
     cmp <("$DRX" get temp/time=4:8) <("$DRX" get temp time=4:8)
+    cmp <("$DRX" get temp/time=4:8/data) <("$DRX" get temp time=4:8)
+    # but move raw bytes only: a formatted file's name would be a lie
+    bad "get: temp/time=4:8/data.npy: get moves the view's raw bytes (its data), not data.npy" "$DRX" get temp/time=4:8/data.npy -o x.npy
+    assert_file_not_exists x.npy
+    bad "get: temp/data.nc: get moves the view's raw bytes (its data), not data.nc" "$DRX" get temp/data.nc
+    bad "put: temp/time=0/info: put moves the view's raw bytes (its data), not info" "$DRX" put temp/time=0/info </dev/null
+    # an array may be named like a view's file
+    "$DRX" create info --type u8 --shape 2 --chunk 2
+    "$DRX" get info -o got.bin
+    assert_file_size got.bin 2
     bad "info: temp/dim0=99: dim0=99: index 99 outside 0..35" "$DRX" info temp/dim0=99
     bad "info: temp/time=2:4/time=3: time=3: index 3 outside 0..1" "$DRX" info temp/time=2:4/time=3
     bad "info: temp/depth=1: depth=1: no dimension named 'depth' (names: time, lat)" "$DRX" info temp/depth=1
@@ -535,6 +545,9 @@ assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
     bad "attr: 'frob' is not set, get, rm or list" "$DRX" attr frob t
     bad "usage: drx attr set ARRAY NAME VALUE" "$DRX" attr set t x
     bad "usage: drx attr get ARRAY NAME" "$DRX" attr get t
+    # several numbers as several words, as the .xmd lists them
+    bad "attr set: one VALUE after NAME, not 2: several numbers are one word, separated by commas (-5,300)" "$DRX" attr set t valid_range --type i16 -5 300
+    bad "usage: drx attr get ARRAY NAME" "$DRX" attr get t units x
     bad "no such array" "$DRX" attr set nope x 1
     cmp before.xmd t.xmd
     # through a read-only mount: refused like extend; reading works

@@ -215,6 +215,15 @@ lat
 lon"
     run complete_drx drx get temp -o out lat = 2 --json
     assert_output ""
+    "$DRX" attr set "$BATS_TEST_TMPDIR/temp" units K
+    "$DRX" attr set "$BATS_TEST_TMPDIR/temp" long_name "air temperature"
+    run complete_drx drx attr get temp ""
+    assert_output "units
+long_name"
+    run complete_drx drx attr rm temp u
+    assert_output "units"
+    run complete_drx drx attr list temp ""
+    assert_output ""
     # bash-completion finds the file where meson installed it (it searches
     # XDG_DATA_DIRS) and loads it on first use
     [ -f /usr/share/bash-completion/bash_completion ] || skip "bash-completion not installed"

@@ -647,6 +647,28 @@ copy_killed() {
     run mpi_load 2 export mnt/arr out dim1=::3
     assert_success
     cmp out mnt/arr/dim1=::3/data
+    # ARRAY/WORD/... paths as at the mount and for drx get, words given
+    # apart applying after the path's
+    run mpi_load 2 export mnt/arr/dim0=10:40/data out2 dim1=::3
+    assert_success
+    cmp out2 mnt/arr/dim0=10:40/dim1=::3/data
+    head -c 800 raw1 >raw3
+    run mpi_load 2 import st/arr/dim0=-1 raw3
+    assert_success
+    cmp raw3 mnt/arr/dim0=-1/data
+    run mpi_load 2 prefetch mnt/arr/dim0=0:5
+    assert_success
+    # a formatted file or a bad word in the path: one line, nothing done
+    run mpi_load 2 export mnt/arr/dim0=1/data.npy out3
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "moves the view's raw bytes (its data), not data.npy"
+    assert_file_not_exists out3
+    run mpi_load 2 import mnt/arr/dim0=999 raw3
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "dim0=999: index 999 outside 0..99"
+    cmp raw3 mnt/arr/dim0=-1/data
     unmount_store mnt
 }
 

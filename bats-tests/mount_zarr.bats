@@ -33,6 +33,10 @@ setup() {
 
 teardown() {
     unmount_store "$BATS_TEST_TMPDIR/ro"
+    if [ -n "${RV:-}" ]; then
+        unmount_store "$RV/m"
+        rm -rf "$RV"
+    fi
 }
 
 # xta_sum ARRAY: checksum of the array's chunk file
@@ -92,7 +96,8 @@ assert json.load(open(d + "/temp/.zattrs")) == {"_ARRAY_DIMENSIONS": ["time", "l
                                                  "units": "K"}
 # coordinates at the dimension's length, with their own chunks and attributes
 t = json.load(open(d + "/time/.zarray"))
-assert t["shape"] == [6] and t["chunks"] == [3] and t["fill_value"] == -1.0, t
+# no fill_value for coordinates, as data.nc gives them no _FillValue
+assert t["shape"] == [6] and t["chunks"] == [3] and t["fill_value"] is None, t
 assert json.load(open(d + "/time/.zattrs")) == {"_ARRAY_DIMENSIONS": ["time"],
                                                  "units": "days since 2000-01-01"}
 m = json.load(open(d + "/.zmetadata"))
@@ -120,6 +125,29 @@ assert ds.time.dtype.kind == "M"  # decoded through its units
 want = np.fromfile(sys.argv[2], "<f8").reshape(6, 5, 7)
 assert np.array_equal(t.values, want)
 assert float(t.isel(time=slice(1, 5), lon=2).sum()) == want[1:5, :, 2].sum()
+PY
+}
+
+@test "a coordinate holding its own fill (lon 0, time 0 with the default fill 0) reads as a value, not missing, in open_zarr as in data.nc" {
+    mkdir "$S/c0"
+    "$DRX" create "$S/c0/sst" --type f32 --shape 3x4 --chunk 2x4 --dims time,lon --fill -1
+    "$DRX" create "$S/c0/lon" --type f64 --shape 4 --chunk 4
+    "$DRX" create "$S/c0/time" --type i64 --shape 3 --chunk 3
+    "$DRX" attr set "$S/c0/time" units "days since 2000-01-01"
+    "$PY" -c "import numpy as np; np.array([0, 90, 180, 270], '<f8').tofile('lon.raw'); np.arange(3, dtype='<i8').tofile('time.raw')"
+    "$DRX" put "$S/c0/lon" <lon.raw
+    "$DRX" put "$S/c0/time" <time.raw
+    "$PY" - "$M/c0/sst" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+z = xr.open_zarr(sys.argv[1] + "/zarr")
+n = xr.open_dataset(sys.argv[1] + "/data.nc")
+assert z.lon.values.tolist() == [0, 90, 180, 270], z.lon.values
+assert str(z.time.values[0])[:10] == "2000-01-01", z.time.values
+for c in ("lon", "time"):
+    assert np.array_equal(z[c].values, n[c].values), (c, z[c].values, n[c].values)
+assert z.sst.sel(lon=0).shape == (3,)
 PY
 }
 
@@ -289,6 +317,161 @@ assert (zarr.open(sys.argv[1])["wr"][0:4, 0:3] == -1).all()
 PY
     "$DRX" get "$S/wr" dim0=0:4 dim1=0:3 >c
     "$PY" -c "import numpy as np; assert (np.fromfile('c', '<f8') == -1).all()"
+}
+
+@test "to_zarr(append_dim=...) grows the array along any dimension without a coordinate variable; drx info, data.npy and data.nc agree" {
+    mkdir "$S/ap"
+    "$DRX" create "$S/ap/obs" --type f32 --shape 4x3 --chunk 3x2 --dims step,station --fill -1
+    "$PY" - "$M/ap/obs" <<'PY'
+import errno, json, os, sys
+import numpy as np
+import netCDF4
+import xarray as xr
+a = sys.argv[1]
+xr.Dataset({"obs": (("step", "station"), np.arange(6, dtype="f4").reshape(2, 3))}).to_zarr(
+    a + "/zarr", append_dim="step")
+xr.Dataset({"obs": (("step", "station"), np.full((6, 2), 5, "f4"))}).to_zarr(
+    a + "/zarr", append_dim="station")
+want = np.full((6, 5), -1, "f4")
+want[4:, :3] = np.arange(6).reshape(2, 3)
+want[:, 3:] = 5
+assert json.load(open(a + "/info"))["shape"] == [6, 5]
+assert np.array_equal(np.load(a + "/data.npy"), want), np.load(a + "/data.npy")
+assert np.array_equal(netCDF4.Dataset(a + "/data.nc")["obs"][:].data, want)
+z = xr.open_zarr(a + "/zarr", mask_and_scale=False)
+assert np.array_equal(z.obs.values, want)
+# a growth that would make the daemon (root, past quotas) write more than
+# 1 GiB of the fill (-1) is refused: drx extend is for that
+za = json.load(open(a + "/zarr/obs/.zarray"))
+t = a + "/zarr/obs/.zarray.big.partial"
+with open(t, "w") as f:
+    json.dump(dict(za, shape=[48000000, 5]), f)
+try:
+    os.rename(t, a + "/zarr/obs/.zarray")
+    raise SystemExit("a 1.15 GB growth of fill was not refused")
+except OSError as e:
+    assert e.errno == errno.EFBIG, e
+    os.unlink(t)
+assert json.load(open(a + "/info"))["shape"] == [6, 5]
+PY
+    # each growth is one record, as drx extend makes
+    run "$DRX" info "$S/ap/obs"
+    assert_line --partial "dim 0: 4 -> 6"
+    assert_line --partial "dim 1: 3 -> 5"
+    grep -q "obs grown along dimension 1 by 2 (a zarr resize)" "$M.log"
+    grep -q "ap/obs/zarr: a zarr resize that writes more than 1 GiB of fill is refused" "$M.log"
+    [ "$(stat -c %s "$S/ap/obs.xta")" -lt 4096 ]
+}
+
+@test "a zarr resize along a dimension with a coordinate variable, a shrink or another .zarray change is refused, changing nothing; drx extend and region= append instead" {
+    mkdir "$S/ap2"
+    "$DRX" create "$S/ap2/sst" --type f64 --shape 3x2 --chunk 2x2 --dims time,x --fill -1
+    "$DRX" create "$S/ap2/time" --type i64 --shape 3 --chunk 2 --fill -1
+    "$PY" -c "import numpy as np; np.arange(3, dtype='<i8').tofile('t.raw')"
+    "$DRX" put "$S/ap2/time" <t.raw
+    xmd=$(md5sum <"$S/ap2/sst.xmd")
+    "$PY" - "$M/ap2/sst" <<'PY'
+import json, sys
+import numpy as np
+import xarray as xr
+a = sys.argv[1]
+new = xr.Dataset({"sst": (("time", "x"), np.ones((2, 2)))}, coords={"time": [3, 4]})
+try:
+    new.to_zarr(a + "/zarr", append_dim="time")
+    raise SystemExit("append_dim along a coordinate's dimension was not refused")
+except PermissionError:
+    pass
+# a shrink, and a grown shape with another chunk shape, by hand
+za = json.load(open(a + "/zarr/sst/.zarray"))
+for change in ({"shape": [2, 2]}, {"shape": [5, 2], "chunks": [1, 2]}):
+    d = dict(za, **change)
+    t = a + "/zarr/sst/.zarray.tmp.partial"
+    with open(t, "w") as f:
+        json.dump(d, f)
+    try:
+        import os
+        os.rename(t, a + "/zarr/sst/.zarray")
+        raise SystemExit("refused .zarray change accepted: %r" % change)
+    except PermissionError:
+        os.unlink(t)
+assert json.load(open(a + "/info"))["shape"] == [3, 2]
+PY
+    [ "$(md5sum <"$S/ap2/sst.xmd")" = "$xmd" ]
+    # what the refusal says to do
+    grep -q "dimension time has a coordinate variable: a zarr resize (append_dim) is refused" "$M.log"
+    "$DRX" extend "$S/ap2/sst" time 2
+    "$DRX" extend "$S/ap2/time" 0 2
+    "$PY" - "$M/ap2/sst" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+a = sys.argv[1]
+new = xr.Dataset({"sst": (("time", "x"), np.ones((2, 2)))}, coords={"time": [3, 4]})
+new.to_zarr(a + "/zarr", region={"time": slice(3, 5)})
+z = xr.open_zarr(a + "/zarr")
+assert z.time.values.tolist() == [0, 1, 2, 3, 4], z.time.values
+assert z.sst.values[3:].tolist() == [[1, 1], [1, 1]]
+PY
+}
+
+@test "a zarr resize needs write access to the .xmd: another user who may write the chunks cannot grow the array" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    hostile_setup zarr
+    local s="$RV/s" m="$RV/m"
+    "$DRX" init "$s" >/dev/null
+    "$DRX" create "$s/g" --type u8 --shape 4 --chunk 2 --dims step
+    chmod -R a+rX "$s"
+    chmod 666 "$s/g.xta" # the chunks are anyone's, the metadata root's (0644)
+    mount_store "$s" "$m" -o allow_other
+    cat >"$RV/grow.py" <<'PY'
+import json, os, sys
+d = sys.argv[1] + "/g/zarr/g/"
+with open(d + "0.tmp.partial", "wb") as f:
+    f.write(b"\x07\x07")
+os.rename(d + "0.tmp.partial", d + "0")  # a chunk: his to write
+za = json.load(open(d + ".zarray"))
+with open(d + ".zarray.tmp.partial", "w") as f:
+    json.dump(dict(za, shape=[6]), f)
+try:
+    os.rename(d + ".zarray.tmp.partial", d + ".zarray")
+    print("grown")
+except PermissionError:
+    os.unlink(d + ".zarray.tmp.partial")
+    print("refused")
+PY
+    run nob "$PY" "$RV/grow.py" "$m"
+    assert_success
+    assert_output refused
+    [ "$("$DRX" get "$s/g" -o - | od -An -tu1 | tr -s ' ')" = " 7 7 0 0" ]
+    grep -q "a zarr resize needs write access to g.xmd: refused" "$m.log"
+    # the owner of the .xmd may
+    run "$PY" "$RV/grow.py" "$m"
+    assert_output grown
+    assert_equal "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["shape"])' "$m/g/info")" "[6]"
+}
+
+@test "to_zarr(mode=\"w\") and zarr.open(mode=\"w\") are refused before any key is removed: the array keeps its data" {
+    mkdir "$S/mw"
+    "$DRX" create "$S/mw/w" --type f64 --shape 4x4 --chunk 2x2 --dims a,b
+    "$PY" -c "import numpy as np; np.arange(16.).tofile('w.raw')"
+    "$DRX" put "$S/mw/w" <w.raw
+    "$PY" - "$M/mw/w" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+import zarr
+a = sys.argv[1]
+for f in (lambda: xr.Dataset({"w": (("a", "b"), np.ones((4, 4)))}).to_zarr(a + "/zarr", mode="w"),
+          lambda: zarr.open(a + "/zarr/w", mode="w", shape=(4, 4), chunks=(2, 2), dtype="f8")):
+    try:
+        f()
+        raise SystemExit("mode w was not refused")
+    except PermissionError:
+        pass
+PY
+    # removing a key stores the fill: the metadata, listed first, stops
+    # the removal of the tree before any key
+    cmp w.raw "$M/mw/w/data"
 }
 
 @test "refused, changing nothing: a chunk of the wrong size, a metadata change, a key outside the grid, writing a key in place" {

@@ -1,6 +1,6 @@
 # bash completion for drx(1): commands, options, element types, array
-# names (NAME.xmd shows as NAME) and the dimension names of an array, read
-# from `drx info --json`.  Self-contained: needs none of bash-completion's
+# names (NAME.xmd shows as NAME), the dimension names of an array, read
+# from `drx info --json`, and its attribute names (`drx attr list`).  Self-contained: needs none of bash-completion's
 # helpers, so it also works when sourced on its own.
 
 _drx_commands='init create info extend attr put get address index stripe fsck rm help'
@@ -151,6 +151,10 @@ _drx()
             mapfile -t COMPREPLY < <(compgen -W 'set get rm list' -- "$cur")
         elif [ "$n" -eq 2 ]; then
             _drx_arrays "$cur"
+        elif [ "$n" -eq 3 ] && [ "${pos[1]}" != list ]; then
+            # the array's attribute names, for get, rm and set (replace)
+            mapfile -t COMPREPLY < <(compgen -W "$(command drx attr list -- "${pos[2]}" 2>/dev/null |
+                cut -d' ' -f1)" -- "$cur")
         fi
         ;;
     get | put)

@@ -43,17 +43,51 @@ int load_mp_report(const struct load_ctx *c, int rc, const char *what)
     return -EIO;
 }
 
+/* A path ARRAY/WORD/WORD[/data] as at the mount point (and for drx get):
+ * the array's store path into array, its words into spec (before those
+ * given apart).  0, or 1 when path names no array with words, so that
+ * drx_mp_open says why as for any path; -errno for a bad word or a file
+ * other than data (the raw bytes are what drx-load moves). */
+static int split_view_path(const char *path, bool write, char *array, size_t len,
+                           struct drx_view_spec *spec, struct drx_err *err)
+{
+    char store[PATH_MAX];
+    /* lexical: drx_mp_open makes the commit request to a mount */
+    unsigned flags = (write ? DRX_STORE_FOR_WRITE : 0) | DRX_STORE_NO_COMMIT;
+    int rc = drx_store_resolve_path_for(NULL, path, flags, store, sizeof store, err);
+
+    if (rc >= 0) /* its length */
+        rc = drx_view_path_split(store, array, len, spec, err);
+    if (rc == 0 && spec->file && strcmp(spec->file, "data") != 0)
+        return drx_err_set(err, EINVAL,
+                           "drx-load moves the view's raw bytes (its data), not %s: name the view",
+                           spec->file);
+    if (rc == -ENOENT || (rc == 0 && spec->nwords == 0 && !spec->file)) {
+        err->msg[0] = '\0';
+        drx_view_spec_init(spec);
+        return 1;
+    }
+    return rc;
+}
+
 int load_open_view(struct load_ctx *c, const char *path, bool write, char **words, int nwords,
                    drx_mp **a, struct drx_view *v)
 {
+    char array[PATH_MAX];
     struct drx_err err = {{0}};
     struct drx_view_spec spec;
-    int rc = mp_open_info(MPI_COMM_WORLD, path, write, c->info, a);
+    int rc;
 
+    drx_view_spec_init(&spec);
+    rc = split_view_path(path, write, array, sizeof array, &spec, &err);
+    if (rc < 0)
+        drx_err_prefix(&err, "%s", path);
+    if (load_agree(c, rc < 0 ? rc : 0, &err, NULL) < 0)
+        return -EIO;
+    rc = mp_open_info(MPI_COMM_WORLD, rc == 0 ? array : path, write, c->info, a);
     if (load_mp_report(c, rc, NULL) < 0)
         return -EIO;
     (*a)->buffer = c->buffer;
-    drx_view_spec_init(&spec);
     for (int i = 0; i < nwords && rc == 0; i++)
         rc = drx_view_spec_add(&spec, words[i], &err);
     if (rc == 0)

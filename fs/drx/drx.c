@@ -119,7 +119,7 @@ static const struct cmd {
     {"extend", drx_cmd_extend, 0, false, 3, 3, "extend ARRAY DIM COUNT",
      "Grows dimension DIM (a number or a name) of ARRAY by COUNT elements.  Nothing\n"
      "already written moves.\n"},
-    {"attr", drx_cmd_attr, OPT_TYPE, false, 2, 4,
+    {"attr", drx_cmd_attr, OPT_TYPE, false, 2, -1, /* each subcommand counts its own */
      "attr set|get|rm|list ARRAY [NAME] [VALUE] [--type T]",
      "Attributes of an array (units, long_name, scale_factor, ...), shown in info and\n"
      "data.nc.  set ARRAY NAME VALUE: adds or replaces one; get ARRAY NAME: prints its\n"

@@ -88,6 +88,11 @@ static int open_view_path(const char *cmd, const char *arg, int mode, struct drx
         return drx_cli_fail_err(cmd, rc, &err);
     if (rc < 0)
         return drx_cli_fail("%s: %s: %s", cmd, arg, err.msg[0] ? err.msg : strerror(-rc));
+    /* get and put move only the raw bytes a view's `data` holds */
+    if (strcmp(cmd, "info") != 0 && spec->file && strcmp(spec->file, "data") != 0)
+        return drx_cli_fail("%s: %s: %s moves the view's raw bytes (its data), not %s: "
+                            "name the view, or read %s at the mount",
+                            cmd, arg, cmd, spec->file, spec->file);
     rc = drx_array_open(array, mode, a, &err);
     if (rc)
         return drx_cli_fail_err(NULL, rc, &err);
@@ -726,6 +731,12 @@ static int attr_set_cmd(char *const *argv, int nargs)
     struct drx_err err = {""};
     int rc;
 
+    /* "--type i16 -5 300", as the .xmd shows a list, is the likely slip */
+    if (nargs > 3)
+        return drx_cli_fail("attr set: one VALUE after NAME, not %d: several numbers are one "
+                            "word, separated by commas (-5,300)",
+                            nargs - 2),
+               2;
     if (nargs != 3)
         return drx_cli_fail("usage: drx attr set ARRAY NAME VALUE [--type T]"), 2;
     /* the attribute is checked before the array is opened: a bad one

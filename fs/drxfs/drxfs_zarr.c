@@ -137,7 +137,7 @@ static void zctx_coord(struct zctx *zc, const struct drxfs_node *n, int d, bool 
     zc->locked[i] = true;
     zc->nvars++;
     snprintf(zc->name[i], sizeof zc->name[i], "%s", dn);
-    zc->var[i] = (struct drx_zarr_var){.name = zc->name[i], .meta = cm};
+    zc->var[i] = (struct drx_zarr_var){.name = zc->name[i], .meta = cm, .coord = true};
     zc->var[i].shape[0] = m->bounds[d];
     zc->var[i].dims[0] = zc->dim[d];
 }

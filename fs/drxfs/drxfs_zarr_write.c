@@ -1,11 +1,13 @@
 /* The write side of the zarr/ group (see drxfs_zarr.c): temporary files
  * held by the daemon, and what renaming one over a name does: a chunk key
  * stores it into the chunk in place (drx_zarr_chunk_store: one pwrite under
- * the span lock), a metadata file takes it only when it changes nothing;
+ * the span lock), a metadata file takes it only when it changes nothing
+ * or, for the array's .zarray, grows its shape (zarr's resize);
  * unlinking a key stores the fill (Zarr deletes chunks that hold only the
  * fill).  A refusal is logged and changes nothing in the .xta. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,8 +453,155 @@ static bool looks_like_key(const char *name)
     return name[0] && strspn(name, "0123456789.") == strlen(name);
 }
 
+/* ---- growth through a .zarray (zarr's resize) ---- */
+
+/* The coordinate variable of dimension d of zc's array, or -1. */
+static int coord_of(const struct zctx *zc, int d)
+{
+    for (int i = 1; i < zc->nvars; i++)
+        if (zc->var[i].dims[0] == zc->dim[d])
+            return i;
+    return -1;
+}
+
+/* True when the caller may write a file of st's owner, group and mode, as
+ * default_permissions checks: a growth writes the .xmd, whose mode may be
+ * stricter than the .xta's (the group's directories show the .xta's). */
+static bool caller_may_write(const struct stat *st)
+{
+    const struct fuse_context *ctx = fuse_get_context();
+    gid_t groups[256];
+    int n;
+
+    if (ctx->uid == 0)
+        return true;
+    if (ctx->uid == st->st_uid)
+        return st->st_mode & S_IWUSR;
+    bool member = ctx->gid == st->st_gid;
+    n = member ? 0 : fuse_getgroups(256, groups);
+    for (int i = 0; i < n && i < 256; i++)
+        member |= groups[i] == st->st_gid;
+    return st->st_mode & (member ? S_IWGRP : S_IWOTH);
+}
+
+/* Grows zc's array along dim to extent `to`, as drx extend does (a
+ * handle of its own, whose bounds are the file's now: the daemon's handles
+ * see the new record at their next access), and invalidates what the
+ * kernel caches of it. */
+static int grow_one(const struct drxfs_node *dst, const struct zctx *zc, int dim, uint64_t to)
+{
+    uint64_t count = 0;
+    const char *rel = drxfs_arr_key(zc->arr[0]);
+    char path[PATH_MAX + 64];
+    struct drx_err err = {{0}};
+    struct drx_array *h = NULL;
+    int pin, rc;
+
+    if ((rc = drxfs_lib_path(path, sizeof path, rel, &pin)) < 0)
+        return rc;
+    rc = drx_array_open(path, DRX_RDWR | DRX_METAONLY, &h, &err);
+    if (rc == 0 && to > drx_array_meta(h)->bounds[dim]) {
+        count = to - drx_array_meta(h)->bounds[dim];
+        rc = drx_array_extend(h, dim, count, &err);
+    }
+    drx_array_close(h);
+    drxfs_unpin(pin); /* only now: an extension opens files by the path */
+    if (rc < 0) {
+        drx_log(DRX_LOG_WARNING, "%s/zarr: growing %s: %s", dst->rel, rel, err.msg);
+        return rc;
+    }
+    drx_log(DRX_LOG_INFO, "%s/zarr: %s grown along dimension %d by %" PRIu64 " (a zarr resize)",
+            dst->rel, rel, dim, count);
+    drxfs_kc_changed(rel, NULL);
+    return 0;
+}
+
+/* Fill bytes a zarr resize may make the daemon write (a non-zero fill
+ * is written into every new chunk; a zero fill grows the .xta sparse):
+ * the daemon writes as root, past the owner's quota, and the request
+ * waits meanwhile.  Larger growths are for drx extend. */
+#define ZGROW_FILL_MAX ((uint64_t)1 << 30)
+
+/* The fill bytes growing m to shape writes, saturated at UINT64_MAX. */
+static uint64_t grow_fill_bytes(const struct drx_array_meta *m, const uint64_t *shape)
+{
+    static const unsigned char zero[DRX_MAX_ELEM];
+    uint64_t chunks = 1, grid;
+
+    if (memcmp(m->fill, zero, m->elem_size) == 0)
+        return 0;
+    for (int d = 0; d < m->rank; d++) {
+        grid = shape[d] / m->chunk[d] + (shape[d] % m->chunk[d] != 0);
+        if (grid && chunks > UINT64_MAX / grid)
+            return UINT64_MAX;
+        chunks *= grid;
+    }
+    chunks -= chunks > m->map.nchunks ? m->map.nchunks : chunks;
+    return chunks > UINT64_MAX / m->chunk_bytes ? UINT64_MAX : chunks * m->chunk_bytes;
+}
+
+/* The caller may grow zc's array to shape: 0, or -EACCES or -EFBIG
+ * (logged). */
+static int grow_allowed(const struct drxfs_node *dst, const struct zctx *zc, const uint64_t *shape)
+{
+    char xmd[PATH_MAX];
+    struct stat st;
+
+    if (!drxfs_arr_writable(zc->arr[0]) || drxfs_rel_suffix(xmd, dst->rel, DRXFS_XMD) < 0 ||
+        drx_store_entry_stat(drxfs.store, xmd, &st) < 0 || !caller_may_write(&st)) {
+        drx_log(DRX_LOG_WARNING, "%s/zarr: a zarr resize needs write access to %s.xmd: refused",
+                dst->rel, dst->rel);
+        return -EACCES;
+    }
+    if (grow_fill_bytes(zc->var[0].meta, shape) > ZGROW_FILL_MAX) {
+        drx_log(DRX_LOG_WARNING,
+                "%s/zarr: a zarr resize that writes more than 1 GiB of fill is refused: "
+                "use drx extend",
+                dst->rel);
+        return -EFBIG;
+    }
+    return 0;
+}
+
+/* t, renamed over the array's own .zarray, has a larger shape (zarr's
+ * resize, as xarray's to_zarr(append_dim=...) makes): the array grows to
+ * it, unless a grown dimension has a coordinate variable.  zarr resizes
+ * the variables of a dimension one by one, each from the shape it reads
+ * then, in no fixed order (xarray's is a set's): growing the coordinate
+ * with the array would grow it twice, and not growing it would drop it
+ * from the group (shorter than its dimension) or cut its new values.
+ * 1 when t is not such a document, else 0 or -errno (logged). */
+static int grow_to(const struct ztemp *t, const struct drxfs_node *dst, const struct zctx *zc,
+                   int vi, const char *ours)
+{
+    const struct drx_array_meta *m = zc->var[0].meta;
+    uint64_t shape[DRX_MAX_RANK];
+    int rc = 0;
+
+    if (vi < 0 || strcmp(dst->zname, ".zarray") != 0 ||
+        !drx_zarr_zarray_grown(ours, t->buf ? (char *)t->buf : "", t->len, zc->var[vi].meta->rank,
+                               shape))
+        return 1;
+    for (int d = 0; d < m->rank; d++)
+        if ((vi == 0 && shape[d] > m->bounds[d] && coord_of(zc, d) > 0) ||
+            (vi > 0 && coord_of(zc, d) == vi)) {
+            drx_log(DRX_LOG_WARNING,
+                    "%s/zarr: dimension %s has a coordinate variable: a zarr resize "
+                    "(append_dim) is refused; drx extend the array and %s, then write "
+                    "with region=",
+                    dst->rel, zc->dim[d], zc->dim[d]);
+            return -EPERM;
+        }
+    if ((rc = grow_allowed(dst, zc, shape)) < 0)
+        return rc;
+    for (int d = 0; d < m->rank && rc == 0; d++)
+        if (shape[d] > m->bounds[d])
+            rc = grow_one(dst, zc, d, shape[d]);
+    return rc;
+}
+
 /* Metadata file dst rewritten with t's bytes: accepted when they change
- * nothing. */
+ * nothing, or when the array's .zarray grows its shape (grow_to). */
 static int commit_meta(struct ztemp *t, const struct drxfs_node *dst, const struct zctx *zc,
                        const char *key)
 {
@@ -460,7 +609,8 @@ static int commit_meta(struct ztemp *t, const struct drxfs_node *dst, const stru
     size_t len;
     int rc = zdoc_get(zc, dst->rel, dst->zvar, dst->zname, &ours, &len);
 
-    if (rc == 0 && !drx_zarr_json_same(ours, t->buf ? (char *)t->buf : "", t->len)) {
+    if (rc == 0 && !drx_zarr_json_same(ours, t->buf ? (char *)t->buf : "", t->len) &&
+        (rc = grow_to(t, dst, zc, dst->zvar[0] ? zctx_find(zc, dst->zvar) : -1, ours)) == 1) {
         drx_log(DRX_LOG_WARNING,
                 "%s: metadata comes from the array (drx attr, drx extend): a change is refused",
                 key);

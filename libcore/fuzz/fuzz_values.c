@@ -97,6 +97,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (drx_zarr_key_parse(&var, text, &n) == 0 && n >= meta.map.nchunks)
         abort();
     (void)drx_zarr_json_same(zarray, data, size);
+    uint64_t shape[DRX_MAX_RANK];
+    if (drx_zarr_zarray_grown(zarray, data, size, meta.rank, shape) && shape[0] < meta.bounds[0])
+        abort(); /* a growth never shrinks */
     free(in);
     return 0;
 }

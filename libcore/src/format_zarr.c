@@ -42,7 +42,7 @@ static json_t *zarray_tree(const struct drx_zarr_var *v)
     rc |= drx_json_set(j, "compressor", json_null());
     rc |= drx_json_set(j, "dimension_separator", json_string("."));
     rc |= drx_json_set(j, "dtype", json_string(drx_type_npy_descr(m->type, DRX_REP_NATIVE)));
-    rc |= drx_json_set(j, "fill_value", fill_json(m));
+    rc |= drx_json_set(j, "fill_value", v->coord ? json_null() : fill_json(m));
     rc |= drx_json_set(j, "filters", json_null());
     rc |= drx_json_set(j, "order", json_string("C"));
     rc |= drx_json_set(j, "shape", drx_json_u64_list(v->shape, m->rank));
@@ -322,4 +322,47 @@ bool drx_zarr_json_same(const char *ours, const void *text, size_t len)
     json_decref(a);
     json_decref(b);
     return same;
+}
+
+/* The extents of shape list nw when each is at least old's and one is
+ * larger (rank entries each): 1 with shape[] set, else 0. */
+static int shape_grown(const json_t *old, const json_t *nw, int rank, uint64_t shape[])
+{
+    bool larger = false;
+
+    if (!json_is_array(old) || !json_is_array(nw) || json_array_size(old) != (size_t)rank ||
+        json_array_size(nw) != (size_t)rank)
+        return 0;
+    for (int d = 0; d < rank; d++) {
+        const json_t *o = json_array_get(old, (size_t)d), *n = json_array_get(nw, (size_t)d);
+        if (!json_is_integer(o) || !json_is_integer(n) ||
+            json_integer_value(n) < json_integer_value(o))
+            return 0;
+        larger |= json_integer_value(n) > json_integer_value(o);
+        shape[d] = (uint64_t)json_integer_value(n);
+    }
+    return larger;
+}
+
+int drx_zarr_zarray_grown(const char *ours, const void *text, size_t len, int rank,
+                          uint64_t shape[])
+{
+    json_t *a = json_loads(ours, 0, NULL), *b = json_loadb(text, len, 0, NULL);
+    int grown = 0;
+
+    if (json_is_object(a) && json_is_object(b))
+        grown = shape_grown(json_object_get(a, "shape"), json_object_get(b, "shape"), rank, shape);
+    /* zarr-python leaves out dimension_separator when it is the default
+     * (Zarr v2: absent means "."), as in a resize through xarray */
+    if (grown && !json_object_get(b, "dimension_separator") &&
+        json_is_string(json_object_get(a, "dimension_separator")) &&
+        strcmp(json_string_value(json_object_get(a, "dimension_separator")), ".") == 0)
+        json_object_del(a, "dimension_separator");
+    /* everything but the shape must be ours */
+    if (grown &&
+        (json_object_del(a, "shape") < 0 || json_object_del(b, "shape") < 0 || !json_equal(a, b)))
+        grown = 0;
+    json_decref(a);
+    json_decref(b);
+    return grown;
 }

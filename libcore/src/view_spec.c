@@ -20,6 +20,7 @@
 void drx_view_spec_init(struct drx_view_spec *s)
 {
     s->nwords = 0;
+    s->file = NULL;
 }
 
 /* Strict signed integer: optional '-', digits, nothing else. */
@@ -204,10 +205,15 @@ static int no_array(const char *path, struct drx_err *err)
     }
 }
 
-static bool view_file_name(const char *name)
+/* name as the file of a view it names, or NULL */
+static const char *view_file_name(const char *name)
 {
-    return strcmp(name, "data") == 0 || strcmp(name, "data.npy") == 0 ||
-           strcmp(name, "data.nc") == 0 || strcmp(name, "info") == 0;
+    static const char *const files[] = {"data", "data.npy", "data.nc", "info"};
+
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (strcmp(name, files[i]) == 0)
+            return files[i];
+    return NULL;
 }
 
 /* Whether PATH (N bytes, copied in ARRAY) names an array's own .xmd or .xta
@@ -259,7 +265,7 @@ static int add_view_words(const char *words, struct drx_view_spec *s, struct drx
         memcpy(word, words, wl);
         word[wl] = '\0';
         words += wl;
-        if (view_file_name(word)) {
+        if ((s->file = view_file_name(word))) {
             if (words[strspn(words, "/")] != '\0')
                 return drx_err_set(err, ENOTDIR, "%s: a file of the view, not a directory", word);
             break;

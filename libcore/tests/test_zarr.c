@@ -70,6 +70,44 @@ static void store(struct drx_array *a, const struct drx_zarr_var *v)
            got[3]);
 }
 
+/* za: a rank-2 document of shape [5, 5], chunks [2, 2], fill 7 */
+static void zarray_grown(const char *za)
+{
+    static const char *const docs[] = {
+        "{\"zarr_format\":2,\"shape\":[8,5],\"order\":\"C\",\"filters\":null,"
+        "\"fill_value\":7,\"dtype\":\"<u2\",\"dimension_separator\":\".\","
+        "\"compressor\":null,\"chunks\":[2,2]}",
+        /* the same shape, a smaller extent, another rank, another chunk */
+        "{\"zarr_format\":2,\"shape\":[5,5],\"order\":\"C\",\"filters\":null,"
+        "\"fill_value\":7,\"dtype\":\"<u2\",\"dimension_separator\":\".\","
+        "\"compressor\":null,\"chunks\":[2,2]}",
+        "{\"zarr_format\":2,\"shape\":[9,4],\"order\":\"C\",\"filters\":null,"
+        "\"fill_value\":7,\"dtype\":\"<u2\",\"dimension_separator\":\".\","
+        "\"compressor\":null,\"chunks\":[2,2]}",
+        "{\"zarr_format\":2,\"shape\":[9,5,1],\"order\":\"C\",\"filters\":null,"
+        "\"fill_value\":7,\"dtype\":\"<u2\",\"dimension_separator\":\".\","
+        "\"compressor\":null,\"chunks\":[2,2]}",
+        "{\"zarr_format\":2,\"shape\":[9,5],\"order\":\"C\",\"filters\":null,"
+        "\"fill_value\":7,\"dtype\":\"<u2\",\"dimension_separator\":\".\","
+        "\"compressor\":null,\"chunks\":[4,2]}",
+    };
+    static const char nosep[] =
+        "{\"zarr_format\":2,\"shape\":[5,6],\"order\":\"C\",\"filters\":null,"
+        "\"fill_value\":7,\"dtype\":\"<u2\",\"compressor\":null,\"chunks\":[2,2]}";
+    uint64_t shape[2] = {0, 0};
+
+    tap_ok(drx_zarr_zarray_grown(za, nosep, strlen(nosep), 2, shape) == 1 && shape[1] == 6,
+           "a growth without dimension_separator (Zarr's default \".\", as zarr writes it)");
+
+    tap_ok(drx_zarr_zarray_grown(za, docs[0], strlen(docs[0]), 2, shape) == 1 && shape[0] == 8 &&
+               shape[1] == 5,
+           "a larger shape, all else the same, is a growth to it");
+    for (size_t i = 1; i < sizeof docs / sizeof docs[0]; i++)
+        tap_ok(drx_zarr_zarray_grown(za, docs[i], strlen(docs[i]), 2, shape) == 0,
+               "not a growth: document %zu", i);
+    tap_ok(drx_zarr_zarray_grown(za, "{not json", 9, 2, shape) == 0, "garbage is not a growth");
+}
+
 static void zarray_doc(const struct drx_zarr_var *v)
 {
     static const char compact[] = "{\"zarr_format\":2,\"shape\":[5,5],\"order\":\"C\","
@@ -87,6 +125,7 @@ static void zarray_doc(const struct drx_zarr_var *v)
     tap_ok(drx_zarr_json_same(za, compact, strlen(compact)), "the same JSON in another layout");
     tap_ok(!drx_zarr_json_same(za, compact, strlen(compact) - 1), "cut short, it is not");
     tap_ok(!drx_zarr_json_same(za, "{not json", 9), "garbage is not the document");
+    zarray_grown(za);
     free(za);
 }
 

@@ -71,14 +71,17 @@ struct drx_zarr_var {
     const struct drx_array_meta *meta; /* its array */
     uint64_t shape[DRX_MAX_RANK];      /* meta->bounds, or less (a coordinate) */
     const char *dims[DRX_MAX_RANK];    /* dimension names (_ARRAY_DIMENSIONS) */
+    bool coord;                        /* a coordinate variable: fill_value null */
 };
 
 /* The documents, malloc'ed JSON text written with libjansson, or NULL when
  * out of memory.  .zarray: chunks, dtype, fill_value (NaN and infinities
- * as the strings Zarr writes), shape.  .zattrs: _ARRAY_DIMENSIONS and the
- * array's attributes (a single number as a scalar, NaN and infinities as
- * Python's json writes them).  The group's .zgroup and .zattrs ({}), and
- * .zmetadata: all of them, consolidated, for vars[0..n-1]. */
+ * as the strings Zarr writes; null for a coordinate, which data.nc gives no
+ * _FillValue either, so that readers mask none of its values), shape.
+ * .zattrs: _ARRAY_DIMENSIONS and the array's attributes (a single number
+ * as a scalar, NaN and infinities as Python's json writes them).  The
+ * group's .zgroup and .zattrs ({}), and .zmetadata: all of them,
+ * consolidated, for vars[0..n-1]. */
 char *drx_zarr_zarray(const struct drx_zarr_var *v);
 char *drx_zarr_zattrs(const struct drx_zarr_var *v);
 char *drx_zarr_zgroup(void);
@@ -106,5 +109,13 @@ int drx_zarr_chunk_store(struct drx_array *a, const struct drx_zarr_var *v, cons
 /* True when text (len bytes) is the document ours: the same bytes, or JSON
  * that parses equal (a client writing back what it read). */
 bool drx_zarr_json_same(const char *ours, const void *text, size_t len);
+
+/* True (1) when text (len bytes) is the .zarray document ours of a
+ * rank-`rank` variable with a larger shape (zarr's resize, as xarray's
+ * to_zarr(append_dim=...) does): every other member the same, no extent
+ * smaller, one larger at least; shape[] then holds the new extents.
+ * Else 0. */
+int drx_zarr_zarray_grown(const char *ours, const void *text, size_t len, int rank,
+                          uint64_t shape[]);
 
 #endif

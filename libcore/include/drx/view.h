@@ -36,6 +36,9 @@ struct drx_view_word {
 struct drx_view_spec {
     int nwords;
     struct drx_view_word word[DRX_VIEW_MAX_WORDS];
+    /* the file of the view a path named (drx_view_path_split): "data",
+     * "data.npy", "data.nc" or "info"; NULL when none */
+    const char *file;
 };
 
 /* A resolved view: element v[] of the view is array element
