@@ -531,6 +531,11 @@ void drxfs_kc_start(struct fuse *f);
  * start (logged; invalidations then run in the daemon). */
 struct fuse_session;
 int drxfs_notify_start(struct fuse_session *se);
+/* The mount stops: the relay answers what the kernel still queues with
+ * EIO while an invalidation of its waits (the workers have stopped), and
+ * later invalidations are skipped, so that the thread sending them can be
+ * joined. */
+void drxfs_notify_closing(void);
 /* Ends the relay (after the threads that invalidate have stopped). */
 void drxfs_notify_stop(void);
 /* fuse_invalidate_path() of the attributes alone: the pages stay, and no

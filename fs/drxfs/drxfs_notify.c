@@ -50,9 +50,10 @@
  * end of its lifeline (a pipe whose write end only the daemon holds). */
 enum { RELAY_SOCK = 3, RELAY_DEV, RELAY_LIFE, RELAY_FIRST_FREE };
 
-/* A request read from the device while draining: libfuse's largest
- * (256 pages of data and a header) fits. */
-#define RELAY_DRAIN_BUF ((size_t)2 << 20)
+/* A request read from the device while draining: the kernel refuses a
+ * buffer smaller than a header and max_write, which libfuse 3.14 makes
+ * 256 pages (16 MiB with 64 KiB pages). */
+#define RELAY_DRAIN_PAGES 256
 
 static __thread bool attrs_only;
 
@@ -61,7 +62,8 @@ static struct {
     int sock;     /* the daemon's end, -1 without a relay */
     int lifeline; /* the pipe's write end */
     pid_t pid;
-    bool lost; /* logged once */
+    bool lost;    /* logged once */
+    bool closing; /* the mount stops: invalidations are moot */
 } rl = {.mutex = PTHREAD_MUTEX_INITIALIZER, .sock = -1, .lifeline = -1};
 
 /* ---- the relay (child process) ---- */
@@ -111,15 +113,17 @@ static bool relay_busy(void)
  * until the invalidation returns. */
 static void relay_drain(void)
 {
-    char *buf = malloc(RELAY_DRAIN_BUF);
+    long page = sysconf(_SC_PAGESIZE);
+    size_t size = (size_t)(page > 0 ? page : 4096) * (RELAY_DRAIN_PAGES + 1);
+    char *buf = malloc(size);
 
     while (buf && relay_busy()) {
         struct pollfd p = {.fd = RELAY_DEV, .events = POLLIN};
         if (poll(&p, 1, 50) <= 0)
             continue;
-        ssize_t n = read(RELAY_DEV, buf, RELAY_DRAIN_BUF);
-        if (n < 0 && errno == ENODEV)
-            break; /* aborted or unmounted: nothing waits any more */
+        ssize_t n = read(RELAY_DEV, buf, size);
+        if (n < 0 && (errno == ENODEV || errno == EINVAL))
+            break; /* aborted or unmounted (or a buffer the kernel refuses) */
         if (n < (ssize_t)sizeof(struct fuse_in_header))
             continue;
         const struct fuse_in_header *in = (const void *)buf;
@@ -196,12 +200,14 @@ static ssize_t relay_send(const struct iovec *iov, bool *sent)
             ;
         ok = ok && n == (ssize_t)sizeof res;
     }
-    if (!ok && rl.sock >= 0 && !rl.lost) {
+    if (!ok && rl.sock >= 0 && !rl.lost && !rl.closing) {
         rl.lost = true;
         drx_log(DRX_LOG_WARNING, "the invalidation relay is gone; the daemon invalidates "
                                  "pages itself (a kill -9 may then leave the mount hung)");
     }
     pthread_mutex_unlock(&rl.mutex);
+    if (!ok && rl.closing)
+        ok = true; /* not waited for in the daemon either */
     *sent = ok;
     if (ok && res < 0) {
         errno = -res;
@@ -284,15 +290,27 @@ out:
     return pid < 0 ? -1 : 0;
 }
 
+void drxfs_notify_closing(void)
+{
+    pthread_mutex_lock(&rl.mutex);
+    int life = rl.lifeline;
+    rl.lifeline = -1;
+    rl.closing = true;
+    pthread_mutex_unlock(&rl.mutex);
+    if (life >= 0)
+        close(life);
+}
+
 void drxfs_notify_stop(void)
 {
     pthread_mutex_lock(&rl.mutex);
     int sock = rl.sock, life = rl.lifeline;
     rl.sock = rl.lifeline = -1;
     pthread_mutex_unlock(&rl.mutex);
+    if (life >= 0)
+        close(life);
     if (sock < 0)
         return;
-    close(life);
     close(sock);
     while (waitpid(rl.pid, NULL, 0) < 0 && errno == EINTR)
         ;

@@ -52,6 +52,7 @@ int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops)
 out_unmount:
     /* commits rename metafiles, which the kernel cache's thread sees */
     drxfs_commit_stop();
+    drxfs_notify_closing();
     drxfs_kc_stop();
     drxfs_notify_stop();
     fuse_unmount(f);
