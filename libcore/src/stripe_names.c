@@ -123,6 +123,13 @@ int drx_stripe_subfiles_setattr(const struct drx_store *s, const struct drx_stri
     for (unsigned i = 0; i < m->layout.count; i++) {
         char self[32];
         int fd = drx_stripe_subfile_open(s, m, i, O_PATH, 0, who), rc = 0;
+        if (fd == -EIO && uid != (uid_t)-1 && m->owned && uid != m->owner) {
+            /* a chown cut short (a crash, a stripe directory that refused
+             * it) left this one the new owner's already: finish it */
+            struct drx_stripe_meta to = *m;
+            to.owner = uid;
+            fd = drx_stripe_subfile_open(s, &to, i, O_PATH, 0, who);
+        }
         if (fd == -ENOENT)
             continue;
         if (fd < 0) {
@@ -455,6 +462,14 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
      * and owner, as cp into an existing file does. */
     if (lstat(mp, &old) == 0 && S_ISREG(old.st_mode))
         like = &old;
+    /* The subfiles first take what the metafile will (its owner: a
+     * metafile of another user than the process's is trusted only with
+     * that user's subfiles; its mode: the bytes no more open than the
+     * file).  Best effort, as drx_replace_take_owner: who may not chown
+     * keeps the file his, metafile and subfiles alike. */
+    if (like)
+        (void)drx_stripe_subfiles_setattr(s, &m, like->st_mode & 07777, like->st_uid,
+                                          like->st_gid, path);
     m.size = size;
     /* In place: the temporary is ours alone, and a full disk (the copy
      * filled it) has no block for a rewrite. */
