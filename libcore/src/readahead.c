@@ -2,6 +2,7 @@
  * drx_io_readahead_ordered (drx/io.h). */
 #include "drx/io.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -297,6 +298,15 @@ void drx_io_readahead_ordered(int fd, const struct drx_io_range *ranges, int n)
     queue(fd, ranges, n, true);
 }
 
+/* Set once cachestat(2) is found missing (before Linux 6.5) or filtered
+ * (seccomp): not asked again. */
+static int cachestat_missing;
+
+bool drx_io_cache_visible(void)
+{
+    return !__atomic_load_n(&cachestat_missing, __ATOMIC_RELAXED);
+}
+
 bool drx_io_cached(int fd, uint64_t off, uint64_t len)
 {
     struct {
@@ -308,8 +318,13 @@ bool drx_io_cached(int fd, uint64_t off, uint64_t len)
     long page = sysconf(_SC_PAGESIZE);
     uint64_t pages;
 
-    if (len == 0 || page <= 0 || syscall(SYS_cachestat, fd, &range, &cs, 0) != 0)
+    if (len == 0 || page <= 0 || !drx_io_cache_visible())
         return false;
+    if (syscall(SYS_cachestat, fd, &range, &cs, 0) != 0) {
+        if (errno == ENOSYS || errno == EPERM)
+            __atomic_store_n(&cachestat_missing, 1, __ATOMIC_RELAXED);
+        return false;
+    }
     pages = (off + len + (uint64_t)page - 1) / (uint64_t)page - off / (uint64_t)page;
     return cs.nr_cache >= pages;
 }

@@ -56,7 +56,9 @@ void drx_engine_miss_hint(struct engine *e, const uint64_t *K, uint64_t q, uint6
         if (corner_in_view(e, next, false))
             return;
     }
-    if (!drx_io_cached(fd, at, 1) || !drx_io_cached(fd, at + len - 1, 1))
+    /* before Linux 6.5 the kernel cannot tell: its read-ahead, as before */
+    if ((!drx_io_cached(fd, at, 1) || !drx_io_cached(fd, at + len - 1, 1)) &&
+        drx_io_cache_visible())
         posix_fadvise(fd, (off_t)at, (off_t)len, POSIX_FADV_WILLNEED);
 }
 

@@ -56,6 +56,8 @@ void drx_io_readahead_ordered(int fd, const struct drx_io_range *ranges, int n);
  * (cachestat(2)); false when one is not, or the kernel cannot tell
  * (before Linux 6.5).  A hint for a choice, stale at once. */
 bool drx_io_cached(int fd, uint64_t off, uint64_t len);
+/* False once drx_io_cached() found that the kernel cannot tell. */
+bool drx_io_cache_visible(void);
 
 /* Byte-range write locks on [off, off+len) of fd, honoured by every
  * process that takes them (open file description locks: the daemon, drx
