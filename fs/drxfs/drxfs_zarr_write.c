@@ -211,6 +211,11 @@ int ztemp_truncate(struct ztemp *t, off_t size)
     if (size < 0 || (uint64_t)size > t->max)
         return -EFBIG;
     pthread_mutex_lock(&temps.mutex);
+    /* a rename being stored reads t->len and t->buf without the mutex */
+    if (t->frozen) {
+        pthread_mutex_unlock(&temps.mutex);
+        return -EIO;
+    }
     if ((size_t)size < t->len) {
         temps.bytes -= t->len - (size_t)size;
         t->len = (size_t)size;
