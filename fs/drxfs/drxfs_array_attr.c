@@ -4,6 +4,8 @@
  * live on its store files, the rest is drxfs_array.c's.
  */
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,17 +30,52 @@
  * (a 1777 one): user nobody's array there with a dimension of its name
  * showed him its elements and attributes through his own data.nc and
  * .zmetadata.  So it is shown only when everyone its array's files let
- * read may read it as well, by the mode bits (ACLs are not looked at:
- * they only leave a coordinate out where they would have allowed it). */
+ * read may read it as well, by the mode bits and the array owner's groups
+ * (ACLs are not looked at: a coordinate whose ACL lets the array's readers
+ * in is left out; an ACL on the array that lets more users in than its
+ * group is not seen, and such users get coordinates its mode bits
+ * cover). */
 
-/* Whether every user whom the read bits of ref allow may read c. */
+/* Whether user uid is in group gid, as his primary group or another;
+ * false when it cannot be told (an unknown user, over 256 groups). */
+static bool user_in_group(uid_t uid, gid_t gid)
+{
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    gid_t groups[256];
+    int n = 256;
+
+    if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res)
+        return false;
+    if (pw.pw_gid == gid)
+        return true;
+    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid)
+            return true;
+    return false;
+}
+
+/* Whether every user whom the read bits of ref allow may read c: its
+ * owner (root reads all), and its group's members when they may. */
 static bool read_covers(const struct stat *ref, const struct stat *c)
 {
+    bool owner;
+
     if (c->st_mode & S_IROTH)
         return true;
-    if ((ref->st_mode & S_IROTH) || c->st_uid != ref->st_uid || !(c->st_mode & S_IRUSR))
+    if (ref->st_mode & S_IROTH)
         return false;
-    return !(ref->st_mode & S_IRGRP) || (c->st_gid == ref->st_gid && (c->st_mode & S_IRGRP));
+    if ((ref->st_mode & S_IRGRP) && !(c->st_gid == ref->st_gid && (c->st_mode & S_IRGRP)))
+        return false;
+    if (ref->st_uid == 0)
+        owner = true;
+    else if (c->st_uid == ref->st_uid)
+        owner = c->st_mode & S_IRUSR;
+    else /* a project group's arrays, made by several of its members */
+        owner = (c->st_mode & S_IRGRP) && user_in_group(ref->st_uid, c->st_gid);
+    return owner;
 }
 
 bool drxfs_coord_shown(const char *rel, const char *coord)
