@@ -16,6 +16,15 @@ teardown() {
     rm -rf "$RV"
 }
 
+# user_dir_store: a store in $RV/s with a directory u of user nobody's,
+# mounted at $RV/m for every user
+user_dir_store() {
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir "$RV/s/u"
+    chown 65534:65534 "$RV/s/u"
+    mount_store "$RV/s" "$RV/m" -o allow_other
+}
+
 # plant_metafile FILE SRC: user nobody writes FILE.nafs (mode 644) naming
 # the subfiles of striped file SRC (its metafile, as the stripe
 # directories' listing shows them to everybody)
@@ -38,10 +47,7 @@ plant_metafile() {
 @test "a metafile a user writes naming another user's subfiles reaches none of them" {
     [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
     local sub
-    "$DRX" init "$RV/s" >/dev/null
-    mkdir "$RV/s/u"
-    chown 65534:65534 "$RV/s/u"
-    mount_store "$RV/s" "$RV/m" -o allow_other
+    user_dir_store
     head -c 200000 /dev/urandom >"$RV/secret.bin"
     cp "$RV/secret.bin" "$RV/m/secret"
     chmod 600 "$RV/m/secret"
@@ -174,10 +180,7 @@ while time.time() < end:
 @test "root's drx-load copy over a user's striped file, and a chown cut short, stay readable and finishable through the mount" {
     [ "$(id -u)" -eq 0 ] || skip "needs root (other users)"
     local sub
-    "$DRX" init "$RV/s" >/dev/null
-    mkdir "$RV/s/u"
-    chown 65534:65534 "$RV/s/u"
-    mount_store "$RV/s" "$RV/m" -o allow_other
+    user_dir_store
     nob sh -c "head -c 150000 /dev/urandom >'$RV/m/u/f'"
     nob chmod 640 "$RV/m/u/f"
     commit_mount "$RV/m"
