@@ -57,13 +57,16 @@ enum { RELAY_SOCK = 3, RELAY_DEV, RELAY_LIFE, RELAY_FIRST_FREE };
 
 static __thread bool attrs_only;
 
+/* The mutex is held through a round trip to the relay, which may wait on
+ * a page for as long as the kernel holds it: closing and lifeline are
+ * atomics, so that drxfs_notify_closing() never waits for it. */
 static struct {
     pthread_mutex_t mutex;
     int sock;     /* the daemon's end, -1 without a relay */
-    int lifeline; /* the pipe's write end */
+    int lifeline; /* the pipe's write end (atomic) */
     pid_t pid;
     bool lost;    /* logged once */
-    bool closing; /* the mount stops: invalidations are moot */
+    bool closing; /* the mount stops: invalidations are moot (atomic) */
 } rl = {.mutex = PTHREAD_MUTEX_INITIALIZER, .sock = -1, .lifeline = -1};
 
 /* ---- the relay (child process) ---- */
@@ -200,13 +203,14 @@ static ssize_t relay_send(const struct iovec *iov, bool *sent)
             ;
         ok = ok && n == (ssize_t)sizeof res;
     }
-    if (!ok && rl.sock >= 0 && !rl.lost && !rl.closing) {
+    bool closing = __atomic_load_n(&rl.closing, __ATOMIC_ACQUIRE);
+    if (!ok && rl.sock >= 0 && !rl.lost && !closing) {
         rl.lost = true;
         drx_log(DRX_LOG_WARNING, "the invalidation relay is gone; the daemon invalidates "
                                  "pages itself (a kill -9 may then leave the mount hung)");
     }
     pthread_mutex_unlock(&rl.mutex);
-    if (!ok && rl.closing)
+    if (!ok && closing)
         ok = true; /* not waited for in the daemon either */
     *sent = ok;
     if (ok && res < 0) {
@@ -278,7 +282,7 @@ int drxfs_notify_start(struct fuse_session *se)
     if (pid == 0)
         relay_start(sv[1], dev, life[0]);
     rl.sock = sv[0];
-    rl.lifeline = life[1];
+    __atomic_store_n(&rl.lifeline, life[1], __ATOMIC_RELEASE);
     rl.pid = pid;
     sv[0] = life[1] = -1;
 out:
@@ -292,23 +296,21 @@ out:
 
 void drxfs_notify_closing(void)
 {
-    pthread_mutex_lock(&rl.mutex);
-    int life = rl.lifeline;
-    rl.lifeline = -1;
-    rl.closing = true;
-    pthread_mutex_unlock(&rl.mutex);
+    __atomic_store_n(&rl.closing, true, __ATOMIC_RELEASE);
+    int life = __atomic_exchange_n(&rl.lifeline, -1, __ATOMIC_ACQ_REL);
     if (life >= 0)
         close(life);
 }
 
 void drxfs_notify_stop(void)
 {
-    pthread_mutex_lock(&rl.mutex);
-    int sock = rl.sock, life = rl.lifeline;
-    rl.sock = rl.lifeline = -1;
-    pthread_mutex_unlock(&rl.mutex);
+    int life = __atomic_exchange_n(&rl.lifeline, -1, __ATOMIC_ACQ_REL);
     if (life >= 0)
         close(life);
+    pthread_mutex_lock(&rl.mutex);
+    int sock = rl.sock;
+    rl.sock = -1;
+    pthread_mutex_unlock(&rl.mutex);
     if (sock < 0)
         return;
     close(sock);
