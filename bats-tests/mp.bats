@@ -1067,6 +1067,10 @@ san_flags() {
     # the installed library, found through LD_LIBRARY_PATH (not the build's)
     run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 mpiexec -n 4 ./app mnt/run 5
     assert_success
+    # an array that is not there: every rank fails alike, rank 0 says why
+    run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 mpiexec -n 2 ./app mnt/nothing 1
+    assert_failure
+    assert_line "app: $BATS_TEST_TMPDIR/store/nothing: no such array"
     assert_equal "$("$PY" -c 'import json; print(json.load(open("mnt/run/info"))["shape"])')" "[6, 40, 60]"
     # step s holds s + y + x / 1000 (the example's values)
     "$PY" - <<'EOF'
