@@ -35,6 +35,12 @@ teardown() {
         unmount_store "$INV_M0"
         INV_M0= INV_M1=
     fi
+    if [ -n "${TERM_MNT:-}" ]; then
+        kill -9 $TERM_JOBS 2>/dev/null || true
+        wait $TERM_JOBS 2>/dev/null || true
+        unmount_store "$TERM_MNT"
+        TERM_MNT= TERM_JOBS=
+    fi
     if [ -n "${RA_MNT:-}" ]; then
         kill -CONT "$(cat "$RA_MNT.pid" 2>/dev/null || echo 0)" 2>/dev/null || true
         unmount_store "$RA_MNT"
@@ -642,6 +648,45 @@ m[4096]' "$INV_M1/f" >reader.out 2>&1 &
     unmount_store "$INV_M1"
     unmount_store "$INV_M0"
     INV_M0= INV_M1=
+}
+
+@test "SIGTERM under writes and invalidations: drxfs and its relay exit (a request libfuse dropped at exit held the page an invalidation waited on)" {
+    # libfuse's workers drop a request they read as the loop ends; its
+    # pages stay locked until the device closes, so the kernel cache's
+    # thread must not be waited for with the relay still waiting on them.
+    local s="$BATS_TEST_TMPDIR/s" it i f pid relay
+    TERM_MNT="$BATS_TEST_TMPDIR/m"
+    "$DRX" init "$s" >/dev/null
+    for ((it = 0; it < 10; it++)); do
+        mount_store "$s" "$TERM_MNT"
+        pid=$(cat "$TERM_MNT.pid")
+        relay=$(pgrep -P "$pid" -x drxfs-inval)
+        [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+        for f in a b c; do head -c 2M /dev/urandom >"$TERM_MNT/$f"; done
+        (while :; do for f in a b c; do
+            head -c 1M /dev/urandom | dd of="$s/$f" bs=64k conv=notrunc status=none
+        done; done) 2>/dev/null &
+        TERM_JOBS="$!"
+        (while :; do for f in a b c; do
+            dd if=/dev/urandom of="$TERM_MNT/$f" bs=64k count=4 seek=$((RANDOM % 20)) conv=notrunc status=none
+        done; done) 2>/dev/null &
+        TERM_JOBS="$TERM_JOBS $!"
+        (while :; do cat "$TERM_MNT/a" "$TERM_MNT/b" "$TERM_MNT/c" >/dev/null || sleep 0.01; done) 2>/dev/null &
+        TERM_JOBS="$TERM_JOBS $!"
+        sleep 0.5
+        kill -TERM "$pid"
+        for ((i = 0; i < 50; i++)); do
+            daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
+            sleep 0.1
+        done
+        daemon_gone "$pid" || { stuck_stacks "$pid"; stuck_stacks "$relay"; fail "drxfs did not exit after SIGTERM (iteration $it)"; }
+        ! kill -0 "$relay" 2>/dev/null || { stuck_stacks "$relay"; fail "its relay did not exit (iteration $it)"; }
+        kill -9 $TERM_JOBS 2>/dev/null || true
+        wait $TERM_JOBS 2>/dev/null || true
+        TERM_JOBS=
+        unmount_store "$TERM_MNT"
+    done
+    TERM_MNT=
 }
 
 @test "utimes of a file waiting for the batched commit: no size recorded then, the times survive the commit" {

@@ -62,7 +62,7 @@ static __thread bool attrs_only;
  * atomics, so that drxfs_notify_closing() never waits for it. */
 static struct {
     pthread_mutex_t mutex;
-    int sock;     /* the daemon's end, -1 without a relay */
+    int sock;     /* the daemon's end, -1 without a relay (atomic) */
     int lifeline; /* the pipe's write end (atomic) */
     pid_t pid;
     bool lost;    /* logged once */
@@ -281,7 +281,7 @@ int drxfs_notify_start(struct fuse_session *se)
     }
     if (pid == 0)
         relay_start(sv[1], dev, life[0]);
-    rl.sock = sv[0];
+    __atomic_store_n(&rl.sock, sv[0], __ATOMIC_RELEASE);
     __atomic_store_n(&rl.lifeline, life[1], __ATOMIC_RELEASE);
     rl.pid = pid;
     sv[0] = life[1] = -1;
@@ -294,12 +294,21 @@ out:
     return pid < 0 ? -1 : 0;
 }
 
+/* The loop has ended, and libfuse drops a request its worker read as it
+ * exited: never answered, it holds its pages locked until the device
+ * closes (fuse_unmount), so an invalidation waiting on them would keep the
+ * kernel cache's thread, and drxfs_kc_stop(), waiting for ever.  The
+ * round trip stops waiting (the socket shut), and the relay is reaped only
+ * after the unmount (drxfs_notify_stop). */
 void drxfs_notify_closing(void)
 {
     __atomic_store_n(&rl.closing, true, __ATOMIC_RELEASE);
     int life = __atomic_exchange_n(&rl.lifeline, -1, __ATOMIC_ACQ_REL);
     if (life >= 0)
         close(life);
+    int sock = __atomic_load_n(&rl.sock, __ATOMIC_ACQUIRE);
+    if (sock >= 0)
+        shutdown(sock, SHUT_RDWR);
 }
 
 void drxfs_notify_stop(void)
@@ -308,8 +317,7 @@ void drxfs_notify_stop(void)
     if (life >= 0)
         close(life);
     pthread_mutex_lock(&rl.mutex);
-    int sock = rl.sock;
-    rl.sock = -1;
+    int sock = __atomic_exchange_n(&rl.sock, -1, __ATOMIC_ACQ_REL);
     pthread_mutex_unlock(&rl.mutex);
     if (sock < 0)
         return;

@@ -54,8 +54,9 @@ out_unmount:
     drxfs_commit_stop();
     drxfs_notify_closing();
     drxfs_kc_stop();
-    drxfs_notify_stop();
+    /* the unmount closes the device, which ends what the relay may wait for */
     fuse_unmount(f);
+    drxfs_notify_stop();
 out_destroy:
     fuse_destroy(f);
 out:
