@@ -182,32 +182,38 @@ static _Noreturn void relay_start(int sock, int dev, int life)
 
 /* ---- the daemon's side ---- */
 
+/* One message to the relay on sock and its answer into *res; false when
+ * the relay is gone (or the socket was shut: drxfs_notify_closing). */
+static bool round_trip(int sock, const char *msg, size_t len, int32_t *res)
+{
+    ssize_t n;
+
+    while ((n = send(sock, msg, len, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    if (n != (ssize_t)len)
+        return false;
+    while ((n = recv(sock, res, sizeof *res, 0)) < 0 && errno == EINTR)
+        ;
+    return n == (ssize_t)sizeof *res;
+}
+
 /* Hands the notification to the relay and waits for the kernel's answer:
  * its length, or -1 with errno.  Without a relay, 0 with *sent false. */
 static ssize_t relay_send(const struct iovec *iov, bool *sent)
 {
     char msg[sizeof(struct fuse_out_header) + sizeof(struct fuse_notify_inval_inode_out)];
     int32_t res = 0;
-    bool ok;
 
     memcpy(msg, iov[0].iov_base, iov[0].iov_len);
     memcpy(msg + iov[0].iov_len, iov[1].iov_base, iov[1].iov_len);
     pthread_mutex_lock(&rl.mutex);
-    ok = rl.sock >= 0;
-    if (ok) {
-        ssize_t n;
-        while ((n = send(rl.sock, msg, sizeof msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-            ;
-        ok = n == (ssize_t)sizeof msg;
-        while (ok && (n = recv(rl.sock, &res, sizeof res, 0)) < 0 && errno == EINTR)
-            ;
-        ok = ok && n == (ssize_t)sizeof res;
-    }
+    bool ok = rl.sock >= 0 && round_trip(rl.sock, msg, sizeof msg, &res);
     bool closing = __atomic_load_n(&rl.closing, __ATOMIC_ACQUIRE);
     if (!ok && rl.sock >= 0 && !rl.lost && !closing) {
         rl.lost = true;
         drx_log(DRX_LOG_WARNING, "the invalidation relay is gone; the daemon invalidates "
-                                 "pages itself (a kill -9 may then leave the mount hung)");
+                                 "pages itself (a kill -9 or a stop may then leave the "
+                                 "mount hung)");
     }
     pthread_mutex_unlock(&rl.mutex);
     if (!ok && closing)
