@@ -115,6 +115,22 @@ int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_m
     return fd;
 }
 
+/* Subfile i of m for a chmod or chown to uid (O_PATH): also when a chown
+ * cut short (a crash, a stripe directory that refused it) left it the new
+ * owner's already, so that the same chown finishes it. */
+static int setattr_open(const struct drx_store *s, const struct drx_stripe_meta *m, unsigned i,
+                        uid_t uid, const char *who)
+{
+    int fd = drx_stripe_subfile_open(s, m, i, O_PATH, 0, who);
+
+    if (fd == -EIO && uid != (uid_t)-1 && m->owned && uid != m->owner) {
+        struct drx_stripe_meta to = *m;
+        to.owner = uid;
+        fd = drx_stripe_subfile_open(s, &to, i, O_PATH, 0, who);
+    }
+    return fd;
+}
+
 int drx_stripe_subfiles_setattr(const struct drx_store *s, const struct drx_stripe_meta *m,
                                 mode_t mode, uid_t uid, gid_t gid, const char *who)
 {
@@ -122,14 +138,7 @@ int drx_stripe_subfiles_setattr(const struct drx_store *s, const struct drx_stri
 
     for (unsigned i = 0; i < m->layout.count; i++) {
         char self[32];
-        int fd = drx_stripe_subfile_open(s, m, i, O_PATH, 0, who), rc = 0;
-        if (fd == -EIO && uid != (uid_t)-1 && m->owned && uid != m->owner) {
-            /* a chown cut short (a crash, a stripe directory that refused
-             * it) left this one the new owner's already: finish it */
-            struct drx_stripe_meta to = *m;
-            to.owner = uid;
-            fd = drx_stripe_subfile_open(s, &to, i, O_PATH, 0, who);
-        }
+        int fd = setattr_open(s, m, i, uid, who), rc = 0;
         if (fd == -ENOENT)
             continue;
         if (fd < 0) {
