@@ -24,8 +24,10 @@
  *     invalidation of its waits, and exits; its device closing aborts the
  *     connection, as after any crash of a FUSE server.
  *
- * Without the relay (it failed to start, or died) pages are invalidated
- * in the daemon as before.
+ * A relay that dies (killed alone) is replaced at the next invalidation
+ * that finds it gone, up to RELAY_RESPAWNS times; without one (it failed
+ * to start, or kept dying) pages are invalidated in the daemon as before,
+ * which a kill -9 or a stop under traffic may then leave hung.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +57,10 @@ enum { RELAY_SOCK = 3, RELAY_DEV, RELAY_LIFE, RELAY_FIRST_FREE };
  * 256 pages (16 MiB with 64 KiB pages). */
 #define RELAY_DRAIN_PAGES 256
 
+/* Relays started after the first one died: past this, something kills
+ * them on purpose or they cannot run, and forking on is no help. */
+#define RELAY_RESPAWNS 8
+
 static __thread bool attrs_only;
 
 /* The mutex is held through a round trip to the relay, which may wait on
@@ -64,10 +70,14 @@ static struct {
     pthread_mutex_t mutex;
     int sock;     /* the daemon's end, -1 without a relay (atomic) */
     int lifeline; /* the pipe's write end (atomic) */
+    int sefd;     /* the session's device, cloned for each relay */
     pid_t pid;
+    /* relays that died and were not reaped yet (reaped at stop) */
+    pid_t dead[RELAY_RESPAWNS];
+    int respawns;
     bool lost;    /* logged once */
     bool closing; /* the mount stops: invalidations are moot (atomic) */
-} rl = {.mutex = PTHREAD_MUTEX_INITIALIZER, .sock = -1, .lifeline = -1};
+} rl = {.mutex = PTHREAD_MUTEX_INITIALIZER, .sock = -1, .lifeline = -1, .sefd = -1};
 
 /* ---- the relay (child process) ---- */
 
@@ -197,6 +207,31 @@ static bool round_trip(int sock, const char *msg, size_t len, int32_t *res)
     return n == (ssize_t)sizeof *res;
 }
 
+static int relay_spawn(void);
+
+/* The relay died (rl.mutex held, not closing): a new one in its place,
+ * true when there is one.  The dead one is reaped now if it has exited,
+ * else at stop (it may still wait on a page of its own). */
+static bool relay_respawn(void)
+{
+    pid_t old = rl.pid;
+
+    close(__atomic_exchange_n(&rl.sock, -1, __ATOMIC_ACQ_REL));
+    int life = __atomic_exchange_n(&rl.lifeline, -1, __ATOMIC_ACQ_REL);
+    if (life >= 0)
+        close(life);
+    if (waitpid(old, NULL, WNOHANG) == 0)
+        rl.dead[rl.respawns] = old;
+    rl.respawns++;
+    if (relay_spawn() < 0)
+        return false;
+    if (__atomic_load_n(&rl.closing, __ATOMIC_ACQUIRE))
+        drxfs_notify_closing(); /* it ran on the old relay's socket */
+    drx_log(DRX_LOG_WARNING, "the invalidation relay (pid %ld) is gone; started another (pid %ld)",
+            (long)old, (long)rl.pid);
+    return true;
+}
+
 /* Hands the notification to the relay and waits for the kernel's answer:
  * its length, or -1 with errno.  Without a relay, 0 with *sent false. */
 static ssize_t relay_send(const struct iovec *iov, bool *sent)
@@ -209,7 +244,10 @@ static ssize_t relay_send(const struct iovec *iov, bool *sent)
     pthread_mutex_lock(&rl.mutex);
     bool ok = rl.sock >= 0 && round_trip(rl.sock, msg, sizeof msg, &res);
     bool closing = __atomic_load_n(&rl.closing, __ATOMIC_ACQUIRE);
-    if (!ok && rl.sock >= 0 && !rl.lost && !closing) {
+    if (!ok && rl.sock >= 0 && !closing && rl.respawns < RELAY_RESPAWNS && relay_respawn())
+        ok = round_trip(rl.sock, msg, sizeof msg, &res);
+    closing = __atomic_load_n(&rl.closing, __ATOMIC_ACQUIRE);
+    if (!ok && !rl.lost && !closing) {
         rl.lost = true;
         drx_log(DRX_LOG_WARNING, "the invalidation relay is gone; the daemon invalidates "
                                  "pages itself (a kill -9 or a stop may then leave the "
@@ -267,15 +305,14 @@ static void close_if(int fd)
         close(fd);
 }
 
-int drxfs_notify_start(struct fuse_session *se)
+/* A relay: its socket, lifeline and clone of the session's device, and
+ * the child holding them.  0, or -1 (logged). */
+static int relay_spawn(void)
 {
-    static const struct fuse_custom_io io = {.read = io_read, .writev = io_writev};
-    int sefd = fuse_session_fd(se), sv[2] = {-1, -1}, life[2] = {-1, -1}, dev = -1;
-    uint32_t master = (uint32_t)sefd;
+    int sv[2] = {-1, -1}, life[2] = {-1, -1}, dev = -1;
+    uint32_t master = (uint32_t)rl.sefd;
     pid_t pid = -1;
 
-    if (fuse_session_custom_io(se, &io, sefd) != 0)
-        return -ENOMEM;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
         pipe2(life, O_CLOEXEC) < 0 || (dev = open("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0 ||
         ioctl(dev, FUSE_DEV_IOC_CLONE, &master) < 0 || (pid = fork()) < 0) {
@@ -298,6 +335,16 @@ out:
     close_if(life[1]);
     close_if(dev);
     return pid < 0 ? -1 : 0;
+}
+
+int drxfs_notify_start(struct fuse_session *se)
+{
+    static const struct fuse_custom_io io = {.read = io_read, .writev = io_writev};
+
+    rl.sefd = fuse_session_fd(se);
+    if (fuse_session_custom_io(se, &io, rl.sefd) != 0)
+        return -ENOMEM;
+    return relay_spawn();
 }
 
 /* The loop has ended, and libfuse drops a request its worker read as it
@@ -325,9 +372,12 @@ void drxfs_notify_stop(void)
     pthread_mutex_lock(&rl.mutex);
     int sock = __atomic_exchange_n(&rl.sock, -1, __ATOMIC_ACQ_REL);
     pthread_mutex_unlock(&rl.mutex);
-    if (sock < 0)
-        return;
-    close(sock);
-    while (waitpid(rl.pid, NULL, 0) < 0 && errno == EINTR)
-        ;
+    if (sock >= 0) {
+        close(sock);
+        while (waitpid(rl.pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    for (int i = 0; i < RELAY_RESPAWNS; i++)
+        while (rl.dead[i] > 0 && waitpid(rl.dead[i], NULL, 0) < 0 && errno == EINTR)
+            ;
 }
