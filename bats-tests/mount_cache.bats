@@ -653,11 +653,41 @@ m[4096]' "$INV_M1/f" >reader.out 2>&1 &
     INV_M0= INV_M1=
 }
 
+# stop_under_traffic STORE PID RELAY LABEL: a, b, c (striped, at least
+# 2 MiB) of the mount TERM_MNT written behind the mount, written through
+# it and read, then a SIGTERM of drxfs PID: it and its relay RELAY must
+# exit within 5 s (stacks and LABEL when not); the jobs are stopped.
+stop_under_traffic() {
+    local s=$1 pid=$2 relay=$3 f i
+    (while :; do for f in a b c; do
+        head -c 1M /dev/urandom | dd of="$s/$f" bs=64k conv=notrunc status=none
+    done; done) 2>/dev/null &
+    TERM_JOBS="$!"
+    (while :; do for f in a b c; do
+        dd if=/dev/urandom of="$TERM_MNT/$f" bs=64k count=4 seek=$((RANDOM % 20)) conv=notrunc status=none
+    done; done) 2>/dev/null &
+    TERM_JOBS="$TERM_JOBS $!"
+    (while :; do cat "$TERM_MNT/a" "$TERM_MNT/b" "$TERM_MNT/c" >/dev/null || sleep 0.01; done) 2>/dev/null &
+    TERM_JOBS="$TERM_JOBS $!"
+    sleep 0.5
+    kill -TERM "$pid"
+    for ((i = 0; i < 50; i++)); do
+        daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
+        sleep 0.1
+    done
+    daemon_gone "$pid" || { stuck_stacks "$pid"; stuck_stacks "$relay"; fail "drxfs did not exit after SIGTERM ($4)"; }
+    ! kill -0 "$relay" 2>/dev/null || { stuck_stacks "$relay"; fail "its relay did not exit ($4)"; }
+    kill -9 $TERM_JOBS 2>/dev/null || true
+    wait $TERM_JOBS 2>/dev/null || true
+    TERM_JOBS=
+    unmount_store "$TERM_MNT"
+}
+
 @test "SIGTERM under writes and invalidations: drxfs and its relay exit (a request libfuse dropped at exit held the page an invalidation waited on)" {
     # libfuse's workers drop a request they read as the loop ends; its
     # pages stay locked until the device closes, so the kernel cache's
     # thread must not be waited for with the relay still waiting on them.
-    local s="$BATS_TEST_TMPDIR/s" it i f pid relay
+    local s="$BATS_TEST_TMPDIR/s" it f pid relay
     TERM_MNT="$BATS_TEST_TMPDIR/m"
     "$DRX" init "$s" >/dev/null
     for ((it = 0; it < 10; it++)); do
@@ -666,28 +696,7 @@ m[4096]' "$INV_M1/f" >reader.out 2>&1 &
         relay=$(pgrep -P "$pid" -x drxfs-inval)
         [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
         for f in a b c; do head -c 2M /dev/urandom >"$TERM_MNT/$f"; done
-        (while :; do for f in a b c; do
-            head -c 1M /dev/urandom | dd of="$s/$f" bs=64k conv=notrunc status=none
-        done; done) 2>/dev/null &
-        TERM_JOBS="$!"
-        (while :; do for f in a b c; do
-            dd if=/dev/urandom of="$TERM_MNT/$f" bs=64k count=4 seek=$((RANDOM % 20)) conv=notrunc status=none
-        done; done) 2>/dev/null &
-        TERM_JOBS="$TERM_JOBS $!"
-        (while :; do cat "$TERM_MNT/a" "$TERM_MNT/b" "$TERM_MNT/c" >/dev/null || sleep 0.01; done) 2>/dev/null &
-        TERM_JOBS="$TERM_JOBS $!"
-        sleep 0.5
-        kill -TERM "$pid"
-        for ((i = 0; i < 50; i++)); do
-            daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
-            sleep 0.1
-        done
-        daemon_gone "$pid" || { stuck_stacks "$pid"; stuck_stacks "$relay"; fail "drxfs did not exit after SIGTERM (iteration $it)"; }
-        ! kill -0 "$relay" 2>/dev/null || { stuck_stacks "$relay"; fail "its relay did not exit (iteration $it)"; }
-        kill -9 $TERM_JOBS 2>/dev/null || true
-        wait $TERM_JOBS 2>/dev/null || true
-        TERM_JOBS=
-        unmount_store "$TERM_MNT"
+        stop_under_traffic "$s" "$pid" "$relay" "iteration $it"
     done
     TERM_MNT=
 }
@@ -727,24 +736,7 @@ m[4096]' "$INV_M1/f" >reader.out 2>&1 &
     grep -q "invalidation relay (pid [0-9]*) is gone; started another" "$TERM_MNT.log" ||
         fail "no log line of the new relay: $(cat "$TERM_MNT.log")"
     for f in b c; do head -c 2M /dev/urandom >"$TERM_MNT/$f"; done
-    (while :; do for f in a b c; do
-        head -c 1M /dev/urandom | dd of="$s/$f" bs=64k conv=notrunc status=none
-    done; done) 2>/dev/null &
-    TERM_JOBS="$!"
-    (while :; do cat "$TERM_MNT/a" "$TERM_MNT/b" "$TERM_MNT/c" >/dev/null || sleep 0.01; done) 2>/dev/null &
-    TERM_JOBS="$TERM_JOBS $!"
-    sleep 0.5
-    kill -TERM "$pid"
-    for ((i = 0; i < 50; i++)); do
-        daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
-        sleep 0.1
-    done
-    daemon_gone "$pid" || { stuck_stacks "$pid"; stuck_stacks "$relay"; fail "drxfs did not exit after SIGTERM"; }
-    ! kill -0 "$relay" 2>/dev/null || { stuck_stacks "$relay"; fail "its relay did not exit"; }
-    kill -9 $TERM_JOBS 2>/dev/null || true
-    wait $TERM_JOBS 2>/dev/null || true
-    TERM_JOBS=
-    unmount_store "$TERM_MNT"
+    stop_under_traffic "$s" "$pid" "$relay" "after the relay was replaced"
     TERM_MNT=
 }
 
