@@ -186,6 +186,37 @@ EOF
     rm -r "$M/dirw"
 }
 
+@test "close: with the batched commit no FLUSH after the first; commit_interval=0 records at each" {
+    # With the batched commit a FLUSH did nothing (a striped file's size is
+    # recorded after its last close), yet each close waited for one: the
+    # first is answered ENOSYS and the kernel sends no more (libfuse's -d
+    # log shows every request).  With commit_interval=0 each close still
+    # flushes and the metafile holds the size as soon as close returns.
+    local n=20 i m1="$BATS_TEST_TMPDIR/m1" m2="$BATS_TEST_TMPDIR/m2"
+    local s1="$BATS_TEST_TMPDIR/s1" s2="$BATS_TEST_TMPDIR/s2"
+    "$DRX" init "$s1" >/dev/null
+    "$DRX" init "$s2" >/dev/null
+    mount_store "$s1" "$m1" -d
+    mount_store "$s2" "$m2" -d -o commit_interval=0
+    for ((i = 1; i <= n; i++)); do
+        head -c "$i" /dev/urandom >"f$i"
+        cp "f$i" "$m1/f$i"
+        cp "f$i" "$m2/f$i"
+        grep -q "^size = ${i}L" "$s2/f$i.nafs"
+    done
+    local f1 f2
+    f1=$(grep -c 'opcode: FLUSH' "$m1.log" || true)
+    f2=$(grep -c 'opcode: FLUSH' "$m2.log" || true)
+    echo "FLUSH requests for $n copies: batched commit $f1, commit_interval=0 $f2"
+    [ "$f1" -le 1 ]
+    [ "$f2" -ge "$n" ]
+    commit_mount "$m1"
+    for ((i = 1; i <= n; i++)); do
+        cmp "f$i" "$m1/f$i"
+        grep -q "^size = ${i}L" "$s1/f$i.nafs"
+    done
+}
+
 @test "a file capability set behind the mount on an open file goes at its next write" {
     # the GETXATTR before a write of an open file reads its metafile
     # without resolving the path: what was set since must still be seen,
