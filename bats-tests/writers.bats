@@ -80,7 +80,7 @@ PY
     "$PY" -c "import numpy as np; np.arange(4096, dtype='<u4').tofile('all')"
     "$DRX" put "$S/co" <all
     "$PY" - "$M/co/data" "$DRX" "$S/co" <<'PY'
-import os, subprocess, sys
+import os, subprocess, sys, time
 import numpy as np
 path, drx, arr = sys.argv[1:]
 fd = os.open(path, os.O_RDONLY)
@@ -88,6 +88,12 @@ for r in range(5):
     before = np.frombuffer(os.pread(fd, 16384, 0), '<u4').reshape(16, 256)
     new = np.full(256, 1000 * (r + 1), '<u4')
     subprocess.run([drx, "put", arr, f"dim0={r}"], input=new.tobytes(), check=True)
+    # README: a descriptor opened before drx put reads the new bytes a
+    # clock tick after it (attributes kept one tick, auto_inval_data);
+    # within the tick its pages may be the old ones (a drx put quicker
+    # than the 4 ms tick read stale here, 3 runs of 3 on a quiet VM).
+    # 20 ms: a tick of HZ = 100 and then some.
+    time.sleep(0.02)
     after = np.frombuffer(os.pread(fd, 16384, 0), '<u4').reshape(16, 256)
     assert (after[r] == new).all(), f"round {r}: row {r} reads {after[r][:4]}, not {new[:4]}"
     assert (after[r + 1:] == before[r + 1:]).all()
