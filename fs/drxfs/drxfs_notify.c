@@ -364,6 +364,20 @@ void drxfs_notify_closing(void)
         shutdown(sock, SHUT_RDWR);
 }
 
+/* Reaps a relay.  One stopped (SIGSTOP, or ^Z of drxfs -f and then a
+ * kill of drxfs alone) would never see its lifeline close, and the daemon
+ * would wait here for ever after the unmount: it is let go on first.  Not
+ * killed: with a file still open on the lazily unmounted mount, it may
+ * still have to drain the requests its invalidation waits on. */
+static void relay_reap(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGCONT);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
 void drxfs_notify_stop(void)
 {
     int life = __atomic_exchange_n(&rl.lifeline, -1, __ATOMIC_ACQ_REL);
@@ -374,10 +388,8 @@ void drxfs_notify_stop(void)
     pthread_mutex_unlock(&rl.mutex);
     if (sock >= 0) {
         close(sock);
-        while (waitpid(rl.pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        relay_reap(rl.pid);
     }
     for (int i = 0; i < RELAY_RESPAWNS; i++)
-        while (rl.dead[i] > 0 && waitpid(rl.dead[i], NULL, 0) < 0 && errno == EINTR)
-            ;
+        relay_reap(rl.dead[i]);
 }
