@@ -784,6 +784,42 @@ relay_waited() {
     TERM_MNT=
 }
 
+@test "a relay that could not be started for want of descriptors is started at a later invalidation" {
+    # a failed start (EMFILE) left the daemon without a relay for good
+    local s="$BATS_TEST_TMPDIR/s" i pid relay new free f
+    TERM_MNT="$BATS_TEST_TMPDIR/m"
+    "$DRX" init "$s" >/dev/null
+    mount_store "$s" "$TERM_MNT"
+    pid=$(cat "$TERM_MNT.pid")
+    relay=$(pgrep -P "$pid" -x drxfs-inval)
+    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    head -c 1M /dev/urandom >"$TERM_MNT/a"
+    cat "$TERM_MNT/a" >/dev/null
+    kill -9 "$relay"
+    # no descriptor left to drxfs: the lowest free one is its limit
+    for ((free = 0; ; free++)); do [ -e "/proc/$pid/fd/$free" ] || break; done
+    prlimit --pid "$pid" --nofile="$free:"
+    touch "$s/a.nafs"
+    for ((i = 0; i < 100; i++)); do
+        grep -q "invalidation relay: Too many open files" "$TERM_MNT.log" && break
+        sleep 0.05
+    done
+    prlimit --pid "$pid" --nofile=1024:
+    grep -q "invalidation relay: Too many open files" "$TERM_MNT.log" ||
+        fail "no failed start of a relay: $(cat "$TERM_MNT.log")"
+    for ((i = 0; i < 5; i++)); do
+        touch "$s/a.nafs"
+        for ((f = 0; f < 20; f++)); do
+            new=$(pgrep -P "$pid" -x drxfs-inval) && break
+            sleep 0.05
+        done
+        [ -n "$new" ] && break
+    done
+    [ -n "$new" ] || fail "no relay started after the descriptors came back: $(cat "$TERM_MNT.log")"
+    unmount_store "$TERM_MNT"
+    TERM_MNT=
+}
+
 @test "utimes of a file waiting for the batched commit: no size recorded then, the times survive the commit" {
     local k="$BATS_FILE_TMPDIR/k" ks="$BATS_FILE_TMPDIR/kt" t0 t1
     mkdir -p "$ks"
