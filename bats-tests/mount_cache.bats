@@ -36,7 +36,8 @@ teardown() {
         INV_M0= INV_M1=
     fi
     if [ -n "${STOPPED_RELAY:-}" ]; then
-        kill -CONT "$STOPPED_RELAY" 2>/dev/null || true
+        # and its drxfs, which a stat of the mount would wait for
+        kill -CONT "$STOPPED_RELAY" "$(cat "$TERM_MNT.pid" 2>/dev/null || echo 0)" 2>/dev/null || true
         STOPPED_RELAY=
     fi
     if [ -n "${TERM_MNT:-}" ]; then
@@ -780,6 +781,37 @@ relay_waited() {
     daemon_gone "$pid" || { stuck_stacks "$pid"; fail "drxfs did not exit after the unmount"; }
     ! kill -0 "$relay" 2>/dev/null || fail "its relay did not exit"
     STOPPED_RELAY=
+    unmount_store "$TERM_MNT"
+    TERM_MNT=
+}
+
+@test "^Z to drxfs -f's process group leaves its relay running: a kill -9 of drxfs then ends the mount at once" {
+    # the relay stopped at SIGTSTP and then held the dead drxfs's
+    # connection: the mount hung (SIGQUIT, ^\\, is ignored here already:
+    # bash starts background jobs so)
+    local s="$BATS_TEST_TMPDIR/s" i pid relay
+    TERM_MNT="$BATS_TEST_TMPDIR/m"
+    "$DRX" init "$s" >/dev/null
+    mount_store "$s" "$TERM_MNT"
+    pid=$(cat "$TERM_MNT.pid")
+    relay=$(pgrep -P "$pid" -x drxfs-inval)
+    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    head -c 1M /dev/urandom >"$TERM_MNT/a"
+    STOPPED_RELAY=$relay
+    kill -TSTP "$pid" "$relay"
+    sleep 0.3
+    [ "$(awk '{ print $3 }' /proc/"$relay"/stat)" != T ] || fail "the relay stopped at SIGTSTP"
+    kill -9 "$pid"
+    for ((i = 0; i < 50; i++)); do
+        daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
+        sleep 0.1
+    done
+    daemon_gone "$pid" || { stuck_stacks "$pid"; fail "drxfs did not exit after kill -9"; }
+    ! kill -0 "$relay" 2>/dev/null || { stuck_stacks "$relay"; fail "its relay did not exit"; }
+    STOPPED_RELAY=
+    run timeout 5 stat "$TERM_MNT"
+    assert_failure
+    assert_output --partial "not connected"
     unmount_store "$TERM_MNT"
     TERM_MNT=
 }

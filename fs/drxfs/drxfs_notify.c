@@ -153,11 +153,15 @@ static void relay_drain(void)
 
 static _Noreturn void relay_run(void)
 {
-    static const int quiet[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2};
+    static const int quiet[] = {SIGINT,  SIGTERM, SIGHUP,  SIGPIPE, SIGUSR1,
+                                SIGUSR2, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU};
     pthread_t t;
 
     /* the daemon's own shutdown ends this one: a signal to the process
-     * group (^C of drxfs -f) must not end it first */
+     * group (^C of drxfs -f) must not end it first, and ^\ must not end
+     * both at once (a kill -9 of both, which can hang the mount).  Nor may
+     * ^Z stop it: drxfs killed while stopped, the relay would hold its
+     * connection, and the mount would hang until the relay went on. */
     for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
         signal(quiet[i], SIG_IGN);
     prctl(PR_SET_NAME, "drxfs-inval");
@@ -241,8 +245,9 @@ static bool relay_respawn(void)
     if (__atomic_load_n(&rl.closing, __ATOMIC_SEQ_CST))
         drxfs_notify_closing(); /* it ran on the old relay's socket */
     if (old > 0)
-        drx_log(DRX_LOG_WARNING, "the invalidation relay (pid %ld) is gone; started another (pid %ld)",
-                (long)old, (long)rl.pid);
+        drx_log(DRX_LOG_WARNING,
+                "the invalidation relay (pid %ld) is gone; started another (pid %ld)", (long)old,
+                (long)rl.pid);
     else
         drx_log(DRX_LOG_WARNING, "started the invalidation relay (pid %ld)", (long)rl.pid);
     rl.lost = false;
