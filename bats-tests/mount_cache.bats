@@ -35,6 +35,11 @@ teardown() {
         unmount_store "$INV_M0"
         INV_M0= INV_M1=
     fi
+    if [ -n "${STOPPED_RELAY:-}" ]; then
+        # and its drxfs, which a stat of the mount would wait for
+        kill -CONT "$STOPPED_RELAY" "$(cat "$TERM_MNT.pid" 2>/dev/null || echo 0)" 2>/dev/null || true
+        STOPPED_RELAY=
+    fi
     if [ -n "${TERM_MNT:-}" ]; then
         # never a bare wait: it would wait for the daemons too
         if [ -n "${TERM_JOBS:-}" ]; then
@@ -737,6 +742,113 @@ stop_under_traffic() {
         fail "no log line of the new relay: $(cat "$TERM_MNT.log")"
     for f in b c; do head -c 2M /dev/urandom >"$TERM_MNT/$f"; done
     stop_under_traffic "$s" "$pid" "$relay" "after the relay was replaced"
+    TERM_MNT=
+}
+
+# relay_waited PID: a thread of drxfs PID waits for its relay's answer
+relay_waited() {
+    grep -qs __unix_dgram_recvmsg /proc/"$1"/task/*/stack
+}
+
+@test "a stopped invalidation relay holds up only the invalidations: the mount serves, unmounts, and drxfs exits" {
+    # drxfs waited for ever for its stopped relay after the unmount
+    local s="$BATS_TEST_TMPDIR/s" i pid relay
+    TERM_MNT="$BATS_TEST_TMPDIR/m"
+    "$DRX" init "$s" >/dev/null
+    mount_store "$s" "$TERM_MNT"
+    pid=$(cat "$TERM_MNT.pid")
+    relay=$(pgrep -P "$pid" -x drxfs-inval)
+    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    head -c 1M /dev/urandom >"$TERM_MNT/a"
+    head -c 1M /dev/urandom >b.bin
+    cp b.bin "$TERM_MNT/b"
+    cat "$TERM_MNT/a" >/dev/null
+    STOPPED_RELAY=$relay
+    kill -STOP "$relay"
+    touch "$s/a.nafs"
+    for ((i = 0; i < 100; i++)); do relay_waited "$pid" && break; sleep 0.05; done
+    relay_waited "$pid" || fail "no invalidation of a waited for the relay"
+    head -c 64K /dev/urandom | dd of=b.bin conv=notrunc status=none
+    timeout 5 dd if=b.bin of="$TERM_MNT/b" bs=64K count=1 conv=notrunc status=none
+    run timeout 5 cmp b.bin "$TERM_MNT/b"
+    assert_success
+    run timeout 5 fusermount3 -u "$TERM_MNT"
+    assert_success
+    for ((i = 0; i < 50; i++)); do
+        daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
+        sleep 0.1
+    done
+    daemon_gone "$pid" || { stuck_stacks "$pid"; fail "drxfs did not exit after the unmount"; }
+    ! kill -0 "$relay" 2>/dev/null || fail "its relay did not exit"
+    STOPPED_RELAY=
+    unmount_store "$TERM_MNT"
+    TERM_MNT=
+}
+
+@test "^Z to drxfs -f's process group leaves its relay running: a kill -9 of drxfs then ends the mount at once" {
+    # the relay stopped at SIGTSTP and then held the dead drxfs's
+    # connection: the mount hung (SIGQUIT, ^\\, is ignored here already:
+    # bash starts background jobs so)
+    local s="$BATS_TEST_TMPDIR/s" i pid relay
+    TERM_MNT="$BATS_TEST_TMPDIR/m"
+    "$DRX" init "$s" >/dev/null
+    mount_store "$s" "$TERM_MNT"
+    pid=$(cat "$TERM_MNT.pid")
+    relay=$(pgrep -P "$pid" -x drxfs-inval)
+    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    head -c 1M /dev/urandom >"$TERM_MNT/a"
+    STOPPED_RELAY=$relay
+    kill -TSTP "$pid" "$relay"
+    sleep 0.3
+    [ "$(awk '{ print $3 }' /proc/"$relay"/stat)" != T ] || fail "the relay stopped at SIGTSTP"
+    kill -9 "$pid"
+    for ((i = 0; i < 50; i++)); do
+        daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
+        sleep 0.1
+    done
+    daemon_gone "$pid" || { stuck_stacks "$pid"; fail "drxfs did not exit after kill -9"; }
+    ! kill -0 "$relay" 2>/dev/null || { stuck_stacks "$relay"; fail "its relay did not exit"; }
+    STOPPED_RELAY=
+    run timeout 5 stat "$TERM_MNT"
+    assert_failure
+    assert_output --partial "not connected"
+    unmount_store "$TERM_MNT"
+    TERM_MNT=
+}
+
+@test "a relay that could not be started for want of descriptors is started at a later invalidation" {
+    # a failed start (EMFILE) left the daemon without a relay for good
+    local s="$BATS_TEST_TMPDIR/s" i pid relay new free f
+    TERM_MNT="$BATS_TEST_TMPDIR/m"
+    "$DRX" init "$s" >/dev/null
+    mount_store "$s" "$TERM_MNT"
+    pid=$(cat "$TERM_MNT.pid")
+    relay=$(pgrep -P "$pid" -x drxfs-inval)
+    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    head -c 1M /dev/urandom >"$TERM_MNT/a"
+    cat "$TERM_MNT/a" >/dev/null
+    kill -9 "$relay"
+    # no descriptor left to drxfs: the lowest free one is its limit
+    for ((free = 0; ; free++)); do [ -e "/proc/$pid/fd/$free" ] || break; done
+    prlimit --pid "$pid" --nofile="$free:"
+    touch "$s/a.nafs"
+    for ((i = 0; i < 100; i++)); do
+        grep -q "invalidation relay: Too many open files" "$TERM_MNT.log" && break
+        sleep 0.05
+    done
+    prlimit --pid "$pid" --nofile=1024:
+    grep -q "invalidation relay: Too many open files" "$TERM_MNT.log" ||
+        fail "no failed start of a relay: $(cat "$TERM_MNT.log")"
+    for ((i = 0; i < 5; i++)); do
+        touch "$s/a.nafs"
+        for ((f = 0; f < 20; f++)); do
+            new=$(pgrep -P "$pid" -x drxfs-inval) && break
+            sleep 0.05
+        done
+        [ -n "$new" ] && break
+    done
+    [ -n "$new" ] || fail "no relay started after the descriptors came back: $(cat "$TERM_MNT.log")"
+    unmount_store "$TERM_MNT"
     TERM_MNT=
 }
 

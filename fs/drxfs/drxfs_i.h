@@ -528,7 +528,8 @@ void drxfs_kc_start(struct fuse *f);
  * invalidations go through a child process, so that a kill -9 of the
  * daemon never leaves one waiting on a page in the kernel.  After
  * daemonizing, before the session loop; 0, or -1 when the relay did not
- * start (logged; invalidations then run in the daemon). */
+ * start (logged; invalidations then run in the daemon, and a relay is
+ * tried again at the next page invalidation). */
 struct fuse_session;
 int drxfs_notify_start(struct fuse_session *se);
 /* The mount stops: the relay answers what the kernel still queues with
@@ -536,7 +537,8 @@ int drxfs_notify_start(struct fuse_session *se);
  * later invalidations are skipped, so that the thread sending them can be
  * joined. */
 void drxfs_notify_closing(void);
-/* Ends the relay (after the threads that invalidate have stopped). */
+/* Ends the relay (after the threads that invalidate have stopped, and
+ * after the unmount), continuing it first should it be stopped. */
 void drxfs_notify_stop(void);
 /* fuse_invalidate_path() of the attributes alone: the pages stay, and no
  * page under I/O is waited for.  fuse_invalidate_path()'s result. */

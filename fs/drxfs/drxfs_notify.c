@@ -24,10 +24,11 @@
  *     invalidation of its waits, and exits; its device closing aborts the
  *     connection, as after any crash of a FUSE server.
  *
- * A relay that dies (killed alone) is replaced at the next invalidation
- * that finds it gone, up to RELAY_RESPAWNS times; without one (it failed
- * to start, or kept dying) pages are invalidated in the daemon as before,
- * which a kill -9 or a stop under traffic may then leave hung.
+ * A relay that dies (killed alone), or could not be started (no
+ * descriptor left, no process), is started anew at the next invalidation
+ * that finds it gone, up to RELAY_RESPAWNS times; without one (it kept
+ * failing or dying) pages are invalidated in the daemon as before, which
+ * a kill -9 or a stop under traffic may then leave hung.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -152,11 +153,15 @@ static void relay_drain(void)
 
 static _Noreturn void relay_run(void)
 {
-    static const int quiet[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2};
+    static const int quiet[] = {SIGINT,  SIGTERM, SIGHUP,  SIGPIPE, SIGUSR1,
+                                SIGUSR2, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU};
     pthread_t t;
 
     /* the daemon's own shutdown ends this one: a signal to the process
-     * group (^C of drxfs -f) must not end it first */
+     * group (^C of drxfs -f) must not end it first, and ^\ must not end
+     * both at once (a kill -9 of both, which can hang the mount).  Nor may
+     * ^Z stop it: drxfs killed while stopped, the relay would hold its
+     * connection, and the mount would hang until the relay went on. */
     for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
         signal(quiet[i], SIG_IGN);
     prctl(PR_SET_NAME, "drxfs-inval");
@@ -209,26 +214,43 @@ static bool round_trip(int sock, const char *msg, size_t len, int32_t *res)
 
 static int relay_spawn(void);
 
-/* The relay died (rl.mutex held, not closing): a new one in its place,
- * true when there is one.  The dead one is reaped now if it has exited,
- * else at stop (it may still wait on a page of its own). */
+static void close_if(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+/* The relay died, or none could be started (rl.mutex held, not closing):
+ * a new one in its place, true when there is one.  A start that failed
+ * (EMFILE, EAGAIN from fork) is tried again at the next invalidation, as
+ * a relay that died is: what failed may pass by then.  The dead one is
+ * reaped now if it has exited, else at stop (it may still wait on a page
+ * of its own). */
 static bool relay_respawn(void)
 {
     pid_t old = rl.pid;
 
-    close(__atomic_exchange_n(&rl.sock, -1, __ATOMIC_ACQ_REL));
-    int life = __atomic_exchange_n(&rl.lifeline, -1, __ATOMIC_ACQ_REL);
-    if (life >= 0)
-        close(life);
-    if (waitpid(old, NULL, WNOHANG) == 0)
+    if (rl.respawns >= RELAY_RESPAWNS)
+        return false;
+    close_if(__atomic_exchange_n(&rl.sock, -1, __ATOMIC_SEQ_CST));
+    close_if(__atomic_exchange_n(&rl.lifeline, -1, __ATOMIC_SEQ_CST));
+    if (old > 0 && waitpid(old, NULL, WNOHANG) == 0)
         rl.dead[rl.respawns] = old;
+    rl.pid = -1;
     rl.respawns++;
     if (relay_spawn() < 0)
         return false;
-    if (__atomic_load_n(&rl.closing, __ATOMIC_ACQUIRE))
+    /* sequentially consistent with drxfs_notify_closing(): either it sees
+     * the new relay's descriptors, or this sees it ran */
+    if (__atomic_load_n(&rl.closing, __ATOMIC_SEQ_CST))
         drxfs_notify_closing(); /* it ran on the old relay's socket */
-    drx_log(DRX_LOG_WARNING, "the invalidation relay (pid %ld) is gone; started another (pid %ld)",
-            (long)old, (long)rl.pid);
+    if (old > 0)
+        drx_log(DRX_LOG_WARNING,
+                "the invalidation relay (pid %ld) is gone; started another (pid %ld)", (long)old,
+                (long)rl.pid);
+    else
+        drx_log(DRX_LOG_WARNING, "started the invalidation relay (pid %ld)", (long)rl.pid);
+    rl.lost = false;
     return true;
 }
 
@@ -244,7 +266,7 @@ static ssize_t relay_send(const struct iovec *iov, bool *sent)
     pthread_mutex_lock(&rl.mutex);
     bool ok = rl.sock >= 0 && round_trip(rl.sock, msg, sizeof msg, &res);
     bool closing = __atomic_load_n(&rl.closing, __ATOMIC_ACQUIRE);
-    if (!ok && rl.sock >= 0 && !closing && rl.respawns < RELAY_RESPAWNS && relay_respawn())
+    if (!ok && !closing && relay_respawn())
         ok = round_trip(rl.sock, msg, sizeof msg, &res);
     closing = __atomic_load_n(&rl.closing, __ATOMIC_ACQUIRE);
     if (!ok && !rl.lost && !closing) {
@@ -299,12 +321,6 @@ int drxfs_inval_attrs(struct fuse *f, const char *path)
     return rc;
 }
 
-static void close_if(int fd)
-{
-    if (fd >= 0)
-        close(fd);
-}
-
 /* A relay: its socket, lifeline and clone of the session's device, and
  * the child holding them.  0, or -1 (logged). */
 static int relay_spawn(void)
@@ -324,8 +340,8 @@ static int relay_spawn(void)
     }
     if (pid == 0)
         relay_start(sv[1], dev, life[0]);
-    __atomic_store_n(&rl.sock, sv[0], __ATOMIC_RELEASE);
-    __atomic_store_n(&rl.lifeline, life[1], __ATOMIC_RELEASE);
+    __atomic_store_n(&rl.sock, sv[0], __ATOMIC_SEQ_CST);
+    __atomic_store_n(&rl.lifeline, life[1], __ATOMIC_SEQ_CST);
     rl.pid = pid;
     sv[0] = life[1] = -1;
 out:
@@ -355,13 +371,27 @@ int drxfs_notify_start(struct fuse_session *se)
  * after the unmount (drxfs_notify_stop). */
 void drxfs_notify_closing(void)
 {
-    __atomic_store_n(&rl.closing, true, __ATOMIC_RELEASE);
-    int life = __atomic_exchange_n(&rl.lifeline, -1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&rl.closing, true, __ATOMIC_SEQ_CST);
+    int life = __atomic_exchange_n(&rl.lifeline, -1, __ATOMIC_SEQ_CST);
     if (life >= 0)
         close(life);
-    int sock = __atomic_load_n(&rl.sock, __ATOMIC_ACQUIRE);
+    int sock = __atomic_load_n(&rl.sock, __ATOMIC_SEQ_CST);
     if (sock >= 0)
         shutdown(sock, SHUT_RDWR);
+}
+
+/* Reaps a relay.  One stopped (SIGSTOP, or ^Z of drxfs -f and then a
+ * kill of drxfs alone) would never see its lifeline close, and the daemon
+ * would wait here for ever after the unmount: it is let go on first.  Not
+ * killed: with a file still open on the lazily unmounted mount, it may
+ * still have to drain the requests its invalidation waits on. */
+static void relay_reap(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGCONT);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
 }
 
 void drxfs_notify_stop(void)
@@ -374,10 +404,8 @@ void drxfs_notify_stop(void)
     pthread_mutex_unlock(&rl.mutex);
     if (sock >= 0) {
         close(sock);
-        while (waitpid(rl.pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        relay_reap(rl.pid);
     }
     for (int i = 0; i < RELAY_RESPAWNS; i++)
-        while (rl.dead[i] > 0 && waitpid(rl.dead[i], NULL, 0) < 0 && errno == EINTR)
-            ;
+        relay_reap(rl.dead[i]);
 }
