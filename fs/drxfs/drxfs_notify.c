@@ -184,7 +184,11 @@ static _Noreturn void relay_start(int sock, int dev, int life)
 {
     int a = fcntl(sock, F_DUPFD, 100), b = fcntl(dev, F_DUPFD, 100),
         c = fcntl(life, F_DUPFD, 100);
+    /* above 100 too: opened at a free 3..5 it would be replaced by a
+     * dup2 below, and stdin and stdout would get the socket or device */
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0 && null < RELAY_FIRST_FREE)
+        null = fcntl(null, F_DUPFD, 100);
 
     if (a < 0 || b < 0 || c < 0 || null < 0 || dup2(a, RELAY_SOCK) < 0 ||
         dup2(b, RELAY_DEV) < 0 || dup2(c, RELAY_LIFE) < 0 || dup2(null, 0) < 0 ||
