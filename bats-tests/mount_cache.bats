@@ -658,6 +658,35 @@ m[4096]' "$INV_M1/f" >reader.out 2>&1 &
     INV_M0= INV_M1=
 }
 
+# relay_mount STORE: STORE mounted at TERM_MNT; pid is drxfs's, relay its
+# drxfs-inval child's (the caller's variables)
+relay_mount() {
+    mount_store "$1" "$TERM_MNT"
+    pid=$(cat "$TERM_MNT.pid")
+    relay=$(pgrep -P "$pid" -x drxfs-inval)
+    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+}
+
+# relay_store STORE: a new store, mounted at TERM_MNT ($BATS_TEST_TMPDIR/m)
+# by relay_mount
+relay_store() {
+    TERM_MNT="$BATS_TEST_TMPDIR/m"
+    "$DRX" init "$1" >/dev/null
+    relay_mount "$1"
+}
+
+# both_exit PID RELAY WHAT: drxfs PID and its relay RELAY exit within 5 s
+# of WHAT (their kernel stacks and a failure when not)
+both_exit() {
+    local i
+    for ((i = 0; i < 50; i++)); do
+        daemon_gone "$1" && ! kill -0 "$2" 2>/dev/null && break
+        sleep 0.1
+    done
+    daemon_gone "$1" || { stuck_stacks "$1"; stuck_stacks "$2"; fail "drxfs did not exit after $3"; }
+    ! kill -0 "$2" 2>/dev/null || { stuck_stacks "$2"; fail "its relay did not exit after $3"; }
+}
+
 # stop_under_traffic STORE PID RELAY LABEL: a, b, c (striped, at least
 # 2 MiB) of the mount TERM_MNT written behind the mount, written through
 # it and read, then a SIGTERM of drxfs PID: it and its relay RELAY must
@@ -676,12 +705,7 @@ stop_under_traffic() {
     TERM_JOBS="$TERM_JOBS $!"
     sleep 0.5
     kill -TERM "$pid"
-    for ((i = 0; i < 50; i++)); do
-        daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
-        sleep 0.1
-    done
-    daemon_gone "$pid" || { stuck_stacks "$pid"; stuck_stacks "$relay"; fail "drxfs did not exit after SIGTERM ($4)"; }
-    ! kill -0 "$relay" 2>/dev/null || { stuck_stacks "$relay"; fail "its relay did not exit ($4)"; }
+    both_exit "$pid" "$relay" "SIGTERM ($4)"
     kill -9 $TERM_JOBS 2>/dev/null || true
     wait $TERM_JOBS 2>/dev/null || true
     TERM_JOBS=
@@ -696,10 +720,7 @@ stop_under_traffic() {
     TERM_MNT="$BATS_TEST_TMPDIR/m"
     "$DRX" init "$s" >/dev/null
     for ((it = 0; it < 10; it++)); do
-        mount_store "$s" "$TERM_MNT"
-        pid=$(cat "$TERM_MNT.pid")
-        relay=$(pgrep -P "$pid" -x drxfs-inval)
-        [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+        relay_mount "$s"
         for f in a b c; do head -c 2M /dev/urandom >"$TERM_MNT/$f"; done
         stop_under_traffic "$s" "$pid" "$relay" "iteration $it"
     done
@@ -711,12 +732,7 @@ stop_under_traffic() {
     # invalidation may then wait on a page that a request libfuse dropped
     # at exit holds: the stop hung (1 time in 10).
     local s="$BATS_TEST_TMPDIR/s" i f pid relay new dir sub killed
-    TERM_MNT="$BATS_TEST_TMPDIR/m"
-    "$DRX" init "$s" >/dev/null
-    mount_store "$s" "$TERM_MNT"
-    pid=$(cat "$TERM_MNT.pid")
-    relay=$(pgrep -P "$pid" -x drxfs-inval)
-    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    relay_store "$s"
     head -c 1M /dev/urandom >"$TERM_MNT/a"
     # a's first 64 KiB extent is in its first subfile
     read -r dir sub < <(sed -n 's/.*dir = \([0-9]*\); name = "\([^"]*\)".*/\1 \2/p' "$s/a.nafs" | head -1)
@@ -759,12 +775,7 @@ relay_waited() {
 @test "a stopped invalidation relay holds up only the invalidations: the mount serves, unmounts, and drxfs exits" {
     # drxfs waited for ever for its stopped relay after the unmount
     local s="$BATS_TEST_TMPDIR/s" i pid relay
-    TERM_MNT="$BATS_TEST_TMPDIR/m"
-    "$DRX" init "$s" >/dev/null
-    mount_store "$s" "$TERM_MNT"
-    pid=$(cat "$TERM_MNT.pid")
-    relay=$(pgrep -P "$pid" -x drxfs-inval)
-    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    relay_store "$s"
     head -c 1M /dev/urandom >"$TERM_MNT/a"
     head -c 1M /dev/urandom >b.bin
     cp b.bin "$TERM_MNT/b"
@@ -780,12 +791,7 @@ relay_waited() {
     assert_success
     run timeout 5 fusermount3 -u "$TERM_MNT"
     assert_success
-    for ((i = 0; i < 50; i++)); do
-        daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
-        sleep 0.1
-    done
-    daemon_gone "$pid" || { stuck_stacks "$pid"; fail "drxfs did not exit after the unmount"; }
-    ! kill -0 "$relay" 2>/dev/null || fail "its relay did not exit"
+    both_exit "$pid" "$relay" "the unmount"
     STOPPED_RELAY=
     unmount_store "$TERM_MNT"
     TERM_MNT=
@@ -796,24 +802,14 @@ relay_waited() {
     # connection: the mount hung (SIGQUIT, ^\\, is ignored here already:
     # bash starts background jobs so)
     local s="$BATS_TEST_TMPDIR/s" i pid relay
-    TERM_MNT="$BATS_TEST_TMPDIR/m"
-    "$DRX" init "$s" >/dev/null
-    mount_store "$s" "$TERM_MNT"
-    pid=$(cat "$TERM_MNT.pid")
-    relay=$(pgrep -P "$pid" -x drxfs-inval)
-    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    relay_store "$s"
     head -c 1M /dev/urandom >"$TERM_MNT/a"
     STOPPED_RELAY=$relay
     kill -TSTP "$pid" "$relay"
     sleep 0.3
     [ "$(awk '{ print $3 }' /proc/"$relay"/stat)" != T ] || fail "the relay stopped at SIGTSTP"
     kill -9 "$pid"
-    for ((i = 0; i < 50; i++)); do
-        daemon_gone "$pid" && ! kill -0 "$relay" 2>/dev/null && break
-        sleep 0.1
-    done
-    daemon_gone "$pid" || { stuck_stacks "$pid"; fail "drxfs did not exit after kill -9"; }
-    ! kill -0 "$relay" 2>/dev/null || { stuck_stacks "$relay"; fail "its relay did not exit"; }
+    both_exit "$pid" "$relay" "kill -9"
     STOPPED_RELAY=
     run timeout 5 stat "$TERM_MNT"
     assert_failure
@@ -825,12 +821,7 @@ relay_waited() {
 @test "a relay that could not be started for want of descriptors is started at a later invalidation" {
     # a failed start (EMFILE) left the daemon without a relay for good
     local s="$BATS_TEST_TMPDIR/s" i pid relay new free f
-    TERM_MNT="$BATS_TEST_TMPDIR/m"
-    "$DRX" init "$s" >/dev/null
-    mount_store "$s" "$TERM_MNT"
-    pid=$(cat "$TERM_MNT.pid")
-    relay=$(pgrep -P "$pid" -x drxfs-inval)
-    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    relay_store "$s"
     head -c 1M /dev/urandom >"$TERM_MNT/a"
     cat "$TERM_MNT/a" >/dev/null
     kill -9 "$relay"
