@@ -849,6 +849,25 @@ relay_waited() {
     TERM_MNT=
 }
 
+@test "the relay is a fresh image of drxfs, exec'd after the fork: named drxfs-inval, holding its three descriptors and the log only" {
+    # Forked from the threaded daemon, the child took locks (malloc's, a
+    # sanitizer's) that another thread may have held at the fork; exec'd,
+    # it starts clean.
+    local pid relay fds
+    relay_store "$BATS_TEST_TMPDIR/s"
+    assert_equal "$(tr '\0' ' ' </proc/"$relay"/cmdline)" "drxfs-inval "
+    assert_equal "$(readlink /proc/"$relay"/exe)" "$(readlink /proc/"$pid"/exe)"
+    fds=$(ls /proc/"$relay"/fd | sort -n | tr '\n' ' ')
+    assert_equal "$fds" "0 1 2 3 4 5 "
+    [ "$(readlink /proc/"$relay"/fd/4)" = /dev/fuse ] || fail "fd 4 of the relay: $(readlink /proc/"$relay"/fd/4)"
+    # drxfs started by hand under that name is not a relay
+    run timeout 5 bash -c 'exec -a drxfs-inval "$1"' _ "$DRXFS"
+    assert_failure
+    [ "$status" -ne 124 ] || fail "drxfs named drxfs-inval waited: $output"
+    unmount_store "$TERM_MNT"
+    TERM_MNT=
+}
+
 @test "utimes of a file waiting for the batched commit: no size recorded then, the times survive the commit" {
     local k="$BATS_FILE_TMPDIR/k" ks="$BATS_FILE_TMPDIR/kt" t0 t1
     mkdir -p "$ks"

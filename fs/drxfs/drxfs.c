@@ -669,6 +669,7 @@ int main(int argc, char *argv[])
     char *abs_root = NULL, *mopts = NULL;
     int ret = 1;
 
+    drxfs_relay_entry(argc, argv);
     if (fuse_opt_parse(&args, &cli, drxfs_opts, opt_proc) < 0)
         goto out;
     if (cli_early(&cli, argv, &ret) || cli_apply(&cli) < 0)

@@ -537,6 +537,9 @@ int drxfs_notify_start(struct fuse_session *se);
  * later invalidations are skipped, so that the thread sending them can be
  * joined. */
 void drxfs_notify_closing(void);
+/* At the top of main(): when this process is the relay, exec'd by the
+ * daemon (drxfs_notify.c), it runs as such and never returns. */
+void drxfs_relay_entry(int argc, char *argv[]);
 /* Ends the relay (after the threads that invalidate have stopped, and
  * after the unmount), continuing it first should it be stopped. */
 void drxfs_notify_stop(void);

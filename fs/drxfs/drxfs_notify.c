@@ -16,8 +16,9 @@
  *     which takes no page lock (drxfs_inval_attrs);
  *   - one that drops pages (the kernel cache's thread, after a write
  *     through another view or a change behind the mount) is handed to the
- *     relay, a child process holding its own clone of the connection's
- *     device, and waited for on a socket.  A killed daemon then exits at
+ *     relay, a child process (drxfs exec'd again, drxfs_relay_entry)
+ *     holding its own clone of the connection's device, and waited for
+ *     on a socket.  A killed daemon then exits at
  *     once, and its descriptor closes, which ends the requests it had
  *     taken; the relay's invalidation returns; the relay, seeing its
  *     lifeline close, answers what the kernel still asks with EIO until no
@@ -40,6 +41,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,6 +54,8 @@
 /* Descriptors of the relay: its end of the socket, its device, the read
  * end of its lifeline (a pipe whose write end only the daemon holds). */
 enum { RELAY_SOCK = 3, RELAY_DEV, RELAY_LIFE, RELAY_FIRST_FREE };
+/* The relay's argv[0], which drxfs's main() recognizes after the exec */
+#define RELAY_ARGV0 "drxfs-inval"
 
 /* A request read from the device while draining: the kernel refuses a
  * buffer smaller than a header and max_write, which libfuse 3.14 makes
@@ -164,7 +168,7 @@ static _Noreturn void relay_run(void)
      * connection, and the mount would hang until the relay went on. */
     for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
         signal(quiet[i], SIG_IGN);
-    prctl(PR_SET_NAME, "drxfs-inval");
+    prctl(PR_SET_NAME, RELAY_ARGV0);
     if (pthread_create(&t, NULL, relay_main, NULL) != 0)
         _exit(1); /* the daemon finds the socket closed and does without */
     struct pollfd p = {.fd = RELAY_LIFE, .events = POLLIN};
@@ -196,6 +200,25 @@ static _Noreturn void relay_start(int sock, int dev, int life)
         _exit(1);
     if (close_range(RELAY_FIRST_FREE, ~0U, 0) < 0)
         _exit(1);
+    /* A fresh image of drxfs (drxfs_relay_entry): between a fork of the
+     * threaded daemon and an exec only async-signal-safe calls are sound
+     * (a lock another thread held at the fork, in malloc or in a
+     * sanitizer's runtime, stays held in the child), and the relay needs
+     * a thread and memory.  Without /proc, the child runs it as it is. */
+    execl("/proc/self/exe", RELAY_ARGV0, (char *)NULL);
+    relay_run();
+}
+
+void drxfs_relay_entry(int argc, char *argv[])
+{
+    struct stat st;
+
+    /* the relay's three descriptors must be there: a drxfs started by
+     * hand under that name is not a relay */
+    if (argc != 1 || strcmp(argv[0], RELAY_ARGV0) != 0 || fstat(RELAY_SOCK, &st) < 0 ||
+        !S_ISSOCK(st.st_mode) || fstat(RELAY_DEV, &st) < 0 || !S_ISCHR(st.st_mode) ||
+        fstat(RELAY_LIFE, &st) < 0 || !S_ISFIFO(st.st_mode))
+        return;
     relay_run();
 }
 
