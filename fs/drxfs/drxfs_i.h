@@ -13,6 +13,7 @@
  *   drxfs_info.c    sizes of info files, cached per metadata generation
  *   drxfs_kcache.c  the kernel's caches: what it holds, when to drop it
  *   drxfs_notify.c  invalidations: attributes only, or pages through a relay
+ *   drxfs_init_reply.c  shared mmap of direct_io files, granted in INIT's reply
  *   drxfs_commit.c  batched commits of striped files' sizes (ordered mode)
  *
  * Every store access goes through libcore's store handle (drxfs.store),
@@ -546,6 +547,16 @@ void drxfs_notify_stop(void);
 /* fuse_invalidate_path() of the attributes alone: the pages stay, and no
  * page under I/O is waited for.  fuse_invalidate_path()'s result. */
 int drxfs_inval_attrs(struct fuse *f, const char *path);
+/* drxfs_init_reply.c, from drxfs_notify.c's io: a request read from the
+ * device (len bytes at buf), noted when it is INIT. */
+void drxfs_init_request(const void *buf, size_t len);
+/* A reply about to be written: when it is the INIT reply and can carry
+ * FUSE_DIRECT_IO_ALLOW_MMAP, true, and v[0..1] is the reply to write
+ * instead (of the same length, its argument amended in *out). */
+struct iovec;
+struct fuse_init_out;
+bool drxfs_init_reply(const struct iovec *iov, int count, struct iovec v[2],
+                      struct fuse_init_out *out);
 void drxfs_kc_stop(void);
 bool drxfs_kc_active(void);
 /* Signature of a stat (h: 0, or a previous signature to extend). */

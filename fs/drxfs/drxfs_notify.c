@@ -30,6 +30,11 @@
  * that finds it gone, up to RELAY_RESPAWNS times; without one (it kept
  * failing or dying) pages are invalidated in the daemon as before, which
  * a kill -9 or a stop under traffic may then leave hung.
+ *
+ * The same io shows drxfs_init_reply.c the INIT request and lets it amend
+ * the reply (shared mmap of direct_io files): so that grant, like the
+ * relay, exists only where this io is installed, with the kernel cache
+ * (kcache=yes, the default; drxfs_run.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -316,12 +321,20 @@ static ssize_t relay_send(const struct iovec *iov, bool *sent)
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
     (void)userdata;
-    return read(fd, buf, len);
+    ssize_t n = read(fd, buf, len);
+    if (n > 0)
+        drxfs_init_request(buf, (size_t)n);
+    return n;
 }
 
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
+    struct fuse_init_out init;
+    struct iovec amended[2];
+
     (void)userdata;
+    if (drxfs_init_reply(iov, count, amended, &init))
+        return writev(fd, amended, 2);
     if (count != 2 || iov[0].iov_len != sizeof(struct fuse_out_header) ||
         iov[1].iov_len != sizeof(struct fuse_notify_inval_inode_out))
         return writev(fd, iov, count);
