@@ -49,6 +49,10 @@ teardown() {
         unmount_store "$TERM_MNT"
         TERM_MNT= TERM_JOBS=
     fi
+    if [ -n "${DIO_MNT:-}" ]; then
+        unmount_store "$DIO_MNT"
+        DIO_MNT=
+    fi
     if [ -n "${RA_MNT:-}" ]; then
         kill -CONT "$(cat "$RA_MNT.pid" 2>/dev/null || echo 0)" 2>/dev/null || true
         unmount_store "$RA_MNT"
@@ -121,6 +125,109 @@ m.flush(); m.close(); os.close(fd)"
     cmp <(head -c 5000 blob; printf ABCD; tail -c +5005 blob) "$M/striped.bin"
     cmp <(head -c 5000 blob; printf ABCD; tail -c +5005 blob) "$S/plain.bin"
     rm "$M/striped.bin" "$S/plain.bin"
+}
+
+# dio_mount OPTIONS: a second mount of the store ($DIO) with those -o
+# options and the debug log, which says whether the INIT reply granted
+# shared mmap of direct_io files (FUSE_DIRECT_IO_ALLOW_MMAP)
+dio_mount() {
+    DIO_MNT="$BATS_TEST_TMPDIR/dio" DIO="$BATS_TEST_TMPDIR/dio"
+    mount_store "$S" "$DIO" -o "$1,log_level=debug"
+}
+
+@test "data_io=direct: np.memmap writes data through a shared map, and read-only shared maps work" {
+    fresh dm 20x30x10 8x8x8
+    dio_mount data_io=direct
+    grep -q "settings: .*data direct_io" "$DIO.log"
+    "$PY" -c "
+import mmap, os
+import numpy as np
+m = np.memmap('$DIO/dm/data', dtype='<f8', mode='r+', shape=(20, 30, 10))
+assert (m.ravel() == np.arange(6000)).all()
+m[3, 4, 5] = -1.5
+m[19, 29, 9] = -2.5
+m.flush()
+del m
+# read-only shared maps: np.memmap mode r, and mmap of an O_RDONLY descriptor
+r = np.memmap('$DIO/dm/data', dtype='<f8', mode='r', shape=(20, 30, 10))
+assert r[3, 4, 5] == -1.5 and r[19, 29, 9] == -2.5 and r[0, 0, 1] == 1
+del r
+fd = os.open('$DIO/dm/dim0=3/data', os.O_RDONLY)
+v = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
+assert np.frombuffer(v, dtype='<f8')[45] == -1.5
+v.close(); os.close(fd)"
+    "$PY" -c "
+import numpy as np, sys
+want = np.arange(6000, dtype='<f8').reshape(20, 30, 10)
+want[3, 4, 5] = -1.5; want[19, 29, 9] = -2.5
+for f in sys.argv[1:]:
+    a = np.frombuffer(open(f, 'rb').read(), dtype='<f8').reshape(20, 30, 10)
+    assert (a == want).all(), f" <(cat "$DIO/dm/data") <("$DRX" get "$S/dm") <(cat "$M/dm/data")
+    grep -q "FUSE_DIRECT_IO_ALLOW_MMAP granted" "$DIO.log"
+    unmount_store "$DIO"
+}
+
+@test "data_io=direct: a write(2) shows in a shared map of the file at once, drx put at the next open" {
+    fresh dw 20x30x10 8x8x8
+    dio_mount data_io=direct
+    "$PY" -c "
+import mmap, os, subprocess
+import numpy as np
+fd = os.open('$DIO/dw/data', os.O_RDWR)
+m = mmap.mmap(fd, 6000 * 8, mmap.MAP_SHARED, mmap.PROT_READ)
+v = np.frombuffer(m, dtype='<f8')
+assert v[7] == 7 and v[100] == 100
+# direct_io writes through another descriptor and through the mapped one:
+# the kernel drops the written range's pages before it sends the write
+fd2 = os.open('$DIO/dw/data', os.O_WRONLY)
+os.pwrite(fd2, np.array([-7.0]).tobytes(), 7 * 8)
+assert v[7] == -7, v[7]
+os.close(fd2)
+os.pwrite(fd, np.array([-8.0]).tobytes(), 8 * 8)
+assert v[8] == -8, v[8]
+# drx put outside the mount: the next open drops the pages (no keep_cache)
+subprocess.run(['$DRX', 'put', '$S/dw'], check=True,
+               input=(np.arange(6000, dtype='<f8') + 1000).tobytes())
+os.close(os.open('$DIO/dw/data', os.O_RDONLY))
+assert v[100] == 1100 and v[7] == 1007, (v[100], v[7])
+del v
+m.close(); os.close(fd)"
+    grep -q "FUSE_DIRECT_IO_ALLOW_MMAP granted" "$DIO.log"
+    unmount_store "$DIO"
+}
+
+@test "npy_io=direct, striped_io=direct: shared maps of data.npy, data.nc and a striped file" {
+    fresh dn 20x30x10 8x8x8
+    dio_mount npy_io=direct,striped_io=direct
+    # made through this mount: its size is recorded at its commit, and the
+    # other mount would see it empty until then
+    head -c 100000 /dev/urandom >blob
+    cp blob "$DIO/dio_striped.bin"
+    grep -q "settings: .*data.npy direct_io, striped files direct_io" "$DIO.log"
+    "$PY" -c "
+import mmap, os
+import numpy as np, netCDF4
+a = np.load('$DIO/dn/dim0=2:6/data.npy', mmap_mode='r+')
+assert a.shape == (4, 30, 10) and a[1, 4, 5] == 3 * 300 + 4 * 10 + 5
+a[0, 0, 0] = -3.5
+a.flush()
+del a
+fd = os.open('$DIO/dn/data.nc', os.O_RDONLY)
+m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
+with netCDF4.Dataset('x.nc', memory=bytes(m)) as d:
+    assert d.variables['dn'][2, 0, 0] == -3.5
+m.close(); os.close(fd)
+fd = os.open('$DIO/dio_striped.bin', os.O_RDWR)
+m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+assert m[:100000] == open('blob', 'rb').read()
+m[5000:5004] = b'ABCD'
+m.flush(); m.close(); os.close(fd)"
+    [ "$("$DRX" get "$S/dn" dim0=2 | head -c 8 | "$PY" -c "import sys, numpy as np; print(np.frombuffer(sys.stdin.buffer.read(), '<f8')[0])")" = -3.5 ]
+    cmp <(head -c 5000 blob; printf ABCD; tail -c +5005 blob) "$DIO/dio_striped.bin"
+    grep -q "FUSE_DIRECT_IO_ALLOW_MMAP granted" "$DIO.log"
+    unmount_store "$DIO"
+    cmp <(head -c 5000 blob; printf ABCD; tail -c +5005 blob) "$M/dio_striped.bin"
+    rm "$M/dio_striped.bin"
 }
 
 @test "shared mmap reads data.nc and Zarr chunk keys and metadata" {

@@ -35,6 +35,7 @@ setup_file() {
 teardown_file() {
     unmount_store "$M"
     unmount_store "$MC"
+    unmount_store "$T/mnt-direct"
 }
 
 setup() {
@@ -60,6 +61,7 @@ fsx() {
 striped_ok() {
     local rel=${1#"$M"/}
     rel=${rel#"$MC"/}
+    rel=${rel#"$T/mnt-direct"/}
     [ -f "$S/$rel.nafs" ] || { echo "$S/$rel.nafs: no metafile" >&2; return 1; }
     [ "$(getfattr --only-values -n user.drx.stripe "$1")" = "count=$3 extent=$4" ]
     echo "$rel $2 $3 $4" >>"$T/striped.list"
@@ -135,6 +137,25 @@ EOF
     fsx -F -N "$FSX_OPS" -S 11 -g "$T/c-view.ref" "$MC/c/dim0=1:7:2/order=F/data"
     [[ "$output" == *"mmap: used"* ]]
     check_array c "$T/c.ref" "$T/c-view.ref"
+}
+
+@test "data and striped files bypassing the page cache (data_io=direct, striped_io=direct): shared mmap reads and writes mixed with direct_io" {
+    # the INIT reply grants FUSE_DIRECT_IO_ALLOW_MMAP: direct_io writes drop
+    # the pages a mapping holds, and the mapping's writeback reaches the store
+    local md="$T/mnt-direct"
+    mount_store "$S" "$md" -o data_io=direct,striped_io=direct
+    arr d
+    fsx -F -N "$FSX_OPS" -S 30 -g "$T/d.ref" "$md/d/data"
+    [[ "$output" == *"mmap: used"* ]]
+    fsx -F -N "$FSX_OPS" -S 31 -g "$T/d-view.ref" "$md/d/dim0=1:7:2/order=F/data"
+    [[ "$output" == *"mmap: used"* ]]
+    check_array d "$T/d.ref" "$T/d-view.ref"
+    mkdir "$md/dio"
+    "$DRX" stripe set "$md/dio" --count 3 --extent 1000
+    fsx -N "$FSX_OPS" -S 32 -m -B 1000 -g "$T/dio32.ref" "$md/dio/h32"
+    [[ "$output" == *"mmap: used"* ]]
+    striped_ok "$md/dio/h32" "$T/dio32.ref" 3 1000
+    unmount_store "$md"
 }
 
 @test "four exercisers at once on disjoint views that share chunks: no lost update" {
