@@ -43,6 +43,10 @@
 #                small (4); default all three
 # DRX_BENCH_COLD_RUNS cold reads of each slab through the mount, and of
 #                its floor, alternated; medians compared (default 3)
+# DRX_BENCH_B_OPTS -o options of a second mount "B" of the same store (say
+#                data_io=direct), measured in turn with the default one:
+#                second and first reads of data (parts 1 and 2), cold
+#                slabs against HDF5 (part 3); its lines start with "B:"
 set -euo pipefail
 
 build=${1:-${DRX_BUILD:-build}}
@@ -58,7 +62,7 @@ mnt="$work/mnt"
 ptm="$work/ptm"
 pids=()
 cleanup() {
-    for m in "$mnt" "$ptm" "$work/mnt2" "$work/mntd"; do
+    for m in "$mnt" "$ptm" "$work/mnt2" "$work/mntd" "$work/mntb"; do
         if mountpoint -q "$m" 2>/dev/null; then
             fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true
         fi
@@ -128,7 +132,18 @@ rd() { dd if="$1" of=/dev/null bs=1M status=none; }
 pids+=($!)
 wait_mount "$mnt" "${pids[-1]}" "$work/drxfs.log"
 
+bopts=${DRX_BENCH_B_OPTS:-}
+mntb="$work/mntb"
+if [ -n "$bopts" ]; then
+    mkdir -p "$mntb"
+    "$drxfs" -f -o "$bopts" "$store" "$mntb" 3>&- 2>"$work/drxfsb.log" &
+    pids+=($!)
+    wait_mount "$mntb" "${pids[-1]}" "$work/drxfsb.log"
+fi
+# (the pid of the default mount's daemon is pids[0], of B's pids[1])
+
 echo "# machine shared with other users: expect 20-30% drift; ratios are from this run"
+[ -z "$bopts" ] || echo "# B: a second mount with -o $bopts, timed in turn with the default one"
 parts=" ${DRX_BENCH_PARTS:-array cold small} "
 part() { [[ $parts == *" $1 "* ]]; }
 # ---- 1 and 2: a 512 MiB array ----
@@ -142,9 +157,23 @@ head -c $bytes /dev/urandom >"$work/local/big"
 cat "$work/local/big" "$store/big.xta" >/dev/null
 t_local=$(secs rd "$work/local/big")
 t_second=$(secs rd "$mnt/big/data")
+if [ -n "$bopts" ]; then
+    # second reads of the two mounts in turn (B's daemon keeps no pages
+    # when its files are direct_io: every read asks it again)
+    rd "$mntb/big/data"
+    ts=() tsb=()
+    for ((i = 0; i < runs; i++)); do
+        ts+=("$(once rd "$mnt/big/data")")
+        tsb+=("$(once rd "$mntb/big/data")")
+    done
+    t_second=$(median "${ts[@]}")
+    t_secondb=$(median "${tsb[@]}")
+fi
 # first read: store files hot, the mount's pages dropped (the changed
 # ctime makes the next open drop them)
 first_mnt() { touch "$store/big.xta"; rd "$mnt/big/data"; }
+first_b() { touch "$store/big.xta"; rd "$mntb/big/data"; }
+first_pt() { rd "$ptm/file"; }
 "$pt" "$store/big.xta" "$ptm" -f 3>&- 2>"$work/pt.log" &
 pids+=($!)
 wait_mount "$ptm" "${pids[-1]}" "$work/pt.log"
@@ -157,18 +186,23 @@ echo "$ra" >"/sys/class/bdi/$(mountpoint -d "$ptm")/read_ahead_kb" 2>/dev/null |
 # separate blocks, a few seconds apart, the two met different loads of
 # this shared VM (0.72-0.76 that way against 0.89 paired, 2026-11-25).
 first_rounds=${DRX_BENCH_FIRST_ROUNDS:-9}
-tf=() tp=() pr=()
+tf=() tp=() pr=() tfb=() prb=()
 first_mnt
 rd "$ptm/file"
+# with B, the three in turn, each round starting one further
+firsts=(first_mnt first_pt)
+[ -z "$bopts" ] || firsts+=(first_b)
 for ((i = 0; i < first_rounds; i++)); do
-    if ((i % 2)); then
-        a=$(once rd "$ptm/file")
-        b=$(once first_mnt)
-    else
-        b=$(once first_mnt)
-        a=$(once rd "$ptm/file")
-    fi
+    k=${#firsts[@]}
+    for ((j = 0; j < k; j++)); do
+        x=$(((i + j) % k))
+        tt[x]=$(once "${firsts[x]}")
+    done
+    b=${tt[0]} a=${tt[1]}
     tf+=("$b") tp+=("$a") pr+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", a / b }')")
+    if ((k == 3)); then
+        tfb+=("${tt[2]}") prb+=("$(awk -v a="$a" -v b="${tt[2]}" 'BEGIN { printf "%.4f", a / b }')")
+    fi
 done
 t_first=$(median "${tf[@]}")
 t_pt=$(median "${tp[@]}")
@@ -200,6 +234,13 @@ echo "  passthrough, direct_io      $(rate "$bytes" "$t_ptd")"
 echo "  first read / passthrough, page cache (the fair peer), median of $first_rounds alternated pairs' ratios $(printf '%.2f' "$r_first") $(verdict "$(printf '%.2f' "$r_first")" ">=" 0.8) (ratio of the medians $(ratio "$t_pt" "$t_first"))"
 echo "  first read / the faster passthrough                 $(ratio "$t_ptbest" "$t_first") $(verdict "$(ratio "$t_ptbest" "$t_first")" ">=" 0.8)"
 echo "  data_io=direct mount, read  $(rate "$bytes" "$t_firstd")  / direct_io passthrough $(ratio "$t_ptd" "$t_firstd")"
+if [ -n "$bopts" ]; then
+    r_firstb=$(median "${prb[@]}")
+    echo "  B: second read of data      $(rate "$bytes" "$t_secondb")  $(ratio "$t_local" "$t_secondb") x local $(verdict "$(ratio "$t_local" "$t_secondb")" ">=" 0.8) (default mount in the same turns $(ratio "$t_local" "$t_second") x)"
+    echo "  B: first read of data       $(rate "$bytes" "$(median "${tfb[@]}")")"
+    echo "  B: first read / passthrough, page cache, median of $first_rounds rounds' ratios $(printf '%.2f' "$r_firstb") $(verdict "$(printf '%.2f' "$r_firstb")" ">=" 0.8); / direct_io passthrough $(ratio "$t_ptd" "$(median "${tfb[@]}")")"
+    echo "  (rounds, s: default $(printf '%s ' "${tf[@]}"); passthrough $(printf '%s ' "${tp[@]}"); B $(printf '%s ' "${tfb[@]}"))"
+fi
 
 # a striped file of the same size, second read
 cp "$work/local/big" "$mnt/sbig"
@@ -267,7 +308,7 @@ for s in "${slabs[@]}"; do
     # they are long and far apart (the middle slab), else the spans; the
     # two alternate, cold_runs times each, medians compared (one cold read
     # of 20-50 ms swings 30 % on this shared machine)
-    tms=() tfs=()
+    tms=() tfs=() tmbs=()
     for ((i = 0; i < cold_runs; i++)); do
         evict "$store/c.xta"
         evict "$mnt/c/$words/data"
@@ -275,6 +316,11 @@ for s in "${slabs[@]}"; do
         evict "$store/c.xta"
         read -r t fbytes <<<"$($cold floor-runs "$drx" "$store/c" "$ranges" 64)"
         tfs+=("$t")
+        if [ -n "$bopts" ]; then
+            evict "$store/c.xta"
+            evict "$mntb/c/$words/data"
+            tmbs+=("$($cold read "$mntb/c/$words/data")")
+        fi
     done
     t_m=$(median "${tms[@]}")
     t_f=$(median "${tfs[@]}")
@@ -299,6 +345,15 @@ for s in "${slabs[@]}"; do
         best=$(awk -v a="$t_h" -v b="$t_hb" -v f="$t_f" 'BEGIN { printf "%.2f", (a < b ? a : b) / f }')
         best0=$(awk -v a="$t_h" -v b="$t_hb" -v f="$t_f0" 'BEGIN { printf "%.2f", (a < b ? a : b) / f }')
         line="$line"$'\n'"          HDF5 $(printf '%.3f' "$t_h") s ($r x), 256 MiB cache $(printf '%.3f' "$t_hb") s ($rb x) $(verdict "$(awk -v a="$r" -v b="$rb" 'BEGIN { print a < b ? a : b }')" ">=" 2); at the floor the mount would be $best x (at the floor of whole spans $best0 x)"
+    fi
+    if [ -n "$bopts" ]; then
+        t_mb=$(median "${tmbs[@]}")
+        line="$line"$'\n'"          B: mount $(printf '%.3f' "$t_mb") s after the open ($(printf '%s ' "${tmbs[@]}")s), $(ratio "$t_m" "$t_mb") x the default mount's speed"
+        if [ "$have_h5" = 1 ]; then
+            r=$(ratio "$t_h" "$t_mb")
+            rb=$(ratio "$t_hb" "$t_mb")
+            line="$line; HDF5 / B $r x, 256 MiB cache $rb x $(verdict "$(awk -v a="$r" -v b="$rb" 'BEGIN { print a < b ? a : b }')" ">=" 2)"
+        fi
     fi
     echo "$line"
 done
