@@ -25,8 +25,11 @@
 #include "drxfs_prefetch.h"
 
 /* Page-cache mode everywhere by default (data_io= and the other io
- * options): shared mmap works (libfuse 3.14 cannot pass
- * FUSE_DIRECT_IO_ALLOW_MMAP) and repeated reads are served by the kernel
+ * options): repeated reads are served by the kernel.  direct_io files keep
+ * shared mmap too (drxfs_init_reply.c grants FUSE_DIRECT_IO_ALLOW_MMAP,
+ * which libfuse 3.14 cannot ask for; not with kcache=no) and read cold
+ * slabs faster, but every read of them reaches the daemon: second reads at
+ * 0.56-0.78 of page-cache mode's speed, so direct_io stays an option
  * (README, Benchmarks).  Reads split on two threads: a whole 1 GiB array
  * by one cat took 0.67 s split, 0.76 s not. */
 struct drxfs drxfs = {
@@ -231,7 +234,8 @@ static void usage(const char *prog)
            "                           (default yes; no: timeouts 0, pages dropped\n"
            "                           at every open)\n"
            "    -o data_io=direct|cached     array data files: bypass the page cache or\n"
-           "                           use it (default cached: shared mmap works)\n"
+           "                           use it (default cached: second reads from it;\n"
+           "                           shared mmap works either way)\n"
            "    -o npy_io=direct|cached      the same for data.npy and data.nc\n"
            "                           (default cached)\n"
            "    -o striped_io=direct|cached  the same for striped files (default cached)\n"
