@@ -29,7 +29,7 @@
  * shared mmap too (drxfs_init_reply.c grants FUSE_DIRECT_IO_ALLOW_MMAP,
  * which libfuse 3.14 cannot ask for; not with kcache=no) and read cold
  * slabs faster, but every read of them reaches the daemon: second reads at
- * 0.56-0.78 of page-cache mode's speed, so direct_io stays an option
+ * 0.28-0.78 of page-cache mode's speed, so direct_io stays an option
  * (README, Benchmarks).  Reads split on two threads: a whole 1 GiB array
  * by one cat took 0.67 s split, 0.76 s not. */
 struct drxfs drxfs = {
