@@ -267,7 +267,8 @@ static struct zdocs *zdocs_build(const struct zctx *zc, const char *rel)
         ok = ok && z->name[i] && z->doc[i][0] && z->doc[i][1];
     }
     if (!ok) {
-        drx_log(DRX_LOG_WARNING, "%s: zarr metadata could not be made (a JSON value failed)", rel);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: zarr metadata could not be made (a JSON value failed)", rel);
         zdocs_free(z);
         return NULL;
     }
@@ -639,10 +640,11 @@ int drxfs_zarr_open(const char *path, const struct drxfs_node *n, struct fuse_fi
     if ((rc = zclassify(n, &zc, &zi)) == 0 && zi.what != ZW_META && zi.what != ZW_KEY)
         rc = -EISDIR;
     if (rc == 0 && (fi->flags & O_ACCMODE) != O_RDONLY) {
-        drx_log(DRX_LOG_INFO,
-                "%s/zarr/%s/%s: not opened for writing: write a temporary file beside it and "
-                "rename it over the key (as zarr's DirectoryStore does)",
-                n->rel, n->zvar, n->zname);
+        drx_log_ratelimited(
+            DRX_LOG_INFO,
+            "%s/zarr/%s/%s: not opened for writing: write a temporary file beside it and "
+            "rename it over the key (as zarr's DirectoryStore does)",
+            n->rel, n->zvar, n->zname);
         rc = -EPERM;
     }
     if (rc == 0)
