@@ -59,3 +59,74 @@ PY
     echo "$output"
     assert_output --regexp '\(([0-9]{3,}) more like ".*belongs to another user than its.*" suppressed'
 }
+
+# put_i32 ARRAY V...: the elements of 1-D i32 array ARRAY
+put_i32() {
+    local a=$1
+    shift
+    "$PY" -c 'import sys, numpy as np; sys.stdout.buffer.write(np.array(sys.argv[1:], "<i4").tobytes())' "$@" |
+        "$DRX" put "$a"
+}
+
+# xr_time NC: the time coordinate xarray reads from NC ("none" when it has
+# none)
+xr_time() {
+    "$PY" -c '
+import sys, xarray as xr
+ds = xr.open_dataset(sys.argv[1])
+print(list(ds["time"].values) if "time" in ds.variables else "none")' "$1"
+}
+
+# Found in review: a 1-D array named like a dimension, beside an array, is
+# that dimension's coordinate variable.  In a directory where everybody
+# makes arrays (mode 1777, as /tmp), user nobody's array "time" became
+# the time axis of root's array in root's data.nc and zarr/ (and in every
+# xarray.open_dataset of them); and an ACL letting another user write
+# root's own coordinate was not looked at.  A coordinate is now taken only
+# when its owner is root or the array's (or it is the array's project
+# group's) and nobody else may write it, by mode or ACL.
+@test "another user's array, or an ACL letting one write it, is no coordinate of root's array" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    command -v setfacl >/dev/null || skip "needs setfacl (package acl)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 1777 "$RV/s/pub"
+    "$DRX" create "$RV/s/pub/a" --type f64 --shape 4 --chunk 4 --dims time >/dev/null
+    nob "$DRX" create "$RV/s/pub/time" --type i32 --shape 4 --chunk 4 >/dev/null
+    "$PY" -c 'import sys, numpy as np; sys.stdout.buffer.write(np.array([66, 66, 66, 66], "<i4").tobytes())' |
+        nob "$DRX" put "$RV/s/pub/time"
+    nob chmod 644 "$RV/s/pub/time.xmd" "$RV/s/pub/time.xta"
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    run ncdump -h "$RV/m/pub/a/data.nc"
+    assert_success
+    refute_output --partial "int time(time)"
+    run xr_time "$RV/m/pub/a/data.nc"
+    assert_success
+    assert_output "none"
+    run grep -c '"time/.zarray"' "$RV/m/pub/a/zarr/.zmetadata"
+    assert_output 0
+    grep -q "pub/time is not dimension time's coordinate: its owner is neither root nor" "$RV/m.log"
+    # root's own coordinate is taken
+    rm "$RV/s/pub/time.xmd" "$RV/s/pub/time.xta"
+    "$DRX" create "$RV/s/pub/time" --type i32 --shape 4 --chunk 4 >/dev/null
+    put_i32 "$RV/s/pub/time" 10 20 30 40
+    run ncdump -v time "$RV/m/pub/a/data.nc"
+    assert_success
+    assert_output --partial "time = 10, 20, 30, 40"
+    run xr_time "$RV/m/pub/a/data.nc"
+    assert_output "[10, 20, 30, 40]"
+    grep -q '"time/.zarray"' "$RV/m/pub/a/zarr/.zmetadata"
+    # an ACL letting nobody write it: no longer taken, and the log says why
+    setfacl -m u:nobody:rw "$RV/s/pub/time.xmd" "$RV/s/pub/time.xta"
+    run ncdump -h "$RV/m/pub/a/data.nc"
+    assert_success
+    refute_output --partial "int time(time)"
+    run xr_time "$RV/m/pub/a/data.nc"
+    assert_output "none"
+    run grep -c '"time/.zarray"' "$RV/m/pub/a/zarr/.zmetadata"
+    assert_output 0
+    grep -q "pub/time is not dimension time's coordinate: its ACL lets other users" "$RV/m.log"
+    # the ACL's mask without write: taken again
+    setfacl -m m::r "$RV/s/pub/time.xmd" "$RV/s/pub/time.xta"
+    run ncdump -v time "$RV/m/pub/a/data.nc"
+    assert_output --partial "time = 10, 20, 30, 40"
+}

@@ -160,7 +160,7 @@ static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m
     if (rc < 0)
         return;
     if ((why = coord_unfit(&cm, m, d)) || (why = coord_too_big(&cm, count, cs)) ||
-        (!drxfs_coord_shown(n->rel, rel) && (why = "its mode lets fewer users read it"))) {
+        (why = drxfs_coord_refusal(n->rel, rel))) {
         drx_log_ratelimited(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn,
                             why);
         drx_array_meta_fini(&cm);

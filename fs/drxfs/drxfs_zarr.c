@@ -124,8 +124,8 @@ static void zctx_coord(struct zctx *zc, const struct drxfs_node *n, int d, bool 
     }
     zc->a[i] = drxfs_arr_rdlock(zc->arr[i]);
     cm = drx_array_meta(zc->a[i]);
-    if ((why = coord_why(cm, m, d)) || (!drxfs_coord_shown(n->rel, drxfs_arr_key(zc->arr[i])) &&
-                                        (why = "its mode lets fewer users read it"))) {
+    if ((why = coord_why(cm, m, d)) ||
+        (why = drxfs_coord_refusal(n->rel, drxfs_arr_key(zc->arr[i])))) {
         drx_log(opening ? DRX_LOG_INFO : DRX_LOG_DEBUG,
                 "%s: %s is not dimension %s's coordinate: %s", n->rel, drxfs_arr_key(zc->arr[i]),
                 dn, why);
