@@ -130,3 +130,44 @@ print(list(ds["time"].values) if "time" in ds.variables else "none")' "$1"
     run ncdump -v time "$RV/m/pub/a/data.nc"
     assert_output --partial "time = 10, 20, 30, 40"
 }
+
+# Found in review: drx fsck --repair cut a subfile longer than its
+# metafile's recorded size needs while walking, on the say of whichever
+# metafile it met, before it knew which other metafiles named the same
+# subfile (it reported the sharing only after the walk): a second
+# metafile naming a file's subfiles with a smaller size (a user's copy of
+# it) had root's fsck cut the file's data, and a root metafile naming
+# another user's subfile was trusted to cut it.  The trims now wait for
+# the whole walk: a subfile that another metafile names, or that is not
+# the metafile owner's, keeps every byte, and fsck says which metafiles
+# share which subfile and exits non-zero.
+@test "drx fsck --repair cuts no subfile that another metafile names, whoever wrote it" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (other users)"
+    local v="setpriv --reuid=65533 --regid=65533 --clear-groups --"
+    user_dir_store
+    mkdir "$RV/s/v"
+    chown 65533:65533 "$RV/s/v"
+    head -c 300000 /dev/urandom >"$RV/data.bin"
+    chmod 644 "$RV/data.bin"
+    $v cp "$RV/data.bin" "$RV/m/v/victim"
+    commit_mount "$RV/m"
+    unmount_store "$RV/m"
+    # the victim's own copy of his metafile, with a smaller size
+    sed 's/^size = .*/size = 1000L;/' "$RV/s/v/victim.nafs" >"$RV/n/copy"
+    $v cp "$RV/n/copy" "$RV/s/v/copy.nafs"
+    # and user nobody's, naming the victim's subfiles with size 0
+    sed 's/^size = .*/size = 0L;/' "$RV/s/v/victim.nafs" >"$RV/n/planted"
+    nob cp "$RV/n/planted" "$RV/s/u/cut.nafs"
+    local before after
+    before=$(for f in $(subfiles_of "$RV/s/v/victim"); do sha256sum <"$f"; done)
+    run "$DRX" fsck --repair "$RV/s"
+    echo "$output"
+    after=$(for f in $(subfiles_of "$RV/s/v/victim"); do sha256sum <"$f"; done)
+    [ "$before" = "$after" ]
+    [ "$status" -ne 0 ]
+    assert_output --regexp "v/copy(\\.nafs)?: subfile 0 \\(.*\\) is [0-9]+ bytes, longer than .*not trimmed: metafile v/victim(\\.nafs)? names it too"
+    assert_output --regexp "v/copy(\\.nafs)?: shares subfile .* with v/victim"
+    assert_output --partial "belongs to another user than its metafile"
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    cmp "$RV/data.bin" "$RV/m/v/victim"
+}
