@@ -104,6 +104,8 @@ print(list(ds["time"].values) if "time" in ds.variables else "none")' "$1"
     assert_output "none"
     run grep -c '"time/.zarray"' "$RV/m/pub/a/zarr/.zmetadata"
     assert_output 0
+    # nor are its keys served as the variable's (a chunk read, a write)
+    [ ! -e "$RV/m/pub/a/zarr/time/0" ]
     grep -q "pub/time is not dimension time's coordinate: its owner is neither root nor" "$RV/m.log"
     # root's own coordinate is taken
     rm "$RV/s/pub/time.xmd" "$RV/s/pub/time.xta"
@@ -115,6 +117,8 @@ print(list(ds["time"].values) if "time" in ds.variables else "none")' "$1"
     run xr_time "$RV/m/pub/a/data.nc"
     assert_output "[10, 20, 30, 40]"
     grep -q '"time/.zarray"' "$RV/m/pub/a/zarr/.zmetadata"
+    run "$PY" -c 'import sys, xarray as xr; print(list(xr.open_zarr(sys.argv[1])["time"].values))' "$RV/m/pub/a/zarr"
+    assert_output "[10, 20, 30, 40]"
     # an ACL letting nobody write it: no longer taken, and the log says why
     setfacl -m u:nobody:rw "$RV/s/pub/time.xmd" "$RV/s/pub/time.xta"
     run ncdump -h "$RV/m/pub/a/data.nc"
