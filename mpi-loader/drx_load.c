@@ -477,6 +477,7 @@ out:
     if (c.info != MPI_INFO_NULL)
         MPI_Info_free(&c.info);
     drx_config_fini(&cfg);
+    drx_log_limits_flush(); /* what a rate limit suppressed is counted */
     MPI_Finalize();
     return status;
 }

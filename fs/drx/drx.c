@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "drx/config.h"
+#include "drx/log.h"
 #include "drx_cli.h"
 
 struct drx_cli drx_cli;
@@ -350,6 +351,7 @@ int main(int argc, char **argv)
     } else {
         ret = run(&a);
     }
+    drx_log_limits_flush(); /* what a rate limit suppressed is counted */
     free(a.pos);
     return ret;
 }

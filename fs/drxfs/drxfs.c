@@ -367,6 +367,9 @@ static void op_destroy(void *private_data)
     drxfs_hidden_shutdown();
     drxfs_prefetch_destroy(drxfs.prefetch);
     drxfs.prefetch = NULL;
+    /* the counts of messages the rate limits suppressed (a user opening
+     * a refused file in a loop) are owed to the log */
+    drx_log_limits_flush();
 }
 
 static const struct fuse_operations drxfs_ops = {

@@ -154,13 +154,15 @@ static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m
         return;
     rc = drx_array_meta_load(path, &cm, &err);
     if (rc < 0 && rc != -ENOENT)
-        drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, err.msg);
+        drx_log_ratelimited(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn,
+                            err.msg);
     drxfs_unpin(pin);
     if (rc < 0)
         return;
     if ((why = coord_unfit(&cm, m, d)) || (why = coord_too_big(&cm, count, cs)) ||
-        (!drxfs_coord_shown(n->rel, rel) && (why = "its mode lets fewer users read it"))) {
-        drx_log(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn, why);
+        (why = drxfs_coord_refusal(n->rel, rel))) {
+        drx_log_ratelimited(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn,
+                            why);
         drx_array_meta_fini(&cm);
         return;
     }
@@ -211,7 +213,7 @@ static int coords_read(struct nc_coords *cs, const struct drx_view *v, const cha
         rc = drx_array_open(path, DRX_RDONLY, &ca, &err);
         drxfs_unpin(pin); /* the handle holds its files open */
         if (rc < 0) {
-            drx_log(DRX_LOG_WARNING, "%s: coordinate %s: %s", rel, cs->rel[i], err.msg);
+            drx_log_ratelimited(DRX_LOG_WARNING, "%s: coordinate %s: %s", rel, cs->rel[i], err.msg);
             return -EIO;
         }
         cm = drx_array_meta(ca);
@@ -230,7 +232,8 @@ static int coords_read(struct nc_coords *cs, const struct drx_view *v, const cha
         }
         drx_array_close(ca);
         if (rc < 0) {
-            drx_log(DRX_LOG_WARNING, "%s: coordinate %s could not be read", rel, cs->rel[i]);
+            drx_log_ratelimited(DRX_LOG_WARNING, "%s: coordinate %s could not be read", rel,
+                                cs->rel[i]);
             return rc;
         }
         cs->c[i].data = cs->data[i];
@@ -470,7 +473,7 @@ static int open_arr_get(const struct drxfs_node *n, bool wr, struct drxfs_arr **
         /* Two names of one chunk file would diverge (drx_array_check_links):
          * no writes until drx fsck --repair settles it. */
         if ((rc = drx_array_check_links(e->a, &err)) < 0) {
-            drx_log(DRX_LOG_ERROR, "%s: writing refused: %s", n->rel, err.msg);
+            drx_log_ratelimited(DRX_LOG_ERROR, "%s: writing refused: %s", n->rel, err.msg);
             rc = -EIO;
             goto out;
         }
@@ -739,8 +742,8 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
     ssize_t n = view_read(fh->arr->a, &fh->view, uoff, buf + done, size - done);
     pthread_rwlock_unlock(&fh->arr->lock);
     if (n < 0) {
-        drx_log(DRX_LOG_ERROR, "%s: read of %zu bytes at %" PRIu64 ": %s", fh->arr->key,
-                size - done, uoff, strerror((int)-n));
+        drx_log_ratelimited(DRX_LOG_ERROR, "%s: read of %zu bytes at %" PRIu64 ": %s", fh->arr->key,
+                            size - done, uoff, strerror((int)-n));
         return done ? (int)done : (int)n;
     }
     done += (size_t)n;
@@ -780,8 +783,8 @@ int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t o
     pthread_rwlock_unlock(&fh->arr->lock);
     if (n < 0) {
         if (n != -EFBIG)
-            drx_log(DRX_LOG_ERROR, "%s: write of %zu bytes at %" PRIu64 ": %s", fh->arr->key,
-                    size - done, uoff, strerror((int)-n));
+            drx_log_ratelimited(DRX_LOG_ERROR, "%s: write of %zu bytes at %" PRIu64 ": %s",
+                                fh->arr->key, size - done, uoff, strerror((int)-n));
         return done ? (int)done : (int)n;
     }
     return (int)(done + (size_t)n);

@@ -4,13 +4,11 @@
  * live on its store files, the rest is drxfs_array.c's.
  */
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
-#include <limits.h>
 
 #include "drxfs_i.h"
 
@@ -22,80 +20,6 @@
  * directory itself changes them. */
 
 #define USER_NS "user."
-
-/* ---- coordinate variables ----
- * A 1-D array named like a dimension, beside an array, goes into that
- * array's data.nc and zarr/ with its elements and attributes.  Its owner
- * may have closed it (mode 600) in a directory where others make arrays
- * (a 1777 one): user nobody's array there with a dimension of its name
- * showed him its elements and attributes through his own data.nc and
- * .zmetadata.  So it is shown only when everyone its array's files let
- * read may read it as well, by the mode bits and the array owner's groups
- * (ACLs are not looked at: a coordinate whose ACL lets the array's readers
- * in is left out; an ACL on the array that lets more users in than its
- * group is not seen, and such users get coordinates its mode bits
- * cover). */
-
-/* Whether user uid is in group gid, as his primary group or another;
- * false when it cannot be told (an unknown user, over 256 groups). */
-static bool user_in_group(uid_t uid, gid_t gid)
-{
-    struct passwd pw, *res = NULL;
-    char buf[4096];
-    gid_t groups[256];
-    int n = 256;
-
-    if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res)
-        return false;
-    if (pw.pw_gid == gid)
-        return true;
-    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
-        return false;
-    for (int i = 0; i < n; i++)
-        if (groups[i] == gid)
-            return true;
-    return false;
-}
-
-/* Whether every user whom the read bits of ref allow may read c: its
- * owner (root reads all), and its group's members when they may. */
-static bool read_covers(const struct stat *ref, const struct stat *c)
-{
-    bool owner;
-
-    if (c->st_mode & S_IROTH)
-        return true;
-    if (ref->st_mode & S_IROTH)
-        return false;
-    if ((ref->st_mode & S_IRGRP) && !(c->st_gid == ref->st_gid && (c->st_mode & S_IRGRP)))
-        return false;
-    if (ref->st_uid == 0)
-        owner = true;
-    else if (c->st_uid == ref->st_uid)
-        owner = c->st_mode & S_IRUSR;
-    else /* a project group's arrays, made by several of its members */
-        owner = (c->st_mode & S_IRGRP) && user_in_group(ref->st_uid, c->st_gid);
-    return owner;
-}
-
-bool drxfs_coord_shown(const char *rel, const char *coord)
-{
-    static const char *const sfx[2] = {DRXFS_XMD, DRXFS_XTA};
-    struct stat ref[2], c[2];
-    char name[PATH_MAX];
-
-    for (int i = 0; i < 2; i++)
-        if (drxfs_rel_suffix(name, rel, sfx[i]) < 0 ||
-            drx_store_entry_stat(drxfs.store, name, &ref[i]) < 0 ||
-            drxfs_rel_suffix(name, coord, sfx[i]) < 0 ||
-            drx_store_entry_stat(drxfs.store, name, &c[i]) < 0)
-            return false;
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++)
-            if (!read_covers(&ref[i], &c[j]))
-                return false;
-    return true;
-}
 
 static int xattr_array(const struct drxfs_node *n, const char *name, bool wr,
                        struct drxfs_arr **out)
@@ -262,7 +186,7 @@ int drxfs_array_removexattr(const struct drxfs_node *n, const char *name)
     if (rc == -ENOENT)
         rc = -ENODATA;
     else if (rc < 0)
-        drx_log(DRX_LOG_WARNING, "%s: removexattr %s: %s", n->rel, name, err.msg);
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: removexattr %s: %s", n->rel, name, err.msg);
     drxfs_arr_put(e);
     return rc;
 }

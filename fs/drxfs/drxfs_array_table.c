@@ -111,7 +111,7 @@ static int failed_again(const struct drxfs_node *n)
     pthread_mutex_lock(&failed.mutex);
     if (strcmp(f->key, n->rel) == 0 && sig_same(&f->xmd, &xmd) && sig_same(&f->xta, &xta)) {
         rc = f->rc;
-        drx_log(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel, f->msg);
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel, f->msg);
     }
     pthread_mutex_unlock(&failed.mutex);
     return rc;
@@ -202,7 +202,7 @@ static int arr_open_rw_or_ro(struct drxfs_arr *e, const struct drxfs_node *n, co
     if (rc == -EMLINK) {
         /* A crash left a second name of its chunks: reads go on, writes
          * get EIO until drx fsck --repair (the message says so). */
-        drx_log(DRX_LOG_WARNING, "%s: %s", n->rel, err->msg);
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: %s", n->rel, err->msg);
         e->shared = true;
     }
     if (rc == -EACCES || rc == -EPERM || rc == -EROFS || rc == -EMLINK) {
@@ -235,8 +235,8 @@ static int arr_open(const struct drxfs_node *n, struct drxfs_arr **out)
         goto out;
     xta_sig(n->rel, &xta); /* before the open: a change meanwhile is seen next time */
     if ((rc = arr_open_rw_or_ro(e, n, path, &err)) < 0) {
-        drx_log(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel,
-                err.msg[0] ? err.msg : strerror(-rc));
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: cannot open array: %s", n->rel,
+                            err.msg[0] ? err.msg : strerror(-rc));
         if (rc == -EINVAL || rc == -EFBIG)
             failed_keep(n, &xta, -EIO, err.msg[0] ? err.msg : strerror(-rc));
         rc = (rc == -ENOENT || rc == -ENOMEM || rc == -EACCES) ? rc : -EIO;
@@ -274,8 +274,8 @@ static int arr_refresh(struct drxfs_arr *e, const struct drxfs_node *n)
         return 1;
     rc = drx_array_reload(e->a, &err);
     if (rc < 0) {
-        drx_log(DRX_LOG_WARNING, "%s: reloading metadata: %s", n->rel,
-                err.msg[0] ? err.msg : strerror(-rc));
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: reloading metadata: %s", n->rel,
+                            err.msg[0] ? err.msg : strerror(-rc));
         return -EIO;
     }
     if (rc > 0)

@@ -95,15 +95,16 @@ static unsigned run_batch(struct commit_item *it)
             continue;
         }
         if (rc < 0)
-            drx_log(DRX_LOG_ERROR, "commit of a striped file: %s", strerror(-rc));
+            drx_log_ratelimited(DRX_LOG_ERROR, "commit of a striped file: %s", strerror(-rc));
         it->ops->release(it->obj);
         free(it);
         it = next;
         __atomic_add_fetch(&cm.committed, 1, __ATOMIC_RELAXED);
     }
     if (again)
-        drx_log(DRX_LOG_WARNING, "commit of %u striped files: %s; tried again next round", again,
-                strerror(-why));
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "commit of %u striped files: %s; tried again next round", again,
+                            strerror(-why));
     return again;
 }
 

@@ -304,7 +304,7 @@ static void hremove(struct hobj *h)
     if (!h->striped) {
         int rc = drx_store_entry_unlink(drxfs.store, h->rel, 0);
         if (rc < 0 && rc != -ENOENT)
-            drx_log(DRX_LOG_WARNING, "%s: cannot remove: %s", h->rel, strerror(-rc));
+            drx_log_ratelimited(DRX_LOG_WARNING, "%s: cannot remove: %s", h->rel, strerror(-rc));
     } else if ((n = calloc(1, sizeof *n))) {
         snprintf(n->rel, sizeof n->rel, "%s", h->rel);
         n->kind = DRXFS_STRIPED;

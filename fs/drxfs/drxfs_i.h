@@ -384,11 +384,13 @@ void drxfs_arr_detach(struct drxfs_arr *e);
 void drxfs_arr_opened(struct drxfs_arr *e);
 void drxfs_arr_closed(struct drxfs_arr *e);
 
-/* True when the array of store name coord may be shown as a coordinate
- * variable of the array of store name rel (in its data.nc and zarr/):
- * every user whom the mode bits of rel's .xmd and .xta let read them may
- * read coord's too (drxfs_array_attr.c). */
-bool drxfs_coord_shown(const char *rel, const char *coord);
+/* drxfs_coord.c */
+/* Why the array of store name coord may not be a coordinate variable of
+ * the array of store name rel (in its data.nc and zarr/), or NULL when it
+ * may: it must be trusted as rel's own writers are (its owner root, rel's
+ * owner or of rel's project group; nobody else may write it, by mode or
+ * ACL), and readable by everyone whom rel's mode bits let read rel. */
+const char *drxfs_coord_refusal(const char *rel, const char *coord);
 
 /* drxfs_array.c */
 /* The attributes of an array kind node (no chunk data is read). */

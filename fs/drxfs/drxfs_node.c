@@ -79,8 +79,8 @@ void drxfs_chown_new(const char *rel)
     gid_t gid = parent_setgid(rel) ? (gid_t)-1 : ctx->gid;
     int rc = drx_store_entry_chown(drxfs.store, rel, ctx->uid, gid);
     if (rc < 0)
-        drx_log(DRX_LOG_WARNING, "chown %s to %u:%u: %s", rel, (unsigned)ctx->uid,
-                (unsigned)ctx->gid, strerror(-rc));
+        drx_log_ratelimited(DRX_LOG_WARNING, "chown %s to %u:%u: %s", rel, (unsigned)ctx->uid,
+                            (unsigned)ctx->gid, strerror(-rc));
 }
 
 /* Classifies the store name rel (a child of a directory) by libcore's one

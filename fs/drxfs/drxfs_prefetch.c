@@ -154,18 +154,19 @@ static void *job_wait(void *arg)
     bool stopping = p->stopping;
     pthread_mutex_unlock(&p->lock);
     if (r < 0) {
-        drx_log(DRX_LOG_WARNING, "prefetch of %s: waitpid: %s", j->array, strerror(errno));
+        drx_log_ratelimited(DRX_LOG_WARNING, "prefetch of %s: waitpid: %s", j->array,
+                            strerror(errno));
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         drx_log(DRX_LOG_DEBUG, "prefetch of %s done", j->array);
     } else if (!stopping) {
         char why[512];
         last_line(j->errfd, why, sizeof(why));
         if (WIFSIGNALED(status))
-            drx_log(DRX_LOG_WARNING, "prefetch of %s: %s killed by signal %d%s%s", j->array,
-                    p->mpiexec, WTERMSIG(status), why[0] ? ": " : "", why);
+            drx_log_ratelimited(DRX_LOG_WARNING, "prefetch of %s: %s killed by signal %d%s%s",
+                                j->array, p->mpiexec, WTERMSIG(status), why[0] ? ": " : "", why);
         else
-            drx_log(DRX_LOG_WARNING, "prefetch of %s: %s exited with status %d%s%s", j->array,
-                    p->mpiexec, WEXITSTATUS(status), why[0] ? ": " : "", why);
+            drx_log_ratelimited(DRX_LOG_WARNING, "prefetch of %s: %s exited with status %d%s%s",
+                                j->array, p->mpiexec, WEXITSTATUS(status), why[0] ? ": " : "", why);
     }
     pthread_mutex_lock(&p->lock);
     j->done = true;
@@ -296,7 +297,7 @@ void drxfs_prefetch_request(struct drxfs_prefetch *p, const char *array_store_pa
     struct job *j = calloc(1, sizeof(*j));
     if (!j || !(j->array = strdup(array_store_path))) {
         free(j);
-        drx_log(DRX_LOG_WARNING, "prefetch of %s: out of memory", array_store_path);
+        drx_log_ratelimited(DRX_LOG_WARNING, "prefetch of %s: out of memory", array_store_path);
         goto out;
     }
     j->owner = p;
@@ -316,12 +317,12 @@ void drxfs_prefetch_request(struct drxfs_prefetch *p, const char *array_store_pa
         /* Without a waiter nobody reaps it: stop it and reap here. */
         kill(-j->pid, SIGKILL);
         waitpid(j->pid, NULL, 0);
-        drx_log(DRX_LOG_WARNING, "prefetch of %s: no thread: %s", array_store_path,
-                strerror(rc));
+        drx_log_ratelimited(DRX_LOG_WARNING, "prefetch of %s: no thread: %s", array_store_path,
+                            strerror(rc));
         goto fail;
     }
-    drx_log(DRX_LOG_INFO, "prefetch of %s: started %s -n %d %s (pid %d)", array_store_path,
-            p->mpiexec, p->ranks, p->loader, (int)j->pid);
+    drx_log_ratelimited(DRX_LOG_INFO, "prefetch of %s: started %s -n %d %s (pid %d)",
+                        array_store_path, p->mpiexec, p->ranks, p->loader, (int)j->pid);
     j->next = p->jobs;
     p->jobs = j;
     goto out;
@@ -374,8 +375,8 @@ void drxfs_prefetch_destroy(struct drxfs_prefetch *p)
      * hang the unmount, so detach it and leave its memory. */
     for (struct job *j = p->jobs; j; j = j->next) {
         if (!j->done) {
-            drx_log(DRX_LOG_WARNING, "prefetch of %s: pid %d did not stop", j->array,
-                    (int)j->pid);
+            drx_log_ratelimited(DRX_LOG_WARNING, "prefetch of %s: pid %d did not stop", j->array,
+                                (int)j->pid);
             pthread_detach(j->waiter);
         }
     }

@@ -103,7 +103,7 @@ int drxfs_striped_log_err(const char *what, const char *rel, int rc, const struc
                              rc == -ENAMETOOLONG || rc == -EDQUOT || rc == -EFBIG)
                                 ? DRX_LOG_DEBUG
                                 : DRX_LOG_WARNING;
-    drx_log(lv, "%s %s: %s", what, rel, err && err->msg[0] ? err->msg : strerror(-rc));
+    drx_log_ratelimited(lv, "%s %s: %s", what, rel, err && err->msg[0] ? err->msg : strerror(-rc));
     return rc;
 }
 
@@ -111,7 +111,8 @@ static void sfile_close(struct drxfs_sfile *e)
 {
     int rc = drx_stripe_close(e->f);
     if (rc < 0)
-        drx_log(DRX_LOG_ERROR, "%s: recording the size at close: %s", e->key, strerror(-rc));
+        drx_log_ratelimited(DRX_LOG_ERROR, "%s: recording the size at close: %s", e->key,
+                            strerror(-rc));
     drxfs_unpin(e->pin);
     for (unsigned i = 0; i < e->wb_n; i++)
         if (e->wb_fds[i] >= 0)

@@ -106,7 +106,7 @@ static int layout_set(const struct drxfs_node *n, const char *path, const char *
         return rc;
     rc = drx_stripe_layout_parse(text, drxfs.store->cfg.stripe.ndirs, &l, &err);
     if (rc < 0) {
-        drx_log(DRX_LOG_INFO, "%s: %s: %s", n->rel, DRXFS_STRIPE_XATTR, err.msg);
+        drx_log_ratelimited(DRX_LOG_INFO, "%s: %s: %s", n->rel, DRXFS_STRIPE_XATTR, err.msg);
         return -EINVAL;
     }
     rc = drx_stripe_layout_dir_set(drxfs.store, path, &l, &err);
@@ -196,7 +196,7 @@ int drxfs_striped_layout_for(const char *rel, struct drx_stripe_layout *out)
         if (rc == 1)
             return 0;
         if (rc < 0) {
-            drx_log(DRX_LOG_WARNING, "%s; ignored", err.msg);
+            drx_log_ratelimited(DRX_LOG_WARNING, "%s; ignored", err.msg);
             out->count = drxfs.store->cfg.stripe.count;
             out->extent = drxfs.store->cfg.stripe.extent;
         }
@@ -295,7 +295,8 @@ static int subfiles_setattr(const char *rel, mode_t mode, uid_t uid, gid_t gid)
         drxfs_sfile_put(e);
     rc = drx_stripe_subfiles_setattr(drxfs.store, &m, mode, uid, gid, rel);
     if (rc < 0)
-        drx_log(DRX_LOG_WARNING, "%s: chmod or chown of its subfiles: %s", rel, strerror(-rc));
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: chmod or chown of its subfiles: %s", rel,
+                            strerror(-rc));
     return rc;
 }
 

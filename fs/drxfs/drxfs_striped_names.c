@@ -174,14 +174,14 @@ void drxfs_striped_dir_renamed(const char *from, const char *to)
         size_t klen = strlen(to) + strlen(e->key + flen) + 1;
         char *key = malloc(klen);
         if (!key) {
-            drx_log(DRX_LOG_ERROR, "rename %s: out of memory", e->key);
+            drx_log_ratelimited(DRX_LOG_ERROR, "rename %s: out of memory", e->key);
             continue;
         }
         snprintf(key, klen, "%s%s", to, e->key + flen);
         /* the open handle records its size under the new name (a path
          * through its directory's descriptor follows by itself) */
         if (e->pin < 0 && follow_dir(e, key, path) < 0) {
-            drx_log(DRX_LOG_ERROR, "rename %s: cannot follow to %s", e->key, key);
+            drx_log_ratelimited(DRX_LOG_ERROR, "rename %s: cannot follow to %s", e->key, key);
             free(key);
             continue;
         }

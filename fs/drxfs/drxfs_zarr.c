@@ -124,8 +124,8 @@ static void zctx_coord(struct zctx *zc, const struct drxfs_node *n, int d, bool 
     }
     zc->a[i] = drxfs_arr_rdlock(zc->arr[i]);
     cm = drx_array_meta(zc->a[i]);
-    if ((why = coord_why(cm, m, d)) || (!drxfs_coord_shown(n->rel, drxfs_arr_key(zc->arr[i])) &&
-                                        (why = "its mode lets fewer users read it"))) {
+    if ((why = coord_why(cm, m, d)) ||
+        (why = drxfs_coord_refusal(n->rel, drxfs_arr_key(zc->arr[i])))) {
         drx_log(opening ? DRX_LOG_INFO : DRX_LOG_DEBUG,
                 "%s: %s is not dimension %s's coordinate: %s", n->rel, drxfs_arr_key(zc->arr[i]),
                 dn, why);
@@ -267,7 +267,8 @@ static struct zdocs *zdocs_build(const struct zctx *zc, const char *rel)
         ok = ok && z->name[i] && z->doc[i][0] && z->doc[i][1];
     }
     if (!ok) {
-        drx_log(DRX_LOG_WARNING, "%s: zarr metadata could not be made (a JSON value failed)", rel);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: zarr metadata could not be made (a JSON value failed)", rel);
         zdocs_free(z);
         return NULL;
     }
@@ -639,10 +640,11 @@ int drxfs_zarr_open(const char *path, const struct drxfs_node *n, struct fuse_fi
     if ((rc = zclassify(n, &zc, &zi)) == 0 && zi.what != ZW_META && zi.what != ZW_KEY)
         rc = -EISDIR;
     if (rc == 0 && (fi->flags & O_ACCMODE) != O_RDONLY) {
-        drx_log(DRX_LOG_INFO,
-                "%s/zarr/%s/%s: not opened for writing: write a temporary file beside it and "
-                "rename it over the key (as zarr's DirectoryStore does)",
-                n->rel, n->zvar, n->zname);
+        drx_log_ratelimited(
+            DRX_LOG_INFO,
+            "%s/zarr/%s/%s: not opened for writing: write a temporary file beside it and "
+            "rename it over the key (as zarr's DirectoryStore does)",
+            n->rel, n->zvar, n->zname);
         rc = -EPERM;
     }
     if (rc == 0)

@@ -149,9 +149,9 @@ static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **o
     }
     pthread_mutex_unlock(&temps.mutex);
     if (rc < 0) {
-        drx_log(DRX_LOG_WARNING,
-                "%s: more than %d temporary zarr files held (%d by user %u): refused", path,
-                ZTEMP_COUNT_MAX, ZTEMP_COUNT_MAX / ZTEMP_USER_SHARE, (unsigned)t->uid);
+        drx_log_ratelimited(
+            DRX_LOG_WARNING, "%s: more than %d temporary zarr files held (%d by user %u): refused",
+            path, ZTEMP_COUNT_MAX, ZTEMP_COUNT_MAX / ZTEMP_USER_SHARE, (unsigned)t->uid);
         free(t->path);
         free(t);
         return rc;
@@ -173,8 +173,9 @@ static int ztemp_write(struct ztemp *t, const char *buf, size_t size, off_t off)
     int rc = (int)size;
 
     if (off < 0 || (uint64_t)off + size > t->max) {
-        drx_log(DRX_LOG_INFO, "%s: a temporary zarr file holds at most %zu bytes (one chunk)",
-                t->path, t->max);
+        drx_log_ratelimited(DRX_LOG_INFO,
+                            "%s: a temporary zarr file holds at most %zu bytes (one chunk)",
+                            t->path, t->max);
         return -EFBIG;
     }
     pthread_mutex_lock(&temps.mutex);
@@ -184,9 +185,10 @@ static int ztemp_write(struct ztemp *t, const char *buf, size_t size, off_t off)
     if (t->frozen) {
         rc = -EIO;
     } else if (end > t->len && !pool_room(t, end - t->len)) {
-        drx_log(DRX_LOG_WARNING,
-                "%s: temporary zarr files hold %zu bytes already (a user at most %zu): refused",
-                t->path, temps.bytes, ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE);
+        drx_log_ratelimited(
+            DRX_LOG_WARNING,
+            "%s: temporary zarr files hold %zu bytes already (a user at most %zu): refused",
+            t->path, temps.bytes, ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE);
         rc = -ENOSPC;
     } else if (end > t->len) {
         unsigned char *nb = realloc(t->buf, end);
@@ -411,17 +413,18 @@ static int store_chunk(const struct drxfs_node *dst, struct zctx *zc, int vi, vo
     int rc;
 
     if (!drxfs_arr_writable(zc->arr[vi])) {
-        drx_log(DRX_LOG_WARNING, "%s/zarr/%s/%s: the array is read-only here: not stored", dst->rel,
-                dst->zvar, dst->zname);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s/zarr/%s/%s: the array is read-only here: not stored", dst->rel,
+                            dst->zvar, dst->zname);
         return -EACCES;
     }
     if ((rc = drx_array_check_links(zc->a[vi], &err)) < 0) {
-        drx_log(DRX_LOG_ERROR, "%s: writing refused: %s", dst->rel, err.msg);
+        drx_log_ratelimited(DRX_LOG_ERROR, "%s: writing refused: %s", dst->rel, err.msg);
         return -EIO;
     }
     rc = drx_zarr_chunk_store(zc->a[vi], &zc->var[vi], dst->zname, buf, len, &err);
     if (rc < 0) {
-        drx_log(DRX_LOG_WARNING, "%s/zarr: %s", dst->rel, err.msg);
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s/zarr: %s", dst->rel, err.msg);
         return rc == -ENOENT ? -EPERM : rc;
     }
     /* every view of the array the kernel caches is now stale */
@@ -512,11 +515,12 @@ static int grow_one(const struct drxfs_node *dst, const struct zctx *zc, int dim
     drx_array_close(h);
     drxfs_unpin(pin); /* only now: an extension opens files by the path */
     if (rc < 0) {
-        drx_log(DRX_LOG_WARNING, "%s/zarr: growing %s: %s", dst->rel, rel, err.msg);
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s/zarr: growing %s: %s", dst->rel, rel, err.msg);
         return rc;
     }
-    drx_log(DRX_LOG_INFO, "%s/zarr: %s grown along dimension %d by %" PRIu64 " (a zarr resize)",
-            dst->rel, rel, dim, count);
+    drx_log_ratelimited(DRX_LOG_INFO,
+                        "%s/zarr: %s grown along dimension %d by %" PRIu64 " (a zarr resize)",
+                        dst->rel, rel, dim, count);
     drxfs_kc_changed(rel, NULL);
     return 0;
 }
@@ -554,15 +558,17 @@ static int grow_allowed(const struct drxfs_node *dst, const struct zctx *zc, con
 
     if (!drxfs_arr_writable(zc->arr[0]) || drxfs_rel_suffix(xmd, dst->rel, DRXFS_XMD) < 0 ||
         drx_store_entry_stat(drxfs.store, xmd, &st) < 0 || !caller_may_write(&st)) {
-        drx_log(DRX_LOG_WARNING, "%s/zarr: a zarr resize needs write access to %s.xmd: refused",
-                dst->rel, dst->rel);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s/zarr: a zarr resize needs write access to %s.xmd: refused",
+                            dst->rel, dst->rel);
         return -EACCES;
     }
     if (grow_fill_bytes(zc->var[0].meta, shape) > ZGROW_FILL_MAX) {
-        drx_log(DRX_LOG_WARNING,
-                "%s/zarr: a zarr resize that writes more than 1 GiB of fill is refused: "
-                "use drx extend",
-                dst->rel);
+        drx_log_ratelimited(
+            DRX_LOG_WARNING,
+            "%s/zarr: a zarr resize that writes more than 1 GiB of fill is refused: "
+            "use drx extend",
+            dst->rel);
         return -EFBIG;
     }
     return 0;
@@ -590,11 +596,11 @@ static int grow_to(const struct ztemp *t, const struct drxfs_node *dst, const st
     for (int d = 0; d < m->rank; d++)
         if ((vi == 0 && shape[d] > m->bounds[d] && coord_of(zc, d) > 0) ||
             (vi > 0 && coord_of(zc, d) == vi)) {
-            drx_log(DRX_LOG_WARNING,
-                    "%s/zarr: dimension %s has a coordinate variable: a zarr resize "
-                    "(append_dim) is refused; drx extend the array and %s, then write "
-                    "with region=",
-                    dst->rel, zc->dim[d], zc->dim[d]);
+            drx_log_ratelimited(DRX_LOG_WARNING,
+                                "%s/zarr: dimension %s has a coordinate variable: a zarr resize "
+                                "(append_dim) is refused; drx extend the array and %s, then write "
+                                "with region=",
+                                dst->rel, zc->dim[d], zc->dim[d]);
             return -EPERM;
         }
     if ((rc = grow_allowed(dst, zc, shape)) < 0)
@@ -616,9 +622,9 @@ static int commit_meta(struct ztemp *t, const struct drxfs_node *dst, const stru
 
     if (rc == 0 && !drx_zarr_json_same(ours, t->buf ? (char *)t->buf : "", t->len) &&
         (rc = grow_to(t, dst, zc, dst->zvar[0] ? zctx_find(zc, dst->zvar) : -1, ours)) == 1) {
-        drx_log(DRX_LOG_WARNING,
-                "%s: metadata comes from the array (drx attr, drx extend): a change is refused",
-                key);
+        drx_log_ratelimited(
+            DRX_LOG_WARNING,
+            "%s: metadata comes from the array (drx attr, drx extend): a change is refused", key);
         rc = -EPERM;
     }
     free(ours);
@@ -684,10 +690,10 @@ static struct ztemp *rename_source(const char *from, const char *to, unsigned in
         src->zlevel == ZL_FILE && zkey(src, src->zvar, src->zname, key, sizeof key) == 0)
         t = ztemp_get(key);
     if (!t)
-        drx_log(DRX_LOG_INFO,
-                "rename %s -> %s: in a zarr group only a temporary file is "
-                "renamed, within its directory",
-                from, to);
+        drx_log_ratelimited(DRX_LOG_INFO,
+                            "rename %s -> %s: in a zarr group only a temporary file is "
+                            "renamed, within its directory",
+                            from, to);
     return t;
 }
 
@@ -719,10 +725,10 @@ int drxfs_zarr_rename(const char *from, const char *to, unsigned int flags)
     if (!src->zvar[0])
         as_group_file(dst);
     if (!same_dir(src, dst)) {
-        drx_log(DRX_LOG_INFO,
-                "rename %s -> %s: a temporary zarr file moves only within its "
-                "directory",
-                from, to);
+        drx_log_ratelimited(DRX_LOG_INFO,
+                            "rename %s -> %s: a temporary zarr file moves only within its "
+                            "directory",
+                            from, to);
         rc = -EPERM;
         goto out;
     }

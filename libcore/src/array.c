@@ -533,9 +533,10 @@ int drx_array_span_lock(struct drx_array *a, uint64_t q, uint64_t off, uint64_t 
     if (rc)
         pthread_mutex_unlock(&a->chunk_lock[q % DRX_ARRAY_CHUNK_LOCKS]);
     if (rc == -EAGAIN)
-        drx_log(DRX_LOG_WARNING,
-                "%s: chunk %llu locked by another process for %u ms: not written (EAGAIN)",
-                a->xta_path, (unsigned long long)q, drx_io_lock_wait_ms());
+        drx_log_ratelimited(
+            DRX_LOG_WARNING,
+            "%s: chunk %llu locked by another process for %u ms: not written (EAGAIN)", a->xta_path,
+            (unsigned long long)q, drx_io_lock_wait_ms());
     return rc;
 }
 

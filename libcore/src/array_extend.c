@@ -153,8 +153,8 @@ static int xmd_append(struct drx_array *a, const char *line, size_t len, struct 
     if (rc == 0 && fdatasync(fd) < 0)
         rc = -errno;
     if (rc < 0 && ftruncate(fd, (off_t)end) < 0)
-        drx_log(DRX_LOG_WARNING, "%s: cutting back a failed growth record: %s", a->xmd_path,
-                strerror(errno));
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: cutting back a failed growth record: %s",
+                            a->xmd_path, strerror(errno));
     close(fd);
     if (rc < 0)
         return drx_err_set(err, -rc, "%s: %s", a->xmd_path, strerror(-rc));
@@ -231,8 +231,8 @@ static int extend_locked(struct drx_array *a, int dim, uint64_t count, struct dr
      * added, unless its metadata did land (a failure after the rename). */
     if (rc < 0 && !(landed && extension_committed(a->xmd_path, old_chunks)) &&
         ftruncate(a->xta_fd, (off_t)(old_chunks * a->meta.chunk_bytes)))
-        drx_log(DRX_LOG_WARNING, "%s: cutting back a failed extension: %s", a->xta_path,
-                strerror(errno));
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: cutting back a failed extension: %s", a->xta_path,
+                            strerror(errno));
     return rc;
 }
 
@@ -328,8 +328,8 @@ static int pend_grow(struct drx_array *a, int dim, uint64_t count, bool file, st
     if (rc == 0)
         return 0;
     if (file && ftruncate(a->xta_fd, (off_t)(old_chunks * m->chunk_bytes)))
-        drx_log(DRX_LOG_WARNING, "%s: cutting back a failed extension: %s", a->xta_path,
-                strerror(errno));
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: cutting back a failed extension: %s", a->xta_path,
+                            strerror(errno));
     a->pend_len = had;
     m->nhistory = nh;
     if (nh)
@@ -362,8 +362,8 @@ int drx_array_pending_drop(struct drx_array *a, struct drx_err *err)
     int rc = 0;
 
     if (file && ftruncate(a->xta_fd, (off_t)(a->pend_from * a->meta.chunk_bytes)))
-        drx_log(DRX_LOG_WARNING, "%s: cutting back uncommitted growths: %s", a->xta_path,
-                strerror(errno));
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: cutting back uncommitted growths: %s",
+                            a->xta_path, strerror(errno));
     if (a->pend_len || file)
         rc = drx_array_reread(a, err);
     pend_end(a);

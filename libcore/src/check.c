@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check_anchor_i.h"
+#include "check_i.h"
 #include "drx/array.h"
 #include "drx/store.h"
 #include "drx/stripe.h"
@@ -26,38 +26,6 @@ static bool ends_with(const char *s, const char *suffix)
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
-
-struct ref {
-    unsigned dir;
-    char name[DRX_STRIPE_NAME_MAX + 1];
-    char *owner; /* store-relative path of the metafile */
-};
-
-/* An .xta with more than one name: settled after the walk, when every
- * name of it in the store is known. */
-struct xname {
-    dev_t dev;
-    ino_t ino;
-    bool whole; /* an .xmd beside it */
-    char *path; /* through its directory kept open (drx_anchors_keep) */
-    char *shown;
-};
-
-struct fsck {
-    struct drx_store *s;
-    bool repair;
-    drx_check_fn *report;
-    void *arg;
-    unsigned problems, repaired;
-    bool bad_meta; /* some metafile could not be read: orphans are unsafe to remove */
-    struct ref *refs;
-    size_t nrefs, caprefs;
-    struct xname *xnames;
-    size_t nxnames, capxnames;
-    struct stat *linked; /* metafiles with several names, checked once */
-    size_t nlinked;
-    struct drx_anchors an;
-};
 
 /* True when metafile st (with other names: a striped file's hard links)
  * was checked under another name already; else remembers it. */
@@ -76,7 +44,7 @@ static bool metafile_seen(struct fsck *k, const struct stat *st)
     return false;
 }
 
-static const char *rel_of(struct fsck *k, const char *path)
+const char *drx_fsck_rel_of(struct fsck *k, const char *path)
 {
     size_t n = strlen(k->s->root);
 
@@ -88,11 +56,8 @@ static const char *rel_of(struct fsck *k, const char *path)
 
 /* One finding: reported through the caller's function, counted; fixed
  * says whether the repair did its action (NULL: nothing can be done). */
-static void finding(struct fsck *k, const char *where, bool fixed, const char *action,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void finding(struct fsck *k, const char *where, bool fixed, const char *action,
-                    const char *fmt, ...)
+void drx_fsck_finding(struct fsck *k, const char *where, bool fixed, const char *action,
+                      const char *fmt, ...)
 {
     char what[DRX_ERR_LEN * 2];
     struct drx_check_finding f = {where, what, action, fixed};
@@ -125,7 +90,7 @@ static void add_ref(struct fsck *k, unsigned dir, const char *name, const char *
         k->nrefs++;
 }
 
-static int ref_cmp(const void *a, const void *b)
+int drx_fsck_ref_cmp(const void *a, const void *b)
 {
     const struct ref *x = a, *y = b;
     if (x->dir != y->dir)
@@ -138,7 +103,7 @@ static void check_striped(struct fsck *k, const char *mp)
     char name[PATH_MAX], sub[PATH_MAX + 80];
     struct drx_stripe_meta m;
     struct drx_err err = {{0}};
-    const char *rel = rel_of(k, mp);
+    const char *rel = drx_fsck_rel_of(k, mp);
     struct stat st;
 
     if (lstat(mp, &st) == 0 && metafile_seen(k, &st))
@@ -147,7 +112,7 @@ static void check_striped(struct fsck *k, const char *mp)
     int rc = drx_stripe_stat(k->s, name, &m, &err);
     if (rc < 0) {
         k->bad_meta = true;
-        finding(k, rel, false, NULL, "unreadable metafile: %s", err.msg);
+        drx_fsck_finding(k, rel, false, NULL, "unreadable metafile: %s", err.msg);
         return;
     }
     for (unsigned i = 0; i < m.layout.count; i++) {
@@ -158,31 +123,17 @@ static void check_striped(struct fsck *k, const char *mp)
         if (rc == -ENOENT && want == 0)
             continue; /* not created yet: no byte of the size is there */
         if (rc == -ENOENT) {
-            finding(k, rel, false, NULL, "subfile %u (%s) is missing: its extents read as EIO", i,
-                    sub);
+            drx_fsck_finding(k, rel, false, NULL,
+                             "subfile %u (%s) is missing: its extents read as EIO", i, sub);
             continue;
         }
         if (rc < 0) {
             /* a symlink, not a regular file, a hard link: never touched */
-            finding(k, rel, false, NULL, "%s: its extents read as EIO", err.msg);
+            drx_fsck_finding(k, rel, false, NULL, "%s: its extents read as EIO", err.msg);
             continue;
         }
-        if ((uint64_t)st.st_size > want) {
-            /* Bytes past the recorded size are not part of the file (a
-             * writer crashed before recording them): cutting is safe. */
-            bool fixed = false;
-            if (k->repair) {
-                int fd = drx_stripe_subfile_open(k->s, &m, i, O_WRONLY, 0, rel);
-                fixed = fd >= 0 && ftruncate(fd, (off_t)want) == 0;
-                if (fd >= 0)
-                    close(fd);
-            }
-            finding(k, rel, fixed, "trim it",
-                    "subfile %u (%s) is %lld bytes, longer than the %llu the recorded size "
-                    "%llu needs",
-                    i, sub, (long long)st.st_size, (unsigned long long)want,
-                    (unsigned long long)m.size);
-        }
+        if ((uint64_t)st.st_size > want)
+            drx_fsck_subfile_long(k, mp, &m, i, &st, want);
     }
 }
 
@@ -202,13 +153,15 @@ static void check_torn_record(struct fsck *k, const char *xmd)
         return;
     rc = k->repair ? drx_array_cut_torn_record(name, &err) : 0;
     if (rc < 0)
-        finding(k, rel_of(k, xmd), false, NULL,
-                "ends in a growth record cut short (%lld bytes: an interrupted extension); "
-                "cannot cut it off: %s",
-                torn, err.msg);
+        drx_fsck_finding(
+            k, drx_fsck_rel_of(k, xmd), false, NULL,
+            "ends in a growth record cut short (%lld bytes: an interrupted extension); "
+            "cannot cut it off: %s",
+            torn, err.msg);
     else
-        finding(k, rel_of(k, xmd), rc > 0, "cut it off",
-                "ends in a growth record cut short (%lld bytes: an interrupted extension)", torn);
+        drx_fsck_finding(k, drx_fsck_rel_of(k, xmd), rc > 0, "cut it off",
+                         "ends in a growth record cut short (%lld bytes: an interrupted extension)",
+                         torn);
 }
 
 /* Chunks past the metadata's count were written by an extension that
@@ -225,19 +178,19 @@ static void check_long_xta(struct fsck *k, const char *xmd, const char *xta, lon
     if (trc == 0)
         return; /* an extension committed them meanwhile: all is well */
     if (trc == -EWOULDBLOCK)
-        finding(k, rel_of(k, xta), false, NULL,
-                "%lld bytes, longer than its metadata's %llu: an extension holds its lock "
-                "(drx extend running?); not trimmed, run fsck again when it is done",
-                len, (unsigned long long)committed);
+        drx_fsck_finding(k, drx_fsck_rel_of(k, xta), false, NULL,
+                         "%lld bytes, longer than its metadata's %llu: an extension holds its lock "
+                         "(drx extend running?); not trimmed, run fsck again when it is done",
+                         len, (unsigned long long)committed);
     else if (trc < 0)
-        finding(k, rel_of(k, xta), false, NULL,
-                "%lld bytes, longer than its metadata's %llu (uncommitted extension); "
-                "cannot trim it: %s",
-                len, (unsigned long long)committed, strerror(-trc));
+        drx_fsck_finding(k, drx_fsck_rel_of(k, xta), false, NULL,
+                         "%lld bytes, longer than its metadata's %llu (uncommitted extension); "
+                         "cannot trim it: %s",
+                         len, (unsigned long long)committed, strerror(-trc));
     else
-        finding(k, rel_of(k, xta), k->repair, "trim it",
-                "%lld bytes, longer than its metadata's %llu (uncommitted extension)", len,
-                (unsigned long long)committed);
+        drx_fsck_finding(k, drx_fsck_rel_of(k, xta), k->repair, "trim it",
+                         "%lld bytes, longer than its metadata's %llu (uncommitted extension)", len,
+                         (unsigned long long)committed);
 }
 
 static void check_array(struct fsck *k, const char *xmd)
@@ -245,26 +198,27 @@ static void check_array(struct fsck *k, const char *xmd)
     char xta[PATH_MAX];
     struct drx_array_meta meta;
     struct drx_err err = {{0}};
-    const char *rel = rel_of(k, xmd);
+    const char *rel = drx_fsck_rel_of(k, xmd);
     struct stat st;
 
     snprintf(xta, sizeof xta, "%.*s.xta", (int)(strlen(xmd) - 4), xmd);
     memset(&meta, 0, sizeof meta);
     int rc = drx_array_meta_load(xmd, &meta, &err);
     if (rc < 0) {
-        finding(k, rel, false, NULL, "unreadable array metadata: %s", err.msg);
+        drx_fsck_finding(k, rel, false, NULL, "unreadable array metadata: %s", err.msg);
         return;
     }
     uint64_t committed = meta.map.nchunks * meta.chunk_bytes;
     drx_array_meta_fini(&meta);
     check_torn_record(k, xmd);
     if (lstat(xta, &st) < 0) {
-        finding(k, rel_of(k, xta), false, NULL, "missing (the metadata names %llu bytes of chunks)",
-                (unsigned long long)committed);
+        drx_fsck_finding(k, drx_fsck_rel_of(k, xta), false, NULL,
+                         "missing (the metadata names %llu bytes of chunks)",
+                         (unsigned long long)committed);
         return;
     }
     if (!S_ISREG(st.st_mode)) {
-        finding(k, rel_of(k, xta), false, NULL, "not a regular file");
+        drx_fsck_finding(k, drx_fsck_rel_of(k, xta), false, NULL, "not a regular file");
         return;
     }
     /* Its other names are settled after the walk (check_shared); its
@@ -279,20 +233,21 @@ static void check_array(struct fsck *k, const char *xmd)
         snprintf(name, sizeof name, "%.*s", (int)(strlen(xmd) - 4), xmd);
         int urc = k->repair ? drx_array_unshare(name, &err) : 0;
         if (urc < 0)
-            finding(k, rel, false, NULL, "metadata file has %ju names; cannot give it its own: %s",
-                    (uintmax_t)st.st_nlink, err.msg);
+            drx_fsck_finding(k, rel, false, NULL,
+                             "metadata file has %ju names; cannot give it its own: %s",
+                             (uintmax_t)st.st_nlink, err.msg);
         else
-            finding(k, rel, urc > 0, "give it its own copy", "metadata file has %ju names",
-                    (uintmax_t)st.st_nlink);
+            drx_fsck_finding(k, rel, urc > 0, "give it its own copy", "metadata file has %ju names",
+                             (uintmax_t)st.st_nlink);
     }
     if (lstat(xta, &st) < 0)
         return;
     if ((uint64_t)st.st_size > committed)
         check_long_xta(k, xmd, xta, (long long)st.st_size, committed);
     else if ((uint64_t)st.st_size < committed)
-        finding(k, rel_of(k, xta), false, NULL,
-                "%lld bytes, shorter than its metadata's %llu (chunks lost)", (long long)st.st_size,
-                (unsigned long long)committed);
+        drx_fsck_finding(k, drx_fsck_rel_of(k, xta), false, NULL,
+                         "%lld bytes, shorter than its metadata's %llu (chunks lost)",
+                         (long long)st.st_size, (unsigned long long)committed);
 }
 
 static bool is_stripe_dir(const struct fsck *k, const char *path)
@@ -315,17 +270,17 @@ static void add_xname(struct fsck *k, const struct stat *st, const char *path, b
     }
     struct xname *x = &k->xnames[k->nxnames];
     *x = (struct xname){.dev = st->st_dev, .ino = st->st_ino, .whole = whole};
-    x->shown = strdup(rel_of(k, path));
+    x->shown = strdup(drx_fsck_rel_of(k, path));
     x->path = x->shown ? drx_anchors_keep(&k->an, path) : NULL;
     if (x->path) {
         k->nxnames++;
         return;
     }
     if (x->shown)
-        finding(k, x->shown, false, NULL,
-                "chunk file with several names, not checked: its directory cannot be held "
-                "open (the check holds at most %d)",
-                DRX_ANCHORS_KEPT_MAX);
+        drx_fsck_finding(k, x->shown, false, NULL,
+                         "chunk file with several names, not checked: its directory cannot be held "
+                         "open (the check holds at most %d)",
+                         DRX_ANCHORS_KEPT_MAX);
     free(x->shown);
 }
 
@@ -349,13 +304,14 @@ static void check_leftover_names(struct fsck *k, const struct xname *g, size_t n
             continue;
         bool fixed = k->repair && unlink(g[i].path) == 0;
         if (keeper)
-            finding(k, rel_of(k, g[i].path), fixed, "remove it",
-                    "a second name of %s, left by an interrupted rename (no .xmd beside it); "
-                    "writes to the array are refused until it is gone",
-                    rel_of(k, keeper->path));
+            drx_fsck_finding(
+                k, drx_fsck_rel_of(k, g[i].path), fixed, "remove it",
+                "a second name of %s, left by an interrupted rename (no .xmd beside it); "
+                "writes to the array are refused until it is gone",
+                drx_fsck_rel_of(k, keeper->path));
         else
-            finding(k, rel_of(k, g[i].path), fixed, "remove it",
-                    "orphan chunk file: no .xmd beside it nor beside its other names");
+            drx_fsck_finding(k, drx_fsck_rel_of(k, g[i].path), fixed, "remove it",
+                             "orphan chunk file: no .xmd beside it nor beside its other names");
     }
 }
 
@@ -377,16 +333,17 @@ static void check_shared_whole(struct fsck *k, const struct xname *g, size_t n, 
     if (other)
         snprintf(what, sizeof what,
                  "shares its chunk file with %s (a rename cut short by an older drxfs?)",
-                 rel_of(k, other->path));
+                 drx_fsck_rel_of(k, other->path));
     else
         snprintf(what, sizeof what, "its chunk file has %ju names, %ju outside the store", names,
                  names - 1);
     if (urc < 0)
-        finding(k, rel_of(k, g[i].path), false, NULL, "%s; cannot give it its own: %s", what,
-                err.msg);
+        drx_fsck_finding(k, drx_fsck_rel_of(k, g[i].path), false, NULL,
+                         "%s; cannot give it its own: %s", what, err.msg);
     else
-        finding(k, rel_of(k, g[i].path), urc > 0, "give it its own copy",
-                "%s: writing or extending one would change or cut the other's chunks", what);
+        drx_fsck_finding(k, drx_fsck_rel_of(k, g[i].path), urc > 0, "give it its own copy",
+                         "%s: writing or extending one would change or cut the other's chunks",
+                         what);
 }
 
 /* The names of one chunk file g[0..n) (an .xta with more than one link).
@@ -442,8 +399,8 @@ static void check_file(struct fsck *k, const char *path, const char *n, const st
 
     if (drx_store_name_is_temp(n)) {
         fixed = k->repair && unlink(path) == 0;
-        finding(k, rel_of(k, path), fixed, "remove it",
-                "leftover temporary file of an interrupted update");
+        drx_fsck_finding(k, drx_fsck_rel_of(k, path), fixed, "remove it",
+                         "leftover temporary file of an interrupted update");
     } else if (ends_with(n, DRX_STRIPE_SUFFIX)) {
         check_striped(k, path);
     } else if (ends_with(n, ".xmd")) {
@@ -455,8 +412,8 @@ static void check_file(struct fsck *k, const char *path, const char *n, const st
             add_xname(k, st, path, whole);
         } else if (!whole) {
             fixed = k->repair && unlink(path) == 0;
-            finding(k, rel_of(k, path), fixed, "remove it", "orphan chunk file: no %s beside it",
-                    strrchr(xmd, '/') + 1);
+            drx_fsck_finding(k, drx_fsck_rel_of(k, path), fixed, "remove it",
+                             "orphan chunk file: no %s beside it", strrchr(xmd, '/') + 1);
         }
     }
 }
@@ -477,15 +434,15 @@ static void check_long(struct fsck *k, const char *path, size_t suffix, const st
         if (access(other, F_OK) == 0)
             return;
         bool fixed = k->repair && unlink(path) == 0;
-        finding(k, rel_of(k, path), fixed, "remove it",
-                "leftover long name of an interrupted create, rename or unlink");
+        drx_fsck_finding(k, drx_fsck_rel_of(k, path), fixed, "remove it",
+                         "leftover long name of an interrupted create, rename or unlink");
     } else if (S_ISREG(st->st_mode) && suffix > 0 && strcmp(path + stem, ".xta") != 0) {
         snprintf(other, sizeof other, "%.*s", (int)stem, path);
         struct stat ls;
         if (lstat(other, &ls) < 0 || !S_ISLNK(ls.st_mode))
-            finding(k, rel_of(k, path), false, NULL,
-                    "its long name (symlink %s) is missing: not shown at the mount",
-                    strrchr(other, '/') + 1);
+            drx_fsck_finding(k, drx_fsck_rel_of(k, path), false, NULL,
+                             "its long name (symlink %s) is missing: not shown at the mount",
+                             strrchr(other, '/') + 1);
     }
 }
 
@@ -520,8 +477,8 @@ static void walk(struct fsck *k, int dfd, const char *dir, int depth)
 
     if (depth > 256 || dfd < 0 || !(d = fdopendir(dfd)) || !drx_anchors_add(&k->an, dfd, dir)) {
         int why = depth > 256 ? 0 : errno;
-        finding(k, rel_of(k, dir), false, NULL, "cannot read directory: %s",
-                why ? strerror(why) : "too deep");
+        drx_fsck_finding(k, drx_fsck_rel_of(k, dir), false, NULL, "cannot read directory: %s",
+                         why ? strerror(why) : "too deep");
         if (d || dfd >= 0)
             d ? closedir(d) : close(dfd);
         return;
@@ -554,12 +511,12 @@ static bool our_subfile_name(const char *n)
 static void check_shared_refs(struct fsck *k)
 {
     if (k->nrefs) /* qsort's base may not be NULL, even for no elements */
-        qsort(k->refs, k->nrefs, sizeof *k->refs, ref_cmp);
+        qsort(k->refs, k->nrefs, sizeof *k->refs, drx_fsck_ref_cmp);
     for (size_t i = 1; i < k->nrefs; i++)
-        if (ref_cmp(&k->refs[i - 1], &k->refs[i]) == 0)
-            finding(k, k->refs[i].owner, false, NULL,
-                    "shares subfile %s with %s (writing one changes the other)", k->refs[i].name,
-                    k->refs[i - 1].owner);
+        if (drx_fsck_ref_cmp(&k->refs[i - 1], &k->refs[i]) == 0)
+            drx_fsck_finding(k, k->refs[i].owner, false, NULL,
+                             "shares subfile %s with %s (writing one changes the other)",
+                             k->refs[i].name, k->refs[i - 1].owner);
 }
 
 /* Entry n of stripe directory di's pool of recycled subfiles (stripe_pool.c):
@@ -577,13 +534,14 @@ static void check_pool_entry(struct fsck *k, size_t di, int pfd, const char *n)
     bool ours = drx_stripe_pool_slot_name(n) || drx_stripe_pool_claim_name(n);
     if (fstatat(pfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0 || !ours || !S_ISREG(st.st_mode) ||
         st.st_nlink != 1) {
-        finding(k, where, false, NULL, "unknown file in a pool of recycled subfiles (left alone)");
+        drx_fsck_finding(k, where, false, NULL,
+                         "unknown file in a pool of recycled subfiles (left alone)");
     } else if (st.st_size != 0) {
         bool fixed = k->repair && unlinkat(pfd, n, 0) == 0;
-        finding(k, where, fixed, "remove it",
-                drx_stripe_pool_claim_name(n)
-                    ? "removed subfile a killed process left on its way into the pool"
-                    : "recycled subfile that is not empty");
+        drx_fsck_finding(k, where, fixed, "remove it",
+                         drx_stripe_pool_claim_name(n)
+                             ? "removed subfile a killed process left on its way into the pool"
+                             : "recycled subfile that is not empty");
     }
 }
 
@@ -618,20 +576,21 @@ static void check_stripe_entry(struct fsck *k, size_t di, const char *n)
 
     if (nl <= DRX_STRIPE_NAME_MAX) {
         memcpy(key.name, n, nl + 1);
-        if (k->nrefs && bsearch(&key, k->refs, k->nrefs, sizeof *k->refs, ref_cmp))
+        if (k->nrefs && bsearch(&key, k->refs, k->nrefs, sizeof *k->refs, drx_fsck_ref_cmp))
             return;
     }
     if (strcmp(n, DRX_STRIPE_POOL_DIR) == 0 && check_pool(k, di))
         return;
     snprintf(where, sizeof where, "%s/%s", dname, n);
     if (!our_subfile_name(n)) {
-        finding(k, where, false, NULL, "unknown file in a stripe directory (left alone)");
+        drx_fsck_finding(k, where, false, NULL, "unknown file in a stripe directory (left alone)");
     } else if (k->bad_meta) {
-        finding(k, where, false, NULL,
-                "orphan subfile, kept because some metafile is unreadable and may name it");
+        drx_fsck_finding(
+            k, where, false, NULL,
+            "orphan subfile, kept because some metafile is unreadable and may name it");
     } else {
         bool fixed = k->repair && unlinkat(k->s->dir_fds[di], n, 0) == 0;
-        finding(k, where, fixed, "remove it", "orphan subfile: no metafile names it");
+        drx_fsck_finding(k, where, fixed, "remove it", "orphan subfile: no metafile names it");
     }
 }
 
@@ -643,7 +602,8 @@ static void check_stripe_dir(struct fsck *k, size_t di)
     int fd;
 
     if (k->s->dir_fds[di] < 0) {
-        finding(k, dname, false, NULL, "stripe directory %zu is missing or unreadable", di);
+        drx_fsck_finding(k, dname, false, NULL, "stripe directory %zu is missing or unreadable",
+                         di);
         return;
     }
     fd = openat(k->s->dir_fds[di], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -651,7 +611,8 @@ static void check_stripe_dir(struct fsck *k, size_t di)
     if (!d) {
         if (fd >= 0)
             close(fd);
-        finding(k, dname, false, NULL, "cannot read stripe directory: %s", strerror(errno));
+        drx_fsck_finding(k, dname, false, NULL, "cannot read stripe directory: %s",
+                         strerror(errno));
         return;
     }
     while ((e = readdir(d)))
@@ -663,6 +624,7 @@ static void check_stripe_dir(struct fsck *k, size_t di)
 static void check_stripe_dirs(struct fsck *k)
 {
     check_shared_refs(k);
+    drx_fsck_trims_settle(k);
     for (size_t di = 0; di < k->s->cfg.stripe.ndirs; di++)
         check_stripe_dir(k, di);
 }
@@ -682,8 +644,8 @@ static void check_drx_dir(struct fsck *k)
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         bool fixed = k->repair && unlink(path) == 0;
-        finding(k, rel_of(k, path), fixed, "remove it",
-                "leftover temporary file of an interrupted update");
+        drx_fsck_finding(k, drx_fsck_rel_of(k, path), fixed, "remove it",
+                         "leftover temporary file of an interrupted update");
     }
     closedir(d);
 }
@@ -709,8 +671,9 @@ static void check_hidden_entry(struct fsck *k, const char *path, bool idle)
     } else {
         fixed = unlink(path) == 0;
     }
-    finding(k, rel_of(k, path), fixed, "remove it",
-            "file removed while open through a drxfs mount that stopped before its last close");
+    drx_fsck_finding(
+        k, drx_fsck_rel_of(k, path), fixed, "remove it",
+        "file removed while open through a drxfs mount that stopped before its last close");
 }
 
 /* .drx/hidden/; idle: no mount holds the store (the repair's lock, or the
@@ -766,6 +729,7 @@ static void fsck_fini(struct fsck *k)
     for (size_t i = 0; i < k->nrefs; i++)
         free(k->refs[i].owner);
     free(k->refs);
+    drx_fsck_trims_free(k);
     for (size_t i = 0; i < k->nxnames; i++) {
         free(k->xnames[i].path);
         free(k->xnames[i].shown);

@@ -73,39 +73,127 @@ void drx_log(enum drx_log_level level, const char *fmt, ...)
     va_end(ap);
 }
 
-void drx_log_limited(struct drx_log_limit *l, enum drx_log_level level, const char *fmt, ...)
+/* Limits that have been used, for drx_log_limits_flush; taken before a
+ * limit's own lock, never after it. */
+static pthread_mutex_t limits_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct drx_log_limit *limits;
+
+static void limit_list(struct drx_log_limit *l)
+{
+    pthread_mutex_lock(&limits_lock);
+    if (!l->listed) {
+        l->listed = true;
+        l->next = limits;
+        limits = l;
+    }
+    pthread_mutex_unlock(&limits_lock);
+}
+
+/* FNV-1a: repeats of one message are told apart from new ones by it (a
+ * collision only drops one message, counted). */
+static uint32_t msg_hash(const char *msg)
+{
+    uint32_t h = 2166136261u;
+
+    for (; *msg; msg++)
+        h = (h ^ (unsigned char)*msg) * 16777619u;
+    return h;
+}
+
+static bool limit_seen(const struct drx_log_limit *l, uint32_t h)
+{
+    for (unsigned i = 0; i < l->nseen; i++)
+        if (l->seen[i] == h)
+            return true;
+    return false;
+}
+
+/* The count l owes, as a message in out (empty when none), and l's
+ * count reset; l locked. */
+static void limit_owed(struct drx_log_limit *l, char *out, size_t len, unsigned secs)
+{
+    out[0] = '\0';
+    if (l->dropped)
+        snprintf(out, len, "(%u more like \"%s\" suppressed in %u s)", l->dropped, l->first, secs);
+    l->dropped = 0;
+}
+
+/* Whether message msg (hash h) passes l now; what l owes from a past
+ * window goes to owed.  l locked. */
+static bool limit_pass(struct drx_log_limit *l, enum drx_log_level level, const char *msg,
+                       uint32_t h, char *owed, size_t len)
 {
     struct timespec now;
-    unsigned dropped = 0;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    owed[0] = '\0';
+    if (!l->started || now.tv_sec - l->window.tv_sec >= (time_t)l->interval) {
+        limit_owed(l, owed, len, l->interval);
+        l->started = true;
+        l->window = now;
+        l->sent = 0;
+        l->nseen = 0;
+    }
+    /* a repeat is suppressed even while the burst lasts: the burst is for
+     * distinct problems, the first report of each */
+    if (!limit_seen(l, h) && l->sent < l->burst) {
+        l->sent++;
+        if (l->nseen < DRX_LOG_LIMIT_SEEN)
+            l->seen[l->nseen++] = h;
+        return true;
+    }
+    if (l->dropped++ == 0) {
+        l->level = level;
+        /* cut: the count names the message, it need not repeat it whole */
+        size_t n = strnlen(msg, sizeof l->first - 1);
+        memcpy(l->first, msg, n);
+        l->first[n] = '\0';
+    }
+    return false;
+}
+
+void drx_log_limited(struct drx_log_limit *l, enum drx_log_level level, const char *fmt, ...)
+{
+    char msg[DRX_LOG_MSG_MAX], owed[sizeof l->first + 64];
+    enum drx_log_level owed_level;
     bool pass;
     va_list ap;
 
     if (!drx_log_enabled(level))
         return;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    limit_list(l);
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     pthread_mutex_lock(&l->lock);
-    if (!l->started || now.tv_sec - l->window.tv_sec >= (time_t)l->interval) {
-        dropped = l->dropped;
-        l->started = true;
-        l->window = now;
-        l->sent = 0;
-        l->dropped = 0;
-    }
-    pass = l->sent < l->burst;
-    if (pass)
-        l->sent++;
-    else
-        l->dropped++;
+    owed_level = l->level;
+    pass = limit_pass(l, level, msg, msg_hash(msg), owed, sizeof owed);
     pthread_mutex_unlock(&l->lock);
     /* Said when the next message comes, not by a timer: a quiet daemon
-     * owes nobody the count. */
-    if (dropped)
-        drx_log(level, "(%u more like the next were not logged in %u s)", dropped, l->interval);
-    if (!pass)
-        return;
-    va_start(ap, fmt);
-    log_v(level, fmt, ap);
-    va_end(ap);
+     * owes nobody the count (until it stops: drx_log_limits_flush). */
+    if (owed[0])
+        drx_log(owed_level, "%s", owed);
+    if (pass)
+        drx_log(level, "%s", msg);
+}
+
+void drx_log_limits_flush(void)
+{
+    pthread_mutex_lock(&limits_lock);
+    for (struct drx_log_limit *l = limits; l; l = l->next) {
+        char owed[sizeof l->first + 64];
+        enum drx_log_level level;
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        pthread_mutex_lock(&l->lock);
+        level = l->level;
+        limit_owed(l, owed, sizeof owed, (unsigned)(now.tv_sec - l->window.tv_sec));
+        pthread_mutex_unlock(&l->lock);
+        if (owed[0])
+            drx_log(level, "%s", owed);
+    }
+    pthread_mutex_unlock(&limits_lock);
 }
 
 int drx_log_level_parse(const char *name, enum drx_log_level *out)

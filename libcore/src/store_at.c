@@ -454,7 +454,7 @@ int drx_store_long_new(const struct drx_store *s, const char *rel, char *out)
     drx_store_dir_put(s, dfd);
     if (rc == -EEXIST) {
         /* two names with one hash: not seen in practice, refused */
-        drx_log(DRX_LOG_WARNING, "%s: long name's hash is taken by another name", out);
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: long name's hash is taken by another name", out);
         return -ENAMETOOLONG;
     }
     return rc;
@@ -605,7 +605,7 @@ int drx_store_entry_open(const struct drx_store *s, const char *rel, int flags, 
     if (fd < 0 && errno == ENOSYS)
         fd = openat(s->root_fd, rel, flags | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0 && errno == ELOOP)
-        drx_log(DRX_LOG_WARNING, "%s: a symlink in the way: refused", rel);
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: a symlink in the way: refused", rel);
     return fd < 0 ? -errno : (int)fd;
 }
 

@@ -151,10 +151,11 @@ bool drx_stripe_lock_take(const struct drx_stripe *f, int lfd)
     int rc = lfd < 0 ? -EBADF : drx_io_flock_for(lfd, LOCK_EX, DRX_STRIPE_LOCK_WAIT_MS);
 
     if (rc == -EWOULDBLOCK)
-        drx_log(DRX_LOG_WARNING,
-                "%s" DRX_STRIPE_SUFFIX ": a subfile locked by another process for %u ms; "
-                "recording without the lock",
-                f->path, DRX_STRIPE_LOCK_WAIT_MS);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s" DRX_STRIPE_SUFFIX
+                            ": a subfile locked by another process for %u ms; "
+                            "recording without the lock",
+                            f->path, DRX_STRIPE_LOCK_WAIT_MS);
     return rc == 0;
 }
 
@@ -192,16 +193,17 @@ static void give_back_locked(struct drx_stripe *f, uint64_t recorded)
 {
     int rc;
 
-    drx_log(DRX_LOG_WARNING,
-            "%s" DRX_STRIPE_SUFFIX ": no space to record size %llu; the file is cut back to the "
-            "recorded %llu",
-            f->path, (unsigned long long)f->size, (unsigned long long)recorded);
+    drx_log_ratelimited(DRX_LOG_WARNING,
+                        "%s" DRX_STRIPE_SUFFIX
+                        ": no space to record size %llu; the file is cut back to the "
+                        "recorded %llu",
+                        f->path, (unsigned long long)f->size, (unsigned long long)recorded);
     f->size = f->persisted = recorded;
     f->truncated = false;
     rc = drx_stripe_cut_subfiles(f, recorded);
     if (rc < 0)
-        drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cutting back: %s", f->path,
-                strerror(-rc));
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cutting back: %s", f->path,
+                            strerror(-rc));
 }
 
 /* Only durability is missing: fsync the metafile as it is, and its
@@ -236,10 +238,10 @@ static int meta_replace_size(const char *mp, const struct stat *st, const struct
     if (rc != -EOPNOTSUPP && rc != -EACCES && rc != -EPERM)
         return rc;
     if (st->st_nlink > 1) {
-        drx_log(DRX_LOG_ERROR,
-                "%s: a metafile with other names not in drx's padded form: "
-                "size not recorded",
-                mp);
+        drx_log_ratelimited(DRX_LOG_ERROR,
+                            "%s: a metafile with other names not in drx's padded form: "
+                            "size not recorded",
+                            mp);
         return -EIO;
     }
     return drx_stripe_meta_write(mp, m, false, sync, st, 0, nst);
@@ -714,8 +716,8 @@ static int open_subfiles(struct drx_stripe *f, const char *mp, struct drx_err *e
             continue; /* not created yet: no byte reached it */
         if (fd == -ENOENT || fd == -EIO) {
             if (fd == -ENOENT)
-                drx_log(DRX_LOG_WARNING, "%s: subfile %u (%s) is missing", mp, i,
-                        f->meta.sub[i].name);
+                drx_log_ratelimited(DRX_LOG_WARNING, "%s: subfile %u (%s) is missing", mp, i,
+                                    f->meta.sub[i].name);
             atomic_store(&f->warned[i], true);
             continue;
         }

@@ -23,8 +23,9 @@
 static int missing(struct drx_stripe *f, unsigned i)
 {
     if (!atomic_exchange(&f->warned[i], true))
-        drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": subfile %u (%s) is unavailable", f->path,
-                i, f->meta.sub[i].name);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s" DRX_STRIPE_SUFFIX ": subfile %u (%s) is unavailable", f->path, i,
+                            f->meta.sub[i].name);
     return -EIO;
 }
 
@@ -40,9 +41,9 @@ static int subfile_theirs(struct drx_stripe *f, unsigned i, int fd, const struct
 
     if (fstat(fd, &st) == 0 && (st.st_uid == rst->st_uid || st.st_uid == geteuid()))
         return fd;
-    drx_log(DRX_LOG_ERROR,
-            "%s" DRX_STRIPE_SUFFIX ": subfile %u (%s) belongs to another user: refused", f->path, i,
-            f->meta.sub[i].name);
+    drx_log_ratelimited(DRX_LOG_ERROR,
+                        "%s" DRX_STRIPE_SUFFIX ": subfile %u (%s) belongs to another user: refused",
+                        f->path, i, f->meta.sub[i].name);
     close(fd);
     return -EIO;
 }
@@ -214,8 +215,9 @@ static void cut_unrecorded(struct drx_stripe *f)
         keep = disk.size;
     rc = drx_stripe_cut_subfiles(f, keep);
     if (rc < 0)
-        drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cutting an unfinished write: %s",
-                f->path, strerror(-rc));
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s" DRX_STRIPE_SUFFIX ": cutting an unfinished write: %s", f->path,
+                            strerror(-rc));
     if (locked)
         flock(lfd, LOCK_UN);
     pthread_mutex_unlock(&f->lock);
@@ -312,8 +314,8 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
          * recorded is the close's (or fsync's) error. */
         int prc = drx_stripe_persist(f, false, false);
         if (prc < 0)
-            drx_log(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cannot record size: %s", f->path,
-                    strerror(-prc));
+            drx_log_ratelimited(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": cannot record size: %s",
+                                f->path, strerror(-prc));
     }
     return done > 0 ? (ssize_t)done : rc;
 }

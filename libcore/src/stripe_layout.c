@@ -258,7 +258,7 @@ int drx_stripe_layout_for_new(const struct drx_store *s, const char *dir_path,
         if (rc < 0) {
             /* A bad value set behind the daemon's back must not stop file
              * creation: say so and let the next directory up decide. */
-            drx_log(DRX_LOG_WARNING, "%s; ignored", e2.msg);
+            drx_log_ratelimited(DRX_LOG_WARNING, "%s; ignored", e2.msg);
             out->count = s->cfg.stripe.count;
             out->extent = s->cfg.stripe.extent;
         }

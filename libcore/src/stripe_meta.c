@@ -53,7 +53,7 @@ static int bad_meta(struct drx_err *err, const char *path, int line, const char 
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    drx_log(DRX_LOG_WARNING, "%s:%d: refused metafile: %s", path, line, why);
+    drx_log_ratelimited(DRX_LOG_WARNING, "%s:%d: refused metafile: %s", path, line, why);
     return drx_err_set(err, EIO, "%s:%d: bad metafile: %s", path, line, why);
 }
 
@@ -258,7 +258,7 @@ int drx_stripe_meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta
     if (rc < 0) {
         if (!refused)
             return drx_err_set(err, -rc, "%s", why.msg);
-        drx_log(DRX_LOG_WARNING, "refused metafile: %s", why.msg);
+        drx_log_ratelimited(DRX_LOG_WARNING, "refused metafile: %s", why.msg);
         return drx_err_set(err, EIO, "%s (bad metafile)", why.msg);
     }
     rc = meta_parse(&cf.cfg, mp, ndirs, m, err);

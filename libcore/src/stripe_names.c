@@ -94,8 +94,8 @@ int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_m
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP) {
-            drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) is a symbolic link: refused", who, i,
-                    s->cfg.stripe.dirs[sf->dir], sf->name);
+            drx_log_ratelimited(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) is a symbolic link: refused",
+                                who, i, s->cfg.stripe.dirs[sf->dir], sf->name);
             return -EIO;
         }
         return -e;
@@ -105,8 +105,8 @@ int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_m
     why =
         fstat(fd, &st) < 0 ? "cannot be examined" : subfile_refusal(flags & O_EXCL ? NULL : m, &st);
     if (why) {
-        drx_log(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) %s: refused", who, i,
-                s->cfg.stripe.dirs[sf->dir], sf->name, why);
+        drx_log_ratelimited(DRX_LOG_ERROR, "%s: subfile %u (%s/%s) %s: refused", who, i,
+                            s->cfg.stripe.dirs[sf->dir], sf->name, why);
         close(fd);
         return -EIO;
     }
@@ -218,14 +218,15 @@ static void remove_subfiles(struct drx_store *s, const char *mp, const struct dr
         if (m->owned && m->sub[i].dir < s->cfg.stripe.ndirs && s->dir_fds[m->sub[i].dir] >= 0 &&
             fstatat(s->dir_fds[m->sub[i].dir], m->sub[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             subfile_not_owners(m, &st)) {
-            drx_log(DRX_LOG_WARNING, "%s: subfile %s belongs to another user: not removed", mp,
-                    m->sub[i].name);
+            drx_log_ratelimited(DRX_LOG_WARNING,
+                                "%s: subfile %s belongs to another user: not removed", mp,
+                                m->sub[i].name);
             continue;
         }
         int rc = drx_stripe_subfile_drop(s, m->sub[i].dir, m->sub[i].name);
         if (rc < 0 && rc != -ENOENT)
-            drx_log(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp, m->sub[i].name,
-                    strerror(-rc));
+            drx_log_ratelimited(DRX_LOG_WARNING, "%s: cannot remove subfile %s: %s", mp,
+                                m->sub[i].name, strerror(-rc));
     }
 }
 
@@ -269,8 +270,9 @@ static int unlink_meta(struct drx_store *s, const char *path, const char *mp,
      * a metafile naming subfiles that are gone. */
     rc = unlink(mp) < 0 ? drx_err_set(err, errno, "%s: %s", mp, strerror(errno)) : 0;
     if (rc == 0 && bad)
-        drx_log(DRX_LOG_WARNING,
-                "%s: removed a bad metafile; its subfiles (if any) are left for drx fsck", mp);
+        drx_log_ratelimited(
+            DRX_LOG_WARNING,
+            "%s: removed a bad metafile; its subfiles (if any) are left for drx fsck", mp);
     /* Another name (a hard link) may still hold the file and its subfiles. */
     if (rc == 0 && valid && meta_gone(fd)) {
         if (gone)

@@ -46,6 +46,24 @@ int main(void)
     got = 0;
     drx_log_limited(&lim, DRX_LOG_INFO, "again");
     tap_ok(got == 1, "and owes nothing after that");
+
+    /* a flood of one message: its first report, then a count at the flush;
+     * a distinct message after the flood still gets through */
+    static struct drx_log_limit flood = DRX_LOG_LIMIT_INIT(3, 60);
+    got = 0;
+    for (int i = 0; i < 2000; i++)
+        drx_log_limited(&flood, DRX_LOG_ERROR, "subfile %d refused", 7);
+    tap_ok(got == 1, "2000 repeats of one message log it once (%d)", got);
+    drx_log_limited(&flood, DRX_LOG_ERROR, "subfile %d refused", 8);
+    tap_ok(got == 2 && strcmp(last, "subfile 8 refused") == 0,
+           "a distinct message after them is reported (%s)", last);
+    got = 0;
+    drx_log_limits_flush();
+    tap_ok(got == 1 && strstr(last, "1999 more like \"subfile 7 refused\" suppressed"),
+           "the flush says how many were suppressed: %s", last);
+    got = 0;
+    drx_log_limits_flush();
+    tap_ok(got == 0, "and a second flush owes nothing");
     drx_log_set_sink(NULL, NULL);
     return tap_done();
 }

@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 /* Severities, most severe first: a level shows itself and all before it. */
@@ -46,16 +47,25 @@ bool drx_log_enabled(enum drx_log_level level);
 void drx_log(enum drx_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A rate limit for messages that anyone can cause at will, such as a
- * mistyped name looked up in a loop: at most `burst` messages per
- * `interval` seconds get through; when a later window opens, one message
- * says how many were dropped.  Define one per kind of message with
- * DRX_LOG_LIMIT_INIT; the fields are private. */
+ * refused subfile opened in a loop by another local user, which would
+ * flood root's log (as the kernel's printk_ratelimit guards): within
+ * `interval` seconds, the first report of each distinct message gets
+ * through, `burst` of them at most, and its repeats are counted, not
+ * logged; when a later window opens, or drx_log_limits_flush() is called,
+ * one message says how many were suppressed.  Define one per kind of
+ * message with DRX_LOG_LIMIT_INIT (or use drx_log_ratelimited); the
+ * fields are private. */
+#define DRX_LOG_LIMIT_SEEN 16
 struct drx_log_limit {
     pthread_mutex_t lock;
     unsigned burst, interval;
-    bool started;
+    bool started, listed;
     struct timespec window; /* CLOCK_MONOTONIC start of the current window */
-    unsigned sent, dropped;
+    unsigned sent, dropped, nseen;
+    uint32_t seen[DRX_LOG_LIMIT_SEEN]; /* hashes of the messages let through */
+    enum drx_log_level level;          /* of the first suppressed message */
+    char first[200];                   /* its text, for the count */
+    struct drx_log_limit *next;        /* in the list drx_log_limits_flush walks */
 };
 #define DRX_LOG_LIMIT_INIT(burst_, interval_)                                                      \
     {                                                                                              \
@@ -65,6 +75,19 @@ struct drx_log_limit {
 /* drx_log() under the limit l (thread-safe). */
 void drx_log_limited(struct drx_log_limit *l, enum drx_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* drx_log() under a limit of its own call site (10 distinct messages a
+ * minute): for every message an unprivileged user can cause again and
+ * again (a hostile file opened in a loop). */
+#define drx_log_ratelimited(level, ...)                                                            \
+    do {                                                                                           \
+        static struct drx_log_limit drx_rl_ = DRX_LOG_LIMIT_INIT(10, 60);                          \
+        drx_log_limited(&drx_rl_, (level), __VA_ARGS__);                                           \
+    } while (0)
+
+/* Says, for every limit that suppressed messages since its last report,
+ * how many (a daemon calls it as it stops, so that no count is lost). */
+void drx_log_limits_flush(void);
 
 /* "error", "warning", "info", "debug" (case-sensitive) -> *out; returns 0,
  * or -EINVAL for any other name. */
