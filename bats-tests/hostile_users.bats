@@ -427,7 +427,11 @@ print("tries", tries, "made", made, "removals through the mount", hits)' "$s/h" 
     opens=$(grep -c 'evil.xmd' "$RV/trace" || true)
     echo "opens of evil.xmd in 28 stats: $opens"
     [ "$opens" -eq 0 ]
-    [ "$(grep -c 'evil: cannot open array: .*more than 1024 attributes' "$m.log")" -ge 29 ]
+    # each stat fails with its reason, logged once: the repeats are counted
+    # by the log's rate limit, not written (review9.bats)
+    local said
+    said=$(grep -c 'evil: cannot open array: .*more than 1024 attributes' "$m.log" || true)
+    [ "$said" -ge 1 ] && [ "$said" -le 10 ]
     hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$pid/status")
     echo "daemon VmHWM $hwm kB"
     [ "$hwm" -lt "$max" ]

@@ -413,7 +413,10 @@ assert (got.reshape(160, 32, 160) == want[:, 72:104]).all()" \
     done
     # a store whose pages cannot be dropped, or not on a disk (tmpfs), reads less
     [ "$total" -ge "$need" ] || skip "the daemon read $((total >> 10)) KiB: no cold reads here"
-    [ "$total" -le $((need + (1 << 20))) ]
+    # 2 MiB of slack: this VM's DAMON may page out a page between the
+    # kernel's read and the daemon's copy, which reads it again (seen:
+    # 1.5 MiB once); a read-ahead past the spans read up to 8 MiB more a read
+    [ "$total" -le $((need + (2 << 20))) ]
     "$DRX" rm "$S/col"
 }
 
