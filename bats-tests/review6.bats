@@ -16,15 +16,6 @@ teardown() {
     rm -rf "$RV"
 }
 
-# user_dir_store: a store in $RV/s with a directory u of user nobody's,
-# mounted at $RV/m for every user
-user_dir_store() {
-    "$DRX" init "$RV/s" >/dev/null
-    mkdir "$RV/s/u"
-    chown 65534:65534 "$RV/s/u"
-    mount_store "$RV/s" "$RV/m" -o allow_other
-}
-
 # plant_metafile FILE SRC: user nobody writes FILE.nafs (mode 644) naming
 # the subfiles of striped file SRC (its metafile, as the stripe
 # directories' listing shows them to everybody)

@@ -16,15 +16,6 @@ teardown() {
     rm -rf "$RV"
 }
 
-# user_dir_store: a store in $RV/s with a directory u of user nobody's,
-# mounted at $RV/m for every user
-user_dir_store() {
-    "$DRX" init "$RV/s" >/dev/null
-    mkdir "$RV/s/u"
-    chown 65534:65534 "$RV/s/u"
-    mount_store "$RV/s" "$RV/m" -o allow_other
-}
-
 # Found in review: a subfile refused (a symlink, another user's, a hard
 # link) was logged at error on every open: user nobody, opening a
 # metafile of his naming root's subfiles in a loop, wrote as many lines

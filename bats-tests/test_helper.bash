@@ -213,6 +213,15 @@ hostile_setup() {
     mkdir -m 1777 "$RV/n"
 }
 
+# user_dir_store: a store in $RV/s (hostile_setup) with a directory u of user nobody's,
+# mounted at $RV/m for every user
+user_dir_store() {
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir "$RV/s/u"
+    chown 65534:65534 "$RV/s/u"
+    mount_store "$RV/s" "$RV/m" -o allow_other
+}
+
 # stop_holder: kills and reaps the background holder $APID, if any
 stop_holder() {
     [ -n "${APID:-}" ] && kill "$APID" 2>/dev/null || true
