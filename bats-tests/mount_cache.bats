@@ -167,6 +167,24 @@ for f in sys.argv[1:]:
     unmount_store "$DIO"
 }
 
+@test "kcache=no,data_io=direct: the grant and shared maps without the kernel cache, and no relay" {
+    fresh dk 4x5 2x2
+    dio_mount kcache=no,data_io=direct
+    grep -q "FUSE_DIRECT_IO_ALLOW_MMAP granted" "$DIO.log"
+    "$PY" -c "
+import numpy as np
+m = np.memmap('$DIO/dk/data', dtype='<f8', mode='r+', shape=(4, 5))
+m[2, 3] = -7.5
+m.flush()"
+    "$PY" -c "
+import numpy as np, sys
+a = np.frombuffer(open(sys.argv[1], 'rb').read(), dtype='<f8')
+assert a[13] == -7.5 and a[12] == 12, a" <("$DRX" get "$S/dk")
+    # no invalidation relay without the kernel cache
+    [ -z "$(pgrep -P "$(cat "$DIO.pid")" || true)" ]
+    unmount_store "$DIO"
+}
+
 @test "data_io=direct: a write(2) shows in a shared map of the file at once, drx put at the next open" {
     fresh dw 20x30x10 8x8x8
     dio_mount data_io=direct

@@ -25,9 +25,9 @@ setup_file() {
     # three stripe dirs outside the store, as three disks would be
     "$DRX" init "$S" --stripe-dirs "$T/disk0,$T/disk1,$T/disk2" --count 2 --extent 4096 \
         >/dev/null
-    # the defaults (data files and striped files bypass the page cache, so
-    # mmap is refused), and a second daemon on the same store with both in
-    # the page cache (mmap works); each test uses its own files on one
+    # the defaults (page-cache mode) and a second daemon on the same store
+    # with page-cache mode asked for by name, as users of older versions
+    # (whose default was direct_io) mount; each test uses its own files on one
     mount_store "$S" "$M"
     mount_store "$S" "$MC" -o data_io=cached,striped_io=cached
 }
@@ -67,7 +67,7 @@ striped_ok() {
     echo "$rel $2 $3 $4" >>"$T/striped.list"
 }
 
-@test "striped file, count=2 extent=4096 (direct_io): random operations match a local file" {
+@test "striped file, count=2 extent=4096: random operations match a local file" {
     mkdir "$M/two"
     setfattr -n user.drx.stripe -v "count=2 extent=4096" "$M/two"
     for seed in 1 2 3; do

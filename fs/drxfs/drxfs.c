@@ -27,7 +27,7 @@
 /* Page-cache mode everywhere by default (data_io= and the other io
  * options): repeated reads are served by the kernel.  direct_io files keep
  * shared mmap too (drxfs_init_reply.c grants FUSE_DIRECT_IO_ALLOW_MMAP,
- * which libfuse 3.14 cannot ask for; not with kcache=no) and read cold
+ * which libfuse 3.14 cannot ask for) and read cold
  * slabs faster, but every read of them reaches the daemon: second reads at
  * 0.28-0.78 of page-cache mode's speed, so direct_io stays an option
  * (README, Benchmarks).  Reads split on two threads: a whole 1 GiB array

@@ -527,14 +527,15 @@ void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel, mode_t mode)
  * store-relative names (an array's, for every view of it); paths are mount
  * paths.  Without drxfs_kc_start() (or after stop) nothing is recorded. */
 void drxfs_kc_start(struct fuse *f);
-/* drxfs_notify.c: libfuse sends through drxfs's io from here on, and page
- * invalidations go through a child process, so that a kill -9 of the
- * daemon never leaves one waiting on a page in the kernel.  After
- * daemonizing, before the session loop; 0, or -1 when the relay did not
- * start (logged; invalidations then run in the daemon, and a relay is
- * tried again at the next page invalidation). */
+/* drxfs_notify.c: libfuse reads and sends through drxfs's io from here on
+ * (which grants shared mmap of direct_io files in the INIT reply), and,
+ * with relay (the kernel cache), page invalidations go through a child
+ * process, so that a kill -9 of the daemon never leaves one waiting on a
+ * page in the kernel.  After daemonizing, before the session loop; 0, or
+ * -1 when the relay did not start (logged; invalidations then run in the
+ * daemon, and a relay is tried again at the next page invalidation). */
 struct fuse_session;
-int drxfs_notify_start(struct fuse_session *se);
+int drxfs_notify_start(struct fuse_session *se, bool relay);
 /* The mount stops: the relay answers what the kernel still queues with
  * EIO while an invalidation of its waits (the workers have stopped), and
  * later invalidations are skipped, so that the thread sending them can be

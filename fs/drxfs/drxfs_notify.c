@@ -32,9 +32,9 @@
  * a kill -9 or a stop under traffic may then leave hung.
  *
  * The same io shows drxfs_init_reply.c the INIT request and lets it amend
- * the reply (shared mmap of direct_io files): so that grant, like the
- * relay, exists only where this io is installed, with the kernel cache
- * (kcache=yes, the default; drxfs_run.c).
+ * the reply (shared mmap of direct_io files).  The io is installed
+ * always (drxfs_run.c); the relay runs with the kernel cache only
+ * (kcache=yes, the default).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +78,7 @@ static __thread bool attrs_only;
  * atomics, so that drxfs_notify_closing() never waits for it. */
 static struct {
     pthread_mutex_t mutex;
+    bool wanted;  /* a relay is run (the kernel cache); set before the loop */
     int sock;     /* the daemon's end, -1 without a relay (atomic) */
     int lifeline; /* the pipe's write end (atomic) */
     int sefd;     /* the session's device, cloned for each relay */
@@ -298,6 +299,11 @@ static ssize_t relay_send(const struct iovec *iov, bool *sent)
     pthread_mutex_lock(&rl.mutex);
     bool ok = rl.sock >= 0 && round_trip(rl.sock, msg, sizeof msg, &res);
     bool closing = __atomic_load_n(&rl.closing, __ATOMIC_ACQUIRE);
+    if (!rl.wanted) {
+        pthread_mutex_unlock(&rl.mutex);
+        *sent = false;
+        return 0;
+    }
     if (!ok && !closing && relay_respawn())
         ok = round_trip(rl.sock, msg, sizeof msg, &res);
     closing = __atomic_load_n(&rl.closing, __ATOMIC_ACQUIRE);
@@ -393,14 +399,17 @@ out:
     return pid < 0 ? -1 : 0;
 }
 
-int drxfs_notify_start(struct fuse_session *se)
+int drxfs_notify_start(struct fuse_session *se, bool relay)
 {
     static const struct fuse_custom_io io = {.read = io_read, .writev = io_writev};
 
     rl.sefd = fuse_session_fd(se);
     if (fuse_session_custom_io(se, &io, rl.sefd) != 0)
         return -ENOMEM;
-    return relay_spawn();
+    /* without the kernel cache the io only amends the INIT reply: no relay
+     * is started, and invalidations (if any) go straight to the device */
+    rl.wanted = relay;
+    return relay ? relay_spawn() : 0;
 }
 
 /* The loop has ended, and libfuse drops a request its worker read as it

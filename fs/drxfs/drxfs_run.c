@@ -37,8 +37,7 @@ int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops)
         rc = 5;
         goto out_unmount;
     }
-    if (drxfs.kernel_cache)
-        drxfs_notify_start(fuse_get_session(f));
+    drxfs_notify_start(fuse_get_session(f), drxfs.kernel_cache);
     if (opts.singlethread) {
         rc = fuse_loop(f);
     } else if ((loop = fuse_loop_cfg_create())) {
