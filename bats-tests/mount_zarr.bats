@@ -33,6 +33,10 @@ setup() {
 
 teardown() {
     unmount_store "$BATS_TEST_TMPDIR/ro"
+    unmount_store "$BATS_TEST_TMPDIR/sm"
+    if mountpoint -q "$BATS_TEST_TMPDIR/small"; then
+        umount "$BATS_TEST_TMPDIR/small" || umount -l "$BATS_TEST_TMPDIR/small"
+    fi
     if [ -n "${RV:-}" ]; then
         unmount_store "$RV/m"
         rm -rf "$RV"
@@ -361,6 +365,69 @@ PY
     grep -q "obs grown along dimension 1 by 2 (a zarr resize)" "$M.log"
     grep -q "ap/obs/zarr: a zarr resize that writes more than 1 GiB of fill is refused" "$M.log"
     [ "$(stat -c %s "$S/ap/obs.xta")" -lt 4096 ]
+}
+
+# A .zarray grown along two dimensions at once is one commit: both growth
+# records or none.  Here the first dimension's fill fits on the disk and the
+# second's does not; the array used to keep the first growth.
+@test "a zarr resize along two dimensions at once is all or nothing: a full disk at the second leaves the shape and the .xta as they were" {
+    mkdir small
+    mount -t tmpfs -o size=1m tmpfs small
+    "$DRX" init small/s >/dev/null
+    # one 32 KiB chunk of fill 7: dimension 0 to 128 adds one chunk, then
+    # dimension 1 to 512 fourteen more
+    "$DRX" create small/s/g --type f64 --shape 64x64 --chunk 64x64 --dims y,x --fill 7
+    head -c 65536 /dev/zero >small/spare
+    dd if=/dev/zero of=small/filler bs=4k status=none 2>/dev/null || true
+    rm small/spare
+    local xta0 xmd0
+    xta0=$(md5sum <small/s/g.xta)
+    xmd0=$(md5sum <small/s/g.xmd)
+    mount_store small/s "$BATS_TEST_TMPDIR/sm"
+    run "$PY" - sm/g <<'PY'
+import errno, json, os, sys
+a = sys.argv[1]
+za = json.load(open(a + "/zarr/g/.zarray"))
+t = a + "/zarr/g/.zarray.grow.partial"
+with open(t, "w") as f:
+    json.dump(dict(za, shape=[128, 512]), f)
+try:
+    os.rename(t, a + "/zarr/g/.zarray")
+    raise SystemExit("a growth past the free space was not refused")
+except OSError as e:
+    assert e.errno == errno.ENOSPC, e
+os.unlink(t)
+assert json.load(open(a + "/info"))["shape"] == [64, 64], open(a + "/info").read()
+assert json.load(open(a + "/zarr/g/.zarray"))["shape"] == [64, 64]
+PY
+    assert_success
+    [ "$(md5sum <small/s/g.xta)" = "$xta0" ]
+    [ "$(md5sum <small/s/g.xmd)" = "$xmd0" ]
+    grep -q "g/zarr: growing g: .*(its shape unchanged)" "$BATS_TEST_TMPDIR/sm.log"
+    run "$DRX" fsck small/s
+    assert_success
+    # with room, the same resize grows both dimensions in one commit
+    rm small/filler
+    run "$PY" - sm/g <<'PY'
+import json, os, sys
+import numpy as np
+a = sys.argv[1]
+za = json.load(open(a + "/zarr/g/.zarray"))
+t = a + "/zarr/g/.zarray.grow.partial"
+with open(t, "w") as f:
+    json.dump(dict(za, shape=[128, 512]), f)
+os.rename(t, a + "/zarr/g/.zarray")
+assert json.load(open(a + "/info"))["shape"] == [128, 512]
+assert np.array_equal(np.load(a + "/data.npy"), np.full((128, 512), 7.0))
+PY
+    assert_success
+    run "$DRX" info small/s/g
+    assert_line --partial "dim 0: 64 -> 128"
+    assert_line --partial "dim 1: 64 -> 512"
+    grep -q "g grown along dimension 0 by 64 (a zarr resize)" "$BATS_TEST_TMPDIR/sm.log"
+    grep -q "g grown along dimension 1 by 448 (a zarr resize)" "$BATS_TEST_TMPDIR/sm.log"
+    run "$DRX" fsck small/s
+    assert_success
 }
 
 @test "a zarr resize along a dimension with a coordinate variable, a shrink or another .zarray change is refused, changing nothing; drx extend and region= append instead" {

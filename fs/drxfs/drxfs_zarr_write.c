@@ -492,35 +492,53 @@ static bool caller_may_write(const struct stat *st)
     return st->st_mode & (member ? S_IWGRP : S_IWOTH);
 }
 
-/* Grows zc's array along dim to extent `to`, as drx extend does (a
- * handle of its own, whose bounds are the file's now: the daemon's handles
- * see the new record at their next access), and invalidates what the
+/* Grows zc's array to shape along every dimension where it is larger,
+ * all or nothing: one handle of its own (whose bounds are the file's now:
+ * the daemon's handles see the new records at their next access), each
+ * growth pending (drx_array_extend_pending: the fill written, nothing
+ * recorded), then one commit that syncs the .xta and appends every
+ * dimension's record in one write.  A failure at any dimension (a full
+ * disk for its fill) drops them all, so the array keeps its shape; a
+ * crash before the commit leaves only an .xta longer than its records,
+ * which the next extension or fsck cuts.  Then invalidates what the
  * kernel caches of it. */
-static int grow_one(const struct drxfs_node *dst, const struct zctx *zc, int dim, uint64_t to)
+static int grow_all(const struct drxfs_node *dst, const struct zctx *zc, const uint64_t *shape)
 {
-    uint64_t count = 0;
+    uint64_t by[DRX_MAX_RANK] = {0};
     const char *rel = drxfs_arr_key(zc->arr[0]);
     char path[PATH_MAX + 64];
     struct drx_err err = {{0}};
     struct drx_array *h = NULL;
-    int pin, rc;
+    int pin, rc, rank = 0;
 
     if ((rc = drxfs_lib_path(path, sizeof path, rel, &pin)) < 0)
         return rc;
     rc = drx_array_open(path, DRX_RDWR | DRX_METAONLY, &h, &err);
-    if (rc == 0 && to > drx_array_meta(h)->bounds[dim]) {
-        count = to - drx_array_meta(h)->bounds[dim];
-        rc = drx_array_extend(h, dim, count, &err);
+    if (rc == 0) {
+        rank = drx_array_meta(h)->rank;
+        for (int d = 0; d < rank && rc == 0; d++)
+            if (shape[d] > drx_array_meta(h)->bounds[d]) {
+                by[d] = shape[d] - drx_array_meta(h)->bounds[d];
+                rc = drx_array_extend_pending(h, d, by[d], true, &err);
+            }
+        if (rc == 0)
+            rc = drx_array_commit(h, &err);
+        else
+            drx_array_pending_drop(h, &(struct drx_err){{0}});
     }
     drx_array_close(h);
     drxfs_unpin(pin); /* only now: an extension opens files by the path */
     if (rc < 0) {
-        drx_log_ratelimited(DRX_LOG_WARNING, "%s/zarr: growing %s: %s", dst->rel, rel, err.msg);
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s/zarr: growing %s: %s (its shape unchanged)",
+                            dst->rel, rel, err.msg);
         return rc;
     }
-    drx_log_ratelimited(DRX_LOG_INFO,
-                        "%s/zarr: %s grown along dimension %d by %" PRIu64 " (a zarr resize)",
-                        dst->rel, rel, dim, count);
+    for (int d = 0; d < rank; d++)
+        if (by[d])
+            drx_log_ratelimited(DRX_LOG_INFO,
+                                "%s/zarr: %s grown along dimension %d by %" PRIu64
+                                " (a zarr resize)",
+                                dst->rel, rel, d, by[d]);
     drxfs_kc_changed(rel, NULL);
     return 0;
 }
@@ -605,10 +623,7 @@ static int grow_to(const struct ztemp *t, const struct drxfs_node *dst, const st
         }
     if ((rc = grow_allowed(dst, zc, shape)) < 0)
         return rc;
-    for (int d = 0; d < m->rank && rc == 0; d++)
-        if (shape[d] > m->bounds[d])
-            rc = grow_one(dst, zc, d, shape[d]);
-    return rc;
+    return grow_all(dst, zc, shape);
 }
 
 /* Metadata file dst rewritten with t's bytes: accepted when they change
