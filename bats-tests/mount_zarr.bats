@@ -430,6 +430,36 @@ PY
     assert_success
 }
 
+# An .xmd that is replaced rather than appended to (here its set-group-ID
+# bit, which an append by the daemon would keep but a write by its owner
+# would clear) is written whole from the growing handle: its history must
+# be there (a handle of counts alone refused the commit with EINVAL).
+@test "a zarr resize of an array with a history, whose .xmd is replaced whole, keeps every earlier growth" {
+    "$DRX" create "$S/hist" --type i16 --shape 5x6 --chunk 2x4 --dims a,b
+    "$DRX" extend "$S/hist" 0 3
+    "$DRX" extend "$S/hist" 1 2
+    chmod 2644 "$S/hist.xmd"
+    run "$PY" - "$M/hist" <<'PY'
+import json, os, sys
+a = sys.argv[1]
+za = json.load(open(a + "/zarr/hist/.zarray"))
+t = a + "/zarr/hist/.zarray.grow.partial"
+with open(t, "w") as f:
+    json.dump(dict(za, shape=[9, 11]), f)
+os.rename(t, a + "/zarr/hist/.zarray")
+assert json.load(open(a + "/info"))["shape"] == [9, 11]
+PY
+    assert_success
+    run "$DRX" info "$S/hist"
+    assert_line --partial "dim 0: 5 -> 8"
+    assert_line --partial "dim 1: 6 -> 8"
+    assert_line --partial "dim 0: 8 -> 9"
+    assert_line --partial "dim 1: 8 -> 11"
+    run "$DRX" fsck "$S"
+    assert_success
+    "$DRX" rm "$S/hist"
+}
+
 @test "a zarr resize along a dimension with a coordinate variable, a shrink or another .zarray change is refused, changing nothing; drx extend and region= append instead" {
     mkdir "$S/ap2"
     "$DRX" create "$S/ap2/sst" --type f64 --shape 3x2 --chunk 2x2 --dims time,x --fill -1

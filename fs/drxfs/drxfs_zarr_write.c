@@ -513,7 +513,9 @@ static int grow_all(const struct drxfs_node *dst, const struct zctx *zc, const u
 
     if ((rc = drxfs_lib_path(path, sizeof path, rel, &pin)) < 0)
         return rc;
-    rc = drx_array_open(path, DRX_RDWR | DRX_METAONLY, &h, &err);
+    /* a whole handle (not DRX_METAONLY): where the .xmd cannot be
+     * appended to, the commit writes it whole from the handle's history */
+    rc = drx_array_open(path, DRX_RDWR, &h, &err);
     if (rc == 0) {
         rank = drx_array_meta(h)->rank;
         for (int d = 0; d < rank && rc == 0; d++)

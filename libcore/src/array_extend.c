@@ -344,6 +344,11 @@ int drx_array_extend_pending(struct drx_array *a, int dim, uint64_t count, bool 
 
     if (file && a->mode != DRX_RDWR)
         return drx_err_set(err, EBADF, "%s: opened read-only", a->path);
+    /* A commit may have to write the .xmd whole (not appendable by this
+     * process), from the handle's history, which DRX_METAONLY drops. */
+    if (a->meta_only)
+        return drx_err_set(err, EINVAL, "%s: batched growth needs the whole metadata, not a "
+                                        "DRX_METAONLY handle", a->path);
     if (dim < 0 || dim >= a->meta.rank)
         return drx_err_set(err, EINVAL, "dimension %d out of range (rank %d)", dim, a->meta.rank);
     if (count == 0)

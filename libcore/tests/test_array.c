@@ -735,6 +735,13 @@ static void extend_pending(void)
                file_size(xta) == (off_t)drx_array_meta(r)->map.nchunks * 16,
            "another handle sees 9x8 and its growth; the .xta holds its chunks");
     tap_ok(drx_array_extend(a, 1, 1, &err) == 0, "the lock is free after it: %s", err.msg);
+    /* a handle of counts alone has no history a whole rewrite could write */
+    struct drx_array *m;
+    tap_ok(drx_array_open(path, DRX_RDWR | DRX_METAONLY, &m, &err) == 0 &&
+               drx_array_extend_pending(m, 0, 1, true, &err) == -EINVAL &&
+               drx_array_extend(m, 0, 1, &err) == 0,
+           "a DRX_METAONLY handle: batched growth refused, a plain extension works");
+    drx_array_close(m);
     free(committed);
     drx_array_close(a);
     drx_array_close(f);

@@ -176,7 +176,8 @@ int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_er
  * the next extension or `drx fsck --repair` cuts: the array as of the last
  * commit.  drx_array_extend and attribute changes on a handle with pending
  * growths fail with -EBUSY.  On failure nothing of this growth stays (the
- * earlier pending ones do). */
+ * earlier pending ones do).  A DRX_METAONLY handle is refused (-EINVAL):
+ * a commit may write the .xmd whole, history included. */
 int drx_array_extend_pending(struct drx_array *a, int dim, uint64_t count, bool file,
                              struct drx_err *err);
 
