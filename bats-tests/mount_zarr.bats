@@ -367,6 +367,32 @@ PY
     [ "$(stat -c %s "$S/ap/obs.xta")" -lt 4096 ]
 }
 
+# zresize ARRAYDIR VAR SHAPE: a copy of VAR's .zarray with shape SHAPE (a
+# JSON list) renamed over it, as zarr's resize does; prints the errno's
+# name when the rename fails (the temporary removed), nothing when it works
+zresize() {
+    "$PY" - "$@" <<'PY'
+import errno, json, os, sys
+a, var, shape = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+key = a + "/zarr/" + var + "/.zarray"
+t = key + ".grow.partial"
+with open(t, "w") as f:
+    json.dump(dict(json.load(open(key)), shape=shape), f)
+try:
+    os.rename(t, key)
+except OSError as e:
+    os.unlink(t)
+    print(errno.errorcode[e.errno])
+PY
+}
+
+# shape_of ARRAYDIR [VAR]: the shape in the array's info, or in VAR's .zarray
+shape_of() {
+    local doc="$1/info"
+    [ -z "${2:-}" ] || doc="$1/zarr/$2/.zarray"
+    "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["shape"])' "$doc"
+}
+
 # A .zarray grown along two dimensions at once is one commit: both growth
 # records or none.  Here the first dimension's fill fits on the disk and the
 # second's does not; the array used to keep the first growth.
@@ -384,23 +410,10 @@ PY
     xta0=$(md5sum <small/s/g.xta)
     xmd0=$(md5sum <small/s/g.xmd)
     mount_store small/s "$BATS_TEST_TMPDIR/sm"
-    run "$PY" - sm/g <<'PY'
-import errno, json, os, sys
-a = sys.argv[1]
-za = json.load(open(a + "/zarr/g/.zarray"))
-t = a + "/zarr/g/.zarray.grow.partial"
-with open(t, "w") as f:
-    json.dump(dict(za, shape=[128, 512]), f)
-try:
-    os.rename(t, a + "/zarr/g/.zarray")
-    raise SystemExit("a growth past the free space was not refused")
-except OSError as e:
-    assert e.errno == errno.ENOSPC, e
-os.unlink(t)
-assert json.load(open(a + "/info"))["shape"] == [64, 64], open(a + "/info").read()
-assert json.load(open(a + "/zarr/g/.zarray"))["shape"] == [64, 64]
-PY
-    assert_success
+    run zresize sm/g g '[128, 512]'
+    assert_output ENOSPC
+    [ "$(shape_of sm/g)" = "[64, 64]" ]
+    [ "$(shape_of sm/g g)" = "[64, 64]" ]
     [ "$(md5sum <small/s/g.xta)" = "$xta0" ]
     [ "$(md5sum <small/s/g.xmd)" = "$xmd0" ]
     grep -q "g/zarr: growing g: .*(its shape unchanged)" "$BATS_TEST_TMPDIR/sm.log"
@@ -408,19 +421,10 @@ PY
     assert_success
     # with room, the same resize grows both dimensions in one commit
     rm small/filler
-    run "$PY" - sm/g <<'PY'
-import json, os, sys
-import numpy as np
-a = sys.argv[1]
-za = json.load(open(a + "/zarr/g/.zarray"))
-t = a + "/zarr/g/.zarray.grow.partial"
-with open(t, "w") as f:
-    json.dump(dict(za, shape=[128, 512]), f)
-os.rename(t, a + "/zarr/g/.zarray")
-assert json.load(open(a + "/info"))["shape"] == [128, 512]
-assert np.array_equal(np.load(a + "/data.npy"), np.full((128, 512), 7.0))
-PY
-    assert_success
+    run zresize sm/g g '[128, 512]'
+    assert_output ""
+    [ "$(shape_of sm/g)" = "[128, 512]" ]
+    "$PY" -c 'import numpy as np, sys; assert (np.load(sys.argv[1]) == 7).all()' sm/g/data.npy
     run "$DRX" info small/s/g
     assert_line --partial "dim 0: 64 -> 128"
     assert_line --partial "dim 1: 64 -> 512"
@@ -439,17 +443,9 @@ PY
     "$DRX" extend "$S/hist" 0 3
     "$DRX" extend "$S/hist" 1 2
     chmod 2644 "$S/hist.xmd"
-    run "$PY" - "$M/hist" <<'PY'
-import json, os, sys
-a = sys.argv[1]
-za = json.load(open(a + "/zarr/hist/.zarray"))
-t = a + "/zarr/hist/.zarray.grow.partial"
-with open(t, "w") as f:
-    json.dump(dict(za, shape=[9, 11]), f)
-os.rename(t, a + "/zarr/hist/.zarray")
-assert json.load(open(a + "/info"))["shape"] == [9, 11]
-PY
-    assert_success
+    run zresize "$M/hist" hist '[9, 11]'
+    assert_output ""
+    [ "$(shape_of "$M/hist")" = "[9, 11]" ]
     run "$DRX" info "$S/hist"
     assert_line --partial "dim 0: 5 -> 8"
     assert_line --partial "dim 1: 6 -> 8"
