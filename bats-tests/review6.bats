@@ -10,10 +10,7 @@ setup() {
 }
 
 teardown() {
-    stop_holder
-    [ -n "${RV:-}" ] || return 0
-    unmount_store "$RV/m"
-    rm -rf "$RV"
+    hostile_teardown
 }
 
 # plant_metafile FILE SRC: user nobody writes FILE.nafs (mode 644) naming

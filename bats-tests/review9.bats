@@ -11,9 +11,7 @@ setup() {
 }
 
 teardown() {
-    [ -n "${RV:-}" ] || return 0
-    unmount_store "$RV/m"
-    rm -rf "$RV"
+    hostile_teardown
 }
 
 # Found in review: a subfile refused (a symlink, another user's, a hard

@@ -213,6 +213,15 @@ hostile_setup() {
     mkdir -m 1777 "$RV/n"
 }
 
+# hostile_teardown: what hostile_setup and user_dir_store made goes: the
+# holder (stop_holder), the mount at $RV/m, the directory
+hostile_teardown() {
+    stop_holder
+    [ -n "${RV:-}" ] || return 0
+    unmount_store "$RV/m"
+    rm -rf "$RV"
+}
+
 # user_dir_store: a store in $RV/s (hostile_setup) with a directory u of user nobody's,
 # mounted at $RV/m for every user
 user_dir_store() {
