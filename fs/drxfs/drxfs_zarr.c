@@ -219,9 +219,16 @@ struct zdocs {
     char *name[ZMAX];
     char *doc[ZMAX][2];
     char *zmetadata, *zgroup, *gattrs;
+    size_t bytes; /* of the texts above */
 };
 
+/* Groups whose documents are kept, the one in use first: at most
+ * ZDOCS_MAX of them, and beside the first at most ZDOCS_BYTES of text (an
+ * .xmd near its 64 MiB bound makes a group of about 134 MB: sixteen such,
+ * kept, held 2 GB of the daemon).  A group past the bound is made again
+ * at its next use. */
 #define ZDOCS_MAX 16
+#define ZDOCS_BYTES ((size_t)64 << 20)
 
 static struct {
     pthread_mutex_t mutex;
@@ -272,6 +279,9 @@ static struct zdocs *zdocs_build(const struct zctx *zc, const char *rel)
         zdocs_free(z);
         return NULL;
     }
+    z->bytes = strlen(z->zmetadata) + strlen(z->zgroup) + strlen(z->gattrs);
+    for (int i = 0; i < z->nvars; i++)
+        z->bytes += strlen(z->doc[i][0]) + strlen(z->doc[i][1]);
     return z;
 }
 
@@ -296,19 +306,26 @@ static struct zdocs *zdocs_current(const struct zctx *zc, const char *rel)
             z = NULL;
         }
     }
-    if (!z && !(z = zdocs_build(zc, rel)))
+    bool built = !z;
+    if (built && !(z = zdocs_build(zc, rel)))
         return NULL;
     z->next = docs.head;
     docs.head = z;
-    for (pp = &docs.head; *pp; count++) {
+    size_t kept = 0;
+    for (pp = &z->next; *pp;) {
         struct zdocs *old = *pp;
-        if (count < ZDOCS_MAX) {
+        if (count + 1 < ZDOCS_MAX && kept + old->bytes <= ZDOCS_BYTES) {
+            count++;
+            kept += old->bytes;
             pp = &old->next;
         } else {
             *pp = old->next;
             zdocs_free(old);
         }
     }
+    if (built)
+        drx_log(DRX_LOG_DEBUG, "%s/zarr: metadata made, %zu bytes; %d other groups kept, %zu bytes",
+                rel, z->bytes, count, kept);
     return z;
 }
 
