@@ -257,6 +257,8 @@ x.xta"
     bad "bad view: dim0=2: index 2 outside 0..1" "$DRX" get t dim0=1:3 dim0=2
     bad "bad view word: 'wat' is not a KEY=VALUE" "$DRX" get t wat
     bad "'c' is not a dimension" "$DRX" extend t c 1
+    # a typo in the name says the names, as a view word's error does
+    bad "extend: 'c' is not a dimension of t (names: a, b; or 0..1)" "$DRX" extend t c 1
     bad "COUNT '0' is not a number > 0" "$DRX" extend t 0 0
     bad "COUNT '-1' is not a number > 0" "$DRX" extend t 0 -1
     bad "is not 2 comma-separated indices" "$DRX" address t 1

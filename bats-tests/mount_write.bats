@@ -252,3 +252,55 @@ assert a.shape == (6, 5, 4) and (a == np.arange(120).reshape(6, 5, 4)).all(), a.
     cmp nines "$M/q/data"
     cmp <("$DRX" get "$S/q" dim1=3) "$M/q/dim1=3/data"
 }
+
+# Found in daily use: `chmod -R g+w DIR` (or go-rwx, to share or close a
+# project) over arrays left them without their owner's write bit.  data.nc
+# and info show the array's read bits only, so chmod -R asked 0464 of them
+# (0444 plus g+w) and that mode became the array's: r--rw-r--, its owner
+# unable to write it; and every file of zarr/ was EPERM, so chmod -R and
+# chown -R failed though the arrays had changed.  A chmod of an array's
+# file now sets the bits the file shows; in zarr/, which chmod -R reaches
+# after the array's own files, a chmod or chown asking what the entry
+# shows succeeds (any other stays EPERM).  A coordinate's entries are its
+# array's: chmod -R reaches them in another array's zarr/ after the
+# coordinate itself when the coordinate is named first.
+@test "chmod -R and chown -R over a directory of arrays change what they say and keep the owner's write bit" {
+    mkdir -p "$S/proj"
+    "$DRX" create "$S/proj/t" --type f32 --shape 6x4 --chunk 3x2 --dims time,lat
+    "$DRX" create "$S/proj/lat" --type f32 --shape 4 --chunk 4 --dims lat
+    echo notes >"$M/proj/notes.txt"
+    chmod 644 "$S"/proj/t.x* "$S"/proj/lat.x*
+    modes() { stat -c %a "$S"/proj/t.xmd "$S"/proj/t.xta "$S"/proj/lat.xmd "$S"/proj/lat.xta | sort -u | tr '\n' ' '; }
+    ls -R "$M/proj" >/dev/null
+    cd "$M/proj"
+    run chmod -R g+w lat t notes.txt
+    echo "$output"
+    assert_success
+    [ "$(modes)" = "664 " ]
+    [ "$(stat -c %a "$M/proj/t/data" "$M/proj/t/data.nc" "$M/proj/t" | tr '\n' ' ')" = "664 444 775 " ]
+    run chmod -R go-rwx lat t notes.txt
+    echo "$output"
+    assert_success
+    [ "$(modes)" = "600 " ]
+    [ "$(stat -c %a "$M/proj/t/data" "$M/proj/t/info" "$M/proj/t/zarr/lat/0" | tr '\n' ' ')" = "600 400 600 " ]
+    run chmod -R a-w lat t
+    assert_success
+    [ "$(modes)" = "400 " ]
+    run chmod -R u+w lat t
+    assert_success
+    [ "$(modes)" = "600 " ]
+    # the documented single-file cases: the array's, as the file shows them
+    chmod 640 "$M/proj/t/data.nc"
+    [ "$(stat -c %a "$S/proj/t.xta")" = 640 ]
+    chmod 755 "$M/proj/t"
+    [ "$(stat -c %a "$S/proj/t.xta" "$S/proj/t.xmd" | sort -u)" = 644 ]
+    run chown -R 65534:65534 lat t notes.txt
+    echo "$output"
+    assert_success
+    [ "$(stat -c %u:%g "$S"/proj/t.xmd "$S"/proj/t.xta "$S"/proj/lat.xta | sort -u)" = 65534:65534 ]
+    # what zarr/ refused before and refuses still: a change asked there
+    run chmod 600 t/zarr/t/0.0
+    assert_failure
+    [ "$(stat -c %a "$S/proj/t.xta")" = 644 ]
+    cd /
+}

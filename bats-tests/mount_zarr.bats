@@ -908,3 +908,46 @@ PY
     [ "$(stat -c %a "$M/temp/zarr/temp/0.0.0.u022.partial")" = 644 ]
     rm "$M/temp/zarr/temp/0.0.0.u077.partial" "$M/temp/zarr/temp/0.0.0.u022.partial"
 }
+
+# Found in daily use: `rm -rf` of an array directory at the mount (what a
+# user tries first to remove an array, or a project directory holding
+# arrays) failed, as documented (drx rm removes arrays), but on its way
+# removed every chunk key of zarr/, and removing a key stores the fill:
+# the array stayed, all fill, and with it every coordinate whose keys its
+# zarr/ lists.  A process refused the removal of an array's own file, a
+# metadata file of zarr/ or an array directory is now refused key
+# removals for a while after (EPERM, logged); zarr-python, which removes
+# keys only (write_empty_chunks=False), is not.
+@test "rm -rf of an array, or of a directory of arrays, at the mount fails and leaves their data" {
+    mkdir "$S/rmproj"
+    "$DRX" create "$S/rmproj/obs" --type f32 --shape 6x4 --chunk 2x2 --dims time,x --fill -1
+    "$DRX" create "$S/rmproj/time" --type f64 --shape 6 --chunk 3
+    "$PY" -c "import numpy as np; np.arange(1, 25, dtype='<f4').tofile('obs.raw'); np.arange(6, dtype='<f8').tofile('t.raw')"
+    "$DRX" put "$S/rmproj/obs" <obs.raw
+    "$DRX" put "$S/rmproj/time" <t.raw
+    echo notes >"$M/rmproj/notes.txt"
+    run rm -rf "$M/rmproj/obs"
+    assert_failure
+    cmp obs.raw <("$DRX" get "$S/rmproj/obs")
+    cmp t.raw <("$DRX" get "$S/rmproj/time")
+    run rm -rf "$M/rmproj"
+    assert_failure
+    cmp obs.raw <("$DRX" get "$S/rmproj/obs")
+    cmp t.raw <("$DRX" get "$S/rmproj/time")
+    [ ! -e "$S/rmproj/notes.txt" ]
+    run rm -rf "$M/rmproj/obs/zarr"
+    assert_failure
+    cmp obs.raw <("$DRX" get "$S/rmproj/obs")
+    grep -q "rmproj/obs/zarr/obs/0.0: not removed" "$M.log"
+    # zarr-python still deletes a chunk that holds only the fill
+    "$PY" - "$M/rmproj/obs/zarr/obs" <<'PY'
+import sys
+import zarr
+z = zarr.open_array(sys.argv[1], mode="r+", write_empty_chunks=False)
+z[0:2, 0:2] = -1
+PY
+    "$DRX" get "$S/rmproj/obs" time=0:2 x=0:2 >c
+    "$PY" -c "import numpy as np; assert (np.fromfile('c', '<f4') == -1).all()"
+    "$DRX" rm "$S/rmproj/obs"
+    "$DRX" rm "$S/rmproj/time"
+}

@@ -213,16 +213,37 @@ static int node_files(const struct drxfs_node *n, struct drxfs_fh *fh, char *xmd
               : array_files(n->rel, n->nwords, xmd, xta);
 }
 
-/* chmod of an array: its chunk file, then its metadata file. */
-static int array_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
+/* A chmod of store file rel asked through a mount file that shows the
+ * bits `shows` of it: those bits become the request's, the others stay. */
+static int chmod_shown(const char *rel, mode_t mode, mode_t shows)
 {
-    char xmd[PATH_MAX], xta[PATH_MAX];
+    struct stat st;
     int rc;
 
-    if ((rc = node_files(n, fh, xmd, xta)) < 0 ||
-        (rc = drx_store_entry_chmod(drxfs.store, xta, mode)) < 0)
+    if ((rc = drx_store_entry_stat(drxfs.store, rel, &st)) < 0)
         return rc;
-    return drx_store_entry_chmod(drxfs.store, xmd, mode);
+    return drx_store_entry_chmod(drxfs.store, rel, (mode & shows) | (st.st_mode & 07777 & ~shows));
+}
+
+/* chmod of an array: its chunk file, then its metadata file, of the bits
+ * the file asked shows, the others kept: the directory shows them all
+ * (and x wherever r is, dir_mode: that x is the r's, only an x without r
+ * goes to the files), data and data.npy the read and write bits, data.nc
+ * and info the read bits.  So `chmod -R g+w`, which asks 0464 of data.nc
+ * of a 0644 array, does not take the owner's write bit, and `chmod 600
+ * A/data.nc` still makes the array 0600. */
+static int array_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
+{
+    enum drxfs_kind k = fh ? fh->kind : n->kind;
+    char xmd[PATH_MAX], xta[PATH_MAX];
+    mode_t shows = k == DRXFS_ARRAY ? 07777 : k == DRXFS_ADATA || k == DRXFS_ANPY ? 07666 : 0444;
+    int rc;
+
+    if (k == DRXFS_ARRAY)
+        mode &= ~((mode & 0444) >> 2);
+    if ((rc = node_files(n, fh, xmd, xta)) < 0 || (rc = chmod_shown(xta, mode, shows)) < 0)
+        return rc;
+    return chmod_shown(xmd, mode, shows);
 }
 
 static int array_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)

@@ -437,7 +437,10 @@ int drxfs_zarr_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off);
 int drxfs_zarr_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off);
 int drxfs_zarr_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size);
 void drxfs_zarr_release(struct drxfs_fh *fh);
-int drxfs_zarr_unlink(const struct drxfs_node *n);
+/* Unlink of a temporary or a chunk key (the key then reads as the fill);
+ * keys are refused (EPERM, logged) when no_keys: the caller was refused
+ * removing the array's files a moment ago (drxfs_names.c: rm -r). */
+int drxfs_zarr_unlink(const struct drxfs_node *n, bool no_keys);
 int drxfs_zarr_rename(const char *from, const char *to, unsigned int flags);
 struct drxfs_zdir;
 int drxfs_zarr_opendir(const struct drxfs_node *n, struct drxfs_zdir **out);

@@ -6,9 +6,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "drxfs_i.h"
@@ -123,6 +125,50 @@ int drxfs_op_link(const char *from, const char *to)
     return rc;
 }
 
+/* Processes refused the removal of an array's own file (data, info, ...),
+ * of a metadata file or directory of zarr/, or of an array directory, a
+ * moment ago: `rm -r` of an array, or of a directory holding arrays, is
+ * refused those, then goes on to the chunk keys of zarr/, and removing a
+ * key stores the fill (Zarr deletes a chunk that holds only the fill).
+ * Such a process is refused key removals too, while it keeps being
+ * refused (each refusal renews its mark for RM_MARK_SECONDS), so that a
+ * failed `rm -rf` leaves the array's data.  zarr-python removes keys
+ * only, never metadata (its mode="w" stops at the first refusal). */
+#define RM_MARKS 16
+#define RM_MARK_SECONDS 30
+static struct {
+    pthread_mutex_t mutex;
+    pid_t pid[RM_MARKS];
+    struct timespec at[RM_MARKS];
+    unsigned next;
+} rm_marks = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+/* Whether pid was marked within RM_MARK_SECONDS; with mark, (re)marks it. */
+static bool rm_marked(pid_t pid, bool mark)
+{
+    struct timespec now;
+    bool found = false;
+    unsigned i;
+
+    if (pid <= 0)
+        return false;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&rm_marks.mutex);
+    for (i = 0; i < RM_MARKS; i++)
+        if (rm_marks.pid[i] == pid) {
+            found = now.tv_sec - rm_marks.at[i].tv_sec < RM_MARK_SECONDS;
+            break;
+        }
+    if (mark) {
+        if (i == RM_MARKS)
+            i = rm_marks.next++ % RM_MARKS;
+        rm_marks.pid[i] = pid;
+        rm_marks.at[i] = now;
+    }
+    pthread_mutex_unlock(&rm_marks.mutex);
+    return found;
+}
+
 int drxfs_op_unlink(const char *path)
 {
     struct drxfs_node *n;
@@ -142,7 +188,9 @@ int drxfs_op_unlink(const char *path)
         rc = drxfs_striped_unlink(n);
         break;
     case DRXFS_ZARR:
-        rc = drxfs_zarr_unlink(n);
+        rc = drxfs_zarr_unlink(n, rm_marked(fuse_get_context()->pid, false));
+        if (rc == -EPERM || rc == -EISDIR)
+            rm_marked(fuse_get_context()->pid, true);
         break;
     case DRXFS_DIR:
     case DRXFS_ARRAY:
@@ -150,6 +198,7 @@ int drxfs_op_unlink(const char *path)
         break;
     default:
         /* the files of a view: remove arrays with `drx rm` */
+        rm_marked(fuse_get_context()->pid, true);
         rc = -EPERM;
         break;
     }
@@ -179,9 +228,11 @@ int drxfs_op_rmdir(const char *path)
         /* An array always holds data, data.npy and info; `drx rm` removes
          * it.  A view is not a thing that can be removed. */
         rc = n->nwords ? -EPERM : -ENOTEMPTY;
+        rm_marked(fuse_get_context()->pid, true);
         break;
     case DRXFS_ZARR:
         rc = -EPERM;
+        rm_marked(fuse_get_context()->pid, true);
         break;
     default:
         rc = -ENOTDIR;

@@ -825,17 +825,47 @@ static int zarr_fgetattr(struct drxfs_fh *fh, const char *path, struct stat *st)
     return rc;
 }
 
-/* Modes, owners and times are the array directory's. */
+/* Modes, owners and times are the variable's array's (the group's array
+ * for the group directory and its metadata), changed through the array,
+ * not here: a chmod or chown in the group that asks what the entry shows
+ * already changes nothing and succeeds, so that `chmod -R` and `chown -R`
+ * over arrays, which reach zarr/ after the array's own files, go through;
+ * any other is EPERM, as for a temporary. */
+static int zarr_same(const struct drxfs_node *n, struct drxfs_fh *fh, struct stat *st)
+{
+    if (!n)
+        return fh ? 1 : -EPERM; /* by its path */
+    if (n->zlevel == ZL_FILE) {
+        char key[ZKEY_MAX];
+        struct ztemp *t;
+        if (zkey(n, n->zvar, n->zname, key, sizeof key) == 0 && (t = ztemp_get(key))) {
+            ztemp_put(t);
+            return -EPERM;
+        }
+    }
+    return drxfs_zarr_getattr(n, st);
+}
+
 static int zarr_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
 {
-    (void)n, (void)fh, (void)mode;
-    return -EPERM;
+    struct stat st;
+    int rc = zarr_same(n, fh, &st);
+
+    if (rc != 0)
+        return rc;
+    return (mode & 07777) == (st.st_mode & 07777) ? 0 : -EPERM;
 }
 
 static int zarr_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
 {
-    (void)n, (void)fh, (void)uid, (void)gid;
-    return -EPERM;
+    struct stat st;
+    int rc = zarr_same(n, fh, &st);
+
+    if (rc != 0)
+        return rc;
+    return (uid == (uid_t)-1 || uid == st.st_uid) && (gid == (gid_t)-1 || gid == st.st_gid)
+               ? 0
+               : -EPERM;
 }
 
 static int zarr_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,

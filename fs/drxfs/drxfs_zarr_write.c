@@ -758,7 +758,7 @@ out:
     return rc;
 }
 
-int drxfs_zarr_unlink(const struct drxfs_node *n)
+int drxfs_zarr_unlink(const struct drxfs_node *n, bool no_keys)
 {
     char key[ZKEY_MAX];
     struct ztemp *t;
@@ -779,6 +779,15 @@ int drxfs_zarr_unlink(const struct drxfs_node *n)
         return rc;
     if ((rc = zclassify(n, &zc, &zi)) == 0 && zi.what != ZW_KEY)
         rc = zi.what == ZW_META ? -EPERM : -EISDIR;
+    if (rc == 0 && no_keys) {
+        zkey(n, n->zvar, n->zname, key, sizeof key);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: not removed: this process was refused removing the array's "
+                            "files a moment ago (rm -r of an array stores the fill into no "
+                            "chunk; remove arrays with drx rm)",
+                            key);
+        rc = -EPERM;
+    }
     if (rc == 0) {
         /* Zarr deletes a chunk that holds only the fill: it reads as the
          * fill from now on */
