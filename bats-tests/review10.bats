@@ -1,0 +1,64 @@
+#!/usr/bin/env bats
+# The tenth hostile review: what another local user makes a root daemon
+# (allow_other) and root's drx do.  Each test failed before its fix.
+
+load test_helper
+
+setup() {
+    hostile_setup review10
+}
+
+teardown() {
+    [ -n "${RV:-}" ] || return 0
+    stop_holder
+    unmount_store "$RV/m"
+    rm -rf "$RV"
+}
+
+# Found in review: zarr/ logged a refused coordinate candidate at info on
+# every open of a zarr metadata file, not rate-limited (data.nc's same
+# message was): user nobody, opening his own array's zarr/.zmetadata in a
+# loop beside a refused "time", wrote as many lines into root's log.
+@test "a refused zarr coordinate opened 2000 times logs a bounded number of lines" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    user_dir_store
+    nob "$DRX" create "$RV/m/u/a" --type f64 --shape 4 --chunk 4 --dims time >/dev/null
+    nob "$DRX" create "$RV/m/u/time" --type i32 --shape 4 --chunk 4 >/dev/null
+    nob chmod 666 "$RV/s/u/time.xmd" "$RV/s/u/time.xta"
+    nob "$PY" - "$RV/m/u/a/zarr/.zmetadata" <<'PY'
+import sys
+for i in range(2000):
+    try:
+        with open(sys.argv[1], "rb") as f:
+            f.read(10)
+    except OSError:
+        pass
+PY
+    run grep -c "is not dimension time's coordinate" "$RV/m.log"
+    echo "refusals logged: $output"
+    [ "$output" -ge 1 ] && [ "$output" -le 10 ]
+    [ "$(wc -l <"$RV/m.log")" -le 60 ]
+}
+
+# Found in review: a refused array rename was logged at warning on every
+# try, not rate-limited: user nobody, renaming his array onto a name whose
+# orphan chunk file he made, in a loop, wrote as many lines into root's log.
+@test "a refused array rename tried 2000 times logs a bounded number of lines" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    user_dir_store
+    nob "$DRX" create "$RV/m/u/a" --type f64 --shape 4 --chunk 4 >/dev/null
+    nob touch "$RV/s/u/b.xta"
+    nob "$PY" - "$RV/m/u/a" "$RV/m/u/b" <<'PY'
+import os, sys
+for i in range(2000):
+    try:
+        os.rename(sys.argv[1], sys.argv[2])
+    except OSError:
+        pass
+PY
+    [ -e "$RV/m/u/a" ]
+    run grep -c "exists without" "$RV/m.log"
+    echo "refusals logged: $output"
+    [ "$output" -ge 1 ] && [ "$output" -le 10 ]
+    [ "$(wc -l <"$RV/m.log")" -le 60 ]
+}
