@@ -62,3 +62,37 @@ PY
     [ "$output" -ge 1 ] && [ "$output" -le 10 ]
     [ "$(wc -l <"$RV/m.log")" -le 60 ]
 }
+
+# put_i32 ARRAY V...: the elements of 1-D i32 array ARRAY
+put_i32() {
+    local a=$1
+    shift
+    "$PY" -c 'import sys, numpy as np; sys.stdout.buffer.write(np.array(sys.argv[1:], "<i4").tobytes())' "$@" |
+        "$DRX" put "$a"
+}
+
+# Found in review: a coordinate whose group is the array's, the array's
+# owner in it, was taken as a project group member's, whoever owned it.
+# In a set-group-ID directory that others may write (mode 3777), every
+# new file gets the directory's group, member or not: user nobody's array
+# "time" there became the time axis of root's array beside it.  Its owner
+# must now be in the group as well.
+@test "another user's array in a set-group-ID directory is no coordinate of root's array" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir "$RV/s/pub"
+    chmod 3777 "$RV/s/pub"
+    "$DRX" create "$RV/s/pub/a" --type f64 --shape 4 --chunk 4 --dims time >/dev/null
+    mount_store "$RV/s" "$RV/m" -o allow_other
+    nob "$DRX" create "$RV/m/pub/time" --type i32 --shape 4 --chunk 4 >/dev/null
+    "$PY" -c 'import sys, numpy as np; sys.stdout.buffer.write(np.array([66, 66, 66, 66], "<i4").tobytes())' |
+        nob "$DRX" put "$RV/m/pub/time"
+    stat -c '%n %U:%G %a' "$RV/s/pub/"time.*
+    [ "$(stat -c %u:%g "$RV/s/pub/time.xmd")" = 65534:0 ]
+    run ncdump -h "$RV/m/pub/a/data.nc"
+    assert_success
+    refute_output --partial "int time(time)"
+    run grep -c '"time/.zarray"' "$RV/m/pub/a/zarr/.zmetadata"
+    assert_output 0
+    grep -q "pub/time is not dimension time's coordinate: its owner is neither root nor" "$RV/m.log"
+}
