@@ -96,3 +96,30 @@ put_i32() {
     assert_output 0
     grep -q "pub/time is not dimension time's coordinate: its owner is neither root nor" "$RV/m.log"
 }
+
+# Found in review: a store's .drx/store.conf names its stripe directories,
+# absolute ones anywhere, and drx fsck --repair removed every subfile
+# there that none of the store's metafiles named: user nobody's own store,
+# its store.conf naming root's store's stripe directories, had root's
+# fsck --repair of it remove all of root's striped files' data.
+@test "drx fsck --repair of a user's store whose store.conf names another store's stripe directories removes nothing there" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (other users)"
+    "$DRX" init "$RV/s" >/dev/null
+    mount_store "$RV/s" "$RV/m"
+    head -c 300000 /dev/urandom >"$RV/data.bin"
+    cp "$RV/data.bin" "$RV/m/victim"
+    commit_mount "$RV/m"
+    unmount_store "$RV/m"
+    local subs
+    subs=$(subfiles_of "$RV/s/victim")
+    [ -n "$subs" ]
+    nob "$DRX" init "$RV/n/st" >/dev/null
+    sed "s|dirs = .*|dirs = [ \"$RV/s/.drx/stripes/0\", \"$RV/s/.drx/stripes/1\" ];|" \
+        "$RV/n/st/.drx/store.conf" >"$RV/n/conf"
+    nob cp "$RV/n/conf" "$RV/n/st/.drx/store.conf"
+    run "$DRX" fsck --repair "$RV/n/st"
+    echo "$output"
+    for f in $subs; do [ -f "$f" ]; done
+    mount_store "$RV/s" "$RV/m"
+    cmp "$RV/data.bin" "$RV/m/victim"
+}

@@ -537,6 +537,12 @@ static void check_pool_entry(struct fsck *k, size_t di, int pfd, const char *n)
         drx_fsck_finding(k, where, false, NULL,
                          "unknown file in a pool of recycled subfiles (left alone)");
     } else if (st.st_size != 0) {
+        char why[128];
+        const char *kept = k->repair ? drx_fsck_owner_refusal(k, &st, why, sizeof why) : NULL;
+        if (kept) {
+            drx_fsck_finding(k, where, false, NULL, "pooled subfile not empty; kept: %s", kept);
+            return;
+        }
         bool fixed = k->repair && unlinkat(pfd, n, 0) == 0;
         drx_fsck_finding(k, where, fixed, "remove it",
                          drx_stripe_pool_claim_name(n)
@@ -570,9 +576,10 @@ static bool check_pool(struct fsck *k, size_t di)
 static void check_stripe_entry(struct fsck *k, size_t di, const char *n)
 {
     const char *dname = k->s->cfg.stripe.dirs[di];
-    char where[PATH_MAX + 300];
+    char where[PATH_MAX + 300], why[128];
     struct ref key = {.dir = (unsigned)di};
     size_t nl = strlen(n);
+    struct stat st;
 
     if (nl <= DRX_STRIPE_NAME_MAX) {
         memcpy(key.name, n, nl + 1);
@@ -588,6 +595,10 @@ static void check_stripe_entry(struct fsck *k, size_t di, const char *n)
         drx_fsck_finding(
             k, where, false, NULL,
             "orphan subfile, kept because some metafile is unreadable and may name it");
+    } else if (k->repair && fstatat(k->s->dir_fds[di], n, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+               drx_fsck_owner_refusal(k, &st, why, sizeof why)) {
+        drx_fsck_finding(k, where, false, NULL, "orphan subfile: no metafile names it; kept: %s",
+                         why);
     } else {
         bool fixed = k->repair && unlinkat(k->s->dir_fds[di], n, 0) == 0;
         drx_fsck_finding(k, where, fixed, "remove it", "orphan subfile: no metafile names it");
@@ -739,6 +750,39 @@ static void fsck_fini(struct fsck *k)
     free(k->linked);
 }
 
+/* Who chose the store's stripe directories: store.conf names them, any
+ * absolute directory, and a user's store (his .drx/, his store.conf) may
+ * name another store's.  Root's --repair of it removed every subfile there
+ * that the user's metafiles did not name: the other store's data.  Unless
+ * both are root's or the caller's, the store is that user's
+ * (k->untrusted, k->owner). */
+static void store_owner(struct fsck *k)
+{
+    static const char *const names[] = {DRX_STORE_CONF, DRX_STORE_DIR};
+    uid_t me = geteuid();
+    struct stat st;
+
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (fstatat(k->s->root_fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != 0 &&
+            st.st_uid != me) {
+            k->untrusted = true;
+            k->owner = st.st_uid;
+            return;
+        }
+}
+
+const char *drx_fsck_owner_refusal(const struct fsck *k, const struct stat *st, char *why,
+                                   size_t len)
+{
+    if (!k->untrusted || st->st_uid == k->owner)
+        return NULL;
+    snprintf(why, len,
+             "it belongs to uid %u, and the store's stripe directories were chosen by "
+             "uid %u (its .drx/)",
+             (unsigned)st->st_uid, (unsigned)k->owner);
+    return why;
+}
+
 int drx_store_check(struct drx_store *s, bool repair, drx_check_fn *report, void *arg,
                     struct drx_check_result *res, struct drx_err *err)
 {
@@ -748,6 +792,7 @@ int drx_store_check(struct drx_store *s, bool repair, drx_check_fn *report, void
     memset(res, 0, sizeof *res);
     if (repair && (lock = repair_lock(s, err)) < 0)
         return lock;
+    store_owner(&k);
     walk(&k, open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), s->root, 0);
     check_shared(&k);
     check_drx_dir(&k);
