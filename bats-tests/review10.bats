@@ -123,3 +123,29 @@ put_i32() {
     mount_store "$RV/s" "$RV/m"
     cmp "$RV/data.bin" "$RV/m/victim"
 }
+
+# Found in review: drx fsck walks a store at most 256 directories deep
+# (and skips a name whose path passes PATH_MAX) and reported a directory
+# it could not read, but went on as if it had seen every metafile:
+# --repair then removed the subfiles of every striped file below as
+# orphans.  A user who may rename a directory above another's files (his
+# own, where others write) makes it so.  A walk that missed a directory
+# now removes and trims nothing that a metafile there might name.
+@test "drx fsck --repair removes no subfile of a striped file in a directory too deep for its walk" {
+    "$DRX" init "$RV/s" >/dev/null
+    mount_store "$RV/s" "$RV/m"
+    local deep
+    deep=$(printf 'd/%.0s' $(seq 260))
+    mkdir -p "$RV/m/$deep"
+    head -c 300000 /dev/urandom >"$RV/data.bin"
+    cp "$RV/data.bin" "$RV/m/${deep}f"
+    commit_mount "$RV/m"
+    unmount_store "$RV/m"
+    run "$DRX" fsck --repair "$RV/s"
+    echo "$output"
+    [ "$status" -ne 0 ]
+    assert_output --partial "too deep"
+    refute_output --partial "orphan subfile: no metafile names it (repaired"
+    mount_store "$RV/s" "$RV/m"
+    cmp "$RV/data.bin" "$RV/m/${deep}f"
+}

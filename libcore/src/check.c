@@ -456,9 +456,16 @@ static void walk_entry(struct fsck *k, int dfd, const char *dir, const char *n, 
     size_t suffix;
 
     if ((size_t)snprintf(shown, sizeof shown, "%s/%s", dir, n) >= sizeof shown ||
-        (size_t)snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dfd, n) >= sizeof path ||
-        fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        (size_t)snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dfd, n) >= sizeof path) {
+        k->missed = true;
+        drx_fsck_finding(k, drx_fsck_rel_of(k, dir), false, NULL,
+                         "entry %s not checked: its path is too long", n);
         return;
+    }
+    if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        k->missed |= errno != ENOENT; /* ENOENT: gone meanwhile */
+        return;
+    }
     if (drx_store_name_is_long(n, &suffix))
         check_long(k, path, suffix, &st);
     if (S_ISDIR(st.st_mode) && !is_stripe_dir(k, shown))
@@ -477,6 +484,8 @@ static void walk(struct fsck *k, int dfd, const char *dir, int depth)
 
     if (depth > 256 || dfd < 0 || !(d = fdopendir(dfd)) || !drx_anchors_add(&k->an, dfd, dir)) {
         int why = depth > 256 ? 0 : errno;
+        /* a metafile there may name any subfile: none is removed or cut */
+        k->missed = true;
         drx_fsck_finding(k, drx_fsck_rel_of(k, dir), false, NULL, "cannot read directory: %s",
                          why ? strerror(why) : "too deep");
         if (d || dfd >= 0)
@@ -591,10 +600,9 @@ static void check_stripe_entry(struct fsck *k, size_t di, const char *n)
     snprintf(where, sizeof where, "%s/%s", dname, n);
     if (!our_subfile_name(n)) {
         drx_fsck_finding(k, where, false, NULL, "unknown file in a stripe directory (left alone)");
-    } else if (k->bad_meta) {
-        drx_fsck_finding(
-            k, where, false, NULL,
-            "orphan subfile, kept because some metafile is unreadable and may name it");
+    } else if (drx_fsck_unsure(k)) {
+        drx_fsck_finding(k, where, false, NULL, "orphan subfile, kept because %s",
+                         drx_fsck_unsure(k));
     } else if (k->repair && fstatat(k->s->dir_fds[di], n, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                drx_fsck_owner_refusal(k, &st, why, sizeof why)) {
         drx_fsck_finding(k, where, false, NULL, "orphan subfile: no metafile names it; kept: %s",
@@ -769,6 +777,15 @@ static void store_owner(struct fsck *k)
             k->owner = st.st_uid;
             return;
         }
+}
+
+const char *drx_fsck_unsure(const struct fsck *k)
+{
+    if (k->bad_meta)
+        return "some metafile is unreadable and may name it";
+    if (k->missed)
+        return "a directory was not walked and a metafile there may name it";
+    return NULL;
 }
 
 const char *drx_fsck_owner_refusal(const struct fsck *k, const struct stat *st, char *why,

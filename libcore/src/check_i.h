@@ -46,6 +46,7 @@ struct fsck {
     void *arg;
     unsigned problems, repaired;
     bool bad_meta; /* some metafile could not be read: orphans are unsafe to remove */
+    bool missed;   /* some directory was not walked: nor are they then */
     /* The store's .drx/ or store.conf is this user's, neither root's nor
      * the caller's: he chose its stripe directories, so only his own files
      * there are removed (drx_fsck_owner_refusal). */
@@ -70,6 +71,10 @@ void drx_fsck_finding(struct fsck *k, const char *where, bool fixed, const char 
 const char *drx_fsck_rel_of(struct fsck *k, const char *path);
 /* Order of struct ref: stripe directory, then name. */
 int drx_fsck_ref_cmp(const void *a, const void *b);
+
+/* Why a subfile no metafile seen names may yet be named by one (an
+ * unreadable metafile, a directory not walked); NULL when none can. */
+const char *drx_fsck_unsure(const struct fsck *k);
 
 /* Why fsck --repair may not remove the file of stat st from a stripe
  * directory (another user's, in a store whose stripe directories a user
