@@ -149,3 +149,24 @@ put_i32() {
     mount_store "$RV/s" "$RV/m"
     cmp "$RV/data.bin" "$RV/m/${deep}f"
 }
+
+# Found in review: drx fsck --repair opened .drx/hidden (files a stopped
+# mount kept for open descriptors) by a path from the store's root,
+# following symlinks, and removed every entry in it: user nobody's own
+# store, its .drx/hidden a symlink to a directory of root's, had root's
+# fsck --repair of it remove all of root's files there.  .drx/ and
+# .drx/hidden are now opened beneath the store's root descriptor, never
+# through a symlink, and their entries removed through them.
+@test "drx fsck --repair of a user's store whose .drx/hidden is a symlink removes nothing outside it" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (other users)"
+    mkdir "$RV/precious"
+    echo keep >"$RV/precious/notes"
+    echo keep >"$RV/precious/.store.conf.x"
+    nob "$DRX" init "$RV/n/st" >/dev/null
+    nob rm -rf "$RV/n/st/.drx/hidden"
+    nob ln -s "$RV/precious" "$RV/n/st/.drx/hidden"
+    run "$DRX" fsck --repair "$RV/n/st"
+    echo "$output"
+    [ -f "$RV/precious/notes" ]
+    [ -f "$RV/precious/.store.conf.x" ]
+}

@@ -648,32 +648,57 @@ static void check_stripe_dirs(struct fsck *k)
         check_stripe_dir(k, di);
 }
 
+/* Directory name of the store (.drx, .drx/hidden), opened beneath its
+ * root descriptor without following a symlink at any step (a user's store
+ * may make either a symlink to a directory of root's), as a DIR whose
+ * descriptor is an anchor shown as the store's path; NULL when there is
+ * none. */
+static DIR *store_dir_open(struct fsck *k, const char *name, char *shown, size_t len)
+{
+    snprintf(shown, len, "%s/%s", k->s->root, name);
+    int fd = drx_store_entry_open(k->s, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+    DIR *d;
+
+    if (fd < 0)
+        return NULL;
+    if (!(d = fdopendir(fd)) || !drx_anchors_add(&k->an, fd, shown)) {
+        d ? closedir(d) : close(fd);
+        return NULL;
+    }
+    return d;
+}
+
+static void store_dir_close(struct fsck *k, DIR *d)
+{
+    drx_anchors_drop(&k->an, dirfd(d));
+    closedir(d);
+}
+
 /* .drx/ itself: leftover store.conf temporaries. */
 static void check_drx_dir(struct fsck *k)
 {
-    char dir[PATH_MAX + 8], path[PATH_MAX * 2];
+    char dir[PATH_MAX + 8], path[PATH_MAX];
     struct dirent *e;
-    DIR *d;
+    DIR *d = store_dir_open(k, DRX_STORE_DIR, dir, sizeof dir);
 
-    snprintf(dir, sizeof dir, "%s/" DRX_STORE_DIR, k->s->root);
-    if (!(d = opendir(dir)))
+    if (!d)
         return;
     while ((e = readdir(d))) {
         if (strncmp(e->d_name, ".store.conf.", 12) != 0)
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        bool fixed = k->repair && unlink(path) == 0;
+        snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dirfd(d), e->d_name);
+        bool fixed = k->repair && unlinkat(dirfd(d), e->d_name, 0) == 0;
         drx_fsck_finding(k, drx_fsck_rel_of(k, path), fixed, "remove it",
                          "leftover temporary file of an interrupted update");
     }
-    closedir(d);
+    store_dir_close(k, d);
 }
 
 /* One entry of .drx/hidden: a file a drxfs mount removed while it was
  * open, kept until its last close (fs/drxfs/drxfs_hidden.c).  While a
  * mount may hold it, its subfiles are in use; in an idle store it is what
  * a daemon stopped before that close left behind. */
-static void check_hidden_entry(struct fsck *k, const char *path, bool idle)
+static void check_hidden_entry(struct fsck *k, int dfd, const char *path, bool idle)
 {
     char name[PATH_MAX];
     struct drx_err err = {{0}};
@@ -688,7 +713,7 @@ static void check_hidden_entry(struct fsck *k, const char *path, bool idle)
         snprintf(name, sizeof name, "%.*s", (int)(strlen(path) - strlen(DRX_STRIPE_SUFFIX)), path);
         fixed = drx_stripe_unlink(k->s, name, &err) == 0;
     } else {
-        fixed = unlink(path) == 0;
+        fixed = unlinkat(dfd, strrchr(path, '/') + 1, 0) == 0;
     }
     drx_fsck_finding(
         k, drx_fsck_rel_of(k, path), fixed, "remove it",
@@ -699,20 +724,19 @@ static void check_hidden_entry(struct fsck *k, const char *path, bool idle)
  * same lock tried for a check). */
 static void check_hidden(struct fsck *k, bool idle)
 {
-    char dir[PATH_MAX + 16], path[PATH_MAX * 2];
+    char dir[PATH_MAX + 16], path[PATH_MAX];
     struct dirent *e;
-    DIR *d;
+    DIR *d = store_dir_open(k, DRX_STORE_HIDDEN, dir, sizeof dir);
 
-    snprintf(dir, sizeof dir, "%s/" DRX_STORE_HIDDEN, k->s->root);
-    if (!(d = opendir(dir)))
+    if (!d)
         return;
     while ((e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        check_hidden_entry(k, path, idle);
+        snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dirfd(d), e->d_name);
+        check_hidden_entry(k, dirfd(d), path, idle);
     }
-    closedir(d);
+    store_dir_close(k, d);
 }
 
 /* A repair needs an idle store: a mount's daemon records sizes lazily
