@@ -206,9 +206,11 @@ while time.time() < end:
     "$PY" -c 'import sys, numpy as np; sys.stdout.buffer.write(np.array([10, 20, 30, 40], "<i4").tobytes())' |
         "$DRX" put "$RV/s/proj/x"
     "$DRX" create "$RV/s/proj/a" --type f64 --shape 4 --chunk 4 --dims x >/dev/null
-    # a is nobody's, x another member's (uid 65533), both the group's, 0640
+    # a is nobody's, x another member's (sync, uid 4: nogroup is its primary
+    # group; review10 wants a coordinate's owner in the group), both the
+    # group's, 0640
     chown 65534:65534 "$RV/s/proj/a.xmd" "$RV/s/proj/a.xta"
-    chown 65533:65534 "$RV/s/proj/x.xmd" "$RV/s/proj/x.xta"
+    chown 4:65534 "$RV/s/proj/x.xmd" "$RV/s/proj/x.xta"
     chmod 640 "$RV/s/proj/a.xmd" "$RV/s/proj/a.xta" "$RV/s/proj/x.xmd" "$RV/s/proj/x.xta"
     mount_store "$RV/s" "$RV/m" -o allow_other
     run ncdump -v x "$RV/m/proj/a/data.nc"

@@ -82,8 +82,9 @@ static int attr_set_failed(const struct drxfs_node *n, const char *name, int rc,
                            const struct drx_err *err)
 {
     if (err->msg[0])
-        drx_log(rc == -EINVAL || rc == -ERANGE || rc == -E2BIG ? DRX_LOG_DEBUG : DRX_LOG_WARNING,
-                "%s: setxattr user.%s: %s", n->rel, name, err->msg);
+        drx_log_ratelimited(rc == -EINVAL || rc == -ERANGE || rc == -E2BIG ? DRX_LOG_DEBUG
+                                                                           : DRX_LOG_WARNING,
+                            "%s: setxattr user.%s: %s", n->rel, name, err->msg);
     if (rc == -ERANGE || rc == -E2BIG)
         rc = rc == -ERANGE ? -EINVAL : -ENOSPC;
     return rc;

@@ -17,7 +17,8 @@
  *   opens them).  So it is taken only when everybody who may change it is
  *   trusted as the array's own writers are: its owner is root, the
  *   array's owner, or (a project group's arrays, made by several of its
- *   members) it is in the array's group, which the array's owner is in;
+ *   members) it is in the array's group, and so are its owner and the
+ *   array's (a set-group-ID directory gives its group to anyone's files);
  *   and no one else may write it: not others, not a group other than the
  *   array's, and no user or group its POSIX ACL names.
  *
@@ -143,7 +144,10 @@ static void acl_group_bits(struct stat *st, const struct acl_sum *a)
  * by someone the array (ref: its .xmd) does not trust, or NULL. */
 static const char *write_refusal(const struct stat *ref, const struct stat *c, bool named_write)
 {
-    bool project = c->st_gid == ref->st_gid && user_in_group(ref->st_uid, c->st_gid);
+    /* both owners members: a set-group-ID directory that others may write
+     * gives its group to everyone's new files, member or not */
+    bool project = c->st_gid == ref->st_gid && user_in_group(ref->st_uid, c->st_gid) &&
+                   user_in_group(c->st_uid, c->st_gid);
 
     if (c->st_uid != 0 && c->st_uid != ref->st_uid && !project)
         return "its owner is neither root nor the array's owner, nor is it in the array's "

@@ -276,8 +276,8 @@ static int rename_array(const char *from, const char *to)
     }
     rc = drx_array_rename(fdir, fbase, tdir, tbase, &err);
     if (rc < 0)
-        drx_log(rc == -ENOTEMPTY ? DRX_LOG_DEBUG : DRX_LOG_WARNING, "rename %s -> %s: %s", from, to,
-                err.msg[0] ? err.msg : strerror(-rc));
+        drx_log_ratelimited(rc == -ENOTEMPTY ? DRX_LOG_DEBUG : DRX_LOG_WARNING,
+                            "rename %s -> %s: %s", from, to, err.msg[0] ? err.msg : strerror(-rc));
 out:
     close(fdir);
     if (tdir >= 0)

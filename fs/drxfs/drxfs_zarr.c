@@ -126,9 +126,9 @@ static void zctx_coord(struct zctx *zc, const struct drxfs_node *n, int d, bool 
     cm = drx_array_meta(zc->a[i]);
     if ((why = coord_why(cm, m, d)) ||
         (why = drxfs_coord_refusal(n->rel, drxfs_arr_key(zc->arr[i])))) {
-        drx_log(opening ? DRX_LOG_INFO : DRX_LOG_DEBUG,
-                "%s: %s is not dimension %s's coordinate: %s", n->rel, drxfs_arr_key(zc->arr[i]),
-                dn, why);
+        drx_log_ratelimited(opening ? DRX_LOG_INFO : DRX_LOG_DEBUG,
+                            "%s: %s is not dimension %s's coordinate: %s", n->rel,
+                            drxfs_arr_key(zc->arr[i]), dn, why);
         drxfs_arr_unlock(zc->arr[i]);
         drxfs_arr_put(zc->arr[i]);
         zc->arr[i] = NULL;

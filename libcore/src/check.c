@@ -456,9 +456,16 @@ static void walk_entry(struct fsck *k, int dfd, const char *dir, const char *n, 
     size_t suffix;
 
     if ((size_t)snprintf(shown, sizeof shown, "%s/%s", dir, n) >= sizeof shown ||
-        (size_t)snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dfd, n) >= sizeof path ||
-        fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        (size_t)snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dfd, n) >= sizeof path) {
+        k->missed = true;
+        drx_fsck_finding(k, drx_fsck_rel_of(k, dir), false, NULL,
+                         "entry %s not checked: its path is too long", n);
         return;
+    }
+    if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        k->missed |= errno != ENOENT; /* ENOENT: gone meanwhile */
+        return;
+    }
     if (drx_store_name_is_long(n, &suffix))
         check_long(k, path, suffix, &st);
     if (S_ISDIR(st.st_mode) && !is_stripe_dir(k, shown))
@@ -477,6 +484,8 @@ static void walk(struct fsck *k, int dfd, const char *dir, int depth)
 
     if (depth > 256 || dfd < 0 || !(d = fdopendir(dfd)) || !drx_anchors_add(&k->an, dfd, dir)) {
         int why = depth > 256 ? 0 : errno;
+        /* a metafile there may name any subfile: none is removed or cut */
+        k->missed = true;
         drx_fsck_finding(k, drx_fsck_rel_of(k, dir), false, NULL, "cannot read directory: %s",
                          why ? strerror(why) : "too deep");
         if (d || dfd >= 0)
@@ -537,6 +546,12 @@ static void check_pool_entry(struct fsck *k, size_t di, int pfd, const char *n)
         drx_fsck_finding(k, where, false, NULL,
                          "unknown file in a pool of recycled subfiles (left alone)");
     } else if (st.st_size != 0) {
+        char why[128];
+        const char *kept = k->repair ? drx_fsck_owner_refusal(k, &st, why, sizeof why) : NULL;
+        if (kept) {
+            drx_fsck_finding(k, where, false, NULL, "pooled subfile not empty; kept: %s", kept);
+            return;
+        }
         bool fixed = k->repair && unlinkat(pfd, n, 0) == 0;
         drx_fsck_finding(k, where, fixed, "remove it",
                          drx_stripe_pool_claim_name(n)
@@ -570,9 +585,10 @@ static bool check_pool(struct fsck *k, size_t di)
 static void check_stripe_entry(struct fsck *k, size_t di, const char *n)
 {
     const char *dname = k->s->cfg.stripe.dirs[di];
-    char where[PATH_MAX + 300];
+    char where[PATH_MAX + 300], why[128];
     struct ref key = {.dir = (unsigned)di};
     size_t nl = strlen(n);
+    struct stat st;
 
     if (nl <= DRX_STRIPE_NAME_MAX) {
         memcpy(key.name, n, nl + 1);
@@ -584,10 +600,13 @@ static void check_stripe_entry(struct fsck *k, size_t di, const char *n)
     snprintf(where, sizeof where, "%s/%s", dname, n);
     if (!our_subfile_name(n)) {
         drx_fsck_finding(k, where, false, NULL, "unknown file in a stripe directory (left alone)");
-    } else if (k->bad_meta) {
-        drx_fsck_finding(
-            k, where, false, NULL,
-            "orphan subfile, kept because some metafile is unreadable and may name it");
+    } else if (drx_fsck_unsure(k)) {
+        drx_fsck_finding(k, where, false, NULL, "orphan subfile, kept because %s",
+                         drx_fsck_unsure(k));
+    } else if (k->repair && fstatat(k->s->dir_fds[di], n, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+               drx_fsck_owner_refusal(k, &st, why, sizeof why)) {
+        drx_fsck_finding(k, where, false, NULL, "orphan subfile: no metafile names it; kept: %s",
+                         why);
     } else {
         bool fixed = k->repair && unlinkat(k->s->dir_fds[di], n, 0) == 0;
         drx_fsck_finding(k, where, fixed, "remove it", "orphan subfile: no metafile names it");
@@ -629,32 +648,57 @@ static void check_stripe_dirs(struct fsck *k)
         check_stripe_dir(k, di);
 }
 
+/* Directory name of the store (.drx, .drx/hidden), opened beneath its
+ * root descriptor without following a symlink at any step (a user's store
+ * may make either a symlink to a directory of root's), as a DIR whose
+ * descriptor is an anchor shown as the store's path; NULL when there is
+ * none. */
+static DIR *store_dir_open(struct fsck *k, const char *name, char *shown, size_t len)
+{
+    snprintf(shown, len, "%s/%s", k->s->root, name);
+    int fd = drx_store_entry_open(k->s, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+    DIR *d;
+
+    if (fd < 0)
+        return NULL;
+    if (!(d = fdopendir(fd)) || !drx_anchors_add(&k->an, fd, shown)) {
+        d ? closedir(d) : close(fd);
+        return NULL;
+    }
+    return d;
+}
+
+static void store_dir_close(struct fsck *k, DIR *d)
+{
+    drx_anchors_drop(&k->an, dirfd(d));
+    closedir(d);
+}
+
 /* .drx/ itself: leftover store.conf temporaries. */
 static void check_drx_dir(struct fsck *k)
 {
-    char dir[PATH_MAX + 8], path[PATH_MAX * 2];
+    char dir[PATH_MAX + 8], path[PATH_MAX];
     struct dirent *e;
-    DIR *d;
+    DIR *d = store_dir_open(k, DRX_STORE_DIR, dir, sizeof dir);
 
-    snprintf(dir, sizeof dir, "%s/" DRX_STORE_DIR, k->s->root);
-    if (!(d = opendir(dir)))
+    if (!d)
         return;
     while ((e = readdir(d))) {
         if (strncmp(e->d_name, ".store.conf.", 12) != 0)
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        bool fixed = k->repair && unlink(path) == 0;
+        snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dirfd(d), e->d_name);
+        bool fixed = k->repair && unlinkat(dirfd(d), e->d_name, 0) == 0;
         drx_fsck_finding(k, drx_fsck_rel_of(k, path), fixed, "remove it",
                          "leftover temporary file of an interrupted update");
     }
-    closedir(d);
+    store_dir_close(k, d);
 }
 
 /* One entry of .drx/hidden: a file a drxfs mount removed while it was
  * open, kept until its last close (fs/drxfs/drxfs_hidden.c).  While a
  * mount may hold it, its subfiles are in use; in an idle store it is what
  * a daemon stopped before that close left behind. */
-static void check_hidden_entry(struct fsck *k, const char *path, bool idle)
+static void check_hidden_entry(struct fsck *k, int dfd, const char *path, bool idle)
 {
     char name[PATH_MAX];
     struct drx_err err = {{0}};
@@ -669,7 +713,7 @@ static void check_hidden_entry(struct fsck *k, const char *path, bool idle)
         snprintf(name, sizeof name, "%.*s", (int)(strlen(path) - strlen(DRX_STRIPE_SUFFIX)), path);
         fixed = drx_stripe_unlink(k->s, name, &err) == 0;
     } else {
-        fixed = unlink(path) == 0;
+        fixed = unlinkat(dfd, strrchr(path, '/') + 1, 0) == 0;
     }
     drx_fsck_finding(
         k, drx_fsck_rel_of(k, path), fixed, "remove it",
@@ -680,20 +724,19 @@ static void check_hidden_entry(struct fsck *k, const char *path, bool idle)
  * same lock tried for a check). */
 static void check_hidden(struct fsck *k, bool idle)
 {
-    char dir[PATH_MAX + 16], path[PATH_MAX * 2];
+    char dir[PATH_MAX + 16], path[PATH_MAX];
     struct dirent *e;
-    DIR *d;
+    DIR *d = store_dir_open(k, DRX_STORE_HIDDEN, dir, sizeof dir);
 
-    snprintf(dir, sizeof dir, "%s/" DRX_STORE_HIDDEN, k->s->root);
-    if (!(d = opendir(dir)))
+    if (!d)
         return;
     while ((e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        check_hidden_entry(k, path, idle);
+        snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dirfd(d), e->d_name);
+        check_hidden_entry(k, dirfd(d), path, idle);
     }
-    closedir(d);
+    store_dir_close(k, d);
 }
 
 /* A repair needs an idle store: a mount's daemon records sizes lazily
@@ -739,6 +782,48 @@ static void fsck_fini(struct fsck *k)
     free(k->linked);
 }
 
+/* Who chose the store's stripe directories: store.conf names them, any
+ * absolute directory, and a user's store (his .drx/, his store.conf) may
+ * name another store's.  Root's --repair of it removed every subfile there
+ * that the user's metafiles did not name: the other store's data.  Unless
+ * both are root's or the caller's, the store is that user's
+ * (k->untrusted, k->owner). */
+static void store_owner(struct fsck *k)
+{
+    static const char *const names[] = {DRX_STORE_CONF, DRX_STORE_DIR};
+    uid_t me = geteuid();
+    struct stat st;
+
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (fstatat(k->s->root_fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != 0 &&
+            st.st_uid != me) {
+            k->untrusted = true;
+            k->owner = st.st_uid;
+            return;
+        }
+}
+
+const char *drx_fsck_unsure(const struct fsck *k)
+{
+    if (k->bad_meta)
+        return "some metafile is unreadable and may name it";
+    if (k->missed)
+        return "a directory was not walked and a metafile there may name it";
+    return NULL;
+}
+
+const char *drx_fsck_owner_refusal(const struct fsck *k, const struct stat *st, char *why,
+                                   size_t len)
+{
+    if (!k->untrusted || st->st_uid == k->owner)
+        return NULL;
+    snprintf(why, len,
+             "it belongs to uid %u, and the store's stripe directories were chosen by "
+             "uid %u (its .drx/)",
+             (unsigned)st->st_uid, (unsigned)k->owner);
+    return why;
+}
+
 int drx_store_check(struct drx_store *s, bool repair, drx_check_fn *report, void *arg,
                     struct drx_check_result *res, struct drx_err *err)
 {
@@ -748,6 +833,7 @@ int drx_store_check(struct drx_store *s, bool repair, drx_check_fn *report, void
     memset(res, 0, sizeof *res);
     if (repair && (lock = repair_lock(s, err)) < 0)
         return lock;
+    store_owner(&k);
     walk(&k, open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), s->root, 0);
     check_shared(&k);
     check_drx_dir(&k);

@@ -46,6 +46,12 @@ struct fsck {
     void *arg;
     unsigned problems, repaired;
     bool bad_meta; /* some metafile could not be read: orphans are unsafe to remove */
+    bool missed;   /* some directory was not walked: nor are they then */
+    /* The store's .drx/ or store.conf is this user's, neither root's nor
+     * the caller's: he chose its stripe directories, so only his own files
+     * there are removed (drx_fsck_owner_refusal). */
+    bool untrusted;
+    uid_t owner;
     struct ref *refs;
     size_t nrefs, caprefs;
     struct trim *trims;
@@ -65,6 +71,16 @@ void drx_fsck_finding(struct fsck *k, const char *where, bool fixed, const char 
 const char *drx_fsck_rel_of(struct fsck *k, const char *path);
 /* Order of struct ref: stripe directory, then name. */
 int drx_fsck_ref_cmp(const void *a, const void *b);
+
+/* Why a subfile no metafile seen names may yet be named by one (an
+ * unreadable metafile, a directory not walked); NULL when none can. */
+const char *drx_fsck_unsure(const struct fsck *k);
+
+/* Why fsck --repair may not remove the file of stat st from a stripe
+ * directory (another user's, in a store whose stripe directories a user
+ * chose); NULL when it may.  why: room for the reason. */
+const char *drx_fsck_owner_refusal(const struct fsck *k, const struct stat *st, char *why,
+                                   size_t len);
 
 /* check_trim.c */
 /* Subfile i of metafile mp (m), of stat st, is longer than the want bytes

@@ -139,9 +139,7 @@ void drx_fsck_trims_settle(struct fsck *k)
         if (other) { /* whichever size is right, the bytes stay */
             snprintf(buf, sizeof buf, "metafile %s names it too", other);
             why = buf;
-        } else if (k->bad_meta) {
-            why = "some metafile is unreadable and may name it";
-        } else {
+        } else if (!(why = drx_fsck_unsure(k))) {
             why = trim_now(k, t);
         }
         long_finding(k, t->rel, sub, t->i, t->size, t->want, t->recorded, !why, why);
