@@ -9,10 +9,7 @@ setup() {
 }
 
 teardown() {
-    [ -n "${RV:-}" ] || return 0
-    stop_holder
-    unmount_store "$RV/m"
-    rm -rf "$RV"
+    hostile_teardown
 }
 
 # Found in review: zarr/ logged a refused coordinate candidate at info on
