@@ -495,7 +495,7 @@ static bool caller_may_write(const struct stat *st)
 /* Grows zc's array to shape along every dimension where it is larger,
  * all or nothing: one handle of its own (whose bounds are the file's now:
  * the daemon's handles see the new records at their next access), each
- * growth pending (drx_array_extend_pending: the fill written, nothing
+ * growth pending (drx_array_grow_pending: the fill written, nothing
  * recorded), then one commit that syncs the .xta and appends every
  * dimension's record in one write.  A failure at any dimension (a full
  * disk for its fill) drops them all, so the array keeps its shape; a
@@ -518,11 +518,10 @@ static int grow_all(const struct drxfs_node *dst, const struct zctx *zc, const u
     rc = drx_array_open(path, DRX_RDWR, &h, &err);
     if (rc == 0) {
         rank = drx_array_meta(h)->rank;
+        /* each count decided under the extend lock: a drx extend by
+         * another process since the open is counted, not added to */
         for (int d = 0; d < rank && rc == 0; d++)
-            if (shape[d] > drx_array_meta(h)->bounds[d]) {
-                by[d] = shape[d] - drx_array_meta(h)->bounds[d];
-                rc = drx_array_extend_pending(h, d, by[d], true, &err);
-            }
+            rc = drx_array_grow_pending(h, d, shape[d], true, &by[d], &err);
         if (rc == 0)
             rc = drx_array_commit(h, &err);
         else

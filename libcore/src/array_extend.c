@@ -337,11 +337,15 @@ static int pend_grow(struct drx_array *a, int dim, uint64_t count, bool file, st
     return rc;
 }
 
-int drx_array_extend_pending(struct drx_array *a, int dim, uint64_t count, bool file,
-                             struct drx_err *err)
+/* A pending growth of dimension dim by count elements, or (count 0) to
+ * `to` elements when it has fewer: with file, decided under the extend
+ * lock, after the reload that takes it.  *by: the elements grown. */
+static int grow_pending(struct drx_array *a, int dim, uint64_t count, uint64_t to, bool file,
+                        uint64_t *by, struct drx_err *err)
 {
     int rc;
 
+    *by = 0;
     if (file && a->mode != DRX_RDWR)
         return drx_err_set(err, EBADF, "%s: opened read-only", a->path);
     /* A commit may have to write the .xmd whole (not appendable by this
@@ -351,14 +355,38 @@ int drx_array_extend_pending(struct drx_array *a, int dim, uint64_t count, bool 
                                         "DRX_METAONLY handle", a->path);
     if (dim < 0 || dim >= a->meta.rank)
         return drx_err_set(err, EINVAL, "dimension %d out of range (rank %d)", dim, a->meta.rank);
-    if (count == 0)
+    if (count == 0 && to == 0)
         return drx_err_set(err, EINVAL, "extension count must be > 0");
     if (file && !a->pend_file && (rc = pend_begin(a, err)) < 0)
         return rc;
-    rc = pend_grow(a, dim, count, file, err);
-    if (rc < 0 && a->pend_len == 0 && a->pend_file)
+    if (count == 0)
+        count = to > a->meta.bounds[dim] ? to - a->meta.bounds[dim] : 0;
+    rc = count ? pend_grow(a, dim, count, file, err) : 0;
+    if (rc == 0)
+        *by = count;
+    if (a->pend_len == 0 && a->pend_file)
         pend_end(a); /* nothing pending: the lock goes */
     return rc;
+}
+
+int drx_array_extend_pending(struct drx_array *a, int dim, uint64_t count, bool file,
+                             struct drx_err *err)
+{
+    uint64_t by;
+
+    if (count == 0)
+        return drx_err_set(err, EINVAL, "extension count must be > 0");
+    return grow_pending(a, dim, count, 0, file, &by, err);
+}
+
+int drx_array_grow_pending(struct drx_array *a, int dim, uint64_t to, bool file, uint64_t *by,
+                           struct drx_err *err)
+{
+    if (to == 0) {
+        *by = 0;
+        return 0; /* every dimension has at least that */
+    }
+    return grow_pending(a, dim, 0, to, file, by, err);
 }
 
 int drx_array_pending_drop(struct drx_array *a, struct drx_err *err)

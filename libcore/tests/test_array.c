@@ -742,6 +742,24 @@ static void extend_pending(void)
                drx_array_extend(m, 0, 1, &err) == 0,
            "a DRX_METAONLY handle: batched growth refused, a plain extension works");
     drx_array_close(m);
+    /* growth to a size: decided under the extend lock, after the reload,
+     * so another handle's extension since the open is counted */
+    struct drx_array *g, *o;
+    uint64_t by = 9, b0;
+    drx_array_open(path, DRX_RDWR, &g, &err);
+    drx_array_open(path, DRX_RDWR, &o, &err);
+    b0 = drx_array_meta(g)->bounds[0];
+    err = (struct drx_err){{0}};
+    tap_ok(drx_array_extend(o, 0, 2, &err) == 0 &&
+               drx_array_grow_pending(g, 0, b0 + 3, true, &by, &err) == 0 && by == 1 &&
+               drx_array_commit(g, &err) == 0 && drx_array_meta(g)->bounds[0] == b0 + 3,
+           "grown to %llu: by 1 after another handle's 2 (%s)", (unsigned long long)(b0 + 3),
+           err.msg);
+    tap_ok(drx_array_grow_pending(g, 0, b0, true, &by, &err) == 0 && by == 0 &&
+               drx_array_extend(o, 0, 1, &err) == 0,
+           "to a size it has: nothing grown, and the lock is free");
+    drx_array_close(g);
+    drx_array_close(o);
     free(committed);
     drx_array_close(a);
     drx_array_close(f);

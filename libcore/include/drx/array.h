@@ -181,6 +181,13 @@ int drx_array_extend(struct drx_array *a, int dim, uint64_t count, struct drx_er
 int drx_array_extend_pending(struct drx_array *a, int dim, uint64_t count, bool file,
                              struct drx_err *err);
 
+/* drx_array_extend_pending to `to` elements along dim: grows by what dim
+ * lacks of it, *by elements (0 when it has that many already), the
+ * comparison made with file under the extend lock, after the metadata is
+ * read again (an extension by another process meanwhile counts). */
+int drx_array_grow_pending(struct drx_array *a, int dim, uint64_t to, bool file, uint64_t *by,
+                           struct drx_err *err);
+
 /* Commits the pending growths (a file handle: sync, records, sync of the
  * .xmd, then the extend lock goes; a follower reads the committed metadata
  * again, after the file handle committed).  0 when none were pending or
