@@ -147,6 +147,43 @@ put_i32() {
     cmp "$RV/data.bin" "$RV/m/${deep}f"
 }
 
+# The other case of the walk above: a path from the store's root past
+# PATH_MAX.  The mount takes a file 4090 bytes below it, so below a store
+# path of a few dozen bytes such a file's full path is longer than
+# PATH_MAX.  The walk reaches every entry through a descriptor of its
+# directory; only the name shown in findings is cut short.  It used to
+# skip such an entry (--repair then removed its subfiles as orphans), and
+# for a moment (review10's first fix) call the store unchecked.
+@test "drx fsck --repair checks a striped file whose path from the store's root passes PATH_MAX, and keeps its subfiles" {
+    "$DRX" init "$RV/s" >/dev/null
+    mount_store "$RV/s" "$RV/m"
+    head -c 300000 /dev/urandom >"$RV/data.bin"
+    local rel
+    rel=$("$PY" - "$RV/m" "$RV/data.bin" <<'EOF2'
+import os, sys
+m, src = sys.argv[1], sys.argv[2]
+os.chdir(m)
+# 16 levels of 250 bytes: 4016 bytes below the mount, then the file
+for _ in range(16):
+    os.mkdir("d" * 250)
+    os.chdir("d" * 250)
+with open("f" * 60, "wb") as f:
+    f.write(open(src, "rb").read())
+print(os.getcwd()[len(m) + 1:] + "/" + "f" * 60)
+EOF2
+)
+    [ $((${#RV} + 2 + ${#rel})) -gt 4096 ]
+    commit_mount "$RV/m"
+    unmount_store "$RV/m"
+    run "$DRX" fsck --repair "$RV/s"
+    echo "$output"
+    assert_success
+    refute_output --partial "orphan"
+    refute_output --partial "not checked"
+    mount_store "$RV/s" "$RV/m"
+    (cd "$RV/m/${rel%/*}" && cmp "$RV/data.bin" "${rel##*/}")
+}
+
 # Found in review: drx fsck --repair opened .drx/hidden (files a stopped
 # mount kept for open descriptors) by a path from the store's root,
 # following symlinks, and removed every entry in it: user nobody's own

@@ -455,8 +455,12 @@ static void walk_entry(struct fsck *k, int dfd, const char *dir, const char *n, 
     struct stat st;
     size_t suffix;
 
-    if ((size_t)snprintf(shown, sizeof shown, "%s/%s", dir, n) >= sizeof shown ||
-        (size_t)snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dfd, n) >= sizeof path) {
+    /* shown only names the entry in findings: past PATH_MAX (a deep tree
+     * below a long store path, which the mount allows) it is cut short,
+     * and the entry is still checked through its anchor, path; no stripe
+     * directory is that deep */
+    bool deep = (size_t)snprintf(shown, sizeof shown, "%s/%s", dir, n) >= sizeof shown;
+    if ((size_t)snprintf(path, sizeof path, DRX_ANCHOR_PREFIX "%d/%s", dfd, n) >= sizeof path) {
         k->missed = true;
         drx_fsck_finding(k, drx_fsck_rel_of(k, dir), false, NULL,
                          "entry %s not checked: its path is too long", n);
@@ -468,7 +472,7 @@ static void walk_entry(struct fsck *k, int dfd, const char *dir, const char *n, 
     }
     if (drx_store_name_is_long(n, &suffix))
         check_long(k, path, suffix, &st);
-    if (S_ISDIR(st.st_mode) && !is_stripe_dir(k, shown))
+    if (S_ISDIR(st.st_mode) && (deep || !is_stripe_dir(k, shown)))
         walk(k, openat(dfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), shown, depth + 1);
     else if (S_ISREG(st.st_mode))
         check_file(k, path, n, &st);
