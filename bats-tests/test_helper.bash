@@ -64,6 +64,20 @@ mount_store() {
 # subshell's: start setpriv itself when the job must be killed by pid.
 nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 
+# nob_opens PATH N: user nobody opens PATH and reads 10 bytes, N times,
+# whatever each open answers (a flood of refusals for the log's limits)
+nob_opens() {
+    nob "$PY" - "$1" "$2" <<'PY'
+import sys
+for i in range(int(sys.argv[2])):
+    try:
+        with open(sys.argv[1], "rb") as f:
+            f.read(10)
+    except OSError:
+        pass
+PY
+}
+
 # subfiles_of STORE_PATH: the subfile paths of a striped file
 subfiles_of() {
     "$DRX" stripe get "$1" | sed -n 's/^subfile [0-9]*: \([^ ]*\) .*/\1/p'

@@ -351,12 +351,8 @@ int drx_cmd_extend(int argc, char **argv)
     if (dim < 0) {
         /* as a view word's error does: the names a typo missed */
         const struct drx_array_meta *m = drx_array_meta(a);
-        char names[DRX_MAX_RANK * (DRX_MAX_DIM_NAME + 2) + 1] = "";
-        size_t used = 0;
-        for (int i = 0; i < m->rank && used < sizeof names; i++)
-            if (m->dim_name[i][0])
-                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                         used ? ", " : "", m->dim_name[i]);
+        char names[DRX_ARRAY_DIM_NAMES_LEN];
+        size_t used = drx_array_dim_names(m, names, sizeof names);
         rc = drx_cli_fail("extend: '%s' is not a dimension of %s (%s%.300s%s0..%d)", argv[2],
                           argv[1], used ? "names: " : "", names, used ? "; or " : "numbers ",
                           m->rank - 1);

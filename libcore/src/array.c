@@ -72,6 +72,23 @@ int drx_array_dim_lookup(const struct drx_array_meta *m, const char *word)
     return -1;
 }
 
+size_t drx_array_dim_names(const struct drx_array_meta *m, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    if (len)
+        buf[0] = '\0';
+    for (int i = 0; i < m->rank; i++) {
+        if (!m->dim_name[i][0])
+            continue;
+        int n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", m->dim_name[i]);
+        if (n < 0 || (size_t)n >= len - used)
+            break; /* what fits stays */
+        used += (size_t)n;
+    }
+    return used;
+}
+
 /* Opens an array file without following a symlink in its last component
  * and requires a regular file: the daemon runs as root on a store users can
  * write, and NAME.xta -> /etc/shadow must not become readable.  A hard

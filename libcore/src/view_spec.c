@@ -349,13 +349,8 @@ static int word_error(const struct drx_view_word *w, const struct drx_array_meta
 
     word_format(w, word, sizeof word);
     if (d < 0) {
-        char names[DRX_MAX_RANK * (DRX_MAX_DIM_NAME + 2) + 1] = "";
-        size_t used = 0;
-        for (int i = 0; i < m->rank && used < sizeof names; i++)
-            if (m->dim_name[i][0])
-                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                         used ? ", " : "", m->dim_name[i]);
-        if (!used)
+        char names[DRX_ARRAY_DIM_NAMES_LEN];
+        if (!drx_array_dim_names(m, names, sizeof names))
             return drx_err_set(err, ENOENT,
                                "%s: no dimension named '%s' (the dimensions have "
                                "no names: use dim0..dim%d)",

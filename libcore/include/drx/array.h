@@ -273,6 +273,11 @@ void drx_array_locate(const struct drx_array_meta *m, const uint64_t *idx, uint6
 bool drx_array_dim_name_valid(const char *name);
 /* Index of a dimension given by number or name, or -1. */
 int drx_array_dim_lookup(const struct drx_array_meta *m, const char *word);
+/* The dimensions' names, ", " between them (unnamed ones left out), into
+ * buf of len bytes (DRX_ARRAY_DIM_NAMES_LEN holds them all), for the
+ * errors of a word that named none: its length, 0 when none is named. */
+#define DRX_ARRAY_DIM_NAMES_LEN (DRX_MAX_RANK * (DRX_MAX_DIM_NAME + 2) + 1)
+size_t drx_array_dim_names(const struct drx_array_meta *m, char *buf, size_t len);
 
 /* JSON for `drx info --json` and the `info` file (see view.h for views). */
 struct drx_view;
