@@ -52,6 +52,26 @@ PY
     [ "$(wc -l <"$RV/m.log")" -le 60 ]
 }
 
+# Found in review: the limit was per call site only, 10 distinct messages
+# a minute for everyone: user nobody making 15 distinct refusals at one
+# site hid root's first refusal there.  Each user now has a burst of his
+# own at each site.
+@test "one user's flood of distinct refusals at a call site does not hide another user's first one there" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    user_dir_store
+    nob "$DRX" create "$RV/m/u/a" --type f64 --shape 4 --chunk 4 >/dev/null
+    local i
+    for i in $(seq 15); do nob touch "$RV/s/u/b$i.xta"; done
+    for i in $(seq 15); do nob mv "$RV/m/u/a" "$RV/m/u/b$i" 2>/dev/null || true; done
+    # his burst: 10 of the 15
+    [ "$(grep -c "rename u/a -> u/b[0-9]*: b[0-9]*.xta exists without" "$RV/m.log")" -eq 10 ]
+    "$DRX" create "$RV/m/r" --type f64 --shape 4 --chunk 4 >/dev/null
+    touch "$RV/s/q.xta"
+    run mv "$RV/m/r" "$RV/m/q"
+    assert_failure
+    grep -q "rename r -> q: q.xta exists without" "$RV/m.log"
+}
+
 # put_i32 ARRAY V...: the elements of 1-D i32 array ARRAY
 put_i32() {
     local a=$1

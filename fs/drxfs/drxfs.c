@@ -305,9 +305,20 @@ static void set_timeouts(struct fuse_config *cfg)
         cfg->negative_timeout = 0;
 }
 
+/* Who a message logged now is about, for the log's rate limits: the
+ * caller of the request this thread serves (each user a burst of his
+ * own), or -1 in the daemon's own threads. */
+static long log_actor(void)
+{
+    const struct fuse_context *c = fuse_get_context();
+    return c && c->fuse ? (long)c->uid : -1;
+}
+
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
     set_timeouts(cfg);
+    /* libfuse's request context exists from here to destroy */
+    drx_log_set_actor_fn(log_actor);
     if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
         conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
     /* The caller's umask comes with each create, mkdir and mknod, and we
@@ -369,6 +380,7 @@ static void op_destroy(void *private_data)
     drxfs.prefetch = NULL;
     /* the counts of messages the rate limits suppressed (a user opening
      * a refused file in a loop) are owed to the log */
+    drx_log_set_actor_fn(NULL);
     drx_log_limits_flush();
 }
 

@@ -100,6 +100,29 @@ static uint32_t msg_hash(const char *msg)
     return h;
 }
 
+static _Atomic(long (*)(void)) actor_fn;
+
+void drx_log_set_actor_fn(long (*fn)(void))
+{
+    atomic_store(&actor_fn, fn);
+}
+
+/* The sent count of actor's burst in l's window: its own while there is
+ * room for it, else the one the rest share.  l locked. */
+static unsigned *limit_sent(struct drx_log_limit *l, long actor)
+{
+    if (actor < 0)
+        return &l->sent;
+    for (unsigned i = 0; i < l->nactors; i++)
+        if (l->actor[i] == actor)
+            return &l->actor_sent[i];
+    if (l->nactors == DRX_LOG_LIMIT_ACTORS)
+        return &l->sent;
+    l->actor[l->nactors] = actor;
+    l->actor_sent[l->nactors] = 0;
+    return &l->actor_sent[l->nactors++];
+}
+
 static bool limit_seen(const struct drx_log_limit *l, uint32_t h)
 {
     for (unsigned i = 0; i < l->nseen; i++)
@@ -121,7 +144,7 @@ static void limit_owed(struct drx_log_limit *l, char *out, size_t len, unsigned 
 /* Whether message msg (hash h) passes l now; what l owes from a past
  * window goes to owed.  l locked. */
 static bool limit_pass(struct drx_log_limit *l, enum drx_log_level level, const char *msg,
-                       uint32_t h, char *owed, size_t len)
+                       uint32_t h, long actor, char *owed, size_t len)
 {
     struct timespec now;
 
@@ -133,11 +156,13 @@ static bool limit_pass(struct drx_log_limit *l, enum drx_log_level level, const 
         l->window = now;
         l->sent = 0;
         l->nseen = 0;
+        l->nactors = 0;
     }
     /* a repeat is suppressed even while the burst lasts: the burst is for
      * distinct problems, the first report of each */
-    if (!limit_seen(l, h) && l->sent < l->burst) {
-        l->sent++;
+    unsigned *sent = limit_sent(l, actor);
+    if (!limit_seen(l, h) && *sent < l->burst) {
+        (*sent)++;
         if (l->nseen < DRX_LOG_LIMIT_SEEN)
             l->seen[l->nseen++] = h;
         return true;
@@ -165,9 +190,11 @@ void drx_log_limited(struct drx_log_limit *l, enum drx_log_level level, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    long (*who)(void) = atomic_load(&actor_fn);
+    long actor = who ? who() : -1;
     pthread_mutex_lock(&l->lock);
     owed_level = l->level;
-    pass = limit_pass(l, level, msg, msg_hash(msg), owed, sizeof owed);
+    pass = limit_pass(l, level, msg, msg_hash(msg), actor, owed, sizeof owed);
     pthread_mutex_unlock(&l->lock);
     /* Said when the next message comes, not by a timer: a quiet daemon
      * owes nobody the count (until it stops: drx_log_limits_flush). */

@@ -19,6 +19,13 @@ static void count_sink(void *arg, enum drx_log_level level, const char *msg)
     snprintf(last, sizeof last, "%s", msg);
 }
 
+static long actor = -1;
+
+static long test_actor(void)
+{
+    return actor;
+}
+
 int main(void)
 {
     static struct drx_log_limit lim = DRX_LOG_LIMIT_INIT(3, 1);
@@ -64,6 +71,29 @@ int main(void)
     got = 0;
     drx_log_limits_flush();
     tap_ok(got == 0, "and a second flush owes nothing");
+    /* each actor its own burst: one who fills a site's burst with
+     * distinct messages does not hide another's first one */
+    static struct drx_log_limit site = DRX_LOG_LIMIT_INIT(3, 60);
+    drx_log_set_actor_fn(test_actor);
+    actor = 65534;
+    got = 0;
+    for (int i = 0; i < 20; i++)
+        drx_log_limited(&site, DRX_LOG_WARNING, "refused %d", i);
+    tap_ok(got == 3, "one actor's 20 distinct messages: 3 through (%d)", got);
+    actor = 0;
+    drx_log_limited(&site, DRX_LOG_WARNING, "refused root's");
+    tap_ok(got == 4 && strcmp(last, "refused root's") == 0,
+           "another actor's first message still gets through (%s)", last);
+    actor = 65534;
+    drx_log_limited(&site, DRX_LOG_WARNING, "refused %d", 21);
+    tap_ok(got == 4, "the first actor's burst stays spent");
+    for (long a = 1000; a < 1000 + DRX_LOG_LIMIT_ACTORS + 5; a++) {
+        actor = a;
+        drx_log_limited(&site, DRX_LOG_WARNING, "refused %ld's", a);
+    }
+    tap_ok(got == 4 + (DRX_LOG_LIMIT_ACTORS - 2) + 3,
+           "past %d actors the others share one burst (%d)", DRX_LOG_LIMIT_ACTORS, got);
+    drx_log_set_actor_fn(NULL);
     drx_log_set_sink(NULL, NULL);
     return tap_done();
 }

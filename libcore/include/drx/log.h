@@ -56,12 +56,17 @@ void drx_log(enum drx_log_level level, const char *fmt, ...) __attribute__((form
  * message with DRX_LOG_LIMIT_INIT (or use drx_log_ratelimited); the
  * fields are private. */
 #define DRX_LOG_LIMIT_SEEN 16
+/* Each actor (drx_log_set_actor_fn) has a burst of its own in a window;
+ * past this many actors the others share one. */
+#define DRX_LOG_LIMIT_ACTORS 8
 struct drx_log_limit {
     pthread_mutex_t lock;
     unsigned burst, interval;
     bool started, listed;
     struct timespec window; /* CLOCK_MONOTONIC start of the current window */
-    unsigned sent, dropped, nseen;
+    unsigned sent, dropped, nseen; /* sent: the shared burst's */
+    long actor[DRX_LOG_LIMIT_ACTORS];
+    unsigned actor_sent[DRX_LOG_LIMIT_ACTORS], nactors;
     uint32_t seen[DRX_LOG_LIMIT_SEEN]; /* hashes of the messages let through */
     enum drx_log_level level;          /* of the first suppressed message */
     char first[200];                   /* its text, for the count */
@@ -71,6 +76,14 @@ struct drx_log_limit {
     {                                                                                              \
         .lock = PTHREAD_MUTEX_INITIALIZER, .burst = (burst_), .interval = (interval_)              \
     }
+
+/* Who causes the messages logged in the calling thread, for the limits'
+ * bursts: fn returns it (a uid; -1: nobody in particular), and each actor
+ * gets a burst of its own, so that one user who keeps a call site's burst
+ * full cannot hide another user's first message from that site.  A front
+ * end serving several users sets it (drxfs: the FUSE request's caller);
+ * NULL (the default): one burst for all. */
+void drx_log_set_actor_fn(long (*fn)(void));
 
 /* drx_log() under the limit l (thread-safe). */
 void drx_log_limited(struct drx_log_limit *l, enum drx_log_level level, const char *fmt, ...)
