@@ -64,6 +64,17 @@ mount_store() {
 # subshell's: start setpriv itself when the job must be killed by pid.
 nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 
+# logged_bounded PATTERN LOG: a flood's message is in LOG at least once
+# and at most 10 times (a rate-limited call site's burst), and LOG stays
+# short
+logged_bounded() {
+    local n
+    n=$(grep -c "$1" "$2" || true)
+    echo "refusals logged: $n"
+    [ "$n" -ge 1 ] && [ "$n" -le 10 ]
+    [ "$(wc -l <"$2")" -le 60 ]
+}
+
 # nob_opens PATH N: user nobody opens PATH and reads 10 bytes, N times,
 # whatever each open answers (a flood of refusals for the log's limits)
 nob_opens() {

@@ -339,7 +339,8 @@ static int pend_grow(struct drx_array *a, int dim, uint64_t count, bool file, st
 
 /* A pending growth of dimension dim by count elements, or (count 0) to
  * `to` elements when it has fewer: with file, decided under the extend
- * lock, after the reload that takes it.  *by: the elements grown. */
+ * lock, after the reload that takes it.  *by: the elements grown.  The
+ * callers refuse a count of 0 and return for a `to` of 0. */
 static int grow_pending(struct drx_array *a, int dim, uint64_t count, uint64_t to, bool file,
                         uint64_t *by, struct drx_err *err)
 {
@@ -355,8 +356,6 @@ static int grow_pending(struct drx_array *a, int dim, uint64_t count, uint64_t t
                                         "DRX_METAONLY handle", a->path);
     if (dim < 0 || dim >= a->meta.rank)
         return drx_err_set(err, EINVAL, "dimension %d out of range (rank %d)", dim, a->meta.rank);
-    if (count == 0 && to == 0)
-        return drx_err_set(err, EINVAL, "extension count must be > 0");
     if (file && !a->pend_file && (rc = pend_begin(a, err)) < 0)
         return rc;
     if (count == 0)
