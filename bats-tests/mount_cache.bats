@@ -418,7 +418,7 @@ assert (got.reshape(160, 32, 160) == want[:, 72:104]).all()" \
     "$DRX" extend "$S/col" 1 64
     head -c $((192 * 192 * 192 * 8)) /dev/urandom | "$DRX" put "$S/col"
     sync
-    local pid f="$M/col/dim2=0:32/data" i a b total=0 need=$((3 * 18 << 20))
+    local pid f="$M/col/dim2=0:32/data" i a b total=0 least=0 need=$((3 * 18 << 20))
     pid=$(cat "$M.pid")
     cmp <("$DRX" get "$S/col" dim2=0:32) "$f"
     for ((i = 0; i < 3; i++)); do
@@ -428,13 +428,17 @@ assert (got.reshape(160, 32, 160) == want[:, 72:104]).all()" \
         b=$(awk '/^read_bytes/ { print $2 }' "/proc/$pid/io")
         echo "cold read $i: the daemon read $(((b - a) >> 10)) KiB"
         total=$((total + b - a))
+        [ "$i" -gt 0 ] && [ "$least" -le $((b - a)) ] || least=$((b - a))
     done
     # a store whose pages cannot be dropped, or not on a disk (tmpfs), reads less
     [ "$total" -ge "$need" ] || skip "the daemon read $((total >> 10)) KiB: no cold reads here"
-    # 2 MiB of slack: this VM's DAMON may page out a page between the
-    # kernel's read and the daemon's copy, which reads it again (seen:
-    # 1.5 MiB once); a read-ahead past the spans read up to 8 MiB more a read
-    [ "$total" -le $((need + (2 << 20))) ]
+    # A read-ahead past the spans read up to 8 MiB more in every read.  This
+    # VM's DAMON may page out a page between the kernel's read and the
+    # daemon's copy, which reads it again, now and then in one read (seen:
+    # 1.5 MiB, then 2.25 MiB in one of three): the least of the three reads
+    # gets 1 MiB of slack, the three together 6 MiB
+    [ "$least" -le $((need / 3 + (1 << 20))) ]
+    [ "$total" -le $((need + (6 << 20))) ]
     "$DRX" rm "$S/col"
 }
 
