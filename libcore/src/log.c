@@ -161,10 +161,9 @@ static bool limit_pass(struct drx_log_limit *l, enum drx_log_level level, const 
     /* a repeat is suppressed even while the burst lasts: the burst is for
      * distinct problems, the first report of each */
     unsigned *sent = limit_sent(l, actor);
-    if (!limit_seen(l, h) && *sent < l->burst) {
+    if (!limit_seen(l, h) && *sent < l->burst && l->nseen < DRX_LOG_LIMIT_SEEN) {
         (*sent)++;
-        if (l->nseen < DRX_LOG_LIMIT_SEEN)
-            l->seen[l->nseen++] = h;
+        l->seen[l->nseen++] = h;
         return true;
     }
     if (l->dropped++ == 0) {

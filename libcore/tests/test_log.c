@@ -93,6 +93,28 @@ int main(void)
     }
     tap_ok(got == 4 + (DRX_LOG_LIMIT_ACTORS - 2) + 3,
            "past %d actors the others share one burst (%d)", DRX_LOG_LIMIT_ACTORS, got);
+    /* the actors' own bursts full of distinct messages, then the same
+     * messages from one more actor, whose burst (the shared one) is
+     * untouched: none passes twice (the window remembers each message it
+     * let through) */
+    static struct drx_log_limit full = DRX_LOG_LIMIT_INIT(10, 60);
+    got = 0;
+    for (long a = 0; a < DRX_LOG_LIMIT_ACTORS; a++) {
+        actor = 2000 + a;
+        for (int i = 0; i < 10; i++)
+            drx_log_limited(&full, DRX_LOG_WARNING, "refused %ld", a * 10 + i);
+    }
+    int passed = got;
+    actor = 3000;
+    got = 0;
+    for (long m = 0; m < 10 * DRX_LOG_LIMIT_ACTORS; m++)
+        drx_log_limited(&full, DRX_LOG_WARNING, "refused %ld", m);
+    tap_ok(passed == 10 * DRX_LOG_LIMIT_ACTORS && got == 0,
+           "%d bursts of 10 distinct messages pass (%d); another actor's repeats of them do not "
+           "(%d)",
+           DRX_LOG_LIMIT_ACTORS, passed, got);
+    drx_log_limited(&full, DRX_LOG_WARNING, "refused anew");
+    tap_ok(got == 1, "while its first new message does (%d)", got);
     drx_log_set_actor_fn(NULL);
     drx_log_set_sink(NULL, NULL);
     return tap_done();

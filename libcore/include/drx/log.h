@@ -55,10 +55,13 @@ void drx_log(enum drx_log_level level, const char *fmt, ...) __attribute__((form
  * one message says how many were suppressed.  Define one per kind of
  * message with DRX_LOG_LIMIT_INIT (or use drx_log_ratelimited); the
  * fields are private. */
-#define DRX_LOG_LIMIT_SEEN 16
 /* Each actor (drx_log_set_actor_fn) has a burst of its own in a window;
  * past this many actors the others share one. */
 #define DRX_LOG_LIMIT_ACTORS 8
+/* Messages a window remembers, so that none passes twice in it: every
+ * burst of drx_log_ratelimited's 10 full (the actors' and the shared one).
+ * A message that could not be remembered is counted, not logged. */
+#define DRX_LOG_LIMIT_SEEN (10 * (DRX_LOG_LIMIT_ACTORS + 1))
 struct drx_log_limit {
     pthread_mutex_t lock;
     unsigned burst, interval;
