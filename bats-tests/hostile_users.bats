@@ -380,3 +380,57 @@ print("tries", tries, "made", made, "removals through the mount", hits)' "$s/h" 
     assert_success
     ls "$m/evil/data" >/dev/null
 }
+
+# Found after the tenth review: a process refused an array's own file is
+# refused chunk key removals for 30 s, so that a failed `rm -rf` of an
+# array leaves its data (mount_zarr.bats), but the marks were a table of
+# 16 processes, the oldest pushed out by the next: another user's 16
+# refused processes (an rm of their own array's data each) ended root's
+# mark while its rm -rf went on, and its key removals stored the fill.
+# Now 256 marks, at most 64 held by one user.
+@test "another user's refused processes do not end a victim's mark during its rm -rf" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    local s="$RV/s" m="$RV/m"
+    "$DRX" create "$s/obs" --type f32 --shape 4x4 --chunk 2x2 --fill -1
+    "$PY" -c "import numpy as np; np.arange(1, 17, dtype='<f4').tofile('$RV/obs.raw')"
+    "$DRX" put "$s/obs" <"$RV/obs.raw"
+    nob "$DRX" create "$s/u/mine" --type f32 --shape 2 --chunk 2
+    # root's process, as rm -rf: refused data, then (after the other
+    # user's 100 refusals) a chunk key
+    run "$PY" - "$m" <<'PY'
+import errno, os, subprocess, sys
+m = sys.argv[1]
+try:
+    os.unlink(m + "/obs/data")
+    sys.exit("data removed")
+except PermissionError:
+    pass
+flood = """
+import errno, os, sys
+refused = 0
+for _ in range(100):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.unlink(sys.argv[1])
+        except OSError as e:
+            os._exit(0 if e.errno == errno.EPERM else 1)
+        os._exit(2)
+    refused += os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+print(refused, "of the other user's processes refused by the daemon")
+"""
+subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                "/usr/bin/python3", "-c", flood, m + "/u/mine/data"], check=True)
+try:
+    os.unlink(m + "/obs/zarr/obs/0.0")
+    print("key removed")
+except PermissionError:
+    print("key refused")
+PY
+    echo "$output"
+    assert_success
+    assert_line "100 of the other user's processes refused by the daemon"
+    assert_line "key refused"
+    cmp "$RV/obs.raw" <("$DRX" get "$s/obs")
+}

@@ -134,35 +134,66 @@ int drxfs_op_link(const char *from, const char *to)
  * refused (each refusal renews its mark for RM_MARK_SECONDS), so that a
  * failed `rm -rf` leaves the array's data.  zarr-python removes keys
  * only, never metadata (its mode="w" stops at the first refusal). */
-#define RM_MARKS 16
+#define RM_MARKS 256
+/* Live marks one user may hold: another user's refused processes never
+ * push out this user's marks (a table full of one user's marks would
+ * let that user's flood end a victim's mark during its rm -rf). */
+#define RM_MARKS_PER_USER 64
 #define RM_MARK_SECONDS 30
 static struct {
     pthread_mutex_t mutex;
-    pid_t pid[RM_MARKS];
+    pid_t pid[RM_MARKS]; /* 0: free */
+    uid_t uid[RM_MARKS];
     struct timespec at[RM_MARKS];
-    unsigned next;
 } rm_marks = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
-/* Whether pid was marked within RM_MARK_SECONDS; with mark, (re)marks it. */
-static bool rm_marked(pid_t pid, bool mark)
+/* The slot for a new mark of uid's: the user's oldest live mark when it
+ * holds RM_MARKS_PER_USER of them, else a free or expired slot, else the
+ * oldest mark of all.  rm_marks locked. */
+static unsigned rm_mark_slot(uid_t uid, const struct timespec *now)
 {
+    unsigned mine = 0, my_oldest = 0, oldest = 0, free_slot = RM_MARKS;
+
+    for (unsigned i = 0; i < RM_MARKS; i++) {
+        if (rm_marks.pid[i] == 0 || now->tv_sec - rm_marks.at[i].tv_sec >= RM_MARK_SECONDS) {
+            if (free_slot == RM_MARKS)
+                free_slot = i;
+            continue;
+        }
+        if (rm_marks.at[i].tv_sec < rm_marks.at[oldest].tv_sec || rm_marks.pid[oldest] == 0)
+            oldest = i;
+        if (rm_marks.uid[i] == uid &&
+            (mine++ == 0 || rm_marks.at[i].tv_sec < rm_marks.at[my_oldest].tv_sec))
+            my_oldest = i;
+    }
+    if (mine >= RM_MARKS_PER_USER)
+        return my_oldest;
+    return free_slot < RM_MARKS ? free_slot : oldest;
+}
+
+/* Whether the calling process was marked within RM_MARK_SECONDS; with
+ * mark, (re)marks it. */
+static bool rm_marked(bool mark)
+{
+    const struct fuse_context *c = fuse_get_context();
     struct timespec now;
     bool found = false;
     unsigned i;
 
-    if (pid <= 0)
+    if (c->pid <= 0)
         return false;
     clock_gettime(CLOCK_MONOTONIC, &now);
     pthread_mutex_lock(&rm_marks.mutex);
     for (i = 0; i < RM_MARKS; i++)
-        if (rm_marks.pid[i] == pid) {
+        if (rm_marks.pid[i] == c->pid) {
             found = now.tv_sec - rm_marks.at[i].tv_sec < RM_MARK_SECONDS;
             break;
         }
     if (mark) {
         if (i == RM_MARKS)
-            i = rm_marks.next++ % RM_MARKS;
-        rm_marks.pid[i] = pid;
+            i = rm_mark_slot(c->uid, &now);
+        rm_marks.pid[i] = c->pid;
+        rm_marks.uid[i] = c->uid;
         rm_marks.at[i] = now;
     }
     pthread_mutex_unlock(&rm_marks.mutex);
@@ -188,9 +219,9 @@ int drxfs_op_unlink(const char *path)
         rc = drxfs_striped_unlink(n);
         break;
     case DRXFS_ZARR:
-        rc = drxfs_zarr_unlink(n, rm_marked(fuse_get_context()->pid, false));
+        rc = drxfs_zarr_unlink(n, rm_marked(false));
         if (rc == -EPERM || rc == -EISDIR)
-            rm_marked(fuse_get_context()->pid, true);
+            rm_marked(true);
         break;
     case DRXFS_DIR:
     case DRXFS_ARRAY:
@@ -198,7 +229,7 @@ int drxfs_op_unlink(const char *path)
         break;
     default:
         /* the files of a view: remove arrays with `drx rm` */
-        rm_marked(fuse_get_context()->pid, true);
+        rm_marked(true);
         rc = -EPERM;
         break;
     }
@@ -228,11 +259,11 @@ int drxfs_op_rmdir(const char *path)
         /* An array always holds data, data.npy and info; `drx rm` removes
          * it.  A view is not a thing that can be removed. */
         rc = n->nwords ? -EPERM : -ENOTEMPTY;
-        rm_marked(fuse_get_context()->pid, true);
+        rm_marked(true);
         break;
     case DRXFS_ZARR:
         rc = -EPERM;
-        rm_marked(fuse_get_context()->pid, true);
+        rm_marked(true);
         break;
     default:
         rc = -ENOTDIR;
