@@ -19,6 +19,7 @@ teardown() {
 # small_full: a 1 MiB tmpfs at small with a store small/s, filled to
 # the last block
 small_full() {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (tmpfs mount)"
     mkdir small
     mount -t tmpfs -o size=1m tmpfs small
     "$DRX" init small/s >/dev/null
@@ -52,6 +53,7 @@ small_full() {
 # 8 KiB chunk each, never written (holes, fill 0), mounted at m; then the
 # tmpfs filled but for one free page
 one_page_left() {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (tmpfs mount)"
     mkdir small
     mount -t tmpfs -o size=1m tmpfs small
     "$DRX" init small/s >/dev/null
