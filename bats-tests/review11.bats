@@ -143,6 +143,7 @@ crash_mount() {
 # bytes are intact, fsck settles what is left, and a remount serves the
 # shape drx info gives.
 @test "kill -9 of the daemon at each syscall on the array's files during a zarr resize, a key write and a data write" {
+    command -v strace >/dev/null || skip "no strace"
     "$DRX" init st >/dev/null
     "$DRX" create st/z --type i32 --shape 8x8 --chunk 4x4 --dims y,x --fill 7
     random_bytes old 256
