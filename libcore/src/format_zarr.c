@@ -305,7 +305,8 @@ int drx_zarr_chunk_store(struct drx_array *a, const struct drx_zarr_var *v, cons
      * that stored part of it (the rest then keeps the old bytes) */
     struct drx_reserve res;
     drx_reserve_init(&res, drx_array_xta_fd(a));
-    if ((rc = drx_array_reserve(a, q, 1, &res)) < 0) {
+    rc = drx_array_reserve(a, q, 1, &res);
+    if (rc == -ENOSPC || rc == -EDQUOT) { /* else written as before */
         drx_reserve_undo(&res);
         drx_reserve_fini(&res);
         return drx_err_set(err, -rc, "%s/%s: reserving the chunk's space: %s; nothing stored",

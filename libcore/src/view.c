@@ -630,7 +630,10 @@ static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0
         struct drx_reserve res;
         drx_reserve_init(&res, drx_array_xta_fd(a));
         rc = reserve_spans(&e, &res);
-        if (rc == 0)
+        /* only a full disk or quota fails the write here: a file system
+         * that cannot say where its holes are, or allocate them, is
+         * written as before */
+        if (rc != -ENOSPC && rc != -EDQUOT)
             rc = engine_run(&e);
         if (rc < 0)
             drx_reserve_undo(&res);
