@@ -273,3 +273,39 @@ PY
     }
     cli_crash_sweep "$DRX" create st/a --type i32 --shape 5x6 --chunk 2x4 --fill 7
 }
+
+# Found in review: a file replaced whole (temporary, rename) kept its
+# owner and mode but lost its extended attributes: `drx attr set` (and
+# every .xmd written whole: an attribute set at the mount, a zarr resize
+# that cannot append) dropped the .xmd's POSIX ACL, so the mask left in
+# its mode became the owning group's bits (group::--- with mask::r-- gave
+# the group read) and the user the ACL named lost his read; drx-load copy
+# over a striped file dropped its metafile's ACL and user xattrs (shown at
+# the mount), which cp into an existing file keeps.
+@test "a file replaced whole keeps its ACL and user xattrs: drx attr set on an .xmd, drx-load copy over a striped file" {
+    command -v setfacl >/dev/null || skip "no setfacl"
+    "$DRX" init st >/dev/null
+    "$DRX" create st/a --type u8 --shape 4 --chunk 4
+    random_bytes one 1000
+    random_bytes two 3000
+    timeout 120 "$DRX_LOAD" copy one st/g
+    local f before
+    for f in st/a.xmd st/g.nafs; do
+        chmod 600 "$f"
+        chgrp 100 "$f"
+        setfacl -m u:65534:r,g::- "$f" || skip "no ACLs on this file system"
+        setfattr -n user.note -v kept "$f"
+    done
+    before=$(getfacl -c st/a.xmd st/g.nafs | sed 's/^# file: .*//')
+    "$DRX" attr set st/a units K
+    timeout 120 "$DRX_LOAD" copy two st/g
+    assert_equal "$(getfacl -c st/a.xmd st/g.nafs | sed 's/^# file: .*//')" "$before"
+    for f in st/a.xmd st/g.nafs; do
+        assert_equal "$(getfattr --only-values -n user.note "$f")" kept
+        nob cat "$f" >/dev/null
+    done
+    "$DRX" attr get st/a units
+    mount_store st "$BATS_TEST_TMPDIR/m"
+    assert_equal "$(getfattr --only-values -n user.note m/g)" kept
+    cmp two m/g
+}
