@@ -281,8 +281,9 @@ PY
 # its mode became the owning group's bits (group::--- with mask::r-- gave
 # the group read) and the user the ACL named lost his read; drx-load copy
 # over a striped file dropped its metafile's ACL and user xattrs (shown at
-# the mount), which cp into an existing file keeps.
-@test "a file replaced whole keeps its ACL and user xattrs: drx attr set on an .xmd, drx-load copy over a striped file" {
+# the mount), which cp into an existing file keeps; so did the copy drx
+# fsck --repair gives one of two arrays sharing an .xta.
+@test "a file replaced whole keeps its ACL and user xattrs: drx attr set on an .xmd, drx-load copy over a striped file, fsck's copy of a shared .xta" {
     command -v setfacl >/dev/null || skip "no setfacl"
     "$DRX" init st >/dev/null
     "$DRX" create st/a --type u8 --shape 4 --chunk 4
@@ -305,6 +306,19 @@ PY
         nob cat "$f" >/dev/null
     done
     "$DRX" attr get st/a units
+    # drx fsck --repair's own copy of an .xta that two arrays share
+    cp st/a.xmd st/b.xmd
+    ln st/a.xta st/b.xta
+    setfacl -m u:65534:r,g::- st/a.xta
+    setfattr -n user.note -v kept st/a.xta
+    before=$(getfacl -c st/a.xta)
+    run "$DRX" fsck --repair st
+    assert_output --partial "repaired: give it its own copy"
+    [ "$(stat -c %h st/a.xta)" -eq 1 ]
+    for f in st/a.xta st/b.xta; do
+        assert_equal "$(getfacl -c "$f")" "$before"
+        assert_equal "$(getfattr --only-values -n user.note "$f")" kept
+    done
     mount_store st "$BATS_TEST_TMPDIR/m"
     assert_equal "$(getfattr --only-values -n user.note m/g)" kept
     cmp two m/g
