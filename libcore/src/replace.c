@@ -171,8 +171,8 @@ static int fill_temp(int dfd, const char *base, int fd, const void *data, size_t
     if (like) {
         rc = drx_replace_take_owner(fd, like);
         char from[64 + NAME_MAX];
-        if (rc == 0 && (size_t)snprintf(from, sizeof from, "/proc/self/fd/%d/%s", dfd, base) <
-                           sizeof from)
+        if (rc == 0 &&
+            (size_t)snprintf(from, sizeof from, "/proc/self/fd/%d/%s", dfd, base) < sizeof from)
             drx_replace_copy_xattrs(from, fd, like);
     } else if (fchmod(fd, drx_replace_new_mode(dfd, mode) & 07777) < 0) {
         rc = -errno;
