@@ -14,6 +14,7 @@
 #include "array_i.h"
 #include "drx/io.h"
 #include "drx/log.h"
+#include "replace_i.h"
 
 /* ---- names: links, rename, unshare ---- */
 
@@ -307,6 +308,8 @@ static int xta_copy_over(const char *xta_path, int fd, const struct stat *st, st
     rc = fchown(out, st->st_uid, st->st_gid) < 0 && geteuid() == 0 ? -errno : 0;
     if (rc == 0 && fchmod(out, st->st_mode & 07777) < 0)
         rc = -errno;
+    if (rc == 0) /* and its xattrs and ACL, as replace.c's files */
+        drx_replace_copy_xattrs(xta_path, out, st);
     if (rc == 0)
         rc = copy_sparse(fd, out, st->st_size);
     if (rc == 0 && fsync(out) < 0)

@@ -139,16 +139,44 @@ mode_t drx_replace_new_mode(int dfd, mode_t mode)
     return (mode & ~(mode_t)0777) | (mode & (u << 6 | g << 3 | o));
 }
 
-/* The temporary's content, owner and mode, synced: 0 or -errno. */
-static int fill_temp(int dfd, int fd, const void *data, size_t len, const struct stat *like,
-                     mode_t mode, bool sync, struct stat *st)
+void drx_replace_copy_xattrs(const char *from, int fd, const struct stat *like)
+{
+    const size_t cap = 65536;
+    char *names = malloc(cap), *val = malloc(cap);
+    struct stat now;
+    /* The ACL only to a file that kept the owner and group: take_owner
+     * narrowed the group bits of one that did not, and the ACL's mask
+     * would widen them again for the new group. */
+    bool same = fstat(fd, &now) == 0 && now.st_uid == like->st_uid && now.st_gid == like->st_gid;
+    ssize_t n = names && val ? llistxattr(from, names, cap) : -1;
+
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1) {
+        if (!same && strncmp(names + i, "system.", 7) == 0)
+            continue;
+        ssize_t v = lgetxattr(from, names + i, val, cap);
+        if (v >= 0)
+            (void)fsetxattr(fd, names + i, val, (size_t)v, 0);
+    }
+    free(names);
+    free(val);
+}
+
+/* The temporary's content, owner and mode, synced: 0 or -errno.  A
+ * replacement (like) also takes the xattrs of base, the file it replaces. */
+static int fill_temp(int dfd, const char *base, int fd, const void *data, size_t len,
+                     const struct stat *like, mode_t mode, bool sync, struct stat *st)
 {
     int rc = 0;
 
-    if (like)
+    if (like) {
         rc = drx_replace_take_owner(fd, like);
-    else if (fchmod(fd, drx_replace_new_mode(dfd, mode) & 07777) < 0)
+        char from[64 + NAME_MAX];
+        if (rc == 0 &&
+            (size_t)snprintf(from, sizeof from, "/proc/self/fd/%d/%s", dfd, base) < sizeof from)
+            drx_replace_copy_xattrs(from, fd, like);
+    } else if (fchmod(fd, drx_replace_new_mode(dfd, mode) & 07777) < 0) {
         rc = -errno;
+    }
 
     if (rc == 0)
         rc = drx_io_write_all(fd, data, len);
@@ -185,7 +213,7 @@ int drx_replace_write_s(struct drx_store *s, const char *path, const void *data,
         close(dfd);
         return fd;
     }
-    rc = fill_temp(dfd, fd, data, len, like, mode, sync, st);
+    rc = fill_temp(dfd, base, fd, data, len, like, mode, sync, st);
     close(fd);
     if (rc == 0)
         rc = put_in_place(dfd, tmp, base, flags & DRX_REPLACE_NOREPLACE);

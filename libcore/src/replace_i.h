@@ -52,4 +52,13 @@ mode_t drx_replace_new_mode(int dfd, mode_t mode);
  * 0 or -errno (of the fchmod). */
 int drx_replace_take_owner(int fd, const struct stat *like);
 
+/* Copies the extended attributes of `from` (not followed: the file being
+ * replaced, stat like) to fd, its replacement, best effort: a replaced
+ * file is the same file to its users.  Its POSIX ACL dropped, the mask
+ * left in the mode became the owning group's bits (group::--- with
+ * mask::r-- gave the group read) and a named user lost what it granted.
+ * The system.* ones (the ACL) only when fd kept like's owner and group;
+ * names this process may not set (trusted.*, security.*) are skipped. */
+void drx_replace_copy_xattrs(const char *from, int fd, const struct stat *like);
+
 #endif

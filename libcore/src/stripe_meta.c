@@ -385,8 +385,9 @@ int drx_stripe_meta_create(struct drx_store *s, const char *mp, const struct drx
 
 /* Writes m into mp itself, no temp file and no rename: only for temporary
  * metafiles (drx_stripe_create_temp), which fsck removes in whatever state a
- * crash left them.  flags: O_EXCL to create (with `mode`), O_TRUNC to
- * rewrite.  like: an existing metafile whose mode and owner it takes. */
+ * crash left them.  flags: O_EXCL to create (with `mode`; removed again
+ * when it cannot be written), O_TRUNC to rewrite.  like: an existing
+ * metafile whose mode and owner it takes. */
 int drx_stripe_meta_write_here(const char *mp, const struct drx_stripe_meta *m, int flags,
                                mode_t mode, const struct stat *like, bool sync, struct stat *st_out)
 {
@@ -410,6 +411,10 @@ int drx_stripe_meta_write_here(const char *mp, const struct drx_stripe_meta *m, 
     if (rc == 0 && st_out && fstat(fd, st_out) < 0)
         rc = -errno;
     close(fd);
+    /* a file this call made (O_EXCL) and could not fill goes: a full disk
+     * would else leave an empty temporary that fsck calls a leftover */
+    if (rc < 0 && (flags & O_EXCL))
+        unlink(mp);
     return rc;
 }
 

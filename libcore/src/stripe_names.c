@@ -489,6 +489,16 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
         rc = drx_stripe_meta_write_here(tmp, &m, O_TRUNC, 0, like, true, NULL);
     if (rc < 0)
         return drx_err_set(err, -rc, "%s: %s", tmp, strerror(-rc));
+    /* and its xattrs (user ones, its ACL): the metafile is the striped
+     * file's inode, which cp into an existing file keeps */
+    if (like) {
+        int tfd = open(tmp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (tfd >= 0) {
+            drx_replace_copy_xattrs(mp, tfd, like);
+            (void)fsync(tfd);
+            close(tfd);
+        }
+    }
     rc = rename_meta(s, tmp, tmp, mp, 0, err);
     if (rc < 0)
         return rc;

@@ -568,6 +568,42 @@ static int engine_run(struct engine *e)
     return 0;
 }
 
+/* Gives the spans a write will store (do_chunk's, adjacent ones as one
+ * range) their blocks before its first byte: on a full disk the write then
+ * fails with ENOSPC having changed nothing.  Without it a pwrite cut short
+ * left part of the write stored under an error that says none was (the
+ * engine goes chunk by chunk, not in the caller's byte order, so no short
+ * count could say which part).  A giant chunk met sparsely (a span past
+ * DRX_SPAN_MAX, written row by row) reserves nothing. */
+static int reserve_spans(struct engine *e, struct drx_reserve *res)
+{
+    const uint64_t es = e->v->elem_size, cb = e->m->chunk_bytes;
+    uint64_t off0 = 0, len0 = 0;
+    struct walk w;
+    int rc = 0;
+
+    for (bool more = drx_walk_first(&w, e->m->chunk, e->v, e->box, e->nbox); more && rc == 0;
+         more = drx_walk_next(&w, e->m->chunk, e->v, e->box, e->nbox)) {
+        struct parts p;
+        chunk_parts(e, w.K, &p);
+        if (p.span0 >= p.span1 || (p.span1 - p.span0) * es > DRX_SPAN_MAX)
+            continue;
+        uint64_t off = drx_map_address(&e->m->map, w.K) * cb + p.span0 * es;
+        uint64_t len = (p.span1 - p.span0) * es;
+        if (len0 && off == off0 + len0) {
+            len0 += len;
+            continue;
+        }
+        if (len0)
+            rc = drx_reserve_add(res, off0, len0);
+        off0 = off;
+        len0 = len;
+    }
+    if (rc == 0 && len0)
+        rc = drx_reserve_add(res, off0, len0);
+    return rc;
+}
+
 /* Copies elements [L0, L0+n) (whole elements, native bytes in buf; only
  * read from when writing). */
 static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0, uint64_t n,
@@ -590,7 +626,21 @@ static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0
     if (!writing)
         drx_engine_read_ahead(&e, L0, n);
     drx_engine_boxes(&e, L0, n);
-    rc = engine_run(&e);
+    if (writing) {
+        struct drx_reserve res;
+        drx_reserve_init(&res, drx_array_xta_fd(a));
+        rc = reserve_spans(&e, &res);
+        /* only a full disk or quota fails the write here: a file system
+         * that cannot say where its holes are, or allocate them, is
+         * written as before */
+        if (rc != -ENOSPC && rc != -EDQUOT)
+            rc = engine_run(&e);
+        if (rc < 0)
+            drx_reserve_undo(&res);
+        drx_reserve_fini(&res);
+    } else {
+        rc = engine_run(&e);
+    }
     free(e.scratch);
     return rc;
 }
