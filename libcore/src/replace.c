@@ -139,24 +139,41 @@ mode_t drx_replace_new_mode(int dfd, mode_t mode)
     return (mode & ~(mode_t)0777) | (mode & (u << 6 | g << 3 | o));
 }
 
+/* Names a replacement takes over: the user's own, and the access ACL.
+ * Never trusted.* or security.* (a capability, a label): root may set
+ * them, and a replacement written by root must not carry a user's choice
+ * of them into a file of root's making. */
+static bool xattr_copied(const char *name, bool acl)
+{
+    return strncmp(name, "user.", 5) == 0 || (acl && strcmp(name, "system.posix_acl_access") == 0);
+}
+
 void drx_replace_copy_xattrs(const char *from, int fd, const struct stat *like)
 {
     const size_t cap = 65536;
     char *names = malloc(cap), *val = malloc(cap);
-    struct stat now;
+    struct stat now, src;
     /* The ACL only to a file that kept the owner and group: take_owner
      * narrowed the group bits of one that did not, and the ACL's mask
      * would widen them again for the new group. */
     bool same = fstat(fd, &now) == 0 && now.st_uid == like->st_uid && now.st_gid == like->st_gid;
-    ssize_t n = names && val ? llistxattr(from, names, cap) : -1;
+    /* read through a descriptor of the very file like describes: a name
+     * swapped meanwhile (for a link to another file) gives nothing */
+    int in = open(from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    ssize_t n = -1;
 
+    if (in >= 0 && fstat(in, &src) == 0 && S_ISREG(src.st_mode) && src.st_dev == like->st_dev &&
+        src.st_ino == like->st_ino && names && val)
+        n = flistxattr(in, names, cap);
     for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1) {
-        if (!same && strncmp(names + i, "system.", 7) == 0)
+        if (!xattr_copied(names + i, same))
             continue;
-        ssize_t v = lgetxattr(from, names + i, val, cap);
+        ssize_t v = fgetxattr(in, names + i, val, cap);
         if (v >= 0)
             (void)fsetxattr(fd, names + i, val, (size_t)v, 0);
     }
+    if (in >= 0)
+        close(in);
     free(names);
     free(val);
 }

@@ -57,8 +57,9 @@ int drx_replace_take_owner(int fd, const struct stat *like);
  * file is the same file to its users.  Its POSIX ACL dropped, the mask
  * left in the mode became the owning group's bits (group::--- with
  * mask::r-- gave the group read) and a named user lost what it granted.
- * The system.* ones (the ACL) only when fd kept like's owner and group;
- * names this process may not set (trusted.*, security.*) are skipped. */
+ * Only user.* names and the access ACL, the ACL only when fd kept like's
+ * owner and group; read through a descriptor of `from` that must be the
+ * file like describes (else nothing is copied). */
 void drx_replace_copy_xattrs(const char *from, int fd, const struct stat *like);
 
 #endif
