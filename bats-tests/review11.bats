@@ -16,14 +16,23 @@ teardown() {
     kill_our_mpi
 }
 
-# small_full: a 1 MiB tmpfs at small with a store small/s, filled to
-# the last block
-small_full() {
+# small_store: a 1 MiB tmpfs at small with a store small/s
+small_store() {
     [ "$(id -u)" -eq 0 ] || skip "needs root (tmpfs mount)"
     mkdir small
     mount -t tmpfs -o size=1m tmpfs small
     "$DRX" init small/s >/dev/null
+}
+
+# fill_small: small/filler takes every free block of small
+fill_small() {
     dd if=/dev/zero of=small/filler bs=4k status=none 2>/dev/null || true
+}
+
+# small_full: small_store filled to the last block
+small_full() {
+    small_store
+    fill_small
 }
 
 # Found in review: drx-load copy into a full store failed with ENOSPC
@@ -53,15 +62,12 @@ small_full() {
 # 8 KiB chunk each, never written (holes, fill 0), mounted at m; then the
 # tmpfs filled but for one free page
 one_page_left() {
-    [ "$(id -u)" -eq 0 ] || skip "needs root (tmpfs mount)"
-    mkdir small
-    mount -t tmpfs -o size=1m tmpfs small
-    "$DRX" init small/s >/dev/null
+    small_store
     "$DRX" create small/s/z --type i32 --shape 64x32 --chunk 64x32 --dims y,x
     "$DRX" create small/s/w --type i32 --shape 64x32 --chunk 64x32
     mount_store small/s "$BATS_TEST_TMPDIR/m"
     ls m/z/zarr/z >/dev/null
-    dd if=/dev/zero of=small/filler bs=4k status=none 2>/dev/null || true
+    fill_small
     truncate -s -4096 small/filler
     [ "$(stat -f -c %a small)" -eq 1 ]
 }
