@@ -489,3 +489,53 @@ assert h[-1, -1] == 16383.25 and h[-1, 0] == 0.25 and h[-2, -1] == 0, (h[-1, -1]
 assert d.variables["y"][-1] == 20479.5 and d.variables["x"][-1] == 16383 * 3
 PY
 }
+
+@test "data.nc and zarr/ metadata are as new as the attributes and coordinates they hold: rsync -a copies a change" {
+    mkdir -p "$S/mt"
+    "$DRX" create "$S/mt/v" --type f32 --shape 3x4 --chunk 2x2 --dims y,x --fill -1
+    "$DRX" create "$S/mt/x" --type f32 --shape 4 --chunk 4 --dims x
+    "$PY" -c "import numpy as np; np.arange(12, dtype='<f4').tofile('v'); np.arange(4, dtype='<f4').tofile('x1'); (np.arange(4, dtype='<f4') + 100).tofile('x2')"
+    "$DRX" put "$S/mt/v" <v
+    "$DRX" put "$S/mt/x" <x1
+    "$DRX" attr set "$S/mt/v" units C
+    # every store file of the group dated 2020: a change made now is later
+    # by years, whatever the clock's resolution and rsync's 1 s compare
+    old() { touch -d '2020-01-01 00:00' "$S"/mt/v.xmd "$S"/mt/v.xta "$S"/mt/x.xmd "$S"/mt/x.xta; }
+    # same_copy: rsync -a of the array directory again, then every file
+    # of the copy is the mount's (sizes alone do not tell: each change
+    # below keeps them)
+    same_copy() {
+        rsync -a "$M/mt/v/" copy/
+        diff -r "$M/mt/v" copy
+    }
+    old
+    rsync -a "$M/mt/v/" copy/
+    # the coordinate's values (data.nc holds them; its .xta is not v's)
+    "$DRX" put "$S/mt/x" <x2
+    same_copy
+    "$PY" -c "import xarray as xr; assert xr.open_dataset('copy/data.nc').x.values.tolist() == [100, 101, 102, 103]"
+    # an attribute of the same length (data.nc, zarr/.zmetadata, zarr/v/.zattrs)
+    old
+    rsync -a "$M/mt/v/" copy/
+    "$DRX" attr set "$S/mt/v" units K
+    same_copy
+    grep -q '"units": "K"' copy/zarr/v/.zattrs
+    # the coordinate's .zarray takes the array's length of x: 4 -> 5, same size
+    "$DRX" extend "$S/mt/x" 0 2
+    old
+    rsync -a "$M/mt/v/" copy/
+    "$DRX" extend "$S/mt/v" x 1
+    same_copy
+    "$PY" -c "import json; assert json.load(open('copy/zarr/x/.zarray'))['shape'] == [5]"
+    # tar compares the ctime of stat before a read with fstat's after it
+    tar -cf /dev/null -C "$M/mt" v
+    "$PY" - "$M/mt/v/data.nc" "$M/mt/v/zarr/.zmetadata" <<'PY'
+import os, sys
+for p in sys.argv[1:]:
+    a = os.stat(p)
+    fd = os.open(p, os.O_RDONLY)
+    b = os.fstat(fd)
+    os.close(fd)
+    assert (a.st_mtime_ns, a.st_ctime_ns, a.st_size) == (b.st_mtime_ns, b.st_ctime_ns, b.st_size), (p, a, b)
+PY
+}

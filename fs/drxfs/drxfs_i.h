@@ -277,6 +277,8 @@ struct drxfs_fh {
     char *text;            /* .npy or netCDF header, or info JSON */
     size_t text_len;
     uint64_t pad;           /* zeros after the data (DRXFS_ANC) */
+    struct stat times;      /* DRXFS_ANC: the .xmd's and coordinates' latest
+                             * times at open, beside the .xta's (fgetattr) */
     struct drxfs_sfile *sf; /* DRXFS_STRIPED */
     ino_t ino;              /* array kinds: st_ino, from the path opened */
     struct drxfs_zfile *zf; /* DRXFS_ZARR */
