@@ -238,6 +238,11 @@ bad() {
     bad "'order' is not a valid dimension name" "$DRX" create x --type f64 --shape 2 --chunk 1 --dims order
     bad "--dims has 1 names for rank 2" "$DRX" create x --type f64 --shape 2x2 --chunk 1x1 --dims a
     bad "value '300' does not fit in u8" "$DRX" create x --type u8 --shape 2 --chunk 1 --fill 300
+    # a float out of range is refused too, not stored as inf or 0 (a fill of
+    # 0 where 1e-50 was asked makes xarray take every 0 for missing)
+    bad "value '1e40' does not fit in f32" "$DRX" create x --type f32 --shape 2 --chunk 1 --fill 1e40
+    bad "value '1e-50' does not fit in f32" "$DRX" create x --type f32 --shape 2 --chunk 1 --fill 1e-50
+    bad "value '1e400' does not fit in f64" "$DRX" create x --type f64 --shape 2 --chunk 1 --fill 1e400
     bad "chunk is larger" "$DRX" create x --type f64 --shape 100000x100000 --chunk 100000x100000
     bad "unknown option '--chunks'" "$DRX" create x --type f64 --shape 2 --chunks 1
     "$DRX" create x --type f64 --shape 2 --chunk 1
@@ -541,6 +546,7 @@ assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
     bad "type 'f16' is not string" "$DRX" attr set t x 1 --type f16
     bad "attribute x: value 2: '' is not" "$DRX" attr set t x 1,,2 --type f64
     bad "attribute x: value 1: value '300' does not fit in i8" "$DRX" attr set t x 300 --type i8
+    bad "attribute x: value 2: value '1e39' does not fit in f32" "$DRX" attr set t x 1,1e39 --type f32
     bad "attribute x: byte 4 is not UTF-8 text" "$DRX" attr set t x "$(printf 'caf\xe9')"
     bad "attr get: --type is only for attr set" "$DRX" attr get t units --type f64
     bad "attr rm: t has no attribute 'nope'" "$DRX" attr rm t nope
