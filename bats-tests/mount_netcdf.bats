@@ -188,10 +188,26 @@ PY
 }
 
 @test "the variable is named after the array, under netCDF's name rules" {
+    # netCDF-C takes a leading digit (ncdump escapes it) and UTF-8 letters
     "$DRX" create "$S/9-lives" --type i16 --shape 3 --chunk 3
     run ncdump -h "$M/9-lives/data.nc"
     assert_success
-    assert_line --partial "short _-lives(dim0) ;"
+    assert_line --partial "short \\9-lives(dim0) ;"
+    mkdir "$S/names"
+    for n in 2m_temp température 'sst anom' ключ; do
+        "$DRX" create "$S/names/$n" --type f32 --shape 2 --chunk 2
+    done
+    "$PY" - "$M/names" <<'PY'
+import sys
+import netCDF4
+import xarray as xr
+for array, var in [("2m_temp", "2m_temp"), ("température", "température"),
+                   ("sst anom", "sst_anom"), ("ключ", "____")]:
+    path = f"{sys.argv[1]}/{array}/data.nc"
+    assert list(netCDF4.Dataset(path).variables) == [var], (array, list(netCDF4.Dataset(path).variables))
+    # xarray finds the variable by the name netCDF lists
+    assert xr.open_dataset(path)[var].shape == (2,), array
+PY
 }
 
 @test "attributes are variable attributes of data.nc: ncdump shows them, xarray decodes scale_factor" {
