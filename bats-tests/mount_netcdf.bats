@@ -386,6 +386,28 @@ PY
     assert_line --partial "double time(time) ;"
 }
 
+@test "a coordinate named as the variable is left out: one variable of each name" {
+    # array "x y" is variable x_y; its dimension x_y has a coordinate array x_y
+    mkdir "$S/dupname"
+    "$DRX" create "$S/dupname/x y" --type f32 --shape 3 --chunk 3 --dims x_y
+    "$DRX" create "$S/dupname/x_y" --type f32 --shape 3 --chunk 3 --dims x_y
+    "$PY" -c "import numpy as np; np.arange(3, dtype='<f4').tofile('a'); (np.arange(3, dtype='<f4') + 10).tofile('c')"
+    "$DRX" put "$S/dupname/x y" <a
+    "$DRX" put "$S/dupname/x_y" <c
+    run ncdump -h "$M/dupname/x y/data.nc"
+    assert_success
+    [ "$(grep -c 'float x_y(x_y)' <<<"$output")" -eq 1 ]
+    "$PY" - "$M/dupname/x y/data.nc" <<'PY'
+import sys
+import netCDF4
+d = netCDF4.Dataset(sys.argv[1])
+d.set_auto_mask(False)  # 0 is the fill
+assert list(d.variables) == ["x_y"], list(d.variables)
+assert d["x_y"][:].tolist() == [0, 1, 2], d["x_y"][:]
+PY
+    [ "$(stat -c %s "$M/dupname/x y/data.nc")" -eq "$(wc -c <"$M/dupname/x y/data.nc")" ]
+}
+
 @test "every type x shapes, chunkings and nested views: ncdump value by value, netCDF4, xarray (netcdf4, scipy) equal drx get" {
     local specs=() t i types=(i8 i16 i32 f32 f64 u8 u16 u32 i64 u64)
     # under the sanitizers (scripts/test's second pass) one type of each

@@ -310,18 +310,33 @@ int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v,
     uint64_t origin[DRX_MAX_RANK], step[DRX_MAX_RANK], bytes = v->nelem * v->elem_size;
     int dims[DRX_MAX_RANK];
     char vname[NC_NAME_MAX + 1];
+    struct drx_nc_coord kept[DRX_MAX_RANK] = {{0}};
+    int nkept = 0;
     size_t hlen;
     int rc;
 
+    if (ncoords < 0 || ncoords > DRX_MAX_RANK)
+        return -EINVAL;
     if (type == 0)
         return -ENOTSUP;
     if (v->nelem == 0)
         return -ENOENT;
     o.cdf5 = !view_dims(v, dims, origin, step) || !nc_classic(type) || attrs_need_cdf5(m);
-    rc = coords_check(m, v->rank, coords, ncoords, &o.cdf5);
+    var_name(name, vname);
+    bool unused = false;
+    rc = coords_check(m, v->rank, coords, ncoords, &unused);
     if (rc < 0)
         return rc;
-    var_name(name, vname);
+    /* A coordinate named as the variable (array "x y", variable x_y, over
+     * dimension x_y, beside an array x_y) would be a second variable of
+     * that name, which netCDF readers take one of: the variable is its
+     * dimension's coordinate, as an array named like its own dimension. */
+    for (int c = 0; c < ncoords; c++)
+        if (strcmp(m->dim_name[coords[c].dim], vname) != 0)
+            kept[nkept++] = coords[c];
+    coords = kept;
+    ncoords = nkept;
+    coords_check(m, v->rank, coords, ncoords, &o.cdf5);
 
     put_header(&o, m, v, vname, dims, origin, step, coords, ncoords, 0);
     hlen = o.pos;
