@@ -396,6 +396,16 @@ except OSError:
     nob mkdir "$m/sg/d"
     [ "$(stat -c %u:%g "$s/sg/f.nafs")" = 65534:100 ]
     [ "$(stat -c %u:%g "$s/sg/d")" = 65534:100 ]
+    # ... to the striped file's subfiles too, where its bytes are (a
+    # project's group quota counts them): they were the caller's group
+    head -c 200000 /dev/zero | nob sh -c "cat >'$m/sg/big'"
+    local sub n=0
+    for sub in $(subfiles_of "$s/sg/f") $(subfiles_of "$s/sg/big"); do
+        [ -e "$sub" ] || continue # f's second: not created yet
+        [ "$(stat -c %u:%g "$sub")" = 65534:100 ] || { ls -ln "$sub"; return 1; }
+        n=$((n + 1))
+    done
+    [ "$n" -eq 3 ]
     unmount_store "$m"
     grep -q "default_permissions" "$m.log"
 }
