@@ -130,6 +130,23 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     "$DRX" get small/a dim0=0:64 | cmp - row
 }
 
+@test "create takes the umask: with 002 the group may write and extend the array" {
+    (umask 002 && "$DRX" create t --type f32 --shape 4x3 --chunk 2x2)
+    assert_equal "$(stat -c %a t.xmd) $(stat -c %a t.xta)" "664 664"
+    (umask 000 && "$DRX" create w --type u8 --shape 4 --chunk 2)
+    assert_equal "$(stat -c %a w.xmd) $(stat -c %a w.xta)" "666 666"
+    (umask 077 && "$DRX" create p --type u8 --shape 4 --chunk 2)
+    assert_equal "$(stat -c %a p.xmd) $(stat -c %a p.xta)" "600 600"
+    # another member of the array's group writes and extends it
+    OWN_DIR=$(mktemp -d /tmp/drx-own.XXXXXX)
+    chmod 2775 "$OWN_DIR"
+    chgrp daemon "$OWN_DIR"
+    (umask 002 && "$DRX" create "$OWN_DIR/g" --type u8 --shape 4 --chunk 2)
+    printf 'abcd' | setpriv --reuid=nobody --regid=nogroup --groups=daemon -- "$DRX" put "$OWN_DIR/g"
+    setpriv --reuid=nobody --regid=nogroup --groups=daemon -- "$DRX" extend "$OWN_DIR/g" 0 2
+    assert_equal "$("$DRX" get "$OWN_DIR/g" | od -An -c | tr -d ' ')" 'abcd\0\0'
+}
+
 @test "extend keeps the array's mode, owner and group (as far as the extender may); on a full disk it fails and gives the space back" {
     (umask 027 && "$DRX" create t --type f64 --shape 64x64 --chunk 64x64 --fill 7)
     assert_equal "$(stat -c %a t.xmd) $(stat -c %a t.xta)" "640 640"
