@@ -130,6 +130,18 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     "$DRX" get small/a dim0=0:64 | cmp - row
 }
 
+@test "create --dims with an empty name leaves that dimension unnamed" {
+    "$DRX" create t --type f32 --shape 2x3x4 --chunk 2x2x2 --dims time,,lon
+    run "$DRX" info t
+    assert_output --partial "dims:        time, -, lon"
+    run "$DRX" info t/time=0/dim1=1/lon=2
+    assert_success
+    assert_output --partial "shape:       1 x 1 x 1"
+    # the empty one still counts: a name for each dimension, no more
+    bad "--dims has 2 names for rank 3" "$DRX" create u --type f32 --shape 2x3x4 --chunk 2x2x2 --dims time,lon
+    bad "--dims has more names than the rank 3" "$DRX" create u --type f32 --shape 2x3x4 --chunk 2x2x2 --dims a,,b,
+}
+
 @test "create takes the umask: with 002 the group may write and extend the array" {
     (umask 002 && "$DRX" create t --type f32 --shape 4x3 --chunk 2x2)
     assert_equal "$(stat -c %a t.xmd) $(stat -c %a t.xta)" "664 664"
