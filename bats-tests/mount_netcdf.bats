@@ -577,3 +577,19 @@ for p in sys.argv[1:]:
     assert (a.st_mtime_ns, a.st_ctime_ns, a.st_size) == (b.st_mtime_ns, b.st_ctime_ns, b.st_size), (p, a, b)
 PY
 }
+
+@test "a coordinate whose owner has no user entry: the log says its groups cannot be looked up" {
+    getent passwd 4242 4243 && skip "uids 4242 or 4243 have users here"
+    mkdir "$S/nouser"
+    "$DRX" create "$S/nouser/v" --type f32 --shape 2x3 --chunk 2x2 --dims lat,x
+    "$DRX" create "$S/nouser/lat" --type f32 --shape 2 --chunk 2 --dims lat
+    # two members of project group 4244 (a store from another system: no
+    # passwd entries), both files group-writable as a project's are
+    chown 4242:4244 "$S"/nouser/v.xmd "$S"/nouser/v.xta
+    chown 4243:4244 "$S"/nouser/lat.xmd "$S"/nouser/lat.xta
+    chmod 664 "$S"/nouser/*.xmd "$S"/nouser/*.xta
+    run ncdump -h "$M/nouser/v/data.nc"
+    assert_success
+    refute_output --partial "float lat(lat)"
+    grep -q "nouser/lat is not dimension lat's coordinate: its owner and the array's must both be in the array's group, and one of them has no entry in the user database" "$M.log"
+}
