@@ -75,7 +75,7 @@ static int resolve_view(struct drxfs_arr *e, const struct drxfs_node *n, struct 
  * array's store directory, when it is at least as long as the dimension. */
 struct nc_coords {
     int n;
-    uint64_t bytes; /* of their elements in the view (made at open) */
+    uint64_t bytes;             /* of their elements in the view (made at open) */
     struct timespec mtim, ctim; /* the latest of their .xmd and .xta files */
     struct drx_nc_coord c[DRX_MAX_RANK];
     struct drx_array_meta meta[DRX_MAX_RANK];
@@ -440,8 +440,7 @@ int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
     else if (fh->kind == DRXFS_ANC) {
         size += fh->text_len + fh->pad;
         times_latest(st, &fh->times.st_mtim, &fh->times.st_ctim);
-    }
-    else if (fh->kind == DRXFS_AINFO)
+    } else if (fh->kind == DRXFS_AINFO)
         size = fh->text_len;
     st->st_mode =
         S_IFREG | (xta.st_mode & (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC ? 0444 : 07666));
