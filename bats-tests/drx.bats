@@ -130,6 +130,35 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     "$DRX" get small/a dim0=0:64 | cmp - row
 }
 
+@test "create --dims with an empty name leaves that dimension unnamed" {
+    "$DRX" create t --type f32 --shape 2x3x4 --chunk 2x2x2 --dims time,,lon
+    run "$DRX" info t
+    assert_output --partial "dims:        time, -, lon"
+    run "$DRX" info t/time=0/dim1=1/lon=2
+    assert_success
+    assert_output --partial "shape:       1 x 1 x 1"
+    # the empty one still counts: a name for each dimension, no more
+    bad "--dims has 2 names for rank 3" "$DRX" create u --type f32 --shape 2x3x4 --chunk 2x2x2 --dims time,lon
+    bad "--dims has more names than the rank 3" "$DRX" create u --type f32 --shape 2x3x4 --chunk 2x2x2 --dims a,,b,
+}
+
+@test "create takes the umask: with 002 the group may write and extend the array" {
+    (umask 002 && "$DRX" create t --type f32 --shape 4x3 --chunk 2x2)
+    assert_equal "$(stat -c %a t.xmd) $(stat -c %a t.xta)" "664 664"
+    (umask 000 && "$DRX" create w --type u8 --shape 4 --chunk 2)
+    assert_equal "$(stat -c %a w.xmd) $(stat -c %a w.xta)" "666 666"
+    (umask 077 && "$DRX" create p --type u8 --shape 4 --chunk 2)
+    assert_equal "$(stat -c %a p.xmd) $(stat -c %a p.xta)" "600 600"
+    # another member of the array's group writes and extends it
+    OWN_DIR=$(mktemp -d /tmp/drx-own.XXXXXX)
+    chmod 2775 "$OWN_DIR"
+    chgrp daemon "$OWN_DIR"
+    (umask 002 && "$DRX" create "$OWN_DIR/g" --type u8 --shape 4 --chunk 2)
+    printf 'abcd' | setpriv --reuid=nobody --regid=nogroup --groups=daemon -- "$DRX" put "$OWN_DIR/g"
+    setpriv --reuid=nobody --regid=nogroup --groups=daemon -- "$DRX" extend "$OWN_DIR/g" 0 2
+    assert_equal "$("$DRX" get "$OWN_DIR/g" | od -An -c | tr -d ' ')" 'abcd\0\0'
+}
+
 @test "extend keeps the array's mode, owner and group (as far as the extender may); on a full disk it fails and gives the space back" {
     (umask 027 && "$DRX" create t --type f64 --shape 64x64 --chunk 64x64 --fill 7)
     assert_equal "$(stat -c %a t.xmd) $(stat -c %a t.xta)" "640 640"
@@ -238,6 +267,11 @@ bad() {
     bad "'order' is not a valid dimension name" "$DRX" create x --type f64 --shape 2 --chunk 1 --dims order
     bad "--dims has 1 names for rank 2" "$DRX" create x --type f64 --shape 2x2 --chunk 1x1 --dims a
     bad "value '300' does not fit in u8" "$DRX" create x --type u8 --shape 2 --chunk 1 --fill 300
+    # a float out of range is refused too, not stored as inf or 0 (a fill of
+    # 0 where 1e-50 was asked makes xarray take every 0 for missing)
+    bad "value '1e40' does not fit in f32" "$DRX" create x --type f32 --shape 2 --chunk 1 --fill 1e40
+    bad "value '1e-50' does not fit in f32" "$DRX" create x --type f32 --shape 2 --chunk 1 --fill 1e-50
+    bad "value '1e400' does not fit in f64" "$DRX" create x --type f64 --shape 2 --chunk 1 --fill 1e400
     bad "chunk is larger" "$DRX" create x --type f64 --shape 100000x100000 --chunk 100000x100000
     bad "unknown option '--chunks'" "$DRX" create x --type f64 --shape 2 --chunks 1
     "$DRX" create x --type f64 --shape 2 --chunk 1
@@ -541,6 +575,7 @@ assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
     bad "type 'f16' is not string" "$DRX" attr set t x 1 --type f16
     bad "attribute x: value 2: '' is not" "$DRX" attr set t x 1,,2 --type f64
     bad "attribute x: value 1: value '300' does not fit in i8" "$DRX" attr set t x 300 --type i8
+    bad "attribute x: value 2: value '1e39' does not fit in f32" "$DRX" attr set t x 1,1e39 --type f32
     bad "attribute x: byte 4 is not UTF-8 text" "$DRX" attr set t x "$(printf 'caf\xe9')"
     bad "attr get: --type is only for attr set" "$DRX" attr get t units --type f64
     bad "attr rm: t has no attribute 'nope'" "$DRX" attr rm t nope

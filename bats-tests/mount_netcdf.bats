@@ -188,10 +188,26 @@ PY
 }
 
 @test "the variable is named after the array, under netCDF's name rules" {
+    # netCDF-C takes a leading digit (ncdump escapes it) and UTF-8 letters
     "$DRX" create "$S/9-lives" --type i16 --shape 3 --chunk 3
     run ncdump -h "$M/9-lives/data.nc"
     assert_success
-    assert_line --partial "short _-lives(dim0) ;"
+    assert_line --partial "short \\9-lives(dim0) ;"
+    mkdir "$S/names"
+    for n in 2m_temp température 'sst anom' ключ; do
+        "$DRX" create "$S/names/$n" --type f32 --shape 2 --chunk 2
+    done
+    "$PY" - "$M/names" <<'PY'
+import sys
+import netCDF4
+import xarray as xr
+for array, var in [("2m_temp", "2m_temp"), ("température", "température"),
+                   ("sst anom", "sst_anom"), ("ключ", "____")]:
+    path = f"{sys.argv[1]}/{array}/data.nc"
+    assert list(netCDF4.Dataset(path).variables) == [var], (array, list(netCDF4.Dataset(path).variables))
+    # xarray finds the variable by the name netCDF lists
+    assert xr.open_dataset(path)[var].shape == (2,), array
+PY
 }
 
 @test "attributes are variable attributes of data.nc: ncdump shows them, xarray decodes scale_factor" {
@@ -370,6 +386,28 @@ PY
     assert_line --partial "double time(time) ;"
 }
 
+@test "a coordinate named as the variable is left out: one variable of each name" {
+    # array "x y" is variable x_y; its dimension x_y has a coordinate array x_y
+    mkdir "$S/dupname"
+    "$DRX" create "$S/dupname/x y" --type f32 --shape 3 --chunk 3 --dims x_y
+    "$DRX" create "$S/dupname/x_y" --type f32 --shape 3 --chunk 3 --dims x_y
+    "$PY" -c "import numpy as np; np.arange(3, dtype='<f4').tofile('a'); (np.arange(3, dtype='<f4') + 10).tofile('c')"
+    "$DRX" put "$S/dupname/x y" <a
+    "$DRX" put "$S/dupname/x_y" <c
+    run ncdump -h "$M/dupname/x y/data.nc"
+    assert_success
+    [ "$(grep -c 'float x_y(x_y)' <<<"$output")" -eq 1 ]
+    "$PY" - "$M/dupname/x y/data.nc" <<'PY'
+import sys
+import netCDF4
+d = netCDF4.Dataset(sys.argv[1])
+d.set_auto_mask(False)  # 0 is the fill
+assert list(d.variables) == ["x_y"], list(d.variables)
+assert d["x_y"][:].tolist() == [0, 1, 2], d["x_y"][:]
+PY
+    [ "$(stat -c %s "$M/dupname/x y/data.nc")" -eq "$(wc -c <"$M/dupname/x y/data.nc")" ]
+}
+
 @test "every type x shapes, chunkings and nested views: ncdump value by value, netCDF4, xarray (netcdf4, scipy) equal drx get" {
     local specs=() t i types=(i8 i16 i32 f32 f64 u8 u16 u32 i64 u64)
     # under the sanitizers (scripts/test's second pass) one type of each
@@ -488,4 +526,70 @@ assert h.shape == (40960, 16384)
 assert h[-1, -1] == 16383.25 and h[-1, 0] == 0.25 and h[-2, -1] == 0, (h[-1, -1], h[-2, -1])
 assert d.variables["y"][-1] == 20479.5 and d.variables["x"][-1] == 16383 * 3
 PY
+}
+
+@test "data.nc and zarr/ metadata are as new as the attributes and coordinates they hold: rsync -a copies a change" {
+    mkdir -p "$S/mt"
+    "$DRX" create "$S/mt/v" --type f32 --shape 3x4 --chunk 2x2 --dims y,x --fill -1
+    "$DRX" create "$S/mt/x" --type f32 --shape 4 --chunk 4 --dims x
+    "$PY" -c "import numpy as np; np.arange(12, dtype='<f4').tofile('v'); np.arange(4, dtype='<f4').tofile('x1'); (np.arange(4, dtype='<f4') + 100).tofile('x2')"
+    "$DRX" put "$S/mt/v" <v
+    "$DRX" put "$S/mt/x" <x1
+    "$DRX" attr set "$S/mt/v" units C
+    # every store file of the group dated 2020: a change made now is later
+    # by years, whatever the clock's resolution and rsync's 1 s compare
+    old() { touch -d '2020-01-01 00:00' "$S"/mt/v.xmd "$S"/mt/v.xta "$S"/mt/x.xmd "$S"/mt/x.xta; }
+    # same_copy: rsync -a of the array directory again, then every file
+    # of the copy is the mount's (sizes alone do not tell: each change
+    # below keeps them)
+    same_copy() {
+        rsync -a "$M/mt/v/" copy/
+        diff -r "$M/mt/v" copy
+    }
+    old
+    rsync -a "$M/mt/v/" copy/
+    # the coordinate's values (data.nc holds them; its .xta is not v's)
+    "$DRX" put "$S/mt/x" <x2
+    same_copy
+    "$PY" -c "import xarray as xr; assert xr.open_dataset('copy/data.nc').x.values.tolist() == [100, 101, 102, 103]"
+    # an attribute of the same length (data.nc, zarr/.zmetadata, zarr/v/.zattrs)
+    old
+    rsync -a "$M/mt/v/" copy/
+    "$DRX" attr set "$S/mt/v" units K
+    same_copy
+    grep -q '"units": "K"' copy/zarr/v/.zattrs
+    # the coordinate's .zarray takes the array's length of x: 4 -> 5, same size
+    "$DRX" extend "$S/mt/x" 0 2
+    old
+    rsync -a "$M/mt/v/" copy/
+    "$DRX" extend "$S/mt/v" x 1
+    same_copy
+    "$PY" -c "import json; assert json.load(open('copy/zarr/x/.zarray'))['shape'] == [5]"
+    # tar compares the ctime of stat before a read with fstat's after it
+    tar -cf /dev/null -C "$M/mt" v
+    "$PY" - "$M/mt/v/data.nc" "$M/mt/v/zarr/.zmetadata" <<'PY'
+import os, sys
+for p in sys.argv[1:]:
+    a = os.stat(p)
+    fd = os.open(p, os.O_RDONLY)
+    b = os.fstat(fd)
+    os.close(fd)
+    assert (a.st_mtime_ns, a.st_ctime_ns, a.st_size) == (b.st_mtime_ns, b.st_ctime_ns, b.st_size), (p, a, b)
+PY
+}
+
+@test "a coordinate whose owner has no user entry: the log says its groups cannot be looked up" {
+    getent passwd 4242 4243 && skip "uids 4242 or 4243 have users here"
+    mkdir "$S/nouser"
+    "$DRX" create "$S/nouser/v" --type f32 --shape 2x3 --chunk 2x2 --dims lat,x
+    "$DRX" create "$S/nouser/lat" --type f32 --shape 2 --chunk 2 --dims lat
+    # two members of project group 4244 (a store from another system: no
+    # passwd entries), both files group-writable as a project's are
+    chown 4242:4244 "$S"/nouser/v.xmd "$S"/nouser/v.xta
+    chown 4243:4244 "$S"/nouser/lat.xmd "$S"/nouser/lat.xta
+    chmod 664 "$S"/nouser/*.xmd "$S"/nouser/*.xta
+    run ncdump -h "$M/nouser/v/data.nc"
+    assert_success
+    refute_output --partial "float lat(lat)"
+    grep -q "nouser/lat is not dimension lat's coordinate: its owner and the array's must both be in the array's group, and one of them has no entry in the user database" "$M.log"
 }

@@ -33,6 +33,15 @@ teardown() {
     for f in "$BATS_TEST_TMPDIR"/*.fifo; do
         [ -p "$f" ] && timeout 2 sh -c ': >"$1"' sh "$f"
     done
+    # mounts a test stacked on $M (a second drxfs that was not refused):
+    # the top ones, whatever became of their daemons
+    if [ -f "$BATS_TEST_TMPDIR/stacking" ]; then
+        local i
+        for ((i = 0; i < 5; i++)); do
+            [ "$(awk -v m="$(realpath -m "$M")" '$5 == m' /proc/self/mountinfo | wc -l)" -gt 1 ] || break
+            fusermount3 -u "$M" 2>/dev/null || fusermount3 -uz "$M" 2>/dev/null || true
+        done
+    fi
     # mounts a test made of its own
     for m in "$BATS_TEST_TMPDIR"/m* "${OWN_DIR:-/nonexistent}/m"; do
         [ -e "$m" ] && unmount_store "$m"
@@ -396,8 +405,37 @@ except OSError:
     nob mkdir "$m/sg/d"
     [ "$(stat -c %u:%g "$s/sg/f.nafs")" = 65534:100 ]
     [ "$(stat -c %u:%g "$s/sg/d")" = 65534:100 ]
+    # ... to the striped file's subfiles too, where its bytes are (a
+    # project's group quota counts them): they were the caller's group
+    head -c 200000 /dev/zero | nob sh -c "cat >'$m/sg/big'"
+    local sub n=0
+    for sub in $(subfiles_of "$s/sg/f") $(subfiles_of "$s/sg/big"); do
+        [ -e "$sub" ] || continue # f's second: not created yet
+        [ "$(stat -c %u:%g "$sub")" = 65534:100 ] || { ls -ln "$sub"; return 1; }
+        n=$((n + 1))
+    done
+    [ "$n" -eq 3 ]
     unmount_store "$m"
     grep -q "default_permissions" "$m.log"
+}
+
+@test "a second drxfs on a mount point in use is refused; the first keeps serving" {
+    local s="$BATS_TEST_TMPDIR/s2" m="$BATS_TEST_TMPDIR/m2"
+    "$DRX" init "$s" >/dev/null
+    touch "$BATS_TEST_TMPDIR/stacking"
+    # the same store or another one: either would hide the mount below
+    # (in the foreground: were it to mount, timeout's TERM unmounts it)
+    run timeout 20 "$DRXFS" -f "$S" "$M" 3>&-
+    assert_failure 1
+    assert_output "drxfs: $(realpath "$M"): already a drxfs mount (of $(realpath "$S")); unmount it first (fusermount3 -u $(realpath "$M"))"
+    run timeout 20 "$DRXFS" -f "$s" "$M" 3>&-
+    assert_failure 1
+    assert_output --partial "already a drxfs mount"
+    [ "$(awk -v m="$(realpath "$M")" '$5 == m' /proc/self/mountinfo | wc -l)" -eq 1 ]
+    ls "$M" >/dev/null
+    # a free mount point still mounts
+    mount_store "$s" "$m"
+    unmount_store "$m"
 }
 
 @test "--help, --version and bad options or configuration" {

@@ -304,3 +304,21 @@ assert a.shape == (6, 5, 4) and (a == np.arange(120).reshape(6, 5, 4)).all(), a.
     [ "$(stat -c %a "$S/proj/t.xta")" = 644 ]
     cd /
 }
+
+@test "a tar of an array directory restores its data with tar -x --overwrite" {
+    fresh tr 6x5 4x2
+    tar -C "$M" -cf tr.tar tr/data tr/data.npy
+    "$PY" -c "import numpy as np; np.full(30, -1.0).tofile('junk')"
+    "$DRX" put "$S/tr" <junk
+    # plain tar -x removes a file before making it, which data refuses
+    run tar -C "$M" -xf tr.tar tr/data
+    assert_failure
+    assert_output --partial "Cannot open: File exists"
+    cmp junk "$M/tr/data"
+    # --overwrite opens it in place
+    tar -C "$M" -x --overwrite -f tr.tar tr/data
+    cmp tr.raw "$M/tr/data"
+    "$DRX" put "$S/tr" <junk
+    tar -C "$M" -x --overwrite -f tr.tar tr/data.npy
+    "$DRX" get "$S/tr" | cmp tr.raw -
+}

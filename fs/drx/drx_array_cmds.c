@@ -175,14 +175,14 @@ static int create_shape(const char *shape, const char *chunk, struct drx_array_s
     return 0;
 }
 
-/* --dims a,b,c into spec (dims is an argv string, cut up in place).  0,
- * or 1 when reported. */
+/* --dims a,b,c into spec (dims is an argv string, cut up in place); an
+ * empty name leaves its dimension unnamed (time,,lon).  0, or 1 when
+ * reported. */
 static int create_dims(char *dims, struct drx_array_spec *spec)
 {
     int n = 0;
 
-    for (char *save = NULL, *tok = strtok_r(dims, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
+    for (char *rest = dims, *tok; (tok = strsep(&rest, ","));) {
         if (n == spec->rank)
             return drx_cli_fail("create: --dims has more names than the rank %d", spec->rank);
         spec->dim_name[n++] = tok;

@@ -596,8 +596,20 @@ static int cli_early(const struct drxfs_cli *cli, char *argv[], int *ret)
  * while the options are parsed). */
 static int cli_apply(const struct drxfs_cli *cli)
 {
+    char src[PATH_MAX];
+
     if (cli->mountpoint)
         drxfs.mountpoint = realpath(cli->mountpoint, NULL);
+    /* FUSE 3 mounts over a mount point in use: a second drxfs on it (a
+     * script or notebook run twice) hid the first, whose daemon kept
+     * running, and one fusermount3 -u showed it again, still mounted. */
+    if (drxfs.mountpoint && drx_store_mount_at(NULL, drxfs.mountpoint, src, sizeof src) == 1) {
+        fprintf(stderr,
+                "drxfs: %s: already a drxfs mount (of %s); unmount it first "
+                "(fusermount3 -u %s)\n",
+                drxfs.mountpoint, src, drxfs.mountpoint);
+        return -1;
+    }
     drxfs.ro = cli->ro;
     drxfs.foreground = cli->foreground;
     drxfs.max_read = cli->max_read;

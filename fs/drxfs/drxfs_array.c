@@ -75,7 +75,8 @@ static int resolve_view(struct drxfs_arr *e, const struct drxfs_node *n, struct 
  * array's store directory, when it is at least as long as the dimension. */
 struct nc_coords {
     int n;
-    uint64_t bytes; /* of their elements in the view (made at open) */
+    uint64_t bytes;             /* of their elements in the view (made at open) */
+    struct timespec mtim, ctim; /* the latest of their .xmd and .xta files */
     struct drx_nc_coord c[DRX_MAX_RANK];
     struct drx_array_meta meta[DRX_MAX_RANK];
     char *rel[DRX_MAX_RANK];
@@ -90,6 +91,42 @@ static void coords_fini(struct nc_coords *cs)
         free(cs->data[i]);
     }
     cs->n = 0;
+}
+
+/* *t becomes the later of *t and u. */
+static void time_latest(struct timespec *t, const struct timespec *u)
+{
+    if (u->tv_sec > t->tv_sec || (u->tv_sec == t->tv_sec && u->tv_nsec > t->tv_nsec))
+        *t = *u;
+}
+
+/* data.nc holds the array's attributes (its .xmd) and its coordinates'
+ * elements and attributes, beside its own elements: its times are the
+ * latest of all those files', so that what compares times (rsync -a,
+ * make, find -newer, backups) sees a change of any of them, not only of
+ * the array's .xta. */
+static void times_latest(struct stat *st, const struct timespec *mtim, const struct timespec *ctim)
+{
+    time_latest(&st->st_mtim, mtim);
+    time_latest(&st->st_ctim, ctim);
+}
+
+/* The times of the .xmd and .xta of a coordinate, whose .xmd is at path
+ * (PATH_MAX + 64 bytes), into *mtim and *ctim (left as they are when
+ * neither stats). */
+static void coord_times(char *path, struct timespec *mtim, struct timespec *ctim)
+{
+    size_t len = strlen(path);
+    struct stat st;
+
+    for (int i = 0; i < 2; i++) {
+        if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            time_latest(mtim, &st.st_mtim);
+            time_latest(ctim, &st.st_ctim);
+        }
+        memcpy(path + len - 3, "xta", 3);
+    }
+    memcpy(path + len - 3, "xmd", 3);
 }
 
 /* Why candidate cm cannot be the coordinate of dimension d of array m, or
@@ -147,6 +184,7 @@ static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m
     struct drx_array_meta cm;
     struct drx_err err = {{0}};
     const char *why;
+    struct timespec mtim = {0}, ctim = {0};
 
     int pin, rc;
 
@@ -156,6 +194,8 @@ static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m
     if (rc < 0 && rc != -ENOENT)
         drx_log_ratelimited(level, "%s: %s is not dimension %s's coordinate: %s", n->rel, rel, dn,
                             err.msg);
+    if (rc == 0)
+        coord_times(path, &mtim, &ctim);
     drxfs_unpin(pin);
     if (rc < 0)
         return;
@@ -173,6 +213,8 @@ static void coord_try(const struct drxfs_node *n, const struct drx_array_meta *m
     cs->meta[cs->n] = cm;
     cs->c[cs->n] = (struct drx_nc_coord){d, &cs->meta[cs->n], NULL};
     cs->bytes += count * cm.elem_size;
+    time_latest(&cs->mtim, &mtim);
+    time_latest(&cs->ctim, &ctim);
     cs->n++;
 }
 
@@ -245,9 +287,10 @@ static int coords_read(struct nc_coords *cs, const struct drx_view *v, const cha
  * coordinate variables' data): their size in *len, and when buf is not
  * NULL the bytes in a malloc'ed *buf.  One look-up of the coordinates
  * serves both, so the size and the bytes agree.  -ENOENT where the view
- * has no data.nc. */
+ * has no data.nc.  The latest times of the coordinates' files are folded
+ * into times' st_mtim and st_ctim. */
 static int nc_prefix(struct drxfs_arr *e, const struct drxfs_node *n, const struct drx_view *v,
-                     char **buf, size_t *len, uint64_t *pad)
+                     char **buf, size_t *len, uint64_t *pad, struct stat *times)
 {
     const struct drx_array_meta *m = drx_array_meta(e->a);
     struct nc_coords cs = {0};
@@ -255,6 +298,7 @@ static int nc_prefix(struct drxfs_arr *e, const struct drxfs_node *n, const stru
     int rc;
 
     coords_find(n, m, v, buf != NULL, &cs);
+    times_latest(times, &cs.mtim, &cs.ctim);
     rc = drx_nc_file_header(m, v, n->rel, cs.c, cs.n, NULL, len, pad);
     if (rc < 0) {
         if (drx_log_enabled(DRX_LOG_DEBUG))
@@ -328,10 +372,12 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
     case DRXFS_ANPY:
     case DRXFS_ANC: {
         uint64_t size = drx_view_bytes(&v);
+        /* data.nc: the .xmd's times (its attributes), then its coordinates' */
+        struct stat nct = n->st;
         if (n->kind == DRXFS_ANC) {
             size_t hlen;
             uint64_t pad;
-            if ((rc = nc_prefix(e, n, &v, NULL, &hlen, &pad)) < 0)
+            if ((rc = nc_prefix(e, n, &v, NULL, &hlen, &pad, &nct)) < 0)
                 goto out;
             size += hlen + pad;
         } else if (n->kind == DRXFS_ANPY) {
@@ -350,6 +396,8 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
             st->st_mtim = xta.st_mtim;
             st->st_ctim = xta.st_ctim;
         }
+        if (n->kind == DRXFS_ANC)
+            times_latest(st, &nct.st_mtim, &nct.st_ctim);
         st->st_mode = S_IFREG | (st->st_mode & (n->kind == DRXFS_ANC ? 0444 : 07666));
         st->st_size = (off_t)size;
         st->st_blocks = (blkcnt_t)((size + 511) / 512);
@@ -389,9 +437,10 @@ int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
     st->st_nlink = 1;
     if (fh->kind == DRXFS_ANPY)
         size += fh->text_len;
-    else if (fh->kind == DRXFS_ANC)
+    else if (fh->kind == DRXFS_ANC) {
         size += fh->text_len + fh->pad;
-    else if (fh->kind == DRXFS_AINFO)
+        times_latest(st, &fh->times.st_mtim, &fh->times.st_ctim);
+    } else if (fh->kind == DRXFS_AINFO)
         size = fh->text_len;
     st->st_mode =
         S_IFREG | (xta.st_mode & (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC ? 0444 : 07666));
@@ -512,7 +561,8 @@ static int fh_view_text(struct drxfs_fh *fh, struct drxfs_arr *e, const struct d
     case DRXFS_ANC:
         /* netCDF data is big-endian whatever rep the path asked for */
         fh->view.rep = DRX_REP_EXTERNAL32;
-        rc = nc_prefix(e, n, &fh->view, &fh->text, &fh->text_len, &fh->pad);
+        fh->times = n->st;
+        rc = nc_prefix(e, n, &fh->view, &fh->text, &fh->text_len, &fh->pad, &fh->times);
         break;
     default:
         break;

@@ -56,6 +56,15 @@ static bool user_in_group(uid_t uid, gid_t gid)
     return false;
 }
 
+/* Whether user uid has an entry in the user database (for his groups). */
+static bool user_known(uid_t uid)
+{
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+
+    return getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res;
+}
+
 /* Whether every user whom the read bits of ref allow may read c: its
  * owner (root reads all), and its group's members when they may. */
 static bool read_covers(const struct stat *ref, const struct stat *c)
@@ -149,9 +158,16 @@ static const char *write_refusal(const struct stat *ref, const struct stat *c, b
     bool project = c->st_gid == ref->st_gid && user_in_group(ref->st_uid, c->st_gid) &&
                    user_in_group(c->st_uid, c->st_gid);
 
-    if (c->st_uid != 0 && c->st_uid != ref->st_uid && !project)
+    if (c->st_uid != 0 && c->st_uid != ref->st_uid && !project) {
+        /* a uid of no user (a store from another system, a container)
+         * has no groups to look up: say so, not that it is in none */
+        if (c->st_gid == ref->st_gid && (!user_known(c->st_uid) || !user_known(ref->st_uid)))
+            return "its owner and the array's must both be in the array's group, and one of "
+                   "them has no entry in the user database (getent passwd UID), so its groups "
+                   "cannot be looked up";
         return "its owner is neither root nor the array's owner, nor is it in the array's "
                "group";
+    }
     if (c->st_mode & S_IWOTH)
         return "other users may write it";
     if ((c->st_mode & S_IWGRP) && !project)

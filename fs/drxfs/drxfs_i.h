@@ -178,6 +178,9 @@ void drxfs_unpin(int pin);
 bool drxfs_name_reserved(const char *name, bool at_root);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
+/* The group a new entry rel belongs to: its directory's in a set-group-ID
+ * directory, else the caller's. */
+gid_t drxfs_new_gid(const char *rel);
 /* The mode new entry rel is made with: the caller's mode less the caller's
  * umask (the kernel leaves it to us: FUSE_CAP_DONT_MASK), except in a
  * directory with a default ACL, which replaces the umask (POSIX.1e): the
@@ -277,6 +280,8 @@ struct drxfs_fh {
     char *text;            /* .npy or netCDF header, or info JSON */
     size_t text_len;
     uint64_t pad;           /* zeros after the data (DRXFS_ANC) */
+    struct stat times;      /* DRXFS_ANC: the .xmd's and coordinates' latest
+                             * times at open, beside the .xta's (fgetattr) */
     struct drxfs_sfile *sf; /* DRXFS_STRIPED */
     ino_t ino;              /* array kinds: st_ino, from the path opened */
     struct drxfs_zfile *zf; /* DRXFS_ZARR */

@@ -48,14 +48,23 @@ static void parent_of(const char *rel, char *dir)
     }
 }
 
-/* True when the directory holding rel is set-group-ID. */
-static bool parent_setgid(const char *rel)
+/* True when the directory holding rel is set-group-ID; its group in *gid. */
+static bool parent_setgid(const char *rel, gid_t *gid)
 {
     char dir[PATH_MAX];
     struct stat st;
 
     parent_of(rel, dir);
-    return drx_store_entry_stat(drxfs.store, dir, &st) == 0 && (st.st_mode & S_ISGID);
+    if (drx_store_entry_stat(drxfs.store, dir, &st) < 0 || !(st.st_mode & S_ISGID))
+        return false;
+    *gid = st.st_gid;
+    return true;
+}
+
+gid_t drxfs_new_gid(const char *rel)
+{
+    gid_t gid;
+    return parent_setgid(rel, &gid) ? gid : fuse_get_context()->gid;
 }
 
 mode_t drxfs_new_mode(const char *rel, mode_t mode)
@@ -76,7 +85,7 @@ void drxfs_chown_new(const char *rel)
     struct fuse_context *ctx = fuse_get_context();
     /* In a set-group-ID directory the new entry keeps the directory's group,
      * which our mkdir/open already gave it, as on any local filesystem. */
-    gid_t gid = parent_setgid(rel) ? (gid_t)-1 : ctx->gid;
+    gid_t dgid, gid = parent_setgid(rel, &dgid) ? (gid_t)-1 : ctx->gid;
     int rc = drx_store_entry_chown(drxfs.store, rel, ctx->uid, gid);
     if (rc < 0)
         drx_log_ratelimited(DRX_LOG_WARNING, "chown %s to %u:%u: %s", rel, (unsigned)ctx->uid,

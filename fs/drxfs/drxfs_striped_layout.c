@@ -219,9 +219,11 @@ void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel, mode_t mode)
         return;
     struct fuse_context *ctx = fuse_get_context();
     /* the subfiles first: a metafile of another user than the daemon's
-     * has its subfiles used only when they are that user's too */
+     * has its subfiles used only when they are that user's too; their
+     * group is the metafile's, the directory's in a set-group-ID one (a
+     * project's group quota counts the bytes, not the caller's group) */
     drx_stripe_meta_get(f, &m);
-    drx_stripe_subfiles_setattr(drxfs.store, &m, (mode_t)-1, ctx->uid, ctx->gid, rel);
+    drx_stripe_subfiles_setattr(drxfs.store, &m, (mode_t)-1, ctx->uid, drxfs_new_gid(rel), rel);
     if (ctx->uid != geteuid() || ctx->gid != getegid() || (mode & (S_ISUID | S_ISGID)))
         drxfs_chown_new(meta);
 }

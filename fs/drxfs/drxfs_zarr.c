@@ -424,6 +424,26 @@ int zclassify(const struct drxfs_node *n, const struct zctx *zc, struct zinfo *z
     return -ENOENT;
 }
 
+/* *t becomes the later of *t and u. */
+static void time_latest(struct timespec *t, const struct timespec *u)
+{
+    if (u->tv_sec > t->tv_sec || (u->tv_sec == t->tv_sec && u->tv_nsec > t->tv_nsec))
+        *t = *u;
+}
+
+/* A metadata document is made from every .xmd of the group (a coordinate's
+ * .zarray has the array's length of its dimension): its times are the
+ * latest of those files' and the .xta's, so that what compares times
+ * (rsync -a, make, find -newer) sees an attribute or an extension of any
+ * of them, not only a write of the .xta. */
+static void zmeta_times(const struct zctx *zc, struct stat *st)
+{
+    for (int i = 0; i < zc->nsig; i++) {
+        time_latest(&st->st_mtim, &zc->sig[i].mtim);
+        time_latest(&st->st_ctim, &zc->sig[i].ctim);
+    }
+}
+
 int zstat(const struct drxfs_node *n, const struct zctx *zc, const struct zinfo *zi,
           struct stat *st)
 {
@@ -447,6 +467,7 @@ int zstat(const struct drxfs_node *n, const struct zctx *zc, const struct zinfo 
             return rc;
         st->st_mode = S_IFREG | (st->st_mode & 0666);
         st->st_size = (off_t)len;
+        zmeta_times(zc, st);
         break;
     case ZW_KEY:
         st->st_mode = S_IFREG | (st->st_mode & 0666);

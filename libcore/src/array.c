@@ -186,12 +186,15 @@ static int meta_from_spec(struct drx_array_meta *m, const struct drx_array_spec 
     return 0;
 }
 
-/* Chunks first, metadata last: a crash leaves an orphan .xta at worst. */
+/* Chunks first, metadata last: a crash leaves an orphan .xta at worst.
+ * Mode 0666 less the umask, as any new file (and the .xmd takes the
+ * .xta's): 0644 kept a project's umask 002 from making arrays its group
+ * may write and extend. */
 static int create_files(struct drx_array *a, struct drx_err *err)
 {
     int rc;
 
-    a->xta_fd = open(a->xta_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    a->xta_fd = open(a->xta_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (a->xta_fd < 0)
         return drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
     rc = drx_array_fill_chunks(a->xta_fd, &a->meta, 0, a->meta.map.nchunks);

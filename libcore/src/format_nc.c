@@ -103,25 +103,54 @@ static void put_user_attr(struct out *o, const struct drx_attr *a)
     pad4(o);
 }
 
-/* Whether netCDF allows C at position N of a name: a letter or '_' first,
- * then also digits and ".@+-". */
+/* Whether netCDF allows ASCII byte C at position N of a name: a letter, a
+ * digit or '_' first (netCDF-C's NC_check_name: "2m_temp" is a name, which
+ * ncdump shows as \2m_temp), then also ".@+-". */
 static bool nc_name_char_ok(unsigned char c, size_t n)
 {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_')
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')
         return true;
-    return n > 0 && ((c >= '0' && c <= '9') || (c && strchr(".@+-", c)));
+    return n > 0 && c && strchr(".@+-", c);
 }
 
-/* The variable's name: the array's base name under netCDF's rules. */
+/* The bytes of the UTF-8 character at p when netCDF takes it in a name
+ * as it is: a letter of U+00C0..U+024F (Latin-1 Supplement and Latin
+ * Extended-A and B, but the signs x and /), which are their own NFC form,
+ * as netCDF-C stores and looks up names; 0 for anything else (another
+ * character's NFC form may differ from its bytes, and netCDF-C would then
+ * not find the variable by the name it lists). */
+static size_t nc_name_utf8_ok(const unsigned char *p)
+{
+    unsigned cp;
+
+    if (p[0] < 0xc3 || p[0] > 0xc9 || (p[1] & 0xc0) != 0x80)
+        return 0;
+    cp = ((unsigned)(p[0] & 0x1f) << 6) | (p[1] & 0x3f);
+    return cp >= 0xc0 && cp <= 0x24f && cp != 0xd7 && cp != 0xf7 ? 2 : 0;
+}
+
+/* The variable's name: the array's base name under netCDF's rules, each
+ * character outside them one '_'. */
 static void var_name(const char *name, char *out)
 {
-    const char *base = strrchr(name, '/');
+    const unsigned char *p = (const unsigned char *)strrchr(name, '/');
     size_t n = 0;
 
-    base = base ? base + 1 : name;
-    for (; *base && n < NC_NAME_MAX; base++, n++) {
-        unsigned char c = (unsigned char)*base;
-        out[n] = nc_name_char_ok(c, n) ? (char)c : '_';
+    p = p ? p + 1 : (const unsigned char *)name;
+    while (*p && n < NC_NAME_MAX) {
+        size_t u = nc_name_utf8_ok(p);
+        if (u && n + u <= NC_NAME_MAX) {
+            memcpy(out + n, p, u);
+            n += u;
+            p += u;
+            continue;
+        }
+        out[n] = nc_name_char_ok(*p, n) ? (char)*p : '_';
+        n++;
+        /* the rest of a multi-byte character is part of this '_' */
+        if (*p++ >= 0xc0)
+            while ((*p & 0xc0) == 0x80)
+                p++;
     }
     if (n == 0)
         out[n++] = '_';
@@ -281,18 +310,33 @@ int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v,
     uint64_t origin[DRX_MAX_RANK], step[DRX_MAX_RANK], bytes = v->nelem * v->elem_size;
     int dims[DRX_MAX_RANK];
     char vname[NC_NAME_MAX + 1];
+    struct drx_nc_coord kept[DRX_MAX_RANK] = {{0}};
+    int nkept = 0;
     size_t hlen;
     int rc;
 
+    if (ncoords < 0 || ncoords > DRX_MAX_RANK)
+        return -EINVAL;
     if (type == 0)
         return -ENOTSUP;
     if (v->nelem == 0)
         return -ENOENT;
     o.cdf5 = !view_dims(v, dims, origin, step) || !nc_classic(type) || attrs_need_cdf5(m);
-    rc = coords_check(m, v->rank, coords, ncoords, &o.cdf5);
+    var_name(name, vname);
+    bool unused = false;
+    rc = coords_check(m, v->rank, coords, ncoords, &unused);
     if (rc < 0)
         return rc;
-    var_name(name, vname);
+    /* A coordinate named as the variable (array "x y", variable x_y, over
+     * dimension x_y, beside an array x_y) would be a second variable of
+     * that name, which netCDF readers take one of: the variable is its
+     * dimension's coordinate, as an array named like its own dimension. */
+    for (int c = 0; c < ncoords; c++)
+        if (strcmp(m->dim_name[coords[c].dim], vname) != 0)
+            kept[nkept++] = coords[c];
+    coords = kept;
+    ncoords = nkept;
+    coords_check(m, v->rank, coords, ncoords, &o.cdf5);
 
     put_header(&o, m, v, vname, dims, origin, step, coords, ncoords, 0);
     hlen = o.pos;

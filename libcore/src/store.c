@@ -229,6 +229,28 @@ int drx_store_mounted_mi(const char *mountinfo, const char *root, char *mnt, siz
     return found;
 }
 
+int drx_store_mount_at(const char *mountinfo, const char *mnt, char *src, size_t srclen)
+{
+    char *line = NULL, *m, *source;
+    size_t cap = 0;
+    int found = 0;
+    FILE *fp = fopen(mountinfo ? mountinfo : "/proc/self/mountinfo", "re");
+
+    if (!fp)
+        return 0;
+    while (!found && getline(&line, &cap, fp) > 0) {
+        bool ro;
+        if (mi_drxfs_line(line, &m, &source, &ro, NULL) && strcmp(m, mnt) == 0) {
+            found = 1;
+            if (src && (size_t)snprintf(src, srclen, "%s", source) >= srclen)
+                found = -ENAMETOOLONG;
+        }
+    }
+    free(line);
+    fclose(fp);
+    return found;
+}
+
 int drx_store_lock(const struct drx_store *s, bool exclusive)
 {
     int fd = openat(s->root_fd, DRX_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -129,13 +129,21 @@ static int parse_float(enum drx_type t, const char *text, void *out, struct drx_
     char *end;
     double v;
 
-    (void)err;
     errno = 0;
     v = strtod(text, &end);
     if (end == text || *end)
         return 1;
+    /* A finite number past the type's range would be stored as an
+     * infinity, a non-zero one below its smallest subnormal as 0 (a fill
+     * of 1e-50 that xarray then takes for missing wherever the data is 0):
+     * refused, as an integer out of range is, and as netCDF's NC_ERANGE.
+     * strtod's ERANGE with a subnormal, non-zero result is kept. */
+    if (errno == ERANGE && (isinf(v) || v == 0))
+        return does_not_fit(t, text, err);
     if (types[t].unit == 4) {
         float f = (float)v;
+        if ((isinf(f) && !isinf(v)) || (f == 0 && v != 0))
+            return does_not_fit(t, text, err);
         memcpy(out, &f, sizeof f);
     } else {
         memcpy(out, &v, sizeof v);

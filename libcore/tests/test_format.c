@@ -122,10 +122,11 @@ int main(void)
           "variables: ushort u(time, dim1) ; u:_FillValue = 0US ;\n"
           "u:drx_origin = 1LL, 0LL ; u:drx_step = 1LL, 1LL ; }\n",
           "cdf5");
+    /* a leading digit is netCDF's (CDL escapes it) */
     check("3dx", "u32", 1, "5", "", NULL,
           "netcdf t { dimensions: time = 5 ;\n"
-          "variables: uint _dx(time) ; _dx:_FillValue = 0U ;\n"
-          "_dx:drx_origin = 0LL ; _dx:drx_step = 1LL ; }\n",
+          "variables: uint \\3dx(time) ; \\3dx:_FillValue = 0U ;\n"
+          "\\3dx:drx_origin = 0LL ; \\3dx:drx_step = 1LL ; }\n",
           "cdf5");
     /* user attributes: after _FillValue, in the order set, strings as
      * NC_CHAR; only classic types keep CDF-2 */

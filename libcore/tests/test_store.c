@@ -159,6 +159,17 @@ static void test_mounted(void)
     tap_ok(drx_store_mounted_mi(mi, "/data/ssh", mnt, sizeof mnt) == 0,
            "not mounted: another fstype");
     tap_ok(drx_store_mounted_mi(mi, "/data", mnt, sizeof mnt) == 0, "not mounted: a parent");
+    /* drxfs refuses a mount point that is a drxfs mount already */
+    tap_ok(drx_store_mount_at(mi, "/mnt/drx", mnt, sizeof mnt) == 1 &&
+               strcmp(mnt, "/data/store") == 0,
+           "/mnt/drx is a drxfs mount of %s", mnt);
+    tap_ok(drx_store_mount_at(mi, "/mnt/my mount", mnt, sizeof mnt) == 1 &&
+               strcmp(mnt, "/data/my store") == 0,
+           "a mount point with escapes (%s)", mnt);
+    tap_ok(drx_store_mount_at(mi, "/mnt/other", NULL, 0) == 0 &&
+               drx_store_mount_at(mi, "/mnt", NULL, 0) == 0 &&
+               drx_store_mount_at(mi, "/mnt/dr", NULL, 0) == 0,
+           "not a drxfs mount point: another fstype, a parent, a prefix");
     snprintf(real, sizeof real, "%s/real-store", base);
     snprintf(link, sizeof link, "%s/link-store", base);
     mkdir(real, 0755);

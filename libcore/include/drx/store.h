@@ -200,6 +200,11 @@ int drx_store_mounted(const char *root, char *mnt, size_t mntlen);
  * tests. */
 int drx_store_mounted_mi(const char *mountinfo, const char *root, char *mnt, size_t mntlen);
 
+/* Whether the directory mnt (an absolute, canonical path) is the mount
+ * point of a drxfs mount in mountinfo (NULL: /proc/self/mountinfo): 1 and
+ * its store in src (srclen bytes), 0 when not, or -errno. */
+int drx_store_mount_at(const char *mountinfo, const char *mnt, char *src, size_t srclen);
+
 /* The store's activity lock, an flock on its .drx directory.  Whoever makes
  * files in steps that a repair must not see half done holds it shared:
  * drxfs while mounted (from any mount namespace or with any mount source),
