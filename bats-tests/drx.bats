@@ -568,6 +568,7 @@ assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
     cp t.xmd before.xmd
     bad "attr set: _FillValue is the array's fill, not an attribute" "$DRX" attr set t _FillValue 1
     bad "attr set: attribute names drx_* are reserved" "$DRX" attr set t drx_origin 1
+    bad "attr set: _ARRAY_DIMENSIONS is the array's dimension names" "$DRX" attr set t _ARRAY_DIMENSIONS x
     bad "attribute name '1st' must start with a letter or '_'" "$DRX" attr set t 1st x
     bad "attribute name 'a b' has a character outside" "$DRX" attr set t 'a b' x
     bad "is longer than 255 bytes" "$DRX" attr set t "$(printf 'n%.0s' {1..256})" x

@@ -643,6 +643,13 @@ int drx_array_attr_set(struct drx_array *a, const struct drx_attr *attr, struct 
      * would, so that nothing written can fail to load */
     if ((rc = drx_attr_name_check(attr->name, err)))
         return rc;
+    /* zarr/'s .zattrs gives the dimension names under this name: one set
+     * as an attribute would be hidden there (and shown in data.nc alone).
+     * Refused when set, not when read: an .xmd that has it still opens. */
+    if (strcmp(attr->name, "_ARRAY_DIMENSIONS") == 0)
+        return drx_err_set(err, EINVAL,
+                           "_ARRAY_DIMENSIONS is the array's dimension names (drx create --dims), "
+                           "not an attribute");
     if (!attr->is_string &&
         (attr->type < 0 || attr->type >= DRX_NTYPES || drx_type_is_complex(attr->type)))
         return drx_err_set(err, EINVAL, "attribute %s: a complex or unknown type", attr->name);
