@@ -438,6 +438,31 @@ except OSError:
     unmount_store "$m"
 }
 
+# Found in the eleventh session (daily11 noticed it): a mount point inside
+# its own store showed itself inside itself, without end for find and du,
+# and each level was a request the daemon made of itself.
+@test "a mount point inside the store is refused; one over the store's root mounts" {
+    local s="$BATS_TEST_TMPDIR/s3"
+    "$DRX" init "$s" >/dev/null
+    mkdir -p "$s/sub/mnt"
+    run timeout 20 "$DRXFS" -f "$s" "$s/sub/mnt" 3>&-
+    assert_failure 1
+    assert_output "drxfs: $(realpath "$s")/sub/mnt is inside the store $(realpath "$s"): mount it outside (or over the store)"
+    ! mountpoint -q "$s/sub/mnt"
+    # a sibling whose name starts with the store's is outside it
+    mkdir "$s-mnt"
+    mount_store "$s" "$s-mnt"
+    [ -d "$s-mnt/sub/mnt" ]
+    unmount_store "$s-mnt"
+    # over the root: the daemon works through the descriptor it opened
+    mount_store "$s" "$s"
+    [ -d "$s/sub/mnt" ]
+    echo hello >"$s/hello"
+    [ "$(cat "$s/hello")" = hello ]
+    unmount_store "$s"
+    [ -e "$s/hello.nafs" ]
+}
+
 @test "--help, --version and bad options or configuration" {
     run "$DRXFS" --help
     assert_success

@@ -610,6 +610,22 @@ static int cli_apply(const struct drxfs_cli *cli)
                 drxfs.mountpoint, src, drxfs.mountpoint);
         return -1;
     }
+    /* A mount point below the store's root shows itself inside itself:
+     * M/sub/sub/... goes on without end for find and du, and each level
+     * is a request the daemon makes of itself, holding a worker meanwhile
+     * (deep enough, a user's path holds every worker: the mount hangs).
+     * Over the root itself is fine: the daemon works through a descriptor
+     * opened before the mount. */
+    char *store = cli->store ? realpath(cli->store, NULL) : NULL;
+    size_t n = store ? strlen(store) : 0;
+    bool inside = store && drxfs.mountpoint && strncmp(drxfs.mountpoint, store, n) == 0 &&
+                  (drxfs.mountpoint[n] == '/' || (n == 1 && drxfs.mountpoint[1]));
+    if (inside)
+        fprintf(stderr, "drxfs: %s is inside the store %s: mount it outside (or over the store)\n",
+                drxfs.mountpoint, store);
+    free(store);
+    if (inside)
+        return -1;
     drxfs.ro = cli->ro;
     drxfs.foreground = cli->foreground;
     drxfs.max_read = cli->max_read;
