@@ -173,6 +173,10 @@ EOF
         assert_failure
         assert_output --partial "No such file or directory"
     done
+    # a slice's bounds past 64 bits are clamped, as Python's are; an index
+    # past them is out of range (above)
+    cmp "$M/temp/dim0=-99999999999999999999:99999999999999999999/data" "$M/temp/data"
+    [ "$(stat -c %s "$M/temp/dim0=::99999999999999999999/data")" -eq $((11 * 5 * 8)) ]
     run stat "$M/temp/data/x"
     assert_failure
     run stat "$M/temp/dim0=1/info/x"

@@ -23,10 +23,13 @@ void drx_view_spec_init(struct drx_view_spec *s)
     s->file = NULL;
 }
 
-/* Strict signed integer: optional '-', digits, nothing else. */
-static bool parse_i64(const char *p, const char *end, int64_t *out)
+/* Strict signed integer: optional '-', digits, nothing else.  sat: a
+ * value past 64 bits saturates (a slice's bounds and step, which Python
+ * clamps to the dimension whatever their size); else it is refused (an
+ * index, out of range as in Python). */
+static bool parse_i64(const char *p, const char *end, bool sat, int64_t *out)
 {
-    bool neg = false;
+    bool neg = false, over = false;
     uint64_t v = 0;
 
     if (p < end && (*p == '-' || *p == '+'))
@@ -34,12 +37,17 @@ static bool parse_i64(const char *p, const char *end, int64_t *out)
     if (p == end)
         return false;
     for (; p < end; p++) {
-        if (!isdigit((unsigned char)*p) || v > (uint64_t)INT64_MAX / 10)
+        if (!isdigit((unsigned char)*p))
             return false;
-        v = v * 10 + (uint64_t)(*p - '0');
-        if (v > (uint64_t)INT64_MAX)
-            return false;
+        if (over || v > ((uint64_t)INT64_MAX - (uint64_t)(*p - '0')) / 10)
+            over = true;
+        else
+            v = v * 10 + (uint64_t)(*p - '0');
     }
+    if (over && !sat)
+        return false;
+    if (over)
+        v = (uint64_t)INT64_MAX;
     *out = neg ? -(int64_t)v : (int64_t)v;
     return true;
 }
@@ -54,7 +62,7 @@ static int parse_slice(struct drx_view_word *w, const char *val, const char *wor
     if (!c1) {
         w->single = true;
         w->has_start = w->has_stop = true;
-        if (!parse_i64(val, end, &w->start))
+        if (!parse_i64(val, end, false, &w->start))
             return drx_err_set(err, EINVAL, "'%.200s': '%.100s' is not an index or a slice", word,
                                val);
         return 0;
@@ -62,16 +70,16 @@ static int parse_slice(struct drx_view_word *w, const char *val, const char *wor
     if (c2 && strchr(c2 + 1, ':'))
         return drx_err_set(err, EINVAL, "'%.200s': a slice is START:STOP[:STEP]", word);
     w->has_start = c1 > val;
-    if (w->has_start && !parse_i64(val, c1, &w->start))
+    if (w->has_start && !parse_i64(val, c1, true, &w->start))
         return drx_err_set(err, EINVAL, "'%.200s': bad slice start", word);
     {
         const char *stop_end = c2 ? c2 : end;
         w->has_stop = stop_end > c1 + 1;
-        if (w->has_stop && !parse_i64(c1 + 1, stop_end, &w->stop))
+        if (w->has_stop && !parse_i64(c1 + 1, stop_end, true, &w->stop))
             return drx_err_set(err, EINVAL, "'%.200s': bad slice stop", word);
     }
     if (c2 && c2 + 1 < end) {
-        if (!parse_i64(c2 + 1, end, &w->step))
+        if (!parse_i64(c2 + 1, end, true, &w->step))
             return drx_err_set(err, EINVAL, "'%.200s': bad slice step", word);
         if (w->step <= 0)
             return drx_err_set(err, EINVAL, "'%.200s': the step must be positive", word);
@@ -123,7 +131,7 @@ static int parse_slice_key(struct drx_view_word *w, const char *word, size_t kle
 {
     if (klen > 3 && strncmp(word, "dim", 3) == 0 && isdigit((unsigned char)word[3])) {
         int64_t d;
-        if (!parse_i64(word + 3, word + klen, &d) || d >= DRX_MAX_RANK ||
+        if (!parse_i64(word + 3, word + klen, false, &d) || d >= DRX_MAX_RANK ||
             (word[3] == '0' && klen > 4))
             return drx_err_set(err, EINVAL, "'%.200s': no such dimension", word);
         w->dim = (int)d;
