@@ -58,6 +58,29 @@ small_full() {
     assert_success
 }
 
+# Found in review: drx init on a full disk failed (ENOSPC writing
+# store.conf) and left .drx/ behind without it, a half store that drx,
+# fsck and drxfs took for one with the default layout.  Now the
+# directories the failed init made are removed again.
+@test "drx init on a full disk fails with ENOSPC and leaves no half store" {
+    small_full
+    run "$DRX" init small/new --count 1
+    assert_failure
+    assert_output --partial "No space left on device"
+    [ ! -e small/new ]
+    mkdir small/empty
+    run "$DRX" init small/empty
+    assert_failure
+    run ls -A small/empty
+    assert_output ""
+    # with room, the same init makes the store
+    rm small/filler
+    "$DRX" init small/new --count 1 >/dev/null
+    [ -f small/new/.drx/store.conf ]
+    run "$DRX" fsck small/new
+    assert_success
+}
+
 # one_page_left: small/s with two i32 arrays z (dims y,x) and w of one
 # 8 KiB chunk each, never written (holes, fill 0), mounted at m; then the
 # tmpfs filled but for one free page

@@ -765,6 +765,32 @@ static int load_existing(const char *root, struct drx_config *have, struct drx_e
     return rc < 0 ? rc : absolutise_dirs(have, root, err);
 }
 
+/* A failed init takes back the directories it made: its stripe
+ * directories inside .drx/, .drx/ and the root, each only if it made it
+ * and it is empty (rmdir), so that a full disk leaves no half store.
+ * made_root, made_drx: whether this init made them. */
+static void init_undo(const char *root, const struct drx_config *want, bool made_root,
+                      bool made_drx)
+{
+    char drx[PATH_MAX + 32];
+    size_t n = (size_t)snprintf(drx, sizeof drx, "%s/" DRX_STORE_DIR, root);
+
+    if (made_drx) {
+        for (size_t i = 0; i < want->stripe.ndirs; i++) {
+            char d[PATH_MAX], *slash;
+            if (strncmp(want->stripe.dirs[i], drx, n) != 0 || want->stripe.dirs[i][n] != '/' ||
+                (size_t)snprintf(d, sizeof d, "%s", want->stripe.dirs[i]) >= sizeof d)
+                continue;
+            /* the directory and the parents mkdir_p made for it, up to .drx */
+            while (strlen(d) > n && rmdir(d) == 0 && (slash = strrchr(d, '/')))
+                *slash = '\0';
+        }
+        (void)rmdir(drx);
+    }
+    if (made_root)
+        (void)rmdir(root);
+}
+
 int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigned flags,
                    struct drx_err *err)
 {
@@ -772,6 +798,7 @@ int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigne
     struct drx_config want = {0}, have = {0};
     struct stat st;
     int rc, existed;
+    bool made_root, made_drx;
 
     rc = drx_store_abspath(root_in, root, sizeof root);
     if (rc < 0)
@@ -785,21 +812,27 @@ int drx_store_init(const char *root_in, const struct drx_config *cfg_in, unsigne
         goto out;
     }
     if ((rc = absolutise_dirs(&want, root, err)) < 0 ||
-        (rc = check_dirs_placed(&want, root, err)) < 0 ||
-        (rc = make_store_dirs(root, flags & DRX_STORE_INIT_EMPTY_ONLY, err)) < 0)
+        (rc = check_dirs_placed(&want, root, err)) < 0)
         goto out;
+    snprintf(path, sizeof path, "%s/" DRX_STORE_DIR, root);
+    made_root = !is_dir(root);
+    made_drx = !is_dir(path);
+    if ((rc = make_store_dirs(root, flags & DRX_STORE_INIT_EMPTY_ONLY, err)) < 0)
+        goto undo;
     snprintf(path, sizeof path, "%s/" DRX_STORE_CONF, root);
     existed = stat(path, &st) == 0;
     if (existed && ((rc = load_existing(root, &have, err)) < 0 ||
                     (!(flags & DRX_STORE_INIT_KEEP) &&
                      (rc = check_same_layout(&have, &want, root, err)) < 0)))
         goto out;
-    if ((rc = make_stripe_dirs(existed ? &have : &want, err)) < 0)
-        goto out;
-    if (!existed && (rc = write_store_conf(root, want.stripe.dirs, want.stripe.ndirs,
-                                           want.stripe.count, want.stripe.extent, err)) < 0)
-        goto out;
+    if ((rc = make_stripe_dirs(existed ? &have : &want, err)) < 0 ||
+        (!existed && (rc = write_store_conf(root, want.stripe.dirs, want.stripe.ndirs,
+                                            want.stripe.count, want.stripe.extent, err)) < 0))
+        goto undo;
     rc = existed;
+    goto out;
+undo:
+    init_undo(root, &want, made_root, made_drx);
 out:
     drx_config_fini(&want);
     drx_config_fini(&have);
