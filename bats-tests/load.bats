@@ -800,11 +800,25 @@ prefetched() {
     one=$(prefetched $((128 * 1024)) 2 dim0=224:256 dim1=0:32)
     [ "$one" -ge $((128 * 1024)) ]
     [ "$one" -lt $((1024 * 1024)) ]
-    eight=$(prefetched $((1024 * 1024)) 3 dim0=0:32)
+    # and every page of those chunks, not just as many bytes: up to three
+    # prefetches, as a page of them may be reclaimed (another suite's
+    # memory, DAMON) between the prefetch and the look; a page the
+    # prefetch leaves out misses every time
+    local i missing
+    for ((i = 0; i < 3; i++)); do
+        eight=$(prefetched $((1024 * 1024)) 3 dim0=0:32)
+        missing=$(pages_missing a.xta $((1024 * 1024)))
+        [ "$missing" -eq 0 ] && break
+    done
     [ "$eight" -ge $((1024 * 1024)) ]
     [ "$eight" -lt $((2 * 1024 * 1024)) ]
-    # and every page of those chunks, not just as many bytes
-    "$PY" - a.xta $((1024 * 1024)) <<'EOF'
+    [ "$missing" -eq 0 ] || fail "$missing pages of the 8 chunks not cached after three prefetches"
+}
+
+# pages_missing FILE BYTES: how many pages of FILE's first BYTES are not
+# in the page cache (mincore)
+pages_missing() {
+    "$PY" - "$1" "$2" <<'EOF'
 import ctypes, mmap, os, sys
 path, n = sys.argv[1], int(sys.argv[2])
 fd = os.open(path, os.O_RDONLY)
@@ -816,8 +830,7 @@ libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 pages = n // mmap.PAGESIZE
 vec = (ctypes.c_ubyte * pages)()
 assert libc.mincore(base, n, vec) == 0, os.strerror(ctypes.get_errno())
-missing = sum(1 for i in range(pages) if not vec[i] & 1)
-assert missing == 0, "%d of %d pages not cached" % (missing, pages)
+print(sum(1 for i in range(pages) if not vec[i] & 1))
 EOF
 }
 
