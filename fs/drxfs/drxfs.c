@@ -603,7 +603,7 @@ static int cli_apply(const struct drxfs_cli *cli)
     /* FUSE 3 mounts over a mount point in use: a second drxfs on it (a
      * script or notebook run twice) hid the first, whose daemon kept
      * running, and one fusermount3 -u showed it again, still mounted. */
-    if (drxfs.mountpoint && drx_store_mount_at(NULL, drxfs.mountpoint, src, sizeof src) == 1) {
+    if (drxfs.mountpoint && drx_store_mount_at(NULL, drxfs.mountpoint, src, sizeof src) != 0) {
         fprintf(stderr,
                 "drxfs: %s: already a drxfs mount (of %s); unmount it first "
                 "(fusermount3 -u %s)\n",

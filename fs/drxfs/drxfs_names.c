@@ -185,11 +185,12 @@ static bool rm_marked(bool mark)
     clock_gettime(CLOCK_MONOTONIC, &now);
     pthread_mutex_lock(&rm_marks.mutex);
     for (i = 0; i < RM_MARKS; i++)
-        if (rm_marks.pid[i] == c->pid) {
+        if (rm_marks.pid[i] == c->pid && rm_marks.uid[i] == c->uid) {
             found = now.tv_sec - rm_marks.at[i].tv_sec < RM_MARK_SECONDS;
             break;
         }
     if (mark) {
+        /* a pid another user's process had (reused) gets a slot anew */
         if (i == RM_MARKS)
             i = rm_mark_slot(c->uid, &now);
         rm_marks.pid[i] = c->pid;
