@@ -577,7 +577,7 @@ static int put_reserve(struct drx_array *a, const struct drx_view *v, const char
         drx_reserve_fini(&res);
         return 0;
     }
-    urc = drx_reserve_undo(&res);
+    urc = drx_array_reserve_undo(a, &res);
     drx_reserve_fini(&res);
     return drx_cli_fail("put: %s: reserving space for the view's chunks: %s; nothing written%s%s%s",
                         name, strerror(-rc), urc ? " (space reserved on the way kept: " : "",

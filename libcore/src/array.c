@@ -611,6 +611,29 @@ void drx_array_chunk_put(struct drx_array *a, struct drx_chunk_ref *ref)
     ref->entry = NULL;
 }
 
+int drx_array_reserve_undo(struct drx_array *a, struct drx_reserve *r)
+{
+    const uint64_t cb = a->meta.chunk_bytes;
+    int rc = 0;
+
+    for (size_t i = 0; i < r->n; i++) {
+        uint64_t off = r->holes[i].off, end = off + r->holes[i].len;
+        while (off < end) {
+            uint64_t q = off / cb, in = off - q * cb, len = end - off < cb - in ? end - off : cb - in;
+            int e = drx_array_span_lock(a, q, in, len);
+            if (e == 0) {
+                e = drx_reserve_undo_range(r, off, len);
+                drx_array_span_unlock(a, q, in, len);
+            }
+            if (e && !rc)
+                rc = e;
+            off += len;
+        }
+    }
+    r->n = 0;
+    return rc;
+}
+
 int drx_array_reserve(struct drx_array *a, uint64_t q, uint64_t n, struct drx_reserve *r)
 {
     if (a->mode != DRX_RDWR || a->meta_only)

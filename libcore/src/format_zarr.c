@@ -302,26 +302,25 @@ int drx_zarr_chunk_store(struct drx_array *a, const struct drx_zarr_var *v, cons
     }
     /* the chunk's blocks first: a key is replaced whole or not at all, so
      * a full disk must fail before its first byte, not after a pwrite
-     * that stored part of it (the rest then keeps the old bytes) */
+     * that stored part of it (the rest then keeps the old bytes).  What
+     * a failed reservation took is given back under the span lock (never
+     * between another writer's check and store); once the chunk is being
+     * written the reservation stays (a block never written reads as
+     * zeros, as the hole did). */
     struct drx_reserve res;
     drx_reserve_init(&res, drx_array_xta_fd(a));
     rc = drx_array_reserve(a, q, 1, &res);
     if (rc == -ENOSPC || rc == -EDQUOT) { /* else written as before */
-        drx_reserve_undo(&res);
+        drx_array_reserve_undo(a, &res);
         drx_reserve_fini(&res);
         return drx_err_set(err, -rc, "%s/%s: reserving the chunk's space: %s; nothing stored",
                            v->name, key, strerror(-rc));
     }
-    if ((rc = drx_array_span_lock(a, q, 0, bytes)) < 0) {
-        drx_reserve_undo(&res);
-        drx_reserve_fini(&res);
+    drx_reserve_fini(&res);
+    if ((rc = drx_array_span_lock(a, q, 0, bytes)) < 0)
         return drx_err_set(err, -rc, "%s/%s: locking the chunk: %s", v->name, key, strerror(-rc));
-    }
     rc = drx_array_chunk_write(a, q, 0, bytes, buf);
     drx_array_span_unlock(a, q, 0, bytes);
-    if (rc < 0)
-        drx_reserve_undo(&res);
-    drx_reserve_fini(&res);
     if (rc < 0)
         return drx_err_set(err, -rc, "%s/%s: writing the chunk: %s", v->name, key, strerror(-rc));
     return 0;

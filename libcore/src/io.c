@@ -299,6 +299,11 @@ static int unreserve_visit(void *fd, uint64_t off, uint64_t len)
     return 0;
 }
 
+int drx_reserve_undo_range(struct drx_reserve *r, uint64_t off, uint64_t len)
+{
+    return each_hole(r->fd, off, len, unreserve_visit, &r->fd);
+}
+
 int drx_reserve_undo(struct drx_reserve *r)
 {
     int rc = 0;

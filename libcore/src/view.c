@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void engine_init(struct engine *e, struct drx_array *a, const struct drx_view *v)
 {
@@ -568,14 +569,9 @@ static int engine_run(struct engine *e)
     return 0;
 }
 
-/* Gives the spans a write will store (do_chunk's, adjacent ones as one
- * range) their blocks before its first byte: on a full disk the write then
- * fails with ENOSPC having changed nothing.  Without it a pwrite cut short
- * left part of the write stored under an error that says none was (the
- * engine goes chunk by chunk, not in the caller's byte order, so no short
- * count could say which part).  A giant chunk met sparsely (a span past
- * DRX_SPAN_MAX, written row by row) reserves nothing. */
-static int reserve_spans(struct engine *e, struct drx_reserve *res)
+/* The chunk spans of e's boxes that a write stores through a span (not
+ * row by row): fn(off, len) for each run of adjacent ones in the .xta. */
+static int for_spans(struct engine *e, int (*fn)(void *, uint64_t, uint64_t), void *arg)
 {
     const uint64_t es = e->v->elem_size, cb = e->m->chunk_bytes;
     uint64_t off0 = 0, len0 = 0;
@@ -595,13 +591,62 @@ static int reserve_spans(struct engine *e, struct drx_reserve *res)
             continue;
         }
         if (len0)
-            rc = drx_reserve_add(res, off0, len0);
+            rc = fn(arg, off0, len0);
         off0 = off;
         len0 = len;
     }
     if (rc == 0 && len0)
-        rc = drx_reserve_add(res, off0, len0);
+        rc = fn(arg, off0, len0);
     return rc;
+}
+
+struct span_bounds {
+    uint64_t lo, hi;
+};
+
+static int span_bounds_add(void *arg, uint64_t off, uint64_t len)
+{
+    struct span_bounds *b = arg;
+
+    if (off < b->lo)
+        b->lo = off;
+    if (off + len > b->hi)
+        b->hi = off + len;
+    return 0;
+}
+
+static int span_reserve(void *res, uint64_t off, uint64_t len)
+{
+    return drx_reserve_add(res, off, len);
+}
+
+/* Gives the spans a write of view elements [L0, L0+n) of v will store
+ * (do_chunk's, adjacent ones as one range) their blocks before its first
+ * byte: on a full disk the write then fails with ENOSPC having changed
+ * nothing.  Without it a pwrite cut short left part of the write stored
+ * under an error that says none was (the engine goes chunk by chunk, not
+ * in the caller's byte order, so no short count could say which part).  A
+ * giant chunk met sparsely (a span past DRX_SPAN_MAX, written row by row)
+ * reserves nothing.  Most writes meet no hole (an array written once has
+ * none): one SEEK_HOLE over the bounds of all their spans says so, and
+ * only a write that meets one looks span by span. */
+static int view_reserve(struct drx_array *a, const struct drx_view *v, uint64_t L0, uint64_t n,
+                        struct drx_reserve *res)
+{
+    struct engine e;
+    struct span_bounds b = {UINT64_MAX, 0};
+
+    if (n == 0)
+        return 0;
+    engine_init(&e, a, v);
+    drx_engine_boxes(&e, L0, n);
+    for_spans(&e, span_bounds_add, &b);
+    if (b.lo >= b.hi)
+        return 0;
+    off_t h = lseek(drx_array_xta_fd(a), (off_t)b.lo, SEEK_HOLE);
+    if (h >= 0 && (uint64_t)h >= b.hi)
+        return 0;
+    return for_spans(&e, span_reserve, res);
 }
 
 /* Copies elements [L0, L0+n) (whole elements, native bytes in buf; only
@@ -626,21 +671,7 @@ static int copy_elems(struct drx_array *a, const struct drx_view *v, uint64_t L0
     if (!writing)
         drx_engine_read_ahead(&e, L0, n);
     drx_engine_boxes(&e, L0, n);
-    if (writing) {
-        struct drx_reserve res;
-        drx_reserve_init(&res, drx_array_xta_fd(a));
-        rc = reserve_spans(&e, &res);
-        /* only a full disk or quota fails the write here: a file system
-         * that cannot say where its holes are, or allocate them, is
-         * written as before */
-        if (rc != -ENOSPC && rc != -EDQUOT)
-            rc = engine_run(&e);
-        if (rc < 0)
-            drx_reserve_undo(&res);
-        drx_reserve_fini(&res);
-    } else {
-        rc = engine_run(&e);
-    }
+    rc = engine_run(&e);
     free(e.scratch);
     return rc;
 }
@@ -730,6 +761,22 @@ ssize_t drx_view_write(struct drx_array *a, const struct drx_view *v, uint64_t o
         len = (size_t)(total - off);
     if (len > SSIZE_MAX)
         len = SSIZE_MAX - SSIZE_MAX % es;
+    /* The blocks first, partial elements' included: only a full disk or
+     * quota fails the write here (a file system that cannot say where its
+     * holes are, or allocate them, is written as before), and then what
+     * was reserved on the way is given back under the span locks.  Once
+     * writing, the reservation stays whatever happens: a reserved block
+     * never written reads as zeros, as the hole did. */
+    struct drx_reserve res;
+    drx_reserve_init(&res, drx_array_xta_fd(a));
+    rc = view_reserve(a, v, off / es, (off + len + es - 1) / es - off / es, &res);
+    if (rc == -ENOSPC || rc == -EDQUOT) {
+        drx_array_reserve_undo(a, &res);
+        drx_reserve_fini(&res);
+        return rc;
+    }
+    drx_reserve_fini(&res);
+    rc = 0;
     pos = off;
     left = len;
     if (pos % es) {

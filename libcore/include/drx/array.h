@@ -248,6 +248,13 @@ int drx_array_chunk_write(struct drx_array *a, uint64_t q, uint64_t off, uint64_
  * give up.  -EBADF on a read-only handle, -EINVAL past the last chunk. */
 int drx_array_reserve(struct drx_array *a, uint64_t q, uint64_t n, struct drx_reserve *r);
 
+/* drx_reserve_undo() of r (made on a's .xta) chunk span by chunk span,
+ * each under its span lock (drx_array_span_lock): another writer of the
+ * array, in this process or another, is never between its check of a
+ * hole and its punch, so bytes it stores there stay.  A span whose lock
+ * cannot be had keeps its space (the first error is returned). */
+int drx_array_reserve_undo(struct drx_array *a, struct drx_reserve *r);
+
 /* Gives the handle a chunk cache of at most `bytes` (0 turns it off).
  * Chunks are cached whole; writes go through to the file and the cache. */
 int drx_array_set_cache(struct drx_array *a, size_t bytes);

@@ -123,6 +123,9 @@ struct drx_reserve {
 void drx_reserve_init(struct drx_reserve *r, int fd);
 int drx_reserve_add(struct drx_reserve *r, uint64_t off, uint64_t len); /* 0 or -errno */
 int drx_reserve_undo(struct drx_reserve *r);  /* 0 or the first -errno (space kept) */
+/* What of [off, off+len) still reads as a hole punched back (part of
+ * drx_reserve_undo, for a caller that holds the range's lock). */
+int drx_reserve_undo_range(struct drx_reserve *r, uint64_t off, uint64_t len);
 void drx_reserve_fini(struct drx_reserve *r); /* keeps the space; frees the record */
 
 /* True when this process holds a descriptor open on regular file dev/ino
