@@ -148,7 +148,9 @@ static bool xattr_copied(const char *name, bool acl)
     return strncmp(name, "user.", 5) == 0 || (acl && strcmp(name, "system.posix_acl_access") == 0);
 }
 
-void drx_replace_copy_xattrs(const char *from, int fd, const struct stat *like)
+/* drx_replace_copy_xattrs of `from`, a name in directory dfd (-1: a path
+ * from the current directory); no /proc needed. */
+static void copy_xattrs_at(int dfd, const char *from, int fd, const struct stat *like)
 {
     const size_t cap = 65536;
     char *names = malloc(cap), *val = malloc(cap);
@@ -159,7 +161,8 @@ void drx_replace_copy_xattrs(const char *from, int fd, const struct stat *like)
     bool same = fstat(fd, &now) == 0 && now.st_uid == like->st_uid && now.st_gid == like->st_gid;
     /* read through a descriptor of the very file like describes: a name
      * swapped meanwhile (for a link to another file) gives nothing */
-    int in = open(from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int in = openat(dfd < 0 ? AT_FDCWD : dfd, from,
+                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     ssize_t n = -1;
 
     if (in >= 0 && fstat(in, &src) == 0 && S_ISREG(src.st_mode) && src.st_dev == like->st_dev &&
@@ -178,6 +181,11 @@ void drx_replace_copy_xattrs(const char *from, int fd, const struct stat *like)
     free(val);
 }
 
+void drx_replace_copy_xattrs(const char *from, int fd, const struct stat *like)
+{
+    copy_xattrs_at(-1, from, fd, like);
+}
+
 /* The temporary's content, owner and mode, synced: 0 or -errno.  A
  * replacement (like) also takes the xattrs of base, the file it replaces. */
 static int fill_temp(int dfd, const char *base, int fd, const void *data, size_t len,
@@ -187,10 +195,8 @@ static int fill_temp(int dfd, const char *base, int fd, const void *data, size_t
 
     if (like) {
         rc = drx_replace_take_owner(fd, like);
-        char from[64 + NAME_MAX];
-        if (rc == 0 &&
-            (size_t)snprintf(from, sizeof from, "/proc/self/fd/%d/%s", dfd, base) < sizeof from)
-            drx_replace_copy_xattrs(from, fd, like);
+        if (rc == 0)
+            copy_xattrs_at(dfd, base, fd, like);
     } else if (fchmod(fd, drx_replace_new_mode(dfd, mode) & 07777) < 0) {
         rc = -errno;
     }
