@@ -150,6 +150,7 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     (umask 077 && "$DRX" create p --type u8 --shape 4 --chunk 2)
     assert_equal "$(stat -c %a p.xmd) $(stat -c %a p.xta)" "600 600"
     # another member of the array's group writes and extends it
+    [ "$(id -u)" -eq 0 ] || skip "needs root (chgrp, setpriv to a second user)"
     OWN_DIR=$(mktemp -d /tmp/drx-own.XXXXXX)
     chmod 2775 "$OWN_DIR"
     chgrp daemon "$OWN_DIR"
