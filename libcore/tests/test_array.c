@@ -373,6 +373,7 @@ static void reserve(void)
     /* (the whole read above left zero pages of the holes in the page
      * cache, which ext4 would call data: dropped first) */
     posix_fadvise(drx_array_xta_fd(a), 0, 0, POSIX_FADV_DONTNEED);
+    drx_reserve_fini(&r);
     drx_reserve_init(&r, drx_array_xta_fd(a));
     tap_ok(drx_array_reserve(a, 11, 2, &r) == 0, "reserve chunks 11-12");
     long long b4 = blocks(xta);
