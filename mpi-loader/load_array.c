@@ -323,7 +323,9 @@ static void reserve_end(struct drx_reserve *res, bool undo)
 {
     if (res->fd < 0)
         return;
-    int rc = undo ? drx_reserve_undo(res) : 0;
+    /* under the chunks' byte-range locks: the daemon or drx put may be
+     * writing there (a failed import never has) */
+    int rc = undo ? drx_reserve_undo_locked(res) : 0;
     if (rc)
         drx_log(DRX_LOG_WARNING, "giving back space reserved in the .xta: %s (kept)",
                 strerror(-rc));

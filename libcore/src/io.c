@@ -304,6 +304,24 @@ int drx_reserve_undo_range(struct drx_reserve *r, uint64_t off, uint64_t len)
     return each_hole(r->fd, off, len, unreserve_visit, &r->fd);
 }
 
+int drx_reserve_undo_locked(struct drx_reserve *r)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < r->n; i++) {
+        uint64_t off = r->holes[i].off, len = r->holes[i].len;
+        int e = drx_io_lock(r->fd, off, len, 1);
+        if (e == 0) {
+            e = drx_reserve_undo_range(r, off, len);
+            drx_io_unlock(r->fd, off, len);
+        }
+        if (e && !rc)
+            rc = e;
+    }
+    r->n = 0;
+    return rc;
+}
+
 int drx_reserve_undo(struct drx_reserve *r)
 {
     int rc = 0;

@@ -183,6 +183,24 @@ int main(void)
                    "reserve gives the holes blocks and keeps the size");
             tap_ok(drx_reserve_undo(&r) == 0 && fstat(s, &st) == 0 && st.st_blocks == before,
                    "undo punches them back");
+            /* locked: a range another descriptor holds locked keeps its
+             * space, the other is given back */
+            int other = open(sparse, O_RDWR | O_CLOEXEC);
+            unsigned wait_was = drx_io_lock_wait_ms();
+            drx_io_set_lock_wait_ms(50);
+            rc = drx_reserve_add(&r, 1 << 20, 1 << 20);
+            rc |= drx_reserve_add(&r, 4 << 20, 1 << 20);
+            rc |= drx_io_lock(other, 4 << 20, 1 << 20, 1);
+            int urc = drx_reserve_undo_locked(&r);
+            fstat(s, &st);
+            tap_ok(rc == 0 && urc == -EAGAIN && st.st_blocks >= before + (1 << 20) / 512 &&
+                       st.st_blocks < before + (2 << 20) / 512,
+                   "undo under the locks keeps the range another holds locked (%d, %lld blocks "
+                   "over)",
+                   urc, (long long)(st.st_blocks - before));
+            drx_io_unlock(other, 4 << 20, 1 << 20);
+            close(other);
+            drx_io_set_lock_wait_ms(wait_was);
         }
         drx_reserve_fini(&r);
         close(s);

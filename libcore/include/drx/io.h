@@ -126,6 +126,11 @@ int drx_reserve_undo(struct drx_reserve *r);  /* 0 or the first -errno (space ke
 /* What of [off, off+len) still reads as a hole punched back (part of
  * drx_reserve_undo, for a caller that holds the range's lock). */
 int drx_reserve_undo_range(struct drx_reserve *r, uint64_t off, uint64_t len);
+/* drx_reserve_undo with each reserved range under a byte-range lock of
+ * r->fd (drx_io_lock, waiting): a writer that takes the same locks (every
+ * libcore writer of a .xta, by chunk span) is never between the check of a
+ * hole and its punch.  A range whose lock cannot be had keeps its space. */
+int drx_reserve_undo_locked(struct drx_reserve *r);
 void drx_reserve_fini(struct drx_reserve *r); /* keeps the space; frees the record */
 
 /* True when this process holds a descriptor open on regular file dev/ino
