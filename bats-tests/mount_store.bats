@@ -438,6 +438,35 @@ except OSError:
     unmount_store "$m"
 }
 
+# Found in the twelfth session: two drxfs started at the same instant on
+# one mount point both found it free, and the second mounted over the
+# first.  The first's mount(2) waits here 2 s after its check (strace's
+# delay), so the second starts in between.
+@test "two drxfs started at once on one mount point: the second waits for the first's mount and is refused" {
+    local s="$BATS_TEST_TMPDIR/s5" s2="$BATS_TEST_TMPDIR/s6" m="$BATS_TEST_TMPDIR/m5" i
+    "$DRX" init "$s" >/dev/null
+    "$DRX" init "$s2" >/dev/null
+    mkdir -p "$m"
+    strace -f -qq -o "$m.strace" -e trace=openat,mount -e inject=mount:delay_enter=2000000 \
+        "$DRXFS" -f "$s" "$m" 3>&- 2>"$m.log" &
+    echo "$!" >"$m.pid"
+    # /dev/fuse is opened after the check, just before mount(2)
+    for ((i = 0; i < 200; i++)); do
+        grep -q '"/dev/fuse"' "$m.strace" 2>/dev/null && break
+        sleep 0.05
+    done
+    grep -q '"/dev/fuse"' "$m.strace"
+    ! mountpoint -q "$m"
+    run timeout 20 "$DRXFS" -f "$s2" "$m" 3>&-
+    assert_failure 1
+    assert_output "drxfs: $(realpath "$m"): already a drxfs mount (of $(realpath "$s")); unmount it first (fusermount3 -u $(realpath "$m"))"
+    [ "$(awk -v m="$(realpath "$m")" '$5 == m' /proc/self/mountinfo | wc -l)" -eq 1 ]
+    # the mount shown is the first's
+    "$DRX" create "$s/a" --type u8 --shape 3 --chunk 3
+    [ -d "$m/a" ]
+    unmount_store "$m"
+}
+
 # Found in the eleventh session (daily11 noticed it): a mount point inside
 # its own store showed itself inside itself, without end for find and du,
 # and each level was a request the daemon made of itself.

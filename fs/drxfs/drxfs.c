@@ -35,6 +35,7 @@
 struct drxfs drxfs = {
     .root_fd = -1,
     .store_lock = -1,
+    .mnt_lock = -1,
     .split_reads = true,
     .kernel_cache = true,
     .read_ahead_kb = DRXFS_READ_AHEAD_KB,
@@ -602,7 +603,17 @@ static int cli_apply(const struct drxfs_cli *cli)
         drxfs.mountpoint = realpath(cli->mountpoint, NULL);
     /* FUSE 3 mounts over a mount point in use: a second drxfs on it (a
      * script or notebook run twice) hid the first, whose daemon kept
-     * running, and one fusermount3 -u showed it again, still mounted. */
+     * running, and one fusermount3 -u showed it again, still mounted.
+     * Two started at once would both find the point free: the check and
+     * the mount are one step under an flock of the point's directory,
+     * let go once the mount is there (drxfs_run). */
+    if (drxfs.mountpoint &&
+        (drxfs.mnt_lock = open(drxfs.mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
+        drx_io_flock_for(drxfs.mnt_lock, LOCK_EX, DRXFS_MNT_LOCK_WAIT_MS) < 0) {
+        fprintf(stderr, "drxfs: %s: another drxfs is still being mounted on it\n",
+                drxfs.mountpoint);
+        return -1;
+    }
     if (drxfs.mountpoint && drx_store_mount_at(NULL, drxfs.mountpoint, src, sizeof src) != 0) {
         fprintf(stderr,
                 "drxfs: %s: already a drxfs mount (of %s); unmount it first "
@@ -743,6 +754,7 @@ out:
     if (drxfs.store_lock >= 0)
         close(drxfs.store_lock);
     drx_store_close(drxfs.store);
+    drxfs_mnt_unlock();
     if (drxfs.root_fd >= 0)
         close(drxfs.root_fd);
     free(mopts);

@@ -55,6 +55,9 @@
 /* How long (ms) a request waits for a lock another process holds on a
  * store file before it fails with EAGAIN (drx_io_set_lock_wait_ms). */
 #define DRXFS_LOCK_WAIT_MS 10000u
+/* How long (ms) a drxfs waits for another one mounting on the same point
+ * (opening its store may first wait for drx's lock). */
+#define DRXFS_MNT_LOCK_WAIT_MS 30000u
 
 /* The mount's state (one mount per process). */
 /* Kernel cache timeouts the user may set; the others are 0 (see op_init). */
@@ -63,6 +66,7 @@ enum { DRXFS_ENTRY_TO = 1, DRXFS_ATTR_TO = 2, DRXFS_NEGATIVE_TO = 4 };
 struct drxfs {
     struct drx_store *store;
     int store_lock; /* drx_store_lock(shared) for the mount's life, or -1 */
+    int mnt_lock;   /* flock of the mount point until the mount is there, or -1 */
     int root_fd;
     bool ro;
     bool foreground;
@@ -597,6 +601,8 @@ void drxfs_kc_close(const char *key, const char *path);
 /* drxfs_run.c: fuse_main(), stopping the kernel cache's thread before
  * fuse_destroy(). */
 int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops);
+/* Lets go of the mount point's flock (cli_apply), once. */
+void drxfs_mnt_unlock(void);
 
 /* drxfs_commit.c: batched durability of striped files (commit_interval=).
  * The default window is ext4's own default commit interval (its mount

@@ -6,10 +6,18 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "drxfs_i.h" /* FUSE_USE_VERSION first */
 
 #include <fuse_lowlevel.h>
+
+void drxfs_mnt_unlock(void)
+{
+    if (drxfs.mnt_lock >= 0)
+        close(drxfs.mnt_lock);
+    drxfs.mnt_lock = -1;
+}
 
 int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops)
 {
@@ -33,6 +41,8 @@ int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops)
         rc = 4;
         goto out_destroy;
     }
+    /* the mount is in mountinfo now: another drxfs waiting sees it */
+    drxfs_mnt_unlock();
     if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(fuse_get_session(f))) {
         rc = 5;
         goto out_unmount;
