@@ -10,6 +10,7 @@ setup() {
 
 teardown() {
     umount "$BATS_TEST_TMPDIR/small" 2>/dev/null || umount -l "$BATS_TEST_TMPDIR/small" 2>/dev/null || true
+    [ ! -e "$BATS_TEST_TMPDIR/m.pid" ] || unmount_store "$BATS_TEST_TMPDIR/m"
     if [ -n "${OWN_DIR:-}" ]; then
         rm -rf "$OWN_DIR"
     fi
@@ -280,6 +281,36 @@ bad() {
     run ls
     assert_output "x.xmd
 x.xta"
+}
+
+# Found in the twelfth session (the SPEC audit): an array made beside a
+# striped file, directory or file of its name won over it at the mount
+# (drx_store_classify), hiding it, a directory with all it held.
+@test "drx create refuses a name a striped file, directory, file or symlink holds; they stay as they were" {
+    "$DRX" init st >/dev/null
+    mkdir -p st/dir m
+    echo kept >st/dir/inner
+    echo plain >st/plain
+    ln -s plain st/link
+    mount_store st m
+    head -c 20000 /dev/urandom >m/striped
+    cp m/striped striped.ref
+    local n what
+    for n in striped:"a striped file" dir:"a directory" plain:"a file" link:"a symbolic link"; do
+        what=${n#*:} n=${n%%:*}
+        bad "create: $PWD/st/$n: $what of that name exists (an array would hide it)" \
+            "$DRX" create "st/$n" --type u8 --shape 4 --chunk 2
+        # named through the mount as well
+        bad "$what of that name exists" "$DRX" create "m/$n" --type u8 --shape 4 --chunk 2
+        [ ! -e "st/$n.xmd" ] && [ ! -e "st/$n.xta" ]
+    done
+    cmp m/striped striped.ref
+    [ "$(cat m/dir/inner)" = kept ] && [ "$(cat m/plain)" = plain ] && [ "$(cat m/link)" = plain ]
+    "$DRX" create st/free --type u8 --shape 4 --chunk 2
+    [ -f m/free/data ]
+    unmount_store m
+    run "$DRX" fsck st
+    assert_success
 }
 
 @test "bad input to the other commands" {

@@ -21,6 +21,7 @@
 #include "cache_i.h"
 #include "drx/attr.h"
 #include "drx/io.h"
+#include "drx/stripe.h"
 
 static char *path_with(const char *path, const char *suffix)
 {
@@ -209,6 +210,30 @@ static int create_files(struct drx_array *a, struct drx_err *err)
     return rc;
 }
 
+/* An array wins over a striped file, a directory or a file of its name
+ * (drx_store_classify): made beside one, it would hide that one at the
+ * mount, a directory with all it holds.  -EEXIST naming what is there. */
+static int name_taken(const char *path, struct drx_err *err)
+{
+    struct stat st;
+    char *nafs = path_with(path, DRX_STRIPE_SUFFIX);
+    const char *what = NULL;
+
+    if (!nafs)
+        return drx_err_set(err, ENOMEM, "out of memory");
+    if (lstat(nafs, &st) == 0)
+        what = "a striped file";
+    else if (lstat(path, &st) == 0)
+        what = S_ISDIR(st.st_mode)   ? "a directory"
+               : S_ISLNK(st.st_mode) ? "a symbolic link"
+                                     : "a file";
+    free(nafs);
+    if (!what)
+        return 0;
+    return drx_err_set(err, EEXIST, "%s: %s of that name exists (an array would hide it)", path,
+                       what);
+}
+
 int drx_array_create(const char *path, const struct drx_array_spec *spec, struct drx_array **out,
                      struct drx_err *err)
 {
@@ -225,6 +250,8 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
         rc = drx_err_set(err, EEXIST, "%s: an array (or its .xmd/.xta) already exists", path);
         goto fail;
     }
+    if ((rc = name_taken(path, err)))
+        goto fail;
     if ((rc = create_files(a, err)))
         goto fail;
     /* the handle holds the .xmd open, as one that was opened */
