@@ -5,6 +5,7 @@
 # codes and --repair; paths under a drxfs mount map to the store.
 
 load test_helper
+bats_require_minimum_version 1.5.0
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
@@ -210,6 +211,12 @@ subfile() {
     assert_line --partial "0123456789abcdef.1: orphan subfile"
     assert_line "$PWD/st: 2 problems, 0 repaired"
     assert_file_exists st/.drx/stripes/0/0123456789abcdef.0
+    # the report on standard output, the failure's one line on standard
+    # error, as every command's (SPEC 6)
+    run --separate-stderr "$DRX" fsck st
+    assert_failure 1
+    [ "${#lines[@]}" -eq 3 ]
+    [ "$stderr" = "drx: fsck: $PWD/st: 2 problems left (see above; --repair fixes what it can)" ]
     run "$DRX" fsck st --repair
     assert_success
     assert_output --partial "(repaired: remove it)"
@@ -236,9 +243,10 @@ subfile() {
     assert_failure
     assert_line --partial "f.nafs: subfile 1"
     assert_output --partial "is missing"
-    run "$DRX" fsck st --repair
-    assert_failure
+    run --separate-stderr "$DRX" fsck st --repair
+    assert_failure 1
     assert_line "$PWD/st: 1 problem, 0 repaired"
+    [ "$stderr" = "drx: fsck: $PWD/st: 1 problem left (see above)" ]
 }
 
 @test "fsck: subfiles longer than the recorded size are trimmed by --repair" {

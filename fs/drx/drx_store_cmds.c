@@ -345,6 +345,13 @@ int drx_cmd_fsck(int argc, char **argv)
     else
         printf("%s: %u problem%s, %u repaired\n", s->root, res.problems,
                res.problems == 1 ? "" : "s", res.repaired);
+    /* the report is on standard output (as e2fsck's); the failure has its
+     * one line on standard error, as every command's */
+    fflush(stdout);
+    if (res.problems > res.repaired)
+        drx_cli_fail("fsck: %s: %u problem%s left%s", s->root, res.problems - res.repaired,
+                     res.problems - res.repaired == 1 ? "" : "s",
+                     repair ? " (see above)" : " (see above; --repair fixes what it can)");
     drx_store_close(s);
     return res.problems == res.repaired ? 0 : 1;
 }
