@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "msg_alias_i.h"
 
@@ -82,6 +84,46 @@ static void apply_one(char *msg, size_t len, const char *from, const char *to)
     }
 }
 
+#define FD_PREFIX "/proc/self/fd/"
+
+/* A descriptor's path with no alias (a directory libcore holds open to
+ * reach an entry beneath the store's root without following symlinks: the
+ * daemon's pins, fsck's walk) is shown as the directory's path now: the
+ * message is made while the descriptor is open.  Only a directory's: the
+ * number may name anything else by then, and a file's path says less than
+ * the message's own name for it. */
+static void resolve_fds(char *msg, size_t len)
+{
+    size_t plen = strlen(FD_PREFIX);
+    char *p = msg;
+
+    while ((p = strstr(p, FD_PREFIX))) {
+        char from[48], to[4096];
+        char *end;
+        long fd = strtol(p + plen, &end, 10);
+        struct stat st;
+        ssize_t n;
+
+        if (end == p + plen || fd < 0 || fd > 1 << 24 || end - p >= (long)sizeof from ||
+            (*end && *end != '/' && *end != ':' && *end != ' ')) {
+            p += plen;
+            continue;
+        }
+        memcpy(from, p, (size_t)(end - p));
+        from[end - p] = '\0';
+        if (fstat((int)fd, &st) || !S_ISDIR(st.st_mode) ||
+            (n = readlink(from, to, sizeof to - 1)) <= 0 || to[0] != '/') {
+            p = end;
+            continue;
+        }
+        to[n] = '\0';
+        size_t off = (size_t)(p - msg);
+        apply_one(p, len - off, from, to);
+        /* past what replaced it (apply_one changed every later one too) */
+        p = msg + off + ((size_t)n < len - off - 1 ? (size_t)n : len - off - 1);
+    }
+}
+
 void drx_msg_alias_apply(char *msg, size_t len)
 {
     pthread_rwlock_rdlock(&alias_lock);
@@ -89,6 +131,8 @@ void drx_msg_alias_apply(char *msg, size_t len)
         if (aliases[i].from && strstr(msg, aliases[i].from))
             apply_one(msg, len, aliases[i].from, aliases[i].to);
     pthread_rwlock_unlock(&alias_lock);
+    if (strstr(msg, FD_PREFIX))
+        resolve_fds(msg, len);
 }
 
 int drx_err_set(struct drx_err *err, int errnum, const char *fmt, ...)
