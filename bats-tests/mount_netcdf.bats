@@ -380,10 +380,29 @@ PY
     assert_output --partial "lat = 0, 10 ;"
     [ "$(stat -c %s "$M/c/field/data.nc")" -eq "$(cat "$M/c/field/data.nc" | wc -c)" ]
     same_as_get c/field dim0=1:3
-    # the coordinate array's own data.nc is just itself
+    # the coordinate array's own data.nc is just itself, a coordinate
+    # variable there too: no _FillValue, so its 0 (time's first, the
+    # default fill) reads as 0 alone as beside field (found in the twelfth
+    # session: alone it read as missing, and xr.merge gave time a NaN)
     run ncdump -h "$M/c/time/data.nc"
     assert_success
     assert_line --partial "double time(time) ;"
+    refute_output --partial "_FillValue"
+    "$PY" - "$M/c/time" "$M/c/field" <<'PY'
+import json, sys
+import xarray as xr
+alone = xr.open_dataset(sys.argv[1] + "/data.nc", decode_times=False).time.values.tolist()
+assert alone == [0, 10, 20, 30, 40, 50], alone
+z = xr.open_zarr(sys.argv[1] + "/zarr", decode_times=False).time.values.tolist()
+assert z == alone, z
+assert json.load(open(sys.argv[1] + "/zarr/time/.zarray"))["fill_value"] is None
+both = xr.merge([xr.open_dataset(sys.argv[2] + "/data.nc", decode_times=False),
+                 xr.open_dataset(sys.argv[1] + "/data.nc", decode_times=False)])
+assert both.time.values.tolist() == alone, both.time.values
+PY
+    # a 1-D array over a dimension of another name keeps its fill
+    run ncdump -h "$M/c/lat/data.nc"
+    assert_line --partial "lat:_FillValue = 0s ;"
 }
 
 @test "a coordinate named as the variable is left out: one variable of each name" {

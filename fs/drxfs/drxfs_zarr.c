@@ -188,7 +188,10 @@ int zctx_open(struct zctx *zc, const struct drxfs_node *n, bool opening)
     m = drx_array_meta(zc->a[0]);
     zc->locked[0] = true;
     snprintf(zc->name[0], sizeof zc->name[0], "%.255s", base ? base + 1 : n->rel);
-    zc->var[0] = (struct drx_zarr_var){.name = zc->name[0], .meta = m};
+    /* a 1-D array named as its dimension is that dimension's coordinate
+     * (no fill_value, as in other arrays' zarr/ and in data.nc) */
+    zc->var[0] = (struct drx_zarr_var){
+        .name = zc->name[0], .meta = m, .coord = rank == 1 && strcmp(zc->dim[0], zc->name[0]) == 0};
     for (int d = 0; d < rank; d++) {
         zc->var[0].shape[d] = m->bounds[d];
         zc->var[0].dims[d] = zc->dim[d];

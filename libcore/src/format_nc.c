@@ -178,6 +178,15 @@ static void put_user_attrs(struct out *o, const struct drx_array_meta *m)
         put_user_attr(o, &m->attrs[i]);
 }
 
+/* The name of the array's dimension d in the file: its own, or dimD. */
+static void dim_label(const struct drx_array_meta *m, int d, char *out, size_t len)
+{
+    if (m->dim_name[d][0])
+        snprintf(out, len, "%s", m->dim_name[d]);
+    else
+        snprintf(out, len, "dim%d", d);
+}
+
 /* The header, with `base` the header's own size (0 on the counting pass:
  * only the begin offsets depend on it, and they have a fixed size). */
 static void put_header(struct out *o, const struct drx_array_meta *m, const struct drx_view *v,
@@ -196,10 +205,7 @@ static void put_header(struct out *o, const struct drx_array_meta *m, const stru
     put_nonneg(o, (uint64_t)k);
     for (int i = 0; i < k; i++) {
         char dn[DRX_MAX_DIM_NAME + 8];
-        if (m->dim_name[dims[i]][0])
-            snprintf(dn, sizeof dn, "%s", m->dim_name[dims[i]]);
-        else
-            snprintf(dn, sizeof dn, "dim%d", dims[i]);
+        dim_label(m, dims[i], dn, sizeof dn);
         put_name(o, dn);
         put_nonneg(o, v->count[dims[i]]);
     }
@@ -230,15 +236,23 @@ static void put_header(struct out *o, const struct drx_array_meta *m, const stru
     for (int i = 0; i < k; i++)
         put_nonneg(o, (uint64_t)i);
     put_be(o, NC_ATTRIBUTE, 4);
-    put_nonneg(o, 3 + m->nattrs);
-    /* _FillValue: the fill in the variable's type, big-endian */
-    memcpy(fill, m->fill, v->elem_size);
-    drx_type_convert(v->type, DRX_REP_EXTERNAL32, fill, 1);
-    put_name(o, "_FillValue");
-    put_be(o, type, 4);
-    put_nonneg(o, 1);
-    put(o, fill, v->elem_size);
-    pad4(o);
+    /* A 1-D variable named as its dimension is that dimension's
+     * coordinate variable: no _FillValue, as the coordinates of other
+     * arrays' data.nc (its 0 is a longitude, not missing). */
+    char dn0[DRX_MAX_DIM_NAME + 8];
+    dim_label(m, k == 1 ? dims[0] : 0, dn0, sizeof dn0);
+    bool self_coord = k == 1 && strcmp(dn0, vname) == 0;
+    put_nonneg(o, (self_coord ? 2 : 3) + m->nattrs);
+    if (!self_coord) {
+        /* _FillValue: the fill in the variable's type, big-endian */
+        memcpy(fill, m->fill, v->elem_size);
+        drx_type_convert(v->type, DRX_REP_EXTERNAL32, fill, 1);
+        put_name(o, "_FillValue");
+        put_be(o, type, 4);
+        put_nonneg(o, 1);
+        put(o, fill, v->elem_size);
+        pad4(o);
+    }
     for (size_t i = 0; i < m->nattrs; i++)
         put_user_attr(o, &m->attrs[i]);
     {
