@@ -591,6 +591,33 @@ libfuse $(pkg-config --modversion fuse3)"
     assert_output --partial "-o create"
 }
 
+# Found in the twelfth session (the daily-user audit): a mount that failed
+# (a typo in fstab, a missing mount point) had already made the directory
+# a store: .drx/ and its stripe directories stayed.
+@test "a mount that fails (no mount point, a file, an unknown -o option) leaves the directory as it was" {
+    mkdir -p e1 e2 m1
+    echo mine >e2/notes.txt
+    touch afile
+    run "$DRXFS" e1 "$BATS_TEST_TMPDIR/nonexistent/m"
+    assert_failure 1
+    assert_output "drxfs: mount point $BATS_TEST_TMPDIR/nonexistent/m: No such file or directory"
+    run "$DRXFS" e1 afile
+    assert_failure 1
+    assert_output "drxfs: mount point afile: not a directory"
+    run "$DRXFS" -o foo=1 e1 m1
+    assert_failure
+    assert_output --partial "unknown option"
+    run "$DRXFS" -o create,foo=1 e2 m1
+    assert_failure
+    ! mountpoint -q m1
+    [ "$(ls -A e1)" = "" ]
+    [ "$(ls -A e2)" = notes.txt ]
+    # the same without the typo mounts, and makes the store
+    mount_store e2 m1 -o create
+    [ -d e2/.drx ]
+    unmount_store m1
+}
+
 @test "a mount point that shadows the store path still serves the store" {
     local s="$BATS_TEST_TMPDIR/m_shadow"
     mkdir "$s"

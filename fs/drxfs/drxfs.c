@@ -223,7 +223,8 @@ static void usage(const char *prog)
     printf("usage: %s [options] STORE MOUNTPOINT\n"
            "       %s --help | --version\n\n"
            "Shows the drx store STORE at MOUNTPOINT: arrays as directories with slice\n"
-           "views (data, data.npy, info), striped files as regular files.\n"
+           "views (data, data.npy, data.nc, info) and zarr/, striped files as regular\n"
+           "files.\n"
            "fstab: STORE MOUNTPOINT fuse.drxfs OPTIONS 0 0 (see drxfs(8)).\n\n"
            "drxfs options (defaults < .drx/store.conf < config file < these):\n"
            "    -o config=FILE         drxfs.conf(5) file (default: none)\n"
@@ -599,8 +600,20 @@ static int cli_apply(const struct drxfs_cli *cli)
 {
     char src[PATH_MAX];
 
-    if (cli->mountpoint)
-        drxfs.mountpoint = realpath(cli->mountpoint, NULL);
+    /* a mount point that cannot be mounted on fails here, before the
+     * store is opened (which may make a directory a new store) */
+    if (cli->mountpoint) {
+        struct stat st;
+        if (!(drxfs.mountpoint = realpath(cli->mountpoint, NULL)) ||
+            stat(drxfs.mountpoint, &st) < 0) {
+            fprintf(stderr, "drxfs: mount point %s: %s\n", cli->mountpoint, strerror(errno));
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "drxfs: mount point %s: not a directory\n", cli->mountpoint);
+            return -1;
+        }
+    }
     /* FUSE 3 mounts over a mount point in use: a second drxfs on it (a
      * script or notebook run twice) hid the first, whose daemon kept
      * running, and one fusermount3 -u showed it again, still mounted.
@@ -737,18 +750,25 @@ int main(int argc, char *argv[])
 
     /* The store is opened before the mount: the mount point may shadow the
      * store path, so everything after goes through this descriptor. */
-    if (root_open(&cli, &abs_root) < 0 || open_store(&cli, abs_root) < 0)
+    if (root_open(&cli, &abs_root) < 0 || mount_args(&args, &mopts, &cli, abs_root) < 0)
         goto out;
     malloc_tune();
+    /* libfuse's options are checked before the store is opened, which
+     * may make a new store: a typo in them must change nothing */
+    if ((ret = drxfs_new(&args, &drxfs_ops)) != 0)
+        goto out;
+    ret = 1;
+    if (open_store(&cli, abs_root) < 0) {
+        drxfs_new_undo();
+        goto out;
+    }
     drxfs_share_init();
 
     /* Modes of created files come from the caller and its umask
      * (drxfs_new_mode), never from ours. */
     umask(0);
 
-    if (mount_args(&args, &mopts, &cli, abs_root) < 0)
-        goto out;
-    ret = drxfs_run(&args, &drxfs_ops);
+    ret = drxfs_run();
 out:
     drxfs_prefetch_destroy(drxfs.prefetch);
     if (drxfs.store_lock >= 0)

@@ -598,9 +598,14 @@ uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig
 int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t page_sig,
                   uint64_t shape);
 void drxfs_kc_close(const char *key, const char *path);
-/* drxfs_run.c: fuse_main(), stopping the kernel cache's thread before
- * fuse_destroy(). */
-int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops);
+/* drxfs_run.c: fuse_main() in two steps, stopping the kernel cache's
+ * thread before fuse_destroy().  drxfs_new: libfuse's options and the
+ * session, before the store is opened (0, or fuse_main's exit status);
+ * drxfs_new_undo: its end when the store fails; drxfs_run: mount and
+ * serve (the exit status). */
+int drxfs_new(struct fuse_args *args, const struct fuse_operations *ops);
+void drxfs_new_undo(void);
+int drxfs_run(void);
 /* Lets go of the mount point's flock (cli_apply), once. */
 void drxfs_mnt_unlock(void);
 

@@ -1,8 +1,14 @@
-/* What fuse_main() does, with one step of ours between the end of the
- * session loop and fuse_destroy(): the daemon's threads that talk to libfuse
- * (the kernel cache's invalidations) stop there, while libfuse's node tables,
- * which fuse_destroy() frees before it calls the destroy operation, still
- * exist.
+/* What fuse_main() does, in two steps, with one step of ours between the
+ * end of the session loop and fuse_destroy():
+ *
+ *   - drxfs_new() parses libfuse's options and makes the session before
+ *     the store is opened, so that a wrong option fails before a mount
+ *     makes a directory a store (-o create, or an empty directory);
+ *   - drxfs_run() mounts and serves; the daemon's threads that talk to
+ *     libfuse (the kernel cache's invalidations) stop between the end of
+ *     the loop and fuse_destroy(), while libfuse's node tables, which
+ *     fuse_destroy() frees before it calls the destroy operation, still
+ *     exist.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +18,9 @@
 
 #include <fuse_lowlevel.h>
 
+static struct fuse_cmdline_opts opts;
+static struct fuse *f;
+
 void drxfs_mnt_unlock(void)
 {
     if (drxfs.mnt_lock >= 0)
@@ -19,24 +28,33 @@ void drxfs_mnt_unlock(void)
     drxfs.mnt_lock = -1;
 }
 
-int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops)
+int drxfs_new(struct fuse_args *args, const struct fuse_operations *ops)
 {
-    struct fuse_cmdline_opts opts = {0};
-    struct fuse_loop_config *loop = NULL;
-    struct fuse *f = NULL;
-    int rc = 1;
-
     if (fuse_parse_cmdline(args, &opts) != 0)
         return 1;
     if (!opts.mountpoint) {
         fprintf(stderr, "drxfs: no mount point given\n");
-        rc = 2;
-        goto out;
+        return 2;
     }
-    if (!(f = fuse_new(args, ops, sizeof(*ops), NULL))) {
-        rc = 3;
-        goto out;
-    }
+    if (!(f = fuse_new(args, ops, sizeof(*ops), NULL)))
+        return 3;
+    return 0;
+}
+
+void drxfs_new_undo(void)
+{
+    if (f)
+        fuse_destroy(f);
+    f = NULL;
+    free(opts.mountpoint);
+    opts.mountpoint = NULL;
+}
+
+int drxfs_run(void)
+{
+    struct fuse_loop_config *loop = NULL;
+    int rc;
+
     if (fuse_mount(f, opts.mountpoint) != 0) {
         rc = 4;
         goto out_destroy;
@@ -48,6 +66,7 @@ int drxfs_run(struct fuse_args *args, const struct fuse_operations *ops)
         goto out_unmount;
     }
     drxfs_notify_start(fuse_get_session(f), drxfs.kernel_cache);
+    rc = 1;
     if (opts.singlethread) {
         rc = fuse_loop(f);
     } else if ((loop = fuse_loop_cfg_create())) {
@@ -67,9 +86,7 @@ out_unmount:
     fuse_unmount(f);
     drxfs_notify_stop();
 out_destroy:
-    fuse_destroy(f);
-out:
     fuse_loop_cfg_destroy(loop);
-    free(opts.mountpoint);
+    drxfs_new_undo();
     return rc;
 }
