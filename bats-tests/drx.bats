@@ -102,6 +102,37 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     assert_equal "$(md5sum big.xta big.xmd)" "$sum_before"
 }
 
+# Found in the twelfth session (the daily-user audit): the spool went only
+# to the array's directory, so a user who may write a project's array but
+# not its directory could not pipe more than 16 MiB into it.
+@test "put from a large pipe by a user who may write the array but not its directory spools in TMPDIR" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    # a directory nobody reaches (bats's own are 0700), removed by teardown
+    OWN_DIR=$(mktemp -d /tmp/drx-own.XXXXXX)
+    chmod 0755 "$OWN_DIR"
+    cd "$OWN_DIR"
+    mkdir -p proj utmp
+    chmod 0755 proj
+    "$DRX" create proj/big --type u8 --shape 20000000 --chunk 1048576
+    chown 65534:65534 proj/big.xmd proj/big.xta utmp
+    head -c 20000000 /dev/urandom >in
+    chmod 0644 in
+    # TMPDIR, then /tmp
+    nob env TMPDIR="$PWD/utmp" sh -c "cat in | '$DRX' put proj/big"
+    "$DRX" get proj/big | cmp - in
+    [ "$(ls -A utmp)" = "" ]
+    head -c 20000000 /dev/urandom >in
+    nob env -u TMPDIR sh -c "cat in | '$DRX' put proj/big"
+    "$DRX" get proj/big | cmp - in
+    # nowhere to spool: one line naming where it tried, nothing written
+    sum_before=$(md5sum proj/big.xta)
+    run nob env TMPDIR=/proc sh -c "head -c 20000000 /dev/zero | '$DRX' put proj/big"
+    assert_failure
+    [ "${#lines[@]}" -eq 1 ]
+    assert_output --partial "cannot spool standard input in $PWD/proj"
+    assert_equal "$(md5sum proj/big.xta)" "$sum_before"
+}
+
 @test "put on a full disk fails before its first byte and changes nothing" {
     # a sparse 2 MiB array (fill 0) in a 1 MiB tmpfs: the whole-array put
     # cannot fit; it must fail up front, not after overwriting some chunks

@@ -484,16 +484,44 @@ struct staged {
  * spliced there and the first piece stays in mem; other input (a
  * terminal, a socket) passes through mem, so all of it goes there.
  * 0, or 1 when reported. */
+/* An unlinked temporary file for the spool: in the array's directory
+ * (the same file system, whose room the array needs anyway), else, when
+ * that directory is not the caller's to write (a project's arrays, group
+ * writable, in its owner's directory) or has no O_TMPFILE (NFS), in
+ * $TMPDIR or /tmp.  -1 with errno of the first try. */
+static int spool_open(const char *dir)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char path[PATH_MAX];
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), first = errno;
+
+    if (fd >= 0)
+        return fd;
+    if (!tmpdir || !*tmpdir)
+        tmpdir = "/tmp";
+    if ((fd = open(tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) >= 0)
+        return fd;
+    /* no O_TMPFILE there either: a named one, unlinked at once */
+    if ((size_t)snprintf(path, sizeof path, "%s/drx-put.XXXXXX", tmpdir) < sizeof path &&
+        (fd = mkostemp(path, O_CLOEXEC)) >= 0) {
+        unlink(path);
+        return fd;
+    }
+    errno = first;
+    return -1;
+}
+
 static int stage_spool(uint64_t need, size_t got, char *mem, size_t memlen, const char *dir,
                        struct staged *in)
 {
     struct stat st;
     bool pipe = fstat(STDIN_FILENO, &st) == 0 && S_ISFIFO(st.st_mode);
-    int tmp = open(dir, O_TMPFILE | O_RDWR, 0600), rc;
+    int tmp = spool_open(dir), rc;
     int64_t more;
 
     if (tmp < 0)
-        return drx_cli_fail("put: cannot spool standard input in %s: %s", dir, strerror(errno));
+        return drx_cli_fail("put: cannot spool standard input in %s (nor in $TMPDIR or /tmp): %s",
+                            dir, strerror(errno));
     rc = pipe ? 0 : drx_io_write_all(tmp, mem, got);
     more = rc < 0 ? rc : spool_rest(tmp, need - got, pipe, mem, memlen);
     if (more < 0)
