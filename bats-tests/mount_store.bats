@@ -704,7 +704,13 @@ assert (a == np.arange(24).reshape(4, 6)).all()"
         assert_failure
         run cat "$M/$a/dim0=1/data"
         assert_failure
+        # listed, so EIO (broken), never ENOENT (found in the twelfth
+        # session: an .xmd without its .xta was listed but "not there")
+        run stat "$M/$a"
+        assert_failure
+        assert_output --partial "Input/output error"
     done
+    grep -q "noxta: cannot open array: $(realpath "$S")/noxta.xta is missing (the array's chunks; see drx fsck)" "$M.log"
     run ls "$M"
     assert_success
     assert_output --partial bad1

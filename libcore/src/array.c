@@ -285,6 +285,11 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
         struct stat st;
         rc = drx_array_open_regular(a->xta_path, a->mode == DRX_RDWR ? O_RDWR : O_RDONLY, &st,
                                     err);
+        /* an .xmd without its .xta is a broken array, not no array (it
+         * is listed; drx fsck reports it) */
+        if (rc == -ENOENT)
+            rc = drx_err_set(err, EIO, "%s is missing (the array's chunks; see drx fsck)",
+                             a->xta_path);
         if (rc < 0)
             goto fail;
         a->xta_fd = rc;
