@@ -565,10 +565,13 @@ static void check_pool_entry(struct fsck *k, size_t di, int pfd, const char *n)
 }
 
 /* The pool of stripe directory di, when it is a directory (anything else
- * by that name is an unknown file). */
+ * by that name is an unknown file).  One the caller may not read (mode
+ * 0700, the store owner's: a user's fsck of a root store) is skipped, as
+ * what it holds is no user's data. */
 static bool check_pool(struct fsck *k, size_t di)
 {
     struct dirent *e;
+    struct stat st;
     int fd = openat(k->s->dir_fds[di], DRX_STRIPE_POOL_DIR,
                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -576,7 +579,9 @@ static bool check_pool(struct fsck *k, size_t di)
     if (!d) {
         if (fd >= 0)
             close(fd);
-        return false;
+        return fd < 0 && errno == EACCES &&
+               fstatat(k->s->dir_fds[di], DRX_STRIPE_POOL_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+               S_ISDIR(st.st_mode);
     }
     while ((e = readdir(d)))
         if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
