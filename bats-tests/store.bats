@@ -532,6 +532,27 @@ subfile() {
     "$DRX" get st/arr | "$PY" -c 'import sys, numpy as np; a = np.frombuffer(sys.stdin.buffer.read(), "<i4"); assert (a == 7).all() and a.size == 14 * 13, a.size'
 }
 
+# Found in the twelfth session (the SPEC audit): drx stripe get printed a
+# symlink's or a hard link's size as the subfile's, where the mount,
+# drx-load and fsck refuse both.
+@test "stripe get refuses a subfile that is a symlink or a hard link, as the mount does" {
+    "$DRX" init st
+    echo secret >outside
+    ln -s "$PWD/outside" st/.drx/stripes/0/00000000000000a1.0
+    ln outside st/.drx/stripes/0/00000000000000a2.0
+    printf 'version = 1; extent = 4; count = 1; size = 4L;\nsubfiles = ( { dir = 0; name = "00000000000000a1.0"; } );\n' >st/viasym.nafs
+    printf 'version = 1; extent = 4; count = 1; size = 4L;\nsubfiles = ( { dir = 0; name = "00000000000000a2.0"; } );\n' >st/vialink.nafs
+    local f
+    for f in viasym:"is a symbolic link" vialink:"has other hard links"; do
+        run --separate-stderr "$DRX" stripe get "st/${f%%:*}"
+        assert_failure 1
+        assert_line --index 2 --partial "subfile 0 ($PWD/st/.drx/stripes/0/00000000000000a"
+        assert_line --index 2 --partial "${f#*:}"
+        [ "$stderr" = "drx: stripe get: st/${f%%:*}: subfile 0 refused (see above)" ]
+    done
+    [ "$(cat outside)" = secret ]
+}
+
 @test "fsck: a hostile metafile is reported and its neighbours' orphans are kept" {
     "$DRX" init st
     printf 'version = 1; extent = 4; count = 1; size = 4L;\nsubfiles = ( { dir = 0; name = "../../../etc/passwd"; } );\n' >st/evil.nafs

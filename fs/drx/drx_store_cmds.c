@@ -211,18 +211,29 @@ static int stripe_get(const char *file)
         drx_stripe_layout_format(&m.layout, lay, sizeof lay);
         printf("%s\n", lay);
         printf("size=%llu\n", (unsigned long long)m.size);
+        ret = 0;
         for (unsigned i = 0; i < m.layout.count; i++) {
             drx_stripe_subfile_path(s, &m, i, sub, sizeof sub);
             uint64_t want = drx_stripe_subfile_len(&m.layout, i, m.size);
-            if (lstat(sub, &st) == 0)
+            /* the rule the mount, drx-load and fsck apply: a symlink, a
+             * hard link, a FIFO is no subfile of this file */
+            rc = drx_stripe_subfile_check(s, &m, i, &st, &err);
+            if (rc == 0) {
                 printf("subfile %u: %s (%lld bytes, size needs %llu)\n", i, sub,
                        (long long)st.st_size, (unsigned long long)want);
-            else if (errno == ENOENT && want == 0)
+            } else if (rc == -ENOENT && want == 0) {
                 printf("subfile %u: %s (not created yet: no byte reached it)\n", i, sub);
-            else
-                printf("subfile %u: %s (missing: %s)\n", i, sub, strerror(errno));
+            } else if (rc == -ENOENT) {
+                printf("subfile %u: %s (missing)\n", i, sub);
+            } else {
+                if (err.msg[0]) /* "subfile I (PATH) is a ... (refused)" */
+                    printf("%s\n", err.msg);
+                else
+                    printf("subfile %u: %s (%s)\n", i, sub, strerror(-rc));
+                fflush(stdout);
+                ret = drx_cli_fail("stripe get: %s: subfile %u refused (see above)", file, i);
+            }
         }
-        ret = 0;
     } else if (stat(sp, &st) == 0 && S_ISDIR(st.st_mode)) {
         struct drx_stripe_layout l;
         int rc = drx_stripe_layout_dir_get(s, sp, &l, &err);
