@@ -1095,6 +1095,11 @@ last = np.fromfile("mnt/run/time=-1/data", dtype="<f8").reshape(40, 60)
 assert (last == 5 + y + x / 1000).all()
 EOF
     env LD_LIBRARY_PATH="$LIBDIR" ldd ./app | grep -q "$LIBDIR/libdrxmp.so" || fail "app is not linked against the installed libdrxmp"
+    # and against the build tree, through meson's uninstalled drxmp.pc
+    # (found in the twelfth session: it named no include directory)
+    # shellcheck disable=SC2046
+    mpicc -std=c17 -O2 -Wall -Werror $(san_flags) -o app-b app.c \
+        $(PKG_CONFIG_PATH="$DRX_BUILD/meson-uninstalled" pkg-config --cflags --libs drxmp)
 }
 
 @test "the README's Fortran example builds out of the tree with pkg-config drxmpf and fills its zones" {
