@@ -94,6 +94,31 @@ subfile() {
     grep -q 'extent = 100;' st2/.drx/store.conf
 }
 
+# Found in the twelfth session (the SPEC audit): `drx init STORE --count 1`
+# on a store with its own stripe dirs said "other stripe dirs", which were
+# never asked for: what was not asked is now the store's own.
+@test "init of an existing store: a rerun keeps it; a change is refused naming what was asked" {
+    "$DRX" init st --stripe-dirs d0,d1 --count 2 --extent 1K >/dev/null
+    local conf
+    conf=$(md5sum <st/.drx/store.conf)
+    for args in "" "--count 2" "--extent 1K" "--stripe-dirs d0,d1" "--count 2 --extent 1024"; do
+        # shellcheck disable=SC2086
+        run "$DRX" init st $args
+        assert_success
+        assert_output "$PWD/st: existing store: count=2 extent=1024, stripe dirs: $PWD/d0 $PWD/d1"
+    done
+    for args in "--count 1" "--extent 4K" "--count 1 --extent 1K"; do
+        # shellcheck disable=SC2086
+        run "$DRX" init st $args
+        assert_failure 1
+        assert_output "drx: init: $PWD/st is already a store with count=2 extent=1024; use \`drx stripe set $PWD/st --count N --extent BYTES\` to change the default layout"
+    done
+    run "$DRX" init st --stripe-dirs d0
+    assert_failure 1
+    assert_output "drx: init: $PWD/st is already a store with other stripe dirs ($PWD/d0, ...); changing them would orphan its striped files"
+    [ "$(md5sum <st/.drx/store.conf)" = "$conf" ]
+}
+
 @test "init refuses bad layouts with one clear line" {
     for args in "--count 0" "--count 3" "--count x" "--extent 0" "--extent 2G" "--extent -5" \
         "--bogus" "--stripe-dirs ,"; do

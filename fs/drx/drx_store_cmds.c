@@ -97,9 +97,11 @@ out:
     return ret;
 }
 
-/* The layout drx init asks for: defaults < --config file < options.  0, or
- * 1 when reported. */
-static int init_config(struct drx_config *cfg)
+/* The layout drx init asks for: defaults < the store's own settings (when
+ * root is one already) < --config file < options, so that an existing
+ * store is compared only on what was asked (`drx init STORE --count 1`
+ * names the count, not other stripe dirs).  0, or 1 when reported. */
+static int init_config(const char *root, struct drx_config *cfg)
 {
     struct drx_err err = {{0}};
     unsigned count;
@@ -108,9 +110,7 @@ static int init_config(struct drx_config *cfg)
 
     if (layout_opts("init", &count, &extent))
         return 1;
-    rc = drx_config_defaults(cfg, NULL);
-    if (rc == 0 && drx_cli.config_path)
-        rc = drx_config_load_file(cfg, drx_cli.config_path, &err);
+    rc = drx_store_load_config(root, drx_cli.config_path, cfg, &err);
     if (rc < 0)
         return drx_cli_fail_err("init", rc, &err);
     if (drx_cli.stripe_dirs && init_dirs(drx_cli.stripe_dirs, count, cfg))
@@ -158,7 +158,7 @@ int drx_cmd_init(int argc, char **argv)
     rc = drx_store_resolve_path_for(NULL, argv[1], DRX_STORE_FOR_WRITE, root, sizeof root, &err);
     if (rc < 0)
         return drx_cli_fail_err("init", rc, &err);
-    if (init_config(&cfg)) {
+    if (init_config(root, &cfg)) {
         drx_config_fini(&cfg);
         return 1;
     }
