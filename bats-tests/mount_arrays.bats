@@ -188,9 +188,17 @@ EOF
     assert_failure
     run stat "$m2/temp/nosuch=1"
     assert_failure
+    # 64 words nest (README, Views); a 65th is refused with its reason
+    local deep
+    deep=$(printf 'dim0=0:/%.0s' $(seq 64))
+    cmp "$m2/temp/${deep}data" "$m2/temp/data"
+    run stat "$m2/temp/${deep}dim0=0:"
+    assert_failure
+    assert_output --partial "No such file or directory"
     unmount_store "$m2"
     grep -q 'temp: not a view' "$m2.log"
     grep -q 'nosuch' "$m2.log"
+    grep -q "temp: more than 64 view words" "$m2.log"
 }
 
 @test "a daemon at the default level logs why a view does not exist, at most 10 a minute" {
