@@ -81,16 +81,6 @@ static json_t *nonfinite(double d, enum drx_json_nonfinite nf)
     return json_string(text[nf][which]);
 }
 
-/* The shortest %g text that reads back as the same f32 or f64. */
-static void shortest(enum drx_type t, double d, char *num, size_t len)
-{
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(num, len, "%.*g", prec, d);
-        if (t == DRX_F32 ? strtof(num, NULL) == (float)d : strtod(num, NULL) == d)
-            return;
-    }
-}
-
 json_t *drx_json_value(enum drx_type t, const void *p, enum drx_json_nonfinite nf)
 {
     char num[64];
@@ -106,7 +96,7 @@ json_t *drx_json_value(enum drx_type t, const void *p, enum drx_json_nonfinite n
         }
         if (!isfinite(d))
             return nonfinite(d, nf);
-        shortest(t, d, num, sizeof num);
+        drx_type_format_value(t, p, num, sizeof num); /* the shortest that reads back */
         /* "1" is an integer to a JSON reader: keep floats floats */
         if (!strpbrk(num, ".eE"))
             strcat(num, ".0");

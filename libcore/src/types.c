@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,16 +204,31 @@ static void format_real(enum drx_type t, const void *v, char *buf, size_t len)
         snprintf(buf, len, "%" PRIu64, x);
         break;
     }
-    default:
-        if (types[t].unit == 4) {
+    default: {
+        /* the shortest text that reads back as the same value, as JSON
+         * (info, .zarray) and ncdump show it: 0.1, not 0.100000001 */
+        bool single = types[t].unit == 4;
+        double d;
+        if (single) {
             float f;
             memcpy(&f, v, sizeof f);
-            snprintf(buf, len, "%.9g", (double)f);
+            d = f;
         } else {
-            double d;
             memcpy(&d, v, sizeof d);
-            snprintf(buf, len, "%.17g", d);
         }
+        if (!isfinite(d)) {
+            snprintf(buf, len, "%g", d);
+            break;
+        }
+        /* an f32 read back either way (libconfig reads a double, then
+         * cast): never a text one of them rounds elsewhere */
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(buf, len, "%.*g", prec, d);
+            if (single ? strtof(buf, NULL) == (float)d && (float)strtod(buf, NULL) == (float)d
+                       : strtod(buf, NULL) == d)
+                break;
+        }
+    }
     }
 }
 

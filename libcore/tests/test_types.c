@@ -1,6 +1,8 @@
 /* Element types: names, sizes, values, and external32 conversion. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "drx/types.h"
@@ -85,6 +87,35 @@ int main(void)
             tap_ok(drx_type_parse_value(t, badv[i][1], v, &err) < 0, "%s value %s refused: %s",
                    badv[i][0], badv[i][1], err.msg);
         }
+    }
+    /* floats as the shortest text that reads back (as JSON and ncdump
+     * show them; found in the twelfth session: drx info showed a fill of
+     * 0.1 as 0.10000000000000001), for random bit patterns too */
+    {
+        char text[128];
+        float f = 0.1f;
+        double d = 0.1;
+        drx_type_format_value(DRX_F32, &f, text, sizeof text);
+        tap_ok(strcmp(text, "0.1") == 0, "f32 0.1 formats as 0.1 (%s)", text);
+        drx_type_format_value(DRX_F64, &d, text, sizeof text);
+        tap_ok(strcmp(text, "0.1") == 0, "f64 0.1 formats as 0.1 (%s)", text);
+        uint64_t x = 0x9e3779b97f4a7c15u;
+        int bad = 0;
+        for (int i = 0; i < 200000; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint32_t b32 = (uint32_t)x;
+            memcpy(&f, &b32, sizeof f);
+            memcpy(&d, &x, sizeof d);
+            if (isfinite(f)) {
+                drx_type_format_value(DRX_F32, &f, text, sizeof text);
+                bad += strtof(text, NULL) != f || (float)strtod(text, NULL) != f;
+            }
+            if (isfinite(d)) {
+                drx_type_format_value(DRX_F64, &d, text, sizeof text);
+                bad += strtod(text, NULL) != d;
+            }
+        }
+        tap_ok(bad == 0, "200000 random f32 and f64 read back from their text (%d did not)", bad);
     }
     tap_ok(strcmp(drx_type_npy_descr(DRX_F64, DRX_REP_EXTERNAL32), ">f8") == 0 &&
                strcmp(drx_type_npy_descr(DRX_F64, DRX_REP_NATIVE), "<f8") == 0 &&
