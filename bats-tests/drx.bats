@@ -508,6 +508,27 @@ x.xta"
     assert_output --partial "more than the view's 20000000 bytes"
     assert_equal "$(md5sum t.xmd t.xta)" "$before"
     assert_equal "$(stat -c %b big.xta)" 0
+    # a slice past the end is cut there, as Python cuts: the message says
+    # so and how to make room (found in the twelfth session: "the view
+    # needs 0" puzzled a user appending a time step)
+    "$DRX" create tm --type f64 --shape 13x4 --chunk 4x4 --dims time,x
+    head -c 64 /dev/zero >tworows
+    run "$DRX" put tm time=13:15 <tworows
+    assert_failure
+    assert_output "drx: put: standard input has 64 bytes; the view needs 0 (nothing was written; time=13:15 reaches past the end of dimension time (13 long), and a slice is cut at the end: grow it first (drx extend $PWD/tm time 2))"
+    run bash -c "cat tworows | '$DRX' put tm time=12:14"
+    assert_failure
+    assert_output --partial "(at least 33; nothing was written; time=12:14 reaches past the end of dimension time (13 long)"
+    assert_output --partial "(drx extend $PWD/tm time 1))"
+    # in a view of part of the dimension: no extend would help that
+    head -c 96 /dev/zero >threerows
+    run "$DRX" put tm time=10: dim0=1:5 <threerows
+    assert_failure
+    assert_output --partial "dim0=1:5 reaches past the end of dimension time in the view before it (3 long), and a slice is cut at the end)"
+    # a short input says nothing of it
+    head -c 8 /dev/zero >one
+    run "$DRX" put tm time=12:14 <one
+    assert_output "drx: put: standard input has 8 bytes; the view needs 32 (nothing was written)"
     # an empty view takes no input
     run bash -c "echo x | '$DRX' put t dim0=2:2"
     assert_failure

@@ -134,6 +134,13 @@ sums() {
     assert_failure
     assert_equal "${#lines[@]}" 1
     assert_output --partial "1120 bytes, but the view holds 280"
+    # a slice past the end is cut there (an append needs an extend first):
+    # the message says so (found in the twelfth session)
+    head -c 112 raw >tworows
+    run mpi_load 2 import a tworows dim0=10:12
+    assert_failure
+    assert_equal "${#lines[@]}" 1
+    assert_output --partial "tworows: 112 bytes, but the view holds 0; dim0=10:12 reaches past the end of dimension 0 (10 long), and a slice is cut at the end: grow it first (drx extend $PWD/a 0 2)"
     md5sum -c --quiet before
 }
 

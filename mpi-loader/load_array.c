@@ -71,7 +71,7 @@ static int split_view_path(const char *path, bool write, char *array, size_t len
 }
 
 int load_open_view(struct load_ctx *c, const char *path, bool write, char **words, int nwords,
-                   drx_mp **a, struct drx_view *v)
+                   drx_mp **a, struct drx_view *v, struct drx_view_spec *words_out)
 {
     char array[PATH_MAX];
     struct drx_err err = {{0}};
@@ -100,6 +100,8 @@ int load_open_view(struct load_ctx *c, const char *path, bool write, char **word
         return rc;
     }
     load_log_file_hints(c, (*a)->xf, (*a)->xta);
+    if (words_out)
+        *words_out = spec;
     return 0;
 }
 
@@ -341,6 +343,7 @@ struct xfer {
     drx_mp *a;
     const struct drx_array_meta *m;
     struct drx_view v;
+    struct drx_view_spec spec; /* the words of v (import: for its size error) */
     struct mp_xfer s; /* my share of the view's chunks, in rounds */
     bool started;
     struct load_progress pr;
@@ -422,7 +425,7 @@ static int import_validate(struct load_ctx *c, struct xfer *x, int argc, char **
     struct drx_err err = {{0}};
     uint64_t size = 0;
 
-    if (load_open_view(c, argv[1], true, argv + 3, argc - 3, &x->a, &x->v) < 0)
+    if (load_open_view(c, argv[1], true, argv + 3, argc - 3, &x->a, &x->v, &x->spec) < 0)
         return -EIO;
     x->m = drx_array_meta(x->a->arr);
     int rc = load_resolve(c, x->rawarg, false, x->raw, sizeof(x->raw), &err);
@@ -433,9 +436,16 @@ static int import_validate(struct load_ctx *c, struct xfer *x, int argc, char **
                          "%s: is a striped file; import reads plain files "
                          "(drx-load copy it out first)",
                          x->rawarg);
-    if (rc == 0 && size != drx_view_bytes(&x->v))
-        rc = drx_err_set(&err, EINVAL, "%s: %llu bytes, but the view holds %llu", x->rawarg,
-                         (unsigned long long)size, (unsigned long long)drx_view_bytes(&x->v));
+    if (rc == 0 && size != drx_view_bytes(&x->v)) {
+        char cut[600] = "";
+        if (size > drx_view_bytes(&x->v) &&
+            drx_view_cut_note(&x->spec, x->m, drx_array_path(x->a->arr), cut + 2,
+                              sizeof cut - 2))
+            memcpy(cut, "; ", 2);
+        rc = drx_err_set(&err, EINVAL, "%s: %llu bytes, but the view holds %llu%s", x->rawarg,
+                         (unsigned long long)size, (unsigned long long)drx_view_bytes(&x->v),
+                         cut);
+    }
     return load_agree(c, rc, &err, "import") < 0 ? -EIO : 0;
 }
 
@@ -553,7 +563,7 @@ static int export_open(struct load_ctx *c, struct xfer *x, int argc, char **argv
 {
     struct drx_err err = {{0}};
 
-    if (load_open_view(c, argv[1], false, argv + 3, argc - 3, &x->a, &x->v) < 0)
+    if (load_open_view(c, argv[1], false, argv + 3, argc - 3, &x->a, &x->v, NULL) < 0)
         return -EIO;
     x->m = drx_array_meta(x->a->arr);
     int rc = load_resolve(c, x->rawarg, true, x->raw, sizeof(x->raw), &err);

@@ -197,8 +197,8 @@ int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv);
 /* Opens the array as a libdrxmp handle on every rank (writable for
  * import), with the hints and round buffer of the command line, and
  * resolves the view words (collective: agrees on failure).  On success *a
- * and *v are set. */
+ * and *v are set, and *words_out (unless NULL) to the words of v. */
 int load_open_view(struct load_ctx *c, const char *path, bool write, char **words, int nwords,
-                   drx_mp **a, struct drx_view *v);
+                   drx_mp **a, struct drx_view *v, struct drx_view_spec *words_out);
 
 #endif

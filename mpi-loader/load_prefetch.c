@@ -40,7 +40,7 @@ int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv)
             fprintf(stderr, "drx-load: usage: prefetch ARRAY [VIEW...]\n");
         return 2;
     }
-    if (load_open_view(c, argv[1], false, argv + 2, argc - 2, &a, &v) < 0)
+    if (load_open_view(c, argv[1], false, argv + 2, argc - 2, &a, &v, NULL) < 0)
         return 1;
     /* only whole chunks: no runs */
     if (load_share_begin(c, a, &v, false, &s) < 0)

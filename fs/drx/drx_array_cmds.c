@@ -426,6 +426,11 @@ int drx_cmd_get(int argc, char **argv)
  * (the wrong view, the wrong file) that storing a prefix would hide, so one
  * byte past the end is read: there must be none.  Draining the rest to
  * count it could take forever on an endless pipe. */
+/* Why the view of a put is smaller than the user may think (a slice cut
+ * at the end of its dimension: drx_view_cut_note), "; " and that, or "":
+ * added to the size errors. */
+static char put_cut[640];
+
 static int input_ends(uint64_t need)
 {
     char extra;
@@ -435,8 +440,8 @@ static int input_ends(uint64_t need)
         return drx_cli_fail("put: reading standard input: %s", strerror((int)-got));
     if (got > 0)
         return drx_cli_fail("put: standard input holds more than the view's %" PRIu64
-                            " bytes (at least %" PRIu64 "; nothing was written)",
-                            need, need + 1);
+                            " bytes (at least %" PRIu64 "; nothing was written%s)",
+                            need, need + 1, put_cut);
     return 0;
 }
 
@@ -558,8 +563,9 @@ static int stage_input(uint64_t need, char *mem, size_t memlen, const char *dir,
         if (pos >= 0) {
             if ((uint64_t)(st.st_size - pos) != need)
                 return drx_cli_fail("put: standard input has %jd bytes; the view needs %" PRIu64
-                                    " (nothing was written)",
-                                    (intmax_t)(st.st_size - pos), need);
+                                    " (nothing was written%s)",
+                                    (intmax_t)(st.st_size - pos), need,
+                                    (uint64_t)(st.st_size - pos) > need ? put_cut : "");
             in->fd = STDIN_FILENO;
             return 0;
         }
@@ -647,6 +653,11 @@ int drx_cmd_put(int argc, char **argv)
     if (view_from_args(a, &spec, argc - 2, argv + 2, &v)) {
         drx_array_close(a);
         return 1;
+    }
+    {
+        char note[sizeof put_cut - 2];
+        if (drx_view_cut_note(&spec, drx_array_meta(a), drx_array_path(a), note, sizeof note))
+            snprintf(put_cut, sizeof put_cut, "; %s", note);
     }
     piece = PIECE_BYTES - PIECE_BYTES % v.elem_size;
     buf = malloc(piece);

@@ -408,6 +408,54 @@ static int resolve_dim_word(const struct drx_view_word *w, const struct drx_arra
     return 0;
 }
 
+int drx_view_cut_note(const struct drx_view_spec *s, const struct drx_array_meta *m,
+                      const char *array, char *buf, size_t len)
+{
+    struct drx_view v;
+
+    drx_view_whole(m, &v);
+    for (int i = 0; i < s->nwords; i++) {
+        const struct drx_view_word *w = &s->word[i];
+        int d;
+
+        if (w->kind != DRX_WORD_SLICE)
+            continue;
+        d = w->dim >= 0 ? w->dim : drx_array_dim_lookup(m, w->name);
+        if (d < 0 || d >= m->rank)
+            return 0;
+        int64_t n = (int64_t)v.count[d], past = 0;
+        if (!w->single && w->has_stop && w->stop > n)
+            past = w->stop;
+        else if (!w->single && w->has_start && w->start > n)
+            past = w->start;
+        if (past) {
+            char word[DRX_MAX_DIM_NAME + 80], dim[DRX_MAX_DIM_NAME + 8];
+            word_format(w, word, sizeof word);
+            if (m->dim_name[d][0])
+                snprintf(dim, sizeof dim, "%s", m->dim_name[d]);
+            else
+                snprintf(dim, sizeof dim, "%d", d);
+            /* the whole dimension so far: growing the array is the remedy */
+            bool whole = v.origin[d] == 0 && v.step[d] == 1 && v.count[d] == m->bounds[d];
+            if (whole)
+                snprintf(buf, len,
+                         "%s reaches past the end of dimension %s (%" PRId64
+                         " long), and a slice is cut at the end: grow it first "
+                         "(drx extend %s %s %" PRId64 ")",
+                         word, dim, n, array, dim, past - n);
+            else
+                snprintf(buf, len,
+                         "%s reaches past the end of dimension %s in the view before it "
+                         "(%" PRId64 " long), and a slice is cut at the end",
+                         word, dim, n);
+            return 1;
+        }
+        if (resolve_dim_word(w, m, &v, NULL) < 0)
+            return 0;
+    }
+    return 0;
+}
+
 int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta *m,
                      struct drx_view *v, struct drx_err *err)
 {

@@ -80,6 +80,16 @@ int drx_view_path_split(const char *path, char *array, size_t len, struct drx_vi
 int drx_view_resolve(const struct drx_view_spec *s, const struct drx_array_meta *m,
                      struct drx_view *v, struct drx_err *err);
 
+/* When a slice word of s reaches past the end of its dimension (cut there
+ * at resolve time, as Python cuts), a note saying so into buf (len
+ * bytes), naming the word, the dimension's length and, when the slice is
+ * of the whole dimension, the `drx extend ARRAY DIM N` that makes room
+ * (array as the user named it): 1.  0 when nothing was cut (buf
+ * untouched).  For the size errors of writes, where a cut slice is a
+ * puzzle: "the view needs 0 bytes". */
+int drx_view_cut_note(const struct drx_view_spec *s, const struct drx_array_meta *m,
+                      const char *array, char *buf, size_t len);
+
 /* The whole array, C order, native. */
 void drx_view_whole(const struct drx_array_meta *m, struct drx_view *v);
 
