@@ -3,6 +3,7 @@
 # including every bad input giving one clear line and a non-zero exit.
 
 load test_helper
+bats_require_minimum_version 1.5.0
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
@@ -342,6 +343,26 @@ x.xta"
     unmount_store m
     run "$DRX" fsck st
     assert_success
+}
+
+# Found in the twelfth session (the daily-user audit): xarray cannot open
+# data.nc or zarr/ of an array of rank 2+ named like one of its dimensions.
+@test "create warns of an array named like one of its dimensions (xarray refuses it); a 1-D coordinate is fine" {
+    run --separate-stderr "$DRX" create depth --type f32 --shape 3x4 --chunk 3x4 --dims depth,station
+    assert_success
+    [ "$stderr" = "drx: create: warning: depth has a dimension of its own name: xarray refuses such a variable in data.nc and zarr/ (MissingDimensionsError); rename the array or the dimension for xarray" ]
+    [ -f depth.xmd ]
+    run --separate-stderr "$DRX" create lat --type f32 --shape 3 --chunk 3 --dims lat
+    assert_success
+    [ -z "$stderr" ]
+    # what the warning says is so
+    "$DRX" init st >/dev/null
+    "$DRX" create st/depth --type f32 --shape 3x4 --chunk 3x4 --dims depth,station 2>/dev/null
+    mount_store st m
+    run "$PY" -c "import xarray as xr; xr.open_dataset('m/depth/data.nc')"
+    assert_failure
+    assert_output --partial "MissingDimensionsError"
+    unmount_store m
 }
 
 @test "bad input to the other commands" {

@@ -192,6 +192,26 @@ static int create_dims(char *dims, struct drx_array_spec *spec)
     return 0;
 }
 
+/* An array of rank 2 or more named like one of its dimensions is made
+ * (drx and the mount are fine with it), with a warning: in data.nc and
+ * zarr/ it is a variable of its dimension's name over more than that
+ * dimension, which xarray refuses to open (MissingDimensionsError). */
+static void create_name_warning(const char *path, const struct drx_array_spec *spec)
+{
+    const char *base = strrchr(path, '/');
+
+    base = base ? base + 1 : path;
+    for (int d = 0; spec->rank > 1 && d < spec->rank; d++)
+        if (spec->dim_name[d] && strcmp(spec->dim_name[d], base) == 0) {
+            fprintf(stderr,
+                    "drx: create: warning: %s has a dimension of its own name: xarray "
+                    "refuses such a variable in data.nc and zarr/ (MissingDimensionsError); "
+                    "rename the array or the dimension for xarray\n",
+                    base);
+            return;
+        }
+}
+
 int drx_cmd_create(int argc, char **argv)
 {
     struct drx_array_spec spec;
@@ -221,6 +241,7 @@ int drx_cmd_create(int argc, char **argv)
     if (rc)
         return drx_cli_fail_err("create", rc, &err);
     drx_array_close(a);
+    create_name_warning(path, &spec);
     return 0;
 }
 
