@@ -379,6 +379,20 @@ x.xta"
     bad "extend: 'c' is not a dimension of t (names: a, b; or 0..1)" "$DRX" extend t c 1
     bad "COUNT '0' is not a number > 0" "$DRX" extend t 0 0
     bad "COUNT '-1' is not a number > 0" "$DRX" extend t 0 -1
+    bad "extend: COUNT '99999999999999999999' is out of range (at most 18446744073709551615)" \
+        "$DRX" extend t 0 99999999999999999999
+    # what the name is instead of an array, with the command, as info says
+    # (found in the twelfth session: "drx: PATH: no such array")
+    mkdir adir
+    echo x >afile
+    bad "drx: extend: $PWD/adir: not an array (a directory)" "$DRX" extend adir 0 1
+    bad "drx: attr set: $PWD/afile: not an array (a file)" "$DRX" attr set afile units K
+    bad "drx: attr set: $PWD/t/dim0=1: a view of the array $PWD/t; attr set takes the array itself" \
+        "$DRX" attr set t/dim0=1 units K
+    bad "drx: rm: $PWD/t/data: a view of the array $PWD/t; rm takes the array itself" "$DRX" rm t/data
+    bad "drx: attr get: $PWD/nope: no such array" "$DRX" attr get nope units
+    bad "'abc' is not an f32 value" "$DRX" create y --type f32 --shape 2 --chunk 1 --fill abc
+    bad "'abc' is not a u8 value" "$DRX" create y --type u8 --shape 2 --chunk 1 --fill abc
     bad "is not 2 comma-separated indices" "$DRX" address t 1
     bad "index 4 out of range for dimension 1" "$DRX" address t 1,4
     bad "chunk address 4 out of range (4 chunks)" "$DRX" index t 4

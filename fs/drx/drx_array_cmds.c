@@ -54,7 +54,34 @@ static int array_path(const char *arg, char *out, bool write)
     return 0;
 }
 
-static int open_array(const char *arg, int mode, struct drx_array **a)
+/* A command that takes an array found none at path (store side): says
+ * what path is instead, as info and get do (a striped file, a directory,
+ * a file, a view of an array), or keeps err's reason. */
+static int no_array(const char *cmd, const char *path, int rc, struct drx_err *err)
+{
+    static const char *const what[] = {
+        [DRX_STORE_STRIPED] = "a striped file",
+        [DRX_STORE_DIRECTORY] = "a directory",
+        [DRX_STORE_PLAIN] = "a file",
+        [DRX_STORE_SYMLINK] = NULL,
+        [DRX_STORE_SPECIAL] = "a special file",
+    };
+    enum drx_store_kind k = rc == -ENOENT ? drx_store_classify(path) : DRX_STORE_NONE;
+    struct drx_view_spec spec;
+    char array[PATH_MAX];
+    struct drx_err serr = {""};
+
+    if (k > DRX_STORE_ARRAY && k < sizeof what / sizeof what[0] && what[k])
+        return drx_cli_fail("%s: %s: not an array (%s)", cmd, path, what[k]);
+    drx_view_spec_init(&spec);
+    if (rc == -ENOENT && drx_view_path_split(path, array, sizeof array, &spec, &serr) == 0 &&
+        (spec.nwords > 0 || spec.file))
+        return drx_cli_fail("%s: %s: a view of the array %s; %s takes the array itself", cmd,
+                            path, array, cmd);
+    return drx_cli_fail_err(cmd, rc, err);
+}
+
+static int open_array(const char *cmd, const char *arg, int mode, struct drx_array **a)
 {
     char path[PATH_MAX];
     struct drx_err err = {""};
@@ -64,7 +91,7 @@ static int open_array(const char *arg, int mode, struct drx_array **a)
         return 1;
     rc = drx_array_open(path, mode, a, &err);
     if (rc)
-        return drx_cli_fail_err(NULL, rc, &err);
+        return no_array(cmd, path, rc, &err);
     return 0;
 }
 
@@ -169,7 +196,7 @@ static int create_shape(const char *shape, const char *chunk, struct drx_array_s
         if (spec->shape[i] == 0)
             return drx_cli_fail("create: --shape extent %d is 0 (extents start at 1)", i);
         if (cshape[i] == 0)
-            return drx_cli_fail("create: --chunk extent %d is 0", i);
+            return drx_cli_fail("create: --chunk extent %d is 0 (extents start at 1)", i);
         spec->chunk[i] = cshape[i];
     }
     return 0;
@@ -364,9 +391,12 @@ int drx_cmd_extend(int argc, char **argv)
     if (argc != 4)
         return drx_cli_fail("usage: drx extend ARRAY DIM COUNT");
     if (parse_u64(argv[3], &count) || count == 0)
-        return drx_cli_fail("extend: COUNT '%s' is not a number > 0", argv[3]);
+        return errno == ERANGE
+                   ? drx_cli_fail("extend: COUNT '%s' is out of range (at most %" PRIu64 ")",
+                                  argv[3], UINT64_MAX)
+                   : drx_cli_fail("extend: COUNT '%s' is not a number > 0", argv[3]);
     /* the metadata alone: no axial vectors built from a long history */
-    if (open_array(argv[1], DRX_RDWR | DRX_METAONLY, &a))
+    if (open_array("extend", argv[1], DRX_RDWR | DRX_METAONLY, &a))
         return 1;
     dim = drx_array_dim_lookup(drx_array_meta(a), argv[2]);
     if (dim < 0) {
@@ -711,7 +741,7 @@ int drx_cmd_address(int argc, char **argv)
 
     if (argc != 3)
         return drx_cli_fail("usage: drx address ARRAY I0,I1,...");
-    if (open_array(argv[1], DRX_RDONLY, &a))
+    if (open_array("address", argv[1], DRX_RDONLY, &a))
         return 1;
     m = drx_array_meta(a);
     copy = strdup(argv[2]);
@@ -755,7 +785,7 @@ int drx_cmd_index(int argc, char **argv)
         return drx_cli_fail("usage: drx index ARRAY Q");
     if (parse_u64(argv[2], &q))
         return drx_cli_fail("index: '%s' is not a chunk address", argv[2]);
-    if (open_array(argv[1], DRX_RDONLY, &a))
+    if (open_array("index", argv[1], DRX_RDONLY, &a))
         return 1;
     m = drx_array_meta(a);
     if (q >= m->map.nchunks) {
@@ -785,7 +815,7 @@ int drx_cmd_rm(int argc, char **argv)
         return 1;
     rc = drx_array_remove(path, &err);
     if (rc)
-        return drx_cli_fail_err("rm", rc, &err);
+        return no_array("rm", path, rc, &err);
     return 0;
 }
 
@@ -809,7 +839,7 @@ static int attr_set_cmd(char *const *argv, int nargs)
     rc = drx_attr_parse(argv[1], drx_cli.type, argv[2], &at, &err);
     if (rc)
         return drx_cli_fail_err("attr set", rc, &err);
-    rc = open_array(argv[0], DRX_RDWR, &a);
+    rc = open_array("attr set", argv[0], DRX_RDWR, &a);
     if (rc == 0) {
         rc = drx_array_attr_set(a, &at, &err);
         drx_array_close(a);
@@ -829,7 +859,7 @@ static int attr_show(const char *cmd, char *const *argv, int nargs)
         return drx_cli_fail("usage: drx attr %s",
                             strcmp(cmd, "get") == 0 ? "get ARRAY NAME" : "list ARRAY"),
                2;
-    if (open_array(argv[0], DRX_RDONLY, &a))
+    if (open_array(strcmp(cmd, "get") == 0 ? "attr get" : "attr list", argv[0], DRX_RDONLY, &a))
         return 1;
     m = drx_array_meta(a);
     for (size_t i = 0; i < m->nattrs; i++) {
@@ -878,7 +908,7 @@ int drx_cmd_attr(int argc, char **argv)
         return drx_cli_fail("attr: '%s' is not set, get, rm or list", sub), 2;
     if (argc != 4)
         return drx_cli_fail("usage: drx attr rm ARRAY NAME"), 2;
-    if (open_array(argv[2], DRX_RDWR, &a))
+    if (open_array("attr rm", argv[2], DRX_RDWR, &a))
         return 1;
     rc = drx_array_attr_rm(a, argv[3], &err);
     drx_array_close(a);

@@ -152,6 +152,12 @@ static int parse_float(enum drx_type t, const char *text, void *out, struct drx_
     return 0;
 }
 
+/* "an f32", "an i8", "a u8", "a c64": the article as the name is read */
+static const char *article(const char *name)
+{
+    return name[0] == 'f' || name[0] == 'i' ? "an" : "a";
+}
+
 static int parse_real(enum drx_type t, const char *text, void *out, struct drx_err *err)
 {
     int rc = types[t].kind == 'i'   ? parse_signed(t, text, out, err)
@@ -159,7 +165,9 @@ static int parse_real(enum drx_type t, const char *text, void *out, struct drx_e
                                     : parse_float(t, text, out, err);
 
     if (rc == 1)
-        return drx_err_set(err, EINVAL, "'%s' is not a %s value", text, types[t].name);
+        return drx_err_set(err, EINVAL, "'%s' is not %s %s value", text,
+                               article(types[t].name),
+                               types[t].name);
     return rc;
 }
 
@@ -174,7 +182,9 @@ int drx_type_parse_value(enum drx_type t, const char *text, void *out, struct dr
         int rc;
 
         if (n >= sizeof re)
-            return drx_err_set(err, EINVAL, "'%s' is not a %s value", text, types[t].name);
+            return drx_err_set(err, EINVAL, "'%s' is not %s %s value", text,
+                               article(types[t].name),
+                               types[t].name);
         memcpy(re, text, n);
         re[n] = '\0';
         rc = parse_real(part, re, out, err);
