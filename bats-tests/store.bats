@@ -560,6 +560,28 @@ subfile() {
 # Found in the twelfth session (the SPEC audit): drx stripe get printed a
 # symlink's or a hard link's size as the subfile's, where the mount,
 # drx-load and fsck refuse both.
+# Found in the twelfth session: files written behind the store's back can
+# give an array, a striped file and a directory or file one name; the
+# mount shows one and hides the others, and fsck said clean.
+@test "fsck reports names an array or striped file shares with another entry, and repairs nothing there" {
+    "$DRX" init st
+    random_bytes src 3000
+    "$DRX" create st/a --type u8 --shape 2 --chunk 2
+    mkdir st/a
+    echo kept >st/a/inner
+    "$DRX" create st/b --type u8 --shape 2 --chunk 2
+    mkstriped st b 2 512 src
+    mkstriped st c 2 512 src
+    echo plain >st/c
+    run "$DRX" fsck st --repair
+    assert_failure 1
+    assert_line "a: an array and a directory share this name: the mount shows the array and hides the directory (rename one)"
+    assert_line "b: an array and a striped file share this name: the mount shows the array and hides the striped file (rename one)"
+    assert_line "c: a striped file and a file share this name: the mount shows the striped file and hides the file (rename one)"
+    assert_line "$PWD/st: 3 problems, 0 repaired"
+    [ "$(cat st/a/inner)" = kept ] && [ "$(cat st/c)" = plain ] && [ -f st/b.nafs ]
+}
+
 @test "stripe get refuses a subfile that is a symlink or a hard link, as the mount does" {
     "$DRX" init st
     echo secret >outside

@@ -98,6 +98,31 @@ int drx_fsck_ref_cmp(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+/* Another entry under the name of an array or striped file at path (its
+ * name, no suffix): the mount shows one of them (drx_store_classify) and
+ * hides the other, which no command here made (drx create and the mount
+ * refuse a taken name) but anything writing the store directly may.
+ * Reported, never repaired: which one to rename is the user's call.
+ * array: the name is an array's (else a striped file's). */
+static void check_name_shared(struct fsck *k, const char *path, bool array)
+{
+    char other[PATH_MAX + 8];
+    const char *what = NULL;
+    struct stat st;
+
+    if (array && snprintf(other, sizeof other, "%s%s", path, DRX_STRIPE_SUFFIX) > 0 &&
+        lstat(other, &st) == 0 && S_ISREG(st.st_mode))
+        what = "a striped file";
+    else if (lstat(path, &st) == 0)
+        what = S_ISDIR(st.st_mode) ? "a directory" : "a file";
+    if (what)
+        drx_fsck_finding(k, drx_fsck_rel_of(k, path), false, NULL,
+                         "%s and %s share this name: the mount shows the %s and hides the %s "
+                         "(rename one)",
+                         array ? "an array" : "a striped file", what,
+                         array ? "array" : "striped file", what + 2);
+}
+
 static void check_striped(struct fsck *k, const char *mp)
 {
     char name[PATH_MAX], sub[PATH_MAX + 80];
@@ -109,6 +134,7 @@ static void check_striped(struct fsck *k, const char *mp)
     if (lstat(mp, &st) == 0 && metafile_seen(k, &st))
         return; /* its subfiles are counted once, not shared */
     snprintf(name, sizeof name, "%.*s", (int)(strlen(mp) - strlen(DRX_STRIPE_SUFFIX)), mp);
+    check_name_shared(k, name, false);
     int rc = drx_stripe_stat(k->s, name, &m, &err);
     if (rc < 0) {
         k->bad_meta = true;
@@ -202,6 +228,11 @@ static void check_array(struct fsck *k, const char *xmd)
     struct stat st;
 
     snprintf(xta, sizeof xta, "%.*s.xta", (int)(strlen(xmd) - 4), xmd);
+    {
+        char name[PATH_MAX];
+        snprintf(name, sizeof name, "%.*s", (int)(strlen(xmd) - 4), xmd);
+        check_name_shared(k, name, true);
+    }
     memset(&meta, 0, sizeof meta);
     int rc = drx_array_meta_load(xmd, &meta, &err);
     if (rc < 0) {
