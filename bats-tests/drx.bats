@@ -271,6 +271,23 @@ assert j["history"] == [{"dim": 0, "from": 5, "to": 8}, {"dim": 1, "from": 6, "t
     assert_file_size fig3.xta 96
 }
 
+@test "address's offset finds the element's bytes in the .xta when chunks hold many elements, after growth" {
+    "$DRX" create g --type f64 --shape 10x7x5 --chunk 3x4x2
+    "$DRX" extend g 1 3
+    "$DRX" extend g 0 4
+    "$PY" -c "import numpy as np; np.arange(14*10*5, dtype='<f8').tofile('v')"
+    "$DRX" put g <v
+    local i j k out off
+    for ijk in 5,3,2 0,0,0 13,9,4 12,8,1 2,7,3; do
+        IFS=, read -r i j k <<<"$ijk"
+        out=$("$DRX" address g "$ijk")
+        off=${out##*offset=}
+        # the element's value is its C-order index
+        [ "$("$PY" -c "import numpy as np; print(int(np.fromfile('g.xta', '<f8', 1, offset=$off)[0]))")" -eq $(((i * 10 + j) * 5 + k)) ] ||
+            { echo "$ijk: $out"; return 1; }
+    done
+}
+
 @test "rm removes both files" {
     "$DRX" create t --type i8 --shape 2 --chunk 1
     run "$DRX" rm t

@@ -151,6 +151,43 @@ assert b.getvalue() == h, (b.getvalue()[:128], h[:128])
 "
 }
 
+# SPEC 4: stat never reads chunk data (untested until the twelfth session's
+# SPEC audit).  The trace of the daemon must see the array's files looked
+# at, and no read of its .xta.
+@test "stat and ls -l of an array's files, views and zarr keys read no chunk" {
+    command -v strace >/dev/null || skip "no strace"
+    local pid f v n=0
+    "$DRX" create "$S/st8" --type f32 --shape 40x30 --chunk 8x8 --dims y,x
+    "$PY" -c "import numpy as np; np.arange(1200, dtype='<f4').tofile('st8.raw')"
+    "$DRX" put "$S/st8" <st8.raw
+    strace -f -qq -y -e trace=read,pread64,readv,preadv,preadv2,copy_file_range,sendfile,splice,mmap,newfstatat,openat,openat2 \
+        -o trace -p "$(cat "$M.pid")" &
+    pid=$!
+    sleep 1
+    for v in "" "y=1:9/" "x=-3:/order=F/" "rep=external32/y=::7/"; do
+        for f in data data.npy data.nc info; do
+            stat -c %s "$M/st8/$v$f" >/dev/null
+            n=$((n + 1))
+        done
+    done
+    for f in zarr zarr/.zmetadata zarr/.zgroup zarr/st8/.zarray zarr/st8/.zattrs zarr/st8/0.0 zarr/st8/4.3; do
+        stat -c %s "$M/st8/$f" >/dev/null
+    done
+    ls -l "$M/st8" "$M/st8/zarr/st8" >/dev/null
+    sleep 0.3
+    kill "$pid"
+    wait "$pid" || true
+    grep -q 'st8\.xmd' trace || { echo "the trace saw nothing of st8"; return 1; }
+    if grep -E '^[0-9]+ +(read|pread64|readv|preadv2?|copy_file_range|sendfile|splice|mmap)\(.*st8\.xta>' trace; then
+        echo "chunk data read for a stat (above)"
+        return 1
+    fi
+    # and the sizes are right without it
+    [ "$(stat -c %s "$M/st8/y=1:9/data")" -eq $((8 * 30 * 4)) ]
+    [ "$(stat -c %s "$M/st8/data.nc")" -eq "$(cat "$M/st8/data.nc" | wc -c)" ]
+    "$DRX" rm "$S/st8"
+}
+
 @test "info is JSON describing the view and the array" {
     "$PY" - "$M" <<'EOF'
 import json, sys
