@@ -545,6 +545,24 @@ assert h.shape == (40960, 16384)
 assert h[-1, -1] == 16383.25 and h[-1, 0] == 0.25 and h[-2, -1] == 0, (h[-1, -1], h[-2, -1])
 assert d.variables["y"][-1] == 20479.5 and d.variables["x"][-1] == 16383 * 3
 PY
+    # an extent past 2^31 - 1 needs CDF-5 whatever the type (CDF-2's
+    # dimension lengths are 32-bit signed; SPEC 4); an i8 of 3e9 elements
+    "$DRX" create "$S/huge/long" --type i8 --shape 3000000000 --chunk 1048576
+    printf '\x07' | "$DRX" put "$S/huge/long" dim0=-1
+    run ncdump -k "$M/huge/long/data.nc"
+    assert_output "cdf5"
+    run ncdump -h "$M/huge/long/data.nc"
+    assert_line --partial "dim0 = 3000000000 ;"
+    "$PY" - "$M/huge/long/data.nc" <<'PY'
+import sys
+import netCDF4
+d = netCDF4.Dataset(sys.argv[1])
+d.set_auto_mask(False)
+v = d.variables["long"]
+assert v.shape == (3000000000,) and v[-1] == 7 and v[-2] == 0, (v.shape, v[-1])
+PY
+    # one less than 2^31 stays CDF-2
+    [ "$(ncdump -k "$M/huge/long/dim0=:2147483647/data.nc")" = "64-bit offset" ]
 }
 
 @test "data.nc and zarr/ metadata are as new as the attributes and coordinates they hold: rsync -a copies a change" {
