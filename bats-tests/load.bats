@@ -610,6 +610,21 @@ copy_killed() {
     assert_equal "${#lines[@]}" 1
     assert_output --partial "is an array"
     assert_file_not_exists st/x.nafs
+    # a striped file onto itself, named once through a mount: refused,
+    # unchanged; a plain file onto itself (or its hard link) keeps its bytes
+    random_bytes big 300000
+    mpi_load 2 copy big st/sf
+    mount_store st mnt
+    run mpi_load 2 copy mnt/sf st/sf
+    assert_failure
+    assert_output "drx-load: copy: mnt/sf and st/sf are the same file"
+    cmp big mnt/sf
+    unmount_store mnt
+    cp big plain
+    ln plain plain2
+    mpi_load 2 copy plain plain
+    mpi_load 2 copy plain plain2
+    cmp big plain
 }
 
 @test "copy and import refuse a subfile or .xta that is a hard link" {
