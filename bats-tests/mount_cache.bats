@@ -749,7 +749,7 @@ inval_waits() {
     unmount_store "$INV_M1"
     mount_store "$s1" "$INV_M1"
     pid=$(cat "$INV_M1.pid")
-    relay=$(pgrep -P "$pid" -x drxfs-inval)
+    relay=$(pgrep -P "$pid" -x drx-inval)
     [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
     "$PY" -c '
 import mmap, os, sys, time
@@ -791,11 +791,11 @@ m[4096]' "$INV_M1/f" >reader.out 2>&1 &
 }
 
 # relay_mount STORE: STORE mounted at TERM_MNT; pid is drxfs's, relay its
-# drxfs-inval child's (the caller's variables)
+# drx-inval child's (the caller's variables)
 relay_mount() {
     mount_store "$1" "$TERM_MNT"
     pid=$(cat "$TERM_MNT.pid")
-    relay=$(pgrep -P "$pid" -x drxfs-inval)
+    relay=$(pgrep -P "$pid" -x drx-inval)
     [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
 }
 
@@ -880,7 +880,7 @@ stop_under_traffic() {
         # (a killed one may stay a zombie until the stop reaps it, and
         # between the reaping and the fork there is none)
         for ((f = 0; f < 100; f++)); do
-            new=$(pgrep -P "$pid" -x drxfs-inval | grep -vxF -e "$killed" | tail -1) || true
+            new=$(pgrep -P "$pid" -x drx-inval | grep -vxF -e "$killed" | tail -1) || true
             [ -n "$new" ] && break
             sleep 0.05
         done
@@ -971,7 +971,7 @@ relay_waited() {
     for ((i = 0; i < 5; i++)); do
         touch "$s/a.nafs"
         for ((f = 0; f < 20; f++)); do
-            new=$(pgrep -P "$pid" -x drxfs-inval) && break
+            new=$(pgrep -P "$pid" -x drx-inval) && break
             sleep 0.05
         done
         [ -n "$new" ] && break
@@ -981,21 +981,27 @@ relay_waited() {
     TERM_MNT=
 }
 
-@test "the relay is a fresh image of drxfs, exec'd after the fork: named drxfs-inval, holding its three descriptors and the log only" {
+@test "the relay is a fresh image of drxfs, exec'd after the fork: named drx-inval (which pkill drxfs does not match), holding its three descriptors and the log only" {
     # Forked from the threaded daemon, the child took locks (malloc's, a
     # sanitizer's) that another thread may have held at the fork; exec'd,
     # it starts clean.
     local pid relay fds
     relay_store "$BATS_TEST_TMPDIR/s"
-    assert_equal "$(tr '\0' ' ' </proc/"$relay"/cmdline)" "drxfs-inval "
+    assert_equal "$(tr '\0' ' ' </proc/"$relay"/cmdline)" "drx-inval "
     assert_equal "$(readlink /proc/"$relay"/exe)" "$(readlink /proc/"$pid"/exe)"
     fds=$(ls /proc/"$relay"/fd | sort -n | tr '\n' ' ')
     assert_equal "$fds" "0 1 2 3 4 5 "
     [ "$(readlink /proc/"$relay"/fd/4)" = /dev/fuse ] || fail "fd 4 of the relay: $(readlink /proc/"$relay"/fd/4)"
+    # the kill typed for the daemon leaves the relay to finish: pkill and
+    # killall match names as pgrep does (the daemon is matched, not it)
+    pgrep drxfs | grep -qx "$pid"
+    ! pgrep drxfs | grep -qx "$relay"
+    ! pgrep -f drxfs | grep -qx "$relay"
+    ! pgrep -x drxfs | grep -qx "$relay"
     # drxfs started by hand under that name is not a relay
-    run timeout 5 bash -c 'exec -a drxfs-inval "$1"' _ "$DRXFS"
+    run timeout 5 bash -c 'exec -a drx-inval "$1"' _ "$DRXFS"
     assert_failure
-    [ "$status" -ne 124 ] || fail "drxfs named drxfs-inval waited: $output"
+    [ "$status" -ne 124 ] || fail "drxfs named drx-inval waited: $output"
     unmount_store "$TERM_MNT"
     TERM_MNT=
 }

@@ -59,8 +59,13 @@
 /* Descriptors of the relay: its end of the socket, its device, the read
  * end of its lifeline (a pipe whose write end only the daemon holds). */
 enum { RELAY_SOCK = 3, RELAY_DEV, RELAY_LIFE, RELAY_FIRST_FREE };
-/* The relay's argv[0], which drxfs's main() recognizes after the exec */
-#define RELAY_ARGV0 "drxfs-inval"
+/* The relay's argv[0] and process name, which drxfs's main() recognizes
+ * after the exec.  Not matched by `pkill drxfs`, `pkill -f drxfs` or
+ * `killall drxfs`: the relay is what makes a kill -9 of the daemon safe,
+ * so the kill an administrator types for the daemon leaves it to finish
+ * and exit by itself (killed together, a relay waiting on a page would
+ * keep the connection, and a queued READ would hang the mount). */
+#define RELAY_ARGV0 "drx-inval"
 
 /* A request read from the device while draining: the kernel refuses a
  * buffer smaller than a header and max_write, which libfuse 3.14 makes
