@@ -110,10 +110,16 @@ static void check_name_shared(struct fsck *k, const char *path, bool array)
     const char *what = NULL;
     struct stat st;
 
+    const char *base = strrchr(path, '/');
+    /* a long name's stem has a symlink of its own name, recording the
+     * name (drx_store_long_stem): that one is the stem's, not another */
+    bool stem = strncmp(base ? base + 1 : path, DRX_STORE_LONG_PREFIX,
+                        sizeof DRX_STORE_LONG_PREFIX - 1) == 0;
+
     if (array && snprintf(other, sizeof other, "%s%s", path, DRX_STRIPE_SUFFIX) > 0 &&
         lstat(other, &st) == 0 && S_ISREG(st.st_mode))
         what = "a striped file";
-    else if (lstat(path, &st) == 0)
+    else if (lstat(path, &st) == 0 && !(stem && S_ISLNK(st.st_mode)))
         what = S_ISDIR(st.st_mode) ? "a directory" : "a file";
     if (what)
         drx_fsck_finding(k, drx_fsck_rel_of(k, path), false, NULL,
