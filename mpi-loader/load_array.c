@@ -161,29 +161,45 @@ void load_log_file_hints(const struct load_ctx *c, MPI_File fh, const char *path
     MPI_Info_free(&info);
 }
 
-int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh, const char *what)
-{
-    return load_open_file_info(c, path, amode, c->info, fh, what);
-}
-
-int load_open_file_info(struct load_ctx *c, const char *path, int amode, MPI_Info info,
-                        MPI_File *fh, const char *what)
+/* MPI_File_open of path, messages naming shown */
+static int open_as(struct load_ctx *c, const char *path, const char *shown, int amode,
+                   MPI_Info info, MPI_File *fh, const char *what)
 {
     struct drx_err err = {{0}};
     int mrc = MPI_File_open(MPI_COMM_WORLD, path, amode, info, fh);
     int rc = 0;
     if (mrc != MPI_SUCCESS) {
         *fh = MPI_FILE_NULL;
-        rc = load_mpi_err(&err, mrc, "%s %s", what, path);
+        rc = load_mpi_err(&err, mrc, "%s %s", what, shown);
     } else {
         /* Errors of the I/O calls come back as codes, never abort. */
         MPI_File_set_errhandler(*fh, MPI_ERRORS_RETURN);
-        load_log_file_hints(c, *fh, path);
+        load_log_file_hints(c, *fh, shown);
     }
     rc = load_agree(c, rc, &err, NULL);
     if (rc < 0 && *fh != MPI_FILE_NULL)
         MPI_File_close(fh);
     return rc;
+}
+
+int load_open_file_info(struct load_ctx *c, const char *path, int amode, MPI_Info info,
+                        MPI_File *fh, const char *what)
+{
+    return open_as(c, path, path, amode, info, fh, what);
+}
+
+int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh, const char *what)
+{
+    return open_as(c, path, path, amode, c->info, fh, what);
+}
+
+int load_open_fd(struct load_ctx *c, int fd, const char *shown, int amode, MPI_File *fh,
+                 const char *what)
+{
+    char self[32];
+
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    return open_as(c, self, shown, amode, c->info, fh, what);
 }
 
 void load_close_file(MPI_File *fh)
@@ -297,20 +313,21 @@ static int reserve_range(uint64_t q, uint64_t n, void *arg)
  * byte, through a descriptor of our own, so that a full disk fails the
  * import with the array unchanged rather than half way.  res->fd is -1
  * when there is nothing to reserve. */
-static int reserve_share(struct mp_xfer *s, const char *xta, struct drx_reserve *res,
+static int reserve_share(struct mp_xfer *s, const drx_mp *a, struct drx_reserve *res,
                          struct drx_err *err)
 {
+    const char *xta = a->xta;
     int fd, rc = 0;
 
     drx_reserve_init(res, -1);
     if (s->n == 0)
         return 0;
-    fd = open(xta, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    fd = mp_xta_open(a, O_WRONLY);
     if (fd < 0)
-        return drx_err_set(err, errno,
+        return drx_err_set(err, -fd,
                            "%s: opening to reserve space for the view's chunks: %s; "
                            "nothing written",
-                           xta, strerror(errno));
+                           xta, strerror(-fd));
     drx_reserve_init(res, fd);
     struct reserve_arg ra = {res, s->m->chunk_bytes};
     rc = mp_xfer_ranges(s, reserve_range, &ra);
@@ -392,7 +409,7 @@ static int xfer_prepare(struct load_ctx *c, struct xfer *x, bool reserve)
     x->packed = malloc(x->s.bufchunks ? x->s.bufchunks * x->m->chunk_bytes : 1);
     int rc = x->packed ? 0 : drx_err_set(&err, ENOMEM, "out of memory");
     if (rc == 0 && reserve)
-        rc = reserve_share(&x->s, x->a->xta, &res, &err);
+        rc = reserve_share(&x->s, x->a, &res, &err);
     rc = load_agree(c, rc, &err, x->what);
     reserve_end(&res, rc < 0);
     if (rc < 0)
@@ -571,7 +588,7 @@ static int export_open(struct load_ctx *c, struct xfer *x, int argc, char **argv
         rc = load_check_output(c, x->raw, &err);
     if (load_agree(c, rc, &err, "export") < 0)
         return -EIO;
-    x->advfd = open(x->a->xta, O_RDONLY | O_CLOEXEC);
+    x->advfd = mp_xta_open(x->a, O_RDONLY);
     if (load_open_file(c, x->raw, MPI_MODE_WRONLY | MPI_MODE_CREATE, &x->rf, "creating") < 0)
         return -EIO;
     /* The output is exactly the view's bytes, whatever the file held. */

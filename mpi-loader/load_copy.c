@@ -47,6 +47,7 @@ struct endpoint {
     char tmp[PATH_MAX];         /* striped destination: the temporary metafile */
     int store_lock;             /* rank 0, striped destination: drx_store_lock, or -1 */
     MPI_File fh[DRX_MAX_STRIPE_DIRS];
+    int fd[DRX_MAX_STRIPE_DIRS]; /* libcore's checked descriptor of each, which fh reopens */
     unsigned nfh;
     uint64_t size;
 };
@@ -56,15 +57,28 @@ static void endpoint_init(struct endpoint *e, const char *arg)
     memset(e, 0, sizeof(*e));
     e->arg = arg;
     e->store_lock = -1;
-    for (unsigned i = 0; i < DRX_MAX_STRIPE_DIRS; i++)
+    for (unsigned i = 0; i < DRX_MAX_STRIPE_DIRS; i++) {
         e->fh[i] = MPI_FILE_NULL;
+        e->fd[i] = -1;
+    }
+}
+
+/* MPI-IO's files of e, then the descriptors they reopened (kept: ROMIO
+ * may open a file again later by its name, "/proc/self/fd/N") */
+static void close_files(struct endpoint *e)
+{
+    for (unsigned i = 0; i < e->nfh; i++) {
+        load_close_file(&e->fh[i]);
+        if (e->fd[i] >= 0)
+            close(e->fd[i]);
+        e->fd[i] = -1;
+    }
+    e->nfh = 0;
 }
 
 static void endpoint_close(struct endpoint *e)
 {
-    for (unsigned i = 0; i < e->nfh; i++)
-        load_close_file(&e->fh[i]);
-    e->nfh = 0;
+    close_files(e);
     drx_store_close(e->store);
     e->store = NULL;
     if (e->store_lock >= 0)
@@ -93,27 +107,40 @@ static int endpoint_locate(struct load_ctx *c, struct endpoint *e, bool write, s
     return 0;
 }
 
-/* Refuses a subfile libcore would refuse (drx_stripe_subfile_check: a
- * symlink could lead out of the stripe directory, a hard link's other name
- * may be any file).  libcore applies the rule to the descriptor it opens;
- * MPI-IO needs a path, so here it is checked just before the open.
- * Returns 1 for a subfile not created yet (libcore creates a subfile when
- * the first byte reaches it: one the recorded size does not need may be
- * absent, all holes), when it need not exist. */
-static int subfile_path(const struct endpoint *e, unsigned i, char *buf, size_t len,
-                        bool must_exist, struct drx_err *err)
+/* Subfile i of e opened by libcore (drx_stripe_subfile_open: never through
+ * a symlink, a hard link's other name or a FIFO, the rule checked on the
+ * descriptor) into *fd, which MPI-IO then opens as /proc/self/fd/N: MPI-IO
+ * takes a path, and a path checked and then opened could be a symlink by
+ * the time of the open (a user who owns the stripe directory swapping
+ * one in: root's copy would read or write where it leads).  Returns 1,
+ * *fd -1, for a subfile not created yet that need not exist (libcore
+ * creates a subfile when the first byte reaches it: one the recorded size
+ * does not need may be absent, all holes). */
+static int subfile_open(const struct endpoint *e, unsigned i, int flags, bool must_exist, int *fd,
+                        struct drx_err *err)
 {
-    int rc = drx_stripe_subfile_path(e->store, &e->meta, i, buf, len);
-    if (rc < 0)
-        return drx_err_set(err, -rc, "%s: subfile %u: %s", e->arg, i, strerror(-rc));
-    rc = drx_stripe_subfile_check(e->store, &e->meta, i, NULL, err);
+    char sub[PATH_MAX];
+    /* the check first, for its message (the open logs a refusal: one that
+     * passed the check and not the open is a file swapped in between) */
+    int rc = drx_stripe_subfile_check(e->store, &e->meta, i, NULL, err);
+
+    *fd = -1;
+    if (rc == 0 && (*fd = drx_stripe_subfile_open(e->store, &e->meta, i, flags, 0, e->arg)) >= 0)
+        return 0;
+    if (rc == 0) {
+        rc = *fd;
+        *fd = -1;
+        err->msg[0] = '\0';
+    }
     if (rc == -ENOENT && !must_exist &&
         drx_stripe_subfile_len(&e->meta.layout, i, e->meta.size) == 0)
         return 1;
-    if (rc == -ENOENT && !must_exist)
-        return 0; /* the open below names it */
-    if (rc < 0)
-        drx_err_prefix(err, "%s", e->arg);
+    if (drx_stripe_subfile_path(e->store, &e->meta, i, sub, sizeof sub) < 0)
+        snprintf(sub, sizeof sub, "#%u", i);
+    if (!err->msg[0] || rc == -ENOENT)
+        drx_err_set(err, -rc, "subfile %u (%s): %s", i, sub,
+                    rc == -ENOENT ? "missing" : strerror(-rc));
+    drx_err_prefix(err, "%s", e->arg);
     return rc;
 }
 
@@ -123,20 +150,31 @@ static int open_subfiles(struct load_ctx *c, struct endpoint *e, int amode, bool
 {
     struct drx_err err = {{0}};
     char sub[PATH_MAX];
+    int flags = amode & MPI_MODE_WRONLY ? O_WRONLY : amode & MPI_MODE_RDWR ? O_RDWR : O_RDONLY;
     for (unsigned i = 0; i < e->meta.layout.count; i++) {
-        int rc = subfile_path(e, i, sub, sizeof(sub), must_exist, &err);
-        if (load_agree(c, rc < 0 ? rc : 0, &err, "copy") < 0)
+        int fd;
+        int rc = subfile_open(e, i, flags, must_exist, &fd, &err);
+        if (load_agree(c, rc < 0 ? rc : 0, &err, "copy") < 0) {
+            if (fd >= 0)
+                close(fd);
             return -EIO;
+        }
         /* absent on every rank: left unopened (MPI_FILE_NULL), all holes */
         int absent = rc == 1;
         MPI_Allreduce(MPI_IN_PLACE, &absent, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         e->nfh = i + 1;
+        e->fd[i] = fd;
         if (absent)
             continue;
-        rc = load_open_file(c, sub, amode, &e->fh[i], "opening");
+        if (drx_stripe_subfile_path(e->store, &e->meta, i, sub, sizeof sub) < 0)
+            snprintf(sub, sizeof sub, "%s: subfile %u", e->arg, i);
+        /* a rank that found it absent while others did not (made meanwhile)
+         * opens it by its directory, checked, as they did */
+        if (fd < 0)
+            (void)subfile_open(e, i, flags, true, &e->fd[i], &err);
+        rc = load_open_fd(c, e->fd[i], sub, amode, &e->fh[i], "opening");
         if (rc < 0)
             return rc;
-        e->nfh = i + 1;
     }
     return 0;
 }
@@ -292,9 +330,7 @@ static int commit_striped(struct load_ctx *c, struct endpoint *d)
     int rc = 0;
     /* MPI-IO's descriptors of the subfiles go first: nothing of this copy
      * writes after the commit. */
-    for (unsigned i = 0; i < d->nfh; i++)
-        load_close_file(&d->fh[i]);
-    d->nfh = 0;
+    close_files(d);
     if (c->rank == 0) {
         rc = drx_stripe_commit_temp(d->store, d->tmp, d->path, d->size, &err);
         if (rc == 0)

@@ -110,6 +110,11 @@ int load_open_file(struct load_ctx *c, const char *path, int amode, MPI_File *fh
 /* The same with hints of the caller's own. */
 int load_open_file_info(struct load_ctx *c, const char *path, int amode, MPI_Info info,
                         MPI_File *fh, const char *what);
+/* The same of the file descriptor fd holds (this rank's: "/proc/self/fd/N",
+ * which reaches that file whatever its path leads to now), messages naming
+ * shown.  fd stays the caller's to close. */
+int load_open_fd(struct load_ctx *c, int fd, const char *shown, int amode, MPI_File *fh,
+                 const char *what);
 void load_close_file(MPI_File *fh); /* collective; MPI_FILE_NULL is a no-op */
 /* Read-ahead (drx_io_readahead) of chunks q[0..n-1] (ascending) of an .xta open
  * as fd (-1: nothing), adjacent chunks as one range. */

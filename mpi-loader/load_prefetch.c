@@ -47,7 +47,7 @@ int load_cmd_prefetch(struct load_ctx *c, int argc, char **argv)
         goto out;
     /* Read-ahead advice for all of this rank's chunks at once (one pass
      * of the planner over the share; it comes back to the share's start). */
-    struct advice adv = {open(a->xta, O_RDONLY | O_CLOEXEC), s.m->chunk_bytes};
+    struct advice adv = {mp_xta_open(a, O_RDONLY), s.m->chunk_bytes};
     if (adv.fd >= 0) {
         (void)mp_xfer_ranges(&s, advise_range, &adv); /* a hint: nothing to fail */
         close(adv.fd);

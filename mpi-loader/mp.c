@@ -139,6 +139,21 @@ static int mp_alloc(MPI_Comm comm, drx_mp **out)
     return 0;
 }
 
+void mp_xta_self(const drx_mp *a, char *buf)
+{
+    snprintf(buf, MP_SELF_LEN, "/proc/self/fd/%d", drx_array_xta_fd(a->arr));
+}
+
+int mp_xta_open(const drx_mp *a, int flags)
+{
+    char self[MP_SELF_LEN];
+    int fd;
+
+    mp_xta_self(a, self);
+    fd = open(self, flags | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
 /* The .xta opened collectively, with the caller's hints (info, or ours
  * when it is MPI_INFO_NULL).  Data sieving locks with classic POSIX
  * locks, which would wait forever for this process's own OFD chunk locks:
@@ -159,17 +174,23 @@ static int open_xta(drx_mp *a, MPI_Info hints, struct drx_err *err)
         MPI_Info_set(info, "romio_cb_read", "disable");
     }
     MPI_Info_set(info, "romio_ds_write", "disable");
+    /* The .xta drx_array_open checked (a regular file reached without a
+     * symlink), never its path again: a user who owns the array's
+     * directory could swap a symlink in between, and root's import would
+     * write where it leads (mp_xta_self). */
+    char self[MP_SELF_LEN];
+    mp_xta_self(a, self);
     int mrc =
-        MPI_File_open(a->comm, a->xta, a->writable ? MPI_MODE_RDWR : MPI_MODE_RDONLY, info, &a->xf);
+        MPI_File_open(a->comm, self, a->writable ? MPI_MODE_RDWR : MPI_MODE_RDONLY, info, &a->xf);
     MPI_Info_free(&info);
     if (mrc != MPI_SUCCESS) {
         a->xf = MPI_FILE_NULL;
         return load_mpi_err(err, mrc, "opening %s", a->xta);
     }
     MPI_File_set_errhandler(a->xf, MPI_ERRORS_RETURN);
-    a->lockfd = open(a->xta, (a->writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+    a->lockfd = mp_xta_open(a, a->writable ? O_RDWR : O_RDONLY);
     if (a->lockfd < 0)
-        rc = drx_err_set(err, errno, "%s: %s", a->xta, strerror(errno));
+        rc = drx_err_set(err, -a->lockfd, "%s: %s", a->xta, strerror(-a->lockfd));
     return rc;
 }
 
