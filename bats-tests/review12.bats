@@ -88,3 +88,40 @@ until_lines() {
     cmp src out
     [ "$(grep -c 'openat' trace)" -eq 0 ] || fail "the subfile was opened by its path"
 }
+
+# Found in the twelfth review: SEEK_DATA or SEEK_HOLE on a view's file
+# answered ENOSYS, which the kernel takes as "no lseek on this
+# connection": from then on every file of the mount, striped files too,
+# looked all data to cp, tar -S and rsync -S, until a remount.
+@test "SEEK_HOLE on a view's file: all data up to its size, and striped files keep their holes" {
+    "$DRX" init st >/dev/null
+    "$DRX" create st/a --type f64 --shape 6x5 --chunk 2x2
+    mount_store st m
+    truncate -s 10M m/sparse
+    printf x | dd of=m/sparse bs=1 seek=5000000 conv=notrunc status=none
+    "$PY" - m <<'PY'
+import os, sys
+m = sys.argv[1]
+def seek(p, off, whence):
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        return os.lseek(fd, off, whence)
+    except OSError as e:
+        return e.errno
+    finally:
+        os.close(fd)
+def hole_at_0():
+    return seek(m + "/sparse", 0, os.SEEK_HOLE) == 0 and seek(m + "/sparse", 0, os.SEEK_DATA) > 0
+assert hole_at_0(), "the striped file shows no hole"
+import errno
+for f in ["a/data", "a/data.npy", "a/info", "a/data.nc", "a/zarr/a/0.0", "a/dim0=1:3/data"]:
+    p = m + "/" + f
+    size = os.stat(p).st_size
+    assert seek(p, 0, os.SEEK_DATA) == 0, f
+    assert seek(p, 1, os.SEEK_HOLE) == size, (f, seek(p, 1, os.SEEK_HOLE), size)
+    assert seek(p, size, os.SEEK_DATA) == errno.ENXIO, f
+    assert seek(p, size + 10, os.SEEK_HOLE) == errno.ENXIO, f
+assert hole_at_0(), "after SEEK_HOLE on views, the striped file shows no hole"
+PY
+    unmount_store m
+}

@@ -414,7 +414,20 @@ off_t drxfs_op_lseek(const char *path, off_t off, int whence, struct fuse_file_i
     if (!fh)
         return -EINVAL;
     const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
-    return ops->lseek ? ops->lseek(fh, off, whence) : -ENOSYS;
+    if (ops->lseek)
+        return ops->lseek(fh, off, whence);
+    /* A file without holes of its own (a view's data, data.npy, data.nc,
+     * info, a zarr key): all data up to its size.  Never ENOSYS, which
+     * the kernel takes as "no lseek on this connection" and answers every
+     * later SEEK_DATA/SEEK_HOLE of the mount itself, striped files' too,
+     * as if nothing had holes. */
+    struct stat st;
+    int rc = drxfs_op_getattr(path, &st, fi);
+    if (rc < 0)
+        return rc;
+    if (off < 0 || off >= st.st_size)
+        return -ENXIO;
+    return whence == SEEK_DATA ? off : whence == SEEK_HOLE ? st.st_size : -EINVAL;
 }
 
 int drxfs_op_statfs(const char *path, struct statvfs *sv)
