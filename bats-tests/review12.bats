@@ -125,3 +125,38 @@ assert hole_at_0(), "after SEEK_HOLE on views, the striped file shows no hole"
 PY
     unmount_store m
 }
+
+# Found in the twelfth review: a file written and closed through one
+# mount is recorded by its batched commit up to commit_interval later;
+# meanwhile a second mount of the store (another node's, on a shared file
+# system) took the recorded size for the file's: its growing truncate cut
+# the first mount's bytes as a crash's leftovers, and its append landed
+# at offset 0 over them; the first mount's commit then recorded its size
+# over zeros.  Now a writer holds a lock while its size runs ahead of the
+# metafile, and the other mount waits for the commit (no sleep here: the
+# second mount's own calls wait).
+@test "two mounts: a truncate or append through one, right after a close through the other, sees the whole file" {
+    "$DRX" init st >/dev/null
+    mount_store st m
+    mount_store st m2
+    head -c 300000 /dev/urandom >orig
+    cp orig m/f
+    truncate -s 1000 m2/f
+    [ "$(stat -c %s m2/f)" -eq 1000 ]
+    cmp <(head -c 1000 orig) m2/f
+    cp orig m/g
+    echo APPENDED >>m2/g
+    [ "$(stat -c %s m2/g)" -eq 300009 ]
+    cmp <(cat orig; echo APPENDED) m2/g
+    # and through the first mount, once its own view is fresh
+    commit_mount m
+    cmp <(head -c 1000 orig) m/f
+    cmp <(cat orig; echo APPENDED) m/g
+    # a reader of the second mount right after a close through the first
+    cp orig m/h
+    cmp orig m2/h
+    unmount_store m2
+    unmount_store m
+    run "$DRX" fsck st
+    assert_success
+}

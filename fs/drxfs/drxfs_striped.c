@@ -372,6 +372,9 @@ static int stat_meta(const char *rel, struct drx_stripe_meta *m, struct drx_err 
 
     if ((rc = store_path(path, rel, &pin)) < 0)
         return rc;
+    /* a size another mount or process has not recorded yet: once it has
+     * (a lookup's size is where O_APPEND writes) */
+    (void)drx_stripe_wait_recorded(path);
     rc = drx_stripe_stat(drxfs.store, path, m, err);
     drxfs_unpin(pin);
     return rc;

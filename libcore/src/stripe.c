@@ -77,6 +77,7 @@ static struct drx_stripe *handle_new(struct drx_store *s, const char *path, int 
     for (int i = 0; i < DRX_MAX_STRIPE_DIRS; i++)
         f->fds[i] = -1;
     f->meta_fd = -1;
+    f->pend_fd = -1;
     pthread_rwlock_init(&f->io, NULL);
     pthread_mutex_init(&f->lock, NULL);
     return f;
@@ -84,6 +85,7 @@ static struct drx_stripe *handle_new(struct drx_store *s, const char *path, int 
 
 static void handle_free(struct drx_stripe *f)
 {
+    drx_stripe_pend_drop(f);
     for (int i = 0; i < DRX_MAX_STRIPE_DIRS; i++)
         if (f->fds[i] >= 0)
             close(f->fds[i]);
@@ -311,6 +313,7 @@ static int persist_merge(struct drx_stripe *f, const char *at, const struct drx_
     if (f->size == disk->size && !sync) {
         f->persisted = f->size;
         f->truncated = false;
+        drx_stripe_pend_drop(f);
         return 0;
     }
     if (f->size == disk->size)
@@ -321,6 +324,7 @@ static int persist_merge(struct drx_stripe *f, const char *at, const struct drx_
         f->persisted = f->size;
         f->truncated = false;
         f->meta_synced = sync;
+        drx_stripe_pend_drop(f);
     }
     return rc;
 }
@@ -742,6 +746,21 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
         return drx_err_set(err, EINVAL, "%s: bad open mode %d", path, mode);
     if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
         return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
+    /* Another process's size not recorded yet (stripe_pending.c): the
+     * recorded one would be short of its bytes.  A reader waited long
+     * enough goes on with it; a writer must not (its growing truncate
+     * would cut them, its appends land over them). */
+    if (drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS) < 0) {
+        if (mode == DRX_STRIPE_RDWR)
+            return drx_err_set(err, EAGAIN,
+                               "%s: another process has written it and not recorded its size "
+                               "in %u s; try again",
+                               path, DRX_STRIPE_PENDING_WAIT_MS / 1000);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: another process has written it and not recorded its size in "
+                            "%u s; read with the size recorded before",
+                            path, DRX_STRIPE_PENDING_WAIT_MS / 1000);
+    }
     f = handle_new(s, path, mode);
     if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
@@ -847,6 +866,10 @@ int drx_stripe_reload(struct drx_stripe *f)
     struct stat st;
     int rc;
 
+    /* a size another process has not recorded yet: once it is (an open
+     * sees what a close elsewhere left; stripe_pending.c) */
+    if (drx_stripe_meta_path(f->path, mp, sizeof mp) == 0)
+        (void)drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS);
     pthread_mutex_lock(&f->lock);
     rc = drx_stripe_meta_path(f->path, mp, sizeof mp);
     if (rc < 0)

@@ -54,7 +54,32 @@ struct drx_stripe {
      * removed while the file has other names (hard links), persists go to
      * the inode through it ("/proc/self/fd/N", drx_stripe_path_is_held). */
     int meta_fd;
+    /* While the size runs ahead of the metafile: a read descriptor of the
+     * metafile holding the pending-size lock (stripe_pending.c), else -1;
+     * and the metafile it is of. */
+    int pend_fd;
+    dev_t pend_dev;
+    ino_t pend_ino;
 };
+
+/* ---- stripe_pending.c ---- */
+
+/* How long (ms) an open or a truncate waits for another process to record
+ * the size it has written (drxfs's batched commit: commit_interval, 5 s
+ * by default, and the sync before it). */
+#define DRX_STRIPE_PENDING_WAIT_MS 10000u
+
+/* Takes the pending-size lock for f's metafile, once (f->lock held): the
+ * size is about to run ahead of the metafile.  Best effort: without it
+ * (no descriptor left, a metafile replaced) others read the recorded size
+ * as before. */
+void drx_stripe_pend_take(struct drx_stripe *f);
+/* Lets it go: the size is recorded (f->lock held, or f not shared). */
+void drx_stripe_pend_drop(struct drx_stripe *f);
+/* Waits up to ms for no other process to hold the pending-size lock of
+ * metafile mp: 0 (none, or this process's own, or mp not there), or
+ * -EAGAIN when one still does. */
+int drx_stripe_pending_wait(const char *mp, unsigned ms);
 
 /* ---- stripe_meta.c ---- */
 

@@ -204,6 +204,10 @@ static void cut_unrecorded(struct drx_stripe *f)
     uint64_t keep;
     int lfd, rc;
 
+    /* bytes past the recorded size while another process's size is not
+     * recorded yet may be its (stripe_pending.c): left for a later grow */
+    if (drx_stripe_meta_path(f->path, mp, sizeof mp) == 0 && drx_stripe_pending_wait(mp, 0) < 0)
+        return;
     pthread_rwlock_wrlock(&f->io);
     pthread_mutex_lock(&f->lock);
     keep = f->size;
@@ -286,6 +290,20 @@ static int subfiles_before_write(struct drx_stripe *f, uint64_t end)
     return rc;
 }
 
+/* Before a write ending at end past the recorded size: others are told
+ * that bytes past it are ours (stripe_pending.c). */
+static void pend_before_write(struct drx_stripe *f, uint64_t end)
+{
+    /* (read without the lock: checked again under it) */
+    if (end <= __atomic_load_n(&f->persisted, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&f->pend_fd, __ATOMIC_RELAXED) >= 0)
+        return;
+    pthread_mutex_lock(&f->lock);
+    if (end > f->persisted)
+        drx_stripe_pend_take(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
 ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
 {
     size_t done = 0;
@@ -302,6 +320,7 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
         return -EFBIG;
     pthread_rwlock_rdlock(&f->io);
     rc = subfiles_before_write(f, off + len);
+    pend_before_write(f, off + len);
     if (rc == 0)
         rc = write_pieces(f, buf, len, off, &done);
     if (done > 0)
@@ -345,17 +364,44 @@ int drx_stripe_cut_subfiles(struct drx_stripe *f, uint64_t size)
     return rc;
 }
 
+/* The size to truncate from: ours, or a larger one another process has
+ * recorded since we last looked (f->lock held): a growing truncate cuts
+ * what lies past it, which must not be that process's bytes. */
+static uint64_t size_now(struct drx_stripe *f)
+{
+    char mp[PATH_MAX];
+    struct drx_stripe_meta disk;
+
+    if (f->size == f->persisted && !f->truncated &&
+        drx_stripe_meta_path(f->path, mp, sizeof mp) == 0 &&
+        drx_stripe_meta_load_st(mp, f->s->cfg.stripe.ndirs, &disk, NULL, NULL) == 0 &&
+        drx_stripe_same_file(f, &disk) && disk.size > f->size)
+        f->size = f->persisted = disk.size;
+    return f->size;
+}
+
 int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
 {
+    char mp[PATH_MAX];
     int rc;
 
     if (f->mode != DRX_STRIPE_RDWR)
         return -EBADF;
     if (size > DRX_STRIPE_MAX_SIZE)
         return -EFBIG;
+    /* another process's size not recorded yet: its bytes past the recorded
+     * size are its data, not leftovers to cut (stripe_pending.c) */
+    if (drx_stripe_meta_path(f->path, mp, sizeof mp) == 0 &&
+        drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS) < 0) {
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s" DRX_STRIPE_SUFFIX ": truncate refused: another process has "
+                            "written it and not recorded its size in %u s",
+                            f->path, DRX_STRIPE_PENDING_WAIT_MS / 1000);
+        return -EAGAIN;
+    }
     pthread_rwlock_wrlock(&f->io);
     pthread_mutex_lock(&f->lock);
-    uint64_t old = f->size;
+    uint64_t old = size_now(f);
     if (size < old) {
         /* Metafile first, and durable (fsync of it and its directory): a
          * crash before the subfiles are cut leaves bytes beyond the size

@@ -198,6 +198,17 @@ int drx_stripe_layout_dir_set(const struct drx_store *s, const char *dir_path,
 int drx_stripe_meta_load(const char *metafile_path, size_t ndirs, struct drx_stripe_meta *m,
                          struct drx_err *err);
 
+/* Waits (at most 10 s) until no other process has a size of the striped
+ * file NAME (path without suffix) that it has not recorded yet: a writer
+ * whose size runs ahead of the metafile (drxfs's batched commit, up to
+ * commit_interval after the close) says so with a lock on the metafile,
+ * and the recorded size is then short of its bytes.  drx_stripe_open,
+ * drx_stripe_reload and drx_stripe_truncate wait so themselves; drxfs
+ * calls it before a getattr from the metafile, so that a stat or a
+ * lookup (whose size O_APPEND writes at) sees what a close in another
+ * process left.  0, or -EAGAIN when one still has after the wait. */
+int drx_stripe_wait_recorded(const char *path);
+
 /* The same for the striped file NAME (path without suffix): layout, size and
  * subfiles as recorded in NAME.nafs (what `drx stripe get` shows and what
  * getattr of a file without an open handle uses). */

@@ -1,0 +1,179 @@
+/* Sizes another process has not recorded yet.
+ *
+ * A striped file's size is its metafile's, and bytes of its subfiles past
+ * it are a crashed writer's leftovers, which a growing truncate cuts (they
+ * would show through the new hole).  But a live writer's size runs ahead
+ * of its metafile too: until its next persist (drxfs's batched commit
+ * keeps a closed file so for up to commit_interval seconds, so that small
+ * files share one sync).  Another process trusting the metafile then (a
+ * second mount, drx, drx-load) took the file for shorter than it is: its
+ * truncate cut the writer's bytes, and its appends landed over them.
+ *
+ * So a handle whose size has grown past what it last recorded holds an
+ * OFD read lock on one byte of its metafile far past the text
+ * (PENDING_OFF; the text's own locks cover its first bytes only), taken
+ * before the bytes are written and let go once the size is recorded.  A
+ * process about to trust the recorded size (an open, a growing truncate)
+ * first waits for no such lock to be held, then reads it.  OFD locks
+ * are per open file, so a process's own lock would stop it too: the
+ * metafiles this process holds one on are remembered, and their own
+ * handles are trusted (drxfs keeps one handle per file).  On a network
+ * file system the locks go to the server, so two nodes wait for each
+ * other the same way (two drxfs of one store stand in for them in the
+ * tests).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "drx/log.h"
+#include "stripe_i.h"
+
+#define PENDING_OFF ((off_t)1 << 62)
+
+/* The metafiles of this process's pending locks. */
+#define OWN_MAX 1024 /* drxfs's batched commit waits for 512 files at most */
+static struct {
+    dev_t dev;
+    ino_t ino;
+    unsigned n;
+} own[OWN_MAX];
+static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool own_add(dev_t dev, ino_t ino)
+{
+    int free_at = -1;
+    bool ok = false;
+
+    pthread_mutex_lock(&own_lock);
+    for (int i = 0; i < OWN_MAX; i++) {
+        if (own[i].n && own[i].dev == dev && own[i].ino == ino) {
+            own[i].n++;
+            ok = true;
+            break;
+        }
+        if (!own[i].n && free_at < 0)
+            free_at = i;
+    }
+    if (!ok && free_at >= 0) {
+        own[free_at].dev = dev;
+        own[free_at].ino = ino;
+        own[free_at].n = 1;
+        ok = true;
+    }
+    pthread_mutex_unlock(&own_lock);
+    return ok;
+}
+
+static void own_remove(dev_t dev, ino_t ino)
+{
+    pthread_mutex_lock(&own_lock);
+    for (int i = 0; i < OWN_MAX; i++)
+        if (own[i].n && own[i].dev == dev && own[i].ino == ino) {
+            own[i].n--;
+            break;
+        }
+    pthread_mutex_unlock(&own_lock);
+}
+
+static bool own_has(dev_t dev, ino_t ino)
+{
+    bool has = false;
+
+    pthread_mutex_lock(&own_lock);
+    for (int i = 0; i < OWN_MAX && !has; i++)
+        has = own[i].n && own[i].dev == dev && own[i].ino == ino;
+    pthread_mutex_unlock(&own_lock);
+    return has;
+}
+
+void drx_stripe_pend_take(struct drx_stripe *f)
+{
+    char mp[PATH_MAX];
+    struct stat st;
+    int fd;
+
+    if (f->pend_fd >= 0)
+        return;
+    if (f->meta_fd >= 0) {
+        snprintf(mp, sizeof mp, "/proc/self/fd/%d", f->meta_fd);
+        fd = open(mp, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    } else {
+        fd = drx_stripe_meta_path(f->path, mp, sizeof mp) < 0
+                 ? -1
+                 : open(mp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    }
+    if (fd < 0)
+        return;
+    struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF, .l_len = 1};
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != f->meta_dev ||
+        st.st_ino != f->meta_ino || !own_add(st.st_dev, st.st_ino)) {
+        close(fd);
+        return;
+    }
+    if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+        drx_log(DRX_LOG_DEBUG, "%s" DRX_STRIPE_SUFFIX ": no pending-size lock: %s", f->path,
+                strerror(errno));
+        own_remove(st.st_dev, st.st_ino);
+        close(fd);
+        return;
+    }
+    f->pend_fd = fd;
+    f->pend_dev = st.st_dev;
+    f->pend_ino = st.st_ino;
+}
+
+void drx_stripe_pend_drop(struct drx_stripe *f)
+{
+    if (f->pend_fd < 0)
+        return;
+    own_remove(f->pend_dev, f->pend_ino);
+    close(f->pend_fd); /* the lock goes with it */
+    f->pend_fd = -1;
+}
+
+int drx_stripe_pending_wait(const char *mp, unsigned ms)
+{
+    bool held = drx_stripe_path_is_held(mp);
+    int fd = open(mp, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (held ? 0 : O_NOFOLLOW));
+    struct stat st;
+    struct timespec t0, now;
+    int rc = 0;
+
+    if (fd < 0)
+        return 0; /* the caller's load says why */
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || own_has(st.st_dev, st.st_ino)) {
+        close(fd);
+        return 0;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct flock fl = {
+            .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF, .l_len = 1};
+        if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= (long)ms) {
+            rc = -EAGAIN;
+            break;
+        }
+        const struct timespec tick = {0, 10 * 1000000};
+        nanosleep(&tick, NULL);
+    }
+    close(fd);
+    return rc;
+}
+
+int drx_stripe_wait_recorded(const char *path)
+{
+    char mp[PATH_MAX];
+
+    if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
+        return 0;
+    return drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS);
+}
