@@ -137,7 +137,9 @@ PY
 # second mount's own calls wait).
 @test "two mounts: a truncate or append through one, right after a close through the other, sees the whole file" {
     "$DRX" init st >/dev/null
-    mount_store st m
+    # (a shorter commit interval than the 5 s default: the same window,
+    # waited for in a second)
+    mount_store st m -o commit_interval=1
     mount_store st m2
     head -c 300000 /dev/urandom >orig
     cp orig m/f
