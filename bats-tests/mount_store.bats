@@ -467,6 +467,23 @@ except OSError:
     unmount_store "$m"
 }
 
+# Found in the twelfth session's review: on NFS (flock emulated with
+# byte-range locks, which a directory opened for reading cannot take) the
+# mount point's flock fails, and every mount there was refused.
+@test "a mount point whose flock fails (as NFS's may) still mounts" {
+    local s="$BATS_TEST_TMPDIR/s7" m="$BATS_TEST_TMPDIR/m7"
+    "$DRX" init "$s" >/dev/null
+    mkdir -p "$m"
+    # the first flock is the mount point's
+    strace -f -qq -o /dev/null -e inject=flock:error=EBADF:when=1 "$DRXFS" -f "$s" "$m" 3>&- 2>"$m.log" &
+    echo "$!" >"$m.pid"
+    local i
+    for ((i = 0; i < 100; i++)); do mountpoint -q "$m" && break; sleep 0.1; done
+    mountpoint -q "$m" || fail "not mounted: $(cat "$m.log")"
+    ! grep -q "still being mounted" "$m.log"
+    unmount_store "$m"
+}
+
 # Found in the eleventh session (daily11 noticed it): a mount point inside
 # its own store showed itself inside itself, without end for find and du,
 # and each level was a request the daemon made of itself.

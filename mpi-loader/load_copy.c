@@ -187,6 +187,11 @@ static int open_source(struct load_ctx *c, struct endpoint *e)
         switch (drx_store_classify(e->path)) {
         case DRX_STORE_STRIPED:
             e->striped = true;
+            /* a size a mount has not recorded yet: once it has (its
+             * batched commit; a path under the mount asked it already) */
+            if (c->rank == 0)
+                (void)drx_stripe_wait_recorded(e->path);
+            MPI_Barrier(MPI_COMM_WORLD);
             rc = drx_stripe_stat(e->store, e->path, &e->meta, &err);
             e->size = e->meta.size;
             break;

@@ -185,7 +185,9 @@ static int open_xta(drx_mp *a, MPI_Info hints, struct drx_err *err)
     MPI_Info_free(&info);
     if (mrc != MPI_SUCCESS) {
         a->xf = MPI_FILE_NULL;
-        return load_mpi_err(err, mrc, "opening %s", a->xta);
+        int mrc2 = load_mpi_err(err, mrc, "opening %s", a->xta);
+        load_err_name(err, self, a->xta);
+        return mrc2;
     }
     MPI_File_set_errhandler(a->xf, MPI_ERRORS_RETURN);
     a->lockfd = mp_xta_open(a, a->writable ? O_RDWR : O_RDONLY);

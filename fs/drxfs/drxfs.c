@@ -620,13 +620,19 @@ static int cli_apply(const struct drxfs_cli *cli)
      * Two started at once would both find the point free: the check and
      * the mount are one step under an flock of the point's directory,
      * let go once the mount is there (drxfs_run). */
+    int lrc = 0;
     if (drxfs.mountpoint &&
-        (drxfs.mnt_lock = open(drxfs.mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
-        drx_io_flock_for(drxfs.mnt_lock, LOCK_EX, DRXFS_MNT_LOCK_WAIT_MS) < 0) {
+        (drxfs.mnt_lock = open(drxfs.mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
+        lrc = drx_io_flock_for(drxfs.mnt_lock, LOCK_EX, DRXFS_MNT_LOCK_WAIT_MS);
+    if (lrc == -EWOULDBLOCK) {
         fprintf(stderr, "drxfs: %s: another drxfs is still being mounted on it\n",
                 drxfs.mountpoint);
         return -1;
     }
+    /* no flock there (NFS emulates it with byte-range locks, which a
+     * directory opened for reading cannot take): the check alone */
+    if (lrc < 0)
+        drxfs_mnt_unlock();
     if (drxfs.mountpoint && drx_store_mount_at(NULL, drxfs.mountpoint, src, sizeof src) != 0) {
         fprintf(stderr,
                 "drxfs: %s: already a drxfs mount (of %s); unmount it first "

@@ -807,7 +807,12 @@ void drxfs_striped_release(struct drxfs_fh *fh)
     pthread_mutex_lock(&drxfs_stable.mutex);
     s_opens_add(fh->sf, -1);
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    /* with a commit interval, the commit takes this reference */
+    /* with a commit interval, the commit takes this reference; until it
+     * records the size, other processes wait for it rather than take the
+     * recorded one (drx_stripe_hold_pending; before the hand-over, so
+     * that no moment is left unsaid) */
+    if (fh->sf->rw && drxfs_commit_active())
+        drx_stripe_hold_pending(fh->sf->f);
     if (!fh->sf->rw || !drxfs_commit_defer(fh->sf, &sfile_commit_ops))
         drxfs_sfile_put(fh->sf);
     free(fh);

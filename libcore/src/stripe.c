@@ -59,6 +59,24 @@ int drx_stripe_subfile_path(const struct drx_store *s, const struct drx_stripe_m
     n = snprintf(buf, len, "%s/%s", s->cfg.stripe.dirs[m->sub[i].dir], m->sub[i].name);
     return (n < 0 || (size_t)n >= len) ? -ERANGE : n;
 }
+int drx_stripe_meta_path_of(struct drx_stripe *f, char *buf, size_t len)
+{
+    int rc;
+
+    pthread_mutex_lock(&f->lock); /* a rename replaces f->path */
+    rc = drx_stripe_meta_path(f->path, buf, len);
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
+void drx_stripe_hold_pending(struct drx_stripe *f)
+{
+    pthread_mutex_lock(&f->lock);
+    if (f->size > f->persisted)
+        drx_stripe_pend_take(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
 /* ---- handles ------------------------------------------------------------------------ */
 
 static struct drx_stripe *handle_new(struct drx_store *s, const char *path, int mode)
@@ -747,20 +765,12 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
     if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
         return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
     /* Another process's size not recorded yet (stripe_pending.c): the
-     * recorded one would be short of its bytes.  A reader waited long
-     * enough goes on with it; a writer must not (its growing truncate
-     * would cut them, its appends land over them). */
-    if (drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS) < 0) {
-        if (mode == DRX_STRIPE_RDWR)
-            return drx_err_set(err, EAGAIN,
-                               "%s: another process has written it and not recorded its size "
-                               "in %u s; try again",
-                               path, DRX_STRIPE_PENDING_WAIT_MS / 1000);
+     * recorded one would be short of its bytes. */
+    if (drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS) < 0)
         drx_log_ratelimited(DRX_LOG_WARNING,
-                            "%s: another process has written it and not recorded its size in "
-                            "%u s; read with the size recorded before",
+                            "%s: another process has not recorded its size in %u s (a commit "
+                            "interval longer than that?); opened with the size recorded before",
                             path, DRX_STRIPE_PENDING_WAIT_MS / 1000);
-    }
     f = handle_new(s, path, mode);
     if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
@@ -868,7 +878,7 @@ int drx_stripe_reload(struct drx_stripe *f)
 
     /* a size another process has not recorded yet: once it is (an open
      * sees what a close elsewhere left; stripe_pending.c) */
-    if (drx_stripe_meta_path(f->path, mp, sizeof mp) == 0)
+    if (drx_stripe_meta_path_of(f, mp, sizeof mp) == 0)
         (void)drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS);
     pthread_mutex_lock(&f->lock);
     rc = drx_stripe_meta_path(f->path, mp, sizeof mp);

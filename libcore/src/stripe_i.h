@@ -62,6 +62,10 @@ struct drx_stripe {
     ino_t pend_ino;
 };
 
+/* NAME.nafs of f into buf, f->path read under f->lock (a rename frees
+ * it).  0 or -ENAMETOOLONG. */
+int drx_stripe_meta_path_of(struct drx_stripe *f, char *buf, size_t len);
+
 /* ---- stripe_pending.c ---- */
 
 /* How long (ms) an open or a truncate waits for another process to record
@@ -69,10 +73,10 @@ struct drx_stripe {
  * by default, and the sync before it). */
 #define DRX_STRIPE_PENDING_WAIT_MS 10000u
 
-/* Takes the pending-size lock for f's metafile, once (f->lock held): the
- * size is about to run ahead of the metafile.  Best effort: without it
- * (no descriptor left, a metafile replaced) others read the recorded size
- * as before. */
+/* Takes the pending-size lock for f's metafile, once (f->lock held): its
+ * size runs ahead of the metafile until a later commit.  Best effort:
+ * without it (no descriptor left, a metafile replaced; logged) others
+ * read the recorded size as before. */
 void drx_stripe_pend_take(struct drx_stripe *f);
 /* Lets it go: the size is recorded (f->lock held, or f not shared). */
 void drx_stripe_pend_drop(struct drx_stripe *f);

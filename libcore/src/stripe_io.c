@@ -206,7 +206,7 @@ static void cut_unrecorded(struct drx_stripe *f)
 
     /* bytes past the recorded size while another process's size is not
      * recorded yet may be its (stripe_pending.c): left for a later grow */
-    if (drx_stripe_meta_path(f->path, mp, sizeof mp) == 0 && drx_stripe_pending_wait(mp, 0) < 0)
+    if (drx_stripe_meta_path_of(f, mp, sizeof mp) == 0 && drx_stripe_pending_wait(mp, 0) < 0)
         return;
     pthread_rwlock_wrlock(&f->io);
     pthread_mutex_lock(&f->lock);
@@ -290,20 +290,6 @@ static int subfiles_before_write(struct drx_stripe *f, uint64_t end)
     return rc;
 }
 
-/* Before a write ending at end past the recorded size: others are told
- * that bytes past it are ours (stripe_pending.c). */
-static void pend_before_write(struct drx_stripe *f, uint64_t end)
-{
-    /* (read without the lock: checked again under it) */
-    if (end <= __atomic_load_n(&f->persisted, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&f->pend_fd, __ATOMIC_RELAXED) >= 0)
-        return;
-    pthread_mutex_lock(&f->lock);
-    if (end > f->persisted)
-        drx_stripe_pend_take(f);
-    pthread_mutex_unlock(&f->lock);
-}
-
 ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
 {
     size_t done = 0;
@@ -320,7 +306,6 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
         return -EFBIG;
     pthread_rwlock_rdlock(&f->io);
     rc = subfiles_before_write(f, off + len);
-    pend_before_write(f, off + len);
     if (rc == 0)
         rc = write_pieces(f, buf, len, off, &done);
     if (done > 0)
@@ -391,7 +376,7 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
         return -EFBIG;
     /* another process's size not recorded yet: its bytes past the recorded
      * size are its data, not leftovers to cut (stripe_pending.c) */
-    if (drx_stripe_meta_path(f->path, mp, sizeof mp) == 0 &&
+    if (drx_stripe_meta_path_of(f, mp, sizeof mp) == 0 &&
         drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS) < 0) {
         drx_log_ratelimited(DRX_LOG_WARNING,
                             "%s" DRX_STRIPE_SUFFIX ": truncate refused: another process has "

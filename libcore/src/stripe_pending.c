@@ -2,25 +2,26 @@
  *
  * A striped file's size is its metafile's, and bytes of its subfiles past
  * it are a crashed writer's leftovers, which a growing truncate cuts (they
- * would show through the new hole).  But a live writer's size runs ahead
- * of its metafile too: until its next persist (drxfs's batched commit
- * keeps a closed file so for up to commit_interval seconds, so that small
- * files share one sync).  Another process trusting the metafile then (a
- * second mount, drx, drx-load) took the file for shorter than it is: its
- * truncate cut the writer's bytes, and its appends landed over them.
+ * would show through the new hole).  But drxfs's batched commit records a
+ * closed file's size up to commit_interval later (so that small files
+ * share one sync), and another process trusting the metafile meanwhile (a
+ * second mount of the store, another node's on a shared file system)
+ * took the file for shorter than it is: its truncate cut the writer's
+ * bytes, and its appends landed over them.
  *
- * So a handle whose size has grown past what it last recorded holds an
- * OFD read lock on one byte of its metafile far past the text
- * (PENDING_OFF; the text's own locks cover its first bytes only), taken
- * before the bytes are written and let go once the size is recorded.  A
- * process about to trust the recorded size (an open, a growing truncate)
- * first waits for no such lock to be held, then reads it.  OFD locks
- * are per open file, so a process's own lock would stop it too: the
- * metafiles this process holds one on are remembered, and their own
+ * So a file handed to a later commit with its size ahead of the metafile
+ * holds an OFD read lock on one byte of the metafile far past the text
+ * (PENDING_OFF; the text's own locks cover its first bytes only), let go
+ * once the size is recorded: at most commit_interval.  A process about to
+ * trust the recorded size (an open, a lookup or stat by drxfs, a
+ * truncate) first waits for no such lock to be held, then reads it.  OFD
+ * locks are per open file, so a process's own lock would stop it too: the
+ * metafiles this process holds one on are remembered, and its own
  * handles are trusted (drxfs keeps one handle per file).  On a network
  * file system the locks go to the server, so two nodes wait for each
  * other the same way (two drxfs of one store stand in for them in the
- * tests).
+ * tests).  A file still open and being written holds none: two writers
+ * of one file in two processes coordinate themselves, as anywhere.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,8 +37,9 @@
 
 #define PENDING_OFF ((off_t)1 << 62)
 
-/* The metafiles of this process's pending locks. */
-#define OWN_MAX 1024 /* drxfs's batched commit waits for 512 files at most */
+/* The metafiles of this process's pending locks: drxfs's batched commit
+ * waits for 512 files at most, each counted once. */
+#define OWN_MAX 1024
 static struct {
     dev_t dev;
     ino_t ino;
@@ -108,19 +110,27 @@ void drx_stripe_pend_take(struct drx_stripe *f)
                  ? -1
                  : open(mp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     }
-    if (fd < 0)
-        return;
+    const char *why = NULL;
     struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF, .l_len = 1};
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != f->meta_dev ||
-        st.st_ino != f->meta_ino || !own_add(st.st_dev, st.st_ino)) {
-        close(fd);
-        return;
-    }
-    if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
-        drx_log(DRX_LOG_DEBUG, "%s" DRX_STRIPE_SUFFIX ": no pending-size lock: %s", f->path,
-                strerror(errno));
+    if (fd < 0)
+        why = strerror(errno);
+    else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != f->meta_dev ||
+             st.st_ino != f->meta_ino)
+        why = "the metafile was replaced";
+    else if (!own_add(st.st_dev, st.st_ino))
+        why = "too many files waiting in this process";
+    else if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+        why = strerror(errno);
         own_remove(st.st_dev, st.st_ino);
-        close(fd);
+    }
+    if (why) {
+        /* others then see the recorded size until the commit, as before */
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s" DRX_STRIPE_SUFFIX ": cannot tell other processes that its size "
+                            "is not recorded yet: %s",
+                            f->path, why);
+        if (fd >= 0)
+            close(fd);
         return;
     }
     f->pend_fd = fd;

@@ -198,11 +198,19 @@ int drx_stripe_layout_dir_set(const struct drx_store *s, const char *dir_path,
 int drx_stripe_meta_load(const char *metafile_path, size_t ndirs, struct drx_stripe_meta *m,
                          struct drx_err *err);
 
-/* Waits (at most 10 s) until no other process has a size of the striped
- * file NAME (path without suffix) that it has not recorded yet: a writer
- * whose size runs ahead of the metafile (drxfs's batched commit, up to
- * commit_interval after the close) says so with a lock on the metafile,
- * and the recorded size is then short of its bytes.  drx_stripe_open,
+/* A writer that hands f to a later commit (drxfs's batched commit, up to
+ * commit_interval after the close) with its size ahead of the metafile
+ * says so to other processes, with a lock on the metafile that the
+ * persist recording the size lets go: until then the recorded size is
+ * short of its bytes, and they wait (drx_stripe_wait_recorded).  A file
+ * still open and being written says nothing: two writers of one file in
+ * two processes coordinate themselves, as on any file system. */
+void drx_stripe_hold_pending(struct drx_stripe *f);
+
+/* Waits (at most 10 s) until no other process holds a size of the striped
+ * file NAME (path without suffix) it has not recorded yet
+ * (drx_stripe_hold_pending): the recorded size is then short of its
+ * bytes.  drx_stripe_open,
  * drx_stripe_reload and drx_stripe_truncate wait so themselves; drxfs
  * calls it before a getattr from the metafile, so that a stat or a
  * lookup (whose size O_APPEND writes at) sees what a close in another
