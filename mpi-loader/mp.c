@@ -139,7 +139,7 @@ static int mp_alloc(MPI_Comm comm, drx_mp **out)
     return 0;
 }
 
-void mp_xta_self(const drx_mp *a, char *buf)
+static void mp_xta_self(const drx_mp *a, char *buf)
 {
     snprintf(buf, MP_SELF_LEN, "/proc/self/fd/%d", drx_array_xta_fd(a->arr));
 }
@@ -177,22 +177,26 @@ static int open_xta(drx_mp *a, MPI_Info hints, struct drx_err *err)
     /* The .xta drx_array_open checked (a regular file reached without a
      * symlink), never its path again: a user who owns the array's
      * directory could swap a symlink in between, and root's import would
-     * write where it leads (mp_xta_self). */
+     * write where it leads (mp_xta_open). */
+    /* MPI-IO's name is that of lockfd, which lives as long as a->xf (the
+     * array's own descriptor does not: mend() replaces the array) */
     char self[MP_SELF_LEN];
-    mp_xta_self(a, self);
-    int mrc =
-        MPI_File_open(a->comm, self, a->writable ? MPI_MODE_RDWR : MPI_MODE_RDONLY, info, &a->xf);
-    MPI_Info_free(&info);
-    if (mrc != MPI_SUCCESS) {
-        a->xf = MPI_FILE_NULL;
-        int mrc2 = load_mpi_err(err, mrc, "opening %s", a->xta);
-        load_err_name(err, self, a->xta);
-        return mrc2;
-    }
-    MPI_File_set_errhandler(a->xf, MPI_ERRORS_RETURN);
     a->lockfd = mp_xta_open(a, a->writable ? O_RDWR : O_RDONLY);
     if (a->lockfd < 0)
         rc = drx_err_set(err, -a->lockfd, "%s: %s", a->xta, strerror(-a->lockfd));
+    snprintf(self, sizeof self, "/proc/self/fd/%d", a->lockfd);
+    int mrc = MPI_File_open(a->comm, self, a->writable ? MPI_MODE_RDWR : MPI_MODE_RDONLY, info,
+                            &a->xf);
+    MPI_Info_free(&info);
+    if (mrc != MPI_SUCCESS) {
+        a->xf = MPI_FILE_NULL;
+        if (rc == 0) {
+            rc = load_mpi_err(err, mrc, "opening %s", a->xta);
+            load_err_name(err, self, a->xta);
+        }
+        return rc;
+    }
+    MPI_File_set_errhandler(a->xf, MPI_ERRORS_RETURN);
     return rc;
 }
 

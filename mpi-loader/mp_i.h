@@ -147,13 +147,11 @@ int mp_box_read_alone(drx_mp *a, const struct drx_view *v, void *buf);
 int mp_box_write_alone(drx_mp *a, const struct drx_view *v, const void *buf);
 
 /* The array's .xta as drx_array_open opened and checked it (a regular
- * file with one name, reached without a symlink), for a second open of
- * its own: "/proc/self/fd/N" of the array's descriptor (MP_SELF_LEN
- * bytes), which reaches that file whatever its path leads to now (a
- * symlink a user swapped in after the check), and an open of it with
- * flags (-errno). */
+ * file with one name, reached without a symlink), opened again with flags
+ * through "/proc/self/fd/N" of the array's descriptor, which reaches that
+ * file whatever its path leads to now (a symlink a user swapped in after
+ * the check): a descriptor, or -errno. */
 #define MP_SELF_LEN 32
-void mp_xta_self(const drx_mp *a, char *buf);
 int mp_xta_open(const drx_mp *a, int flags);
 
 #endif
