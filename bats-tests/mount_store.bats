@@ -633,6 +633,27 @@ libfuse $(pkg-config --modversion fuse3)"
     mount_store e2 m1 -o create
     [ -d e2/.drx ]
     unmount_store m1
+    # a mount that fails in libfuse's own mount (here a user's: no
+    # allow_other without user_allow_other, or no /dev/fuse for him) takes
+    # back the store it made (found by the twelfth session's review)...
+    if [ "$(id -u)" -eq 0 ]; then
+        local u
+        u=$(mktemp -d /tmp/drxfs-unmake.XXXXXX)
+        chmod 755 "$u"
+        mkdir "$u/d" "$u/m"
+        echo mine >"$u/d/notes.txt"
+        chown -R 65534:65534 "$u/d" "$u/m"
+        run nob "$DRXFS" -o allow_other,create "$u/d" "$u/m"
+        assert_failure 4
+        [ "$(ls -A "$u/d")" = notes.txt ] || { ls -la "$u/d"; rm -rf "$u"; return 1; }
+        # ...but never one that was there before
+        "$DRX" init "$u/d" >/dev/null
+        chown -R 65534:65534 "$u/d"
+        run nob "$DRXFS" -o allow_other "$u/d" "$u/m"
+        assert_failure 4
+        [ -f "$u/d/.drx/store.conf" ] || { rm -rf "$u"; return 1; }
+        rm -rf "$u"
+    fi
 }
 
 @test "a mount point that shadows the store path still serves the store" {

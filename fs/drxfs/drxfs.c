@@ -495,8 +495,10 @@ static int store_init_open(const struct drxfs_cli *cli, const struct drx_config 
         fprintf(stderr, "drxfs: %s: %s\n", abs_root, err.msg[0] ? err.msg : strerror(-rc));
         return rc;
     }
-    if (rc == 0)
+    if (rc == 0) {
         drx_log(DRX_LOG_INFO, "%s: made a new store (.drx/)", abs_root);
+        drxfs.made_store = true;
+    }
     rc = drx_store_open_at(drxfs.root_fd, abs_root, cfg, &drxfs.store, &err);
     if (rc < 0)
         fprintf(stderr, "drxfs: %s: %s\n", abs_root, err.msg[0] ? err.msg : strerror(-rc));
@@ -775,6 +777,16 @@ int main(int argc, char *argv[])
     umask(0);
 
     ret = drxfs_run();
+    if (ret == 4 && drxfs.made_store) {
+        /* the mount failed: the store made for it goes too (as a failed
+         * `drx init` takes back what it made) */
+        if (drxfs.store_lock >= 0)
+            close(drxfs.store_lock);
+        drxfs.store_lock = -1;
+        drx_store_close(drxfs.store);
+        drxfs.store = NULL;
+        drx_store_unmake_at(drxfs.root_fd);
+    }
 out:
     drxfs_prefetch_destroy(drxfs.prefetch);
     if (drxfs.store_lock >= 0)

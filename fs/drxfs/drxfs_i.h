@@ -67,6 +67,7 @@ struct drxfs {
     struct drx_store *store;
     int store_lock; /* drx_store_lock(shared) for the mount's life, or -1 */
     int mnt_lock;   /* flock of the mount point until the mount is there, or -1 */
+    bool made_store; /* this mount made the store's .drx/ (undone if it fails) */
     int root_fd;
     bool ro;
     bool foreground;

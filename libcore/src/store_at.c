@@ -52,6 +52,32 @@ int drx_store_load_config_at(int dirfd, const char *name, const char *config_pat
     return rc;
 }
 
+/* Removes the empty directories below dfd (depth first), then name in
+ * parent (rmdir: only if empty by then).  depth bounds the walk. */
+static void rmdir_empty(int parent, const char *name, int depth)
+{
+    int dfd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    struct dirent *e;
+
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return;
+    }
+    while (depth > 0 && (e = readdir(d)))
+        if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            rmdir_empty(dirfd(d), e->d_name, depth - 1);
+    closedir(d);
+    (void)unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+void drx_store_unmake_at(int dirfd)
+{
+    (void)unlinkat(dirfd, DRX_STORE_CONF, 0);
+    rmdir_empty(dirfd, DRX_STORE_DIR, 8);
+}
+
 int drx_store_init_at(int dirfd, const char *name, const struct drx_config *cfg, unsigned flags,
                       struct drx_err *err)
 {

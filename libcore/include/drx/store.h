@@ -302,6 +302,12 @@ bool drx_store_name_reserved(const char *name, bool at_root);
  * the store of drx_store_open_at keeps its own duplicate of dirfd. */
 int drx_store_load_config_at(int dirfd, const char *name, const char *config_path,
                              struct drx_config *cfg, struct drx_err *err);
+/* Takes back a store that drx_store_init_at just made (it returned 0) and
+ * nothing used yet, as when the mount it was made for failed: its
+ * .drx/store.conf, then .drx and every directory under it, each only
+ * while empty (a file anyone put there meanwhile stays, and so does the
+ * store).  Nothing is followed out of dirfd. */
+void drx_store_unmake_at(int dirfd);
 int drx_store_init_at(int dirfd, const char *name, const struct drx_config *cfg, unsigned flags,
                       struct drx_err *err);
 int drx_store_open_at(int dirfd, const char *name, const struct drx_config *cfg,
