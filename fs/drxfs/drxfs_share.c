@@ -158,8 +158,11 @@ unsigned drxfs_share_cost(const struct drxfs_fh *fh)
 
     switch (fh->kind) {
     case DRXFS_STRIPED:
+        /* its subfiles, with the metafile's O_PATH descriptor and, while
+         * it waits for the batched commit, the pending-size lock's
+         * (stripe_pending.c) */
         drx_stripe_layout(fh->sf->f, &l);
-        return 2 + 2 * l.count;
+        return 3 + 2 * l.count;
     case DRXFS_ADATA:
     case DRXFS_ANPY:
     case DRXFS_AINFO:
