@@ -132,6 +132,15 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     [ "${#lines[@]}" -eq 1 ]
     assert_output --partial "cannot spool standard input in $PWD/proj"
     assert_equal "$(md5sum proj/big.xta)" "$sum_before"
+    # a TMPDIR without room for it (often a tmpfs: memory) is not filled
+    mkdir small
+    mount -t tmpfs -o size=1m,mode=1777 tmpfs small
+    run nob env TMPDIR="$PWD/small" sh -c "head -c 20000000 /dev/zero | '$DRX' put proj/big"
+    umount small
+    assert_failure
+    [ "${#lines[@]}" -eq 1 ]
+    assert_output --regexp "and $PWD/small has [0-9]+ bytes free, the input [0-9]+ more \(set TMPDIR to a file system with room\)"
+    assert_equal "$(md5sum proj/big.xta)" "$sum_before"
 }
 
 @test "put on a full disk fails before its first byte and changes nothing" {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "drx/array.h"
@@ -535,49 +536,59 @@ struct staged {
     size_t inmem;
 };
 
-/* Beyond the first piece (got bytes in mem), the input goes to an
- * unlinked temporary file in dir, to be read back once: a pipe's rest is
- * spliced there and the first piece stays in mem; other input (a
- * terminal, a socket) passes through mem, so all of it goes there.
- * 0, or 1 when reported. */
-/* An unlinked temporary file for the spool: in the array's directory
- * (the same file system, whose room the array needs anyway), else, when
- * that directory is not the caller's to write (a project's arrays, group
- * writable, in its owner's directory) or has no O_TMPFILE (NFS), in
- * $TMPDIR or /tmp.  -1 with errno of the first try. */
-static int spool_open(const char *dir)
+/* An unlinked temporary file for the spool of `bytes` more bytes: in the
+ * array's directory (the same file system, whose room the array needs
+ * anyway), else, when that directory is not the caller's to write (a
+ * project's arrays, group writable, in its owner's directory) or has no
+ * O_TMPFILE (NFS), in $TMPDIR or /tmp, when that has room for them (often
+ * a tmpfs: memory).  -1 with the reason in why (len bytes). */
+static int spool_open(const char *dir, uint64_t bytes, char *why, size_t len)
 {
     const char *tmpdir = getenv("TMPDIR");
     char path[PATH_MAX];
+    struct statvfs sv;
     int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), first = errno;
 
     if (fd >= 0)
         return fd;
     if (!tmpdir || !*tmpdir)
         tmpdir = "/tmp";
-    if ((fd = open(tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) >= 0)
-        return fd;
+    fd = open(tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     /* no O_TMPFILE there either: a named one, unlinked at once */
-    if ((size_t)snprintf(path, sizeof path, "%s/drx-put.XXXXXX", tmpdir) < sizeof path &&
-        (fd = mkostemp(path, O_CLOEXEC)) >= 0) {
+    if (fd < 0 && (size_t)snprintf(path, sizeof path, "%s/drx-put.XXXXXX", tmpdir) < sizeof path &&
+        (fd = mkostemp(path, O_CLOEXEC)) >= 0)
         unlink(path);
-        return fd;
+    if (fd < 0) {
+        snprintf(why, len, "in %s: %s (nor in %s)", dir, strerror(first), tmpdir);
+        return -1;
     }
-    errno = first;
-    return -1;
+    if (fstatvfs(fd, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < bytes) {
+        snprintf(why, len,
+                 "in %s: %s; and %s has %" PRIu64 " bytes free, the input %" PRIu64
+                 " more (set TMPDIR to a file system with room)",
+                 dir, strerror(first), tmpdir, (uint64_t)sv.f_bavail * sv.f_frsize, bytes);
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
+/* Beyond the first piece (got bytes in mem), the input goes to an
+ * unlinked temporary file (spool_open), to be read back once: a pipe's
+ * rest is spliced there and the first piece stays in mem; other input (a
+ * terminal, a socket) passes through mem, so all of it goes there.
+ * 0, or 1 when reported. */
 static int stage_spool(uint64_t need, size_t got, char *mem, size_t memlen, const char *dir,
                        struct staged *in)
 {
     struct stat st;
     bool pipe = fstat(STDIN_FILENO, &st) == 0 && S_ISFIFO(st.st_mode);
-    int tmp = spool_open(dir), rc;
+    char why[PATH_MAX + 256];
+    int tmp = spool_open(dir, need - got, why, sizeof why), rc;
     int64_t more;
 
     if (tmp < 0)
-        return drx_cli_fail("put: cannot spool standard input in %s (nor in $TMPDIR or /tmp): %s",
-                            dir, strerror(errno));
+        return drx_cli_fail("put: cannot spool standard input %s", why);
     rc = pipe ? 0 : drx_io_write_all(tmp, mem, got);
     more = rc < 0 ? rc : spool_rest(tmp, need - got, pipe, mem, memlen);
     if (more < 0)
