@@ -172,7 +172,7 @@ static int open_as(struct load_ctx *c, const char *path, const char *shown, int 
         *fh = MPI_FILE_NULL;
         rc = load_mpi_err(&err, mrc, "%s %s", what, shown);
         if (path != shown)
-            load_err_name(&err, path, shown);
+            drx_err_rename(&err, path, shown);
     } else {
         /* Errors of the I/O calls come back as codes, never abort. */
         MPI_File_set_errhandler(*fh, MPI_ERRORS_RETURN);

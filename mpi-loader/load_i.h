@@ -45,10 +45,6 @@ struct load_ctx {
  * ("drx-load: WHAT: reason").  All ranks return the same value. */
 int load_agree(const struct load_ctx *c, int rc, const struct drx_err *err, const char *what);
 
-/* err's message with each from (a name MPI-IO was given, such as
- * "/proc/self/fd/N") shown as to, the name users know. */
-void load_err_name(struct drx_err *err, const char *from, const char *to);
-
 /* Turns an MPI error code into a message in err; returns its -errno
  * (ENOSPC, EDQUOT, ... where MPI's class or ROMIO's text names it, else
  * -EIO). */

@@ -36,26 +36,6 @@ static int mpi_errno(int mpirc, const char *msg)
     return EIO;
 }
 
-void load_err_name(struct drx_err *err, const char *from, const char *to)
-{
-    size_t flen = strlen(from), tlen = strlen(to), cap = sizeof err->msg;
-    char *p = err->msg;
-
-    while (flen && (p = strstr(p, from))) {
-        /* "/proc/self/fd/1" is not the start of "/proc/self/fd/12" */
-        if (p[flen] >= '0' && p[flen] <= '9') {
-            p += flen;
-            continue;
-        }
-        size_t off = (size_t)(p - err->msg), rest = strlen(p + flen);
-        if (off + tlen + rest >= cap)
-            break; /* no room: left as it is */
-        memmove(p + tlen, p + flen, rest + 1);
-        memcpy(p, to, tlen);
-        p += tlen;
-    }
-}
-
 int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
 {
     char what[DRX_ERR_LEN / 2], mpimsg[MPI_MAX_ERROR_STRING];

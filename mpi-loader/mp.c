@@ -192,7 +192,7 @@ static int open_xta(drx_mp *a, MPI_Info hints, struct drx_err *err)
         a->xf = MPI_FILE_NULL;
         if (rc == 0) {
             rc = load_mpi_err(err, mrc, "opening %s", a->xta);
-            load_err_name(err, self, a->xta);
+            drx_err_rename(err, self, a->xta);
         }
         return rc;
     }

@@ -169,3 +169,9 @@ void drx_err_prefix(struct drx_err *err, const char *fmt, ...)
     err->msg[sizeof err->msg - 1] = '\0';
     drx_msg_alias_apply(err->msg, sizeof err->msg);
 }
+
+void drx_err_rename(struct drx_err *err, const char *from, const char *to)
+{
+    if (err && *from)
+        apply_one(err->msg, sizeof err->msg, from, to);
+}

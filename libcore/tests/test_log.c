@@ -1,8 +1,10 @@
 /* Unit tests of the log module: levels, sinks and the rate limit. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "drx/err.h"
 #include "drx/log.h"
 #include "tap.h"
 
@@ -117,5 +119,14 @@ int main(void)
     tap_ok(got == 1, "while its first new message does (%d)", got);
     drx_log_set_actor_fn(NULL);
     drx_log_set_sink(NULL, NULL);
+    /* drx_err_rename: a name a library was given shown as the user's,
+     * never the start of a longer number */
+    {
+        struct drx_err e;
+        drx_err_set(&e, EIO, "opening /proc/self/fd/1: no; /proc/self/fd/12 and /proc/self/fd/1");
+        drx_err_rename(&e, "/proc/self/fd/1", "st/a.xta");
+        tap_ok(strcmp(e.msg, "opening st/a.xta: no; /proc/self/fd/12 and st/a.xta") == 0,
+               "drx_err_rename: %s", e.msg);
+    }
     return tap_done();
 }

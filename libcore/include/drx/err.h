@@ -25,4 +25,10 @@ int drx_err_set(struct drx_err *err, int errnum, const char *fmt, ...)
 void drx_err_prefix(struct drx_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* err's message with each from (a name a library was given, such as
+ * "/proc/self/fd/N" for MPI-IO) shown as to, the name users know; a
+ * from followed by a digit is another name ("/proc/self/fd/12" is not
+ * "/proc/self/fd/1"). */
+void drx_err_rename(struct drx_err *err, const char *from, const char *to);
+
 #endif
