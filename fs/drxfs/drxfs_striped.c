@@ -676,16 +676,23 @@ static void stamp_times(struct drxfs_sfile *e)
     pthread_mutex_lock(&drxfs_stable.mutex);
     bool ours = !e->detached && drxfs_rel_suffix(meta, e->key, DRXFS_NAFS) == 0;
     bool keep = e->keep_times && !dirty;
+    dev_t dev = e->times_dev;
+    ino_t ino = e->times_ino;
     if (keep)
         memcpy(tv, e->times, sizeof tv);
     e->keep_times = false;
     pthread_mutex_unlock(&drxfs_stable.mutex);
     if (!ours || (!dirty && !keep))
         return;
-    if (keep && drx_store_entry_stat(drxfs.store, meta, &st) == 0 &&
-        st.st_atim.tv_sec == tv[0].tv_sec && st.st_atim.tv_nsec == tv[0].tv_nsec &&
-        st.st_mtim.tv_sec == tv[1].tv_sec && st.st_mtim.tv_nsec == tv[1].tv_nsec)
-        return; /* not rewritten: no ctime change for nothing */
+    if (keep && drx_store_entry_stat(drxfs.store, meta, &st) == 0) {
+        /* rewritten in place: the atime is still the file's own, perhaps
+         * moved by a read since the utimens; only the mtime moved */
+        bool same = st.st_dev == dev && st.st_ino == ino;
+        if (same)
+            tv[0].tv_nsec = UTIME_OMIT;
+        if (same && st.st_mtim.tv_sec == tv[1].tv_sec && st.st_mtim.tv_nsec == tv[1].tv_nsec)
+            return; /* not rewritten: no ctime change for nothing */
+    }
     drx_store_entry_utimens(drxfs.store, meta, tv);
 }
 
@@ -888,6 +895,8 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
         pthread_mutex_lock(&drxfs_stable.mutex);
         e->times[0] = st.st_atim;
         e->times[1] = st.st_mtim;
+        e->times_dev = st.st_dev;
+        e->times_ino = st.st_ino;
         e->keep_times = true;
         pthread_mutex_unlock(&drxfs_stable.mutex);
     }

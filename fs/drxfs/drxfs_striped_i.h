@@ -29,9 +29,14 @@ struct drxfs_sfile {
     /* Times a utimens set on the metafile (stable.mutex): recording a
      * waiting size rewrites the metafile, which moves them, so they are put
      * back after it (drxfs_sfile_flush, fsync) instead of the size being
-     * recorded, with its syncs, before the utimens. */
+     * recorded, with its syncs, before the utimens.  An update in place
+     * moves only the mtime: the atime is put back only when the metafile
+     * was replaced (times_ino, the metafile's inode at the utimens), or a
+     * read since then (relatime) would be undone. */
     bool keep_times;
     struct timespec times[2];
+    dev_t times_dev;
+    ino_t times_ino;
     /* Orders what moves the metafile's times: a utimens and the times it
      * reads back, a stamp of unstamped writes, and a size recorded with
      * the stamp after it (drxfs_sfile_flush, fsync).  Without it a commit
