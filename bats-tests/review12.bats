@@ -162,3 +162,51 @@ PY
     run "$DRX" fsck st
     assert_success
 }
+
+# Found in the thirteenth review: the pending mark was set at the RELEASE,
+# which the kernel sends after close(2) has returned (and not at all while
+# another descriptor of the open file lives: a child's copy).  A process
+# acting right after the close (drx, another mount's truncate or append)
+# found neither the mark nor the size.  Here a child keeps the file open,
+# so no RELEASE comes: the mark is set at the close's FLUSH, and the
+# commit records the size within its interval although the file is open.
+@test "two mounts: the size a close leaves is waited for from the close on, even while a child keeps the file open" {
+    "$DRX" init st >/dev/null
+    mount_store st m -o commit_interval=2
+    mount_store st m2
+    head -c 300000 /dev/urandom >orig
+    cp orig m/f
+    commit_mount m
+    "$PY" - m/f <<'EOF2' &
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"x" * 5000)
+if os.fork() == 0:
+    time.sleep(8)  # the child keeps its copy of the descriptor
+    os._exit(0)
+os.close(fd)  # FLUSH, no RELEASE
+open("closed", "w").close()
+os.wait()
+EOF2
+    local pid=$!
+    for _ in $(seq 100); do [ -e closed ] && break; sleep 0.1; done
+    [ -e closed ]
+    # drx tells the size waits; the second mount waits for it (the
+    # commit records it while the child still has the file open)
+    run "$DRX" stripe get st/f
+    if [[ "$output" == *"size pending"* ]]; then
+        assert_line --index 1 "size=300000"
+    else # the commit came first
+        assert_line --index 1 "size=305000"
+    fi
+    [ "$(stat -c %s m2/f)" -eq 305000 ] || fail "the second mount saw the size before the close"
+    # and its append lands after the first's bytes
+    echo APPENDED >>m2/f
+    [ "$(stat -c %s m2/f)" -eq 305009 ]
+    cmp <(cat orig; head -c 5000 /dev/zero | tr '\0' x; echo APPENDED) m2/f
+    wait "$pid"
+    unmount_store m2
+    unmount_store m
+    run "$DRX" fsck st
+    assert_success
+}

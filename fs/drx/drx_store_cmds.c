@@ -234,6 +234,9 @@ static int stripe_get(const char *file)
                 ret = drx_cli_fail("stripe get: %s: subfile %u refused (see above)", file, i);
             }
         }
+        if (drx_stripe_size_pending(sp))
+            printf("size pending: closed larger through a mount, whose commit records "
+                   "it (commit_interval)\n");
     } else if (stat(sp, &st) == 0 && S_ISDIR(st.st_mode)) {
         struct drx_stripe_layout l;
         int rc = drx_stripe_layout_dir_get(s, sp, &l, &err);

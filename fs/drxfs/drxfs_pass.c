@@ -260,6 +260,9 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
         return rc;
     }
     rc = share_charge(path, fi, who, drxfs_ops_of(n->kind)->open(path, n, fi));
+    /* nothing of a reader's to flush at its close (drxfs_op_flush) */
+    if (rc == 0 && (fi->flags & O_ACCMODE) == O_RDONLY)
+        fi->noflush = 1;
     /* a zarr/ node keeps its own records: a key's bytes are its variable's,
      * which may be another array than the node's (a coordinate) */
     if (rc == 0 && n->kind != DRXFS_ZARR)
@@ -360,14 +363,10 @@ int drxfs_op_flush(const char *path, struct fuse_file_info *fi)
     struct drxfs_fh *fh = drxfs_fh_of(fi);
     const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
     (void)path;
-    /* With the batched commit no kind's flush does anything (a striped
-     * file's size is recorded after its last close; the other kinds have
-     * none): ENOSYS tells the kernel, which then sends no FLUSH at any
-     * close of this mount (its own writeback of mmap'd pages and its check
-     * of write errors at close stay), a round trip less per file, as the
-     * passthrough without a flush.  The commit runs from init to destroy. */
-    if (drxfs_commit_active())
-        return -ENOSYS;
+    /* Only a striped file has a flush: with the batched commit, its close
+     * hands the size to the commit here, before close(2) returns (the
+     * RELEASE comes after).  Opens for reading ask for no FLUSH at all
+     * (noflush, drxfs_op_open): a round trip less per file. */
     return ops->flush ? ops->flush(fh) : 0;
 }
 

@@ -296,6 +296,7 @@ void drxfs_sfile_forget(struct drxfs_sfile *e)
     if (!e)
         return;
     drxfs_commit_forget(e);
+    __atomic_store_n(&e->queued, false, __ATOMIC_SEQ_CST);
     drxfs_sfile_put(e);
 }
 
@@ -723,6 +724,9 @@ static int sfile_commit_cb(void *obj, bool synced)
      * as its fdatasync would. */
     if (synced)
         drx_stripe_synced(e->f, e->commit_gen);
+    /* before the flush: a release seeing it still set leaves the size to
+     * this flush, which then records all that release's handle wrote */
+    __atomic_store_n(&e->queued, false, __ATOMIC_SEQ_CST);
     return drxfs_sfile_flush(e);
 }
 
@@ -742,11 +746,32 @@ int drxfs_striped_sync_store(void)
     return drx_stripe_sync_store(drxfs.store);
 }
 
+/* With a commit interval, a close hands the file to the commit here, at
+ * its FLUSH, which close(2) waits for: the RELEASE comes after close(2)
+ * has returned, and a process acting right after the close (another
+ * mount's truncate or append, drx) must find the pending mark already
+ * set (drx_stripe_hold_pending).  The commit records the size within the
+ * interval even if the file stays open (a child closed its copy of the
+ * descriptor), so the mark never outlives it by more. */
 int drxfs_striped_flush(struct drxfs_fh *fh)
 {
-    if (fh->sf->rw && drxfs_commit_active())
-        return 0; /* recorded by the commit after the last close */
-    return fh->sf->rw ? drxfs_sfile_flush(fh->sf) : 0;
+    struct drxfs_sfile *e = fh->sf;
+
+    if (!e->rw)
+        return 0;
+    if (!drxfs_commit_active())
+        return drxfs_sfile_flush(e);
+    if (!drx_stripe_hold_pending(e->f) || __atomic_exchange_n(&e->queued, true, __ATOMIC_SEQ_CST))
+        return 0;
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    e->refs++; /* the commit's */
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    if (drxfs_commit_defer(e, &sfile_commit_ops))
+        return 0;
+    /* the queue is full: recorded now, as without a commit interval */
+    __atomic_store_n(&e->queued, false, __ATOMIC_SEQ_CST);
+    drxfs_sfile_put(e); /* not the last: fh holds one */
+    return drxfs_sfile_flush(e);
 }
 
 static int sfile_fsync(struct drxfs_sfile *e, bool datasync)
@@ -820,7 +845,10 @@ void drxfs_striped_release(struct drxfs_fh *fh)
      * that no moment is left unsaid) */
     if (fh->sf->rw && drxfs_commit_active())
         drx_stripe_hold_pending(fh->sf->f);
-    if (!fh->sf->rw || !drxfs_commit_defer(fh->sf, &sfile_commit_ops))
+    /* the flush of the close before handed it over already (with its own
+     * reference), unless written since that was committed */
+    if (!fh->sf->rw || __atomic_load_n(&fh->sf->queued, __ATOMIC_SEQ_CST) ||
+        !drxfs_commit_defer(fh->sf, &sfile_commit_ops))
         drxfs_sfile_put(fh->sf);
     free(fh);
 }

@@ -47,6 +47,9 @@ struct drxfs_sfile {
     unsigned refs;  /* protected by stable.mutex */
     unsigned opens; /* open files among refs (stable.mutex; s_opens_add) */
     uint64_t commit_gen; /* drx_stripe_sync_mark() of the batched commit */
+    /* Handed to the batched commit by a close's flush and not committed
+     * yet (atomic): the release that follows leaves the size to it. */
+    bool queued;
     int pin;        /* directory descriptor f's path goes through, or -1 */
     struct stat st; /* metafile at open (for fstat of an unlinked file) */
     /* Write-behind (atomic): bytes written since the subfiles' writeback

@@ -69,12 +69,14 @@ int drx_stripe_meta_path_of(struct drx_stripe *f, char *buf, size_t len)
     return rc;
 }
 
-void drx_stripe_hold_pending(struct drx_stripe *f)
+bool drx_stripe_hold_pending(struct drx_stripe *f)
 {
     pthread_mutex_lock(&f->lock);
-    if (f->size > f->persisted)
+    bool ahead = f->size > f->persisted;
+    if (ahead)
         drx_stripe_pend_take(f);
     pthread_mutex_unlock(&f->lock);
+    return ahead;
 }
 
 /* ---- handles ------------------------------------------------------------------------ */

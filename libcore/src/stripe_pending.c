@@ -10,18 +10,28 @@
  * bytes, and its appends landed over them.
  *
  * So a file handed to a later commit with its size ahead of the metafile
- * holds an OFD read lock on one byte of the metafile far past the text
+ * holds an OFD write lock on one byte of the metafile far past the text
  * (PENDING_OFF; the text's own locks cover its first bytes only), let go
  * once the size is recorded: at most commit_interval.  A process about to
  * trust the recorded size (an open, a lookup or stat by drxfs, a
- * truncate) first waits for no such lock to be held, then reads it.  OFD
+ * truncate) first waits for no such lock to be held, then reads it.  A
+ * write lock, asked about as a read lock: only a process that may write
+ * the metafile can make others wait.  A read lock there (anyone who may
+ * read the file can take one) made every open and stat of the file by
+ * others wait 10 s and fail.  A writer that may not write the metafile
+ * (its size is then recorded by replacing it) holds none.  OFD
  * locks are per open file, so a process's own lock would stop it too: the
  * metafiles this process holds one on are remembered, and its own
  * handles are trusted (drxfs keeps one handle per file).  On a network
  * file system the locks go to the server, so two nodes wait for each
  * other the same way (two drxfs of one store stand in for them in the
- * tests).  A file still open and being written holds none: two writers
- * of one file in two processes coordinate themselves, as anywhere.
+ * tests).  drxfs sets the mark at a close's FLUSH, which close(2) waits
+ * for (the RELEASE comes after close(2) has returned: a process acting
+ * right after the close found neither mark nor size), and the commit
+ * records the size within commit_interval even if the file is still open
+ * (a child closed its copy of the descriptor).  A file being written with
+ * no close since holds none: two writers of one file in two processes
+ * coordinate themselves, as anywhere.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -104,14 +114,14 @@ void drx_stripe_pend_take(struct drx_stripe *f)
         return;
     if (f->meta_fd >= 0) {
         snprintf(mp, sizeof mp, "/proc/self/fd/%d", f->meta_fd);
-        fd = open(mp, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        fd = open(mp, O_RDWR | O_NONBLOCK | O_CLOEXEC);
     } else {
         fd = drx_stripe_meta_path(f->path, mp, sizeof mp) < 0
                  ? -1
-                 : open(mp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                 : open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     }
     const char *why = NULL;
-    struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF, .l_len = 1};
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF, .l_len = 1};
     if (fd < 0)
         why = strerror(errno);
     else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != f->meta_dev ||
@@ -120,8 +130,15 @@ void drx_stripe_pend_take(struct drx_stripe *f)
     else if (!own_add(st.st_dev, st.st_ino))
         why = "too many files waiting in this process";
     else if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
-        why = strerror(errno);
+        int e = errno;
+        why = strerror(e);
         own_remove(st.st_dev, st.st_ino);
+        /* another handle of this process (a hard link's) holds it: its
+         * lock tells the others, until that one is recorded */
+        if (e == EAGAIN && own_has(st.st_dev, st.st_ino)) {
+            close(fd);
+            return;
+        }
     }
     if (why) {
         /* others then see the recorded size until the commit, as before */
@@ -164,7 +181,7 @@ int drx_stripe_pending_wait(const char *mp, unsigned ms)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         struct flock fl = {
-            .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF, .l_len = 1};
+            .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF, .l_len = 1};
         if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
             break;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -186,4 +203,11 @@ int drx_stripe_wait_recorded(const char *path)
     if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
         return 0;
     return drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS);
+}
+
+bool drx_stripe_size_pending(const char *path)
+{
+    char mp[PATH_MAX];
+
+    return drx_stripe_meta_path(path, mp, sizeof mp) == 0 && drx_stripe_pending_wait(mp, 0) < 0;
 }

@@ -199,13 +199,14 @@ int drx_stripe_meta_load(const char *metafile_path, size_t ndirs, struct drx_str
                          struct drx_err *err);
 
 /* A writer that hands f to a later commit (drxfs's batched commit, up to
- * commit_interval after the close) with its size ahead of the metafile
+ * commit_interval after a close) with its size ahead of the metafile
  * says so to other processes, with a lock on the metafile that the
  * persist recording the size lets go: until then the recorded size is
  * short of its bytes, and they wait (drx_stripe_wait_recorded).  A file
- * still open and being written says nothing: two writers of one file in
- * two processes coordinate themselves, as on any file system. */
-void drx_stripe_hold_pending(struct drx_stripe *f);
+ * being written, with no close since, says nothing: two writers of one
+ * file in two processes coordinate themselves, as on any file system.
+ * True when f's size is ahead of the metafile (to be recorded). */
+bool drx_stripe_hold_pending(struct drx_stripe *f);
 
 /* Waits (at most 10 s) until no other process holds a size of the striped
  * file NAME (path without suffix) it has not recorded yet
@@ -216,6 +217,11 @@ void drx_stripe_hold_pending(struct drx_stripe *f);
  * lookup (whose size O_APPEND writes at) sees what a close in another
  * process left.  0, or -EAGAIN when one still has after the wait. */
 int drx_stripe_wait_recorded(const char *path);
+
+/* True when another process holds a size of the striped file NAME not
+ * recorded yet (as drx_stripe_wait_recorded, without waiting): what
+ * `drx stripe get` reports. */
+bool drx_stripe_size_pending(const char *path);
 
 /* The same for the striped file NAME (path without suffix): layout, size and
  * subfiles as recorded in NAME.nafs (what `drx stripe get` shows and what
