@@ -160,6 +160,14 @@ bool drxfs_commit_active(void)
     return cm.started;
 }
 
+bool drxfs_commit_stopping(void)
+{
+    pthread_mutex_lock(&cm.mutex);
+    bool stop = cm.stop;
+    pthread_mutex_unlock(&cm.mutex);
+    return stop;
+}
+
 bool drxfs_commit_defer(void *obj, const struct drxfs_commit_ops *ops)
 {
     struct commit_item *it;

@@ -628,6 +628,9 @@ struct drxfs_commit_ops {
  * every file marked before it wrote, once per batch; 0 or -errno. */
 void drxfs_commit_start(unsigned interval_s, int (*barrier)(void));
 bool drxfs_commit_active(void);
+/* True once the commit is stopping (unmount): a file a commit puts back
+ * (-EAGAIN) is not tried again, so the last round waits for what it needs. */
+bool drxfs_commit_stopping(void);
 /* Hands obj to the next commit; false when there is no commit thread or
  * too much waits (then the caller releases it itself, which records at
  * once). */

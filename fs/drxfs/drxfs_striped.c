@@ -707,6 +707,25 @@ int drxfs_sfile_flush(struct drxfs_sfile *e)
     return rc < 0 ? drxfs_striped_log_err("flush", e->key, rc, NULL) : 0;
 }
 
+/* The batched commit's flush: a file whose lock another process holds
+ * (anyone who may read a subfile can take it and keep it) is put back for
+ * the next round (-EAGAIN, commit_again) rather than waited for, so that
+ * it holds up no other file's size; the last round, at unmount, waits
+ * (drxfs_sfile_flush). */
+static int sfile_commit_flush(struct drxfs_sfile *e)
+{
+    if (drxfs_commit_stopping())
+        return drxfs_sfile_flush(e);
+    pthread_mutex_lock(&e->times_lock);
+    int rc = drx_stripe_flush_try(e->f);
+    if (rc == 0)
+        stamp_times(e);
+    pthread_mutex_unlock(&e->times_lock);
+    if (rc == -EAGAIN)
+        return rc; /* logged by the commit, with the count */
+    return rc < 0 ? drxfs_striped_log_err("flush", e->key, rc, NULL) : 0;
+}
+
 /* The batched commit (drxfs_commit.c) holds a reference of a file until
  * it has recorded its size: marked before the batch's one sync of the
  * store, recorded after it without syncs of its own (unless written since
@@ -727,7 +746,7 @@ static int sfile_commit_cb(void *obj, bool synced)
     /* before the flush: a release seeing it still set leaves the size to
      * this flush, which then records all that release's handle wrote */
     __atomic_store_n(&e->queued, false, __ATOMIC_SEQ_CST);
-    return drxfs_sfile_flush(e);
+    return sfile_commit_flush(e);
 }
 
 static void sfile_put_cb(void *obj)

@@ -181,6 +181,21 @@ bool drx_stripe_lock_take(const struct drx_stripe *f, int lfd)
     return rc == 0;
 }
 
+/* The lock of f without waiting: 1 held, 0 none to take (no subfile open,
+ * or flock refused for another reason than a holder), -EAGAIN held by
+ * another process. */
+static int lock_try(int lfd)
+{
+    if (lfd < 0)
+        return 0;
+    while (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EINTR)
+            continue;
+        return errno == EWOULDBLOCK ? -EAGAIN : 0;
+    }
+    return 1;
+}
+
 /* fdatasync of every subfile, and once per handle fsync of the stripe
  * directories holding them (a new file's subfile names must be durable
  * before a metafile naming them with a size). */
@@ -253,9 +268,9 @@ static int meta_fsync(const char *mp)
  * is replaced instead, unless it has other names.  *nst: the identity of
  * the metafile written. */
 static int meta_replace_size(const char *mp, const struct stat *st, const struct drx_stripe_meta *m,
-                             size_t ndirs, bool sync, struct stat *nst)
+                             size_t ndirs, bool sync, struct stat *nst, uint64_t *larger)
 {
-    int rc = drx_stripe_meta_size_in_place(mp, st, m, ndirs, NULL, sync, nst);
+    int rc = drx_stripe_meta_size_in_place_grow(mp, st, m, ndirs, NULL, sync, nst, larger);
 
     if (rc != -EOPNOTSUPP && rc != -EACCES && rc != -EPERM)
         return rc;
@@ -290,7 +305,14 @@ static int persist_new_size(struct drx_stripe *f, const char *mp,
             return rc;
         f->synced_gen = f->wgen;
     }
-    rc = meta_replace_size(mp, st, &m, f->s->cfg.stripe.ndirs, sync, &nst);
+    /* a growth never records less than another writer recorded meanwhile */
+    uint64_t larger = 0;
+    bool grow = !f->truncated && f->size > disk->size;
+    rc = meta_replace_size(mp, st, &m, f->s->cfg.stripe.ndirs, sync, &nst, grow ? &larger : NULL);
+    if (rc == 1) {
+        f->size = larger;
+        rc = 0;
+    }
     if (rc == 0)
         set_identity(f, mp, &nst);
     else if ((rc == -ENOSPC || rc == -EDQUOT) && give_back)
@@ -353,18 +375,26 @@ static int persist_merge(struct drx_stripe *f, const char *at, const struct drx_
  * header for the merge with other processes' sizes.  give_back (f->io held
  * exclusively): when even the in-place update finds no space, give the
  * unrecordable bytes back (give_back_locked). */
-int drx_stripe_persist_locked(struct drx_stripe *f, bool sync, bool give_back)
+static int persist_locked_how(struct drx_stripe *f, bool sync, bool give_back, bool nowait)
 {
     char mp[PATH_MAX], at[PATH_MAX];
     struct drx_stripe_meta disk;
     struct stat st;
     int lfd = drx_stripe_lock_fd(f), rc = 0;
+    bool locked;
 
     if (f->size == f->persisted && !f->truncated && (!sync || f->meta_synced))
         return 0;
     if (drx_stripe_meta_path(f->path, mp, sizeof mp) < 0)
         return -ENAMETOOLONG;
-    bool locked = drx_stripe_lock_take(f, lfd);
+    if (nowait) {
+        if ((rc = lock_try(lfd)) < 0)
+            return rc;
+        locked = rc == 1;
+        rc = 0;
+    } else {
+        locked = drx_stripe_lock_take(f, lfd);
+    }
     rc = load_current(f, mp, at, sizeof at, &disk, &st);
     if (rc == 1) {
         /* Unlinked, renamed away or replaced, with no other name: writing
@@ -383,6 +413,11 @@ out:
     if (locked)
         flock(lfd, LOCK_UN);
     return rc;
+}
+
+int drx_stripe_persist_locked(struct drx_stripe *f, bool sync, bool give_back)
+{
+    return persist_locked_how(f, sync, give_back, false);
 }
 
 /* drx_stripe_persist_locked() from outside the locks.  give_back: on a full disk,
@@ -410,6 +445,20 @@ int drx_stripe_persist(struct drx_stripe *f, bool sync, bool give_back)
 int drx_stripe_flush(struct drx_stripe *f)
 {
     return drx_stripe_persist(f, false, true);
+}
+
+int drx_stripe_flush_try(struct drx_stripe *f)
+{
+    int rc;
+
+    if (f->mode != DRX_STRIPE_RDWR)
+        return 0;
+    pthread_mutex_lock(&f->lock);
+    rc = persist_locked_how(f, false, false, true);
+    pthread_mutex_unlock(&f->lock);
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        rc = drx_stripe_flush(f); /* gives back what cannot be recorded */
+    return rc;
 }
 
 /* fsync (fdatasync) of every subfile there is, then of their stripe

@@ -135,6 +135,13 @@ bool drx_stripe_same_layout(const struct drx_stripe_meta *a, const struct drx_st
 int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
                                   const struct drx_stripe_meta *m, size_t ndirs,
                                   const struct stat *like, bool sync, struct stat *st_out);
+/* The same for a growth (larger not NULL): when the metafile already
+ * records a larger size (another writer's, since the caller read it),
+ * writes nothing and returns 1 with that size in *larger. */
+int drx_stripe_meta_size_in_place_grow(const char *mp, const struct stat *was,
+                                       const struct drx_stripe_meta *m, size_t ndirs,
+                                       const struct stat *like, bool sync, struct stat *st_out,
+                                       uint64_t *larger);
 
 /* ---- stripe_names.c ---- */
 

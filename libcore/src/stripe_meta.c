@@ -585,12 +585,39 @@ static int size_write(int fd, const char *mp, const char *field, size_t n, size_
     return rc;
 }
 
+/* The size text (len bytes) records for the file m is: true when it
+ * parses as that file. */
+static bool text_size(const char *text, size_t len, const char *mp, size_t ndirs,
+                      const struct drx_stripe_meta *m, uint64_t *size)
+{
+    struct drx_stripe_meta now;
+    config_t lc;
+
+    if (drx_cfgfile_parse(text, len, mp, 0, &lc, NULL, NULL) < 0)
+        return false;
+    int rc = meta_parse(&lc, mp, ndirs, &now, NULL);
+    config_destroy(&lc);
+    if (rc < 0 || !drx_stripe_same_layout(&now, m))
+        return false;
+    *size = now.size;
+    return true;
+}
+
 int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
                                   const struct drx_stripe_meta *m, size_t ndirs,
                                   const struct stat *like, bool sync, struct stat *st_out)
 {
+    return drx_stripe_meta_size_in_place_grow(mp, was, m, ndirs, like, sync, st_out, NULL);
+}
+
+int drx_stripe_meta_size_in_place_grow(const char *mp, const struct stat *was,
+                                       const struct drx_stripe_meta *m, size_t ndirs,
+                                       const struct stat *like, bool sync, struct stat *st_out,
+                                       uint64_t *larger)
+{
     char *text = NULL, field[64];
     size_t off, n, len = 0;
+    uint64_t now;
     int fd, rc;
 
     fd = meta_open_rw(mp);
@@ -599,10 +626,21 @@ int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
     /* Readers take the read lock (DRX_CFGFILE_META): none sees half a size. */
     bool locked = drx_cfgfile_lock(fd, F_WRLCK);
     rc = read_was(fd, was, &text, &len);
+    /* Another writer of the file recorded a larger size since the caller
+     * read it (the file's lock, which keeps that out, could not be had:
+     * drx_stripe_lock_take): its bytes and ours are under it. */
+    if (rc == 0 && larger && text_size(text, len, mp, ndirs, m, &now) && now > m->size) {
+        *larger = now;
+        rc = 1;
+        if ((sync && fsync(fd) < 0) || (st_out && fstat(fd, st_out) < 0))
+            rc = -errno;
+        goto out;
+    }
     if (rc == 0)
         rc = size_patch(text, len, mp, ndirs, m, field, sizeof field, &off, &n);
     if (rc == 0)
         rc = size_write(fd, mp, field, n, off, like, sync, st_out);
+out:
     if (locked)
         drx_cfgfile_lock(fd, F_UNLCK);
     free(text);

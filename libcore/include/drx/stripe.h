@@ -289,6 +289,12 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size);
  * Returns 0 or -errno. */
 int drx_stripe_flush(struct drx_stripe *f);
 
+/* drx_stripe_flush without waiting for the file's lock: -EAGAIN at once,
+ * nothing done, while another process holds it (one that may only read a
+ * subfile can hold it for ever).  For a caller with other files to
+ * record, which tries this one again later (drxfs's batched commit). */
+int drx_stripe_flush_try(struct drx_stripe *f);
+
 /* fdatasync (datasync) or fsync of every subfile, then persists the size
  * with fsync of the metafile and its directory.  Returns 0 or -errno. */
 int drx_stripe_fsync(struct drx_stripe *f, bool datasync);
