@@ -15,7 +15,11 @@ teardown() {
     [ -n "${RV:-}" ] || return 0
     local x
     for x in m ma mb; do
-        [ -e "$RV/$x.pid" ] && unmount_store "$RV/$x"
+        if [ -e "$RV/$x.pid" ]; then
+            unmount_store "$RV/$x"
+        elif mountpoint -q "$RV/$x"; then
+            fusermount3 -u "$RV/$x" || umount -l "$RV/$x"
+        fi
     done
     rm -rf "$RV"
 }
@@ -137,4 +141,29 @@ PY
     unmount_store "$RV/ma"
     run "$DRX" fsck "$s"
     assert_success
+}
+
+# Found in the thirteenth review: drxfs held an flock on the mount point's
+# directory from its check to its mount (two started at once: the second
+# must see the first's mount).  Any user who may read the directory
+# flocked it and kept it: root's drxfs waited 30 s and refused ("another
+# drxfs is still being mounted on it").  The lock is now a file in a
+# directory only the daemon's user can open (/run/drxfs as root).
+@test "a user's flock on the mount point does not keep drxfs from mounting" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir -m 755 "$RV/m"
+    as_nobody_bg "$RV/n/locked" '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+open(sys.argv[2], "w").close()
+time.sleep(120)' "$RV/m"
+    run timeout 20 "$DRXFS" "$RV/s" "$RV/m"
+    echo "$output"
+    assert_success
+    mountpoint -q "$RV/m"
+    # the lock file is root's alone
+    [ "$(stat -c %a:%u /run/drxfs)" = 700:0 ]
+    fusermount3 -u "$RV/m"
 }

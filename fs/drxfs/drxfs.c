@@ -598,6 +598,38 @@ static int cli_early(const struct drxfs_cli *cli, char *argv[], int *ret)
 
 /* The mount's settings from the command line (the modules set their own
  * while the options are parsed). */
+/* The lock file of mount point mp, for the check-and-mount step: in a
+ * directory only this user can open (/run/drxfs as root, else
+ * $XDG_RUNTIME_DIR/drxfs), named by the point's device and inode.  The
+ * point's own directory was locked before, and any user who may read it
+ * could flock it and keep every drxfs from mounting there for 30 s (the
+ * thirteenth review).  -1 when there is no such directory. */
+static int mnt_lock_open(const char *mp)
+{
+    char dir[PATH_MAX], name[PATH_MAX + 64];
+    const char *run = geteuid() == 0 ? "/run" : getenv("XDG_RUNTIME_DIR");
+    struct stat st, dst;
+
+    if (!run || !*run || stat(mp, &st) < 0 ||
+        (size_t)snprintf(dir, sizeof dir, "%s/drxfs", run) >= sizeof dir)
+        return -1;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    /* ours and closed to others, or not used */
+    if (fstat(dfd, &dst) < 0 || dst.st_uid != geteuid() || (dst.st_mode & 077)) {
+        close(dfd);
+        return -1;
+    }
+    snprintf(name, sizeof name, "mnt-%llx-%llx.lock", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
+    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    close(dfd);
+    return fd;
+}
+
 static int cli_apply(const struct drxfs_cli *cli)
 {
     char src[PATH_MAX];
@@ -623,16 +655,15 @@ static int cli_apply(const struct drxfs_cli *cli)
      * the mount are one step under an flock of the point's directory,
      * let go once the mount is there (drxfs_run). */
     int lrc = 0;
-    if (drxfs.mountpoint &&
-        (drxfs.mnt_lock = open(drxfs.mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
+    if (drxfs.mountpoint && (drxfs.mnt_lock = mnt_lock_open(drxfs.mountpoint)) >= 0)
         lrc = drx_io_flock_for(drxfs.mnt_lock, LOCK_EX, DRXFS_MNT_LOCK_WAIT_MS);
     if (lrc == -EWOULDBLOCK) {
         fprintf(stderr, "drxfs: %s: another drxfs is still being mounted on it\n",
                 drxfs.mountpoint);
         return -1;
     }
-    /* no flock there (NFS emulates it with byte-range locks, which a
-     * directory opened for reading cannot take): the check alone */
+    /* no lock file (no private runtime directory) or no flock there:
+     * the check alone */
     if (lrc < 0)
         drxfs_mnt_unlock();
     if (drxfs.mountpoint && drx_store_mount_at(NULL, drxfs.mountpoint, src, sizeof src) != 0) {
