@@ -167,3 +167,38 @@ time.sleep(120)' "$RV/m"
     [ "$(stat -c %a:%u /run/drxfs)" = 700:0 ]
     fusermount3 -u "$RV/m"
 }
+
+# Found in the thirteenth review: the pending mark is a write lock, which
+# only who may write the metafile can take, but that includes the file's
+# owner, who can keep it: every lookup of the file through a mount waited
+# 10 s for it, each `ls -l` of the owner's directory 10 s a file (40
+# files: 400 s, and again).  A mark waited out in full is now waited for
+# once; until it is seen gone, the daemon answers from the recorded size
+# at once.
+@test "a file owner who keeps the pending mark stalls a lookup once, not every ls -l" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local s="$RV/s" m="$RV/m"
+    user_dir_store
+    nob sh -c "echo hi >$m/u/p1"
+    commit_mount "$m"
+    as_nobody_bg "$RV/n/locked" '
+import fcntl, os, struct, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 1 << 62, 1, 0))
+open(sys.argv[2], "w").close()
+time.sleep(120)' "$s/u/p1.nafs"
+    # the first lookup waits the bound (10 s), then answers
+    run timeout 30 stat -c %s "$m/u/p1"
+    assert_success
+    assert_output 3
+    # later ones (past the kernel's one-tick attribute cache) at once
+    sleep 0.1
+    run timeout 5 ls -l "$m/u"
+    assert_success
+    run timeout 5 stat -c %s "$m/u/p1"
+    assert_output 3
+    # once the mark goes, a new one is waited for again (a real commit's)
+    stop_holder
+    run timeout 5 stat -c %s "$m/u/p1"
+    assert_output 3
+}

@@ -164,6 +164,43 @@ void drx_stripe_pend_drop(struct drx_stripe *f)
     f->pend_fd = -1;
 }
 
+/* Marks this process waited out in full and still finds held: a mark kept
+ * past the wait is no commit's (a commit records within its interval) but
+ * a holder's who keeps it, as the file's owner can: each lookup of the
+ * file through a mount waited 10 s, every `ls -l` 10 s a file (the
+ * thirteenth review).  Such a mark is waited for once; until it is seen
+ * gone, a later wait answers at once as timed out.  A small table: a
+ * file pushed out of it is waited for once more. */
+#define STUCK_MAX 64
+static struct {
+    dev_t dev;
+    ino_t ino;
+} stuck[STUCK_MAX];
+static unsigned stuck_next;
+static pthread_mutex_t stuck_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Whether (dev, ino) is in the table; add: put it there; drop: take it out. */
+static bool stuck_has(dev_t dev, ino_t ino, int op)
+{
+    bool has = false;
+
+    pthread_mutex_lock(&stuck_lock);
+    for (unsigned i = 0; i < STUCK_MAX; i++)
+        if (stuck[i].ino == ino && stuck[i].dev == dev && ino) {
+            has = true;
+            if (op < 0)
+                stuck[i].ino = 0;
+            break;
+        }
+    if (!has && op > 0) {
+        stuck[stuck_next].dev = dev;
+        stuck[stuck_next].ino = ino;
+        stuck_next = (stuck_next + 1) % STUCK_MAX;
+    }
+    pthread_mutex_unlock(&stuck_lock);
+    return has;
+}
+
 int drx_stripe_pending_wait(const char *mp, unsigned ms)
 {
     bool held = drx_stripe_path_is_held(mp);
@@ -182,10 +219,18 @@ int drx_stripe_pending_wait(const char *mp, unsigned ms)
     for (;;) {
         struct flock fl = {
             .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF, .l_len = 1};
-        if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+        if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK) {
+            (void)stuck_has(st.st_dev, st.st_ino, -1);
             break;
+        }
+        if (stuck_has(st.st_dev, st.st_ino, 0)) {
+            rc = -EAGAIN;
+            break;
+        }
         clock_gettime(CLOCK_MONOTONIC, &now);
         if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= (long)ms) {
+            if (ms)
+                (void)stuck_has(st.st_dev, st.st_ino, 1);
             rc = -EAGAIN;
             break;
         }
