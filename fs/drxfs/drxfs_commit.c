@@ -33,6 +33,7 @@
 struct commit_item {
     void *obj;
     const struct drxfs_commit_ops *ops;
+    unsigned tries; /* rounds that put it back */
     struct commit_item *next;
 };
 
@@ -85,9 +86,27 @@ static unsigned run_batch(struct commit_item *it)
                 strerror(-rc));
     else
         synced = it != NULL;
+    /* files put back before (their lock held by another process) after
+     * the others, and this time waited for: no other file's size waits
+     * behind them, and theirs is recorded within two rounds */
+    struct commit_item *later = NULL, **tail = &later, **pp = &it;
+    while (*pp) {
+        struct commit_item *m = *pp;
+        if (!m->tries) {
+            pp = &m->next;
+            continue;
+        }
+        *pp = m->next;
+        m->next = NULL;
+        *tail = m;
+        tail = &m->next;
+    }
+    *pp = later; /* pp: the end of the first-try files */
     while (it) {
         struct commit_item *next = it->next;
-        rc = it->ops->commit(it->obj, synced);
+        rc = it->ops->commit(it->obj, synced, it->tries > 0);
+        if (rc < 0)
+            it->tries++;
         if (rc < 0 && commit_again(it, rc)) {
             again++;
             why = rc;
@@ -176,6 +195,7 @@ bool drxfs_commit_defer(void *obj, const struct drxfs_commit_ops *ops)
         return false;
     it->obj = obj;
     it->ops = ops;
+    it->tries = 0;
     pthread_mutex_lock(&cm.mutex);
     if (cm.stop || cm.count >= 2 * COMMIT_BATCH_MAX) {
         pthread_mutex_unlock(&cm.mutex);

@@ -621,7 +621,9 @@ void drxfs_mnt_unlock(void);
  * succeeded), then release(obj). */
 struct drxfs_commit_ops {
     void (*mark)(void *obj);
-    int (*commit)(void *obj, bool synced);
+    /* again: the object was put back before (-EAGAIN: its lock held by
+     * another process): this time it is not put back */
+    int (*commit)(void *obj, bool synced, bool again);
     void (*release)(void *obj);
 };
 /* Starts the thread (interval_s 0: none).  barrier: makes durable what

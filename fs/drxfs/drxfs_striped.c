@@ -710,14 +710,14 @@ int drxfs_sfile_flush(struct drxfs_sfile *e)
 /* The batched commit's flush: a file whose lock another process holds
  * (anyone who may read a subfile can take it and keep it) is put back for
  * the next round (-EAGAIN, commit_again) rather than waited for, so that
- * it holds up no other file's size; the last round, at unmount, waits
- * (drxfs_sfile_flush). */
-static int sfile_commit_flush(struct drxfs_sfile *e)
+ * it holds up no other file's size (a legitimate holder keeps it for
+ * milliseconds); the next round (again), after the other files, and the
+ * last, at unmount, record it without the lock, as a close does after
+ * its 1 s. */
+static int sfile_commit_flush(struct drxfs_sfile *e, bool again)
 {
-    if (drxfs_commit_stopping())
-        return drxfs_sfile_flush(e);
     pthread_mutex_lock(&e->times_lock);
-    int rc = drx_stripe_flush_try(e->f);
+    int rc = drx_stripe_flush_try(e->f, again || drxfs_commit_stopping());
     if (rc == 0)
         stamp_times(e);
     pthread_mutex_unlock(&e->times_lock);
@@ -736,7 +736,7 @@ static void sfile_mark_cb(void *obj)
     e->commit_gen = drx_stripe_sync_mark(e->f);
 }
 
-static int sfile_commit_cb(void *obj, bool synced)
+static int sfile_commit_cb(void *obj, bool synced, bool again)
 {
     struct drxfs_sfile *e = obj;
     /* A subfile's write-back error makes this flush fail (logged there),
@@ -746,7 +746,10 @@ static int sfile_commit_cb(void *obj, bool synced)
     /* before the flush: a release seeing it still set leaves the size to
      * this flush, which then records all that release's handle wrote */
     __atomic_store_n(&e->queued, false, __ATOMIC_SEQ_CST);
-    return sfile_commit_flush(e);
+    int rc = sfile_commit_flush(e, again);
+    if (rc == -EAGAIN) /* put back: still queued, no second item */
+        __atomic_store_n(&e->queued, true, __ATOMIC_SEQ_CST);
+    return rc;
 }
 
 static void sfile_put_cb(void *obj)

@@ -375,7 +375,10 @@ static int persist_merge(struct drx_stripe *f, const char *at, const struct drx_
  * header for the merge with other processes' sizes.  give_back (f->io held
  * exclusively): when even the in-place update finds no space, give the
  * unrecordable bytes back (give_back_locked). */
-static int persist_locked_how(struct drx_stripe *f, bool sync, bool give_back, bool nowait)
+/* nowait: the lock tried once; held by another process, -EAGAIN, or
+ * with unlocked_ok the work done without it (logged). */
+static int persist_locked_how(struct drx_stripe *f, bool sync, bool give_back, bool nowait,
+                              bool unlocked_ok)
 {
     char mp[PATH_MAX], at[PATH_MAX];
     struct drx_stripe_meta disk;
@@ -388,8 +391,15 @@ static int persist_locked_how(struct drx_stripe *f, bool sync, bool give_back, b
     if (drx_stripe_meta_path(f->path, mp, sizeof mp) < 0)
         return -ENAMETOOLONG;
     if (nowait) {
-        if ((rc = lock_try(lfd)) < 0)
+        rc = lock_try(lfd);
+        if (rc < 0 && !unlocked_ok)
             return rc;
+        if (rc < 0)
+            drx_log_ratelimited(DRX_LOG_WARNING,
+                                "%s" DRX_STRIPE_SUFFIX
+                                ": a subfile locked by another process again; "
+                                "recording without the lock",
+                                f->path);
         locked = rc == 1;
         rc = 0;
     } else {
@@ -417,7 +427,7 @@ out:
 
 int drx_stripe_persist_locked(struct drx_stripe *f, bool sync, bool give_back)
 {
-    return persist_locked_how(f, sync, give_back, false);
+    return persist_locked_how(f, sync, give_back, false, true);
 }
 
 /* drx_stripe_persist_locked() from outside the locks.  give_back: on a full disk,
@@ -447,14 +457,14 @@ int drx_stripe_flush(struct drx_stripe *f)
     return drx_stripe_persist(f, false, true);
 }
 
-int drx_stripe_flush_try(struct drx_stripe *f)
+int drx_stripe_flush_try(struct drx_stripe *f, bool unlocked_ok)
 {
     int rc;
 
     if (f->mode != DRX_STRIPE_RDWR)
         return 0;
     pthread_mutex_lock(&f->lock);
-    rc = persist_locked_how(f, false, false, true);
+    rc = persist_locked_how(f, false, false, true, unlocked_ok);
     pthread_mutex_unlock(&f->lock);
     if (rc == -ENOSPC || rc == -EDQUOT)
         rc = drx_stripe_flush(f); /* gives back what cannot be recorded */

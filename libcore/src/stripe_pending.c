@@ -18,8 +18,12 @@
  * write lock, asked about as a read lock: only a process that may write
  * the metafile can make others wait.  A read lock there (anyone who may
  * read the file can take one) made every open and stat of the file by
- * others wait 10 s and fail.  A writer that may not write the metafile
- * (its size is then recorded by replacing it) holds none.  OFD
+ * others wait 10 s and fail.  Each writer takes its own byte of
+ * PENDING_SLOTS (two mounts closing one file both hold one).  A writer
+ * that may not write the metafile (a 0444 file, a daemon without
+ * CAP_DAC_OVERRIDE) takes a read lock on PENDING_RD instead, asked about
+ * as a write lock: there a reader's lock makes others wait, once each
+ * (stuck_has).  OFD
  * locks are per open file, so a process's own lock would stop it too: the
  * metafiles this process holds one on are remembered, and its own
  * handles are trusted (drxfs keeps one handle per file).  On a network
@@ -46,6 +50,13 @@
 #include "stripe_i.h"
 
 #define PENDING_OFF ((off_t)1 << 62)
+/* Write marks: one byte per writer holding one at once (two mounts, two
+ * handles of one process for hard links). */
+#define PENDING_SLOTS 16
+/* The read mark of a writer that may not write the metafile: asked about
+ * as a write lock, so a reader's lock there is taken for one (waited for
+ * once: stuck_has). */
+#define PENDING_RD (PENDING_OFF + 64)
 
 /* The metafiles of this process's pending locks: drxfs's batched commit
  * waits for 512 files at most, each counted once. */
@@ -104,6 +115,29 @@ static bool own_has(dev_t dev, ino_t ino)
     return has;
 }
 
+/* Takes a mark on metafile descriptor fd: a write lock on the first free
+ * of PENDING_SLOTS bytes (each writer its own: two mounts closing one
+ * file both say so), else, on a descriptor that may only read, a read
+ * lock on PENDING_RD.  0 or -errno. */
+static int mark_set(int fd, bool writable)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1};
+
+    if (!writable) {
+        fl.l_type = F_RDLCK;
+        fl.l_start = PENDING_RD;
+        return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
+    }
+    for (int k = 0; k < PENDING_SLOTS; k++) {
+        fl.l_start = PENDING_OFF + k;
+        if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+            return 0;
+        if (errno != EAGAIN && errno != EACCES)
+            return -errno;
+    }
+    return -EAGAIN;
+}
+
 void drx_stripe_pend_take(struct drx_stripe *f)
 {
     char mp[PATH_MAX];
@@ -112,16 +146,19 @@ void drx_stripe_pend_take(struct drx_stripe *f)
 
     if (f->pend_fd >= 0)
         return;
-    if (f->meta_fd >= 0) {
+    if (f->meta_fd >= 0)
         snprintf(mp, sizeof mp, "/proc/self/fd/%d", f->meta_fd);
-        fd = open(mp, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    } else {
-        fd = drx_stripe_meta_path(f->path, mp, sizeof mp) < 0
-                 ? -1
-                 : open(mp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    }
+    else if (drx_stripe_meta_path(f->path, mp, sizeof mp) < 0)
+        mp[0] = '\0';
+    int nofollow = f->meta_fd >= 0 ? 0 : O_NOFOLLOW;
+    fd = mp[0] ? open(mp, O_RDWR | nofollow | O_NONBLOCK | O_CLOEXEC) : -1;
+    /* a file its writer may not write (0444, a daemon without
+     * CAP_DAC_OVERRIDE, root on NFS with root_squash): the read mark */
+    bool writable = fd >= 0;
+    if (fd < 0 && mp[0] && (errno == EACCES || errno == EPERM || errno == EROFS))
+        fd = open(mp, O_RDONLY | nofollow | O_NONBLOCK | O_CLOEXEC);
     const char *why = NULL;
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF, .l_len = 1};
+    int rc;
     if (fd < 0)
         why = strerror(errno);
     else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != f->meta_dev ||
@@ -129,16 +166,9 @@ void drx_stripe_pend_take(struct drx_stripe *f)
         why = "the metafile was replaced";
     else if (!own_add(st.st_dev, st.st_ino))
         why = "too many files waiting in this process";
-    else if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
-        int e = errno;
-        why = strerror(e);
+    else if ((rc = mark_set(fd, writable)) < 0) {
+        why = rc == -EAGAIN ? "every slot of the mark is taken" : strerror(-rc);
         own_remove(st.st_dev, st.st_ino);
-        /* another handle of this process (a hard link's) holds it: its
-         * lock tells the others, until that one is recorded */
-        if (e == EAGAIN && own_has(st.st_dev, st.st_ino)) {
-            close(fd);
-            return;
-        }
     }
     if (why) {
         /* others then see the recorded size until the commit, as before */
@@ -169,12 +199,16 @@ void drx_stripe_pend_drop(struct drx_stripe *f)
  * a holder's who keeps it, as the file's owner can: each lookup of the
  * file through a mount waited 10 s, every `ls -l` 10 s a file (the
  * thirteenth review).  Such a mark is waited for once; until it is seen
- * gone, a later wait answers at once as timed out.  A small table: a
- * file pushed out of it is waited for once more. */
+ * gone, a later wait answers at once as timed out, for STUCK_SECONDS.
+ * A small table: a file pushed out of it is waited for once more. */
 #define STUCK_MAX 64
+/* Seconds an entry holds: then such a mark is waited for once more (a
+ * holder may have let go and a commit's mark come in the meantime). */
+#define STUCK_SECONDS 30
 static struct {
     dev_t dev;
     ino_t ino;
+    time_t at;
 } stuck[STUCK_MAX];
 static unsigned stuck_next;
 static pthread_mutex_t stuck_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -183,22 +217,37 @@ static pthread_mutex_t stuck_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool stuck_has(dev_t dev, ino_t ino, int op)
 {
     bool has = false;
+    struct timespec now;
 
+    clock_gettime(CLOCK_MONOTONIC, &now);
     pthread_mutex_lock(&stuck_lock);
     for (unsigned i = 0; i < STUCK_MAX; i++)
         if (stuck[i].ino == ino && stuck[i].dev == dev && ino) {
-            has = true;
-            if (op < 0)
+            has = now.tv_sec - stuck[i].at < STUCK_SECONDS;
+            if (op < 0 || !has)
                 stuck[i].ino = 0;
             break;
         }
     if (!has && op > 0) {
         stuck[stuck_next].dev = dev;
         stuck[stuck_next].ino = ino;
+        stuck[stuck_next].at = now.tv_sec;
         stuck_next = (stuck_next + 1) % STUCK_MAX;
     }
     pthread_mutex_unlock(&stuck_lock);
     return has;
+}
+
+/* Whether any writer's mark is on metafile descriptor fd. */
+static bool mark_held(int fd)
+{
+    struct flock w = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF,
+                      .l_len = PENDING_SLOTS};
+    struct flock r = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = PENDING_RD, .l_len = 1};
+
+    if (fcntl(fd, F_OFD_GETLK, &w) == 0 && w.l_type != F_UNLCK)
+        return true;
+    return fcntl(fd, F_OFD_GETLK, &r) == 0 && r.l_type != F_UNLCK;
 }
 
 int drx_stripe_pending_wait(const char *mp, unsigned ms)
@@ -217,9 +266,7 @@ int drx_stripe_pending_wait(const char *mp, unsigned ms)
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        struct flock fl = {
-            .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF, .l_len = 1};
-        if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK) {
+        if (!mark_held(fd)) {
             (void)stuck_has(st.st_dev, st.st_ino, -1);
             break;
         }

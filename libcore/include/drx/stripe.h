@@ -291,9 +291,11 @@ int drx_stripe_flush(struct drx_stripe *f);
 
 /* drx_stripe_flush without waiting for the file's lock: -EAGAIN at once,
  * nothing done, while another process holds it (one that may only read a
- * subfile can hold it for ever).  For a caller with other files to
- * record, which tries this one again later (drxfs's batched commit). */
-int drx_stripe_flush_try(struct drx_stripe *f);
+ * subfile can hold it for ever), or with unlocked_ok recorded at once
+ * without it (logged; a growth still never records less than the
+ * metafile holds).  For a caller with other files to record, which tries
+ * this one again later (drxfs's batched commit). */
+int drx_stripe_flush_try(struct drx_stripe *f, bool unlocked_ok);
 
 /* fdatasync (datasync) or fsync of every subfile, then persists the size
  * with fsync of the metafile and its directory.  Returns 0 or -errno. */
