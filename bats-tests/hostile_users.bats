@@ -459,7 +459,9 @@ PY
     as_nobody_bg "$RV/n/locked" '
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
-fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 1 << 62)
+# the mark bytes, and the read mark of a writer that may not write (a
+# byte further on: it counts only on a 0444 file)
+fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 128, 1 << 62)
 open(sys.argv[2], "w").close()
 time.sleep(120)' "$s/victim.nafs"
     # root's drx sees no size waiting for a commit (the reader's lock was

@@ -87,8 +87,9 @@ static unsigned run_batch(struct commit_item *it)
     else
         synced = it != NULL;
     /* files put back before (their lock held by another process) after
-     * the others, and this time waited for: no other file's size waits
-     * behind them, and theirs is recorded within two rounds */
+     * the others, and this time recorded without that lock: no other
+     * file's size waits behind them, and theirs is recorded within two
+     * rounds */
     struct commit_item *later = NULL, **tail = &later, **pp = &it;
     while (*pp) {
         struct commit_item *m = *pp;

@@ -21,9 +21,10 @@
  * others wait 10 s and fail.  Each writer takes its own byte of
  * PENDING_SLOTS (two mounts closing one file both hold one).  A writer
  * that may not write the metafile (a 0444 file, a daemon without
- * CAP_DAC_OVERRIDE) takes a read lock on PENDING_RD instead, asked about
- * as a write lock: there a reader's lock makes others wait, once each
- * (stuck_has).  OFD
+ * CAP_DAC_OVERRIDE, root on NFS with root_squash) takes a read lock on
+ * PENDING_RD instead, asked about as a write lock, and only on a file
+ * without write bits (mark_held): there a reader's lock makes others
+ * wait, once each (stuck_has).  OFD
  * locks are per open file, so a process's own lock would stop it too: the
  * metafiles this process holds one on are remembered, and its own
  * handles are trusted (drxfs keeps one handle per file).  On a network
@@ -238,8 +239,11 @@ static bool stuck_has(dev_t dev, ino_t ino, int op)
     return has;
 }
 
-/* Whether any writer's mark is on metafile descriptor fd. */
-static bool mark_held(int fd)
+/* Whether any writer's mark is on metafile descriptor fd (mode: the
+ * metafile's).  The read mark counts only on a file nobody may write by
+ * its mode (0444), the only kind whose writer sets one: any reader can
+ * take that lock, and on every other file it made each wait 10 s. */
+static bool mark_held(int fd, mode_t mode)
 {
     struct flock w = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = PENDING_OFF,
                       .l_len = PENDING_SLOTS};
@@ -247,7 +251,7 @@ static bool mark_held(int fd)
 
     if (fcntl(fd, F_OFD_GETLK, &w) == 0 && w.l_type != F_UNLCK)
         return true;
-    return fcntl(fd, F_OFD_GETLK, &r) == 0 && r.l_type != F_UNLCK;
+    return !(mode & 0222) && fcntl(fd, F_OFD_GETLK, &r) == 0 && r.l_type != F_UNLCK;
 }
 
 int drx_stripe_pending_wait(const char *mp, unsigned ms)
@@ -266,7 +270,7 @@ int drx_stripe_pending_wait(const char *mp, unsigned ms)
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        if (!mark_held(fd)) {
+        if (!mark_held(fd, st.st_mode)) {
             (void)stuck_has(st.st_dev, st.st_ino, -1);
             break;
         }
