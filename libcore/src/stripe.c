@@ -374,9 +374,10 @@ static int persist_merge(struct drx_stripe *f, const char *at, const struct drx_
 /* Writes the in-memory size to the metafile (f->lock held).  See the
  * header for the merge with other processes' sizes.  give_back (f->io held
  * exclusively): when even the in-place update finds no space, give the
- * unrecordable bytes back (give_back_locked). */
-/* nowait: the lock tried once; held by another process, -EAGAIN, or
- * with unlocked_ok the work done without it (logged). */
+ * unrecordable bytes back (give_back_locked).  The file's flock is waited
+ * for (drx_stripe_lock_take), or with nowait tried once: held by another
+ * process, -EAGAIN, or with unlocked_ok the work done without it
+ * (logged). */
 static int persist_locked_how(struct drx_stripe *f, bool sync, bool give_back, bool nowait,
                               bool unlocked_ok)
 {
