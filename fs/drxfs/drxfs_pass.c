@@ -363,10 +363,11 @@ int drxfs_op_flush(const char *path, struct fuse_file_info *fi)
     struct drxfs_fh *fh = drxfs_fh_of(fi);
     const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
     (void)path;
-    /* Only a striped file has a flush: with the batched commit, its close
-     * hands the size to the commit here, before close(2) returns (the
-     * RELEASE comes after).  Opens for reading ask for no FLUSH at all
-     * (noflush, drxfs_op_open): a round trip less per file. */
+    /* A striped file's close hands the size to the batched commit here,
+     * before close(2) returns (the RELEASE comes after); a zarr
+     * temporary's gives its buffer's slack back.  Opens for reading ask
+     * for no FLUSH at all (noflush, drxfs_op_open): a round trip less per
+     * file. */
     return ops->flush ? ops->flush(fh) : 0;
 }
 

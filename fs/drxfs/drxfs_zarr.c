@@ -907,6 +907,15 @@ static int zarr_open(const char *path, const struct drxfs_node *n, struct fuse_f
     return rc;
 }
 
+/* The close of a temporary's handle (before close(2) returns): its
+ * buffer's slack goes back to the pool, for the user's next write. */
+static int zarr_flush(struct drxfs_fh *fh)
+{
+    if (fh->zf)
+        ztemp_trim(fh->zf->t);
+    return 0;
+}
+
 /* fsync: nothing to do, a chunk is stored at the rename through the
  * array's descriptor. */
 const struct drxfs_kind_ops drxfs_zarr_ops = {
@@ -919,5 +928,6 @@ const struct drxfs_kind_ops drxfs_zarr_ops = {
     .open = zarr_open,
     .read = drxfs_zarr_read,
     .write = drxfs_zarr_write,
+    .flush = zarr_flush,
     .release = drxfs_zarr_release,
 };

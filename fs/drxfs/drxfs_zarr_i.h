@@ -91,6 +91,7 @@ int zarr_open_temp(struct ztemp *t, struct fuse_file_info *fi);
 /* The temporary named key, with a reference, or NULL. */
 struct ztemp *ztemp_get(const char *key);
 void ztemp_put(struct ztemp *t); /* NULL: nothing */
+void ztemp_trim(struct ztemp *t); /* at a close (FLUSH): the buffer's slack goes */
 bool ztemp_exists(const struct drxfs_node *n, const char *var, const char *name);
 void ztemp_stat(struct ztemp *t, struct stat *st);
 int ztemp_read(struct ztemp *t, char *buf, size_t size, uint64_t off);

@@ -23,6 +23,7 @@ struct ztemp {
     char *path; /* zkey(): ARRAY/zarr/[VAR/]NAME, store-relative */
     unsigned char *buf;
     size_t len, max;
+    size_t cap; /* bytes of buf, what the pool counts (>= len) */
     unsigned refs;
     bool unlinked;
     bool frozen; /* being stored: no more writes */
@@ -56,7 +57,7 @@ struct ztemp *ztemp_get(const char *path)
 
 static void ztemp_free(struct ztemp *t)
 {
-    temps.bytes -= t->len;
+    temps.bytes -= t->cap;
     temps.count--;
     free(t->buf);
     free(t->path);
@@ -88,7 +89,8 @@ static void ztemp_unlink(struct ztemp *t)
     pthread_mutex_unlock(&temps.mutex);
 }
 
-/* The temporaries uid holds: how many, and their bytes (mutex held). */
+/* The temporaries uid holds: how many, and their buffers' bytes (mutex
+ * held). */
 static void uid_usage(uid_t uid, unsigned *count, size_t *bytes)
 {
     *count = 0;
@@ -96,7 +98,7 @@ static void uid_usage(uid_t uid, unsigned *count, size_t *bytes)
     for (const struct ztemp *t = temps.head; t; t = t->next)
         if (t->uid == uid) {
             (*count)++;
-            *bytes += t->len;
+            *bytes += t->cap;
         }
 }
 
@@ -167,6 +169,34 @@ static void ztemp_freeze(struct ztemp *t, bool frozen)
     pthread_mutex_unlock(&temps.mutex);
 }
 
+/* Makes t->buf hold at least end bytes (mutex held): the capacity at
+ * least doubles, within t->max and the pool, so that a key written in
+ * many pieces (the kernel's 128 KiB requests) is not copied at each one;
+ * what the pool cannot give beyond end is not taken.  0 or -errno. */
+static int ztemp_reserve(struct ztemp *t, size_t end)
+{
+    size_t want = t->cap < t->max / 2 ? 2 * t->cap : t->max;
+
+    if (end <= t->cap)
+        return 0;
+    if (want < end || !pool_room(t, want - t->cap))
+        want = end;
+    if (!pool_room(t, want - t->cap)) {
+        drx_log_ratelimited(
+            DRX_LOG_WARNING,
+            "%s: temporary zarr files hold %zu bytes already (a user at most %zu): refused",
+            t->path, temps.bytes, ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE);
+        return -ENOSPC;
+    }
+    unsigned char *nb = realloc(t->buf, want);
+    if (!nb)
+        return -ENOMEM;
+    temps.bytes += want - t->cap;
+    t->buf = nb;
+    t->cap = want;
+    return 0;
+}
+
 static int ztemp_write(struct ztemp *t, const char *buf, size_t size, off_t off)
 {
     size_t end = (size_t)off + size;
@@ -184,20 +214,13 @@ static int ztemp_write(struct ztemp *t, const char *buf, size_t size, off_t off)
      * under that reader. */
     if (t->frozen) {
         rc = -EIO;
-    } else if (end > t->len && !pool_room(t, end - t->len)) {
-        drx_log_ratelimited(
-            DRX_LOG_WARNING,
-            "%s: temporary zarr files hold %zu bytes already (a user at most %zu): refused",
-            t->path, temps.bytes, ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE);
-        rc = -ENOSPC;
     } else if (end > t->len) {
-        unsigned char *nb = realloc(t->buf, end);
-        if (!nb) {
-            rc = -ENOMEM;
+        int e = ztemp_reserve(t, end);
+        if (e < 0) {
+            rc = e;
         } else {
-            memset(nb + t->len, 0, end - t->len);
-            temps.bytes += end - t->len;
-            t->buf = nb;
+            /* past the end: zeros (a hole, or what a truncate cut) */
+            memset(t->buf + t->len, 0, end - t->len);
             t->len = end;
         }
     }
@@ -208,6 +231,26 @@ static int ztemp_write(struct ztemp *t, const char *buf, size_t size, off_t off)
     return rc;
 }
 
+/* Gives back what t's buffer holds past its end (the growth's slack),
+ * at the close of a handle: a finished temporary counts what it holds. */
+void ztemp_trim(struct ztemp *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock(&temps.mutex);
+    /* not while a rename being stored reads t->buf without the mutex */
+    if (!t->frozen && t->len && t->cap > t->len) {
+        unsigned char *nb = realloc(t->buf, t->len);
+        if (nb) {
+            t->buf = nb;
+            temps.bytes -= t->cap - t->len;
+            t->cap = t->len;
+        }
+    }
+    pthread_mutex_unlock(&temps.mutex);
+}
+
+/* Cuts or extends t to size; a cut gives the buffer's memory back. */
 int ztemp_truncate(struct ztemp *t, off_t size)
 {
     if (size < 0 || (uint64_t)size > t->max)
@@ -219,12 +262,22 @@ int ztemp_truncate(struct ztemp *t, off_t size)
         return -EIO;
     }
     if ((size_t)size < t->len) {
-        temps.bytes -= t->len - (size_t)size;
+        /* the memory cut goes back to the pool (a failed shrink keeps it) */
+        unsigned char *nb = size ? realloc(t->buf, (size_t)size) : NULL;
+        if (nb || !size) {
+            if (!size)
+                free(t->buf);
+            t->buf = nb;
+            temps.bytes -= t->cap - (size_t)size;
+            t->cap = (size_t)size;
+        }
         t->len = (size_t)size;
     }
     pthread_mutex_unlock(&temps.mutex);
-    if ((size_t)size > t->len)
-        return ztemp_write(t, "", 0, size) < 0 ? -ENOMEM : 0;
+    if ((size_t)size > t->len) {
+        int rc = ztemp_write(t, "", 0, size);
+        return rc < 0 ? rc : 0;
+    }
     return 0;
 }
 
