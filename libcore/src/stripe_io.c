@@ -146,6 +146,156 @@ int drx_stripe_subfiles_for(struct drx_stripe *f, uint64_t size)
     return 0;
 }
 
+/* ---- small extents: one system call per subfile ------------------------------------ */
+
+/* A request over extents smaller than this goes through a buffer: each
+ * subfile's part of it is one run in the subfile (its extents follow each
+ * other there), read or written with one call, and the extents are copied
+ * between the buffer and the caller's in memory.  Piece by piece, a layout
+ * of 1-byte extents cost a system call per byte (a user's 1 MiB write
+ * about a second of a daemon thread). */
+#define GATHER_EXTENT_MAX 16384
+/* Logical bytes per round through the buffer. */
+#define GATHER_WINDOW ((size_t)1 << 20)
+
+static bool gathered(const struct drx_stripe_layout *l, size_t len)
+{
+    return l->extent < GATHER_EXTENT_MAX && len > l->extent;
+}
+
+/* Where subfile i's part of logical bytes [a, b) lies in it: [*s0, *s1),
+ * empty when none of them is its. */
+static void subfile_run(const struct drx_stripe_layout *l, unsigned i, uint64_t a, uint64_t b,
+                        uint64_t *s0, uint64_t *s1)
+{
+    const uint64_t ext = l->extent, cnt = l->count;
+    uint64_t e0 = a / ext, e1 = (b - 1) / ext; /* first and last extent */
+    uint64_t first = e0 + (i + cnt - e0 % cnt) % cnt;
+    uint64_t last = e1 - (e1 % cnt + cnt - i) % cnt;
+
+    *s0 = *s1 = 0;
+    if (e1 < i || first > e1 || last < e0)
+        return;
+    *s0 = first / cnt * ext + (first == e0 ? a % ext : 0);
+    *s1 = last / cnt * ext + (last == e1 ? (b - 1) % ext + 1 : ext);
+}
+
+/* The buffer of a gathered request: each subfile's run at at[i] (n[i]
+ * bytes, from subfile offset s0[i]), in subfile order. */
+struct gather {
+    unsigned char *buf;
+    size_t *at, *n;
+    uint64_t *s0;
+};
+
+static int gather_new(struct gather *g, unsigned count, size_t window)
+{
+    g->buf = malloc(window);
+    g->at = calloc(count, sizeof *g->at);
+    g->n = calloc(count, sizeof *g->n);
+    g->s0 = calloc(count, sizeof *g->s0);
+    return g->buf && g->at && g->n && g->s0 ? 0 : -ENOMEM;
+}
+
+static void gather_free(struct gather *g)
+{
+    free(g->buf);
+    free(g->at);
+    free(g->n);
+    free(g->s0);
+}
+
+/* Lays out the runs of logical bytes [a, a + len) in g. */
+static void gather_plan(const struct drx_stripe_layout *l, struct gather *g, uint64_t a, size_t len)
+{
+    size_t at = 0;
+
+    for (unsigned i = 0; i < l->count; i++) {
+        uint64_t s1;
+        subfile_run(l, i, a, a + len, &g->s0[i], &s1);
+        g->at[i] = at;
+        g->n[i] = (size_t)(s1 - g->s0[i]);
+        at += g->n[i];
+    }
+}
+
+/* Copies logical bytes [a, a + len) between the caller's buffer and g's
+ * runs: from `in` into the runs for a write, out of them into `out` for a
+ * read (the other NULL).  Uses g->at as cursors. */
+static void gather_copy(const struct drx_stripe_layout *l, struct gather *g,
+                        const unsigned char *in, unsigned char *out, uint64_t a, size_t len)
+{
+    uint64_t within = a % l->extent;
+    unsigned sf = (unsigned)(a / l->extent % l->count);
+
+    for (size_t pos = 0; pos < len;) {
+        size_t n = l->extent - within < len - pos ? (size_t)(l->extent - within) : len - pos;
+        unsigned char *run = g->buf + g->at[sf];
+        if (in)
+            memcpy(run, in + pos, n);
+        else
+            memcpy(out + pos, run, n);
+        g->at[sf] += n;
+        pos += n;
+        within = 0;
+        if (++sf == l->count)
+            sf = 0;
+    }
+}
+
+/* Reads subfile run i of g from fd: past the subfile's end, zeros (a hole
+ * up to the logical size).  0 or -errno. */
+static int gather_read_run(int fd, struct gather *g, unsigned i)
+{
+    unsigned char *run = g->buf + g->at[i];
+    size_t got = 0;
+
+    while (got < g->n[i]) {
+        ssize_t r = pread(fd, run + got, g->n[i] - got, (off_t)(g->s0[i] + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0) {
+            memset(run + got, 0, g->n[i] - got);
+            break;
+        }
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* drx_stripe_read's loop for small extents (gathered()): *done counts
+ * whole windows read; after an error the caller goes on piece by piece
+ * from there. */
+static int read_gathered(struct drx_stripe *f, unsigned char *p, size_t len, uint64_t off,
+                         size_t *done)
+{
+    const struct drx_stripe_layout *l = &f->meta.layout;
+    struct gather g;
+    int rc = gather_new(&g, l->count, len < GATHER_WINDOW ? len : GATHER_WINDOW);
+
+    while (rc == 0 && *done < len) {
+        size_t w = len - *done < GATHER_WINDOW ? len - *done : GATHER_WINDOW;
+        gather_plan(l, &g, off + *done, w);
+        for (unsigned i = 0; i < l->count && rc == 0; i++) {
+            if (!g.n[i])
+                continue;
+            int fd = drx_stripe_subfile_fd(f, i, false);
+            if (fd == -ENOENT) /* not created: nothing written there yet */
+                memset(g.buf + g.at[i], 0, g.n[i]);
+            else
+                rc = fd < 0 ? fd : gather_read_run(fd, &g, i);
+        }
+        if (rc == 0) {
+            gather_copy(l, &g, NULL, p + *done, off + *done, w);
+            *done += w;
+        }
+    }
+    gather_free(&g);
+    return rc;
+}
+
 ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t off)
 {
     unsigned char *p = buf;
@@ -158,6 +308,10 @@ ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t of
         len = (size_t)(size - off);
     if (len > SSIZE_MAX)
         len = SSIZE_MAX;
+    /* on an error (a missing subfile, no memory) the windows not read go
+     * piece by piece, which stops exactly where the error is */
+    if (gathered(&f->meta.layout, len) && read_gathered(f, p, len, off, &done) == 0)
+        return (ssize_t)done;
     while (done < len) {
         struct drx_stripe_piece pc;
         drx_stripe_locate(&f->meta.layout, off + done, len - done, &pc);
@@ -255,6 +409,38 @@ static int write_pieces(struct drx_stripe *f, const unsigned char *p, size_t len
     return rc;
 }
 
+/* write_pieces for small extents (gathered()): each window's runs are
+ * filled, then written subfile by subfile.  *done counts whole windows
+ * only; after an error the caller goes on piece by piece from there. */
+static int write_gathered(struct drx_stripe *f, const unsigned char *p, size_t len, uint64_t off,
+                          size_t *done)
+{
+    const struct drx_stripe_layout *l = &f->meta.layout;
+    struct gather g;
+    int rc = gather_new(&g, l->count, len < GATHER_WINDOW ? len : GATHER_WINDOW);
+
+    while (rc == 0 && *done < len) {
+        size_t w = len - *done < GATHER_WINDOW ? len - *done : GATHER_WINDOW;
+        gather_plan(l, &g, off + *done, w);
+        gather_copy(l, &g, p + *done, NULL, off + *done, w);
+        size_t at = 0;
+        for (unsigned i = 0; i < l->count && rc == 0; i++) {
+            if (!g.n[i])
+                continue;
+            int fd = drx_stripe_subfile_fd(f, i, true);
+            if (fd < 0)
+                rc = fd == -ENOENT ? -EIO : fd;
+            else
+                rc = drx_io_pwrite_all(fd, g.buf + at, g.n[i], g.s0[i]);
+            at += g.n[i];
+        }
+        if (rc == 0)
+            *done += w;
+    }
+    gather_free(&g);
+    return rc;
+}
+
 /* Extends the size to end after a write (f->io held shared); true when
  * enough has grown unrecorded that the metafile should be updated. */
 static bool note_written(struct drx_stripe *f, uint64_t end)
@@ -306,7 +492,9 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
         return -EFBIG;
     pthread_rwlock_rdlock(&f->io);
     rc = subfiles_before_write(f, off + len);
-    if (rc == 0)
+    /* on an error the windows not written go piece by piece, which stops
+     * exactly where the error is (rewriting what the window wrote) */
+    if (rc == 0 && (!gathered(&f->meta.layout, len) || write_gathered(f, buf, len, off, &done) < 0))
         rc = write_pieces(f, buf, len, off, &done);
     if (done > 0)
         grown = note_written(f, off + done);

@@ -1265,6 +1265,57 @@ static void test_placement(void)
     tap_ok(memcmp(buf, want, sizeof buf) == 0, "a short subfile's missing bytes read as zeros");
 }
 
+/* Extents under 16 KiB go through a buffer, a call per subfile and 1 MiB
+ * window (stripe_io.c, gathered()): random writes and reads, some across
+ * windows, some past the end (holes), against a copy in memory, then
+ * every subfile byte against the formula. */
+static void test_gathered(struct drx_store *s, const char *root)
+{
+    static const unsigned counts[] = {1, 2, 3, 4};
+    static const uint64_t extents[] = {1, 3, 1000, 16383};
+    const size_t cap = (5u << 19) + 777; /* 2.5 MiB and some: three windows */
+    unsigned char *ref = calloc(1, cap), *buf = malloc(cap), *back = malloc(cap);
+    unsigned seed = 7;
+    char path[600];
+
+    for (size_t ci = 0; ci < 4; ci++)
+        for (size_t ei = 0; ei < 4; ei++) {
+            struct drx_stripe_layout l = {counts[ci], extents[ei]};
+            struct drx_stripe *f;
+            uint64_t size = 0;
+            int ok, bad = 0;
+            memset(ref, 0, cap);
+            snprintf(path, sizeof path, "%s/gathered%zu_%zu", root, ci, ei);
+            ok = drx_stripe_create(s, path, &l, 0644, &f, NULL) == 0;
+            for (int op = 0; ok && op < 40; op++) {
+                seed = seed * 1103515245u + 12345u;
+                /* every fourth a large one (up to 1.5 MiB), else small */
+                size_t len = (seed >> 8) % (op % 4 == 0 ? (3u << 19) : 20000) + 1;
+                seed = seed * 1103515245u + 12345u;
+                uint64_t off = (seed >> 4) % (cap - len);
+                if (op % 2 == 0) {
+                    fill_random(buf, len, seed);
+                    bad += drx_stripe_write(f, buf, len, off) != (ssize_t)len;
+                    memcpy(ref + off, buf, len);
+                    size = off + len > size ? off + len : size;
+                } else {
+                    ssize_t want = off >= size ? 0 : (ssize_t)(off + len > size ? size - off : len);
+                    ssize_t got = drx_stripe_read(f, back, len, off);
+                    bad += got != want || (want > 0 && memcmp(back, ref + off, (size_t)want));
+                }
+            }
+            ok &= bad == 0 && drx_stripe_size(f) == size;
+            ok &= drx_stripe_read(f, back, cap, 0) == (ssize_t)size &&
+                  memcmp(back, ref, size) == 0;
+            ok &= drx_stripe_close(f) == 0 && check_placement(s, path, ref, size);
+            tap_ok(ok, "count=%u extent=%llu: random reads and writes through the buffer (%d wrong)",
+                   l.count, (unsigned long long)l.extent, bad);
+        }
+    free(ref);
+    free(buf);
+    free(back);
+}
+
 /* Hard links of striped files (the metafile's), short temporary names,
  * fallocate and SEEK_DATA/SEEK_HOLE (stripe_space.c), blocks. */
 static void test_links_and_space(struct drx_store *s, const char *root)
@@ -1352,6 +1403,7 @@ int main(void)
     tap_ok(s != NULL, "store with 4 stripe dirs");
     if (s) {
         test_round_robin(s, root);
+        test_gathered(s, root);
         test_truncate(s, root);
         test_rename_unlink(s, root);
         test_hostile(s, root);
