@@ -274,6 +274,14 @@ os.close(fd)"
     expect 0 rename "${N255:2}a" arr
     [ "$(cat arr/data)" = abcdefghijkl ]
     [ -z "$(find "$S/t$BATS_TEST_NUMBER" -name '.drx-long.*' -type l)" ]
+    # drx makes arrays of names up to 250 bytes (NAME.xmd; longer ones are
+    # the mount's, under a stem): 251 is refused, and nothing is made
+    "$DRX" create "$S/t$BATS_TEST_NUMBER/$N250" --type u8 --shape 2 --chunk 2
+    expect dir stat "$N250" type
+    run "$DRX" create "$S/t$BATS_TEST_NUMBER/${N250}x" --type u8 --shape 2 --chunk 2
+    assert_failure
+    assert_output --partial "File name too long"
+    [ -z "$(find "$S/t$BATS_TEST_NUMBER" -name "${N250}x*")" ]
     # nobody in a root directory
     mkdir -m 755 ro && expect 0 create ro/f 0666
     expect EACCES -u unlink ro/f

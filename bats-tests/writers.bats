@@ -276,6 +276,13 @@ time.sleep(120)' "$own/s/a.xta" "$own/n/locked" &
     grep -q "locked by another process" <<<"$output"
     run "$DRX" info "$own/s/a"
     grep -qx "shape: *64" <<<"$output"
+    # so does root's drx put, of its first chunk
+    head -c 64 /dev/zero | tr '\0' '\011' >"$own/nine"
+    DRX_LOCK_WAIT_MS=500 run timeout 60 "$DRX" put "$own/s/a" <"$own/nine"
+    echo "put: $status $output"
+    [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+    assert_output --partial "a chunk locked by another process for 500 ms"
+    [ "$(od -An -tu1 -N1 "$own/s/a.xta" | tr -d ' ')" = 1 ]
     # let go: both go through
     kill "$holder"
     wait "$holder" 2>/dev/null || true

@@ -265,6 +265,15 @@ int drx_cmd_create(int argc, char **argv)
     }
     if (array_path(argv[1], path, true))
         return 1;
+    /* Past DRX_STORE_SHORT_MAX a name's files are named by a stem at the
+     * mount (store.h); drx names them NAME.xmd itself, so that one name
+     * would have two layouts (README, Long names) */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strlen(base) > DRX_STORE_SHORT_MAX)
+        return drx_cli_fail("create: %s: %s (drx takes names of at most %d bytes; "
+                            "make it under a shorter name and rename it at the mount)",
+                            argv[1], strerror(ENAMETOOLONG), DRX_STORE_SHORT_MAX);
     rc = drx_array_create(path, &spec, &a, &err);
     if (rc)
         return drx_cli_fail_err("create", rc, &err);
@@ -680,6 +689,19 @@ static int put_reserve(struct drx_array *a, const struct drx_view *v, const char
                         urc ? strerror(-urc) : "", urc ? ")" : "");
 }
 
+/* A failed drx_view_write of put, reported (1).  A chunk another process
+ * kept locked past DRX_LOCK_WAIT_MS says so (the bare EAGAIN said
+ * "Resource temporarily unavailable"). */
+static int put_write_failed(const char *name, ssize_t n)
+{
+    if (n == -EAGAIN)
+        return drx_cli_fail("put: %s: a chunk locked by another process for %u ms "
+                            "(DRX_LOCK_WAIT_MS): not written, the view's chunks before it are; "
+                            "put again to finish",
+                            name, drx_io_lock_wait_ms());
+    return drx_cli_fail("put: %s: %s", name, strerror((int)-n));
+}
+
 /* Stores the staged input: the piece in buf, then the rest read from
  * in->fd into buf piece by piece.  0, or 1 when reported. */
 static int put_write(struct drx_array *a, const struct drx_view *v, const struct staged *in,
@@ -689,13 +711,13 @@ static int put_write(struct drx_array *a, const struct drx_view *v, const struct
     ssize_t n;
 
     if (in->inmem && (n = drx_view_write(a, v, 0, buf, in->inmem)) < 0)
-        return drx_cli_fail("put: %s: %s", name, strerror((int)-n));
+        return put_write_failed(name, n);
     for (; off < total && in->fd >= 0; off += piece) {
         size_t want = total - off < piece ? (size_t)(total - off) : piece;
         if (drx_io_read_full(in->fd, buf, want) != (ssize_t)want)
             return drx_cli_fail("put: input ended early after %" PRIu64 " bytes", off);
         if ((n = drx_view_write(a, v, off, buf, want)) < 0)
-            return drx_cli_fail("put: %s: %s", name, strerror((int)-n));
+            return put_write_failed(name, n);
     }
     return 0;
 }
