@@ -211,3 +211,41 @@ print(os.lseek(fd, 0, os.SEEK_END))  # a getattr of the open file (by handle)
     timeout -s KILL 20 cat "$RV/m/w/dim1=::72057594037927935/dim0=::7/data" >"$RV/out"
     [ "$(od -An -c "$RV/out" | tr -d ' \n')" = '\0\0\0\0\0\0\0\0ABCDEFGH\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' ]
 }
+
+# Found in review (14th): a write over extents under 16 KiB goes through a
+# buffer, one pwrite per subfile (stripe_io.c); on a full disk the first
+# subfile's run was written whole before the second failed, and the write
+# reported 1 byte with 40 KiB changed past it (inside the size: the space
+# was gone for good).  What can fail now fails before any byte is written
+# (the runs' blocks are allocated first), and the write goes piece by
+# piece from there, stopping where the disk is full.
+@test "a write over 1-byte extents on a full disk changes nothing past the count it returns" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (tmpfs mount)"
+    small_store 8
+    mkdir "$RV/m/tiny"
+    setfattr -n user.drx.stripe -v "count=2 extent=1" "$RV/m/tiny"
+    truncate -s 4M "$RV/m/tiny/f"
+    local free
+    free=$(df -B1 --output=avail "$RV/t" | tail -1)
+    fallocate -l $((free - 40960)) "$RV/t/filler"
+    run "$PY" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+try:
+    n = os.pwrite(fd, b"\xab" * 131072, 0)
+except OSError as e:
+    n = 0
+    print("error", e)
+os.close(fd)
+with open(sys.argv[1], "rb") as f:
+    got = f.read(131072)
+changed = sum(1 for b in got[n:] if b)
+print("returned", n, "changed past it", changed)
+assert got[:n] == b"\xab" * n, "the bytes written are not the ones reported"
+assert changed == 0
+assert n >= 16384, "the write stopped long before the disk was full"
+' "$RV/m/tiny/f"
+    echo "$output"
+    assert_success
+    [ "$(stat -c %s "$RV/m/tiny/f")" -eq $((4 << 20)) ]
+}

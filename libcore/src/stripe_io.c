@@ -422,16 +422,30 @@ static int write_gathered(struct drx_stripe *f, const unsigned char *p, size_t l
     while (rc == 0 && *done < len) {
         size_t w = len - *done < GATHER_WINDOW ? len - *done : GATHER_WINDOW;
         gather_plan(l, &g, off + *done, w);
-        gather_copy(l, &g, p + *done, NULL, off + *done, w);
-        size_t at = 0;
+        /* A subfile written whole before a later one fails would hold
+         * bytes past what the write reports (inside the size: overwritten,
+         * or space taken for good).  So what can fail fails before any
+         * byte is written: every subfile open, and its run's blocks
+         * allocated (a full disk, a quota; where fallocate is not
+         * supported, the window goes piece by piece).  Left: an I/O error
+         * in the pwrites themselves. */
         for (unsigned i = 0; i < l->count && rc == 0; i++) {
             if (!g.n[i])
                 continue;
             int fd = drx_stripe_subfile_fd(f, i, true);
             if (fd < 0)
                 rc = fd == -ENOENT ? -EIO : fd;
-            else
-                rc = drx_io_pwrite_all(fd, g.buf + at, g.n[i], g.s0[i]);
+            else if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)g.s0[i], (off_t)g.n[i]) < 0)
+                rc = -errno;
+        }
+        if (rc < 0)
+            break;
+        gather_copy(l, &g, p + *done, NULL, off + *done, w);
+        size_t at = 0;
+        for (unsigned i = 0; i < l->count && rc == 0; i++) {
+            if (g.n[i])
+                rc = drx_io_pwrite_all(drx_stripe_subfile_fd(f, i, true), g.buf + at, g.n[i],
+                                       g.s0[i]);
             at += g.n[i];
         }
         if (rc == 0)

@@ -483,6 +483,22 @@ static void test_missing(struct drx_store *s, const char *root)
     drx_stripe_open(s, path, DRX_STRIPE_RDWR, &f, NULL);
     tap_ok(drx_stripe_write(f, data, 4, 4) == -EIO && drx_stripe_write(f, data, 4, 8) == 4,
            "writes to a missing subfile's extents give EIO, others work");
+    /* through the buffer (40 bytes over extents of 4): the write stops at
+     * the missing extent and changes nothing past it (subfile 0's extents
+     * 3, 6, 9 and subfile 2's keep their bytes; extent 2 holds data[0..4)
+     * since the write above) */
+    unsigned char ones[40];
+    memset(ones, 0xee, sizeof ones);
+    ssize_t n = drx_stripe_write(f, ones, 40, 0);
+    drx_stripe_close(f);
+    drx_stripe_open(s, path, DRX_STRIPE_RDONLY, &f, NULL);
+    memcpy(back, data, sizeof back);
+    ok = n == 4 && drx_stripe_read(f, back, 4, 0) == 4 && memcmp(back, ones, 4) == 0;
+    for (int e = 2; e < 10; e++)
+        ok &= e % 3 == 1 || (drx_stripe_read(f, back, 4, (uint64_t)e * 4) == 4 &&
+                             memcmp(back, data + (e == 2 ? 0 : e * 4), 4) == 0);
+    tap_ok(ok, "a write over many small extents stops at the missing one, nothing past it changed (%zd)",
+           n);
     drx_stripe_close(f);
 }
 
