@@ -100,6 +100,38 @@ assert (got[16:32].ravel() == np.arange(16 * 64)).all(), got[16:32]
     grep -qx "refused at 65" <<<"$held"
 }
 
+# Found in review (14th): a temporary renamed onto a key, or removed,
+# while its file stays open keeps its memory until the last close, but
+# left the list the user's share is counted on: one who stored 255 chunks
+# keeping each file open held 255 MiB and 255 of the 256 temporaries, and
+# every other user's zarr write failed.  Such temporaries count to their
+# owner until closed.
+@test "temporaries stored or removed while open still count to their owner's share" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    two_users_zarr 1024x1024
+    run nob "$PY" -c '
+import os, sys
+z = sys.argv[1]
+held = []
+for i in range(255):
+    p = "%s/0.0.h%d.partial" % (z, i)
+    try:
+        fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"\x05" * 1048576)
+        os.rename(p, z + "/0.0") if i % 2 else os.unlink(p)
+    except OSError as e:
+        print("refused at", i, e.strerror)
+        break
+    held.append(fd)
+print("held", len(held))
+' "$RV/m/pub/n/zarr/n"
+    echo "$output"
+    assert_success
+    # his share: 64 temporaries (a quarter of 256), open or not
+    assert_output --partial "refused at 64"
+    other_user_writes_a_chunk
+}
+
 # Found in review (4th): a user's lone temporary was exempt from his share,
 # so that a chunk larger than the share can be written at all; with a
 # chunk of 512 MiB his one temporary took the whole pool and every other

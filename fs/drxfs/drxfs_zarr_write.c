@@ -36,6 +36,9 @@ struct ztemp {
 static struct {
     pthread_mutex_t mutex;
     struct ztemp *head;
+    /* unlinked or stored, still open: their memory is held until the last
+     * close, and counted to their owner (uid_usage) */
+    struct ztemp *gone;
     size_t bytes;
     unsigned count;
 } temps = {.mutex = PTHREAD_MUTEX_INITIALIZER};
@@ -55,8 +58,29 @@ struct ztemp *ztemp_get(const char *path)
     return t;
 }
 
+/* Takes t off the list at *pp (mutex held). */
+static void list_drop(struct ztemp **pp, struct ztemp *t)
+{
+    for (; *pp; pp = &(*pp)->next)
+        if (*pp == t) {
+            *pp = t->next;
+            return;
+        }
+}
+
+/* Marks t, off the table, unlinked and keeps it on the gone list until
+ * its last reference goes (ztemp_put; mutex held). */
+static void set_gone(struct ztemp *t)
+{
+    t->unlinked = true;
+    t->next = temps.gone;
+    temps.gone = t;
+}
+
 static void ztemp_free(struct ztemp *t)
 {
+    if (t->unlinked)
+        list_drop(&temps.gone, t);
     temps.bytes -= t->cap;
     temps.count--;
     free(t->buf);
@@ -79,12 +103,8 @@ static void ztemp_unlink(struct ztemp *t)
 {
     pthread_mutex_lock(&temps.mutex);
     if (!t->unlinked) {
-        for (struct ztemp **pp = &temps.head; *pp; pp = &(*pp)->next)
-            if (*pp == t) {
-                *pp = t->next;
-                break;
-            }
-        t->unlinked = true;
+        list_drop(&temps.head, t);
+        set_gone(t);
     }
     pthread_mutex_unlock(&temps.mutex);
 }
@@ -95,11 +115,12 @@ static void uid_usage(uid_t uid, unsigned *count, size_t *bytes)
 {
     *count = 0;
     *bytes = 0;
-    for (const struct ztemp *t = temps.head; t; t = t->next)
-        if (t->uid == uid) {
-            (*count)++;
-            *bytes += t->cap;
-        }
+    for (int gone = 0; gone < 2; gone++)
+        for (const struct ztemp *t = gone ? temps.gone : temps.head; t; t = t->next)
+            if (t->uid == uid) {
+                (*count)++;
+                *bytes += t->cap;
+            }
 }
 
 /* May t's owner hold grow more bytes in temporaries?  A user other than
@@ -498,11 +519,14 @@ static int ztemp_rename(struct ztemp *t, const char *key)
         if (*pp != t && strcmp((*pp)->path, key) == 0) {
             old = *pp;
             *pp = old->next;
-            old->unlinked = true;
             break;
         }
-    if (old && old->refs == 0)
+    if (old && old->refs == 0) {
+        old->unlinked = true; /* not on the gone list: freed now */
         ztemp_free(old);
+    } else if (old) {
+        set_gone(old);
+    }
     free(t->path);
     t->path = path;
     pthread_mutex_unlock(&temps.mutex);
