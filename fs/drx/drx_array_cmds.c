@@ -696,7 +696,7 @@ static int put_write_failed(const char *name, ssize_t n)
 {
     if (n == -EAGAIN)
         return drx_cli_fail("put: %s: a chunk locked by another process for %u ms "
-                            "(DRX_LOCK_WAIT_MS): not written, the view's chunks before it are; "
+                            "(DRX_LOCK_WAIT_MS): not written, other chunks of the view may be; "
                             "put again to finish",
                             name, drx_io_lock_wait_ms());
     return drx_cli_fail("put: %s: %s", name, strerror((int)-n));

@@ -294,8 +294,9 @@ int ztemp_truncate(struct ztemp *t, off_t size)
         }
         t->len = (size_t)size;
     }
+    bool grow = (size_t)size > t->len;
     pthread_mutex_unlock(&temps.mutex);
-    if ((size_t)size > t->len) {
+    if (grow) {
         int rc = ztemp_write(t, "", 0, size);
         return rc < 0 ? rc : 0;
     }
