@@ -74,14 +74,12 @@ echo "  mount / drx get, column $(ratio "$t_gcol" "$t_col")"
 # striped files: cp in and out, against cp on the local disk
 src="$work/src"
 head -c "$bytes" /dev/urandom >"$src"
-cp_in_local() { rm -f "$work/local/f"; cp "$src" "$work/local/f"; }
-cp_in_mount() { rm -f "$mnt/f"; cp "$src" "$mnt/f"; }
-cp_out_local() { rm -f "$work/out"; cp "$work/local/f" "$work/out"; }
-cp_out_mount() { rm -f "$work/out"; cp "$mnt/f" "$work/out"; }
-t_inl=$(secs cp_in_local)
-t_inm=$(secs cp_in_mount)
-t_outl=$(secs cp_out_local)
-t_outm=$(secs cp_out_mount)
+# cp_new FROM TO: cp to a new file (the run before's removed first)
+cp_new() { rm -f "$2"; cp "$1" "$2"; }
+t_inl=$(secs cp_new "$src" "$work/local/f")
+t_inm=$(secs cp_new "$src" "$mnt/f")
+t_outl=$(secs cp_new "$work/local/f" "$work/out")
+t_outm=$(secs cp_new "$mnt/f" "$work/out")
 cmp "$src" "$mnt/f"
 echo "striped file ($((bytes >> 20)) MiB, 2 stripes), cp:"
 echo "  into local disk         $(rate "$bytes" "$t_inl")  ${t_inl} s"
@@ -98,14 +96,10 @@ tiny_bytes=$((16 << 20))
 mkdir "$mnt/tiny"
 setfattr -n user.drx.stripe -v "count=2 extent=1" "$mnt/tiny"
 head -c "$tiny_bytes" "$src" >"$work/tiny_src"
-cp_tiny_in() { rm -f "$mnt/tiny/f"; cp "$work/tiny_src" "$mnt/tiny/f"; }
-cp_tiny_out() { rm -f "$work/out"; cp "$mnt/tiny/f" "$work/out"; }
-cp_def_in() { rm -f "$mnt/g"; cp "$work/tiny_src" "$mnt/g"; }
-cp_def_out() { rm -f "$work/out"; cp "$mnt/g" "$work/out"; }
-t_tin=$(secs cp_tiny_in)
-t_tout=$(secs cp_tiny_out)
-t_din=$(secs cp_def_in)
-t_dout=$(secs cp_def_out)
+t_tin=$(secs cp_new "$work/tiny_src" "$mnt/tiny/f")
+t_tout=$(secs cp_new "$mnt/tiny/f" "$work/out")
+t_din=$(secs cp_new "$work/tiny_src" "$mnt/g")
+t_dout=$(secs cp_new "$mnt/g" "$work/out")
 cmp "$work/tiny_src" "$mnt/tiny/f"
 echo "striped file ($((tiny_bytes >> 20)) MiB) of 1-byte extents, 2 stripes, cp:"
 echo "  into the mount          $(rate "$tiny_bytes" "$t_tin")  ${t_tin} s  ($(ratio "$t_din" "$t_tin") of the default layout's)"

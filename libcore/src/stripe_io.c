@@ -265,32 +265,81 @@ static int gather_read_run(int fd, struct gather *g, unsigned i)
     return 0;
 }
 
-/* drx_stripe_read's loop for small extents (gathered()): *done counts
- * whole windows read; after an error the caller goes on piece by piece
- * from there. */
-static int read_gathered(struct drx_stripe *f, unsigned char *p, size_t len, uint64_t off,
-                         size_t *done)
+/* Reads logical bytes [a, a + w) into out through g's runs (g planned
+ * for them).  0 or -errno. */
+static int window_read(struct drx_stripe *f, struct gather *g, unsigned char *out, uint64_t a,
+                       size_t w)
 {
     const struct drx_stripe_layout *l = &f->meta.layout;
+
+    for (unsigned i = 0; i < l->count; i++) {
+        if (!g->n[i])
+            continue;
+        int fd = drx_stripe_subfile_fd(f, i, false), rc = 0;
+        if (fd == -ENOENT) /* not created: nothing written there yet */
+            memset(g->buf + g->at[i], 0, g->n[i]);
+        else
+            rc = fd < 0 ? fd : gather_read_run(fd, g, i);
+        if (rc < 0)
+            return rc;
+    }
+    gather_copy(l, g, NULL, out, a, w);
+    return 0;
+}
+
+/* Writes logical bytes [a, a + w) from in through g's runs (g planned for
+ * them).  0 or -errno. */
+static int window_write(struct drx_stripe *f, struct gather *g, const unsigned char *in, uint64_t a,
+                        size_t w)
+{
+    const struct drx_stripe_layout *l = &f->meta.layout;
+    size_t at = 0;
+    int rc = 0;
+
+    /* A subfile written whole before a later one fails would hold bytes
+     * past what the write reports (inside the size: overwritten, or space
+     * taken for good).  So what can fail fails before any byte is written:
+     * every subfile open, and its run's blocks allocated (a full disk, a
+     * quota; where fallocate is not supported, the window goes piece by
+     * piece).  Left: an I/O error in the pwrites themselves. */
+    for (unsigned i = 0; i < l->count && rc == 0; i++) {
+        if (!g->n[i])
+            continue;
+        int fd = drx_stripe_subfile_fd(f, i, true);
+        if (fd < 0)
+            rc = fd == -ENOENT ? -EIO : fd;
+        else if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)g->s0[i], (off_t)g->n[i]) < 0)
+            rc = -errno;
+    }
+    if (rc < 0)
+        return rc;
+    gather_copy(l, g, in, NULL, a, w);
+    for (unsigned i = 0; i < l->count && rc == 0; i++) {
+        if (g->n[i])
+            rc = drx_io_pwrite_all(drx_stripe_subfile_fd(f, i, true), g->buf + at, g->n[i],
+                                   g->s0[i]);
+        at += g->n[i];
+    }
+    return rc;
+}
+
+/* drx_stripe_read's (into out) or drx_stripe_write's (from in) loop for
+ * small extents (gathered()), window by window: *done counts whole
+ * windows; after an error the caller goes on piece by piece from there,
+ * which stops exactly where the error is. */
+static int io_gathered(struct drx_stripe *f, const unsigned char *in, unsigned char *out,
+                       size_t len, uint64_t off, size_t *done)
+{
     struct gather g;
-    int rc = gather_new(&g, l->count, len < GATHER_WINDOW ? len : GATHER_WINDOW);
+    int rc = gather_new(&g, f->meta.layout.count, len < GATHER_WINDOW ? len : GATHER_WINDOW);
 
     while (rc == 0 && *done < len) {
         size_t w = len - *done < GATHER_WINDOW ? len - *done : GATHER_WINDOW;
-        gather_plan(l, &g, off + *done, w);
-        for (unsigned i = 0; i < l->count && rc == 0; i++) {
-            if (!g.n[i])
-                continue;
-            int fd = drx_stripe_subfile_fd(f, i, false);
-            if (fd == -ENOENT) /* not created: nothing written there yet */
-                memset(g.buf + g.at[i], 0, g.n[i]);
-            else
-                rc = fd < 0 ? fd : gather_read_run(fd, &g, i);
-        }
-        if (rc == 0) {
-            gather_copy(l, &g, NULL, p + *done, off + *done, w);
+        gather_plan(&f->meta.layout, &g, off + *done, w);
+        rc = in ? window_write(f, &g, in + *done, off + *done, w)
+                : window_read(f, &g, out + *done, off + *done, w);
+        if (rc == 0)
             *done += w;
-        }
     }
     gather_free(&g);
     return rc;
@@ -310,7 +359,7 @@ ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t of
         len = SSIZE_MAX;
     /* on an error (a missing subfile, no memory) the windows not read go
      * piece by piece, which stops exactly where the error is */
-    if (gathered(&f->meta.layout, len) && read_gathered(f, p, len, off, &done) == 0)
+    if (gathered(&f->meta.layout, len) && io_gathered(f, NULL, p, len, off, &done) == 0)
         return (ssize_t)done;
     while (done < len) {
         struct drx_stripe_piece pc;
@@ -409,52 +458,6 @@ static int write_pieces(struct drx_stripe *f, const unsigned char *p, size_t len
     return rc;
 }
 
-/* write_pieces for small extents (gathered()): each window's runs are
- * filled, then written subfile by subfile.  *done counts whole windows
- * only; after an error the caller goes on piece by piece from there. */
-static int write_gathered(struct drx_stripe *f, const unsigned char *p, size_t len, uint64_t off,
-                          size_t *done)
-{
-    const struct drx_stripe_layout *l = &f->meta.layout;
-    struct gather g;
-    int rc = gather_new(&g, l->count, len < GATHER_WINDOW ? len : GATHER_WINDOW);
-
-    while (rc == 0 && *done < len) {
-        size_t w = len - *done < GATHER_WINDOW ? len - *done : GATHER_WINDOW;
-        gather_plan(l, &g, off + *done, w);
-        /* A subfile written whole before a later one fails would hold
-         * bytes past what the write reports (inside the size: overwritten,
-         * or space taken for good).  So what can fail fails before any
-         * byte is written: every subfile open, and its run's blocks
-         * allocated (a full disk, a quota; where fallocate is not
-         * supported, the window goes piece by piece).  Left: an I/O error
-         * in the pwrites themselves. */
-        for (unsigned i = 0; i < l->count && rc == 0; i++) {
-            if (!g.n[i])
-                continue;
-            int fd = drx_stripe_subfile_fd(f, i, true);
-            if (fd < 0)
-                rc = fd == -ENOENT ? -EIO : fd;
-            else if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)g.s0[i], (off_t)g.n[i]) < 0)
-                rc = -errno;
-        }
-        if (rc < 0)
-            break;
-        gather_copy(l, &g, p + *done, NULL, off + *done, w);
-        size_t at = 0;
-        for (unsigned i = 0; i < l->count && rc == 0; i++) {
-            if (g.n[i])
-                rc = drx_io_pwrite_all(drx_stripe_subfile_fd(f, i, true), g.buf + at, g.n[i],
-                                       g.s0[i]);
-            at += g.n[i];
-        }
-        if (rc == 0)
-            *done += w;
-    }
-    gather_free(&g);
-    return rc;
-}
-
 /* Extends the size to end after a write (f->io held shared); true when
  * enough has grown unrecorded that the metafile should be updated. */
 static bool note_written(struct drx_stripe *f, uint64_t end)
@@ -508,7 +511,8 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
     rc = subfiles_before_write(f, off + len);
     /* on an error the windows not written go piece by piece, which stops
      * exactly where the error is (rewriting what the window wrote) */
-    if (rc == 0 && (!gathered(&f->meta.layout, len) || write_gathered(f, buf, len, off, &done) < 0))
+    if (rc == 0 &&
+        (!gathered(&f->meta.layout, len) || io_gathered(f, buf, NULL, len, off, &done) < 0))
         rc = write_pieces(f, buf, len, off, &done);
     if (done > 0)
         grown = note_written(f, off + done);

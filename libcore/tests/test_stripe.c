@@ -497,8 +497,10 @@ static void test_missing(struct drx_store *s, const char *root)
     for (int e = 2; e < 10; e++)
         ok &= e % 3 == 1 || (drx_stripe_read(f, back, 4, (uint64_t)e * 4) == 4 &&
                              memcmp(back, data + (e == 2 ? 0 : e * 4), 4) == 0);
-    tap_ok(ok, "a write over many small extents stops at the missing one, nothing past it changed (%zd)",
-           n);
+    tap_ok(
+        ok,
+        "a write over many small extents stops at the missing one, nothing past it changed (%zd)",
+        n);
     drx_stripe_close(f);
 }
 
@@ -1321,10 +1323,10 @@ static void test_gathered(struct drx_store *s, const char *root)
                 }
             }
             ok &= bad == 0 && drx_stripe_size(f) == size;
-            ok &= drx_stripe_read(f, back, cap, 0) == (ssize_t)size &&
-                  memcmp(back, ref, size) == 0;
+            ok &= drx_stripe_read(f, back, cap, 0) == (ssize_t)size && memcmp(back, ref, size) == 0;
             ok &= drx_stripe_close(f) == 0 && check_placement(s, path, ref, size);
-            tap_ok(ok, "count=%u extent=%llu: random reads and writes through the buffer (%d wrong)",
+            tap_ok(ok,
+                   "count=%u extent=%llu: random reads and writes through the buffer (%d wrong)",
                    l.count, (unsigned long long)l.extent, bad);
         }
     free(ref);
