@@ -496,6 +496,12 @@ x.xta"
     run "$DRX" help create
     assert_output --partial "--type T"
     assert_output --partial "--fill V"
+    # the VIEW words where a command takes views, and only there
+    run "$DRX" help get
+    assert_output --partial "VIEW words:"
+    run "$DRX" help attr
+    refute_output --partial "VIEW words:"
+    assert_output --partial "_ARRAY_DIMENSIONS"
     run "$DRX" --help
     assert_success
     assert_output --partial "drx help COMMAND"

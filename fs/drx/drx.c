@@ -126,7 +126,7 @@ static const struct cmd {
      "data.nc.  set ARRAY NAME VALUE: adds or replaces one; get ARRAY NAME: prints its\n"
      "value; rm ARRAY NAME: removes it; list ARRAY: one line each, NAME TYPE VALUE\n"
      "(control characters and \\ escaped).  Names: [A-Za-z_][A-Za-z0-9_.@+-]*, at\n"
-     "most 255 bytes, not _FillValue or drx_*.\n\n"
+     "most 255 bytes, not _FillValue, _ARRAY_DIMENSIONS or drx_*.\n\n"
      "  --type T   string (default: VALUE as it is) or i8 i16 i32 i64 u8 u16 u32 u64\n"
      "             f32 f64: VALUE is one number or several separated by commas\n"},
     {"put", drx_cmd_put, 0, false, 1, -1, "put ARRAY [VIEW...] < raw",
@@ -168,7 +168,7 @@ static void usage(FILE *f)
 static void cmd_help(const struct cmd *c)
 {
     printf("usage: drx %s\n\n%s", c->usage, c->help);
-    if (c->max < 0)
+    if (strstr(c->usage, "VIEW"))
         printf("\n%s", view_words);
     printf("\nEvery command also takes --config FILE (a drxfs.conf(5) file) and --help.\n");
 }
