@@ -732,6 +732,7 @@ copy_killed() {
     assert_failure
     assert_equal "${#lines[@]}" 1
     assert_output --partial "mnt/arr: read-only file system ($PWD/mnt is a read-only drxfs mount)"
+    refute_output --partial "mnt/arr: mnt/arr:"
     run mpi_load 2 export st/arr mnt/out
     assert_failure
     assert_equal "${#lines[@]}" 1

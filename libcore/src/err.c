@@ -157,9 +157,12 @@ void drx_err_prefix(struct drx_err *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
+    /* a message that names it already (a path) is not given it twice */
+    size_t n = strlen(prefix);
+    if (n && strncmp(err->msg, prefix, n) == 0 && err->msg[n] == ':')
+        return;
     memcpy(old, err->msg, sizeof old);
     /* Truncation is fine: a message is one line for a human. */
-    size_t n = strlen(prefix);
     if (n > sizeof err->msg - 3)
         n = sizeof err->msg - 3;
     memcpy(err->msg, prefix, n);

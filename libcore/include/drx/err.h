@@ -21,7 +21,8 @@ struct drx_err {
 int drx_err_set(struct drx_err *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Puts "prefix: " in front of an existing message (used to add a file name). */
+/* Puts "prefix: " in front of an existing message (used to add a file
+ * name), unless the message starts with it already. */
 void drx_err_prefix(struct drx_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
