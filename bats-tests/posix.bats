@@ -505,6 +505,17 @@ PY
     done
     expect EISDIR truncate . 0
     expect ENAMETOOLONG truncate "$N256" 0
+    # past what the stripe directories' file system holds in each subfile
+    # (2 stripes: half the size each): EFBIG, as a file there gets, and the
+    # size stays (it was recorded before, no write could reach it)
+    local big=$((1 << 62)) probe="$D/0/probe"
+    if truncate -s $((big / 2)) "$probe" 2>/dev/null; then
+        expect 0 truncate "$N1" "$big"
+    else
+        expect EFBIG truncate "$N1" "$big"
+        expect 1 stat "$N1" size
+    fi
+    rm -f "$probe"
 }
 
 @test "utimensat: times set, now, kept across the daemon's own reads; relatime on reads" {

@@ -571,6 +571,21 @@ static uint64_t size_now(struct drx_stripe *f)
     return f->size;
 }
 
+/* -EFBIG when a subfile cannot be as long as size needs, past the largest
+ * file of its stripe directory's file system (where lseek to an offset is
+ * EINVAL): the truncate fails there, as it would on that disk, rather than
+ * record a size no write can reach (f->lock held, the subfiles made). */
+static int subfiles_can_hold(struct drx_stripe *f, uint64_t size)
+{
+    for (unsigned i = 0; i < f->meta.layout.count; i++) {
+        uint64_t need = drx_stripe_subfile_len(&f->meta.layout, i, size);
+        int fd = need ? drx_stripe_subfile_fd_locked(f, i, false) : -1;
+        if (fd >= 0 && lseek(fd, (off_t)need, SEEK_SET) < 0 && errno == EINVAL)
+            return -EFBIG;
+    }
+    return 0;
+}
+
 int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
 {
     char mp[PATH_MAX];
@@ -609,6 +624,8 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
         rc = drx_stripe_cut_subfiles(f, old);
         if (rc == 0)
             rc = drx_stripe_subfiles_for(f, size);
+        if (rc == 0)
+            rc = subfiles_can_hold(f, size);
         if (rc == 0) {
             f->size = size;
             f->truncated = true;
