@@ -26,7 +26,7 @@ struct ztemp {
     size_t cap; /* bytes of buf, what the pool counts (>= len) */
     unsigned refs;
     bool unlinked;
-    bool frozen; /* being stored: no more writes */
+    unsigned frozen; /* stores of it under way: no more writes */
     uid_t uid;
     gid_t gid;
     mode_t mode;
@@ -183,10 +183,15 @@ static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **o
     return 0;
 }
 
+/* Counted: two stores of one temporary at once (renames to two keys)
+ * each keep it frozen until they end. */
 static void ztemp_freeze(struct ztemp *t, bool frozen)
 {
     pthread_mutex_lock(&temps.mutex);
-    t->frozen = frozen;
+    if (frozen)
+        t->frozen++;
+    else
+        t->frozen--;
     pthread_mutex_unlock(&temps.mutex);
 }
 
