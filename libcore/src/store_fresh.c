@@ -141,8 +141,11 @@ static void *filler(void *arg)
         pthread_mutex_lock(&f->lock);
         if (fd >= 0 || e == EEXIST) {
             set_bit(f, i, true);
-        } else {
-            /* full disk, quota: try again only when asked */
+        } else if (!f->stop) {
+            /* full disk, quota: try again only when asked.  Not once
+             * stopped: the lock was let go above, and a stop signalled
+             * meanwhile is not signalled again (the daemon hung at exit,
+             * its store removed under it). */
             drx_log(DRX_LOG_DEBUG, "." DRX_STORE_DIR "/fresh: %s", strerror(e));
             pthread_cond_wait(&f->cond, &f->lock);
         }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -489,6 +490,49 @@ static void test_fresh(void)
     drx_store_close(s);
 }
 
+static void stop_hung(int sig)
+{
+    (void)sig;
+    static const char msg[] = "not ok - drx_store_fresh_stop hung (lost wakeup)\n";
+    (void)!write(1, msg, sizeof msg - 1);
+    _exit(1);
+}
+
+/* The filler fails to make a file (its directories removed under it, as
+ * an rm -rf of the store beside an unmount does) while the store closes:
+ * the stop must still end it.  It waited on its condition without looking
+ * at stop, so a stop signalled while it was making a file was lost and the
+ * daemon hung at exit (found in a leftover drxfs).  A stress: many stops at
+ * random moments of the filler's work. */
+static void test_fresh_stop_race(void)
+{
+    char root[512], nd[700], cmd[800];
+    struct drx_store *s = make_store("freshstop", 1, 1, 4096, root);
+    int i;
+
+    signal(SIGALRM, stop_hung);
+    alarm(20);
+    snprintf(nd, sizeof nd, "%s/.drx/fresh", root);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", nd);
+    for (i = 0; s && i < 300; i++) {
+        int rc = drx_store_fresh_start(s);
+        if (rc < 0) {
+            fprintf(stderr, "# fresh start: %s\n", strerror(-rc));
+            break;
+        }
+        usleep((unsigned)(rand() % 400));
+        /* its directories go while it works (rm may race with its makes and
+         * leave some: no matter), and its makes fail */
+        (void)!system(cmd);
+        usleep((unsigned)(rand() % 50));
+        drx_store_fresh_stop(s);
+    }
+    alarm(0);
+    tap_ok(i == 300,
+           "300 stops, each while the filler's directories were being removed: none hung (%d)", i);
+    drx_store_close(s);
+}
+
 int main(void)
 {
     char root[512];
@@ -510,6 +554,7 @@ int main(void)
     test_bound();
     test_not_ours();
     test_fresh();
+    test_fresh_stop_race();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0)
