@@ -514,6 +514,21 @@ PY
     else
         expect EFBIG truncate "$N1" "$big"
         expect 1 stat "$N1" size
+        # through an open file too, and its times stay (a failed truncate
+        # changes none, on the mount as on that disk)
+        expect 0 utimensat "$N1" 1000000000000000000 1000000000000000000
+        run "$PY" -c '
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    os.ftruncate(fd, int(sys.argv[2]))
+    print("truncated")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+os.close(fd)' "$N1" "$big"
+        assert_output EFBIG
+        expect 1 stat "$N1" size
+        expect 1000000000000000000 stat "$N1" mtime
     fi
     rm -f "$probe"
 }

@@ -885,9 +885,11 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
     if (fh) {
         if (!fh->sf->rw)
             return -EACCES;
-        __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
         rc = drx_stripe_truncate(fh->sf->f, (uint64_t)size);
-        return rc < 0 ? drxfs_striped_log_err("truncate", fh->sf->key, rc, NULL) : 0;
+        if (rc < 0) /* a failed truncate changes no time */
+            return drxfs_striped_log_err("truncate", fh->sf->key, rc, NULL);
+        __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
+        return 0;
     }
     if ((rc = sfile_get(n->rel, &n->st, true, &e)) < 0)
         return rc;

@@ -574,7 +574,9 @@ static uint64_t size_now(struct drx_stripe *f)
 /* -EFBIG when a subfile cannot be as long as size needs, past the largest
  * file of its stripe directory's file system (where lseek to an offset is
  * EINVAL): the truncate fails there, as it would on that disk, rather than
- * record a size no write can reach (f->lock held, the subfiles made). */
+ * record a size no write can reach (f->lock held, the subfiles made).  The
+ * file system's own limit only: not RLIMIT_FSIZE, nor a network file
+ * system's server that holds less than its client says. */
 static int subfiles_can_hold(struct drx_stripe *f, uint64_t size)
 {
     for (unsigned i = 0; i < f->meta.layout.count; i++) {

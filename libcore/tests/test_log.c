@@ -128,5 +128,21 @@ int main(void)
         tap_ok(strcmp(e.msg, "opening st/a.xta: no; /proc/self/fd/12 and st/a.xta") == 0,
                "drx_err_rename: %s", e.msg);
     }
+    /* drx_err_prefix: added once; a message that starts with it (a path
+     * and ':') keeps it once, one that only starts with its letters not */
+    {
+        struct drx_err e;
+        drx_err_set(&e, EROFS, "mnt/a: read-only file system");
+        drx_err_prefix(&e, "%s", "mnt/a");
+        tap_ok(strcmp(e.msg, "mnt/a: read-only file system") == 0, "prefix already there: %s",
+               e.msg);
+        drx_err_set(&e, EROFS, "mnt/ab: read-only file system");
+        drx_err_prefix(&e, "%s", "mnt/a");
+        tap_ok(strcmp(e.msg, "mnt/a: mnt/ab: read-only file system") == 0,
+               "a longer name is not the prefix: %s", e.msg);
+        drx_err_set(&e, EIO, "no such chunk");
+        drx_err_prefix(&e, "%s", "mnt/a");
+        tap_ok(strcmp(e.msg, "mnt/a: no such chunk") == 0, "prefix added: %s", e.msg);
+    }
     return tap_done();
 }
