@@ -944,6 +944,11 @@ fails_alike() {
     fails_alike 2 "rank 0 outside 1..16" a create:f64::
     fails_alike 2 "dimension 0: shape 0, chunk 2" a create:f64:0x4:2x2
     assert_file_not_exists a.xmd
+    # a name past 250 bytes is a drxfs mount's (a stem), as for drx create
+    local long
+    long=$(printf 'L%.0s' {1..251})
+    fails_alike 2 "File name too long" "$long" create:f64:4x4:2x2
+    assert_file_not_exists "$long.xmd"
     "$DRX" create a --type i32 --shape 6x6 --chunk 4x4
     sums a >before
     fails_alike 3 "exists" a create:i32:6x6:4x4

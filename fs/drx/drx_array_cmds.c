@@ -265,15 +265,6 @@ int drx_cmd_create(int argc, char **argv)
     }
     if (array_path(argv[1], path, true))
         return 1;
-    /* Past DRX_STORE_SHORT_MAX a name's files are named by a stem at the
-     * mount (store.h); drx names them NAME.xmd itself, so that one name
-     * would have two layouts (README, Long names) */
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (strlen(base) > DRX_STORE_SHORT_MAX)
-        return drx_cli_fail("create: %s: %s (drx takes names of at most %d bytes; "
-                            "make it under a shorter name and rename it at the mount)",
-                            argv[1], strerror(ENAMETOOLONG), DRX_STORE_SHORT_MAX);
     rc = drx_array_create(path, &spec, &a, &err);
     if (rc)
         return drx_cli_fail_err("create", rc, &err);

@@ -21,6 +21,7 @@
 #include "cache_i.h"
 #include "drx/attr.h"
 #include "drx/io.h"
+#include "drx/store.h"
 #include "drx/stripe.h"
 
 static char *path_with(const char *path, const char *suffix)
@@ -244,6 +245,18 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
     *out = NULL;
     if (!a)
         return drx_err_set(err, ENOMEM, "out of memory");
+    /* Past DRX_STORE_SHORT_MAX a name's files are named by a stem at a
+     * drxfs mount (store.h); made here as NAME.xmd, one name would have
+     * two layouts (README, Long names).  drxfs itself passes stems. */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strlen(base) > DRX_STORE_SHORT_MAX) {
+        rc = drx_err_set(err, ENAMETOOLONG,
+                         "%s: %s (an array is made under a name of at most %d bytes; "
+                         "a longer one by a rename at a drxfs mount)",
+                         path, strerror(ENAMETOOLONG), DRX_STORE_SHORT_MAX);
+        goto fail;
+    }
     if ((rc = meta_from_spec(&a->meta, spec, err)))
         goto fail;
     if (lstat(a->xmd_path, &st) == 0 || lstat(a->xta_path, &st) == 0) {
