@@ -499,6 +499,9 @@ x.xta"
     # the VIEW words where a command takes views, and only there
     run "$DRX" help get
     assert_output --partial "VIEW words:"
+    run "$DRX" help info
+    assert_output --partial "ARRAY/VIEW/VIEW"
+    assert_output --partial "VIEW words:"
     run "$DRX" help attr
     refute_output --partial "VIEW words:"
     assert_output --partial "_ARRAY_DIMENSIONS"

@@ -113,7 +113,7 @@ static const struct cmd {
      "  --dims a,b,c      dimension names (letters, digits, _; not order, rep, dimN)\n"
      "  --fill V          value of elements never written (default 0)\n"},
     {"info", drx_cmd_info, OPT_JSON, false, 1, 1, "info PATH [--json]",
-     "Describes an array, or a view of it: PATH is ARRAY or ARRAY/WORD/WORD...\n"
+     "Describes an array, or a view of it: PATH is ARRAY or ARRAY/VIEW/VIEW...\n"
      "(on the store or under a drxfs mount).  When the view does not exist, says\n"
      "which word is wrong and why.\n\n"
      "  --json   the JSON of the `info` file at the mount point\n"},
@@ -168,7 +168,7 @@ static void usage(FILE *f)
 static void cmd_help(const struct cmd *c)
 {
     printf("usage: drx %s\n\n%s", c->usage, c->help);
-    if (strstr(c->usage, "VIEW"))
+    if (strstr(c->usage, "VIEW") || strstr(c->help, "VIEW"))
         printf("\n%s", view_words);
     printf("\nEvery command also takes --config FILE (a drxfs.conf(5) file) and --help.\n");
 }
