@@ -263,8 +263,9 @@ static void usage(const char *prog)
            "    -o ro                  read-only mount (writes fail with EROFS)\n"
            "    -o allow_other         let other users in; implies default_permissions\n"
            "                           (added when not given): the kernel checks every\n"
-           "                           access against the owners and modes of the store\n"
-           "    -o default_permissions the kernel checks modes and owners\n"
+           "                           access against the owners, modes and POSIX ACLs\n"
+           "                           of the store\n"
+           "    -o default_permissions the kernel checks owners, modes and POSIX ACLs\n"
            "    -o auto_unmount        unmount when drxfs exits\n"
            "    -o entry_timeout=T, attr_timeout=T, negative_timeout=T\n"
            "                           seconds the kernel may cache names, attributes and\n"
@@ -328,6 +329,16 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * (drxfs_new_mode): the kernel would apply it always. */
     if (conn->capable & FUSE_CAP_DONT_MASK)
         conn->want |= FUSE_CAP_DONT_MASK;
+    /* Where the kernel checks permissions (default_permissions, which
+     * allow_other implies), it checks POSIX ACLs as well as mode bits,
+     * asking each node's (drxfs_acl.c): a user the store's ACLs deny is
+     * denied here.  Not otherwise: FUSE_POSIX_ACL turns the checks on,
+     * and only the mounting user (and root) may enter, whose daemon
+     * reaches the store with his own rights. */
+    if (drxfs.check_perms && (conn->capable & FUSE_CAP_POSIX_ACL))
+        conn->want |= FUSE_CAP_POSIX_ACL;
+    else if (drxfs.check_perms)
+        drx_log(DRX_LOG_WARNING, "the kernel cannot check POSIX ACLs: mode bits only");
     if (drxfs.kernel_cache)
         drxfs_kc_start(fuse_get_context()->fuse);
     drxfs_commit_start(drxfs.commit_interval, drxfs_striped_sync_store);
@@ -752,6 +763,7 @@ static int mount_args(struct fuse_args *args, char **mopts, const struct drxfs_c
      * default_permissions the kernel checks nothing, and allow_other would
      * hand every user every file of the store.  mergerfs and gocryptfs add
      * it the same way. */
+    drxfs.check_perms = cli->allow_other || cli->default_permissions;
     if (cli->allow_other && !cli->default_permissions) {
         if (fuse_opt_add_arg(args, "-odefault_permissions") < 0) {
             fprintf(stderr, "drxfs: out of memory\n");

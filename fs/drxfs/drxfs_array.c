@@ -426,6 +426,33 @@ out:
     return rc;
 }
 
+int drxfs_array_getacl(const struct drxfs_node *n, char *value, size_t size)
+{
+    /* mapped as drxfs_array_getattr maps the mode: the directory and info
+     * from the .xmd, the data files from the .xta */
+    struct drxfs_acl_map map = {n->kind == DRXFS_ARRAY, 7};
+    struct drxfs_arr *e;
+    char xmd[PATH_MAX];
+    int rc;
+
+    if (n->kind == DRXFS_ADATA || n->kind == DRXFS_ANPY)
+        map.keep = 6;
+    else if (n->kind == DRXFS_ANC || n->kind == DRXFS_AINFO)
+        map.keep = 4;
+    if ((rc = drxfs_arr_get(n, &e)) < 0)
+        return rc;
+    if (e->rdonly || drxfs.ro)
+        map.keep &= ~2u;
+    if (n->kind == DRXFS_ARRAY || n->kind == DRXFS_AINFO)
+        rc = drxfs_rel_suffix(xmd, n->rel, DRXFS_XMD) < 0
+                 ? -ENAMETOOLONG
+                 : drxfs_acl_of_entry(xmd, DRXFS_ACL_ACCESS, map, value, size);
+    else
+        rc = drxfs_acl_of_fd(drx_array_xta_fd(e->a), map, value, size);
+    drxfs_arr_put(e);
+    return rc;
+}
+
 int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
 {
     struct stat xta;

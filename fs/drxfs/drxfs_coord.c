@@ -24,8 +24,9 @@
  *
  * The ACL (system.posix_acl_access) is read as the kernel gives it: its
  * group-class bits in the mode are the ACL's mask, the owning group's own
- * permission is in the ACL.  The array's side is taken from its mode bits,
- * which are all a mount shows and checks (README, Known limitations). */
+ * permission is in the ACL.  The array's readers are taken from its mode
+ * bits; when its ACL names a user or group who may read it (the mount
+ * lets him in: drxfs_acl.c), the coordinate must be readable by others. */
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -100,6 +101,7 @@ static bool read_covers(const struct stat *ref, const struct stat *c)
 struct acl_sum {
     unsigned group_obj, mask; /* permission bits of these entries */
     bool named_write;         /* a named user or group entry with write */
+    bool named_read;          /* ... with read */
 };
 
 static unsigned le16(const unsigned char *p)
@@ -121,18 +123,23 @@ static int acl_sum_read(const char *name, struct acl_sum *a)
         return (int)n;
     if (n < 4 || (n - 4) % 8 != 0 || le16(buf) != 2)
         return -EIO;
-    *a = (struct acl_sum){0, 07, false};
+    *a = (struct acl_sum){0, 07, false, false};
     for (ssize_t off = 4; off < n; off += 8) {
         unsigned tag = le16(buf + off), perm = le16(buf + off + 2);
         if (tag == ACL_TAG_GROUP_OBJ)
             a->group_obj = perm;
         else if (tag == ACL_TAG_MASK)
             a->mask = perm;
-        else if ((tag == ACL_TAG_USER || tag == ACL_TAG_GROUP) && (perm & ACL_PERM_WRITE))
-            a->named_write = true;
+        else if (tag == ACL_TAG_USER || tag == ACL_TAG_GROUP) {
+            a->named_write |= (perm & ACL_PERM_WRITE) != 0;
+            a->named_read |= (perm & ACL_PERM_READ) != 0;
+        }
     }
+    /* the mask limits every named entry */
     if (!(a->mask & ACL_PERM_WRITE))
-        a->named_write = false; /* the mask takes write from every named entry */
+        a->named_write = false;
+    if (!(a->mask & ACL_PERM_READ))
+        a->named_read = false;
     return 1;
 }
 
@@ -200,6 +207,25 @@ static const char *file_refusal(const char *name, const struct stat ref[2])
     return NULL;
 }
 
+/* Why the array's files (store names) let someone read them whom
+ * read_covers cannot follow: a user or group their ACL names reads the
+ * array through the mount (drxfs_acl.c), so the coordinate file c must
+ * let every other user read it too. */
+static const char *named_readers(const char *const names[2], const struct stat *c)
+{
+    struct acl_sum acl = {0};
+
+    for (int i = 0; i < 2; i++) {
+        int rc = acl_sum_read(names[i], &acl);
+        if (rc < 0)
+            return "the array's ACL cannot be read";
+        if (rc > 0 && acl.named_read && !(c->st_mode & S_IROTH))
+            return "the array's ACL lets users or groups read it whom its mode does not let "
+                   "read the coordinate";
+    }
+    return NULL;
+}
+
 const char *drxfs_coord_refusal(const char *rel, const char *coord)
 {
     static const char *const sfx[2] = {DRXFS_XMD, DRXFS_XTA};
@@ -211,10 +237,21 @@ const char *drxfs_coord_refusal(const char *rel, const char *coord)
         if (drxfs_rel_suffix(name, rel, sfx[i]) < 0 ||
             drx_store_entry_stat(drxfs.store, name, &ref[i]) < 0)
             return "the array's files cannot be examined";
+    char refname[2][PATH_MAX];
+    const char *const refnames[2] = {refname[0], refname[1]};
+    struct stat c;
+
+    for (int i = 0; i < 2; i++)
+        if (drxfs_rel_suffix(refname[i], rel, sfx[i]) < 0)
+            return "the array's files cannot be examined";
     for (int i = 0; i < 2; i++) {
         if (drxfs_rel_suffix(name, coord, sfx[i]) < 0)
             return "its name is too long";
         if ((why = file_refusal(name, ref)))
+            return why;
+        if (drx_store_entry_stat(drxfs.store, name, &c) < 0)
+            return "its files cannot be examined";
+        if ((why = named_readers(refnames, &c)))
             return why;
     }
     return NULL;

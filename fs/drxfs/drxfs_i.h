@@ -82,6 +82,7 @@ struct drxfs {
     bool root_euid;                   /* we may chown what we create */
     unsigned timeouts_given;          /* DRXFS_ENTRY_TO... bits of the timeouts the user set */
     bool implied_default_permissions; /* allow_other came alone: we added it */
+    bool check_perms;                 /* default_permissions (or allow_other, adding it) */
     unsigned max_read;                /* -o max_read=N, or 0 */
     uint64_t cache_bytes;
     const char *store_path;          /* absolute, for messages and drx-load */
@@ -394,6 +395,36 @@ void drxfs_arr_detach(struct drxfs_arr *e);
 void drxfs_arr_opened(struct drxfs_arr *e);
 void drxfs_arr_closed(struct drxfs_arr *e);
 
+/* drxfs_acl.c: POSIX ACLs, which the kernel checks (FUSE_POSIX_ACL) */
+#define DRXFS_ACL_ACCESS "system.posix_acl_access"
+#define DRXFS_ACL_DEFAULT "system.posix_acl_default"
+/* How a node's permissions follow its store file's: dir adds x wherever r
+ * is (then keep applies); keep is the rwx bits kept. */
+struct drxfs_acl_map {
+    bool dir;
+    unsigned keep;
+};
+#define DRXFS_ACL_SAME ((struct drxfs_acl_map){false, 7})
+/* name is one of the two ACL attributes. */
+bool drxfs_acl_name(const char *name);
+/* The ACL src (n bytes, or -errno as getxattr failed) mapped by map into
+ * value (size 0: only its length): its length, -ENODATA when there is
+ * none (also when the file system keeps none), -ERANGE, -EIO when src is
+ * not an ACL. */
+int drxfs_acl_mapped(const unsigned char *src, ssize_t n, struct drxfs_acl_map map, char *value,
+                     size_t size);
+/* The same of the access ACL of the file open at fd, or of attribute name
+ * of store entry rel. */
+int drxfs_acl_of_fd(int fd, struct drxfs_acl_map map, char *value, size_t size);
+int drxfs_acl_of_entry(const char *rel, const char *name, struct drxfs_acl_map map, char *value,
+                       size_t size);
+/* Whether user uid, of groups (ngroups, his primary one among them), may
+ * have every bit of want (4 r, 2 w, 1 x) of store entry rel of stat st,
+ * as the kernel decides from the mode bits and the access ACL (a failure
+ * to read the ACL refuses). */
+bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_t *groups,
+                   int ngroups, unsigned want);
+
 /* drxfs_coord.c */
 /* Why the array of store name coord may not be a coordinate variable of
  * the array of store name rel (in its data.nc and zarr/), or NULL when it
@@ -426,6 +457,9 @@ bool drxfs_array_has_nc(const struct drxfs_node *n);
 int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const char *value,
                          size_t size, int flags);
 int drxfs_array_getxattr(const struct drxfs_node *n, const char *name, char *value, size_t size);
+/* The access ACL of an array kind node (drxfs_acl.c), its .xmd's or .xta's
+ * mapped as its mode is. */
+int drxfs_array_getacl(const struct drxfs_node *n, char *value, size_t size);
 int drxfs_array_listxattr(const struct drxfs_node *n, char *list, size_t size);
 int drxfs_array_removexattr(const struct drxfs_node *n, const char *name);
 
@@ -438,6 +472,8 @@ int drxfs_info_size(const struct drxfs_node *n, const struct drx_array_meta *m,
  * path return 1 when the path is not in a zarr group (the caller goes on). */
 int drxfs_zarr_step(struct drxfs_node *n, const char *name);
 int drxfs_zarr_getattr(const struct drxfs_node *n, struct stat *st);
+/* The access ACL of a zarr/ node: its array's .xta's, mapped as its mode. */
+int drxfs_zarr_getacl(const struct drxfs_node *n, char *value, size_t size);
 int drxfs_zarr_fgetattr(struct drxfs_fh *fh, struct stat *st);
 /* Opens node n at mount path path; chunk keys and metadata files keep
  * their pages across opens while their signatures hold (drxfs_kc_open). */

@@ -503,6 +503,44 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
     return rc;
 }
 
+/* An ACL attribute of path, which the kernel asks before it lets anyone
+ * but the owner in (drxfs_acl.c): never an error that would fail the
+ * check of a node that has none. */
+static int acl_get(const char *path, const char *name, char *value, size_t size)
+{
+    bool access = strcmp(name, DRXFS_ACL_ACCESS) == 0;
+    struct drxfs_node *n;
+    char entry[PATH_MAX];
+    int rc;
+
+    if (!(n = drxfs_node_get(path, &rc)))
+        return rc;
+    switch (n->kind) {
+    case DRXFS_DIR:
+    case DRXFS_PLAIN:
+    case DRXFS_STRIPED:
+    case DRXFS_SPECIAL:
+        /* a default ACL is a directory's only */
+        if (!access && n->kind != DRXFS_DIR)
+            rc = -ENODATA;
+        else if ((rc = drxfs_rel_suffix(entry, n->rel,
+                                        n->kind == DRXFS_STRIPED ? DRXFS_NAFS : "")) == 0)
+            rc = drxfs_acl_of_entry(entry, name, DRXFS_ACL_SAME, value, size);
+        break;
+    case DRXFS_LINK:
+        rc = -ENODATA;
+        break;
+    case DRXFS_ZARR:
+        rc = access ? drxfs_zarr_getacl(n, value, size) : -ENODATA;
+        break;
+    default:
+        rc = access ? drxfs_array_getacl(n, value, size) : -ENODATA;
+        break;
+    }
+    free(n);
+    return rc;
+}
+
 int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t size)
 {
     struct drxfs_node *n = NULL;
@@ -516,6 +554,8 @@ int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t si
      * removed by the next write). */
     if (strcmp(name, "security.capability") == 0 && drxfs_striped_open_meta(path, entry) == 0)
         return entry_xattr(entry, DRX_XATTR_GET, name, value, size, 0);
+    if (drxfs_acl_name(name))
+        return acl_get(path, name, value, size);
     rc = xattr_node(path, &n, entry);
     if (rc == XATTR_ARRAY)
         rc = drxfs_array_getxattr(n, name, value, size);

@@ -505,6 +505,36 @@ int drxfs_zarr_getattr(const struct drxfs_node *n, struct stat *st)
     return rc;
 }
 
+int drxfs_zarr_getacl(const struct drxfs_node *n, char *value, size_t size)
+{
+    struct zctx zc;
+    struct zinfo zi;
+    char key[ZKEY_MAX];
+    struct ztemp *t;
+    int rc;
+
+    /* a temporary is the daemon's, made with its creator's mode alone */
+    if (n->zlevel == ZL_FILE && zkey(n, n->zvar, n->zname, key, sizeof key) == 0 &&
+        (t = ztemp_get(key))) {
+        ztemp_put(t);
+        return -ENODATA;
+    }
+    if ((rc = zctx_open(&zc, n, false)) < 0)
+        return rc;
+    if ((rc = zclassify(n, &zc, &zi)) == 0) {
+        /* mapped as zstat maps the .xta's mode */
+        int i = zi.var >= 0 ? zi.var : 0;
+        struct drxfs_acl_map map = {zi.what == ZW_GROUP_DIR || zi.what == ZW_VAR_DIR, 7};
+        if (!map.dir)
+            map.keep = 6;
+        if (drxfs.ro || !drxfs_arr_writable(zc.arr[i]))
+            map.keep &= ~2u;
+        rc = drxfs_acl_of_fd(drx_array_xta_fd(zc.a[i]), map, value, size);
+    }
+    zctx_close(&zc);
+    return rc;
+}
+
 /* ---- open files ---- */
 
 static void zfile_free(struct drxfs_zfile *zf)

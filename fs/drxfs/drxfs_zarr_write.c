@@ -555,24 +555,19 @@ static int coord_of(const struct zctx *zc, int d)
     return -1;
 }
 
-/* True when the caller may write a file of st's owner, group and mode, as
- * default_permissions checks: a growth writes the .xmd, whose mode may be
- * stricter than the .xta's (the group's directories show the .xta's). */
-static bool caller_may_write(const struct stat *st)
+/* True when the caller may write store file rel of stat st, as the
+ * kernel checks a node (mode bits and POSIX ACL): a growth writes the
+ * .xmd, whose permissions may be stricter than the .xta's (the group's
+ * directories show the .xta's). */
+static bool caller_may_write(const char *rel, const struct stat *st)
 {
     const struct fuse_context *ctx = fuse_get_context();
-    gid_t groups[256];
-    int n;
+    gid_t groups[257];
+    int n = fuse_getgroups(256, groups + 1);
 
-    if (ctx->uid == 0)
-        return true;
-    if (ctx->uid == st->st_uid)
-        return st->st_mode & S_IWUSR;
-    bool member = ctx->gid == st->st_gid;
-    n = member ? 0 : fuse_getgroups(256, groups);
-    for (int i = 0; i < n && i < 256; i++)
-        member |= groups[i] == st->st_gid;
-    return st->st_mode & (member ? S_IWGRP : S_IWOTH);
+    groups[0] = ctx->gid;
+    n = n < 0 ? 0 : n > 256 ? 256 : n;
+    return drxfs_acl_may(rel, st, ctx->uid, groups, n + 1, 2);
 }
 
 /* Grows zc's array to shape along every dimension where it is larger,
@@ -659,7 +654,7 @@ static int grow_allowed(const struct drxfs_node *dst, const struct zctx *zc, con
     struct stat st;
 
     if (!drxfs_arr_writable(zc->arr[0]) || drxfs_rel_suffix(xmd, dst->rel, DRXFS_XMD) < 0 ||
-        drx_store_entry_stat(drxfs.store, xmd, &st) < 0 || !caller_may_write(&st)) {
+        drx_store_entry_stat(drxfs.store, xmd, &st) < 0 || !caller_may_write(xmd, &st)) {
         drx_log_ratelimited(DRX_LOG_WARNING,
                             "%s/zarr: a zarr resize needs write access to %s.xmd: refused",
                             dst->rel, dst->rel);

@@ -1,0 +1,225 @@
+#!/usr/bin/env bats
+# The sixteenth review, SPEC 9 read against the mount: "no user reaches
+# through the mount what the store's permissions deny them".  POSIX ACLs
+# of store files were not applied (mode bits only): a user an ACL denied
+# read the file through a root daemon mounted with allow_other, and one it
+# granted was refused.  Each test failed before its fix.
+
+load test_helper
+
+setup() {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (allow_other, other users)"
+    command -v setfacl >/dev/null || skip "needs setfacl (package acl)"
+    hostile_setup review16
+    "$DRX" init "$RV/s" >/dev/null
+}
+
+teardown() {
+    hostile_teardown
+}
+
+# denied PATH...: user nobody can open none of PATH for reading
+denied() {
+    local p
+    for p in "$@"; do
+        run nob cat "$p"
+        assert_failure
+        assert_output --partial "Permission denied"
+    done
+}
+
+# i32 V...: V as little-endian int32 bytes on standard output
+i32() {
+    "$PY" -c 'import sys, numpy as np; sys.stdout.buffer.write(np.array(sys.argv[1:], "<i4").tobytes())' "$@"
+}
+
+@test "an ACL denying a user keeps him out of a plain file, a directory and a striped file through the mount" {
+    local s="$RV/s" m="$RV/m"
+    echo secret >"$s/plain"
+    mkdir "$s/dir" && echo inside >"$s/dir/f"
+    chmod 644 "$s/plain" "$s/dir/f"
+    mount_store "$s" "$m" -o allow_other
+    echo striped >"$m/striped"
+    chmod 644 "$m/striped"
+    # readable by mode: nobody reads all three
+    run nob cat "$m/plain" "$m/dir/f" "$m/striped"
+    assert_success
+    setfacl -m u:nobody:--- "$s/plain" "$s/striped.nafs"
+    setfacl -m u:nobody:--- "$s/dir"
+    # as on the store itself
+    denied "$s/plain" "$s/striped.nafs" "$s/dir/f"
+    denied "$m/plain" "$m/striped" "$m/dir/f"
+    run nob ls "$m/dir"
+    assert_failure
+    # others still read them; the owner too
+    [ "$(cat "$m/plain")" = secret ]
+    run setpriv --reuid=65533 --regid=65533 --clear-groups cat "$m/plain" "$m/striped"
+    assert_success
+    # setfacl through the mount, on a striped file: on its metafile, applied
+    setfacl -b "$m/striped"
+    run nob cat "$m/striped"
+    assert_success
+    assert_output striped
+    setfacl -m u:nobody:--- "$m/striped"
+    denied "$m/striped"
+    getfacl -p "$s/striped.nafs" | grep -q '^user:nobody:---'
+}
+
+@test "an ACL granting a user lets him read a file its mode bits keep from others" {
+    local s="$RV/s" m="$RV/m"
+    echo granted >"$s/plain"
+    chmod 600 "$s/plain"
+    mount_store "$s" "$m" -o allow_other
+    denied "$m/plain"
+    setfacl -m u:nobody:r-- "$s/plain"
+    # a tick after the change at most (the kernel keeps a node's ACL with
+    # its attributes); another user is still refused
+    run nob cat "$s/plain"
+    assert_success
+    local i
+    for ((i = 0; i < 100; i++)); do
+        nob cat "$m/plain" >/dev/null 2>&1 && break
+        sleep 0.02
+    done
+    run nob cat "$m/plain"
+    assert_success
+    assert_output granted
+    run setpriv --reuid=65533 --regid=65533 --clear-groups cat "$m/plain"
+    assert_failure
+    # and write, when it grants write
+    run nob sh -c "echo more >>'$m/plain'"
+    assert_failure
+    setfacl -m u:nobody:rw- "$s/plain"
+    for ((i = 0; i < 100; i++)); do
+        nob sh -c "echo more >>'$m/plain'" 2>/dev/null && break
+        sleep 0.02
+    done
+    [ "$(cat "$s/plain")" = "$(printf 'granted\nmore')" ]
+}
+
+@test "an array's files' ACLs apply to its directory, data, data.npy, data.nc, info and zarr/ through the mount" {
+    local s="$RV/s" m="$RV/m"
+    "$DRX" create "$s/a" --type i32 --shape 4 --chunk 2 >/dev/null
+    i32 1 2 3 4 | "$DRX" put "$s/a"
+    chmod 644 "$s/a.xta" "$s/a.xmd"
+    setfacl -m u:nobody:--- "$s/a.xta"
+    mount_store "$s" "$m" -o allow_other
+    # the .xta's ACL: the data files and the zarr/ group
+    denied "$m/a/data" "$m/a/data.npy" "$m/a/data.nc" "$m/a/zarr/a/0" "$m/a/dim0=1:3/data"
+    run nob ls "$m/a/zarr"
+    assert_failure
+    # the .xmd's: the directory and info, open to him so far
+    run nob cat "$m/a/info"
+    assert_success
+    run nob ls "$m/a"
+    assert_success
+    setfacl -m u:nobody:--- "$s/a.xmd"
+    "$DRX" attr set "$s/a" units K # the .xmd written whole keeps its ACL
+    getfacl -p "$s/a.xmd" | grep -q '^user:nobody:---'
+    denied "$m/a/info"
+    run nob ls "$m/a"
+    assert_failure
+    # the owner and other users are not affected
+    cmp <(i32 1 2 3 4) "$m/a/data"
+    run setpriv --reuid=65533 --regid=65533 --clear-groups cat "$m/a/info" "$m/a/data.nc" "$m/a/zarr/a/0"
+    assert_success
+    # an ACL set through the mount on an array's node is refused: its
+    # files take it
+    run setfacl -m u:nobody:r-- "$m/a/data"
+    assert_failure
+    assert_output --partial "Operation not supported"
+}
+
+@test "an ACL granting a user an array of mode 0600 lets him read and write it through the mount, as its mapping of the mode" {
+    local s="$RV/s" m="$RV/m"
+    "$DRX" create "$s/b" --type i32 --shape 4 --chunk 2 >/dev/null
+    i32 5 6 7 8 | "$DRX" put "$s/b"
+    chmod 600 "$s/b.xta" "$s/b.xmd"
+    mount_store "$s" "$m" -o allow_other
+    denied "$m/b/data" "$m/b/info"
+    setfacl -m u:nobody:r-- "$s/b.xmd"
+    setfacl -m u:nobody:rw- "$s/b.xta"
+    local i
+    for ((i = 0; i < 100; i++)); do
+        nob cat "$m/b/info" >/dev/null 2>&1 && break
+        sleep 0.02
+    done
+    # the directory gets x where its .xmd's ACL has r: he lists it
+    run nob ls "$m/b"
+    assert_success
+    assert_line data
+    run nob cat "$m/b/info"
+    assert_success
+    cmp <(i32 5 6 7 8) <(nob cat "$m/b/dim0=0:4/data")
+    # data.nc and info are read-only: their ACL drops w
+    getfacl -p "$m/b/data.nc" | grep -q '^user:nobody:r--'
+    getfacl -p "$m/b/data" | grep -q '^user:nobody:rw-'
+    getfacl -p "$m/b" | grep -q '^user:nobody:r-x'
+    # he writes through data, as the ACL lets him write the .xta
+    i32 9 | nob dd of="$m/b/data" bs=4 seek=2 conv=notrunc status=none
+    cmp <(i32 5 6 9 8) <("$DRX" get "$s/b")
+    # a third user is still refused
+    run setpriv --reuid=65533 --regid=65533 --clear-groups cat "$m/b/data"
+    assert_failure
+}
+
+@test "a zarr resize checks the .xmd's ACL: a user it denies cannot grow an array whose mode lets everyone write" {
+    local s="$RV/s" m="$RV/m"
+    "$DRX" create "$s/g" --type u8 --shape 4 --chunk 2 --dims step >/dev/null
+    chmod 666 "$s/g.xta" "$s/g.xmd"
+    setfacl -m u:nobody:r-- "$s/g.xmd"
+    mount_store "$s" "$m" -o allow_other
+    cat >"$RV/grow.py" <<'PY'
+import json, os, sys
+d = sys.argv[1] + "/g/zarr/g/"
+za = json.load(open(d + ".zarray"))
+with open(d + ".zarray.tmp.partial", "w") as f:
+    json.dump(dict(za, shape=[6]), f)
+try:
+    os.rename(d + ".zarray.tmp.partial", d + ".zarray")
+    print("grown")
+except PermissionError:
+    os.unlink(d + ".zarray.tmp.partial")
+    print("refused")
+PY
+    run nob "$PY" "$RV/grow.py" "$m"
+    assert_success
+    assert_output refused
+    grep -q "a zarr resize needs write access to g.xmd: refused" "$m.log"
+    "$DRX" info "$s/g" --json | grep -q '"shape": \[4\]'
+    # the ACL letting him write: he may
+    setfacl -m u:nobody:rw- "$s/g.xmd"
+    run nob "$PY" "$RV/grow.py" "$m"
+    assert_success
+    assert_output grown
+    "$DRX" info "$s/g" --json | grep -q '"shape": \[6\]'
+}
+
+@test "an array whose ACL names a reader takes as coordinate only a file every other user may read" {
+    local s="$RV/s" m="$RV/m"
+    "$DRX" create "$s/t" --type f64 --shape 4 --chunk 4 --dims time >/dev/null
+    "$DRX" create "$s/time" --type i32 --shape 4 --chunk 4 >/dev/null
+    i32 10 20 30 40 | "$DRX" put "$s/time"
+    chmod 640 "$s/t.xta" "$s/t.xmd" "$s/time.xta" "$s/time.xmd"
+    mount_store "$s" "$m" -o allow_other
+    # root's own coordinate, readable as the array is: taken
+    run ncdump -v time "$m/t/data.nc"
+    assert_success
+    assert_output --partial "time = 10, 20, 30, 40"
+    # nobody may read the array (its ACL), not the coordinate: data.nc
+    # would show him its values; no longer taken, and the log says why
+    setfacl -m u:nobody:r-- "$s/t.xta" "$s/t.xmd"
+    denied "$s/time.xta"
+    run ncdump -h "$m/t/data.nc"
+    assert_success
+    refute_output --partial "int time(time)"
+    run nob ncdump -h "$m/t/data.nc"
+    assert_success
+    refute_output --partial "int time(time)"
+    grep -q "time is not dimension time's coordinate: the array's ACL lets users or groups read it" "$m.log"
+    # the coordinate readable by all: taken again
+    chmod 644 "$s/time.xta" "$s/time.xmd"
+    run nob ncdump -v time "$m/t/data.nc"
+    assert_success
+    assert_output --partial "time = 10, 20, 30, 40"
+}

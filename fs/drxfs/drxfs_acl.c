@@ -1,0 +1,166 @@
+/* POSIX ACLs at the mount.
+ *
+ * drxfs asks for FUSE_POSIX_ACL at init, so the kernel checks each node's
+ * access ACL as default_permissions checks its mode bits, with the same
+ * generic code as a local file system (the owner by the mode, everyone
+ * else by the ACL when the mode has group bits, which are then the ACL's
+ * mask).  It asks system.posix_acl_access of a node here, and caches the
+ * answer as long as the node's attributes (one tick, or until an
+ * invalidation).  A pass-through node answers its store file's ACL; a
+ * node made from an array answers the ACL of the store file its mode
+ * comes from, mapped as the mode is: a directory gets x wherever r is, a
+ * file keeps only the bits it shows (`info` and `data.nc` r, `data` rw),
+ * and a read-only mount or array drops w.  So a user whom the store
+ * file's ACL denies is denied through the mount, and one it grants gets
+ * what it grants (README, "Permissions and other users").
+ *
+ * Never an error the kernel would take for a failed check of every other
+ * node: "no ACL" (the store's file system has none or keeps none) is
+ * ENODATA. */
+#include <errno.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "drxfs_i.h"
+
+/* An ACL in xattr form (linux/posix_acl_xattr.h): a version 2 header,
+ * then entries of tag, perm (16 bits each) and id (32 bits),
+ * little-endian.  The kernel asks with a page: at most 511 entries. */
+#define ACL_VERSION 2
+#define ACL_BYTES_MAX 4096
+#define ACL_TAG_USER 0x02
+#define ACL_TAG_GROUP_OBJ 0x04
+#define ACL_TAG_GROUP 0x08
+#define ACL_TAG_MASK 0x10
+#define ACL_TAG_OTHER 0x20
+
+static unsigned le16(const unsigned char *p)
+{
+    return (unsigned)p[0] | (unsigned)p[1] << 8;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)le16(p) | (uint32_t)le16(p + 2) << 16;
+}
+
+bool drxfs_acl_name(const char *name)
+{
+    return strcmp(name, DRXFS_ACL_ACCESS) == 0 || strcmp(name, DRXFS_ACL_DEFAULT) == 0;
+}
+
+/* Whether src (n bytes) is an ACL in xattr form. */
+static bool acl_valid(const unsigned char *src, ssize_t n)
+{
+    return n >= 4 && (n - 4) % 8 == 0 && le16(src) == ACL_VERSION;
+}
+
+int drxfs_acl_mapped(const unsigned char *src, ssize_t n, struct drxfs_acl_map map, char *value,
+                     size_t size)
+{
+    if (n == -ENODATA || n == -EOPNOTSUPP || n == 0)
+        return -ENODATA;
+    if (n < 0)
+        return (int)n;
+    if (!acl_valid(src, n) || n > ACL_BYTES_MAX)
+        return -EIO;
+    if (size == 0)
+        return (int)n;
+    if ((size_t)n > size)
+        return -ERANGE;
+    memcpy(value, src, (size_t)n);
+    for (ssize_t off = 4; off < n; off += 8) {
+        unsigned p = le16(src + off + 2);
+        if (map.dir)
+            p |= (p & 4) >> 2;
+        p &= map.keep;
+        value[off + 2] = (char)(p & 0xff);
+        value[off + 3] = (char)(p >> 8);
+    }
+    return (int)n;
+}
+
+int drxfs_acl_of_fd(int fd, struct drxfs_acl_map map, char *value, size_t size)
+{
+    unsigned char buf[ACL_BYTES_MAX];
+    ssize_t n = fgetxattr(fd, DRXFS_ACL_ACCESS, buf, sizeof buf);
+
+    if (n < 0)
+        n = errno == ERANGE ? -EIO : -errno;
+    return drxfs_acl_mapped(buf, n, map, value, size);
+}
+
+int drxfs_acl_of_entry(const char *rel, const char *name, struct drxfs_acl_map map, char *value,
+                       size_t size)
+{
+    unsigned char buf[ACL_BYTES_MAX];
+    struct drx_xattr_req r = {DRX_XATTR_GET, name, buf, sizeof buf, 0};
+    ssize_t n = drx_store_entry_xattr(drxfs.store, rel, &r);
+
+    if (n == -ERANGE)
+        n = -EIO;
+    return drxfs_acl_mapped(buf, n, map, value, size);
+}
+
+/* Whether the ACL src (n bytes, valid) gives user uid of groups every
+ * bit of want (rwx), as the kernel's posix_acl_permission decides for
+ * anyone but the owner: a named user entry, else any group entry (the
+ * owning group's or a named one) of his that holds all of want, each
+ * limited by the mask; a user in a group entry none of which holds want
+ * is refused; everyone else has other. */
+static bool acl_grants(const unsigned char *src, ssize_t n, uid_t uid, const gid_t *groups,
+                       int ngroups, gid_t owning, unsigned want)
+{
+    unsigned mask = 7, other = 0;
+    bool in_group = false, group_ok = false;
+
+    for (ssize_t off = 4; off < n; off += 8)
+        if (le16(src + off) == ACL_TAG_MASK)
+            mask = le16(src + off + 2) & 7;
+    for (ssize_t off = 4; off < n; off += 8) {
+        unsigned tag = le16(src + off), p = le16(src + off + 2) & 7;
+        gid_t id = (gid_t)le32(src + off + 4);
+        bool member = false;
+        if (tag == ACL_TAG_USER && (uid_t)id == uid)
+            return (p & mask & want) == want;
+        if (tag == ACL_TAG_GROUP_OBJ)
+            id = owning;
+        if (tag == ACL_TAG_GROUP_OBJ || tag == ACL_TAG_GROUP)
+            for (int i = 0; i < ngroups; i++)
+                member |= groups[i] == id;
+        if (member) {
+            in_group = true;
+            group_ok |= (p & mask & want) == want;
+        }
+        if (tag == ACL_TAG_OTHER)
+            other = p;
+    }
+    if (in_group)
+        return group_ok;
+    return (other & want) == want;
+}
+
+bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_t *groups,
+                   int ngroups, unsigned want)
+{
+    unsigned char buf[ACL_BYTES_MAX];
+    struct drx_xattr_req r = {DRX_XATTR_GET, DRXFS_ACL_ACCESS, buf, sizeof buf, 0};
+    bool member = false;
+
+    if (uid == 0)
+        return true;
+    if (uid == st->st_uid)
+        return ((st->st_mode >> 6) & want) == want;
+    /* an ACL decides only when the mode has group bits (its mask), as in
+     * the kernel's acl_permission_check */
+    if (st->st_mode & 070) {
+        ssize_t n = drx_store_entry_xattr(drxfs.store, rel, &r);
+        if (n > 0)
+            return acl_valid(buf, n) && acl_grants(buf, n, uid, groups, ngroups, st->st_gid, want);
+        if (n < 0 && n != -ENODATA && n != -EOPNOTSUPP)
+            return false;
+    }
+    for (int i = 0; i < ngroups; i++)
+        member |= groups[i] == st->st_gid;
+    return (((member ? st->st_mode >> 3 : st->st_mode) & 7 & want) == want);
+}
