@@ -247,6 +247,77 @@ assert a.shape == (6, 5, 4) and (a == np.arange(120).reshape(6, 5, 4)).all(), a.
     cmp plane <("$DRX" get "$S/x" dim0=8)
 }
 
+# Found by a daily user's audit: after `drx extend`, a descriptor opened
+# before it read its own view (SPEC 4) but fstat and lseek(SEEK_END) on it
+# gave the new size (the kernel keeps one size per path), so np.fromfile,
+# which sizes by fstat, returned the old bytes and then uninitialised
+# memory; an open racing an extension saw the same (fstat new, read old).
+# Now the process holding it sees its size, and everyone else the new one.
+@test "a file opened before an extension: fstat, lseek and reads agree on its own size, others see the new one" {
+    fresh o 4x8 4x4
+    run "$PY" - "$M/o/data" "$DRX" "$S/o" <<'PY'
+import numpy as np, os, subprocess, sys
+p, drx, arr = sys.argv[1:4]
+f = open(p, "rb")
+subprocess.run([drx, "extend", arr, "0", "4"], check=True)
+fd = f.fileno()
+assert os.fstat(fd).st_size == 256, os.fstat(fd).st_size
+assert os.lseek(fd, 0, os.SEEK_END) == 256
+os.lseek(fd, 0, os.SEEK_SET)
+a = np.fromfile(f, "<f8")
+assert a.size == 32 and (a == np.arange(32)).all(), a
+# another process sees the new shape, the fill after the old rows
+out = subprocess.run([sys.executable, "-c", "import numpy as np, sys; a = np.fromfile(sys.argv[1], '<f8'); print(a.size, a[32:].sum())", p],
+                     capture_output=True, text=True, check=True).stdout.split()
+assert out == ["64", "0.0"], out
+assert int(subprocess.run(["stat", "-c", "%s", p], capture_output=True, text=True).stdout) == 512
+# a new open in the same process is on the new shape
+g = open(p, "rb")
+b = np.fromfile(g, "<f8")
+assert b.size == 64 and (b[:32] == np.arange(32)).all() and (b[32:] == 0).all(), b
+g.close()
+f.seek(0)
+assert len(f.read()) == 256 and os.fstat(fd).st_size == 256
+f.close()
+assert os.stat(p).st_size == 512
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "opens racing extensions: fstat, every read to the end and lseek(SEEK_END) agree" {
+    "$DRX" rm "$S/race" 2>/dev/null || true
+    "$DRX" create "$S/race" --type i32 --shape 4x8 --chunk 4x4 --fill -1
+    run "$PY" - "$M/race/data" "$DRX" "$S/race" <<'PY'
+import os, subprocess, sys, threading
+p, drx, arr = sys.argv[1:4]
+done = []
+def grow():
+    for i in range(60):
+        subprocess.run([drx, "extend", arr, str(i % 2), "1"], check=True)
+    done.append(1)
+t = threading.Thread(target=grow)
+t.start()
+opens = bad = 0
+while not done or opens < 100:
+    fd = os.open(p, os.O_RDONLY)
+    size, data = os.fstat(fd).st_size, b""
+    while (b := os.read(fd, 1 << 20)):
+        data += b
+    end = os.lseek(fd, 0, os.SEEK_END)
+    os.close(fd)
+    opens += 1
+    if len(data) != size or end != size:
+        bad += 1
+        print("fstat", size, "read", len(data), "lseek", end)
+t.join()
+print(opens, "opens,", bad, "disagreeing")
+assert bad == 0
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
 @test "bytes written by drx put show at the next open" {
     fresh q 8x8 4x4
     cmp q.raw "$M/q/data"

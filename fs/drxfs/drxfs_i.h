@@ -618,12 +618,23 @@ uint64_t drxfs_kc_sig(uint64_t h, const struct stat *st);
 uint64_t drxfs_kc_sig_of(enum drxfs_kind k, const char *rel, const struct stat *reported);
 /* Writes through the mount to key so far. */
 uint64_t drxfs_kc_writes(const char *key);
-/* The kernel was given path's attributes, made from signature sig (counted:
- * through a file counted by drxfs_kc_open). */
-void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, bool counted);
+/* The kernel was given path's attributes, made from signature sig: an
+ * open file's own (shape DRXFS_KC_OWN), or asked by path, of a store
+ * object whose shape (what files opened on it keep reading: drxfs_pass.c,
+ * kc_shape) is now shape (0: not known). */
+#define DRXFS_KC_OWN UINT64_MAX
+void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, uint64_t shape);
+/* Files of path (under key) open (drxfs_kc_open). */
+unsigned drxfs_kc_nopen(const char *key, const char *path);
 /* The signature of the bytes of rel (drxfs_kc_page_sig: a striped file's
  * subfiles too) given that of its attributes. */
 uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig);
+/* Who opens a file, for drxfs_kc_own_size: its handle (a key), and its
+ * size, fixed at open (an array file's), or -1. */
+struct drxfs_kc_opener {
+    const void *owner;
+    off_t size;
+};
 /* path is being opened with these signatures (shape: what earlier opens
  * must keep reading: a view's resolution, a striped file's handle, a plain
  * file's inode).  1: the kernel may keep the pages of
@@ -633,8 +644,14 @@ uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig
  * open: this one must bypass the page cache (direct_io).  -2: nothing
  * recorded (no memory). */
 int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t page_sig,
-                  uint64_t shape);
-void drxfs_kc_close(const char *key, const char *path);
+                  uint64_t shape, const struct drxfs_kc_opener *who);
+/* owner's open of path is closed (counted: drxfs_kc_open returned >= 0). */
+void drxfs_kc_close(const char *key, const char *path, const void *owner, bool counted);
+/* The size that a stat of path by the calling process shows, when the
+ * view's shape is now shape: that of a file the process opened on another
+ * shape (an older one: SPEC 4, it keeps reading it), when it has none
+ * open on this one; else -1 (the current size). */
+off_t drxfs_kc_own_size(const char *key, const char *path, uint64_t shape);
 /* drxfs_run.c: fuse_main() in two steps, stopping the kernel cache's
  * thread before fuse_destroy().  drxfs_new: libfuse's options and the
  * session, before the store is opened (0, or fuse_main's exit status);

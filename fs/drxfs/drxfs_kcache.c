@@ -57,6 +57,17 @@
     (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | IN_MOVE_SELF |         \
      IN_DELETE_SELF | IN_ONLYDIR)
 
+/* An open file of a path: what a stat by its process shows while the
+ * view has another shape (drxfs_kc_own_size). */
+struct kc_open {
+    struct kc_open *next;
+    const void *owner; /* its handle, as a key */
+    pid_t tid;         /* the thread that opened it */
+    pid_t tgid;        /* its process, when asked (0: not yet, -1: gone) */
+    uint64_t shape;
+    off_t size; /* fixed at open, or -1 */
+};
+
 struct kc_group;
 struct kc_path {
     struct kc_path *next;  /* in its group */
@@ -67,7 +78,8 @@ struct kc_path {
     unsigned nopen;    /* open files sharing its pages ... */
     uint64_t shape;    /* ... all opened on this shape of the view */
     bool conflict;     /* an open of another shape bypassed them */
-    char path[];       /* mount path */
+    struct kc_open *opens; /* every open file, those that bypass them too */
+    char path[];           /* mount path */
 };
 
 struct kc_group {
@@ -361,7 +373,102 @@ uint64_t drxfs_kc_writes(const char *key)
     return w;
 }
 
-void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, bool counted)
+unsigned drxfs_kc_nopen(const char *key, const char *path)
+{
+    unsigned n = 0;
+
+    pthread_mutex_lock(&kc.mutex);
+    struct kc_group *g = group_find(key, false);
+    struct kc_path *p = g ? path_find(g, path, false) : NULL;
+    for (struct kc_open *o = p ? p->opens : NULL; o; o = o->next)
+        n++;
+    pthread_mutex_unlock(&kc.mutex);
+    return n;
+}
+
+/* The process of thread tid (the kernel gives a request's thread), from
+ * /proc; -1 when it is gone. */
+static pid_t tgid_of(pid_t tid)
+{
+    char name[64], buf[512];
+    ssize_t n;
+    int fd;
+
+    snprintf(name, sizeof name, "/proc/%d/status", (int)tid);
+    if ((fd = open(name, O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *t = strstr(buf, "\nTgid:");
+    return t ? (pid_t)strtol(t + 7, NULL, 10) : -1;
+}
+
+/* Whether open o is the caller's process's (its thread tid, process
+ * *tgid: looked up once, 0 until then); mutex held. */
+static bool same_process(struct kc_open *o, pid_t tid, pid_t *tgid)
+{
+    if (o->tid == tid)
+        return true;
+    if (!*tgid)
+        *tgid = tgid_of(tid);
+    if (!o->tgid)
+        o->tgid = tgid_of(o->tid);
+    return *tgid > 0 && o->tgid == *tgid;
+}
+
+off_t drxfs_kc_own_size(const char *key, const char *path, uint64_t shape)
+{
+    struct fuse_context *c = kc.fuse ? fuse_get_context() : NULL;
+    pid_t tid = c ? c->pid : 0, tgid = 0;
+    bool current = false;
+    off_t size = -1;
+
+    if (tid <= 0 || !shape)
+        return -1;
+    pthread_mutex_lock(&kc.mutex);
+    struct kc_group *g = group_find(key, false);
+    struct kc_path *p = g ? path_find(g, path, false) : NULL;
+    for (struct kc_open *o = p ? p->opens : NULL; o && !current; o = o->next) {
+        if (!same_process(o, tid, &tgid))
+            continue;
+        if (o->shape == shape)
+            current = true;
+        else if (o->size >= 0)
+            size = o->size;
+    }
+    pthread_mutex_unlock(&kc.mutex);
+    return current ? -1 : size;
+}
+
+/* Records who's open of p (mutex held); out of memory, it is not. */
+static void open_add(struct kc_path *p, uint64_t shape, const struct drxfs_kc_opener *who)
+{
+    struct fuse_context *c = fuse_get_context();
+    struct kc_open *o;
+
+    if (!who || !(o = calloc(1, sizeof *o)))
+        return;
+    o->owner = who->owner;
+    o->size = who->size;
+    o->shape = shape;
+    o->tid = c ? c->pid : 0;
+    o->next = p->opens;
+    p->opens = o;
+}
+
+static void opens_free(struct kc_path *p)
+{
+    for (struct kc_open *o = p->opens, *on; o; o = on) {
+        on = o->next;
+        free(o);
+    }
+    p->opens = NULL;
+}
+
+void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, uint64_t shape)
 {
     bool drop = false;
 
@@ -371,13 +478,20 @@ void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, bool counted
     struct kc_path *p = note(key, path);
     if (p) {
         p->attr_sig = sig;
-        drop = p->conflict && !counted;
+        drop = shape != DRXFS_KC_OWN && p->conflict;
+        for (struct kc_open *o = p->opens; o && shape && shape != DRXFS_KC_OWN && !drop;
+             o = o->next)
+            drop = o->shape != shape;
     }
     pthread_mutex_unlock(&kc.mutex);
-    /* While files of an older shape are open, the kernel's inode keeps
-     * their size (their reads stop at it): attributes of the new one are
-     * answered, and invalidated before the answer lands, so the kernel
-     * discards them (a newer attribute version) but stat shows them. */
+    /* The kernel keeps one size per path, which its page-cache reads stop
+     * at and lseek(SEEK_END) gives.  An open file's own attributes land:
+     * lseek(SEEK_END) asks for them (a file opened on an older shape of
+     * the view gets its own size, and so does one opened since, on the
+     * new shape).  Attributes asked by path (stat, fstat) while a file of
+     * another shape is open are answered, and invalidated before the
+     * answer lands, so that the kernel discards them (a newer attribute
+     * version) but stat shows them: the open files' sizes stay. */
     if (drop)
         drxfs_inval_attrs(kc.fuse, path);
     if (kc.flush_all)
@@ -385,7 +499,7 @@ void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, bool counted
 }
 
 int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t page_sig,
-                  uint64_t shape)
+                  uint64_t shape, const struct drxfs_kc_opener *who)
 {
     bool keep = false, stale = true;
 
@@ -393,6 +507,8 @@ int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t
         return 0;
     pthread_mutex_lock(&kc.mutex);
     struct kc_path *p = note(key, path);
+    if (p)
+        open_add(p, shape, who);
     if (p && p->nopen && p->shape != shape) {
         p->conflict = true;
         /* Files opened on an older shape of this view (or on the file that
@@ -422,12 +538,19 @@ int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t
     return p ? (keep ? 1 : 0) : -2;
 }
 
-void drxfs_kc_close(const char *key, const char *path)
+void drxfs_kc_close(const char *key, const char *path, const void *owner, bool counted)
 {
     pthread_mutex_lock(&kc.mutex);
     struct kc_group *g = group_find(key, false);
     struct kc_path *p = g ? path_find(g, path, false) : NULL;
-    if (p && p->nopen && --p->nopen == 0)
+    for (struct kc_open **op = p ? &p->opens : NULL; op && *op; op = &(*op)->next)
+        if ((*op)->owner == owner) {
+            struct kc_open *o = *op;
+            *op = o->next;
+            free(o);
+            break;
+        }
+    if (counted && p && p->nopen && --p->nopen == 0)
         p->conflict = false;
     pthread_mutex_unlock(&kc.mutex);
 }
@@ -518,12 +641,13 @@ static struct kc_path *forget_paths(struct kc_group *g, struct kc_todo *t, bool 
 
     for (struct kc_path *p = g->paths, *pn; p; p = pn) {
         pn = p->next;
-        if (p->nopen && !all) {
+        if ((p->nopen || p->opens) && !all) {
             p->next = kept;
             kept = p;
             continue;
         }
         todo_add(t, p->path);
+        opens_free(p);
         free(p);
     }
     return kept;
@@ -577,7 +701,7 @@ static void forget_path(const char *path)
 
     for (hp = path_bucket(path); *hp && strcmp((*hp)->path, path) != 0; hp = &(*hp)->hnext)
         ;
-    if (!(p = *hp) || p->nopen)
+    if (!(p = *hp) || p->nopen || p->opens)
         return;
     for (pp = &p->group->paths; *pp != p; pp = &(*pp)->next)
         ;

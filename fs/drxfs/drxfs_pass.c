@@ -42,6 +42,27 @@ static bool kc_kind(enum drxfs_kind k)
     return k == DRXFS_PLAIN || k == DRXFS_STRIPED || (drxfs_is_array_kind(k) && k != DRXFS_ARRAY);
 }
 
+/* What files opened earlier must keep reading, as a number (0: not
+ * known): a view's shape follows from the .xmd; a striped file is its
+ * handle (a new one when another file was put in its place: known only
+ * to an open file, fh), a plain file its inode. */
+static uint64_t kc_shape(enum drxfs_kind kind, const char *rel, const struct drxfs_fh *fh)
+{
+    char xmd[PATH_MAX];
+    struct stat st;
+
+    if (drxfs_is_array_kind(kind))
+        return drxfs_rel_suffix(xmd, rel, DRXFS_XMD) == 0 &&
+                       drx_store_entry_stat(drxfs.store, xmd, &st) == 0
+                   ? drxfs_kc_sig(0, &st)
+                   : 0;
+    if (kind == DRXFS_STRIPED)
+        return fh ? (uint64_t)(uintptr_t)fh->sf : 0;
+    if (kind == DRXFS_PLAIN && (fh ? fstat(fh->fd, &st) : drx_store_entry_stat(drxfs.store, rel, &st)) == 0)
+        return (uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 40);
+    return 0;
+}
+
 /* The attributes of an open file; 1 when the path must be resolved. */
 static int fh_getattr(struct drxfs_fh *fh, const char *path, struct stat *st)
 {
@@ -53,12 +74,12 @@ static int fh_getattr(struct drxfs_fh *fh, const char *path, struct stat *st)
     if (rc == DRXFS_FGETATTR_NEW) {
         /* the entry a create just made: unseen, as at its open */
         if (fh->kpath)
-            drxfs_kc_seen(fh->kkey, path, 0, fh->kcounted);
+            drxfs_kc_seen(fh->kkey, path, 0, DRXFS_KC_OWN);
         return 0;
     }
     if (rc == 0 && fh->kpath)
         drxfs_kc_seen(fh->kkey, path ? path : fh->kpath, drxfs_kc_sig_of(fh->kind, fh->kkey, st),
-                      fh->kcounted);
+                      DRXFS_KC_OWN);
     return rc;
 }
 
@@ -74,8 +95,18 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
     if (!(n = drxfs_node_get_memo(path, true, &rc)))
         return rc;
     rc = drxfs_ops_of(n->kind)->getattr(n, path, st);
-    if (rc == 0 && kc_kind(n->kind) && drxfs_kc_active())
-        drxfs_kc_seen(n->rel, path, drxfs_kc_sig_of(n->kind, n->rel, st), false);
+    if (rc == 0 && kc_kind(n->kind) && drxfs_kc_active()) {
+        uint64_t shape = drxfs_kc_nopen(n->rel, path) ? kc_shape(n->kind, n->rel, NULL) : 0;
+        /* a process holding the path open on an older shape of the view
+         * (and not on this one) is shown its file's size, as its reads
+         * and lseek get (numpy sizes a file by fstat) */
+        off_t own = drxfs_is_array_kind(n->kind) ? drxfs_kc_own_size(n->rel, path, shape) : -1;
+        if (own >= 0) {
+            st->st_size = own;
+            st->st_blocks = (blkcnt_t)((own + 511) / 512);
+        }
+        drxfs_kc_seen(n->rel, path, drxfs_kc_sig_of(n->kind, n->rel, st), shape);
+    }
     free(n);
     return rc;
 }
@@ -190,13 +221,11 @@ static int kc_names(struct drxfs_fh *fh, const char *path, const char *rel)
 /* A file was opened: may the kernel keep the pages of earlier opens?
  * Only when what it showed then is what it shows now. */
 static void open_cache(const char *path, enum drxfs_kind kind, const char *rel,
-                       struct fuse_file_info *fi)
+                       struct fuse_file_info *fi, uint64_t shape)
 {
     struct drxfs_fh *fh = drxfs_fh_of(fi);
     struct stat st;
     const struct stat *rep = NULL;
-    uint64_t shape = 0;
-    char xmd[PATH_MAX];
 
     fi->keep_cache = 0;
     if (!drxfs_kc_active() || !kc_kind(kind) || kc_names(fh, path, rel) < 0)
@@ -205,18 +234,14 @@ static void open_cache(const char *path, enum drxfs_kind kind, const char *rel,
         return; /* no pages; writes still tell the other views */
     if (kind == DRXFS_STRIPED && drxfs_striped_fgetattr(fh, &st) == 0)
         rep = &st;
-    /* What files opened earlier must keep reading: a view's shape follows
-     * from the .xmd; a striped file is its handle (a new one when another
-     * file was put in its place), a plain file its inode. */
-    if (drxfs_is_array_kind(kind) && drxfs_rel_suffix(xmd, rel, DRXFS_XMD) == 0 &&
-        drx_store_entry_stat(drxfs.store, xmd, &st) == 0)
-        shape = drxfs_kc_sig(0, &st);
-    else if (kind == DRXFS_STRIPED)
-        shape = (uint64_t)(uintptr_t)fh->sf;
-    else if (kind == DRXFS_PLAIN && fstat(fh->fd, &st) == 0)
-        shape = (uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 40);
+    if (!drxfs_is_array_kind(kind))
+        shape = kc_shape(kind, rel, fh);
     uint64_t sig = drxfs_kc_sig_of(kind, rel, rep);
-    int rc = drxfs_kc_open(rel, path, sig, drxfs_kc_page_sig(kind, rel, sig), shape);
+    /* an array file's size is its view's as opened, whatever comes after */
+    struct drxfs_kc_opener who = {fh, -1};
+    if (drxfs_is_array_kind(kind) && drxfs_array_fgetattr(fh, &st) == 0)
+        who.size = st.st_size;
+    int rc = drxfs_kc_open(rel, path, sig, drxfs_kc_page_sig(kind, rel, sig), shape, &who);
     fi->keep_cache = rc == 1;
     fh->kcounted = rc >= 0;
     if (rc == -1)
@@ -259,6 +284,12 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
         free(n);
         return rc;
     }
+    /* a view's shape as it was before the open resolved the view: older
+     * than the view when an extension came between (then a stat by the
+     * process shows the file's own size, drxfs_kc_own_size), never newer */
+    uint64_t shape = drxfs_is_array_kind(n->kind) && drxfs_kc_active()
+                         ? kc_shape(n->kind, n->rel, NULL)
+                         : 0;
     rc = share_charge(path, fi, who, drxfs_ops_of(n->kind)->open(path, n, fi));
     /* nothing of a reader's to flush at its close (drxfs_op_flush) */
     if (rc == 0 && (fi->flags & O_ACCMODE) == O_RDONLY)
@@ -266,7 +297,7 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     /* a zarr/ node keeps its own records: a key's bytes are its variable's,
      * which may be another array than the node's (a coordinate) */
     if (rc == 0 && n->kind != DRXFS_ZARR)
-        open_cache(path, n->kind, n->rel, fi);
+        open_cache(path, n->kind, n->rel, fi, shape);
     free(n);
     return rc;
 }
@@ -283,7 +314,8 @@ static void open_cache_new(const char *path, const char *rel, struct fuse_file_i
     fi->keep_cache = 0;
     if (!drxfs_kc_active() || kc_names(fh, path, rel) < 0 || fi->direct_io)
         return;
-    int rc = drxfs_kc_open(rel, path, 0, 0, (uint64_t)(uintptr_t)fh->sf);
+    struct drxfs_kc_opener who = {fh, -1};
+    int rc = drxfs_kc_open(rel, path, 0, 0, (uint64_t)(uintptr_t)fh->sf, &who);
     fh->kcounted = rc >= 0;
     if (rc == -1)
         fi->direct_io = 1;
@@ -375,8 +407,8 @@ int drxfs_op_release(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = drxfs_fh_of(fi);
     (void)path;
-    if (fh->kcounted)
-        drxfs_kc_close(fh->kkey, fh->kpath);
+    if (fh->kpath)
+        drxfs_kc_close(fh->kkey, fh->kpath, fh, fh->kcounted);
     free(fh->kpath);
     free(fh->kkey);
     drxfs_share_give(fh->share_uid, fh->share_cost, fh->share_bytes);

@@ -604,7 +604,8 @@ static void zfile_cache(const char *path, const char *key, uint64_t page_sig, ui
         return;
     }
     uint64_t sig = drxfs_kc_sig_of(DRXFS_ZARR, key, NULL);
-    int rc = drxfs_kc_open(key, path, sig, page_sig ? page_sig : sig, shape);
+    struct drxfs_kc_opener who = {fh, -1};
+    int rc = drxfs_kc_open(key, path, sig, page_sig ? page_sig : sig, shape, &who);
     fh->kcounted = rc >= 0;
     fi->keep_cache = rc == 1;
     fi->direct_io = rc < 0; /* files of another text or place are open */
