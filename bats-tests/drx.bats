@@ -184,6 +184,17 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     bad "--dims has more names than the rank 3" "$DRX" create u --type f32 --shape 2x3x4 --chunk 2x2x2 --dims a,,b,
 }
 
+@test "create in a directory that is not there names the directory, not a file of the array's" {
+    run "$DRX" create nodir/x --type f32 --shape 4 --chunk 2
+    assert_failure
+    assert_output "drx: create: $PWD/nodir: no such directory"
+    : >plainf
+    run "$DRX" create plainf/x --type f32 --shape 4 --chunk 2
+    assert_failure
+    assert_output "drx: create: $PWD/plainf: not a directory"
+    [ ! -e nodir ] && [ -f plainf ]
+}
+
 @test "create takes the umask: with 002 the group may write and extend the array" {
     (umask 002 && "$DRX" create t --type f32 --shape 4x3 --chunk 2x2)
     assert_equal "$(stat -c %a t.xmd) $(stat -c %a t.xta)" "664 664"

@@ -196,6 +196,12 @@ subfile() {
     run "$DRX" stripe set st/plain --count 1 --extent 4096
     assert_failure
     assert_output --partial "not a directory"
+    # a striped file (NAME.nafs): said so, not "No such file or directory"
+    random_bytes src 100
+    mkstriped st sf 2 1000 src
+    run "$DRX" stripe set st/sf --count 1 --extent 4096
+    assert_failure
+    assert_output "drx: stripe set: st/sf: a striped file, not a directory (a layout is set on directories; a file keeps the one it was made with)"
     run "$DRX" stripe set outside --count 1 --extent 4096
     assert_failure
     assert_output --partial "not inside a drx store"
@@ -222,6 +228,11 @@ subfile() {
     run "$DRX" fsck st
     assert_success
     assert_output "$PWD/st: clean"
+    # a path that is not there is no store (its parent's was checked)
+    run --separate-stderr "$DRX" fsck st/nope
+    assert_failure
+    [ "$stderr" = "drx: fsck: st/nope: No such file or directory" ]
+    [ -z "$output" ]
 }
 
 @test "fsck: orphan subfiles are found and removed by --repair" {
@@ -595,7 +606,8 @@ subfile() {
         assert_failure 1
         assert_line --index 2 --partial "subfile 0 ($PWD/st/.drx/stripes/0/00000000000000a"
         assert_line --index 2 --partial "${f#*:}"
-        [ "$stderr" = "drx: stripe get: st/${f%%:*}: subfile 0 refused (see above)" ]
+        # the reason in the failure's one line too
+        [ "$stderr" = "drx: stripe get: st/${f%%:*}: ${lines[2]}" ]
     done
     [ "$(cat outside)" = secret ]
 }

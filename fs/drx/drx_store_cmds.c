@@ -226,12 +226,15 @@ static int stripe_get(const char *file)
             } else if (rc == -ENOENT) {
                 printf("subfile %u: %s (missing)\n", i, sub);
             } else {
+                char why[sizeof err.msg + PATH_MAX + 80];
                 if (err.msg[0]) /* "subfile I (PATH) is a ... (refused)" */
-                    printf("%s\n", err.msg);
+                    snprintf(why, sizeof why, "%s", err.msg);
                 else
-                    printf("subfile %u: %s (%s)\n", i, sub, strerror(-rc));
+                    snprintf(why, sizeof why, "subfile %u: %s (%s)", i, sub, strerror(-rc));
+                /* in the listing, and the reason in the failure's line */
+                printf("%s\n", why);
                 fflush(stdout);
-                ret = drx_cli_fail("stripe get: %s: subfile %u refused (see above)", file, i);
+                ret = drx_cli_fail("stripe get: %s: %s", file, why);
             }
         }
         if (drx_stripe_size_pending(sp))
@@ -279,6 +282,13 @@ static int stripe_set(const char *dir)
         return drx_cli_fail("stripe set: --clear takes no --count or --extent");
     if (open_store_of("stripe set", dir, true, &s, sp))
         return 1;
+    if (drx_stripe_exists(sp)) {
+        ret = drx_cli_fail("stripe set: %s: a striped file, not a directory (a layout is set "
+                           "on directories; a file keeps the one it was made with)",
+                           dir);
+        drx_store_close(s);
+        return ret;
+    }
     if (clear) {
         rc = drx_stripe_layout_dir_set(s, sp, NULL, &err);
     } else {
@@ -346,6 +356,13 @@ int drx_cmd_fsck(int argc, char **argv)
 
     (void)argc;
     setup_log();
+    /* a store's path, or one in it; a path that is not there names no
+     * store (its parent's would be checked instead) */
+    struct stat st;
+    if (stat(argv[1], &st) < 0) {
+        drx_cli_fail("fsck: %s: %s", argv[1], strerror(errno));
+        return 1;
+    }
     if (open_store_of("fsck", argv[1], repair, &s, sp))
         return 1;
     rc = drx_store_check(s, repair, print_finding, &repair, &res, &err);

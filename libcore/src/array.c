@@ -197,6 +197,14 @@ static int create_files(struct drx_array *a, struct drx_err *err)
     int rc;
 
     a->xta_fd = open(a->xta_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (a->xta_fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+        /* the directory it goes in, not a file the user never named */
+        int e = errno;
+        const char *slash = strrchr(a->xta_path, '/');
+        int n = slash ? (int)(slash - a->xta_path) : 1;
+        return drx_err_set(err, e, "%.*s: %s", n, slash ? a->xta_path : ".",
+                           e == ENOENT ? "no such directory" : "not a directory");
+    }
     if (a->xta_fd < 0)
         return drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
     rc = drx_array_fill_chunks(a->xta_fd, &a->meta, 0, a->meta.map.nchunks);
