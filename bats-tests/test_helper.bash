@@ -15,6 +15,30 @@ PY=/usr/bin/python3
 # programs traced in the ASan pass run without it (ASan itself stays on).
 NO_LSAN="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
+# mpiexec, for every MPI run of the suites (theirs, and the prefetch jobs
+# of their daemons, which find it on PATH): a wrapper that preloads
+# bats-tests/mpi_yield.c into the ranks, so that a rank waiting on this
+# oversubscribed 2-core machine yields the CPU instead of spinning (why:
+# mpi_yield.c).  Ranks built with ASan take it with their runtime's link
+# order check off (the shim is not instrumented and intercepts nothing).
+# DRX_MPI_SPIN=1 runs the ranks as they are.
+_mpi_yield="$DRX_BUILD/bats-tests/libmpi_yield.so"
+_real_mpiexec=$(command -v mpiexec || true)
+if [ -z "${DRX_MPI_SPIN:-}" ] && [ -f "$_mpi_yield" ] && [ -n "$_real_mpiexec" ] &&
+    [ -n "${BATS_RUN_TMPDIR:-}" ]; then
+    if [ ! -x "$BATS_RUN_TMPDIR/mpibin/mpiexec" ]; then
+        mkdir -p "$BATS_RUN_TMPDIR/mpibin"
+        printf '#!/bin/sh\nexec "%s" -genv LD_PRELOAD "%s" -genv ASAN_OPTIONS "${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$@"\n' \
+            "$_real_mpiexec" "$_mpi_yield" >"$BATS_RUN_TMPDIR/mpibin/mpiexec.$$"
+        chmod +x "$BATS_RUN_TMPDIR/mpibin/mpiexec.$$"
+        mv "$BATS_RUN_TMPDIR/mpibin/mpiexec.$$" "$BATS_RUN_TMPDIR/mpibin/mpiexec"
+    fi
+    case ":$PATH:" in
+    *":$BATS_RUN_TMPDIR/mpibin:"*) ;;
+    *) PATH="$BATS_RUN_TMPDIR/mpibin:$PATH" ;;
+    esac
+fi
+
 # A fresh scratch directory per test (bats removes BATS_TEST_TMPDIR).
 scratch() {
     echo "$BATS_TEST_TMPDIR"
