@@ -3,7 +3,9 @@
 # through the mount what the store's permissions deny them".  POSIX ACLs
 # of store files were not applied (mode bits only): a user an ACL denied
 # read the file through a root daemon mounted with allow_other, and one it
-# granted was refused.  Each test failed before its fix.
+# granted was refused; and a hostile review of that fix found a
+# coordinate variable's readers judged by its other bits alone.  Each
+# test failed before its fix.
 
 load test_helper
 
@@ -222,4 +224,40 @@ PY
     run nob ncdump -v time "$m/t/data.nc"
     assert_success
     assert_output --partial "time = 10, 20, 30, 40"
+}
+
+@test "a coordinate that its ACL or its group bits keep someone from reading is no coordinate of an array he may read" {
+    local s="$RV/s" m="$RV/m"
+    "$DRX" create "$s/v" --type i32 --shape 4 --chunk 4 --dims x >/dev/null
+    "$DRX" create "$s/x" --type i32 --shape 4 --chunk 4 >/dev/null
+    i32 11 22 33 44 | "$DRX" put "$s/x"
+    "$DRX" attr set "$s/x" units secretunits
+    chmod 644 "$s/v.xta" "$s/v.xmd" "$s/x.xta" "$s/x.xmd"
+    mount_store "$s" "$m" -o allow_other
+    run ncdump -v x "$m/v/data.nc"
+    assert_output --partial "x = 11, 22, 33, 44"
+    # x's ACL keeps nobody out of x, not of v: x's values and units would
+    # reach him through v/data.nc and v/zarr
+    setfacl -m u:nobody:--- "$s/x.xta" "$s/x.xmd"
+    denied "$m/x/data"
+    run nob ncdump -h "$m/v/data.nc"
+    assert_success
+    refute_output --partial "int x(x)"
+    refute_output --partial secretunits
+    run nob cat "$m/v/zarr/.zmetadata"
+    assert_success
+    refute_output --partial secretunits
+    grep -q "x is not dimension x's coordinate: its ACL keeps a user or group from reading it" "$m.log"
+    # kept out of v as well: x is v's coordinate again
+    setfacl -m u:nobody:--- "$s/v.xta" "$s/v.xmd"
+    run ncdump -v x "$m/v/data.nc"
+    assert_output --partial "x = 11, 22, 33, 44"
+    # mode bits: readable by others but not by its group (0604), whose
+    # members v lets read
+    setfacl -b "$s/x.xta" "$s/x.xmd" "$s/v.xta" "$s/v.xmd"
+    chmod 604 "$s/x.xta" "$s/x.xmd"
+    run ncdump -h "$m/v/data.nc"
+    assert_success
+    refute_output --partial "int x(x)"
+    grep -q "x is not dimension x's coordinate: its mode lets fewer users read it" "$m.log"
 }

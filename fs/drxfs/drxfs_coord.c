@@ -32,6 +32,7 @@
 #include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "drxfs_i.h"
@@ -67,12 +68,14 @@ static bool user_known(uid_t uid)
 }
 
 /* Whether every user whom the read bits of ref allow may read c: its
- * owner (root reads all), and its group's members when they may. */
+ * owner (root reads all), and its group's members when they may.  (A c
+ * that others may read but its group may not keeps its group's members
+ * out: a member is judged by the group bits, as the kernel does.) */
 static bool read_covers(const struct stat *ref, const struct stat *c)
 {
     bool owner;
 
-    if (c->st_mode & S_IROTH)
+    if ((c->st_mode & S_IROTH) && (c->st_mode & S_IRGRP))
         return true;
     if (ref->st_mode & S_IROTH)
         return false;
@@ -98,11 +101,28 @@ static bool read_covers(const struct stat *ref, const struct stat *c)
 #define ACL_PERM_READ 4
 #define ACL_PERM_WRITE 2
 
+#define ACL_ENTRIES_MAX 511 /* what a page holds, as the kernel asks */
+
 struct acl_sum {
     unsigned group_obj, mask; /* permission bits of these entries */
     bool named_write;         /* a named user or group entry with write */
     bool named_read;          /* ... with read */
+    unsigned nnamed;          /* its named user and group entries: */
+    struct {
+        unsigned tag, perm;
+        uint32_t id;
+    } named[ACL_ENTRIES_MAX];
 };
+
+/* Whether ACL a has the named entry tag id without read (its mask's
+ * limit included). */
+static bool acl_denies_read(const struct acl_sum *a, unsigned tag, uint32_t id)
+{
+    for (unsigned i = 0; i < a->nnamed; i++)
+        if (a->named[i].tag == tag && a->named[i].id == id)
+            return !(a->named[i].perm & a->mask & ACL_PERM_READ);
+    return false;
+}
 
 static unsigned le16(const unsigned char *p)
 {
@@ -113,7 +133,7 @@ static unsigned le16(const unsigned char *p)
  * (mode bits alone), -errno when it cannot be read. */
 static int acl_sum_read(const char *name, struct acl_sum *a)
 {
-    unsigned char buf[4 + 8 * 64];
+    unsigned char buf[4 + 8 * ACL_ENTRIES_MAX];
     struct drx_xattr_req r = {DRX_XATTR_GET, ACL_XATTR, buf, sizeof buf, 0};
     ssize_t n = drx_store_entry_xattr(drxfs.store, name, &r);
 
@@ -123,16 +143,23 @@ static int acl_sum_read(const char *name, struct acl_sum *a)
         return (int)n;
     if (n < 4 || (n - 4) % 8 != 0 || le16(buf) != 2)
         return -EIO;
-    *a = (struct acl_sum){0, 07, false, false};
+    a->group_obj = 0;
+    a->mask = 07;
+    a->named_write = a->named_read = false;
+    a->nnamed = 0;
     for (ssize_t off = 4; off < n; off += 8) {
         unsigned tag = le16(buf + off), perm = le16(buf + off + 2);
         if (tag == ACL_TAG_GROUP_OBJ)
             a->group_obj = perm;
         else if (tag == ACL_TAG_MASK)
             a->mask = perm;
-        else if (tag == ACL_TAG_USER || tag == ACL_TAG_GROUP) {
+        else if ((tag == ACL_TAG_USER || tag == ACL_TAG_GROUP) && a->nnamed < ACL_ENTRIES_MAX) {
             a->named_write |= (perm & ACL_PERM_WRITE) != 0;
             a->named_read |= (perm & ACL_PERM_READ) != 0;
+            a->named[a->nnamed].tag = tag;
+            a->named[a->nnamed].perm = perm;
+            a->named[a->nnamed].id = (uint32_t)le16(buf + off + 4) | (uint32_t)le16(buf + off + 6) << 16;
+            a->nnamed++;
         }
     }
     /* the mask limits every named entry */
@@ -185,74 +212,85 @@ static const char *write_refusal(const struct stat *ref, const struct stat *c, b
 }
 
 /* Why store entry name (a file of the candidate) cannot be trusted as a
- * coordinate file of the array whose .xmd and .xta are ref[2]. */
-static const char *file_refusal(const char *name, const struct stat ref[2])
+ * coordinate file of the array whose .xmd and .xta are ref[2], with ACLs
+ * racl[2] (has[i] > 0: racl[i] read; 0: none).  Its values show in the
+ * array's data.nc and zarr/, so whoever may read the array must be let
+ * read it: by its mode (read_covers), by the array's ACL (a user or group
+ * it names reads the array, so everyone must read this), and by its own
+ * ACL (a user or group it keeps out must be kept out of the array too). */
+static const char *file_refusal(const char *name, const struct stat ref[2],
+                                const struct acl_sum racl[2], const int has[2])
 {
-    struct acl_sum acl = {0};
+    struct acl_sum *acl = calloc(1, sizeof *acl);
+    const char *why = NULL;
     struct stat c;
-    const char *why;
     int rc;
 
-    if (drx_store_entry_stat(drxfs.store, name, &c) < 0 || !S_ISREG(c.st_mode))
-        return "its files cannot be examined";
-    if ((rc = acl_sum_read(name, &acl)) < 0)
-        return "its ACL cannot be read";
-    if (rc > 0)
-        acl_group_bits(&c, &acl);
-    if ((why = write_refusal(&ref[0], &c, acl.named_write)))
-        return why;
-    for (int i = 0; i < 2; i++)
-        if (!read_covers(&ref[i], &c))
-            return "its mode lets fewer users read it";
-    return NULL;
-}
-
-/* Why the array's files (store names) let someone read them whom
- * read_covers cannot follow: a user or group their ACL names reads the
- * array through the mount (drxfs_acl.c), so the coordinate file c must
- * let every other user read it too. */
-static const char *named_readers(const char *const names[2], const struct stat *c)
-{
-    struct acl_sum acl = {0};
-
-    for (int i = 0; i < 2; i++) {
-        int rc = acl_sum_read(names[i], &acl);
-        if (rc < 0)
-            return "the array's ACL cannot be read";
-        if (rc > 0 && acl.named_read && !(c->st_mode & S_IROTH))
-            return "the array's ACL lets users or groups read it whom its mode does not let "
-                   "read the coordinate";
+    if (!acl)
+        return "out of memory";
+    if (drx_store_entry_stat(drxfs.store, name, &c) < 0 || !S_ISREG(c.st_mode)) {
+        why = "its files cannot be examined";
+        goto out;
     }
-    return NULL;
+    if ((rc = acl_sum_read(name, acl)) < 0) {
+        why = "its ACL cannot be read";
+        goto out;
+    }
+    if (rc > 0)
+        acl_group_bits(&c, acl);
+    if ((why = write_refusal(&ref[0], &c, acl->named_write)))
+        goto out;
+    for (int i = 0; i < 2; i++)
+        if (!read_covers(&ref[i], &c)) {
+            why = "its mode lets fewer users read it";
+            goto out;
+        }
+    for (int i = 0; i < 2; i++)
+        if (has[i] > 0 && racl[i].named_read &&
+            !((c.st_mode & S_IROTH) && (c.st_mode & S_IRGRP))) {
+            why = "the array's ACL lets users or groups read it whom the coordinate's mode does "
+                  "not let read it";
+            goto out;
+        }
+    for (unsigned e = 0; rc > 0 && e < acl->nnamed; e++) {
+        if (acl->named[e].perm & acl->mask & ACL_PERM_READ)
+            continue;
+        for (int i = 0; i < 2; i++)
+            if (!(has[i] > 0 && acl_denies_read(&racl[i], acl->named[e].tag, acl->named[e].id))) {
+                why = "its ACL keeps a user or group from reading it whom the array's ACL does "
+                      "not keep out";
+                goto out;
+            }
+    }
+out:
+    free(acl);
+    return why;
 }
 
 const char *drxfs_coord_refusal(const char *rel, const char *coord)
 {
     static const char *const sfx[2] = {DRXFS_XMD, DRXFS_XTA};
+    struct acl_sum *racl = calloc(2, sizeof *racl);
     struct stat ref[2];
     char name[PATH_MAX];
-    const char *why;
+    const char *why = NULL;
+    int has[2] = {0, 0};
 
-    for (int i = 0; i < 2; i++)
+    if (!racl)
+        return "out of memory";
+    for (int i = 0; i < 2 && !why; i++) {
         if (drxfs_rel_suffix(name, rel, sfx[i]) < 0 ||
             drx_store_entry_stat(drxfs.store, name, &ref[i]) < 0)
-            return "the array's files cannot be examined";
-    char refname[2][PATH_MAX];
-    const char *const refnames[2] = {refname[0], refname[1]};
-    struct stat c;
-
-    for (int i = 0; i < 2; i++)
-        if (drxfs_rel_suffix(refname[i], rel, sfx[i]) < 0)
-            return "the array's files cannot be examined";
-    for (int i = 0; i < 2; i++) {
-        if (drxfs_rel_suffix(name, coord, sfx[i]) < 0)
-            return "its name is too long";
-        if ((why = file_refusal(name, ref)))
-            return why;
-        if (drx_store_entry_stat(drxfs.store, name, &c) < 0)
-            return "its files cannot be examined";
-        if ((why = named_readers(refnames, &c)))
-            return why;
+            why = "the array's files cannot be examined";
+        else if ((has[i] = acl_sum_read(name, &racl[i])) < 0)
+            why = "the array's ACL cannot be read";
     }
-    return NULL;
+    for (int i = 0; i < 2 && !why; i++) {
+        if (drxfs_rel_suffix(name, coord, sfx[i]) < 0)
+            why = "its name is too long";
+        else
+            why = file_refusal(name, ref, racl, has);
+    }
+    free(racl);
+    return why;
 }
