@@ -63,7 +63,7 @@ struct kc_open {
     struct kc_open *next;
     const void *owner; /* its handle, as a key */
     pid_t tid;         /* the thread that opened it */
-    pid_t tgid;        /* its process, when asked (0: not yet, -1: gone) */
+    pid_t tgid;        /* its process (0: not looked up, -1: not found) */
     uint64_t shape;
     off_t size; /* fixed at open, or -1 */
 };
@@ -410,13 +410,11 @@ static pid_t tgid_of(pid_t tid)
  * *tgid: looked up once, 0 until then); mutex held. */
 static bool same_process(struct kc_open *o, pid_t tid, pid_t *tgid)
 {
-    if (o->tid == tid)
-        return true;
     if (!*tgid)
         *tgid = tgid_of(tid);
-    if (!o->tgid)
-        o->tgid = tgid_of(o->tid);
-    return *tgid > 0 && o->tgid == *tgid;
+    if (o->tgid > 0)
+        return o->tgid == *tgid;
+    return o->tid == tid; /* not looked up: its thread alone */
 }
 
 off_t drxfs_kc_own_size(const char *key, const char *path, uint64_t shape)
@@ -455,6 +453,10 @@ static void open_add(struct kc_path *p, uint64_t shape, const struct drxfs_kc_op
     o->size = who->size;
     o->shape = shape;
     o->tid = c ? c->pid : 0;
+    /* its process now, while the thread lives (a pool's thread may be gone
+     * by the time its process stats the file); only where a size is kept */
+    if (o->size >= 0 && o->tid > 0)
+        o->tgid = tgid_of(o->tid);
     o->next = p->opens;
     p->opens = o;
 }
