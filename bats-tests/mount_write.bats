@@ -285,6 +285,41 @@ PY
     [ "$status" -eq 0 ]
 }
 
+@test "a file opened before an extension by a thread that is gone: its process still sees its own size" {
+    fresh th 4x8 4x4
+    run "$PY" - "$M/th/data" "$DRX" "$S/th" <<'PY'
+import os, subprocess, sys, threading
+p, drx, arr = sys.argv[1:4]
+box = {}
+t = threading.Thread(target=lambda: box.update(fd=os.open(p, os.O_RDONLY)))
+t.start()
+t.join()
+fd = box["fd"]
+subprocess.run([drx, "extend", arr, "0", "4"], check=True)
+assert int(subprocess.run(["stat", "-c", "%s", p], capture_output=True, text=True).stdout) == 512
+assert os.fstat(fd).st_size == 256, os.fstat(fd).st_size
+assert os.lseek(fd, 0, os.SEEK_END) == 256
+assert len(os.pread(fd, 1024, 0)) == 256
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "an .xta replaced by a rename while its .xmd stays (a restore of the chunks alone) serves the new file" {
+    fresh rp 4x4 2x2
+    cmp rp.raw "$M/rp/data"
+    cp -p "$S/rp.xta" "$S/rp.xta.new"
+    "$PY" -c "import numpy as np; np.full(16, 7.5, dtype='<f8').tofile('new.raw')"
+    dd if=new.raw of="$S/rp.xta.new" conv=notrunc status=none
+    mv "$S/rp.xta.new" "$S/rp.xta"
+    # the next open reads the new file (it was the old handle's bytes)
+    "$PY" -c "
+import numpy as np
+a = np.fromfile('$M/rp/data', '<f8')
+assert (np.sort(a) == 7.5).all(), a"
+    cmp <("$DRX" get "$S/rp") "$M/rp/data"
+}
+
 @test "opens racing extensions: fstat, every read to the end and lseek(SEEK_END) agree" {
     "$DRX" rm "$S/race" 2>/dev/null || true
     "$DRX" create "$S/race" --type i32 --shape 4x8 --chunk 4x4 --fill -1

@@ -376,7 +376,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     if (drxfs.implied_default_permissions)
         drx_log(DRX_LOG_INFO, "allow_other without default_permissions: added "
                               "default_permissions, so the kernel checks every access "
-                              "against the store's owners and modes");
+                              "against the store's owners, modes and POSIX ACLs");
     return NULL;
 }
 

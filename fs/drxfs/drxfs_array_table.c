@@ -42,6 +42,12 @@ static void sig_of(struct drxfs_sig *s, const struct stat *st)
     s->ctim = st->st_ctim;
 }
 
+/* Whether b (a stat by name, dev 0 when it failed) is the file of a. */
+static bool same_file(const struct drxfs_sig *a, const struct drxfs_sig *b)
+{
+    return b->dev == 0 || (a->dev == b->dev && a->ino == b->ino);
+}
+
 static bool sig_same(const struct drxfs_sig *a, const struct drxfs_sig *b)
 {
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
@@ -331,12 +337,17 @@ again:
         goto again;
     }
 
+    /* The .xta by its name now: replaced by a rename while the .xmd stayed
+     * (an rsync or a restore of the chunks alone), the handle serves
+     * another file's bytes, mode and ACL. */
+    struct drxfs_sig xnow = {0};
+    xta_sig(n->rel, &xnow);
     pthread_rwlock_rdlock(&e->lock);
-    bool same = sig_same(&e->xmd, &now);
+    bool same = sig_same(&e->xmd, &now) && same_file(&e->xta, &xnow);
     pthread_rwlock_unlock(&e->lock);
     if (!same) {
         pthread_rwlock_wrlock(&e->lock);
-        rc = sig_same(&e->xmd, &now) ? 0 : arr_refresh(e, n);
+        rc = sig_same(&e->xmd, &now) && same_file(&e->xta, &xnow) ? 0 : arr_refresh(e, n);
         pthread_rwlock_unlock(&e->lock);
         if (rc != 0) {
             /* Replaced or gone: this handle serves only its open files. */
