@@ -39,6 +39,34 @@ if [ -z "${DRX_MPI_SPIN:-}" ] && [ -f "$_mpi_yield" ] && [ -n "$_real_mpiexec" ]
     esac
 fi
 
+# zarr_grow_py FILE [chunk]: writes to FILE a script that, given a mount
+# path, grows the 1-D u8 array g (4 long, chunks of 2) to 6 through
+# g/zarr/g/.zarray as zarr-python does (a temporary renamed over it) and
+# prints "grown" or "refused"; with "chunk" it first writes chunk 0 (7, 7)
+# the same way.
+zarr_grow_py() {
+    {
+        echo 'import json, os, sys'
+        echo 'd = sys.argv[1] + "/g/zarr/g/"'
+        if [ "${2:-}" = chunk ]; then
+            echo 'with open(d + "0.tmp.partial", "wb") as f:'
+            echo '    f.write(b"\x07\x07")'
+            echo 'os.rename(d + "0.tmp.partial", d + "0")'
+        fi
+        cat <<'PY'
+za = json.load(open(d + ".zarray"))
+with open(d + ".zarray.tmp.partial", "w") as f:
+    json.dump(dict(za, shape=[6]), f)
+try:
+    os.rename(d + ".zarray.tmp.partial", d + ".zarray")
+    print("grown")
+except PermissionError:
+    os.unlink(d + ".zarray.tmp.partial")
+    print("refused")
+PY
+    } >"$1"
+}
+
 # A fresh scratch directory per test (bats removes BATS_TEST_TMPDIR).
 scratch() {
     echo "$BATS_TEST_TMPDIR"

@@ -483,16 +483,24 @@ int zstat(const struct drxfs_node *n, const struct zctx *zc, const struct zinfo 
     return 0;
 }
 
+/* The temporary file node n is (held: ztemp_put), or NULL. */
+static struct ztemp *temp_of(const struct drxfs_node *n)
+{
+    char key[ZKEY_MAX];
+
+    if (n->zlevel != ZL_FILE || zkey(n, n->zvar, n->zname, key, sizeof key) != 0)
+        return NULL;
+    return ztemp_get(key);
+}
+
 int drxfs_zarr_getattr(const struct drxfs_node *n, struct stat *st)
 {
     struct zctx zc;
     struct zinfo zi;
-    char key[ZKEY_MAX];
     struct ztemp *t;
     int rc;
 
-    if (n->zlevel == ZL_FILE && zkey(n, n->zvar, n->zname, key, sizeof key) == 0 &&
-        (t = ztemp_get(key))) {
+    if ((t = temp_of(n))) {
         ztemp_stat(t, st);
         ztemp_put(t);
         return 0;
@@ -509,13 +517,11 @@ int drxfs_zarr_getacl(const struct drxfs_node *n, char *value, size_t size)
 {
     struct zctx zc;
     struct zinfo zi;
-    char key[ZKEY_MAX];
     struct ztemp *t;
     int rc;
 
     /* a temporary is the daemon's, made with its creator's mode alone */
-    if (n->zlevel == ZL_FILE && zkey(n, n->zvar, n->zname, key, sizeof key) == 0 &&
-        (t = ztemp_get(key))) {
+    if ((t = temp_of(n))) {
         ztemp_put(t);
         return -ENODATA;
     }
@@ -696,14 +702,12 @@ fail:
 
 int drxfs_zarr_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
 {
-    char key[ZKEY_MAX];
     struct ztemp *t;
     struct zctx zc;
     struct zinfo zi;
     int rc;
 
-    if (n->zlevel == ZL_FILE && zkey(n, n->zvar, n->zname, key, sizeof key) == 0 &&
-        (t = ztemp_get(key)))
+    if ((t = temp_of(n)))
         return zarr_open_temp(t, fi);
     /* why a coordinate is left out is logged at info when metadata is
      * opened (once per client open of the group), not for every chunk */
@@ -890,13 +894,10 @@ static int zarr_same(const struct drxfs_node *n, struct drxfs_fh *fh, struct sta
 {
     if (!n)
         return fh ? 1 : -EPERM; /* by its path */
-    if (n->zlevel == ZL_FILE) {
-        char key[ZKEY_MAX];
-        struct ztemp *t;
-        if (zkey(n, n->zvar, n->zname, key, sizeof key) == 0 && (t = ztemp_get(key))) {
-            ztemp_put(t);
-            return -EPERM;
-        }
+    struct ztemp *t = temp_of(n);
+    if (t) {
+        ztemp_put(t);
+        return -EPERM;
     }
     return drxfs_zarr_getattr(n, st);
 }
