@@ -294,6 +294,7 @@ struct drxfs_fh {
     char *kpath;            /* mount path opened, for the kernel cache records */
     char *kkey;             /* ... and its store object (drxfs_kc_*) */
     bool kcounted;          /* counted by drxfs_kc_open() */
+    uint64_t kshape;        /* ... on this shape (drxfs_pass.c, kc_shape), 0: not known */
     bool created;           /* DRXFS_STRIPED: made by this handle's create, and
                              * libfuse's getattr of the new entry not yet
                              * answered (from the handle, not the path) */

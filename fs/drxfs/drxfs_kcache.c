@@ -479,11 +479,12 @@ void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, uint64_t sha
     pthread_mutex_lock(&kc.mutex);
     struct kc_path *p = note(key, path);
     if (p) {
-        p->attr_sig = sig;
         drop = shape != DRXFS_KC_OWN && p->conflict;
         for (struct kc_open *o = p->opens; o && shape && shape != DRXFS_KC_OWN && !drop;
              o = o->next)
             drop = o->shape != shape;
+        /* dropped, the kernel keeps what it had: no signature of it */
+        p->attr_sig = drop ? 0 : sig;
     }
     pthread_mutex_unlock(&kc.mutex);
     /* The kernel keeps one size per path, which its page-cache reads stop

@@ -77,9 +77,15 @@ static int fh_getattr(struct drxfs_fh *fh, const char *path, struct stat *st)
             drxfs_kc_seen(fh->kkey, path, 0, DRXFS_KC_OWN);
         return 0;
     }
-    if (rc == 0 && fh->kpath)
-        drxfs_kc_seen(fh->kkey, path ? path : fh->kpath, drxfs_kc_sig_of(fh->kind, fh->kkey, st),
-                      DRXFS_KC_OWN);
+    if (rc == 0 && fh->kpath) {
+        uint64_t sig = drxfs_kc_sig_of(fh->kind, fh->kkey, st);
+        /* a file of an older shape answers its own size, not the store's
+         * now: the next open must not take what the kernel holds for it */
+        if (drxfs_is_array_kind(fh->kind) && fh->kshape &&
+            kc_shape(fh->kind, fh->kkey, NULL) != fh->kshape)
+            sig = 0;
+        drxfs_kc_seen(fh->kkey, path ? path : fh->kpath, sig, DRXFS_KC_OWN);
+    }
     return rc;
 }
 
@@ -94,8 +100,13 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return rc;
     if (!(n = drxfs_node_get_memo(path, true, &rc)))
         return rc;
+    bool kc = kc_kind(n->kind) && drxfs_kc_active();
+    /* an array's signature taken before its attributes, never newer than
+     * what the kernel is given: an extension between them leaves it
+     * older, and the next open invalidates what the kernel holds */
+    uint64_t sig = kc && drxfs_is_array_kind(n->kind) ? drxfs_kc_sig_of(n->kind, n->rel, NULL) : 0;
     rc = drxfs_ops_of(n->kind)->getattr(n, path, st);
-    if (rc == 0 && kc_kind(n->kind) && drxfs_kc_active()) {
+    if (rc == 0 && kc) {
         uint64_t shape = drxfs_kc_nopen(n->rel, path) ? kc_shape(n->kind, n->rel, NULL) : 0;
         /* a process holding the path open on an older shape of the view
          * (and not on this one) is shown its file's size, as its reads
@@ -105,7 +116,9 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
             st->st_size = own;
             st->st_blocks = (blkcnt_t)((own + 511) / 512);
         }
-        drxfs_kc_seen(n->rel, path, drxfs_kc_sig_of(n->kind, n->rel, st), shape);
+        if (!drxfs_is_array_kind(n->kind))
+            sig = drxfs_kc_sig_of(n->kind, n->rel, st);
+        drxfs_kc_seen(n->rel, path, sig, shape);
     }
     free(n);
     return rc;
@@ -221,7 +234,7 @@ static int kc_names(struct drxfs_fh *fh, const char *path, const char *rel)
 /* A file was opened: may the kernel keep the pages of earlier opens?
  * Only when what it showed then is what it shows now. */
 static void open_cache(const char *path, enum drxfs_kind kind, const char *rel,
-                       struct fuse_file_info *fi, uint64_t shape)
+                       struct fuse_file_info *fi, uint64_t shape, uint64_t sig0)
 {
     struct drxfs_fh *fh = drxfs_fh_of(fi);
     struct stat st;
@@ -237,11 +250,16 @@ static void open_cache(const char *path, enum drxfs_kind kind, const char *rel,
     if (!drxfs_is_array_kind(kind))
         shape = kc_shape(kind, rel, fh);
     uint64_t sig = drxfs_kc_sig_of(kind, rel, rep);
+    /* an array changed while the open resolved its view: what the kernel
+     * holds is not to be trusted (0 invalidates it) */
+    if (drxfs_is_array_kind(kind) && sig != sig0)
+        sig = 0;
     /* an array file's size is its view's as opened, whatever comes after */
     struct drxfs_kc_opener who = {fh, -1};
     if (drxfs_is_array_kind(kind) && drxfs_array_fgetattr(fh, &st) == 0)
         who.size = st.st_size;
     int rc = drxfs_kc_open(rel, path, sig, drxfs_kc_page_sig(kind, rel, sig), shape, &who);
+    fh->kshape = shape;
     fi->keep_cache = rc == 1;
     fh->kcounted = rc >= 0;
     if (rc == -1)
@@ -287,9 +305,9 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     /* a view's shape as it was before the open resolved the view: older
      * than the view when an extension came between (then a stat by the
      * process shows the file's own size, drxfs_kc_own_size), never newer */
-    uint64_t shape = drxfs_is_array_kind(n->kind) && drxfs_kc_active()
-                         ? kc_shape(n->kind, n->rel, NULL)
-                         : 0;
+    bool array_kc = drxfs_is_array_kind(n->kind) && drxfs_kc_active();
+    uint64_t shape = array_kc ? kc_shape(n->kind, n->rel, NULL) : 0;
+    uint64_t sig0 = array_kc ? drxfs_kc_sig_of(n->kind, n->rel, NULL) : 0;
     rc = share_charge(path, fi, who, drxfs_ops_of(n->kind)->open(path, n, fi));
     /* nothing of a reader's to flush at its close (drxfs_op_flush) */
     if (rc == 0 && (fi->flags & O_ACCMODE) == O_RDONLY)
@@ -297,7 +315,7 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     /* a zarr/ node keeps its own records: a key's bytes are its variable's,
      * which may be another array than the node's (a coordinate) */
     if (rc == 0 && n->kind != DRXFS_ZARR)
-        open_cache(path, n->kind, n->rel, fi, shape);
+        open_cache(path, n->kind, n->rel, fi, shape, sig0);
     free(n);
     return rc;
 }
@@ -664,3 +682,4 @@ int drxfs_op_removexattr(const char *path, const char *name)
     free(n);
     return rc;
 }
+
