@@ -442,9 +442,9 @@ off_t drxfs_kc_own_size(const char *key, const char *path, uint64_t shape)
 }
 
 /* Records who's open of p (mutex held); out of memory, it is not. */
-static void open_add(struct kc_path *p, uint64_t shape, const struct drxfs_kc_opener *who)
+static void open_add(struct kc_path *p, uint64_t shape, const struct drxfs_kc_opener *who,
+                     pid_t tid, pid_t tgid)
 {
-    struct fuse_context *c = fuse_get_context();
     struct kc_open *o;
 
     if (!who || !(o = calloc(1, sizeof *o)))
@@ -452,11 +452,8 @@ static void open_add(struct kc_path *p, uint64_t shape, const struct drxfs_kc_op
     o->owner = who->owner;
     o->size = who->size;
     o->shape = shape;
-    o->tid = c ? c->pid : 0;
-    /* its process now, while the thread lives (a pool's thread may be gone
-     * by the time its process stats the file); only where a size is kept */
-    if (o->size >= 0 && o->tid > 0)
-        o->tgid = tgid_of(o->tid);
+    o->tid = tid;
+    o->tgid = tgid;
     o->next = p->opens;
     p->opens = o;
 }
@@ -508,10 +505,16 @@ int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t
 
     if (!path || !kc.fuse)
         return 0;
+    /* the opener's process now, while its thread lives (a pool's thread
+     * may be gone by the time its process stats the file), and outside
+     * the mutex; only where a size is kept */
+    struct fuse_context *c = fuse_get_context();
+    pid_t tid = c ? c->pid : 0;
+    pid_t tgid = who && who->size >= 0 && tid > 0 ? tgid_of(tid) : 0;
     pthread_mutex_lock(&kc.mutex);
     struct kc_path *p = note(key, path);
     if (p)
-        open_add(p, shape, who);
+        open_add(p, shape, who, tid, tgid);
     if (p && p->nopen && p->shape != shape) {
         p->conflict = true;
         /* Files opened on an older shape of this view (or on the file that
