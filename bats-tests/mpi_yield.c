@@ -13,6 +13,8 @@
  * passed through. */
 #include <dlfcn.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 typedef unsigned (*progress_fn)(void *worker);
 
@@ -21,13 +23,19 @@ unsigned ucp_worker_progress(void *worker);
 unsigned ucp_worker_progress(void *worker)
 {
     static progress_fn real;
+    progress_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
     unsigned n;
 
-    if (!real)
-        *(void **)&real = dlsym(RTLD_NEXT, "ucp_worker_progress"); /* as POSIX says */
-    if (!real)
-        return 0;
-    if ((n = real(worker)) == 0)
+    if (!f) {
+        *(void **)&f = dlsym(RTLD_NEXT, "ucp_worker_progress"); /* as POSIX says */
+        if (!f) {
+            /* never pretend to make progress: every rank would wait forever */
+            fprintf(stderr, "mpi_yield: ucp_worker_progress not found after the shim\n");
+            abort();
+        }
+        __atomic_store_n(&real, f, __ATOMIC_RELEASE);
+    }
+    if ((n = f(worker)) == 0)
         sched_yield();
     return n;
 }

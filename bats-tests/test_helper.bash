@@ -24,11 +24,15 @@ NO_LSAN="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 # DRX_MPI_SPIN=1 runs the ranks as they are.
 _mpi_yield="$DRX_BUILD/bats-tests/libmpi_yield.so"
 _real_mpiexec=$(command -v mpiexec || true)
+# (LD_PRELOAD splits at spaces and colons: a build path with one runs
+# the ranks as they are.)
 if [ -z "${DRX_MPI_SPIN:-}" ] && [ -f "$_mpi_yield" ] && [ -n "$_real_mpiexec" ] &&
-    [ -n "${BATS_RUN_TMPDIR:-}" ]; then
+    [ -n "${BATS_RUN_TMPDIR:-}" ] && [[ "$_mpi_yield" != *[[:space:]:]* ]]; then
     if [ ! -x "$BATS_RUN_TMPDIR/mpibin/mpiexec" ]; then
         mkdir -p "$BATS_RUN_TMPDIR/mpibin"
-        printf '#!/bin/sh\nexec "%s" -genv LD_PRELOAD "%s" -genv ASAN_OPTIONS "${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$@"\n' \
+        # the paths quoted for sh (%q); the caller's LD_PRELOAD and
+        # ASAN_OPTIONS kept, taken when the wrapper runs
+        printf '#!/bin/bash\nexec %q -genv LD_PRELOAD "${LD_PRELOAD:+$LD_PRELOAD }"%q -genv ASAN_OPTIONS "${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$@"\n' \
             "$_real_mpiexec" "$_mpi_yield" >"$BATS_RUN_TMPDIR/mpibin/mpiexec.$$"
         chmod +x "$BATS_RUN_TMPDIR/mpibin/mpiexec.$$"
         mv "$BATS_RUN_TMPDIR/mpibin/mpiexec.$$" "$BATS_RUN_TMPDIR/mpibin/mpiexec"

@@ -333,8 +333,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * allow_other implies), it checks POSIX ACLs as well as mode bits,
      * asking each node's (drxfs_acl.c): a user the store's ACLs deny is
      * denied here.  Not otherwise: FUSE_POSIX_ACL turns the checks on,
-     * and only the mounting user (and root) may enter, whose daemon
-     * reaches the store with his own rights. */
+     * and only the mounting user may enter, whose daemon reaches the
+     * store with his own rights. */
     if (drxfs.check_perms && (conn->capable & FUSE_CAP_POSIX_ACL))
         conn->want |= FUSE_CAP_POSIX_ACL;
     else if (drxfs.check_perms)

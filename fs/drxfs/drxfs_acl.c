@@ -52,7 +52,7 @@ bool drxfs_acl_name(const char *name)
 /* Whether src (n bytes) is an ACL in xattr form. */
 static bool acl_valid(const unsigned char *src, ssize_t n)
 {
-    return n >= 4 && (n - 4) % 8 == 0 && le16(src) == ACL_VERSION;
+    return n >= 4 && (n - 4) % 8 == 0 && le32(src) == ACL_VERSION;
 }
 
 int drxfs_acl_mapped(const unsigned char *src, ssize_t n, struct drxfs_acl_map map, char *value,

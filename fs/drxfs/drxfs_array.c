@@ -467,8 +467,14 @@ int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
     else if (fh->kind == DRXFS_ANC) {
         size += fh->text_len + fh->pad;
         times_latest(st, &fh->times.st_mtim, &fh->times.st_ctim);
-    } else if (fh->kind == DRXFS_AINFO)
+    } else if (fh->kind == DRXFS_AINFO) {
         size = fh->text_len;
+        /* as drxfs_array_getattr: info's owner and mode (so its ACL) are
+         * the .xmd's */
+        st->st_uid = fh->times.st_uid;
+        st->st_gid = fh->times.st_gid;
+        xta.st_mode = fh->times.st_mode;
+    }
     st->st_mode =
         S_IFREG | (xta.st_mode & (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC ? 0444 : 07666));
     if (fh->arr->rdonly || drxfs.ro)
@@ -584,6 +590,7 @@ static int fh_view_text(struct drxfs_fh *fh, struct drxfs_arr *e, const struct d
         break;
     case DRXFS_AINFO:
         fh->text = drx_array_info_json(drx_array_meta(e->a), &fh->view);
+        fh->times = n->st; /* its owner and mode are the .xmd's */
         break;
     case DRXFS_ANC:
         /* netCDF data is big-endian whatever rep the path asked for */

@@ -42,10 +42,11 @@ static void sig_of(struct drxfs_sig *s, const struct stat *st)
     s->ctim = st->st_ctim;
 }
 
-/* Whether b (a stat by name, dev 0 when it failed) is the file of a. */
+/* Whether b (a stat by name) is the file of a; either unknown (dev 0: its
+ * stat failed) counts as the same. */
 static bool same_file(const struct drxfs_sig *a, const struct drxfs_sig *b)
 {
-    return b->dev == 0 || (a->dev == b->dev && a->ino == b->ino);
+    return a->dev == 0 || b->dev == 0 || (a->dev == b->dev && a->ino == b->ino);
 }
 
 static bool sig_same(const struct drxfs_sig *a, const struct drxfs_sig *b)

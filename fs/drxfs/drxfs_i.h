@@ -287,7 +287,8 @@ struct drxfs_fh {
     size_t text_len;
     uint64_t pad;           /* zeros after the data (DRXFS_ANC) */
     struct stat times;      /* DRXFS_ANC: the .xmd's and coordinates' latest
-                             * times at open, beside the .xta's (fgetattr) */
+                             * times at open, beside the .xta's (fgetattr);
+                             * DRXFS_AINFO: the .xmd's stat at open */
     struct drxfs_sfile *sf; /* DRXFS_STRIPED */
     ino_t ino;              /* array kinds: st_ino, from the path opened */
     struct drxfs_zfile *zf; /* DRXFS_ZARR */

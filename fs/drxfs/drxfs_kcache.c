@@ -406,31 +406,30 @@ static pid_t tgid_of(pid_t tid)
     return t ? (pid_t)strtol(t + 7, NULL, 10) : -1;
 }
 
-/* Whether open o is the caller's process's (its thread tid, process
- * *tgid: looked up once, 0 until then); mutex held. */
-static bool same_process(struct kc_open *o, pid_t tid, pid_t *tgid)
+/* Whether open o is the process's of thread tid (process tgid, -1 when
+ * not found). */
+static bool same_process(const struct kc_open *o, pid_t tid, pid_t tgid)
 {
-    if (!*tgid)
-        *tgid = tgid_of(tid);
     if (o->tgid > 0)
-        return o->tgid == *tgid;
+        return o->tgid == tgid;
     return o->tid == tid; /* not looked up: its thread alone */
 }
 
 off_t drxfs_kc_own_size(const char *key, const char *path, uint64_t shape)
 {
     struct fuse_context *c = kc.fuse ? fuse_get_context() : NULL;
-    pid_t tid = c ? c->pid : 0, tgid = 0;
+    pid_t tid = c ? c->pid : 0;
     bool current = false;
     off_t size = -1;
 
     if (tid <= 0 || !shape)
         return -1;
+    pid_t tgid = tgid_of(tid); /* outside the mutex */
     pthread_mutex_lock(&kc.mutex);
     struct kc_group *g = group_find(key, false);
     struct kc_path *p = g ? path_find(g, path, false) : NULL;
     for (struct kc_open *o = p ? p->opens : NULL; o && !current; o = o->next) {
-        if (!same_process(o, tid, &tgid))
+        if (!same_process(o, tid, tgid))
             continue;
         if (o->shape == shape)
             current = true;
