@@ -130,11 +130,6 @@ i32() {
     cmp <(i32 1 2 3 4) "$m/a/data"
     run setpriv --reuid=65533 --regid=65533 --clear-groups cat "$m/a/info" "$m/a/data.nc" "$m/a/zarr/a/0"
     assert_success
-    # an ACL set through the mount on an array's node is refused: its
-    # files take it
-    run setfacl -m u:nobody:r-- "$m/a/data"
-    assert_failure
-    assert_output --partial "Operation not supported"
 }
 
 @test "an ACL granting a user an array of mode 0600 lets him read and write it through the mount, as its mapping of the mode" {
@@ -164,6 +159,64 @@ i32() {
     # a third user is still refused
     run setpriv --reuid=65533 --regid=65533 --clear-groups cat "$m/b/data"
     assert_failure
+}
+
+@test "setfacl through the mount sets an array's ACL on its files as chmod sets their modes; a view refuses it, and so does a file whose other store file is not the caller's" {
+    local s="$RV/s" m="$RV/m" i
+    "$DRX" create "$s/c" --type i32 --shape 4 --chunk 2 >/dev/null
+    i32 1 2 3 4 | "$DRX" put "$s/c"
+    chmod 600 "$s/c.xta" "$s/c.xmd"
+    mount_store "$s" "$m" -o allow_other
+    denied "$m/c/data"
+    # the directory shows all bits, x where r is: r-x is r-- on both files
+    setfacl -m u:nobody:r-x "$m/c"
+    getfacl -p "$s/c.xmd" | grep -q '^user:nobody:r--$'
+    getfacl -p "$s/c.xta" | grep -q '^user:nobody:r--$'
+    getfacl -p "$m/c" | grep -q '^user:nobody:r-x$'
+    nob_until cat "$m/c/data"
+    cmp <(i32 1 2 3 4) <(nob cat "$m/c/data")
+    run nob ls "$m/c"
+    assert_success
+    assert_line data.nc
+    # data shows r and w: both go to the files
+    setfacl -m u:nobody:rw- "$m/c/data"
+    getfacl -p "$s/c.xta" | grep -q '^user:nobody:rw-$'
+    nob_until dd if=/dev/null of="$m/c/data" conv=notrunc status=none
+    i32 9 | nob dd of="$m/c/data" bs=4 seek=1 conv=notrunc status=none
+    cmp <(i32 1 9 3 4) <("$DRX" get "$s/c")
+    # data.nc shows only r: --- asked of it takes the r, the w stays
+    setfacl -m u:nobody:--- "$m/c/data.nc"
+    getfacl -p "$s/c.xta" | grep -q '^user:nobody:-w-$'
+    getfacl -p "$s/c.xmd" | grep -q '^user:nobody:-w-$'
+    # -b: no ACL left on either file, the mode's bits alone again
+    setfacl -b "$m/c"
+    [ -z "$(getfacl -p --skip-base "$s/c.xta" "$s/c.xmd" 2>/dev/null)" ]
+    [ "$(stat -c %a "$s/c.xta")" = 600 ]
+    # a view is refused as its chmod is; a default ACL has nothing to apply to
+    run setfacl -m u:nobody:r "$m/c/dim0=0:2"
+    assert_failure
+    assert_output --partial "Operation not permitted"
+    run setfacl -d -m u:nobody:r "$m/c"
+    assert_failure
+    assert_output --partial "Operation not supported"
+    # the .xta given to nobody behind the mount: he owns data, not the
+    # .xmd, which neither his setfacl nor his chmod of data reaches
+    chown nobody "$s/c.xta"
+    chmod 644 "$s/c.xmd"
+    for ((i = 0; i < 100; i++)); do
+        [ "$(stat -c %u "$m/c/data")" = 65534 ] && break
+        sleep 0.02
+    done
+    run nob setfacl -m u:65533:rw- "$m/c/data"
+    assert_failure
+    assert_output --partial "Operation not permitted"
+    run nob chmod 666 "$m/c/data"
+    assert_failure
+    [ "$(stat -c %a "$s/c.xmd")" = 644 ]
+    [ -z "$(getfacl -p --skip-base "$s/c.xta" "$s/c.xmd" 2>/dev/null)" ]
+    # root may
+    chmod 640 "$m/c/data"
+    [ "$(stat -c %a "$s/c.xmd")" = 640 ]
 }
 
 @test "a zarr resize checks the .xmd's ACL: a user it denies cannot grow an array whose mode lets everyone write" {

@@ -27,7 +27,8 @@
  * then entries of tag, perm (16 bits each) and id (32 bits),
  * little-endian.  The kernel asks with a page: at most 511 entries. */
 #define ACL_VERSION 2
-#define ACL_BYTES_MAX 4096
+#define ACL_BYTES_MAX DRXFS_ACL_MAX
+#define ACL_TAG_USER_OBJ 0x01
 #define ACL_TAG_USER 0x02
 #define ACL_TAG_GROUP_OBJ 0x04
 #define ACL_TAG_GROUP 0x08
@@ -163,4 +164,51 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
     for (int i = 0; i < ngroups; i++)
         member |= groups[i] == st->st_gid;
     return (((member ? st->st_mode >> 3 : st->st_mode) & 7 & want) == want);
+}
+
+/* The bits of entry (tag, id) in the ACL acl (n bytes; n <= 0: none, the
+ * mode's bits then, as the file system derives them): an entry it lacks
+ * has none, but a missing mask, which is the owning group's entry. */
+static unsigned acl_perm_of(const unsigned char *acl, ssize_t n, mode_t mode, unsigned tag,
+                            uint32_t id)
+{
+    unsigned group_obj = (mode >> 3) & 7;
+
+    if (n <= 0) {
+        if (tag == ACL_TAG_USER_OBJ)
+            return (mode >> 6) & 7;
+        if (tag == ACL_TAG_GROUP_OBJ || tag == ACL_TAG_MASK)
+            return group_obj;
+        return tag == ACL_TAG_OTHER ? mode & 7 : 0;
+    }
+    for (ssize_t off = 4; off < n; off += 8) {
+        unsigned t = le16(acl + off), p = le16(acl + off + 2) & 7;
+        bool named = t == ACL_TAG_USER || t == ACL_TAG_GROUP;
+        if (t == tag && (!named || le32(acl + off + 4) == id))
+            return p;
+        if (t == ACL_TAG_GROUP_OBJ)
+            group_obj = p;
+    }
+    return tag == ACL_TAG_MASK ? group_obj : 0;
+}
+
+int drxfs_acl_merge(const unsigned char *req, size_t n, const unsigned char *cur, ssize_t ncur,
+                    mode_t mode, struct drxfs_acl_map map, unsigned char *out)
+{
+    if (n > ACL_BYTES_MAX || !acl_valid(req, (ssize_t)n))
+        return -EINVAL;
+    if (ncur > 0 && !acl_valid(cur, ncur))
+        return -EIO;
+    memcpy(out, req, n);
+    for (size_t off = 4; off < n; off += 8) {
+        unsigned tag = le16(req + off), p = le16(req + off + 2) & 7;
+        /* a directory's x where r is shows the r (drxfs_acl_mapped) */
+        if (map.dir)
+            p &= ~((p & 4) >> 2);
+        p = (p & map.keep) |
+            (acl_perm_of(cur, ncur, mode, tag, le32(req + off + 4)) & 7 & ~map.keep);
+        out[off + 2] = (unsigned char)p;
+        out[off + 3] = 0;
+    }
+    return (int)n;
 }

@@ -214,48 +214,127 @@ static int node_files(const struct drxfs_node *n, struct drxfs_fh *fh, char *xmd
               : array_files(n->rel, n->nwords, xmd, xta);
 }
 
-/* A chmod of store file rel asked through a mount file that shows the
- * bits `shows` of it: those bits become the request's, the others stay. */
-static int chmod_shown(const char *rel, mode_t mode, mode_t shows)
+/* The stat of store file rel (of the array of a node the kernel let the
+ * caller change) when the caller owns it too: the kernel checked him
+ * against the node's own file only, and the other may have another owner
+ * (a .xta given away with chown behind the mount).  0 or -errno. */
+static int owned_stat(const char *rel, struct stat *st)
 {
-    struct stat st;
-    int rc;
+    uid_t uid = fuse_get_context()->uid;
+    int rc = drx_store_entry_stat(drxfs.store, rel, st);
 
-    if ((rc = drx_store_entry_stat(drxfs.store, rel, &st)) < 0)
-        return rc;
-    return drx_store_entry_chmod(drxfs.store, rel, (mode & shows) | (st.st_mode & 07777 & ~shows));
+    if (rc == 0 && uid != 0 && uid != st->st_uid)
+        rc = -EPERM;
+    return rc;
+}
+
+/* The mode of a store file of stat st after a chmod to mode asked
+ * through a mount file that shows the bits `shows` of it: those bits
+ * become the request's, the others stay. */
+static mode_t shown_mode(const struct stat *st, mode_t mode, mode_t shows)
+{
+    return (mode & shows) | (st->st_mode & 07777 & ~shows);
+}
+
+/* The bits (07777) a node of kind k shows of its store files' modes: the
+ * directory all (and x wherever r is, dir_mode: that x is the r's, only
+ * an x without r goes to the files), data and data.npy the read and write
+ * bits, data.nc and info the read bits. */
+static mode_t kind_shows(enum drxfs_kind k)
+{
+    return k == DRXFS_ARRAY ? 07777 : k == DRXFS_ADATA || k == DRXFS_ANPY ? 07666 : 0444;
 }
 
 /* chmod of an array: its chunk file, then its metadata file, of the bits
- * the file asked shows, the others kept: the directory shows them all
- * (and x wherever r is, dir_mode: that x is the r's, only an x without r
- * goes to the files), data and data.npy the read and write bits, data.nc
- * and info the read bits.  So `chmod -R g+w`, which asks 0464 of data.nc
- * of a 0644 array, does not take the owner's write bit, and `chmod 600
- * A/data.nc` still makes the array 0600. */
+ * the file asked shows (kind_shows), the others kept.  So `chmod -R g+w`,
+ * which asks 0464 of data.nc of a 0644 array, does not take the owner's
+ * write bit, and `chmod 600 A/data.nc` still makes the array 0600. */
 static int array_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
 {
     enum drxfs_kind k = fh ? fh->kind : n->kind;
     char xmd[PATH_MAX], xta[PATH_MAX];
-    mode_t shows = k == DRXFS_ARRAY ? 07777 : k == DRXFS_ADATA || k == DRXFS_ANPY ? 07666 : 0444;
+    mode_t shows = kind_shows(k);
+    struct stat sx, sm;
     int rc;
 
     if (k == DRXFS_ARRAY)
         mode &= ~((mode & 0444) >> 2);
-    if ((rc = node_files(n, fh, xmd, xta)) < 0 || (rc = chmod_shown(xta, mode, shows)) < 0)
+    if ((rc = node_files(n, fh, xmd, xta)) < 0 || (rc = owned_stat(xta, &sx)) < 0 ||
+        (rc = owned_stat(xmd, &sm)) < 0 ||
+        (rc = drx_store_entry_chmod(drxfs.store, xta, shown_mode(&sx, mode, shows))) < 0)
         return rc;
-    return chmod_shown(xmd, mode, shows);
+    return drx_store_entry_chmod(drxfs.store, xmd, shown_mode(&sm, mode, shows));
 }
 
 static int array_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
 {
     char xmd[PATH_MAX], xta[PATH_MAX];
+    struct stat st;
     int rc;
 
-    if ((rc = node_files(n, fh, xmd, xta)) < 0 ||
+    if ((rc = node_files(n, fh, xmd, xta)) < 0 || (rc = owned_stat(xta, &st)) < 0 ||
+        (rc = owned_stat(xmd, &st)) < 0 ||
         (rc = drx_store_entry_chown(drxfs.store, xta, uid, gid)) < 0)
         return rc;
     return drx_store_entry_chown(drxfs.store, xmd, uid, gid);
+}
+
+/* One store file's new access ACL: req merged with its own (size bytes
+ * into out), or *len 0 to remove it (req NULL). */
+static int acl_for(const char *rel, const struct stat *st, const char *req, size_t size,
+                   struct drxfs_acl_map map, unsigned char *out, size_t *len)
+{
+    unsigned char cur[DRXFS_ACL_MAX];
+    struct drx_xattr_req r = {DRX_XATTR_GET, DRXFS_ACL_ACCESS, cur, sizeof cur, 0};
+    ssize_t ncur;
+    int rc;
+
+    *len = 0;
+    if (!req)
+        return 0;
+    ncur = drx_store_entry_xattr(drxfs.store, rel, &r);
+    if (ncur == -ENODATA)
+        ncur = 0;
+    else if (ncur < 0)
+        return ncur == -ERANGE ? -EIO : (int)ncur;
+    if ((rc = drxfs_acl_merge((const unsigned char *)req, size, cur, ncur, st->st_mode, map,
+                              out)) < 0)
+        return rc;
+    *len = (size_t)rc;
+    return 0;
+}
+
+int drxfs_array_setacl(const struct drxfs_node *n, const char *name, const char *value,
+                       size_t size)
+{
+    enum drxfs_kind k = n->kind;
+    struct drxfs_acl_map map = {k == DRXFS_ARRAY, kind_shows(k) & 7};
+    char rel[2][PATH_MAX];
+    unsigned char acl[2][DRXFS_ACL_MAX];
+    size_t len[2];
+    struct stat st;
+    int rc, gone = 0;
+
+    /* nothing is made in an array directory */
+    if (strcmp(name, DRXFS_ACL_ACCESS) != 0)
+        return -EOPNOTSUPP;
+    if ((rc = array_files(n->rel, n->nwords, rel[1], rel[0])) < 0)
+        return rc;
+    /* both worked out before either changes */
+    for (int i = 0; i < 2; i++)
+        if ((rc = owned_stat(rel[i], &st)) < 0 ||
+            (rc = acl_for(rel[i], &st, value, size, map, acl[i], &len[i])) < 0)
+            return rc;
+    for (int i = 0; i < 2; i++) {
+        struct drx_xattr_req r = {value ? DRX_XATTR_SET : DRX_XATTR_REMOVE, DRXFS_ACL_ACCESS,
+                                  acl[i], len[i], 0};
+        ssize_t w = drx_store_entry_xattr(drxfs.store, rel[i], &r);
+        if (w == -ENODATA && !value)
+            gone++;
+        else if (w < 0)
+            return (int)w;
+    }
+    return gone == 2 ? -ENODATA : 0;
 }
 
 /* `touch A/data` must work, and the times live on the store files: the

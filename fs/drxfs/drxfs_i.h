@@ -400,6 +400,8 @@ void drxfs_arr_closed(struct drxfs_arr *e);
 /* drxfs_acl.c: POSIX ACLs, which the kernel checks (FUSE_POSIX_ACL) */
 #define DRXFS_ACL_ACCESS "system.posix_acl_access"
 #define DRXFS_ACL_DEFAULT "system.posix_acl_default"
+/* An ACL in xattr form is at most a page (511 entries), as the kernel asks */
+#define DRXFS_ACL_MAX 4096
 /* How a node's permissions follow its store file's: dir adds x wherever r
  * is (then keep applies); keep is the rwx bits kept. */
 struct drxfs_acl_map {
@@ -426,6 +428,14 @@ int drxfs_acl_of_entry(const char *rel, const char *name, struct drxfs_acl_map m
  * to read the ACL refuses). */
 bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_t *groups,
                    int ngroups, unsigned want);
+/* The access ACL req (n bytes) set through a node that shows its store
+ * file's permissions by map, made that file's into out (n bytes): each
+ * entry takes the bits the node shows of it from req (a directory's x
+ * where r is dropped: drxfs_acl_mapped shows it) and keeps the others
+ * from the file's ACL cur (ncur bytes; ncur <= 0: none, its mode's).  n
+ * or -EINVAL (req is not an ACL), -EIO (cur is not). */
+int drxfs_acl_merge(const unsigned char *req, size_t n, const unsigned char *cur, ssize_t ncur,
+                    mode_t mode, struct drxfs_acl_map map, unsigned char *out);
 
 /* drxfs_coord.c */
 /* Why the array of store name coord may not be a coordinate variable of
@@ -462,6 +472,11 @@ int drxfs_array_getxattr(const struct drxfs_node *n, const char *name, char *val
 /* The access ACL of an array kind node (drxfs_acl.c), its .xmd's or .xta's
  * mapped as its mode is. */
 int drxfs_array_getacl(const struct drxfs_node *n, char *value, size_t size);
+/* setfacl of an array kind node: ACL attribute name set to value (size
+ * bytes; NULL: removed) on the array's .xta and .xmd as a chmod of the
+ * node changes their modes. */
+int drxfs_array_setacl(const struct drxfs_node *n, const char *name, const char *value,
+                       size_t size);
 int drxfs_array_listxattr(const struct drxfs_node *n, char *list, size_t size);
 int drxfs_array_removexattr(const struct drxfs_node *n, const char *name);
 

@@ -492,8 +492,9 @@ int drxfs_op_statfs(const char *path, struct statvfs *sv)
  * default ACL gave them) and striped files (kept on the metafile, whose
  * inode is the striped file's) pass through, so cp -a and rsync -AX keep
  * them; an array directory's user.NAME are the array's attributes
- * (drxfs_array_*xattr, returned as 1 here: *out is that node); array
- * files and symlinks have none here.  The store entry is opened O_PATH
+ * (drxfs_array_*xattr, returned as 1 here: *out is that node), and the
+ * access ACL of every array node is its store files' (drxfs_array_setacl);
+ * array files and symlinks have no other.  The store entry is opened O_PATH
  * beneath the store and reached through its descriptor (a FIFO is never
  * opened for I/O). */
 
@@ -540,7 +541,9 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
     if (drxfs.ro)
         return -EROFS;
     rc = xattr_node(path, &n, entry);
-    if (rc == XATTR_ARRAY)
+    if (n && drxfs_is_array_kind(n->kind) && drxfs_acl_name(name))
+        rc = drxfs_array_setacl(n, name, value, size);
+    else if (rc == XATTR_ARRAY)
         rc = drxfs_array_setxattr(n, name, value, size, flags);
     else if (rc == 0 && strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, value, size, flags);
@@ -673,7 +676,9 @@ int drxfs_op_removexattr(const char *path, const char *name)
     if (drxfs.ro)
         return -EROFS;
     rc = xattr_node(path, &n, entry);
-    if (rc == XATTR_ARRAY)
+    if (n && drxfs_is_array_kind(n->kind) && drxfs_acl_name(name))
+        rc = drxfs_array_setacl(n, name, NULL, 0);
+    else if (rc == XATTR_ARRAY)
         rc = drxfs_array_removexattr(n, name);
     else if (rc == 0 && strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, NULL, 0, 0);
