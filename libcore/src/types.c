@@ -232,12 +232,20 @@ static void format_real(enum drx_type t, const void *v, char *buf, size_t len)
         }
         /* an f32 read back either way (libconfig reads a double, then
          * cast): never a text one of them rounds elsewhere */
-        for (int prec = 1; prec <= 17; prec++) {
+        int prec;
+        for (prec = 1; prec <= 17; prec++) {
             snprintf(buf, len, "%.*g", prec, d);
             if (single ? strtof(buf, NULL) == (float)d && (float)strtod(buf, NULL) == (float)d
                        : strtod(buf, NULL) == d)
                 break;
         }
+        /* those digits as Python's repr places them: 40 and 0.001, not
+         * %g's 4e+01 for one digit; an exponent below -4 or from 16 on
+         * stays (1e-05, 1e+16) */
+        char *e = strchr(buf, 'e');
+        int exp10 = e ? atoi(e + 1) : 0;
+        if (e && exp10 >= -4 && exp10 < 16)
+            snprintf(buf, len, "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, d);
     }
     }
 }

@@ -99,6 +99,25 @@ int main(void)
         tap_ok(strcmp(text, "0.1") == 0, "f32 0.1 formats as 0.1 (%s)", text);
         drx_type_format_value(DRX_F64, &d, text, sizeof text);
         tap_ok(strcmp(text, "0.1") == 0, "f64 0.1 formats as 0.1 (%s)", text);
+        /* the digits placed as Python's repr places them (%g wrote 1e+02
+         * for 100: 2026-12-06) */
+        static const struct {
+            double v;
+            const char *text;
+        } placed[] = {{100, "100"},       {40, "40"},        {-2500, "-2500"},
+                      {123.25, "123.25"}, {0.001, "0.001"},  {1e-5, "1e-05"},
+                      {1e15, "1000000000000000"},            {1e16, "1e+16"}};
+        for (size_t i = 0; i < sizeof placed / sizeof placed[0]; i++) {
+            f = (float)placed[i].v;
+            drx_type_format_value(DRX_F64, &placed[i].v, text, sizeof text);
+            tap_ok(strcmp(text, placed[i].text) == 0, "f64 %s formats as such (%s)",
+                   placed[i].text, text);
+            if (fabs(placed[i].v) < 1e7) {
+                drx_type_format_value(DRX_F32, &f, text, sizeof text);
+                tap_ok(strcmp(text, placed[i].text) == 0, "f32 %s formats as such (%s)",
+                       placed[i].text, text);
+            }
+        }
         uint64_t x = 0x9e3779b97f4a7c15u;
         int bad = 0;
         for (int i = 0; i < 200000; i++) {
