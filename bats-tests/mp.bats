@@ -988,6 +988,52 @@ fails_alike() {
     check_ref a i32 1
 }
 
+@test "attributes: set and removed by every rank, recorded once, read back on every rank, shown by drx and a mount's data.nc; pending growths recorded first; bad ones fail alike" {
+    "$DRX" init store >/dev/null
+    "$DRX" create store/t --type f64 --shape 2x6 --chunk 1x3 --dims time,x
+    mount_store store mnt
+    run mp 3 store/t open:w attr:units:string:K attr:scale:f64:0.5,2 attrget:units attrget:scale \
+        mode:batch extend:0:2 write:C:3 attr:long_name:string:sea_temperature "system:$DRX attr list store/t; $DRX info store/t --json | $PY -c 'import json,sys; print(json.load(sys.stdin)[\"shape\"])'" \
+        attrrm:scale attrget:long_name
+    assert_success
+    assert_output "rank 0: units=K
+rank 1: units=K
+rank 2: units=K
+rank 0: scale=0.5,2
+rank 1: scale=0.5,2
+rank 2: scale=0.5,2
+units string K
+scale f64 0.5,2
+long_name string sea_temperature
+[4, 6]
+rank 0: long_name=sea_temperature
+rank 1: long_name=sea_temperature
+rank 2: long_name=sea_temperature"
+    check_ref store/t f64 3
+    run "$DRX" attr list store/t
+    assert_output "units string K
+long_name string sea_temperature"
+    # what a netCDF reader of the mount sees
+    run ncdump -h mnt/t/data.nc
+    assert_success
+    assert_line --partial 't:units = "K" ;'
+    assert_line --partial 't:long_name = "sea_temperature" ;'
+    "$DRX" fsck store
+    # refused alike on every rank, nothing changed: a name netCDF refuses,
+    # the fill's, a value that does not parse, ranks that disagree, a
+    # read-only handle, a removal of none
+    sums store/t >before
+    fails_alike 2 "attribute name" store/t open:w "attr:2bad:string:x"
+    fails_alike 2 "_FillValue" store/t open:w "attr:_FillValue:f64:1"
+    fails_alike 3 "'abc' is not an f64 value" store/t open:w "attr:scale:f64:abc"
+    fails_alike 3 "the ranks passed different names, types or values to drx_mp_attr_set" store/t open:w "attr:units:string:K@2=attr:units:string:C"
+    fails_alike 2 "opened read-only" store/t open:r "attr:units:string:C"
+    fails_alike 2 "scale" store/t open:w "attrrm:scale"
+    md5sum -c --quiet before
+    run "$DRX" attr get store/t units
+    assert_output K
+}
+
 @test "ranks with different buffer sizes (drx_mp_set_buffer is not collective) run different rounds: writes and reads still match" {
     "$DRX" create a --type f64 --shape 20x15 --chunk 4x3
     local bufs="buffer:1@1=buffer:100000000@2=buffer:2000"
@@ -1149,6 +1195,9 @@ EOF
         # the third in DRX_MP_SYNC_NONE
         run "$DRX" info farr --json
         assert_output --partial '"shape": [7, 9, 8]'
+        run "$DRX" attr list farr
+        assert_output "units string degC
+valid_range f64 -2,40"
     done
 }
 

@@ -16,7 +16,8 @@ module drx_mp
                                 DRX_MP_SYNC_NONE = 2
   public :: drx_mp_create, drx_mp_open, drx_mp_close, drx_mp_rank, drx_mp_bounds, &
             drx_mp_zone, drx_mp_read_all, drx_mp_write_all, drx_mp_extend, drx_mp_error, &
-            drx_mp_set_buffer, drx_mp_sync, drx_mp_set_sync, DRX_MP_SYNC_EXTEND, &
+            drx_mp_set_buffer, drx_mp_sync, drx_mp_set_sync, drx_mp_attr_set, &
+            drx_mp_attr_rm, drx_mp_attr_get, DRX_MP_SYNC_EXTEND, &
             DRX_MP_SYNC_BATCH, DRX_MP_SYNC_NONE, c_ptr, c_int, c_int64_t, c_double, c_float, &
             c_null_ptr
 
@@ -111,6 +112,29 @@ module drx_mp
       integer(c_int) :: drx_mp_set_buffer
     end function
 
+    function c_attr_set(a, name, type, value) bind(C, name='drx_mp_attr_set')
+      import :: c_int, c_char, c_ptr
+      type(c_ptr), value :: a
+      character(kind=c_char), dimension(*), intent(in) :: name, type, value
+      integer(c_int) :: c_attr_set
+    end function
+
+    function c_attr_rm(a, name) bind(C, name='drx_mp_attr_rm')
+      import :: c_int, c_char, c_ptr
+      type(c_ptr), value :: a
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int) :: c_attr_rm
+    end function
+
+    function c_attr_get(a, name, buf, size) bind(C, name='drx_mp_attr_get')
+      import :: c_int, c_char, c_ptr, c_size_t
+      type(c_ptr), value :: a
+      character(kind=c_char), dimension(*), intent(in) :: name
+      character(kind=c_char), dimension(*), intent(out) :: buf
+      integer(c_size_t), value :: size
+      integer(c_int) :: c_attr_get
+    end function
+
     function c_error() bind(C, name='drx_mp_error')
       import :: c_ptr
       type(c_ptr) :: c_error
@@ -143,6 +167,41 @@ contains
     type(c_ptr), intent(out) :: a
     integer(c_int) :: rc
     rc = c_open(int(comm, c_int), trim(path) // c_null_char, int(writable, c_int), a)
+  end function
+
+  ! Collective.  Attribute name set to value: type '' or 'string' keeps
+  ! the value as text (trailing blanks dropped, as Fortran pads), an
+  ! element type ('f64', ...) parses numbers separated by commas.
+  function drx_mp_attr_set(a, name, type, value) result(rc)
+    type(c_ptr), intent(in) :: a
+    character(len=*), intent(in) :: name, type, value
+    integer(c_int) :: rc
+    rc = c_attr_set(a, trim(name) // c_null_char, trim(type) // c_null_char, &
+                    trim(value) // c_null_char)
+  end function
+
+  ! Collective.  Removes attribute name.
+  function drx_mp_attr_rm(a, name) result(rc)
+    type(c_ptr), intent(in) :: a
+    character(len=*), intent(in) :: name
+    integer(c_int) :: rc
+    rc = c_attr_rm(a, trim(name) // c_null_char)
+  end function
+
+  ! Not collective.  Attribute name as text into value (blank-padded, cut
+  ! when value is shorter); rc is the text's length or a negative errno.
+  function drx_mp_attr_get(a, name, value) result(rc)
+    type(c_ptr), intent(in) :: a
+    character(len=*), intent(in) :: name
+    character(len=*), intent(out) :: value
+    integer(c_int) :: rc
+    character(kind=c_char) :: buf(len(value) + 1)
+    integer :: i
+    rc = c_attr_get(a, trim(name) // c_null_char, buf, int(size(buf), c_size_t))
+    value = ' '
+    do i = 1, min(int(rc), len(value))
+      value(i:i) = buf(i)
+    end do
   end function
 
   ! The reason of this process's last failed call.

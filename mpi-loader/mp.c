@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -764,4 +765,118 @@ int drx_mp_extend(drx_mp *a, int dim, int64_t count)
     if (a->rank == 0)
         rc = drx_array_extend(a->arr, dim, (uint64_t)count, &err);
     return extend_follow(a, rc, &err);
+}
+
+/* --- attributes --- */
+
+/* name, type and text as one buffer "NAME\0TYPE\0TEXT" for the ranks'
+ * agreement (a NULL as ""), or NULL when out of memory. */
+static char *attr_args(const char *name, const char *type, const char *text, size_t *len)
+{
+    size_t ln = strlen(name), lt = strlen(type), lx = text ? strlen(text) : 0;
+    char *b = malloc(ln + lt + lx + 3);
+
+    if (!b)
+        return NULL;
+    memcpy(b, name, ln + 1);
+    memcpy(b + ln + 1, type, lt + 1);
+    memcpy(b + ln + lt + 2, text ? text : "", lx + 1);
+    *len = ln + lt + lx + 3;
+    return b;
+}
+
+/* Sets attribute name to text of type (rm: removes it): checked and
+ * agreed, the pending growths recorded first (an attribute change
+ * rewrites the .xmd), rank 0 changes it, the others read it back. */
+static int attr_change(drx_mp *a, const char *what, const char *name, const char *type,
+                       const char *text, bool rm)
+{
+    struct drx_err err = {{0}};
+    struct drx_attr at = {0};
+    size_t len = 0;
+    char *args;
+    int rc;
+
+    if (!a) {
+        mp_set_error("no array");
+        return -EINVAL;
+    }
+    type = type && *type ? type : "string";
+    args = attr_args(name ? name : "", type, text, &len);
+    if (!args)
+        rc = drx_err_set(&err, ENOMEM, "%s: out of memory", what);
+    else if (!a->writable)
+        rc = drx_err_set(&err, EBADF, "%s: opened read-only", a->path);
+    else if (a->broken)
+        rc = mp_broken(a, &err);
+    else if (!name || (!text && !rm))
+        rc = drx_err_set(&err, EINVAL, "%s: no attribute %s", what, name ? "value" : "name");
+    else if (rm)
+        rc = drx_attr_name_check(name, &err);
+    else
+        rc = drx_attr_parse(name, type, text, &at, &err);
+    char agreed[64];
+    snprintf(agreed, sizeof(agreed), "names, types or values to %s", what);
+    rc = mp_check(a->comm, rc, args ? args : "", args ? len : 1, agreed, &err);
+    free(args);
+    if (rc == 0 && a->ngrown)
+        rc = mp_commit(a, a->sync_mode != DRX_MP_SYNC_NONE);
+    if (rc < 0) {
+        drx_attr_fini(&at);
+        return rc;
+    }
+    if (a->rank == 0)
+        rc = rm ? drx_array_attr_rm(a->arr, name, &err) : drx_array_attr_set(a->arr, &at, &err);
+    drx_attr_fini(&at);
+    MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
+    /* rank 0's reason, the same status everywhere */
+    if (rc < 0)
+        return mp_agree(a->comm, a->rank == 0 ? rc : 0, &err);
+    if (a->rank != 0 && (rc = drx_array_reload(a->arr, &err)) < 0) {
+        mp_break(a, &err);
+        rc = drx_err_set(&err, EIO,
+                         "%s: the attribute is recorded, but rank %d could not read it (%s); "
+                         "its calls fail until drx_mp_sync opens the array again",
+                         a->path, a->rank, a->broken_why);
+    }
+    return mp_agree(a->comm, rc, &err);
+}
+
+int drx_mp_attr_set(drx_mp *a, const char *name, const char *type, const char *value)
+{
+    return attr_change(a, "drx_mp_attr_set", name, type, value, false);
+}
+
+int drx_mp_attr_rm(drx_mp *a, const char *name)
+{
+    return attr_change(a, "drx_mp_attr_rm", name, NULL, NULL, true);
+}
+
+int drx_mp_attr_get(const drx_mp *a, const char *name, char *buf, size_t size)
+{
+    const struct drx_attr *at;
+    struct drx_err err;
+    char *text;
+    size_t n;
+
+    if (!a || !name || (!buf && size)) {
+        mp_set_error("drx_mp_attr_get: no array, name or buffer");
+        return -EINVAL;
+    }
+    if (a->broken)
+        return local_broken(a);
+    if (!(at = drx_array_attr_get(drx_array_meta(a->arr), name))) {
+        drx_err_set(&err, ENOENT, "%s: no attribute %s", a->path, name);
+        mp_set_error(err.msg);
+        return -ENOENT;
+    }
+    if (!(text = drx_attr_format(at))) {
+        mp_set_error("drx_mp_attr_get: out of memory");
+        return -ENOMEM;
+    }
+    n = strlen(text);
+    if (size)
+        snprintf(buf, size, "%s", text);
+    free(text);
+    return n > INT_MAX ? INT_MAX : (int)n;
 }

@@ -1,6 +1,7 @@
 ! Test of the drx_mp module (bats-tests/mp.bats): every rank writes its zone
 ! of a 7x9x5 f64 array in Fortran order, element (i, j, k) holding
-! i + 10 j + 100 k, reads it back in both orders and checks it.
+! i + 10 j + 100 k, reads it back in both orders and checks it; sets two
+! attributes (units = 'degC', valid_range = -2, 40 as f64) and reads one back.
 !   mpiexec -n P mp_fortran ARRAY
 program mp_fortran
   use mpi
@@ -11,6 +12,7 @@ program mp_fortran
   integer(c_int64_t) :: lo(3), hi(3), n(3)
   real(c_double), allocatable :: z(:, :, :), back(:, :, :), c(:)
   character(len=256) :: path
+  character(len=8) :: text
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
@@ -18,6 +20,14 @@ program mp_fortran
   rc = drx_mp_create(MPI_COMM_WORLD, path, 'f64', [7_c_int64_t, 9_c_int64_t, 5_c_int64_t], &
                      [2_c_int64_t, 4_c_int64_t, 3_c_int64_t], a)
   call check(rc, 'create')
+  rc = drx_mp_attr_set(a, 'units', '', 'degC')
+  call check(rc, 'attr_set')
+  rc = drx_mp_attr_set(a, 'valid_range', 'f64', '-2,40')
+  call check(rc, 'attr_set f64')
+  rc = drx_mp_attr_get(a, 'units', text)
+  if (rc /= 4 .or. text /= 'degC') call check(-5, 'attr_get units: ' // text)
+  rc = drx_mp_attr_get(a, 'nothing', text)
+  if (rc /= -2) call check(-5, 'attr_get of no attribute did not fail with -ENOENT')
   rc = drx_mp_zone(a, int(me, c_int), lo, hi)
   n = hi - lo
   allocate(z(n(1), n(2), n(3)), back(n(1), n(2), n(3)), c(product(n)))

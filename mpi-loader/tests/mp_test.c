@@ -16,6 +16,10 @@
  *   buffer:BYTES                  drx_mp_set_buffer
  *   mode:batch | mode:extend | mode:none | mode:N   drx_mp_set_sync
  *   sync                          drx_mp_sync
+ *   attr:NAME:TYPE:VALUE          drx_mp_attr_set (TYPE "" or "string": text)
+ *   attrrm:NAME                   drx_mp_attr_rm
+ *   attrget:NAME                  each rank prints "rank R: NAME=VALUE"
+ *                                 (drx_mp_attr_get)
  *   system:CMD                    rank 0 runs CMD (the rest of the word) with
  *                                 system(3), between barriers
  *   kill                          every rank kills itself (SIGKILL): a crash
@@ -513,6 +517,20 @@ static int op_mode(char **w, int nw)
     return drx_mp_set_sync(A, mode);
 }
 
+static int op_attr(char **w, int nw)
+{
+    if (!strcmp(w[0], "attrrm"))
+        return drx_mp_attr_rm(A, nw > 1 ? w[1] : NULL);
+    if (!strcmp(w[0], "attr"))
+        return drx_mp_attr_set(A, nw > 1 ? w[1] : NULL, nw > 2 ? w[2] : NULL,
+                               nw > 3 ? w[3] : "");
+    char buf[64];
+    int n = drx_mp_attr_get(A, nw > 1 ? w[1] : NULL, buf, sizeof(buf));
+    if (n >= 0)
+        say("rank %d: %s=%s%s\n", me, w[1], buf, n >= (int)sizeof(buf) ? "..." : "");
+    return n < 0 ? n : 0;
+}
+
 static int op_kill(char **w, int nw)
 {
     (void)w, (void)nw;
@@ -565,7 +583,8 @@ static int run_op(char **w, int nw)
                {"read", op_read},     {"readbox", op_readbox}, {"zones", op_zones_w},
                {"buffer", op_buffer}, {"bounds", op_bounds_w}, {"sync", op_sync},
                {"mode", op_mode},     {"kill", op_kill},       {"crash", op_crash},
-               {"nodac", op_nodac}};
+               {"nodac", op_nodac},   {"attr", op_attr},       {"attrrm", op_attr},
+               {"attrget", op_attr}};
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
         if (!strcmp(w[0], ops[i].name))
             return ops[i].fn(w, nw);

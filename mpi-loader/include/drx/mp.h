@@ -129,6 +129,31 @@ int drx_mp_sync(drx_mp *a);
  * NULL: no-op, 0). */
 int drx_mp_close(drx_mp **a);
 
+/* Collective.  Sets attribute `name` of the array (units, long_name,
+ * scale_factor, ...: what `drx attr set` sets, shown in info, data.nc and
+ * zarr/), replacing one of that name: `type` NULL, "" or "string" keeps
+ * value as it is (UTF-8 text); an element type name but c64 and c128
+ * ("f64", ...) parses one number or several separated by commas.  The
+ * same name, type and value on every rank.  Growths pending in
+ * DRX_MP_SYNC_BATCH or _NONE are recorded first, as drx_mp_sync records
+ * them (the .xmd is rewritten whole); then rank 0 records the attribute
+ * and every rank sees it on return.  -EINVAL for a name netCDF refuses,
+ * "_FillValue" or "drx_*" (the array's own), or a value that does not
+ * parse; -EBADF on a read-only handle. */
+int drx_mp_attr_set(drx_mp *a, const char *name, const char *type, const char *value);
+
+/* Collective.  Removes attribute `name` (-ENOENT when there is none),
+ * as drx_mp_attr_set changes one. */
+int drx_mp_attr_rm(drx_mp *a, const char *name);
+
+/* Not collective.  Attribute `name` as text, as `drx attr get` prints it
+ * (a string as it is, numbers separated by commas), into buf (size bytes,
+ * always NUL-terminated when size > 0, cut when short): the text's length
+ * (as snprintf: size <= that means it was cut), or -ENOENT when there is
+ * none.  What this rank read last: another program's change shows after
+ * the next collective call that reads the metadata (extend, sync). */
+int drx_mp_attr_get(const drx_mp *a, const char *name, char *buf, size_t size);
+
 /* Not collective.  Bytes of one element. */
 size_t drx_mp_elem_size(const drx_mp *a);
 
