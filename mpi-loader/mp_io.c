@@ -761,10 +761,16 @@ static int box_view(const drx_mp *a, const int64_t lo[], const int64_t hi[], cha
     v->elem_size = m->elem_size;
     v->nelem = 1;
     for (int d = 0; d < m->rank; d++) {
-        if (lo[d] < 0 || lo[d] > hi[d] || (uint64_t)hi[d] > m->bounds[d])
+        /* ranges as the boxes are written, [lo, hi): the view words'
+         * "outside 0..N-1" names the last index instead */
+        if (lo[d] > hi[d])
+            return drx_err_set(err, EINVAL,
+                               "box [%lld, %lld) along dimension %d is reversed (lo > hi)",
+                               (long long)lo[d], (long long)hi[d], d);
+        if (lo[d] < 0 || (uint64_t)hi[d] > m->bounds[d])
             return drx_err_set(err, EINVAL,
                                "box [%lld, %lld) along dimension %d is outside the bounds "
-                               "0..%llu",
+                               "[0, %llu)",
                                (long long)lo[d], (long long)hi[d], d,
                                (unsigned long long)m->bounds[d]);
         v->origin[d] = (uint64_t)lo[d];
