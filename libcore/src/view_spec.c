@@ -62,7 +62,8 @@ static int parse_slice(struct drx_view_word *w, const char *val, const char *wor
     if (!c1) {
         w->single = true;
         w->has_start = w->has_stop = true;
-        if (!parse_i64(val, end, false, &w->start))
+        /* past 64 bits: saturated, so that it is out of range below */
+        if (!parse_i64(val, end, true, &w->start))
             return drx_err_set(err, EINVAL, "'%.200s': '%.100s' is not an index or a slice", word,
                                val);
         return 0;
@@ -369,14 +370,18 @@ static int word_error(const struct drx_view_word *w, const struct drx_array_meta
     if (d >= m->rank)
         return drx_err_set(err, ENOENT, "%s: no dimension %d (rank %d: dim0..dim%d)", word, d,
                            m->rank, m->rank - 1);
+    /* an index past 64 bits was saturated (parse_i64): said so, not the
+     * saturated number */
+    char index[32] = " past 64 bits";
+    if (w->start != INT64_MAX && w->start != -INT64_MAX)
+        snprintf(index, sizeof(index), " %" PRId64, w->start);
+    else if (strchr(word, '='))
+        *strchr(word, '=') = '\0';
     if (n == 0)
-        return drx_err_set(err, ENOENT, "%s: index %" PRId64 " of an empty dimension %d", word,
-                           w->start, d);
+        return drx_err_set(err, ENOENT, "%s: index%s of an empty dimension %d", word, index, d);
     if (w->start < 0)
-        return drx_err_set(err, ENOENT, "%s: index %" PRId64 " outside -%" PRId64 "..-1", word,
-                           w->start, n);
-    return drx_err_set(err, ENOENT, "%s: index %" PRId64 " outside 0..%" PRId64, word, w->start,
-                       n - 1);
+        return drx_err_set(err, ENOENT, "%s: index%s outside -%" PRId64 "..-1", word, index, n);
+    return drx_err_set(err, ENOENT, "%s: index%s outside 0..%" PRId64, word, index, n - 1);
 }
 
 /* Applies dimension word W to V (a view of M): an index or a slice. */

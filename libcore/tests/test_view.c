@@ -294,7 +294,6 @@ static void parse_errors(void)
                           "=3",
                           "dim01=1",
                           "dim99=1",
-                          "dim0=9999999999999999999999",
                           "bad key=1",
                           "order",
                           "dim0=1::0"};
@@ -307,8 +306,10 @@ static void parse_errors(void)
     const char *goodw[] = {
         "dim0=1",       "dim0=-1", "dim0=:",  "dim0=::",        "dim0=1:", "dim0=:3",
         "dim0=-5:-1:2", "time=3",  "order=F", "rep=external32", "dim0=+2", "order=c", "order=f", "rep=native",
-        /* slice bounds and steps past 64 bits saturate, as Python clamps */
-        "dim0=0:99999999999999999999", "dim0=-99999999999999999999:", "dim0=::99999999999999999999"};
+        /* slice bounds and steps past 64 bits saturate, as Python clamps;
+         * so does an index, which is then out of range (drx.bats) */
+        "dim0=0:99999999999999999999", "dim0=-99999999999999999999:", "dim0=::99999999999999999999",
+        "dim0=9999999999999999999999"};
     for (size_t i = 0; i < sizeof goodw / sizeof goodw[0]; i++) {
         drx_view_spec_init(&s);
         tap_ok(drx_view_spec_add(&s, goodw[i], &err) == 0, "word '%s' parses", goodw[i]);
