@@ -1034,6 +1034,27 @@ long_name string sea_temperature"
     assert_output K
 }
 
+@test "drx_mp_create_dims names the dimensions: views, data.nc and xarray use them; bad or disagreeing names fail alike and create nothing" {
+    "$DRX" init store >/dev/null
+    run mp 3 store/d create:f32:3x4x5:2x2x2:time,lat,lon write:C:7
+    assert_success
+    "$DRX" info store/d --json | grep -q '"dims": \["time", "lat", "lon"\]'
+    check_ref store/d f32 7
+    mount_store store mnt
+    cmp <("$DRX" get store/d dim0=2 dim2=1:3) mnt/d/time=2/lon=1:3/data
+    "$PY" -c '
+import sys, xarray as xr
+ds = xr.open_dataset("mnt/d/data.nc")
+assert ds["d"].dims == ("time", "lat", "lon"), ds["d"].dims
+'
+    fails_alike 2 "'dim1' is not a valid dimension name" store/e create:f32:3x4:2x2:a,dim1
+    fails_alike 2 "dimension names 'a,b,c': 3 for rank 2" store/e create:f32:3x4:2x2:a,b,c
+    fails_alike 2 "dimension names 'a': 1 for rank 2" store/e create:f32:3x4:2x2:a
+    fails_alike 3 "the ranks passed different arguments to drx_mp_create" store/e "create:f32:3x4:2x2:a,b@1=create:f32:3x4:2x2:a,c"
+    assert_file_not_exists store/e.xmd
+    assert_file_not_exists store/e.xta
+}
+
 @test "ranks with different buffer sizes (drx_mp_set_buffer is not collective) run different rounds: writes and reads still match" {
     "$DRX" create a --type f64 --shape 20x15 --chunk 4x3
     local bufs="buffer:1@1=buffer:100000000@2=buffer:2000"
@@ -1198,6 +1219,7 @@ EOF
         run "$DRX" attr list farr
         assert_output "units string degC
 valid_range f64 -2,40"
+        "$DRX" info farr --json | grep -q '"dims": \["z", "y", "x"\]'
     done
 }
 

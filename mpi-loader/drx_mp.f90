@@ -31,6 +31,16 @@ module drx_mp
       integer(c_int) :: c_create
     end function
 
+    function c_create_dims(comm, path, type, k, shape, chunk, dims, out) &
+        bind(C, name='drx_mp_create_dims_f')
+      import :: c_int, c_char, c_int64_t, c_ptr
+      integer(c_int), value :: comm, k
+      character(kind=c_char), dimension(*), intent(in) :: path, type, dims
+      integer(c_int64_t), dimension(*), intent(in) :: shape, chunk
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: c_create_dims
+    end function
+
     function c_open(comm, path, writable, out) bind(C, name='drx_mp_open_f')
       import :: c_int, c_char, c_ptr
       integer(c_int), value :: comm, writable
@@ -149,15 +159,22 @@ module drx_mp
 
 contains
 
-  ! Collective.  shape and chunk have the rank's length.
-  function drx_mp_create(comm, path, type, shape, chunk, a) result(rc)
+  ! Collective.  shape and chunk have the rank's length; dims (optional)
+  ! names the dimensions, 'time,y,x' (C's order: dimension 0 first).
+  function drx_mp_create(comm, path, type, shape, chunk, a, dims) result(rc)
     integer, intent(in) :: comm
     character(len=*), intent(in) :: path, type
     integer(c_int64_t), dimension(:), intent(in) :: shape, chunk
     type(c_ptr), intent(out) :: a
+    character(len=*), intent(in), optional :: dims
     integer(c_int) :: rc
-    rc = c_create(int(comm, c_int), trim(path) // c_null_char, trim(type) // c_null_char, &
-                  int(size(shape), c_int), shape, chunk, a)
+    if (present(dims)) then
+      rc = c_create_dims(int(comm, c_int), trim(path) // c_null_char, trim(type) // c_null_char, &
+                         int(size(shape), c_int), shape, chunk, trim(dims) // c_null_char, a)
+    else
+      rc = c_create(int(comm, c_int), trim(path) // c_null_char, trim(type) // c_null_char, &
+                    int(size(shape), c_int), shape, chunk, a)
+    end if
   end function
 
   ! Collective.  writable: 0 or 1.

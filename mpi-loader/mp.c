@@ -288,6 +288,39 @@ int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info hints, 
 }
 
 /* Local checks of drx_mp_create's arguments into spec. */
+/* The dimension names "a,b,c" (NULL or "": none) of a rank k array into
+ * spec, names[] holding them. */
+static int create_dims(const char *dims, int k, struct drx_array_spec *spec,
+                       char names[][DRX_MAX_DIM_NAME + 1], struct drx_err *err)
+{
+    int n = 1;
+
+    if (!dims || !*dims)
+        return 0;
+    for (const char *p = dims; *p; p++)
+        n += *p == ',';
+    if (n != k)
+        return drx_err_set(err, EINVAL, "dimension names '%.200s': %d for rank %d", dims, n, k);
+    n = 0;
+    for (const char *p = dims;; n++) {
+        size_t len = strcspn(p, ",");
+        if (len > DRX_MAX_DIM_NAME)
+            return drx_err_set(err, EINVAL, "dimension name '%.*s...' is longer than %d bytes",
+                               40, p, DRX_MAX_DIM_NAME);
+        memcpy(names[n], p, len);
+        names[n][len] = '\0';
+        if (!drx_array_dim_name_valid(names[n]))
+            return drx_err_set(err, EINVAL,
+                               "'%s' is not a valid dimension name (letters, digits, _; not "
+                               "order, rep or dimN)",
+                               names[n]);
+        spec->dim_name[n] = names[n];
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
+}
+
 static int create_spec(const char *type, int k, const int64_t shape[], const int64_t chunk[],
                        struct drx_array_spec *spec, struct drx_err *err)
 {
@@ -316,16 +349,18 @@ static int create_spec(const char *type, int k, const int64_t shape[], const int
 struct create_args {
     char path[PATH_MAX];
     char type[16];
+    char dims[DRX_ARRAY_DIM_NAMES_LEN];
     int k;
     int64_t shape[DRX_MAX_RANK], chunk[DRX_MAX_RANK];
 };
 
-static void create_args_fill(struct create_args *c, const char *path, const char *type, int k,
-                             const int64_t shape[], const int64_t chunk[])
+static void create_args_fill(struct create_args *c, const char *path, const char *type,
+                             const char *dims, int k, const int64_t shape[], const int64_t chunk[])
 {
     memset(c, 0, sizeof(*c));
     snprintf(c->path, sizeof(c->path), "%s", path ? path : "");
     snprintf(c->type, sizeof(c->type), "%s", type ? type : "");
+    snprintf(c->dims, sizeof(c->dims), "%s", dims ? dims : "");
     c->k = k;
     for (int d = 0; shape && chunk && d < k && d < DRX_MAX_RANK; d++) {
         c->shape[d] = shape[d];
@@ -336,9 +371,17 @@ static void create_args_fill(struct create_args *c, const char *path, const char
 int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k, const int64_t shape[],
                   const int64_t chunk[], drx_mp **out)
 {
+    return drx_mp_create_dims(comm, path, type, k, shape, chunk, NULL, out);
+}
+
+int drx_mp_create_dims(MPI_Comm comm, const char *path, const char *type, int k,
+                       const int64_t shape[], const int64_t chunk[], const char *dims,
+                       drx_mp **out)
+{
     struct drx_err err = {{0}};
     struct drx_array_spec spec;
     struct create_args args;
+    char names[DRX_MAX_RANK][DRX_MAX_DIM_NAME + 1];
     drx_mp *a;
     int rc = mp_alloc(comm, &a);
 
@@ -350,8 +393,10 @@ int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k, cons
     a->writable = true;
     rc = create_spec(type, k, shape, chunk, &spec, &err);
     if (rc == 0)
+        rc = create_dims(dims, k, &spec, names, &err);
+    if (rc == 0)
         rc = resolve(a, path, true, &err);
-    create_args_fill(&args, path, type, k, shape, chunk);
+    create_args_fill(&args, path, type, dims, k, shape, chunk);
     int all = mp_check(a->comm, rc, &args, sizeof(args), "arguments to drx_mp_create", &err);
     /* rank 0 creates; the others open what it made */
     if (all == 0 && a->rank == 0) {
@@ -375,6 +420,13 @@ int drx_mp_create_f(MPI_Fint comm, const char *path, const char *type, int k, co
                     const int64_t chunk[], drx_mp **out)
 {
     return drx_mp_create(MPI_Comm_f2c(comm), path, type, k, shape, chunk, out);
+}
+
+int drx_mp_create_dims_f(MPI_Fint comm, const char *path, const char *type, int k,
+                         const int64_t shape[], const int64_t chunk[], const char *dims,
+                         drx_mp **out)
+{
+    return drx_mp_create_dims(MPI_Comm_f2c(comm), path, type, k, shape, chunk, dims, out);
 }
 
 int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out)

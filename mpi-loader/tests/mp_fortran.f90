@@ -1,7 +1,8 @@
 ! Test of the drx_mp module (bats-tests/mp.bats): every rank writes its zone
 ! of a 7x9x5 f64 array in Fortran order, element (i, j, k) holding
 ! i + 10 j + 100 k, reads it back in both orders and checks it; sets two
-! attributes (units = 'degC', valid_range = -2, 40 as f64) and reads one back.
+! attributes (units = 'degC', valid_range = -2, 40 as f64) and reads one back;
+! its dimensions are named z, y, x.
 !   mpiexec -n P mp_fortran ARRAY
 program mp_fortran
   use mpi
@@ -18,7 +19,7 @@ program mp_fortran
   call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
   call get_command_argument(1, path)
   rc = drx_mp_create(MPI_COMM_WORLD, path, 'f64', [7_c_int64_t, 9_c_int64_t, 5_c_int64_t], &
-                     [2_c_int64_t, 4_c_int64_t, 3_c_int64_t], a)
+                     [2_c_int64_t, 4_c_int64_t, 3_c_int64_t], a, dims='z,y,x')
   call check(rc, 'create')
   rc = drx_mp_attr_set(a, 'units', '', 'degC')
   call check(rc, 'attr_set')

@@ -3,7 +3,8 @@
  *   mpiexec -n P mp_test ARRAY OP...
  *
  * OPs, run in order by every rank (OP@R=ALT: rank R runs ALT instead):
- *   create:TYPE:N0xN1..:C0xC1..   open:r | open:w      close
+ *   create:TYPE:N0xN1..:C0xC1..[:DIMS]   open:r | open:w      close
+ *                                 (DIMS "a,b,c": drx_mp_create_dims)
  *                                 (create and open close the handle first)
  *   extend:DIM:COUNT              zones (rank 0 prints every zone and its chunks)
  *   write:ORDER:SEED              each rank writes its zone, values from value()
@@ -443,6 +444,8 @@ static int op_create(char **w, int nw)
     memcpy(chunk_shape, chunk, sizeof(chunk_shape));
     snprintf(type_name, sizeof(type_name), "%s", nw > 1 ? w[1] : "");
     drx_mp_close(&A); /* a second create or open: the first handle goes */
+    if (nw > 4)
+        return drx_mp_create_dims(MPI_COMM_WORLD, path, w[1], k, shape, chunk, w[4], &A);
     return drx_mp_create(MPI_COMM_WORLD, path, nw > 1 ? w[1] : NULL, k, shape, chunk, &A);
 }
 

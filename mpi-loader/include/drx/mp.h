@@ -42,6 +42,14 @@ typedef struct drx_mp drx_mp;
 int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k, const int64_t shape[],
                   const int64_t chunk[], drx_mp **out);
 
+/* Collective.  drx_mp_create with dimension names: dims "time,y,x" (as
+ * `drx create --dims`: k names of letters, digits and _, not order, rep
+ * or dimN, each at most 64 bytes; NULL or "": none), which view words,
+ * data.nc and zarr/ use. */
+int drx_mp_create_dims(MPI_Comm comm, const char *path, const char *type, int k,
+                       const int64_t shape[], const int64_t chunk[], const char *dims,
+                       drx_mp **out);
+
 /* Collective.  Opens an existing array; writable != 0 allows write_all
  * and extend. */
 int drx_mp_open(MPI_Comm comm, const char *path, int writable, drx_mp **out);
@@ -167,6 +175,9 @@ const char *drx_mp_error(void);
 /* For the Fortran module (MPI_Comm as its Fortran handle). */
 int drx_mp_create_f(MPI_Fint comm, const char *path, const char *type, int k, const int64_t shape[],
                     const int64_t chunk[], drx_mp **out);
+int drx_mp_create_dims_f(MPI_Fint comm, const char *path, const char *type, int k,
+                         const int64_t shape[], const int64_t chunk[], const char *dims,
+                         drx_mp **out);
 int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out);
 
 #ifdef __cplusplus
