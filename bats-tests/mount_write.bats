@@ -146,6 +146,9 @@ EOF
 import numpy as np
 a = np.arange(15, dtype='<f8').reshape(5, 3) * 10; a[1, 2] = -1; a.tofile('want')"
     cmp want <("$DRX" get "$S/n")
+    # the log says which part of the header differs (it said only "write
+    # changes the .npy header", at debug level)
+    grep -F "data.npy: a header of descr '<f8', fortran_order False, shape (2, 2) written over the view's '<f8', False, (5, 3): refused" "$M.log"
 }
 
 @test "info is read-only" {

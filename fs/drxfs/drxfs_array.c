@@ -836,6 +836,59 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
     return (int)done;
 }
 
+/* The value of 'key' in a .npy header's dictionary text (len bytes of
+ * p) into out: a quoted string, a tuple or a word; false when not there. */
+static bool npy_field(const char *p, size_t len, const char *key, char *out, size_t outlen)
+{
+    char pat[32];
+    size_t kl = (size_t)snprintf(pat, sizeof(pat), "'%s': ", key);
+    const char *end = p + len, *v = NULL, *stop;
+
+    for (const char *q = p; q + kl <= end && !v; q++)
+        if (memcmp(q, pat, kl) == 0)
+            v = q + kl;
+    if (!v || v >= end)
+        return false;
+    stop = *v == '('    ? memchr(v, ')', (size_t)(end - v))
+           : *v == '\'' ? memchr(v + 1, '\'', (size_t)(end - v - 1))
+                        : NULL;
+    if (stop)
+        stop++;
+    else
+        for (stop = v; stop < end && *stop != ',' && *stop != '}'; stop++)
+            ;
+    if (!stop || (size_t)(stop - v) >= outlen)
+        return false;
+    memcpy(out, v, (size_t)(stop - v));
+    out[stop - v] = '\0';
+    return true;
+}
+
+/* Logs why a write over data.npy's header (size bytes of buf at offset
+ * off) is refused: with np.save, the dtype, order or shape that differ. */
+static void npy_refused(const struct drxfs_fh *fh, const char *buf, size_t size, uint64_t off)
+{
+    static const char *const keys[] = {"descr", "fortran_order", "shape"};
+    char got[3][96], want[3][96];
+    size_t scan = size < 4096 ? size : 4096;
+    bool all = off == 0;
+
+    for (int i = 0; all && i < 3; i++)
+        all = npy_field(buf, scan, keys[i], got[i], sizeof got[i]) &&
+              npy_field(fh->text, fh->text_len, keys[i], want[i], sizeof want[i]);
+    if (all)
+        drx_log_ratelimited(DRX_LOG_INFO,
+                            "%s: data.npy: a header of descr %s, fortran_order %s, shape %s "
+                            "written over the view's %s, %s, %s: refused (EPERM; np.save an "
+                            "array of the view's dtype and shape, or write data)",
+                            fh->arr->key, got[0], got[1], got[2], want[0], want[1], want[2]);
+    else
+        drx_log_ratelimited(DRX_LOG_INFO,
+                            "%s: data.npy: a write that changes its header (bytes from %" PRIu64
+                            " of %zu): refused (EPERM)",
+                            fh->arr->key, off, fh->text_len);
+}
+
 int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
 {
     size_t done = 0;
@@ -853,7 +906,7 @@ int drxfs_array_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t o
             if (n > size)
                 n = size;
             if (memcmp(fh->text + uoff, buf, n) != 0) {
-                drx_log(DRX_LOG_DEBUG, "%s: write changes the .npy header: refused", fh->arr->key);
+                npy_refused(fh, buf, size, uoff);
                 return -EPERM;
             }
             done = n;
