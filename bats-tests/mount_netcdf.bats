@@ -287,8 +287,11 @@ assert a['scale_factor'] == {'type': 'f64', 'value': [0.5]} and a['valid_range']
     run setfattr -n user.scale_factor -v abc "$M/xa"
     assert_failure
     assert_output --partial "Invalid argument"
+    # the reason is in the daemon's log (at info, the default)
+    grep -q "setxattr user.scale_factor: .*abc" "$M.log"
     run setfattr -n user._FillValue -v 1 "$M/xa"
     assert_output --partial "Invalid argument"
+    grep -q "setxattr user._FillValue: .*_FillValue" "$M.log"
     run setfattr -n "user.a b" -v 1 "$M/xa"
     assert_output --partial "Invalid argument"
     run setfattr -n user.units -v m "$M/xa/time=1:"

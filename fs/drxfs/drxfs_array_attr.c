@@ -82,7 +82,9 @@ static int attr_set_failed(const struct drxfs_node *n, const char *name, int rc,
                            const struct drx_err *err)
 {
     if (err->msg[0])
-        drx_log_ratelimited(rc == -EINVAL || rc == -ERANGE || rc == -E2BIG ? DRX_LOG_DEBUG
+        /* the reason the caller's EINVAL cannot carry: at info, where the
+         * default log shows it */
+        drx_log_ratelimited(rc == -EINVAL || rc == -ERANGE || rc == -E2BIG ? DRX_LOG_INFO
                                                                            : DRX_LOG_WARNING,
                             "%s: setxattr user.%s: %s", n->rel, name, err->msg);
     if (rc == -ERANGE || rc == -E2BIG)
