@@ -141,6 +141,12 @@ static void check_striped(struct fsck *k, const char *mp)
         return; /* its subfiles are counted once, not shared */
     snprintf(name, sizeof name, "%.*s", (int)(strlen(mp) - strlen(DRX_STRIPE_SUFFIX)), mp);
     check_name_shared(k, name, false);
+    /* a mount's batched commit records a closed file's size within its
+     * interval: waited for, as another mount's lookup waits, so that the
+     * bytes it has not recorded yet are not taken for a crash's */
+    bool pending = drx_stripe_pending_wait(
+                       mp, k->pending_waited_out ? 0 : DRX_STRIPE_PENDING_WAIT_MS) < 0;
+    k->pending_waited_out |= pending;
     int rc = drx_stripe_stat(k->s, name, &m, &err);
     if (rc < 0) {
         k->bad_meta = true;
@@ -164,7 +170,14 @@ static void check_striped(struct fsck *k, const char *mp)
             drx_fsck_finding(k, rel, false, NULL, "%s: its extents read as EIO", err.msg);
             continue;
         }
-        if ((uint64_t)st.st_size > want)
+        if ((uint64_t)st.st_size > want && pending)
+            drx_fsck_finding(k, rel, false, NULL,
+                             "subfile %u (%s) is %lld bytes, past the %llu the recorded size "
+                             "%llu needs, and the size is pending: a process holds its mark "
+                             "(a mount's batched commit, longer than %u s)",
+                             i, sub, (long long)st.st_size, (unsigned long long)want,
+                             (unsigned long long)m.size, DRX_STRIPE_PENDING_WAIT_MS / 1000);
+        else if ((uint64_t)st.st_size > want)
             drx_fsck_subfile_long(k, mp, &m, i, &st, want);
     }
 }
