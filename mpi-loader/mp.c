@@ -287,7 +287,6 @@ int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info hints, 
     return 0;
 }
 
-/* Local checks of drx_mp_create's arguments into spec. */
 /* The dimension names "a,b,c" (NULL or "": none) of a rank k array into
  * spec, names[] holding them. */
 static int create_dims(const char *dims, int k, struct drx_array_spec *spec,
@@ -321,6 +320,7 @@ static int create_dims(const char *dims, int k, struct drx_array_spec *spec,
     }
 }
 
+/* Local checks of drx_mp_create's arguments into spec. */
 static int create_spec(const char *type, int k, const int64_t shape[], const int64_t chunk[],
                        struct drx_array_spec *spec, struct drx_err *err)
 {
