@@ -245,7 +245,9 @@ static void format_real(enum drx_type t, const void *v, char *buf, size_t len)
         char *e = strchr(buf, 'e');
         int exp10 = e ? atoi(e + 1) : 0;
         if (e && exp10 >= -4 && exp10 < 16)
-            snprintf(buf, len, "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, d);
+            /* of the digits found, not of d: an f32 of 1e11 is 99999997952 */
+            snprintf(buf, len, "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0,
+                     strtod(buf, NULL));
     }
     }
 }
