@@ -40,9 +40,29 @@ bool drx_log_enabled(enum drx_log_level level)
     return (int)level <= atomic_load(&log_level);
 }
 
+/* msg with its control characters (a user's name or value may hold a
+ * newline or an escape) as \xNN into out (size bytes, cut when full): one
+ * message stays one line, and nobody writes another into the log. */
+static void escape_controls(const char *msg, char *out, size_t size)
+{
+    size_t o = 0;
+
+    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 1 < size; p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            out[o++] = (char)*p;
+        } else if (o + 5 < size) {
+            snprintf(out + o, size - o, "\\x%02x", *p);
+            o += 4;
+        } else {
+            break;
+        }
+    }
+    out[o] = '\0';
+}
+
 static void log_v(enum drx_log_level level, const char *fmt, va_list ap)
 {
-    char msg[DRX_LOG_MSG_MAX];
+    char msg[DRX_LOG_MSG_MAX], line[DRX_LOG_MSG_MAX];
     drx_log_sink_fn fn;
     void *arg;
     size_t n;
@@ -59,7 +79,8 @@ static void log_v(enum drx_log_level level, const char *fmt, va_list ap)
     n = strlen(msg);
     while (n > 0 && msg[n - 1] == '\n')
         msg[--n] = '\0';
-    fn(arg, level, msg);
+    escape_controls(msg, line, sizeof line);
+    fn(arg, level, line);
 }
 
 void drx_log(enum drx_log_level level, const char *fmt, ...)

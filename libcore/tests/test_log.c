@@ -38,6 +38,11 @@ int main(void)
     tap_ok(got == 0, "a debug message below level info is dropped");
     drx_log(DRX_LOG_INFO, "line %d\n", 1);
     tap_ok(got == 1 && strcmp(last, "line 1") == 0, "a message arrives without its newline");
+    /* a user's text in a message (an attribute's value, a .npy header)
+     * cannot start a line of its own: found in a review, 2026-12-06 */
+    drx_log(DRX_LOG_INFO, "value '%s'", "a\n[fake] error: x\x1b[2J\x7f");
+    tap_ok(strcmp(last, "value 'a\\x0a[fake] error: x\\x1b[2J\\x7f'") == 0,
+           "control characters arrive escaped: %s", last);
 
     got = 0;
     for (int i = 0; i < 10; i++)
