@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check_i.h"
@@ -129,6 +130,24 @@ static void check_name_shared(struct fsck *k, const char *path, bool array)
                          array ? "array" : "striped file", what + 2);
 }
 
+/* Waits for metafile mp's pending size (drx_stripe_pending_wait) out of
+ * the walk's budget of DRX_STRIPE_PENDING_WAIT_MS in all; true when it is
+ * still pending. */
+static bool pending_wait(struct fsck *k, const char *mp)
+{
+    unsigned left = k->pending_spent_ms >= DRX_STRIPE_PENDING_WAIT_MS
+                        ? 0
+                        : DRX_STRIPE_PENDING_WAIT_MS - k->pending_spent_ms;
+    struct timespec t0, t1;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool pending = drx_stripe_pending_wait(mp, left) < 0;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    k->pending_spent_ms += (unsigned)((t1.tv_sec - t0.tv_sec) * 1000 +
+                                      (t1.tv_nsec - t0.tv_nsec) / 1000000);
+    return pending;
+}
+
 static void check_striped(struct fsck *k, const char *mp)
 {
     char name[PATH_MAX], sub[PATH_MAX + 80];
@@ -144,9 +163,7 @@ static void check_striped(struct fsck *k, const char *mp)
     /* a mount's batched commit records a closed file's size within its
      * interval: waited for, as another mount's lookup waits, so that the
      * bytes it has not recorded yet are not taken for a crash's */
-    bool pending = drx_stripe_pending_wait(
-                       mp, k->pending_waited_out ? 0 : DRX_STRIPE_PENDING_WAIT_MS) < 0;
-    k->pending_waited_out |= pending;
+    bool pending = pending_wait(k, mp);
     int rc = drx_stripe_stat(k->s, name, &m, &err);
     if (rc < 0) {
         k->bad_meta = true;
@@ -174,7 +191,7 @@ static void check_striped(struct fsck *k, const char *mp)
             drx_fsck_finding(k, rel, false, NULL,
                              "subfile %u (%s) is %lld bytes, past the %llu the recorded size "
                              "%llu needs, and the size is pending: a process holds its mark "
-                             "(a mount's batched commit, longer than %u s)",
+                             "(a mount's batched commit; fsck waits %u s in all for them)",
                              i, sub, (long long)st.st_size, (unsigned long long)want,
                              (unsigned long long)m.size, DRX_STRIPE_PENDING_WAIT_MS / 1000);
         else if ((uint64_t)st.st_size > want)

@@ -58,9 +58,9 @@ struct fsck {
     size_t ntrims;
     struct xname *xnames;
     size_t nxnames, capxnames;
-    /* a pending size's mark was waited out in full once: the others are
-     * not waited for (a user's files cannot stall the walk file by file) */
-    bool pending_waited_out;
+    /* ms spent waiting for pending sizes' marks: 10 s in all for the walk
+     * (a user's files cannot stall it file by file) */
+    unsigned pending_spent_ms;
     struct stat *linked; /* metafiles with several names, checked once */
     size_t nlinked;
     struct drx_anchors an;
