@@ -192,6 +192,15 @@ i32() {
     setfacl -b "$m/c"
     [ -z "$(getfacl -p --skip-base "$s/c.xta" "$s/c.xmd" 2>/dev/null)" ]
     [ "$(stat -c %a "$s/c.xta")" = 600 ]
+    # all or nothing: an .xmd that refuses it (immutable) leaves the .xta
+    # as it was, its mode too
+    if chattr +i "$s/c.xmd" 2>/dev/null; then
+        run setfacl -m u:nobody:r-- "$m/c"
+        chattr -i "$s/c.xmd"
+        assert_failure
+        [ -z "$(getfacl -p --skip-base "$s/c.xta" "$s/c.xmd" 2>/dev/null)" ]
+        [ "$(stat -c %a "$s/c.xta")" = 600 ]
+    fi
     # a view is refused as its chmod is; a default ACL has nothing to apply to
     run setfacl -m u:nobody:r "$m/c/dim0=0:2"
     assert_failure

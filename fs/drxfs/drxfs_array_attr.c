@@ -312,9 +312,12 @@ int drxfs_array_setacl(const struct drxfs_node *n, const char *name, const char 
     enum drxfs_kind k = n->kind;
     struct drxfs_acl_map map = {k == DRXFS_ARRAY, kind_shows(k) & 7};
     char rel[2][PATH_MAX];
-    unsigned char acl[2][DRXFS_ACL_MAX];
+    unsigned char acl[2][DRXFS_ACL_MAX], old[DRXFS_ACL_MAX];
+    struct drx_xattr_req get = {DRX_XATTR_GET, DRXFS_ACL_ACCESS, old, sizeof old, 0};
     size_t len[2];
-    struct stat st;
+    ssize_t nold, w = 0;
+    struct drxfs_arr *e;
+    struct stat st[2];
     int rc, gone = 0;
 
     /* nothing is made in an array directory */
@@ -322,20 +325,43 @@ int drxfs_array_setacl(const struct drxfs_node *n, const char *name, const char 
         return -EOPNOTSUPP;
     if ((rc = array_files(n->rel, n->nwords, rel[1], rel[0])) < 0)
         return rc;
+    /* a read-only array's nodes show no w (drxfs_array_getacl): the
+     * files' own w stays, as setfacl hands back what it was shown */
+    if ((rc = drxfs_arr_get(n, &e)) < 0)
+        return rc;
+    if (e->rdonly)
+        map.keep &= ~2u;
+    drxfs_arr_put(e);
     /* both worked out before either changes */
     for (int i = 0; i < 2; i++)
-        if ((rc = owned_stat(rel[i], &st)) < 0 ||
-            (rc = acl_for(rel[i], &st, value, size, map, acl[i], &len[i])) < 0)
+        if ((rc = owned_stat(rel[i], &st[i])) < 0 ||
+            (rc = acl_for(rel[i], &st[i], value, size, map, acl[i], &len[i])) < 0)
             return rc;
-    for (int i = 0; i < 2; i++) {
+    /* the .xta's ACL (or mode) as it was, put back if the .xmd's cannot
+     * follow: the two stay alike */
+    nold = drx_store_entry_xattr(drxfs.store, rel[0], &get);
+    for (int i = 0; i < 2 && w >= 0; i++) {
         struct drx_xattr_req r = {value ? DRX_XATTR_SET : DRX_XATTR_REMOVE, DRXFS_ACL_ACCESS,
                                   acl[i], len[i], 0};
-        ssize_t w = drx_store_entry_xattr(drxfs.store, rel[i], &r);
-        if (w == -ENODATA && !value)
+        w = drx_store_entry_xattr(drxfs.store, rel[i], &r);
+        if (w == -ENODATA && !value) {
             gone++;
-        else if (w < 0)
-            return (int)w;
+            w = 0;
+        } else if (w < 0 && i == 1) {
+            struct drx_xattr_req back = {nold >= 0 ? DRX_XATTR_SET : DRX_XATTR_REMOVE,
+                                         DRXFS_ACL_ACCESS, old, nold >= 0 ? (size_t)nold : 0, 0};
+            ssize_t b = drx_store_entry_xattr(drxfs.store, rel[0], &back);
+            if (nold < 0 && (b >= 0 || b == -ENODATA))
+                b = drx_store_entry_chmod(drxfs.store, rel[0], st[0].st_mode & 07777);
+            if (b < 0)
+                drx_log_ratelimited(DRX_LOG_WARNING,
+                                    "%s: setfacl: the .xmd refused it (%s), and the .xta's "
+                                    "ACL could not be put back (%s)",
+                                    n->rel, strerror((int)-w), strerror((int)-b));
+        }
     }
+    if (w < 0)
+        return (int)w;
     return gone == 2 ? -ENODATA : 0;
 }
 
