@@ -844,7 +844,7 @@ static bool npy_field(const char *p, size_t len, const char *key, char *out, siz
     size_t kl = (size_t)snprintf(pat, sizeof(pat), "'%s': ", key);
     const char *end = p + len, *v = NULL, *stop;
 
-    for (const char *q = p; q + kl <= end && !v; q++)
+    for (const char *q = p; (size_t)(end - q) >= kl && !v; q++)
         if (memcmp(q, pat, kl) == 0)
             v = q + kl;
     if (!v || v >= end)
@@ -873,10 +873,18 @@ static void npy_refused(const struct drxfs_fh *fh, const char *buf, size_t size,
     size_t scan = size < 4096 ? size : 4096;
     bool all = off == 0;
 
-    for (int i = 0; all && i < 3; i++)
+    bool same = true;
+    for (int i = 0; all && i < 3; i++) {
         all = npy_field(buf, scan, keys[i], got[i], sizeof got[i]) &&
               npy_field(fh->text, fh->text_len, keys[i], want[i], sizeof want[i]);
-    if (all)
+        same = same && all && strcmp(got[i], want[i]) == 0;
+    }
+    if (all && same)
+        drx_log_ratelimited(DRX_LOG_INFO,
+                            "%s: data.npy: a header of the view's descr, order and shape but "
+                            "other bytes (its version or padding): refused (EPERM)",
+                            fh->arr->key);
+    else if (all)
         drx_log_ratelimited(DRX_LOG_INFO,
                             "%s: data.npy: a header of descr %s, fortran_order %s, shape %s "
                             "written over the view's %s, %s, %s: refused (EPERM; np.save an "
