@@ -411,8 +411,8 @@ x.xta"
     bad "bad view: dim0=4: index 4 outside 0..3" "$DRX" get t dim0=4
     bad "bad view: dim0=2: index 2 outside 0..1" "$DRX" get t dim0=1:3 dim0=2
     # an index past 64 bits is out of range too, not "not an index"
-    bad "bad view: b: index past 64 bits outside 0..3" "$DRX" get t b=99999999999999999999
-    bad "bad view: dim0: index past 64 bits outside -4..-1" "$DRX" get t dim0=-99999999999999999999
+    bad "bad view: b: index >= 2^63-1 outside 0..3" "$DRX" get t b=99999999999999999999
+    bad "bad view: dim0: index <= -(2^63-1) outside -4..-1" "$DRX" get t dim0=-99999999999999999999
     bad "bad view word: 'wat' is not a KEY=VALUE" "$DRX" get t wat
     bad "'c' is not a dimension" "$DRX" extend t c 1
     # a typo in the name says the names, as a view word's error does

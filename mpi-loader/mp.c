@@ -855,9 +855,14 @@ static int attr_change(drx_mp *a, const char *what, const char *name, const char
     }
     type = type && *type ? type : "string";
     args = attr_args(name ? name : "", type, text, &len);
-    if (!args)
-        rc = drx_err_set(&err, ENOMEM, "%s: out of memory", what);
-    else if (!a->writable)
+    /* agreed first: a rank without its buffer would hash other bytes */
+    rc = mp_agree(a->comm, args ? 0 : drx_err_set(&err, ENOMEM, "%s: out of memory", what),
+                  &err);
+    if (rc < 0) {
+        free(args);
+        return rc;
+    }
+    if (!a->writable)
         rc = drx_err_set(&err, EBADF, "%s: opened read-only", a->path);
     else if (a->broken)
         rc = mp_broken(a, &err);
@@ -869,7 +874,7 @@ static int attr_change(drx_mp *a, const char *what, const char *name, const char
         rc = drx_attr_parse(name, type, text, &at, &err);
     char agreed[64];
     snprintf(agreed, sizeof(agreed), "names, types or values to %s", what);
-    rc = mp_check(a->comm, rc, args ? args : "", args ? len : 1, agreed, &err);
+    rc = mp_check(a->comm, rc, args, len, agreed, &err);
     free(args);
     if (rc == 0 && a->ngrown)
         rc = mp_commit(a, a->sync_mode != DRX_MP_SYNC_NONE);

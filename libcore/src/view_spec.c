@@ -372,7 +372,8 @@ static int word_error(const struct drx_view_word *w, const struct drx_array_meta
                            m->rank, m->rank - 1);
     /* an index past 64 bits was saturated (parse_i64): said so, not the
      * saturated number */
-    char index[32] = " past 64 bits";
+    char index[32];
+    snprintf(index, sizeof(index), "%s", w->start < 0 ? " <= -(2^63-1)" : " >= 2^63-1");
     if (w->start != INT64_MAX && w->start != -INT64_MAX)
         snprintf(index, sizeof(index), " %" PRId64, w->start);
     else if (strchr(word, '='))

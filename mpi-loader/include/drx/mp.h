@@ -146,8 +146,8 @@ int drx_mp_close(drx_mp **a);
  * DRX_MP_SYNC_BATCH or _NONE are recorded first, as drx_mp_sync records
  * them (the .xmd is rewritten whole); then rank 0 records the attribute
  * and every rank sees it on return.  -EINVAL for a name netCDF refuses,
- * "_FillValue" or "drx_*" (the array's own), or a value that does not
- * parse; -EBADF on a read-only handle. */
+ * "_FillValue", "_ARRAY_DIMENSIONS" or "drx_*" (the array's own), or a
+ * value that does not parse; -EBADF on a read-only handle. */
 int drx_mp_attr_set(drx_mp *a, const char *name, const char *type, const char *value);
 
 /* Collective.  Removes attribute `name` (-ENOENT when there is none),
@@ -158,8 +158,10 @@ int drx_mp_attr_rm(drx_mp *a, const char *name);
  * (a string as it is, numbers separated by commas), into buf (size bytes,
  * always NUL-terminated when size > 0, cut when short): the text's length
  * (as snprintf: size <= that means it was cut), or -ENOENT when there is
- * none.  What this rank read last: another program's change shows after
- * the next collective call that reads the metadata (extend, sync). */
+ * none (-EINVAL without a name or buffer, -EIO on a broken rank, -ENOMEM).
+ * What this rank read last: another program's change shows after this
+ * program's next drx_mp_extend or attribute change, which read the
+ * metadata again (drx_mp_sync does not). */
 int drx_mp_attr_get(const drx_mp *a, const char *name, char *buf, size_t size);
 
 /* Not collective.  Bytes of one element. */
