@@ -418,6 +418,32 @@ EOF
     [ "$(stat -c %Y "$M/tstamp2")" = 1000000000 ]
 }
 
+@test "a striped file's mtime stays its last write's: recording its size at fsync, close or the batched commit does not move it" {
+    # found by a pjdfstest audit: each record rewrote the metafile in
+    # place, and its mtime (the file's) became the record's time
+    "$PY" - "$M" "$S" <<'EOF'
+import os, sys, time
+m, s = sys.argv[1], sys.argv[2]
+def mt(p):
+    return os.stat(p).st_mtime_ns
+fd = os.open(m + "/mt1", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"abc")
+shown = mt(m + "/mt1")           # a stat stamps the write
+time.sleep(0.05)                 # a record now would show a later time
+os.fsync(fd)
+assert mt(s + "/mt1.nafs") == shown, (mt(s + "/mt1.nafs"), shown)
+os.write(fd, b"defg")
+written = time.time_ns()
+time.sleep(0.05)
+os.close(fd)                     # handed to the batched commit, not stamped
+os.setxattr(m, "user.drx.commit", b"1")
+got = mt(s + "/mt1.nafs")
+assert shown < got <= written, (shown, got, written)
+assert mt(m + "/mt1") == got
+assert os.stat(m + "/mt1").st_size == 7
+EOF
+}
+
 @test "a file open for writing follows a rename of its directory" {
     mkdir -p "$M/mvd/in"
     "$PY" - "$M" "$S" <<'EOF'

@@ -335,13 +335,33 @@ static void fill_stat(struct stat *st, const struct stat *meta, const struct drx
         st->st_mode &= ~(mode_t)0222;
 }
 
+/* A change of the file's bytes or size: mtime and ctime marked for
+ * update at this moment; the metafile is stamped later (stamp_if_dirty,
+ * stamp_times), with this time. */
+static void mark_changed(struct drxfs_sfile *e)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    __atomic_store_n(&e->mtime_ns, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&e->dirty, true, __ATOMIC_RELEASE);
+}
+
+/* e->mtime_ns as a timespec. */
+static struct timespec mtime_of(struct drxfs_sfile *e)
+{
+    int64_t ns = __atomic_load_n(&e->mtime_ns, __ATOMIC_RELAXED);
+    return (struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+}
+
 /* POSIX: a write marks mtime and ctime for update, and stat must show it.
  * Writes only set `dirty` (stamping the metafile per write would cost a
  * syscall each); a stat of a file with unstamped writes stamps it now and
  * returns the metafile's fresh times in *meta.  0 when nothing changed. */
 static int stamp_if_dirty(struct drxfs_sfile *e, struct stat *meta)
 {
-    const struct timespec now[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
+    struct timespec now[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
     char rel[PATH_MAX];
     bool ours;
     int rc = 0;
@@ -349,8 +369,9 @@ static int stamp_if_dirty(struct drxfs_sfile *e, struct stat *meta)
     if (!__atomic_load_n(&e->dirty, __ATOMIC_RELAXED))
         return 0;
     pthread_mutex_lock(&e->times_lock);
-    if (!__atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED))
+    if (!__atomic_exchange_n(&e->dirty, false, __ATOMIC_ACQUIRE))
         goto out;
+    now[1] = mtime_of(e); /* the change's, not the stat's */
     pthread_mutex_lock(&drxfs_stable.mutex);
     ours = !e->detached && drxfs_rel_suffix(rel, e->key, DRXFS_NAFS) == 0;
     /* written after the times a utimens set: a later commit must not put
@@ -513,7 +534,7 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
         return rc;
     }
     if (wr && (fi->flags & O_TRUNC)) /* mtime and ctime, as open(2) says */
-        __atomic_store_n(&e->dirty, true, __ATOMIC_RELAXED);
+        mark_changed(e);
     if ((rc = attach_fh(e, fi)) < 0)
         drxfs_sfile_put(e);
     return rc;
@@ -636,7 +657,7 @@ int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t
         return -EBADF;
     ssize_t n = drx_stripe_write(fh->sf->f, buf, size, (uint64_t)off);
     if (n > 0) {
-        __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
+        mark_changed(fh->sf);
         write_behind(fh->sf, (size_t)n);
     }
     if (n < 0)
@@ -650,7 +671,7 @@ int drxfs_striped_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len)
         return -EBADF;
     int rc = drx_stripe_fallocate(fh->sf->f, mode, (uint64_t)off, (uint64_t)len);
     if (rc == 0 && mode != FALLOC_FL_KEEP_SIZE) /* size or bytes changed */
-        __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
+        mark_changed(fh->sf);
     return rc < 0 && rc != -EOPNOTSUPP ? drxfs_striped_log_err("fallocate", fh->sf->key, rc, NULL)
                                        : rc;
 }
@@ -671,7 +692,8 @@ static void stamp_times(struct drxfs_sfile *e)
 {
     char meta[PATH_MAX];
     struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
-    bool dirty = __atomic_exchange_n(&e->dirty, false, __ATOMIC_RELAXED);
+    bool dirty = __atomic_exchange_n(&e->dirty, false, __ATOMIC_ACQUIRE);
+    bool known = __atomic_load_n(&e->mtime_ns, __ATOMIC_RELAXED) != 0;
     struct stat st;
 
     pthread_mutex_lock(&drxfs_stable.mutex);
@@ -681,10 +703,15 @@ static void stamp_times(struct drxfs_sfile *e)
     ino_t ino = e->times_ino;
     if (keep)
         memcpy(tv, e->times, sizeof tv);
+    else if (known)
+        tv[1] = mtime_of(e); /* the last change's, or the last utimens' */
     e->keep_times = false;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (!ours || (!dirty && !keep))
+    if (!ours || (!dirty && !keep && !known))
         return;
+    if (!dirty && !keep && drx_store_entry_stat(drxfs.store, meta, &st) == 0 &&
+        st.st_mtim.tv_sec == tv[1].tv_sec && st.st_mtim.tv_nsec == tv[1].tv_nsec)
+        return; /* the size was not rewritten: no ctime change for nothing */
     if (keep && drx_store_entry_stat(drxfs.store, meta, &st) == 0) {
         /* rewritten in place: the atime is still the file's own, perhaps
          * moved by a read since the utimens; only the mtime moved */
@@ -888,7 +915,7 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
         rc = drx_stripe_truncate(fh->sf->f, (uint64_t)size);
         if (rc < 0) /* a failed truncate changes no time */
             return drxfs_striped_log_err("truncate", fh->sf->key, rc, NULL);
-        __atomic_store_n(&fh->sf->dirty, true, __ATOMIC_RELAXED);
+        mark_changed(fh->sf);
         return 0;
     }
     if ((rc = sfile_get(n->rel, &n->st, true, &e)) < 0)
@@ -897,7 +924,7 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
     if (rc < 0)
         drxfs_striped_log_err("truncate", n->rel, rc, NULL);
     else /* truncate(2) marks mtime and ctime, whether the size changed or not */
-        __atomic_store_n(&e->dirty, true, __ATOMIC_RELAXED);
+        mark_changed(e);
     drxfs_sfile_flush(e);
     drxfs_sfile_put(e);
     return rc;
@@ -947,6 +974,8 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
         pthread_mutex_lock(&drxfs_stable.mutex);
         e->times[0] = st.st_atim;
         e->times[1] = st.st_mtim;
+        __atomic_store_n(&e->mtime_ns, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+                         __ATOMIC_RELAXED);
         e->times_dev = st.st_dev;
         e->times_ino = st.st_ino;
         e->keep_times = true;

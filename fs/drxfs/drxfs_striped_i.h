@@ -26,6 +26,12 @@ struct drxfs_sfile {
      * file's, and a write that does not change the size does not rewrite
      * the metafile, so flush sets it. */
     bool dirty;
+    /* The mtime the file shows (atomic; ns since the epoch, 0: none known
+     * here): the time of its last change through this mount (mark_changed,
+     * which stamps it later), or the mtime a utimens set.  Recording the
+     * size rewrites the metafile, which moves its mtime: put back to this
+     * afterwards (stamp_times), as ext4's mtime stays the write's. */
+    int64_t mtime_ns;
     /* Times a utimens set on the metafile (stable.mutex): recording a
      * waiting size rewrites the metafile, which moves them, so they are put
      * back after it (drxfs_sfile_flush, fsync) instead of the size being
