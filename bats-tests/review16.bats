@@ -228,6 +228,38 @@ i32() {
     [ "$(stat -c %a "$s/c.xmd")" = 640 ]
 }
 
+@test "chmod through an array's node: the set-group-ID bit only on a file of the caller's group; chmod and chown leave both files as they were when one refuses" {
+    local s="$RV/s" m="$RV/m" i
+    "$DRX" create "$s/g" --type u8 --shape 4 --chunk 2 >/dev/null
+    chown 65534:65534 "$s/g.xmd"
+    chown 65534:65533 "$s/g.xta"
+    mount_store "$s" "$m" -o allow_other
+    # nobody owns both files; the .xta's group is one he is not in: the
+    # kernel let the bit through for the directory (the .xmd's group)
+    nob chmod 2750 "$m/g"
+    [ "$(stat -c %a "$s/g.xmd")" = 2640 ]
+    [ "$(stat -c %a "$s/g.xta")" = 640 ]
+    # root may
+    chmod 2750 "$m/g"
+    [ "$(stat -c %a "$s/g.xta")" = 2640 ]
+    # all or nothing
+    chmod 644 "$s/g.xta" "$s/g.xmd"
+    chown 0:0 "$s/g.xta" "$s/g.xmd"
+    if chattr +i "$s/g.xmd" 2>/dev/null; then
+        for ((i = 0; i < 100; i++)); do
+            [ "$(stat -c %a "$m/g/data")" = 644 ] && break
+            sleep 0.02
+        done
+        run chmod 600 "$m/g"
+        assert_failure
+        run chown 65534 "$m/g/data"
+        assert_failure
+        chattr -i "$s/g.xmd"
+        [ "$(stat -c '%a %u' "$s/g.xta")" = "644 0" ]
+        [ "$(stat -c '%a %u' "$s/g.xmd")" = "644 0" ]
+    fi
+}
+
 @test "a zarr resize checks the .xmd's ACL: a user it denies cannot grow an array whose mode lets everyone write" {
     local s="$RV/s" m="$RV/m"
     "$DRX" create "$s/g" --type u8 --shape 4 --chunk 2 --dims step >/dev/null

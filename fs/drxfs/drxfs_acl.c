@@ -141,6 +141,25 @@ static bool acl_grants(const unsigned char *src, ssize_t n, uid_t uid, const gid
     return (other & want) == want;
 }
 
+int drxfs_caller_groups(gid_t *groups, int max)
+{
+    int n = max > 1 ? fuse_getgroups(max - 1, groups + 1) : 0;
+
+    groups[0] = fuse_get_context()->gid;
+    return 1 + (n < 0 ? 0 : n > max - 1 ? max - 1 : n);
+}
+
+bool drxfs_caller_in_group(gid_t gid)
+{
+    gid_t groups[DRXFS_CALLER_GROUPS];
+    int n = drxfs_caller_groups(groups, DRXFS_CALLER_GROUPS);
+
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid)
+            return true;
+    return false;
+}
+
 bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_t *groups,
                    int ngroups, unsigned want)
 {

@@ -232,10 +232,18 @@ static int owned_stat(const char *rel, struct stat *st)
 
 /* The mode of a store file of stat st after a chmod to mode asked
  * through a mount file that shows the bits `shows` of it: those bits
- * become the request's, the others stay. */
+ * become the request's, the others stay.  The set-group-ID bit goes
+ * unless the caller is root or of the file's group, as chmod(2) clears
+ * it: the kernel checked the group of the node's own file only, and the
+ * other file's may be another (a .xta of a group he is not in made
+ * set-group-ID ran as that group). */
 static mode_t shown_mode(const struct stat *st, mode_t mode, mode_t shows)
 {
-    return (mode & shows) | (st->st_mode & 07777 & ~shows);
+    mode_t m = (mode & shows) | (st->st_mode & 07777 & ~shows);
+
+    if ((m & S_ISGID) && fuse_get_context()->uid != 0 && !drxfs_caller_in_group(st->st_gid))
+        m &= ~(mode_t)S_ISGID;
+    return m;
 }
 
 /* The bits (07777) a node of kind k shows of its store files' modes: the
@@ -265,20 +273,28 @@ static int array_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t m
         (rc = owned_stat(xmd, &sm)) < 0 ||
         (rc = drx_store_entry_chmod(drxfs.store, xta, shown_mode(&sx, mode, shows))) < 0)
         return rc;
-    return drx_store_entry_chmod(drxfs.store, xmd, shown_mode(&sm, mode, shows));
+    /* all or nothing: the .xta as it was when the .xmd refuses */
+    if ((rc = drx_store_entry_chmod(drxfs.store, xmd, shown_mode(&sm, mode, shows))) < 0)
+        (void)drx_store_entry_chmod(drxfs.store, xta, sx.st_mode & 07777);
+    return rc;
 }
 
 static int array_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
 {
     char xmd[PATH_MAX], xta[PATH_MAX];
-    struct stat st;
+    struct stat sx, sm;
     int rc;
 
-    if ((rc = node_files(n, fh, xmd, xta)) < 0 || (rc = owned_stat(xta, &st)) < 0 ||
-        (rc = owned_stat(xmd, &st)) < 0 ||
+    if ((rc = node_files(n, fh, xmd, xta)) < 0 || (rc = owned_stat(xta, &sx)) < 0 ||
+        (rc = owned_stat(xmd, &sm)) < 0 ||
         (rc = drx_store_entry_chown(drxfs.store, xta, uid, gid)) < 0)
         return rc;
-    return drx_store_entry_chown(drxfs.store, xmd, uid, gid);
+    /* all or nothing: the .xta's owner, group and mode (a chown clears
+     * set-ID bits) as they were when the .xmd refuses */
+    if ((rc = drx_store_entry_chown(drxfs.store, xmd, uid, gid)) < 0 &&
+        drx_store_entry_chown(drxfs.store, xta, sx.st_uid, sx.st_gid) == 0)
+        (void)drx_store_entry_chmod(drxfs.store, xta, sx.st_mode & 07777);
+    return rc;
 }
 
 /* One store file's new access ACL: req merged with its own (size bytes

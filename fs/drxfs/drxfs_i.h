@@ -428,6 +428,12 @@ int drxfs_acl_of_entry(const char *rel, const char *name, struct drxfs_acl_map m
  * to read the ACL refuses). */
 bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_t *groups,
                    int ngroups, unsigned want);
+/* The caller's groups into groups (max of them): his primary group, then
+ * his supplementary ones (fuse_getgroups); their count. */
+#define DRXFS_CALLER_GROUPS 257
+int drxfs_caller_groups(gid_t *groups, int max);
+/* Whether gid is one of the caller's groups. */
+bool drxfs_caller_in_group(gid_t gid);
 /* The access ACL req (n bytes) set through a node that shows its store
  * file's permissions by map, made that file's into out (n bytes): each
  * entry takes the bits the node shows of it from req (a directory's x

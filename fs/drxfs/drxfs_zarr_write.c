@@ -561,13 +561,10 @@ static int coord_of(const struct zctx *zc, int d)
  * directories show the .xta's). */
 static bool caller_may_write(const char *rel, const struct stat *st)
 {
-    const struct fuse_context *ctx = fuse_get_context();
-    gid_t groups[257];
-    int n = fuse_getgroups(256, groups + 1);
+    gid_t groups[DRXFS_CALLER_GROUPS];
+    int n = drxfs_caller_groups(groups, DRXFS_CALLER_GROUPS);
 
-    groups[0] = ctx->gid;
-    n = n < 0 ? 0 : n > 256 ? 256 : n;
-    return drxfs_acl_may(rel, st, ctx->uid, groups, n + 1, 2);
+    return drxfs_acl_may(rel, st, fuse_get_context()->uid, groups, n, 2);
 }
 
 /* Grows zc's array to shape along every dimension where it is larger,
