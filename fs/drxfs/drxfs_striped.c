@@ -670,7 +670,7 @@ int drxfs_striped_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len)
     if (!fh->sf->rw)
         return -EBADF;
     int rc = drx_stripe_fallocate(fh->sf->f, mode, (uint64_t)off, (uint64_t)len);
-    if (rc == 0 && mode != FALLOC_FL_KEEP_SIZE) /* size or bytes changed */
+    if (rc == 0) /* as ext4: KEEP_SIZE too moves mtime and ctime */
         mark_changed(fh->sf);
     return rc < 0 && rc != -EOPNOTSUPP ? drxfs_striped_log_err("fallocate", fh->sf->key, rc, NULL)
                                        : rc;
@@ -685,15 +685,34 @@ off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence)
 }
 
 /* Persists the size and, after writes, makes the metafile's mtime now. */
-/* After the metafile may have been rewritten (a size recorded): written
- * since the last time, its mtime is now; else the times a utimens set
- * meanwhile are put back (when the rewrite moved them). */
-static void stamp_times(struct drxfs_sfile *e)
+/* The metafile's mtime before a size is recorded into it (*before), for
+ * stamp_times: false when e has unstamped changes (their time is put
+ * then) or its metafile cannot be seen. */
+static bool mtime_before(struct drxfs_sfile *e, struct timespec *before)
+{
+    char meta[PATH_MAX];
+    struct stat st;
+
+    if (__atomic_load_n(&e->dirty, __ATOMIC_ACQUIRE))
+        return false;
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    bool ours = !e->detached && drxfs_rel_suffix(meta, e->key, DRXFS_NAFS) == 0;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    if (!ours || drx_store_entry_stat(drxfs.store, meta, &st) < 0)
+        return false;
+    *before = st.st_mtim;
+    return true;
+}
+
+/* After the metafile may have been rewritten (a size recorded): changed
+ * since the last stamp, its mtime is the last change's (mark_changed);
+ * else the times a utimens set meanwhile are put back, or the mtime it
+ * had before (before, NULL: unknown), when the rewrite moved them. */
+static void stamp_times(struct drxfs_sfile *e, const struct timespec *before)
 {
     char meta[PATH_MAX];
     struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
     bool dirty = __atomic_exchange_n(&e->dirty, false, __ATOMIC_ACQUIRE);
-    bool known = __atomic_load_n(&e->mtime_ns, __ATOMIC_RELAXED) != 0;
     struct stat st;
 
     pthread_mutex_lock(&drxfs_stable.mutex);
@@ -703,11 +722,13 @@ static void stamp_times(struct drxfs_sfile *e)
     ino_t ino = e->times_ino;
     if (keep)
         memcpy(tv, e->times, sizeof tv);
-    else if (known)
-        tv[1] = mtime_of(e); /* the last change's, or the last utimens' */
+    else if (dirty)
+        tv[1] = mtime_of(e); /* the last change's */
+    else if (before)
+        tv[1] = *before; /* whoever set it: a touch through another name */
     e->keep_times = false;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (!ours || (!dirty && !keep && !known))
+    if (!ours || (!dirty && !keep && !before))
         return;
     if (!dirty && !keep && drx_store_entry_stat(drxfs.store, meta, &st) == 0 &&
         st.st_mtim.tv_sec == tv[1].tv_sec && st.st_mtim.tv_nsec == tv[1].tv_nsec)
@@ -726,10 +747,12 @@ static void stamp_times(struct drxfs_sfile *e)
 
 int drxfs_sfile_flush(struct drxfs_sfile *e)
 {
+    struct timespec before;
     pthread_mutex_lock(&e->times_lock);
+    bool known = mtime_before(e, &before);
     int rc = drx_stripe_flush(e->f);
     if (rc == 0)
-        stamp_times(e);
+        stamp_times(e, known ? &before : NULL);
     pthread_mutex_unlock(&e->times_lock);
     return rc < 0 ? drxfs_striped_log_err("flush", e->key, rc, NULL) : 0;
 }
@@ -743,10 +766,12 @@ int drxfs_sfile_flush(struct drxfs_sfile *e)
  * its 1 s. */
 static int sfile_commit_flush(struct drxfs_sfile *e, bool again)
 {
+    struct timespec before;
     pthread_mutex_lock(&e->times_lock);
+    bool known = mtime_before(e, &before);
     int rc = drx_stripe_flush_try(e->f, again || drxfs_commit_stopping());
     if (rc == 0)
-        stamp_times(e);
+        stamp_times(e, known ? &before : NULL);
     pthread_mutex_unlock(&e->times_lock);
     if (rc == -EAGAIN)
         return rc; /* logged by the commit, with the count */
@@ -825,10 +850,12 @@ int drxfs_striped_flush(struct drxfs_fh *fh)
 
 static int sfile_fsync(struct drxfs_sfile *e, bool datasync)
 {
+    struct timespec before;
     pthread_mutex_lock(&e->times_lock);
+    bool known = mtime_before(e, &before);
     int rc = drx_stripe_fsync(e->f, datasync);
     if (rc == 0)
-        stamp_times(e);
+        stamp_times(e, known ? &before : NULL);
     pthread_mutex_unlock(&e->times_lock);
     return rc < 0 ? drxfs_striped_log_err("fsync", e->key, rc, NULL) : 0;
 }
@@ -974,8 +1001,6 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
         pthread_mutex_lock(&drxfs_stable.mutex);
         e->times[0] = st.st_atim;
         e->times[1] = st.st_mtim;
-        __atomic_store_n(&e->mtime_ns, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
-                         __ATOMIC_RELAXED);
         e->times_dev = st.st_dev;
         e->times_ino = st.st_ino;
         e->keep_times = true;

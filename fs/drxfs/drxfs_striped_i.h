@@ -26,11 +26,12 @@ struct drxfs_sfile {
      * file's, and a write that does not change the size does not rewrite
      * the metafile, so flush sets it. */
     bool dirty;
-    /* The mtime the file shows (atomic; ns since the epoch, 0: none known
-     * here): the time of its last change through this mount (mark_changed,
-     * which stamps it later), or the mtime a utimens set.  Recording the
-     * size rewrites the metafile, which moves its mtime: put back to this
-     * afterwards (stamp_times), as ext4's mtime stays the write's. */
+    /* The time of the file's last change through this mount (atomic; ns
+     * since the epoch), set by mark_changed with dirty: the mtime its
+     * stamp gives the metafile (ext4's mtime is the write's, not that of
+     * a stat or a size record after it).  A record that moves the mtime
+     * of a file with no unstamped change puts back the one it had before
+     * (stamp_times). */
     int64_t mtime_ns;
     /* Times a utimens set on the metafile (stable.mutex): recording a
      * waiting size rewrites the metafile, which moves them, so they are put
