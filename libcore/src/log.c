@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -40,18 +41,43 @@ bool drx_log_enabled(enum drx_log_level level)
     return (int)level <= atomic_load(&log_level);
 }
 
+/* The length of the UTF-8 character at p (1-4) when it is valid and no
+ * control or line separator (C1 controls, U+2028, U+2029), else 0. */
+static int printable_utf8(const unsigned char *p)
+{
+    int n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
+            : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+            : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                           : 0;
+    uint32_t c = n == 2 ? p[0] & 0x1f : n == 3 ? p[0] & 0x0f : p[0] & 0x07;
+
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        c = c << 6 | (p[i] & 0x3f);
+    }
+    if (n == 0 || (n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+        (c >= 0xd800 && c <= 0xdfff) || c <= 0x9f || c == 0x2028 || c == 0x2029)
+        return 0;
+    return n;
+}
+
 /* msg with its control characters (a user's name or value may hold a
- * newline or an escape) as \xNN into out (size bytes, cut when full): one
+ * newline, an escape, a C1 control or a line separator) and the bytes
+ * that are not UTF-8 as \xNN into out (size bytes, cut when full): one
  * message stays one line, and nobody writes another into the log. */
 static void escape_controls(const char *msg, char *out, size_t size)
 {
     size_t o = 0;
 
-    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 1 < size; p++) {
-        if (*p >= 0x20 && *p != 0x7f) {
-            out[o++] = (char)*p;
-        } else if (o + 5 < size) {
-            snprintf(out + o, size - o, "\\x%02x", *p);
+    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 1 < size;) {
+        int n = *p >= 0x20 && *p < 0x7f ? 1 : *p >= 0x80 ? printable_utf8(p) : 0;
+        if (n > 0 && o + (size_t)n < size) {
+            memcpy(out + o, p, (size_t)n);
+            o += (size_t)n;
+            p += n;
+        } else if (n == 0 && o + 5 < size) {
+            snprintf(out + o, size - o, "\\x%02x", *p++);
             o += 4;
         } else {
             break;

@@ -43,6 +43,12 @@ int main(void)
     drx_log(DRX_LOG_INFO, "value '%s'", "a\n[fake] error: x\x1b[2J\x7f");
     tap_ok(strcmp(last, "value 'a\\x0a[fake] error: x\\x1b[2J\\x7f'") == 0,
            "control characters arrive escaped: %s", last);
+    /* C1 controls raw or as UTF-8 (NEL), line and paragraph separators,
+     * bytes that are not UTF-8; letters of other scripts stay */
+    drx_log(DRX_LOG_INFO, "%s", "\x9b" "31m \xc2\x85X\xe2\x80\xa8Y\xe2\x80\xa9 \xff\xfe \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x8c\x8a");
+    tap_ok(strcmp(last, "\\x9b31m \\xc2\\x85X\\xe2\\x80\\xa8Y\\xe2\\x80\\xa9 \\xff\\xfe "
+                        "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x8c\x8a") == 0,
+           "C1 controls, separators and non-UTF-8 bytes arrive escaped: %s", last);
 
     got = 0;
     for (int i = 0; i < 10; i++)
