@@ -936,3 +936,39 @@ PY
     "$DRX" rm "$S/rmproj/obs"
     "$DRX" rm "$S/rmproj/time"
 }
+
+@test "a key open elsewhere: replaced by zarr, its descriptor's fstat still works; removed by zarr, the removal is not redone over later writes at the last close" {
+    "$DRX" create "$S/hk" --type f64 --shape 16x7 --chunk 8x7 --dims y,x --fill -1
+    "$PY" - "$M/hk" "$S/hk" "$DRX" <<'EOF'
+import os, subprocess, sys, uuid
+import numpy as np, zarr
+A, SA, drx = sys.argv[1:4]
+D = A + "/zarr/hk"
+key = D + "/0.0"
+# zarr's DirectoryStore writes KEY.UUID.partial and renames it over KEY
+def replace(v):
+    tmp = f"{key}.{uuid.uuid4().hex}.partial"
+    with open(tmp, "wb") as f:
+        f.write(np.full(56, v, "<f8").tobytes())
+    os.replace(tmp, key)
+fd = os.open(key, os.O_RDONLY)
+replace(7.0)
+assert os.fstat(fd).st_size == 448       # ENOENT before: zarr's fill
+with open(key, "rb") as f:                # a reader's open and read(): fstat first
+    assert (np.frombuffer(f.read(), "<f8") == 7.0).all()
+os.close(fd)
+# a key removed while open reads as the fill at once, and a later write
+# through drx put stays after the last close
+z = zarr.open_array(D, "r+", write_empty_chunks=False)
+z[0:8, :] = 5.0
+fd = os.open(key, os.O_RDONLY)
+z[0:8, :] = -1.0                          # all fill: zarr removes the key
+assert (np.fromfile(A + "/data", "<f8", count=56) == -1).all()
+subprocess.run([drx, "put", SA + "/y=0:1"], input=np.full(7, 9.0, "<f8").tobytes(), check=True)
+os.close(fd)
+got = np.fromfile(A + "/data", "<f8", count=56)
+assert (got[:7] == 9.0).all() and (got[7:] == -1).all(), got
+EOF
+    "$DRX" fsck "$S"
+}
+

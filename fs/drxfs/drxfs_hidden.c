@@ -27,10 +27,18 @@
  * there (EXDEV) and is removed at once, as before (fstat then fails).
  *
  * Files of the zarr/ group are not store objects: a hidden name of one is
- * remembered here with its mount path.  libfuse hides a name either to
- * remove it (then the removal is done at the last close, through the
- * hidden name) or to rename another file over it (then the rename comes
- * right after and the record is dropped, drxfs_hidden_replaced).
+ * remembered here with its mount path, so that the open descriptors'
+ * fstat still finds it (their reads go by their handle).  libfuse hides a
+ * name either to remove it or to rename another file over it, and cannot
+ * say which: a chunk key is removed at once (the fill stored, as an
+ * unlink stores it: a write through data or drx put after the removal
+ * must not be undone at the last close), unless one of zarr's
+ * temporaries for it (KEY.UUID.partial) waits, whose rename over it comes
+ * right after; a temporary is removed at the last close, through the
+ * hidden name.  A record stays until that close's unlink of the hidden
+ * name, which then does nothing more for a key (drxfs_hidden_zarr_done).
+ * Before, a rename over an open key dropped its record, and the readers'
+ * fstat failed (ENOENT, which zarr takes for a missing chunk: the fill).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -130,6 +138,7 @@ static bool recent_has(dev_t dev, ino_t ino)
 struct zhidden {
     char name[HIDDEN_LEN + 1];
     char *path;
+    bool done; /* removed or replaced already: the last close removes nothing */
     struct zhidden *next;
 };
 static struct {
@@ -230,7 +239,29 @@ static void zforget(const char *name, const char *path)
 
 void drxfs_hidden_replaced(const char *path)
 {
-    zforget(NULL, path);
+    pthread_mutex_lock(&ztab.mutex);
+    for (struct zhidden *z = ztab.head; z; z = z->next)
+        if (strcmp(z->path, path) == 0)
+            z->done = true;
+    pthread_mutex_unlock(&ztab.mutex);
+}
+
+bool drxfs_hidden_zarr_done(const char *path)
+{
+    const char *name = last_name(path);
+    bool done = false;
+
+    if (!drxfs_hidden_name(name))
+        return false;
+    pthread_mutex_lock(&ztab.mutex);
+    for (struct zhidden *z = ztab.head; z; z = z->next)
+        if (strcmp(z->name, name) == 0 && name - path == last_name(z->path) - z->path &&
+            strncmp(path, z->path, (size_t)(name - path)) == 0) {
+            done = z->done;
+            break;
+        }
+    pthread_mutex_unlock(&ztab.mutex);
+    return done;
 }
 
 /* Takes the record of store object rel (or of inode dev/ino: rel NULL)
@@ -355,7 +386,7 @@ void drxfs_hidden_shutdown(void)
     }
 }
 
-static int zremember(const char *name, const char *path)
+static int zremember(const char *name, const char *path, bool done)
 {
     struct zhidden *z = calloc(1, sizeof *z);
 
@@ -364,6 +395,7 @@ static int zremember(const char *name, const char *path)
         return -ENOMEM;
     }
     snprintf(z->name, sizeof z->name, "%s", name);
+    z->done = done;
     pthread_mutex_lock(&ztab.mutex);
     z->next = ztab.head;
     ztab.head = z;
@@ -432,7 +464,7 @@ static int hide_file(const struct drxfs_node *n, const char *rel)
                                     : drx_store_entry_unlink(drxfs.store, n->rel, 0);
 }
 
-int drxfs_hidden_hide(const char *from, const char *to)
+int drxfs_hidden_hide(const char *from, const char *to, bool no_keys)
 {
     const char *name = last_name(to);
     char rel[PATH_MAX];
@@ -454,7 +486,8 @@ int drxfs_hidden_hide(const char *from, const char *to)
         rc = hide_file(n, rel);
         break;
     case DRXFS_ZARR:
-        rc = zremember(name, from);
+        if ((rc = drxfs_zarr_hide(n, no_keys)) >= 0)
+            rc = zremember(name, from, rc == 1);
         break;
     default:
         /* directories are never open files; the files of a view are never

@@ -205,13 +205,20 @@ int drxfs_hidden_lookup(const char *dir, const char *name, char *rel, size_t len
 /* Store directory from was renamed to: its hidden files follow. */
 void drxfs_hidden_dir_renamed(const char *from, const char *to);
 /* libfuse renames open file `from` to hidden name `to` (instead of removing
- * it): moves it out of its directory into .drx/hidden.  0 or -errno. */
-int drxfs_hidden_hide(const char *from, const char *to);
+ * it): moves it out of its directory into .drx/hidden (a zarr/ key:
+ * removed now unless zarr's rename over it follows, no_keys as for
+ * drxfs_zarr_unlink).  0 or -errno. */
+int drxfs_hidden_hide(const char *from, const char *to, bool no_keys);
 /* The mount path a hidden name of a zarr/ file stands for (free it), or
  * NULL. */
 char *drxfs_hidden_zarr_path(const char *path);
-/* path was renamed over / hidden name path was removed: records dropped. */
+/* path was renamed over: a zarr/ key's hidden records are done (nothing
+ * to remove at the last close).  Hidden name path was removed: records
+ * dropped. */
 void drxfs_hidden_replaced(const char *path);
+/* Whether hidden name path is a zarr/ file's that was removed or replaced
+ * already: its unlink at the last close only drops the record. */
+bool drxfs_hidden_zarr_done(const char *path);
 void drxfs_hidden_unlinked(const char *path);
 /* An open file of store inode dev/ino was released: when it was the last
  * open of a hidden object, the object is removed. */
@@ -510,6 +517,11 @@ void drxfs_zarr_release(struct drxfs_fh *fh);
  * keys are refused (EPERM, logged) when no_keys: the caller was refused
  * removing the array's files a moment ago (drxfs_names.c: rm -r). */
 int drxfs_zarr_unlink(const struct drxfs_node *n, bool no_keys);
+/* libfuse hides open zarr/ file n (drxfs_hidden_hide): 0 when it is
+ * removed at the last close (a temporary), 1 when nothing is left to do
+ * then (a key removed now, as drxfs_zarr_unlink, or one a temporary of
+ * zarr's waits to be renamed over), or -errno (its unlink's). */
+int drxfs_zarr_hide(const struct drxfs_node *n, bool no_keys);
 int drxfs_zarr_rename(const char *from, const char *to, unsigned int flags);
 struct drxfs_zdir;
 int drxfs_zarr_opendir(const struct drxfs_node *n, struct drxfs_zdir **out);

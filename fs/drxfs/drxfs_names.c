@@ -208,6 +208,10 @@ int drxfs_op_unlink(const char *path)
 
     if (drxfs.ro)
         return -EROFS;
+    if (drxfs_hidden_zarr_done(path)) {
+        drxfs_hidden_unlinked(path);
+        return 0;
+    }
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     switch (n->kind) {
@@ -444,7 +448,7 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
         return -EINVAL;
     /* libfuse hides an open file it is asked to remove or rename over */
     if (flags == 0 && drxfs_hidden_name(strrchr(to, '/') ? strrchr(to, '/') + 1 : to))
-        return drxfs_hidden_hide(from, to);
+        return drxfs_hidden_hide(from, to, rm_marked(false));
     drxfs_hidden_replaced(to);
     if ((rc = drxfs_zarr_rename(from, to, flags)) != 1)
         return rc;

@@ -832,6 +832,37 @@ out:
     return rc;
 }
 
+/* Whether one of zarr's temporaries for key waits to be renamed over it
+ * (zarr 2 writes KEY.UUID.partial beside KEY, then replaces KEY). */
+static bool temp_for(const char *key)
+{
+    size_t len = strlen(key);
+    bool found = false;
+
+    pthread_mutex_lock(&temps.mutex);
+    for (const struct ztemp *t = temps.head; t && !found; t = t->next)
+        found = strncmp(t->path, key, len) == 0 && t->path[len] == '.';
+    pthread_mutex_unlock(&temps.mutex);
+    return found;
+}
+
+int drxfs_zarr_hide(const struct drxfs_node *n, bool no_keys)
+{
+    char key[ZKEY_MAX];
+    struct ztemp *t;
+
+    if (n->zlevel == ZL_FILE && zkey(n, n->zvar, n->zname, key, sizeof key) == 0) {
+        if ((t = ztemp_get(key))) {
+            ztemp_put(t);
+            return 0;
+        }
+        if (temp_for(key))
+            return 1;
+    }
+    int rc = drxfs_zarr_unlink(n, no_keys);
+    return rc < 0 ? rc : 1;
+}
+
 int drxfs_zarr_unlink(const struct drxfs_node *n, bool no_keys)
 {
     char key[ZKEY_MAX];
