@@ -972,3 +972,29 @@ EOF
     "$DRX" fsck "$S"
 }
 
+@test "temporaries a killed writer left in zarr/ are dropped once the pool is full and they have sat idle, so zarr writes go on" {
+    "$DRX" create "$S/tl" --type f64 --shape 8x7 --chunk 8x7 --dims y,x --fill -1
+    "$PY" - "$M/tl/zarr/tl" <<'EOF'
+import errno, os, sys, time
+import numpy as np
+D = sys.argv[1]
+# what killed writers leave: closed, never renamed, until the pool (256
+# for the mount; others' may hold a few already) refuses the next
+made = 0
+try:
+    for i in range(300):
+        with open(f"{D}/0.0.{i:032x}.partial", "wb") as f:
+            f.write(b"x" * 448)
+        made += 1
+    raise SystemExit("300 temporaries taken")
+except OSError as e:
+    assert e.errno == errno.ENOSPC and made > 200, (e, made)
+time.sleep(6)                                 # idle past ZTEMP_IDLE_S (5 s)
+tmp = f"{D}/0.0.next.partial"
+with open(tmp, "wb") as f:
+    f.write(np.full(56, 3.0, "<f8").tobytes())
+os.replace(tmp, f"{D}/0.0")
+EOF
+    cmp <("$PY" -c 'import sys, numpy as np; sys.stdout.buffer.write(np.full(56, 3.0, "<f8").tobytes())') "$M/tl/data"
+}
+

@@ -13,6 +13,9 @@
 #define ZTEMP_META_MAX ((size_t)1 << 20)
 #define ZTEMP_TOTAL_MAX ((size_t)512 << 20)
 #define ZTEMP_COUNT_MAX 256
+/* A temporary no one has open, last written longer ago, is dropped when
+ * the pool is full (drop_idle). */
+#define ZTEMP_IDLE_S 5
 /* A user other than root holds at most this share of both (bytes: one
  * temporary of a larger chunk may reach half the pool): abandoned
  * temporaries stay until unmount, and one user's must leave room for the

@@ -142,6 +142,42 @@ static bool pool_room(const struct ztemp *t, size_t grow)
            (n <= 1 && bytes + grow <= ZTEMP_TOTAL_MAX / 2);
 }
 
+/* When the pool is full: drops the temporaries no one has open that were
+ * last written more than ZTEMP_IDLE_S ago (mutex held).  zarr renames its
+ * temporary as soon as it is closed, so one left that long belongs to a
+ * writer that was killed, and nobody can remove it (it is not listed).
+ * Before, five killed to_zarr runs left 11 of them, and at 256 (64 for a
+ * user but root) every zarr write failed (ENOSPC) until a remount. */
+static void drop_idle(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    for (struct ztemp **pp = &temps.head; *pp;) {
+        struct ztemp *t = *pp;
+        if (t->refs == 0 && t->frozen == 0 && now.tv_sec - t->time.tv_sec > ZTEMP_IDLE_S) {
+            drx_log(DRX_LOG_INFO, "%s: a temporary idle for %lld s dropped", t->path,
+                    (long long)(now.tv_sec - t->time.tv_sec));
+            *pp = t->next;
+            set_gone(t);
+            ztemp_free(t);
+        } else {
+            pp = &t->next;
+        }
+    }
+}
+
+/* Whether uid may hold no more temporaries (mutex held). */
+static bool pool_full(uid_t uid)
+{
+    unsigned mine = 0;
+    size_t bytes;
+
+    if (uid != 0)
+        uid_usage(uid, &mine, &bytes);
+    return temps.count >= ZTEMP_COUNT_MAX || mine >= ZTEMP_COUNT_MAX / ZTEMP_USER_SHARE;
+}
+
 static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **out)
 {
     struct fuse_context *ctx = fuse_get_context();
@@ -159,11 +195,9 @@ static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **o
     t->mode = S_IFREG | (mode & 0666);
     clock_gettime(CLOCK_REALTIME, &t->time);
     pthread_mutex_lock(&temps.mutex);
-    unsigned mine = 0;
-    size_t bytes;
-    if (t->uid != 0)
-        uid_usage(t->uid, &mine, &bytes);
-    if (temps.count >= ZTEMP_COUNT_MAX || mine >= ZTEMP_COUNT_MAX / ZTEMP_USER_SHARE) {
+    if (pool_full(t->uid))
+        drop_idle();
+    if (pool_full(t->uid)) {
         rc = -ENOSPC;
     } else {
         t->next = temps.head;
@@ -207,6 +241,8 @@ static int ztemp_reserve(struct ztemp *t, size_t end)
         return 0;
     if (want < end || !pool_room(t, want - t->cap))
         want = end;
+    if (!pool_room(t, want - t->cap))
+        drop_idle();
     if (!pool_room(t, want - t->cap)) {
         drx_log_ratelimited(
             DRX_LOG_WARNING,
