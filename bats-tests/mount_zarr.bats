@@ -957,8 +957,21 @@ assert os.fstat(fd).st_size == 448       # ENOENT before: zarr's fill
 with open(key, "rb") as f:                # a reader's open and read(): fstat first
     assert (np.frombuffer(f.read(), "<f8") == 7.0).all()
 os.close(fd)
+# .zarray replaced while open, from a temporary of any name: the same
+# document, accepted as when it is not open (it was EPERM: a hidden
+# metadata file was taken for a removal)
+meta = open(D + "/.zarray", "rb").read()
+fd = os.open(D + "/.zarray", os.O_RDONLY)
+with open(D + "/meta.tmp", "wb") as f:
+    f.write(meta)
+os.replace(D + "/meta.tmp", D + "/.zarray")
+assert os.fstat(fd).st_size == len(meta)
+os.close(fd)
 # a key removed while open reads as the fill at once, and a later write
-# through drx put stays after the last close
+# through drx put stays after the last close; a leftover temporary of
+# zarr's name for it (another process's: a killed writer's) does not
+# make the removal pass for a replacement
+subprocess.run([sys.executable, "-c", f"open('{key}.' + 'ab' * 16 + '.partial', 'wb').write(b'x' * 448)"], check=True)
 z = zarr.open_array(D, "r+", write_empty_chunks=False)
 z[0:8, :] = 5.0
 fd = os.open(key, os.O_RDONLY)

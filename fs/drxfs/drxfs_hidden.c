@@ -141,9 +141,11 @@ struct zhidden {
     bool done; /* removed or replaced already: the last close removes nothing */
     struct zhidden *next;
 };
+#define ZHIDDEN_MAX 4096
 static struct {
     pthread_mutex_t mutex;
     struct zhidden *head;
+    unsigned count;
 } ztab = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
 bool drxfs_hidden_name(const char *name)
@@ -228,6 +230,7 @@ static void zforget(const char *name, const char *path)
         struct zhidden *z = *pp;
         if ((name && strcmp(z->name, name) == 0) || (path && strcmp(z->path, path) == 0)) {
             *pp = z->next;
+            ztab.count--;
             free(z->path);
             free(z);
         } else {
@@ -397,9 +400,22 @@ static int zremember(const char *name, const char *path, bool done)
     snprintf(z->name, sizeof z->name, "%s", name);
     z->done = done;
     pthread_mutex_lock(&ztab.mutex);
-    z->next = ztab.head;
-    ztab.head = z;
+    /* one per open file hidden (freed at its last close); a user's own
+     * renames of closed keys to libfuse's names are bounded here */
+    bool full = ztab.count >= ZHIDDEN_MAX;
+    if (!full) {
+        z->next = ztab.head;
+        ztab.head = z;
+        ztab.count++;
+    }
     pthread_mutex_unlock(&ztab.mutex);
+    if (full) {
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: more than %d hidden zarr/ names held: refused",
+                            path, ZHIDDEN_MAX);
+        free(z->path);
+        free(z);
+        return -EBUSY;
+    }
     return 0;
 }
 

@@ -227,6 +227,10 @@ int drxfs_op_unlink(const char *path)
         rc = drxfs_zarr_unlink(n, rm_marked(false));
         if (rc == -EPERM || rc == -EISDIR)
             rm_marked(true);
+        /* a hidden name's record goes with its last close's unlink,
+         * whatever became of the file meanwhile */
+        if (rc < 0)
+            drxfs_hidden_unlinked(path);
         break;
     case DRXFS_DIR:
     case DRXFS_ARRAY:

@@ -5,6 +5,7 @@
  * or, for the array's .zarray, grows its shape (zarr's resize);
  * unlinking a key stores the fill (Zarr deletes chunks that hold only the
  * fill).  A refusal is logged and changes nothing in the .xta. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -29,8 +30,10 @@ struct ztemp {
     unsigned frozen; /* stores of it under way: no more writes */
     uid_t uid;
     gid_t gid;
+    pid_t tid; /* the creator's thread (the FUSE request's pid) */
     mode_t mode;
     struct timespec time;
+    struct timespec used; /* CLOCK_MONOTONIC of its last write or creation */
 };
 
 static struct {
@@ -148,23 +151,41 @@ static bool pool_room(const struct ztemp *t, size_t grow)
  * writer that was killed, and nobody can remove it (it is not listed).
  * Before, five killed to_zarr runs left 11 of them, and at 256 (64 for a
  * user but root) every zarr write failed (ENOSPC) until a remount. */
-static void drop_idle(void)
+static unsigned drop_idle(bool all, uid_t uid)
 {
     struct timespec now;
+    unsigned dropped = 0;
 
-    clock_gettime(CLOCK_REALTIME, &now);
+    clock_gettime(CLOCK_MONOTONIC, &now);
     for (struct ztemp **pp = &temps.head; *pp;) {
         struct ztemp *t = *pp;
-        if (t->refs == 0 && t->frozen == 0 && now.tv_sec - t->time.tv_sec > ZTEMP_IDLE_S) {
-            drx_log(DRX_LOG_INFO, "%s: a temporary idle for %lld s dropped", t->path,
-                    (long long)(now.tv_sec - t->time.tv_sec));
+        if ((all || t->uid == uid) && t->refs == 0 && t->frozen == 0 &&
+            now.tv_sec - t->used.tv_sec > ZTEMP_IDLE_S) {
             *pp = t->next;
             set_gone(t);
             ztemp_free(t);
+            dropped++;
         } else {
             pp = &t->next;
         }
     }
+    return dropped;
+}
+
+/* drop_idle for uid, whose temporary finds the pool full (mutex held):
+ * every user's when the whole pool is, else his own; logged after. */
+static unsigned drop_idle_for(uid_t uid)
+{
+    return drop_idle(temps.count >= ZTEMP_COUNT_MAX || temps.bytes >= ZTEMP_TOTAL_MAX / 2, uid);
+}
+
+static void dropped_log(unsigned n, uid_t uid)
+{
+    if (n)
+        drx_log_ratelimited(DRX_LOG_INFO,
+                            "%u temporary zarr files closed and idle for more than %d s dropped "
+                            "(a killed writer's?) to make room for user %u",
+                            n, ZTEMP_IDLE_S, (unsigned)uid);
 }
 
 /* Whether uid may hold no more temporaries (mutex held). */
@@ -192,11 +213,12 @@ static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **o
     t->refs = 1;
     t->uid = ctx ? ctx->uid : getuid();
     t->gid = ctx ? ctx->gid : getgid();
+    t->tid = ctx ? ctx->pid : 0;
+    clock_gettime(CLOCK_MONOTONIC, &t->used);
     t->mode = S_IFREG | (mode & 0666);
     clock_gettime(CLOCK_REALTIME, &t->time);
     pthread_mutex_lock(&temps.mutex);
-    if (pool_full(t->uid))
-        drop_idle();
+    unsigned dropped = pool_full(t->uid) ? drop_idle_for(t->uid) : 0;
     if (pool_full(t->uid)) {
         rc = -ENOSPC;
     } else {
@@ -205,6 +227,7 @@ static int ztemp_new(const char *path, size_t max, mode_t mode, struct ztemp **o
         temps.count++;
     }
     pthread_mutex_unlock(&temps.mutex);
+    dropped_log(dropped, t->uid);
     if (rc < 0) {
         drx_log_ratelimited(
             DRX_LOG_WARNING, "%s: more than %d temporary zarr files held (%d by user %u): refused",
@@ -241,8 +264,8 @@ static int ztemp_reserve(struct ztemp *t, size_t end)
         return 0;
     if (want < end || !pool_room(t, want - t->cap))
         want = end;
-    if (!pool_room(t, want - t->cap))
-        drop_idle();
+    if (!pool_room(t, want - t->cap) && drop_idle_for(t->uid))
+        drx_log_ratelimited(DRX_LOG_INFO, "%s: idle temporaries dropped to make room", t->path);
     if (!pool_room(t, want - t->cap)) {
         drx_log_ratelimited(
             DRX_LOG_WARNING,
@@ -289,6 +312,7 @@ static int ztemp_write(struct ztemp *t, const char *buf, size_t size, off_t off)
     if (rc > 0)
         memcpy(t->buf + off, buf, size);
     clock_gettime(CLOCK_REALTIME, &t->time);
+    clock_gettime(CLOCK_MONOTONIC, &t->used);
     pthread_mutex_unlock(&temps.mutex);
     return rc;
 }
@@ -868,16 +892,38 @@ out:
     return rc;
 }
 
-/* Whether one of zarr's temporaries for key waits to be renamed over it
- * (zarr 2 writes KEY.UUID.partial beside KEY, then replaces KEY). */
+/* Whether t's name is zarr 2's for a temporary of key:
+ * KEY.<32 hex digits>.partial. */
+static bool zarr_temp_name(const char *path, const char *key, size_t len)
+{
+    const char *p = path + len;
+
+    if (strncmp(path, key, len) != 0 || *p++ != '.')
+        return false;
+    for (int i = 0; i < 32; i++, p++)
+        if (!isxdigit((unsigned char)*p))
+            return false;
+    return strcmp(p, ".partial") == 0;
+}
+
+/* Whether zarr is about to rename one of its temporaries over key: zarr
+ * 2 writes KEY.UUID.partial beside KEY, closes it and replaces KEY from
+ * the same thread at once.  So only such a name counts, closed, made by
+ * the caller's thread and user, written within ZTEMP_IDLE_S: a killed
+ * writer's leftover or a user's copy must not make a removal of the key
+ * be skipped (it would read the old bytes back). */
 static bool temp_for(const char *key)
 {
+    const struct fuse_context *ctx = fuse_get_context();
     size_t len = strlen(key);
+    struct timespec now;
     bool found = false;
 
+    clock_gettime(CLOCK_MONOTONIC, &now);
     pthread_mutex_lock(&temps.mutex);
     for (const struct ztemp *t = temps.head; t && !found; t = t->next)
-        found = strncmp(t->path, key, len) == 0 && t->path[len] == '.';
+        found = t->refs == 0 && t->frozen == 0 && t->uid == ctx->uid && t->tid == ctx->pid &&
+                now.tv_sec - t->used.tv_sec <= ZTEMP_IDLE_S && zarr_temp_name(t->path, key, len);
     pthread_mutex_unlock(&temps.mutex);
     return found;
 }
@@ -896,7 +942,9 @@ int drxfs_zarr_hide(const struct drxfs_node *n, bool no_keys)
             return 1;
     }
     int rc = drxfs_zarr_unlink(n, no_keys);
-    return rc < 0 ? rc : 1;
+    /* metadata is never removed (its unlink is EPERM): hidden, a rename
+     * over it follows, from any temporary */
+    return rc == -EPERM && !no_keys ? 1 : rc < 0 ? rc : 1;
 }
 
 int drxfs_zarr_unlink(const struct drxfs_node *n, bool no_keys)
