@@ -343,8 +343,12 @@ static void mark_changed(struct drxfs_sfile *e)
     struct timespec now;
 
     clock_gettime(CLOCK_REALTIME, &now);
-    __atomic_store_n(&e->mtime_ns, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
-                     __ATOMIC_RELAXED);
+    int64_t ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    int64_t old = __atomic_load_n(&e->mtime_ns, __ATOMIC_RELAXED);
+    /* the latest of two writers' times, whichever stores last */
+    while (old < ns && !__atomic_compare_exchange_n(&e->mtime_ns, &old, ns, false,
+                                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
     __atomic_store_n(&e->dirty, true, __ATOMIC_RELEASE);
 }
 
@@ -685,10 +689,18 @@ off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence)
 }
 
 /* Persists the size and, after writes, makes the metafile's mtime now. */
-/* The metafile's mtime before a size is recorded into it (*before), for
+/* The metafile as it was before a size is recorded into it. */
+struct record_before {
+    struct timespec mtime; /* its mtime then */
+    struct timespec start; /* when the record began (the kernel's coarse clock) */
+    dev_t dev;
+    ino_t ino;
+};
+
+/* The metafile's mtime before a size is recorded into it, for
  * stamp_times: false when e has unstamped changes (their time is put
  * then) or its metafile cannot be seen. */
-static bool mtime_before(struct drxfs_sfile *e, struct timespec *before)
+static bool mtime_before(struct drxfs_sfile *e, struct record_before *b)
 {
     char meta[PATH_MAX];
     struct stat st;
@@ -700,15 +712,39 @@ static bool mtime_before(struct drxfs_sfile *e, struct timespec *before)
     pthread_mutex_unlock(&drxfs_stable.mutex);
     if (!ours || drx_store_entry_stat(drxfs.store, meta, &st) < 0)
         return false;
-    *before = st.st_mtim;
+    b->mtime = st.st_mtim;
+    b->dev = st.st_dev;
+    b->ino = st.st_ino;
+    clock_gettime(CLOCK_REALTIME_COARSE, &b->start);
     return true;
+}
+
+static bool ts_eq(struct timespec a, struct timespec b)
+{
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+static bool ts_before(struct timespec a, struct timespec b)
+{
+    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
+/* Whether the metafile of stat st is the one b saw, rewritten in place
+ * since: a record's pwrite gives mtime and ctime one time, no earlier
+ * than its start.  A touch through another name or mount (its own mtime,
+ * a later ctime) or a replaced metafile is not the record's, and stays.
+ * Left: a touch to now in the record's window looks like it. */
+static bool rewritten_by_record(const struct stat *st, const struct record_before *b)
+{
+    return st->st_dev == b->dev && st->st_ino == b->ino && ts_eq(st->st_mtim, st->st_ctim) &&
+           !ts_before(st->st_mtim, b->start);
 }
 
 /* After the metafile may have been rewritten (a size recorded): changed
  * since the last stamp, its mtime is the last change's (mark_changed);
  * else the times a utimens set meanwhile are put back, or the mtime it
  * had before (before, NULL: unknown), when the rewrite moved them. */
-static void stamp_times(struct drxfs_sfile *e, const struct timespec *before)
+static void stamp_times(struct drxfs_sfile *e, const struct record_before *before)
 {
     char meta[PATH_MAX];
     struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
@@ -725,14 +761,15 @@ static void stamp_times(struct drxfs_sfile *e, const struct timespec *before)
     else if (dirty)
         tv[1] = mtime_of(e); /* the last change's */
     else if (before)
-        tv[1] = *before; /* whoever set it: a touch through another name */
+        tv[1] = before->mtime; /* whoever set it: a touch through another name */
     e->keep_times = false;
     pthread_mutex_unlock(&drxfs_stable.mutex);
     if (!ours || (!dirty && !keep && !before))
         return;
-    if (!dirty && !keep && drx_store_entry_stat(drxfs.store, meta, &st) == 0 &&
-        st.st_mtim.tv_sec == tv[1].tv_sec && st.st_mtim.tv_nsec == tv[1].tv_nsec)
-        return; /* the size was not rewritten: no ctime change for nothing */
+    if (!dirty && !keep &&
+        (drx_store_entry_stat(drxfs.store, meta, &st) < 0 || ts_eq(st.st_mtim, tv[1]) ||
+         !rewritten_by_record(&st, before)))
+        return; /* not rewritten, or by someone else: no ctime change for nothing */
     if (keep && drx_store_entry_stat(drxfs.store, meta, &st) == 0) {
         /* rewritten in place: the atime is still the file's own, perhaps
          * moved by a read since the utimens; only the mtime moved */
@@ -747,7 +784,7 @@ static void stamp_times(struct drxfs_sfile *e, const struct timespec *before)
 
 int drxfs_sfile_flush(struct drxfs_sfile *e)
 {
-    struct timespec before;
+    struct record_before before;
     pthread_mutex_lock(&e->times_lock);
     bool known = mtime_before(e, &before);
     int rc = drx_stripe_flush(e->f);
@@ -766,7 +803,7 @@ int drxfs_sfile_flush(struct drxfs_sfile *e)
  * its 1 s. */
 static int sfile_commit_flush(struct drxfs_sfile *e, bool again)
 {
-    struct timespec before;
+    struct record_before before;
     pthread_mutex_lock(&e->times_lock);
     bool known = mtime_before(e, &before);
     int rc = drx_stripe_flush_try(e->f, again || drxfs_commit_stopping());
@@ -850,7 +887,7 @@ int drxfs_striped_flush(struct drxfs_fh *fh)
 
 static int sfile_fsync(struct drxfs_sfile *e, bool datasync)
 {
-    struct timespec before;
+    struct record_before before;
     pthread_mutex_lock(&e->times_lock);
     bool known = mtime_before(e, &before);
     int rc = drx_stripe_fsync(e->f, datasync);
