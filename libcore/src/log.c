@@ -41,8 +41,18 @@ bool drx_log_enabled(enum drx_log_level level)
     return (int)level <= atomic_load(&log_level);
 }
 
-/* The length of the UTF-8 character at p (1-4) when it is valid and no
- * control or line separator (C1 controls, U+2028, U+2029), else 0. */
+/* Whether code point c is a control, a line separator or a format
+ * character that reorders what a viewer shows (bidirectional marks and
+ * embeddings, the byte order mark). */
+static bool hidden_code(uint32_t c)
+{
+    return c <= 0x9f || c == 0x2028 || c == 0x2029 || c == 0x200e || c == 0x200f ||
+           (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0x061c ||
+           c == 0xfeff;
+}
+
+/* The length of the UTF-8 character at p (1-4) when it is valid and not
+ * hidden_code, else 0. */
 static int printable_utf8(const unsigned char *p)
 {
     int n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
@@ -57,15 +67,16 @@ static int printable_utf8(const unsigned char *p)
         c = c << 6 | (p[i] & 0x3f);
     }
     if (n == 0 || (n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-        (c >= 0xd800 && c <= 0xdfff) || c <= 0x9f || c == 0x2028 || c == 0x2029)
+        (c >= 0xd800 && c <= 0xdfff) || hidden_code(c))
         return 0;
     return n;
 }
 
 /* msg with its control characters (a user's name or value may hold a
- * newline, an escape, a C1 control or a line separator) and the bytes
- * that are not UTF-8 as \xNN into out (size bytes, cut when full): one
- * message stays one line, and nobody writes another into the log. */
+ * newline, an escape, a C1 control, a line separator or a bidirectional
+ * override) and the bytes that are not UTF-8 as \xNN into out (size
+ * bytes, cut when full): one message stays one line as written, and
+ * nobody writes another into the log.  A backslash stays as it is. */
 static void escape_controls(const char *msg, char *out, size_t size)
 {
     size_t o = 0;
