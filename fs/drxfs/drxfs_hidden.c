@@ -202,21 +202,27 @@ static const char *last_name(const char *path)
 }
 
 /* The mount path a hidden zarr/ name stands for (malloc'd), or NULL. */
-char *drxfs_hidden_zarr_path(const char *path)
+/* The record of hidden path `path` (its last component libfuse's hidden
+ * name), or NULL (ztab.mutex held).  libfuse hides a file in its own
+ * directory: only there. */
+static struct zhidden *zfind(const char *path)
 {
     const char *name = last_name(path);
-    char *out = NULL;
 
     if (!drxfs_hidden_name(name))
         return NULL;
-    pthread_mutex_lock(&ztab.mutex);
-    /* libfuse hides a file in its own directory: only there */
     for (struct zhidden *z = ztab.head; z; z = z->next)
         if (strcmp(z->name, name) == 0 && name - path == last_name(z->path) - z->path &&
-            strncmp(path, z->path, (size_t)(name - path)) == 0) {
-            out = strdup(z->path);
-            break;
-        }
+            strncmp(path, z->path, (size_t)(name - path)) == 0)
+            return z;
+    return NULL;
+}
+
+char *drxfs_hidden_zarr_path(const char *path)
+{
+    pthread_mutex_lock(&ztab.mutex);
+    struct zhidden *z = zfind(path);
+    char *out = z ? strdup(z->path) : NULL;
     pthread_mutex_unlock(&ztab.mutex);
     return out;
 }
@@ -251,18 +257,9 @@ void drxfs_hidden_replaced(const char *path)
 
 bool drxfs_hidden_zarr_done(const char *path)
 {
-    const char *name = last_name(path);
-    bool done = false;
-
-    if (!drxfs_hidden_name(name))
-        return false;
     pthread_mutex_lock(&ztab.mutex);
-    for (struct zhidden *z = ztab.head; z; z = z->next)
-        if (strcmp(z->name, name) == 0 && name - path == last_name(z->path) - z->path &&
-            strncmp(path, z->path, (size_t)(name - path)) == 0) {
-            done = z->done;
-            break;
-        }
+    struct zhidden *z = zfind(path);
+    bool done = z && z->done;
     pthread_mutex_unlock(&ztab.mutex);
     return done;
 }
