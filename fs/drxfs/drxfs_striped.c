@@ -688,7 +688,6 @@ off_t drxfs_striped_lseek(struct drxfs_fh *fh, off_t off, int whence)
     return (off_t)r;
 }
 
-/* Persists the size and, after writes, makes the metafile's mtime now. */
 /* The metafile as it was before a size is recorded into it. */
 struct record_before {
     struct timespec mtime; /* its mtime then */
