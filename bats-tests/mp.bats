@@ -898,6 +898,50 @@ EOF
     check_ref a f64 4
 }
 
+# cpu_of ARGS...: the CPU seconds (user + system) one run of the driver on
+# 4 ranks took, its ranks and mpiexec's together, or "failed"; with the
+# real mpiexec, not the suites' wrapper (its shim yields where a rank spins)
+cpu_of() {
+    "$PY" -c '
+import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{u.ru_utime + u.ru_stime:.2f}" if r.returncode == 0 else "failed")' \
+        timeout 120 "$_real_mpiexec" -n 4 "$MP_TEST" "$@"
+}
+
+@test "ranks waiting in a collective for rank 0, itself waiting 3 s for the extend lock another program holds, sleep instead of spinning" {
+    "$DRX" create a --type f64 --shape 8x8 --chunk 4x4
+    local base held t0 t1 i
+    base=$(cpu_of a open:w mode:extend extend:0:4)
+    [ "$base" != failed ] || fail "the run without a lock failed"
+    # the extend lock is a flock of the .xta, which any reader may take
+    "$PY" -c '
+import fcntl, os, time
+fd = os.open("a.xta", os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_SH)
+open("locked", "w").close()
+time.sleep(3)' &
+    echo $! >holder.pid
+    for ((i = 0; i < 200; i++)); do
+        [ -e locked ] && break
+        sleep 0.05
+    done
+    [ -e locked ] || fail "the lock holder did not start"
+    t0=$(date +%s%N)
+    held=$(cpu_of a open:w mode:extend extend:0:4)
+    t1=$(date +%s%N)
+    wait "$(cat holder.pid)"
+    [ "$held" != failed ] || fail "the run with the lock held failed"
+    run "$DRX" info a
+    assert_line --regexp "^shape: +16 x 8$"
+    [ $(((t1 - t0) / 1000000)) -ge 2500 ] || fail "the extension did not wait for the lock"
+    # three ranks polling for about 3 s would add seconds of CPU (6.0 s
+    # against 0.6 s here before they slept); sleeping, they add hundredths
+    awk -v b="$base" -v h="$held" 'BEGIN { exit !(h < b + 1.0) }' ||
+        fail "CPU ${held} s with the lock held against ${base} s without"
+}
+
 # checksums of an array's files, to prove a failure changed nothing
 sums() {
     md5sum "$1.xmd" "$1.xta"

@@ -79,7 +79,7 @@ int load_agree(const struct load_ctx *c, int rc, const struct drx_err *err, cons
     struct {
         int rc, rank;
     } in = {rc < 0 ? rc : 0, c->rank}, res;
-    MPI_Allreduce(&in, &res, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
+    load_allreduce(&in, &res, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
     if (res.rc >= 0)
         return 0;
     char msg[DRX_ERR_LEN];
@@ -90,7 +90,7 @@ int load_agree(const struct load_ctx *c, int rc, const struct drx_err *err, cons
             snprintf(msg, sizeof(msg), "%s", strerror(-res.rc));
     }
     if (res.rank != 0)
-        MPI_Bcast(msg, sizeof(msg), MPI_CHAR, res.rank, MPI_COMM_WORLD);
+        load_bcast(msg, sizeof(msg), MPI_CHAR, res.rank, MPI_COMM_WORLD);
     else if (c->rank != 0)
         msg[0] = '\0';
     if (c->rank == 0) {
@@ -121,7 +121,7 @@ int load_resolve(const struct load_ctx *c, const char *path, bool write, char *o
      * the barrier keeps every rank's reads of sizes after it. */
     if (c->rank == 0)
         rc = drx_store_resolve_path_for(NULL, path, flags, out, len, err);
-    MPI_Barrier(MPI_COMM_WORLD);
+    load_barrier(MPI_COMM_WORLD);
     if (c->rank != 0)
         rc = drx_store_resolve_path_for(NULL, path, flags | DRX_STORE_NO_COMMIT, out, len, err);
     return rc < 0 ? rc : 0;

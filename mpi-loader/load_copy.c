@@ -161,7 +161,7 @@ static int open_subfiles(struct load_ctx *c, struct endpoint *e, int amode, bool
         }
         /* absent on every rank: left unopened (MPI_FILE_NULL), all holes */
         int absent = rc == 1;
-        MPI_Allreduce(MPI_IN_PLACE, &absent, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        load_allreduce(MPI_IN_PLACE, &absent, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         e->nfh = i + 1;
         e->fd[i] = fd;
         if (absent)
@@ -191,7 +191,7 @@ static int open_source(struct load_ctx *c, struct endpoint *e)
              * batched commit; a path under the mount asked it already) */
             if (c->rank == 0)
                 (void)drx_stripe_wait_recorded(e->path);
-            MPI_Barrier(MPI_COMM_WORLD);
+            load_barrier(MPI_COMM_WORLD);
             rc = drx_stripe_stat(e->store, e->path, &e->meta, &err);
             e->size = e->meta.size;
             break;
@@ -320,7 +320,7 @@ static int open_dest(struct load_ctx *c, struct endpoint *d, const struct endpoi
     rc = create_striped(c, d, exists, &err);
     if (load_agree(c, rc, &err, "copy") < 0)
         return -EIO;
-    MPI_Bcast(d->tmp, sizeof(d->tmp), MPI_CHAR, 0, MPI_COMM_WORLD);
+    load_bcast(d->tmp, sizeof(d->tmp), MPI_CHAR, 0, MPI_COMM_WORLD);
     rc = drx_stripe_meta_load(d->tmp, d->store->cfg.stripe.ndirs, &d->meta, &err);
     if (load_agree(c, rc, &err, "copy") < 0)
         return -EIO;

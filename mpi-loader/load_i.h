@@ -45,6 +45,20 @@ struct load_ctx {
  * ("drx-load: WHAT: reason").  All ranks return the same value. */
 int load_agree(const struct load_ctx *c, int rc, const struct drx_err *err, const char *what);
 
+/* Collectives that wait without keeping a core busy.  MPICH's ch4:ucx
+ * polls without end in a blocking call, so ranks waiting for one that
+ * waits itself (rank 0 for an extend lock another program holds, up to
+ * DRX_LOCK_WAIT_MS) took that whole time of CPU each, from the rank they
+ * waited for when the cores are shared.  These start the nonblocking
+ * variant and test it: continuously for the first 200 us (most
+ * collectives end sooner), then with sleeps of 10 us doubling to 1 ms.
+ * Same arguments and semantics as MPI_Allreduce, MPI_Bcast and
+ * MPI_Barrier. */
+int load_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm);
+int load_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
+int load_barrier(MPI_Comm comm);
+
 /* Turns an MPI error code into a message in err; returns its -errno
  * (ENOSPC, EDQUOT, ... where MPI's class or ROMIO's text names it, else
  * -EIO). */

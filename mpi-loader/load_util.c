@@ -1,12 +1,67 @@
-/* Helpers of drx-load that libdrxmp shares: MPI error text, fill
- * patterns. */
+/* Helpers of drx-load that libdrxmp shares: collectives that wait
+ * without spinning, MPI error text, fill patterns. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "load_i.h"
+
+/* --- collectives that wait without spinning (load_i.h) --- */
+
+#define SPIN_NS 200000L   /* tested without a pause for this long */
+#define PAUSE_MIN_NS 10000L
+#define PAUSE_MAX_NS 1000000L
+
+static long long elapsed_ns(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - t0->tv_sec) * 1000000000LL + (now.tv_nsec - t0->tv_nsec);
+}
+
+static int patient_wait(MPI_Request *req, int mrc)
+{
+    struct timespec t0, pause = {0, 0};
+    int done = 0;
+
+    if (mrc != MPI_SUCCESS)
+        return mrc;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if ((mrc = MPI_Test(req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS || done)
+            return mrc;
+        if (pause.tv_nsec == 0) {
+            if (elapsed_ns(&t0) < SPIN_NS)
+                continue;
+            pause.tv_nsec = PAUSE_MIN_NS;
+        }
+        nanosleep(&pause, NULL);
+        if (pause.tv_nsec < PAUSE_MAX_NS)
+            pause.tv_nsec = pause.tv_nsec * 2 < PAUSE_MAX_NS ? pause.tv_nsec * 2 : PAUSE_MAX_NS;
+    }
+}
+
+int load_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm)
+{
+    MPI_Request req;
+    return patient_wait(&req, MPI_Iallreduce(in, out, count, type, op, comm, &req));
+}
+
+int load_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
+{
+    MPI_Request req;
+    return patient_wait(&req, MPI_Ibcast(buf, count, type, root, comm, &req));
+}
+
+int load_barrier(MPI_Comm comm)
+{
+    MPI_Request req;
+    return patient_wait(&req, MPI_Ibarrier(comm, &req));
+}
 
 /* The errno behind an MPI error: its class where MPI names the cause,
  * else the errno whose text ends ROMIO's message (its independent I/O

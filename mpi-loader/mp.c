@@ -43,12 +43,12 @@ int mp_agree(MPI_Comm comm, int rc, const struct drx_err *err)
     MPI_Comm_rank(comm, &in.rank);
     /* MINLOC: the lowest status and the lowest rank that has it, so one
      * reason is told even when every rank failed alike. */
-    MPI_Allreduce(&in, &res, 1, MPI_2INT, MPI_MINLOC, comm);
+    load_allreduce(&in, &res, 1, MPI_2INT, MPI_MINLOC, comm);
     if (res.rc >= 0)
         return 0;
     if (in.rank == res.rank)
         snprintf(msg, sizeof(msg), "%s", err && err->msg[0] ? err->msg : strerror(-res.rc));
-    MPI_Bcast(msg, sizeof(msg), MPI_CHAR, res.rank, comm);
+    load_bcast(msg, sizeof(msg), MPI_CHAR, res.rank, comm);
     mp_set_error(msg);
     return res.rc;
 }
@@ -70,7 +70,7 @@ int mp_check(MPI_Comm comm, int rc, const void *buf, size_t len, const char *wha
     /* the status biased to stay unsigned: MIN is the lowest status */
     uint64_t in[3] = {h, ~h, (uint64_t)((int64_t)rc + INT32_MAX)}, out[3];
 
-    MPI_Allreduce(in, out, 3, MPI_UINT64_T, MPI_MIN, comm);
+    load_allreduce(in, out, 3, MPI_UINT64_T, MPI_MIN, comm);
     if (out[0] != ~out[1])
         rc = drx_err_set(err, EINVAL, "the ranks passed different %s", what);
     else if (out[2] == (uint64_t)INT32_MAX)
@@ -83,7 +83,7 @@ int mp_same(MPI_Comm comm, const void *buf, size_t len, const char *what, struct
     uint64_t h = hash_bytes(0xcbf29ce484222325ull, buf, len);
     uint64_t in[2] = {h, ~h}, out[2];
 
-    MPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MIN, comm);
+    load_allreduce(in, out, 2, MPI_UINT64_T, MPI_MIN, comm);
     if (out[0] == ~out[1])
         return 0;
     return drx_err_set(err, EINVAL, "the ranks passed different %s", what);
@@ -122,7 +122,7 @@ static int mp_alloc(MPI_Comm comm, drx_mp **out)
     *out = NULL;
     ok = mrc == MPI_SUCCESS && a;
     if (mrc == MPI_SUCCESS)
-        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, dup);
+        load_allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, dup);
     if (!all) {
         free(a);
         if (dup != MPI_COMM_NULL)
@@ -470,7 +470,7 @@ static int commit_follow(drx_mp *a, bool durable, struct drx_err *err)
              : durable    ? drx_array_commit(a->arr, err)
                           : drx_array_commit_unsynced(a->arr, err);
 
-    MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
+    load_bcast(&rc, 1, MPI_INT, 0, a->comm);
     a->ngrown = 0; /* recorded or forgotten: none pending after this */
     if (a->rank != 0 && rc < 0) {
         drx_array_pending_drop(a->arr, &(struct drx_err){{0}});
@@ -686,7 +686,7 @@ static int extend_follow(drx_mp *a, int rc, struct drx_err *err)
     for (int d = 0; a->rank == 0 && d < m->rank; d++)
         v[1 + d] = (int64_t)m->bounds[d];
     v[DRX_MAX_RANK + 1] = (int64_t)m->map.nchunks;
-    MPI_Bcast(v, DRX_MAX_RANK + 2, MPI_INT64_T, 0, a->comm);
+    load_bcast(v, DRX_MAX_RANK + 2, MPI_INT64_T, 0, a->comm);
     if (v[0] < 0) /* rank 0 failed: every rank knows; its reason */
         return mp_agree(a->comm, rc, err);
     if (a->rank != 0) {
@@ -777,7 +777,7 @@ static int extend_batch(drx_mp *a, int dim, int64_t count, struct drx_err *err)
     uint64_t in[4] = {h, ~h, (uint64_t)((int64_t)(rc < 0 ? rc : 0) + INT32_MAX),
                       a->rank == 0 && rc < 0 ? 0 : 1},
              out[4];
-    MPI_Allreduce(in, out, 4, MPI_UINT64_T, MPI_MIN, a->comm);
+    load_allreduce(in, out, 4, MPI_UINT64_T, MPI_MIN, a->comm);
     bool all_grew = out[2] == (uint64_t)INT32_MAX, same = out[0] == ~out[1];
     if (all_grew && same) {
         a->grown[a->ngrown][0] = dim;
@@ -885,7 +885,7 @@ static int attr_change(drx_mp *a, const char *what, const char *name, const char
     if (a->rank == 0)
         rc = rm ? drx_array_attr_rm(a->arr, name, &err) : drx_array_attr_set(a->arr, &at, &err);
     drx_attr_fini(&at);
-    MPI_Bcast(&rc, 1, MPI_INT, 0, a->comm);
+    load_bcast(&rc, 1, MPI_INT, 0, a->comm);
     /* rank 0's reason, the same status everywhere */
     if (rc < 0)
         return mp_agree(a->comm, a->rank == 0 ? rc : 0, &err);

@@ -76,7 +76,7 @@ int mp_lock_round(MPI_Comm comm, int fd, const uint64_t *q, size_t n, uint64_t c
         /* the clocks of the ranks differ: giving up is voted on too, so
          * that all leave the loop in the same round */
         int mine[3] = {rc == 0 ? 1 : rc == -EAGAIN ? 0 : rc, -*need_read, -expired}, all[3];
-        MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm);
+        load_allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm);
         if (all[0] == 1) {
             *need_read = -all[1];
             return 0;
@@ -262,7 +262,7 @@ int mp_xfer_begin(drx_mp *a, const struct drx_view *v, bool share, bool runs, st
     int rc = xfer_setup(a, v, share, runs, x, &err);
     /* every rank runs as many rounds as the busiest */
     uint64_t mine = x->rounds;
-    MPI_Allreduce(&mine, &x->rounds, 1, MPI_UINT64_T, MPI_MAX, a->comm);
+    load_allreduce(&mine, &x->rounds, 1, MPI_UINT64_T, MPI_MAX, a->comm);
     /* round 0 is planned now, so that this agreement covers it too */
     if (rc == 0 && x->rounds > 0 && (rc = mp_xfer_ahead(x, 0)) < 0)
         drx_err_set(&err, -rc, "planning a round: %s", strerror(-rc));
@@ -858,7 +858,7 @@ int drx_mp_read_all(drx_mp *a, const int64_t lo[], const int64_t hi[], char orde
      * reduction: MIN of (status, flag) */
     int mine[2] = {rc < 0 ? rc : 0, rc == 0 && box_whole_chunks(drx_array_meta(a->arr), &v)};
     int all[2];
-    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, a->comm);
+    load_allreduce(mine, all, 2, MPI_INT, MPI_MIN, a->comm);
     if (all[0] < 0)
         return mp_agree(a->comm, rc, &err);
     return all[1] ? mp_box_read_alone(a, &v, buf) : mp_box_read(a, &v, buf);
