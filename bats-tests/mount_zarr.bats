@@ -640,6 +640,39 @@ PY
     [ "$(xta_sum temp)" = "$before" ]
 }
 
+@test "GNU mv renames a temporary and stores it over a key (RENAME_NOREPLACE first); mv -n keeps both; RENAME_EXCHANGE is EINVAL" {
+    local d="$M/temp/zarr/temp" before
+    before=$(xta_sum temp)
+    cp "$d/0.0.0" "$d/t1"
+    # mv asks for RENAME_NOREPLACE when the target is not there (it was
+    # EPERM, logged as "only a temporary file is renamed")
+    run mv "$d/t1" "$d/t2"
+    assert_success
+    [ ! -e "$d/t1" ] && cmp "$d/t2" "$d/0.0.0"
+    # onto a key: -n asks RENAME_NOREPLACE alone (EEXIST: nothing moves)
+    run mv -n "$d/t2" "$d/0.0.0"
+    assert_success
+    [ -e "$d/t2" ]
+    run "$PY" - "$d" <<'PY'
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+d = sys.argv[1].encode() + b"/"
+AT_FDCWD, RENAME_NOREPLACE, RENAME_EXCHANGE = -100, 1, 2
+for name, flag in (("noreplace", RENAME_NOREPLACE), ("exchange", RENAME_EXCHANGE)):
+    rc = libc.renameat2(AT_FDCWD, d + b"t2", AT_FDCWD, d + b"0.0.0", flag)
+    print(name, "ok" if rc == 0 else errno.errorcode[ctypes.get_errno()])
+PY
+    assert_success
+    assert_line "noreplace EEXIST"
+    assert_line "exchange EINVAL"
+    # a plain mv over the key stores the temporary (the same bytes here)
+    run mv "$d/t2" "$d/0.0.0"
+    assert_success
+    [ ! -e "$d/t2" ]
+    [ "$(xta_sum temp)" = "$before" ]
+    grep -q "names in a zarr group are not exchanged" "$M.log"
+}
+
 @test "an extension shows in .zarray, .zmetadata, the keys, data.nc and a reopened Dataset" {
     "$DRX" create "$S/g" --type i32 --shape 4x3 --chunk 2x2 --dims time,x --fill -7
     "$PY" -c "import numpy as np; np.arange(12, dtype='<i4').tofile('raw')"

@@ -831,14 +831,13 @@ static int commit_temp(struct ztemp *t, const struct drxfs_node *dst)
 
 /* The temporary file that from names, with a reference, or NULL (logged:
  * nothing else in a group is renamed, nor renamed into one). */
-static struct ztemp *rename_source(const char *from, const char *to, unsigned int flags,
-                                   struct drxfs_node *src, const struct drxfs_node *dp)
+static struct ztemp *rename_source(const char *from, const char *to, struct drxfs_node *src,
+                                   const struct drxfs_node *dp)
 {
     char key[ZKEY_MAX];
     struct ztemp *t = NULL;
 
-    if (src->kind == DRXFS_ZARR && dp && dp->kind == DRXFS_ZARR && !flags &&
-        src->zlevel == ZL_FILE && zkey(src, src->zvar, src->zname, key, sizeof key) == 0)
+    if (src->kind == DRXFS_ZARR && dp && dp->kind == DRXFS_ZARR && src->zlevel == ZL_FILE && zkey(src, src->zvar, src->zname, key, sizeof key) == 0)
         t = ztemp_get(key);
     if (!t)
         drx_log_ratelimited(DRX_LOG_INFO,
@@ -870,8 +869,19 @@ int drxfs_zarr_rename(const char *from, const char *to, unsigned int flags)
         rc = dp || rc == -ENOENT ? 1 : rc;
         goto out;
     }
+    /* RENAME_EXCHANGE is EINVAL as everywhere but between plain names
+     * (drxfs_names.c); RENAME_NOREPLACE, which GNU mv asks for first when
+     * the target is not there, renames as a plain rename does unless the
+     * target exists (below). */
+    if (flags & RENAME_EXCHANGE) {
+        drx_log_ratelimited(DRX_LOG_INFO,
+                            "rename %s <-> %s: names in a zarr group are not exchanged", from,
+                            to);
+        rc = -EINVAL;
+        goto out;
+    }
     rc = -EPERM;
-    if (!(t = rename_source(from, to, flags, src, dp)) || !(dst = drxfs_node_get(to, &rc)))
+    if (!(t = rename_source(from, to, src, dp)) || !(dst = drxfs_node_get(to, &rc)))
         goto out;
     if (!src->zvar[0])
         as_group_file(dst);
@@ -883,7 +893,11 @@ int drxfs_zarr_rename(const char *from, const char *to, unsigned int flags)
         rc = -EPERM;
         goto out;
     }
-    rc = drxfs.ro ? -EROFS : commit_temp(t, dst);
+    struct stat st;
+    if ((flags & RENAME_NOREPLACE) && drxfs_zarr_getattr(dst, &st) == 0)
+        rc = -EEXIST;
+    else
+        rc = drxfs.ro ? -EROFS : commit_temp(t, dst);
 out:
     ztemp_put(t);
     free(src);
