@@ -774,6 +774,62 @@ guard_fifo() {
     echo $! >"$BATS_TEST_TMPDIR/guard.pid"
 }
 
+@test "an .xta cut short behind the mount's open handle: EIO at every access with the reason, open files too; grown back, served again" {
+    "$DRX" create "$S/cut" --type f64 --shape 6x6 --chunk 2x3
+    head -c 288 /dev/urandom >cut.raw
+    "$DRX" put "$S/cut" <cut.raw
+    # a file kept open (the handle stays) that reads past the page cache
+    timeout 30 "$PY" - "$M/cut/data" <<'PY' >reader.out 2>&1 &
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 4096)
+def read(tag):
+    try:
+        print(tag, os.preadv(fd, [buf], 0), flush=True)
+    except OSError as e:
+        print(tag, e.strerror, flush=True)
+read("before")
+for tag in ("cut", "back"):
+    while not os.path.exists(tag):
+        time.sleep(0.02)
+    read(tag)
+PY
+    local i
+    for ((i = 0; i < 250; i++)); do
+        grep -q before reader.out && break
+        sleep 0.02
+    done
+    cmp cut.raw "$M/cut/data"
+    cp "$S/cut.xta" xta.before
+    truncate -s 100 "$S/cut.xta"
+    # it was: ls -l and info went on, data a bare EIO ("read of 4096 bytes
+    # at 0: Input/output error"), while a new mount said why at once
+    for f in data info data.npy dim0=1/data; do
+        run cat "$M/cut/$f"
+        assert_failure
+        assert_output --partial "Input/output error"
+    done
+    run stat "$M/cut"
+    assert_failure
+    touch cut
+    for ((i = 0; i < 250; i++)); do
+        grep -q "^cut " reader.out && break
+        sleep 0.02
+    done
+    cat xta.before >"$S/cut.xta"
+    cmp cut.raw "$M/cut/data"
+    touch back
+    wait
+    run cat reader.out
+    assert_line "before 288"
+    assert_line "cut Input/output error"
+    assert_line "back 288"
+    grep -q "cut: cannot open array: cut.xta is 100 bytes, shorter than the 288 its metadata needs (run drx fsck)" "$M.log"
+    ! grep -q "cut: read of" "$M.log" || fail "a read's bare EIO was logged"
+    kill -0 "$(cat "$M.pid")"
+    "$DRX" rm "$S/cut"
+}
+
 @test "no store file makes drx or drxfs open another file: @include of a FIFO fails at once" {
     local fifo="$BATS_TEST_TMPDIR/inc.fifo" text
     mkfifo "$fifo"

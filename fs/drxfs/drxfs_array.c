@@ -824,12 +824,11 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
     }
     pthread_rwlock_rdlock(&fh->arr->lock);
     ssize_t n = view_read(fh->arr->a, &fh->view, uoff, buf + done, size - done);
+    if (n < 0)
+        drxfs_arr_read_failed(fh->arr, size - done, uoff, (int)n);
     pthread_rwlock_unlock(&fh->arr->lock);
-    if (n < 0) {
-        drx_log_ratelimited(DRX_LOG_ERROR, "%s: read of %zu bytes at %" PRIu64 ": %s", fh->arr->key,
-                            size - done, uoff, strerror((int)-n));
+    if (n < 0)
         return done ? (int)done : (int)n;
-    }
     done += (size_t)n;
     if (fh->kind == DRXFS_ANC && done < size)
         done += read_nc_pad(fh, buf + done, size - done, uoff + (uint64_t)n);

@@ -16,6 +16,7 @@
  * node of a network file system).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +302,40 @@ void drxfs_arr_detach(struct drxfs_arr *e)
     pthread_mutex_unlock(&table.mutex);
 }
 
+/* -EIO, logged with the reason, when e's .xta no longer holds every chunk
+ * its metadata names; 0 otherwise.  Its size from an open of the name (on
+ * NFS an open revalidates what a stat may take from the client's cache).
+ * e->lock held. */
+static int cut_short(struct drxfs_arr *e)
+{
+    const struct drx_array_meta *m = drx_array_meta(e->a);
+    uint64_t need = m->map.nchunks * m->chunk_bytes;
+    char xta[PATH_MAX];
+    struct stat st;
+    int fd = -1;
+
+    if (drxfs_rel_suffix(xta, e->key, DRXFS_XTA) < 0 ||
+        (fd = drx_store_entry_open(drxfs.store, xta, O_RDONLY | O_NONBLOCK, 0)) < 0 ||
+        fstat(fd, &st) < 0 || (uint64_t)st.st_size >= need) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    close(fd);
+    drx_log_ratelimited(DRX_LOG_WARNING,
+                        "%s: cannot open array: %s is %jd bytes, shorter than the %" PRIu64
+                        " its metadata needs (run drx fsck)",
+                        e->key, xta, (intmax_t)st.st_size, need);
+    return -EIO;
+}
+
+void drxfs_arr_read_failed(struct drxfs_arr *e, size_t size, uint64_t off, int rc)
+{
+    if (rc != -EIO || cut_short(e) == 0)
+        drx_log_ratelimited(DRX_LOG_ERROR, "%s: read of %zu bytes at %" PRIu64 ": %s", e->key,
+                            size, off, strerror(-rc));
+}
+
 int drxfs_arr_get(const struct drxfs_node *n, struct drxfs_arr **out)
 {
     struct drxfs_arr *e, *fresh = NULL;
@@ -345,6 +380,17 @@ again:
     xta_sig(n->rel, &xnow);
     pthread_rwlock_rdlock(&e->lock);
     bool same = sig_same(&e->xmd, &now) && same_file(&e->xta, &xnow);
+    /* The same .xta cut behind the handle (truncate, a restore in place):
+     * EIO at every access with the reason, as an open of it gets, not a
+     * bare EIO from the reads of its open files alone (those log it too:
+     * drxfs_arr_read_failed).  Grown back, it serves again. */
+    const struct drx_array_meta *m = drx_array_meta(e->a);
+    if (same && xnow.dev && (uint64_t)xnow.size < m->map.nchunks * m->chunk_bytes &&
+        (rc = cut_short(e)) < 0) {
+        pthread_rwlock_unlock(&e->lock);
+        drxfs_arr_put(e);
+        return rc;
+    }
     pthread_rwlock_unlock(&e->lock);
     if (!same) {
         pthread_rwlock_wrlock(&e->lock);

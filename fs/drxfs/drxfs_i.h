@@ -386,6 +386,10 @@ struct drxfs_arr {
  * process extended the array. */
 int drxfs_arr_get(const struct drxfs_node *n, struct drxfs_arr **out);
 void drxfs_arr_put(struct drxfs_arr *e);
+/* Logs a failed read of size bytes at off of e's array (rc, -errno); for
+ * EIO with the reason when the .xta was cut short behind the handle.
+ * e->lock held (read). */
+void drxfs_arr_read_failed(struct drxfs_arr *e, size_t size, uint64_t off, int rc);
 /* The handle's array with its read lock taken (metadata stays put until
  * drxfs_arr_unlock), and whether the mount may write it. */
 struct drx_array *drxfs_arr_rdlock(struct drxfs_arr *e);
