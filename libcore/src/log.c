@@ -82,7 +82,9 @@ static void escape_controls(const char *msg, char *out, size_t size)
     size_t o = 0;
 
     for (const unsigned char *p = (const unsigned char *)msg; *p && o + 1 < size;) {
-        int n = *p >= 0x20 && *p < 0x7f ? 1 : *p >= 0x80 ? printable_utf8(p) : 0;
+        /* a backslash too: in the log it starts an escape and nothing else,
+         * so a name holding the text "\x0a" cannot pass for a newline */
+        int n = *p >= 0x20 && *p < 0x7f && *p != '\\' ? 1 : *p >= 0x80 ? printable_utf8(p) : 0;
         if (n > 0 && o + (size_t)n < size) {
             memcpy(out + o, p, (size_t)n);
             o += (size_t)n;

@@ -49,6 +49,9 @@ int main(void)
     tap_ok(strcmp(last, "\\x9b31m \\xc2\\x85X\\xe2\\x80\\xa8Y\\xe2\\x80\\xa9 \\xff\\xfe "
                         "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x8c\x8a") == 0,
            "C1 controls, separators and non-UTF-8 bytes arrive escaped: %s", last);
+    drx_log(DRX_LOG_INFO, "%s", "a name\\x0a\\");
+    tap_ok(strcmp(last, "a name\\x5cx0a\\x5c") == 0,
+           "a backslash arrives escaped, so a name's \"\\x0a\" is not a newline's: %s", last);
     drx_log(DRX_LOG_INFO, "%s", "a\xe2\x80\xae" "b\xef\xbb\xbf" "c");
     tap_ok(strcmp(last, "a\\xe2\\x80\\xaeb\\xef\\xbb\\xbfc") == 0,
            "a right-to-left override and a byte order mark arrive escaped: %s", last);
