@@ -777,6 +777,32 @@ assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
     cmp before.xmd st/a.xmd
 }
 
+@test "an attribute that would take the .xmd past the 64 MiB readers take is refused before the file is replaced; the array stays readable" {
+    "$DRX" create big --type i8 --shape 4 --chunk 4
+    "$DRX" attr set big note hello
+    # 1024 attributes, the most, within 14 KB of the limit: 1023 of 64 KiB
+    "$PY" - big.xmd <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+at = s.index('  { name = "note"')
+pads = "".join('  { name = "s%d"; type = "string"; value = "%s"; },\n' % (k, "p" * 65536)
+               for k in range(1023))
+open(p, "w").write(s[:at] + pads + s[at:])
+PY
+    cp big.xmd before.xmd
+    # it was: replaced, then refused on reading back: the array unreadable
+    # for good (drx_mp_attr_set too), fsck --repair repairing nothing
+    bad "the metadata would take 6716" "$DRX" attr set big note "$(printf 'x%.0s' {1..65536})"
+    assert_output --partial "more than the 67108864 a store file may have: not changed"
+    cmp before.xmd big.xmd
+    run "$DRX" attr get big note
+    assert_success
+    assert_output hello
+    rm before.xmd
+    "$DRX" rm big
+}
+
 # libdrxcore loaded by a program that forks or unloads it (Python's ctypes
 # does both): drx_io_readahead's pool threads are the parent's only.
 # ra_python CODE: python3 runs a ctypes prelude (the pool started), then CODE,

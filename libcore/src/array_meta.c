@@ -691,6 +691,16 @@ int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta 
         rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
         goto out;
     }
+    /* Past what every reader takes, the file written would make the array
+     * unreadable for good (an attribute more, a fold of the growths):
+     * refused before anything is replaced. */
+    if (len > DRX_XMD_MAX_BYTES) {
+        rc = drx_err_set(err, EFBIG,
+                         "%s: the metadata would take %zu bytes, more than the %zu a store "
+                         "file may have: not changed",
+                         xmd_path, len, DRX_XMD_MAX_BYTES);
+        goto out;
+    }
     if (!(lstat(xmd_path, &like) == 0 && S_ISREG(like.st_mode)) && fstat(xta_fd, &like) < 0) {
         rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
         goto out;
