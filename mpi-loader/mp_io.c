@@ -752,7 +752,8 @@ static int box_view(const drx_mp *a, const int64_t lo[], const int64_t hi[], cha
     if (!lo || !hi)
         return drx_err_set(err, EINVAL, "no box given");
     if (order != 'C' && order != 'F')
-        return drx_err_set(err, EINVAL, "order '%c': expected 'C' or 'F'", order);
+        return drx_err_set(err, EINVAL, "order '%c' (%d): expected 'C' or 'F'",
+                           order ? order : '?', order);
     memset(v, 0, sizeof(*v));
     v->rank = m->rank;
     v->type = m->type;

@@ -138,25 +138,30 @@ void drx_msg_alias_apply(char *msg, size_t len)
 int drx_err_set(struct drx_err *err, int errnum, const char *fmt, ...)
 {
     if (err) {
+        char msg[DRX_ERR_LEN];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        drx_msg_alias_apply(err->msg, sizeof err->msg);
+        drx_msg_alias_apply(msg, sizeof msg);
+        /* one line, whatever a name or value it quotes holds (a newline in
+         * an attribute name, an order given as '\0') */
+        drx_msg_escape(msg, err->msg, sizeof err->msg, false);
     }
     return -errnum;
 }
 
 void drx_err_prefix(struct drx_err *err, const char *fmt, ...)
 {
-    char prefix[DRX_ERR_LEN], old[DRX_ERR_LEN];
+    char raw[DRX_ERR_LEN], prefix[DRX_ERR_LEN], old[DRX_ERR_LEN];
     va_list ap;
 
     if (!err)
         return;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    drx_msg_escape(raw, prefix, sizeof prefix, false); /* as drx_err_set */
     /* a message that names it already (a path) is not given it twice */
     size_t n = strlen(prefix);
     if (n && strncmp(err->msg, prefix, n) == 0 && err->msg[n] == ':')

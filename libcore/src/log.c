@@ -72,19 +72,17 @@ static int printable_utf8(const unsigned char *p)
     return n;
 }
 
-/* msg with its control characters (a user's name or value may hold a
- * newline, an escape, a C1 control, a line separator or a bidirectional
- * override) and the bytes that are not UTF-8 as \xNN into out (size
- * bytes, cut when full): one message stays one line as written, and
- * nobody writes another into the log.  A backslash stays as it is. */
-static void escape_controls(const char *msg, char *out, size_t size)
+/* The log's escaping (msg_alias_i.h); a backslash too there: in the log it
+ * starts an escape and nothing else, so a name holding the text "\x0a"
+ * cannot pass for a newline. */
+void drx_msg_escape(const char *msg, char *out, size_t size, bool backslash)
 {
     size_t o = 0;
 
     for (const unsigned char *p = (const unsigned char *)msg; *p && o + 1 < size;) {
-        /* a backslash too: in the log it starts an escape and nothing else,
-         * so a name holding the text "\x0a" cannot pass for a newline */
-        int n = *p >= 0x20 && *p < 0x7f && *p != '\\' ? 1 : *p >= 0x80 ? printable_utf8(p) : 0;
+        int n = *p >= 0x20 && *p < 0x7f && (*p != '\\' || !backslash) ? 1
+                : *p >= 0x80                                       ? printable_utf8(p)
+                                                                   : 0;
         if (n > 0 && o + (size_t)n < size) {
             memcpy(out + o, p, (size_t)n);
             o += (size_t)n;
@@ -118,7 +116,7 @@ static void log_v(enum drx_log_level level, const char *fmt, va_list ap)
     n = strlen(msg);
     while (n > 0 && msg[n - 1] == '\n')
         msg[--n] = '\0';
-    escape_controls(msg, line, sizeof line);
+    drx_msg_escape(msg, line, sizeof line, true);
     fn(arg, level, line);
 }
 

@@ -52,6 +52,18 @@ int main(void)
     drx_log(DRX_LOG_INFO, "%s", "a name\\x0a\\");
     tap_ok(strcmp(last, "a name\\x5cx0a\\x5c") == 0,
            "a backslash arrives escaped, so a name's \"\\x0a\" is not a newline's: %s", last);
+    /* an error message is one line too, its backslashes kept (escaped
+     * again when it is logged) */
+    struct drx_err err = {{0}};
+    drx_err_set(&err, EINVAL, "attribute name '%s' \\ %s", "a\nb", "\x1b[2J");
+    tap_ok(strcmp(err.msg, "attribute name 'a\\x0ab' \\ \\x1b[2J") == 0,
+           "an error message's control characters arrive escaped: %s", err.msg);
+    drx_err_prefix(&err, "t\tx");
+    tap_ok(strcmp(err.msg, "t\\x09x: attribute name 'a\\x0ab' \\ \\x1b[2J") == 0,
+           "and its prefix's: %s", err.msg);
+    drx_log(DRX_LOG_INFO, "%s", err.msg);
+    tap_ok(strcmp(last, "t\\x5cx09x: attribute name 'a\\x5cx0ab' \\x5c \\x5cx1b[2J") == 0,
+           "logged, it is escaped again: %s", last);
     drx_log(DRX_LOG_INFO, "%s", "a\xe2\x80\xae" "b\xef\xbb\xbf" "c");
     tap_ok(strcmp(last, "a\\xe2\\x80\\xaeb\\xef\\xbb\\xbfc") == 0,
            "a right-to-left override and a byte order mark arrive escaped: %s", last);
