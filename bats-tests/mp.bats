@@ -972,7 +972,11 @@ fails_alike() {
     sums a >before
     fails_alike 3 "box \[0, 8\) along dimension 1 is outside the bounds \[0, 7\)" a open:w "writebox:C:2:0,0:5,5@2=writebox:C:2:0,0:5,8"
     fails_alike 3 "box \[-1, 5\) along dimension 0" a open:w "writebox:C:2:0,0:5,5@1=writebox:C:2:-1,0:5,5"
-    fails_alike 2 "order 'X': expected 'C' or 'F'" a open:w "write:X:2"
+    fails_alike 2 "order 'X' \(88\): expected 'C' or 'F'" a open:w "write:X:2"
+    # a control character comes back escaped: one line (drx_err_set)
+    fails_alike 2 "order '.x01' \(1\): expected 'C' or 'F'" a open:w $'write:\x01:2'
+    # local calls say why (a bad process left the last failure's reason)
+    fails_alike 2 "drx_mp_zone: process 2 outside 0..1" a open:r zoneof:2
     fails_alike 4 "box \[3, 11\) along dimension 0 is outside the bounds \[0, 10\)" a open:r "readbox:C:0,0:2,2@3=readbox:F:3,0:11,7"
     fails_alike 2 "box \[5, 4\) along dimension 1 is reversed \(lo > hi\)" a open:r "readbox:C:0,5:2,4"
     md5sum -c --quiet before
@@ -1030,6 +1034,38 @@ fails_alike() {
     fails_alike 3 "the ranks passed different paths or modes to drx_mp_open" a "open:w@1=open:r"
     md5sum -c --quiet before
     check_ref a i32 1
+}
+
+@test "ranks naming different arrays fail alike and change nothing: paths differing past PATH_MAX, a relative path from different directories; out NULL is EINVAL" {
+    "$DRX" create x0 --type i32 --shape 4x4 --chunk 2x2
+    "$DRX" create x1 --type i32 --shape 4x4 --chunk 2x2
+    sums x0 >before
+    sums x1 >>before
+    local long
+    long=$(printf './%.0s' {1..2100})
+    # it was: both opened (the words compared were cut at PATH_MAX), and
+    # each rank wrote into its own array
+    fails_alike 2 "the ranks passed different paths or modes to drx_mp_open" "" \
+        "path:${long}x0@1=path:${long}x1" open:w write:C:1
+    md5sum -c --quiet before
+    # it was: rank 0 created d0/rel, then every rank failed with ENOENT
+    mkdir d0 d1
+    fails_alike 2 "the ranks passed different arguments to drx_mp_create" "" \
+        "chdir:d0@1=chdir:d1" path:rel create:f64:4x4:2x2
+    assert_file_not_exists d0/rel.xmd
+    assert_file_not_exists d1/rel.xmd
+    # the same words from the same directory
+    run mp 2 "" chdir:d0 path:rel create:f64:4x4:2x2 close path:../x0 open:w write:C:1
+    assert_success
+    assert_output ""
+    assert_file_exists d0/rel.xmd
+    check_ref x0 i32 1
+    # no handle to fill: EINVAL with a reason, not a crash (drx_mp_open and
+    # drx_mp_create wrote through it)
+    run mp 2 x1 opennull
+    assert_failure 3
+    assert_line "rank 0: opennull: -22: drx_mp_open: no handle to fill (out is NULL)"
+    assert_line "rank 1: opennull: -22: drx_mp_open: no handle to fill (out is NULL)"
 }
 
 @test "attributes: set and removed by every rank, recorded once, read back on every rank, shown by drx and a mount's data.nc; pending growths recorded first; bad ones fail alike" {

@@ -255,6 +255,23 @@ static int resolve(drx_mp *a, const char *path, bool write, struct drx_err *err)
     return rc < 0 ? rc : 0;
 }
 
+/* What the ranks compare of a path: a hash of all of it (a copy cut at
+ * PATH_MAX let paths differing past it through: ranks opened different
+ * arrays), made absolute with the working directory when it is relative
+ * (ranks in different directories named different arrays with the same
+ * words: rank 0 created one, the others failed ENOENT). */
+static uint64_t path_hash(const char *path)
+{
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull, "", 1);
+    char cwd[PATH_MAX];
+
+    if (!path)
+        return h;
+    if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
+        h = hash_bytes(hash_bytes(h, cwd, strlen(cwd)), "/", 1);
+    return hash_bytes(h, path, strlen(path));
+}
+
 int drx_mp_open(MPI_Comm comm, const char *path, int writable, drx_mp **out)
 {
     return mp_open_info(comm, path, writable, MPI_INFO_NULL, out);
@@ -266,6 +283,11 @@ int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info hints, 
     drx_mp *a;
     int rc = mp_alloc(comm, &a), all;
 
+    if (!out) {
+        mp_free(a);
+        mp_set_error("drx_mp_open: no handle to fill (out is NULL)");
+        return -EINVAL;
+    }
     *out = NULL;
     if (rc < 0) {
         mp_set_error("drx_mp_open: cannot duplicate the communicator or out of memory");
@@ -274,8 +296,7 @@ int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info hints, 
     a->writable = writable != 0;
     rc = resolve(a, path, a->writable, &err);
     /* path and mode must be the same everywhere */
-    char args[PATH_MAX + 2] = "";
-    snprintf(args, sizeof(args), "%c%s", a->writable ? 'w' : 'r', path ? path : "");
+    uint64_t args[2] = {path_hash(path), a->writable};
     all = mp_check(a->comm, rc, args, sizeof(args), "paths or modes to drx_mp_open", &err);
     if (all == 0)
         all = open_common(a, hints);
@@ -347,7 +368,7 @@ static int create_spec(const char *type, int k, const int64_t shape[], const int
 
 /* What drx_mp_create's ranks must agree on, as bytes. */
 struct create_args {
-    char path[PATH_MAX];
+    uint64_t path; /* path_hash */
     char type[16];
     char dims[DRX_ARRAY_DIM_NAMES_LEN];
     int k;
@@ -358,7 +379,7 @@ static void create_args_fill(struct create_args *c, const char *path, const char
                              const char *dims, int k, const int64_t shape[], const int64_t chunk[])
 {
     memset(c, 0, sizeof(*c));
-    snprintf(c->path, sizeof(c->path), "%s", path ? path : "");
+    c->path = path_hash(path);
     snprintf(c->type, sizeof(c->type), "%s", type ? type : "");
     snprintf(c->dims, sizeof(c->dims), "%s", dims ? dims : "");
     c->k = k;
@@ -385,6 +406,11 @@ int drx_mp_create_dims(MPI_Comm comm, const char *path, const char *type, int k,
     drx_mp *a;
     int rc = mp_alloc(comm, &a);
 
+    if (!out) {
+        mp_free(a);
+        mp_set_error("drx_mp_create: no handle to fill (out is NULL)");
+        return -EINVAL;
+    }
     *out = NULL;
     if (rc < 0) {
         mp_set_error("drx_mp_create: cannot duplicate the communicator or out of memory");
@@ -572,7 +598,11 @@ int drx_mp_close(drx_mp **ap)
 
 int drx_mp_rank(const drx_mp *a)
 {
-    return a ? drx_array_meta(a->arr)->rank : -EINVAL;
+    if (!a) {
+        mp_set_error("drx_mp_rank: no array (NULL)");
+        return -EINVAL;
+    }
+    return drx_array_meta(a->arr)->rank;
 }
 
 /* Local calls on a broken rank: -EIO, the reason in drx_mp_error(). */
@@ -586,8 +616,10 @@ static int local_broken(const drx_mp *a)
 
 int drx_mp_bounds(const drx_mp *a, int64_t bounds[])
 {
-    if (!a || !bounds)
+    if (!a || !bounds) {
+        mp_set_error(a ? "drx_mp_bounds: no array to fill (NULL)" : "drx_mp_bounds: no array (NULL)");
         return -EINVAL;
+    }
     const struct drx_array_meta *m = drx_array_meta(a->arr);
     /* no elements rather than bounds this rank is not sure of */
     if (a->broken) {
@@ -607,9 +639,10 @@ size_t drx_mp_elem_size(const drx_mp *a)
 int drx_mp_set_buffer(drx_mp *a, size_t bytes)
 {
     if (!a || bytes == 0 || bytes > MP_MAX_BUFFER) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "drx_mp_set_buffer: %zu bytes outside 1..%llu", bytes,
-                 (unsigned long long)MP_MAX_BUFFER);
+        char msg[96] = "drx_mp_set_buffer: no array (NULL)";
+        if (a)
+            snprintf(msg, sizeof(msg), "drx_mp_set_buffer: %zu bytes outside 1..%llu", bytes,
+                     (unsigned long long)MP_MAX_BUFFER);
         mp_set_error(msg);
         return -EINVAL;
     }
@@ -619,8 +652,14 @@ int drx_mp_set_buffer(drx_mp *a, size_t bytes)
 
 int drx_mp_zone(const drx_mp *a, int proc, int64_t lo[], int64_t hi[])
 {
-    if (!a || !lo || !hi || proc < 0 || proc >= a->nprocs)
+    if (!a || !lo || !hi || proc < 0 || proc >= a->nprocs) {
+        char msg[96] = "drx_mp_zone: no array, or no lo or hi to fill (NULL)";
+        if (a && lo && hi)
+            snprintf(msg, sizeof(msg), "drx_mp_zone: process %d outside 0..%d", proc,
+                     a->nprocs - 1);
+        mp_set_error(msg);
         return -EINVAL;
+    }
     const struct drx_array_meta *m = drx_array_meta(a->arr);
     /* the empty box: a program that goes on takes part in the collective
      * calls, which fail on every rank */

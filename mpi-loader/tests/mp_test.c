@@ -21,6 +21,10 @@
  *   attrrm:NAME                   drx_mp_attr_rm
  *   attrget:NAME                  each rank prints "rank R: NAME=VALUE"
  *                                 (drx_mp_attr_get)
+ *   path:P                        the array path of the words after it (P)
+ *   chdir:DIR                     chdir(DIR) (a relative path's meaning)
+ *   opennull                      drx_mp_open with out NULL
+ *   zoneof:P                      drx_mp_zone of process P (dropped)
  *   system:CMD                    rank 0 runs CMD (the rest of the word) with
  *                                 system(3), between barriers
  *   kill                          every rank kills itself (SIGKILL): a crash
@@ -576,6 +580,32 @@ static int op_nodac(char **w, int nw)
     return syscall(SYS_capset, &h, d) ? -errno : 0;
 }
 
+static int op_path(char **w, int nw)
+{
+    if (nw < 2)
+        return -EINVAL;
+    path = w[1];
+    return 0;
+}
+
+static int op_opennull(char **w, int nw)
+{
+    (void)w;
+    (void)nw;
+    return drx_mp_open(MPI_COMM_WORLD, path, 1, NULL);
+}
+
+static int op_zoneof(char **w, int nw)
+{
+    int64_t lo[16], hi[16];
+    return drx_mp_zone(A, nw > 1 ? atoi(w[1]) : 0, lo, hi);
+}
+
+static int op_chdir(char **w, int nw)
+{
+    return nw < 2 ? -EINVAL : chdir(w[1]) ? -errno : 0;
+}
+
 static int run_op(char **w, int nw)
 {
     static const struct {
@@ -587,7 +617,8 @@ static int run_op(char **w, int nw)
                {"buffer", op_buffer}, {"bounds", op_bounds_w}, {"sync", op_sync},
                {"mode", op_mode},     {"kill", op_kill},       {"crash", op_crash},
                {"nodac", op_nodac},   {"attr", op_attr},       {"attrrm", op_attr},
-               {"attrget", op_attr}};
+               {"attrget", op_attr},  {"path", op_path},     {"chdir", op_chdir},
+               {"opennull", op_opennull}, {"zoneof", op_zoneof}};
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
         if (!strcmp(w[0], ops[i].name))
             return ops[i].fn(w, nw);
