@@ -720,6 +720,39 @@ EOF
     cmp -n 100000 big "$SMALL/m/again"
 }
 
+@test "a stripe directory out of inodes: a write that needs a new subfile gives ENOSPC, not EIO; the size stays; freed, it works" {
+    SMALL="$BATS_TEST_TMPDIR/small"
+    mkdir -p "$SMALL/tmpfs" "$SMALL/s"
+    mount -t tmpfs -o size=16m,nr_inodes=48 tmpfs "$SMALL/tmpfs"
+    mkdir "$SMALL/tmpfs/a" "$SMALL/tmpfs/b"
+    "$DRX" init "$SMALL/s" --stripe-dirs "$SMALL/tmpfs/a,$SMALL/tmpfs/b" --count 2 --extent 4096 >/dev/null
+    mount_store "$SMALL/s" "$SMALL/m"
+    # small files (one subfile each) until the stripe directories' inodes are gone
+    local i=0
+    while [ "$i" -lt 100 ] && echo x >"$SMALL/m/f$i" 2>/dev/null; do
+        i=$((i + 1))
+    done
+    [ "$i" -lt 100 ] || fail "the tmpfs did not run out of inodes"
+    # it was: EIO, logged as "subfile 1 (...) is unavailable" (damage)
+    run truncate -s 100000 "$SMALL/m/f1"
+    assert_failure
+    assert_output --partial "No space left on device"
+    run dd if=/dev/zero of="$SMALL/m/f2" bs=1k count=1 seek=100 conv=notrunc status=none
+    assert_failure
+    assert_output --partial "No space left on device"
+    assert_file_size "$SMALL/m/f1" 2
+    assert_file_size "$SMALL/m/f2" 2
+    grep -q "f1.nafs: subfile 1 (.*): cannot create it: No space left on device" "$SMALL/m.log"
+    ! grep -q "unavailable" "$SMALL/m.log" || fail "logged as damage"
+    # inodes freed (removed files' subfiles may wait in a pool: emptied)
+    rm "$SMALL/m"/f[3-9]*
+    find "$SMALL/tmpfs" -path '*/.pool/*' -type f -delete
+    truncate -s 100000 "$SMALL/m/f1"
+    assert_file_size "$SMALL/m/f1" 100000
+    run "$DRX" fsck "$SMALL/s"
+    assert_success
+}
+
 @test "a full store records what a copy stored: ENOSPC, the size at the bytes stored, no space lost" {
     # the whole store (metafiles and the default stripe dirs) on a 64 MiB
     # tmpfs: the metafile update at close finds no free block

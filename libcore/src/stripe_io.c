@@ -97,6 +97,14 @@ static int subfile_open_existing(struct drx_stripe *f, unsigned i, bool needed)
     return subfile_theirs(f, i, fd, &rst);
 }
 
+/* Whether rc is the system's want of room or descriptors, not damage:
+ * passed to the caller as it is (a full stripe directory is ENOSPC, as
+ * README promises, not "unavailable" and EIO). */
+static bool lack_of_room(int rc)
+{
+    return rc == -ENOSPC || rc == -EDQUOT || rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
+}
+
 int drx_stripe_subfile_fd_locked(struct drx_stripe *f, unsigned i, bool create)
 {
     int fd = __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE);
@@ -111,6 +119,12 @@ int drx_stripe_subfile_fd_locked(struct drx_stripe *f, unsigned i, bool create)
     fd = create ? subfile_create(f, i) : subfile_open_existing(f, i, needed);
     if (fd == -ENOENT && !needed)
         return -ENOENT;
+    if (lack_of_room(fd)) {
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": subfile %u (%s): %s%s",
+                            f->path, i, f->meta.sub[i].name, create ? "cannot create it: " : "",
+                            strerror(-fd));
+        return fd;
+    }
     if (fd < 0)
         return missing(f, i);
     if (create) {
