@@ -753,6 +753,55 @@ EOF
     assert_success
 }
 
+@test "on a store out of room, rm of a file another process holds open works (its hidden name needs none), and goes at the close" {
+    SMALL="$BATS_TEST_TMPDIR/small"
+    mkdir -p "$SMALL/tmpfs"
+    mount -t tmpfs -o size=16m,nr_inodes=64 tmpfs "$SMALL/tmpfs"
+    "$DRX" init "$SMALL/tmpfs/s" --count 1 >/dev/null
+    mount_store "$SMALL/tmpfs/s" "$SMALL/m"
+    timeout 60 "$PY" - "$SMALL/m/held" <<'PY' >holder.out 2>&1 &
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"x" * 100000)
+open("ready", "w").close()
+while not os.path.exists("go"):
+    time.sleep(0.02)
+print("fstat", os.fstat(fd).st_size, flush=True)
+os.close(fd)
+PY
+    local holder=$! i
+    for ((i = 0; i < 250; i++)); do
+        [ -e ready ] && break
+        sleep 0.02
+    done
+    # the store's inodes taken by small files until none is left
+    i=0
+    while [ "$i" -lt 100 ] && echo x >"$SMALL/m/f$i" 2>/dev/null; do
+        i=$((i + 1))
+    done
+    [ "$i" -lt 100 ] || fail "the tmpfs did not run out of inodes"
+    # (a striped file takes two: the last ones to directories)
+    i=0
+    while [ "$i" -lt 100 ] && mkdir "$SMALL/m/d$i" 2>/dev/null; do
+        i=$((i + 1))
+    done
+    [ "$(stat -f -c %d "$SMALL/tmpfs")" = 0 ] || fail "inodes left: $(stat -f -c %d "$SMALL/tmpfs")"
+    # it was: ENOSPC (.drx/hidden was made at the first removal of an
+    # open file, and the mkdir found no inode)
+    run rm "$SMALL/m/held"
+    assert_success
+    [ ! -e "$SMALL/m/held" ]
+    touch go
+    wait "$holder"
+    run cat holder.out
+    assert_output "fstat 100000"
+    # its hidden name goes at the last close
+    run find "$SMALL/tmpfs/s/.drx/hidden" -mindepth 1
+    assert_output ""
+    run "$DRX" fsck "$SMALL/tmpfs/s"
+    assert_success
+}
+
 @test "a full store records what a copy stored: ENOSPC, the size at the bytes stored, no space lost" {
     # the whole store (metafiles and the default stripe dirs) on a 64 MiB
     # tmpfs: the metafile update at close finds no free block

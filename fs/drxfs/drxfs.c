@@ -346,6 +346,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * process that serves (after daemonizing), and only when writable. */
     if (!drxfs.ro && drx_store_fresh_start(drxfs.store) < 0)
         drx_log(DRX_LOG_DEBUG, "no inodes made ahead for new files");
+    if (!drxfs.ro)
+        drxfs_hidden_start();
     /* An open file that is removed (or renamed over) keeps a hidden name
      * until its last close, so that fstat and fchmod on it work as on a
      * local disk: libfuse renames it, drxfs_hidden.c moves it out of its

@@ -425,8 +425,19 @@ static int hidden_dir(void)
     return rc == -EEXIST ? 0 : rc;
 }
 
-/* Moves plain entry or striped file n to rel; on another file system,
- * removes it instead (the old hard_remove behaviour). */
+void drxfs_hidden_start(void)
+{
+    int rc = hidden_dir();
+
+    if (rc < 0)
+        drx_log(DRX_LOG_DEBUG, "%s: not made at mount: %s", DRX_STORE_HIDDEN, strerror(-rc));
+}
+
+/* Moves plain entry or striped file n to rel; on another file system, or
+ * where the hidden name finds no room (a full disk: .drx/hidden not made
+ * yet, or its directory needs a block), removes it instead (the old
+ * hard_remove behaviour): a user removing the file that filled the disk
+ * frees the space, as on a local disk. */
 static int move_out(const struct drxfs_node *n, const char *rel)
 {
     int rc = hidden_dir();
@@ -437,9 +448,15 @@ static int move_out(const struct drxfs_node *n, const char *rel)
         rc = drx_store_entry_rename(drxfs.store, n->rel, rel, 0);
     if (rc == 0)
         hremember(n, rel);
-    if (rc == -EXDEV) {
-        drx_log(DRX_LOG_DEBUG, "%s: open, removed at once (not on the store's file system)",
-                n->rel);
+    if (rc == -EXDEV || rc == -ENOSPC || rc == -EDQUOT) {
+        if (rc == -EXDEV)
+            drx_log(DRX_LOG_DEBUG, "%s: open, removed at once (not on the store's file system)",
+                    n->rel);
+        else
+            drx_log_ratelimited(DRX_LOG_INFO,
+                                "%s: open, removed at once (no room for a hidden name: %s): "
+                                "fstat of its open descriptors fails",
+                                n->rel, strerror(-rc));
         rc = n->kind == DRXFS_STRIPED ? drxfs_striped_unlink(n)
                                       : drx_store_entry_unlink(drxfs.store, n->rel, 0);
     }

@@ -197,6 +197,9 @@ mode_t drxfs_new_mode(const char *rel, mode_t mode);
 /* drxfs_hidden.c: files removed while open (libfuse's hidden names). */
 /* True for libfuse's hidden names (".fuse_hidden" and 16 hex digits). */
 bool drxfs_hidden_name(const char *name);
+/* Makes .drx/hidden at mount, so that hiding a file needs no new
+ * directory on a disk that has filled up since. */
+void drxfs_hidden_start(void);
 /* The store-relative name (.drx/hidden/MOUNT-HEX) of hidden name `name`. */
 int drxfs_hidden_rel(const char *name, char *rel, size_t len);
 /* The same for hidden name `name` met in store directory dir ("." for the
