@@ -803,6 +803,46 @@ PY
     "$DRX" rm big
 }
 
+@test "a create killed while it fills leaves no name behind; an .xta an interrupted rm left is removed by drx rm, and create says so" {
+    mkdir small
+    mount -t tmpfs -o size=1200m tmpfs small
+    # 1 GiB of fill 5, stopped while it writes: no name yet (the .xta is
+    # made unnamed and linked when filled); it was a 1 GiB small/big.xta
+    # without .xmd, which took the name and hid its space
+    "$DRX" create small/big --type f64 --shape 128x1024x1024 --chunk 16x256x256 --fill 5 &
+    local pid=$! used
+    sleep 0.3
+    kill -STOP "$pid"
+    if kill -0 "$pid" 2>/dev/null && [ ! -e small/big.xmd ]; then
+        run ls small
+        assert_output ""
+        used=$(df -k --output=used small | tail -1)
+        [ "$used" -gt 1000 ] || fail "nothing written yet ($used KiB)"
+    else
+        echo "# the create ended before it was stopped" >&3
+    fi
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" || true
+    if [ ! -e small/big.xmd ]; then
+        run ls small
+        assert_output ""
+        [ "$(df -k --output=used small | tail -1)" -lt 1000 ]
+    fi
+    umount small
+    # an .xmd removed and its .xta not: what drx rm killed between its two
+    # unlinks leaves
+    "$DRX" create a --type i8 --shape 4 --chunk 2
+    rm a.xmd
+    bad "/a.xta exists without its .xmd (what an interrupted drx rm leaves; drx rm $PWD/a removes it)" \
+        "$DRX" create a --type i8 --shape 4 --chunk 2
+    run "$DRX" rm a
+    assert_success
+    assert_output "drx: rm: $PWD/a: removed its .xta, left without its .xmd by an interrupted drx rm"
+    [ ! -e a.xta ]
+    "$DRX" create a --type i8 --shape 4 --chunk 2
+    bad "no such array" "$DRX" rm b
+}
+
 # libdrxcore loaded by a program that forks or unloads it (Python's ctypes
 # does both): drx_io_readahead's pool threads are the parent's only.
 # ra_python CODE: python3 runs a ctypes prelude (the pool started), then CODE,

@@ -838,8 +838,12 @@ int drx_cmd_rm(int argc, char **argv)
     if (array_path(argv[1], path, true))
         return 1;
     rc = drx_array_remove(path, &err);
-    if (rc)
+    if (rc < 0)
         return no_array("rm", path, rc, &err);
+    if (rc == 1)
+        fprintf(stderr, "drx: rm: %s: removed its .xta, left without its .xmd by an "
+                        "interrupted drx rm\n",
+                path);
     return 0;
 }
 

@@ -192,10 +192,59 @@ static int meta_from_spec(struct drx_array_meta *m, const struct drx_array_spec 
  * Mode 0666 less the umask, as any new file (and the .xmd takes the
  * .xta's): 0644 kept a project's umask 002 from making arrays its group
  * may write and extend. */
+/* The .xta made without a name (O_TMPFILE in its directory), filled and
+ * synced, then linked under its name: a create killed while it fills
+ * leaves nothing (it left an .xta without .xmd that took the name and
+ * hid its space).  1 when it cannot be made so (no O_TMPFILE on the file
+ * system, no /proc: the caller makes it under its name), 0 or -errno. */
+static int create_xta_unnamed(struct drx_array *a, struct drx_err *err)
+{
+    const char *slash = strrchr(a->xta_path, '/');
+    char dir[PATH_MAX], fdpath[64];
+    int fd, rc;
+
+    if (slash && (size_t)(slash - a->xta_path) >= sizeof dir)
+        return 1;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - a->xta_path) : 1,
+             slash ? (slash == a->xta_path ? "/" : a->xta_path) : ".");
+    /* (any failure: the named create says what is wrong, as before) */
+    if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666)) < 0)
+        return 1;
+    rc = drx_array_fill_chunks(fd, &a->meta, 0, a->meta.map.nchunks);
+    if (rc == 0 && fdatasync(fd))
+        rc = -errno;
+    if (rc) {
+        close(fd);
+        return drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
+    }
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, fdpath, AT_FDCWD, a->xta_path, AT_SYMLINK_FOLLOW)) {
+        rc = errno;
+        close(fd);
+        if (rc == EEXIST)
+            return drx_err_set(err, EEXIST, "%s: an array (or its .xmd/.xta) already exists",
+                               a->path);
+        return rc == ENOENT && access("/proc/self/fd", X_OK) ? 1
+                                                             : drx_err_set(err, rc, "%s: %s",
+                                                                           a->xta_path,
+                                                                           strerror(rc));
+    }
+    a->xta_fd = fd;
+    return 0;
+}
+
 static int create_files(struct drx_array *a, struct drx_err *err)
 {
-    int rc;
+    int rc = create_xta_unnamed(a, err);
 
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        /* the .xmd makes it an array; its write syncs the directory */
+        if ((rc = drx_xmd_write(a->xmd_path, a->xta_fd, &a->meta, err)))
+            unlink(a->xta_path);
+        return rc;
+    }
     a->xta_fd = open(a->xta_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (a->xta_fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
         /* the directory it goes in, not a file the user never named */
@@ -267,8 +316,15 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
     }
     if ((rc = meta_from_spec(&a->meta, spec, err)))
         goto fail;
-    if (lstat(a->xmd_path, &st) == 0 || lstat(a->xta_path, &st) == 0) {
+    if (lstat(a->xmd_path, &st) == 0) {
         rc = drx_err_set(err, EEXIST, "%s: an array (or its .xmd/.xta) already exists", path);
+        goto fail;
+    }
+    if (lstat(a->xta_path, &st) == 0) {
+        rc = drx_err_set(err, EEXIST,
+                         "%s exists without its .xmd (what an interrupted drx rm leaves; "
+                         "drx rm %s removes it)",
+                         a->xta_path, path);
         goto fail;
     }
     if ((rc = name_taken(path, err)))
@@ -384,8 +440,14 @@ int drx_array_remove(const char *path, struct drx_err *err)
         goto out;
     }
     if (unlink(xmd)) {
-        rc = errno == ENOENT ? drx_err_set(err, ENOENT, "%s: no such array", path)
-                             : drx_err_set(err, errno, "%s: %s", xmd, strerror(errno));
+        struct stat st;
+        /* an .xta alone: what a remove killed between its two unlinks
+         * left; removing it finishes that remove */
+        if (errno == ENOENT && lstat(xta, &st) == 0 && S_ISREG(st.st_mode))
+            rc = unlink(xta) ? drx_err_set(err, errno, "%s: %s", xta, strerror(errno)) : 1;
+        else
+            rc = errno == ENOENT ? drx_err_set(err, ENOENT, "%s: no such array", path)
+                                 : drx_err_set(err, errno, "%s: %s", xmd, strerror(errno));
         goto out;
     }
     if (unlink(xta) && errno != ENOENT)

@@ -88,7 +88,9 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
 void drx_array_close(struct drx_array *a); /* NULL is a no-op */
 
 /* Removes NAME.xmd then NAME.xta (metadata first, so a crash in between
- * leaves only an orphan .xta that fsck reports). */
+ * leaves only an orphan .xta that fsck reports).  An .xta alone (that
+ * crash's leftover) is removed: 1, so the caller can say so; else 0 or
+ * -errno. */
 int drx_array_remove(const char *path, struct drx_err *err);
 
 /* Renames the array oldname in directory olddirfd to newname in newdirfd
