@@ -170,6 +170,15 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     "$DRX" put small/a dim0=64:128 <row
     "$DRX" get small/a dim0=64:128 | cmp - row
     "$DRX" get small/a dim0=0:64 | cmp - row
+    umount small
+    # a pipe past what is held in memory spools to the array's disk: the
+    # failure says how much of the room the input took there
+    mount -t tmpfs -o size=40m tmpfs small
+    "$DRX" create small/b --type u8 --shape 32x1048576 --chunk 1x1048576
+    run bash -c "head -c 33554432 /dev/zero | '$DRX' put small/b"
+    assert_failure
+    [ "${#lines[@]}" -eq 1 ]
+    assert_output --regexp "reserving space for the view's chunks: No space left on device \(the piped input took 1[0-9] MiB of that disk until the put ends; from a regular file it takes none\); nothing written"
 }
 
 @test "create --dims with an empty name leaves that dimension unnamed" {

@@ -661,10 +661,14 @@ static char *array_dir(const struct drx_array *a)
 }
 
 /* A full disk must fail the put before its first byte, not half way (and
- * give back what it did reserve).  0, or 1 when reported. */
-static int put_reserve(struct drx_array *a, const struct drx_view *v, const char *name)
+ * give back what it did reserve).  0, or 1 when reported, saying how much
+ * of the room the spool of a piped input takes (spool: its descriptor,
+ * -1 for none). */
+static int put_reserve(struct drx_array *a, const struct drx_view *v, const char *name, int spool)
 {
     struct drx_reserve res;
+    struct stat sst, xst;
+    char note[160] = "";
     int rc, urc;
 
     drx_reserve_init(&res, drx_array_xta_fd(a));
@@ -675,8 +679,14 @@ static int put_reserve(struct drx_array *a, const struct drx_view *v, const char
     }
     urc = drx_array_reserve_undo(a, &res);
     drx_reserve_fini(&res);
-    return drx_cli_fail("put: %s: reserving space for the view's chunks: %s; nothing written%s%s%s",
-                        name, strerror(-rc), urc ? " (space reserved on the way kept: " : "",
+    if (rc == -ENOSPC && spool >= 0 && fstat(spool, &sst) == 0 &&
+        fstat(drx_array_xta_fd(a), &xst) == 0 && sst.st_dev == xst.st_dev && sst.st_blocks)
+        snprintf(note, sizeof note,
+                 " (the piped input took %llu MiB of that disk until the put ends; "
+                 "from a regular file it takes none)",
+                 (unsigned long long)((uint64_t)sst.st_blocks * 512 >> 20));
+    return drx_cli_fail("put: %s: reserving space for the view's chunks: %s%s; nothing written%s%s%s",
+                        name, strerror(-rc), note, urc ? " (space reserved on the way kept: " : "",
                         urc ? strerror(-urc) : "", urc ? ")" : "");
 }
 
@@ -742,7 +752,7 @@ int drx_cmd_put(int argc, char **argv)
     else
         rc = stage_input(drx_view_bytes(&v), buf, piece, dir, &in);
     if (rc == 0)
-        rc = put_reserve(a, &v, argv[1]);
+        rc = put_reserve(a, &v, argv[1], in.fd != STDIN_FILENO ? in.fd : -1);
     if (rc == 0)
         rc = put_write(a, &v, &in, buf, piece, argv[1]);
     if (in.fd >= 0 && in.fd != STDIN_FILENO)
