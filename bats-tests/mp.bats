@@ -990,6 +990,8 @@ fails_alike() {
     fails_alike 2 "no such array" missing open:r
     fails_alike 2 "no such array" missing open:w
     fails_alike 2 "rank 0 outside 1..16" a create:f64::
+    # a k past 16 is refused as such, not compared past the caller's arrays
+    fails_alike 2 "rank 17 outside 1..16" a create17
     fails_alike 2 "dimension 0: shape 0, chunk 2" a create:f64:0x4:2x2
     assert_file_not_exists a.xmd
     # a name past 250 bytes is a drxfs mount's (a stem), as for drx create

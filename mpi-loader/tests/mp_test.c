@@ -25,6 +25,7 @@
  *   chdir:DIR                     chdir(DIR) (a relative path's meaning)
  *   opennull                      drx_mp_open with out NULL
  *   zoneof:P                      drx_mp_zone of process P (dropped)
+ *   create17                      drx_mp_create with k 17 and arrays of 2
  *   system:CMD                    rank 0 runs CMD (the rest of the word) with
  *                                 system(3), between barriers
  *   kill                          every rank kills itself (SIGKILL): a crash
@@ -601,6 +602,16 @@ static int op_zoneof(char **w, int nw)
     return drx_mp_zone(A, nw > 1 ? atoi(w[1]) : 0, lo, hi);
 }
 
+static int op_create17(char **w, int nw)
+{
+    /* each rank's own values past the two a caller's k of 17 overstates */
+    int64_t shape[2] = {4, 4 + me}, chunk[2] = {2, 2};
+    (void)w;
+    (void)nw;
+    drx_mp_close(&A);
+    return drx_mp_create(MPI_COMM_WORLD, path, "f64", 17, shape, chunk, &A);
+}
+
 static int op_chdir(char **w, int nw)
 {
     return nw < 2 ? -EINVAL : chdir(w[1]) ? -errno : 0;
@@ -618,7 +629,8 @@ static int run_op(char **w, int nw)
                {"mode", op_mode},     {"kill", op_kill},       {"crash", op_crash},
                {"nodac", op_nodac},   {"attr", op_attr},       {"attrrm", op_attr},
                {"attrget", op_attr},  {"path", op_path},     {"chdir", op_chdir},
-               {"opennull", op_opennull}, {"zoneof", op_zoneof}};
+               {"opennull", op_opennull}, {"zoneof", op_zoneof},
+               {"create17", op_create17}};
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
         if (!strcmp(w[0], ops[i].name))
             return ops[i].fn(w, nw);
