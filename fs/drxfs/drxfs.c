@@ -68,9 +68,11 @@ struct drxfs_cli {
     int create; /* -o create: make a non-empty directory a store */
     int allow_other;
     int default_permissions;
-    int threads_given;
+    unsigned threads_given; /* DRXFS_MAX_THREADS, DRXFS_MAX_IDLE */
     unsigned max_read;
 };
+
+enum { DRXFS_MAX_THREADS = 1, DRXFS_MAX_IDLE = 2 };
 
 enum {
     KEY_HELP,
@@ -86,6 +88,7 @@ enum {
     KEY_DEFAULT_PERMISSIONS,
     KEY_MAX_READ,
     KEY_THREADS,
+    KEY_IDLE_THREADS,
 };
 
 #define DRXFS_OPT(t, p)                                                                            \
@@ -114,7 +117,7 @@ static const struct fuse_opt drxfs_opts[] = {
     FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
     FUSE_OPT_KEY("max_threads=", KEY_THREADS),
-    FUSE_OPT_KEY("max_idle_threads=", KEY_THREADS),
+    FUSE_OPT_KEY("max_idle_threads=", KEY_IDLE_THREADS),
     FUSE_OPT_END,
 };
 
@@ -196,7 +199,10 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
         cli->default_permissions = 1;
         return 1;
     case KEY_THREADS:
-        cli->threads_given = 1;
+        cli->threads_given |= DRXFS_MAX_THREADS;
+        return 1;
+    case KEY_IDLE_THREADS:
+        cli->threads_given |= DRXFS_MAX_IDLE;
         return 1;
     case KEY_MAX_READ: {
         /* libfuse 3.14 aborts the mount when the kernel's max_read and the
@@ -755,9 +761,13 @@ static int mount_args(struct fuse_args *args, char **mopts, const struct drxfs_c
         fuse_opt_add_opt(mopts, "subtype=drxfs") < 0 || fuse_opt_add_arg(args, "-o") < 0 ||
         fuse_opt_add_arg(args, *mopts) < 0 ||
         /* libfuse 3.14's fuse_main passes an unset max_idle_threads as
-         * UINT_MAX and complains; say what we want. */
-        (!cli->threads_given && fuse_opt_add_arg(args, "-omax_threads=" DRXFS_THREADS
-                                                       ",max_idle_threads=" DRXFS_THREADS) < 0)) {
+         * UINT_MAX and complains (and then keeps its own): each one not
+         * given is said (-o max_threads=3 alone printed "Ignoring invalid
+         * max threads value 4294967295"). */
+        (!(cli->threads_given & DRXFS_MAX_THREADS) &&
+         fuse_opt_add_arg(args, "-omax_threads=" DRXFS_THREADS) < 0) ||
+        (!(cli->threads_given & DRXFS_MAX_IDLE) &&
+         fuse_opt_add_arg(args, "-omax_idle_threads=" DRXFS_THREADS) < 0)) {
         fprintf(stderr, "drxfs: out of memory\n");
         return -1;
     }
