@@ -134,7 +134,7 @@ EOF
     # with PATH cleared: the program is named by its absolute path here; an
     # install in /usr/local/sbin or /usr/sbin is found by name, as
     # "fuse.drxfs" lines want
-    printf '# private fstab of this test\n%s#%s %s fuse ro,config=%s 0 0\n' "$PREFIX/sbin/drxfs" \
+    printf '# private fstab of this test\n%s#%s %s fuse defaults,nosuid,nodev,ro,config=%s 0 0\n' "$PREFIX/sbin/drxfs" \
         "$FSTAB_STORE" "$FSTAB_MNT" "$BATS_TEST_TMPDIR/drxfs.conf" >"$BATS_TEST_TMPDIR/fstab"
     run timeout 30 mount -T "$BATS_TEST_TMPDIR/fstab" "$FSTAB_MNT"
     assert_success
@@ -142,8 +142,9 @@ EOF
     # the mount is drxfs's, from the store, with the options of the line
     run awk -v m="$FSTAB_MNT" '$5 == m { for (i = 7; $i != "-"; i++); print $6, $(i + 1), $(i + 2) }' \
         /proc/self/mountinfo
-    assert_output --regexp "^ro,.* fuse\.drxfs $FSTAB_STORE\$"
-    pgrep -f "^$PREFIX/sbin/drxfs $FSTAB_STORE $FSTAB_MNT -o ro,config=$BATS_TEST_TMPDIR/drxfs.conf"
+    # README's words: "defaults" alone would mean dev,suid
+    assert_output --regexp "^ro,nosuid,nodev,.* fuse\.drxfs $FSTAB_STORE\$"
+    pgrep -f "^$PREFIX/sbin/drxfs $FSTAB_STORE $FSTAB_MNT -o .*config=$BATS_TEST_TMPDIR/drxfs.conf"
     run cat "$FSTAB_MNT/temp/lat=1/data"
     assert_output "BBB"
     run "$PREFIX/bin/drx" info "$FSTAB_MNT/temp/time=9"
