@@ -233,6 +233,49 @@ long_name"
     assert_output "complete -F _drx drx"
 }
 
+@test "bash completion quotes what it completes (readline, through a terminal): an array or directory name with a space stays one word" {
+    "$DRX" create "$BATS_TEST_TMPDIR/my arr" --type u8 --shape 2 --chunk 2
+    mkdir "$BATS_TEST_TMPDIR/sub dir"
+    # an interactive bash on a pty, the completion loaded, drx a function
+    # printing its words; TAB completes, then the line runs
+    run timeout 60 "$PY" - "$PREFIX/share/bash-completion/completions/drx" "$BATS_TEST_TMPDIR" <<'PY'
+import os, pty, re, select, sys, time
+comp, d = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.chdir(d)
+    os.environ["PS1"] = "$ "
+    os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+out = b""
+def until(pattern, t=20):
+    global out
+    end = time.time() + t
+    while time.time() < end:
+        m = re.search(pattern, out)
+        if m:
+            return m
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                out += os.read(fd, 4096)
+            except OSError:
+                break
+    return None
+os.write(fd, ("source '%s'; drx() { printf '[%%s]' \"$@\"; printf '\\n'; }\n" % comp).encode())
+for line in ("drx info my\t\n", "drx info sub\t\n", "drx init sub\t\n"):
+    os.write(fd, line.encode())
+    m = until(rb"\[(info|init)\](\[[^\r\n]*\])\r\n")
+    print(m.group(0).decode().strip() if m else "no answer: %r" % out[-200:])
+    out = out[m.end():] if m else b""
+os.write(fd, b"exit\n")
+PY
+    assert_success
+    # it was: [info][my][arr] (no -o filenames: the completion unquoted)
+    assert_line "[info][my arr]"
+    assert_line "[info][sub dir/]"
+    assert_line "[init][sub dir/]"
+}
+
 @test "scripts/setup waits for the dpkg lock and installs what the man pages and completion need" {
     # apt-get itself is a stub here: the test looks at how it is called
     local stub="$BATS_TEST_TMPDIR/bin"

@@ -49,7 +49,8 @@ _drx_dims()
     done
 }
 
-# Arrays (NAME for NAME.xmd) and directories to descend into.
+# Arrays (NAME for NAME.xmd) and directories to descend into; quoted by
+# readline as file names ("my arr" is one word: -o filenames).
 _drx_arrays()
 {
     local f
@@ -60,7 +61,14 @@ _drx_arrays()
             COMPREPLY+=("${f%.xmd}")
         fi
     done < <(compgen -f -- "$1")
-    compopt -o nospace 2>/dev/null
+    compopt -o filenames -o nospace 2>/dev/null
+}
+
+# Files (compgen -f or -d, $1) into COMPREPLY, quoted as file names.
+_drx_files()
+{
+    mapfile -t COMPREPLY < <(compgen "$1" -- "$2")
+    compopt -o filenames 2>/dev/null
 }
 
 _drx()
@@ -109,8 +117,8 @@ _drx()
             [ "$cmd" = attr ] && types="string $types"
             mapfile -t COMPREPLY < <(compgen -W "$types" -- "$cur")
             ;;
-        --config | --output | -o) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
-        --stripe-dirs) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+        --config | --output | -o) _drx_files -f "$cur" ;;
+        --stripe-dirs) _drx_files -d "$cur" ;;
         esac
         return 0
     fi
@@ -124,17 +132,17 @@ _drx()
     fi
     case $cmd in
     init | fsck)
-        mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+        _drx_files -d "$cur"
         ;;
     stripe)
         if [ "$n" -eq 1 ]; then
             mapfile -t COMPREPLY < <(compgen -W 'get set' -- "$cur")
         else
-            mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+            _drx_files -f "$cur"
         fi
         ;;
     create)
-        [ "$n" -eq 1 ] && mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+        [ "$n" -eq 1 ] && _drx_files -f "$cur"
         ;;
     info | rm | address | index)
         [ "$n" -eq 1 ] && _drx_arrays "$cur"
