@@ -103,6 +103,30 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     assert_equal "$(md5sum big.xta big.xmd)" "$sum_before"
 }
 
+@test "an extension by a user an ACL lets write the .xmd, in a directory he may not write, names the directory as the cause" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    OWN_DIR=$(mktemp -d /tmp/drx-own.XXXXXX)
+    chmod 0755 "$OWN_DIR"
+    cd "$OWN_DIR"
+    mkdir proj
+    chmod 0755 proj
+    "$DRX" create proj/E --type f64 --shape 2x3 --chunk 2x3
+    setfacl -m u:nobody:rw proj/E.xmd proj/E.xta
+    cp proj/E.xmd before.xmd
+    # not the owner: the .xmd is written whole, a new file in proj/
+    run nob "$DRX" extend proj/E 0 1
+    assert_failure
+    [ "${#lines[@]}" -eq 1 ]
+    # it was: "drx: extend: .../proj/E.xmd: Permission denied"
+    assert_output --partial "proj/E.xmd: Permission denied: the .xmd is written whole here (an attribute, or an extension by another than its owner), which needs write access to its directory $OWN_DIR/proj"
+    cmp before.xmd proj/E.xmd
+    # the directory's owner may let him
+    setfacl -m u:nobody:rwx proj
+    nob "$DRX" extend proj/E 0 1
+    run "$DRX" info proj/E
+    assert_line --regexp "^shape: +3 x 3$"
+}
+
 # Found in the twelfth session (the daily-user audit): the spool went only
 # to the array's directory, so a user who may write a project's array but
 # not its directory could not pipe more than 16 MiB into it.

@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <libconfig.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -706,8 +707,25 @@ int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta 
         goto out;
     }
     rc = drx_replace_write(xmd_path, text, len, &like, 0, 0, NULL);
-    if (rc)
+    if (rc == -EACCES) {
+        /* written whole, it is a new file beside it: the directory is
+         * what refused (a user the .xmd's ACL lets write it, in a
+         * directory he may not write, was told "X.xmd: Permission denied") */
+        const char *slash = strrchr(xmd_path, '/');
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - xmd_path) : 1,
+                 slash ? (slash == xmd_path ? "/" : xmd_path) : ".");
+        if (access(dir, W_OK) != 0)
+            rc = drx_err_set(err, EACCES,
+                             "%s: %s: the .xmd is written whole here (an attribute, or an "
+                             "extension by another than its owner), which needs write access "
+                             "to its directory %s",
+                             xmd_path, strerror(EACCES), dir);
+        else
+            rc = drx_err_set(err, EACCES, "%s: %s", xmd_path, strerror(EACCES));
+    } else if (rc) {
         rc = drx_err_set(err, -rc, "%s: %s", xmd_path, strerror(-rc));
+    }
 out:
     free(text);
     return rc;
