@@ -646,6 +646,8 @@ libfuse $(pkg-config --modversion fuse3)"
         run nob "$DRXFS" -o allow_other,create "$u/d" "$u/m"
         assert_failure 4
         [ "$(ls -A "$u/d")" = notes.txt ] || { ls -la "$u/d"; rm -rf "$u"; return 1; }
+        # and says so after "made a new store" (it said nothing)
+        assert_output --partial "the mount failed: the store made for it (.drx/) is removed"
         # ...but never one that was there before
         "$DRX" init "$u/d" >/dev/null
         chown -R 65534:65534 "$u/d"

@@ -841,6 +841,8 @@ int main(int argc, char *argv[])
         drx_store_close(drxfs.store);
         drxfs.store = NULL;
         drx_store_unmake_at(drxfs.root_fd);
+        drx_log(DRX_LOG_INFO, "%s: the mount failed: the store made for it (.drx/) is removed",
+                drxfs.store_path);
     }
 out:
     drxfs_prefetch_destroy(drxfs.prefetch);
