@@ -942,6 +942,23 @@ time.sleep(3)' &
         fail "CPU ${held} s with the lock held against ${base} s without"
 }
 
+@test "a write by a handle that has not seen another program's extension keeps what that program wrote past the bounds it knows: alone and collective" {
+    "$DRX" create a --type i32 --shape 60x64 --chunk 8x8 --fill -1
+    "$PY" -c "import numpy as np; np.full((4, 64), 777, '<i4').tofile('p777.bin'); np.full((4, 64), 555, '<i4').tofile('p555.bin')"
+    # the zones end at row 60 of 64 (the handle's bounds), inside the last
+    # chunk row: written alone, whole chunks; it was: rows 60..63 the fill
+    run mp 2 a open:w "system:$DRX extend a 0 4 && $DRX put a dim0=60:64 <p777.bin" write:C:3
+    assert_success
+    "$DRX" get a dim0=60:64 | cmp - p777.bin
+    # a box over rows 0..59, columns 0..29: collective rounds, the chunks
+    # of columns 0..23 in the last chunk row covered up to the handle's
+    # bounds (it was: not read, written with the fill past them)
+    "$DRX" create b --type i32 --shape 60x64 --chunk 8x8 --fill -1
+    run mp 2 b open:w "system:$DRX extend b 0 4 && $DRX put b dim0=60:64 <p555.bin" "writebox:C:5:0,0:60,30"
+    assert_success
+    "$DRX" get b dim0=60:64 | cmp - p555.bin
+}
+
 # checksums of an array's files, to prove a failure changed nothing
 sums() {
     md5sum "$1.xmd" "$1.xta"

@@ -161,7 +161,7 @@ struct load_plan {
     uint64_t run_stride; /* bytes between elements of a run in a chunk */
     size_t nchunks;
     uint64_t *q;   /* the round's chunk addresses, ascending */
-    bool *covered; /* chunk: the view covers every in-bounds element */
+    bool *covered; /* chunk: inside the bounds and the view covers all of it */
     bool *inside;  /* chunk: lies wholly inside the bounds */
     size_t qcap;
     struct load_run *run;

@@ -144,7 +144,10 @@ int load_plan_round(struct load_plan *p, struct drx_plan *src, size_t n, bool ru
             return -EIO; /* the share was counted by the same planner */
         struct round_slot rs = {p, (uint64_t)i * p->meta->chunk_bytes};
         p->q[i] = c.q;
-        p->covered[i] = c.covered;
+        /* an edge chunk is never covered: past the bounds this handle
+         * knows it may hold another writer's elements since an extension
+         * (written whole, they were overwritten with the fill) */
+        p->covered[i] = c.covered && c.inside;
         p->inside[i] = c.inside;
         p->nchunks = i + 1;
         if (runs && (rc = drx_plan_runs(src, &c, add_run, &rs)) < 0)

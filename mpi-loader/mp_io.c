@@ -360,8 +360,9 @@ int mp_xfer_write(struct mp_xfer *x, mp_merge_fn merge, const void *src)
     const uint64_t cb = x->m->chunk_bytes;
     const struct load_plan *p = &x->p;
 
-    /* chunks the view covers in part keep their other elements (read
-     * next, under the lock); beyond the bounds a chunk holds the fill */
+    /* chunks the view covers in part, and edge chunks, keep their other
+     * elements (read next, under the lock: past the bounds this handle
+     * knows, another program may have extended the array and written) */
     for (size_t i = 0; i < p->nchunks; i++)
         if (!p->covered[i] || !p->inside[i])
             load_fill(x->chunks + i * cb, cb, x->m->fill, x->m->elem_size);
@@ -600,17 +601,37 @@ static int write_staged(drx_mp *a, const struct load_plan *p, const unsigned cha
     return rc;
 }
 
-/* The round's chunks assembled in the round buffer (fill beyond the
- * bounds, the box's elements scattered in), written by adjacent ranges. */
+/* The round's chunks assembled in the round buffer (an edge chunk read
+ * first, under the round's lock: past the bounds this handle knows,
+ * another program may have extended the array and written there since;
+ * filled, those elements were lost), the box's elements scattered in,
+ * written by adjacent ranges. */
 static int write_buffered(const struct mp_xfer *x, const void *src)
 {
     const struct load_plan *p = &x->p;
     const uint64_t cb = x->m->chunk_bytes;
     int rc = 0;
 
-    for (size_t i = 0; i < p->nchunks; i++)
-        if (!p->inside[i])
-            load_fill(x->chunks + i * cb, cb, x->m->fill, x->m->elem_size);
+    for (size_t i = 0; i < p->nchunks && rc == 0; i++) {
+        if (p->inside[i])
+            continue;
+        uint64_t got = 0;
+        while (got < cb) {
+            ssize_t r = pread(x->a->lockfd, x->chunks + i * cb + got, cb - got,
+                              (off_t)(p->q[i] * cb + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0) {
+                rc = r < 0 ? -errno : 0;
+                break;
+            }
+            got += (uint64_t)r;
+        }
+        if (rc == 0 && got < cb) /* past the end of the .xta: the fill */
+            load_fill_range(x->chunks + i * cb, got, cb, x->m->fill, x->m->elem_size);
+    }
+    if (rc < 0)
+        return rc;
     load_plan_scatter(p, src, x->chunks);
     for (size_t i = 0, j; i < p->nchunks && rc == 0; i = j) {
         for (j = i + 1; j < p->nchunks && p->q[j] == p->q[j - 1] + 1; j++)
