@@ -601,6 +601,27 @@ static int write_staged(drx_mp *a, const struct load_plan *p, const unsigned cha
     return rc;
 }
 
+/* len bytes of the .xta at off into buf, what lies past its end as the
+ * fill.  0 or -errno. */
+static int pread_or_fill(const struct mp_xfer *x, unsigned char *buf, uint64_t len, uint64_t off)
+{
+    uint64_t got = 0;
+
+    while (got < len) {
+        ssize_t r = pread(x->a->lockfd, buf + got, len - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            break;
+        got += (uint64_t)r;
+    }
+    if (got < len)
+        load_fill_range(buf, got, len, x->m->fill, x->m->elem_size);
+    return 0;
+}
+
 /* The round's chunks assembled in the round buffer (an edge chunk read
  * first, under the round's lock: past the bounds this handle knows,
  * another program may have extended the array and written there since;
@@ -612,24 +633,9 @@ static int write_buffered(const struct mp_xfer *x, const void *src)
     const uint64_t cb = x->m->chunk_bytes;
     int rc = 0;
 
-    for (size_t i = 0; i < p->nchunks && rc == 0; i++) {
-        if (p->inside[i])
-            continue;
-        uint64_t got = 0;
-        while (got < cb) {
-            ssize_t r = pread(x->a->lockfd, x->chunks + i * cb + got, cb - got,
-                              (off_t)(p->q[i] * cb + got));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0) {
-                rc = r < 0 ? -errno : 0;
-                break;
-            }
-            got += (uint64_t)r;
-        }
-        if (rc == 0 && got < cb) /* past the end of the .xta: the fill */
-            load_fill_range(x->chunks + i * cb, got, cb, x->m->fill, x->m->elem_size);
-    }
+    for (size_t i = 0; i < p->nchunks && rc == 0; i++)
+        if (!p->inside[i])
+            rc = pread_or_fill(x, x->chunks + i * cb, cb, p->q[i] * cb);
     if (rc < 0)
         return rc;
     load_plan_scatter(p, src, x->chunks);
@@ -716,20 +722,9 @@ static int read_buffered(const struct mp_xfer *x, void *dst)
     for (size_t i = 0, j; i < p->nchunks; i = j) {
         for (j = i + 1; j < p->nchunks && p->q[j] == p->q[j - 1] + 1; j++)
             ;
-        uint64_t len = (j - i) * cb, got = 0;
-        while (got < len) {
-            ssize_t r = pread(x->a->lockfd, x->chunks + i * cb + got, len - got,
-                              (off_t)(p->q[i] * cb + got));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0)
-                return -errno;
-            if (r == 0)
-                break;
-            got += (uint64_t)r;
-        }
-        if (got < len)
-            load_fill_range(x->chunks + i * cb, got, len, x->m->fill, x->m->elem_size);
+        int rc = pread_or_fill(x, x->chunks + i * cb, (j - i) * cb, p->q[i] * cb);
+        if (rc < 0)
+            return rc;
     }
     load_plan_gather(p, x->chunks, dst);
     return 0;
