@@ -168,7 +168,7 @@ void load_progress_add(const struct load_ctx *c, struct load_progress *p, uint64
     /* Every rank calls this (collective); only a terminal on rank 0 sees the
      * result.  One small reduce per round of tens of MB costs nothing. */
     uint64_t sum = 0;
-    MPI_Reduce(&mine, &sum, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    load_reduce(&mine, &sum, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (c->rank != 0)
         return;
     progress_done += sum;

@@ -52,12 +52,16 @@ int load_agree(const struct load_ctx *c, int rc, const struct drx_err *err, cons
  * waited for when the cores are shared.  These start the nonblocking
  * variant and test it: continuously for the first 200 us (most
  * collectives end sooner), then with sleeps of 10 us doubling to 1 ms.
- * Same arguments and semantics as MPI_Allreduce, MPI_Bcast and
- * MPI_Barrier. */
+ * Same arguments and semantics as MPI_Allreduce, MPI_Bcast,
+ * MPI_Barrier, MPI_Allgather (the same count and type in and out) and
+ * MPI_Reduce. */
 int load_allreduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm comm);
 int load_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
 int load_barrier(MPI_Comm comm);
+int load_allgather(const void *in, int count, MPI_Datatype type, void *out, MPI_Comm comm);
+int load_reduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op, int root,
+                MPI_Comm comm);
 
 /* Turns an MPI error code into a message in err; returns its -errno
  * (ENOSPC, EDQUOT, ... where MPI's class or ROMIO's text names it, else

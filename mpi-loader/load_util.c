@@ -63,6 +63,19 @@ int load_barrier(MPI_Comm comm)
     return patient_wait(&req, MPI_Ibarrier(comm, &req));
 }
 
+int load_allgather(const void *in, int count, MPI_Datatype type, void *out, MPI_Comm comm)
+{
+    MPI_Request req;
+    return patient_wait(&req, MPI_Iallgather(in, count, type, out, count, type, comm, &req));
+}
+
+int load_reduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op, int root,
+                MPI_Comm comm)
+{
+    MPI_Request req;
+    return patient_wait(&req, MPI_Ireduce(in, out, count, type, op, root, comm, &req));
+}
+
 /* The errno behind an MPI error: its class where MPI names the cause,
  * else the errno whose text ends ROMIO's message (its independent I/O
  * reports a full disk as MPI_ERR_IO, "Other I/O error No space left on

@@ -848,7 +848,7 @@ static int boxes_agree(drx_mp *a, int rc, const struct drx_view *v, const struct
         mine[2 + 2 * d] = (v->origin[d] + v->count[d] - 1) / m->chunk[d] + 1;
     }
     mine[w - 1] = rc == 0 && box_whole_chunks(m, v);
-    MPI_Allgather(mine, w, MPI_UINT64_T, a->gather, w, MPI_UINT64_T, a->comm);
+    load_allgather(mine, w, MPI_UINT64_T, a->gather, a->comm);
     bool failed = false;
     *whole = true;
     for (int i = 0; i < a->nprocs; i++) {
