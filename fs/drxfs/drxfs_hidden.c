@@ -421,7 +421,12 @@ static int zremember(const char *name, const char *path, bool done)
 static int hidden_dir(void)
 {
     int rc = drx_store_entry_mkdir(drxfs.store, DRX_STORE_HIDDEN, 0700);
+    struct stat drx;
 
+    /* the owner of .drx's, as the pools and .drx/fresh: a daemon running
+     * as root leaves the store's owner able to remove his store */
+    if (rc == 0 && geteuid() == 0 && drx_store_entry_stat(drxfs.store, DRX_STORE_DIR, &drx) == 0)
+        (void)drx_store_entry_chown(drxfs.store, DRX_STORE_HIDDEN, drx.st_uid, drx.st_gid);
     return rc == -EEXIST ? 0 : rc;
 }
 
