@@ -27,6 +27,7 @@ teardown() {
     if [ -n "${SMALL:-}" ]; then
         unmount_store "$SMALL/m"
         umount "$SMALL/tmpfs" 2>/dev/null || umount -l "$SMALL/tmpfs" 2>/dev/null || true
+        umount "$SMALL/s/sub" 2>/dev/null || umount -l "$SMALL/s/sub" 2>/dev/null || true
     fi
 }
 
@@ -800,6 +801,50 @@ PY
     assert_output ""
     run "$DRX" fsck "$SMALL/tmpfs/s"
     assert_success
+}
+
+@test "a file removed at once while open (its hidden name impossible): a write that needs a new subfile is ESTALE, no orphan subfile" {
+    SMALL="$BATS_TEST_TMPDIR/small"
+    mkdir -p "$SMALL/s"
+    "$DRX" init "$SMALL/s" --count 2 --extent 4096 >/dev/null
+    # a directory of the store that is a mount point: the hidden directory
+    # is on another file system, so removal of an open file there is at once
+    mkdir "$SMALL/s/sub"
+    mount -t tmpfs -o size=16m tmpfs "$SMALL/s/sub"
+    mount_store "$SMALL/s" "$SMALL/m"
+    timeout 60 "$PY" - "$SMALL/m/sub/f" <<'PY' >writer.out 2>&1 &
+import errno, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"x" * 100)
+open("ready", "w").close()
+while not os.path.exists("go"):
+    time.sleep(0.02)
+for off in (50, 5000):
+    try:
+        os.pwrite(fd, b"y" * 10, off)
+        print(off, "ok", flush=True)
+    except OSError as e:
+        print(off, errno.errorcode[e.errno], flush=True)
+os.close(fd)
+PY
+    local writer=$! i
+    for ((i = 0; i < 250; i++)); do
+        [ -e ready ] && break
+        sleep 0.02
+    done
+    rm "$SMALL/m/sub/f"
+    touch go
+    wait "$writer"
+    run cat writer.out
+    # its first subfile is still open: written; a second one (extent 1:
+    # it was made, belonging to no metafile) is refused
+    assert_line "50 ok"
+    assert_line "5000 ESTALE"
+    unmount_store "$SMALL/m"
+    umount "$SMALL/s/sub"
+    run "$DRX" fsck "$SMALL/s"
+    assert_success
+    refute_output --partial "orphan"
 }
 
 @test "a full store records what a copy stored: ENOSPC, the size at the bytes stored, no space lost" {

@@ -67,6 +67,22 @@ static int subfile_owner(const struct drx_stripe *f, struct stat *rst)
 static int subfile_create(struct drx_stripe *f, unsigned i)
 {
     struct stat rst;
+    char mp[PATH_MAX];
+
+    /* The file removed at once while open (drxfs on a full store, or on
+     * another file system than its hidden directory's): a subfile made now
+     * would belong to no metafile, an orphan until drx fsck.  ESTALE, as
+     * NFS answers for a file removed on the server. */
+    bool gone = f->meta_fd >= 0 ? fstat(f->meta_fd, &rst) == 0 && rst.st_nlink == 0
+                                : drx_stripe_meta_path(f->path, mp, sizeof mp) == 0 &&
+                                      lstat(mp, &rst) < 0 && errno == ENOENT;
+    if (gone) {
+        drx_log_ratelimited(DRX_LOG_INFO,
+                            "%s" DRX_STRIPE_SUFFIX ": removed while open: subfile %u not made "
+                            "(ESTALE)",
+                            f->path, i);
+        return -ESTALE;
+    }
     int fd = subfile_owner(f, &rst);
 
     if (fd < 0)
@@ -97,12 +113,14 @@ static int subfile_open_existing(struct drx_stripe *f, unsigned i, bool needed)
     return subfile_theirs(f, i, fd, &rst);
 }
 
-/* Whether rc is the system's want of room or descriptors, not damage:
- * passed to the caller as it is (a full stripe directory is ENOSPC, as
- * README promises, not "unavailable" and EIO). */
-static bool lack_of_room(int rc)
+/* Whether rc is the system's want of room or descriptors, or the file's
+ * removal (ESTALE, subfile_create), not damage: passed to the caller as it
+ * is (a full stripe directory is ENOSPC, as README promises, not
+ * "unavailable" and EIO). */
+static bool not_damage(int rc)
 {
-    return rc == -ENOSPC || rc == -EDQUOT || rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
+    return rc == -ENOSPC || rc == -EDQUOT || rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM ||
+           rc == -ESTALE;
 }
 
 int drx_stripe_subfile_fd_locked(struct drx_stripe *f, unsigned i, bool create)
@@ -119,7 +137,7 @@ int drx_stripe_subfile_fd_locked(struct drx_stripe *f, unsigned i, bool create)
     fd = create ? subfile_create(f, i) : subfile_open_existing(f, i, needed);
     if (fd == -ENOENT && !needed)
         return -ENOENT;
-    if (lack_of_room(fd)) {
+    if (not_damage(fd)) {
         drx_log_ratelimited(DRX_LOG_WARNING, "%s" DRX_STRIPE_SUFFIX ": subfile %u (%s): %s%s",
                             f->path, i, f->meta.sub[i].name, create ? "cannot create it: " : "",
                             strerror(-fd));
