@@ -217,6 +217,9 @@ static int create_xta_unnamed(struct drx_array *a, struct drx_err *err)
         close(fd);
         return drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
     }
+    /* held until the .xmd is written (create_files): a drx rm of the name
+     * meanwhile sees a create in progress, not an interrupted rm's leftover */
+    (void)!flock(fd, LOCK_EX);
     snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
     if (linkat(AT_FDCWD, fdpath, AT_FDCWD, a->xta_path, AT_SYMLINK_FOLLOW)) {
         rc = errno;
@@ -243,9 +246,12 @@ static int create_files(struct drx_array *a, struct drx_err *err)
         /* the .xmd makes it an array; its write syncs the directory */
         if ((rc = drx_xmd_write(a->xmd_path, a->xta_fd, &a->meta, err)))
             unlink(a->xta_path);
+        flock(a->xta_fd, LOCK_UN);
         return rc;
     }
     a->xta_fd = open(a->xta_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (a->xta_fd >= 0)
+        (void)!flock(a->xta_fd, LOCK_EX); /* as above, for the whole fill */
     if (a->xta_fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
         /* the directory it goes in, not a file the user never named */
         int e = errno;
@@ -265,6 +271,7 @@ static int create_files(struct drx_array *a, struct drx_err *err)
         rc = drx_xmd_write(a->xmd_path, a->xta_fd, &a->meta, err);
     if (rc)
         unlink(a->xta_path);
+    flock(a->xta_fd, LOCK_UN);
     return rc;
 }
 
@@ -322,8 +329,9 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
     }
     if (lstat(a->xta_path, &st) == 0) {
         rc = drx_err_set(err, EEXIST,
-                         "%s exists without its .xmd (what an interrupted drx rm leaves; "
-                         "drx rm %s removes it)",
+                         "%s exists without its .xmd (what an interrupted drx rm leaves, "
+                         "or a create or rename of it under way; drx rm %s removes a "
+                         "leftover)",
                          a->xta_path, path);
         goto fail;
     }
@@ -430,6 +438,35 @@ bool drx_array_exists(const char *path)
     return yes;
 }
 
+/* An .xta without its .xmd: what a remove killed between its two unlinks
+ * left, removed (1); but not while a create or a rename of it holds its
+ * lock (a create links the .xta before it writes the .xmd, a rename makes
+ * the new .xta a second name of the old), nor one with other names, nor
+ * when the .xmd has come meanwhile (-EBUSY).  -ENOENT when there is none. */
+static int remove_lone_xta(const char *path, const char *xmd, const char *xta,
+                           struct drx_err *err)
+{
+    int fd = open(xta, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), rc;
+    struct stat st, now;
+
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return drx_err_set(err, ENOENT, "%s: no such array", path);
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0 || st.st_nlink != 1 || lstat(xmd, &now) == 0)
+        rc = drx_err_set(err, EBUSY,
+                         "%s: its .xta has no .xmd while a create or rename of it is under "
+                         "way (or another process holds its lock): not removed",
+                         path);
+    else if (lstat(xta, &now) < 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev)
+        rc = drx_err_set(err, ENOENT, "%s: no such array", path);
+    else
+        rc = unlink(xta) ? drx_err_set(err, errno, "%s: %s", xta, strerror(errno)) : 1;
+    close(fd);
+    return rc;
+}
+
 int drx_array_remove(const char *path, struct drx_err *err)
 {
     char *xmd = path_with(path, ".xmd"), *xta = path_with(path, ".xta");
@@ -440,14 +477,8 @@ int drx_array_remove(const char *path, struct drx_err *err)
         goto out;
     }
     if (unlink(xmd)) {
-        struct stat st;
-        /* an .xta alone: what a remove killed between its two unlinks
-         * left; removing it finishes that remove */
-        if (errno == ENOENT && lstat(xta, &st) == 0 && S_ISREG(st.st_mode))
-            rc = unlink(xta) ? drx_err_set(err, errno, "%s: %s", xta, strerror(errno)) : 1;
-        else
-            rc = errno == ENOENT ? drx_err_set(err, ENOENT, "%s: no such array", path)
-                                 : drx_err_set(err, errno, "%s: %s", xmd, strerror(errno));
+        rc = errno == ENOENT ? remove_lone_xta(path, xmd, xta, err)
+                             : drx_err_set(err, errno, "%s: %s", xmd, strerror(errno));
         goto out;
     }
     if (unlink(xta) && errno != ENOENT)
