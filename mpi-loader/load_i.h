@@ -51,7 +51,8 @@ int load_agree(const struct load_ctx *c, int rc, const struct drx_err *err, cons
  * DRX_LOCK_WAIT_MS) took that whole time of CPU each, from the rank they
  * waited for when the cores are shared.  These start the nonblocking
  * variant and test it: continuously for the first 200 us (most
- * collectives end sooner), then with sleeps of 10 us doubling to 1 ms.
+ * collectives end sooner), then with sleeps of a sixteenth of the wait so
+ * far, 10 us to 1 ms.
  * Same arguments and semantics as MPI_Allreduce, MPI_Bcast,
  * MPI_Barrier, MPI_Allgather (the same count and type in and out) and
  * MPI_Reduce. */
