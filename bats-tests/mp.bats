@@ -1085,6 +1085,14 @@ fails_alike() {
     assert_failure 3
     assert_line "rank 0: opennull: -22: drx_mp_open: no handle to fill (out is NULL)"
     assert_line "rank 1: opennull: -22: drx_mp_open: no handle to fill (out is NULL)"
+    # on one rank only: every rank fails with its reason (the others
+    # waited for it in the agreement for ever)
+    fails_alike 2 "drx_mp_open: no handle to fill \(out is NULL\)" x1 "open:w@1=opennull"
+    # a rank whose working directory is gone cannot name a relative path:
+    # its reason, on every rank
+    mkdir e0 e1
+    fails_alike 2 "rel: a relative path, and this rank's working directory cannot be told" "" \
+        "chdir:e0@1=chdir:e1" "system:rmdir ../e1" path:rel open:r
 }
 
 @test "attributes: set and removed by every rank, recorded once, read back on every rank, shown by drx and a mount's data.nc; pending growths recorded first; bad ones fail alike" {

@@ -71,7 +71,9 @@ int mp_check(MPI_Comm comm, int rc, const void *buf, size_t len, const char *wha
     uint64_t in[3] = {h, ~h, (uint64_t)((int64_t)rc + INT32_MAX)}, out[3];
 
     load_allreduce(in, out, 3, MPI_UINT64_T, MPI_MIN, comm);
-    if (out[0] != ~out[1])
+    /* a rank's own failure first: its arguments may not have been taken
+     * whole (a working directory it could not read) */
+    if (out[2] == (uint64_t)INT32_MAX && out[0] != ~out[1])
         rc = drx_err_set(err, EINVAL, "the ranks passed different %s", what);
     else if (out[2] == (uint64_t)INT32_MAX)
         return 0;
@@ -260,16 +262,23 @@ static int resolve(drx_mp *a, const char *path, bool write, struct drx_err *err)
  * arrays), made absolute with the working directory when it is relative
  * (ranks in different directories named different arrays with the same
  * words: rank 0 created one, the others failed ENOENT). */
-static uint64_t path_hash(const char *path)
+static int path_hash(const char *path, uint64_t *h, struct drx_err *err)
 {
-    uint64_t h = hash_bytes(0xcbf29ce484222325ull, "", 1);
     char cwd[PATH_MAX];
 
+    *h = hash_bytes(0xcbf29ce484222325ull, "", 1);
     if (!path)
-        return h;
-    if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
-        h = hash_bytes(hash_bytes(h, cwd, strlen(cwd)), "/", 1);
-    return hash_bytes(h, path, strlen(path));
+        return 0;
+    if (path[0] != '/') {
+        if (!getcwd(cwd, sizeof(cwd)))
+            return drx_err_set(err, errno,
+                               "%s: a relative path, and this rank's working directory "
+                               "cannot be told: %s",
+                               path, strerror(errno));
+        *h = hash_bytes(hash_bytes(*h, cwd, strlen(cwd)), "/", 1);
+    }
+    *h = hash_bytes(*h, path, strlen(path));
+    return 0;
 }
 
 int drx_mp_open(MPI_Comm comm, const char *path, int writable, drx_mp **out)
@@ -283,20 +292,21 @@ int mp_open_info(MPI_Comm comm, const char *path, int writable, MPI_Info hints, 
     drx_mp *a;
     int rc = mp_alloc(comm, &a), all;
 
-    if (!out) {
-        mp_free(a);
-        mp_set_error("drx_mp_open: no handle to fill (out is NULL)");
-        return -EINVAL;
-    }
-    *out = NULL;
+    if (out)
+        *out = NULL;
     if (rc < 0) {
         mp_set_error("drx_mp_open: cannot duplicate the communicator or out of memory");
         return rc; /* MPI_Comm_dup is collective: every rank got here */
     }
     a->writable = writable != 0;
-    rc = resolve(a, path, a->writable, &err);
+    /* out NULL on some ranks only fails every rank alike (it returned
+     * before the agreement, and the others waited in it for ever) */
+    uint64_t args[2] = {0, a->writable};
+    rc = !out ? drx_err_set(&err, EINVAL, "drx_mp_open: no handle to fill (out is NULL)")
+              : path_hash(path, &args[0], &err);
+    if (rc == 0)
+        rc = resolve(a, path, a->writable, &err);
     /* path and mode must be the same everywhere */
-    uint64_t args[2] = {path_hash(path), a->writable};
     all = mp_check(a->comm, rc, args, sizeof(args), "paths or modes to drx_mp_open", &err);
     if (all == 0)
         all = open_common(a, hints);
@@ -375,11 +385,12 @@ struct create_args {
     int64_t shape[DRX_MAX_RANK], chunk[DRX_MAX_RANK];
 };
 
-static void create_args_fill(struct create_args *c, const char *path, const char *type,
-                             const char *dims, int k, const int64_t shape[], const int64_t chunk[])
+static int create_args_fill(struct create_args *c, const char *path, const char *type,
+                            const char *dims, int k, const int64_t shape[], const int64_t chunk[],
+                            struct drx_err *err)
 {
     memset(c, 0, sizeof(*c));
-    c->path = path_hash(path);
+    int rc = path_hash(path, &c->path, err);
     snprintf(c->type, sizeof(c->type), "%s", type ? type : "");
     snprintf(c->dims, sizeof(c->dims), "%s", dims ? dims : "");
     c->k = k;
@@ -390,6 +401,7 @@ static void create_args_fill(struct create_args *c, const char *path, const char
         c->shape[d] = shape[d];
         c->chunk[d] = chunk[d];
     }
+    return rc;
 }
 
 int drx_mp_create(MPI_Comm comm, const char *path, const char *type, int k, const int64_t shape[],
@@ -409,23 +421,23 @@ int drx_mp_create_dims(MPI_Comm comm, const char *path, const char *type, int k,
     drx_mp *a;
     int rc = mp_alloc(comm, &a);
 
-    if (!out) {
-        mp_free(a);
-        mp_set_error("drx_mp_create: no handle to fill (out is NULL)");
-        return -EINVAL;
-    }
-    *out = NULL;
+    if (out)
+        *out = NULL;
     if (rc < 0) {
         mp_set_error("drx_mp_create: cannot duplicate the communicator or out of memory");
         return rc;
     }
     a->writable = true;
-    rc = create_spec(type, k, shape, chunk, &spec, &err);
+    rc = !out ? drx_err_set(&err, EINVAL, "drx_mp_create: no handle to fill (out is NULL)")
+              : create_spec(type, k, shape, chunk, &spec, &err);
     if (rc == 0)
         rc = create_dims(dims, k, &spec, names, &err);
     if (rc == 0)
         rc = resolve(a, path, true, &err);
-    create_args_fill(&args, path, type, dims, k, shape, chunk);
+    if (rc == 0)
+        rc = create_args_fill(&args, path, type, dims, k, shape, chunk, &err);
+    else
+        (void)create_args_fill(&args, path, type, dims, k, shape, chunk, &(struct drx_err){{0}});
     int all = mp_check(a->comm, rc, &args, sizeof(args), "arguments to drx_mp_create", &err);
     /* rank 0 creates; the others open what it made */
     if (all == 0 && a->rank == 0) {

@@ -180,6 +180,12 @@ void drx_err_prefix(struct drx_err *err, const char *fmt, ...)
 
 void drx_err_rename(struct drx_err *err, const char *from, const char *to)
 {
-    if (err && *from)
-        apply_one(err->msg, sizeof err->msg, from, to);
+    char f[DRX_ERR_LEN], t[DRX_ERR_LEN];
+
+    if (!err || !*from)
+        return;
+    /* the message is escaped (drx_err_set): so are the names it holds */
+    drx_msg_escape(from, f, sizeof f, false);
+    drx_msg_escape(to, t, sizeof t, false);
+    apply_one(err->msg, sizeof err->msg, f, t);
 }

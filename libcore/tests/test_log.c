@@ -64,6 +64,11 @@ int main(void)
     drx_log(DRX_LOG_INFO, "%s", err.msg);
     tap_ok(strcmp(last, "t\\x5cx09x: attribute name 'a\\x5cx0ab' \\x5c \\x5cx1b[2J") == 0,
            "logged, it is escaped again: %s", last);
+    /* a name put in for another (drx-load's user path for the store's) is
+     * escaped too, and one escaped in the message is found */
+    drx_err_set(&err, EIO, "/store/a\nb.xta: short");
+    drx_err_rename(&err, "/store/a\nb", "/mnt/c\rd");
+    tap_ok(strcmp(err.msg, "/mnt/c\\x0dd.xta: short") == 0, "drx_err_rename escapes: %s", err.msg);
     drx_log(DRX_LOG_INFO, "%s", "a\xe2\x80\xae" "b\xef\xbb\xbf" "c");
     tap_ok(strcmp(last, "a\\xe2\\x80\\xaeb\\xef\\xbb\\xbfc") == 0,
            "a right-to-left override and a byte order mark arrive escaped: %s", last);
