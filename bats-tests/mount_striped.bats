@@ -31,6 +31,24 @@ teardown() {
     fi
 }
 
+# hold_open PATH BYTES OUT <<CODE: in the background (its pid in $!), a
+# python that opens PATH read-write (made if missing), writes BYTES bytes,
+# makes ./ready, waits for ./go, then runs CODE with the descriptor in fd
+# (os and errno imported), output in OUT, and closes it
+hold_open() {
+    local code
+    code=$(cat)
+    timeout 60 "$PY" -c "
+import errno, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b'x' * int(sys.argv[2]))
+open('ready', 'w').close()
+while not os.path.exists('go'):
+    time.sleep(0.02)
+$code
+os.close(fd)" "$1" "$2" >"$3" 2>&1 &
+}
+
 # subfiles of striped files: a removed file's, emptied, wait in each
 # stripe directory's pool (.pool/) for a new file to take them
 subfiles() { find "$D" -path '*/.pool' -prune -o -type f -print | wc -l; }
@@ -760,21 +778,11 @@ EOF
     mount -t tmpfs -o size=16m,nr_inodes=64 tmpfs "$SMALL/tmpfs"
     "$DRX" init "$SMALL/tmpfs/s" --count 1 >/dev/null
     mount_store "$SMALL/tmpfs/s" "$SMALL/m"
-    timeout 60 "$PY" - "$SMALL/m/held" <<'PY' >holder.out 2>&1 &
-import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
-os.write(fd, b"x" * 100000)
-open("ready", "w").close()
-while not os.path.exists("go"):
-    time.sleep(0.02)
+    hold_open "$SMALL/m/held" 100000 holder.out <<'PY'
 print("fstat", os.fstat(fd).st_size, flush=True)
-os.close(fd)
 PY
     local holder=$! i
-    for ((i = 0; i < 250; i++)); do
-        [ -e ready ] && break
-        sleep 0.02
-    done
+    wait_file ready
     # the store's inodes taken by small files until none is left
     i=0
     while [ "$i" -lt 100 ] && echo x >"$SMALL/m/f$i" 2>/dev/null; do
@@ -812,26 +820,16 @@ PY
     mkdir "$SMALL/s/sub"
     mount -t tmpfs -o size=16m tmpfs "$SMALL/s/sub"
     mount_store "$SMALL/s" "$SMALL/m"
-    timeout 60 "$PY" - "$SMALL/m/sub/f" <<'PY' >writer.out 2>&1 &
-import errno, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
-os.write(fd, b"x" * 100)
-open("ready", "w").close()
-while not os.path.exists("go"):
-    time.sleep(0.02)
+    hold_open "$SMALL/m/sub/f" 100 writer.out <<'PY'
 for off in (50, 5000):
     try:
         os.pwrite(fd, b"y" * 10, off)
         print(off, "ok", flush=True)
     except OSError as e:
         print(off, errno.errorcode[e.errno], flush=True)
-os.close(fd)
 PY
-    local writer=$! i
-    for ((i = 0; i < 250; i++)); do
-        [ -e ready ] && break
-        sleep 0.02
-    done
+    local writer=$!
+    wait_file ready
     rm "$SMALL/m/sub/f"
     touch go
     wait "$writer"

@@ -115,6 +115,18 @@ mount_store() {
     return 1
 }
 
+# wait_file FILE: waits up to 5 s for FILE to exist (a background
+# helper's signal that it is ready); fails, saying so, when it does not.
+wait_file() {
+    local i
+    for ((i = 0; i < 250; i++)); do
+        [ -e "$1" ] && return 0
+        sleep 0.02
+    done
+    echo "$1 did not appear within 5 s" >&2
+    return 1
+}
+
 # nob CMD...: CMD as user nobody (uid and gid 65534, no groups), the other
 # local user of the hostile suites.  In the background, nob's $! is a
 # subshell's: start setpriv itself when the job must be killed by pid.
