@@ -188,10 +188,6 @@ static int meta_from_spec(struct drx_array_meta *m, const struct drx_array_spec 
     return 0;
 }
 
-/* Chunks first, metadata last: a crash leaves an orphan .xta at worst.
- * Mode 0666 less the umask, as any new file (and the .xmd takes the
- * .xta's): 0644 kept a project's umask 002 from making arrays its group
- * may write and extend. */
 /* The .xta made without a name (O_TMPFILE in its directory), filled and
  * synced, then linked under its name: a create killed while it fills
  * leaves nothing (it left an .xta without .xmd that took the name and
@@ -236,6 +232,11 @@ static int create_xta_unnamed(struct drx_array *a, struct drx_err *err)
     return 0;
 }
 
+/* Chunks first, metadata last: a crash leaves nothing (the .xta unnamed
+ * until full), or where there is no O_TMPFILE an orphan .xta at worst.
+ * Mode 0666 less the umask, as any new file (and the .xmd takes the
+ * .xta's): 0644 kept a project's umask 002 from making arrays its group
+ * may write and extend. */
 static int create_files(struct drx_array *a, struct drx_err *err)
 {
     int rc = create_xta_unnamed(a, err);

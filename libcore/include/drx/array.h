@@ -89,8 +89,8 @@ void drx_array_close(struct drx_array *a); /* NULL is a no-op */
 
 /* Removes NAME.xmd then NAME.xta (metadata first, so a crash in between
  * leaves only an orphan .xta that fsck reports).  An .xta alone (that
- * crash's leftover) is removed: 1, so the caller can say so; else 0 or
- * -errno. */
+ * crash's leftover) is removed: 1, so the caller can say so; -EBUSY when
+ * a create or rename of it holds its lock; else 0 or -errno. */
 int drx_array_remove(const char *path, struct drx_err *err);
 
 /* Renames the array oldname in directory olddirfd to newname in newdirfd
