@@ -23,6 +23,7 @@
 #include "drx/io.h"
 #include "drx/store.h"
 #include "drx/stripe.h"
+#include "replace_i.h"
 
 static char *path_with(const char *path, const char *suffix)
 {
@@ -195,16 +196,13 @@ static int meta_from_spec(struct drx_array_meta *m, const struct drx_array_spec 
  * system, no /proc: the caller makes it under its name), 0 or -errno. */
 static int create_xta_unnamed(struct drx_array *a, struct drx_err *err)
 {
-    const char *slash = strrchr(a->xta_path, '/');
     char dir[PATH_MAX], fdpath[64];
+    const char *base;
     int fd, rc;
 
-    if (slash && (size_t)(slash - a->xta_path) >= sizeof dir)
-        return 1;
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - a->xta_path) : 1,
-             slash ? (slash == a->xta_path ? "/" : a->xta_path) : ".");
     /* (any failure: the named create says what is wrong, as before) */
-    if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666)) < 0)
+    if (drx_path_split(a->xta_path, dir, sizeof dir, &base) < 0 ||
+        (fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666)) < 0)
         return 1;
     rc = drx_array_fill_chunks(fd, &a->meta, 0, a->meta.map.nchunks);
     if (rc == 0 && fdatasync(fd))

@@ -711,11 +711,9 @@ int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta 
         /* written whole, it is a new file beside it: the directory is
          * what refused (a user the .xmd's ACL lets write it, in a
          * directory he may not write, was told "X.xmd: Permission denied") */
-        const char *slash = strrchr(xmd_path, '/');
+        const char *base;
         char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - xmd_path) : 1,
-                 slash ? (slash == xmd_path ? "/" : xmd_path) : ".");
-        if (access(dir, W_OK) != 0)
+        if (drx_path_split(xmd_path, dir, sizeof dir, &base) == 0 && access(dir, W_OK) != 0)
             rc = drx_err_set(err, EACCES,
                              "%s: %s: the .xmd is written whole here (an attribute, or an "
                              "extension by another than its owner), which needs write access "

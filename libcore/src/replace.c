@@ -85,9 +85,7 @@ static int put_in_place(int dfd, const char *tmp, const char *base, bool norepla
     return 0;
 }
 
-/* The directory of path into dir and its last component: -EISDIR for a
- * path ending in '/', -ENAMETOOLONG. */
-static int split_path(const char *path, char *dir, size_t len, const char **base)
+int drx_path_split(const char *path, char *dir, size_t len, const char **base)
 {
     const char *slash = strrchr(path, '/');
 
@@ -224,7 +222,7 @@ int drx_replace_write_s(struct drx_store *s, const char *path, const void *data,
     bool sync = !(flags & DRX_REPLACE_NOSYNC);
     int dfd, fd, rc;
 
-    if ((rc = split_path(path, dir, sizeof dir, &base)) < 0)
+    if ((rc = drx_path_split(path, dir, sizeof dir, &base)) < 0)
         return rc;
     /* One directory descriptor for the temporary, the rename and the sync:
      * all three happen in the same directory whatever its path does. */

@@ -8,6 +8,11 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
+/* The directory of path into dir (len bytes: "." for a bare name, "/" at
+ * the root) and its last component in *base: 0, -EISDIR for a path ending
+ * in '/', -ENAMETOOLONG. */
+int drx_path_split(const char *path, char *dir, size_t len, const char **base);
+
 /* drx_replace_write() flags. */
 enum {
     /* Fail with -EEXIST instead of replacing an existing file. */
