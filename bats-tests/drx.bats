@@ -836,6 +836,33 @@ PY
     "$DRX" rm big
 }
 
+@test "get into, or put from, the array's own .xta or .xmd is refused before anything is cut; other outputs are cut to the view" {
+    "$DRX" create a --type f64 --shape 10x10 --chunk 4x4
+    random_bytes r 800
+    "$DRX" put a <r
+    cp a.xta a.xta.before
+    cp a.xmd a.xmd.before
+    ln a.xmd hard
+    # it was: -o a.xmd replaced the metadata with 800 bytes of data (the
+    # array gone, exit 0); -o a.xta cut the data to nothing
+    bad "get: a.xmd is a's own .xmd: nothing written" "$DRX" get a -o a.xmd
+    bad "get: a.xta is a's own .xta: nothing written" "$DRX" get a -o a.xta
+    bad "get: hard is a's own .xmd: nothing written" "$DRX" get a -o hard
+    bad "get: standard output is a's own .xmd: nothing written" sh -c "'$DRX' get a >>a.xmd"
+    bad "put: standard input is a's own .xta: nothing written" sh -c "'$DRX' put a <a.xta"
+    cmp a.xta a.xta.before
+    cmp a.xmd a.xmd.before
+    # -o still cuts a longer file to the view's bytes, and /dev/null takes it
+    random_bytes out 5000
+    "$DRX" get a -o out
+    cmp out r
+    "$DRX" get a dim0=0:1 -o out
+    [ "$(stat -c %s out)" -eq 80 ]
+    "$DRX" get a -o /dev/null
+    rm hard a.xta.before a.xmd.before
+    "$DRX" rm a
+}
+
 @test "a create killed while it fills leaves no name behind; an .xta an interrupted rm left is removed by drx rm, and create says so" {
     mkdir small
     mount -t tmpfs -o size=1200m tmpfs small

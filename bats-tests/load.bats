@@ -872,6 +872,30 @@ cached_at_least() {
     [ "$(resident_bytes "$1")" -ge "$2" ]
 }
 
+@test "export onto, or import from, the array's own .xta or .xmd is refused on every rank; nothing is cut" {
+    "$DRX" create a --type i32 --shape 9x7 --chunk 4x4
+    random_bytes r 252
+    "$DRX" put a <r
+    cp a.xta xta.before
+    cp a.xmd xmd.before
+    ln a.xmd hard
+    # it was: export onto a.xta cut the data to the view's 252 bytes (exit
+    # 0), onto a.xmd replaced the metadata
+    for f in a.xta a.xmd hard; do
+        run mpi_load 2 export a "$f"
+        assert_failure
+        assert_output "drx-load: export: $PWD/$f is the array's own .$( [ "$f" = a.xta ] && echo xta || echo xmd): nothing written"
+    done
+    run mpi_load 2 import a a.xta
+    assert_failure
+    assert_output "drx-load: import: $PWD/a.xta is the array's own .xta: nothing written"
+    cmp a.xta xta.before
+    cmp a.xmd xmd.before
+    run mpi_load 2 export a out
+    assert_success
+    cmp out r
+}
+
 @test "drxfs launches drx-load prefetch for a large read: the view's chunks get cached" {
     "$DRX" init st
     # 64 chunks of 128 KiB; dim0=0:128 is chunks 0..31 (4 MiB)

@@ -210,7 +210,16 @@ void load_close_file(MPI_File *fh)
         MPI_File_close(fh);
 }
 
-int load_check_output(const struct load_ctx *c, const char *path, struct drx_err *err)
+/* "PATH is the array's own .xta", or 0: a file of arr (may be NULL) at fd. */
+static int refuse_own(const struct drx_array *arr, int fd, const char *path, struct drx_err *err)
+{
+    const char *own = arr ? drx_array_own_file(arr, fd) : NULL;
+    return own ? drx_err_set(err, EINVAL, "%s is the array's own %s: nothing written", path, own)
+               : 0;
+}
+
+int load_check_output(const struct load_ctx *c, const char *path, const struct drx_array *arr,
+                      struct drx_err *err)
 {
     /* ROMIO names every failure to create "Invalid file name"; trying it
      * here (the collective open creates it anyway) gives the real reason. */
@@ -219,11 +228,13 @@ int load_check_output(const struct load_ctx *c, const char *path, struct drx_err
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    int rc = refuse_own(arr, fd, path, err);
     close(fd);
-    return 0;
+    return rc;
 }
 
-int load_check_input(const char *path, uint64_t *size, struct drx_err *err)
+int load_check_input(const char *path, const struct drx_array *arr, uint64_t *size,
+                     struct drx_err *err)
 {
     struct stat st;
     /* O_NONBLOCK: a FIFO must be refused, not waited on. */
@@ -237,7 +248,7 @@ int load_check_input(const char *path, uint64_t *size, struct drx_err *err)
         rc = drx_err_set(err, EISDIR, "%s: is a directory", path);
     else if (!S_ISREG(st.st_mode))
         rc = drx_err_set(err, EINVAL, "%s: not a regular file", path);
-    else {
+    else if ((rc = refuse_own(arr, fd, path, err)) == 0) {
         /* Read one byte: proves the data is readable (not just openable)
          * before anything is written anywhere. */
         char b;
@@ -449,7 +460,7 @@ static int import_validate(struct load_ctx *c, struct xfer *x, int argc, char **
     x->m = drx_array_meta(x->a->arr);
     int rc = load_resolve(c, x->rawarg, false, x->raw, sizeof(x->raw), &err);
     if (rc == 0)
-        rc = load_check_input(x->raw, &size, &err);
+        rc = load_check_input(x->raw, x->a->arr, &size, &err);
     if (rc == -ENOENT && drx_stripe_exists(x->raw))
         rc = drx_err_set(&err, EINVAL,
                          "%s: is a striped file; import reads plain files "
@@ -587,7 +598,7 @@ static int export_open(struct load_ctx *c, struct xfer *x, int argc, char **argv
     x->m = drx_array_meta(x->a->arr);
     int rc = load_resolve(c, x->rawarg, true, x->raw, sizeof(x->raw), &err);
     if (rc == 0)
-        rc = load_check_output(c, x->raw, &err);
+        rc = load_check_output(c, x->raw, x->a->arr, &err);
     if (load_agree(c, rc, &err, "export") < 0)
         return -EIO;
     x->advfd = mp_xta_open(x->a, O_RDONLY);

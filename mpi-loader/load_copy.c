@@ -206,7 +206,7 @@ static int open_source(struct load_ctx *c, struct endpoint *e)
         }
     }
     if (rc == 0 && !e->striped)
-        rc = load_check_input(e->path, &e->size, &err);
+        rc = load_check_input(e->path, NULL, &e->size, &err);
     if (load_agree(c, rc, &err, "copy") < 0)
         return -EIO;
     if (e->striped)
@@ -289,7 +289,7 @@ static int dest_kind(struct endpoint *d, bool *exists, struct drx_err *err)
 static int open_dest_plain(struct load_ctx *c, struct endpoint *d)
 {
     struct drx_err err = {{0}};
-    int rc = load_check_output(c, d->path, &err);
+    int rc = load_check_output(c, d->path, NULL, &err);
     if (load_agree(c, rc, &err, "copy") < 0)
         return -EIO;
     d->nfh = 1;

@@ -138,10 +138,14 @@ void load_close_file(MPI_File *fh); /* collective; MPI_FILE_NULL is a no-op */
 /* Read-ahead (drx_io_readahead) of chunks q[0..n-1] (ascending) of an .xta open
  * as fd (-1: nothing), adjacent chunks as one range. */
 void load_advise_chunks(int fd, const uint64_t *q, size_t n, uint64_t cb);
-/* Rank 0 creates path if missing, for a clear reason when it cannot. */
-int load_check_output(const struct load_ctx *c, const char *path, struct drx_err *err);
-/* Local check that path is a readable regular file; its size in *size. */
-int load_check_input(const char *path, uint64_t *size, struct drx_err *err);
+/* Rank 0 creates path if missing, for a clear reason when it cannot, and
+ * refuses one of arr's own files (arr may be NULL) before it is cut. */
+int load_check_output(const struct load_ctx *c, const char *path, const struct drx_array *arr,
+                      struct drx_err *err);
+/* Local check that path is a readable regular file, not one of arr's own
+ * (arr may be NULL); its size in *size. */
+int load_check_input(const char *path, const struct drx_array *arr, uint64_t *size,
+                     struct drx_err *err);
 
 /* --- load_plan.c: a round's chunks <-> its bytes of the view's data --- */
 

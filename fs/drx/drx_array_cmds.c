@@ -459,12 +459,20 @@ int drx_cmd_get(int argc, char **argv)
         drx_array_close(a);
         return 1;
     }
-    /* Opened only now, so that a bad array or view leaves FILE alone. */
+    /* Opened only now, so that a bad array or view leaves FILE alone, and
+     * cut only once it is known not to be one of the array's own files. */
     if (out && strcmp(out, "-") != 0) {
-        fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        fd = open(out, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
         out_name = out;
     }
+    const char *own = fd >= 0 ? drx_array_own_file(a, fd) : NULL;
+    struct stat st;
     if (fd < 0)
+        rc = drx_cli_fail("get: %s: %s", out, strerror(errno));
+    else if (own)
+        rc = drx_cli_fail("get: %s is %s's own %s: nothing written", out_name, argv[1], own);
+    else if (fd != STDOUT_FILENO && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+             ftruncate(fd, 0) < 0)
         rc = drx_cli_fail("get: %s: %s", out, strerror(errno));
     else
         rc = get_copy(a, &v, fd, out_name, argv[1]);
@@ -747,7 +755,10 @@ int drx_cmd_put(int argc, char **argv)
     piece = PIECE_BYTES - PIECE_BYTES % v.elem_size;
     buf = malloc(piece);
     dir = array_dir(a);
-    if (!buf || !dir)
+    const char *own = drx_array_own_file(a, STDIN_FILENO);
+    if (own)
+        rc = drx_cli_fail("put: standard input is %s's own %s: nothing written", argv[1], own);
+    else if (!buf || !dir)
         rc = drx_cli_fail("put: out of memory");
     else
         rc = stage_input(drx_view_bytes(&v), buf, piece, dir, &in);

@@ -503,6 +503,18 @@ int drx_array_xta_fd(const struct drx_array *a)
     return a->xta_fd;
 }
 
+const char *drx_array_own_file(const struct drx_array *a, int fd)
+{
+    struct stat st, own;
+    if (fstat(fd, &st) < 0)
+        return NULL;
+    if (fstat(a->xta_fd, &own) == 0 && own.st_ino == st.st_ino && own.st_dev == st.st_dev)
+        return ".xta";
+    if (stat(a->xmd_path, &own) == 0 && own.st_ino == st.st_ino && own.st_dev == st.st_dev)
+        return ".xmd";
+    return NULL;
+}
+
 static bool same_file_state(const struct stat *a, const struct stat *b)
 {
     return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&

@@ -274,6 +274,12 @@ bool drx_array_chunk_get_loads(const struct drx_array *a, uint64_t len);
 /* File descriptors, for callers that do their own I/O (drx-load, fsync). */
 int drx_array_xta_fd(const struct drx_array *a);
 
+/* ".xta" or ".xmd" when fd is open on that file of a (the same inode),
+ * else NULL: an output that would cut the array it is read from, or an
+ * input that would be read while it is overwritten (as cp's "are the same
+ * file").  NULL too when fd cannot be examined. */
+const char *drx_array_own_file(const struct drx_array *a, int fd);
+
 /* Byte offset of element idx[] in the .xta and its chunk index/address. */
 void drx_array_locate(const struct drx_array_meta *m, const uint64_t *idx, uint64_t *chunk_idx,
                       uint64_t *q, uint64_t *byte_off);
