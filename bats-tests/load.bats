@@ -896,6 +896,31 @@ cached_at_least() {
     cmp out r
 }
 
+@test "copy into a store refuses the names it keeps for its own files: an array's .xta and .xmd, a .nafs, .drx/" {
+    "$DRX" init st >/dev/null
+    "$DRX" create st/a --type i32 --shape 9x7 --chunk 4x4
+    mkdir st/sub
+    cp st/a.xta xta.before
+    cp st/a.xmd xmd.before
+    random_bytes r 100
+    # it was: copy r st/a.xta wrote r over the array's data, st/.drx/x made
+    # a striped file inside the store's own directory
+    for d in st/a.xta st/a.xmd st/.drx/x st/sub/q.nafs; do
+        run mpi_load 2 copy r "$d"
+        assert_failure
+        assert_output "drx-load: copy: $d: the store keeps the name $(basename "${d%/x}") for its own files (.drx/, an array's .xta and .xmd, a striped file's .nafs): not written"
+    done
+    cmp st/a.xta xta.before
+    cmp st/a.xmd xmd.before
+    [ ! -e st/.drx/x.nafs ] && [ ! -e st/sub/q.nafs.nafs ]
+    # .drx below the root is an ordinary name, as at the mount
+    run mpi_load 2 copy r st/sub/.drx
+    assert_success
+    run mpi_load 1 copy st/sub/.drx back
+    assert_success
+    cmp r back
+}
+
 @test "drxfs launches drx-load prefetch for a large read: the view's chunks get cached" {
     "$DRX" init st
     # 64 chunks of 128 KiB; dim0=0:128 is chunks 0..31 (4 MiB)
