@@ -896,7 +896,7 @@ cached_at_least() {
     cmp out r
 }
 
-@test "copy into a store refuses the names it keeps for its own files: an array's .xta and .xmd, a .nafs, .drx/" {
+@test "copy, export and drx get -o into a store refuse the names it keeps for its own files: an array's .xta and .xmd, a .nafs, .drx/" {
     "$DRX" init st >/dev/null
     "$DRX" create st/a --type i32 --shape 9x7 --chunk 4x4
     mkdir st/sub
@@ -908,8 +908,22 @@ cached_at_least() {
     for d in st/a.xta st/a.xmd st/.drx/x st/sub/q.nafs; do
         run mpi_load 2 copy r "$d"
         assert_failure
-        assert_output "drx-load: copy: $d: the store keeps the name $(basename "${d%/x}") for its own files (.drx/, an array's .xta and .xmd, a striped file's .nafs): not written"
+        assert_output "drx-load: copy: $d: the store keeps the name $(basename "${d%/x}") for its own files (.drx/, an array's .xta and .xmd, a striped file's .nafs): nothing written"
     done
+    # export and drx get -o too, into another array's files
+    "$DRX" create st/b --type i32 --shape 9x7 --chunk 4x4
+    cp st/b.xta bxta.before
+    run mpi_load 2 export st/b st/a.xta
+    assert_failure
+    assert_output "drx-load: export: st/a.xta: the store keeps the name a.xta for its own files (.drx/, an array's .xta and .xmd, a striped file's .nafs): nothing written"
+    run "$DRX" get st/a -o st/b.xta
+    assert_failure
+    assert_output "drx: get: st/b.xta: the store keeps the name b.xta for its own files (.drx/, an array's .xta and .xmd, a striped file's .nafs): nothing written"
+    run "$DRX" get st/a -o st/.drx/new
+    assert_failure
+    assert_output --partial "the store keeps the name .drx for its own files"
+    [ ! -e st/.drx/new ]
+    cmp st/b.xta bxta.before
     cmp st/a.xta xta.before
     cmp st/a.xmd xmd.before
     [ ! -e st/.drx/x.nafs ] && [ ! -e st/sub/q.nafs.nafs ]

@@ -264,33 +264,11 @@ static int create_striped(struct load_ctx *c, struct endpoint *d, bool exists,
     return rc;
 }
 
-/* A name on the way from the store's root to d that the store keeps for
- * its own files (.drx/, an array's .xta or .xmd, a metafile): -EINVAL
- * with err, else 0.  Writing there would replace what an array or
- * striped file is made of, which no mount shows as a file. */
-static int dest_not_internal(const struct endpoint *d, struct drx_err *err)
-{
-    char rel[PATH_MAX];
-    size_t n = strlen(d->root);
-    if (strncmp(d->path, d->root, n) != 0 || d->path[n] != '/')
-        return 0;
-    snprintf(rel, sizeof rel, "%s", d->path + n + 1);
-    bool at_root = true;
-    for (char *name = strtok(rel, "/"); name; name = strtok(NULL, "/"), at_root = false)
-        if (drx_store_name_reserved(name, at_root))
-            return drx_err_set(err, EINVAL,
-                               "%s: the store keeps the name %s for its own files "
-                               "(.drx/, an array's .xta and .xmd, a striped file's "
-                               ".nafs): not written",
-                               d->arg, name);
-    return 0;
-}
-
 /* What the destination is in a store: a striped file (new or existing,
  * *exists), or a refusal.  0 or -errno with err. */
 static int dest_kind(struct endpoint *d, bool *exists, struct drx_err *err)
 {
-    int rc = dest_not_internal(d, err);
+    int rc = load_check_not_reserved(d->path, d->arg, err);
     if (rc < 0)
         return rc;
     switch (drx_store_classify(d->path)) {

@@ -427,6 +427,29 @@ int drx_store_find(const char *path, char *root, size_t rootlen)
     }
 }
 
+int drx_store_path_reserved(const char *path, char *name, size_t len)
+{
+    char root[PATH_MAX], abs[PATH_MAX];
+    int n = drx_store_find(path, root, sizeof root);
+    if (n == -ENOENT)
+        return 0;
+    if (n < 0)
+        return n;
+    int rc = drx_store_abspath(path, abs, sizeof abs);
+    if (rc < 0)
+        return rc;
+    bool at_root = true;
+    char *save = NULL;
+    for (char *e = strtok_r(abs + n, "/", &save); e; e = strtok_r(NULL, "/", &save)) {
+        if (drx_store_name_reserved(e, at_root)) {
+            snprintf(name, len, "%s", e);
+            return 1;
+        }
+        at_root = false;
+    }
+    return 0;
+}
+
 int drx_store_locate_for(const char *path, unsigned flags, char *root, char *store_path, char *rel,
                          struct drx_err *err)
 {
