@@ -896,6 +896,21 @@ cached_at_least() {
     cmp out r
 }
 
+@test "export and copy to a device or FIFO: one line saying why, without waiting for a reader" {
+    "$DRX" create a --type i32 --shape 9x7 --chunk 4x4
+    mkfifo ff
+    # it was: "truncating /dev/null: Other I/O error Invalid argument"
+    run mpi_load 2 export a /dev/null
+    assert_failure
+    assert_output "drx-load: export: /dev/null: not a regular file (every rank writes its part at its offset)"
+    run mpi_load 2 export a ff
+    assert_failure
+    assert_output "drx-load: export: $PWD/ff: not a regular file (every rank writes its part at its offset)"
+    run mpi_load 2 copy a.xta ff
+    assert_failure
+    assert_output "drx-load: copy: $PWD/ff: not a regular file (every rank writes its part at its offset)"
+}
+
 @test "copy, export and drx get -o into a store refuse the names it keeps for its own files: an array's .xta and .xmd, a .nafs, .drx/" {
     "$DRX" init st >/dev/null
     "$DRX" create st/a --type i32 --shape 9x7 --chunk 4x4

@@ -232,6 +232,10 @@ int load_check_not_reserved(const char *path, const char *arg, struct drx_err *e
     return 0;
 }
 
+/* Every rank writes its pieces at their offsets and the file is cut to
+ * size: a pipe or device cannot be written that way. */
+static const char not_regular[] = "every rank writes its part at its offset";
+
 int load_check_output(const struct load_ctx *c, const char *path, const struct drx_array *arr,
                       struct drx_err *err)
 {
@@ -239,10 +243,16 @@ int load_check_output(const struct load_ctx *c, const char *path, const struct d
      * here (the collective open creates it anyway) gives the real reason. */
     if (c->rank != 0)
         return 0;
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    /* O_NONBLOCK: a FIFO without a reader is refused below, not waited on. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+    struct stat st;
+    if (fd < 0 && errno == ENXIO)
+        return drx_err_set(err, EINVAL, "%s: not a regular file (%s)", path, not_regular);
     if (fd < 0)
         return drx_err_set(err, errno, "%s: %s", path, strerror(errno));
     int rc = refuse_own(arr, fd, path, err);
+    if (rc == 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode))
+        rc = drx_err_set(err, EINVAL, "%s: not a regular file (%s)", path, not_regular);
     close(fd);
     return rc;
 }
