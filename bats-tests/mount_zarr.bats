@@ -323,6 +323,40 @@ PY
     "$PY" -c "import numpy as np; assert (np.fromfile('c', '<f8') == -1).all()"
 }
 
+@test "to_zarr(append_dim=...), resize and consolidation with NaN and infinite attributes and a u64 fill past int64: accepted once, not refused after the fact" {
+    mkdir "$S/nf"
+    "$DRX" create "$S/nf/obs" --type f32 --shape 3x4 --chunk 2x4 --dims step,x --fill nan
+    "$DRX" attr set "$S/nf/obs" --type f32 missing_value -- nan
+    "$DRX" attr set "$S/nf/obs" --type f64 valid_max -- inf
+    "$DRX" create "$S/nf/cnt" --type u64 --shape 4 --chunk 2 --dims n --fill 18446744073709551615
+    "$PY" - "$M/nf" <<'PY'
+import sys
+import numpy as np
+import xarray as xr
+import zarr
+d = sys.argv[1]
+# it was: PermissionError renaming .zmetadata (the daemon's own document
+# with NaN written back by Python's json) after the append had happened,
+# so a retry appended twice
+xr.Dataset({"obs": (("step", "x"), np.full((2, 4), 4.5, "f4"))}).to_zarr(
+    d + "/obs/zarr", append_dim="step")
+got = xr.open_zarr(d + "/obs/zarr", mask_and_scale=False).obs.values
+assert got.shape == (5, 4), got.shape
+assert np.isnan(got[:3]).all() and (got[3:] == 4.5).all(), got
+# it was: EPERM for the u64 fill 2^64-1
+z = zarr.open(d + "/cnt/zarr/cnt", mode="r+")
+z.resize(6)
+xr.Dataset({"cnt": (("n",), np.arange(2, dtype="u8"))}).to_zarr(d + "/cnt/zarr", append_dim="n")
+zarr.consolidate_metadata(d + "/cnt/zarr")
+got = zarr.open(d + "/cnt/zarr/cnt", mode="r")[:]
+want = np.full(8, 2**64 - 1, "u8")
+want[6:] = [0, 1]
+assert np.array_equal(got, want), got
+PY
+    "$DRX" info "$S/nf/obs" | grep -q "^shape: *5 x 4"
+    "$DRX" info "$S/nf/cnt" | grep -q "^shape: *8"
+}
+
 @test "to_zarr(append_dim=...) grows the array along any dimension without a coordinate variable; drx info, data.npy and data.nc agree" {
     mkdir "$S/ap"
     "$DRX" create "$S/ap/obs" --type f32 --shape 4x3 --chunk 3x2 --dims step,station --fill -1

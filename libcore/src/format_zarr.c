@@ -333,8 +333,8 @@ bool drx_zarr_json_same(const char *ours, const void *text, size_t len)
 
     if (strlen(ours) == len && memcmp(ours, text, len) == 0)
         return true;
-    a = json_loads(ours, 0, NULL);
-    b = json_loadb(text, len, 0, NULL);
+    a = drx_json_load(ours, strlen(ours));
+    b = drx_json_load(text, len);
     same = a && b && json_equal(a, b);
     json_decref(a);
     json_decref(b);
@@ -364,7 +364,7 @@ static int shape_grown(const json_t *old, const json_t *nw, int rank, uint64_t s
 int drx_zarr_zarray_grown(const char *ours, const void *text, size_t len, int rank,
                           uint64_t shape[])
 {
-    json_t *a = json_loads(ours, 0, NULL), *b = json_loadb(text, len, 0, NULL);
+    json_t *a = drx_json_load(ours, strlen(ours)), *b = drx_json_load(text, len);
     int grown = 0;
 
     if (json_is_object(a) && json_is_object(b))

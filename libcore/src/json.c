@@ -141,6 +141,75 @@ static size_t string_len(const char *p)
     return (size_t)(q - p) + (*q == '"');
 }
 
+/* A bare token of a JSON text that jansson cannot hold (see
+ * drx_json_load): NaN, Infinity, -Infinity or an integer outside int64. */
+static bool token_raw(const char *t, size_t n)
+{
+    static const char *const names[] = {"NaN", "Infinity", "-Infinity"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == n && memcmp(t, names[i], n) == 0)
+            return true;
+    size_t sign = n > 0 && t[0] == '-', digits = 0;
+    while (sign + digits < n && t[sign + digits] >= '0' && t[sign + digits] <= '9')
+        digits++;
+    if (digits == 0 || sign + digits != n)
+        return false;
+    /* past 19 digits always out of range; at 19, compare with the limit */
+    const char *lim = sign ? "9223372036854775808" : "9223372036854775807";
+    while (digits > 1 && t[sign] == '0')
+        sign++, digits--;
+    return digits > 19 || (digits == 19 && memcmp(t + sign, lim, 19) > 0);
+}
+
+json_t *drx_json_load(const void *text, size_t len)
+{
+    static const char tokchars[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+-";
+    char mark[64];
+    const char *in = text;
+    size_t raws = 0;
+
+    pthread_once(&nonce_once, nonce_init);
+    size_t mlen = (size_t)snprintf(mark, sizeof mark, "%s%s", RAW_DUMPED, nonce);
+    /* one pass to size the copy, one to make it: a token grows by the
+     * mark and two quotes, and is at most 63 bytes (longer ones stay as
+     * they are, for jansson to refuse) */
+    char *out = NULL, *w = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            if (raws > (SIZE_MAX - len - 1) / (mlen + 2) ||
+                !(out = w = malloc(len + raws * (mlen + 2) + 1)))
+                return NULL;
+        }
+        for (size_t i = 0; i < len;) {
+            size_t n = 1;
+            if (in[i] == '"') {
+                while (i + n < len && in[i + n] != '"')
+                    n += in[i + n] == '\\' && i + n + 1 < len ? 2 : 1;
+                n += i + n < len;
+            } else if (strchr(tokchars, in[i]) && in[i]) {
+                while (i + n < len && in[i + n] && strchr(tokchars, in[i + n]))
+                    n++;
+                if (n <= 63 && token_raw(in + i, n)) {
+                    if (pass == 0)
+                        raws++;
+                    else
+                        w += sprintf(w, "%s%.*s\"", mark, (int)n, in + i);
+                    i += n;
+                    continue;
+                }
+            }
+            if (pass == 1) {
+                memcpy(w, in + i, n);
+                w += n;
+            }
+            i += n;
+        }
+    }
+    json_t *j = json_loadb(out, (size_t)(w - out), 0, NULL);
+    free(out);
+    return j;
+}
+
 /* If p (a '[') opens a list of scalars, writes it as "[a, b]" at w and
  * returns the bytes of text it covered; 0 otherwise. */
 static size_t inline_list(const char *p, char *w, size_t *wrote)

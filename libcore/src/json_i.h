@@ -43,6 +43,14 @@ char *drx_json_dump(const json_t *root, size_t flags);
  * JSON_INDENT objects, compact lists. */
 char *drx_json_dump_lines(const json_t *root, size_t flags);
 
+/* Parses len bytes of JSON (not NUL-terminated) as drx_json_dump writes
+ * it: NaN, Infinity, -Infinity and integers past json_int_t (which
+ * jansson refuses) become the raw tokens they are, so two documents are
+ * json_equal when their values are, whoever wrote them (Python's json
+ * writes such tokens as they are).  NULL when it is not JSON or out of
+ * memory. */
+json_t *drx_json_load(const void *text, size_t len);
+
 /* json_object_set_new that reports failure (value NULL counts as one).
  * 0 or -ENOMEM. */
 int drx_json_set(json_t *obj, const char *key, json_t *value);
