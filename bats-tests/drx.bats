@@ -749,6 +749,17 @@ assert a["big"] == {"type": "u64", "value": [18446744073709551615]}, a["big"]
 assert a["nanny"] == {"type": "f32", "value": ["nan", "-inf"]}, a["nanny"]
 assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
     "$DRX" attr rm t nanny
+    # a negative non-finite value is a value, as -1 is (it was: unknown
+    # option '-i'); a word that only begins like one is still an option
+    "$DRX" attr set t neg -inf --type f64
+    "$DRX" attr set t neg2 -NaN,-.5 --type f64
+    run "$DRX" attr get t neg
+    assert_output "-inf"
+    run "$DRX" attr get t neg2
+    assert_output "-nan,-0.5"
+    bad "unknown option '-i'" "$DRX" attr set t neg3 -infx --type f64
+    "$DRX" attr rm t neg
+    "$DRX" attr rm t neg2
     # replacing keeps the place; an extension keeps them all
     "$DRX" attr set t units degC
     "$DRX" extend t y 2

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "drx/config.h"
 #include "drx/log.h"
@@ -252,6 +253,23 @@ static void bad_option(const struct args *a, int o, const char *word)
                      c ? ": " : "", bad, c ? " " : "", c ? c->name : "");
 }
 
+/* A word that is a negative value, not options: -1, -.5, -inf, -nan (a
+ * list's first value: -inf,-1). */
+static bool negative_value(const char *s)
+{
+    static const char *const words[] = {"infinity", "inf", "nan"};
+    if (s[0] != '-')
+        return false;
+    if ((s[1] >= '0' && s[1] <= '9') || (s[1] == '.' && s[2] >= '0' && s[2] <= '9'))
+        return true;
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        size_t n = strlen(words[i]);
+        if (strncasecmp(s + 1, words[i], n) == 0 && (s[1 + n] == '\0' || s[1 + n] == ','))
+            return true;
+    }
+    return false;
+}
+
 /* getopt_long over the whole line: options go anywhere.  0, or 2 after a
  * bad option (reported). */
 static int parse_args(int argc, char **argv, struct args *a)
@@ -260,9 +278,9 @@ static int parse_args(int argc, char **argv, struct args *a)
     optind = 1;
     for (;;) {
         /* A negative number is an argument ("extend t 0 -1" is a bad COUNT,
-         * not an unknown option -1); getopt would take it for options. */
-        if (optind < argc && argv[optind][0] == '-' && argv[optind][1] >= '0' &&
-            argv[optind][1] <= '9') {
+         * not an unknown option -1; "attr set t x -inf" a value); getopt
+         * would take it for options. */
+        if (optind < argc && negative_value(argv[optind])) {
             a->pos[a->npos++] = argv[optind++];
             continue;
         }
