@@ -210,6 +210,106 @@ CONF
     [ "$status" -ne 0 ]
 }
 
+# Found in the hostile-user audit of 2026-12-06: libcore named an array's
+# files by the whole path at each step, so a user swapping the directory
+# of their array for a symlink (renameat2 RENAME_EXCHANGE, in a loop)
+# while root ran drx on it sent single steps elsewhere: attr set read the
+# owner from the user's .xmd and replaced root's own array's .xmd with a
+# file of the user's, extend wrote the growth into root's, create
+# replaced an existing array's .xmd, rm removed one file of each.  The
+# directory is now opened once per command (struct drx_pin): a command
+# acts on one directory, whichever the name led to when it began.
+@test "a directory swapped for a symlink under root's drx attr, extend, create and rm: each command acts on one array, root's files stay root's" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local s="$RV/s" out="$RV/out" i
+    mkdir -m 1777 "$s"
+    "$DRX" init "$s" >/dev/null
+    chmod 1777 "$s"
+    mkdir -m 755 "$out"
+    nob mkdir "$s/dd"
+    nob "$DRX" create "$s/dd/att" --type u8 --shape 8 --chunk 4
+    printf userdata | nob "$DRX" put "$s/dd/att"
+    nob ln -s "$out" "$s/dd.lnk"
+    "$DRX" create "$out/att" --type u8 --shape 8 --chunk 4
+    printf ROOTDATA | "$DRX" put "$out/att"
+    "$DRX" create "$out/new" --type u16 --shape 3 --chunk 2
+    cp "$out/new.xmd" new.before
+    # the user's directory whatever its name, and root's, for drx by
+    # /proc/self/fd/N (libcore takes those as pinned already)
+    local ud od
+    exec {ud}<"$s/dd" {od}<"$out"
+    local u="/proc/self/fd/$ud" o="/proc/self/fd/$od"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+end = time.monotonic() + 60
+while time.monotonic() < end:
+    libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2)' \
+        "$s/dd" "$s/dd.lnk" &
+    APID=$!
+    local secs=10
+    [ -z "${DRX_TEST_SANITIZED:-}" ] || secs=4
+    local end=$((SECONDS + secs))
+    for ((i = 0; SECONDS < end; i++)); do
+        "$DRX" attr set "$s/dd/att" k "v$i" 2>/dev/null || true
+        "$DRX" extend "$s/dd/att" 0 1 2>/dev/null || true
+        # new exists in root's directory only: made in the user's (then
+        # removed there), or refused; never written over root's
+        "$DRX" create "$s/dd/new" --type u8 --shape 4 --chunk 4 2>/dev/null &&
+            { [ -e "$u/new.xmd" ] && "$DRX" rm "$u/new"; }
+        # att in both: one of them removed whole, then made again
+        "$DRX" rm "$s/dd/att" 2>/dev/null || true
+        [ -e "$u/att.xmd" ] || [ -e "$u/att.xta" ] ||
+            { nob "$DRX" create "$u/att" --type u8 --shape 8 --chunk 4 &&
+                printf userdata | nob "$DRX" put "$u/att" dim0=0:8; }
+        [ -e "$o/att.xmd" ] || [ -e "$o/att.xta" ] ||
+            { "$DRX" create "$o/att" --type u8 --shape 8 --chunk 4 &&
+                printf ROOTDATA | "$DRX" put "$o/att" dim0=0:8; }
+        [ "$(stat -c %u "$o/att.xmd" "$o/att.xta" "$o/new.xmd" | sort -u)" = 0 ] ||
+            fail "after $i rounds root's arrays have files of another user: $(ls -ln "$out")"
+        cmp -s new.before "$o/new.xmd" || fail "after $i rounds root's array new was replaced"
+        [ -e "$u/att.xmd" ] && [ -e "$u/att.xta" ] ||
+            fail "after $i rounds rm left half the user's array: $(ls -ln "$u/")"
+    done
+    stop_holder
+    APID=
+    echo "$i rounds"
+    # each array whole: .xmd and .xta of the same array (an .xta cut short
+    # of its metadata or a growth record in the other's .xmd would show)
+    [ -L "$s/dd" ] && mv -T "$s/dd.lnk" "$s/dd.tmp" && mv -T "$s/dd" "$s/dd.lnk" &&
+        mv -T "$s/dd.tmp" "$s/dd"
+    [ -d "$s/dd" ] && [ ! -L "$s/dd" ]
+    run "$DRX" get "$out/att" dim0=0:8
+    assert_success
+    assert_output ROOTDATA
+    run "$DRX" get "$s/dd/att" dim0=0:8
+    assert_success
+    assert_output userdata
+    "$DRX" get "$out/new" >/dev/null
+    [ "$(stat -c %u "$s/dd/att.xmd" "$s/dd/att.xta" | sort -u)" = 65534 ]
+    exec {ud}<&- {od}<&-
+}
+
+# Found in the same audit: README says drx rm waits for the extend lock
+# (at most DRX_LOCK_WAIT_MS), as an extension does, but it took none: it
+# removed an array while another process extended it or held its growths.
+@test "drx rm waits for the extend lock another process holds, then fails with one line; the array stays" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    local s="$RV/s"
+    mkdir "$s"
+    chmod 755 "$s"
+    "$DRX" create "$s/a" --type u8 --shape 4 --chunk 4
+    nobody_flocks "$s/a.xta" LOCK_SH
+    DRX_LOCK_WAIT_MS=300 run "$DRX" rm "$s/a"
+    assert_failure
+    assert_output "drx: rm: $s/a: locked by another process for 300 ms (an extension, or growths it has not committed yet): not removed"
+    [ -e "$s/a.xmd" ] && [ -e "$s/a.xta" ]
+    stop_holder
+    APID=
+    "$DRX" rm "$s/a"
+    [ ! -e "$s/a.xmd" ] && [ ! -e "$s/a.xta" ]
+}
+
 # Found with the review's lock finding: .drx/ is 0755, so any user may
 # flock it.  Held exclusively, it kept drxfs from mounting, waiting
 # without end; the mount now gives up after the bound with one line.

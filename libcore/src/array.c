@@ -36,6 +36,54 @@ static char *path_with(const char *path, const char *suffix)
     return p;
 }
 
+int drx_pin_open(struct drx_pin *p, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    p->fd = -1;
+    p->self[0] = '\0';
+    p->shown = NULL;
+    if (!slash)
+        return 0;
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (!(p->shown = strndup(path, n)))
+        return -ENOMEM;
+    /* drxfs's paths are pinned already (drx_store_path_pin) */
+    if (strncmp(p->shown, "/proc/self/fd/", 14) == 0 && p->shown[14] &&
+        strspn(p->shown + 14, "0123456789") == n - 14)
+        return 0;
+    p->fd = open(p->shown, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (p->fd >= 0)
+        snprintf(p->self, sizeof p->self, "/proc/self/fd/%d", p->fd);
+    return 0;
+}
+
+char *drx_pin_name(const struct drx_pin *p, const char *path, const char *suffix)
+{
+    if (p->fd < 0)
+        return path_with(path, suffix);
+    const char *base = strrchr(path, '/') + 1;
+    size_t n = strlen(p->self) + 1 + strlen(base) + strlen(suffix) + 1;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s%s", p->self, base, suffix);
+    return out;
+}
+
+void drx_pin_shown(const struct drx_pin *p, struct drx_err *err)
+{
+    if (p->fd >= 0)
+        drx_err_rename(err, p->self, p->shown);
+}
+
+void drx_pin_close(struct drx_pin *p)
+{
+    if (p->fd >= 0)
+        close(p->fd);
+    p->fd = -1;
+    free(p->shown);
+    p->shown = NULL;
+}
+
 bool drx_array_dim_name_valid(const char *name)
 {
     size_t n = strlen(name);
@@ -146,10 +194,15 @@ struct drx_array *drx_array_alloc(const char *path, int mode)
     pthread_mutex_init(&a->watch_lock, NULL);
     for (int i = 0; i < DRX_ARRAY_CHUNK_LOCKS; i++)
         pthread_mutex_init(&a->chunk_lock[i], NULL);
+    a->pin.fd = -1;
     a->path = strdup(path);
     a->xmd_path = path_with(path, ".xmd");
     a->xta_path = path_with(path, ".xta");
-    if (!a->path || !a->xmd_path || !a->xta_path) {
+    if (drx_pin_open(&a->pin, path) == 0) {
+        a->xmd_at = drx_pin_name(&a->pin, path, ".xmd");
+        a->xta_at = drx_pin_name(&a->pin, path, ".xta");
+    }
+    if (!a->path || !a->xmd_path || !a->xta_path || !a->xmd_at || !a->xta_at) {
         drx_array_close(a);
         return NULL;
     }
@@ -201,7 +254,7 @@ static int create_xta_unnamed(struct drx_array *a, struct drx_err *err)
     int fd, rc;
 
     /* (any failure: the named create says what is wrong, as before) */
-    if (drx_path_split(a->xta_path, dir, sizeof dir, &base) < 0 ||
+    if (drx_path_split(a->xta_at, dir, sizeof dir, &base) < 0 ||
         (fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666)) < 0)
         return 1;
     rc = drx_array_fill_chunks(fd, &a->meta, 0, a->meta.map.nchunks);
@@ -215,7 +268,7 @@ static int create_xta_unnamed(struct drx_array *a, struct drx_err *err)
      * meanwhile sees a create in progress, not an interrupted rm's leftover */
     (void)!flock(fd, LOCK_EX);
     snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
-    if (linkat(AT_FDCWD, fdpath, AT_FDCWD, a->xta_path, AT_SYMLINK_FOLLOW)) {
+    if (linkat(AT_FDCWD, fdpath, AT_FDCWD, a->xta_at, AT_SYMLINK_FOLLOW)) {
         rc = errno;
         close(fd);
         if (rc == EEXIST)
@@ -243,12 +296,12 @@ static int create_files(struct drx_array *a, struct drx_err *err)
         return rc;
     if (rc == 0) {
         /* the .xmd makes it an array; its write syncs the directory */
-        if ((rc = drx_xmd_write(a->xmd_path, a->xta_fd, &a->meta, err)))
-            unlink(a->xta_path);
+        if ((rc = drx_xmd_write(a->xmd_at, a->xta_fd, &a->meta, err)))
+            unlink(a->xta_at);
         flock(a->xta_fd, LOCK_UN);
         return rc;
     }
-    a->xta_fd = open(a->xta_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    a->xta_fd = open(a->xta_at, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (a->xta_fd >= 0)
         (void)!flock(a->xta_fd, LOCK_EX); /* as above, for the whole fill */
     if (a->xta_fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
@@ -267,9 +320,9 @@ static int create_files(struct drx_array *a, struct drx_err *err)
     if (rc)
         rc = drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
     if (rc == 0)
-        rc = drx_xmd_write(a->xmd_path, a->xta_fd, &a->meta, err);
+        rc = drx_xmd_write(a->xmd_at, a->xta_fd, &a->meta, err);
     if (rc)
-        unlink(a->xta_path);
+        unlink(a->xta_at);
     flock(a->xta_fd, LOCK_UN);
     return rc;
 }
@@ -277,21 +330,27 @@ static int create_files(struct drx_array *a, struct drx_err *err)
 /* An array wins over a striped file, a directory or a file of its name
  * (drx_store_classify): made beside one, it would hide that one at the
  * mount, a directory with all it holds.  -EEXIST naming what is there. */
-static int name_taken(const char *path, struct drx_err *err)
+static int name_taken(const struct drx_array *a, struct drx_err *err)
 {
     struct stat st;
-    char *nafs = path_with(path, DRX_STRIPE_SUFFIX);
+    const char *path = a->path;
+    char *nafs = drx_pin_name(&a->pin, path, DRX_STRIPE_SUFFIX);
+    char *name = drx_pin_name(&a->pin, path, "");
     const char *what = NULL;
 
-    if (!nafs)
+    if (!nafs || !name) {
+        free(nafs);
+        free(name);
         return drx_err_set(err, ENOMEM, "out of memory");
+    }
     if (lstat(nafs, &st) == 0)
         what = "a striped file";
-    else if (lstat(path, &st) == 0)
+    else if (lstat(name, &st) == 0)
         what = S_ISDIR(st.st_mode)   ? "a directory"
                : S_ISLNK(st.st_mode) ? "a symbolic link"
                                      : "a file";
     free(nafs);
+    free(name);
     if (!what)
         return 0;
     return drx_err_set(err, EEXIST, "%s: %s of that name exists (an array would hide it)", path,
@@ -322,11 +381,11 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
     }
     if ((rc = meta_from_spec(&a->meta, spec, err)))
         goto fail;
-    if (lstat(a->xmd_path, &st) == 0) {
+    if (lstat(a->xmd_at, &st) == 0) {
         rc = drx_err_set(err, EEXIST, "%s: an array (or its .xmd/.xta) already exists", path);
         goto fail;
     }
-    if (lstat(a->xta_path, &st) == 0) {
+    if (lstat(a->xta_at, &st) == 0) {
         rc = drx_err_set(err, EEXIST,
                          "%s exists without its .xmd (what an interrupted drx rm leaves, "
                          "or a create or rename of it under way; drx rm %s removes a "
@@ -334,7 +393,7 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
                          a->xta_path, path);
         goto fail;
     }
-    if ((rc = name_taken(path, err)))
+    if ((rc = name_taken(a, err)))
         goto fail;
     if ((rc = create_files(a, err)))
         goto fail;
@@ -345,6 +404,7 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
     *out = a;
     return 0;
 fail:
+    drx_pin_shown(&a->pin, err);
     drx_array_close(a);
     return rc;
 }
@@ -357,7 +417,7 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
     *out = NULL;
     if (!a)
         return drx_err_set(err, ENOMEM, "out of memory");
-    if (lstat(a->xmd_path, &a->xmd_st)) {
+    if (lstat(a->xmd_at, &a->xmd_st)) {
         rc = errno == ENOENT ? drx_err_set(err, ENOENT, "%s: no such array", path)
                              : drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
         goto fail;
@@ -367,7 +427,7 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
         goto fail;
     {
         struct stat st;
-        rc = drx_array_open_regular(a->xta_path, a->mode == DRX_RDWR ? O_RDWR : O_RDONLY, &st,
+        rc = drx_array_open_regular(a->xta_at, a->mode == DRX_RDWR ? O_RDWR : O_RDONLY, &st,
                                     err);
         /* an .xmd without its .xta is a broken array, not no array (it
          * is listed; drx fsck reports it) */
@@ -386,6 +446,7 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
     *out = a;
     return 0;
 fail:
+    drx_pin_shown(&a->pin, err);
     drx_array_close(a);
     return rc;
 }
@@ -425,6 +486,9 @@ void drx_array_close(struct drx_array *a)
     free(a->path);
     free(a->xmd_path);
     free(a->xta_path);
+    free(a->xmd_at);
+    free(a->xta_at);
+    drx_pin_close(&a->pin);
     free(a);
 }
 
@@ -466,23 +530,50 @@ static int remove_lone_xta(const char *path, const char *xmd, const char *xta,
     return rc;
 }
 
-int drx_array_remove(const char *path, struct drx_err *err)
+/* Both names removed in the directory of pin, the .xmd first (what makes
+ * it an array), under the extend lock, so that an extension, attribute
+ * change or rename by another process is never cut in half. */
+static int remove_pinned(const char *path, const char *xmd, const char *xta, struct drx_err *err)
 {
-    char *xmd = path_with(path, ".xmd"), *xta = path_with(path, ".xta");
-    int rc = 0;
-
-    if (!xmd || !xta) {
-        rc = drx_err_set(err, ENOMEM, "out of memory");
-        goto out;
+    int fd = open(xta, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), rc;
+    if (fd >= 0 && (rc = drx_io_flock(fd, LOCK_EX)) < 0) {
+        close(fd);
+        if (rc == -EWOULDBLOCK)
+            return drx_err_set(err, EWOULDBLOCK,
+                               "%s: locked by another process for %u ms (an extension, or "
+                               "growths it has not committed yet): not removed",
+                               path, drx_io_lock_wait_ms());
+        return drx_err_set(err, -rc, "%s: lock: %s", path, strerror(-rc));
     }
     if (unlink(xmd)) {
-        rc = errno == ENOENT ? remove_lone_xta(path, xmd, xta, err)
-                             : drx_err_set(err, errno, "%s: %s", xmd, strerror(errno));
-        goto out;
+        int e = errno;
+        if (fd >= 0)
+            close(fd); /* the lone .xta's check takes the lock itself */
+        fd = -1;
+        rc = e == ENOENT ? remove_lone_xta(path, xmd, xta, err)
+                         : drx_err_set(err, e, "%s: %s", xmd, strerror(e));
+    } else {
+        rc = unlink(xta) && errno != ENOENT ? drx_err_set(err, errno, "%s: %s", xta, strerror(errno))
+                                            : 0;
     }
-    if (unlink(xta) && errno != ENOENT)
-        rc = drx_err_set(err, errno, "%s: %s", xta, strerror(errno));
-out:
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int drx_array_remove(const char *path, struct drx_err *err)
+{
+    struct drx_pin pin;
+    char *xmd = NULL, *xta = NULL;
+    int rc;
+
+    if (drx_pin_open(&pin, path) < 0 || !(xmd = drx_pin_name(&pin, path, ".xmd")) ||
+        !(xta = drx_pin_name(&pin, path, ".xta")))
+        rc = drx_err_set(err, ENOMEM, "out of memory");
+    else
+        rc = remove_pinned(path, xmd, xta, err);
+    drx_pin_shown(&pin, err);
+    drx_pin_close(&pin);
     free(xmd);
     free(xta);
     return rc;
@@ -510,7 +601,7 @@ const char *drx_array_own_file(const struct drx_array *a, int fd)
         return NULL;
     if (fstat(a->xta_fd, &own) == 0 && own.st_ino == st.st_ino && own.st_dev == st.st_dev)
         return ".xta";
-    if (stat(a->xmd_path, &own) == 0 && own.st_ino == st.st_ino && own.st_dev == st.st_dev)
+    if (stat(a->xmd_at, &own) == 0 && own.st_ino == st.st_ino && own.st_dev == st.st_dev)
         return ".xmd";
     return NULL;
 }
@@ -531,7 +622,8 @@ int drx_array_reread(struct drx_array *a, struct drx_err *err)
     struct drx_xmd_pos pos;
     int fd, rc;
 
-    rc = drx_xmd_read(a->xmd_path, &fresh, &pos, &fd, a->meta_only, err);
+    rc = drx_xmd_read(a->xmd_at, &fresh, &pos, &fd, a->meta_only, err);
+    drx_pin_shown(&a->pin, err);
     if (rc)
         return rc;
     if (a->meta.rank &&
@@ -557,7 +649,7 @@ int drx_array_reload(struct drx_array *a, struct drx_err *err)
     struct stat st;
     int rc;
 
-    if (lstat(a->xmd_path, &st))
+    if (lstat(a->xmd_at, &st))
         return drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
     if (same_file_state(&st, &a->xmd_st))
         return 0;

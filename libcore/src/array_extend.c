@@ -119,7 +119,7 @@ static int open_for_append(const struct drx_array *a, uint64_t end, size_t len, 
 
     if (!a->xmd_pos.appendable || a->xmd_fd < 0)
         return -1;
-    fd = open(a->xmd_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    fd = open(a->xmd_at, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -1; /* not ours to write: replaced as before */
     if (fstat(fd, st) < 0 || !may_append(st, &a->xmd_st) || (uint64_t)st->st_size < end ||
@@ -167,15 +167,18 @@ static int xmd_append(struct drx_array *a, const char *line, size_t len, struct 
 static int xmd_fold(struct drx_array *a, int dim, uint64_t from, uint64_t to, struct drx_err *err)
 {
     struct drx_array_meta next;
-    int rc = drx_array_meta_load(a->xmd_path, &next, err);
+    int rc = drx_array_meta_load(a->xmd_at, &next, err);
 
-    if (rc)
+    if (rc) {
+        drx_pin_shown(&a->pin, err);
         return rc;
+    }
     rc = drx_xmd_grow(&next, dim, to, err);
     if (rc == 0 && drx_xmd_history_add(&next, dim, from, to))
         rc = drx_err_set(err, ENOMEM, "out of memory");
     if (rc == 0)
-        rc = drx_xmd_write(a->xmd_path, a->xta_fd, &next, err);
+        rc = drx_xmd_write(a->xmd_at, a->xta_fd, &next, err);
+    drx_pin_shown(&a->pin, err);
     drx_array_meta_fini(&next);
     return rc;
 }
@@ -229,7 +232,7 @@ static int extend_locked(struct drx_array *a, int dim, uint64_t count, struct dr
         rc = commit_growth(a, dim, from, to, chunks, &landed, err);
     /* A full disk and the like: give back what the failed extension
      * added, unless its metadata did land (a failure after the rename). */
-    if (rc < 0 && !(landed && extension_committed(a->xmd_path, old_chunks)) &&
+    if (rc < 0 && !(landed && extension_committed(a->xmd_at, old_chunks)) &&
         ftruncate(a->xta_fd, (off_t)(old_chunks * a->meta.chunk_bytes)))
         drx_log_ratelimited(DRX_LOG_WARNING, "%s: cutting back a failed extension: %s", a->xta_path,
                             strerror(errno));
@@ -416,8 +419,9 @@ static int pend_commit(struct drx_array *a, bool sync_data, bool *kept, struct d
     if (rc == 0) {
         /* not appendable: the whole .xmd replaced, history included (the
          * extend lock kept anybody else's change out since it was read) */
-        rc = drx_xmd_write(a->xmd_path, a->xta_fd, &a->meta, err);
-        *kept = rc == 0 || extension_committed(a->xmd_path, a->pend_from);
+        rc = drx_xmd_write(a->xmd_at, a->xta_fd, &a->meta, err);
+        drx_pin_shown(&a->pin, err);
+        *kept = rc == 0 || extension_committed(a->xmd_at, a->pend_from);
         return rc < 0 ? rc : 0;
     }
     *kept = rc > 0;
@@ -481,7 +485,7 @@ static int cut_torn(struct drx_array *a, struct drx_err *err)
 
     if (a->xmd_pos.torn == 0)
         return 0;
-    fd = open(a->xmd_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    fd = open(a->xmd_at, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
     if (fstat(fd, &st) < 0 || st.st_ino != a->xmd_st.st_ino || st.st_dev != a->xmd_st.st_dev ||
@@ -501,7 +505,8 @@ int drx_array_cut_torn_record(const char *path, struct drx_err *err)
 
     if (!a)
         return drx_err_set(err, ENOMEM, "out of memory");
-    rc = drx_array_open_regular(a->xta_path, O_RDONLY, &st, err);
+    rc = drx_array_open_regular(a->xta_at, O_RDONLY, &st, err);
+    drx_pin_shown(&a->pin, err);
     if (rc < 0)
         goto out;
     a->xta_fd = rc;
@@ -527,7 +532,7 @@ int drx_array_trim_uncommitted(const char *path, uint64_t *committed, long long 
 
     if (!a)
         return -ENOMEM;
-    a->xta_fd = open(a->xta_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    a->xta_fd = open(a->xta_at, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (a->xta_fd < 0) {
         rc = -errno;
         goto out;
@@ -579,16 +584,17 @@ static int attrs_update(struct drx_array *a, attr_change_fn *change, const void 
         return drx_err_set(err, EBUSY, "%s: growths are pending (not committed yet)", a->path);
     if ((rc = meta_change_begin(a, err)) < 0)
         goto out;
-    rc = drx_array_meta_load(a->xmd_path, &next, err);
+    rc = drx_array_meta_load(a->xmd_at, &next, err);
     if (rc)
         goto out;
     rc = change(&next, arg, err);
     if (rc == 0)
-        rc = drx_xmd_write(a->xmd_path, a->xta_fd, &next, err);
+        rc = drx_xmd_write(a->xmd_at, a->xta_fd, &next, err);
     drx_array_meta_fini(&next);
     if (rc == 0)
         rc = drx_array_reread(a, err);
 out:
+    drx_pin_shown(&a->pin, err);
     flock(a->xta_fd, LOCK_UN);
     return rc < 0 ? rc : 0;
 }

@@ -39,11 +39,39 @@ struct drx_xmd_pos {
 /* Elements in an array at most (keeps every byte count in 63 bits). */
 #define DRX_ARRAY_MAX_ELEMS ((uint64_t)1 << 59)
 
+/* The directory of an array's path, opened once: every file of the array
+ * is then reached in that one directory, as /proc/self/fd/N/NAME.xmd, so
+ * that a directory on the way swapped for a symlink between two steps (by
+ * its owner, while root runs drx in it) cannot make one command read the
+ * owner from one array's .xmd and write another's, or remove one file of
+ * each.  Paths in messages stay the ones the caller gave. */
+struct drx_pin {
+    int fd;         /* O_PATH descriptor of the directory, or -1: by path */
+    char self[32];  /* "/proc/self/fd/N" */
+    char *shown;    /* the directory as the caller gave it */
+};
+
+/* Pins the directory of path (nothing to pin for a name without '/', whose
+ * directory is the working directory, nor for one already below
+ * /proc/self/fd/N, as drxfs passes: fd -1).  A directory that cannot be
+ * opened is left to the path (fd -1), whose use then says what is wrong.
+ * 0 or -ENOMEM. */
+int drx_pin_open(struct drx_pin *p, const char *path);
+/* path's last name with suffix in the pinned directory (or path + suffix
+ * when there is no pin), malloc'ed; NULL without memory. */
+char *drx_pin_name(const struct drx_pin *p, const char *path, const char *suffix);
+/* err's message with the pinned directory shown as the caller gave it. */
+void drx_pin_shown(const struct drx_pin *p, struct drx_err *err);
+void drx_pin_close(struct drx_pin *p);
+
 /* An open array.  array.c opens, closes and does chunk I/O; array_meta.c
  * reads and writes the .xmd; array_extend.c changes the metadata (growth,
- * attributes); array_names.c renames and unshares. */
+ * attributes); array_names.c renames and unshares.  xmd_path and xta_path
+ * are for messages; xmd_at and xta_at reach the files (struct drx_pin). */
 struct drx_array {
     char *path, *xmd_path, *xta_path;
+    struct drx_pin pin;
+    char *xmd_at, *xta_at;
     int mode;       /* DRX_RDONLY or DRX_RDWR */
     bool meta_only; /* DRX_METAONLY: no axial vectors, no chunk I/O */
     int xta_fd;

@@ -343,7 +343,7 @@ int drx_array_unshare(const char *path, struct drx_err *err)
 
     if (!a)
         return drx_err_set(err, ENOMEM, "out of memory");
-    rc = drx_array_open_regular(a->xta_path, O_RDONLY, &xst, err);
+    rc = drx_array_open_regular(a->xta_at, O_RDONLY, &xst, err);
     if (rc < 0)
         goto out;
     a->xta_fd = rc;
@@ -352,25 +352,26 @@ int drx_array_unshare(const char *path, struct drx_err *err)
                          errno == EWOULDBLOCK ? "an extension holds its lock" : strerror(errno));
         goto out;
     }
-    if ((rc = drx_array_meta_load(a->xmd_path, &m, err)) < 0 || lstat(a->xmd_path, &mst) < 0 ||
+    if ((rc = drx_array_meta_load(a->xmd_at, &m, err)) < 0 || lstat(a->xmd_at, &mst) < 0 ||
         fstat(a->xta_fd, &xst) < 0) {
         rc = rc ? rc : drx_err_set(err, errno, "%s: %s", path, strerror(errno));
         goto out;
     }
     if (xst.st_nlink > 1) {
-        if ((rc = xta_copy_over(a->xta_path, a->xta_fd, &xst, err)) < 0)
+        if ((rc = xta_copy_over(a->xta_at, a->xta_fd, &xst, err)) < 0)
             goto out;
         changed = 1;
     }
     /* A shared .xmd is harmless alone (an extension replaces it by
      * rename), but the names must not share anything afterwards. */
     if (mst.st_nlink > 1) {
-        if ((rc = drx_xmd_write(a->xmd_path, a->xta_fd, &m, err)) < 0)
+        if ((rc = drx_xmd_write(a->xmd_at, a->xta_fd, &m, err)) < 0)
             goto out;
         changed = 1;
     }
     rc = changed;
 out:
+    drx_pin_shown(&a->pin, err);
     drx_array_meta_fini(&m);
     drx_array_close(a); /* and the lock with it */
     return rc;
