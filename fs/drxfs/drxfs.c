@@ -407,6 +407,7 @@ static void op_destroy(void *private_data)
 
 static const struct fuse_operations drxfs_ops = {
     .getattr = drxfs_op_getattr,
+    .access = drxfs_op_access,
     .readlink = drxfs_op_readlink,
     .mknod = drxfs_op_mknod,
     .mkdir = drxfs_op_mkdir,

@@ -247,6 +247,7 @@ ino_t drxfs_virtual_ino(const char *dir, const char *name);
 /* drxfs_pass.c and drxfs_names.c: the operations, dispatching to the array
  * and striped code. */
 int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi);
+int drxfs_op_access(const char *path, int mask);
 int drxfs_op_readlink(const char *path, char *buf, size_t size);
 int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev);
 int drxfs_op_mkdir(const char *path, mode_t mode);

@@ -124,6 +124,61 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
     return rc;
 }
 
+/* Whether the caller is of group gid (his own or a supplementary one). */
+static bool caller_in_group(const struct fuse_context *c, gid_t gid)
+{
+    gid_t groups[64], *list = groups;
+    bool in = c->gid == gid;
+    int n;
+
+    if (in || (n = fuse_getgroups(64, groups)) <= 0)
+        return in;
+    if (n > 64) {
+        if (!(list = malloc((size_t)n * sizeof *list)))
+            return false;
+        n = fuse_getgroups(n, list);
+    }
+    for (int i = 0; i < n && !in; i++)
+        in = list[i] == gid;
+    if (list != groups)
+        free(list);
+    return in;
+}
+
+/* access(2), faccessat, test -x, which, find -executable.  Asked only
+ * without default_permissions (with it the kernel checks by itself and
+ * never asks): the answer the kernel would give from the attributes
+ * getattr shows, for the caller.  Before (up to 2026-12-06) there was no
+ * access operation, the kernel took ENOSYS for "allowed", and a 0644 file
+ * was executable to test -x and which (exec then failed). */
+int drxfs_op_access(const char *path, int mask)
+{
+    const struct fuse_context *c = fuse_get_context();
+    struct stat st;
+    int rc;
+
+    if ((rc = drxfs_op_getattr(path, &st, NULL)) < 0 || mask == F_OK)
+        return rc;
+    if ((mask & W_OK) && drxfs.ro &&
+        (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
+        return -EROFS;
+    if (c->uid == 0) {
+        /* root reads and writes anything; executes a file only when one
+         * of its x bits is set (a directory is always searched) */
+        if ((mask & X_OK) && !S_ISDIR(st.st_mode) && !(st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)))
+            return -EACCES;
+        return 0;
+    }
+    mode_t bits;
+    if (c->uid == st.st_uid)
+        bits = (st.st_mode >> 6) & 7;
+    else if (caller_in_group(c, st.st_gid))
+        bits = (st.st_mode >> 3) & 7;
+    else
+        bits = st.st_mode & 7;
+    return (mask & (R_OK | W_OK | X_OK) & ~bits) ? -EACCES : 0;
+}
+
 int drxfs_op_readlink(const char *path, char *buf, size_t size)
 {
     struct drxfs_node *n;

@@ -1,0 +1,100 @@
+#!/usr/bin/env bats
+# On a default mount (the mounting user alone, no default_permissions):
+# access(2) answers as the kernel would from the attributes stat shows
+# (test -x, which, find -executable, os.access), for every kind of node;
+# rename(2) from one hard link of a file onto another name of it does
+# nothing, also when the target is open (libfuse hides an open target
+# first).  README: POSIX at the mount point.
+
+load test_helper
+
+setup_file() {
+    export S="$BATS_FILE_TMPDIR/store" M="$BATS_FILE_TMPDIR/mnt" D="$BATS_FILE_TMPDIR/disks"
+    mkdir -p "$D/0" "$D/1"
+    "$DRX" init "$S" --stripe-dirs "$D/0,$D/1" --count 2 --extent 4096 >/dev/null
+    "$DRX" create "$S/arr" --type u8 --shape 4x2 --chunk 2x2 >/dev/null
+    mkdir "$S/p"
+    printf '#!/bin/sh\necho hi\n' >"$S/p/plain"
+    chmod 644 "$S/p/plain"
+    printf 'x' >"$S/p/plainx"
+    chmod 610 "$S/p/plainx"
+    mount_store "$S" "$M"
+    printf '#!/bin/sh\necho hi\n' >"$M/tool"
+    chmod 644 "$M/tool"
+    printf 'x' >"$M/toolx"
+    chmod 701 "$M/toolx"
+    printf 'x' >"$M/none"
+    chmod 000 "$M/none"
+    mkdir -m 600 "$M/dir"
+}
+
+teardown_file() {
+    unmount_store "$M"
+    unmount_store "$BATS_FILE_TMPDIR/ro"
+}
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+# check_access MNT RO: every node's os.access for R, W, X against what the
+# kernel answers root from its stat (R, W always, W on a read-only mount
+# EROFS; X when a directory or any x bit); prints the mismatches
+check_access() {
+    timeout 60 "$PY" - "$1" "$2" <<'PY'
+import os, stat, sys
+m, ro = sys.argv[1], sys.argv[2] == "ro"
+paths = ["tool", "toolx", "none", "dir", "p", "p/plain", "p/plainx", "arr", "arr/data",
+         "arr/data.npy", "arr/info", "arr/zarr", "arr/zarr/.zgroup", "arr/zarr/arr/.zarray", "."]
+n = 0
+for p in paths:
+    path = os.path.join(m, p)
+    st = os.stat(path)
+    want = {os.R_OK: True, os.W_OK: not ro,
+            os.X_OK: stat.S_ISDIR(st.st_mode) or bool(st.st_mode & 0o111)}
+    for bit, name in ((os.R_OK, "R"), (os.W_OK, "W"), (os.X_OK, "X")):
+        got = os.access(path, bit)
+        n += 1
+        if got != want[bit]:
+            print(f"{p} mode {oct(st.st_mode)}: access {name} {got}, expected {want[bit]}")
+print(f"checked {n}")
+PY
+}
+
+@test "access: test -x, which, find -executable and exec agree on a 0644 file (striped and pass-through)" {
+    [ "$(stat -c %a "$M/tool")" = 644 ] && [ "$(stat -c %a "$M/p/plain")" = 644 ]
+    run test -x "$M/tool"
+    assert_failure
+    run test -x "$M/p/plain"
+    assert_failure
+    test -x "$M/toolx"
+    test -x "$M/p/plainx"
+    test -x "$M/dir"
+    run env PATH="$M:/usr/bin:/bin" which tool
+    assert_failure
+    run env PATH="$M/p:/usr/bin:/bin" which plain
+    assert_failure
+    [ "$(find "$M" -type f -executable | sort | tr '\n' ' ')" = "$M/p/plainx $M/toolx " ]
+    run "$M/tool"
+    assert_failure
+    assert_output --partial "Permission denied"
+}
+
+@test "access: every kind of node answers R, W, X as the kernel would from its stat" {
+    run check_access "$M" rw
+    assert_success
+    assert_output "checked 45"
+}
+
+@test "access: W_OK on a read-only mount is EROFS; R and X as on the writable mount" {
+    mount_store "$S" "$BATS_FILE_TMPDIR/ro" -o ro
+    run check_access "$BATS_FILE_TMPDIR/ro" ro
+    assert_success
+    assert_output "checked 45"
+    # the errno itself, as faccessat(2) gives it
+    run timeout 30 "$PY" -c 'import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+print(libc.access(sys.argv[1].encode(), os.W_OK), ctypes.get_errno() == 30)' "$BATS_FILE_TMPDIR/ro/tool"
+    assert_output "-1 True"
+    unmount_store "$BATS_FILE_TMPDIR/ro"
+}
