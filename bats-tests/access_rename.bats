@@ -98,3 +98,60 @@ print(libc.access(sys.argv[1].encode(), os.W_OK), ctypes.get_errno() == 30)' "$B
     assert_output "-1 True"
     unmount_store "$BATS_FILE_TMPDIR/ro"
 }
+
+# rename_same DIR NAME: NAME and NAME.2 two links of one file in DIR; a
+# rename of NAME.2 onto NAME while NAME is held open
+rename_same() {
+    cd "$1"
+    timeout 30 "$PY" - "$2" <<'PY'
+import os, sys
+a = sys.argv[1]
+b = a + ".2"
+fd = os.open(a, os.O_RDONLY)
+os.rename(b, a)
+os.close(fd)
+PY
+}
+
+@test "rename between two hard links of one file, the target open: nothing done (striped and pass-through)" {
+    mkdir "$M/r"
+    echo data >"$M/r/s"
+    ln "$M/r/s" "$M/r/s.2"
+    echo data >"$S/p/q"
+    ln "$S/p/q" "$S/p/q.2"
+    rename_same "$M/r" s
+    rename_same "$M/p" q
+    cd "$BATS_TEST_TMPDIR"
+    sleep 0.3
+    for f in "$M/r/s" "$M/r/s.2" "$M/p/q" "$M/p/q.2"; do
+        [ "$(cat "$f")" = data ]
+        [ "$(stat -c %h "$f")" = 2 ]
+    done
+    [ "$(stat -c %i "$M/r/s")" = "$(stat -c %i "$M/r/s.2")" ]
+    [ "$(ls "$M/r" | tr '\n' ' ')" = "s s.2 " ]
+    [ -f "$S/r/s.nafs" ] && [ -f "$S/r/s.2.nafs" ] && [ "$(stat -c %h "$S/r/s.nafs")" = 2 ]
+    [ "$(stat -c %h "$S/p/q")" = 2 ]
+    # nothing left hidden once closed
+    [ -z "$(ls -A "$S/.drx/hidden")" ]
+    # the same rename with the target closed, and a rename of one file
+    # over another open one, still as before
+    "$PY" -c 'import os, sys; os.rename(sys.argv[1] + ".2", sys.argv[1])' "$M/r/s"
+    [ "$(ls "$M/r" | tr '\n' ' ')" = "s s.2 " ]
+    echo other >"$M/r/t"
+    rename_same "$M/r" t >/dev/null 2>&1 || true # no t.2: ENOENT
+    echo new >"$M/r/t.2"
+    rename_same "$M/r" t
+    cd "$BATS_TEST_TMPDIR"
+    [ "$(cat "$M/r/t")" = new ] && [ ! -e "$M/r/t.2" ] && [ "$(stat -c %h "$M/r/t")" = 1 ]
+    # a name removed while open, then another link renamed onto it: a rename
+    echo gone >"$M/r/u"
+    ln "$M/r/u" "$M/r/u.2"
+    timeout 30 "$PY" -c 'import os, sys
+a = sys.argv[1]
+fd = os.open(a, os.O_RDONLY)
+os.unlink(a)
+os.rename(a + ".2", a)
+os.close(fd)' "$M/r/u"
+    sleep 0.3
+    [ "$(cat "$M/r/u")" = gone ] && [ ! -e "$M/r/u.2" ] && [ "$(stat -c %h "$M/r/u")" = 1 ]
+}

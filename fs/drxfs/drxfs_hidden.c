@@ -499,6 +499,96 @@ static int hide_file(const struct drxfs_node *n, const char *rel)
                                     : drx_store_entry_unlink(drxfs.store, n->rel, 0);
 }
 
+/* The file this thread hid last, for the rename libfuse makes right after
+ * it (drxfs_hidden_same_file).  libfuse renames over an open file by
+ * hiding it first, then renaming the source onto its name; the hiding is
+ * a rename of the target alone, so it cannot tell that the source is
+ * another name of the same file, which POSIX says to leave alone.  Any
+ * other path resolved on the thread ends it (drxfs_hidden_pending_end):
+ * an unlink's hiding is followed by no rename of its own. */
+static __thread struct {
+    bool set;
+    bool matched; /* taken by the rename that followed it */
+    bool striped;
+    pid_t pid;
+    dev_t dev;
+    ino_t ino;
+    char to[PATH_MAX];                      /* the mount path hidden */
+    char rel[sizeof DRX_STORE_HIDDEN + 40]; /* its hidden store object */
+} pending;
+
+void drxfs_hidden_pending_end(void)
+{
+    pending.set = false;
+}
+
+static void pending_set(const struct drxfs_node *n, const char *path, const char *rel)
+{
+    const struct fuse_context *c = fuse_get_context();
+
+    if (strlen(path) >= sizeof pending.to || strlen(rel) >= sizeof pending.rel)
+        return;
+    strcpy(pending.to, path);
+    strcpy(pending.rel, rel);
+    pending.dev = n->st.st_dev;
+    pending.ino = n->st.st_ino;
+    pending.striped = n->kind == DRXFS_STRIPED;
+    pending.pid = c ? c->pid : 0;
+    pending.set = true;
+}
+
+bool drxfs_hidden_pending_take(const char *to)
+{
+    const struct fuse_context *c = fuse_get_context();
+    bool ok = pending.set && strcmp(pending.to, to) == 0 && (!c || c->pid == pending.pid);
+
+    pending.set = false;
+    pending.matched = ok;
+    return ok;
+}
+
+int drxfs_hidden_same_file(const struct drxfs_node *src, const char *to_rel)
+{
+    bool held = false;
+
+    bool matched = pending.matched;
+
+    pending.matched = false;
+    if (!matched || (src->kind != DRXFS_PLAIN && src->kind != DRXFS_STRIPED) ||
+        (src->kind == DRXFS_STRIPED) != pending.striped || src->st.st_dev != pending.dev ||
+        src->st.st_ino != pending.ino)
+        return 0;
+    pthread_mutex_lock(&htab.mutex);
+    for (struct hobj *h = htab.head; h && !held; h = h->next)
+        held = strcmp(h->rel, pending.rel) == 0;
+    pthread_mutex_unlock(&htab.mutex);
+    if (!held)
+        return 0; /* closed and removed meanwhile: a rename as any other */
+    /* The hidden object keeps its hidden name for the open descriptors
+     * (libfuse unlinks it at the last close); the target's name comes
+     * back as one more link to it, and the source keeps its own. */
+    int rc;
+    if (src->kind == DRXFS_STRIPED) {
+        struct drxfs_node *hn = calloc(1, sizeof *hn);
+        if (!hn)
+            return -ENOMEM;
+        snprintf(hn->rel, sizeof hn->rel, "%s", pending.rel);
+        hn->kind = DRXFS_STRIPED;
+        hn->st = src->st;
+        rc = drxfs_striped_link(hn, to_rel);
+        free(hn);
+    } else {
+        rc = drx_store_entry_link(drxfs.store, pending.rel, to_rel);
+    }
+    if (rc < 0) {
+        drx_log(DRX_LOG_WARNING, "%s: rename onto another name of the same file: cannot give "
+                "the name back: %s", to_rel, strerror(-rc));
+        return rc;
+    }
+    drx_log(DRX_LOG_DEBUG, "%s: rename from another name of the same file: nothing done", to_rel);
+    return 1;
+}
+
 int drxfs_hidden_hide(const char *from, const char *to, bool no_keys)
 {
     const char *name = last_name(to);
@@ -519,6 +609,8 @@ int drxfs_hidden_hide(const char *from, const char *to, bool no_keys)
          * rename to a name libfuse reserves (it would be removed at
          * unmount) */
         rc = hide_file(n, rel);
+        if (rc == 0)
+            pending_set(n, from, rel);
         break;
     case DRXFS_ZARR:
         if ((rc = drxfs_zarr_hide(n, no_keys)) >= 0)

@@ -233,6 +233,17 @@ void drxfs_hidden_releasing(dev_t dev, ino_t ino);
 void drxfs_hidden_released(dev_t dev, ino_t ino);
 /* Unmount: removes the hidden objects left. */
 void drxfs_hidden_shutdown(void);
+/* rename over an open file: libfuse hides the target (drxfs_hidden_hide),
+ * then renames the source onto its name.  drxfs_hidden_pending_take(to),
+ * first in a rename: whether this thread's last hiding was of to, by the
+ * same process.  drxfs_hidden_same_file(src, to_rel) then: 1 when src is
+ * that very file (another hard link of it), after giving to_rel back (a
+ * link to the hidden object): the rename has nothing to do (POSIX);
+ * 0 when it is another file, or -errno.  drxfs_hidden_pending_end: any
+ * other path resolved on the thread (drxfs_node.c). */
+bool drxfs_hidden_pending_take(const char *to);
+int drxfs_hidden_same_file(const struct drxfs_node *src, const char *to_rel);
+void drxfs_hidden_pending_end(void);
 
 /* drxfs_names.c: refuses names the store reserves; -EEXIST when the name
  * already stands for something.  rel: the child's store path from

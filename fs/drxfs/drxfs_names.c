@@ -453,6 +453,8 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
     /* libfuse hides an open file it is asked to remove or rename over */
     if (flags == 0 && drxfs_hidden_name(strrchr(to, '/') ? strrchr(to, '/') + 1 : to))
         return drxfs_hidden_hide(from, to, rm_marked(false));
+    /* taken before any path is resolved (which ends what it took) */
+    bool after_hide = flags == 0 && drxfs_hidden_pending_take(to);
     drxfs_hidden_replaced(to);
     if ((rc = drxfs_zarr_rename(from, to, flags)) != 1)
         return rc;
@@ -463,6 +465,13 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
     dst = drxfs_node_get(to, &rc);
     if (!dst && rc != -ENOENT)
         goto out;
+    /* libfuse hid the open target a moment ago: when the source is
+     * another name of that same file, nothing is to be done (POSIX), and
+     * the target's name comes back (before 2026-12-06 it was lost) */
+    if (!dst && after_hide && (rc = drxfs_hidden_same_file(src, rel)) != 0) {
+        rc = rc > 0 ? 0 : rc;
+        goto out;
+    }
     if ((rc = rename_flags_check(src, dst, flags)) != 0) {
         rc = rc > 0 ? 0 : rc; /* same object: nothing to do */
         goto out;

@@ -351,6 +351,8 @@ struct drxfs_node *drxfs_node_get_memo(const char *path, bool consume, int *rc)
 {
     struct drxfs_node *n = NULL;
 
+    drxfs_hidden_pending_end();
+
     if (memo_fresh(path) && (n = malloc(sizeof(*n)))) {
         n->nwords = 0;
         n->words = NULL;
@@ -369,6 +371,8 @@ struct drxfs_node *drxfs_node_get(const char *path, int *rc)
     struct drxfs_node *n;
 
     char *zpath;
+
+    drxfs_hidden_pending_end();
 
     if (!path) {
         /* libfuse passes no path with a file handle (nullpath_ok) */
