@@ -982,3 +982,23 @@ ctypes.CDLL(lib_path, mode=os.RTLD_NOLOAD)  # OSError when unloaded'
     assert_success
     assert_output ok
 }
+
+@test "fsck: names in its findings are escaped as the log's: one line each, no control bytes" {
+    "$DRX" init st >/dev/null
+    printf x >"st/$(printf 'a.xta: ok\nstore st: clean, 0 problems\nzz.xta')"
+    printf y >"st/$(printf 'b\033[2J\033[31m.xta')"
+    run --separate-stderr timeout 30 "$DRX" fsck st
+    assert_failure
+    [ "$(printf '%s\n' "$output" | wc -l)" = 3 ]
+    ! printf '%s' "$output" | LC_ALL=C grep -q "$(printf '[\001-\011\013-\037\177]')"
+    ! printf '%s\n' "$output" | grep -qx 'store st: clean, 0 problems'
+    assert_line --index 2 "$PWD/st: 2 problems, 0 repaired"
+    assert_output --partial 'a.xta: ok\x0astore st: clean, 0 problems\x0azz.xta: '
+    assert_output --partial 'b\x1b[2J\x1b[31m.xta: '
+    run --separate-stderr timeout 30 "$DRX" fsck st --repair
+    assert_success
+    [ "$(printf '%s\n' "$output" | wc -l)" = 3 ]
+    ! printf '%s' "$output" | LC_ALL=C grep -q "$(printf '[\001-\011\013-\037\177]')"
+    assert_output --partial 'b\x1b[2J\x1b[31m.xta: orphan chunk file'
+    [ -z "$(ls st)" ]
+}

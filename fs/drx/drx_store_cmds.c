@@ -1,6 +1,7 @@
 /* drx init, drx stripe get/set, drx fsck: the store's subcommands (fsck is
  * a loop over libcore's checker, drx/check.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -189,6 +190,24 @@ static int open_store_of(const char *what, const char *path, bool write, struct 
     return 0;
 }
 
+/* One line on standard output, escaped as the log escapes its messages
+ * (README, Logging): the store's names in it are another user's, and one
+ * holding a newline or an escape sequence must neither forge a line nor
+ * reach the terminal (drx fsck, drx stripe get).  Before (up to
+ * 2026-12-06) they were printed raw. */
+static void print_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void print_line(const char *fmt, ...)
+{
+    static char raw[4 * PATH_MAX], out[4 * sizeof raw];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    drx_msg_escape(raw, out, sizeof out, true);
+    printf("%s\n", out);
+}
+
 static int stripe_get(const char *file)
 {
     char sp[PATH_MAX], sub[PATH_MAX + 80], lay[DRX_STRIPE_LAYOUT_LEN];
@@ -219,12 +238,12 @@ static int stripe_get(const char *file)
              * hard link, a FIFO is no subfile of this file */
             rc = drx_stripe_subfile_check(s, &m, i, &st, &err);
             if (rc == 0) {
-                printf("subfile %u: %s (%lld bytes, size needs %llu)\n", i, sub,
+                print_line("subfile %u: %s (%lld bytes, size needs %llu)", i, sub,
                        (long long)st.st_size, (unsigned long long)want);
             } else if (rc == -ENOENT && want == 0) {
-                printf("subfile %u: %s (not created yet: no byte reached it)\n", i, sub);
+                print_line("subfile %u: %s (not created yet: no byte reached it)", i, sub);
             } else if (rc == -ENOENT) {
-                printf("subfile %u: %s (missing)\n", i, sub);
+                print_line("subfile %u: %s (missing)", i, sub);
             } else {
                 char why[sizeof err.msg + PATH_MAX + 80];
                 if (err.msg[0]) /* "subfile I (PATH) is a ... (refused)" */
@@ -232,7 +251,7 @@ static int stripe_get(const char *file)
                 else
                     snprintf(why, sizeof why, "subfile %u: %s (%s)", i, sub, strerror(-rc));
                 /* in the listing, and the reason in the failure's line */
-                printf("%s\n", why);
+                print_line("%s", why);
                 fflush(stdout);
                 ret = drx_cli_fail("stripe get: %s: %s", file, why);
             }
@@ -337,12 +356,12 @@ static void print_finding(const struct drx_check_finding *f, void *arg)
 {
     bool repair = *(const bool *)arg;
 
-    printf("%s: %s", f->where, f->what);
     if (f->repaired)
-        printf(" (repaired: %s)", f->action);
+        print_line("%s: %s (repaired: %s)", f->where, f->what, f->action);
     else if (f->action && !repair)
-        printf(" (--repair would %s)", f->action);
-    printf("\n");
+        print_line("%s: %s (--repair would %s)", f->where, f->what, f->action);
+    else
+        print_line("%s: %s", f->where, f->what);
 }
 
 int drx_cmd_fsck(int argc, char **argv)
@@ -372,9 +391,9 @@ int drx_cmd_fsck(int argc, char **argv)
         return 1;
     }
     if (res.problems == 0)
-        printf("%s: clean\n", s->root);
+        print_line("%s: clean", s->root);
     else
-        printf("%s: %u problem%s, %u repaired\n", s->root, res.problems,
+        print_line("%s: %u problem%s, %u repaired", s->root, res.problems,
                res.problems == 1 ? "" : "s", res.repaired);
     /* the report is on standard output (as e2fsck's); the failure has its
      * one line on standard error, as every command's */

@@ -46,6 +46,13 @@ bool drx_log_enabled(enum drx_log_level level);
 /* Formats and delivers one message. */
 void drx_log(enum drx_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* msg into out (size bytes, cut when full) as the log writes its
+ * messages: control characters, line separators, bidirectional overrides,
+ * bytes that are not UTF-8 (and backslashes, when backslash) as \xNN, so
+ * that a message stays one line whatever names it quotes.  For what a
+ * command prints of a store's names (drx fsck). */
+void drx_msg_escape(const char *msg, char *out, size_t size, bool backslash);
+
 /* A rate limit for messages that anyone can cause at will, such as a
  * refused subfile opened in a loop by another local user, which would
  * flood root's log (as the kernel's printk_ratelimit guards): within
