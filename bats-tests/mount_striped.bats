@@ -349,6 +349,77 @@ EOF
     rm "$M/f"
 }
 
+# hl_append_rounds DIR: `>>` through two hard-link names in turn; the
+# file's bytes on stdout
+hl_append_rounds() {
+    (
+        cd "$1" || exit 1
+        : >A
+        ln A B
+        stat -c %s A B >/dev/null # both names looked up
+        for i in 1 2 3; do
+            echo "A$i" >>A
+            sleep 0.2
+            echo "B$i" >>B
+            sleep 0.2
+        done
+        cat A
+    )
+}
+
+@test ">> through two hard-link names writes at the file's end (page cache and direct_io)" {
+    # each name is its own kernel inode whose size lags the other's writes
+    # for the entry timeout: an O_APPEND write went to that stale end
+    # (until 2026-12-06: "B1 B2 A3 B3", A1 and A2 overwritten)
+    mkdir loc
+    hl_append_rounds loc >want
+    local m2="$BATS_TEST_TMPDIR/md"
+    mount_store "$S" "$m2" -o striped_io=direct
+    local mnt
+    for mnt in "$M" "$m2"; do
+        mkdir "$mnt/hl"
+        hl_append_rounds "$mnt/hl" >got
+        cmp want got
+        cmp want "$mnt/hl/A"
+        cmp want "$mnt/hl/B"
+        assert_file_size "$mnt/hl/B" 18
+        # two processes appending 200 records each, one through each name
+        # (128 bytes: in page-cache mode a write(2) across a page boundary
+        # is two requests, and the other name's append may come between)
+        timeout 120 "$PY" - "$mnt/hl" <<'EOF'
+import os, sys
+d = sys.argv[1]
+a, b = d + "/C", d + "/D"
+open(a, "wb").close()
+os.link(a, b)
+os.stat(b)
+pids = []
+for name, tag in ((a, b"X"), (b, b"Y")):
+    pid = os.fork()
+    if pid == 0:
+        for i in range(200):
+            fd = os.open(name, os.O_WRONLY | os.O_APPEND)
+            os.write(fd, tag * 124 + b"%03d\n" % i)
+            os.close(fd)
+        os._exit(0)
+    pids.append(pid)
+for p in pids:
+    assert os.waitpid(p, 0)[1] == 0
+for name in (a, b):
+    data = open(name, "rb").read()
+    assert len(data) == 51200, (name, len(data))
+    recs = data.split(b"\n")[:-1]
+    for tag in b"XY":
+        got = sorted(r for r in recs if r[:1] == bytes([tag]))
+        want = sorted(bytes([tag]) * 124 + b"%03d" % i for i in range(200))
+        assert got == want, (name, chr(tag), len(got))
+    assert len(recs) == 400, len(recs)
+EOF
+        rm -r "$mnt/hl"
+    done
+    unmount_store "$m2"
+}
+
 @test "rsync -a of a tree and tar -x into the mount" {
     mkdir -p tree/a/b tree/c
     head -c 123456 /dev/urandom >tree/a/b/one

@@ -318,6 +318,7 @@ struct drxfs_fh {
     char *kkey;             /* ... and its store object (drxfs_kc_*) */
     bool kcounted;          /* counted by drxfs_kc_open() */
     uint64_t kshape;        /* ... on this shape (drxfs_pass.c, kc_shape), 0: not known */
+    bool append;            /* DRXFS_STRIPED: opened O_APPEND (writes at the end) */
     bool created;           /* DRXFS_STRIPED: made by this handle's create, and
                              * libfuse's getattr of the new entry not yet
                              * answered (from the handle, not the path) */

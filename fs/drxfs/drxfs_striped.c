@@ -122,6 +122,9 @@ static void sfile_close(struct drxfs_sfile *e)
     for (unsigned i = 0; i < e->nretired; i++)
         free(e->retired[i]);
     free(e->retired);
+    for (unsigned i = 0; i < e->nnames; i++)
+        free(e->names[i]);
+    free(e->names);
     free(e->key);
     free(e);
 }
@@ -501,7 +504,24 @@ int drxfs_striped_fgetattr_new(struct drxfs_fh *fh, struct stat *st)
     return 0;
 }
 
-static int attach_fh(struct drxfs_sfile *e, struct fuse_file_info *fi)
+/* Remembers rel as a name e was opened by (stable.mutex held): best
+ * effort, a name left out is only not invalidated by an append. */
+static void s_add_name(struct drxfs_sfile *e, const char *rel)
+{
+    for (unsigned i = 0; i < e->nnames; i++)
+        if (strcmp(e->names[i], rel) == 0)
+            return;
+    if (e->nnames == DRXFS_SFILE_NAMES)
+        return;
+    char **more = realloc(e->names, (e->nnames + 1) * sizeof(*more));
+    if (!more)
+        return;
+    e->names = more;
+    if ((more[e->nnames] = strdup(rel)))
+        e->nnames++;
+}
+
+static int attach_fh(struct drxfs_sfile *e, const char *rel, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = calloc(1, sizeof(*fh));
     if (!fh)
@@ -509,6 +529,7 @@ static int attach_fh(struct drxfs_sfile *e, struct fuse_file_info *fi)
     fh->kind = DRXFS_STRIPED;
     fh->fd = -1;
     fh->sf = e;
+    fh->append = (fi->flags & O_APPEND) != 0;
     fi->fh = (uint64_t)(uintptr_t)fh;
     /* direct_io (default): one copy less each way for large transfers, and
      * nothing cached that another process could make stale.  Page-cache
@@ -518,6 +539,7 @@ static int attach_fh(struct drxfs_sfile *e, struct fuse_file_info *fi)
     fi->keep_cache = 0;
     pthread_mutex_lock(&drxfs_stable.mutex);
     s_opens_add(e, 1);
+    s_add_name(e, rel);
     pthread_mutex_unlock(&drxfs_stable.mutex);
     return 0;
 }
@@ -539,7 +561,7 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
     }
     if (wr && (fi->flags & O_TRUNC)) /* mtime and ctime, as open(2) says */
         mark_changed(e);
-    if ((rc = attach_fh(e, fi)) < 0)
+    if ((rc = attach_fh(e, n->rel, fi)) < 0)
         drxfs_sfile_put(e);
     return rc;
 }
@@ -585,7 +607,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
         s_detach(old);
     s_insert(e);
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if ((rc = attach_fh(e, fi)) < 0)
+    if ((rc = attach_fh(e, rel, fi)) < 0)
         drxfs_sfile_put(e);
     else
         drxfs_fh_of(fi)->created = true;
@@ -655,14 +677,48 @@ static void write_behind(struct drxfs_sfile *e, size_t n)
     __atomic_store_n(&e->wb_busy, false, __ATOMIC_RELEASE);
 }
 
+/* After an append at `at` by fh, which the kernel asked at off: the
+ * kernel's size of every other name of the file is behind now (each name
+ * is its own kernel inode), and that of fh's own name too when off was
+ * not the end (a write through another name since its size was taken; in
+ * page-cache mode its pages then hold the bytes at off): their attributes
+ * and pages are dropped, from the kernel cache's thread. */
+static void appended(struct drxfs_fh *fh, uint64_t at, off_t off)
+{
+    struct drxfs_sfile *e = fh->sf;
+    char *names[DRXFS_SFILE_NAMES];
+    unsigned n = 0;
+
+    if (!fh->kkey)
+        return; /* no kernel cache records: nothing is kept a tick */
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    for (unsigned i = 0; i < e->nnames; i++)
+        if ((names[n] = strdup(e->names[i])))
+            n++;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    for (unsigned i = 0; i < n; i++) {
+        bool own = strcmp(names[i], fh->kkey) == 0;
+        drxfs_kc_changed(names[i], own && at == (uint64_t)off ? fh->kpath : NULL);
+        free(names[i]);
+    }
+}
+
 int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
 {
+    uint64_t at = (uint64_t)off;
+
     if (!fh->sf->rw)
         return -EBADF;
-    ssize_t n = drx_stripe_write(fh->sf->f, buf, size, (uint64_t)off);
+    /* O_APPEND: at the end as the daemon knows it, not at the kernel's
+     * offset, which is the size of the name's own kernel inode: that of
+     * another hard link's lags up to the entry timeout */
+    ssize_t n = fh->append ? drx_stripe_append(fh->sf->f, buf, size, &at)
+                           : drx_stripe_write(fh->sf->f, buf, size, (uint64_t)off);
     if (n > 0) {
         mark_changed(fh->sf);
         write_behind(fh->sf, (size_t)n);
+        if (fh->append)
+            appended(fh, at, off);
     }
     if (n < 0)
         drxfs_striped_log_err("write", fh->sf->key, (int)n, NULL);

@@ -66,8 +66,14 @@ struct drxfs_sfile {
     bool wb_busy;
     unsigned wb_n;
     int *wb_fds;
+    /* The names (store-relative, without suffix) its files were opened
+     * by (stable.mutex; at most DRXFS_SFILE_NAMES): hard links, whose
+     * kernel inodes an append through one name leaves behind. */
+    char **names;
+    unsigned nnames;
     struct drxfs_sfile *prev, *next;
 };
+#define DRXFS_SFILE_NAMES 8
 
 /* The table of handles: one per open striped file. */
 struct drxfs_stable {

@@ -525,7 +525,11 @@ static int subfiles_before_write(struct drx_stripe *f, uint64_t end)
     return rc;
 }
 
-ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
+/* drx_stripe_write at off, or (append) at the size, with f->io held
+ * exclusively from taking the size until the size covers the bytes, so
+ * that two appends never take the same end; *at: where it wrote. */
+static ssize_t stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off,
+                            bool append, uint64_t *at)
 {
     size_t done = 0;
     int rc = 0;
@@ -537,9 +541,21 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
         return 0;
     if (len > SSIZE_MAX)
         len = SSIZE_MAX;
-    if (off > DRX_STRIPE_MAX_SIZE || len > DRX_STRIPE_MAX_SIZE - off)
+    if (append) {
+        pthread_rwlock_wrlock(&f->io);
+        pthread_mutex_lock(&f->lock);
+        off = f->size;
+        pthread_mutex_unlock(&f->lock);
+    }
+    if (at)
+        *at = off;
+    if (off > DRX_STRIPE_MAX_SIZE || len > DRX_STRIPE_MAX_SIZE - off) {
+        if (append)
+            pthread_rwlock_unlock(&f->io);
         return -EFBIG;
-    pthread_rwlock_rdlock(&f->io);
+    }
+    if (!append)
+        pthread_rwlock_rdlock(&f->io);
     rc = subfiles_before_write(f, off + len);
     /* on an error the windows not written go piece by piece, which stops
      * exactly where the error is (rewriting what the window wrote) */
@@ -560,6 +576,16 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
                                 f->path, strerror(-prc));
     }
     return done > 0 ? (ssize_t)done : rc;
+}
+
+ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off)
+{
+    return stripe_write(f, buf, len, off, false, NULL);
+}
+
+ssize_t drx_stripe_append(struct drx_stripe *f, const void *buf, size_t len, uint64_t *at)
+{
+    return stripe_write(f, buf, len, 0, true, at);
 }
 
 /* Cuts every subfile to what `size` needs, when longer (f->io held

@@ -277,6 +277,12 @@ ssize_t drx_stripe_read(struct drx_stripe *f, void *buf, size_t len, uint64_t of
  * subfile). */
 ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint64_t off);
 
+/* drx_stripe_write at the end of the file as this handle knows it (its
+ * size, with every write through it), taken and covered with no other
+ * write of the handle between, so that two appenders never write at the
+ * same end (O_APPEND).  *at (may be NULL): the offset written at. */
+ssize_t drx_stripe_append(struct drx_stripe *f, const void *buf, size_t len, uint64_t *at);
+
 /* Sets the logical size (down or up; new bytes read as zeros) and persists
  * it at once.  Returns 0 or -errno. */
 int drx_stripe_truncate(struct drx_stripe *f, uint64_t size);
