@@ -276,6 +276,15 @@ time.sleep(120)' "$own/s/a.xta" "$own/n/locked" &
     grep -q "locked by another process" <<<"$output"
     run "$DRX" info "$own/s/a"
     grep -qx "shape: *64" <<<"$output"
+    # an attribute through the mount: EBUSY (EAGAIN, which the kernel's
+    # setxattr turns into "Operation not supported", was what it got)
+    run timeout 60 setfattr -n user.q -v 1 "$own/m/a"
+    echo "setfattr: $status $output"
+    assert_failure
+    assert_output --partial "Device or resource busy"
+    run timeout 60 setfattr -x user.q "$own/m/a"
+    assert_failure
+    assert_output --partial "Device or resource busy"
     # so does root's drx put, of its first chunk
     head -c 64 /dev/zero | tr '\0' '\011' >"$own/nine"
     DRX_LOCK_WAIT_MS=500 run timeout 60 "$DRX" put "$own/s/a" <"$own/nine"

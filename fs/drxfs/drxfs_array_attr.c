@@ -76,6 +76,15 @@ static int attr_set(struct drxfs_arr *e, const char *name, const char *text, int
     return rc;
 }
 
+/* The extend lock held by another process past the bound: EBUSY.  The
+ * kernel's setxattr takes a file system's EAGAIN for "no handler" and
+ * gives the caller EOPNOTSUPP (fs/xattr.c), which said "attributes are
+ * not supported here" until 2026-12-06. */
+static int locked_busy(int rc)
+{
+    return rc == -EAGAIN ? -EBUSY : rc;
+}
+
 /* Logs why attribute name of n was not set (a bad value at debug) and
  * maps libcore's errors to setxattr's. */
 static int attr_set_failed(const struct drxfs_node *n, const char *name, int rc,
@@ -89,7 +98,7 @@ static int attr_set_failed(const struct drxfs_node *n, const char *name, int rc,
                             "%s: setxattr user.%s: %s", n->rel, name, err->msg);
     if (rc == -ERANGE || rc == -E2BIG)
         rc = rc == -ERANGE ? -EINVAL : -ENOSPC;
-    return rc;
+    return locked_busy(rc);
 }
 
 int drxfs_array_setxattr(const struct drxfs_node *n, const char *name, const char *value,
@@ -191,7 +200,7 @@ int drxfs_array_removexattr(const struct drxfs_node *n, const char *name)
     else if (rc < 0)
         drx_log_ratelimited(DRX_LOG_WARNING, "%s: removexattr %s: %s", n->rel, name, err.msg);
     drxfs_arr_put(e);
-    return rc;
+    return locked_busy(rc);
 }
 
 /* ---- the operations of an array's nodes ---- */
