@@ -277,6 +277,9 @@ int drxfs_op_write(const char *path, const char *buf, size_t size, off_t off,
                    struct fuse_file_info *fi);
 int drxfs_op_statfs(const char *path, struct statvfs *sv);
 int drxfs_op_flush(const char *path, struct fuse_file_info *fi);
+/* drxfs_locks.c: flock and fcntl locks, taken on the store's files */
+int drxfs_op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct flock *fl);
+int drxfs_op_flock(const char *path, struct fuse_file_info *fi, int op);
 int drxfs_op_release(const char *path, struct fuse_file_info *fi);
 int drxfs_op_fsync(const char *path, int datasync, struct fuse_file_info *fi);
 int drxfs_op_opendir(const char *path, struct fuse_file_info *fi);
@@ -319,6 +322,8 @@ struct drxfs_fh {
     bool kcounted;          /* counted by drxfs_kc_open() */
     uint64_t kshape;        /* ... on this shape (drxfs_pass.c, kc_shape), 0: not known */
     bool append;            /* DRXFS_STRIPED: opened O_APPEND (writes at the end) */
+    char *lkpath;           /* not a store file: the mount path opened, which
+                             * its locks are kept by (drxfs_locks.c) */
     bool created;           /* DRXFS_STRIPED: made by this handle's create, and
                              * libfuse's getattr of the new entry not yet
                              * answered (from the handle, not the path) */
@@ -326,6 +331,9 @@ struct drxfs_fh {
     unsigned share_cost;    /* and share_bytes of its memory (drxfs_share.c) */
     size_t share_bytes;
 };
+
+/* The locks taken through fh (drxfs_locks.c) let go: its RELEASE. */
+void drxfs_locks_release(const struct drxfs_fh *fh);
 
 static inline struct drxfs_fh *drxfs_fh_of(const struct fuse_file_info *fi)
 {

@@ -351,8 +351,15 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
 
     if (drxfs.ro && (fi->flags & O_ACCMODE) != O_RDONLY)
         return -EROFS;
+    /* A name the kernel still holds (its entry timeout) that is gone from
+     * the store (removed through another mount, or behind this one):
+     * ESTALE makes the kernel look the name up again and retry the open
+     * once, as NFS's does, so that open(O_CREAT) makes the file and a
+     * plain open says ENOENT.  ENOENT here failed open(O_CREAT) of a
+     * name another mount had just removed (SQLite's journal through two
+     * mounts: "unable to open database file"). */
     if (!(n = drxfs_node_get(path, &rc)))
-        return rc;
+        return rc == -ENOENT ? -ESTALE : rc;
     if ((rc = drxfs_share_take(&who)) < 0) {
         free(n);
         return rc;
@@ -371,6 +378,10 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
      * which may be another array than the node's (a coordinate) */
     if (rc == 0 && n->kind != DRXFS_ZARR)
         open_cache(path, n->kind, n->rel, fi, shape, sig0);
+    /* the name locks on a file the store does not hold are kept by
+     * (drxfs_locks.c; libfuse passes no path with a handle) */
+    if (rc == 0 && n->kind != DRXFS_PLAIN && n->kind != DRXFS_STRIPED)
+        drxfs_fh_of(fi)->lkpath = strdup(path);
     free(n);
     return rc;
 }
@@ -485,6 +496,8 @@ int drxfs_op_release(const char *path, struct fuse_file_info *fi)
     free(fh->kpath);
     free(fh->kkey);
     drxfs_share_give(fh->share_uid, fh->share_cost, fh->share_bytes);
+    drxfs_locks_release(fh);
+    free(fh->lkpath);
     drxfs_ops_of(fh->kind)->release(fh);
     return 0;
 }

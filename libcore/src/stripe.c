@@ -160,6 +160,11 @@ static bool held_path(const struct drx_stripe *f, char *buf, size_t len)
     return true;
 }
 
+int drx_stripe_meta_fd(const struct drx_stripe *f)
+{
+    return f->meta_fd;
+}
+
 int drx_stripe_lock_fd(const struct drx_stripe *f)
 {
     for (unsigned i = 0; i < f->meta.layout.count; i++)

@@ -281,6 +281,10 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
  * size, with every write through it), taken and covered with no other
  * write of the handle between, so that two appenders never write at the
  * same end (O_APPEND).  *at (may be NULL): the offset written at. */
+/* The metafile f holds open (the file's inode, whatever its names), or
+ * -1: drxfs takes the locks users ask for on it, past libcore's own. */
+int drx_stripe_meta_fd(const struct drx_stripe *f);
+
 ssize_t drx_stripe_append(struct drx_stripe *f, const void *buf, size_t len, uint64_t *at);
 
 /* Sets the logical size (down or up; new bytes read as zeros) and persists
