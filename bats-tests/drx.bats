@@ -874,6 +874,26 @@ PY
     "$DRX" rm a
 }
 
+@test "without /proc (a chroot, a container) drx works by path as before" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a mount namespace)"
+    mkdir sub
+    "$DRX" create sub/b --type u8 --shape 4 --chunk 2
+    # libcore pins an array's directory and reaches it as /proc/self/fd/N:
+    # without /proc that led nowhere ("no such array" for every array in a
+    # directory; found by the review of 2026-12-06)
+    run unshare -m sh -c "mount -t tmpfs none /proc &&
+        export LD_LIBRARY_PATH='$DRX_BUILD/libcore' &&
+        '$DRX' extend sub/b 0 1 && '$DRX' attr set sub/b k v &&
+        '$DRX' create sub/n --type u8 --shape 4 --chunk 2 &&
+        printf abcde | '$DRX' put sub/b && '$DRX' get sub/b -o got && '$DRX' rm sub/n"
+    echo "$output"
+    assert_success
+    [ "$(cat got)" = abcde ]
+    [ ! -e sub/n.xmd ] && [ ! -e sub/n.xta ]
+    run "$DRX" attr get sub/b k
+    assert_output v
+}
+
 @test "a create killed while it fills leaves no name behind; an .xta an interrupted rm left is removed by drx rm, and create says so" {
     mkdir small
     mount -t tmpfs -o size=1200m tmpfs small

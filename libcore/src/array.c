@@ -39,21 +39,33 @@ static char *path_with(const char *path, const char *suffix)
 int drx_pin_open(struct drx_pin *p, const char *path)
 {
     const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    struct stat pinned, through;
+
     p->fd = -1;
     p->self[0] = '\0';
-    p->shown = NULL;
     if (!slash)
         return 0;
     size_t n = slash == path ? 1 : (size_t)(slash - path);
-    if (!(p->shown = strndup(path, n)))
-        return -ENOMEM;
+    if (n >= sizeof dir)
+        return 0; /* by path: its use says ENAMETOOLONG */
+    memcpy(dir, path, n);
+    dir[n] = '\0';
     /* drxfs's paths are pinned already (drx_store_path_pin) */
-    if (strncmp(p->shown, "/proc/self/fd/", 14) == 0 && p->shown[14] &&
-        strspn(p->shown + 14, "0123456789") == n - 14)
+    if (strncmp(dir, "/proc/self/fd/", 14) == 0 && dir[14] &&
+        strspn(dir + 14, "0123456789") == n - 14)
         return 0;
-    p->fd = open(p->shown, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (p->fd >= 0)
-        snprintf(p->self, sizeof p->self, "/proc/self/fd/%d", p->fd);
+    if ((p->fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return 0;
+    snprintf(p->self, sizeof p->self, "/proc/self/fd/%d", p->fd);
+    /* without /proc (a chroot, a container) the pinned names lead
+     * nowhere: by path then, as before */
+    if (fstat(p->fd, &pinned) < 0 || stat(p->self, &through) < 0 ||
+        pinned.st_ino != through.st_ino || pinned.st_dev != through.st_dev) {
+        close(p->fd);
+        p->fd = -1;
+        p->self[0] = '\0';
+    }
     return 0;
 }
 
@@ -69,19 +81,11 @@ char *drx_pin_name(const struct drx_pin *p, const char *path, const char *suffix
     return out;
 }
 
-void drx_pin_shown(const struct drx_pin *p, struct drx_err *err)
-{
-    if (p->fd >= 0)
-        drx_err_rename(err, p->self, p->shown);
-}
-
 void drx_pin_close(struct drx_pin *p)
 {
     if (p->fd >= 0)
         close(p->fd);
     p->fd = -1;
-    free(p->shown);
-    p->shown = NULL;
 }
 
 bool drx_array_dim_name_valid(const char *name)
@@ -404,7 +408,6 @@ int drx_array_create(const char *path, const struct drx_array_spec *spec, struct
     *out = a;
     return 0;
 fail:
-    drx_pin_shown(&a->pin, err);
     drx_array_close(a);
     return rc;
 }
@@ -446,7 +449,6 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
     *out = a;
     return 0;
 fail:
-    drx_pin_shown(&a->pin, err);
     drx_array_close(a);
     return rc;
 }
@@ -572,7 +574,6 @@ int drx_array_remove(const char *path, struct drx_err *err)
         rc = drx_err_set(err, ENOMEM, "out of memory");
     else
         rc = remove_pinned(path, xmd, xta, err);
-    drx_pin_shown(&pin, err);
     drx_pin_close(&pin);
     free(xmd);
     free(xta);
@@ -623,7 +624,6 @@ int drx_array_reread(struct drx_array *a, struct drx_err *err)
     int fd, rc;
 
     rc = drx_xmd_read(a->xmd_at, &fresh, &pos, &fd, a->meta_only, err);
-    drx_pin_shown(&a->pin, err);
     if (rc)
         return rc;
     if (a->meta.rank &&

@@ -169,16 +169,13 @@ static int xmd_fold(struct drx_array *a, int dim, uint64_t from, uint64_t to, st
     struct drx_array_meta next;
     int rc = drx_array_meta_load(a->xmd_at, &next, err);
 
-    if (rc) {
-        drx_pin_shown(&a->pin, err);
+    if (rc)
         return rc;
-    }
     rc = drx_xmd_grow(&next, dim, to, err);
     if (rc == 0 && drx_xmd_history_add(&next, dim, from, to))
         rc = drx_err_set(err, ENOMEM, "out of memory");
     if (rc == 0)
         rc = drx_xmd_write(a->xmd_at, a->xta_fd, &next, err);
-    drx_pin_shown(&a->pin, err);
     drx_array_meta_fini(&next);
     return rc;
 }
@@ -420,7 +417,6 @@ static int pend_commit(struct drx_array *a, bool sync_data, bool *kept, struct d
         /* not appendable: the whole .xmd replaced, history included (the
          * extend lock kept anybody else's change out since it was read) */
         rc = drx_xmd_write(a->xmd_at, a->xta_fd, &a->meta, err);
-        drx_pin_shown(&a->pin, err);
         *kept = rc == 0 || extension_committed(a->xmd_at, a->pend_from);
         return rc < 0 ? rc : 0;
     }
@@ -506,7 +502,6 @@ int drx_array_cut_torn_record(const char *path, struct drx_err *err)
     if (!a)
         return drx_err_set(err, ENOMEM, "out of memory");
     rc = drx_array_open_regular(a->xta_at, O_RDONLY, &st, err);
-    drx_pin_shown(&a->pin, err);
     if (rc < 0)
         goto out;
     a->xta_fd = rc;
@@ -594,7 +589,6 @@ static int attrs_update(struct drx_array *a, attr_change_fn *change, const void 
     if (rc == 0)
         rc = drx_array_reread(a, err);
 out:
-    drx_pin_shown(&a->pin, err);
     flock(a->xta_fd, LOCK_UN);
     return rc < 0 ? rc : 0;
 }

@@ -44,24 +44,23 @@ struct drx_xmd_pos {
  * that a directory on the way swapped for a symlink between two steps (by
  * its owner, while root runs drx in it) cannot make one command read the
  * owner from one array's .xmd and write another's, or remove one file of
- * each.  Paths in messages stay the ones the caller gave. */
+ * each.  Messages name the directory it is (drx_err_set resolves
+ * "/proc/self/fd/N" of a directory to its path). */
 struct drx_pin {
-    int fd;         /* O_PATH descriptor of the directory, or -1: by path */
-    char self[32];  /* "/proc/self/fd/N" */
-    char *shown;    /* the directory as the caller gave it */
+    int fd;        /* O_PATH descriptor of the directory, or -1: by path */
+    char self[32]; /* "/proc/self/fd/N" */
 };
 
 /* Pins the directory of path (nothing to pin for a name without '/', whose
  * directory is the working directory, nor for one already below
  * /proc/self/fd/N, as drxfs passes: fd -1).  A directory that cannot be
- * opened is left to the path (fd -1), whose use then says what is wrong.
- * 0 or -ENOMEM. */
+ * opened is left to the path (fd -1), whose use then says what is wrong,
+ * and so is every directory when /proc/self/fd does not lead to it (no
+ * /proc).  0. */
 int drx_pin_open(struct drx_pin *p, const char *path);
 /* path's last name with suffix in the pinned directory (or path + suffix
  * when there is no pin), malloc'ed; NULL without memory. */
 char *drx_pin_name(const struct drx_pin *p, const char *path, const char *suffix);
-/* err's message with the pinned directory shown as the caller gave it. */
-void drx_pin_shown(const struct drx_pin *p, struct drx_err *err);
 void drx_pin_close(struct drx_pin *p);
 
 /* An open array.  array.c opens, closes and does chunk I/O; array_meta.c

@@ -371,7 +371,6 @@ int drx_array_unshare(const char *path, struct drx_err *err)
     }
     rc = changed;
 out:
-    drx_pin_shown(&a->pin, err);
     drx_array_meta_fini(&m);
     drx_array_close(a); /* and the lock with it */
     return rc;
