@@ -415,6 +415,23 @@ for name in (a, b):
         assert got == want, (name, chr(tag), len(got))
     assert len(recs) == 400, len(recs)
 EOF
+        # O_APPEND is the file's flag at each write: cleared with F_SETFL,
+        # a pwrite writes where it says (found by the review: the flag
+        # was taken at the open, and "ZZ" went to the end)
+        "$PY" - "$mnt/hl/E" <<'EOF'
+import fcntl, os, sys
+p = sys.argv[1]
+open(p, "wb").write(b"0123456789")
+fd = os.open(p, os.O_RDWR | os.O_APPEND)
+os.write(fd, b"AB")
+fcntl.fcntl(fd, fcntl.F_SETFL, 0)
+os.pwrite(fd, b"ZZ", 0)
+fcntl.fcntl(fd, fcntl.F_SETFL, os.O_APPEND)
+os.write(fd, b"CD")
+os.close(fd)
+got = open(p, "rb").read()
+assert got == b"ZZ23456789ABCD", got
+EOF
         rm -r "$mnt/hl"
     done
     unmount_store "$m2"

@@ -321,7 +321,8 @@ struct drxfs_fh {
     char *kkey;             /* ... and its store object (drxfs_kc_*) */
     bool kcounted;          /* counted by drxfs_kc_open() */
     uint64_t kshape;        /* ... on this shape (drxfs_pass.c, kc_shape), 0: not known */
-    bool append;            /* DRXFS_STRIPED: opened O_APPEND (writes at the end) */
+    bool append;            /* DRXFS_STRIPED: O_APPEND at the last write (atomic;
+                             * drxfs_op_write): writes at the end */
     char *lkpath;           /* not a store file: the mount path opened, which
                              * its locks are kept by (drxfs_locks.c) */
     bool created;           /* DRXFS_STRIPED: made by this handle's create, and

@@ -471,6 +471,9 @@ int drxfs_op_write(const char *path, const char *buf, size_t size, off_t off,
     (void)path;
     if (drxfs.ro)
         return -EROFS;
+    /* the file's flags as they are at this write (fcntl F_SETFL changes
+     * O_APPEND after the open): a striped file appends at its own end */
+    __atomic_store_n(&fh->append, (fi->flags & O_APPEND) != 0, __ATOMIC_RELAXED);
     return drxfs_ops_of(fh->kind)->write(fh, buf, size, off);
 }
 

@@ -529,7 +529,6 @@ static int attach_fh(struct drxfs_sfile *e, const char *rel, struct fuse_file_in
     fh->kind = DRXFS_STRIPED;
     fh->fd = -1;
     fh->sf = e;
-    fh->append = (fi->flags & O_APPEND) != 0;
     fi->fh = (uint64_t)(uintptr_t)fh;
     /* direct_io (default): one copy less each way for large transfers, and
      * nothing cached that another process could make stale.  Page-cache
@@ -706,18 +705,19 @@ static void appended(struct drxfs_fh *fh, uint64_t at, off_t off)
 int drxfs_striped_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
 {
     uint64_t at = (uint64_t)off;
+    bool append = __atomic_load_n(&fh->append, __ATOMIC_RELAXED);
 
     if (!fh->sf->rw)
         return -EBADF;
     /* O_APPEND: at the end as the daemon knows it, not at the kernel's
      * offset, which is the size of the name's own kernel inode: that of
      * another hard link's lags up to the entry timeout */
-    ssize_t n = fh->append ? drx_stripe_append(fh->sf->f, buf, size, &at)
-                           : drx_stripe_write(fh->sf->f, buf, size, (uint64_t)off);
+    ssize_t n = append ? drx_stripe_append(fh->sf->f, buf, size, &at)
+                       : drx_stripe_write(fh->sf->f, buf, size, (uint64_t)off);
     if (n > 0) {
         mark_changed(fh->sf);
         write_behind(fh->sf, (size_t)n);
-        if (fh->append)
+        if (append)
             appended(fh, at, off);
     }
     if (n < 0)
