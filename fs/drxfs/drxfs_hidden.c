@@ -522,6 +522,14 @@ void drxfs_hidden_pending_end(void)
     pending.set = false;
 }
 
+/* A bit no umask has: set in the request's context (libfuse's, this
+ * thread's) by the hiding, it is still there when the rename that follows
+ * belongs to the same request, and gone when libfuse has begun another
+ * (req_fuse_prepare copies each request's umask in): an unlink hides an
+ * open file the same way, and the rename a process makes after it must
+ * not be taken for libfuse's own (found by the review of 2026-12-06). */
+#define SAME_REQUEST_MARK 0x40000000u
+
 static void pending_set(const struct drxfs_node *n, const char *path, const char *rel)
 {
     const struct fuse_context *c = fuse_get_context();
@@ -534,13 +542,19 @@ static void pending_set(const struct drxfs_node *n, const char *path, const char
     pending.ino = n->st.st_ino;
     pending.striped = n->kind == DRXFS_STRIPED;
     pending.pid = c ? c->pid : 0;
-    pending.set = true;
+    pending.set = c != NULL;
+    if (c)
+        ((struct fuse_context *)c)->umask |= SAME_REQUEST_MARK;
 }
 
 bool drxfs_hidden_pending_take(const char *to)
 {
     const struct fuse_context *c = fuse_get_context();
-    bool ok = pending.set && strcmp(pending.to, to) == 0 && (!c || c->pid == pending.pid);
+    bool same = c && (c->umask & SAME_REQUEST_MARK);
+    bool ok = pending.set && same && strcmp(pending.to, to) == 0 && c->pid == pending.pid;
+
+    if (same)
+        ((struct fuse_context *)c)->umask &= ~SAME_REQUEST_MARK;
 
     pending.set = false;
     pending.matched = ok;
