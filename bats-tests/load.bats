@@ -938,6 +938,17 @@ cached_at_least() {
     assert_failure
     assert_output --partial "the store keeps the name .drx for its own files"
     [ ! -e st/.drx/new ]
+    # where the file lands counts: through a symlink in the store to a
+    # directory elsewhere it is no store file (it was refused); through a
+    # symlink to the store it is
+    mkdir ext
+    ln -s "$PWD/ext" st/ext
+    ln -s "$PWD/st" stl
+    "$DRX" get st/a -o st/ext/z.xmd
+    [ -s ext/z.xmd ]
+    run "$DRX" get st/a -o stl/c.xmd
+    assert_failure
+    assert_output --partial "the store keeps the name c.xmd"
     cmp st/b.xta bxta.before
     cmp st/a.xta xta.before
     cmp st/a.xmd xmd.before

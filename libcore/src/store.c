@@ -429,15 +429,30 @@ int drx_store_find(const char *path, char *root, size_t rootlen)
 
 int drx_store_path_reserved(const char *path, char *name, size_t len)
 {
-    char root[PATH_MAX], abs[PATH_MAX];
-    int n = drx_store_find(path, root, sizeof root);
+    char root[PATH_MAX], abs[PATH_MAX], dir[PATH_MAX];
+    int rc = drx_store_abspath(path, abs, sizeof abs);
+    if (rc < 0)
+        return rc;
+    /* where the file will be: its directory as it resolves (a symlink in
+     * the store to a directory elsewhere leads out of it) */
+    char *slash = strrchr(abs, '/');
+    if (slash && slash != abs) {
+        size_t bl = strlen(slash + 1);
+        *slash = '\0';
+        if (realpath(abs, dir) && strlen(dir) + 1 + bl < sizeof dir) {
+            size_t dl = strcmp(dir, "/") ? strlen(dir) : 0;
+            dir[dl] = '/';
+            memcpy(dir + dl + 1, slash + 1, bl + 1);
+            memcpy(abs, dir, dl + bl + 2);
+        } else {
+            *slash = '/';
+        }
+    }
+    int n = drx_store_find(abs, root, sizeof root);
     if (n == -ENOENT)
         return 0;
     if (n < 0)
         return n;
-    int rc = drx_store_abspath(path, abs, sizeof abs);
-    if (rc < 0)
-        return rc;
     bool at_root = true;
     char *save = NULL;
     for (char *e = strtok_r(abs + n, "/", &save); e; e = strtok_r(NULL, "/", &save)) {
