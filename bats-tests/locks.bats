@@ -82,6 +82,38 @@ PY
     assert_line "fcntl EAGAIN"
 }
 
+@test "a process's locks go when it closes another descriptor of the file, read-only ones too" {
+    # read-only opens ask for no FLUSH unless the file has locks: it was
+    # never asked, and the lock stayed (found by the review of 2026-12-06)
+    run "$PY" - "$M/plain" <<'PY'
+import fcntl, os, sys
+p = sys.argv[1]
+def other_can():
+    if os.fork() == 0:
+        f = os.open(p, os.O_RDWR)
+        try:
+            fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 10)
+            os._exit(0)
+        except OSError:
+            os._exit(1)
+    return os.wait()[1] == 0
+fd = os.open(p, os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX, 10, 10)
+print("held", not other_can())
+os.close(os.open(p, os.O_RDONLY))
+print("after a read-only close", other_can())
+ro = os.open(p, os.O_RDONLY)
+fcntl.lockf(ro, fcntl.LOCK_SH, 10, 10)
+os.close(os.open(p, os.O_RDONLY))
+print("read lock after another read-only close", other_can())
+PY
+    echo "$output"
+    assert_success
+    assert_output "held True
+after a read-only close True
+read lock after another read-only close True"
+}
+
 @test "a blocked lock waits until the holder lets go, a close lets go, and a killed waiter frees the daemon" {
     run "$PY" - "$M/st" "$M2/st" <<'PY'
 import fcntl, os, sys, time
@@ -145,6 +177,50 @@ PY
     ls "$M2" >/dev/null
 }
 
+@test "blocked lock requests past half the daemon's threads are ENOLCK at once; the mount serves on" {
+    # it was: 12 waiters (max_threads 10) took every worker thread, the
+    # holder's unlock, a stat and the kernel's INTERRUPT for kill -9 all
+    # waited for good (found by the review of 2026-12-06)
+    run timeout 120 "$PY" - "$M/plain" "$M/st" <<'PY'
+import errno, fcntl, os, subprocess, sys, time
+p, other = sys.argv[1:3]
+fd = os.open(p, os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+r, w = os.pipe()
+kids = []
+for i in range(12):
+    pid = os.fork()
+    if pid == 0:
+        f = os.open(p, os.O_RDWR)
+        try:
+            fcntl.lockf(f, fcntl.LOCK_EX)
+            os.write(w, b"g")
+        except OSError as e:
+            os.write(w, b"n" if e.errno == errno.ENOLCK else b"?")
+        os._exit(0)
+    kids.append(pid)
+time.sleep(1.5)
+os.set_blocking(r, False)
+early = os.read(r, 64)
+print("refused at once", early.count(b"n"), "other", early.count(b"?") + early.count(b"g"))
+st = subprocess.run(["timeout", "10", "stat", "-c", "%s", other], capture_output=True, text=True)
+print("stat", st.returncode)
+os.close(fd)                                # the waiters get it in turn
+for k in kids:
+    os.waitpid(k, 0)
+os.set_blocking(r, True)
+late = b""
+while len(early) + len(late) < 12:
+    late += os.read(r, 64)
+print("granted later", late.count(b"g"))
+PY
+    echo "$output"
+    assert_success
+    assert_line "refused at once 7 other 0"
+    assert_line "stat 0"
+    assert_line "granted later 5"
+}
+
 @test "SQLite with writers on two mounts of one store keeps every row" {
     run timeout 300 "$PY" - "$M/t.db" "$M2/t.db" <<'PY'
 import multiprocessing as mp
@@ -194,4 +270,34 @@ PY
     run cat "$M2/gone2"
     assert_failure
     assert_output --partial "No such file or directory"
+    # nor when the name is made and removed again and again through the
+    # other mount (the kernel retries an ESTALE open once: the retry is
+    # never ESTALE; an O_CREAT open that meets a file made meanwhile
+    # opens it, it was EEXIST; found by the review of 2026-12-06)
+    run timeout 120 "$PY" - "$M/race" "$M2/race" <<'PY'
+import collections, os, sys
+a, b = sys.argv[1:3]
+c = collections.Counter()
+pid = os.fork()
+if pid == 0:
+    for i in range(600):
+        try:
+            os.close(os.open(b, os.O_CREAT | os.O_RDWR, 0o644))
+            os.unlink(b)
+        except OSError:
+            pass
+    os._exit(0)
+for i in range(600):
+    for flags in (os.O_RDWR, os.O_RDWR | os.O_CREAT):
+        try:
+            os.close(os.open(a, flags, 0o644))
+        except OSError as e:
+            c[os.strerror(e.errno)] += 1
+os.waitpid(pid, 0)
+print(sorted(c))
+PY
+    echo "$output"
+    assert_success
+    refute_output --partial "Stale file handle"
+    refute_output --partial "File exists"
 }

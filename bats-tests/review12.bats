@@ -45,7 +45,8 @@ until_lines() {
     # libcore reaches the .xta in its directory opened once (struct
     # drx_pin: /proc/self/fd/N/a.xta): that name, from a first run, is
     # traced too
-    strace -f -qq -e trace=openat -o trace0 timeout 60 mpiexec -n 1 "$DRX_LOAD" import st/a raw
+    env "$NO_LSAN" strace -f -qq -e trace=openat -o trace0 timeout 60 mpiexec -n 1 "$DRX_LOAD" \
+        import st/a raw
     local pinned
     pinned=$(grep -o '"/proc/self/fd/[0-9]*/a\.xta"' trace0 | head -1 | tr -d '"')
     [ -n "$pinned" ] || pinned="$PWD/st/a.xta"

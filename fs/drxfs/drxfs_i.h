@@ -333,6 +333,13 @@ struct drxfs_fh {
     size_t share_bytes;
 };
 
+/* How many worker threads there are (-o max_threads; single: -s): at most
+ * half of them wait for a lock (drxfs_locks.c). */
+void drxfs_locks_threads(unsigned max_threads, bool single);
+/* Whether some owner holds locks (or a description) on the file fh is
+ * open on: its close must then come as a FLUSH, which lets the closer's
+ * locks go. */
+bool drxfs_locks_held(const struct drxfs_fh *fh);
 /* The locks taken through fh (drxfs_locks.c) let go: its RELEASE. */
 void drxfs_locks_release(const struct drxfs_fh *fh);
 

@@ -25,9 +25,13 @@
  * file it locked through; for flock each open file, until it unlocks or
  * is released.
  * A blocking request is tried again, backing off to LK_NAP_MAX, until it
- * is granted or the caller is interrupted (a signal: EINTR), so that a
- * waiting lock holds one daemon thread and no more than that.  Deadlocks
- * between owners are not detected (OFD locks have no EDEADLK). */
+ * is granted or the caller is interrupted (a signal: EINTR): a waiting
+ * lock holds one daemon thread.  At most half the worker threads wait at
+ * once (none with -s); a request past that is ENOLCK at once, so that the
+ * other half goes on serving, the holder's unlock and the kernel's
+ * INTERRUPT among it (with every thread waiting, the mount hung for good:
+ * found by the review of 2026-12-06).  Deadlocks between owners are not
+ * detected (OFD locks have no EDEADLK). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -82,7 +86,37 @@ static struct {
     struct lk_target *targets;
     struct lk_owner *owners;
     unsigned nowners;
+    unsigned waiters, waiters_max; /* blocked requests (mutex) and their cap */
 } lk = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+void drxfs_locks_threads(unsigned max_threads, bool single)
+{
+    pthread_mutex_lock(&lk.mutex);
+    lk.waiters_max = single ? 0 : max_threads / 2;
+    pthread_mutex_unlock(&lk.mutex);
+}
+
+/* A blocked request begins to wait (true), or may not: the cap. */
+static bool wait_begin(void)
+{
+    pthread_mutex_lock(&lk.mutex);
+    bool ok = lk.waiters < lk.waiters_max;
+    lk.waiters += ok;
+    unsigned n = lk.waiters;
+    pthread_mutex_unlock(&lk.mutex);
+    if (!ok)
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "a blocking lock refused (ENOLCK): %u requests wait already, half "
+                            "the daemon's threads (-o max_threads)", n);
+    return ok;
+}
+
+static void wait_end(void)
+{
+    pthread_mutex_lock(&lk.mutex);
+    lk.waiters--;
+    pthread_mutex_unlock(&lk.mutex);
+}
 
 /* The descriptor locks are reopened from, and how ranges move: the
  * handle's store file, a striped file's metafile, or -1 (virtual: kept
@@ -329,7 +363,7 @@ int drxfs_op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct f
         return getlk(fh, owner, fl);
     if (cmd != F_SETLK && cmd != F_SETLKW)
         return -EINVAL;
-    bool whole = fl->l_start == 0 && fl->l_len == 0;
+    bool whole = fl->l_start == 0 && fl->l_len == 0, waiting = false;
     long ns = 1000000;
     for (;;) {
         pthread_mutex_lock(&lk.mutex);
@@ -346,10 +380,13 @@ int drxfs_op_lock(const char *path, struct fuse_file_info *fi, int cmd, struct f
         if (fl->l_type == F_UNLCK && whole && rc == 0)
             owner_drop(o);
         pthread_mutex_unlock(&lk.mutex);
-        if (rc != -EAGAIN || cmd != F_SETLKW)
+        if (rc == -EAGAIN && cmd == F_SETLKW && !waiting && !(waiting = wait_begin()))
+            return -ENOLCK;
+        if (rc != -EAGAIN || cmd != F_SETLKW || (rc = nap(&ns)) < 0) {
+            if (waiting)
+                wait_end();
             return rc;
-        if ((rc = nap(&ns)) < 0)
-            return rc;
+        }
     }
 }
 
@@ -358,7 +395,7 @@ int drxfs_op_flock(const char *path, struct fuse_file_info *fi, int op)
     struct drxfs_fh *fh = drxfs_fh_of(fi);
     (void)path;
     uint64_t owner = (uint64_t)(uintptr_t)fh;
-    bool wait = !(op & LOCK_NB), un = (op & LOCK_UN) != 0;
+    bool wait = !(op & LOCK_NB), un = (op & LOCK_UN) != 0, waiting = false;
     long ns = 1000000;
     int rc;
 
@@ -374,11 +411,34 @@ int drxfs_op_flock(const char *path, struct fuse_file_info *fi, int op)
         if (un && rc == 0)
             owner_drop(o);
         pthread_mutex_unlock(&lk.mutex);
-        if (rc != -EWOULDBLOCK || !wait)
+        if (rc == -EWOULDBLOCK && wait && !waiting && !(waiting = wait_begin()))
+            return -ENOLCK;
+        if (rc != -EWOULDBLOCK || !wait || (rc = nap(&ns)) < 0) {
+            if (waiting)
+                wait_end();
             return rc;
-        if ((rc = nap(&ns)) < 0)
-            return rc;
+        }
     }
+}
+
+bool drxfs_locks_held(const struct drxfs_fh *fh)
+{
+    off_t base, limit;
+    struct stat st;
+    char buf[32];
+    bool held = false;
+
+    pthread_mutex_lock(&lk.mutex);
+    if (lk.owners) { /* nothing to look at while nobody holds a lock */
+        int sfd = store_fd(fh, &base, &limit);
+        const char *path = vkey(fh, buf, sizeof buf);
+        bool known = sfd >= 0 ? fstat(sfd, &st) == 0 : sfd == -1;
+        for (struct lk_owner *o = lk.owners; o && known && !held; o = o->next)
+            held = sfd >= 0 ? !o->t->vpath && o->t->dev == st.st_dev && o->t->ino == st.st_ino
+                            : o->t->vpath && strcmp(o->t->vpath, path) == 0;
+    }
+    pthread_mutex_unlock(&lk.mutex);
+    return held;
 }
 
 void drxfs_locks_release(const struct drxfs_fh *fh)

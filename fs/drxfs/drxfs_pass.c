@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <limits.h>
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "drxfs_i.h"
@@ -343,6 +345,41 @@ static int share_charge(const char *path, struct fuse_file_info *fi, uid_t who, 
     return 0;
 }
 
+/* The paths an open answered ESTALE for lately (a hash and the time, a
+ * slot per hash): the kernel retries such an open once, after a fresh
+ * lookup, and the retry of one that is still gone is ENOENT, never a
+ * second ESTALE the caller would see (a name made and removed again and
+ * again through another mount meanwhile; found by the review of
+ * 2026-12-06). */
+#define STALE_SLOTS 64
+#define STALE_RETRY_NS 200000000LL
+static struct {
+    pthread_mutex_t mutex;
+    struct {
+        uint64_t hash;
+        long long ns;
+    } slot[STALE_SLOTS];
+} stale = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+/* -ESTALE for an open of path that found no entry, or -ENOENT when it
+ * was just said for the same path (the kernel's retry). */
+static int gone_at_open(const char *path)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *c = path; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    pthread_mutex_lock(&stale.mutex);
+    unsigned i = (unsigned)(h % STALE_SLOTS);
+    bool retry = stale.slot[i].hash == h && now - stale.slot[i].ns < STALE_RETRY_NS;
+    stale.slot[i].hash = retry ? 0 : h;
+    stale.slot[i].ns = now;
+    pthread_mutex_unlock(&stale.mutex);
+    return retry ? -ENOENT : -ESTALE;
+}
+
 int drxfs_op_open(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_node *n;
@@ -355,11 +392,11 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
      * the store (removed through another mount, or behind this one):
      * ESTALE makes the kernel look the name up again and retry the open
      * once, as NFS's does, so that open(O_CREAT) makes the file and a
-     * plain open says ENOENT.  ENOENT here failed open(O_CREAT) of a
+     * plain open says ENOENT (gone_at_open: the retry never ESTALE).  ENOENT here failed open(O_CREAT) of a
      * name another mount had just removed (SQLite's journal through two
      * mounts: "unable to open database file"). */
     if (!(n = drxfs_node_get(path, &rc)))
-        return rc == -ENOENT ? -ESTALE : rc;
+        return rc == -ENOENT ? gone_at_open(path) : rc;
     if ((rc = drxfs_share_take(&who)) < 0) {
         free(n);
         return rc;
@@ -371,9 +408,9 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
     uint64_t shape = array_kc ? kc_shape(n->kind, n->rel, NULL) : 0;
     uint64_t sig0 = array_kc ? drxfs_kc_sig_of(n->kind, n->rel, NULL) : 0;
     rc = share_charge(path, fi, who, drxfs_ops_of(n->kind)->open(path, n, fi));
-    /* nothing of a reader's to flush at its close (drxfs_op_flush) */
-    if (rc == 0 && (fi->flags & O_ACCMODE) == O_RDONLY)
-        fi->noflush = 1;
+    /* nothing of a reader's to flush at its close (drxfs_op_flush), unless
+     * the file has locks: a close by their owner lets them go (POSIX),
+     * which the daemon learns from the FLUSH (drxfs_locks.c) */
     /* a zarr/ node keeps its own records: a key's bytes are its variable's,
      * which may be another array than the node's (a coordinate) */
     if (rc == 0 && n->kind != DRXFS_ZARR)
@@ -382,6 +419,8 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
      * (drxfs_locks.c; libfuse passes no path with a handle) */
     if (rc == 0 && n->kind != DRXFS_PLAIN && n->kind != DRXFS_STRIPED)
         drxfs_fh_of(fi)->lkpath = strdup(path);
+    if (rc == 0 && (fi->flags & O_ACCMODE) == O_RDONLY && !drxfs_locks_held(drxfs_fh_of(fi)))
+        fi->noflush = 1;
     free(n);
     return rc;
 }
@@ -439,11 +478,14 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         return rc;
     }
     rc = drxfs_striped_create(rel, drxfs_new_mode(rel, mode), fi);
-    if ((rc = share_charge(path, fi, who, rc)) == 0)
+    if ((rc = share_charge(path, fi, who, rc)) == 0) {
         open_cache_new(path, rel, fi);
-    else
-        drx_store_long_drop(drxfs.store, rel);
-    return rc;
+        return 0;
+    }
+    drx_store_long_drop(drxfs.store, rel);
+    /* made meanwhile by someone else (another mount): opened, as above
+     * (it was EEXIST for an open without O_EXCL) */
+    return rc == -EEXIST && !(fi->flags & O_EXCL) ? drxfs_op_open(path, fi) : rc;
 }
 
 int drxfs_op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
