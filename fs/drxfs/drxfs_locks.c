@@ -162,20 +162,30 @@ static void target_put(struct lk_target *t)
     free(t);
 }
 
-/* The target of path opened as fh, with a reference (lk.mutex held). */
-static int target_get(const char *path, int sfd, off_t base, off_t limit,
-                      struct lk_target **out)
+/* The target of the file fh is open on, with a reference, made when
+ * create (lk.mutex held): 0 with *out (NULL when there is none and create
+ * is false) and *sfd (store_fd's), or -errno. */
+static int target_get(const struct drxfs_fh *fh, bool create, int *sfd, struct lk_target **out)
 {
+    off_t base, limit;
     struct stat st = {0};
-    if (sfd >= 0 && fstat(sfd, &st) < 0)
+    char buf[32];
+    const char *path = vkey(fh, buf, sizeof buf);
+
+    *out = NULL;
+    if ((*sfd = store_fd(fh, &base, &limit)) < -1)
+        return *sfd;
+    if (*sfd >= 0 && fstat(*sfd, &st) < 0)
         return -errno;
     for (struct lk_target *t = lk.targets; t; t = t->next)
-        if (sfd >= 0 ? !t->vpath && t->dev == st.st_dev && t->ino == st.st_ino
-                     : t->vpath && strcmp(t->vpath, path) == 0) {
+        if (*sfd >= 0 ? !t->vpath && t->dev == st.st_dev && t->ino == st.st_ino
+                      : t->vpath && strcmp(t->vpath, path) == 0) {
             t->refs++;
             *out = t;
             return 0;
         }
+    if (!create)
+        return 0;
     struct lk_target *t = calloc(1, sizeof *t);
     if (!t)
         return -ENOMEM;
@@ -184,7 +194,7 @@ static int target_get(const char *path, int sfd, off_t base, off_t limit,
     t->ino = st.st_ino;
     t->base = base;
     t->limit = limit;
-    if (sfd < 0 && (!(t->vpath = strdup(path)) ||
+    if (*sfd < 0 && (!(t->vpath = strdup(path)) ||
                     (t->memfd = memfd_create("drxfs-lock", MFD_CLOEXEC)) < 0)) {
         int rc = t->vpath ? -errno : -ENOMEM;
         free(t->vpath);
@@ -224,18 +234,10 @@ static struct lk_owner *owner_find(const struct lk_target *t, uint64_t owner, bo
 static struct lk_owner *owner_get(const struct drxfs_fh *fh, uint64_t owner, bool flk, bool create,
                                   int *rc)
 {
-    off_t base, limit;
-    int sfd = store_fd(fh, &base, &limit);
     struct lk_target *t;
-    char buf[32];
-    const char *path = vkey(fh, buf, sizeof buf);
+    int sfd;
 
-    *rc = 0;
-    if (sfd < -1) {
-        *rc = sfd;
-        return NULL;
-    }
-    if ((*rc = target_get(path, sfd, base, limit, &t)) < 0)
+    if ((*rc = target_get(fh, true, &sfd, &t)) < 0)
         return NULL;
     struct lk_owner *o = owner_find(t, owner, flk);
     if (o || !create) {
@@ -322,16 +324,11 @@ static void unmap_range(const struct lk_target *t, struct flock *fl)
  * or one made for the question when it holds none. */
 static int getlk(struct drxfs_fh *fh, uint64_t owner, struct flock *fl)
 {
-    off_t base, limit;
-    int sfd = store_fd(fh, &base, &limit), rc, fd;
     struct lk_target *t;
-    char buf[32];
-    const char *path = vkey(fh, buf, sizeof buf);
+    int sfd, rc, fd;
 
-    if (sfd < -1)
-        return sfd;
     pthread_mutex_lock(&lk.mutex);
-    if ((rc = target_get(path, sfd, base, limit, &t)) < 0) {
+    if ((rc = target_get(fh, true, &sfd, &t)) < 0) {
         pthread_mutex_unlock(&lk.mutex);
         return rc;
     }
@@ -423,22 +420,16 @@ int drxfs_op_flock(const char *path, struct fuse_file_info *fi, int op)
 
 bool drxfs_locks_held(const struct drxfs_fh *fh)
 {
-    off_t base, limit;
-    struct stat st;
-    char buf[32];
-    bool held = false;
+    struct lk_target *t = NULL;
+    int sfd;
 
     pthread_mutex_lock(&lk.mutex);
-    if (lk.owners) { /* nothing to look at while nobody holds a lock */
-        int sfd = store_fd(fh, &base, &limit);
-        const char *path = vkey(fh, buf, sizeof buf);
-        bool known = sfd >= 0 ? fstat(sfd, &st) == 0 : sfd == -1;
-        for (struct lk_owner *o = lk.owners; o && known && !held; o = o->next)
-            held = sfd >= 0 ? !o->t->vpath && o->t->dev == st.st_dev && o->t->ino == st.st_ino
-                            : o->t->vpath && strcmp(o->t->vpath, path) == 0;
-    }
+    /* a target outlives no owner (but under the mutex): one found is held;
+     * nothing to look at while nobody holds a lock */
+    if (lk.owners && target_get(fh, false, &sfd, &t) == 0 && t)
+        target_put(t);
     pthread_mutex_unlock(&lk.mutex);
-    return held;
+    return t != NULL;
 }
 
 void drxfs_locks_release(const struct drxfs_fh *fh)
