@@ -218,20 +218,6 @@ static int refuse_own(const struct drx_array *arr, int fd, const char *path, str
                : 0;
 }
 
-int load_check_not_reserved(const char *path, const char *arg, struct drx_err *err)
-{
-    char name[NAME_MAX + 1];
-    int rc = drx_store_path_reserved(path, name, sizeof name);
-    if (rc < 0)
-        return drx_err_set(err, -rc, "%s: %s", arg, strerror(-rc));
-    if (rc > 0)
-        return drx_err_set(err, EINVAL,
-                           "%s: the store keeps the name %s for its own files (.drx/, an "
-                           "array's .xta and .xmd, a striped file's .nafs): nothing written",
-                           arg, name);
-    return 0;
-}
-
 /* Every rank writes its pieces at their offsets and the file is cut to
  * size: a pipe or device cannot be written that way. */
 static const char not_regular[] = "every rank writes its part at its offset";
@@ -622,7 +608,7 @@ static int export_open(struct load_ctx *c, struct xfer *x, int argc, char **argv
     x->m = drx_array_meta(x->a->arr);
     int rc = load_resolve(c, x->rawarg, true, x->raw, sizeof(x->raw), &err);
     if (rc == 0)
-        rc = load_check_not_reserved(x->raw, x->rawarg, &err);
+        rc = drx_store_path_reserved(x->raw, x->rawarg, &err);
     if (rc == 0)
         rc = load_check_output(c, x->raw, x->a->arr, &err);
     if (load_agree(c, rc, &err, "export") < 0)

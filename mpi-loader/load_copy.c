@@ -268,7 +268,7 @@ static int create_striped(struct load_ctx *c, struct endpoint *d, bool exists,
  * *exists), or a refusal.  0 or -errno with err. */
 static int dest_kind(struct endpoint *d, bool *exists, struct drx_err *err)
 {
-    int rc = load_check_not_reserved(d->path, d->arg, err);
+    int rc = drx_store_path_reserved(d->path, d->arg, err);
     if (rc < 0)
         return rc;
     switch (drx_store_classify(d->path)) {

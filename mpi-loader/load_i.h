@@ -142,11 +142,6 @@ void load_advise_chunks(int fd, const uint64_t *q, size_t n, uint64_t cb);
  * refuses one of arr's own files (arr may be NULL) before it is cut. */
 int load_check_output(const struct load_ctx *c, const char *path, const struct drx_array *arr,
                       struct drx_err *err);
-/* -EINVAL with err (arg: path as the user wrote it) when path names a
- * file the store holding it keeps for its own (drx_store_path_reserved),
- * else 0: a destination there would replace what an array or striped file
- * is made of, which no mount shows as a file. */
-int load_check_not_reserved(const char *path, const char *arg, struct drx_err *err);
 /* Local check that path is a readable regular file, not one of arr's own
  * (arr may be NULL); its size in *size. */
 int load_check_input(const char *path, const struct drx_array *arr, uint64_t *size,

@@ -462,22 +462,17 @@ int drx_cmd_get(int argc, char **argv)
     /* Opened only now, so that a bad array or view leaves FILE alone, and
      * cut only once it is known not to be one of the array's own files,
      * nor a name the store keeps for its own. */
-    char name[NAME_MAX + 1];
+    struct drx_err err = {{0}};
     int reserved = 0;
     if (out && strcmp(out, "-") != 0) {
         out_name = out;
-        reserved = drx_store_path_reserved(out, name, sizeof name);
-        if (reserved == 0)
+        if ((reserved = drx_store_path_reserved(out, out, &err)) == 0)
             fd = open(out, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-        else if (reserved < 0)
-            errno = -reserved;
     }
     const char *own = fd >= 0 ? drx_array_own_file(a, fd) : NULL;
     struct stat st;
-    if (reserved > 0)
-        rc = drx_cli_fail("get: %s: the store keeps the name %s for its own files (.drx/, an "
-                          "array's .xta and .xmd, a striped file's .nafs): nothing written",
-                          out, name);
+    if (reserved < 0)
+        rc = drx_cli_fail("get: %s", err.msg);
     else if (fd < 0)
         rc = drx_cli_fail("get: %s: %s", out, strerror(errno));
     else if (own)

@@ -427,12 +427,12 @@ int drx_store_find(const char *path, char *root, size_t rootlen)
     }
 }
 
-int drx_store_path_reserved(const char *path, char *name, size_t len)
+int drx_store_path_reserved(const char *path, const char *shown, struct drx_err *err)
 {
     char root[PATH_MAX], abs[PATH_MAX], dir[PATH_MAX];
     int rc = drx_store_abspath(path, abs, sizeof abs);
     if (rc < 0)
-        return rc;
+        return drx_err_set(err, -rc, "%s: %s", shown, strerror(-rc));
     /* where the file will be: its directory as it resolves (a symlink in
      * the store to a directory elsewhere leads out of it) */
     char *slash = strrchr(abs, '/');
@@ -452,14 +452,15 @@ int drx_store_path_reserved(const char *path, char *name, size_t len)
     if (n == -ENOENT)
         return 0;
     if (n < 0)
-        return n;
+        return drx_err_set(err, -n, "%s: %s", shown, strerror(-n));
     bool at_root = true;
     char *save = NULL;
     for (char *e = strtok_r(abs + n, "/", &save); e; e = strtok_r(NULL, "/", &save)) {
-        if (drx_store_name_reserved(e, at_root)) {
-            snprintf(name, len, "%s", e);
-            return 1;
-        }
+        if (drx_store_name_reserved(e, at_root))
+            return drx_err_set(err, EINVAL,
+                               "%s: the store keeps the name %s for its own files (.drx/, an "
+                               "array's .xta and .xmd, a striped file's .nafs): nothing written",
+                               shown, e);
         at_root = false;
     }
     return 0;

@@ -221,13 +221,14 @@ int drx_store_lock(const struct drx_store *s, bool exclusive);
  * the root's length, -ENOENT when there is none, or -errno. */
 int drx_store_find(const char *path, char *root, size_t rootlen);
 
-/* For a file a command is about to write by the user's path: when path
- * (as drx_store_find takes it) lies in a store, the first name on its way
- * from the root that the store keeps for its own files
- * (drx_store_name_reserved: `.drx` at the root, an array's .xta and .xmd,
- * a .nafs, temporaries) is copied to name (len bytes) and 1 returned;
- * 0 when there is none or path is in no store; -errno. */
-int drx_store_path_reserved(const char *path, char *name, size_t len);
+/* For a file a command is about to write by the user's path (shown: as
+ * messages name it): when path, its directory resolved, lies in a store
+ * and a name on its way from the root is one the store keeps for its own
+ * files (drx_store_name_reserved: `.drx` at the root, an array's .xta and
+ * .xmd, a .nafs, temporaries), -EINVAL with err ("SHOWN: the store keeps
+ * the name NAME for its own files ...: nothing written"); 0 when there is
+ * none or path is in no store; -errno with err. */
+int drx_store_path_reserved(const char *path, const char *shown, struct drx_err *err);
 
 /* For the command-line tools: resolve_path + find.  root gets the store root,
  * store_path the resolved absolute path (may equal root), rel the part below
