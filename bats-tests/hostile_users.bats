@@ -22,6 +22,7 @@ teardown() {
     [ -e "$RV/u/m.pid" ] && unmount_store "$RV/u/m"
     [ -e "$RV/mm/m.pid" ] && unmount_store "$RV/mm/m"
     [ -e "$RV/m2.pid" ] && unmount_store "$RV/m2"
+    mountpoint -q "$RV/fs" && umount "$RV/fs"
     rm -rf "$RV"
 }
 
@@ -594,4 +595,53 @@ time.sleep(120)' "$s/victim.nafs"
     head -c 5000 /dev/urandom >>"$m/victim"
     [ "$(stat -c %s "$RV/m2/victim")" -eq 105000 ]
     unmount_store "$RV/m2"
+}
+
+# Found in the hostile audit of 2026-12-06: a root daemon made a user's
+# writes as root, so the blocks ext4 keeps back for root did not stop
+# them (a user stopped at 11 MiB writing directly wrote 21 MiB more
+# through the mount) and root's own services could find the disk full.
+# The daemon now allocates a user's blocks as the user (libcore charge.c:
+# fsuid and no CAP_SYS_RESOURCE around each allocating call), which also
+# applies quota limits (this kernel has no quotas to test them on).  A
+# file system of 64 MiB, half of it root's reserve: each of a striped
+# file, a plain file and an array's data written by nobody through the
+# mount stops where nobody's direct writes stop, and root keeps its half.
+@test "a user's writes through a root daemon stop at ext4's root reserve" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    command -v mkfs.ext4 >/dev/null && losetup -f >/dev/null 2>&1 ||
+        skip "needs mkfs.ext4 and a loop device"
+    local fs="$RV/fs" s="$RV/fs/st" m="$RV/m" free
+    truncate -s 64M "$RV/img"
+    mkfs.ext4 -q -m 50 "$RV/img"
+    mkdir "$fs"
+    mount -o loop "$RV/img" "$fs"
+    "$DRX" init "$s" --count 2 --extent 65536 >/dev/null
+    chmod 1777 "$s"
+    "$DRX" create "$s/a" --type f64 --shape 64x64x1024 --chunk 16x16x256 >/dev/null
+    chmod 666 "$s/a.xta" "$s/a.xmd"
+    : >"$s/plain"
+    chmod 666 "$s/plain"
+    mount_store "$s" "$m" -o allow_other
+    # what nobody may take: the file system's free blocks less root's half
+    free=$(df --output=avail -k "$fs" | tail -1)
+    [ "$free" -gt 16000 ] && [ "$free" -lt 28000 ]
+    for f in striped plain a/data; do
+        run nob dd if=/dev/zero of="$m/${f/striped/big}" bs=1M count=64 conv=notrunc
+        assert_failure
+        assert_output --partial "No space left on device"
+        # root still has its half: 16 MiB written directly
+        head -c 16M /dev/zero >"$fs/root-file"
+        rm "$fs/root-file"
+        case $f in
+        striped) rm "$m/big" ;;
+        plain) : >"$m/plain" ;;
+        a/data) fallocate -p -o 0 -l 32M "$s/a.xta" ;;
+        esac
+        sync -f "$fs"
+    done
+    # nobody writing directly stops at the same place
+    run nob dd if=/dev/zero of="$s/direct" bs=1M count=64
+    assert_failure
+    assert_output --partial "No space left on device"
 }

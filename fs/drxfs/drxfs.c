@@ -323,11 +323,28 @@ static long log_actor(void)
     return c && c->fuse ? (long)c->uid : -1;
 }
 
+/* Whom the blocks a write allocates are charged to (drx_io_set_charge_fn):
+ * the caller of the request this thread serves, unless root; nobody in
+ * the daemon's own threads.  A write the kernel sends on its own (a
+ * shared mapping's pages written back) comes as root's. */
+static bool charge_caller(uid_t *uid, gid_t *gid)
+{
+    const struct fuse_context *c = fuse_get_context();
+    if (!c || !c->fuse || c->uid == 0 || c->uid == (uid_t)-1)
+        return false;
+    *uid = c->uid;
+    *gid = c->gid;
+    return true;
+}
+
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
     set_timeouts(cfg);
     /* libfuse's request context exists from here to destroy */
     drx_log_set_actor_fn(log_actor);
+    /* a root daemon's users write as themselves: root's reserve and their
+     * quotas stop them (charge.c) */
+    drx_io_set_charge_fn(charge_caller);
     if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
         conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
     /* The caller's umask comes with each create, mkdir and mknod, and we
@@ -402,6 +419,7 @@ static void op_destroy(void *private_data)
     /* the counts of messages the rate limits suppressed (a user opening
      * a refused file in a loop) are owed to the log */
     drx_log_set_actor_fn(NULL);
+    drx_io_set_charge_fn(NULL);
     drx_log_limits_flush();
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "drx/io.h"
 #include "drxfs_i.h"
 
 /* ---- every kind ---- */
@@ -163,7 +164,10 @@ static int plain_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
 
 static int plain_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
 {
+    struct drx_io_charge c;
+    drx_io_charge_begin(&c);
     ssize_t n = pwrite(fh->fd, buf, size, off);
+    drx_io_charge_end(&c);
     return n < 0 ? -errno : (int)n;
 }
 
@@ -186,7 +190,11 @@ static void plain_release(struct drxfs_fh *fh)
 
 static int plain_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len)
 {
-    return fallocate(fh->fd, mode, off, len) < 0 ? -errno : 0;
+    struct drx_io_charge c;
+    drx_io_charge_begin(&c);
+    int rc = fallocate(fh->fd, mode, off, len) < 0 ? -errno : 0;
+    drx_io_charge_end(&c);
+    return rc;
 }
 
 static off_t plain_lseek(struct drxfs_fh *fh, off_t off, int whence)

@@ -681,8 +681,8 @@ static int grow_all(const struct drxfs_node *dst, const struct zctx *zc, const u
 
 /* Fill bytes a zarr resize may make the daemon write (a non-zero fill
  * is written into every new chunk; a zero fill grows the .xta sparse):
- * the daemon writes as root, past the owner's quota, and the request
- * waits meanwhile.  Larger growths are for drx extend. */
+ * the request waits meanwhile (its blocks are the caller's: charge.c).
+ * Larger growths are for drx extend. */
 #define ZGROW_FILL_MAX ((uint64_t)1 << 30)
 
 /* The fill bytes growing m to shape writes, saturated at UINT64_MAX. */

@@ -233,7 +233,10 @@ static int copy_range(int in, int out, off_t off, off_t end, char **buf)
 
     while (off < end) {
         loff_t ioff = off, ooff = off;
+        struct drx_io_charge c;
+        drx_io_charge_begin(&c);
         ssize_t n = copy_file_range(in, &ioff, out, &ooff, (size_t)(end - off), 0);
+        drx_io_charge_end(&c);
         if (n < 0 && no_copy_range(errno)) {
             size_t len = (size_t)(end - off) < blen ? (size_t)(end - off) : blen;
             int rc;

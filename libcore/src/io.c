@@ -34,7 +34,10 @@ int drx_io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
     const char *p = buf;
     while (len) {
+        struct drx_io_charge c;
+        drx_io_charge_begin(&c);
         ssize_t n = pwrite(fd, p, len, (off_t)off);
+        drx_io_charge_end(&c);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -240,7 +243,11 @@ static int reserve_hole(struct drx_reserve *r, uint64_t off, uint64_t len)
         r->cap = cap;
     }
     r->holes[r->n++] = (struct drx_reserve_hole){off, len};
-    if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+    struct drx_io_charge c;
+    drx_io_charge_begin(&c);
+    int rc = fallocate(r->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
+    drx_io_charge_end(&c);
+    if (rc == 0)
         return 0;
     if (errno == EOPNOTSUPP || errno == ENOSYS) {
         r->n--;
@@ -385,7 +392,10 @@ int drx_io_preadv_all(int fd, struct iovec *iov, int n, uint64_t off)
 int drx_io_pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
 {
     while (n > 0) {
+        struct drx_io_charge c;
+        drx_io_charge_begin(&c);
         ssize_t w = pwritev(fd, iov, n, (off_t)off);
+        drx_io_charge_end(&c);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0)

@@ -338,10 +338,15 @@ static int window_write(struct drx_stripe *f, struct gather *g, const unsigned c
         if (!g->n[i])
             continue;
         int fd = drx_stripe_subfile_fd(f, i, true);
-        if (fd < 0)
+        struct drx_io_charge c;
+        if (fd < 0) {
             rc = fd == -ENOENT ? -EIO : fd;
-        else if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)g->s0[i], (off_t)g->n[i]) < 0)
-            rc = -errno;
+        } else {
+            drx_io_charge_begin(&c);
+            if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)g->s0[i], (off_t)g->n[i]) < 0)
+                rc = -errno;
+            drx_io_charge_end(&c);
+        }
     }
     if (rc < 0)
         return rc;

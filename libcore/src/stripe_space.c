@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "drx/io.h"
 #include "stripe_i.h"
 
 int drx_stripe_blocks(const struct drx_store *s, const struct drx_stripe_meta *m, uint64_t *blocks)
@@ -51,12 +52,17 @@ static int sub_fallocate(int fd, int mode, uint64_t lo, uint64_t hi, uint64_t li
 {
     uint64_t mid = lim < lo ? lo : lim > hi ? hi : lim;
     int keep = (mode & FALLOC_FL_PUNCH_HOLE) ? FALLOC_FL_KEEP_SIZE : 0;
+    struct drx_io_charge c;
+    int rc = 0;
 
+    drx_io_charge_begin(&c);
     if (lo < mid && fallocate(fd, mode | keep, (off_t)lo, (off_t)(mid - lo)) < 0)
-        return -errno;
-    if (mid < hi && fallocate(fd, mode | FALLOC_FL_KEEP_SIZE, (off_t)mid, (off_t)(hi - mid)) < 0)
-        return -errno;
-    return 0;
+        rc = -errno;
+    if (rc == 0 && mid < hi &&
+        fallocate(fd, mode | FALLOC_FL_KEEP_SIZE, (off_t)mid, (off_t)(hi - mid)) < 0)
+        rc = -errno;
+    drx_io_charge_end(&c);
+    return rc;
 }
 
 /* fallocate(mode, without KEEP_SIZE) of every subfile's part of logical
