@@ -13,6 +13,9 @@
 #                            closed, log in $work/drxfs-N.log), waited for
 #                            with a deadline; exits with the log when the
 #                            daemon dies first.  Needs $drxfs.
+# bench_passthrough DIR MNT  the same for the bare passthrough FUSE
+#                            program (bench_passthrough.c) serving DIR,
+#                            the floor of what FUSE allows.  Needs $build.
 # secs CMD...                median wall time of $runs runs, after one
 #                            warm-up run, each after a sync
 # once CMD...                wall time of one run, no warm-up
@@ -45,10 +48,22 @@ bench_workdir() {
 }
 
 bench_mount() {
-    local store=$1 mnt=$2 log pid
+    local store=$1 mnt=$2
     shift 2
+    bench_serve "$mnt" "$drxfs" -f "$@" "$store" "$mnt"
+}
+
+bench_passthrough() {
+    bench_serve "$2" "$build/fs/bench_passthrough" "$1" "$2" -f
+}
+
+# bench_serve MNT CMD...: CMD (a FUSE daemon in the foreground) serving
+# MNT, as bench_mount says
+bench_serve() {
+    local mnt=$1 log pid
+    shift
     log="$work/drxfs-${#bench_pids[@]}.log"
-    "$drxfs" -f "$@" "$store" "$mnt" 3>&- 2>"$log" &
+    "$@" 3>&- 2>"$log" &
     pid=$!
     bench_pids+=("$pid")
     bench_mnts+=("$mnt")

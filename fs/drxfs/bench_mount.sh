@@ -11,7 +11,8 @@
 #     (target: column time <= 1.5 x row time)
 # and a striped file (2 stripes, store default layout), hot cache:
 #   - cp into and out of the mount vs the same cp on the local disk
-#     (targets: reading >= 0.5, writing >= 0.4 of local speed)
+#     (targets: reading >= 0.5, writing >= 0.4 of local speed), and the
+#     same cp through the bare passthrough FUSE program (the floor)
 #   - cp of 16 MiB into and out of a striped file of 1-byte extents, vs
 #     the default layout (no target: a layout a user may choose)
 #
@@ -34,7 +35,7 @@ bytes=$((n * n * n * 8))
 bench_workdir drx-bench
 store="$work/store"
 mnt="$work/mnt"
-mkdir -p "$store" "$mnt" "$work/local"
+mkdir -p "$store" "$mnt" "$work/local" "$work/ptback" "$work/ptmnt"
 "$drx" init "$store" >/dev/null
 
 echo "array ${n}x${n}x${n} f64, chunk 64x64x64, $((bytes >> 20)) MiB; median of $runs runs"
@@ -81,13 +82,23 @@ t_inm=$(secs cp_new "$src" "$mnt/f")
 t_outl=$(secs cp_new "$work/local/f" "$work/out")
 t_outm=$(secs cp_new "$mnt/f" "$work/out")
 cmp "$src" "$mnt/f"
+# the floor: the same copies through a bare passthrough of a directory on
+# the same disk (no striping, no recorded sizes, no durability)
+bench_passthrough "$work/ptback" "$work/ptmnt"
+t_inp=$(secs cp_new "$src" "$work/ptmnt/f")
+t_outp=$(secs cp_new "$work/ptmnt/f" "$work/out")
+rm -f "$work/ptmnt/f"
 echo "striped file ($((bytes >> 20)) MiB, 2 stripes), cp:"
 echo "  into local disk         $(rate "$bytes" "$t_inl")  ${t_inl} s"
 echo "  into the mount          $(rate "$bytes" "$t_inm")  ${t_inm} s"
+echo "  into the passthrough    $(rate "$bytes" "$t_inp")  ${t_inp} s"
 echo "  writing mount / local   $(ratio "$t_inl" "$t_inm")   (target >= 0.4)"
+echo "  writing floor / local   $(ratio "$t_inl" "$t_inp")   (mount / floor $(ratio "$t_inp" "$t_inm"))"
 echo "  out of local disk       $(rate "$bytes" "$t_outl")  ${t_outl} s"
 echo "  out of the mount        $(rate "$bytes" "$t_outm")  ${t_outm} s"
+echo "  out of the passthrough  $(rate "$bytes" "$t_outp")  ${t_outp} s"
 echo "  reading mount / local   $(ratio "$t_outl" "$t_outm")   (target >= 0.5)"
+echo "  reading floor / local   $(ratio "$t_outl" "$t_outp")   (mount / floor $(ratio "$t_outp" "$t_outm"))"
 
 # a layout of 1-byte extents (2 stripes): a user may choose one; each
 # request's bytes go through a buffer, one system call per subfile
