@@ -961,6 +961,47 @@ cached_at_least() {
     cmp r back
 }
 
+# Found in the SPEC audit of 2026-12-07: export to a striped file's name
+# (as the mount shows it, or its store path) wrote a plain file beside
+# NAME.nafs, which the mount never showed, and exited 0; so did drx get -o
+# (and both to an array's name).
+@test "export and drx get -o refuse a name an array or striped file holds in a store; through the mount get writes the striped file" {
+    "$DRX" init st >/dev/null
+    "$DRX" create st/a --type u8 --shape 6 --chunk 4
+    printf 'abcdef' | "$DRX" put st/a
+    mount_store st mnt
+    echo old >mnt/sf
+    for d in st/sf mnt/sf; do
+        run mpi_load 2 export st/a "$d"
+        assert_failure
+        assert_output "drx-load: export: $d: is a striped file of the store, and this writes plain files (drx-load copy one over it): nothing written"
+    done
+    run mpi_load 2 export st/a mnt/a
+    assert_failure
+    assert_output "drx-load: export: mnt/a: is an array of the store (a plain file of its name would hide behind it): nothing written"
+    run "$DRX" get st/a -o st/sf
+    assert_failure
+    assert_output "drx: get: st/sf: is a striped file of the store, and this writes plain files (drx-load copy one over it): nothing written"
+    run "$DRX" get st/a -o st/a
+    assert_failure
+    assert_output "drx: get: st/a: is an array of the store (a plain file of its name would hide behind it): nothing written"
+    [ ! -e st/sf ] && [ ! -e st/a ]
+    [ "$(cat mnt/sf)" = old ]
+    # drx get -o writes its output file as any program does: through the
+    # mount, into the striped file
+    "$DRX" get st/a -o mnt/sf
+    [ "$(cat mnt/sf)" = abcdef ]
+    [ ! -e st/sf ]
+    # a new name, or an existing plain file, is written as before
+    echo plain >st/p
+    mpi_load 2 export st/a st/p
+    mpi_load 1 export st/a st/new
+    [ "$(cat mnt/p)" = abcdef ] && [ "$(cat mnt/new)" = abcdef ]
+    unmount_store mnt
+    run "$DRX" fsck st
+    assert_success
+}
+
 @test "drxfs launches drx-load prefetch for a large read: the view's chunks get cached" {
     "$DRX" init st
     # 64 chunks of 128 KiB; dim0=0:128 is chunks 0..31 (4 MiB)

@@ -608,7 +608,7 @@ static int export_open(struct load_ctx *c, struct xfer *x, int argc, char **argv
     x->m = drx_array_meta(x->a->arr);
     int rc = load_resolve(c, x->rawarg, true, x->raw, sizeof(x->raw), &err);
     if (rc == 0)
-        rc = drx_store_path_reserved(x->raw, x->rawarg, &err);
+        rc = drx_store_path_plain(x->raw, x->rawarg, &err);
     if (rc == 0)
         rc = load_check_output(c, x->raw, x->a->arr, &err);
     if (load_agree(c, rc, &err, "export") < 0)

@@ -461,12 +461,13 @@ int drx_cmd_get(int argc, char **argv)
     }
     /* Opened only now, so that a bad array or view leaves FILE alone, and
      * cut only once it is known not to be one of the array's own files,
-     * nor a name the store keeps for its own. */
+     * nor a name the store keeps for its own or an array or striped file
+     * holds (a plain file of that name would not show). */
     struct drx_err err = {{0}};
     int reserved = 0;
     if (out && strcmp(out, "-") != 0) {
         out_name = out;
-        if ((reserved = drx_store_path_reserved(out, out, &err)) == 0)
+        if ((reserved = drx_store_path_plain(out, out, &err)) == 0)
             fd = open(out, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
     }
     const char *own = fd >= 0 ? drx_array_own_file(a, fd) : NULL;

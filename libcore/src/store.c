@@ -427,10 +427,13 @@ int drx_store_find(const char *path, char *root, size_t rootlen)
     }
 }
 
-int drx_store_path_reserved(const char *path, const char *shown, struct drx_err *err)
+/* drx_store_path_reserved into abs (PATH_MAX): path absolute, its
+ * directory resolved.  The store root's length in abs, 0 when abs is in
+ * no store, or -errno with err. */
+static int path_reserved_at(const char *path, const char *shown, char *abs, struct drx_err *err)
 {
-    char root[PATH_MAX], abs[PATH_MAX], dir[PATH_MAX];
-    int rc = drx_store_abspath(path, abs, sizeof abs);
+    char root[PATH_MAX], dir[PATH_MAX], names[PATH_MAX];
+    int rc = drx_store_abspath(path, abs, PATH_MAX);
     if (rc < 0)
         return drx_err_set(err, -rc, "%s: %s", shown, strerror(-rc));
     /* where the file will be: its directory as it resolves (a symlink in
@@ -455,7 +458,8 @@ int drx_store_path_reserved(const char *path, const char *shown, struct drx_err 
         return drx_err_set(err, -n, "%s: %s", shown, strerror(-n));
     bool at_root = true;
     char *save = NULL;
-    for (char *e = strtok_r(abs + n, "/", &save); e; e = strtok_r(NULL, "/", &save)) {
+    memcpy(names, abs, strlen(abs) + 1);
+    for (char *e = strtok_r(names + n, "/", &save); e; e = strtok_r(NULL, "/", &save)) {
         if (drx_store_name_reserved(e, at_root))
             return drx_err_set(err, EINVAL,
                                "%s: the store keeps the name %s for its own files (.drx/, an "
@@ -463,7 +467,38 @@ int drx_store_path_reserved(const char *path, const char *shown, struct drx_err 
                                shown, e);
         at_root = false;
     }
-    return 0;
+    return n;
+}
+
+int drx_store_path_reserved(const char *path, const char *shown, struct drx_err *err)
+{
+    char abs[PATH_MAX];
+    int n = path_reserved_at(path, shown, abs, err);
+
+    return n < 0 ? n : 0;
+}
+
+int drx_store_path_plain(const char *path, const char *shown, struct drx_err *err)
+{
+    char abs[PATH_MAX];
+    int n = path_reserved_at(path, shown, abs, err);
+
+    if (n <= 0 || abs[n] == '\0')
+        return n < 0 ? n : 0;
+    /* SPEC 2: in a store, NAME is the array or striped file of that name
+     * when there is one; a plain NAME beside it would never show. */
+    switch (drx_store_classify(abs)) {
+    case DRX_STORE_ARRAY:
+        return drx_err_set(err, EEXIST,
+                           "%s: is an array of the store (a plain file of its name would hide "
+                           "behind it): nothing written", shown);
+    case DRX_STORE_STRIPED:
+        return drx_err_set(err, EEXIST,
+                           "%s: is a striped file of the store, and this writes plain files "
+                           "(drx-load copy one over it): nothing written", shown);
+    default:
+        return 0;
+    }
 }
 
 int drx_store_locate_for(const char *path, unsigned flags, char *root, char *store_path, char *rel,

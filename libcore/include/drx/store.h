@@ -229,6 +229,12 @@ int drx_store_find(const char *path, char *root, size_t rootlen);
  * the name NAME for its own files ...: nothing written"); 0 when there is
  * none or path is in no store; -errno with err. */
 int drx_store_path_reserved(const char *path, const char *shown, struct drx_err *err);
+/* For a plain file a command writes by the user's path (drx get -o,
+ * drx-load export): drx_store_path_reserved, and in a store also -EEXIST
+ * with err when the name is an array's or a striped file's there
+ * (drx_store_classify), which the store's rule shows instead of the file
+ * ("SHOWN: is an array of the store ...: nothing written"). */
+int drx_store_path_plain(const char *path, const char *shown, struct drx_err *err);
 
 /* For the command-line tools: resolve_path + find.  root gets the store root,
  * store_path the resolved absolute path (may equal root), rel the part below
