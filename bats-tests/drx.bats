@@ -526,6 +526,18 @@ x.xta"
     assert_equal "$status" 2
     run "$DRX" info nope
     assert_equal "$status" 1
+    # so is a line without the options a command needs (it exited 1)
+    run "$DRX" create c --shape 2 --chunk 1
+    assert_equal "$status" 2
+    assert_output "drx: create: --type, --shape and --chunk are required"
+    mkdir d
+    run "$DRX" stripe set d
+    assert_equal "$status" 2
+    run "$DRX" stripe set d --count 1 --clear
+    assert_equal "$status" 2
+    assert_output "drx: stripe set: --clear takes no --count or --extent"
+    run "$DRX" stripe get d --count 1
+    assert_equal "$status" 2
 }
 
 @test "drx help COMMAND and drx COMMAND --help print the command's usage" {

@@ -251,8 +251,10 @@ int drx_cmd_create(int argc, char **argv)
 
     (void)argc;
     memset(&spec, 0, sizeof spec);
-    if (!drx_cli.type || !drx_cli.shape || !drx_cli.chunk)
-        return drx_cli_fail("create: --type, --shape and --chunk are required");
+    if (!drx_cli.type || !drx_cli.shape || !drx_cli.chunk) {
+        drx_cli_fail("create: --type, --shape and --chunk are required");
+        return 2; /* the line is wrong, as for a missing argument */
+    }
     if (drx_type_parse(drx_cli.type, &spec.type, &err))
         return drx_cli_fail("create: %s", err.msg);
     if (create_shape(drx_cli.shape, drx_cli.chunk, &spec) ||

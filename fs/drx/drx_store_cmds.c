@@ -294,11 +294,16 @@ static int stripe_set(const char *dir)
 
     if (layout_opts("stripe set", &count, &extent))
         return 1;
-    if (!clear && !count && !extent)
-        return drx_cli_fail("stripe set: usage: drx stripe set DIR --count N --extent BYTES "
-                            "(or --clear)");
-    if (clear && (count || extent))
-        return drx_cli_fail("stripe set: --clear takes no --count or --extent");
+    /* the line is wrong, as for a missing argument: 2 */
+    if (!clear && !count && !extent) {
+        drx_cli_fail("stripe set: usage: drx stripe set DIR --count N --extent BYTES "
+                     "(or --clear)");
+        return 2;
+    }
+    if (clear && (count || extent)) {
+        drx_cli_fail("stripe set: --clear takes no --count or --extent");
+        return 2;
+    }
     if (open_store_of("stripe set", dir, true, &s, sp))
         return 1;
     if (drx_stripe_exists(sp)) {
@@ -339,8 +344,10 @@ int drx_cmd_stripe(int argc, char **argv)
     (void)argc;
     setup_log();
     if (strcmp(argv[1], "get") == 0) {
-        if (drx_cli.count || drx_cli.extent || drx_cli.clear)
-            return drx_cli_fail("stripe get: takes no --count, --extent or --clear");
+        if (drx_cli.count || drx_cli.extent || drx_cli.clear) {
+            drx_cli_fail("stripe get: takes no --count, --extent or --clear");
+            return 2;
+        }
         return stripe_get(argv[2]);
     }
     if (strcmp(argv[1], "set") == 0)
