@@ -1002,6 +1002,31 @@ cached_at_least() {
     assert_success
 }
 
+# Found in the SPEC audit of 2026-12-07: a file of an array's directory at
+# the mount, mapped to the store lexically, was "st/a/data: No such file or
+# directory" (copy: "no such file"), naming a path the user never gave.
+@test "import, export and copy of a file inside an array's directory at the mount say why they cannot" {
+    "$DRX" init st >/dev/null
+    "$DRX" create st/a --type u8 --shape 6 --chunk 4
+    mount_store st mnt
+    cmp mnt/a/data <(head -c 6 /dev/zero)
+    why="(its files show only at the mount; drx-load works on the store's): name the array and view words (ARRAY [VIEW...]), or cp the file"
+    run mpi_load 2 import st/a mnt/a/data
+    assert_failure
+    assert_output "drx-load: import: mnt/a/data: inside the array $PWD/st/a $why"
+    run mpi_load 2 export st/a mnt/a/dim0=1:3/data
+    assert_failure
+    assert_output "drx-load: export: mnt/a/dim0=1:3/data: inside the array $PWD/st/a $why"
+    run mpi_load 1 copy mnt/a/data.npy out.npy
+    assert_failure
+    assert_output "drx-load: copy: mnt/a/data.npy: inside the array $PWD/st/a $why"
+    run mpi_load 1 copy st/a/zarr/.zgroup out
+    assert_failure
+    assert_output "drx-load: copy: st/a/zarr/.zgroup: inside the array $PWD/st/a $why"
+    [ ! -e out.npy ] && [ ! -e out ]
+    unmount_store mnt
+}
+
 @test "drxfs launches drx-load prefetch for a large read: the view's chunks get cached" {
     "$DRX" init st
     # 64 chunks of 128 KiB; dim0=0:128 is chunks 0..31 (4 MiB)

@@ -111,6 +111,27 @@ void load_start_count(const struct load_ctx *c, uint64_t n, uint64_t *start, uin
     *start = r * base + (r < rem ? r : rem);
 }
 
+/* The array of the store that resolved path p lies inside (a file the
+ * mount shows in an array's directory, data or zarr/...: no file of the
+ * store), into arr; false when none. */
+static bool inside_array(const char *p, char *arr, size_t len)
+{
+    char root[PATH_MAX];
+    int n = drx_store_find(p, root, sizeof root);
+    size_t pl = strlen(p);
+
+    if (n < 0 || pl >= len)
+        return false;
+    memcpy(arr, p, pl + 1);
+    for (char *s = arr + n; (s = strchr(s + 1, '/')) != NULL;) {
+        *s = '\0';
+        if (drx_store_classify(arr) == DRX_STORE_ARRAY)
+            return true;
+        *s = '/';
+    }
+    return false;
+}
+
 int load_resolve(const struct load_ctx *c, const char *path, bool write, char *out, size_t len,
                  struct drx_err *err)
 {
@@ -124,7 +145,19 @@ int load_resolve(const struct load_ctx *c, const char *path, bool write, char *o
     load_barrier(MPI_COMM_WORLD);
     if (c->rank != 0)
         rc = drx_store_resolve_path_for(NULL, path, flags | DRX_STORE_NO_COMMIT, out, len, err);
-    return rc < 0 ? rc : 0;
+    if (rc < 0)
+        return rc;
+    /* SPEC 2: drx-load works on the store's files; an array's data,
+     * data.npy, ... are the mount's alone, and the lexical store path of
+     * one names nothing ("s/a/data: No such file or directory") */
+    char arr[PATH_MAX];
+    if (inside_array(out, arr, sizeof arr))
+        return drx_err_set(err, EINVAL,
+                           "%s: inside the array %s (its files show only at the mount; "
+                           "drx-load works on the store's): name the array and view words "
+                           "(ARRAY [VIEW...]), or cp the file",
+                           path, arr);
+    return 0;
 }
 
 /* --- progress --- */
