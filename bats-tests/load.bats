@@ -1024,6 +1024,12 @@ cached_at_least() {
     assert_failure
     assert_output "drx-load: copy: st/a/zarr/.zgroup: inside the array $PWD/st/a $why"
     [ ! -e out.npy ] && [ ! -e out ]
+    # the array itself, as the raw file (it was "No such file or directory")
+    for r in st/a mnt/a; do
+        run mpi_load 2 import st/a "$r"
+        assert_failure
+        assert_output "drx-load: import: $r: is an array; import reads plain files (drx-load export it first)"
+    done
     unmount_store mnt
 }
 

@@ -476,6 +476,10 @@ static int import_validate(struct load_ctx *c, struct xfer *x, int argc, char **
                          "%s: is a striped file; import reads plain files "
                          "(drx-load copy it out first)",
                          x->rawarg);
+    else if (rc == -ENOENT && drx_store_classify(x->raw) == DRX_STORE_ARRAY)
+        rc = drx_err_set(&err, EINVAL,
+                         "%s: is an array; import reads plain files (drx-load export it first)",
+                         x->rawarg);
     if (rc == 0 && size != drx_view_bytes(&x->v)) {
         char cut[600] = "";
         if (size > drx_view_bytes(&x->v) &&
