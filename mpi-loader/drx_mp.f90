@@ -17,9 +17,9 @@ module drx_mp
   public :: drx_mp_create, drx_mp_open, drx_mp_close, drx_mp_rank, drx_mp_bounds, &
             drx_mp_zone, drx_mp_read_all, drx_mp_write_all, drx_mp_extend, drx_mp_error, &
             drx_mp_set_buffer, drx_mp_sync, drx_mp_set_sync, drx_mp_attr_set, &
-            drx_mp_attr_rm, drx_mp_attr_get, DRX_MP_SYNC_EXTEND, &
-            DRX_MP_SYNC_BATCH, DRX_MP_SYNC_NONE, c_ptr, c_int, c_int64_t, c_double, c_float, &
-            c_null_ptr
+            drx_mp_attr_rm, drx_mp_attr_get, drx_mp_elem_size, DRX_MP_SYNC_EXTEND, &
+            DRX_MP_SYNC_BATCH, DRX_MP_SYNC_NONE, c_ptr, c_int, c_int64_t, c_size_t, c_double, &
+            c_float, c_null_ptr
 
   interface
     function c_create(comm, path, type, k, shape, chunk, out) bind(C, name='drx_mp_create_f')
@@ -113,6 +113,12 @@ module drx_mp
       type(c_ptr), value :: a
       integer(c_int), value :: mode
       integer(c_int) :: drx_mp_set_sync
+    end function
+
+    function drx_mp_elem_size(a) bind(C, name='drx_mp_elem_size')
+      import :: c_size_t, c_ptr
+      type(c_ptr), value :: a
+      integer(c_size_t) :: drx_mp_elem_size
     end function
 
     function drx_mp_set_buffer(a, bytes) bind(C, name='drx_mp_set_buffer')

@@ -2,7 +2,8 @@
 ! of a 7x9x5 f64 array in Fortran order, element (i, j, k) holding
 ! i + 10 j + 100 k, reads it back in both orders and checks it; sets two
 ! attributes (units = 'degC', valid_range = -2, 40 as f64) and reads one back;
-! its dimensions are named z, y, x.
+! its dimensions are named z, y, x; opens it again read-only and reads its
+! zone in rounds of one chunk.  Every call of the module is used.
 !   mpiexec -n P mp_fortran ARRAY
 program mp_fortran
   use mpi
@@ -29,6 +30,13 @@ program mp_fortran
   if (rc /= 4 .or. text /= 'degC') call check(-5, 'attr_get units: ' // text)
   rc = drx_mp_attr_get(a, 'nothing', text)
   if (rc /= -2) call check(-5, 'attr_get of no attribute did not fail with -ENOENT')
+  rc = drx_mp_attr_set(a, 'history', '', 'made by mp_fortran')
+  call check(rc, 'attr_set history')
+  rc = drx_mp_attr_rm(a, 'history')
+  call check(rc, 'attr_rm')
+  rc = drx_mp_attr_get(a, 'history', text)
+  if (rc /= -2) call check(-5, 'attr_get of a removed attribute did not fail with -ENOENT')
+  if (drx_mp_rank(a) /= 3 .or. drx_mp_elem_size(a) /= 8_c_size_t) call check(-5, 'rank or elem_size')
   rc = drx_mp_zone(a, int(me, c_int), lo, hi)
   n = hi - lo
   allocate(z(n(1), n(2), n(3)), back(n(1), n(2), n(3)), c(product(n)))
@@ -79,6 +87,19 @@ program mp_fortran
   if (index(drx_mp_error(), 'outside the bounds') == 0) call check(-5, 'bad box: ' // drx_mp_error())
   rc = drx_mp_close(a)
   call check(rc, 'close')
+  ! read-only again, in rounds of one chunk (a buffer smaller than one)
+  rc = drx_mp_open(MPI_COMM_WORLD, path, 0, a)
+  call check(rc, 'open')
+  rc = drx_mp_set_buffer(a, 64_c_size_t)
+  call check(rc, 'set_buffer')
+  back = 0
+  rc = drx_mp_read_all(a, lo, hi, 'F', back)
+  call check(rc, 'read_all after open')
+  if (any(back /= z)) call check(-5, 'read back after open differs')
+  rc = drx_mp_write_all(a, lo, hi, 'F', z)
+  if (rc /= -9) call check(-5, 'write_all of a read-only handle did not fail with -EBADF')
+  rc = drx_mp_close(a)
+  call check(rc, 'close after open')
   deallocate(z, back, c)
   call MPI_Finalize(ierr)
 
