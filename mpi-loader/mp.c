@@ -80,17 +80,6 @@ int mp_check(MPI_Comm comm, int rc, const void *buf, size_t len, const char *wha
     return mp_agree(comm, rc, err);
 }
 
-int mp_same(MPI_Comm comm, const void *buf, size_t len, const char *what, struct drx_err *err)
-{
-    uint64_t h = hash_bytes(0xcbf29ce484222325ull, buf, len);
-    uint64_t in[2] = {h, ~h}, out[2];
-
-    load_allreduce(in, out, 2, MPI_UINT64_T, MPI_MIN, comm);
-    if (out[0] == ~out[1])
-        return 0;
-    return drx_err_set(err, EINVAL, "the ranks passed different %s", what);
-}
-
 /* --- opening --- */
 
 static void mp_free(drx_mp *a)
@@ -203,18 +192,41 @@ static int open_xta(drx_mp *a, MPI_Info hints, struct drx_err *err)
     return rc;
 }
 
-/* The metadata as every rank sees it must agree (another process could
- * extend the array while the ranks open it). */
-static int same_meta(drx_mp *a, struct drx_err *err)
+static void mp_meta_words(const drx_mp *a, int rc, int64_t v[DRX_MAX_RANK + 2]);
+static int follower_lost(drx_mp *a, struct drx_err *err);
+
+/* Collective: every rank's status rc, and whether all hold the same
+ * metadata (bounds and chunk count), in one reduction.  Another process
+ * may extend the array between the ranks' reads of it (a simulation
+ * appending steps while another program opens the array: 6 opens in 40
+ * failed; or extending it between rank 0's extension and the others'
+ * reads of it): the ranks read it again, those behind catching up, until
+ * they hold the same.  Only extensions change it, so the newest holds
+ * all.  recorded: rank 0 has just recorded an extension, and a rank that
+ * cannot read the metadata back is broken (follower_lost).  Returns the
+ * agreed status; -ESTALE ("the array changed while the ranks WHAT it")
+ * when they never held the same. */
+static int meta_agree(drx_mp *a, int rc, bool recorded, const char *what, struct drx_err *err)
 {
-    const struct drx_array_meta *m = drx_array_meta(a->arr);
-    uint64_t v[DRX_MAX_RANK + 1] = {0};
-    memcpy(v, m->bounds, (size_t)m->rank * sizeof(v[0]));
-    v[DRX_MAX_RANK] = m->map.nchunks;
-    int rc = mp_same(a->comm, v, sizeof(v), "", err);
-    if (rc < 0)
-        drx_err_set(err, ESTALE, "%s: the array changed while the ranks opened it", a->path);
-    return rc < 0 ? -ESTALE : 0;
+    for (int tries = 1;; tries++) {
+        int64_t words[DRX_MAX_RANK + 2];
+        mp_meta_words(a, 0, words);
+        uint64_t h = hash_bytes(0xcbf29ce484222325ull, words, sizeof(words));
+        uint64_t in[3] = {h, ~h, (uint64_t)((int64_t)(rc < 0 ? rc : 0) + INT32_MAX)}, out[3];
+
+        load_allreduce(in, out, 3, MPI_UINT64_T, MPI_MIN, a->comm);
+        if (out[2] != (uint64_t)INT32_MAX)
+            return mp_agree(a->comm, rc, err);
+        if (out[0] == ~out[1])
+            return 0;
+        if (tries == MP_META_TRIES) {
+            rc = drx_err_set(err, ESTALE, "%s: the array changed while the ranks %s it", a->path,
+                             what);
+            return mp_agree(a->comm, rc, err);
+        }
+        if ((rc = drx_array_reload(a->arr, err)) < 0 && recorded)
+            rc = follower_lost(a, err);
+    }
 }
 
 /* Opens the array at store path a->path on every rank (collective, the
@@ -234,8 +246,7 @@ static int open_common(drx_mp *a, MPI_Info hints)
     all = mp_agree(a->comm, rc, &err);
     if (all < 0)
         return all;
-    rc = same_meta(a, &err);
-    all = mp_agree(a->comm, rc, &err);
+    all = meta_agree(a, 0, false, "opened", &err);
     if (all < 0)
         return all;
     int k = drx_array_meta(a->arr)->rank;
@@ -729,40 +740,31 @@ static int extend_check(const drx_mp *a, int dim, int64_t count, struct drx_err 
     return 0;
 }
 
-/* After rank 0's extension (status rc there): its status and metadata go
- * to every rank in one broadcast; the others read the new metadata and
- * check that they hold the same.  Agreed. */
+/* Rank 0's extension is recorded, and this rank could not read it (the
+ * reason in err): broken, with -EIO saying so. */
+static int follower_lost(drx_mp *a, struct drx_err *err)
+{
+    mp_break(a, err);
+    return drx_err_set(err, EIO,
+                       "%s: the extension is recorded, but rank %d could not read it (%s); "
+                       "its calls fail until drx_mp_sync opens the array again",
+                       a->path, a->rank, a->broken_why);
+}
+
+/* After rank 0's extension (status rc there): its status goes to every
+ * rank in one broadcast; the others read the new metadata, and all agree
+ * that they hold the same (meta_agree).  Agreed. */
 static int extend_follow(drx_mp *a, int rc, struct drx_err *err)
 {
-    const struct drx_array_meta *m = drx_array_meta(a->arr);
-    int64_t v[DRX_MAX_RANK + 2] = {rc};
-
-    for (int d = 0; a->rank == 0 && d < m->rank; d++)
-        v[1 + d] = (int64_t)m->bounds[d];
-    v[DRX_MAX_RANK + 1] = (int64_t)m->map.nchunks;
-    load_bcast(v, DRX_MAX_RANK + 2, MPI_INT64_T, 0, a->comm);
-    if (v[0] < 0) /* rank 0 failed: every rank knows; its reason */
-        return mp_agree(a->comm, rc, err);
-    if (a->rank != 0) {
-        rc = drx_array_reload(a->arr, err);
-        /* rank 0's extension is recorded, and this rank does not hold it */
-        if (rc < 0) {
-            mp_break(a, err);
-            rc = drx_err_set(err, EIO,
-                             "%s: the extension is recorded, but rank %d could not read it (%s); "
-                             "its calls fail until drx_mp_sync opens the array again",
-                             a->path, a->rank, a->broken_why);
-            return mp_agree(a->comm, rc, err);
-        }
-        m = drx_array_meta(a->arr);
-        bool same = m->map.nchunks == (uint64_t)v[DRX_MAX_RANK + 1];
-        for (int d = 0; d < m->rank; d++)
-            same = same && m->bounds[d] == (uint64_t)v[1 + d];
-        if (rc >= 0 && !same)
-            rc = drx_err_set(err, ESTALE, "%s: the array changed while the ranks extended it",
-                             a->path);
-    }
-    return mp_agree(a->comm, rc < 0 ? rc : 0, err);
+    load_bcast(&rc, 1, MPI_INT, 0, a->comm);
+    if (rc < 0) /* rank 0 failed: every rank knows; its reason */
+        return mp_agree(a->comm, a->rank == 0 ? rc : 0, err);
+    if (a->rank != 0 && (rc = drx_array_reload(a->arr, err)) < 0)
+        rc = follower_lost(a, err);
+    /* the same metadata everywhere: rank 0's, or a newer one where
+     * another process extended the array since (it used to fail the call
+     * with ESTALE, the extension recorded all the same) */
+    return meta_agree(a, rc, true, "extended", err);
 }
 
 /* Status, bounds and chunk count in words (extend_batch hashes them to
@@ -792,6 +794,21 @@ static int grown_reserve(drx_mp *a, struct drx_err *err)
     return 0;
 }
 
+/* A follower's metadata made again: the committed one read again, the
+ * logged pending growths redone in memory, then dim by count when count
+ * > 0.  0, or -errno with why. */
+static int follower_redo(drx_mp *a, int dim, int64_t count, struct drx_err *why)
+{
+    int rc = drx_array_pending_drop(a->arr, why);
+
+    for (size_t i = 0; rc == 0 && i < a->ngrown; i++)
+        rc = drx_array_extend_pending(a->arr, (int)a->grown[i][0], (uint64_t)a->grown[i][1], false,
+                                      why);
+    if (rc == 0 && count > 0)
+        rc = drx_array_extend_pending(a->arr, dim, (uint64_t)count, false, why);
+    return rc;
+}
+
 /* A follower that grew while rank 0 failed goes back: the committed
  * metadata read again and the logged pending growths redone in memory.
  * A follower that cannot is broken: its later calls fail, and with them
@@ -799,12 +816,7 @@ static int grown_reserve(drx_mp *a, struct drx_err *err)
 static void extend_undo(drx_mp *a)
 {
     struct drx_err why = {{0}};
-    int rc = drx_array_pending_drop(a->arr, &why);
-
-    for (size_t i = 0; rc == 0 && i < a->ngrown; i++)
-        rc = drx_array_extend_pending(a->arr, (int)a->grown[i][0], (uint64_t)a->grown[i][1], false,
-                                      &why);
-    if (rc < 0)
+    if (follower_redo(a, 0, 0, &why) < 0)
         mp_break(a, &why);
 }
 
@@ -833,6 +845,20 @@ static int extend_batch(drx_mp *a, int dim, int64_t count, struct drx_err *err)
              out[4];
     load_allreduce(in, out, 4, MPI_UINT64_T, MPI_MIN, a->comm);
     bool all_grew = out[2] == (uint64_t)INT32_MAX, same = out[0] == ~out[1];
+    if (all_grew && !same) {
+        /* Another process extended the array since the followers read it
+         * (the first growth after a sync: rank 0 read the metadata again
+         * under the extend lock, which it holds from now on, so it stays
+         * as it is): they catch up and the ranks compare again.  It used
+         * to fail the call with ESTALE, as often as every first growth
+         * after a sync while another process extended the array. */
+        rc = a->rank != 0 ? follower_redo(a, dim, count, err) : 0;
+        mp_meta_words(a, 0, words);
+        h = hash_bytes(0xcbf29ce484222325ull, words, sizeof(words));
+        in[0] = h, in[1] = ~h, in[2] = (uint64_t)((int64_t)(rc < 0 ? rc : 0) + INT32_MAX);
+        load_allreduce(in, out, 4, MPI_UINT64_T, MPI_MIN, a->comm);
+        all_grew = out[2] == (uint64_t)INT32_MAX, same = out[0] == ~out[1];
+    }
     if (all_grew && same) {
         a->grown[a->ngrown][0] = dim;
         a->grown[a->ngrown++][1] = count;

@@ -18,6 +18,9 @@
 #define MP_MAX_BUFFER ((uint64_t)1 << 30)
 /* write_all's gather per rank: status, chunk box, whole-chunks flag */
 #define MP_GATHER_WIDTH (2 * DRX_MAX_RANK + 2)
+/* How many times the ranks read the metadata again when they hold
+ * different ones (another process extending the array meanwhile). */
+#define MP_META_TRIES 100
 
 struct drx_mp {
     MPI_Comm comm; /* our own duplicate of the caller's */
@@ -47,12 +50,10 @@ struct drx_mp {
  * drx_mp_error(). */
 int mp_agree(MPI_Comm comm, int rc, const struct drx_err *err);
 
-/* Collective: -EINVAL on every rank (message in err) when the ranks'
- * len bytes at buf differ, else 0.  what names the arguments. */
-int mp_same(MPI_Comm comm, const void *buf, size_t len, const char *what, struct drx_err *err);
-
-/* mp_same and mp_agree in one reduction (the same result): the agreed
- * status, -EINVAL when the arguments differ. */
+/* Collective: the ranks' len bytes at buf compared (a hash) and their
+ * statuses agreed (mp_agree) in one reduction: the agreed status, -EINVAL
+ * on every rank (message in err) when the arguments differ.  what names
+ * the arguments. */
 int mp_check(MPI_Comm comm, int rc, const void *buf, size_t len, const char *what,
              struct drx_err *err);
 
