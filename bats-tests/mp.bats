@@ -959,20 +959,22 @@ time.sleep(3)' &
     "$DRX" get b dim0=60:64 | cmp - p555.bin
 }
 
-@test "another program extending the array while the ranks open and extend it: every call succeeds, in every sync mode" {
+@test "another program extending the array while the ranks open, extend and set attributes: every call succeeds, in every sync mode, the ranks hold the same bounds" {
     "$DRX" create a --type f64 --shape 1x8 --chunk 1x4
     # it grows dimension 1 without pause while the ranks open the array
     # again and again, then grow dimension 0 a step at a time.  It was:
     # ESTALE in 5 to 15 % of the calls ("the array changed while the ranks
     # opened it", "... extended it", with the extension recorded all the
     # same; in DRX_MP_SYNC_BATCH and _NONE "the ranks' metadata differ
-    # after the extension", the first growth after a sync)
+    # after the extension", the first growth after a sync; after an
+    # attribute change the ranks could hold different bounds)
     timeout 120 bash -c 'for ((i = 0; i < 3000; i++)); do [ -e stop ] && exit;
         DRX_LOCK_WAIT_MS=100 "$0" extend a 1 1 2>/dev/null; done' "$DRX" 3>&- &
     local ext=$! words=() n
     for ((n = 0; n < 60; n++)); do words+=("?open:r"); done
     words+=("?open:w" "?open:w" "?open:w")
     for ((n = 0; n < 60; n++)); do words+=("?extend:0:1"); done
+    for ((n = 0; n < 60; n++)); do words+=("?attr:n:i32:$n" samebounds); done
     for mode in batch none; do
         words+=("mode:$mode")
         for ((n = 0; n < 60; n++)); do

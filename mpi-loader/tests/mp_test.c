@@ -14,6 +14,7 @@
  *                                 REF, the whole array in C order (drx get);
  *                                 whole: the boxes widened to whole chunks
  *   bounds                        rank 0 prints the bounds
+ *   samebounds                    rank 0 says when the ranks' bounds differ
  *   buffer:BYTES                  drx_mp_set_buffer
  *   mode:batch | mode:extend | mode:none | mode:N   drx_mp_set_sync
  *   sync                          drx_mp_sync
@@ -509,6 +510,19 @@ static int op_bounds_w(char **w, int nw)
     return op_bounds();
 }
 
+/* Rank 0 says so when the ranks' bounds differ (drx_mp_bounds). */
+static int op_samebounds(char **w, int nw)
+{
+    int64_t b[16] = {0}, lo[16], hi[16];
+    int rc = drx_mp_bounds(A, b);
+    (void)w, (void)nw;
+    MPI_Allreduce(b, lo, 16, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(b, hi, 16, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (me == 0 && memcmp(lo, hi, sizeof(lo)) != 0)
+        say("the ranks hold different bounds\n");
+    return rc;
+}
+
 static int op_sync(char **w, int nw)
 {
     (void)w, (void)nw;
@@ -630,7 +644,7 @@ static int run_op(char **w, int nw)
                {"nodac", op_nodac},   {"attr", op_attr},       {"attrrm", op_attr},
                {"attrget", op_attr},  {"path", op_path},     {"chdir", op_chdir},
                {"opennull", op_opennull}, {"zoneof", op_zoneof},
-               {"create17", op_create17}};
+               {"create17", op_create17}, {"samebounds", op_samebounds}};
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
         if (!strcmp(w[0], ops[i].name))
             return ops[i].fn(w, nw);
