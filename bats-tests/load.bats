@@ -627,6 +627,31 @@ copy_killed() {
     cmp big plain
 }
 
+@test "a destination or raw file named NAME/ must be a directory: export, copy and import refuse a file NAME" {
+    "$DRX" init st >/dev/null
+    "$DRX" create st/a --type u8 --shape 5x3 --chunk 2x2
+    random_bytes r 15
+    mkdir d
+    # it was: the slash dropped, export wrote a file out, copy a striped
+    # file st/sub, import read r (cp says "Not a directory")
+    run mpi_load 2 export st/a out/
+    assert_failure
+    assert_output "drx-load: export: out/: no such directory"
+    run mpi_load 2 copy r st/sub/
+    assert_failure
+    assert_output "drx-load: copy: st/sub/: no such directory"
+    run mpi_load 2 import st/a r/
+    assert_failure
+    assert_output "drx-load: import: r/: not a directory"
+    [ ! -e out ] && [ ! -e st/sub.nafs ] && [ ! -e st/sub ]
+    # a directory takes the copy under the source's name, as before
+    mpi_load 2 copy r d/
+    cmp r d/r
+    mpi_load 2 copy r st/
+    mpi_load 1 copy st/r back
+    cmp r back
+}
+
 @test "copy and import refuse a subfile or .xta that is a hard link" {
     "$DRX" init st >/dev/null
     random_bytes src 200000

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -147,6 +148,18 @@ int load_resolve(const struct load_ctx *c, const char *path, bool write, char *o
         rc = drx_store_resolve_path_for(NULL, path, flags | DRX_STORE_NO_COMMIT, out, len, err);
     if (rc < 0)
         return rc;
+    /* NAME/ is a directory, as the kernel takes it: the resolution drops
+     * the slash, and export wrote a file NAME, copy made a striped file
+     * NAME in a store, import read the file NAME (cp: "Not a
+     * directory") */
+    size_t n = strlen(path);
+    struct stat st;
+    if (n > 1 && path[n - 1] == '/') {
+        int e = stat(out, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+        if (e)
+            return drx_err_set(err, ENOTDIR, "%s: %s", path,
+                               e == ENOENT ? "no such directory" : "not a directory");
+    }
     /* SPEC 2: drx-load works on the store's files; an array's data,
      * data.npy, ... are the mount's alone, and the lexical store path of
      * one names nothing ("s/a/data: No such file or directory") */
