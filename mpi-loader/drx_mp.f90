@@ -22,23 +22,14 @@ module drx_mp
             c_float, c_null_ptr
 
   interface
-    function c_create(comm, path, type, k, shape, chunk, out) bind(C, name='drx_mp_create_f')
+    function c_create(comm, path, type, k, kchunk, shape, chunk, dims, out) &
+        bind(C, name='drx_mp_create_fk')
       import :: c_int, c_char, c_int64_t, c_ptr
-      integer(c_int), value :: comm, k
-      character(kind=c_char), dimension(*), intent(in) :: path, type
-      integer(c_int64_t), dimension(*), intent(in) :: shape, chunk
-      type(c_ptr), intent(out) :: out
-      integer(c_int) :: c_create
-    end function
-
-    function c_create_dims(comm, path, type, k, shape, chunk, dims, out) &
-        bind(C, name='drx_mp_create_dims_f')
-      import :: c_int, c_char, c_int64_t, c_ptr
-      integer(c_int), value :: comm, k
+      integer(c_int), value :: comm, k, kchunk
       character(kind=c_char), dimension(*), intent(in) :: path, type, dims
       integer(c_int64_t), dimension(*), intent(in) :: shape, chunk
       type(c_ptr), intent(out) :: out
-      integer(c_int) :: c_create_dims
+      integer(c_int) :: c_create
     end function
 
     function c_open(comm, path, writable, out) bind(C, name='drx_mp_open_f')
@@ -174,12 +165,15 @@ contains
     type(c_ptr), intent(out) :: a
     character(len=*), intent(in), optional :: dims
     integer(c_int) :: rc
+    ! shape and chunk of different lengths: -EINVAL (chunk was read past
+    ! its end before 2026-12-07)
     if (present(dims)) then
-      rc = c_create_dims(int(comm, c_int), trim(path) // c_null_char, trim(type) // c_null_char, &
-                         int(size(shape), c_int), shape, chunk, trim(dims) // c_null_char, a)
+      rc = c_create(int(comm, c_int), trim(path) // c_null_char, trim(type) // c_null_char, &
+                    int(size(shape), c_int), int(size(chunk), c_int), shape, chunk, &
+                    trim(dims) // c_null_char, a)
     else
       rc = c_create(int(comm, c_int), trim(path) // c_null_char, trim(type) // c_null_char, &
-                    int(size(shape), c_int), shape, chunk, a)
+                    int(size(shape), c_int), int(size(chunk), c_int), shape, chunk, c_null_char, a)
     end if
   end function
 

@@ -483,6 +483,26 @@ int drx_mp_create_dims_f(MPI_Fint comm, const char *path, const char *type, int 
     return drx_mp_create_dims(MPI_Comm_f2c(comm), path, type, k, shape, chunk, dims, out);
 }
 
+int drx_mp_create_fk(MPI_Fint comm, const char *path, const char *type, int k, int kchunk,
+                     const int64_t shape[], const int64_t chunk[], const char *dims,
+                     drx_mp **out)
+{
+    MPI_Comm c = MPI_Comm_f2c(comm);
+    struct drx_err err = {{0}};
+    int rc = kchunk == k ? 0
+                         : drx_err_set(&err, EINVAL,
+                                       "drx_mp_create: %s: chunk has %d values for a shape of %d",
+                                       path, kchunk, k);
+
+    if (out)
+        *out = NULL;
+    /* every rank agrees first, so that all of them go on to the create's
+     * collectives or none does */
+    if ((rc = mp_agree(c, rc, &err)) < 0)
+        return rc;
+    return drx_mp_create_dims(c, path, type, k, shape, chunk, dims, out);
+}
+
 int drx_mp_open_f(MPI_Fint comm, const char *path, int writable, drx_mp **out)
 {
     return drx_mp_open(MPI_Comm_f2c(comm), path, writable, out);

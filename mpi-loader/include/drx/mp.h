@@ -174,7 +174,14 @@ int drx_mp_set_buffer(drx_mp *a, size_t bytes);
 /* The reason of this process's last failed call (one line), or "". */
 const char *drx_mp_error(void);
 
-/* For the Fortran module (MPI_Comm as its Fortran handle). */
+/* For the Fortran module (MPI_Comm as its Fortran handle).
+ * drx_mp_create_fk takes the lengths of shape and chunk (Fortran's size()
+ * of each), which must agree, else -EINVAL on every rank (a short chunk
+ * was read past its end); dims "" for none.  The module calls it; the _f
+ * forms without the lengths stay for modules built before 2026-12-07. */
+int drx_mp_create_fk(MPI_Fint comm, const char *path, const char *type, int k, int kchunk,
+                     const int64_t shape[], const int64_t chunk[], const char *dims,
+                     drx_mp **out);
 int drx_mp_create_f(MPI_Fint comm, const char *path, const char *type, int k, const int64_t shape[],
                     const int64_t chunk[], drx_mp **out);
 int drx_mp_create_dims_f(MPI_Fint comm, const char *path, const char *type, int k,
