@@ -383,6 +383,15 @@ bad() {
     run ls
     assert_output "x.xmd
 x.xta"
+    # the store's own names: made there, the array showed nowhere (the
+    # MPI audit of 2026-12-07)
+    "$DRX" init st >/dev/null
+    bad "st/.drx/y: the store keeps the name .drx for its own files" \
+        "$DRX" create st/.drx/y --type u8 --shape 4 --chunk 4
+    bad "the store keeps the name x.nafs" "$DRX" create st/x.nafs --type u8 --shape 4 --chunk 4
+    bad "the store keeps the name .drx-tmp.abc123" "$DRX" create st/.drx-tmp.abc123 --type u8 --shape 4 --chunk 4
+    run ls -A st st/.drx
+    refute_output --partial ".xmd"
 }
 
 # Found in the twelfth session (the SPEC audit): an array made beside a

@@ -1048,6 +1048,13 @@ fails_alike() {
     long=$(printf 'L%.0s' {1..251})
     fails_alike 2 "File name too long" "$long" create:f64:4x4:2x2
     assert_file_not_exists "$long.xmd"
+    # the store's own names (the MPI audit of 2026-12-07: made there, the
+    # array showed nowhere)
+    "$DRX" init st >/dev/null
+    fails_alike 2 "the store keeps the name .drx for its own files" st/.drx/y create:f64:4x4:2x2
+    fails_alike 2 "the store keeps the name x.nafs" st/x.nafs create:f64:4x4:2x2
+    assert_file_not_exists st/.drx/y.xmd
+    assert_file_not_exists st/x.nafs.xmd
     "$DRX" create a --type i32 --shape 6x6 --chunk 4x4
     sums a >before
     fails_alike 3 "exists" a create:i32:6x6:4x4

@@ -447,6 +447,9 @@ int drx_mp_create_dims(MPI_Comm comm, const char *path, const char *type, int k,
         rc = create_dims(dims, k, &spec, names, &err);
     if (rc == 0)
         rc = resolve(a, path, true, &err);
+    /* the store's own names (.drx/, NAME.xmd, ...), as drx create */
+    if (rc == 0)
+        rc = drx_store_path_reserved(a->path, path, &err);
     if (rc == 0)
         rc = create_args_fill(&args, path, type, dims, k, shape, chunk, &err);
     else

@@ -267,6 +267,10 @@ int drx_cmd_create(int argc, char **argv)
     }
     if (array_path(argv[1], path, true))
         return 1;
+    /* .drx/, NAME.xmd, .drx-tmp.*, ...: the store's own names, which no
+     * mount would show as this array (the MPI audit of 2026-12-07) */
+    if ((rc = drx_store_path_reserved(path, argv[1], &err)) < 0)
+        return drx_cli_fail_err("create", rc, &err);
     rc = drx_array_create(path, &spec, &a, &err);
     if (rc)
         return drx_cli_fail_err("create", rc, &err);
