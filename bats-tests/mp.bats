@@ -1055,6 +1055,9 @@ fails_alike() {
     fails_alike 2 "the store keeps the name x.nafs" st/x.nafs create:f64:4x4:2x2
     assert_file_not_exists st/.drx/y.xmd
     assert_file_not_exists st/x.nafs.xmd
+    # what a path is instead of an array ("no such array" before)
+    mkdir st/dd
+    fails_alike 2 "st/dd: not an array \(a directory\)" st/dd open:r
     "$DRX" create a --type i32 --shape 6x6 --chunk 4x4
     sums a >before
     fails_alike 3 "exists" a create:i32:6x6:4x4

@@ -421,7 +421,9 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
     if (!a)
         return drx_err_set(err, ENOMEM, "out of memory");
     if (lstat(a->xmd_at, &a->xmd_st)) {
-        rc = errno == ENOENT ? drx_err_set(err, ENOENT, "%s: no such array", path)
+        /* a striped file or directory named as an array says so (drx-load
+         * and drx_mp_open said "no such array": the MPI audit) */
+        rc = errno == ENOENT ? drx_array_no_such(path, err)
                              : drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
         goto fail;
     }

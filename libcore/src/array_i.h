@@ -107,6 +107,10 @@ int drx_array_open_regular(const char *path, int flags, struct stat *st, struct 
  * replaced it.  0, or -errno with the handle unchanged (-ESTALE: another
  * array now has the name). */
 int drx_array_reread(struct drx_array *a, struct drx_err *err);
+/* -ENOENT with why path names no array: the first component that is
+ * missing ("no such array ('tmep' does not exist in DIR)"), or what the
+ * path is instead ("not an array (a striped file)"). */
+int drx_array_no_such(const char *path, struct drx_err *err);
 
 /* ---- array_meta.c: the .xmd's libconfig part; array_records.c: its
  * growth records and the reading of the whole ---- */

@@ -174,9 +174,7 @@ int drx_view_spec_add(struct drx_view_spec *s, const char *word, struct drx_err 
     return 0;
 }
 
-/* Why path names no array: the first component that is missing, or what
- * the path is instead. */
-static int no_array(const char *path, struct drx_err *err)
+int drx_array_no_such(const char *path, struct drx_err *err)
 {
     char buf[PATH_MAX];
     struct stat st;
@@ -298,7 +296,7 @@ int drx_view_path_split(const char *path, char *array, size_t len, struct drx_vi
         return 0;
     words = split_array_prefix(path, n, array);
     if (!words)
-        return no_array(path, err);
+        return drx_array_no_such(path, err);
     return add_view_words(words, s, err);
 }
 
