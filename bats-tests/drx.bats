@@ -205,6 +205,24 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     assert_output --regexp "reserving space for the view's chunks: No space left on device \(the piped input took 1[0-9] MiB of that disk until the put ends; from a regular file it takes none\); nothing written"
 }
 
+@test "output that cannot be written (a full disk under stdout) fails with one line, never exit 0" {
+    "$DRX" init s >/dev/null
+    "$DRX" create s/a --type f64 --shape 10x10 --chunk 5x5 --dims y,x
+    "$DRX" attr set s/a units m
+    # each printed a short text into stdio's buffer, lost at exit: a
+    # script's "drx info a --json > a.json" on a full disk kept an empty
+    # file and went on
+    for cmd in "info s/a" "info s/a --json" "attr get s/a units" "attr list s/a" \
+        "address s/a 1,2" "index s/a 1" "fsck s" "stripe get s" "--version" "--help"; do
+        run bash -c "'$DRX' $cmd >/dev/full"
+        [ "$status" -ne 0 ] || { echo "drx $cmd: exit 0 into /dev/full" >&2; return 1; }
+        assert_output "drx: writing standard output: No space left on device"
+    done
+    run bash -c "'$DRX' get s/a >/dev/full"
+    assert_failure
+    assert_output "drx: get: writing standard output: No space left on device"
+}
+
 @test "create --dims with an empty name leaves that dimension unnamed" {
     "$DRX" create t --type f32 --shape 2x3x4 --chunk 2x2x2 --dims time,,lon
     run "$DRX" info t

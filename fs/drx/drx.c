@@ -27,6 +27,18 @@ int drx_cli_fail(const char *fmt, ...)
     return 1;
 }
 
+/* errno of the first write to stdout that failed */
+static int stdout_errno;
+
+int drx_cli_flush(void)
+{
+    if (fflush(stdout) == 0)
+        return 0;
+    if (!stdout_errno)
+        stdout_errno = errno;
+    return -1;
+}
+
 int drx_cli_fail_err(const char *what, int rc, const struct drx_err *err)
 {
     const char *msg = err && err->msg[0] ? err->msg : strerror(rc < 0 ? -rc : rc);
@@ -371,5 +383,13 @@ int main(int argc, char **argv)
     }
     drx_log_limits_flush(); /* what a rate limit suppressed is counted */
     free(a.pos);
+    /* What stdio still holds goes out now, while a failure can be told: a
+     * full disk under stdout left "drx info --json > f" an empty f and
+     * exit 0. */
+    if (drx_cli_flush() != 0 || ferror(stdout)) {
+        drx_cli_fail("writing standard output: %s", strerror(stdout_errno ? stdout_errno : EIO));
+        if (ret == 0)
+            ret = 1;
+    }
     return ret;
 }

@@ -25,6 +25,10 @@ int drx_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "drx: WHAT: err->msg" (or strerror(-rc) if msg is empty); returns 1. */
 int drx_cli_fail_err(const char *what, int rc, const struct drx_err *err);
 
+/* fflush(stdout), keeping the first failure's errno for the one line main
+ * prints at exit ("writing standard output: ..."); 0 or -1. */
+int drx_cli_flush(void);
+
 /* Subcommands: argv[0] is the subcommand's name, then its positional words
  * (as many as drx.c's table allows).  Return the exit code. */
 int drx_cmd_create(int argc, char **argv);

@@ -252,7 +252,7 @@ static int stripe_get(const char *file)
                     snprintf(why, sizeof why, "subfile %u: %s (%s)", i, sub, strerror(-rc));
                 /* in the listing, and the reason in the failure's line */
                 print_line("%s", why);
-                fflush(stdout);
+                drx_cli_flush();
                 ret = drx_cli_fail("stripe get: %s: %s", file, why);
             }
         }
@@ -404,7 +404,7 @@ int drx_cmd_fsck(int argc, char **argv)
                res.problems == 1 ? "" : "s", res.repaired);
     /* the report is on standard output (as e2fsck's); the failure has its
      * one line on standard error, as every command's */
-    fflush(stdout);
+    drx_cli_flush();
     if (res.problems > res.repaired)
         drx_cli_fail("fsck: %s: %u problem%s left%s", s->root, res.problems - res.repaired,
                      res.problems - res.repaired == 1 ? "" : "s",
