@@ -468,6 +468,32 @@ subfile() {
     assert_file_size_equals st/arr.xta 192
 }
 
+@test "fsck --repair leaves a create's .xta alone between its link and its .xmd" {
+    command -v strace >/dev/null || skip "no strace"
+    "$DRX" init st
+    # drx create links the filled .xta, then writes the .xmd, holding the
+    # .xta's lock between; --repair took it for an orphan and removed it,
+    # and the create then wrote an .xmd naming chunks that were gone
+    timeout 20 env "$NO_LSAN" strace -f -o /dev/null -e inject=linkat:delay_exit=2000000 \
+        "$DRX" create st/c --type f64 --shape 10x10 --chunk 5x5 --fill 3 &
+    local pid=$!
+    wait_for_file st/c.xta
+    run "$DRX" fsck st --repair
+    assert_failure
+    assert_line "c.xta: orphan chunk file: no c.xmd beside it (not removed: a process holds its lock, a create or rename of the array under way?)"
+    assert_line "$PWD/st: 1 problem, 0 repaired"
+    wait "$pid"
+    run "$DRX" fsck st
+    assert_success
+    "$DRX" get st/c | cmp - <("$PY" -c 'import sys, struct; sys.stdout.buffer.write(struct.pack("<100d", *[3.0] * 100))')
+    # an orphan no one holds still goes
+    : >st/o.xta
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_line "o.xta: orphan chunk file: no o.xmd beside it (repaired: remove it)"
+    assert_not_exists st/o.xta
+}
+
 @test "fsck: a growth record cut short at the end of an .xmd is named and cut off; readers ignore it" {
     "$DRX" init st
     "$DRX" create st/arr --type u8 --shape 4x4 --chunk 2x2

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -361,6 +362,34 @@ static int xname_cmp(const void *a, const void *b)
     return strcmp(x->shown, y->shown);
 }
 
+/* Removes a chunk file without its .xmd (path, through its directory),
+ * unless a process holds its lock: a create links the .xta before it
+ * writes the .xmd, a rename makes the new .xta a second name of the old,
+ * both under that lock (drx rm's lone .xta: array.c).  Nor when the .xmd
+ * has come meanwhile.  1 removed, 0 left for that, -1 failed. */
+static int remove_chunk_file(const char *path)
+{
+    char xmd[PATH_MAX];
+    struct stat st, now;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), rc = -1;
+
+    if (fd < 0)
+        return -1;
+    snprintf(xmd, sizeof xmd, "%.*s.xmd", (int)(strlen(path) - 4), path);
+    if (fstat(fd, &st) == 0) {
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0 || access(xmd, F_OK) == 0)
+            rc = 0;
+        else if (lstat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+            rc = unlink(path) == 0 ? 1 : -1;
+    }
+    close(fd);
+    return rc;
+}
+
+/* In repair, a chunk file remove_chunk_file left for its lock: said so. */
+#define CHUNK_FILE_BUSY                                                                        \
+    " (not removed: a process holds its lock, a create or rename of the array under way?)"
+
 /* The names of the group without an .xmd: leftovers of a rename cut
  * short (beside a whole array's name) or orphans. */
 static void check_leftover_names(struct fsck *k, const struct xname *g, size_t n,
@@ -369,16 +398,17 @@ static void check_leftover_names(struct fsck *k, const struct xname *g, size_t n
     for (size_t i = 0; i < n; i++) {
         if (g[i].whole)
             continue;
-        bool fixed = k->repair && unlink(g[i].path) == 0;
+        int rm = k->repair ? remove_chunk_file(g[i].path) : -1;
         if (keeper)
             drx_fsck_finding(
-                k, drx_fsck_rel_of(k, g[i].path), fixed, "remove it",
+                k, drx_fsck_rel_of(k, g[i].path), rm == 1, "remove it",
                 "a second name of %s, left by an interrupted rename (no .xmd beside it); "
-                "writes to the array are refused until it is gone",
-                drx_fsck_rel_of(k, keeper->path));
+                "writes to the array are refused until it is gone%s",
+                drx_fsck_rel_of(k, keeper->path), rm == 0 ? CHUNK_FILE_BUSY : "");
         else
-            drx_fsck_finding(k, drx_fsck_rel_of(k, g[i].path), fixed, "remove it",
-                             "orphan chunk file: no .xmd beside it nor beside its other names");
+            drx_fsck_finding(k, drx_fsck_rel_of(k, g[i].path), rm == 1, "remove it",
+                             "orphan chunk file: no .xmd beside it nor beside its other names%s",
+                             rm == 0 ? CHUNK_FILE_BUSY : "");
     }
 }
 
@@ -478,9 +508,10 @@ static void check_file(struct fsck *k, const char *path, const char *n, const st
         if (st->st_nlink > 1) {
             add_xname(k, st, path, whole);
         } else if (!whole) {
-            fixed = k->repair && unlink(path) == 0;
-            drx_fsck_finding(k, drx_fsck_rel_of(k, path), fixed, "remove it",
-                             "orphan chunk file: no %s beside it", strrchr(xmd, '/') + 1);
+            int rm = k->repair ? remove_chunk_file(path) : -1;
+            drx_fsck_finding(k, drx_fsck_rel_of(k, path), rm == 1, "remove it",
+                             "orphan chunk file: no %s beside it%s", strrchr(xmd, '/') + 1,
+                             rm == 0 ? CHUNK_FILE_BUSY : "");
         }
     }
 }
