@@ -223,6 +223,29 @@ np.asfortranarray(a).ravel(order='F').astype('>' + dt if dt[1:] != '1' else dt).
     assert_output "drx: get: writing standard output: No space left on device"
 }
 
+@test "under ulimit -f, put and extend fail with one line instead of dying of SIGXFSZ" {
+    "$DRX" create a --type u8 --shape 4096x1024 --chunk 256x256
+    random_bytes r 4194304
+    run bash -c "ulimit -f 1024 && '$DRX' put a <r"
+    assert_failure 1
+    assert_output --partial "File too large"
+    [ "${#lines[@]}" -eq 1 ]
+    run bash -c "ulimit -f 1024 && '$DRX' create b --type u8 --shape 4096x1024 --chunk 256x256 --fill 1"
+    assert_failure 1
+    assert_output --partial "File too large"
+    assert_not_exists b.xta
+    run bash -c "ulimit -f 1024 && '$DRX' extend a 0 1024"
+    assert_failure 1
+    assert_output --partial "File too large"
+    "$DRX" create c --type u8 --shape 512x1024 --chunk 256x256 --fill 1
+    run bash -c "ulimit -f 1024 && '$DRX' extend c 0 1024"
+    assert_failure 1
+    assert_output --partial "File too large"
+    run "$DRX" info c
+    assert_output --partial "shape:       512 x 1024"
+    assert_file_size c.xta 524288
+}
+
 @test "create --dims with an empty name leaves that dimension unnamed" {
     "$DRX" create t --type f32 --shape 2x3x4 --chunk 2x2x2 --dims time,,lon
     run "$DRX" info t

@@ -222,6 +222,16 @@ sums() {
     "$DRX" get small/a dim0=0:64 | cmp - row
 }
 
+@test "import under ulimit -f fails with one line instead of dying of SIGXFSZ" {
+    # (MPI_Init itself needs more than 1 MiB: UCX's shared memory file)
+    "$DRX" create a --type u8 --shape 4096x4096 --chunk 256x256
+    random_bytes r 16777216
+    run bash -c "ulimit -f 8192 && timeout 120 mpiexec -n 2 '$DRX_LOAD' import a r"
+    assert_failure 1
+    assert_output --partial "File too large"
+    refute_output --partial "signal"
+}
+
 @test "usage errors: unknown command, missing arguments, bad options, bad config" {
     run mpi_load 2 frob
     assert_failure 2

@@ -19,6 +19,10 @@ setup() {
     cd "$BATS_TEST_TMPDIR"
 }
 
+teardown() {
+    unmount_store "$BATS_TEST_TMPDIR/fsz"
+}
+
 # fresh NAME SHAPE CHUNK: an f64 array with values 0, 1, 2, ... (also in NAME.raw)
 fresh() {
     "$DRX" rm "$S/$1" 2>/dev/null || true
@@ -119,6 +123,33 @@ import numpy as np
 a = np.arange(16, dtype='<f8'); a[15] = 0; a.tofile('want')"
     cmp want <("$DRX" get "$S/e")
     assert_file_size "$M/e/data" 128
+}
+
+@test "a daemon started under ulimit -f answers EFBIG past the limit and lives on" {
+    # a write past RLIMIT_FSIZE raises SIGXFSZ, whose default ends the
+    # process: any user's write through the mount killed the daemon
+    local fs="$BATS_TEST_TMPDIR/fsz"
+    mkdir "$fs.store"
+    (ulimit -f 2048 && mount_store "$fs.store" "$fs")
+    "$DRX" create "$fs.store/a" --type u8 --shape 4096x1024 --chunk 256x256
+    random_bytes r 6291456
+    # 1 MiB a request: the first two land below 2 MiB of the .xta
+    run dd if=r of="$fs/a/data" bs=1M count=4 conv=notrunc
+    assert_failure
+    assert_output --partial "File too large"
+    assert_output --partial "2097152 bytes"
+    mountpoint -q "$fs"
+    cmp -n 2097152 r "$fs/a/data"
+    run cp r "$fs/f"
+    assert_failure
+    assert_output --partial "File too large"
+    mountpoint -q "$fs"
+    commit_mount "$fs"
+    cmp -n "$(stat -c %s "$fs/f")" r "$fs/f"
+    ls "$fs" >/dev/null
+    unmount_store "$fs"
+    run "$DRX" fsck "$fs.store" --repair
+    assert_success
 }
 
 @test "data.npy: the data part is writable, the header is fixed" {

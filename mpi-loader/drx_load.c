@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -488,6 +489,8 @@ int main(int argc, char **argv)
     setenv("HWLOC_COMPONENTS", "-gl,-opencl", 0);
 #endif
     MPI_Init(&argc, &argv);
+    /* past ulimit -f a write is EFBIG, reported, not death half way */
+    signal(SIGXFSZ, SIG_IGN);
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c.nprocs);
     /* libcore's warnings (a missing stripe directory) are worth a line, but

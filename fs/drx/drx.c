@@ -4,6 +4,7 @@
  * options in drx_cli. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,6 +369,8 @@ int main(int argc, char **argv)
 
     if (!a.pos)
         return drx_cli_fail("out of memory");
+    /* past ulimit -f a write is EFBIG, reported, not death half way */
+    signal(SIGXFSZ, SIG_IGN);
     ret = parse_args(argc, argv, &a);
     if (ret) {
         /* reported */

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -825,6 +826,9 @@ int main(int argc, char *argv[])
     int ret = 1;
 
     drxfs_relay_entry(argc, argv);
+    /* A write past RLIMIT_FSIZE (ulimit -f of whoever started the daemon)
+     * is EFBIG for that request, not the end of the mount for everyone. */
+    signal(SIGXFSZ, SIG_IGN);
     if (fuse_opt_parse(&args, &cli, drxfs_opts, opt_proc) < 0)
         goto out;
     if (cli_early(&cli, argv, &ret) || cli_apply(&cli) < 0)
