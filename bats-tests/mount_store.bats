@@ -93,6 +93,37 @@ arr() {
     [ -z "$(ls "$S" | grep -v '^d0$' || true)" ]
 }
 
+@test "fsync of a directory syncs the store's directory (a rename made durable)" {
+    # libfuse answered ENOSYS without the operation, which the kernel takes
+    # for "nothing to do": fsync(dir) after a rename returned 0 and synced
+    # nothing, for every directory of the mount after the first
+    command -v strace >/dev/null || skip "no strace"
+    local pid
+    mkdir "$M/fsd"
+    echo x >"$M/fsd/a.tmp"
+    "$DRX" create "$S/fsd/arr" --type u8 --shape 4 --chunk 2
+    strace -f -qq -e trace=fsync,fdatasync -o trace -p "$(cat "$M.pid")" &
+    pid=$!
+    sleep 1
+    mv "$M/fsd/a.tmp" "$M/fsd/a"
+    "$PY" -c '
+import os, sys
+for d in sys.argv[1:]:
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(fd)
+    os.fdatasync(fd)
+    os.close(fd)' "$M/fsd" "$M" "$M/fsd/arr" "$M/fsd/arr/zarr"
+    sleep 0.3
+    kill "$pid"
+    wait "$pid" || true
+    cat trace
+    # the two store directories, once each way; an array has no entries
+    [ "$(grep -c '^[0-9]* *fsync(' trace)" -eq 2 ]
+    [ "$(grep -c '^[0-9]* *fdatasync(' trace)" -eq 2 ]
+    "$DRX" rm "$S/fsd/arr"
+    rm -r "$M/fsd"
+}
+
 @test "mv renames an array (both store files); rmdir of an array fails" {
     arr a1
     mkdir "$M/dir"

@@ -454,6 +454,7 @@ static const struct fuse_operations drxfs_ops = {
     .opendir = drxfs_op_opendir,
     .readdir = drxfs_op_readdir,
     .releasedir = drxfs_op_releasedir,
+    .fsyncdir = drxfs_op_fsyncdir,
     .init = op_init,
     .destroy = op_destroy,
     .create = drxfs_op_create,

@@ -286,6 +286,7 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi);
 int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
                      struct fuse_file_info *fi, enum fuse_readdir_flags flags);
 int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi);
+int drxfs_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi);
 int drxfs_op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
 int drxfs_op_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi);
 off_t drxfs_op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi);

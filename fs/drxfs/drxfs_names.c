@@ -680,6 +680,22 @@ int drxfs_op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t of
     return list_store_dir(dh, buf, fill, off);
 }
 
+/* fsync of a directory: the store directory's own (its entries: a rename,
+ * create or unlink in it made durable, as a program that syncs the
+ * directory after such a change asks).  An array or view has no entries
+ * of its own.  Without it libfuse answered ENOSYS, which the kernel takes
+ * for "nothing to do": every later fsync of a directory returned 0 having
+ * synced nothing. */
+int drxfs_op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    struct drxfs_dirh *dh = (struct drxfs_dirh *)(uintptr_t)fi->fh;
+    (void)path;
+
+    if (!dh->dp)
+        return 0;
+    return (datasync ? fdatasync(dirfd(dh->dp)) : fsync(dirfd(dh->dp))) < 0 ? -errno : 0;
+}
+
 int drxfs_op_releasedir(const char *path, struct fuse_file_info *fi)
 {
     struct drxfs_dirh *dh = (struct drxfs_dirh *)(uintptr_t)fi->fh;
