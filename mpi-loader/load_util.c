@@ -129,6 +129,18 @@ int load_mpi_err(struct drx_err *err, int mpirc, const char *fmt, ...)
     char *colon = strstr(last, "): ");
     if (colon)
         last = colon + 3;
+    /* ROMIO's independent I/O says "Other I/O error No space left on
+     * device": its class's text, then the cause's; the cause alone. */
+    char cls[MPI_MAX_ERROR_STRING];
+    int cl, clen = 0;
+    if (MPI_Error_class(mpirc, &cl) == MPI_SUCCESS &&
+        MPI_Error_string(cl, cls, &clen) == MPI_SUCCESS) {
+        while (clen > 0 && cls[clen - 1] == ' ') /* MPICH's ends in one */
+            clen--;
+        cls[clen] = '\0';
+        if (clen > 0 && strncmp(last, cls, (size_t)clen) == 0 && last[clen] == ' ' && last[clen + 1])
+            last += clen + 1;
+    }
     return drx_err_set(err, mpi_errno(mpirc, last), "%s: %s", what, last);
 }
 
