@@ -494,6 +494,38 @@ subfile() {
     assert_not_exists st/o.xta
 }
 
+@test "fsck --repair leaves the temporary of an .xmd update under way alone" {
+    command -v strace >/dev/null || skip "no strace"
+    "$DRX" init st
+    "$DRX" create st/c --type f64 --shape 10x10 --chunk 5x5
+    # drx attr set writes the .xmd whole: a temporary, synced, renamed; a
+    # --repair while it synced removed the temporary, and the attr set
+    # failed with "c.xmd: No such file or directory"
+    timeout 20 env "$NO_LSAN" strace -f -o /dev/null -e inject=fsync:delay_enter=2000000:when=1 \
+        "$DRX" attr set st/c units m &
+    local pid=$!
+    local i tmp=""
+    for ((i = 0; i < 250; i++)); do
+        tmp=$(cd st && ls -A | grep '^\.c\.xmd\.' || true)
+        [ -z "$tmp" ] || break
+        sleep 0.02
+    done
+    [ -n "$tmp" ]
+    run "$DRX" fsck st --repair
+    assert_failure
+    assert_line "$tmp: leftover temporary file of an interrupted update (not removed: a process holds its lock, an update under way?)"
+    wait "$pid"
+    run "$DRX" attr get st/c units
+    assert_output "m"
+    run "$DRX" fsck st
+    assert_success
+    # a temporary no one holds still goes
+    : >st/.c.xmd.abc123
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_line ".c.xmd.abc123: leftover temporary file of an interrupted update (repaired: remove it)"
+}
+
 @test "fsck: a growth record cut short at the end of an .xmd is named and cut off; readers ignore it" {
     "$DRX" init st
     "$DRX" create st/arr --type u8 --shape 4x4 --chunk 2x2

@@ -362,28 +362,36 @@ static int xname_cmp(const void *a, const void *b)
     return strcmp(x->shown, y->shown);
 }
 
-/* Removes a chunk file without its .xmd (path, through its directory),
- * unless a process holds its lock: a create links the .xta before it
- * writes the .xmd, a rename makes the new .xta a second name of the old,
- * both under that lock (drx rm's lone .xta: array.c).  Nor when the .xmd
- * has come meanwhile.  1 removed, 0 left for that, -1 failed. */
-static int remove_chunk_file(const char *path)
+/* Removes path (through its directory) unless a process holds its lock,
+ * or the file `unless` names has come meanwhile.  1 removed, 0 left for
+ * that, -1 failed. */
+static int remove_unlocked(const char *path, const char *unless)
 {
-    char xmd[PATH_MAX];
     struct stat st, now;
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), rc = -1;
 
     if (fd < 0)
         return -1;
-    snprintf(xmd, sizeof xmd, "%.*s.xmd", (int)(strlen(path) - 4), path);
     if (fstat(fd, &st) == 0) {
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0 || access(xmd, F_OK) == 0)
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0 || (unless && access(unless, F_OK) == 0))
             rc = 0;
         else if (lstat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
             rc = unlink(path) == 0 ? 1 : -1;
     }
     close(fd);
     return rc;
+}
+
+/* Removes a chunk file without its .xmd, unless a process holds its lock:
+ * a create links the .xta before it writes the .xmd, a rename makes the
+ * new .xta a second name of the old, both under that lock (drx rm's lone
+ * .xta: array.c).  Nor when the .xmd has come meanwhile. */
+static int remove_chunk_file(const char *path)
+{
+    char xmd[PATH_MAX];
+
+    snprintf(xmd, sizeof xmd, "%.*s.xmd", (int)(strlen(path) - 4), path);
+    return remove_unlocked(path, xmd);
 }
 
 /* In repair, a chunk file remove_chunk_file left for its lock: said so. */
@@ -492,12 +500,15 @@ static void check_shared(struct fsck *k)
 static void check_file(struct fsck *k, const char *path, const char *n, const struct stat *st)
 {
     char xmd[PATH_MAX];
-    bool whole, fixed;
+    bool whole;
 
     if (drx_store_name_is_temp(n)) {
-        fixed = k->repair && unlink(path) == 0;
-        drx_fsck_finding(k, drx_fsck_rel_of(k, path), fixed, "remove it",
-                         "leftover temporary file of an interrupted update");
+        /* an update under way holds its temporary's lock (replace.c) */
+        int rm = k->repair ? remove_unlocked(path, NULL) : -1;
+        drx_fsck_finding(k, drx_fsck_rel_of(k, path), rm == 1, "remove it",
+                         "leftover temporary file of an interrupted update%s",
+                         rm == 0 ? " (not removed: a process holds its lock, an update under way?)"
+                                 : "");
     } else if (ends_with(n, DRX_STRIPE_SUFFIX)) {
         check_striped(k, path);
     } else if (ends_with(n, ".xmd")) {

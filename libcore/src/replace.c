@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -234,6 +235,10 @@ int drx_replace_write_s(struct drx_store *s, const char *path, const void *data,
         close(dfd);
         return fd;
     }
+    /* held while it is written and synced: drx fsck --repair leaves a
+     * locked temporary alone (it removed one under way, and the update
+     * failed with ENOENT) */
+    (void)!flock(fd, LOCK_EX | LOCK_NB);
     rc = fill_temp(dfd, base, fd, data, len, like, mode, sync, st);
     close(fd);
     if (rc == 0)
