@@ -46,6 +46,10 @@ teardown() {
     for m in "$BATS_TEST_TMPDIR"/m* "${OWN_DIR:-/nonexistent}/m"; do
         [ -e "$m" ] && unmount_store "$m"
     done
+    # a loop file system a test made (lazily if still busy)
+    if mountpoint -q "$BATS_TEST_TMPDIR/loopfs"; then
+        umount "$BATS_TEST_TMPDIR/loopfs" || umount -l "$BATS_TEST_TMPDIR/loopfs"
+    fi
     if [ -n "${OWN_DIR:-}" ]; then
         rm -rf "$OWN_DIR"
     fi
@@ -976,4 +980,28 @@ PY
     unmount_store "$m"
     ! grep -q " $m " /proc/self/mountinfo
     [ ! -e "$m.pid" ]
+}
+
+# Found in the crash audit of 2026-12-07: on a store whose file system
+# went read-only (ext4's errors=remount-ro, here a remount), a write open
+# of an array's data and an attribute change said EACCES ("Permission
+# denied"), where striped and plain files said EROFS.
+@test "on a store whose file system went read-only, writes to an array say EROFS; reads go on" {
+    command -v mkfs.ext4 >/dev/null && losetup -f >/dev/null 2>&1 ||
+        skip "needs mkfs.ext4 and a loop device"
+    truncate -s 32M img
+    mkfs.ext4 -q img
+    mkdir loopfs
+    mount -o loop img loopfs
+    "$DRX" init loopfs/st >/dev/null
+    "$DRX" create loopfs/st/a --type u8 --shape 8 --chunk 4 --fill 7 >/dev/null
+    mount_store loopfs/st mro
+    mount -o remount,ro loopfs
+    run dd if=/dev/zero of=mro/a/data bs=1 count=1 conv=notrunc
+    assert_failure
+    assert_output --partial "Read-only file system"
+    run setfattr -n user.units -v K mro/a
+    assert_failure
+    assert_output --partial "Read-only file system"
+    cmp <("$DRX" get loopfs/st/a) mro/a/data
 }

@@ -549,7 +549,7 @@ static int open_arr_get(const struct drxfs_node *n, bool wr, struct drxfs_arr **
         if (!wr)
             break;
         if (e->rdonly) {
-            rc = -EACCES;
+            rc = e->rdonly_rc;
             goto out;
         }
         /* Two names of one chunk file would diverge (drx_array_check_links):

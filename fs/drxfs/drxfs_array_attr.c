@@ -35,7 +35,7 @@ static int xattr_array(const struct drxfs_node *n, const char *name, bool wr,
     if ((rc = drxfs_arr_get(n, out)) < 0)
         return rc;
     if (wr && (*out)->rdonly)
-        rc = -EACCES;
+        rc = (*out)->rdonly_rc;
     else if (wr && (*out)->shared)
         rc = -EIO;
     if (rc < 0) {

@@ -216,6 +216,9 @@ static int arr_open_rw_or_ro(struct drxfs_arr *e, const struct drxfs_node *n, co
     if (rc == -EACCES || rc == -EPERM || rc == -EROFS || rc == -EMLINK) {
         err->msg[0] = '\0';
         e->rdonly = !e->shared;
+        /* the store's file system gone read-only (errors=remount-ro)
+         * says so to writers, as striped and plain files do */
+        e->rdonly_rc = rc == -EROFS ? -EROFS : -EACCES;
         rc = drx_array_open(path, DRX_RDONLY, &e->a, err);
     }
     return rc;

@@ -400,6 +400,8 @@ struct drxfs_arr {
     struct drx_array *a;
     pthread_rwlock_t lock;
     bool rdonly;   /* the .xta could only be opened read-only */
+    int rdonly_rc; /* then what a write gets: -EROFS on a read-only file
+                    * system, else -EACCES */
     bool shared;   /* opened read-only: the .xta had other names (EMLINK) */
     bool detached; /* no longer in the table (renamed, replaced) */
     int pin;       /* directory descriptor a's path goes through, or -1 */
