@@ -386,6 +386,14 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
         conn->max_read = drxfs.max_read;
     /* Splice reads measured slower here (LIMITS.md). */
     conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+    /* open(O_TRUNC) as an open and then a SETATTR of size 0, whose reply
+     * gives the kernel the size: with the atomic form the kernel takes
+     * the size to be 0 after the open and asks again later, and a reply
+     * it judges stale (any invalidation of the file meanwhile: another
+     * view of the array written) leaves it at 0, so reads of a view, whose
+     * size O_TRUNC does not change, saw EOF (1081 of 20137 opens beside
+     * two writers of other views, 2026-12-07). */
+    conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
     if (!drxfs.foreground) {
         openlog("drxfs", LOG_PID, LOG_DAEMON);
         drx_log_set_sink(syslog_sink, NULL);
