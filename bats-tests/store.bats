@@ -526,6 +526,34 @@ subfile() {
     assert_line ".c.xmd.abc123: leftover temporary file of an interrupted update (repaired: remove it)"
 }
 
+@test "fsck --repair leaves the temporary of an .xmd update alone up to its rename" {
+    command -v strace >/dev/null || skip "no strace"
+    "$DRX" init st
+    "$DRX" create st/c --type f64 --shape 10x10 --chunk 5x5
+    # the update let go of its temporary's lock before renaming it: a
+    # --repair between the two removed it, and the attr set failed with
+    # "c.xmd: No such file or directory" all the same
+    timeout 20 env "$NO_LSAN" strace -f -o /dev/null \
+        -e inject=rename,renameat,renameat2:delay_enter=2000000 "$DRX" attr set st/c units m &
+    local pid=$!
+    local i tmp=""
+    for ((i = 0; i < 250; i++)); do
+        tmp=$(cd st && ls -A | grep '^\.c\.xmd\.' || true)
+        [ -z "$tmp" ] || break
+        sleep 0.02
+    done
+    [ -n "$tmp" ]
+    sleep 0.3
+    run "$DRX" fsck st --repair
+    assert_failure
+    assert_line "$tmp: leftover temporary file of an interrupted update (not removed: a process holds its lock, an update under way?)"
+    wait "$pid"
+    run "$DRX" attr get st/c units
+    assert_output "m"
+    run "$DRX" fsck st
+    assert_success
+}
+
 @test "fsck: a growth record cut short at the end of an .xmd is named and cut off; readers ignore it" {
     "$DRX" init st
     "$DRX" create st/arr --type u8 --shape 4x4 --chunk 2x2

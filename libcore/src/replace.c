@@ -235,17 +235,17 @@ int drx_replace_write_s(struct drx_store *s, const char *path, const void *data,
         close(dfd);
         return fd;
     }
-    /* held while it is written and synced: drx fsck --repair leaves a
-     * locked temporary alone (it removed one under way, and the update
-     * failed with ENOENT) */
+    /* held while it is written, synced and renamed: drx fsck --repair
+     * leaves a locked temporary alone (it removed one under way, and the
+     * update failed with ENOENT) */
     (void)!flock(fd, LOCK_EX | LOCK_NB);
     rc = fill_temp(dfd, base, fd, data, len, like, mode, sync, st);
-    close(fd);
     if (rc == 0)
         rc = put_in_place(dfd, tmp, base, flags & DRX_REPLACE_NOREPLACE);
     if (rc < 0)
         unlinkat(dfd, tmp, 0);
-    else if (sync && fsync(dfd) < 0)
+    close(fd);
+    if (rc == 0 && sync && fsync(dfd) < 0)
         rc = -errno;
     close(dfd);
     return rc;
