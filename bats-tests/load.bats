@@ -663,6 +663,21 @@ copy_killed() {
     cmp r back
 }
 
+@test "copy into a store's root named ROOT/ reads nothing past the path (valgrind)" {
+    command -v valgrind >/dev/null || skip "no valgrind"
+    [ -z "${DRX_TEST_SANITIZED:-}" ] || skip "valgrind and ASan do not mix"
+    "$DRX" init st >/dev/null
+    random_bytes r 1000
+    # the search for an array the path lies inside started one past the
+    # end of a path that is the store's root: strchr through whatever the
+    # stack held
+    run timeout 120 mpiexec -n 1 valgrind -q --error-exitcode=9 "$DRX_LOAD" copy r st/
+    refute_output --partial "inside_array"
+    assert_success
+    mpi_load 1 copy st/r back
+    cmp r back
+}
+
 @test "copy and import refuse a subfile or .xta that is a hard link" {
     "$DRX" init st >/dev/null
     random_bytes src 200000

@@ -122,7 +122,9 @@ static bool inside_array(const char *p, char *arr, size_t len)
     int n = drx_store_find(p, root, sizeof root);
     size_t pl = strlen(p);
 
-    if (n < 0 || pl >= len)
+    /* p the store's root itself: nothing of it is inside an array (the
+     * search below would start past p's end) */
+    if (n < 0 || pl >= len || (size_t)n >= pl)
         return false;
     memcpy(arr, p, pl + 1);
     for (char *s = arr + n; (s = strchr(s + 1, '/')) != NULL;) {
