@@ -554,6 +554,34 @@ subfile() {
     assert_success
 }
 
+@test "an .xmd update whose temporary --repair removed before its lock makes another" {
+    command -v strace >/dev/null || skip "no strace"
+    "$DRX" init st
+    "$DRX" create st/c --type f64 --shape 10x10 --chunk 5x5
+    # between the temporary's creation and its lock (the second flock of
+    # drx attr set, after the extend lock's) --repair found it unlocked
+    # and removed it, and the update failed with "c.xmd: No such file or
+    # directory"
+    timeout 20 env "$NO_LSAN" strace -f -o /dev/null \
+        -e inject=flock:delay_enter=2000000:when=2 "$DRX" attr set st/c units m &
+    local pid=$!
+    local i tmp=""
+    for ((i = 0; i < 250; i++)); do
+        tmp=$(cd st && ls -A | grep '^\.c\.xmd\.' || true)
+        [ -z "$tmp" ] || break
+        sleep 0.02
+    done
+    [ -n "$tmp" ]
+    run "$DRX" fsck st --repair
+    assert_success
+    assert_line "$tmp: leftover temporary file of an interrupted update (repaired: remove it)"
+    wait "$pid"
+    run "$DRX" attr get st/c units
+    assert_output "m"
+    run "$DRX" fsck st
+    assert_success
+}
+
 @test "fsck: a growth record cut short at the end of an .xmd is named and cut off; readers ignore it" {
     "$DRX" init st
     "$DRX" create st/arr --type u8 --shape 4x4 --chunk 2x2

@@ -230,15 +230,23 @@ int drx_replace_write_s(struct drx_store *s, const char *path, const void *data,
     dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return -errno;
-    fd = create_temp(s, dfd, base, tmp, sizeof tmp);
-    if (fd < 0) {
-        close(dfd);
-        return fd;
+    /* The temporary's lock is held while it is written, synced and
+     * renamed: drx fsck --repair leaves a locked temporary alone (it
+     * removed one under way, and the update failed with ENOENT).  One
+     * that --repair took between its creation and the lock is gone when
+     * the lock comes (--repair removes it before it lets go): another. */
+    for (int tries = 0;; tries++) {
+        struct stat tst;
+        fd = create_temp(s, dfd, base, tmp, sizeof tmp);
+        if (fd < 0) {
+            close(dfd);
+            return fd;
+        }
+        if (drx_io_flock_for(fd, LOCK_EX, 1000) < 0 || fstat(fd, &tst) < 0 || tst.st_nlink > 0 ||
+            tries == 3)
+            break;
+        close(fd);
     }
-    /* held while it is written, synced and renamed: drx fsck --repair
-     * leaves a locked temporary alone (it removed one under way, and the
-     * update failed with ENOENT) */
-    (void)!flock(fd, LOCK_EX | LOCK_NB);
     rc = fill_temp(dfd, base, fd, data, len, like, mode, sync, st);
     if (rc == 0)
         rc = put_in_place(dfd, tmp, base, flags & DRX_REPLACE_NOREPLACE);
