@@ -646,3 +646,46 @@ time.sleep(120)' "$s/victim.nafs"
     assert_failure
     assert_output --partial "No space left on device"
 }
+
+# Found in the review of 2026-12-07: on a store whose file system went
+# read-only (errors=remount-ro), a striped file said EACCES to every write
+# open and truncate (its handle, opened read-only, knew no other answer),
+# and an array's data showed no w, so that the kernel refused a user of
+# an allow_other mount with EACCES before the daemon's EROFS; plain files
+# said EROFS.
+@test "on a store whose file system went read-only, a user's writes to a striped file and an array say EROFS" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    command -v mkfs.ext4 >/dev/null && losetup -f >/dev/null 2>&1 ||
+        skip "needs mkfs.ext4 and a loop device"
+    local fs="$RV/fs" s="$RV/fs/st" m="$RV/m" f
+    truncate -s 32M "$RV/img"
+    mkfs.ext4 -q "$RV/img"
+    mkdir "$fs"
+    mount -o loop "$RV/img" "$fs"
+    "$DRX" init "$s" >/dev/null
+    chmod 1777 "$s"
+    "$DRX" create "$s/a" --type u8 --shape 8 --chunk 4 --fill 7 >/dev/null
+    chmod 666 "$s/a.xta" "$s/a.xmd"
+    echo plain >"$s/plain"
+    chmod 666 "$s/plain"
+    mount_store "$s" "$m" -o allow_other
+    nob sh -c "echo striped >'$m/sf'"
+    # the striped file's handle goes with its commit (else its subfiles,
+    # open for writing, keep the remount from happening)
+    setfattr -n user.drx.commit "$m"
+    mount -o remount,ro "$fs"
+    for f in plain sf a/data; do
+        run nob dd if=/dev/zero of="$m/$f" bs=1 count=1 conv=notrunc
+        assert_failure
+        assert_output --partial "Read-only file system"
+        run dd if=/dev/zero of="$m/$f" bs=1 count=1 conv=notrunc
+        assert_failure
+        assert_output --partial "Read-only file system"
+    done
+    run nob truncate -s 0 "$m/sf"
+    assert_failure
+    assert_output --partial "Read-only file system"
+    [ "$(cat "$m/sf")" = striped ]
+    cmp <("$DRX" get "$s/a") "$m/a/data"
+    unmount_store "$m"
+}

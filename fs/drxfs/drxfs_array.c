@@ -418,7 +418,7 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
         rc = -EIO;
         goto out;
     }
-    if (e->rdonly || drxfs.ro)
+    if (drxfs_arr_shows_ro(e))
         st->st_mode &= ~(mode_t)0222;
 out:
     pthread_rwlock_unlock(&e->lock);
@@ -441,7 +441,7 @@ int drxfs_array_getacl(const struct drxfs_node *n, char *value, size_t size)
         map.keep = 4;
     if ((rc = drxfs_arr_get(n, &e)) < 0)
         return rc;
-    if (e->rdonly || drxfs.ro)
+    if (drxfs_arr_shows_ro(e))
         map.keep &= ~2u;
     if (n->kind == DRXFS_ARRAY || n->kind == DRXFS_AINFO)
         rc = drxfs_rel_suffix(xmd, n->rel, DRXFS_XMD) < 0
@@ -477,7 +477,7 @@ int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
     }
     st->st_mode =
         S_IFREG | (xta.st_mode & (fh->kind == DRXFS_AINFO || fh->kind == DRXFS_ANC ? 0444 : 07666));
-    if (fh->arr->rdonly || drxfs.ro)
+    if (drxfs_arr_shows_ro(fh->arr))
         st->st_mode &= ~(mode_t)0222;
     st->st_size = (off_t)size;
     st->st_blocks = (blkcnt_t)((size + 511) / 512);

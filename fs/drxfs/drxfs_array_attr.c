@@ -354,7 +354,7 @@ int drxfs_array_setacl(const struct drxfs_node *n, const char *name, const char 
      * files' own w stays, as setfacl hands back what it was shown */
     if ((rc = drxfs_arr_get(n, &e)) < 0)
         return rc;
-    if (e->rdonly)
+    if (e->rdonly && e->rdonly_rc != -EROFS)
         map.keep &= ~2u;
     drxfs_arr_put(e);
     /* both worked out before either changes */

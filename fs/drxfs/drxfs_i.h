@@ -26,6 +26,7 @@
 
 #define FUSE_USE_VERSION 314
 
+#include <errno.h>
 #include <fuse.h>
 #include <limits.h>
 #include <pthread.h>
@@ -430,6 +431,15 @@ void drxfs_arr_read_failed(struct drxfs_arr *e, size_t size, uint64_t off, int r
 struct drx_array *drxfs_arr_rdlock(struct drxfs_arr *e);
 void drxfs_arr_unlock(struct drxfs_arr *e);
 bool drxfs_arr_writable(const struct drxfs_arr *e);
+/* Whether e's nodes show no w (mode and ACL): a read-only mount, or an
+ * array the daemon may not write.  One on a file system gone read-only
+ * keeps its w, as the store's own files do: the kernel's permission
+ * check (default_permissions) would else answer a user EACCES before
+ * the daemon's EROFS. */
+static inline bool drxfs_arr_shows_ro(const struct drxfs_arr *e)
+{
+    return (e->rdonly && e->rdonly_rc != -EROFS) || drxfs.ro;
+}
 /* Its store-relative name (no suffix). */
 const char *drxfs_arr_key(const struct drxfs_arr *e);
 /* Forgets cached handles (after rename or removal in the store): open files

@@ -171,6 +171,9 @@ static int sfile_open(const char *rel, struct drxfs_sfile **out)
         rc = drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDWR, &fresh->f, &err);
         fresh->rw = rc == 0;
     }
+    /* the store's file system gone read-only (errors=remount-ro) says so
+     * to writers, as plain files and arrays do */
+    fresh->ro_rc = rc == -EROFS ? -EROFS : -EACCES;
     if (rc == -EACCES || rc == -EPERM || rc == -EROFS) {
         err.msg[0] = '\0';
         rc = drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDONLY, &fresh->f, &err);
@@ -213,8 +216,9 @@ static struct drxfs_sfile *sfile_insert(const char *rel, struct drxfs_sfile *fre
 static int sfile_hand_out(struct drxfs_sfile *e, bool want_rw, struct drxfs_sfile **out)
 {
     if (want_rw && !e->rw) {
+        int rc = e->ro_rc;
         drxfs_sfile_put(e);
-        return -EACCES;
+        return rc;
     }
     *out = e;
     return 0;
@@ -1030,7 +1034,7 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
         return -EINVAL;
     if (fh) {
         if (!fh->sf->rw)
-            return -EACCES;
+            return fh->sf->ro_rc;
         rc = drx_stripe_truncate(fh->sf->f, (uint64_t)size);
         if (rc < 0) /* a failed truncate changes no time */
             return drxfs_striped_log_err("truncate", fh->sf->key, rc, NULL);

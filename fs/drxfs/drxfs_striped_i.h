@@ -21,6 +21,8 @@ struct drxfs_sfile {
     unsigned nretired;
     struct drx_stripe *f;
     bool rw;
+    int ro_rc;     /* when not rw, what a write gets: -EROFS on a read-only
+                    * file system, else -EACCES */
     bool detached; /* unlinked or replaced: serves its open files only */
     /* Written since the last flush (atomic): the metafile's mtime is the
      * file's, and a write that does not change the size does not rewrite
