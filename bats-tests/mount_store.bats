@@ -995,6 +995,7 @@ PY
     mount -o loop img loopfs
     "$DRX" init loopfs/st >/dev/null
     "$DRX" create loopfs/st/a --type u8 --shape 8 --chunk 4 --fill 7 >/dev/null
+    echo plain >loopfs/st/p
     mount_store loopfs/st mro
     mount -o remount,ro loopfs
     run dd if=/dev/zero of=mro/a/data bs=1 count=1 conv=notrunc
@@ -1004,4 +1005,11 @@ PY
     assert_failure
     assert_output --partial "Read-only file system"
     cmp <("$DRX" get loopfs/st/a) mro/a/data
+    # and access(W_OK) says so (the review of 2026-12-07: it answered from
+    # the attributes, yes, for plain files and arrays)
+    run test -w mro/a/data
+    assert_failure
+    run test -w mro/p
+    assert_failure
+    test -r mro/p
 }

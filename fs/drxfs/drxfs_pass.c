@@ -161,7 +161,11 @@ int drxfs_op_access(const char *path, int mask)
 
     if ((rc = drxfs_op_getattr(path, &st, NULL)) < 0 || mask == F_OK)
         return rc;
-    if ((mask & W_OK) && drxfs.ro &&
+    /* a read-only mount, or a store whose file system went read-only
+     * (errors=remount-ro), where writes say EROFS: so does test -w */
+    struct statvfs sv;
+    if ((mask & W_OK) &&
+        (drxfs.ro || (fstatvfs(drxfs.root_fd, &sv) == 0 && (sv.f_flag & ST_RDONLY))) &&
         (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
         return -EROFS;
     if (c->uid == 0) {
