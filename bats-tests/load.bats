@@ -661,6 +661,14 @@ copy_killed() {
     mpi_load 2 copy r st/
     mpi_load 1 copy st/r back
     cmp r back
+    # a striped file or an array of that name is no directory either (the
+    # review of 2026-12-07: "no such directory")
+    run mpi_load 1 export st/a st/r/
+    assert_failure
+    assert_output "drx-load: export: st/r/: not a directory"
+    run mpi_load 1 copy r st/a/
+    assert_failure
+    assert_output "drx-load: copy: st/a/: not a directory"
 }
 
 @test "copy into a store's root named ROOT/ reads nothing past the path (valgrind)" {

@@ -159,6 +159,10 @@ int load_resolve(const struct load_ctx *c, const char *path, bool write, char *o
     struct stat st;
     if (n > 1 && path[n - 1] == '/') {
         int e = stat(out, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+        /* a striped file or an array of the store is there, as NAME.nafs
+         * or NAME.xmd: not a directory either */
+        if (e == ENOENT && drx_store_classify(out) != DRX_STORE_NONE)
+            e = ENOTDIR;
         if (e)
             return drx_err_set(err, ENOTDIR, "%s: %s", path,
                                e == ENOENT ? "no such directory" : "not a directory");
