@@ -22,8 +22,7 @@ teardown() {
     [ -e "$RV/u/m.pid" ] && unmount_store "$RV/u/m"
     [ -e "$RV/mm/m.pid" ] && unmount_store "$RV/mm/m"
     [ -e "$RV/m2.pid" ] && unmount_store "$RV/m2"
-    # the loop file system of the reserve test (lazily if still busy)
-    mountpoint -q "$RV/fs" && { umount "$RV/fs" || umount -l "$RV/fs"; }
+    loop_fs_gone "$RV/fs"
     rm -rf "$RV"
 }
 
@@ -610,13 +609,8 @@ time.sleep(120)' "$s/victim.nafs"
 # mount stops where nobody's direct writes stop, and root keeps its half.
 @test "a user's writes through a root daemon stop at ext4's root reserve" {
     [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
-    command -v mkfs.ext4 >/dev/null && losetup -f >/dev/null 2>&1 ||
-        skip "needs mkfs.ext4 and a loop device"
     local fs="$RV/fs" s="$RV/fs/st" m="$RV/m" free
-    truncate -s 64M "$RV/img"
-    mkfs.ext4 -q -m 50 "$RV/img"
-    mkdir "$fs"
-    mount -o loop "$RV/img" "$fs"
+    loop_fs "$fs" 64M -m 50
     "$DRX" init "$s" --count 2 --extent 65536 >/dev/null
     chmod 1777 "$s"
     "$DRX" create "$s/a" --type f64 --shape 64x64x1024 --chunk 16x16x256 >/dev/null
@@ -655,13 +649,8 @@ time.sleep(120)' "$s/victim.nafs"
 # said EROFS.
 @test "on a store whose file system went read-only, a user's writes to a striped file and an array say EROFS" {
     [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
-    command -v mkfs.ext4 >/dev/null && losetup -f >/dev/null 2>&1 ||
-        skip "needs mkfs.ext4 and a loop device"
     local fs="$RV/fs" s="$RV/fs/st" m="$RV/m" f
-    truncate -s 32M "$RV/img"
-    mkfs.ext4 -q "$RV/img"
-    mkdir "$fs"
-    mount -o loop "$RV/img" "$fs"
+    loop_fs "$fs" 32M
     "$DRX" init "$s" >/dev/null
     chmod 1777 "$s"
     "$DRX" create "$s/a" --type u8 --shape 8 --chunk 4 --fill 7 >/dev/null

@@ -46,10 +46,7 @@ teardown() {
     for m in "$BATS_TEST_TMPDIR"/m* "${OWN_DIR:-/nonexistent}/m"; do
         [ -e "$m" ] && unmount_store "$m"
     done
-    # a loop file system a test made (lazily if still busy)
-    if mountpoint -q "$BATS_TEST_TMPDIR/loopfs"; then
-        umount "$BATS_TEST_TMPDIR/loopfs" || umount -l "$BATS_TEST_TMPDIR/loopfs"
-    fi
+    loop_fs_gone "$BATS_TEST_TMPDIR/loopfs"
     if [ -n "${OWN_DIR:-}" ]; then
         rm -rf "$OWN_DIR"
     fi
@@ -987,12 +984,7 @@ PY
 # of an array's data and an attribute change said EACCES ("Permission
 # denied"), where striped and plain files said EROFS.
 @test "on a store whose file system went read-only, writes to an array say EROFS; reads go on" {
-    command -v mkfs.ext4 >/dev/null && losetup -f >/dev/null 2>&1 ||
-        skip "needs mkfs.ext4 and a loop device"
-    truncate -s 32M img
-    mkfs.ext4 -q img
-    mkdir loopfs
-    mount -o loop img loopfs
+    loop_fs "$BATS_TEST_TMPDIR/loopfs" 32M
     "$DRX" init loopfs/st >/dev/null
     "$DRX" create loopfs/st/a --type u8 --shape 8 --chunk 4 --fill 7 >/dev/null
     echo plain >loopfs/st/p

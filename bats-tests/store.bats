@@ -494,31 +494,46 @@ subfile() {
     assert_not_exists st/o.xta
 }
 
-@test "fsck --repair leaves the temporary of an .xmd update under way alone" {
+# attr_set_held INJECT: in a new store st with an array c, drx attr set
+# st/c units m in the background (its pid in $pid), held up by strace's
+# fault injection INJECT; returns when the temporary of its .xmd update is
+# there (its name in $tmp).  Skips the test without strace.
+attr_set_held() {
     command -v strace >/dev/null || skip "no strace"
     "$DRX" init st
     "$DRX" create st/c --type f64 --shape 10x10 --chunk 5x5
-    # drx attr set writes the .xmd whole: a temporary, synced, renamed; a
-    # --repair while it synced removed the temporary, and the attr set
-    # failed with "c.xmd: No such file or directory"
-    timeout 20 env "$NO_LSAN" strace -f -o /dev/null -e inject=fsync:delay_enter=2000000:when=1 \
-        "$DRX" attr set st/c units m &
-    local pid=$!
-    local i tmp=""
+    timeout 20 env "$NO_LSAN" strace -f -o /dev/null -e "inject=$1" "$DRX" attr set st/c units m &
+    pid=$!
+    local i
+    tmp=""
     for ((i = 0; i < 250; i++)); do
         tmp=$(cd st && ls -A | grep '^\.c\.xmd\.' || true)
         [ -z "$tmp" ] || break
         sleep 0.02
     done
     [ -n "$tmp" ]
-    run "$DRX" fsck st --repair
-    assert_failure
-    assert_line "$tmp: leftover temporary file of an interrupted update (not removed: a process holds its lock, an update under way?)"
+}
+
+# attr_set_landed: attr_set_held's update ends well, and fsck finds the
+# store clean
+attr_set_landed() {
     wait "$pid"
     run "$DRX" attr get st/c units
     assert_output "m"
     run "$DRX" fsck st
     assert_success
+}
+
+@test "fsck --repair leaves the temporary of an .xmd update under way alone" {
+    # drx attr set writes the .xmd whole: a temporary, synced, renamed; a
+    # --repair while it synced removed the temporary, and the attr set
+    # failed with "c.xmd: No such file or directory"
+    local pid tmp
+    attr_set_held "fsync:delay_enter=2000000:when=1"
+    run "$DRX" fsck st --repair
+    assert_failure
+    assert_line "$tmp: leftover temporary file of an interrupted update (not removed: a process holds its lock, an update under way?)"
+    attr_set_landed
     # a temporary no one holds still goes
     : >st/.c.xmd.abc123
     run "$DRX" fsck st --repair
@@ -527,59 +542,29 @@ subfile() {
 }
 
 @test "fsck --repair leaves the temporary of an .xmd update alone up to its rename" {
-    command -v strace >/dev/null || skip "no strace"
-    "$DRX" init st
-    "$DRX" create st/c --type f64 --shape 10x10 --chunk 5x5
     # the update let go of its temporary's lock before renaming it: a
     # --repair between the two removed it, and the attr set failed with
     # "c.xmd: No such file or directory" all the same
-    timeout 20 env "$NO_LSAN" strace -f -o /dev/null \
-        -e inject=rename,renameat,renameat2:delay_enter=2000000 "$DRX" attr set st/c units m &
-    local pid=$!
-    local i tmp=""
-    for ((i = 0; i < 250; i++)); do
-        tmp=$(cd st && ls -A | grep '^\.c\.xmd\.' || true)
-        [ -z "$tmp" ] || break
-        sleep 0.02
-    done
-    [ -n "$tmp" ]
+    local pid tmp
+    attr_set_held "rename,renameat,renameat2:delay_enter=2000000"
     sleep 0.3
     run "$DRX" fsck st --repair
     assert_failure
     assert_line "$tmp: leftover temporary file of an interrupted update (not removed: a process holds its lock, an update under way?)"
-    wait "$pid"
-    run "$DRX" attr get st/c units
-    assert_output "m"
-    run "$DRX" fsck st
-    assert_success
+    attr_set_landed
 }
 
 @test "an .xmd update whose temporary --repair removed before its lock makes another" {
-    command -v strace >/dev/null || skip "no strace"
-    "$DRX" init st
-    "$DRX" create st/c --type f64 --shape 10x10 --chunk 5x5
     # between the temporary's creation and its lock (the second flock of
     # drx attr set, after the extend lock's) --repair found it unlocked
     # and removed it, and the update failed with "c.xmd: No such file or
     # directory"
-    timeout 20 env "$NO_LSAN" strace -f -o /dev/null \
-        -e inject=flock:delay_enter=2000000:when=2 "$DRX" attr set st/c units m &
-    local pid=$!
-    local i tmp=""
-    for ((i = 0; i < 250; i++)); do
-        tmp=$(cd st && ls -A | grep '^\.c\.xmd\.' || true)
-        [ -z "$tmp" ] || break
-        sleep 0.02
-    done
-    [ -n "$tmp" ]
+    local pid tmp
+    attr_set_held "flock:delay_enter=2000000:when=2"
     run "$DRX" fsck st --repair
     assert_success
     assert_line "$tmp: leftover temporary file of an interrupted update (repaired: remove it)"
-    wait "$pid"
-    run "$DRX" attr get st/c units
-    assert_output "m"
-    run "$DRX" fsck st
-    assert_success
+    attr_set_landed
 }
 
 @test "fsck: a growth record cut short at the end of an .xmd is named and cut off; readers ignore it" {

@@ -324,6 +324,29 @@ user_dir_store() {
     mount_store "$RV/s" "$RV/m" -o allow_other
 }
 
+# loop_fs DIR SIZE [MKFS_OPTION...]: a new ext4 file system of SIZE
+# (truncate's units) in DIR.img, mounted on DIR (full-disk and read-only
+# tests); skips the test without mkfs.ext4 or a free loop device.  The
+# suite's teardown calls loop_fs_gone DIR.
+loop_fs() {
+    local dir=$1 size=$2
+    shift 2
+    command -v mkfs.ext4 >/dev/null && losetup -f >/dev/null 2>&1 ||
+        skip "needs mkfs.ext4 and a loop device"
+    truncate -s "$size" "$dir.img"
+    mkfs.ext4 -q "$@" "$dir.img"
+    mkdir "$dir"
+    mount -o loop "$dir.img" "$dir"
+}
+
+# loop_fs_gone DIR: unmounts loop_fs's DIR when mounted (lazily when still
+# busy: never left under an rm -rf)
+loop_fs_gone() {
+    if mountpoint -q "$1"; then
+        umount "$1" || umount -l "$1"
+    fi
+}
+
 # stop_holder: kills and reaps the background holder $APID, if any
 stop_holder() {
     [ -n "${APID:-}" ] && kill "$APID" 2>/dev/null || true
