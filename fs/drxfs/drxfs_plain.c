@@ -164,11 +164,7 @@ static int plain_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
 
 static int plain_write(struct drxfs_fh *fh, const char *buf, size_t size, off_t off)
 {
-    struct drx_io_charge c;
-    drx_io_charge_begin(&c);
-    ssize_t n = pwrite(fh->fd, buf, size, off);
-    drx_io_charge_end(&c);
-    return n < 0 ? -errno : (int)n;
+    return (int)drx_io_pwrite(fh->fd, buf, size, (uint64_t)off);
 }
 
 static int plain_fsync(struct drxfs_fh *fh, int datasync)
@@ -190,11 +186,7 @@ static void plain_release(struct drxfs_fh *fh)
 
 static int plain_fallocate(struct drxfs_fh *fh, int mode, off_t off, off_t len)
 {
-    struct drx_io_charge c;
-    drx_io_charge_begin(&c);
-    int rc = fallocate(fh->fd, mode, off, len) < 0 ? -errno : 0;
-    drx_io_charge_end(&c);
-    return rc;
+    return drx_io_fallocate(fh->fd, mode, (uint64_t)off, (uint64_t)len);
 }
 
 static off_t plain_lseek(struct drxfs_fh *fh, off_t off, int whence)

@@ -13,6 +13,7 @@
 
 #include "array_i.h"
 #include "drx/io.h"
+#include "charge_i.h"
 #include "drx/log.h"
 #include "replace_i.h"
 

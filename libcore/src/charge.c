@@ -15,8 +15,10 @@
  * libcore sets itself.  Six system calls per charged call, none when the
  * caller is root or the process is not. */
 #include "drx/io.h"
+#include "charge_i.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <stdatomic.h>
 #include <sys/fsuid.h>
@@ -75,4 +77,22 @@ void drx_io_charge_end(struct drx_io_charge *c)
     }
     c->on = false;
     errno = e;
+}
+
+ssize_t drx_io_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+{
+    struct drx_io_charge c;
+    drx_io_charge_begin(&c);
+    ssize_t n = pwrite(fd, buf, len, (off_t)off);
+    drx_io_charge_end(&c);
+    return n < 0 ? -errno : n;
+}
+
+int drx_io_fallocate(int fd, int mode, uint64_t off, uint64_t len)
+{
+    struct drx_io_charge c;
+    drx_io_charge_begin(&c);
+    int rc = fallocate(fd, mode, (off_t)off, (off_t)len) < 0 ? -errno : 0;
+    drx_io_charge_end(&c);
+    return rc;
 }

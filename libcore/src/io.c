@@ -1,4 +1,5 @@
 #include "drx/io.h"
+#include "charge_i.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,14 +35,11 @@ int drx_io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
     const char *p = buf;
     while (len) {
-        struct drx_io_charge c;
-        drx_io_charge_begin(&c);
-        ssize_t n = pwrite(fd, p, len, (off_t)off);
-        drx_io_charge_end(&c);
+        ssize_t n = drx_io_pwrite(fd, p, len, off);
         if (n < 0) {
-            if (errno == EINTR)
+            if (n == -EINTR)
                 continue;
-            return -errno;
+            return (int)n;
         }
         p += n;
         len -= (size_t)n;
@@ -243,17 +241,12 @@ static int reserve_hole(struct drx_reserve *r, uint64_t off, uint64_t len)
         r->cap = cap;
     }
     r->holes[r->n++] = (struct drx_reserve_hole){off, len};
-    struct drx_io_charge c;
-    drx_io_charge_begin(&c);
-    int rc = fallocate(r->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
-    drx_io_charge_end(&c);
-    if (rc == 0)
-        return 0;
-    if (errno == EOPNOTSUPP || errno == ENOSYS) {
+    int rc = drx_io_fallocate(r->fd, FALLOC_FL_KEEP_SIZE, off, len);
+    if (rc == -EOPNOTSUPP || rc == -ENOSYS) {
         r->n--;
         return 0;
     }
-    return -errno;
+    return rc;
 }
 
 /* Calls fn(arg, off, len) for each hole of [off, off+len) (SEEK_DATA and

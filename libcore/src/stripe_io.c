@@ -338,15 +338,10 @@ static int window_write(struct drx_stripe *f, struct gather *g, const unsigned c
         if (!g->n[i])
             continue;
         int fd = drx_stripe_subfile_fd(f, i, true);
-        struct drx_io_charge c;
-        if (fd < 0) {
+        if (fd < 0)
             rc = fd == -ENOENT ? -EIO : fd;
-        } else {
-            drx_io_charge_begin(&c);
-            if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)g->s0[i], (off_t)g->n[i]) < 0)
-                rc = -errno;
-            drx_io_charge_end(&c);
-        }
+        else
+            rc = drx_io_fallocate(fd, FALLOC_FL_KEEP_SIZE, g->s0[i], g->n[i]);
     }
     if (rc < 0)
         return rc;

@@ -52,16 +52,10 @@ static int sub_fallocate(int fd, int mode, uint64_t lo, uint64_t hi, uint64_t li
 {
     uint64_t mid = lim < lo ? lo : lim > hi ? hi : lim;
     int keep = (mode & FALLOC_FL_PUNCH_HOLE) ? FALLOC_FL_KEEP_SIZE : 0;
-    struct drx_io_charge c;
-    int rc = 0;
+    int rc = lo < mid ? drx_io_fallocate(fd, mode | keep, lo, mid - lo) : 0;
 
-    drx_io_charge_begin(&c);
-    if (lo < mid && fallocate(fd, mode | keep, (off_t)lo, (off_t)(mid - lo)) < 0)
-        rc = -errno;
-    if (rc == 0 && mid < hi &&
-        fallocate(fd, mode | FALLOC_FL_KEEP_SIZE, (off_t)mid, (off_t)(hi - mid)) < 0)
-        rc = -errno;
-    drx_io_charge_end(&c);
+    if (rc == 0 && mid < hi)
+        rc = drx_io_fallocate(fd, mode | FALLOC_FL_KEEP_SIZE, mid, hi - mid);
     return rc;
 }
 

@@ -11,22 +11,18 @@
 
 /* Whose blocks: a root daemon serving another user (drxfs with
  * allow_other) registers fn, which says whether the calling thread serves
- * a user now and who (uid, gid); then each call below that allocates
- * blocks (the pwrite and pwritev loops, drx_reserve's fallocate, and the
- * front ends' own between drx_io_charge_begin and _end) runs with that
- * user's fsuid and fsgid and without CAP_SYS_RESOURCE, so that ext4's
- * root reserve and the user's quota limits stop it as they stop the
- * user's own writes (charge.c).  Ignored unless the process is root.
- * begin and end bracket one call in one thread, and keep errno. */
+ * a user now and who (uid, gid); then each call of libcore's that
+ * allocates blocks (the write calls below, drx_reserve's fallocate,
+ * copies) runs with that user's fsuid and fsgid and without
+ * CAP_SYS_RESOURCE, so that ext4's root reserve and the user's quota
+ * limits stop it as they stop the user's own writes (charge.c).  Ignored
+ * unless the process is root. */
 void drx_io_set_charge_fn(bool (*fn)(uid_t *uid, gid_t *gid));
-struct drx_io_charge {
-    bool on;
-    uid_t uid;
-    gid_t gid;
-    uint32_t eff0, eff1;
-};
-void drx_io_charge_begin(struct drx_io_charge *c);
-void drx_io_charge_end(struct drx_io_charge *c);
+
+/* One pwrite(2) and one fallocate(2), charged as above (the front ends'
+ * own allocating calls): bytes written, 0, or -errno. */
+ssize_t drx_io_pwrite(int fd, const void *buf, size_t len, uint64_t off);
+int drx_io_fallocate(int fd, int mode, uint64_t off, uint64_t len);
 
 /* Reads exactly len bytes at off.  0, -EIO if the file ends first, or
  * -errno. */
