@@ -240,6 +240,29 @@ EOF
     [ "$f2" -eq "$n" ]
 }
 
+@test "a stream of writes asks for security.capability once, not at each write (killpriv=daemon); killpriv=kernel asks at each" {
+    # FUSE_HANDLE_KILLPRIV_V2, granted in the INIT reply, lets the kernel
+    # check a file once (S_NOSEC) and leaves set-ID bits and capabilities
+    # to the daemon (drxfs_killpriv.c); libfuse's -d log shows each request
+    local m1="$BATS_TEST_TMPDIR/m1" m2="$BATS_TEST_TMPDIR/m2"
+    local s1="$BATS_TEST_TMPDIR/s1" s2="$BATS_TEST_TMPDIR/s2" g1 g2
+    "$DRX" init "$s1" >/dev/null
+    "$DRX" init "$s2" >/dev/null
+    mount_store "$s1" "$m1" -d
+    mount_store "$s2" "$m2" -d -o killpriv=kernel
+    dd if=/dev/urandom of=src bs=4k count=50 status=none
+    dd if=src of="$m1/f" bs=4k status=none
+    dd if=src of="$m2/f" bs=4k status=none
+    cmp src "$m1/f"
+    cmp src "$m2/f"
+    g1=$(grep -c 'getxattr /f security.capability' "$m1.log" || true)
+    g2=$(grep -c 'getxattr /f security.capability' "$m2.log" || true)
+    echo "security.capability asked for 50 writes: killpriv=daemon $g1, killpriv=kernel $g2"
+    grep -q 'FUSE_HANDLE_KILLPRIV_V2 granted' "$m1.log"
+    [ "$g1" -ge 1 ] && [ "$g1" -le 2 ]
+    [ "$g2" -ge 50 ]
+}
+
 @test "a file capability set behind the mount on an open file goes at its next write" {
     # the GETXATTR before a write of an open file reads its metafile
     # without resolving the path: what was set since must still be seen,
@@ -258,6 +281,26 @@ EOF
     assert_failure
     [ "$(cat "$M/capw")" = abcd ]
     rm "$M/capw"
+}
+
+@test "killpriv=daemon: a capability set behind the mount goes at the next write even where nothing refreshes the kernel's attributes (kcache=no)" {
+    # The kernel checked the open file at its first write (S_NOSEC) and,
+    # with kcache=no, hears of no change since: the daemon's check at each
+    # write is what removes it (drxfs_killpriv.c)
+    command -v setcap >/dev/null || skip "no setcap"
+    local m1="$BATS_TEST_TMPDIR/m1" s1="$BATS_TEST_TMPDIR/s1"
+    "$DRX" init "$s1" >/dev/null
+    mount_store "$s1" "$m1" -o kcache=no
+    printf 'ab' >"$m1/capk"
+    exec 5>>"$m1/capk"
+    printf c >&5
+    setcap cap_net_raw+ep "$s1/capk.nafs"
+    getfattr -n security.capability "$s1/capk.nafs" >/dev/null
+    printf d >&5
+    exec 5>&-
+    run getfattr -n security.capability "$s1/capk.nafs"
+    assert_failure
+    [ "$(cat "$m1/capk")" = abcd ]
 }
 
 @test "mkdir and utimes: libfuse's getattr after them looks up the last component only" {

@@ -365,6 +365,48 @@ os.close(fd)"
     expect "$ctime" stat "$N1" ctime
 }
 
+@test "set-ID bits: a write, truncation or fallocate by a user clears them, root's keeps them, chown -1 -1 clears them; striped and plain files" {
+    # The daemon clears them (drxfs_killpriv.c: FUSE_HANDLE_KILLPRIV_V2,
+    # granted at INIT, leaves them to it), as ext4 does: the set-user-ID
+    # bit, and the set-group-ID bit when the group may execute or the
+    # writer is not of the file's group.  A plain file is one the store
+    # holds as itself (its file system clears them at writes).
+    local f p="$S/t$BATS_TEST_NUMBER/plain"
+    expect 0 create "$N1" 0644
+    printf x >"$p"
+    for f in "$N1" plain; do
+        expect 0 chmod "$f" 06777
+        expect 0 -u write "$f" 0 y
+        expect 0777 stat "$f" mode
+        expect 0 chmod "$f" 06777
+        expect 0 -u truncate "$f" 0
+        expect 0777 stat "$f" mode
+        expect 0 chmod "$f" 06777
+        expect 0 -u fallocate "$f" 0 8192
+        expect 0777 stat "$f" mode
+        # without group execute, set-group-ID marks locking: it stays for a
+        # writer of the file's group, not for another (the kernel's rule)
+        expect 0 chown "$f" 0 65534
+        expect 0 chmod "$f" 02766
+        expect 0 -u write "$f" 0 y
+        expect 02766 stat "$f" mode
+        expect 0 chown "$f" 0 0
+        expect 0 chmod "$f" 02766
+        expect 0 -u write "$f" 0 y
+        expect 0766 stat "$f" mode
+        # root may keep them (CAP_FSETID)
+        expect 0 chmod "$f" 06777
+        expect 0 write "$f" 0 y
+        expect 0 truncate "$f" 1
+        expect 06777 stat "$f" mode
+        # chown(-1, -1) clears them on Linux, whoever asks
+        expect 0 chmod "$f" 06755
+        expect 0 chown "$f" -1 -1
+        expect 0755 stat "$f" mode
+    done
+    [ "$(cat "$N1")" = y ]
+}
+
 @test "chmod and chown of a striped file reach its subfiles: a 0600 file's bytes stay closed in the stripe directories" {
     local f sub
     # written whole, then closed; grown after the chmod; chmod'ed while open

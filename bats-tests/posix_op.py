@@ -81,6 +81,10 @@ def op(name, args):
         os.lchown(args[0], int(args[1]), int(args[2]))
     elif name == "truncate":
         os.truncate(args[0], int(args[1]))
+    elif name == "fallocate":  # fallocate NAME OFFSET LENGTH
+        fd = os.open(args[0], os.O_WRONLY)
+        os.posix_fallocate(fd, int(args[1]), int(args[2]))
+        os.close(fd)
     elif name == "utimensat":  # NAME ATIME_NS MTIME_NS, or now now
         if args[1] == "now":
             os.utime(args[0])

@@ -32,6 +32,9 @@
 #      bench_passthrough serving a directory on the same disk (one system
 #      call a request, drxfs's timeouts, no xattrs); when the floor itself
 #      misses the target, FUSE alone misses it on this machine
+#      dd of 20000 writes of 4 KiB into a new file: local, the mount,
+#      the mount with -o killpriv=kernel (a GETXATTR before each write)
+#      and the floor
 #      wc -l of a 200 MB file read a second time vs local       (<= 1.5x)
 #      and, with perf, the FUSE requests per file and their latency by kind
 #
@@ -62,7 +65,7 @@ mnt="$work/mnt"
 ptm="$work/ptm"
 pids=()
 cleanup() {
-    for m in "$mnt" "$ptm" "$work/mnt2" "$work/mntd" "$work/mntb" "$work/mntj" "$work/ptmj"; do
+    for m in "$mnt" "$ptm" "$work/mnt2" "$work/mntd" "$work/mntb" "$work/mntj" "$work/ptmj" "$work/mntk"; do
         if mountpoint -q "$m" 2>/dev/null; then
             fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true
         fi
@@ -512,6 +515,31 @@ echo "  FUSE requests of one passthrough run, by kind:"
 rm -rf "$ptm/clone"
 requests "$ptm" "$nfiles" git clone -q --no-hardlinks "$repo" "$ptm/clone"
 rm -rf "$mnt/clone" "$mnt2/clone" "$work/local/clone" "$ptm/clone"
+# A stream of small writes into one new file (dd bs=4k, as SQLite or git's
+# packs write).  With FUSE_HANDLE_KILLPRIV_V2, granted by default, the
+# kernel asks for security.capability once per file; with -o
+# killpriv=kernel, before each write (drxfs_killpriv.c).
+mntk="$work/mntk"
+mkdir -p "$mntk"
+"$drx" init "$work/storek" >/dev/null
+"$drxfs" -f -o killpriv=kernel "$work/storek" "$mntk" 3>&- 2>"$work/drxfsk.log" &
+pids+=($!)
+wait_mount "$mntk" "${pids[-1]}" "$work/drxfsk.log"
+dd_small() { rm -f "$1"; dd if=/dev/zero of="$1" bs=4k count=20000 status=none; }
+t_sl=$(secs dd_small "$work/local/small")
+t_sm=$(secs dd_small "$mnt/small")
+t_sk=$(secs dd_small "$mntk/small")
+t_sp=$(secs dd_small "$ptm/small")
+echo "dd of 20000 writes of 4 KiB into a new file: local $(printf '%.3f' "$t_sl") s"
+echo "  mount $(printf '%.3f' "$t_sm") s = $(ratio "$t_sm" "$t_sl") x; -o killpriv=kernel $(printf '%.3f' "$t_sk") s = $(ratio "$t_sk" "$t_sl") x (the default's speed $(ratio "$t_sk" "$t_sm") x that)"
+floor "$t_sp" "$t_sl" 1000
+rm -f "$mnt/small" "$mntk/small" "$ptm/small" "$work/local/small"
+echo "  FUSE requests of one more mount run, by kind (per run):"
+requests "$mnt" 1 dd if=/dev/zero of="$mnt/small" bs=4k count=20000 status=none
+echo "  the same with -o killpriv=kernel:"
+requests "$mntk" 1 dd if=/dev/zero of="$mntk/small" bs=4k count=20000 status=none
+rm -f "$mnt/small" "$mntk/small"
+fusermount3 -u "$mntk"
 fusermount3 -u "$ptm"
 "$py" -c "
 import random

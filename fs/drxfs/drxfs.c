@@ -129,6 +129,7 @@ static int (*const module_options[])(const char *name, const char *value) = {
     drxfs_striped_option,
     drxfs_commit_option,
     drxfs_kc_option,
+    drxfs_killpriv_option,
 };
 
 /* An option none of drxfs's tables knows: a module's, else libfuse's. */
@@ -249,6 +250,9 @@ static void usage(const char *prog)
            "                           (default cached)\n"
            "    -o striped_io=direct|cached  the same for striped files (default cached)\n"
            "    -o split_reads=yes|no  copy large array reads on two threads (default yes)\n"
+           "    -o killpriv=daemon|kernel  who clears set-ID bits and file capabilities\n"
+           "                           at writes (default daemon: the kernel then asks\n"
+           "                           for security.capability once, not at each write)\n"
            "    -o read_ahead=KB       the kernel's read-ahead window for the mount (as\n"
            "                           root; 0: the kernel's 128; default %u)\n"
            "    -o commit_interval=S   record striped files' sizes in batches every S\n"

@@ -139,6 +139,7 @@ int drxfs_array_option(const char *name, const char *value);   /* drxfs_array.c 
 int drxfs_striped_option(const char *name, const char *value); /* drxfs_striped_layout.c */
 int drxfs_commit_option(const char *name, const char *value);  /* drxfs_commit.c */
 int drxfs_kc_option(const char *name, const char *value);      /* drxfs_kcache.c */
+int drxfs_killpriv_option(const char *name, const char *value); /* drxfs_killpriv.c */
 /* Helpers for them (drxfs.c): value is yes or no (as given) into *out;
  * a count of unit from 0 to max. */
 int drxfs_opt_choice(const char *name, const char *value, const char *yes, const char *no,
@@ -687,12 +688,30 @@ int drxfs_inval_attrs(struct fuse *f, const char *path);
  * device (len bytes at buf), noted when it is INIT. */
 void drxfs_init_request(const void *buf, size_t len);
 /* A reply about to be written: when it is the INIT reply and can carry
- * FUSE_DIRECT_IO_ALLOW_MMAP, true, and v[0..1] is the reply to write
+ * FUSE_DIRECT_IO_ALLOW_MMAP or FUSE_HANDLE_KILLPRIV_V2, true, and v[0..1] is the reply to write
  * instead (of the same length, its argument amended in *out). */
 struct iovec;
 struct fuse_init_out;
 bool drxfs_init_reply(const struct iovec *iov, int count, struct iovec v[2],
                       struct fuse_init_out *out);
+/* Whether the next INIT reply asks for FUSE_HANDLE_KILLPRIV_V2 (default
+ * yes), and whether the last one granted it: the daemon then removes
+ * set-ID bits and capabilities at writes (drxfs_killpriv.c). */
+void drxfs_init_want_killpriv(bool want);
+bool drxfs_init_killpriv(void);
+/* drxfs_killpriv.c: a request read from the device (its flags noted for
+ * the worker that read it); before a write(2) of fh, and before a
+ * truncation of n or fh (path: the mount path, may be NULL), what the
+ * kernel no longer removes (FUSE_HANDLE_KILLPRIV_V2). */
+void drxfs_killpriv_request(const void *buf, size_t len);
+void drxfs_killpriv_write(struct drxfs_fh *fh, const char *path);
+void drxfs_killpriv_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path);
+/* At the getattr libfuse makes after a SETATTR that sets nothing, which
+ * is chown(file, -1, -1): the set-ID bits it clears. */
+void drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path);
+/* Before a fallocate of fh, which the kernel flags not: as a write by a
+ * caller without CAP_FSETID unless root. */
+void drxfs_killpriv_fallocate(struct drxfs_fh *fh, const char *path);
 void drxfs_kc_stop(void);
 bool drxfs_kc_active(void);
 /* Signature of a stat (h: 0, or a previous signature to extend). */

@@ -333,8 +333,10 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
     (void)userdata;
     ssize_t n = read(fd, buf, len);
-    if (n > 0)
+    if (n > 0) {
         drxfs_init_request(buf, (size_t)n);
+        drxfs_killpriv_request(buf, (size_t)n);
+    }
     return n;
 }
 

@@ -98,6 +98,7 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
     int rc;
 
     drxfs_kc_first_request();
+    drxfs_killpriv_getattr(fh, path); /* after chown(file, -1, -1) */
     if (fh && (rc = fh_getattr(fh, path, st)) != 1)
         return rc;
     if (!(n = drxfs_node_get_memo(path, true, &rc)))
@@ -124,27 +125,6 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
     }
     free(n);
     return rc;
-}
-
-/* Whether the caller is of group gid (his own or a supplementary one). */
-static bool caller_in_group(const struct fuse_context *c, gid_t gid)
-{
-    gid_t groups[64], *list = groups;
-    bool in = c->gid == gid;
-    int n;
-
-    if (in || (n = fuse_getgroups(64, groups)) <= 0)
-        return in;
-    if (n > 64) {
-        if (!(list = malloc((size_t)n * sizeof *list)))
-            return false;
-        n = fuse_getgroups(n, list);
-    }
-    for (int i = 0; i < n && !in; i++)
-        in = list[i] == gid;
-    if (list != groups)
-        free(list);
-    return in;
 }
 
 /* access(2), faccessat, test -x, which, find -executable.  Asked only
@@ -178,7 +158,7 @@ int drxfs_op_access(const char *path, int mask)
     mode_t bits;
     if (c->uid == st.st_uid)
         bits = (st.st_mode >> 6) & 7;
-    else if (caller_in_group(c, st.st_gid))
+    else if (drxfs_caller_in_group(st.st_gid)) /* drxfs_acl.c */
         bits = (st.st_mode >> 3) & 7;
     else
         bits = st.st_mode & 7;
@@ -244,10 +224,14 @@ static int attr_change(const char *path, struct fuse_file_info *fi, const struct
 
     if (drxfs.ro)
         return -EROFS;
+    if (fh && a->op == A_TRUNCATE)
+        drxfs_killpriv_truncate(NULL, fh, path);
     if (fh && (rc = attr_call(drxfs_ops_of(fh->kind), NULL, fh, a)) != 1)
         return rc;
     if (!(n = drxfs_node_get_memo(path, false, &rc)))
         return rc;
+    if (!fh && a->op == A_TRUNCATE)
+        drxfs_killpriv_truncate(n, NULL, path);
     rc = attr_call(drxfs_ops_of(n->kind), n, NULL, a);
     if (rc == 0)
         drxfs_node_memo_of(path, n);
@@ -520,6 +504,8 @@ int drxfs_op_write(const char *path, const char *buf, size_t size, off_t off,
     /* the file's flags as they are at this write (fcntl F_SETFL changes
      * O_APPEND after the open): a striped file appends at its own end */
     __atomic_store_n(&fh->append, (fi->flags & O_APPEND) != 0, __ATOMIC_RELAXED);
+    if (!fi->writepage) /* write(2), not a mapping's pages */
+        drxfs_killpriv_write(fh, path);
     return drxfs_ops_of(fh->kind)->write(fh, buf, size, off);
 }
 
@@ -570,6 +556,8 @@ int drxfs_op_fallocate(const char *path, int mode, off_t off, off_t len, struct 
     if (off < 0 || len <= 0)
         return -EINVAL;
     const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
+    if (ops->fallocate)
+        drxfs_killpriv_fallocate(fh, path);
     return ops->fallocate ? ops->fallocate(fh, mode, off, len) : -EOPNOTSUPP;
 }
 

@@ -1,7 +1,8 @@
 /* drxfs_init_reply.c against INIT requests and replies the kernel and
  * libfuse never send here, and those they do: only the reply to the INIT
- * request, only when that request offered FUSE_DIRECT_IO_ALLOW_MMAP and the
- * reply can carry it, is amended, and never made longer.  (The bats suites
+ * request, only when that request offered FUSE_DIRECT_IO_ALLOW_MMAP or
+ * FUSE_HANDLE_KILLPRIV_V2 and the reply can carry it, is amended, and
+ * never made longer.  (The bats suites
  * prove the grant through a mount: mount_cache.bats, data_io=direct.)
  */
 #include <errno.h>
@@ -129,5 +130,42 @@ int main(void)
     reply_make(&r, 20, 0, 38, offsetof(struct fuse_init_out, flags2) + 4);
     tap_ok(amended(&r, 2, &out, &len) && len == sizeof r.h + 36 && out.flags2 == ALLOW_MMAP2,
            "a 36-byte reply (flags2 its last field) is amended at 36 bytes");
+
+    /* FUSE_HANDLE_KILLPRIV_V2: bit 28 of flags, offered in the request's */
+    const uint32_t kp2 = FUSE_HANDLE_KILLPRIV_V2;
+    request(30, FUSE_INIT, ext | kp2, 0, full_request);
+    reply_make(&r, 30, 0, 31, 64);
+    tap_ok(amended(&r, 2, &out, &len) && out.flags == (0x4040f079 | kp2) && out.flags2 == 0 &&
+               len == sizeof r.h + 64 && drxfs_init_killpriv(),
+           "FUSE_HANDLE_KILLPRIV_V2 offered alone: granted in flags, flags2 left as it was");
+    request(31, FUSE_INIT, ext | kp2, ALLOW_MMAP2, full_request);
+    reply_make(&r, 31, 0, 31, 64);
+    tap_ok(amended(&r, 2, &out, &len) && (out.flags & kp2) && out.flags2 == ALLOW_MMAP2 &&
+               drxfs_init_killpriv(),
+           "both offered: both granted");
+    request(32, FUSE_INIT, ext, ALLOW_MMAP2, full_request);
+    reply_make(&r, 32, 0, 31, 64);
+    tap_ok(amended(&r, 2, &out, &len) && !(out.flags & kp2) && !drxfs_init_killpriv(),
+           "not offered: not granted (the kernel removes set-ID bits itself)");
+    request(33, FUSE_INIT, kp2, 0, full_request);
+    reply_make(&r, 33, 0, 31, 24);
+    tap_ok(amended(&r, 2, &out, &len) && (out.flags & kp2) && len == sizeof r.h + 24,
+           "a 24-byte reply carries flags: granted at 24 bytes");
+    request(34, FUSE_INIT, kp2, 0, full_request);
+    reply_make(&r, 34, -EPROTO, 31, 64);
+    tap_ok(!amended(&r, 1, &out, &len) && !drxfs_init_killpriv(), "an error reply: not granted");
+    request(35, FUSE_INIT, kp2, 0, full_request);
+    reply_make(&r, 35, 0, 5, 64);
+    tap_ok(!amended(&r, 2, &out, &len) && !drxfs_init_killpriv(),
+           "a reply of minor 5 (no flags): not granted");
+    drxfs_init_want_killpriv(false);
+    request(36, FUSE_INIT, ext | kp2, 0, full_request);
+    reply_make(&r, 36, 0, 31, 64);
+    tap_ok(!amended(&r, 2, &out, &len) && !drxfs_init_killpriv(), "-o killpriv=kernel: not asked");
+    drxfs_init_want_killpriv(true);
+    request(37, FUSE_INIT, ext | kp2, 0,
+            offsetof(struct fuse_init_in, flags) + sizeof(struct fuse_in_header));
+    reply_make(&r, 37, 0, 31, 64);
+    tap_ok(!amended(&r, 2, &out, &len), "a request too short for flags offers nothing");
     return tap_done();
 }

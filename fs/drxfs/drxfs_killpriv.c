@@ -1,0 +1,260 @@
+/* Set-ID bits and file capabilities taken off a file that is written or
+ * truncated: by the daemon, not the kernel.
+ *
+ * Why: the kernel, before each write(2) of a FUSE file, asks the daemon
+ * for the file's security.capability (a GETXATTR round trip per write:
+ * half the requests of a stream of 4 KiB writes), because nothing tells it
+ * the answer still holds.  With FUSE_HANDLE_KILLPRIV_V2 granted at INIT
+ * (libfuse 3.14 does not know it: drxfs_init_reply.c adds it) the kernel
+ * marks an inode it has checked once (S_NOSEC) and checks again only after
+ * its attributes are refreshed, and leaves the removal to the daemon: it
+ * flags each WRITE, and each truncating or chowning SETATTR, of a caller
+ * without CAP_FSETID (FUSE_WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID).  Here:
+ *
+ *   - the flag of the request each worker has just read is noted
+ *     (drxfs_killpriv_request, from the device io; libfuse's high-level
+ *     API passes it to no handler, and each worker serves what it read);
+ *   - for a flagged write or truncation the file loses its set-user-ID
+ *     bit, and its set-group-ID bit when its group may execute it or the
+ *     writer is not of its group (ext4's rule; the kernel's fuse_setattr
+ *     of Linux 6.18 cleared it on group execute only);
+ *   - at every write(2) and truncation, whoever asks, a security.capability
+ *     the file holds is removed (the kernel's rule too), also one set
+ *     behind the mount since the kernel last looked.
+ *
+ * Which file: a striped file's metafile (its mode and attributes; a chmod
+ * reaches the subfiles), a plain file itself, an array's files through
+ * its chmod.  A plain file's writes need nothing: the daemon writes as the
+ * caller (charge.c) or as the mounting user, without CAP_FSETID, and the
+ * store's file system clears the bits and the capability itself; nor does
+ * chown, which the store's file system applies the same rule to, but for
+ * chown(file, -1, -1), which on Linux clears them too: the kernel then
+ * sends a SETATTR that sets nothing, for which libfuse calls no handler,
+ * only the getattr after it (drxfs_killpriv_getattr).  (The kernel sends
+ * the same when a write by a caller without CAP_FSETID found a set-ID bit
+ * or a capability: the bits go then too, as they would at the write.)  A
+ * FALLOCATE comes without a flag: there a caller other than root is taken
+ * to lack CAP_FSETID.  A write through a shared mapping never removed
+ * anything.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "drxfs_striped_i.h" /* drxfs_i.h: FUSE_USE_VERSION first */
+
+#include <linux/fuse.h>
+
+#define CAPS_XATTR "security.capability"
+
+/* The request this worker thread read last asks for set-ID bits to go;
+ * it is a SETATTR that sets nothing (chown -1 -1).  fsetid: the caller
+ * may keep a set-group-ID bit its group cannot execute, though not of
+ * his group (CAP_FSETID; for the kernel's flagged requests, never). */
+static __thread bool kill_suidgid, nothing_set, fsetid;
+
+void drxfs_killpriv_request(const void *buf, size_t len)
+{
+    struct fuse_in_header h;
+    const char *arg = (const char *)buf + sizeof h;
+
+    kill_suidgid = nothing_set = false;
+    if (len < sizeof h)
+        return;
+    memcpy(&h, buf, sizeof h);
+    len -= sizeof h;
+    if (h.opcode == FUSE_WRITE) {
+        struct fuse_write_in in;
+        if (len >= sizeof in) {
+            memcpy(&in, arg, sizeof in);
+            kill_suidgid = in.write_flags & FUSE_WRITE_KILL_SUIDGID;
+        }
+    } else if (h.opcode == FUSE_SETATTR) {
+        struct fuse_setattr_in in;
+        if (len >= sizeof in) {
+            memcpy(&in, arg, sizeof in);
+            kill_suidgid = in.valid & FATTR_KILL_SUIDGID;
+            nothing_set = !(in.valid & ~(uint32_t)(FATTR_FH | FATTR_LOCKOWNER));
+        }
+    }
+}
+
+int drxfs_killpriv_option(const char *name, const char *value)
+{
+    bool daemon;
+
+    if (strcmp(name, "killpriv") != 0)
+        return 1;
+    if (drxfs_opt_choice(name, value, "daemon", "kernel", &daemon) < 0)
+        return -1;
+    drxfs_init_want_killpriv(daemon);
+    return 0;
+}
+
+/* The mode of a file of stat st without the set-ID bits a write by a
+ * caller without CAP_FSETID clears: set-user-ID, and set-group-ID when its
+ * group may execute it, or when the caller is not of its group (without
+ * group execute it marks mandatory locking; the kernel's rule,
+ * setattr_should_drop_sgid). */
+static mode_t killed(const struct stat *st)
+{
+    mode_t m = st->st_mode & 07777 & ~(mode_t)S_ISUID;
+    if ((m & S_ISGID) && ((m & S_IXGRP) || (!fsetid && !drxfs_caller_in_group(st->st_gid))))
+        m &= ~(mode_t)S_ISGID;
+    return m;
+}
+
+static void log_failure(const char *what, const char *name, int rc)
+{
+    drx_log_ratelimited(DRX_LOG_WARNING, "%s: %s at a write: %s", name, what, strerror(-rc));
+}
+
+/* A striped file's metafile, by the descriptor its handle holds (fd >= 0:
+ * /proc/self/fd/N reaches the inode whatever its names), else by its store
+ * name `meta`: its capability removed, should it hold one, and its stat
+ * into *st (NULL: not asked).  0 or -errno. */
+static int striped_caps(int fd, const char *meta, struct stat *st)
+{
+    char p[32];
+    struct drx_xattr_req get = {.op = DRX_XATTR_GET, .name = CAPS_XATTR};
+    struct drx_xattr_req del = {.op = DRX_XATTR_REMOVE, .name = CAPS_XATTR};
+    ssize_t n;
+    int rc;
+
+    if (fd >= 0) {
+        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+        if (st && fstat(fd, st) < 0)
+            return -errno;
+        n = getxattr(p, CAPS_XATTR, NULL, 0) < 0 ? -errno : 0;
+        rc = n == 0 && removexattr(p, CAPS_XATTR) < 0 ? -errno : 0;
+    } else {
+        if (st && (rc = drx_store_entry_stat(drxfs.store, meta, st)) < 0)
+            return rc;
+        n = drx_store_entry_xattr(drxfs.store, meta, &get);
+        rc = n >= 0 ? (int)drx_store_entry_xattr(drxfs.store, meta, &del) : 0;
+    }
+    if (n < 0 && n != -ENODATA && n != -ENOTSUP)
+        return (int)n;
+    return rc < 0 ? rc : 0;
+}
+
+static void striped_kill(const struct drxfs_node *n, struct drxfs_fh *fh)
+{
+    char meta[PATH_MAX], key[PATH_MAX];
+    int fd = fh ? drx_stripe_meta_fd(fh->sf->f) : -1, rc = 0;
+    struct stat st;
+
+    if (fd < 0 && (rc = drxfs_striped_meta_rel(n, fh, meta, key)) < 0)
+        return; /* removed: nothing to change */
+    if ((rc = striped_caps(fd, meta, kill_suidgid ? &st : NULL)) < 0) {
+        log_failure("removing its capability", fd >= 0 ? fh->sf->key : meta, rc);
+        return;
+    }
+    if (kill_suidgid && killed(&st) != (st.st_mode & 07777) &&
+        (rc = drxfs_striped_chmod(n, fh, killed(&st))) < 0)
+        log_failure("clearing its set-ID bits", fh ? fh->sf->key : n->rel, rc);
+}
+
+/* A plain file's truncation (its writes: the store's file system). */
+static void plain_kill(const struct drxfs_node *n, struct drxfs_fh *fh)
+{
+    const char *name = n ? n->rel : "(open file)";
+    struct stat st;
+    int rc = 0;
+
+    if (fh) {
+        if (fremovexattr(fh->fd, CAPS_XATTR) < 0 && errno != ENODATA && errno != ENOTSUP)
+            rc = -errno;
+    } else {
+        struct drx_xattr_req del = {.op = DRX_XATTR_REMOVE, .name = CAPS_XATTR};
+        ssize_t r = drx_store_entry_xattr(drxfs.store, n->rel, &del);
+        rc = r < 0 && r != -ENODATA && r != -ENOTSUP ? (int)r : 0;
+    }
+    if (rc < 0)
+        log_failure("removing its capability", name, rc);
+    if (!kill_suidgid)
+        return;
+    rc =
+        fh ? (fstat(fh->fd, &st) < 0 ? -errno : 0) : drx_store_entry_stat(drxfs.store, n->rel, &st);
+    if (rc == 0 && killed(&st) != (st.st_mode & 07777))
+        rc = fh ? (fchmod(fh->fd, killed(&st)) < 0 ? -errno : 0)
+                : drx_store_entry_chmod(drxfs.store, n->rel, killed(&st));
+    if (rc < 0)
+        log_failure("clearing its set-ID bits", name, rc);
+}
+
+/* Any other kind that can hold set-ID bits (an array's files): through
+ * its chmod, only for a flagged request. */
+static void other_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path)
+{
+    const struct drxfs_kind_ops *ops = drxfs_ops_of(fh ? fh->kind : n->kind);
+    struct stat st;
+    int rc;
+
+    if (!kill_suidgid || !ops->chmod)
+        return;
+    rc = fh && ops->fgetattr ? ops->fgetattr(fh, path, &st) : 1;
+    if (rc == 1 || rc == DRXFS_FGETATTR_NEW)
+        rc = n ? ops->getattr(n, path, &st) : -ENOENT;
+    if (rc == 0 && killed(&st) != (st.st_mode & 07777) && (rc = ops->chmod(n, fh, killed(&st))) < 0)
+        log_failure("clearing its set-ID bits", path ? path : "(open file)", rc);
+}
+
+void drxfs_killpriv_write(struct drxfs_fh *fh, const char *path)
+{
+    if (!drxfs_init_killpriv())
+        return; /* the kernel does it */
+    if (fh->kind == DRXFS_STRIPED)
+        striped_kill(NULL, fh);
+    else if (fh->kind != DRXFS_PLAIN)
+        other_kill(NULL, fh, path);
+}
+
+void drxfs_killpriv_fallocate(struct drxfs_fh *fh, const char *path)
+{
+    /* the kernel flags no FALLOCATE: a caller other than root is taken to
+     * lack CAP_FSETID (the capability is not in the request) */
+    kill_suidgid = fuse_get_context()->uid != 0;
+    drxfs_killpriv_write(fh, path);
+    kill_suidgid = false;
+}
+
+void drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path)
+{
+    if (!nothing_set)
+        return;
+    nothing_set = false;
+    if (!drxfs_init_killpriv())
+        return;
+    /* as chown_common does for any caller: set-user-ID always, set-group-ID
+     * as at a write, root (CAP_FSETID) keeping it without group execute */
+    kill_suidgid = true;
+    fsetid = fuse_get_context()->uid == 0;
+    if (fh) {
+        drxfs_killpriv_truncate(NULL, fh, path);
+    } else if (path) {
+        int rc;
+        struct drxfs_node *n = drxfs_node_get_memo(path, false, &rc);
+        if (n && n->kind != DRXFS_DIR)
+            drxfs_killpriv_truncate(n, NULL, path);
+        free(n);
+    }
+    kill_suidgid = fsetid = false;
+}
+
+void drxfs_killpriv_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path)
+{
+    if (!drxfs_init_killpriv())
+        return;
+    enum drxfs_kind k = fh ? fh->kind : n->kind;
+    if (k == DRXFS_STRIPED)
+        striped_kill(n, fh);
+    else if (k == DRXFS_PLAIN)
+        plain_kill(n, fh);
+    else if (k != DRXFS_DIR)
+        other_kill(n, fh, path);
+}
