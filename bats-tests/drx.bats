@@ -346,6 +346,34 @@ assert j["history"] == [{"dim": 0, "from": 5, "to": 8}, {"dim": 1, "from": 6, "t
     assert_output --regexp "^( +-1){8}$"
 }
 
+@test "chunks that would pass 2^62 bytes of .xta are refused by create, extend and a growth record (chunk 2^34 of 1 GiB was stored over chunk 0)" {
+    # 2^35 chunks of 1 GiB (2^35 elements, well below 2^59): 2^65 bytes,
+    # which wrapped to an .xta of 0 bytes, so chunk 2^34 was chunk 0
+    run "$DRX" create w --type u8 --shape 34359738368x1 --chunk 1x1073741824
+    assert_failure
+    assert_output --partial "2^62 bytes"
+    assert_file_not_exists w.xmd
+    assert_file_not_exists w.xta
+    # c128 just under 2^59 elements, chunks without padding: its data.npy
+    # was 2^63 + 96 bytes, a negative size the kernel answers with EIO
+    run "$DRX" create c --type c128 --shape 3033169x2089x1103x82482 --chunk 1x1x1x82482
+    assert_failure
+    assert_output --partial "2^62 bytes"
+    # by growth: 4 chunks of 1 GiB (a sparse .xta), then 2^35
+    "$DRX" create g --type u8 --shape 4x1 --chunk 1x1073741824
+    run "$DRX" extend g 0 34359738364
+    assert_failure
+    assert_output --partial "2^62 bytes"
+    run "$DRX" info g
+    assert_success
+    assert_output --partial "shape:       4 x 1"
+    # a growth record saying so (an older drx wrote it) is refused at load
+    printf '#+ grow dim=0 from=4 to=34359738368 chunk_count=34359738368\n' >>g.xmd
+    run "$DRX" info g
+    assert_failure
+    assert_output --partial "2^62 bytes"
+}
+
 @test "address and index agree with the paper's Fig. 3 example" {
     "$DRX" create fig3 --type u8 --shape 4x3x1 --chunk 1x1x1
     "$DRX" extend fig3 2 2

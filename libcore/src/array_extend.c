@@ -218,8 +218,8 @@ static int extend_locked(struct drx_array *a, int dim, uint64_t count, struct dr
 
     if (__builtin_add_overflow(from, count, &to))
         return drx_err_set(err, EFBIG, "extent of dimension %d would overflow", dim);
-    if (drx_xmd_grown_chunks(&a->meta, dim, to, &chunks))
-        return drx_err_set(err, EFBIG, "array would have more than 2^59 elements");
+    if ((rc = drx_xmd_grown_chunks(&a->meta, dim, to, &chunks)))
+        return drx_err_set(err, EFBIG, "%s", drx_xmd_too_big(rc));
     rc = drx_array_fill_chunks(a->xta_fd, &a->meta, old_chunks, chunks);
     if (rc == 0 && fdatasync(a->xta_fd))
         rc = -errno;
@@ -314,8 +314,8 @@ static int pend_grow(struct drx_array *a, int dim, uint64_t count, bool file, st
 
     if (__builtin_add_overflow(from, count, &to))
         return drx_err_set(err, EFBIG, "extent of dimension %d would overflow", dim);
-    if (drx_xmd_grown_chunks(m, dim, to, &chunks))
-        return drx_err_set(err, EFBIG, "array would have more than 2^59 elements");
+    if ((rc = drx_xmd_grown_chunks(m, dim, to, &chunks)))
+        return drx_err_set(err, EFBIG, "%s", drx_xmd_too_big(rc));
     n = drx_xmd_grow_line(line, sizeof line, dim, from, to, chunks);
     if (n < 0)
         return drx_err_set(err, -n, "growth record too long");

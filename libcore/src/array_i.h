@@ -36,8 +36,15 @@ struct drx_xmd_pos {
     struct stat st;  /* of the file read in full */
 };
 
-/* Elements in an array at most (keeps every byte count in 63 bits). */
+/* Elements in an array at most. */
 #define DRX_ARRAY_MAX_ELEMS ((uint64_t)1 << 59)
+/* Bytes of an .xta at most: its chunks, edge chunks' padding included, so
+ * that every byte count of the array (a chunk's address, a view's data
+ * with its .npy or .nc header) fits in an off_t.  The element bound alone
+ * did not: 2^35 chunks of 1 GiB made an .xta of 2^65 bytes, counted as 0,
+ * and chunk 2^34 was stored over chunk 0; a c128 array near 2^59 elements
+ * gave its data.npy a size past 2^63 (EIO at every stat). */
+#define DRX_ARRAY_MAX_XTA_BYTES ((uint64_t)1 << 62)
 
 /* The directory of an array's path, opened once: every file of the array
  * is then reached in that one directory, as /proc/self/fd/N/NAME.xmd, so
@@ -152,8 +159,13 @@ int drx_xmd_catch_up(int fd, const char *xmd_path, uint64_t size, struct drx_arr
  * -ENAMETOOLONG. */
 int drx_xmd_grow_line(char *buf, size_t len, int dim, uint64_t from, uint64_t to, uint64_t nchunks);
 /* The chunk count after growing dimension dim of m to `to` elements: 0,
- * or -EFBIG past 2^59 elements or 2^63 chunks. */
+ * -EFBIG past 2^59 elements, or -EOVERFLOW past DRX_ARRAY_MAX_XTA_BYTES
+ * of chunks. */
 int drx_xmd_grown_chunks(const struct drx_array_meta *m, int dim, uint64_t to, uint64_t *n);
+/* Whether n chunks of m fit in an .xta (DRX_ARRAY_MAX_XTA_BYTES). */
+bool drx_xmd_chunks_fit(const struct drx_array_meta *m, uint64_t n);
+/* What a growth drx_xmd_grown_chunks refused with rc would pass. */
+const char *drx_xmd_too_big(int rc);
 /* Writes m's history as growth records, replayed on b (m as created,
  * its chunk counts only; they become m's).  0, or -EINVAL when the
  * history does not lead from b to m's bounds and chunk count. */

@@ -52,18 +52,19 @@ int drx_xmd_derive(struct drx_array_meta *m, struct drx_err *err)
     rc = drx_map_init(&m->map, m->rank, b);
     if (rc)
         return drx_err_set(err, -rc, "too many chunks");
+    if (!drx_xmd_chunks_fit(m, m->map.nchunks))
+        return drx_err_set(err, EFBIG, "%s", drx_xmd_too_big(-EOVERFLOW));
     return 0;
 }
 
 /* Applies one growth to bounds and map; history is the caller's. */
 int drx_xmd_grow(struct drx_array_meta *m, int dim, uint64_t to, struct drx_err *err)
 {
-    uint64_t ne = 1, nb;
+    uint64_t nb, chunks;
     int rc;
 
-    for (int i = 0; i < m->rank; i++)
-        if (__builtin_mul_overflow(ne, i == dim ? to : m->bounds[i], &ne) || ne > DRX_ARRAY_MAX_ELEMS)
-            return drx_err_set(err, EFBIG, "array would have more than 2^59 elements");
+    if ((rc = drx_xmd_grown_chunks(m, dim, to, &chunks)))
+        return drx_err_set(err, EFBIG, "%s", drx_xmd_too_big(rc));
     nb = (to - 1) / m->chunk[dim] + 1;
     if (nb > m->map.bound[dim]) {
         rc = drx_map_grow(&m->map, dim, nb);

@@ -59,9 +59,20 @@ int drx_xmd_grown_chunks(const struct drx_array_meta *m, int dim, uint64_t to, u
         if (j != dim && __builtin_mul_overflow(others, m->map.bound[j], &others))
             return -EFBIG;
     if (__builtin_mul_overflow(others, nb - m->map.bound[dim], &added) ||
-        __builtin_add_overflow(*n, added, n) || *n > (uint64_t)INT64_MAX)
-        return -EFBIG;
+        __builtin_add_overflow(*n, added, n) || !drx_xmd_chunks_fit(m, *n))
+        return -EOVERFLOW;
     return 0;
+}
+
+bool drx_xmd_chunks_fit(const struct drx_array_meta *m, uint64_t n)
+{
+    return n <= DRX_ARRAY_MAX_XTA_BYTES / m->chunk_bytes;
+}
+
+const char *drx_xmd_too_big(int rc)
+{
+    return rc == -EFBIG ? "the array would have more than 2^59 elements"
+                        : "the array's chunks would pass 2^62 bytes (4 EiB) of .xta";
 }
 
 /* A checked growth of dimension dim to `to` elements, count chunks after
@@ -108,6 +119,7 @@ static int grow_record(const char *file, unsigned line, const char *p, const cha
     uint64_t d, from, to, count, want;
     const char *q = lit(p, end, DRX_XMD_GROW);
     struct drx_err sub;
+    int rc;
 
     q = dec(lit(q, end, "dim="), end, &d);
     q = dec(lit(q, end, " from="), end, &from);
@@ -124,9 +136,8 @@ static int grow_record(const char *file, unsigned line, const char *p, const cha
         return drx_err_set(err, EINVAL,
                            "%s:%u: growth %" PRIu64 "->%" PRIu64 " does not follow extent %" PRIu64,
                            file, line, from, to, m->bounds[d]);
-    if (drx_xmd_grown_chunks(m, (int)d, to, &want))
-        return drx_err_set(err, EINVAL, "%s:%u: the array would have more than 2^59 elements",
-                           file, line);
+    if ((rc = drx_xmd_grown_chunks(m, (int)d, to, &want)))
+        return drx_err_set(err, EINVAL, "%s:%u: %s", file, line, drx_xmd_too_big(rc));
     if (count != want)
         return drx_err_set(err, EINVAL,
                            "%s:%u: chunk_count %" PRIu64 " does not match the growth (%" PRIu64
