@@ -611,6 +611,20 @@ PY
     cmp w.raw "$M/mw/w/data"
 }
 
+@test "to_zarr(mode=\"a\") of a new variable is refused, zarr saying only KeyError: the daemon's log says why" {
+    run "$PY" -c "
+import numpy as np, xarray as xr
+xr.Dataset({'extra': (('time',), np.ones(6))}).to_zarr('$M/temp/zarr', mode='a')"
+    assert_failure
+    assert_output --partial "KeyError: 'extra/.zarray'"
+    [ ! -e "$M/temp/zarr/extra" ]
+    grep -q "temp/zarr/extra: not made: a zarr/ group holds the array and its coordinate variables only" "$M.log"
+    # a new directory inside a variable's is the same refusal
+    run mkdir "$M/temp/zarr/temp/sub"
+    assert_failure
+    grep -q "temp/zarr/temp/sub: not made" "$M.log"
+}
+
 @test "refused, changing nothing: a chunk of the wrong size, a metadata change, a key outside the grid, writing a key in place" {
     local before
     before=$(xta_sum temp)

@@ -421,6 +421,13 @@ int drxfs_resolve_new(const char *path, char *rel, const char **name, bool *at_r
         goto out;
     if (parent->kind != DRXFS_DIR) {
         rc = (parent->kind == DRXFS_ARRAY || parent->kind == DRXFS_ZARR) ? -EPERM : -ENOTDIR;
+        /* zarr-python turns the refused mkdir of a new variable into a
+         * bare KeyError ('extra/.zarray'): the log says why */
+        if (parent->kind == DRXFS_ZARR)
+            drx_log_ratelimited(DRX_LOG_WARNING,
+                                "%s: not made: a zarr/ group holds the array and its coordinate "
+                                "variables only (a new variable is a new array: drx create)",
+                                path + 1);
         goto out;
     }
     *at_root = strcmp(parent->rel, ".") == 0;
