@@ -1066,6 +1066,72 @@ EOF
     "$DRX" fsck "$S"
 }
 
+@test "writers at once past the pool of temporaries wait for room instead of failing: 8 chunks of 128 MiB (dask's chunk size) through zarr" {
+    # 8 x 128 MiB against the pool's 512 MiB: two of six used to fail
+    # with ENOSPC ("No space left on device") on a disk with room
+    "$DRX" create "$S/cz" --type f32 --shape 8x4096x8192 --chunk 1x4096x8192 --dims t,y,x
+    timeout -s KILL 120 "$PY" - "$M/cz/zarr/cz" <<'EOF'
+import sys, threading
+import numpy as np
+import zarr
+z = zarr.open(sys.argv[1], "r+")
+errs, bar = [], threading.Barrier(8)
+def write(i):
+    a = np.full((1, 4096, 8192), i, "f4")
+    bar.wait()
+    try:
+        z[i:i + 1] = a
+    except OSError as e:
+        errs.append(e)
+ts = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+assert not errs, errs
+EOF
+    "$PY" - "$M/cz/data.npy" <<'EOF'
+import sys
+import numpy as np
+a = np.load(sys.argv[1], mmap_mode="r")
+for i in range(8):
+    assert (a[i] == i).all(), i
+EOF
+    "$DRX" rm "$S/cz"
+}
+
+@test "a user other than root writing two 96 MiB chunks at once: the second waits for the first's room in his share instead of failing" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    hostile_setup zarr
+    local s="$RV/s" m="$RV/m"
+    "$DRX" init "$s" >/dev/null
+    "$DRX" create "$s/cw" --type f32 --shape 2x4096x6144 --chunk 1x4096x6144 --dims t,y,x
+    chmod -R a+rX "$s"
+    chmod 666 "$s/cw.xta"
+    mount_store "$s" "$m" -o allow_other
+    # his share is 128 MiB: the second chunk's temporary used to be ENOSPC
+    nob timeout -s KILL 120 "$PY" - "$m/cw/zarr/cw" <<'EOF'
+import sys, threading
+import numpy as np
+import zarr
+z = zarr.open(sys.argv[1], "r+")
+errs, bar = [], threading.Barrier(2)
+def write(i):
+    a = np.full((1, 4096, 6144), i + 1, "f4")
+    bar.wait()
+    try:
+        z[i:i + 1] = a
+    except OSError as e:
+        errs.append(e)
+ts = [threading.Thread(target=write, args=(i,)) for i in range(2)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+assert not errs, errs
+EOF
+    "$PY" -c "
+import sys, numpy as np
+a = np.load('$m/cw/data.npy', mmap_mode='r')
+assert (a[0] == 1).all() and (a[1] == 2).all()"
+}
+
 @test "temporaries a killed writer left in zarr/ are dropped once the pool is full and they have sat idle, so zarr writes go on" {
     "$DRX" create "$S/tl" --type f64 --shape 8x7 --chunk 8x7 --dims y,x --fill -1
     "$PY" - "$M/tl/zarr/tl" <<'EOF'

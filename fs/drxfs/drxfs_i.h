@@ -339,6 +339,9 @@ struct drxfs_fh {
 /* How many worker threads there are (-o max_threads; single: -s): at most
  * half of them wait for a lock (drxfs_locks.c). */
 void drxfs_locks_threads(unsigned max_threads, bool single);
+/* How many worker threads writes to zarr/ temporaries may wait in for
+ * memory (half of max_threads; none with -s). */
+void drxfs_zarr_threads(unsigned max_threads, bool single);
 /* Whether some owner holds locks (or a description) on the file fh is
  * open on: its close must then come as a FLUSH, which lets the closer's
  * locks go. */

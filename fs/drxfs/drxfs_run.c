@@ -67,6 +67,7 @@ int drxfs_run(void)
     }
     drxfs_notify_start(fuse_get_session(f), drxfs.kernel_cache);
     drxfs_locks_threads(opts.max_threads, opts.singlethread);
+    drxfs_zarr_threads(opts.max_threads, opts.singlethread);
     rc = 1;
     if (opts.singlethread) {
         rc = fuse_loop(f);

@@ -21,6 +21,9 @@
  * temporaries stay until unmount, and one user's must leave room for the
  * others' zarr writes. */
 #define ZTEMP_USER_SHARE 4
+/* A write finding the pool full waits this long at most for other
+ * writes' temporaries to give memory back (wait_room). */
+#define ZTEMP_WAIT_S 30
 
 enum { ZL_GROUP, ZL_VAR, ZL_FILE };
 

@@ -44,7 +44,24 @@ static struct {
     struct ztemp *gone;
     size_t bytes;
     unsigned count;
-} temps = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+    /* writes waiting for others' temporaries to give memory back
+     * (wait_room), signalled whenever some is given back */
+    pthread_cond_t room;
+    unsigned waiters, waiters_max;
+} temps = {.mutex = PTHREAD_MUTEX_INITIALIZER, .room = PTHREAD_COND_INITIALIZER};
+
+void drxfs_zarr_threads(unsigned max_threads, bool single)
+{
+    pthread_mutex_lock(&temps.mutex);
+    temps.waiters_max = single ? 0 : max_threads / 2;
+    pthread_mutex_unlock(&temps.mutex);
+}
+
+/* Memory of temporaries was given back (mutex held). */
+static void room_given(void)
+{
+    pthread_cond_broadcast(&temps.room);
+}
 
 /* The temporary at path, with a reference, or NULL. */
 struct ztemp *ztemp_get(const char *path)
@@ -86,6 +103,7 @@ static void ztemp_free(struct ztemp *t)
         list_drop(&temps.gone, t);
     temps.bytes -= t->cap;
     temps.count--;
+    room_given();
     free(t->buf);
     free(t->path);
     free(t);
@@ -252,27 +270,97 @@ static void ztemp_freeze(struct ztemp *t, bool frozen)
     pthread_mutex_unlock(&temps.mutex);
 }
 
-/* Makes t->buf hold at least end bytes (mutex held): the capacity at
- * least doubles, within t->max and the pool, so that a key written in
- * many pieces (the kernel's 128 KiB requests) is not copied at each one;
- * what the pool cannot give beyond end is not taken.  0 or -errno. */
+/* Whether t could grow by grow bytes were it the only temporary (mutex
+ * held): when not, no other's memory coming back helps. */
+static bool room_alone(const struct ztemp *t, size_t grow)
+{
+    return t->uid == 0 || t->cap + grow <= ZTEMP_TOTAL_MAX / 2;
+}
+
+/* Whether a temporary other than t that keeps t from growing by grow
+ * bytes is being written: open, or written in the last second (zarr
+ * renames it right after closing it), so that its memory comes back soon
+ * (mutex held).  Closed and idle ones are a killed writer's, which only
+ * drop_idle gives back. */
+static bool others_writing(const struct ztemp *t, size_t grow, const struct timespec *now)
+{
+    bool pool = temps.bytes + grow > ZTEMP_TOTAL_MAX;
+
+    for (int gone = 0; gone < 2; gone++)
+        for (const struct ztemp *u = gone ? temps.gone : temps.head; u; u = u->next)
+            if (u != t && u->cap && (pool || u->uid == t->uid) &&
+                (u->refs || now->tv_sec - u->used.tv_sec <= 1))
+                return true;
+    return false;
+}
+
+/* Waits, mutex held, up to ZTEMP_WAIT_S for the temporaries of other
+ * writes under way to give back room for t to grow by grow bytes; whether
+ * it is there.  Writers running at once, as dask's threads under
+ * to_zarr, each hold a chunk here from its first byte to its rename: six
+ * of 128 MiB (dask's own chunk size) passed the pool and two failed with
+ * ENOSPC, and for a user other than root the second of two did.  At most
+ * half the worker threads wait, so that the other half serves the writes
+ * that give the room back (none with -s). */
+static bool wait_room(struct ztemp *t, size_t grow)
+{
+    struct timespec now, until;
+
+    if (!room_alone(t, grow) || temps.waiters >= temps.waiters_max)
+        return false;
+    temps.waiters++;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    time_t end = now.tv_sec + ZTEMP_WAIT_S;
+    while (!pool_room(t, grow) && others_writing(t, grow, &now) && now.tv_sec < end) {
+        /* a tenth of a second at a time: a writer gone quiet stops
+         * counting (others_writing), and nothing signals that */
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&temps.room, &temps.mutex, &until);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    }
+    temps.waiters--;
+    return pool_room(t, grow);
+}
+
+/* Makes t->buf hold at least end bytes (mutex held).  Its first bytes
+ * take the whole chunk (t->max) when the pool has room for it, at once or
+ * once other writes give it back (wait_room): only a temporary holding
+ * nothing waits, so writers never wait for each other's growth.  Else the
+ * capacity at least doubles, within t->max and the pool, so that a key
+ * written in many pieces (the kernel's 128 KiB requests) is not copied at
+ * each one; what the pool cannot give beyond end is not taken.  0 or
+ * -errno. */
 static int ztemp_reserve(struct ztemp *t, size_t end)
 {
     size_t want = t->cap < t->max / 2 ? 2 * t->cap : t->max;
 
     if (end <= t->cap)
         return 0;
-    if (want < end || !pool_room(t, want - t->cap))
+    if (t->cap == 0 && !pool_room(t, t->max) && drop_idle_for(t->uid))
+        drx_log_ratelimited(DRX_LOG_INFO, "%s: idle temporaries dropped to make room", t->path);
+    if (t->cap == 0 && (pool_room(t, t->max) || wait_room(t, t->max)))
+        want = t->max;
+    else if (want < end || !pool_room(t, want - t->cap))
         want = end;
     if (!pool_room(t, want - t->cap) && drop_idle_for(t->uid))
         drx_log_ratelimited(DRX_LOG_INFO, "%s: idle temporaries dropped to make room", t->path);
     if (!pool_room(t, want - t->cap)) {
-        drx_log_ratelimited(
-            DRX_LOG_WARNING,
-            "%s: temporary zarr files hold %zu bytes already (a user at most %zu): refused",
-            t->path, temps.bytes, ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: temporary zarr files hold %zu bytes already (at most %zu in all, "
+                            "%zu of a user other than root): refused",
+                            t->path, temps.bytes, ZTEMP_TOTAL_MAX,
+                            ZTEMP_TOTAL_MAX / ZTEMP_USER_SHARE);
         return -ENOSPC;
     }
+    /* a store of t may have begun while this waited: it reads t->buf
+     * without the mutex, which a realloc would move */
+    if (t->frozen)
+        return -EIO;
     unsigned char *nb = realloc(t->buf, want);
     if (!nb)
         return -ENOMEM;
@@ -331,6 +419,7 @@ void ztemp_trim(struct ztemp *t)
             t->buf = nb;
             temps.bytes -= t->cap - t->len;
             t->cap = t->len;
+            room_given();
         }
     }
     pthread_mutex_unlock(&temps.mutex);
@@ -356,6 +445,7 @@ int ztemp_truncate(struct ztemp *t, off_t size)
             t->buf = nb;
             temps.bytes -= t->cap - (size_t)size;
             t->cap = (size_t)size;
+            room_given();
         }
         t->len = (size_t)size;
     }
