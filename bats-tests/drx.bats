@@ -864,6 +864,33 @@ assert list(a)[:3] == ["units", "long_name", "scale_factor"]'
     assert_equal "${#lines[@]}" 15
 }
 
+@test "attr set without --type keeps a number attribute's type, as setfattr does; a CF number attribute made a string is warned of" {
+    "$DRX" create t --type i16 --shape 3 --chunk 3 --fill -1
+    "$DRX" attr set t scale_factor 0.01 --type f64
+    # it turned the f64 into the string "0.02", and xarray's decoding then
+    # failed on the variable (it multiplies by scale_factor)
+    run "$DRX" attr set t scale_factor 0.02
+    assert_success
+    assert_output ""
+    run "$DRX" attr list t
+    assert_output "scale_factor f64 0.02"
+    run "$DRX" attr set t scale_factor abc
+    assert_failure
+    assert_output --partial "attr set: scale_factor is f64: attribute scale_factor: value 1: 'abc' is not an f64 value (--type string makes it a string)"
+    run "$DRX" attr get t scale_factor
+    assert_output "0.02"
+    "$DRX" attr set t scale_factor abc --type string
+    run "$DRX" attr list t
+    assert_output "scale_factor string abc"
+    # new, as a string: set, with a warning; other names say nothing
+    run "$DRX" attr set t add_offset 273.15
+    assert_success
+    assert_output "drx: attr set: warning: add_offset is set as a string: CF readers (xarray) need a number; give --type (the variable's type, or f64)"
+    run "$DRX" attr set t units K
+    assert_success
+    assert_output ""
+}
+
 @test "bad input to attr: one line, nothing changed; a read-only mount refuses set and rm" {
     "$DRX" create t --type f32 --shape 3x4 --chunk 2x2
     "$DRX" attr set t units K

@@ -881,6 +881,50 @@ int drx_cmd_rm(int argc, char **argv)
     return 0;
 }
 
+/* CF attributes that readers take as numbers (xarray's decoding
+ * multiplies by scale_factor, compares with missing_value): as strings,
+ * drx attr set's default, they make xarray fail on the variable. */
+static bool cf_number_name(const char *name)
+{
+    static const char *const names[] = {"scale_factor", "add_offset",  "missing_value",
+                                        "valid_min",    "valid_max",   "valid_range",
+                                        "actual_range", "flag_values", "flag_masks"};
+
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Without --type, an existing number attribute keeps its type, as
+ * setfattr on the mount does (before, `drx attr set A scale_factor 0.02`
+ * turned an f64 scale_factor into a string, and xarray failed on the
+ * variable); a new CF number attribute made a string is warned of.  *at
+ * is replaced by the value parsed as that type.  0 or the exit code. */
+static int attr_keep_type(struct drx_array *a, const char *name, const char *value,
+                          struct drx_attr *at)
+{
+    const struct drx_attr *old = drx_array_attr_get(drx_array_meta(a), name);
+    struct drx_err err = {""};
+    struct drx_attr typed;
+    int rc;
+
+    if (!old || old->is_string) {
+        if (at->is_string && cf_number_name(name))
+            fprintf(stderr,
+                    "drx: attr set: warning: %s is set as a string: CF readers (xarray) "
+                    "need a number; give --type (the variable's type, or f64)\n",
+                    name);
+        return 0;
+    }
+    if ((rc = drx_attr_parse(name, drx_type_name(old->type), value, &typed, &err)))
+        return drx_cli_fail("attr set: %s is %s: %s (--type string makes it a string)", name,
+                            drx_type_name(old->type), err.msg);
+    drx_attr_fini(at);
+    *at = typed;
+    return 0;
+}
+
 static int attr_set_cmd(char *const *argv, int nargs)
 {
     struct drx_array *a;
@@ -903,6 +947,11 @@ static int attr_set_cmd(char *const *argv, int nargs)
         return drx_cli_fail_err("attr set", rc, &err);
     rc = open_array("attr set", argv[0], DRX_RDWR, &a);
     if (rc == 0) {
+        if (!drx_cli.type && (rc = attr_keep_type(a, argv[1], argv[2], &at))) {
+            drx_array_close(a);
+            drx_attr_fini(&at);
+            return rc;
+        }
         rc = drx_array_attr_set(a, &at, &err);
         drx_array_close(a);
         rc = rc ? drx_cli_fail_err("attr set", rc, &err) : 0;
