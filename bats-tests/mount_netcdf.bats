@@ -323,6 +323,20 @@ assert a['scale_factor'] == {'type': 'f64', 'value': [0.5]} and a['valid_range']
     cmp <("$DRX" attr list "$S/xa") <(printf 'scale_factor f64 0.25\nlong_name string air "temp"\n')
 }
 
+@test "setfattr of a new CF number attribute makes a string, which the log warns of; an existing number keeps its type" {
+    "$DRX" create "$S/cfw" --type i16 --shape 3 --chunk 3 --dims k --fill -1
+    setfattr -n user.add_offset -v 100 "$M/cfw"
+    run "$DRX" attr list "$S/cfw"
+    assert_output "add_offset string 100"
+    grep -q "user.add_offset set as a string: CF readers (xarray) need a number; drx attr set --type makes one" "$M.log"
+    "$DRX" attr set "$S/cfw" add_offset 100 --type f64
+    setfattr -n user.add_offset -v 50 "$M/cfw"
+    run "$DRX" attr list "$S/cfw"
+    assert_output "add_offset f64 50"
+    [ "$(grep -c "user.add_offset set as a string" "$M.log")" -eq 1 ]
+    "$DRX" rm "$S/cfw"
+}
+
 @test "setfattr on an array directory needs write access to the array" {
     OWN_DIR=$(mktemp -d /tmp/drxfs-attr.XXXXXX)
     chmod 755 "$OWN_DIR"

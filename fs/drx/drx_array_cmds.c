@@ -881,21 +881,6 @@ int drx_cmd_rm(int argc, char **argv)
     return 0;
 }
 
-/* CF attributes that readers take as numbers (xarray's decoding
- * multiplies by scale_factor, compares with missing_value): as strings,
- * drx attr set's default, they make xarray fail on the variable. */
-static bool cf_number_name(const char *name)
-{
-    static const char *const names[] = {"scale_factor", "add_offset",  "missing_value",
-                                        "valid_min",    "valid_max",   "valid_range",
-                                        "actual_range", "flag_values", "flag_masks"};
-
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(name, names[i]) == 0)
-            return true;
-    return false;
-}
-
 /* Without --type, an existing number attribute keeps its type, as
  * setfattr on the mount does (before, `drx attr set A scale_factor 0.02`
  * turned an f64 scale_factor into a string, and xarray failed on the
@@ -910,7 +895,7 @@ static int attr_keep_type(struct drx_array *a, const char *name, const char *val
     int rc;
 
     if (!old || old->is_string) {
-        if (at->is_string && cf_number_name(name))
+        if (at->is_string && drx_attr_cf_number(name))
             fprintf(stderr,
                     "drx: attr set: warning: %s is set as a string: CF readers (xarray) "
                     "need a number; give --type (the variable's type, or f64)\n",

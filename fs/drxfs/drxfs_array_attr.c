@@ -73,6 +73,12 @@ static int attr_set(struct drxfs_arr *e, const char *name, const char *text, int
     if (rc == 0 && (rc = drx_attr_parse(name, type, text, at, err)) == 0)
         rc = drx_array_attr_set(e->a, at, err);
     pthread_rwlock_unlock(&e->lock);
+    /* setfattr cannot say more than its status: the log says it */
+    if (rc == 0 && !type && drx_attr_cf_number(name))
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "user.%s set as a string: CF readers (xarray) need a number; drx "
+                            "attr set --type makes one (setfattr then keeps its type)",
+                            name);
     return rc;
 }
 

@@ -35,6 +35,18 @@ int drx_attr_name_check(const char *name, struct drx_err *err)
     return 0;
 }
 
+bool drx_attr_cf_number(const char *name)
+{
+    static const char *const names[] = {"scale_factor", "add_offset",  "missing_value",
+                                        "valid_min",    "valid_max",   "valid_range",
+                                        "actual_range", "flag_values", "flag_masks"};
+
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return true;
+    return false;
+}
+
 /* Length of the UTF-8 sequence at p (1..4), or 0 when it is not valid
  * UTF-8 (overlong forms, surrogates and code points past U+10FFFF are not). */
 /* The length a UTF-8 sequence starting with byte b has (0: b cannot

@@ -31,6 +31,12 @@ struct drx_attr {
  * refused.  0, or -EINVAL with the reason in err. */
 int drx_attr_name_check(const char *name, struct drx_err *err);
 
+/* Whether name is a CF attribute that readers take as a number
+ * (scale_factor, add_offset, missing_value, valid_*, actual_range,
+ * flag_values, flag_masks): as a string, xarray's decoding fails on the
+ * variable, so the front ends warn when one is made a string. */
+bool drx_attr_cf_number(const char *name);
+
 /* Builds an attribute from text: type NULL or "string" keeps text as it is;
  * an element type name ("f64", ...) parses one number or several separated
  * by commas.  0 with *out filled (drx_attr_fini it), or -EINVAL/-ERANGE/
