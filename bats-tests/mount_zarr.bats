@@ -587,6 +587,26 @@ PY
     assert_equal "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["shape"])' "$m/g/info")" "[6]"
 }
 
+@test "an array named like a Zarr metadata key (.zgroup, .zattrs, .zarray, .zmetadata) has no zarr/, where xarray read its elements as missing" {
+    mkdir "$S/zk"
+    for n in .zgroup .zattrs .zarray .zmetadata; do
+        run "$DRX" create "$S/zk/$n" --type f32 --shape 3 --chunk 2 --fill -1
+        assert_success
+        assert_output "drx: create: warning: $n is a Zarr metadata key: its directory at the mount has no zarr/ (rename the array for Zarr readers)"
+        "$PY" -c "import numpy as np, sys; np.array([1, 2, 3], 'f4').tofile(sys.stdout.buffer)" |
+            "$DRX" put "$S/zk/$n"
+        # its variable's directory was the group's metadata file
+        [ ! -e "$M/zk/$n/zarr" ]
+        run ls -A "$M/zk/$n"
+        refute_line zarr
+        grep -q "zk/$n: no zarr/: an array named like a Zarr metadata key" "$M.log"
+        cmp <("$PY" -c "import numpy as np, sys; np.array([1, 2, 3], 'f4').tofile(sys.stdout.buffer)") "$M/zk/$n/data"
+    done
+    # data.nc still reads its values
+    run "$PY" -c "import xarray as xr; print(xr.open_dataset('$M/zk/.zgroup/data.nc')['_zgroup'].values.tolist())"
+    assert_output "[1.0, 2.0, 3.0]"
+}
+
 @test "to_zarr(mode=\"w\") and zarr.open(mode=\"w\") are refused before any key is removed: the array keeps its data" {
     mkdir "$S/mw"
     "$DRX" create "$S/mw/w" --type f64 --shape 4x4 --chunk 2x2 --dims a,b

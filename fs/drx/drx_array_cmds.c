@@ -223,12 +223,19 @@ static int create_dims(char *dims, struct drx_array_spec *spec)
 /* An array of rank 2 or more named like one of its dimensions is made
  * (drx and the mount are fine with it), with a warning: in data.nc and
  * zarr/ it is a variable of its dimension's name over more than that
- * dimension, which xarray refuses to open (MissingDimensionsError). */
+ * dimension, which xarray refuses to open (MissingDimensionsError).  So
+ * is one named like a Zarr metadata key, which has no zarr/. */
 static void create_name_warning(const char *path, const struct drx_array_spec *spec)
 {
     const char *base = strrchr(path, '/');
 
     base = base ? base + 1 : path;
+    if (strcmp(base, ".zgroup") == 0 || strcmp(base, ".zattrs") == 0 ||
+        strcmp(base, ".zarray") == 0 || strcmp(base, ".zmetadata") == 0)
+        fprintf(stderr,
+                "drx: create: warning: %s is a Zarr metadata key: its directory at the mount "
+                "has no zarr/ (rename the array for Zarr readers)\n",
+                base);
     for (int d = 0; spec->rank > 1 && d < spec->rank; d++)
         if (spec->dim_name[d] && strcmp(spec->dim_name[d], base) == 0) {
             fprintf(stderr,

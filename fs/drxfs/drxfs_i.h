@@ -553,6 +553,11 @@ int drxfs_info_size(const struct drxfs_node *n, const struct drx_array_meta *m,
 
 /* drxfs_zarr.c: the zarr/ group (README, "Zarr").  The hooks that take a
  * path return 1 when the path is not in a zarr group (the caller goes on). */
+/* Whether the array at store name rel may have a zarr/ group: one named
+ * like a Zarr v2 metadata key (.zgroup, .zattrs, .zarray, .zmetadata)
+ * would be a variable of that name beside the group's own file, whose
+ * keys no reader reaches (xarray read its elements as missing). */
+bool drxfs_zarr_name_ok(const char *rel);
 int drxfs_zarr_step(struct drxfs_node *n, const char *name);
 int drxfs_zarr_getattr(const struct drxfs_node *n, struct stat *st);
 /* The access ACL of a zarr/ node: its array's .xta's, mapped as its mode. */

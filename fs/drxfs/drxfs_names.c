@@ -573,7 +573,7 @@ static int opendir_node(const struct drxfs_node *n, const char *path, struct fus
         }
     } else {
         dh->nc = drxfs_array_has_nc(n);
-        dh->zarr = n->nwords == 0;
+        dh->zarr = n->nwords == 0 && drxfs_zarr_name_ok(n->rel);
     }
     fi->fh = (uint64_t)(uintptr_t)dh;
 out:

@@ -189,6 +189,11 @@ static int array_child(struct drxfs_node *n, const char *name, const char *at,
         n->kind = DRXFS_AINFO;
     } else if (strcmp(name, "data.nc") == 0) {
         n->kind = DRXFS_ANC;
+    } else if (strcmp(name, "zarr") == 0 && n->nwords == 0 && !drxfs_zarr_name_ok(n->rel)) {
+        drxfs_log_no_view("%s: no zarr/: an array named like a Zarr metadata key cannot be a "
+                          "variable of its group (rename it for Zarr readers)",
+                          n->rel);
+        return -ENOENT;
     } else if (strcmp(name, "zarr") == 0 && n->nwords == 0) {
         n->kind = DRXFS_ZARR;
         n->zlevel = 0;

@@ -388,6 +388,18 @@ int zkey(const struct drxfs_node *n, const char *var, const char *name, char *ou
     return (w < 0 || (size_t)w >= len) ? -ENAMETOOLONG : 0;
 }
 
+bool drxfs_zarr_name_ok(const char *rel)
+{
+    static const char *const keys[] = {".zgroup", ".zattrs", ".zarray", ".zmetadata"};
+    const char *base = strrchr(rel, '/');
+
+    base = base ? base + 1 : rel;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(base, keys[i]) == 0)
+            return false;
+    return true;
+}
+
 int drxfs_zarr_step(struct drxfs_node *n, const char *name)
 {
     size_t len = strlen(name);
