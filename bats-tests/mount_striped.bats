@@ -263,6 +263,23 @@ EOF
     [ "$g2" -ge 50 ]
 }
 
+# cap_set_behind MNT STORE NAME: striped file NAME written through MNT, a
+# capability set on its metafile in STORE while it is open, then one more
+# write: the capability must be gone, the bytes all there
+cap_set_behind() {
+    local m=$1 s=$2 n=$3
+    printf 'ab' >"$m/$n"
+    exec 5>>"$m/$n"
+    printf c >&5
+    setcap cap_net_raw+ep "$s/$n.nafs"
+    getfattr -n security.capability "$s/$n.nafs" >/dev/null
+    printf d >&5
+    exec 5>&-
+    run getfattr -n security.capability "$s/$n.nafs"
+    assert_failure
+    [ "$(cat "$m/$n")" = abcd ]
+}
+
 @test "a file capability set behind the mount on an open file goes at its next write" {
     # the GETXATTR before a write of an open file reads its metafile
     # without resolving the path: what was set since must still be seen,
@@ -270,16 +287,7 @@ EOF
     # capabilities, as on a local disk); a guard of that faster path (the
     # path-resolving one it replaced passes too)
     command -v setcap >/dev/null || skip "no setcap"
-    printf 'ab' >"$M/capw"
-    exec 5>>"$M/capw"
-    printf c >&5
-    setcap cap_net_raw+ep "$S/capw.nafs"
-    getfattr -n security.capability "$S/capw.nafs" >/dev/null
-    printf d >&5
-    exec 5>&-
-    run getfattr -n security.capability "$S/capw.nafs"
-    assert_failure
-    [ "$(cat "$M/capw")" = abcd ]
+    cap_set_behind "$M" "$S" capw
     rm "$M/capw"
 }
 
@@ -291,16 +299,7 @@ EOF
     local m1="$BATS_TEST_TMPDIR/m1" s1="$BATS_TEST_TMPDIR/s1"
     "$DRX" init "$s1" >/dev/null
     mount_store "$s1" "$m1" -o kcache=no
-    printf 'ab' >"$m1/capk"
-    exec 5>>"$m1/capk"
-    printf c >&5
-    setcap cap_net_raw+ep "$s1/capk.nafs"
-    getfattr -n security.capability "$s1/capk.nafs" >/dev/null
-    printf d >&5
-    exec 5>&-
-    run getfattr -n security.capability "$s1/capk.nafs"
-    assert_failure
-    [ "$(cat "$m1/capk")" = abcd ]
+    cap_set_behind "$m1" "$s1" capk
 }
 
 @test "mkdir and utimes: libfuse's getattr after them looks up the last component only" {

@@ -1086,28 +1086,36 @@ EOF
     "$DRX" fsck "$S"
 }
 
-@test "writers at once past the pool of temporaries wait for room instead of failing: 8 chunks of 128 MiB (dask's chunk size) through zarr" {
-    # 8 x 128 MiB against the pool's 512 MiB: two of six used to fail
-    # with ENOSPC ("No space left on device") on a disk with room
-    "$DRX" create "$S/cz" --type f32 --shape 8x4096x8192 --chunk 1x4096x8192 --dims t,y,x
-    timeout -s KILL 120 "$PY" - "$M/cz/zarr/cz" <<'EOF'
+# zarr_writers_py: a Python program (on stdin) of arguments ZARR N BASE:
+# N threads, started together, each write the first-dimension chunk i of
+# array ZARR, all elements i + BASE; it fails if any write failed
+zarr_writers_py() {
+    cat <<'EOF'
 import sys, threading
 import numpy as np
 import zarr
 z = zarr.open(sys.argv[1], "r+")
-errs, bar = [], threading.Barrier(8)
+n, base = int(sys.argv[2]), int(sys.argv[3])
+errs, bar = [], threading.Barrier(n)
 def write(i):
-    a = np.full((1, 4096, 8192), i, "f4")
+    a = np.full((1,) + z.chunks[1:], i + base, z.dtype)
     bar.wait()
     try:
         z[i:i + 1] = a
     except OSError as e:
         errs.append(e)
-ts = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+ts = [threading.Thread(target=write, args=(i,)) for i in range(n)]
 [t.start() for t in ts]
 [t.join() for t in ts]
 assert not errs, errs
 EOF
+}
+
+@test "writers at once past the pool of temporaries wait for room instead of failing: 8 chunks of 128 MiB (dask's chunk size) through zarr" {
+    # 8 x 128 MiB against the pool's 512 MiB: two of six used to fail
+    # with ENOSPC ("No space left on device") on a disk with room
+    "$DRX" create "$S/cz" --type f32 --shape 8x4096x8192 --chunk 1x4096x8192 --dims t,y,x
+    zarr_writers_py | timeout -s KILL 120 "$PY" - "$M/cz/zarr/cz" 8 0
     "$PY" - "$M/cz/data.npy" <<'EOF'
 import sys
 import numpy as np
@@ -1128,24 +1136,7 @@ EOF
     chmod 666 "$s/cw.xta"
     mount_store "$s" "$m" -o allow_other
     # his share is 128 MiB: the second chunk's temporary used to be ENOSPC
-    nob timeout -s KILL 120 "$PY" - "$m/cw/zarr/cw" <<'EOF'
-import sys, threading
-import numpy as np
-import zarr
-z = zarr.open(sys.argv[1], "r+")
-errs, bar = [], threading.Barrier(2)
-def write(i):
-    a = np.full((1, 4096, 6144), i + 1, "f4")
-    bar.wait()
-    try:
-        z[i:i + 1] = a
-    except OSError as e:
-        errs.append(e)
-ts = [threading.Thread(target=write, args=(i,)) for i in range(2)]
-[t.start() for t in ts]
-[t.join() for t in ts]
-assert not errs, errs
-EOF
+    zarr_writers_py | nob timeout -s KILL 120 "$PY" - "$m/cw/zarr/cw" 2 1
     "$PY" -c "
 import sys, numpy as np
 a = np.load('$m/cw/data.npy', mmap_mode='r')
