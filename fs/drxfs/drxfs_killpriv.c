@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "drxfs_striped_i.h" /* drxfs_i.h: FUSE_USE_VERSION first */
 
@@ -145,13 +146,16 @@ static int striped_caps(int fd, const char *meta, struct stat *st)
 static void striped_kill(const struct drxfs_node *n, struct drxfs_fh *fh)
 {
     char meta[PATH_MAX], key[PATH_MAX];
-    int fd = fh ? drx_stripe_meta_fd(fh->sf->f) : -1, rc = 0;
+    int fd = fh ? drx_stripe_meta_dup(fh->sf->f) : -1, rc = 0;
     struct stat st;
 
     if (fd < 0 && (rc = drxfs_striped_meta_rel(n, fh, meta, key)) < 0)
         return; /* removed: nothing to change */
-    if ((rc = striped_caps(fd, meta, kill_suidgid ? &st : NULL)) < 0) {
-        log_failure("removing its capability", fd >= 0 ? fh->sf->key : meta, rc);
+    rc = striped_caps(fd, meta, kill_suidgid ? &st : NULL);
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0) {
+        log_failure("removing its capability", fh ? fh->sf->key : meta, rc);
         return;
     }
     if (kill_suidgid && killed(&st) != (st.st_mode & 07777) &&

@@ -165,6 +165,17 @@ int drx_stripe_meta_fd(const struct drx_stripe *f)
     return f->meta_fd;
 }
 
+int drx_stripe_meta_dup(struct drx_stripe *f)
+{
+    int fd = -1;
+
+    pthread_mutex_lock(&f->lock); /* a persist may replace it meanwhile */
+    if (f->meta_fd >= 0)
+        fd = fcntl(f->meta_fd, F_DUPFD_CLOEXEC, 0);
+    pthread_mutex_unlock(&f->lock);
+    return fd;
+}
+
 int drx_stripe_lock_fd(const struct drx_stripe *f)
 {
     for (unsigned i = 0; i < f->meta.layout.count; i++)

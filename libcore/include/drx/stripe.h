@@ -284,6 +284,9 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
 /* The metafile f holds open (the file's inode, whatever its names), or
  * -1: drxfs takes the locks users ask for on it, past libcore's own. */
 int drx_stripe_meta_fd(const struct drx_stripe *f);
+/* A descriptor of its own (O_PATH, close it) of the metafile f holds, or
+ * -1: safe beside a persist, which may replace the one f holds. */
+int drx_stripe_meta_dup(struct drx_stripe *f);
 
 ssize_t drx_stripe_append(struct drx_stripe *f, const void *buf, size_t len, uint64_t *at);
 
