@@ -119,8 +119,9 @@ static void wait_end(void)
 }
 
 /* The descriptor locks are reopened from, and how ranges move: the
- * handle's store file, a striped file's metafile, or -1 (virtual: kept
- * by the mount path the handle opened, fh->lkpath). */
+ * handle's store file, a striped file's metafile (a copy of the handle's,
+ * which a persist may replace meanwhile: store_fd_done closes it), or -1
+ * (virtual: kept by the mount path the handle opened, fh->lkpath). */
 static int store_fd(const struct drxfs_fh *fh, off_t *base, off_t *limit)
 {
     *base = 0;
@@ -130,10 +131,17 @@ static int store_fd(const struct drxfs_fh *fh, off_t *base, off_t *limit)
     if (fh->kind == DRXFS_STRIPED && fh->sf) {
         *base = LK_BASE;
         *limit = LK_LIMIT;
-        int fd = drx_stripe_meta_fd(fh->sf->f);
+        int fd = drx_stripe_meta_dup(fh->sf->f);
         return fd >= 0 ? fd : -ENOLCK;
     }
     return -1;
+}
+
+/* Done with store_fd's descriptor sfd of fh. */
+static void store_fd_done(const struct drxfs_fh *fh, int sfd)
+{
+    if (sfd >= 0 && fh->kind == DRXFS_STRIPED)
+        close(sfd);
 }
 
 /* The key of fh's target when it is virtual: its mount path, or (a
@@ -164,7 +172,7 @@ static void target_put(struct lk_target *t)
 
 /* The target of the file fh is open on, with a reference, made when
  * create (lk.mutex held): 0 with *out (NULL when there is none and create
- * is false) and *sfd (store_fd's), or -errno. */
+ * is false) and *sfd (store_fd's: store_fd_done after), or -errno. */
 static int target_get(const struct drxfs_fh *fh, bool create, int *sfd, struct lk_target **out)
 {
     off_t base, limit;
@@ -175,8 +183,12 @@ static int target_get(const struct drxfs_fh *fh, bool create, int *sfd, struct l
     *out = NULL;
     if ((*sfd = store_fd(fh, &base, &limit)) < -1)
         return *sfd;
-    if (*sfd >= 0 && fstat(*sfd, &st) < 0)
-        return -errno;
+    if (*sfd >= 0 && fstat(*sfd, &st) < 0) {
+        int rc = -errno;
+        store_fd_done(fh, *sfd);
+        *sfd = -1;
+        return rc;
+    }
     for (struct lk_target *t = lk.targets; t; t = t->next)
         if (*sfd >= 0 ? !t->vpath && t->dev == st.st_dev && t->ino == st.st_ino
                       : t->vpath && strcmp(t->vpath, path) == 0) {
@@ -187,8 +199,11 @@ static int target_get(const struct drxfs_fh *fh, bool create, int *sfd, struct l
     if (!create)
         return 0;
     struct lk_target *t = calloc(1, sizeof *t);
-    if (!t)
+    if (!t) {
+        store_fd_done(fh, *sfd);
+        *sfd = -1;
         return -ENOMEM;
+    }
     t->memfd = -1;
     t->dev = st.st_dev;
     t->ino = st.st_ino;
@@ -242,6 +257,7 @@ static struct lk_owner *owner_get(const struct drxfs_fh *fh, uint64_t owner, boo
     struct lk_owner *o = owner_find(t, owner, flk);
     if (o || !create) {
         target_put(t);
+        store_fd_done(fh, sfd);
         return o;
     }
     if (lk.nowners >= LK_MAX) {
@@ -255,6 +271,7 @@ static struct lk_owner *owner_get(const struct drxfs_fh *fh, uint64_t owner, boo
         free(o);
         o = NULL;
     }
+    store_fd_done(fh, sfd);
     if (!o) {
         target_put(t);
         return NULL;
@@ -344,6 +361,7 @@ static int getlk(struct drxfs_fh *fh, uint64_t owner, struct flock *fl)
     }
     if (!o && fd >= 0)
         close(fd);
+    store_fd_done(fh, sfd);
     target_put(t);
     pthread_mutex_unlock(&lk.mutex);
     return rc;
@@ -426,8 +444,11 @@ bool drxfs_locks_held(const struct drxfs_fh *fh)
     pthread_mutex_lock(&lk.mutex);
     /* a target outlives no owner (but under the mutex): one found is held;
      * nothing to look at while nobody holds a lock */
-    if (lk.owners && target_get(fh, false, &sfd, &t) == 0 && t)
-        target_put(t);
+    if (lk.owners && target_get(fh, false, &sfd, &t) == 0) {
+        store_fd_done(fh, sfd);
+        if (t)
+            target_put(t);
+    }
     pthread_mutex_unlock(&lk.mutex);
     return t != NULL;
 }

@@ -160,11 +160,6 @@ static bool held_path(const struct drx_stripe *f, char *buf, size_t len)
     return true;
 }
 
-int drx_stripe_meta_fd(const struct drx_stripe *f)
-{
-    return f->meta_fd;
-}
-
 int drx_stripe_meta_dup(struct drx_stripe *f)
 {
     int fd = -1;

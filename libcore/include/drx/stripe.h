@@ -281,11 +281,12 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
  * size, with every write through it), taken and covered with no other
  * write of the handle between, so that two appenders never write at the
  * same end (O_APPEND).  *at (may be NULL): the offset written at. */
-/* The metafile f holds open (the file's inode, whatever its names), or
- * -1: drxfs takes the locks users ask for on it, past libcore's own. */
-int drx_stripe_meta_fd(const struct drx_stripe *f);
-/* A descriptor of its own (O_PATH, close it) of the metafile f holds, or
- * -1: safe beside a persist, which may replace the one f holds. */
+/* A descriptor of its own (O_PATH, close it) of the metafile f holds
+ * open (the file's inode, whatever its names), or -1: drxfs takes the
+ * locks users ask for on it, past libcore's own, and reads its mode and
+ * capability at writes.  A copy, taken under f's lock: a persist may
+ * replace the descriptor f holds, and a number read without the lock may
+ * be another file's by the time it is used. */
 int drx_stripe_meta_dup(struct drx_stripe *f);
 
 ssize_t drx_stripe_append(struct drx_stripe *f, const void *buf, size_t len, uint64_t *at);
