@@ -53,6 +53,10 @@ teardown() {
         unmount_store "$DIO_MNT"
         DIO_MNT=
     fi
+    if [ -n "${BLIND_MNT:-}" ]; then
+        unmount_store "$BLIND_MNT"
+        BLIND_MNT=
+    fi
     if [ -n "${RA_MNT:-}" ]; then
         kill -CONT "$(cat "$RA_MNT.pid" 2>/dev/null || echo 0)" 2>/dev/null || true
         unmount_store "$RA_MNT"
@@ -525,6 +529,45 @@ a.tofile('want')"
     cmp <("$DRX" get "$S/tw") "$M/tw/data"
     rm "$M/sf"
     unmount_store "$M2"
+}
+
+# blind_mount: a second mount of the store ($BLIND) whose inotify sees
+# nothing (test_helper's mount_blind): another node of a network file
+# system, for which only its own checks show a change
+blind_mount() {
+    BLIND_MNT="$BATS_TEST_TMPDIR/blind" BLIND="$BATS_TEST_TMPDIR/blind"
+    mount_blind "$S" "$BLIND" "$@"
+}
+
+# Found in the multi-mount audit of 2026-12-07: a descriptor of another
+# node's mount, opened before drx put, read the old bytes until it was
+# closed, though its fstat showed the new mtime: the kernel dropped its
+# pages, and the daemon served them again from its chunk cache, which only
+# inotify (silent for another node's writes) or a new open emptied.  Now
+# the getattr the kernel asks before reading again (once the attributes
+# expired) empties it when the .xta changed.  (Polled: a tick, the
+# attribute timeout, must pass; without the fix it never comes.)
+@test "another node's drx put: a descriptor opened before it reads the new bytes once its attributes expire" {
+    fresh hd 16x16 8x8
+    blind_mount
+    "$PY" -c "import numpy as np; (np.arange(256, dtype='<f8') * -2).tofile('neg')"
+    "$PY" - "$BLIND/hd/data" "$S/hd" "$DRX" <<'PY'
+import os, subprocess, sys, time
+import numpy as np
+path, arr, drx = sys.argv[1:4]
+fd = os.open(path, os.O_RDONLY)
+assert (np.frombuffer(os.pread(fd, 2048, 0), '<f8') == np.arange(256)).all()
+subprocess.run([drx, 'put', arr], stdin=open('neg', 'rb'), check=True)
+want = (np.arange(256) * -2.0).tobytes()
+# (before any new open: one empties the chunk cache)
+end = time.monotonic() + 2
+while os.pread(fd, 2048, 0) != want:
+    assert time.monotonic() < end, 'the open descriptor still reads the old bytes'
+    time.sleep(0.002)
+PY
+    # and a new open, at once (close-to-open)
+    "$DRX" put "$S/hd" <hd.raw
+    cmp hd.raw "$BLIND/hd/data"
 }
 
 @test "kill -9 during a copy of small files: no recorded size ahead of the data" {

@@ -115,6 +115,18 @@ mount_store() {
     return 1
 }
 
+# mount_blind STORE MOUNTPOINT [drxfs options]: mount_store with
+# bats-tests/nowatch.c preloaded: the daemon's inotify watches see nothing,
+# so it stands in for a node of a network file system, which sees another
+# node's changes only by what it checks itself (at open, stat, readdir).
+# Skips the test when the shim was not built.
+mount_blind() {
+    local shim="$DRX_BUILD/bats-tests/libnowatch.so"
+    [ -f "$shim" ] || skip "bats-tests/nowatch.c not built"
+    LD_PRELOAD="$shim" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+        mount_store "$@"
+}
+
 # wait_file FILE: waits up to 5 s for FILE to exist (a background
 # helper's signal that it is ready); fails, saying so, when it does not.
 wait_file() {

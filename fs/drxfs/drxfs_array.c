@@ -352,6 +352,7 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
     struct drxfs_arr *e;
     struct drx_view v;
     struct stat xta;
+    bool xta_seen = false;
     int rc;
 
     if ((rc = drxfs_arr_get(n, &e)) < 0)
@@ -389,6 +390,7 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
             size += hlen;
         }
         if (fstat(drx_array_xta_fd(e->a), &xta) == 0) {
+            xta_seen = true;
             st->st_mode = xta.st_mode;
             st->st_uid = xta.st_uid;
             st->st_gid = xta.st_gid;
@@ -422,6 +424,9 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
         st->st_mode &= ~(mode_t)0222;
 out:
     pthread_rwlock_unlock(&e->lock);
+    /* the times shown are the .xta's: the chunk cache follows them */
+    if (xta_seen)
+        drxfs_arr_xta_seen(e, &xta);
     drxfs_arr_put(e);
     return rc;
 }
@@ -460,6 +465,9 @@ int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
 
     if (fstat(drx_array_xta_fd(fh->arr->a), &xta) < 0)
         return -errno;
+    /* the kernel asks this before reading again an open file whose
+     * attributes expired: its reads then get what was written meanwhile */
+    drxfs_arr_xta_seen(fh->arr, &xta);
     *st = xta;
     st->st_nlink = 1;
     if (fh->kind == DRXFS_ANPY)

@@ -503,6 +503,28 @@ static void cache_rebalance(void)
     free(act);
 }
 
+void drxfs_arr_xta_seen(struct drxfs_arr *e, const struct stat *st)
+{
+    struct drxfs_sig now;
+    bool same;
+
+    sig_of(&now, st);
+    pthread_rwlock_rdlock(&e->lock);
+    same = sig_same(&now, &e->xta);
+    pthread_rwlock_unlock(&e->lock);
+    if (same)
+        return;
+    pthread_rwlock_wrlock(&e->lock);
+    if (!sig_same(&now, &e->xta)) {
+        if (e->cache_set) {
+            drx_array_set_cache(e->a, 0);
+            drx_array_set_cache(e->a, e->cache_set);
+        }
+        e->xta = now;
+    }
+    pthread_rwlock_unlock(&e->lock);
+}
+
 /* Counts an open file of e; empties its chunk cache when the .xta changed
  * since (another process wrote chunks). */
 void drxfs_arr_opened(struct drxfs_arr *e)
@@ -514,19 +536,8 @@ void drxfs_arr_opened(struct drxfs_arr *e)
     first = e->nopen++ == 0;
     pthread_mutex_unlock(&table.mutex);
 
-    if (fstat(drx_array_xta_fd(e->a), &st) == 0) {
-        struct drxfs_sig now;
-        sig_of(&now, &st);
-        pthread_rwlock_wrlock(&e->lock);
-        if (!sig_same(&now, &e->xta)) {
-            if (e->cache_set) {
-                drx_array_set_cache(e->a, 0);
-                drx_array_set_cache(e->a, e->cache_set);
-            }
-            e->xta = now;
-        }
-        pthread_rwlock_unlock(&e->lock);
-    }
+    if (fstat(drx_array_xta_fd(e->a), &st) == 0)
+        drxfs_arr_xta_seen(e, &st);
     if (first)
         cache_rebalance();
 }

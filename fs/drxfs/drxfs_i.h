@@ -455,6 +455,15 @@ void drxfs_arr_detach(struct drxfs_arr *e);
 /* Counts an open file of e (its chunk cache is emptied when the .xta changed
  * since, and cache.bytes shared again); drxfs_arr_closed() uncounts it. */
 void drxfs_arr_opened(struct drxfs_arr *e);
+/* The .xta of e stat'ed now (st): when it changed since e last looked
+ * (another process, another node wrote chunks), its chunk cache is
+ * emptied.  At open, and at each getattr of a data file, which the kernel
+ * asks before it reads an open file again once its attributes expired: on
+ * a network file system, whose watch sees nothing of another node, that
+ * is what makes a descriptor opened before another node's write read the
+ * new bytes (the kernel drops its pages when the mtime it gets changed).
+ * Takes e->lock: not to be held. */
+void drxfs_arr_xta_seen(struct drxfs_arr *e, const struct stat *st);
 void drxfs_arr_closed(struct drxfs_arr *e);
 
 /* drxfs_acl.c: POSIX ACLs, which the kernel checks (FUSE_POSIX_ACL) */
