@@ -570,6 +570,70 @@ PY
     cmp hd.raw "$BLIND/hd/data"
 }
 
+# Found in the multi-mount audit of 2026-12-07: a name whose type changed
+# behind a mount (removed and made anew as a directory, a file, an array
+# through another mount, or in the store) was still the old type's inode
+# to the kernel for its entry timeout: a stat failed with EIO (the kernel
+# marks such an inode bad), cat of a directory become a file ENOTDIR, ls
+# of a file become a directory EIO.  Now the daemon answers ESTALE for a
+# type other than it last told, and the kernel looks the name up again
+# and retries, as on NFS.
+@test "a name whose type changed through another mount: stat, cat and ls show the new one at once" {
+    blind_mount
+    mkdir -p "$S/ty"
+    echo f >"$S/ty/f2d"
+    mkdir "$S/ty/d2f"
+    "$DRX" create "$S/ty/a2f" --type u8 --shape 3 --chunk 3
+    echo f >"$S/ty/f2d_ls"
+    echo f >"$S/ty/f2a"
+    # the blind mount learns each name's type
+    stat "$BLIND/ty/f2d" "$BLIND/ty/d2f" "$BLIND/ty/a2f" "$BLIND/ty/f2d_ls" "$BLIND/ty/f2a" >/dev/null
+    rm "$M/ty/f2d" "$M/ty/f2d_ls" "$M/ty/f2a"
+    mkdir "$M/ty/f2d" "$M/ty/f2d_ls"
+    touch "$M/ty/f2d_ls/in"
+    rmdir "$M/ty/d2f"
+    echo new >"$M/ty/d2f"
+    "$DRX" rm "$S/ty/a2f"
+    echo new >"$S/ty/a2f"
+    "$DRX" create "$S/ty/f2a" --type u8 --shape 3 --chunk 3
+    # one tick, the attribute timeout: then the kernel asks
+    sleep 0.02
+    run stat -c %F "$BLIND/ty/f2d"
+    assert_success
+    assert_output directory
+    run cat "$BLIND/ty/d2f"
+    assert_success
+    assert_output new
+    run cat "$BLIND/ty/a2f"
+    assert_success
+    assert_output new
+    run ls "$BLIND/ty/f2d_ls"
+    assert_success
+    assert_output in
+    run ls "$BLIND/ty/f2a"
+    assert_success
+    assert_line data
+    # names made, removed and renamed through the mount itself never get
+    # ESTALE: an open directory renamed over a file's former name still
+    # answers fstat (which the kernel asks by path)
+    "$PY" - "$BLIND/ty" <<'PY'
+import os, stat, sys
+d = sys.argv[1]
+os.mkdir(d + '/m1')
+open(d + '/m2', 'w').close()
+os.stat(d + '/m2')
+os.unlink(d + '/m2')
+fd = os.open(d + '/m1', os.O_RDONLY | os.O_DIRECTORY)
+os.rename(d + '/m1', d + '/m2')
+assert stat.S_ISDIR(os.fstat(fd).st_mode)
+assert stat.S_ISDIR(os.stat(d + '/m2').st_mode)
+os.close(fd)
+os.rmdir(d + '/m2')
+open(d + '/m2', 'w').write('y')
+assert stat.S_ISREG(os.stat(d + '/m2').st_mode)
+PY
+}
+
 @test "kill -9 during a copy of small files: no recorded size ahead of the data" {
     local k="$BATS_FILE_TMPDIR/k" ks="$BATS_FILE_TMPDIR/ks"
     mkdir -p "$ks" src

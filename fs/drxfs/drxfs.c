@@ -436,17 +436,75 @@ static void op_destroy(void *private_data)
     drx_log_limits_flush();
 }
 
+/* Names made, removed or renamed through the mount: the type the kernel
+ * was told of them is forgotten first, or moved (drxfs_types.c), so that
+ * only a change behind the mount is ESTALE. */
+static int op_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+    drxfs_type_forget(path);
+    return drxfs_op_mknod(path, mode, rdev);
+}
+
+static int op_mkdir(const char *path, mode_t mode)
+{
+    drxfs_type_forget(path);
+    return drxfs_op_mkdir(path, mode);
+}
+
+static int op_unlink(const char *path)
+{
+    drxfs_type_forget(path);
+    return drxfs_op_unlink(path);
+}
+
+static int op_rmdir(const char *path)
+{
+    drxfs_type_forget(path);
+    return drxfs_op_rmdir(path);
+}
+
+static int op_symlink(const char *target, const char *path)
+{
+    drxfs_type_forget(path);
+    return drxfs_op_symlink(target, path);
+}
+
+static int op_link(const char *from, const char *to)
+{
+    drxfs_type_forget(to);
+    return drxfs_op_link(from, to);
+}
+
+static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    drxfs_type_forget(path);
+    return drxfs_op_create(path, mode, fi);
+}
+
+static int op_rename(const char *from, const char *to, unsigned int flags)
+{
+    int rc = drxfs_op_rename(from, to, flags);
+
+    if (rc == 0 && (flags & RENAME_EXCHANGE)) {
+        drxfs_type_forget(from);
+        drxfs_type_forget(to);
+    } else if (rc == 0) {
+        drxfs_type_moved(from, to);
+    }
+    return rc;
+}
+
 static const struct fuse_operations drxfs_ops = {
     .getattr = drxfs_op_getattr,
     .access = drxfs_op_access,
     .readlink = drxfs_op_readlink,
-    .mknod = drxfs_op_mknod,
-    .mkdir = drxfs_op_mkdir,
-    .unlink = drxfs_op_unlink,
-    .rmdir = drxfs_op_rmdir,
-    .symlink = drxfs_op_symlink,
-    .rename = drxfs_op_rename,
-    .link = drxfs_op_link,
+    .mknod = op_mknod,
+    .mkdir = op_mkdir,
+    .unlink = op_unlink,
+    .rmdir = op_rmdir,
+    .symlink = op_symlink,
+    .rename = op_rename,
+    .link = op_link,
     .chmod = drxfs_op_chmod,
     .chown = drxfs_op_chown,
     .truncate = drxfs_op_truncate,
@@ -469,7 +527,7 @@ static const struct fuse_operations drxfs_ops = {
     .fsyncdir = drxfs_op_fsyncdir,
     .init = op_init,
     .destroy = op_destroy,
-    .create = drxfs_op_create,
+    .create = op_create,
     .utimens = drxfs_op_utimens,
     .fallocate = drxfs_op_fallocate,
     .lseek = drxfs_op_lseek,

@@ -262,6 +262,18 @@ ino_t drxfs_virtual_ino(const char *dir, const char *name);
 int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi);
 int drxfs_op_access(const char *path, int mask);
 int drxfs_op_readlink(const char *path, char *buf, size_t size);
+/* drxfs_types.c: the type the kernel was last told for a path.  Records
+ * mode's type for path; -ESTALE when the path was last told another type
+ * (it changed behind the mount: the kernel looks the name up again). */
+int drxfs_type_told(const char *path, mode_t mode);
+/* A name this mount makes or removes: no type known. */
+void drxfs_type_forget(const char *path);
+/* A rename through this mount: to takes from's type. */
+void drxfs_type_moved(const char *from, const char *to);
+/* -ESTALE for an open of path that found what the kernel could not hold
+ * (gone, or of another type), or err when it was just said for the same
+ * path (the kernel's one retry, after looking the name up again). */
+int drxfs_stale_once(const char *path, int err);
 int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev);
 int drxfs_op_mkdir(const char *path, mode_t mode);
 int drxfs_op_unlink(const char *path);

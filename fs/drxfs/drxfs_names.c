@@ -586,8 +586,10 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
     uid_t who;
     int rc;
 
+    /* The kernel sends OPENDIR for what it holds as a directory: a file
+     * here replaced it behind the mount (drxfs_types.c) */
     if (!(n = drxfs_node_get(path, &rc)))
-        return rc;
+        return rc == -ENOTDIR ? drxfs_stale_once(path, rc) : rc;
     /* a listing keeps a descriptor (a store directory's), charged to its
      * user like an open file's */
     if ((rc = drxfs_share_take(&who)) == 0 && (rc = opendir_node(n, path, fi)) < 0)
@@ -595,7 +597,7 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
     if (rc == 0)
         ((struct drxfs_dirh *)(uintptr_t)fi->fh)->share_uid = who;
     free(n);
-    return rc;
+    return rc == -ENOTDIR ? drxfs_stale_once(path, rc) : rc;
 }
 
 

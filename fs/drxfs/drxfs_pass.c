@@ -123,6 +123,9 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
             sig = drxfs_kc_sig_of(n->kind, n->rel, st);
         drxfs_kc_seen(n->rel, path, sig, shape);
     }
+    /* by path: the kernel holds an inode of the type it was last told */
+    if (rc == 0 && !fi && path)
+        rc = drxfs_type_told(path, st->st_mode);
     free(n);
     return rc;
 }
@@ -349,9 +352,7 @@ static struct {
     } slot[STALE_SLOTS];
 } stale = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
-/* -ESTALE for an open of path that found no entry, or -ENOENT when it
- * was just said for the same path (the kernel's retry). */
-static int gone_at_open(const char *path)
+int drxfs_stale_once(const char *path, int err)
 {
     uint64_t h = 1469598103934665603ULL;
     for (const char *c = path; *c; c++)
@@ -365,7 +366,7 @@ static int gone_at_open(const char *path)
     stale.slot[i].hash = retry ? 0 : h;
     stale.slot[i].ns = now;
     pthread_mutex_unlock(&stale.mutex);
-    return retry ? -ENOENT : -ESTALE;
+    return retry ? err : -ESTALE;
 }
 
 int drxfs_op_open(const char *path, struct fuse_file_info *fi)
@@ -380,11 +381,17 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
      * the store (removed through another mount, or behind this one):
      * ESTALE makes the kernel look the name up again and retry the open
      * once, as NFS's does, so that open(O_CREAT) makes the file and a
-     * plain open says ENOENT (gone_at_open: the retry never ESTALE).  ENOENT here failed open(O_CREAT) of a
+     * plain open says ENOENT (drxfs_stale_once: the retry never ESTALE).  ENOENT here failed open(O_CREAT) of a
      * name another mount had just removed (SQLite's journal through two
      * mounts: "unable to open database file"). */
     if (!(n = drxfs_node_get(path, &rc)))
-        return rc == -ENOENT ? gone_at_open(path) : rc;
+        return rc == -ENOENT ? drxfs_stale_once(path, -ENOENT) : rc;
+    /* The kernel sends OPEN for what it holds as a file: a directory here
+     * replaced that file behind the mount (drxfs_types.c) */
+    if (n->kind == DRXFS_DIR || n->kind == DRXFS_ARRAY) {
+        free(n);
+        return drxfs_stale_once(path, -EISDIR);
+    }
     if ((rc = drxfs_share_take(&who)) < 0) {
         free(n);
         return rc;
