@@ -570,6 +570,37 @@ PY
     cmp hd.raw "$BLIND/hd/data"
 }
 
+# Found in the multi-mount audit of 2026-12-07: a striped file overwritten
+# in place through one mount kept its metafile's mtime until the batched
+# commit (5 s): the other mount showed the old mtime meanwhile, and its
+# descriptors opened before the write read the old bytes (their kernel
+# drops pages when the mtime moves).  Now the close stamps the write's
+# time.  (Polled, within the commit interval.)
+@test "a striped file overwritten through one mount: the other's open descriptor reads the new bytes, its stat the new mtime" {
+    blind_mount
+    head -c 200000 /dev/urandom >one
+    head -c 200000 /dev/urandom >two
+    cp one "$M/ow"
+    commit_mount "$M"
+    "$PY" - "$BLIND/ow" "$M/ow" <<'PY'
+import os, sys, time
+b, a = sys.argv[1:3]
+fd = os.open(b, os.O_RDONLY)
+assert os.pread(fd, 200000, 0) == open('one', 'rb').read()
+w = os.open(a, os.O_WRONLY)
+os.pwrite(w, open('two', 'rb').read(), 0)
+os.close(w)
+want = open('two', 'rb').read()
+end = time.monotonic() + 2
+while os.pread(fd, 200000, 0) != want:
+    assert time.monotonic() < end, 'the open descriptor still reads the old bytes'
+    time.sleep(0.002)
+assert os.stat(b).st_mtime_ns == os.stat(a).st_mtime_ns
+os.close(fd)
+PY
+    cmp two "$BLIND/ow"
+}
+
 # Found in the multi-mount audit of 2026-12-07: a name whose type changed
 # behind a mount (removed and made anew as a directory, a file, an array
 # through another mount, or in the store) was still the old type's inode

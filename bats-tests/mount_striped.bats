@@ -584,7 +584,7 @@ assert mt(s + "/mt1.nafs") == shown, (mt(s + "/mt1.nafs"), shown)
 os.write(fd, b"defg")
 written = time.time_ns()
 time.sleep(0.05)
-os.close(fd)                     # handed to the batched commit, not stamped
+os.close(fd)                     # stamped with the write's time; the size to the commit
 os.setxattr(m, "user.drx.commit", b"1")
 got = mt(s + "/mt1.nafs")
 assert shown < got <= written, (shown, got, written)

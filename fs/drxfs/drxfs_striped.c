@@ -926,9 +926,17 @@ int drxfs_striped_sync_store(void)
 int drxfs_striped_flush(struct drxfs_fh *fh)
 {
     struct drxfs_sfile *e = fh->sf;
+    struct stat meta;
 
     if (!e->rw)
         return 0;
+    /* The times of the writes, on the metafile before close(2) returns,
+     * whatever the commit does with the size: another mount (another
+     * node) shows the file's mtime from there, and its kernel drops the
+     * pages of its open descriptors when that mtime moves.  Left to the
+     * commit, a same-size overwrite showed the old mtime there for the
+     * commit interval, and its open descriptors read the old bytes. */
+    (void)stamp_if_dirty(e, &meta);
     if (!drxfs_commit_active())
         return drxfs_sfile_flush(e);
     if (!drx_stripe_hold_pending(e->f) || __atomic_exchange_n(&e->queued, true, __ATOMIC_SEQ_CST))
