@@ -22,7 +22,10 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "drxfs_i.h"
 
@@ -33,12 +36,33 @@
  * code (S_IFMT >> 12, never 0); 0 is empty */
 static uint64_t slot[TYPE_SLOTS];
 
+/* FNV-1a from a basis drawn once per daemon: paths a user makes to
+ * share another's key (and flip its type back and forth, so that the
+ * kernel's one retry meets ESTALE again) cannot be worked out ahead. */
+static uint64_t basis(void)
+{
+    static uint64_t b;
+    uint64_t v = __atomic_load_n(&b, __ATOMIC_RELAXED);
+
+    if (v)
+        return v;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+        v = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    v |= 1;
+    uint64_t zero = 0;
+    return __atomic_compare_exchange_n(&b, &zero, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)
+               ? v
+               : zero;
+}
+
 static uint64_t path_hash(const char *path)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = basis();
     for (; *path; path++)
         h = (h ^ (unsigned char)*path) * 0x100000001b3ULL;
-    return h & ~TYPE_BITS;
+    /* a final mix, so that the slot (its middle bits) depends on every byte */
+    h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL;
+    return (h ^ (h >> 32)) & ~TYPE_BITS;
 }
 
 static uint64_t *slot_of(uint64_t h)
