@@ -644,6 +644,17 @@ PY
     run ls "$BLIND/ty/f2a"
     assert_success
     assert_line data
+    # a symlink become a file (cat followed the link the kernel held:
+    # EINVAL), within the entry timeout (1 s) of its lookup
+    echo new >"$S/ty/target"
+    ln -s target "$S/ty/l2f"
+    cat "$BLIND/ty/l2f" >/dev/null
+    rm "$M/ty/l2f"
+    echo file >"$M/ty/l2f"
+    sleep 0.02
+    run cat "$BLIND/ty/l2f"
+    assert_success
+    assert_output file
     # names made, removed and renamed through the mount itself never get
     # ESTALE: an open directory renamed over a file's former name still
     # answers fstat (which the kernel asks by path)

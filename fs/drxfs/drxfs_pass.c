@@ -178,7 +178,9 @@ int drxfs_op_readlink(const char *path, char *buf, size_t size)
     if (!(n = drxfs_node_get(path, &rc)))
         return rc;
     if (n->kind != DRXFS_LINK) {
-        rc = -EINVAL;
+        /* the kernel asks only of what it holds as a symlink: replaced
+         * behind the mount (drxfs_types.c) */
+        rc = drxfs_stale_once(path, -EINVAL);
     } else {
         ssize_t len = drx_store_entry_readlink(drxfs.store, n->rel, buf, size - 1);
         if (len < 0) {
