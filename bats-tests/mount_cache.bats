@@ -601,6 +601,37 @@ PY
     cmp two "$BLIND/ow"
 }
 
+# Found in the multi-mount audit of 2026-12-07: a descriptor of a striped
+# file open in one mount (tail -f) never read what another mount appended:
+# its fstat showed the new size, but the getattr the kernel asks before
+# reading gave the handle's own size, and the kernel stopped there, until
+# a new open or a stat by name reloaded it.  Now that getattr reloads the
+# recorded size (without waiting for one not yet recorded: asked for
+# here, as the batched commit would within its interval).
+@test "tail -f through one mount of a striped file appended through another reads the new bytes" {
+    blind_mount
+    head -c 100000 /dev/urandom >one
+    head -c 5000 /dev/urandom >more
+    cp one "$M/tl"
+    commit_mount "$M"
+    "$PY" - "$BLIND/tl" "$M/tl" "$M" <<'PY'
+import os, sys, time
+b, a, m = sys.argv[1:4]
+fd = os.open(b, os.O_RDONLY)
+assert os.pread(fd, 1 << 20, 0) == open('one', 'rb').read()
+w = os.open(a, os.O_WRONLY | os.O_APPEND)
+os.write(w, open('more', 'rb').read())
+os.close(w)
+os.setxattr(m, 'user.drx.commit', b'1')
+want = open('one', 'rb').read() + open('more', 'rb').read()
+end = time.monotonic() + 2
+while os.pread(fd, 1 << 20, 0) != want:
+    assert time.monotonic() < end, 'the open descriptor reads %d bytes' % len(os.pread(fd, 1 << 20, 0))
+    time.sleep(0.002)
+os.close(fd)
+PY
+}
+
 # Found in the multi-mount audit of 2026-12-07: a name whose type changed
 # behind a mount (removed and made anew as a directory, a file, an array
 # through another mount, or in the store) was still the old type's inode

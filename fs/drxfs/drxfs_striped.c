@@ -479,6 +479,15 @@ int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
     /* just created: e->st is the metafile's stat of a moment ago */
     bool created = __atomic_load_n(&fh->created, __ATOMIC_RELAXED);
     bool stamped = stamp_if_dirty(fh->sf, &fresh) || (!created && meta_now(fh->sf, &fresh));
+    /* The size another mount (another node) or drx-load recorded since:
+     * the kernel asks this before it reads an open file again once its
+     * attributes expired, and reads stop at the size given here.  Not
+     * waited for while another process holds a size it has not recorded
+     * (a writer still going on): its bytes show once recorded.  Before
+     * (until 2026-12-07) only a new open or a stat by name reloaded it, and
+     * `tail -f` of a file appended through another mount saw no new byte. */
+    if (!created)
+        (void)drx_stripe_reload_nowait(fh->sf->f);
     pthread_mutex_lock(&drxfs_stable.mutex);
     if (stamped)
         fh->sf->st = fresh;

@@ -942,7 +942,8 @@ int drx_stripe_rename_handle(struct drx_stripe *f, const char *to, unsigned flag
     return rc;
 }
 
-int drx_stripe_reload(struct drx_stripe *f)
+/* drx_stripe_reload, waiting for a size another process holds or not. */
+static int reload(struct drx_stripe *f, bool wait)
 {
     char mp[PATH_MAX];
     struct drx_stripe_meta m;
@@ -951,7 +952,7 @@ int drx_stripe_reload(struct drx_stripe *f)
 
     /* a size another process has not recorded yet: once it is (an open
      * sees what a close elsewhere left; stripe_pending.c) */
-    if (drx_stripe_meta_path_of(f, mp, sizeof mp) == 0)
+    if (wait && drx_stripe_meta_path_of(f, mp, sizeof mp) == 0)
         (void)drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS);
     pthread_mutex_lock(&f->lock);
     rc = drx_stripe_meta_path(f->path, mp, sizeof mp);
@@ -981,5 +982,15 @@ int drx_stripe_reload(struct drx_stripe *f)
 out:
     pthread_mutex_unlock(&f->lock);
     return rc;
+}
+
+int drx_stripe_reload(struct drx_stripe *f)
+{
+    return reload(f, true);
+}
+
+int drx_stripe_reload_nowait(struct drx_stripe *f)
+{
+    return reload(f, false);
 }
 

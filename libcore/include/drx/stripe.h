@@ -343,6 +343,10 @@ int drx_stripe_synced(struct drx_stripe *f, uint64_t gen);
  * drx_stripe_commit_temp; checked with or without unpersisted changes), or
  * -errno (-ENOENT when it is gone). */
 int drx_stripe_reload(struct drx_stripe *f);
+/* drx_stripe_reload without waiting for a size another process holds:
+ * the size recorded now (never ahead of the bytes), for a reader of an
+ * open file that must not stall while a writer elsewhere goes on. */
+int drx_stripe_reload_nowait(struct drx_stripe *f);
 
 /* The daemon renamed the file while this handle was open: later size
  * updates go to the new name (path without suffix).  0 or -ENOMEM.  (For a
