@@ -346,7 +346,25 @@ struct drxfs_fh {
     uid_t share_uid;        /* charged share_cost of the daemon's descriptors */
     unsigned share_cost;    /* and share_bytes of its memory (drxfs_share.c) */
     size_t share_bytes;
+    bool closing;           /* its RELEASE was taken from the device (atomic;
+                             * drxfs_order.c): no process holds it */
 };
+
+/* fh's RELEASE was taken from the device, to be handled. */
+static inline void drxfs_fh_closing(struct drxfs_fh *fh)
+{
+    __atomic_store_n(&fh->closing, true, __ATOMIC_RELEASE);
+}
+
+/* drxfs_order.c: the order of the kernel's requests.  The request in buf
+ * (len bytes, as read from the device) was taken in by this thread, which
+ * handles it next. */
+void drxfs_order_taken(const void *buf, size_t len);
+/* Waits until every request the kernel sent before the calling thread's
+ * was taken in (a RELEASE among them marks its file closing), at most
+ * 50 ms; false when one did not come in time, or the thread's request is
+ * not known. */
+bool drxfs_order_wait(void);
 
 /* How many worker threads there are (-o max_threads; single: -s): at most
  * half of them wait for a lock (drxfs_locks.c). */
@@ -764,7 +782,7 @@ uint64_t drxfs_kc_page_sig(enum drxfs_kind k, const char *rel, uint64_t attr_sig
 /* Who opens a file, for drxfs_kc_own_size: its handle (a key), and its
  * size, fixed at open (an array file's), or -1. */
 struct drxfs_kc_opener {
-    const void *owner;
+    const struct drxfs_fh *owner;
     off_t size;
 };
 /* path is being opened with these signatures (shape: what earlier opens
@@ -778,7 +796,8 @@ struct drxfs_kc_opener {
 int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t page_sig,
                   uint64_t shape, const struct drxfs_kc_opener *who);
 /* owner's open of path is closed (counted: drxfs_kc_open returned >= 0). */
-void drxfs_kc_close(const char *key, const char *path, const void *owner, bool counted);
+void drxfs_kc_close(const char *key, const char *path, const struct drxfs_fh *owner,
+                    bool counted);
 /* The size that a stat of path by the calling process shows, when the
  * view's shape is now shape: that of a file the process opened on another
  * shape (an older one: SPEC 4, it keeps reading it), when it has none

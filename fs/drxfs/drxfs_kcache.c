@@ -61,7 +61,8 @@
  * view has another shape (drxfs_kc_own_size). */
 struct kc_open {
     struct kc_open *next;
-    const void *owner; /* its handle, as a key */
+    const struct drxfs_fh *owner; /* its handle (alive while recorded: its
+                                   * release drops the record first) */
     pid_t tid;         /* the thread that opened it */
     pid_t tgid;        /* its process (0: not looked up, -1: not found) */
     uint64_t shape;
@@ -415,29 +416,56 @@ static bool same_process(const struct kc_open *o, pid_t tid, pid_t tgid)
     return o->tid == tid; /* not looked up: its thread alone */
 }
 
-off_t drxfs_kc_own_size(const char *key, const char *path, uint64_t shape)
+/* Whether open o is closed: its RELEASE was taken in, maybe not handled
+ * yet (mutex held, which keeps o's handle alive). */
+static bool closing(const struct kc_open *o)
 {
-    struct fuse_context *c = kc.fuse ? fuse_get_context() : NULL;
-    pid_t tid = c ? c->pid : 0;
+    return o->owner && __atomic_load_n(&o->owner->closing, __ATOMIC_ACQUIRE);
+}
+
+/* drxfs_kc_own_size for thread tid of process tgid; *older set when the
+ * process holds a file of another shape (what it is shown then depends on
+ * which files it still holds). */
+static off_t own_size(const char *key, const char *path, uint64_t shape, pid_t tid, pid_t tgid,
+                      bool *older)
+{
     bool current = false;
     off_t size = -1;
 
-    if (tid <= 0 || !shape)
-        return -1;
-    pid_t tgid = tgid_of(tid); /* outside the mutex */
     pthread_mutex_lock(&kc.mutex);
     struct kc_group *g = group_find(key, false);
     struct kc_path *p = g ? path_find(g, path, false) : NULL;
     for (struct kc_open *o = p ? p->opens : NULL; o && !current; o = o->next) {
-        if (!same_process(o, tid, tgid))
+        if (!same_process(o, tid, tgid) || closing(o))
             continue;
         if (o->shape == shape)
             current = true;
-        else if (o->size >= 0)
+        else if (o->size >= 0) {
             size = o->size;
+            *older = true;
+        }
     }
     pthread_mutex_unlock(&kc.mutex);
     return current ? -1 : size;
+}
+
+off_t drxfs_kc_own_size(const char *key, const char *path, uint64_t shape)
+{
+    struct fuse_context *c = kc.fuse ? fuse_get_context() : NULL;
+    pid_t tid = c ? c->pid : 0;
+    bool older = false;
+
+    if (tid <= 0 || !shape)
+        return -1;
+    pid_t tgid = tgid_of(tid); /* outside the mutex */
+    off_t size = own_size(key, path, shape, tid, tgid, &older);
+    /* The process may have closed that file before it asked: the kernel
+     * sent the RELEASE first, but in the background, and another worker
+     * may not have taken it in yet (drxfs_order.c).  Asked again once
+     * every request sent before this one is in. */
+    if (older && drxfs_order_wait())
+        size = own_size(key, path, shape, tid, tgid, &older);
+    return size;
 }
 
 /* Records who's open of p (mutex held); out of memory, it is not. */
@@ -478,7 +506,7 @@ void drxfs_kc_seen(const char *key, const char *path, uint64_t sig, uint64_t sha
         drop = shape != DRXFS_KC_OWN && p->conflict;
         for (struct kc_open *o = p->opens; o && shape && shape != DRXFS_KC_OWN && !drop;
              o = o->next)
-            drop = o->shape != shape;
+            drop = o->shape != shape && !closing(o);
         /* dropped, the kernel keeps what it had: no signature of it */
         p->attr_sig = drop ? 0 : sig;
     }
@@ -543,7 +571,7 @@ int drxfs_kc_open(const char *key, const char *path, uint64_t attr_sig, uint64_t
     return p ? (keep ? 1 : 0) : -2;
 }
 
-void drxfs_kc_close(const char *key, const char *path, const void *owner, bool counted)
+void drxfs_kc_close(const char *key, const char *path, const struct drxfs_fh *owner, bool counted)
 {
     pthread_mutex_lock(&kc.mutex);
     struct kc_group *g = group_find(key, false);

@@ -336,6 +336,7 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
     if (n > 0) {
         drxfs_init_request(buf, (size_t)n);
         drxfs_killpriv_request(buf, (size_t)n);
+        drxfs_order_taken(buf, (size_t)n);
     }
     return n;
 }
