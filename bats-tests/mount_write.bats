@@ -341,12 +341,16 @@ PY
 
 # Found in a loaded CI run of 2026-12-07 (the test above, once): its
 # last stat, right after closing the file of the older shape, showed that
-# file's size.  The kernel sends the RELEASE of a close in the background
-# (close(2) does not wait for it), and a worker answered the stat before
-# another had handled the RELEASE: the process still held the file, to the
-# daemon.  Ten closes before the stat made it 20 in 300 (one close: about
-# 1 in 150).  Ten, below the kernel's 12 background requests in flight: past
-# those a RELEASE may be sent after the stat (README, Known limitations).
+# file's size, two ways.  The kernel kept the size that file's own
+# attributes had given (a read or lseek(SEEK_END) asks for them) up to two
+# clock ticks, past the close (18 of 250 runs of that test with both cores
+# busy; here every time).  And the kernel sends the RELEASE of a close in
+# the background (close(2) does not wait for it): a worker answered the
+# stat before another had handled the RELEASE, so the process still held
+# the file, to the daemon (ten closes before the stat: 11 in 200; one:
+# about 1 in 150).  Ten, below the kernel's 12 background requests in
+# flight: past those a RELEASE may be sent after the stat (README, Known
+# limitations).
 @test "a stat right after closing files of an older shape shows the current size" {
     "$DRX" rm "$S/cl" 2>/dev/null || true
     "$DRX" create "$S/cl" --type i32 --shape 1x1024 --chunk 64x1024
@@ -361,6 +365,7 @@ for i in range(200):
     # clock ticks (README: attr_timeout): past them, every stat asks
     time.sleep(0.02)
     old = os.fstat(fds[0]).st_size
+    assert os.lseek(fds[0], 0, os.SEEK_END) == old
     for fd in fds:
         os.close(fd)
     new = os.stat(p).st_size

@@ -365,6 +365,10 @@ void drxfs_order_taken(const void *buf, size_t len);
  * 50 ms; false when one did not come in time, or the thread's request is
  * not known. */
 bool drxfs_order_wait(void);
+/* drxfs_notify.c: the attributes the calling thread answers (its GETATTR)
+ * are to expire at once: the kernel takes them (its size, which reads stop
+ * at) and asks again at the next stat. */
+void drxfs_reply_expires(void);
 
 /* How many worker threads there are (-o max_threads; single: -s): at most
  * half of them wait for a lock (drxfs_locks.c). */

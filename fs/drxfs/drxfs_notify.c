@@ -77,6 +77,9 @@ enum { RELAY_SOCK = 3, RELAY_DEV, RELAY_LIFE, RELAY_FIRST_FREE };
 #define RELAY_RESPAWNS 8
 
 static __thread bool attrs_only;
+/* The attributes this thread answers are to expire at once
+ * (drxfs_reply_expires). */
+static __thread bool expires;
 
 /* The mutex is held through a round trip to the relay, which may wait on
  * a page for as long as the kernel holds it: closing and lifeline are
@@ -333,6 +336,7 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
     (void)userdata;
     ssize_t n = read(fd, buf, len);
+    expires = false;
     if (n > 0) {
         drxfs_init_request(buf, (size_t)n);
         drxfs_killpriv_request(buf, (size_t)n);
@@ -341,14 +345,43 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
     return n;
 }
 
+void drxfs_reply_expires(void)
+{
+    expires = true;
+}
+
+/* A reply of attributes (GETATTR's) with their timeout 0, the kernel's
+ * "expired": they land (a read stops at their size), and the next stat
+ * asks again. */
+static bool attr_reply_expired(const struct iovec *iov, int count, struct iovec *amended,
+                               struct fuse_attr_out *attr)
+{
+    const struct fuse_out_header *h = iov[0].iov_base;
+
+    if (count != 2 || iov[0].iov_len != sizeof *h || h->unique == 0 || h->error != 0 ||
+        iov[1].iov_len != sizeof *attr)
+        return false;
+    *attr = *(const struct fuse_attr_out *)iov[1].iov_base;
+    attr->attr_valid = 0;
+    attr->attr_valid_nsec = 0;
+    amended[0] = iov[0];
+    amended[1] = (struct iovec){.iov_base = attr, .iov_len = sizeof *attr};
+    return true;
+}
+
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
     struct fuse_init_out init;
+    struct fuse_attr_out attr;
     struct iovec amended[2];
 
     (void)userdata;
     if (drxfs_init_reply(iov, count, amended, &init))
         return writev(fd, amended, 2);
+    if (expires && attr_reply_expired(iov, count, amended, &attr)) {
+        expires = false;
+        return writev(fd, amended, 2);
+    }
     if (count != 2 || iov[0].iov_len != sizeof(struct fuse_out_header) ||
         iov[1].iov_len != sizeof(struct fuse_notify_inval_inode_out))
         return writev(fd, iov, count);

@@ -84,8 +84,15 @@ static int fh_getattr(struct drxfs_fh *fh, const char *path, struct stat *st)
         /* a file of an older shape answers its own size, not the store's
          * now: the next open must not take what the kernel holds for it */
         if (drxfs_is_array_kind(fh->kind) && fh->kshape &&
-            kc_shape(fh->kind, fh->kkey, NULL) != fh->kshape)
+            kc_shape(fh->kind, fh->kkey, NULL) != fh->kshape) {
             sig = 0;
+            /* nor may a stat take it from the kernel's cache: it is the
+             * path's size for whoever holds this file, and only while he
+             * does (drxfs_kc_own_size); once he closed it, the current
+             * one (the kernel kept it up to two clock ticks, past the
+             * close: 18 of 250 stats right after it) */
+            drxfs_reply_expires();
+        }
         drxfs_kc_seen(fh->kkey, path ? path : fh->kpath, sig, DRXFS_KC_OWN);
     }
     return rc;
