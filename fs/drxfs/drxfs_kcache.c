@@ -462,9 +462,12 @@ off_t drxfs_kc_own_size(const char *key, const char *path, uint64_t shape)
     /* The process may have closed that file before it asked: the kernel
      * sent the RELEASE first, but in the background, and another worker
      * may not have taken it in yet (drxfs_order.c).  Asked again once
-     * every request sent before this one is in. */
-    if (older && drxfs_order_wait())
+     * every request sent before this one is in (or the wait gave up:
+     * what came in meanwhile counts all the same). */
+    if (older) {
+        drxfs_order_wait();
         size = own_size(key, path, shape, tid, tgid, &older);
+    }
     return size;
 }
 
