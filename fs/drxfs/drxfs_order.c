@@ -71,7 +71,8 @@ void drxfs_order_taken(const void *buf, size_t len)
         const struct fuse_release_in *rel = (const void *)(in + 1);
         /* the handle the open gave the kernel (libfuse passes it as is),
          * alive until this worker handles the RELEASE */
-        drxfs_fh_closing((struct drxfs_fh *)(uintptr_t)rel->fh);
+        if (rel->fh)
+            drxfs_fh_closing((struct drxfs_fh *)(uintptr_t)rel->fh);
     }
     /* the first request (INIT) starts the count */
     uint64_t zero = 0;
