@@ -407,6 +407,28 @@ os.close(fd)"
     [ "$(cat "$N1")" = y ]
 }
 
+@test "set-ID bits: root's write into a set-user-ID file with a capability keeps the bit, the capability goes; root's chown -1 -1 clears it" {
+    # file_remove_privs of a writer with CAP_FSETID removes the capability
+    # only, and then sends the same SETATTR that sets nothing as chown(file,
+    # -1, -1) does (drxfs_killpriv.c tells them apart by the caller's system
+    # call); ext4 keeps the bits
+    command -v setcap >/dev/null || skip "no setcap"
+    local f p="$S/t$BATS_TEST_NUMBER/plain"
+    expect 0 create "$N1" 0644
+    printf x >"$p"
+    for f in "$N1" plain; do
+        expect 0 chmod "$f" 06755
+        setcap cap_net_raw+ep "$f"
+        expect 0 write "$f" 0 y
+        expect 06755 stat "$f" mode
+        run getfattr -n security.capability "$f"
+        assert_failure
+        setcap cap_net_raw+ep "$f"
+        expect 0 chown "$f" -1 -1
+        expect 0755 stat "$f" mode
+    done
+}
+
 @test "chmod and chown of a striped file reach its subfiles: a 0600 file's bytes stay closed in the stripe directories" {
     local f sub
     # written whole, then closed; grown after the chmod; chmod'ed while open

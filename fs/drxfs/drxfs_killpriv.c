@@ -32,7 +32,10 @@
  * sends a SETATTR that sets nothing, for which libfuse calls no handler,
  * only the getattr after it (drxfs_killpriv_getattr).  (The kernel sends
  * the same when a write by a caller without CAP_FSETID found a set-ID bit
- * or a capability: the bits go then too, as they would at the write.)  A
+ * or a capability: the bits go then too, as they would at the write; and
+ * when root's write found a capability: the bits stay, as CAP_FSETID keeps
+ * them, the caller's system call, in /proc/TID/syscall, telling it from a
+ * chown.)  A
  * FALLOCATE comes without a flag: there a caller other than root is taken
  * to lack CAP_FSETID.  A write through a shared mapping never removed
  * anything.
@@ -43,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -227,12 +231,40 @@ void drxfs_killpriv_fallocate(struct drxfs_fh *fh, const char *path)
     kill_suidgid = false;
 }
 
+/* Whether the caller (blocked in the system call that sent this request)
+ * is in chown(2) or its kin, by /proc/TID/syscall; unreadable: taken to
+ * be, as before this was asked. */
+static bool caller_chowns(void)
+{
+    char p[40], buf[64];
+    long nr;
+    FILE *f;
+
+    snprintf(p, sizeof p, "/proc/%d/syscall", (int)fuse_get_context()->pid);
+    if (!(f = fopen(p, "re")))
+        return true;
+    bool ok = fgets(buf, sizeof buf, f) && sscanf(buf, "%ld", &nr) == 1;
+    fclose(f);
+    if (!ok)
+        return true;
+    return nr == SYS_fchown || nr == SYS_fchownat
+#ifdef SYS_chown
+           || nr == SYS_chown || nr == SYS_lchown
+#endif
+        ;
+}
+
 void drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path)
 {
     if (!nothing_set)
         return;
     nothing_set = false;
     if (!drxfs_init_killpriv())
+        return;
+    /* root's write(2) into a file with a capability sends the same empty
+     * SETATTR (file_remove_privs: the capability, which the kernel has
+     * just removed, not the bits, which CAP_FSETID keeps) */
+    if (fuse_get_context()->uid == 0 && !caller_chowns())
         return;
     /* as chown_common does for any caller: set-user-ID always, set-group-ID
      * as at a write, root (CAP_FSETID) keeping it without group execute */
