@@ -429,6 +429,28 @@ os.close(fd)"
     done
 }
 
+@test "set-ID bits of an array: a truncation or an O_TRUNC open of its data by another user clears them" {
+    # its views keep their size; the kernel leaves the clearing to the
+    # daemon, whose chmod of an array refuses a caller not its owner: the
+    # bits stayed (the kernel's own chmod had failed the truncation)
+    local v
+    "$DRX" create "$S/t$BATS_TEST_NUMBER/arr" --type u8 --shape 4x2 --chunk 2x2 >/dev/null
+    for v in data data.npy; do
+        expect 0 chmod arr/$v 06666
+        expect 06666 stat arr/$v mode
+        expect 0 -u truncate arr/$v "$(stat -c %s arr/$v)"
+        expect 0666 stat arr/$v mode
+        expect 0 chmod arr/$v 06666
+        expect 0 -u open arr/$v O_WRONLY,O_TRUNC
+        expect 0666 stat arr/$v mode
+    done
+    # a write clears the bits of both its files, not the chunk file's only
+    expect 0 chmod arr/data 06666
+    expect 0 -u write arr/data 0 y
+    expect 0666 stat arr/data mode
+    [ "$(stat -c %a "$S/t$BATS_TEST_NUMBER/arr.xmd")" = 666 ]
+}
+
 @test "chmod and chown of a striped file reach its subfiles: a 0600 file's bytes stay closed in the stripe directories" {
     local f sub
     # written whole, then closed; grown after the chmod; chmod'ed while open

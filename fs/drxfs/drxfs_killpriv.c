@@ -195,6 +195,22 @@ static void plain_kill(const struct drxfs_node *n, struct drxfs_fh *fh)
         log_failure("clearing its set-ID bits", name, rc);
 }
 
+/* ops->chmod for the kernel, not the caller: an array's chmod refuses a
+ * caller who does not own its files (array_chmod), and the writer of a
+ * view need not (the kernel's own clearing is not checked either). */
+static int chmod_as_root(const struct drxfs_kind_ops *ops, const struct drxfs_node *n,
+                         struct drxfs_fh *fh, mode_t mode)
+{
+    struct fuse_context *c = fuse_get_context();
+    uid_t uid = c->uid;
+    int rc;
+
+    c->uid = 0;
+    rc = ops->chmod(n, fh, mode);
+    c->uid = uid;
+    return rc;
+}
+
 /* Any other kind that can hold set-ID bits (an array's files): through
  * its chmod, only for a flagged request. */
 static void other_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path)
@@ -208,7 +224,8 @@ static void other_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const ch
     rc = fh && ops->fgetattr ? ops->fgetattr(fh, path, &st) : 1;
     if (rc == 1 || rc == DRXFS_FGETATTR_NEW)
         rc = n ? ops->getattr(n, path, &st) : -ENOENT;
-    if (rc == 0 && killed(&st) != (st.st_mode & 07777) && (rc = ops->chmod(n, fh, killed(&st))) < 0)
+    if (rc == 0 && killed(&st) != (st.st_mode & 07777) &&
+        (rc = chmod_as_root(ops, n, fh, killed(&st))) < 0)
         log_failure("clearing its set-ID bits", path ? path : "(open file)", rc);
 }
 
