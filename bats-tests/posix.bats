@@ -451,6 +451,22 @@ os.close(fd)"
     [ "$(stat -c %a "$S/t$BATS_TEST_NUMBER/arr.xmd")" = 666 ]
 }
 
+@test "killpriv=kernel: a direct_io write by another user clears set-ID bits (the kernel clears none at direct_io writes)" {
+    local k m s d
+    k="$OWN_DIR/kill" # teardown unmounts it, even on failure
+    m="$k/mnt" s="$k/store" d="$k/disks"
+    mkdir -p "$d/0" "$d/1"
+    "$DRX" init "$s" --stripe-dirs "$d/0,$d/1" --count 2 --extent 4096 >/dev/null
+    chmod 755 "$k" "$s"
+    mount_store "$s" "$m" -o allow_other,killpriv=kernel,striped_io=direct
+    chmod 777 "$m"
+    cd "$m"
+    expect 0 create f 0644
+    expect 0 chmod f 06777
+    expect 0 -u write f 0 y
+    expect 0777 stat f mode
+}
+
 @test "chmod and chown of a striped file reach its subfiles: a 0600 file's bytes stay closed in the stripe directories" {
     local f sub
     # written whole, then closed; grown after the chmod; chmod'ed while open

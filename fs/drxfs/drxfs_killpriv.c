@@ -38,7 +38,10 @@
  * chown.)  A
  * FALLOCATE comes without a flag: there a caller other than root is taken
  * to lack CAP_FSETID.  A write through a shared mapping never removed
- * anything.
+ * anything.  With -o killpriv=kernel the kernel removes them, but not at a
+ * write of a direct_io file (fuse_direct_write_iter calls no
+ * file_remove_privs), which it flags whatever was granted: such a write
+ * is served here then too.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -231,8 +234,10 @@ static void other_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const ch
 
 void drxfs_killpriv_write(struct drxfs_fh *fh, const char *path)
 {
-    if (!drxfs_init_killpriv())
-        return; /* the kernel does it */
+    /* -o killpriv=kernel: the kernel does it, but at a direct_io write,
+     * which it flags always and never clears at (fuse_direct_io) */
+    if (!drxfs_init_killpriv() && !kill_suidgid)
+        return;
     if (fh->kind == DRXFS_STRIPED)
         striped_kill(NULL, fh);
     else if (fh->kind != DRXFS_PLAIN)
@@ -243,6 +248,8 @@ void drxfs_killpriv_fallocate(struct drxfs_fh *fh, const char *path)
 {
     /* the kernel flags no FALLOCATE: a caller other than root is taken to
      * lack CAP_FSETID (the capability is not in the request) */
+    if (!drxfs_init_killpriv())
+        return;
     kill_suidgid = fuse_get_context()->uid != 0;
     drxfs_killpriv_write(fh, path);
     kill_suidgid = false;
