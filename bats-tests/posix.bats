@@ -429,6 +429,27 @@ os.close(fd)"
     done
 }
 
+@test "set-ID bits: chown(file, -1, -1) by a user who does not own the file is refused (EPERM) and they stay, as on ext4; his write still clears them" {
+    # the kernel asks the daemon to clear them with a SETATTR that sets
+    # nothing, which its own permission check lets through
+    local f p="$S/t$BATS_TEST_NUMBER/plain"
+    expect 0 create "$N1" 0644
+    printf x >"$p"
+    for f in "$N1" plain; do
+        expect 0 chmod "$f" 06755
+        expect EPERM -u chown "$f" -1 -1
+        expect 06755 stat "$f" mode
+        expect 0 chmod "$f" 04757
+        expect 0 -u write "$f" 0 y
+        expect 0757 stat "$f" mode
+        # the owner's chown clears them
+        expect 0 chown "$f" 65534 0
+        expect 0 chmod "$f" 06755
+        expect 0 -u chown "$f" -1 -1
+        expect 0755 stat "$f" mode
+    done
+}
+
 @test "set-ID bits of an array: a truncation or an O_TRUNC open of its data by another user clears them" {
     # its views keep their size; the kernel leaves the clearing to the
     # daemon, whose chmod of an array refuses a caller not its owner: the

@@ -758,8 +758,9 @@ void drxfs_killpriv_request(const void *buf, size_t len);
 void drxfs_killpriv_write(struct drxfs_fh *fh, const char *path);
 void drxfs_killpriv_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path);
 /* At the getattr libfuse makes after a SETATTR that sets nothing, which
- * is chown(file, -1, -1): the set-ID bits it clears. */
-void drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path);
+ * is chown(file, -1, -1): the set-ID bits it clears; -EPERM when they are
+ * another's, whose chown (the SETATTR) is then to fail. */
+int drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path);
 /* Before a fallocate of fh, which the kernel flags not: as a write by a
  * caller without CAP_FSETID unless root. */
 void drxfs_killpriv_fallocate(struct drxfs_fh *fh, const char *path);

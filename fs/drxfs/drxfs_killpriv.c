@@ -35,7 +35,10 @@
  * or a capability: the bits go then too, as they would at the write; and
  * when root's write found a capability: the bits stay, as CAP_FSETID keeps
  * them, the caller's system call, in /proc/TID/syscall, telling it from a
- * chown.)  A
+ * chown.)  A chown(-1, -1) of a file its caller does not own, which the
+ * kernel lets through (it leaves ATTR_MODE out), is refused when it would
+ * clear a bit (EPERM, as on ext4): else anyone could strip another's
+ * set-user-ID program.  A
  * FALLOCATE comes without a flag: there a caller other than root is taken
  * to lack CAP_FSETID.  A write through a shared mapping never removed
  * anything.  With -o killpriv=kernel the kernel removes them, but not at a
@@ -64,6 +67,9 @@
  * may keep a set-group-ID bit its group cannot execute, though not of
  * his group (CAP_FSETID; for the kernel's flagged requests, never). */
 static __thread bool kill_suidgid, nothing_set, fsetid;
+/* At a chown(-1, -1) of a caller other than root: the bits go only from
+ * his own files; refused: another's had some to clear (EPERM). */
+static __thread bool chowning, refused;
 
 void drxfs_killpriv_request(const void *buf, size_t len)
 {
@@ -116,6 +122,21 @@ static mode_t killed(const struct stat *st)
     return m;
 }
 
+/* Whether the set-ID bits of a file of stat st are to be cleared now:
+ * some would go and, at a chown of a caller other than root, he owns it;
+ * else the kernel's chmod of them is refused, as on ext4 (notify_change
+ * adds ATTR_MODE, which setattr_prepare checks; FUSE leaves it out). */
+static bool to_clear(const struct stat *st)
+{
+    if (killed(st) == (st->st_mode & 07777))
+        return false;
+    if (chowning && st->st_uid != fuse_get_context()->uid) {
+        refused = true;
+        return false;
+    }
+    return true;
+}
+
 static void log_failure(const char *what, const char *name, int rc)
 {
     drx_log_ratelimited(DRX_LOG_WARNING, "%s: %s at a write: %s", name, what, strerror(-rc));
@@ -165,8 +186,7 @@ static void striped_kill(const struct drxfs_node *n, struct drxfs_fh *fh)
         log_failure("removing its capability", fh ? fh->sf->key : meta, rc);
         return;
     }
-    if (kill_suidgid && killed(&st) != (st.st_mode & 07777) &&
-        (rc = drxfs_striped_chmod(n, fh, killed(&st))) < 0)
+    if (kill_suidgid && to_clear(&st) && (rc = drxfs_striped_chmod(n, fh, killed(&st))) < 0)
         log_failure("clearing its set-ID bits", fh ? fh->sf->key : n->rel, rc);
 }
 
@@ -191,7 +211,7 @@ static void plain_kill(const struct drxfs_node *n, struct drxfs_fh *fh)
         return;
     rc =
         fh ? (fstat(fh->fd, &st) < 0 ? -errno : 0) : drx_store_entry_stat(drxfs.store, n->rel, &st);
-    if (rc == 0 && killed(&st) != (st.st_mode & 07777))
+    if (rc == 0 && to_clear(&st))
         rc = fh ? (fchmod(fh->fd, killed(&st)) < 0 ? -errno : 0)
                 : drx_store_entry_chmod(drxfs.store, n->rel, killed(&st));
     if (rc < 0)
@@ -227,8 +247,7 @@ static void other_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const ch
     rc = fh && ops->fgetattr ? ops->fgetattr(fh, path, &st) : 1;
     if (rc == 1 || rc == DRXFS_FGETATTR_NEW)
         rc = n ? ops->getattr(n, path, &st) : -ENOENT;
-    if (rc == 0 && killed(&st) != (st.st_mode & 07777) &&
-        (rc = chmod_as_root(ops, n, fh, killed(&st))) < 0)
+    if (rc == 0 && to_clear(&st) && (rc = chmod_as_root(ops, n, fh, killed(&st))) < 0)
         log_failure("clearing its set-ID bits", path ? path : "(open file)", rc);
 }
 
@@ -256,9 +275,9 @@ void drxfs_killpriv_fallocate(struct drxfs_fh *fh, const char *path)
 }
 
 /* Whether the caller (blocked in the system call that sent this request)
- * is in chown(2) or its kin, by /proc/TID/syscall; unreadable: taken to
- * be, as before this was asked. */
-static bool caller_chowns(void)
+ * is in chown(2) or its kin, by /proc/TID/syscall: 1 or 0; -1 unknown (not
+ * readable: another pid namespace, or a daemon not root). */
+static int caller_chowns(void)
 {
     char p[40], buf[64];
     long nr;
@@ -266,11 +285,11 @@ static bool caller_chowns(void)
 
     snprintf(p, sizeof p, "/proc/%d/syscall", (int)fuse_get_context()->pid);
     if (!(f = fopen(p, "re")))
-        return true;
+        return -1;
     bool ok = fgets(buf, sizeof buf, f) && sscanf(buf, "%ld", &nr) == 1;
     fclose(f);
     if (!ok)
-        return true;
+        return -1;
     return nr == SYS_fchown || nr == SYS_fchownat
 #ifdef SYS_chown
            || nr == SYS_chown || nr == SYS_lchown
@@ -278,22 +297,28 @@ static bool caller_chowns(void)
         ;
 }
 
-void drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path)
+int drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path)
 {
+    uid_t uid = fuse_get_context()->uid;
+
     if (!nothing_set)
-        return;
+        return 0;
     nothing_set = false;
     if (!drxfs_init_killpriv())
-        return;
-    /* root's write(2) into a file with a capability sends the same empty
-     * SETATTR (file_remove_privs: the capability, which the kernel has
-     * just removed, not the bits, which CAP_FSETID keeps) */
-    if (fuse_get_context()->uid == 0 && !caller_chowns())
-        return;
+        return 0;
+    /* a write(2) sends the same empty SETATTR (file_remove_privs): then
+     * the bits go, though the writer may not own the file, but root's
+     * write (which found a capability, the kernel has just removed it)
+     * keeps them, CAP_FSETID; unknown: taken to be a chown, unrefused */
+    int chowns = caller_chowns();
+    if (uid == 0 && chowns == 0)
+        return 0;
     /* as chown_common does for any caller: set-user-ID always, set-group-ID
      * as at a write, root (CAP_FSETID) keeping it without group execute */
     kill_suidgid = true;
-    fsetid = fuse_get_context()->uid == 0;
+    fsetid = uid == 0;
+    chowning = uid != 0 && chowns == 1;
+    refused = false;
     if (fh) {
         drxfs_killpriv_truncate(NULL, fh, path);
     } else if (path) {
@@ -303,7 +328,9 @@ void drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path)
             drxfs_killpriv_truncate(n, NULL, path);
         free(n);
     }
-    kill_suidgid = fsetid = false;
+    bool eperm = refused;
+    kill_suidgid = fsetid = chowning = refused = false;
+    return eperm ? -EPERM : 0;
 }
 
 void drxfs_killpriv_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path)

@@ -105,7 +105,8 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
     int rc;
 
     drxfs_kc_first_request();
-    drxfs_killpriv_getattr(fh, path); /* after chown(file, -1, -1) */
+    if ((rc = drxfs_killpriv_getattr(fh, path)) < 0) /* after chown(file, -1, -1) */
+        return rc;
     if (fh && (rc = fh_getattr(fh, path, st)) != 1)
         return rc;
     if (!(n = drxfs_node_get_memo(path, true, &rc)))
