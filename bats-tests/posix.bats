@@ -472,6 +472,19 @@ os.close(fd)"
     [ "$(stat -c %a "$S/t$BATS_TEST_NUMBER/arr.xmd")" = 666 ]
 }
 
+@test "set-ID bits of a directory stay at chown(dir, -1, -1): an array's as a store directory's" {
+    # the kernel sends the same empty SETATTR as for a file (but no flag);
+    # only a file's bits go (chown_common)
+    local d
+    "$DRX" create "$S/t$BATS_TEST_NUMBER/arr" --type u8 --shape 4x2 --chunk 2x2 >/dev/null
+    expect 0 mkdir dir 0755
+    for d in dir arr; do
+        expect 0 chmod $d 02755
+        expect 0 chown $d -1 -1
+        expect 02755 stat $d mode
+    done
+}
+
 @test "killpriv=kernel: a direct_io write by another user clears set-ID bits (the kernel clears none at direct_io writes)" {
     local k m s d
     k="$OWN_DIR/kill" # teardown unmounts it, even on failure

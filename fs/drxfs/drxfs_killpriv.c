@@ -247,6 +247,8 @@ static void other_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const ch
     rc = fh && ops->fgetattr ? ops->fgetattr(fh, path, &st) : 1;
     if (rc == 1 || rc == DRXFS_FGETATTR_NEW)
         rc = n ? ops->getattr(n, path, &st) : -ENOENT;
+    if (rc == 0 && S_ISDIR(st.st_mode))
+        return; /* an array's directory: chown(-1, -1) keeps its bits */
     if (rc == 0 && to_clear(&st) && (rc = chmod_as_root(ops, n, fh, killed(&st))) < 0)
         log_failure("clearing its set-ID bits", path ? path : "(open file)", rc);
 }
