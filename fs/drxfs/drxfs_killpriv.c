@@ -67,8 +67,9 @@
  * may keep a set-group-ID bit its group cannot execute, though not of
  * his group (CAP_FSETID; for the kernel's flagged requests, never). */
 static __thread bool kill_suidgid, nothing_set, fsetid;
-/* At a chown(-1, -1) of a caller other than root: the bits go only from
- * his own files; refused: another's had some to clear (EPERM). */
+/* At an empty SETATTR (chown(-1, -1)) of a caller other than root: the
+ * bits go only from his own files; refused: another's had some to clear
+ * (EPERM at a chown). */
 static __thread bool chowning, refused;
 
 void drxfs_killpriv_request(const void *buf, size_t len)
@@ -308,10 +309,13 @@ int drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path)
     nothing_set = false;
     if (!drxfs_init_killpriv())
         return 0;
-    /* a write(2) sends the same empty SETATTR (file_remove_privs): then
-     * the bits go, though the writer may not own the file, but root's
-     * write (which found a capability, the kernel has just removed it)
-     * keeps them, CAP_FSETID; unknown: taken to be a chown, unrefused */
+    /* a write(2) sends the same empty SETATTR (file_remove_privs): root's
+     * (which found a capability, the kernel has just removed it) keeps
+     * them, CAP_FSETID; another's clears them at its WRITE, which the
+     * kernel flags.  So a caller other than root clears them here from
+     * his own files only, whatever his system call (a caller who exits
+     * before /proc is read must not pass for a writer), and is refused
+     * another's at a chown only. */
     int chowns = caller_chowns();
     if (uid == 0 && chowns == 0)
         return 0;
@@ -319,7 +323,7 @@ int drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path)
      * as at a write, root (CAP_FSETID) keeping it without group execute */
     kill_suidgid = true;
     fsetid = uid == 0;
-    chowning = uid != 0 && chowns == 1;
+    chowning = uid != 0;
     refused = false;
     if (fh) {
         drxfs_killpriv_truncate(NULL, fh, path);
@@ -330,7 +334,7 @@ int drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path)
             drxfs_killpriv_truncate(n, NULL, path);
         free(n);
     }
-    bool eperm = refused;
+    bool eperm = refused && chowns == 1;
     kill_suidgid = fsetid = chowning = refused = false;
     return eperm ? -EPERM : 0;
 }
