@@ -450,6 +450,28 @@ os.close(fd)"
     done
 }
 
+@test "set-ID bits: chown by a user of his file from a group he is not in clears a set-group-ID bit without group execute, as ext4 does" {
+    # chown_common's rule (setattr_should_drop_sgid, on the group before
+    # the change); the daemon chowns the store's file as root, which keeps it
+    local f p="$S/t$BATS_TEST_NUMBER/plain"
+    expect 0 create "$N1" 0644
+    printf x >"$p"
+    for f in "$N1" plain; do
+        expect 0 chown "$f" 65534 0
+        expect 0 chmod "$f" 02745
+        expect 0 -u chown "$f" -1 65534
+        expect 0745 stat "$f" mode
+        # of the group: it stays; root's: it stays
+        expect 0 chmod "$f" 02745
+        expect 0 -u chown "$f" -1 65534
+        expect 02745 stat "$f" mode
+        expect 0 chown "$f" 0 0
+        expect 0 chmod "$f" 02745
+        expect 0 chown "$f" 0 65534
+        expect 02745 stat "$f" mode
+    done
+}
+
 @test "set-ID bits of an array: a truncation or an O_TRUNC open of its data by another user clears them" {
     # its views keep their size; the kernel leaves the clearing to the
     # daemon, whose chmod of an array refuses a caller not its owner: the

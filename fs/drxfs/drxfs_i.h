@@ -761,6 +761,14 @@ void drxfs_killpriv_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, co
  * is chown(file, -1, -1): the set-ID bits it clears; -EPERM when they are
  * another's, whose chown (the SETATTR) is then to fail. */
 int drxfs_killpriv_getattr(struct drxfs_fh *fh, const char *path);
+/* A chown the kernel flagged (FATTR_KILL_SUIDGID, with killpriv=daemon):
+ * before it, true and the file's stat in *before (not a directory); after
+ * it (done) its set-group-ID bit goes as on ext4 (the caller was not of
+ * the group in `before`). */
+bool drxfs_killpriv_chown_before(const struct drxfs_node *n, struct drxfs_fh *fh,
+                                 const char *path, struct stat *before);
+void drxfs_killpriv_chown(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path,
+                          const struct stat *before);
 /* Before a fallocate of fh, which the kernel flags not: as a write by a
  * caller without CAP_FSETID unless root. */
 void drxfs_killpriv_fallocate(struct drxfs_fh *fh, const char *path);

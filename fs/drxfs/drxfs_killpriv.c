@@ -71,6 +71,9 @@ static __thread bool kill_suidgid, nothing_set, fsetid;
  * bits go only from his own files; refused: another's had some to clear
  * (EPERM at a chown). */
 static __thread bool chowning, refused;
+/* A chown's set-group-ID bit goes even without group execute (the caller
+ * was not of the file's group before it). */
+static __thread bool sgid_drop;
 
 void drxfs_killpriv_request(const void *buf, size_t len)
 {
@@ -118,7 +121,8 @@ int drxfs_killpriv_option(const char *name, const char *value)
 static mode_t killed(const struct stat *st)
 {
     mode_t m = st->st_mode & 07777 & ~(mode_t)S_ISUID;
-    if ((m & S_ISGID) && ((m & S_IXGRP) || (!fsetid && !drxfs_caller_in_group(st->st_gid))))
+    if ((m & S_ISGID) &&
+        ((m & S_IXGRP) || sgid_drop || (!fsetid && !drxfs_caller_in_group(st->st_gid))))
         m &= ~(mode_t)S_ISGID;
     return m;
 }
@@ -235,6 +239,19 @@ static int chmod_as_root(const struct drxfs_kind_ops *ops, const struct drxfs_no
     return rc;
 }
 
+/* The stat the mount shows of n or fh (by its kind's table, nothing
+ * recorded of it).  0 or -errno. */
+static int mount_stat(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path,
+                      struct stat *st)
+{
+    const struct drxfs_kind_ops *ops = drxfs_ops_of(fh ? fh->kind : n->kind);
+    int rc = fh && ops->fgetattr ? ops->fgetattr(fh, path, st) : 1;
+
+    if (rc == 1 || rc == DRXFS_FGETATTR_NEW)
+        rc = n ? ops->getattr(n, path, st) : -ENOENT;
+    return rc;
+}
+
 /* Any other kind that can hold set-ID bits (an array's files): through
  * its chmod, only for a flagged request. */
 static void other_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path)
@@ -245,9 +262,7 @@ static void other_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const ch
 
     if (!kill_suidgid || !ops->chmod)
         return;
-    rc = fh && ops->fgetattr ? ops->fgetattr(fh, path, &st) : 1;
-    if (rc == 1 || rc == DRXFS_FGETATTR_NEW)
-        rc = n ? ops->getattr(n, path, &st) : -ENOENT;
+    rc = mount_stat(n, fh, path, &st);
     if (rc == 0 && S_ISDIR(st.st_mode))
         return; /* an array's directory: chown(-1, -1) keeps its bits */
     if (rc == 0 && to_clear(&st) && (rc = chmod_as_root(ops, n, fh, killed(&st))) < 0)
@@ -350,4 +365,26 @@ void drxfs_killpriv_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, co
         plain_kill(n, fh);
     else if (k != DRXFS_DIR)
         other_kill(n, fh, path);
+}
+
+bool drxfs_killpriv_chown_before(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path,
+                                 struct stat *before)
+{
+    return kill_suidgid && drxfs_init_killpriv() && mount_stat(n, fh, path, before) == 0 &&
+           !S_ISDIR(before->st_mode);
+}
+
+void drxfs_killpriv_chown(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path,
+                          const struct stat *before)
+{
+    /* the store's file was chowned as root, which keeps a set-group-ID bit
+     * without group execute; chown_common drops it for a caller without
+     * CAP_FSETID outside the group the file had (the set-user-ID bit and
+     * the rest went with the store's chown) */
+    if (!(before->st_mode & S_ISGID) || fuse_get_context()->uid == 0 ||
+        drxfs_caller_in_group(before->st_gid))
+        return;
+    sgid_drop = true;
+    drxfs_killpriv_truncate(n, fh, path);
+    sgid_drop = false;
 }

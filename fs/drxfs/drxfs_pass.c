@@ -233,19 +233,28 @@ static int attr_change(const char *path, struct fuse_file_info *fi, const struct
 {
     struct drxfs_fh *fh = fi ? drxfs_fh_of(fi) : NULL;
     struct drxfs_node *n;
+    struct stat before; /* a flagged chown's file, whose group it changes */
+    bool chown_kill;
     int rc;
 
     if (drxfs.ro)
         return -EROFS;
     if (fh && a->op == A_TRUNCATE)
         drxfs_killpriv_truncate(NULL, fh, path);
-    if (fh && (rc = attr_call(drxfs_ops_of(fh->kind), NULL, fh, a)) != 1)
+    chown_kill = fh && a->op == A_CHOWN && drxfs_killpriv_chown_before(NULL, fh, path, &before);
+    if (fh && (rc = attr_call(drxfs_ops_of(fh->kind), NULL, fh, a)) != 1) {
+        if (rc == 0 && chown_kill)
+            drxfs_killpriv_chown(NULL, fh, path, &before);
         return rc;
+    }
     if (!(n = drxfs_node_get_memo(path, false, &rc)))
         return rc;
     if (!fh && a->op == A_TRUNCATE)
         drxfs_killpriv_truncate(n, NULL, path);
+    chown_kill = a->op == A_CHOWN && drxfs_killpriv_chown_before(n, NULL, path, &before);
     rc = attr_call(drxfs_ops_of(n->kind), n, NULL, a);
+    if (rc == 0 && chown_kill)
+        drxfs_killpriv_chown(n, NULL, path, &before);
     if (rc == 0)
         drxfs_node_memo_of(path, n);
     free(n);
