@@ -47,6 +47,7 @@
  * is served here then too.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,6 +263,11 @@ static void other_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const ch
 
     if (!kill_suidgid || !ops->chmod)
         return;
+    /* at each write of another's array view: one fstat, not the view's
+     * attributes, which empty its chunk cache when the .xta changed (as
+     * it does at every write) */
+    if (fh && (fh->kind == DRXFS_ADATA || fh->kind == DRXFS_ANPY) && !drxfs_array_setid(fh))
+        return;
     rc = mount_stat(n, fh, path, &st);
     if (rc == 0 && S_ISDIR(st.st_mode))
         return; /* an array's directory: chown(-1, -1) keeps its bits */
@@ -298,15 +304,24 @@ void drxfs_killpriv_fallocate(struct drxfs_fh *fh, const char *path)
 static int caller_chowns(void)
 {
     char p[40], buf[64];
-    long nr;
-    FILE *f;
+    long nr = -1;
 
     snprintf(p, sizeof p, "/proc/%d/syscall", (int)fuse_get_context()->pid);
-    if (!(f = fopen(p, "re")))
-        return -1;
-    bool ok = fgets(buf, sizeof buf, f) && sscanf(buf, "%ld", &nr) == 1;
-    fclose(f);
-    if (!ok)
+    /* "running" while the caller is not asleep in its system call (a
+     * wakeup in its wait for this request): read again */
+    for (int tries = 0; tries < 20 && nr < 0; tries++) {
+        FILE *f = fopen(p, "re");
+        if (!f)
+            return -1;
+        buf[0] = '\0';
+        bool ok = fgets(buf, sizeof buf, f) && sscanf(buf, "%ld", &nr) == 1;
+        fclose(f);
+        if (!ok && strncmp(buf, "running", 7) != 0)
+            return -1;
+        if (!ok)
+            sched_yield();
+    }
+    if (nr < 0)
         return -1;
     return nr == SYS_fchown || nr == SYS_fchownat
 #ifdef SYS_chown
