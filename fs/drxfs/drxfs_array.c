@@ -458,6 +458,12 @@ int drxfs_array_getacl(const struct drxfs_node *n, char *value, size_t size)
     return rc;
 }
 
+bool drxfs_array_setid(struct drxfs_fh *fh)
+{
+    struct stat xta;
+    return fstat(drx_array_xta_fd(fh->arr->a), &xta) < 0 || (xta.st_mode & (S_ISUID | S_ISGID));
+}
+
 int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
 {
     struct stat xta;

@@ -560,6 +560,10 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st);
 /* The same for an open file (libfuse passes no path then): its view as
  * resolved at open. */
 int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st);
+/* Whether the .xta of fh's array has a set-ID bit (or cannot be looked
+ * at): what a write's check needs before the attributes, whose reading
+ * (drxfs_arr_xta_seen) empties the chunk cache after any write. */
+bool drxfs_array_setid(struct drxfs_fh *fh);
 /* Store-relative name (no suffix) of the array of an open file. */
 const char *drxfs_array_fh_rel(const struct drxfs_fh *fh);
 int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi);
