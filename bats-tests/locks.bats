@@ -252,6 +252,32 @@ PY
 400 ok"
 }
 
+@test "open(O_CREAT) of a name another mount made and removed makes it, every time" {
+    # mount 1 holds the name's entry (a stat), mount 2 removes the file:
+    # the open meets a stale entry (ESTALE, the kernel looks the name up
+    # again and creates it).  The second time within 0.2 s was ENOENT (the
+    # first retry was taken to be still on): SQLite's journal through two
+    # mounts, "unable to open database file"
+    run timeout 120 "$PY" - "$M/again" "$M2/again" <<'PY'
+import os, sys
+a, b = sys.argv[1:3]
+bad = []
+for i in range(40):
+    os.close(os.open(b, os.O_CREAT | os.O_RDWR, 0o644))
+    os.stat(a)
+    os.unlink(b)
+    try:
+        os.close(os.open(a, os.O_CREAT | os.O_RDWR, 0o644))
+        os.unlink(a)
+    except OSError as e:
+        bad.append((i, e.strerror))
+print("failed opens", bad)
+PY
+    echo "$output"
+    assert_success
+    assert_output "failed opens []"
+}
+
 @test "a view's locks exclude each other within the mount; a close through a name another mount removed makes it anew" {
     run held_by_other "$M/arr/data" "$M/arr/data"
     assert_line "flock EAGAIN"

@@ -274,6 +274,9 @@ void drxfs_type_moved(const char *from, const char *to);
  * (gone, or of another type), or err when it was just said for the same
  * path (the kernel's one retry, after looking the name up again). */
 int drxfs_stale_once(const char *path, int err);
+/* The caller's retry of a stale open of path went another way (its lookup
+ * found the name gone, or it creates it): the next ESTALE is a new one. */
+void drxfs_stale_done(const char *path);
 int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev);
 int drxfs_op_mkdir(const char *path, mode_t mode);
 int drxfs_op_unlink(const char *path);

@@ -109,8 +109,11 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return rc;
     if (fh && (rc = fh_getattr(fh, path, st)) != 1)
         return rc;
-    if (!(n = drxfs_node_get_memo(path, true, &rc)))
+    if (!(n = drxfs_node_get_memo(path, true, &rc))) {
+        if (rc == -ENOENT && path && !fi)
+            drxfs_stale_done(path); /* no OPEN retries a stale one now */
         return rc;
+    }
     bool kc = kc_kind(n->kind) && drxfs_kc_active();
     /* an array's signature taken before its attributes, never newer than
      * what the kernel is given: an extension between them leaves it
@@ -355,37 +358,70 @@ static int share_charge(const char *path, struct fuse_file_info *fi, uid_t who, 
     return 0;
 }
 
-/* The paths an open answered ESTALE for lately (a hash and the time, a
- * slot per hash): the kernel retries such an open once, after a fresh
- * lookup, and the retry of one that is still gone is ENOENT, never a
- * second ESTALE the caller would see (a name made and removed again and
- * again through another mount meanwhile; found by the review of
- * 2026-12-06). */
+/* The paths an open answered ESTALE for lately, each with the thread it
+ * was said to (a hash of both and the time, a slot per hash): the kernel
+ * retries such an open once, after a fresh lookup, and the retry of one
+ * that is still gone is ENOENT, never a second ESTALE the caller would see
+ * (a name made and removed again and again through another mount
+ * meanwhile; found by the review of 2026-12-06).  A lookup that finds the
+ * name gone, or a create of it, ends the retry there (the kernel then
+ * creates the file or says ENOENT itself, and sends no second OPEN): the
+ * slot is cleared, or the caller's next open of the name within the window
+ * that met a stale entry again got ENOENT (open(O_CREAT) of SQLite's
+ * journal through two mounts: "unable to open database file", 1 run in
+ * 15 of locks.bats; every second time in a loop of the same steps). */
 #define STALE_SLOTS 64
 #define STALE_RETRY_NS 200000000LL
 static struct {
     pthread_mutex_t mutex;
+    unsigned armed; /* slots in use: most lookups find none and skip the lock */
     struct {
         uint64_t hash;
         long long ns;
     } slot[STALE_SLOTS];
 } stale = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
-int drxfs_stale_once(const char *path, int err)
+/* The slot key of path for the request's thread (never 0). */
+static uint64_t stale_key(const char *path)
 {
     uint64_t h = 1469598103934665603ULL;
     for (const char *c = path; *c; c++)
         h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    h = (h ^ (uint64_t)(uint32_t)fuse_get_context()->pid) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+int drxfs_stale_once(const char *path, int err)
+{
+    uint64_t h = stale_key(path);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     long long now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
     pthread_mutex_lock(&stale.mutex);
     unsigned i = (unsigned)(h % STALE_SLOTS);
     bool retry = stale.slot[i].hash == h && now - stale.slot[i].ns < STALE_RETRY_NS;
+    if (retry)
+        __atomic_sub_fetch(&stale.armed, 1, __ATOMIC_RELAXED);
+    else if (stale.slot[i].hash == 0)
+        __atomic_add_fetch(&stale.armed, 1, __ATOMIC_RELAXED);
     stale.slot[i].hash = retry ? 0 : h;
     stale.slot[i].ns = now;
     pthread_mutex_unlock(&stale.mutex);
     return retry ? err : -ESTALE;
+}
+
+void drxfs_stale_done(const char *path)
+{
+    if (!__atomic_load_n(&stale.armed, __ATOMIC_RELAXED))
+        return;
+    uint64_t h = stale_key(path);
+    unsigned i = (unsigned)(h % STALE_SLOTS);
+    pthread_mutex_lock(&stale.mutex);
+    if (stale.slot[i].hash == h) {
+        stale.slot[i].hash = 0;
+        __atomic_sub_fetch(&stale.armed, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&stale.mutex);
 }
 
 int drxfs_op_open(const char *path, struct fuse_file_info *fi)
@@ -466,6 +502,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     int rc;
 
     /* a zarr temporary is no store file: no ACL, the caller's umask */
+    drxfs_stale_done(path);
     if ((rc = drxfs_zarr_create(path, mode & ~fuse_get_context()->umask, fi)) != 1)
         return rc;
     if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
