@@ -156,8 +156,10 @@ PY
 }
 
 @test "every element type, several shapes and chunkings: each key is the chunk's bytes; zarr and xarray read drx get's values" {
-    local arrays=() t i
-    for t in i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 c64 c128; do
+    local arrays=() t i types=(i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 c64 c128)
+    # under the sanitizers a type of each kind and size class (same paths)
+    [ -z "${DRX_TEST_SANITIZED:-}" ] || types=(i16 u8 i64 f64 c64)
+    for t in "${types[@]}"; do
         "$DRX" create "$S/z_$t" --type "$t" --shape 7x5 --chunk 3x2 --dims y,x --fill 7
         "$DRX" create "$S/v_$t" --type "$t" --shape 10 --chunk 4
         # grown along dims 1, 0 and 2: chunk addresses are no longer row-major
@@ -187,7 +189,7 @@ a.tofile('raw')"
     arrays+=(part)
     run "$PY" "$DRX_SOURCE/bats-tests/zarr_check.py" "$DRX" "$S" "$M" "${arrays[@]}"
     assert_success
-    assert_output "37 arrays checked"
+    assert_output "$((${#types[@]} * 3 + 1)) arrays checked"
 }
 
 @test "fill_value as Zarr writes it: NaN, -Infinity, complex pairs, the largest u64" {
