@@ -258,6 +258,32 @@ sums() {
     assert_output --partial "hints:1"
 }
 
+# Found in daily use: options after the command were taken for view words
+# ("'--buffer' is not a KEY=VALUE view word"), where drx takes them anywhere.
+@test "options after the command and its arguments work as before it; -- ends them" {
+    "$DRX" create a --type f64 --shape 20x12 --chunk 4x5
+    random_bytes raw $((20 * 12 * 8))
+    run mpi_load 2 import a raw --buffer 1K --hint romio_cb_write=enable
+    assert_success
+    assert_output ""
+    cmp raw <("$DRX" get a)
+    run mpi_load 2 export a got dim1=2:5 --verbose
+    assert_success
+    assert_output --partial "round buffer"
+    cmp got <("$DRX" get a dim1=2:5)
+    # a raw file named like an option, after --
+    random_bytes ./--buffer $((20 * 12 * 8))
+    run mpi_load 2 import a -- --buffer
+    assert_success
+    cmp ./--buffer <("$DRX" get a)
+    run mpi_load 2 import a raw --buffer
+    assert_failure 2
+    assert_output "drx-load: option '--buffer' needs a value (see --help)"
+    run mpi_load 2 import a raw --frob
+    assert_failure 2
+    assert_output "drx-load: unknown option '--frob' (see --help)"
+}
+
 @test "hints from --hint and ROMIO_HINTS keep the result identical" {
     printf 'romio_cb_write enable\nromio_ds_write enable\n# comment\n' >hints
     export ROMIO_HINTS=$PWD/hints

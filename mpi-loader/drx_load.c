@@ -50,7 +50,7 @@ static const char *const default_hints[][2] = {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: mpiexec -n P drx-load [OPTIONS] COMMAND ARGS...\n"
+            "usage: mpiexec -n P drx-load [OPTIONS] COMMAND ARGS... [OPTIONS]\n"
             "  import ARRAY RAWFILE [VIEW...]   raw bytes in the view's order -> array\n"
             "  export ARRAY OUTFILE [VIEW...]   array -> raw bytes in the view's order\n"
             "  copy SRC DST                     file -> file (either may be striped)\n"
@@ -383,13 +383,20 @@ static int option_apply(struct load_ctx *c, struct cli *o, int opt, const char *
         if (c->rank == 0)
             printf("drx-load %s\n", DRX_VERSION);
         return 1;
+    case ':':
+        return drx_err_set(err, EINVAL, "option '%s' needs a value (see --help)", word);
     default:
         return drx_err_set(err, EINVAL, "unknown option '%s' (see --help)", word);
     }
 }
 
-/* Parses the options before the command (the same on every rank).  Returns
- * 0, 1 when the run ends successfully here, or -errno with err. */
+/* Parses the options, before or after the command and its arguments, as
+ * drx takes them (the same on every rank); "--" ends them.  GNU getopt
+ * moves the words that are not options to the end in their order: the
+ * command, then its arguments.  Returns 0, 1 when the run ends
+ * successfully here, or -errno with err.  (Before 2026-12-07 only options
+ * before the command were taken: `drx-load import A raw --buffer 1M` said
+ * "'--buffer' is not a KEY=VALUE view word".) */
 static int options_parse(struct load_ctx *c, struct cli *o, int argc, char **argv,
                          struct drx_err *err)
 {
@@ -407,8 +414,10 @@ static int options_parse(struct load_ctx *c, struct cli *o, int argc, char **arg
     int opt, rc = 0;
 
     opterr = 0;
-    /* '+': stop at the command, whose arguments may look like options. */
-    while (rc == 0 && (opt = getopt_long(argc, argv, "+", opts, NULL)) != -1)
+    /* no short options: a word "-" (no option to getopt) and view words
+     * (KEY=VALUE) stay arguments; a file named like an option follows "--";
+     * ':' first: a missing value is ':', not an unknown option */
+    while (rc == 0 && (opt = getopt_long(argc, argv, ":", opts, NULL)) != -1)
         rc = option_apply(c, o, opt, optarg, argv[optind - 1], err);
     if (rc == 0 && optind >= argc)
         rc = drx_err_set(err, EINVAL, "no command given (see --help)");
