@@ -274,8 +274,8 @@ void drxfs_type_moved(const char *from, const char *to);
  * (gone, or of another type), or err when it was just said for the same
  * path (the kernel's one retry, after looking the name up again). */
 int drxfs_stale_once(const char *path, int err);
-/* The caller's retry of a stale open of path went another way (its lookup
- * found the name gone, or it creates it): the next ESTALE is a new one. */
+/* The caller's retry of a stale open of path, if any, is over (an open of
+ * it succeeded, or a create): the next ESTALE is a new one. */
 void drxfs_stale_done(const char *path);
 int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev);
 int drxfs_op_mkdir(const char *path, mode_t mode);
@@ -346,6 +346,9 @@ struct drxfs_fh {
     bool created;           /* DRXFS_STRIPED: made by this handle's create, and
                              * libfuse's getattr of the new entry not yet
                              * answered (from the handle, not the path) */
+    bool by_create;         /* opened by a create that found the name made
+                             * (drxfs_op_create): libfuse's getattr right after,
+                             * by the path, is answered from the handle */
     uid_t share_uid;        /* charged share_cost of the daemon's descriptors */
     unsigned share_cost;    /* and share_bytes of its memory (drxfs_share.c) */
     size_t share_bytes;

@@ -71,7 +71,11 @@ static int fh_getattr(struct drxfs_fh *fh, const char *path, struct stat *st)
     const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
     int rc;
 
-    if (!ops->fgetattr || (rc = ops->fgetattr(fh, path, st)) == 1)
+    /* the file a create opened, whatever its name holds a moment later
+     * (removed or made again through another mount: libfuse failed the
+     * create, ENOENT, or gave the kernel another file's attributes) */
+    bool by_create = __atomic_exchange_n(&fh->by_create, false, __ATOMIC_RELAXED);
+    if (!ops->fgetattr || (rc = ops->fgetattr(fh, by_create ? NULL : path, st)) == 1)
         return 1;
     if (rc == DRXFS_FGETATTR_NEW) {
         /* the entry a create just made: unseen, as at its open */
@@ -109,11 +113,8 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return rc;
     if (fh && (rc = fh_getattr(fh, path, st)) != 1)
         return rc;
-    if (!(n = drxfs_node_get_memo(path, true, &rc))) {
-        if (rc == -ENOENT && path && !fi)
-            drxfs_stale_done(path); /* no OPEN retries a stale one now */
+    if (!(n = drxfs_node_get_memo(path, true, &rc)))
         return rc;
-    }
     bool kc = kc_kind(n->kind) && drxfs_kc_active();
     /* an array's signature taken before its attributes, never newer than
      * what the kernel is given: an extension between them leaves it
@@ -363,13 +364,14 @@ static int share_charge(const char *path, struct fuse_file_info *fi, uid_t who, 
  * retries such an open once, after a fresh lookup, and the retry of one
  * that is still gone is ENOENT, never a second ESTALE the caller would see
  * (a name made and removed again and again through another mount
- * meanwhile; found by the review of 2026-12-06).  A lookup that finds the
- * name gone, or a create of it, ends the retry there (the kernel then
- * creates the file or says ENOENT itself, and sends no second OPEN): the
- * slot is cleared, or the caller's next open of the name within the window
- * that met a stale entry again got ENOENT (open(O_CREAT) of SQLite's
- * journal through two mounts: "unable to open database file", 1 run in
- * 15 of locks.bats; every second time in a loop of the same steps). */
+ * meanwhile; found by the review of 2026-12-06).  A create of the name,
+ * or an open of it that succeeds, ends the retry: the slot is cleared, or
+ * the caller's next open of the name within the window that met a stale
+ * entry again got ENOENT (open(O_CREAT) of SQLite's journal through two
+ * mounts, whose retry is a CREATE: "unable to open database file", 1 run
+ * in 15 of locks.bats; every second time in a loop of the same steps).  A
+ * lookup that finds the name gone does not end it: the kernel may look the
+ * name up once more, find it made again, and retry the OPEN. */
 #define STALE_SLOTS 64
 #define STALE_RETRY_NS 200000000LL
 static struct {
@@ -391,8 +393,13 @@ static uint64_t stale_key(const char *path)
     return h ? h : 1;
 }
 
+/* Set while a create opens the name it found: no ESTALE then. */
+static __thread bool stale_off;
+
 int drxfs_stale_once(const char *path, int err)
 {
+    if (stale_off)
+        return err;
     uint64_t h = stale_key(path);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -471,6 +478,8 @@ int drxfs_op_open(const char *path, struct fuse_file_info *fi)
         drxfs_fh_of(fi)->lkpath = strdup(path);
     if (rc == 0 && (fi->flags & O_ACCMODE) == O_RDONLY && !drxfs_locks_held(drxfs_fh_of(fi)))
         fi->noflush = 1;
+    if (rc == 0)
+        drxfs_stale_done(path); /* a retry of a stale open, if this was one, is over */
     free(n);
     return rc;
 }
@@ -494,7 +503,12 @@ static void open_cache_new(const char *path, const char *rel, struct fuse_file_i
         fi->direct_io = 1;
 }
 
-int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+/* create_once's answer for a name that exists (O_CREAT without O_EXCL):
+ * to be opened */
+#define CREATE_OPEN 2
+
+/* One attempt at drxfs_op_create: 0, -errno, or CREATE_OPEN. */
+static int create_once(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     char rel[PATH_MAX];
     const char *name;
@@ -502,7 +516,6 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     int rc;
 
     /* a zarr temporary is no store file: no ACL, the caller's umask */
-    drxfs_stale_done(path);
     if ((rc = drxfs_zarr_create(path, mode & ~fuse_get_context()->umask, fi)) != 1)
         return rc;
     if ((rc = drxfs_resolve_new(path, rel, &name, &at_root)) < 0)
@@ -515,9 +528,7 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     }
     if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0) {
         /* O_CREAT without O_EXCL on an existing name opens it */
-        if (rc == -EEXIST && !(fi->flags & O_EXCL))
-            return drxfs_op_open(path, fi);
-        return rc;
+        return rc == -EEXIST && !(fi->flags & O_EXCL) ? CREATE_OPEN : rc;
     }
     /* a long name's metafile is named by its stem, the name recorded
      * first (drx/store.h) */
@@ -536,8 +547,35 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     drx_store_long_drop(drxfs.store, rel);
     /* made meanwhile by someone else (another mount): opened, as above
      * (it was EEXIST for an open without O_EXCL) */
-    return rc == -EEXIST && !(fi->flags & O_EXCL) ? drxfs_op_open(path, fi) : rc;
+    return rc == -EEXIST && !(fi->flags & O_EXCL) ? CREATE_OPEN : rc;
 }
+
+/* A name made and removed again through another mount between a create's
+ * look and its open is created again, this many times at most. */
+#define CREATE_TRIES 4
+
+int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    int rc, tries = 0;
+
+    /* O_CREAT without O_EXCL opens an existing name, and one gone again
+     * before the open is made anew: a create answers neither ESTALE (it
+     * may be the kernel's one retry of a stale open, whose ESTALE the
+     * caller would get) nor ENOENT. */
+    while ((rc = create_once(path, mode, fi)) == CREATE_OPEN) {
+        stale_off = true;
+        rc = drxfs_op_open(path, fi);
+        stale_off = false;
+        if (rc == 0)
+            drxfs_fh_of(fi)->by_create = true;
+        if (rc != -ENOENT || ++tries == CREATE_TRIES)
+            break;
+    }
+    /* the kernel's retry of a stale open, if this was one, ends here */
+    drxfs_stale_done(path);
+    return rc;
+}
+
 
 int drxfs_op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {

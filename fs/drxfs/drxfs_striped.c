@@ -148,8 +148,9 @@ static struct drxfs_sfile *sfile_find_ref(const char *rel, const struct stat *me
 }
 
 /* Opens rel afresh (for writing when the mount and the file allow it, else
- * for reading), in *out with one reference. */
-static int sfile_open(const char *rel, struct drxfs_sfile **out)
+ * for reading), in *out with one reference.  meta: its metafile's stat
+ * when it was looked up. */
+static int sfile_open(const char *rel, const struct stat *meta, struct drxfs_sfile **out)
 {
     char path[PATH_MAX + 64], mrel[PATH_MAX];
     struct drx_err err = {{0}};
@@ -185,8 +186,12 @@ static int sfile_open(const char *rel, struct drxfs_sfile **out)
         free(fresh);
         return drxfs_striped_log_err("open", rel, rc, &err);
     }
-    if (drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) == 0)
-        drx_store_entry_stat(drxfs.store, mrel, &fresh->st);
+    /* the name removed meanwhile (through another mount): the stat it was
+     * looked up with, never none (a create that opened the file took mode
+     * 0 from its handle for no file, and failed with EIO) */
+    if (drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) < 0 ||
+        drx_store_entry_stat(drxfs.store, mrel, &fresh->st) < 0)
+        fresh->st = *meta;
     *out = fresh;
     return 0;
 }
@@ -234,7 +239,7 @@ static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
 
     if ((e = sfile_find_ref(rel, meta)))
         return sfile_hand_out(e, want_rw, out);
-    if ((rc = sfile_open(rel, &fresh)) < 0)
+    if ((rc = sfile_open(rel, meta, &fresh)) < 0)
         return rc;
     return sfile_hand_out(sfile_insert(rel, fresh), want_rw, out);
 }
@@ -459,17 +464,28 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
 
 /* The metafile as a getattr by path sees it now (recording the size may
  * have replaced it since the open): the kernel drops a file's pages when
- * the mtime it is given changes, so both must say the same.  false when
- * the file was unlinked or replaced (then e->st stays). */
+ * the mtime it is given changes, so both must say the same.  When its name
+ * is gone (unlinked, through another mount too), the metafile the handle
+ * holds; and when that too fails, false (then e->st stays).  Before
+ * (until 2026-12-07) a file opened, not made, by this handle kept e->st
+ * empty then: an open(O_CREAT) of a name another mount removed right
+ * after failed with EIO (libfuse's create took mode 0 for no file). */
 static bool meta_now(struct drxfs_sfile *e, struct stat *out)
 {
     char rel[PATH_MAX];
     bool ours;
+    int fd;
 
     pthread_mutex_lock(&drxfs_stable.mutex);
     ours = !e->detached && drxfs_rel_suffix(rel, e->key, DRXFS_NAFS) == 0;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    return ours && drx_store_entry_stat(drxfs.store, rel, out) == 0;
+    if (ours && drx_store_entry_stat(drxfs.store, rel, out) == 0)
+        return true;
+    if ((fd = drx_stripe_meta_dup(e->f)) < 0)
+        return false;
+    ours = fstat(fd, out) == 0;
+    close(fd);
+    return ours;
 }
 
 int drxfs_striped_fgetattr(struct drxfs_fh *fh, struct stat *st)
@@ -609,8 +625,27 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     }
     drxfs_striped_chown_new(e->f, rel, mode);
     char meta[PATH_MAX];
-    if (drxfs_rel_suffix(meta, rel, DRXFS_NAFS) == 0)
-        drx_store_entry_stat(drxfs.store, meta, &e->st);
+    int mfd;
+    /* removed at once through another mount: the metafile made, by the
+     * handle's descriptor (an empty e->st is mode 0 to libfuse's getattr
+     * right after, which failed the create with EIO) */
+    if ((drxfs_rel_suffix(meta, rel, DRXFS_NAFS) < 0 ||
+         drx_store_entry_stat(drxfs.store, meta, &e->st) < 0) &&
+        (mfd = drx_stripe_meta_dup(e->f)) >= 0) {
+        if (fstat(mfd, &e->st) < 0)
+            memset(&e->st, 0, sizeof e->st);
+        close(mfd);
+    }
+    if (!S_ISREG(e->st.st_mode)) { /* not even that: what the create made */
+        const struct fuse_context *c = fuse_get_context();
+        memset(&e->st, 0, sizeof e->st);
+        e->st.st_mode = S_IFREG | (mode & 07777);
+        e->st.st_nlink = 1;
+        e->st.st_uid = c->uid;
+        e->st.st_gid = c->gid;
+        clock_gettime(CLOCK_REALTIME, &e->st.st_mtim);
+        e->st.st_atim = e->st.st_ctim = e->st.st_mtim;
+    }
     e->rw = true;
     e->refs = 1;
     pthread_mutex_lock(&drxfs_stable.mutex);
