@@ -18,6 +18,7 @@
  * node: "no ACL" (the store's file system has none or keeps none) is
  * ENODATA. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/xattr.h>
 
@@ -160,11 +161,12 @@ bool drxfs_caller_in_group(gid_t gid)
     return false;
 }
 
-bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_t *groups,
-                   int ngroups, unsigned want)
+/* drxfs_acl_may with the file's access ACL read by get (rel or fd). */
+static bool may_with(const struct stat *st, uid_t uid, const gid_t *groups, int ngroups,
+                     unsigned want, ssize_t (*get)(const void *, unsigned char *, size_t),
+                     const void *of)
 {
     unsigned char buf[ACL_BYTES_MAX];
-    struct drx_xattr_req r = {DRX_XATTR_GET, DRXFS_ACL_ACCESS, buf, sizeof buf, 0};
     bool member = false;
 
     if (uid == 0)
@@ -174,7 +176,7 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
     /* an ACL decides only when the mode has group bits (its mask), as in
      * the kernel's acl_permission_check */
     if (st->st_mode & 070) {
-        ssize_t n = drx_store_entry_xattr(drxfs.store, rel, &r);
+        ssize_t n = get(of, buf, sizeof buf);
         if (n > 0)
             return acl_valid(buf, n) && acl_grants(buf, n, uid, groups, ngroups, st->st_gid, want);
         if (n < 0 && n != -ENODATA && n != -EOPNOTSUPP)
@@ -183,6 +185,39 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
     for (int i = 0; i < ngroups; i++)
         member |= groups[i] == st->st_gid;
     return (((member ? st->st_mode >> 3 : st->st_mode) & 7 & want) == want);
+}
+
+static ssize_t acl_of_rel(const void *rel, unsigned char *buf, size_t size)
+{
+    struct drx_xattr_req r = {DRX_XATTR_GET, DRXFS_ACL_ACCESS, buf, size, 0};
+    return drx_store_entry_xattr(drxfs.store, rel, &r);
+}
+
+/* by the descriptor's /proc name: getxattr works on O_PATH descriptors
+ * so, fgetxattr does not */
+static ssize_t acl_of_fd(const void *fdp, unsigned char *buf, size_t size)
+{
+    char self[32];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", *(const int *)fdp);
+    ssize_t n = getxattr(self, DRXFS_ACL_ACCESS, buf, size);
+    return n < 0 ? -errno : n;
+}
+
+bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_t *groups,
+                   int ngroups, unsigned want)
+{
+    return may_with(st, uid, groups, ngroups, want, acl_of_rel, rel);
+}
+
+bool drxfs_caller_may_fd(int fd, const struct stat *st, unsigned want)
+{
+    struct fuse_context *ctx = fuse_get_context();
+    gid_t groups[DRXFS_CALLER_GROUPS];
+
+    if (!ctx || ctx->uid == 0)
+        return true;
+    int n = drxfs_caller_groups(groups, DRXFS_CALLER_GROUPS);
+    return may_with(st, ctx->uid, groups, n, want, acl_of_fd, &fd);
 }
 
 /* The bits of entry (tag, id) in the ACL acl (n bytes; n <= 0: none, the

@@ -379,6 +379,12 @@ void drxfs_reply_expires(void);
 /* How many worker threads there are (-o max_threads; single: -s): at most
  * half of them wait for a lock (drxfs_locks.c). */
 void drxfs_locks_threads(unsigned max_threads, bool single);
+/* A request begins to wait in a daemon thread (a blocked lock; an open
+ * waiting for a lease's break, drxfs_plain.c): true, or false when half
+ * the worker threads wait already (logged, saying what was refused), so
+ * that the other half serves on.  drxfs_wait_end when done. */
+bool drxfs_wait_begin(const char *what);
+void drxfs_wait_end(void);
 /* How many worker threads writes to zarr/ temporaries may wait in for
  * memory (half of max_threads; none with -s). */
 void drxfs_zarr_threads(unsigned max_threads, bool single);
@@ -537,6 +543,13 @@ int drxfs_acl_of_entry(const char *rel, const char *name, struct drxfs_acl_map m
  * to read the ACL refuses). */
 bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_t *groups,
                    int ngroups, unsigned want);
+/* Whether the caller may have every bit of want of the file open at fd
+ * (any descriptor, O_PATH too), of stat st, as drxfs_acl_may decides; root
+ * may all.  The kernel checked the node it holds, which the store's name
+ * may no longer be (a rename behind the mount between its check and our
+ * call by name): what the daemon does as root for a caller it checks again
+ * on what it opened (drxfs_plain.c). */
+bool drxfs_caller_may_fd(int fd, const struct stat *st, unsigned want);
 /* The caller's groups into groups (max of them): his primary group, then
  * his supplementary ones (fuse_getgroups); their count. */
 #define DRXFS_CALLER_GROUPS 257

@@ -96,8 +96,7 @@ void drxfs_locks_threads(unsigned max_threads, bool single)
     pthread_mutex_unlock(&lk.mutex);
 }
 
-/* A blocked request begins to wait (true), or may not: the cap. */
-static bool wait_begin(void)
+bool drxfs_wait_begin(const char *what)
 {
     pthread_mutex_lock(&lk.mutex);
     bool ok = lk.waiters < lk.waiters_max;
@@ -106,16 +105,28 @@ static bool wait_begin(void)
     pthread_mutex_unlock(&lk.mutex);
     if (!ok)
         drx_log_ratelimited(DRX_LOG_WARNING,
-                            "a blocking lock refused (ENOLCK): %u requests wait already, half "
-                            "the daemon's threads (-o max_threads)", n);
+                            "%s refused: %u requests wait already (for locks or lease breaks), "
+                            "half the daemon's threads (-o max_threads)",
+                            what, n);
     return ok;
 }
 
-static void wait_end(void)
+void drxfs_wait_end(void)
 {
     pthread_mutex_lock(&lk.mutex);
     lk.waiters--;
     pthread_mutex_unlock(&lk.mutex);
+}
+
+/* A blocked request begins to wait (true), or may not: the cap. */
+static bool wait_begin(void)
+{
+    return drxfs_wait_begin("a blocking lock (ENOLCK)");
+}
+
+static void wait_end(void)
+{
+    drxfs_wait_end();
 }
 
 /* The descriptor locks are reopened from, and how ranges move: the

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "drx/io.h"
@@ -125,10 +127,91 @@ static int plain_fgetattr(struct drxfs_fh *fh, const char *path, struct stat *st
     return fstat(fh->fd, st) < 0 ? -errno : 0;
 }
 
+/* How long an open waits for another's lease on the file to break: past
+ * the kernel's lease-break-time (45 s by default), after which the kernel
+ * breaks it, unless its holder takes it again at once. */
+#define LEASE_WAIT_NS (60 * 1000000000LL)
+#define LEASE_NAP_MAX_NS 20000000L
+
+/* Tries store file rel's open (flags with O_NONBLOCK) again while a lease
+ * on it is being broken, as open(2) would wait, in one of the waiting
+ * threads drxfs_wait_begin allows: the descriptor, or -errno (EWOULDBLOCK
+ * when no thread may wait or the lease stays). */
+static int lease_wait(const char *rel, int flags)
+{
+    struct timespec t0, t;
+    long ns = 1000000;
+    int fd = -EWOULDBLOCK;
+
+    if (!drxfs_wait_begin("an open waiting for a lease on the file to break (EWOULDBLOCK)"))
+        return fd;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (fuse_interrupted()) {
+            fd = -EINTR;
+            break;
+        }
+        struct timespec nap = {0, ns};
+        nanosleep(&nap, NULL);
+        ns = ns * 2 > LEASE_NAP_MAX_NS ? LEASE_NAP_MAX_NS : ns * 2;
+        if ((fd = drx_store_entry_open(drxfs.store, rel, flags | O_NONBLOCK, 0)) != -EWOULDBLOCK)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > LEASE_WAIT_NS)
+            break;
+    }
+    drxfs_wait_end();
+    if (fd == -EWOULDBLOCK)
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: a lease on it was not given up: open refused",
+                            rel);
+    return fd;
+}
+
+/* Opens plain store file rel for the caller with flags: -ESTALE when it
+ * is no regular file now, -EACCES when the caller may not open it so.
+ * The kernel checked the file it holds under the name, which a user who
+ * may write its directory can have renamed another file over behind the
+ * mount since (a loop of renames found one in a few tries): the daemon,
+ * root, would then have opened a file of root's for him.  O_NONBLOCK for
+ * the open: a FIFO put there the same way would hold the thread until a
+ * writer came, and a lease the file's owner holds (F_SETLEASE, which any
+ * owner may take) held every thread opening it for lease-break-time (45
+ * s: ten opens of leased files hung the mount for everyone); a lease is
+ * waited for in one of the threads drxfs_wait_begin allows. */
+static int plain_store_open(const char *rel, int flags)
+{
+    int acc = flags & O_ACCMODE, fd;
+    unsigned want = (acc != O_WRONLY ? 4 : 0) | (acc != O_RDONLY || (flags & O_TRUNC) ? 2 : 0);
+    struct stat st;
+
+    fd = drx_store_entry_open(drxfs.store, rel, flags | O_NONBLOCK, 0);
+    if (fd == -EWOULDBLOCK && !(flags & O_NONBLOCK))
+        fd = lease_wait(rel, flags);
+    if (fd < 0)
+        return fd;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -ESTALE;
+    }
+    if (!drxfs_caller_may_fd(fd, &st, want)) {
+        close(fd);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: replaced behind the mount by a file the caller (uid %u) may not "
+                            "open so: refused",
+                            rel, (unsigned)fuse_get_context()->uid);
+        return -EACCES;
+    }
+    if (!(flags & O_NONBLOCK))
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 static int plain_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t size)
 {
-    int fd = fh ? fh->fd : drx_store_entry_open(drxfs.store, n->rel, O_WRONLY, 0), rc;
+    int fd = fh ? fh->fd : plain_store_open(n->rel, O_WRONLY), rc;
 
+    if (fd == -ESTALE)
+        return -EINVAL;
     if (fd < 0)
         return fd;
     rc = ftruncate(fd, size) < 0 ? -errno : 0;
@@ -140,17 +223,16 @@ static int plain_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_t
 static int plain_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = calloc(1, sizeof(*fh));
-    (void)path;
 
     if (!fh)
         return -ENOMEM;
     fh->kind = DRXFS_PLAIN;
-    fh->fd = drx_store_entry_open(drxfs.store, n->rel, fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY),
-                                  0);
+    fh->fd = plain_store_open(n->rel, fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY));
     if (fh->fd < 0) {
         int rc = fh->fd;
         free(fh);
-        return rc;
+        /* the kernel opens a FIFO or socket itself, once it knows */
+        return rc == -ESTALE ? drxfs_stale_once(path, -ENXIO) : rc;
     }
     fi->fh = (uint64_t)(uintptr_t)fh;
     return 0;

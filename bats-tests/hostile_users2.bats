@@ -1,0 +1,118 @@
+#!/usr/bin/env bats
+# Another local user against a root daemon (allow_other), second round:
+# what he does behind the mount, in a store directory he owns, while the
+# daemon acts on a name there as root.  Each attack runs as user nobody
+# (uid 65534) through the real mount; each test failed before its fix.
+
+load test_helper
+
+setup() {
+    hostile_setup hostile2
+}
+
+teardown() {
+    hostile_teardown
+}
+
+# renamer.py DIR A B: exchanges names A and B in DIR (renameat2
+# RENAME_EXCHANGE) without pause until DIR/stop exists
+renamer() {
+    cat >"$RV/renamer.py" <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+d, a, b = sys.argv[1:4]
+a, b, stop = (d + "/" + a).encode(), (d + "/" + b).encode(), d + "/stop"
+open(sys.argv[4], "w").close()
+while not os.path.exists(stop):
+    for _ in range(100):
+        libc.renameat2(-100, a, -100, b, 2)
+PY
+    chmod 644 "$RV/renamer.py"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        "$PY" "$RV/renamer.py" "$1" "$2" "$3" "$RV/n/renaming" &
+    APID=$!
+    for _ in $(seq 600); do [ -e "$RV/n/renaming" ] && break; sleep 0.1; done
+    [ -e "$RV/n/renaming" ]
+}
+
+# Found in this review: the kernel checks an open against the file it
+# holds under a name; the daemon then opens the store's name as root.  A
+# user who may write the file's directory renames another user's file over
+# his own between the two, behind the mount: root's 0600 file in his
+# directory (root's drx output, a file given to him, a group's project
+# directory) was read through the mount in 3 tries of a loop of renames,
+# and written as well.
+@test "a file renamed over a user's own behind the mount is not opened for him as root" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    printf 'SECRET\n' >"$RV/s/u/secret"
+    chmod 600 "$RV/s/u/secret"
+    printf 'mine\n' >"$RV/s/u/f"
+    chown 65534:65534 "$RV/s/u/f"
+    renamer "$RV/s/u" f secret
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/f" <<'PY'
+import os, sys
+got = 0
+for i in range(6000):
+    try:
+        if i % 2:
+            fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+            os.write(fd, b"PWNED\n")
+            os.close(fd)
+        else:
+            with open(sys.argv[1], "rb") as f:
+                if f.read().startswith(b"SECRET"):
+                    got += 1
+    except OSError:
+        pass
+print("read root's file %d times" % got)
+PY
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "read root's file 0 times" <<<"$output"
+    # whichever name it ended under, root's file holds its own bytes
+    for f in "$RV/s/u/f" "$RV/s/u/secret"; do
+        if [ "$(stat -c %u "$f")" -eq 0 ]; then
+            [ "$(cat "$f")" = SECRET ]
+        fi
+    done
+}
+
+# Found in this review: a user takes a write lease (F_SETLEASE, which the
+# owner of a file may take) on files of his in the store and opens them
+# through the mount: each open held a daemon thread in open(2) until the
+# kernel broke the lease (lease-break-time, 45 s), and ten of them hung
+# the mount for every user that long, again at will.
+@test "a user's leases on his own files do not hold up other users' opens" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    [ "$(cat /proc/sys/fs/lease-break-time)" -ge 30 ] || skip "lease-break-time below 30 s"
+    user_dir_store
+    printf 'hello\n' >"$RV/m/rootfile"
+    as_nobody_bg "$RV/n/leased" '
+import fcntl, os, signal, sys, time
+s, m = sys.argv[1], sys.argv[2]
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fds = []
+for i in range(12):
+    p = "%s/u/f%d" % (s, i)
+    open(p, "w").close()
+    fd = os.open(p, os.O_RDONLY)
+    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+    fds.append(fd)
+for i in range(12):
+    if os.fork() == 0:
+        try:
+            os.open("%s/u/f%d" % (m, i), os.O_RDONLY)
+        except OSError:
+            pass
+        os._exit(0)
+time.sleep(1)
+open(sys.argv[3], "w").close()
+time.sleep(120)' "$RV/s" "$RV/m"
+    run timeout 20 cat "$RV/m/rootfile"
+    echo "status $status: $output"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello ]
+}
