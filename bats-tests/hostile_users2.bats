@@ -80,6 +80,35 @@ PY
     done
 }
 
+# The same with striped files (the daemon's handle read root's metafile's
+# subfiles for him: 46 tries).
+@test "a striped file renamed over a user's own behind the mount is not opened for him as root" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    printf 'SECRET\n' >"$RV/m/u/secret"
+    chmod 600 "$RV/m/u/secret"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- sh -c "printf 'mine\n' >'$RV/m/u/f'"
+    [ -f "$RV/s/u/f.nafs" ] && [ -f "$RV/s/u/secret.nafs" ]
+    renamer "$RV/s/u" f.nafs secret.nafs
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/f" <<'PY'
+import os, sys
+got = 0
+for i in range(3000):
+    try:
+        with open(sys.argv[1], "rb") as f:
+            if f.read().startswith(b"SECRET"):
+                got += 1
+    except OSError:
+        pass
+print("read root's file %d times" % got)
+PY
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "read root's file 0 times" <<<"$output"
+}
+
 # Found in this review: a user takes a write lease (F_SETLEASE, which the
 # owner of a file may take) on files of his in the store and opens them
 # through the mount: each open held a daemon thread in open(2) until the

@@ -572,6 +572,38 @@ static int attach_fh(struct drxfs_sfile *e, const char *rel, struct fuse_file_in
     return 0;
 }
 
+/* 0 when the caller may have every bit of want (4 r, 2 w) of the file
+ * handle e reads and writes, by its metafile's owner, mode and ACL, else
+ * -EACCES (logged).  The kernel checked the file it holds under the name,
+ * which a user who may write the directory can have renamed another
+ * user's metafile over since, behind the mount (drxfs_plain.c says how);
+ * the handle's descriptor of its metafile is the file it serves.  A
+ * handle that holds none (its metafile replaced while it was opened, or
+ * reached through a descriptor of .drx/hidden) is checked on the name's
+ * metafile when that is still its file, else refused. */
+static int sfile_caller_may(const struct drxfs_sfile *e, const char *rel, unsigned want)
+{
+    char mrel[PATH_MAX];
+    struct stat st;
+    int fd, rc = 0;
+
+    if (fuse_get_context()->uid == 0)
+        return 0;
+    if ((fd = drx_stripe_meta_dup(e->f)) < 0 && drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) == 0)
+        fd = drx_store_entry_open(drxfs.store, mrel, O_PATH | O_NOFOLLOW, 0);
+    if (fd < 0 || fstat(fd, &st) < 0 || !drx_stripe_meta_is(e->f, &st) ||
+        !drxfs_caller_may_fd(fd, &st, want)) {
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: replaced behind the mount by a file the caller (uid %u) may not "
+                            "open so: refused",
+                            rel, (unsigned)fuse_get_context()->uid);
+        rc = -EACCES;
+    }
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
 {
     struct drxfs_sfile *e;
@@ -582,6 +614,12 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
         return -EROFS;
     if ((rc = sfile_get(n->rel, &n->st, wr, &e)) < 0)
         return rc;
+    unsigned want = ((fi->flags & O_ACCMODE) != O_WRONLY ? 4 : 0) |
+                    (wr || (fi->flags & O_TRUNC) ? 2 : 0);
+    if ((rc = sfile_caller_may(e, n->rel, want)) < 0) {
+        drxfs_sfile_put(e);
+        return rc;
+    }
     if (wr && (fi->flags & O_TRUNC) && (rc = drx_stripe_truncate(e->f, 0)) < 0) {
         drxfs_striped_log_err("truncate", n->rel, rc, NULL);
         drxfs_sfile_put(e);
@@ -1095,6 +1133,10 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
     }
     if ((rc = sfile_get(n->rel, &n->st, true, &e)) < 0)
         return rc;
+    if ((rc = sfile_caller_may(e, n->rel, 2)) < 0) {
+        drxfs_sfile_put(e);
+        return rc;
+    }
     rc = drx_stripe_truncate(e->f, (uint64_t)size);
     if (rc < 0)
         drxfs_striped_log_err("truncate", n->rel, rc, NULL);

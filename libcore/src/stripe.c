@@ -171,6 +171,14 @@ int drx_stripe_meta_dup(struct drx_stripe *f)
     return fd;
 }
 
+bool drx_stripe_meta_is(struct drx_stripe *f, const struct stat *st)
+{
+    pthread_mutex_lock(&f->lock);
+    bool is = st->st_dev == f->meta_dev && st->st_ino == f->meta_ino;
+    pthread_mutex_unlock(&f->lock);
+    return is;
+}
+
 int drx_stripe_lock_fd(const struct drx_stripe *f)
 {
     for (unsigned i = 0; i < f->meta.layout.count; i++)

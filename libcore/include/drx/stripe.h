@@ -288,6 +288,9 @@ ssize_t drx_stripe_write(struct drx_stripe *f, const void *buf, size_t len, uint
  * replace the descriptor f holds, and a number read without the lock may
  * be another file's by the time it is used. */
 int drx_stripe_meta_dup(struct drx_stripe *f);
+/* Whether st (a stat) is of the metafile f reads and writes: its device
+ * and inode, under f's lock. */
+bool drx_stripe_meta_is(struct drx_stripe *f, const struct stat *st);
 
 ssize_t drx_stripe_append(struct drx_stripe *f, const void *buf, size_t len, uint64_t *at);
 
