@@ -109,6 +109,42 @@ PY
     grep -qx "read root's file 0 times" <<<"$output"
 }
 
+# The same for chmod, user xattrs and utimes, which the daemon did by name
+# as root: root's 0600 file in the user's directory became 0666, with his
+# attribute and his times, in a few seconds of renames.
+@test "a file renamed over a user's own behind the mount does not take his chmod, xattrs or times" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    printf 'SECRET\n' >"$RV/s/u/secret"
+    chmod 600 "$RV/s/u/secret"
+    printf 'mine\n' >"$RV/s/u/f"
+    chown 65534:65534 "$RV/s/u/f"
+    renamer "$RV/s/u" f secret
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/f" <<'PY'
+import os, sys
+for i in range(4000):
+    for call in (lambda: os.chmod(sys.argv[1], 0o666),
+                 lambda: os.setxattr(sys.argv[1], "user.x", b"1"),
+                 lambda: os.utime(sys.argv[1], (0, 0))):
+        try:
+            call()
+        except OSError:
+            pass
+PY
+    touch "$RV/s/u/stop"
+    stop_holder
+    [ "$status" -eq 0 ]
+    for f in "$RV/s/u/f" "$RV/s/u/secret"; do
+        if [ "$(stat -c %u "$f")" -eq 0 ]; then
+            stat -c '%a %Y' "$f"
+            [ "$(stat -c %a "$f")" = 600 ]
+            [ "$(stat -c %Y "$f")" -gt 0 ]
+            run getfattr --absolute-names -n user.x "$f"
+            [ "$status" -ne 0 ]
+        fi
+    done
+}
+
 # Found in this review: a user takes a write lease (F_SETLEASE, which the
 # owner of a file may take) on files of his in the store and opens them
 # through the mount: each open held a daemon thread in open(2) until the

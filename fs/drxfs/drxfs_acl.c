@@ -18,9 +18,12 @@
  * node: "no ACL" (the store's file system has none or keeps none) is
  * ENODATA. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "drxfs_i.h"
 
@@ -265,4 +268,73 @@ int drxfs_acl_merge(const unsigned char *req, size_t n, const unsigned char *cur
         out[off + 3] = 0;
     }
     return (int)n;
+}
+
+/* ---- the caller's rights on the entry changed (drx_store_entry_guard) ---- */
+
+static int guard_refused(int fd, const struct stat *st, int rc)
+{
+    char self[32], name[PATH_MAX];
+    ssize_t n;
+
+    (void)st;
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    n = readlink(self, name, sizeof name - 1);
+    name[n < 0 ? 0 : n] = '\0';
+    drx_log_ratelimited(DRX_LOG_WARNING,
+                        "%s: replaced behind the mount by a file the caller (uid %u) may not "
+                        "change so: refused",
+                        name, (unsigned)fuse_get_context()->uid);
+    return rc;
+}
+
+static int guard_owner(int fd, const struct stat *st, void *arg)
+{
+    (void)arg;
+    return st->st_uid == fuse_get_context()->uid ? 0 : guard_refused(fd, st, -EPERM);
+}
+
+static int guard_write(int fd, const struct stat *st, void *arg)
+{
+    (void)arg;
+    return drxfs_caller_may_fd(fd, st, 2) ? 0 : guard_refused(fd, st, -EACCES);
+}
+
+static int guard_times(int fd, const struct stat *st, void *arg)
+{
+    const struct timespec *tv = arg;
+    bool now = !tv || (tv[0].tv_nsec == UTIME_NOW && tv[1].tv_nsec == UTIME_NOW);
+
+    if (st->st_uid == fuse_get_context()->uid)
+        return 0;
+    if (!now)
+        return guard_refused(fd, st, -EPERM);
+    return drxfs_caller_may_fd(fd, st, 2) ? 0 : guard_refused(fd, st, -EACCES);
+}
+
+void drxfs_guard_owner(void)
+{
+    if (fuse_get_context()->uid != 0)
+        drx_store_entry_guard(guard_owner, NULL);
+}
+
+void drxfs_guard_times(const struct timespec tv[2])
+{
+    if (fuse_get_context()->uid != 0)
+        drx_store_entry_guard(guard_times, (void *)tv);
+}
+
+void drxfs_guard_xattr(const char *name)
+{
+    if (fuse_get_context()->uid == 0)
+        return;
+    /* an ACL is its owner's to set, as chmod; other attributes are set
+     * by whoever may write the file (the kernel checked CAP_SYS_ADMIN
+     * for trusted.*, CAP_SETFCAP for a capability) */
+    drx_store_entry_guard(drxfs_acl_name(name) ? guard_owner : guard_write, NULL);
+}
+
+void drxfs_guard_done(void)
+{
+    drx_store_entry_guard(NULL, NULL);
 }

@@ -284,13 +284,21 @@ static int array_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t m
 
     if (k == DRXFS_ARRAY)
         mode &= ~((mode & 0444) >> 2);
+    /* each call checked again on the file it changes (drxfs_guard_owner):
+     * owned_stat looks at the names, which may be other files' by then */
     if ((rc = node_files(n, fh, xmd, xta)) < 0 || (rc = owned_stat(xta, &sx)) < 0 ||
-        (rc = owned_stat(xmd, &sm)) < 0 ||
-        (rc = drx_store_entry_chmod(drxfs.store, xta, shown_mode(&sx, mode, shows))) < 0)
+        (rc = owned_stat(xmd, &sm)) < 0 || (drxfs_guard_owner(), 0) ||
+        (rc = drx_store_entry_chmod(drxfs.store, xta, shown_mode(&sx, mode, shows))) < 0) {
+        drxfs_guard_done();
         return rc;
+    }
     /* all or nothing: the .xta as it was when the .xmd refuses */
-    if ((rc = drx_store_entry_chmod(drxfs.store, xmd, shown_mode(&sm, mode, shows))) < 0)
+    drxfs_guard_owner();
+    if ((rc = drx_store_entry_chmod(drxfs.store, xmd, shown_mode(&sm, mode, shows))) < 0) {
+        drxfs_guard_owner();
         (void)drx_store_entry_chmod(drxfs.store, xta, sx.st_mode & 07777);
+    }
+    drxfs_guard_done();
     return rc;
 }
 
@@ -301,14 +309,23 @@ static int array_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t ui
     int rc;
 
     if ((rc = node_files(n, fh, xmd, xta)) < 0 || (rc = owned_stat(xta, &sx)) < 0 ||
-        (rc = owned_stat(xmd, &sm)) < 0 ||
-        (rc = drx_store_entry_chown(drxfs.store, xta, uid, gid)) < 0)
+        (rc = owned_stat(xmd, &sm)) < 0 || (drxfs_guard_owner(), 0) ||
+        (rc = drx_store_entry_chown(drxfs.store, xta, uid, gid)) < 0) {
+        drxfs_guard_done();
         return rc;
+    }
     /* all or nothing: the .xta's owner, group and mode (a chown clears
-     * set-ID bits) as they were when the .xmd refuses */
-    if ((rc = drx_store_entry_chown(drxfs.store, xmd, uid, gid)) < 0 &&
-        drx_store_entry_chown(drxfs.store, xta, sx.st_uid, sx.st_gid) == 0)
-        (void)drx_store_entry_chmod(drxfs.store, xta, sx.st_mode & 07777);
+     * set-ID bits) as they were when the .xmd refuses (a caller other
+     * than root keeps the owner: the .xta is still his) */
+    drxfs_guard_owner();
+    if ((rc = drx_store_entry_chown(drxfs.store, xmd, uid, gid)) < 0) {
+        drxfs_guard_owner();
+        if (drx_store_entry_chown(drxfs.store, xta, sx.st_uid, sx.st_gid) == 0) {
+            drxfs_guard_owner();
+            (void)drx_store_entry_chmod(drxfs.store, xta, sx.st_mode & 07777);
+        }
+    }
+    drxfs_guard_done();
     return rc;
 }
 

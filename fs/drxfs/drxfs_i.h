@@ -550,6 +550,16 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
  * call by name): what the daemon does as root for a caller it checks again
  * on what it opened (drxfs_plain.c). */
 bool drxfs_caller_may_fd(int fd, const struct stat *st, unsigned want);
+/* Each checks, for a caller other than root, the entry the thread's next
+ * drx_store_entry_chmod/_chown/_utimens/_xattr call changes, on the
+ * descriptor that call acts through (drx_store_entry_guard), as the
+ * kernel checked the node it holds: the caller owns it (chmod, chown, an
+ * ACL), or owns it or, for times set to now only, may write it (times),
+ * or may write it (other attributes).  drxfs_guard_done after the call. */
+void drxfs_guard_owner(void);
+void drxfs_guard_times(const struct timespec tv[2]);
+void drxfs_guard_xattr(const char *name);
+void drxfs_guard_done(void);
 /* The caller's groups into groups (max of them): his primary group, then
  * his supplementary ones (fuse_getgroups); their count. */
 #define DRXFS_CALLER_GROUPS 257

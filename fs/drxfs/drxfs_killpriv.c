@@ -177,6 +177,9 @@ static int striped_caps(int fd, const char *meta, struct stat *st)
     return rc < 0 ? rc : 0;
 }
 
+static int chmod_as_root(const struct drxfs_kind_ops *ops, const struct drxfs_node *n,
+                         struct drxfs_fh *fh, mode_t mode);
+
 static void striped_kill(const struct drxfs_node *n, struct drxfs_fh *fh)
 {
     char meta[PATH_MAX], key[PATH_MAX];
@@ -192,7 +195,9 @@ static void striped_kill(const struct drxfs_node *n, struct drxfs_fh *fh)
         log_failure("removing its capability", fh ? fh->sf->key : meta, rc);
         return;
     }
-    if (kill_suidgid && to_clear(&st) && (rc = drxfs_striped_chmod(n, fh, killed(&st))) < 0)
+    /* the kernel's clearing, not the caller's chmod (drxfs_guard_owner) */
+    if (kill_suidgid && to_clear(&st) &&
+        (rc = chmod_as_root(&drxfs_striped_ops, n, fh, killed(&st))) < 0)
         log_failure("clearing its set-ID bits", fh ? fh->sf->key : n->rel, rc);
 }
 

@@ -753,8 +753,11 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
         rc = drxfs_array_setxattr(n, name, value, size, flags);
     else if (rc == 0 && strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, value, size, flags);
-    else if (rc == 0)
+    else if (rc == 0) {
+        drxfs_guard_xattr(name);
         rc = entry_xattr(entry, DRX_XATTR_SET, name, (void *)value, size, flags);
+        drxfs_guard_done();
+    }
     /* setfacl -m o::- is a chmod o-rwx the subfiles must follow */
     if (rc == 0 && n->kind == DRXFS_STRIPED && strcmp(name, "system.posix_acl_access") == 0)
         rc = drxfs_striped_acl_set(n);
@@ -888,8 +891,11 @@ int drxfs_op_removexattr(const char *path, const char *name)
         rc = drxfs_array_removexattr(n, name);
     else if (rc == 0 && strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_setxattr(n, NULL, 0, 0);
-    else if (rc == 0)
+    else if (rc == 0) {
+        drxfs_guard_xattr(name);
         rc = entry_xattr(entry, DRX_XATTR_REMOVE, name, NULL, 0, 0);
+        drxfs_guard_done();
+    }
     free(n);
     return rc;
 }

@@ -29,14 +29,20 @@ static int entry_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t m
 {
     if (fh)
         return fchmod(fh->fd, mode & 07777) < 0 ? -errno : 0;
-    return drx_store_entry_chmod(drxfs.store, n->rel, mode);
+    drxfs_guard_owner();
+    int rc = drx_store_entry_chmod(drxfs.store, n->rel, mode);
+    drxfs_guard_done();
+    return rc;
 }
 
 static int entry_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
 {
     if (fh)
         return fchown(fh->fd, uid, gid) < 0 ? -errno : 0;
-    return drx_store_entry_chown(drxfs.store, n->rel, uid, gid);
+    drxfs_guard_owner();
+    int rc = drx_store_entry_chown(drxfs.store, n->rel, uid, gid);
+    drxfs_guard_done();
+    return rc;
 }
 
 static int entry_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
@@ -44,7 +50,10 @@ static int entry_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
 {
     if (fh)
         return futimens(fh->fd, tv) < 0 ? -errno : 0;
-    return drx_store_entry_utimens(drxfs.store, n->rel, tv);
+    drxfs_guard_times(tv);
+    int rc = drx_store_entry_utimens(drxfs.store, n->rel, tv);
+    drxfs_guard_done();
+    return rc;
 }
 
 /* ---- directories, FIFOs, sockets, devices, symlinks: no open of ours ---- */

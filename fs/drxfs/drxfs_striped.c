@@ -1182,7 +1182,9 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
     /* written bytes get the times set now, not those of a later flush */
     if (e)
         __atomic_store_n(&e->dirty, false, __ATOMIC_RELAXED);
+    drxfs_guard_times(tv);
     rc = drx_store_entry_utimens(drxfs.store, meta, tv);
+    drxfs_guard_done();
     /* A size waiting to be recorded (batched commit) is recorded later,
      * rewriting the metafile: the times set now are put back then
      * (stamp_times), rather than the size recorded now with its syncs. */

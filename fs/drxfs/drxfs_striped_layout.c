@@ -306,7 +306,12 @@ int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t 
 {
     char meta[PATH_MAX], key[PATH_MAX];
     int rc = drxfs_striped_meta_rel(n, fh, meta, key);
-    if (rc < 0 || (rc = drx_store_entry_chmod(drxfs.store, meta, mode)) < 0)
+    if (rc < 0)
+        return rc;
+    drxfs_guard_owner();
+    rc = drx_store_entry_chmod(drxfs.store, meta, mode);
+    drxfs_guard_done();
+    if (rc < 0)
         return rc;
     return subfiles_setattr(key, mode, (uid_t)-1, (gid_t)-1);
 }
@@ -320,7 +325,10 @@ int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t u
      * metafile's, drx_stripe_subfile_check), never given. */
     if (rc < 0 || (rc = subfiles_setattr(key, (mode_t)-1, uid, gid)) < 0)
         return rc;
-    return drx_store_entry_chown(drxfs.store, meta, uid, gid);
+    drxfs_guard_owner();
+    rc = drx_store_entry_chown(drxfs.store, meta, uid, gid);
+    drxfs_guard_done();
+    return rc;
 }
 
 int drxfs_striped_acl_set(const struct drxfs_node *n)

@@ -38,6 +38,20 @@ static void self_path(int fd, char out[SELF_LEN])
     snprintf(out, SELF_LEN, "/proc/self/fd/%d", fd);
 }
 
+/* The thread's check of the next entry it changes (drx_store_entry_guard). */
+static __thread struct {
+    int (*check)(int fd, const struct stat *st, void *arg);
+    void *arg;
+} guard;
+
+void drx_store_entry_guard(int (*check)(int fd, const struct stat *st, void *arg), void *arg)
+{
+    guard.check = check;
+    guard.arg = arg;
+}
+
+static int path_fd(const struct drx_store *s, const char *rel, struct stat *st);
+
 int drx_store_load_config_at(int dirfd, const char *name, const char *config_path,
                              struct drx_config *cfg, struct drx_err *err)
 {
@@ -360,6 +374,21 @@ ssize_t drx_store_entry_readlink(const struct drx_store *s, const char *rel, cha
 int drx_store_entry_utimens(const struct drx_store *s, const char *rel,
                             const struct timespec tv[2])
 {
+    if (guard.check) {
+        /* guarded: on the descriptor checked (a symlink's by its name) */
+        char self[SELF_LEN];
+        struct stat st;
+        int fd = path_fd(s, rel, &st), rc;
+        if (fd < 0)
+            return fd;
+        if (!S_ISLNK(st.st_mode)) {
+            self_path(fd, self);
+            rc = utimensat(AT_FDCWD, self, tv, 0) < 0 ? -errno : 0;
+            close(fd);
+            return rc;
+        }
+        close(fd);
+    }
     return (int)on_entry(s, rel, &(struct name_call){.op = NAME_UTIMENS, .tv = tv});
 }
 
@@ -637,12 +666,19 @@ int drx_store_entry_open(const struct drx_store *s, const char *rel, int flags, 
 
 /* rel opened O_PATH beneath the store with its stat; symlinks themselves
  * are opened (and have no mode: callers that would follow the descriptor's
- * name refuse them). */
+ * name refuse them).  The thread's guard, if any, checks it (and goes). */
 static int path_fd(const struct drx_store *s, const char *rel, struct stat *st)
 {
-    int fd = drx_store_entry_open(s, rel, O_PATH | O_NOFOLLOW, 0);
+    int (*check)(int, const struct stat *, void *) = guard.check;
+    int fd = drx_store_entry_open(s, rel, O_PATH | O_NOFOLLOW, 0), e;
+
+    guard.check = NULL;
     if (fd >= 0 && fstat(fd, st) < 0) {
-        int e = -errno;
+        e = -errno;
+        close(fd);
+        return e;
+    }
+    if (fd >= 0 && check && (e = check(fd, st, guard.arg)) < 0) {
         close(fd);
         return e;
     }
