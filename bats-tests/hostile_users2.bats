@@ -109,6 +109,41 @@ PY
     grep -qx "read root's file 0 times" <<<"$output"
 }
 
+# The same with arrays, whose two store files a user swaps at once by
+# exchanging two directories of his: root's 0600 array read through the
+# user's own array's data in 4 tries.
+@test "an array swapped for a user's own behind the mount is not opened for him as root" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    mkdir "$RV/s/u/d1" "$RV/s/u/d2"
+    "$DRX" create "$RV/s/u/d2/a" --type u8 --shape 8 --chunk 8
+    printf 'SECRET!!' | "$DRX" put "$RV/s/u/d2/a"
+    chmod 600 "$RV/s/u/d2/a.xmd" "$RV/s/u/d2/a.xta"
+    chown 65534:65534 "$RV/s/u/d1" "$RV/s/u/d2"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        sh -c "'$DRX' create '$RV/s/u/d1/a' --type u8 --shape 8 --chunk 8 &&
+               printf 'mine....' | '$DRX' put '$RV/s/u/d1/a'"
+    renamer "$RV/s/u" d1 d2
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/d1/a" <<'PY'
+import os, sys
+got = 0
+for i in range(3000):
+    for f in ("data", "data.npy", "zarr/a/0"):
+        try:
+            with open(sys.argv[1] + "/" + f, "rb") as fp:
+                if b"SECRET" in fp.read():
+                    got += 1
+        except OSError:
+            pass
+print("read root's array %d times" % got)
+PY
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "read root's array 0 times" <<<"$output"
+}
+
 # The same for chmod, user xattrs and utimes, which the daemon did by name
 # as root: root's 0600 file in the user's directory became 0666, with his
 # attribute and his times, in a few seconds of renames.

@@ -645,6 +645,31 @@ static int fh_make(struct drxfs_arr *e, const struct drxfs_node *n, struct drxfs
     return 0;
 }
 
+/* 0 when the caller may have every bit of want (4 r, 2 w) of the .xta
+ * handle e reads and writes (owner, mode, ACL), else -EACCES (logged).
+ * The kernel checked the node it holds, whose store files a user who may
+ * write a directory on the way can have swapped for another user's since,
+ * behind the mount (a rename of the directory holding them: drxfs_plain.c
+ * says how); the handle's descriptor of the .xta is the file served. */
+static int arr_caller_may(struct drxfs_arr *e, const struct drxfs_node *n, unsigned want)
+{
+    struct stat st;
+
+    if (fuse_get_context()->uid == 0)
+        return 0;
+    pthread_rwlock_rdlock(&e->lock);
+    int fd = drx_array_xta_fd(e->a);
+    bool ok = fd >= 0 && fstat(fd, &st) == 0 && drxfs_caller_may_fd(fd, &st, want);
+    pthread_rwlock_unlock(&e->lock);
+    if (ok)
+        return 0;
+    drx_log_ratelimited(DRX_LOG_WARNING,
+                        "%s: replaced behind the mount by an array the caller (uid %u) may not "
+                        "open so: refused",
+                        n->rel, (unsigned)fuse_get_context()->uid);
+    return -EACCES;
+}
+
 int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = NULL;
@@ -660,6 +685,10 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
         return -EACCES;
     if ((rc = open_arr_get(n, wr, &e)) < 0)
         return rc;
+    /* info shows the .xmd, whose mode the kernel checked: not the .xta's */
+    if (n->kind != DRXFS_AINFO &&
+        (rc = arr_caller_may(e, n, ((fi->flags & O_ACCMODE) != O_WRONLY ? 4 : 0) | (wr ? 2 : 0))) < 0)
+        goto out;
     if ((rc = fh_make(e, n, &fh)) < 0)
         goto out;
     if ((rc = prefetch_prepare(fh, path, n)) < 0)

@@ -669,8 +669,20 @@ static int open_key(const char *path, struct zctx *zc, int i, uint64_t q, struct
                     struct fuse_file_info *fi)
 {
     const struct drx_array_meta *m = drx_array_meta(zc->a[i]);
-    int rc;
+    int rc, xfd = drx_array_xta_fd(zc->a[i]);
+    struct stat xst;
 
+    /* the key shows its variable's .xta, which the kernel checked as it
+     * held it: checked again on the one read (drxfs_array.c, arr_caller_may) */
+    if (fuse_get_context()->uid != 0 &&
+        (fstat(xfd, &xst) < 0 || !drxfs_caller_may_fd(xfd, &xst, 4))) {
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: replaced behind the mount by an array the caller (uid %u) may "
+                            "not open so: refused",
+                            path, (unsigned)fuse_get_context()->uid);
+        zfile_free(zf);
+        return -EACCES;
+    }
     zf->bytes = m->chunk_bytes;
     zf->addr = q * m->chunk_bytes;
     zf->es = m->elem_size;
