@@ -180,6 +180,42 @@ PY
     done
 }
 
+# The same for a directory: a file root keeps in a 0700 directory (its
+# own mode 0644) inside the user's directory, swapped with a directory of
+# his by a rename behind the mount, was read through his own path in 104
+# tries: the daemon checked the file, not the directories on its way.
+@test "a directory only root may enter, swapped for a user's own behind the mount, hides its files from him" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    mkdir -m 700 "$RV/s/u/d2"
+    printf 'SECRET\n' >"$RV/s/u/d2/f"
+    printf 'SECRET\n' >"$RV/m/u/d2/g"
+    chmod 644 "$RV/s/u/d2/f" "$RV/m/u/d2/g"
+    mkdir "$RV/s/u/d1"
+    printf 'mine\n' >"$RV/s/u/d1/f"
+    chown -R 65534:65534 "$RV/s/u/d1"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- sh -c "printf 'mine\n' >'$RV/m/u/d1/g'"
+    renamer "$RV/s/u" d1 d2
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/d1" <<'PY'
+import os, sys
+got = 0
+for i in range(3000):
+    for f in ("f", "g"):
+        try:
+            with open(sys.argv[1] + "/" + f, "rb") as fp:
+                if fp.read().startswith(b"SECRET"):
+                    got += 1
+        except OSError:
+            pass
+print("read root's files %d times" % got)
+PY
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "read root's files 0 times" <<<"$output"
+}
+
 # Found in this review: a user takes a write lease (F_SETLEASE, which the
 # owner of a file may take) on files of his in the store and opens them
 # through the mount: each open held a daemon thread in open(2) until the

@@ -21,7 +21,10 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -212,6 +215,38 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
     return may_with(st, uid, groups, ngroups, want, acl_of_rel, rel);
 }
 
+bool drxfs_caller_reaches(const char *rel, const struct stat *st)
+{
+    struct fuse_context *ctx = fuse_get_context();
+    gid_t groups[DRXFS_CALLER_GROUPS], saved[DRXFS_CALLER_GROUPS];
+    struct stat got;
+
+    /* the daemon's own directory (.drx/hidden: files removed while open)
+     * is no user's to reach, and a daemon not run as root opens nothing
+     * its own user could not */
+    if (!ctx || ctx->uid == 0 || !drxfs.root_euid ||
+        strncmp(rel, DRX_STORE_DIR "/", sizeof DRX_STORE_DIR) == 0)
+        return true;
+    int n = drxfs_caller_groups(groups, DRXFS_CALLER_GROUPS);
+    long ns = syscall(SYS_getgroups, DRXFS_CALLER_GROUPS, saved);
+    /* the thread's own credentials (the system calls, not glibc's
+     * wrappers, which change every thread's groups) */
+    if (ns < 0 || syscall(SYS_setgroups, (size_t)n, groups) < 0)
+        return false;
+    int ogid = setfsgid(ctx->gid), ouid = setfsuid(ctx->uid);
+    int fd = drx_store_entry_open(drxfs.store, rel, O_PATH | O_NOFOLLOW, 0);
+    setfsuid((uid_t)ouid);
+    setfsgid((gid_t)ogid);
+    if (syscall(SYS_setgroups, (size_t)ns, saved) < 0)
+        drx_log_ratelimited(DRX_LOG_ERROR, "putting back the daemon's groups: %s",
+                            strerror(errno));
+    bool same = fd >= 0 && fstat(fd, &got) == 0 && got.st_dev == st->st_dev &&
+                got.st_ino == st->st_ino;
+    if (fd >= 0)
+        close(fd);
+    return same;
+}
+
 bool drxfs_caller_may_fd(int fd, const struct stat *st, unsigned want)
 {
     struct fuse_context *ctx = fuse_get_context();
@@ -288,23 +323,29 @@ static int guard_refused(int fd, const struct stat *st, int rc)
     return rc;
 }
 
-static int guard_owner(int fd, const struct stat *st, void *arg)
+static int guard_owner(int fd, const struct stat *st, const char *rel, void *arg)
 {
     (void)arg;
+    if (!drxfs_caller_reaches(rel, st))
+        return guard_refused(fd, st, -EACCES);
     return st->st_uid == fuse_get_context()->uid ? 0 : guard_refused(fd, st, -EPERM);
 }
 
-static int guard_write(int fd, const struct stat *st, void *arg)
+static int guard_write(int fd, const struct stat *st, const char *rel, void *arg)
 {
     (void)arg;
-    return drxfs_caller_may_fd(fd, st, 2) ? 0 : guard_refused(fd, st, -EACCES);
+    return drxfs_caller_reaches(rel, st) && drxfs_caller_may_fd(fd, st, 2)
+               ? 0
+               : guard_refused(fd, st, -EACCES);
 }
 
-static int guard_times(int fd, const struct stat *st, void *arg)
+static int guard_times(int fd, const struct stat *st, const char *rel, void *arg)
 {
     const struct timespec *tv = arg;
     bool now = !tv || (tv[0].tv_nsec == UTIME_NOW && tv[1].tv_nsec == UTIME_NOW);
 
+    if (!drxfs_caller_reaches(rel, st))
+        return guard_refused(fd, st, -EACCES);
     if (st->st_uid == fuse_get_context()->uid)
         return 0;
     if (!now)

@@ -653,6 +653,7 @@ static int fh_make(struct drxfs_arr *e, const struct drxfs_node *n, struct drxfs
  * says how); the handle's descriptor of the .xta is the file served. */
 static int arr_caller_may(struct drxfs_arr *e, const struct drxfs_node *n, unsigned want)
 {
+    char xta[PATH_MAX];
     struct stat st;
 
     if (fuse_get_context()->uid == 0)
@@ -661,6 +662,7 @@ static int arr_caller_may(struct drxfs_arr *e, const struct drxfs_node *n, unsig
     int fd = drx_array_xta_fd(e->a);
     bool ok = fd >= 0 && fstat(fd, &st) == 0 && drxfs_caller_may_fd(fd, &st, want);
     pthread_rwlock_unlock(&e->lock);
+    ok = ok && drxfs_rel_suffix(xta, n->rel, DRXFS_XTA) == 0 && drxfs_caller_reaches(xta, &st);
     if (ok)
         return 0;
     drx_log_ratelimited(DRX_LOG_WARNING,

@@ -550,6 +550,13 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
  * call by name): what the daemon does as root for a caller it checks again
  * on what it opened (drxfs_plain.c). */
 bool drxfs_caller_may_fd(int fd, const struct stat *st, unsigned want);
+/* Whether the caller reaches store entry rel, as the file of stat st (its
+ * device and inode), along its directories now: each searchable to him.
+ * A directory only root may enter, swapped in for one of his the same
+ * way, hides files that its modes alone would not (opened O_PATH with the
+ * caller's file system IDs and groups, the thread's own).  True for root,
+ * or when the daemon is not root. */
+bool drxfs_caller_reaches(const char *rel, const struct stat *st);
 /* Each checks, for a caller other than root, the entry the thread's next
  * drx_store_entry_chmod/_chown/_utimens/_xattr call changes, on the
  * descriptor that call acts through (drx_store_entry_guard), as the

@@ -202,7 +202,7 @@ static int plain_store_open(const char *rel, int flags)
         close(fd);
         return -ESTALE;
     }
-    if (!drxfs_caller_may_fd(fd, &st, want)) {
+    if (!drxfs_caller_may_fd(fd, &st, want) || !drxfs_caller_reaches(rel, &st)) {
         close(fd);
         drx_log_ratelimited(DRX_LOG_WARNING,
                             "%s: replaced behind the mount by a file the caller (uid %u) may not "

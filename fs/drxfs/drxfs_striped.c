@@ -589,10 +589,12 @@ static int sfile_caller_may(const struct drxfs_sfile *e, const char *rel, unsign
 
     if (fuse_get_context()->uid == 0)
         return 0;
-    if ((fd = drx_stripe_meta_dup(e->f)) < 0 && drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) == 0)
+    if (drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) < 0)
+        return -ENAMETOOLONG;
+    if ((fd = drx_stripe_meta_dup(e->f)) < 0)
         fd = drx_store_entry_open(drxfs.store, mrel, O_PATH | O_NOFOLLOW, 0);
     if (fd < 0 || fstat(fd, &st) < 0 || !drx_stripe_meta_is(e->f, &st) ||
-        !drxfs_caller_may_fd(fd, &st, want)) {
+        !drxfs_caller_may_fd(fd, &st, want) || !drxfs_caller_reaches(mrel, &st)) {
         drx_log_ratelimited(DRX_LOG_WARNING,
                             "%s: replaced behind the mount by a file the caller (uid %u) may not "
                             "open so: refused",

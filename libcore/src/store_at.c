@@ -40,11 +40,12 @@ static void self_path(int fd, char out[SELF_LEN])
 
 /* The thread's check of the next entry it changes (drx_store_entry_guard). */
 static __thread struct {
-    int (*check)(int fd, const struct stat *st, void *arg);
+    int (*check)(int fd, const struct stat *st, const char *rel, void *arg);
     void *arg;
 } guard;
 
-void drx_store_entry_guard(int (*check)(int fd, const struct stat *st, void *arg), void *arg)
+void drx_store_entry_guard(int (*check)(int fd, const struct stat *st, const char *rel, void *arg),
+                           void *arg)
 {
     guard.check = check;
     guard.arg = arg;
@@ -669,7 +670,7 @@ int drx_store_entry_open(const struct drx_store *s, const char *rel, int flags, 
  * name refuse them).  The thread's guard, if any, checks it (and goes). */
 static int path_fd(const struct drx_store *s, const char *rel, struct stat *st)
 {
-    int (*check)(int, const struct stat *, void *) = guard.check;
+    int (*check)(int, const struct stat *, const char *, void *) = guard.check;
     int fd = drx_store_entry_open(s, rel, O_PATH | O_NOFOLLOW, 0), e;
 
     guard.check = NULL;
@@ -678,7 +679,7 @@ static int path_fd(const struct drx_store *s, const char *rel, struct stat *st)
         close(fd);
         return e;
     }
-    if (fd >= 0 && check && (e = check(fd, st, guard.arg)) < 0) {
+    if (fd >= 0 && check && (e = check(fd, st, rel, guard.arg)) < 0) {
         close(fd);
         return e;
     }

@@ -442,12 +442,14 @@ ssize_t drx_store_entry_xattr(const struct drx_store *s, const char *rel,
 
 /* A check of the entry the calling thread's next drx_store_entry_chmod,
  * _chown, _utimens or _xattr call reaches, made on the descriptor it
- * opened (fd, O_PATH; st its stat) before it acts: 0 lets the call go on,
+ * opened (fd, O_PATH; st its stat; rel its name) before it acts: 0 lets
+ * the call go on,
  * -errno ends it with that error.  For a daemon acting for another user:
  * his permission checked on the very file changed, which the name may no
  * longer be when it was checked (a rename behind the daemon's back).  Used
  * once, then cleared; drx_store_entry_guard(NULL, NULL) clears it. */
-void drx_store_entry_guard(int (*check)(int fd, const struct stat *st, void *arg), void *arg);
+void drx_store_entry_guard(int (*check)(int fd, const struct stat *st, const char *rel, void *arg),
+                           void *arg);
 
 /* inotify_add_watch(ifd, entry rel, mask), the entry reached as above.
  * The watch descriptor or -errno. */
