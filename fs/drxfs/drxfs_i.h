@@ -366,6 +366,10 @@ static inline void drxfs_fh_closing(struct drxfs_fh *fh)
  * (len bytes, as read from the device) was taken in by this thread, which
  * handles it next. */
 void drxfs_order_taken(const void *buf, size_t len);
+/* drxfs_names.c: the request in buf, read from fd, is a RENAME of a name
+ * onto itself, which libfuse would wait on for ever: answered ESTALE on
+ * fd (the kernel looks the names up again), true. */
+bool drxfs_rename_self(int fd, const void *buf, size_t len);
 /* Waits until every request the kernel sent before the calling thread's
  * was taken in (a RELEASE among them marks its file closing), at most
  * 50 ms; false when one did not come in time, or the thread's request is

@@ -13,7 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "drxfs_i.h"
+#include "drxfs_i.h" /* FUSE_USE_VERSION first */
+
+#include <linux/fuse.h>
 
 /* ---- names ---- */
 
@@ -439,6 +441,49 @@ static int rename_target(const char *to, char rel[PATH_MAX])
     return drxfs_name_reserved(name, at_root) ? -EPERM : 0;
 }
 
+/* A RENAME of a name onto itself (same directory node, same name) is
+ * answered ESTALE from the device io, before libfuse sees it.  The kernel
+ * sends one only when the two lookups found different inodes: the source's
+ * entry it still held (the entry timeout) and the target's, which a rename
+ * target always looks up again, of another type, after the name was
+ * replaced behind the mount (another mount, another node).  libfuse's
+ * high-level rename locks the source's node for writing, then waits for
+ * the target's, the same node, for ever: the caller hung in the kernel,
+ * unkillable, and with it every later request on the name (the two-mount
+ * exerciser, two_mounts.bats).  On ESTALE the kernel looks both names up
+ * again and retries: the same inode, and rename(2) succeeds doing
+ * nothing, as it would have on a local disk. */
+bool drxfs_rename_self(int fd, const void *buf, size_t len)
+{
+    struct fuse_in_header h;
+    uint64_t newdir;
+    size_t arg;
+
+    if (len < sizeof h)
+        return false;
+    memcpy(&h, buf, sizeof h);
+    if (h.opcode == FUSE_RENAME)
+        arg = sizeof(struct fuse_rename_in);
+    else if (h.opcode == FUSE_RENAME2)
+        arg = sizeof(struct fuse_rename2_in);
+    else
+        return false;
+    if (len < sizeof h + arg + 2 || h.len > len)
+        return false;
+    /* newdir is the first field of both arguments */
+    memcpy(&newdir, (const char *)buf + sizeof h, sizeof newdir);
+    const char *from = (const char *)buf + sizeof h + arg, *end = (const char *)buf + h.len;
+    const char *z = memchr(from, '\0', (size_t)(end - from));
+    if (!z || newdir != h.nodeid)
+        return false;
+    const char *to = z + 1;
+    if (to >= end || !memchr(to, '\0', (size_t)(end - to)) || strcmp(from, to) != 0)
+        return false;
+    struct fuse_out_header out = {.len = sizeof out, .error = -ESTALE, .unique = h.unique};
+    drx_log(DRX_LOG_DEBUG, "rename of %s onto itself, two inodes to the kernel: ESTALE", from);
+    return write(fd, &out, sizeof out) == (ssize_t)sizeof out;
+}
+
 int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
 {
     struct drxfs_node *src = NULL, *dst = NULL;
@@ -599,7 +644,6 @@ int drxfs_op_opendir(const char *path, struct fuse_file_info *fi)
     free(n);
     return rc == -ENOTDIR ? drxfs_stale_once(path, rc) : rc;
 }
-
 
 /* The files of an array or view; views themselves are not listed (there
  * are infinitely many). */

@@ -335,13 +335,16 @@ static ssize_t relay_send(const struct iovec *iov, bool *sent)
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
     (void)userdata;
-    ssize_t n = read(fd, buf, len);
-    expires = false;
-    if (n > 0) {
-        drxfs_init_request(buf, (size_t)n);
-        drxfs_killpriv_request(buf, (size_t)n);
-        drxfs_order_taken(buf, (size_t)n);
-    }
+    ssize_t n;
+    do {
+        n = read(fd, buf, len);
+        expires = false;
+        if (n > 0) {
+            drxfs_init_request(buf, (size_t)n);
+            drxfs_killpriv_request(buf, (size_t)n);
+            drxfs_order_taken(buf, (size_t)n);
+        }
+    } while (n > 0 && drxfs_rename_self(fd, buf, (size_t)n));
     return n;
 }
 
