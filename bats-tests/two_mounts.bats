@@ -64,3 +64,17 @@ returns() {
 file"
     [ "$(cat "$M2/l")" = file ]
 }
+
+@test "link of a name replaced by another type through the other mount links the new file and says so" {
+    # mount 1 holds s as a symlink; mount 2 makes it a file.  The link
+    # through mount 1 was made, and failed with EIO (the kernel compares
+    # the new name's type with the inode it linked)
+    ln -s nowhere "$M/s"
+    stat "$M/s" >/dev/null
+    rm "$M2/s"
+    echo file >"$M2/s"
+    run ln "$M/s" "$M/s2"
+    assert_success
+    [ "$(cat "$M/s2")" = file ]
+    [ "$(stat -c %h "$M2/s")" = 2 ]
+}

@@ -101,6 +101,22 @@ int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev)
     return rc;
 }
 
+/* The type a node shows (its S_IFMT; not for zarr/ nodes). */
+static mode_t node_type(const struct drxfs_node *n)
+{
+    switch (n->kind) {
+    case DRXFS_DIR:
+    case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
+    case DRXFS_LINK:
+        return n->st.st_mode & S_IFMT;
+    case DRXFS_ARRAY:
+        return S_IFDIR;
+    default:
+        return S_IFREG;
+    }
+}
+
 int drxfs_op_link(const char *from, const char *to)
 {
     struct drxfs_node *n;
@@ -115,6 +131,15 @@ int drxfs_op_link(const char *from, const char *to)
         return rc;
     if (!(n = drxfs_node_get(from, &rc)))
         return rc;
+    /* The kernel links the inode it holds for from, and fails the link
+     * with EIO when the new name's type is another: a source replaced
+     * behind the mount (a symlink the kernel holds, a file now, made
+     * through another mount) was linked, and the caller told EIO.  ESTALE
+     * first: link(2) looks the source up again and retries. */
+    if (n->kind != DRXFS_ZARR && (rc = drxfs_type_told(from, node_type(n))) < 0) {
+        free(n);
+        return rc;
+    }
     /* A striped file's second name links its metafile; an array is two
      * store files and a directory of views: no hard links. */
     if (n->kind == DRXFS_STRIPED)
