@@ -78,3 +78,26 @@ file"
     [ "$(cat "$M/s2")" = file ]
     [ "$(stat -c %h "$M2/s")" = 2 ]
 }
+
+@test "open of a file replaced by a symlink through the other mount follows the symlink" {
+    # mount 1 holds f as a file; mount 2 makes it a symlink to t.  The
+    # open through mount 1 reached the daemon as the open of a file, and
+    # the daemon's open of the link itself failed: ELOOP until the entry
+    # expired
+    echo old >"$M/f"
+    echo target >"$M/t"
+    stat "$M/f" >/dev/null
+    rm "$M2/f"
+    ln -s t "$M2/f"
+    run cat "$M/f"
+    assert_success
+    assert_output target
+    # and O_CREAT the same
+    echo old >"$M/g"
+    stat "$M/g" >/dev/null
+    rm "$M2/g"
+    ln -s t "$M2/g"
+    run "$PY" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644); print(os.read(fd, 10).decode().strip())' "$M/g"
+    assert_success
+    assert_output target
+}
