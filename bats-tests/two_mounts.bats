@@ -101,3 +101,34 @@ file"
     assert_success
     assert_output target
 }
+
+@test "unlink of a name open through this mount, removed and made anew through the other, removes the new file" {
+    # libfuse hides a name its node has open (a rename to .fuse_hidden...)
+    # instead of removing it; the file there was the other mount's new
+    # one, neither open nor just closed here, and the unlink was EPERM
+    # (two mounts, four processes creating and unlinking one name: 5
+    # unlinks in 8000)
+    run "$PY" - "$M/o" "$M2/o" <<'PY'
+import os, sys
+a, b = sys.argv[1:3]
+with open(a, "w") as f:
+    f.write("old")
+fd = os.open(a, os.O_RDONLY)
+os.unlink(b)
+with open(b, "w") as f:
+    f.write("new")
+try:
+    os.unlink(a)
+    print("unlinked")
+except OSError as e:
+    print("unlink:", e.strerror)
+print("left:", os.path.exists(b), os.path.exists(a))
+print("held:", os.pread(fd, 10, 0).decode())
+os.close(fd)
+PY
+    echo "$output"
+    assert_success
+    assert_output "unlinked
+left: False False
+held: old"
+}

@@ -53,7 +53,9 @@
 #include <unistd.h>
 
 #include "drx/io.h"
-#include "drxfs_i.h"
+#include "drxfs_i.h" /* FUSE_USE_VERSION first */
+
+#include <linux/fuse.h>
 
 #define HIDDEN_PREFIX ".fuse_hidden"
 #define HIDDEN_LEN (sizeof HIDDEN_PREFIX - 1 + 16)
@@ -468,6 +470,36 @@ static int move_out(const struct drxfs_node *n, const char *rel)
     return rc;
 }
 
+/* libfuse hides a name its node of which has a file open, within an
+ * UNLINK; what the name holds in the store is not that file (neither open
+ * nor closed a moment ago) when another mount (another node) removed the
+ * open file and made the name anew, or replaced it: the unlink asked is
+ * for what the name holds now, as on a local disk, so that is removed (a
+ * directory: EISDIR), and the descriptors open here are a removed file's,
+ * as on NFS.  It was EPERM: two mounts, four processes creating and
+ * unlinking one name, 5 unlinks of 8000 (the SQLite journal audit of
+ * 2026-12-07).  Outside an UNLINK (a user's rename to a hidden name, or
+ * libfuse's hiding of a rename's target) it stays EPERM. */
+static int replaced_unlink(const struct drxfs_node *n)
+{
+    if (drxfs_order_opcode() != FUSE_UNLINK)
+        return -EPERM;
+    drx_log(DRX_LOG_DEBUG, "%s: replaced behind the mount while open here: removed", n->rel);
+    switch (n->kind) {
+    case DRXFS_STRIPED:
+        return drxfs_striped_unlink(n);
+    case DRXFS_PLAIN:
+    case DRXFS_SPECIAL:
+    case DRXFS_LINK:
+        return drx_store_entry_unlink(drxfs.store, n->rel, 0);
+    case DRXFS_DIR:
+    case DRXFS_ARRAY:
+        return -EISDIR;
+    default:
+        return -EPERM;
+    }
+}
+
 /* libfuse hides only files it has open.  Open here: kept in .drx/hidden
  * until the last close.  Closed here but released a moment ago (an unlink
  * racing with the last close): removed now, as no one holds it; libfuse's
@@ -493,7 +525,7 @@ static int hide_file(const struct drxfs_node *n, const char *rel)
         return rc;
     }
     if (!recent_has(n->st.st_dev, n->st.st_ino))
-        return -EPERM;
+        return replaced_unlink(n);
     drx_log(DRX_LOG_DEBUG, "%s: closed while libfuse hid it: removed at once", n->rel);
     return n->kind == DRXFS_STRIPED ? drxfs_striped_unlink(n)
                                     : drx_store_entry_unlink(drxfs.store, n->rel, 0);
@@ -630,9 +662,15 @@ int drxfs_hidden_hide(const char *from, const char *to, bool no_keys)
         if ((rc = drxfs_zarr_hide(n, no_keys)) >= 0)
             rc = zremember(name, from, rc == 1);
         break;
+    case DRXFS_SPECIAL:
+    case DRXFS_LINK:
+    case DRXFS_DIR:
+    case DRXFS_ARRAY:
+        /* never open files: replaced behind the mount (replaced_unlink) */
+        rc = replaced_unlink(n);
+        break;
     default:
-        /* directories are never open files; the files of a view are never
-         * removed nor replaced */
+        /* the files of a view are never removed nor replaced */
         rc = -EPERM;
         break;
     }

@@ -370,6 +370,9 @@ void drxfs_order_taken(const void *buf, size_t len);
  * onto itself, which libfuse would wait on for ever: answered ESTALE on
  * fd (the kernel looks the names up again), true. */
 bool drxfs_rename_self(int fd, const void *buf, size_t len);
+/* The opcode (FUSE_*) of the request the calling thread handles, 0 when
+ * not known. */
+uint32_t drxfs_order_opcode(void);
 /* Waits until every request the kernel sent before the calling thread's
  * was taken in (a RELEASE among them marks its file closing), at most
  * 50 ms; false when one did not come in time, or the thread's request is

@@ -48,8 +48,15 @@ static struct {
     uint64_t low;                /* every request below was taken in, or given up on (atomic) */
 } order;
 
-/* The request this thread handles (0: none known, e.g. libfuse's own). */
+/* The request this thread handles (0: none known, e.g. libfuse's own),
+ * and its opcode. */
 static __thread uint64_t current;
+static __thread uint32_t current_opcode;
+
+uint32_t drxfs_order_opcode(void)
+{
+    return current_opcode;
+}
 
 /* Raises *v to at least x (atomic). */
 static void raise_to(uint64_t *v, uint64_t x)
@@ -65,6 +72,7 @@ void drxfs_order_taken(const void *buf, size_t len)
     const struct fuse_in_header *in = buf;
 
     current = 0;
+    current_opcode = len >= sizeof *in ? in->opcode : 0;
     if (len < sizeof *in || (in->unique & ORDER_INT_BIT))
         return; /* an interrupt's number is its request's */
     if (in->opcode == FUSE_RELEASE && len >= sizeof *in + sizeof(struct fuse_release_in)) {
