@@ -132,3 +132,31 @@ PY
 left: False False
 held: old"
 }
+
+@test "a file open through this mount whose name the other mount gave a symlink reads, writes and closes" {
+    # the kernel was given the symlink's attributes for the open file's
+    # inode (its read asks them with the handle, the daemon looked up the
+    # name) and failed fstat, read, write and close with EIO from then on.
+    # Now the handle's own; a stat without it (fstat) may be ESTALE, as
+    # NFS says of a file another client removed
+    run "$PY" - "$M/h" "$M2/h" "$M2/h.new" <<'PY'
+import os, sys
+a, b, tmp = sys.argv[1:4]
+with open(a, "w") as f:
+    f.write("old")
+fd = os.open(a, os.O_RDWR)
+os.symlink("nowhere", tmp)
+os.rename(tmp, b)
+try:
+    os.fstat(fd)
+except OSError as e:
+    assert e.strerror == "Stale file handle", e
+print(os.pread(fd, 10, 0).decode(), os.pwrite(fd, b"NEW", 0), os.pread(fd, 10, 0).decode())
+os.close(fd)
+print("closed", os.readlink(b))
+PY
+    echo "$output"
+    assert_success
+    assert_output "old 3 NEW
+closed nowhere"
+}

@@ -370,6 +370,8 @@ void drxfs_order_taken(const void *buf, size_t len);
  * onto itself, which libfuse would wait on for ever: answered ESTALE on
  * fd (the kernel looks the names up again), true. */
 bool drxfs_rename_self(int fd, const void *buf, size_t len);
+/* drxfs_names.c: the type node n shows (its S_IFMT; not for zarr/ nodes). */
+mode_t drxfs_node_type(const struct drxfs_node *n);
 /* The opcode (FUSE_*) of the request the calling thread handles, 0 when
  * not known. */
 uint32_t drxfs_order_opcode(void);

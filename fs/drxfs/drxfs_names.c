@@ -101,8 +101,7 @@ int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev)
     return rc;
 }
 
-/* The type a node shows (its S_IFMT; not for zarr/ nodes). */
-static mode_t node_type(const struct drxfs_node *n)
+mode_t drxfs_node_type(const struct drxfs_node *n)
 {
     switch (n->kind) {
     case DRXFS_DIR:
@@ -136,7 +135,7 @@ int drxfs_op_link(const char *from, const char *to)
      * behind the mount (a symlink the kernel holds, a file now, made
      * through another mount) was linked, and the caller told EIO.  ESTALE
      * first: link(2) looks the source up again and retries. */
-    if (n->kind != DRXFS_ZARR && (rc = drxfs_type_told(from, node_type(n))) < 0) {
+    if (n->kind != DRXFS_ZARR && (rc = drxfs_type_told(from, drxfs_node_type(n))) < 0) {
         free(n);
         return rc;
     }

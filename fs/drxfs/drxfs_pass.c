@@ -115,6 +115,16 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return rc;
     if (!(n = drxfs_node_get_memo(path, true, &rc)))
         return rc;
+    /* An open file whose name holds another type now (replaced through
+     * another mount): the kernel, given that type for the inode of the
+     * file, failed every later fstat, read, write and the close with EIO.
+     * Its handle's own attributes (what the descriptor reads), or ESTALE,
+     * as NFS says of a file another client removed. */
+    if (fh && n->kind != DRXFS_ZARR && drxfs_node_type(n) != S_IFREG) {
+        const struct drxfs_kind_ops *ops = drxfs_ops_of(fh->kind);
+        free(n);
+        return ops->fgetattr && (rc = ops->fgetattr(fh, NULL, st)) != 1 ? rc : -ESTALE;
+    }
     bool kc = kc_kind(n->kind) && drxfs_kc_active();
     /* an array's signature taken before its attributes, never newer than
      * what the kernel is given: an extension between them leaves it
@@ -550,6 +560,12 @@ static int create_once(const char *path, mode_t mode, struct fuse_file_info *fi)
     rc = drxfs_striped_create(rel, drxfs_new_mode(rel, mode), fi);
     if ((rc = share_charge(path, fi, who, rc)) == 0) {
         open_cache_new(path, rel, fi);
+        /* the kernel holds a file of the name now (libfuse's getattr
+         * after the create, by the handle, records no type): a stat after
+         * another mount put something else there is ESTALE, not the other
+         * type's attributes for this file's inode (EIO, and every call on
+         * its descriptors EIO after) */
+        (void)drxfs_type_told(path, S_IFREG);
         return 0;
     }
     drx_store_long_drop(drxfs.store, rel);
