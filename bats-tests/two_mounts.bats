@@ -160,3 +160,27 @@ PY
     assert_output "old 3 NEW
 closed nowhere"
 }
+
+@test "mkdir and symlink of a name the other mount made anew as another type say EEXIST" {
+    # mount 1 looked the name up as a file, then found it gone (its entry
+    # dropped); mount 2 makes it a directory.  The creation's lookup
+    # through mount 1 was ESTALE (the type the daemon last told for the
+    # name differed), which mkdir(2) does not retry: the caller got it
+    echo >"$M/n"
+    stat "$M/n" >/dev/null
+    rm "$M2/n"
+    run cat "$M/n"
+    assert_failure
+    mkdir "$M2/n"
+    run mkdir "$M/n"
+    assert_failure
+    assert_output --partial "File exists"
+    echo >"$M/n2"
+    stat "$M/n2" >/dev/null
+    rm "$M2/n2"
+    run cat "$M/n2"
+    mkdir "$M2/n2"
+    run "$PY" -c 'import os, sys; os.symlink("x", sys.argv[1])' "$M/n2"
+    assert_failure
+    assert_output --partial "FileExistsError"
+}
