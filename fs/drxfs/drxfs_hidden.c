@@ -593,6 +593,48 @@ bool drxfs_hidden_pending_take(const char *to)
     return ok;
 }
 
+/* Links the object the pending hiding moved to .drx/hidden back to to_rel
+ * (it keeps its hidden name for the open descriptors). */
+static int link_back(const char *to_rel)
+{
+    int rc;
+
+    if (pending.striped) {
+        struct drxfs_node *hn = calloc(1, sizeof *hn);
+        if (!hn)
+            return -ENOMEM;
+        snprintf(hn->rel, sizeof hn->rel, "%s", pending.rel);
+        hn->kind = DRXFS_STRIPED;
+        rc = drxfs_striped_link(hn, to_rel);
+        free(hn);
+    } else {
+        rc = drx_store_entry_link(drxfs.store, pending.rel, to_rel);
+    }
+    return rc;
+}
+
+int drxfs_hidden_give_back(const char *to_rel)
+{
+    bool held = false;
+
+    if (!pending.matched)
+        return 0;
+    pending.matched = false;
+    pthread_mutex_lock(&htab.mutex);
+    for (struct hobj *h = htab.head; h && !held; h = h->next)
+        held = strcmp(h->rel, pending.rel) == 0;
+    pthread_mutex_unlock(&htab.mutex);
+    if (!held)
+        return 0;
+    int rc = link_back(to_rel);
+    if (rc < 0)
+        drx_log(DRX_LOG_WARNING, "%s: a rename over it failed: cannot give the name back: %s",
+                to_rel, strerror(-rc));
+    else
+        drx_log(DRX_LOG_DEBUG, "%s: a rename over it failed: the name given back", to_rel);
+    return rc;
+}
+
 int drxfs_hidden_same_file(const struct drxfs_node *src, const char *to_rel)
 {
     bool held = false;
@@ -613,19 +655,7 @@ int drxfs_hidden_same_file(const struct drxfs_node *src, const char *to_rel)
     /* The hidden object keeps its hidden name for the open descriptors
      * (libfuse unlinks it at the last close); the target's name comes
      * back as one more link to it, and the source keeps its own. */
-    int rc;
-    if (src->kind == DRXFS_STRIPED) {
-        struct drxfs_node *hn = calloc(1, sizeof *hn);
-        if (!hn)
-            return -ENOMEM;
-        snprintf(hn->rel, sizeof hn->rel, "%s", pending.rel);
-        hn->kind = DRXFS_STRIPED;
-        hn->st = src->st;
-        rc = drxfs_striped_link(hn, to_rel);
-        free(hn);
-    } else {
-        rc = drx_store_entry_link(drxfs.store, pending.rel, to_rel);
-    }
+    int rc = link_back(to_rel);
     if (rc < 0) {
         drx_log(DRX_LOG_WARNING, "%s: rename onto another name of the same file: cannot give "
                 "the name back: %s", to_rel, strerror(-rc));

@@ -245,6 +245,10 @@ void drxfs_hidden_shutdown(void);
  * other path resolved on the thread (drxfs_node.c). */
 bool drxfs_hidden_pending_take(const char *to);
 int drxfs_hidden_same_file(const struct drxfs_node *src, const char *to_rel);
+/* The rename that followed a hiding of its target failed (the source gone,
+ * say, when the kernel held a name another mount removed): the hidden
+ * object gets to_rel back, as a rename that fails leaves its target. */
+int drxfs_hidden_give_back(const char *to_rel);
 void drxfs_hidden_pending_end(void);
 
 /* drxfs_names.c: refuses names the store reserves; -EEXIST when the name

@@ -530,7 +530,7 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
     if ((rc = rename_target(to, rel)) < 0)
         return rc;
     if (!(src = drxfs_node_get(from, &rc)))
-        return rc;
+        goto out;
     dst = drxfs_node_get(to, &rc);
     if (!dst && rc != -ENOENT)
         goto out;
@@ -550,6 +550,11 @@ int drxfs_op_rename(const char *from, const char *to, unsigned int flags)
              : NULL;
     rc = fn ? fn(src, dst, rel, flags) : -EPERM;
 out:
+    /* libfuse hid the open target before asking for the rename, which
+     * failed: the target was lost (a rename whose source another mount
+     * had removed made the destination vanish; the two-mount exerciser) */
+    if (rc < 0 && after_hide)
+        (void)drxfs_hidden_give_back(rel);
     free(src);
     free(dst);
     return rc;
