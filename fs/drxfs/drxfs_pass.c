@@ -609,7 +609,6 @@ int drxfs_op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     return rc;
 }
 
-
 int drxfs_op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
     struct drxfs_fh *fh = drxfs_fh_of(fi);

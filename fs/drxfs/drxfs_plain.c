@@ -193,9 +193,11 @@ static int plain_store_open(const char *rel, int flags)
     unsigned want = (acc != O_WRONLY ? 4 : 0) | (acc != O_RDONLY || (flags & O_TRUNC) ? 2 : 0);
     struct stat st;
 
-    fd = drx_store_entry_open(drxfs.store, rel, flags | O_NONBLOCK, 0);
+    /* O_TRUNC (never sent while atomic O_TRUNC is off) only once the
+     * caller is checked, as the striped open truncates */
+    fd = drx_store_entry_open(drxfs.store, rel, (flags & ~O_TRUNC) | O_NONBLOCK, 0);
     if (fd == -EWOULDBLOCK && !(flags & O_NONBLOCK))
-        fd = lease_wait(rel, flags);
+        fd = lease_wait(rel, flags & ~O_TRUNC);
     if (fd < 0)
         return fd;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -209,6 +211,11 @@ static int plain_store_open(const char *rel, int flags)
                             "open so: refused",
                             rel, (unsigned)fuse_get_context()->uid);
         return -EACCES;
+    }
+    if ((flags & O_TRUNC) && ftruncate(fd, 0) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
     }
     if (!(flags & O_NONBLOCK))
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
