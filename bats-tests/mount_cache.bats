@@ -954,8 +954,7 @@ inval_waits() {
     unmount_store "$INV_M1"
     mount_store "$s1" "$INV_M1"
     pid=$(cat "$INV_M1.pid")
-    relay=$(pgrep -P "$pid" -x drx-inval)
-    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    relay=$(relay_of "$pid")
     "$PY" -c '
 import mmap, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
@@ -995,13 +994,25 @@ m[4096]' "$INV_M1/f" >reader.out 2>&1 &
     INV_M0= INV_M1=
 }
 
+# relay_of PID: the pid of drxfs PID's drx-inval child, waited for up to
+# 5 s (the mount may be ready before the forked relay has exec'd and
+# taken its name)
+relay_of() {
+    local i r
+    for ((i = 0; i < 100; i++)); do
+        r=$(pgrep -P "$1" -x drx-inval) && break
+        sleep 0.05
+    done
+    [ -n "$r" ] || fail "no invalidation relay beside drxfs $1"
+    echo "$r"
+}
+
 # relay_mount STORE: STORE mounted at TERM_MNT; pid is drxfs's, relay its
 # drx-inval child's (the caller's variables)
 relay_mount() {
     mount_store "$1" "$TERM_MNT"
     pid=$(cat "$TERM_MNT.pid")
-    relay=$(pgrep -P "$pid" -x drx-inval)
-    [ -n "$relay" ] || fail "no invalidation relay beside drxfs $pid"
+    relay=$(relay_of "$pid")
 }
 
 # relay_store STORE: a new store, mounted at TERM_MNT ($BATS_TEST_TMPDIR/m)
