@@ -365,6 +365,44 @@ stop_holder() {
     [ -n "${APID:-}" ] && wait "$APID" 2>/dev/null || true
 }
 
+# renamer DIR A B (hostile_setup): user nobody exchanges names A and B
+# in DIR (renameat2 RENAME_EXCHANGE) without pause until DIR/stop exists
+renamer() {
+    cat >"$RV/renamer.py" <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+d, a, b = sys.argv[1:4]
+a, b, stop = (d + "/" + a).encode(), (d + "/" + b).encode(), d + "/stop"
+open(sys.argv[4], "w").close()
+while not os.path.exists(stop):
+    for _ in range(100):
+        libc.renameat2(-100, a, -100, b, 2)
+PY
+    chmod 644 "$RV/renamer.py"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        "$PY" "$RV/renamer.py" "$1" "$2" "$3" "$RV/n/renaming" &
+    APID=$!
+    for _ in $(seq 600); do [ -e "$RV/n/renaming" ] && break; sleep 0.1; done
+    [ -e "$RV/n/renaming" ]
+}
+
+# reads_as_nobody DIR NAME...: user nobody reads DIR/NAME for each NAME,
+# 3000 rounds, and prints how many reads held root's SECRET bytes
+reads_as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$@" <<'PY'
+import sys
+got = 0
+for i in range(3000):
+    for f in sys.argv[2:]:
+        try:
+            with open(sys.argv[1] + "/" + f, "rb") as fp:
+                got += b"SECRET" in fp.read()
+        except OSError:
+            pass
+print("read root's bytes %d times" % got)
+PY
+}
+
 # as_nobody_bg READY SCRIPT ARG...: user nobody runs python SCRIPT with
 # ARG... READY in the background (setpriv itself, so that $APID is the
 # process; the suites' teardown kills it); returns once the script has

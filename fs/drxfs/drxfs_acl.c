@@ -215,7 +215,10 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
     return may_with(st, uid, groups, ngroups, want, acl_of_rel, rel);
 }
 
-bool drxfs_caller_reaches(const char *rel, const struct stat *st)
+/* drxfs_caller_reaches, saying why not: 0, -errno of the caller's open
+ * (EACCES: a directory on the way he may not search; ENOENT), or -EACCES
+ * when the name is another file's now. */
+static int reach_rc(const char *rel, const struct stat *st)
 {
     struct fuse_context *ctx = fuse_get_context();
     gid_t groups[DRXFS_CALLER_GROUPS], saved[DRXFS_CALLER_GROUPS];
@@ -226,25 +229,50 @@ bool drxfs_caller_reaches(const char *rel, const struct stat *st)
      * its own user could not */
     if (!ctx || ctx->uid == 0 || !drxfs.root_euid ||
         strncmp(rel, DRX_STORE_DIR "/", sizeof DRX_STORE_DIR) == 0)
-        return true;
+        return 0;
     int n = drxfs_caller_groups(groups, DRXFS_CALLER_GROUPS);
     long ns = syscall(SYS_getgroups, DRXFS_CALLER_GROUPS, saved);
     /* the thread's own credentials (the system calls, not glibc's
      * wrappers, which change every thread's groups) */
     if (ns < 0 || syscall(SYS_setgroups, (size_t)n, groups) < 0)
-        return false;
+        return -EACCES;
     int ogid = setfsgid(ctx->gid), ouid = setfsuid(ctx->uid);
     int fd = drx_store_entry_open(drxfs.store, rel, O_PATH | O_NOFOLLOW, 0);
     setfsuid((uid_t)ouid);
     setfsgid((gid_t)ogid);
     if (syscall(SYS_setgroups, (size_t)ns, saved) < 0)
-        drx_log_ratelimited(DRX_LOG_ERROR, "putting back the daemon's groups: %s",
-                            strerror(errno));
-    bool same = fd >= 0 && fstat(fd, &got) == 0 && got.st_dev == st->st_dev &&
-                got.st_ino == st->st_ino;
-    if (fd >= 0)
-        close(fd);
-    return same;
+        drx_log_ratelimited(DRX_LOG_ERROR, "putting back the daemon's groups: %s", strerror(errno));
+    if (fd < 0)
+        return fd == -ENOENT || fd == -ENOTDIR ? fd : -EACCES;
+    bool same = fstat(fd, &got) == 0 && got.st_dev == st->st_dev && got.st_ino == st->st_ino;
+    close(fd);
+    return same ? 0 : -EACCES;
+}
+
+bool drxfs_caller_reaches(const char *rel, const struct stat *st)
+{
+    return reach_rc(rel, st) == 0;
+}
+
+int drxfs_node_reached(const struct drxfs_node *n)
+{
+    char entry[PATH_MAX];
+    const char *suffix = "";
+    int rc;
+
+    if (fuse_get_context()->uid == 0)
+        return 0;
+    if (n->kind == DRXFS_STRIPED)
+        suffix = DRXFS_NAFS;
+    else if (drxfs_is_array_kind(n->kind) || n->kind == DRXFS_ZARR)
+        suffix = DRXFS_XMD;
+    if ((rc = drxfs_rel_suffix(entry, n->rel, suffix)) < 0 || (rc = reach_rc(entry, &n->st)) == 0)
+        return rc;
+    drx_log_ratelimited(DRX_LOG_WARNING,
+                        "%s: replaced behind the mount by a file the caller (uid %u) does not "
+                        "reach: refused",
+                        entry, (unsigned)fuse_get_context()->uid);
+    return rc;
 }
 
 bool drxfs_caller_may_fd(int fd, const struct stat *st, unsigned want)
@@ -318,7 +346,7 @@ static int guard_refused(int fd, const struct stat *st, int rc)
     name[n < 0 ? 0 : n] = '\0';
     drx_log_ratelimited(DRX_LOG_WARNING,
                         "%s: replaced behind the mount by a file the caller (uid %u) may not "
-                        "change so: refused",
+                        "change or read so: refused",
                         name, (unsigned)fuse_get_context()->uid);
     return rc;
 }
@@ -373,6 +401,31 @@ void drxfs_guard_xattr(const char *name)
      * by whoever may write the file (the kernel checked CAP_SYS_ADMIN
      * for trusted.*, CAP_SETFCAP for a capability) */
     drx_store_entry_guard(drxfs_acl_name(name) ? guard_owner : guard_write, NULL);
+}
+
+static int guard_reach(int fd, const struct stat *st, const char *rel, void *arg)
+{
+    (void)arg;
+    return drxfs_caller_reaches(rel, st) ? 0 : guard_refused(fd, st, -EACCES);
+}
+
+static int guard_read(int fd, const struct stat *st, const char *rel, void *arg)
+{
+    (void)arg;
+    return drxfs_caller_reaches(rel, st) && drxfs_caller_may_fd(fd, st, 4)
+               ? 0
+               : guard_refused(fd, st, -EACCES);
+}
+
+void drxfs_guard_xattr_read(const char *name)
+{
+    if (fuse_get_context()->uid == 0)
+        return;
+    /* a user attribute's value is read by whoever may read the file, as
+     * the kernel's xattr_permission decides; names (name NULL: a listing)
+     * and the other namespaces' values by whoever reaches it (the kernel
+     * checked CAP_SYS_ADMIN for trusted.*) */
+    drx_store_entry_guard(name && strncmp(name, "user.", 5) == 0 ? guard_read : guard_reach, NULL);
 }
 
 void drxfs_guard_done(void)

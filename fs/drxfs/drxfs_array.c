@@ -645,30 +645,25 @@ static int fh_make(struct drxfs_arr *e, const struct drxfs_node *n, struct drxfs
     return 0;
 }
 
-/* 0 when the caller may have every bit of want (4 r, 2 w) of the .xta
- * handle e reads and writes (owner, mode, ACL), else -EACCES (logged).
- * The kernel checked the node it holds, whose store files a user who may
- * write a directory on the way can have swapped for another user's since,
- * behind the mount (a rename of the directory holding them: drxfs_plain.c
- * says how); the handle's descriptor of the .xta is the file served. */
-static int arr_caller_may(struct drxfs_arr *e, const struct drxfs_node *n, unsigned want)
+int drxfs_arr_caller_may(struct drxfs_arr *e, const char *rel, unsigned want, bool xmd)
 {
-    char xta[PATH_MAX];
+    char name[PATH_MAX];
     struct stat st;
 
     if (fuse_get_context()->uid == 0)
         return 0;
     pthread_rwlock_rdlock(&e->lock);
-    int fd = drx_array_xta_fd(e->a);
+    int fd = xmd ? drx_array_xmd_fd(e->a) : drx_array_xta_fd(e->a);
     bool ok = fd >= 0 && fstat(fd, &st) == 0 && drxfs_caller_may_fd(fd, &st, want);
     pthread_rwlock_unlock(&e->lock);
-    ok = ok && drxfs_rel_suffix(xta, n->rel, DRXFS_XTA) == 0 && drxfs_caller_reaches(xta, &st);
+    ok = ok && drxfs_rel_suffix(name, rel, xmd ? DRXFS_XMD : DRXFS_XTA) == 0 &&
+         drxfs_caller_reaches(name, &st);
     if (ok)
         return 0;
     drx_log_ratelimited(DRX_LOG_WARNING,
                         "%s: replaced behind the mount by an array the caller (uid %u) may not "
-                        "open so: refused",
-                        n->rel, (unsigned)fuse_get_context()->uid);
+                        "%s so: refused",
+                        rel, (unsigned)fuse_get_context()->uid, want & 2 ? "open" : "read");
     return -EACCES;
 }
 
@@ -687,9 +682,15 @@ int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_f
         return -EACCES;
     if ((rc = open_arr_get(n, wr, &e)) < 0)
         return rc;
-    /* info shows the .xmd, whose mode the kernel checked: not the .xta's */
-    if (n->kind != DRXFS_AINFO &&
-        (rc = arr_caller_may(e, n, ((fi->flags & O_ACCMODE) != O_WRONLY ? 4 : 0) | (wr ? 2 : 0))) < 0)
+    /* info shows the .xmd, whose mode the kernel checked: not the .xta's;
+     * the headers of data.nc (attributes) and data.npy come from the .xmd
+     * the handle read, which a reload by name can have taken from another
+     * array than its .xta: checked too */
+    if ((rc = drxfs_arr_caller_may(e, n->rel,
+                                   ((fi->flags & O_ACCMODE) != O_WRONLY ? 4 : 0) | (wr ? 2 : 0),
+                                   n->kind == DRXFS_AINFO)) < 0 ||
+        ((n->kind == DRXFS_ANC || n->kind == DRXFS_ANPY) &&
+         (rc = drxfs_arr_caller_may(e, n->rel, 4, true)) < 0))
         goto out;
     if ((rc = fh_make(e, n, &fh)) < 0)
         goto out;

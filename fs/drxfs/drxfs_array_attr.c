@@ -146,6 +146,12 @@ int drxfs_array_getxattr(const struct drxfs_node *n, const char *name, char *val
 
     if ((rc = xattr_array(n, name, false, &e)) < 0)
         return rc == -ENOTSUP ? -ENODATA : rc;
+    /* a user attribute is read by whoever may read the directory (its
+     * .xmd's mode), checked again on the .xmd the handle read */
+    if ((rc = drxfs_arr_caller_may(e, n->rel, 4, true)) < 0) {
+        drxfs_arr_put(e);
+        return rc;
+    }
     pthread_rwlock_rdlock(&e->lock);
     at = drx_array_attr_get(drx_array_meta(e->a), name + strlen(USER_NS));
     if (!at)
@@ -175,6 +181,11 @@ int drxfs_array_listxattr(const struct drxfs_node *n, char *list, size_t size)
 
     if ((rc = xattr_array(n, NULL, false, &e)) < 0)
         return rc;
+    /* the names: whoever reaches the .xmd the handle read */
+    if ((rc = drxfs_arr_caller_may(e, n->rel, 0, true)) < 0) {
+        drxfs_arr_put(e);
+        return rc;
+    }
     pthread_rwlock_rdlock(&e->lock);
     m = drx_array_meta(e->a);
     for (size_t i = 0; i < m->nattrs && rc == 0; i++) {

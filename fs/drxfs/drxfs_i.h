@@ -524,6 +524,15 @@ void drxfs_arr_opened(struct drxfs_arr *e);
  * Takes e->lock: not to be held. */
 void drxfs_arr_xta_seen(struct drxfs_arr *e, const struct stat *st);
 void drxfs_arr_closed(struct drxfs_arr *e);
+/* 0 when the caller may have every bit of want (4 r, 2 w) of the .xta
+ * (xmd: the .xmd) handle e of the array of store name rel reads and
+ * writes, and reaches it by its name (owner, mode, ACL, the directories
+ * on its way), else -EACCES (logged); root may all.  The kernel checked
+ * the node it holds, whose store files a user who may write a directory
+ * on the way can have swapped for another user's since, behind the mount
+ * (a rename of the directory holding them: drxfs_plain.c says how); the
+ * handle's descriptors are the files served (data, its metadata). */
+int drxfs_arr_caller_may(struct drxfs_arr *e, const char *rel, unsigned want, bool xmd);
 
 /* drxfs_acl.c: POSIX ACLs, which the kernel checks (FUSE_POSIX_ACL) */
 #define DRXFS_ACL_ACCESS "system.posix_acl_access"
@@ -570,6 +579,13 @@ bool drxfs_caller_may_fd(int fd, const struct stat *st, unsigned want);
  * caller's file system IDs and groups, the thread's own).  True for root,
  * or when the daemon is not root. */
 bool drxfs_caller_reaches(const char *rel, const struct stat *st);
+/* The same for the store entry of node n as resolved (n->st: the entry
+ * itself, an array's .xmd, a striped file's metafile): 0, or -EACCES
+ * (logged) or -ENOENT.  What a lookup, getattr or listing shows a caller
+ * other than root, whose kernel checked the directories it holds: one
+ * of them swapped behind the mount for root's 0700 directory showed him
+ * the names and attributes of its files. */
+int drxfs_node_reached(const struct drxfs_node *n);
 /* Each checks, for a caller other than root, the entry the thread's next
  * drx_store_entry_chmod/_chown/_utimens/_xattr call changes, on the
  * descriptor that call acts through (drx_store_entry_guard), as the
@@ -579,6 +595,9 @@ bool drxfs_caller_reaches(const char *rel, const struct stat *st);
 void drxfs_guard_owner(void);
 void drxfs_guard_times(const struct timespec tv[2]);
 void drxfs_guard_xattr(const char *name);
+/* The same for a read of attribute name (NULL: the list of names): the
+ * caller reaches the entry, and may read it for a user.* value. */
+void drxfs_guard_xattr_read(const char *name);
 void drxfs_guard_done(void);
 /* The caller's groups into groups (max of them): his primary group, then
  * his supplementary ones (fuse_getgroups); their count. */

@@ -605,8 +605,23 @@ static int opendir_zarr(const struct drxfs_node *n, const char *path, struct fus
 static int dirh_open_store_dir(struct drxfs_dirh *dh, const struct drxfs_node *n)
 {
     int fd = drx_store_entry_open(drxfs.store, n->rel, O_RDONLY | O_DIRECTORY, 0);
+    struct stat st;
     if (fd < 0)
         errno = -fd;
+    /* the kernel checked the directory it holds, which a rename behind the
+     * mount may have made root's 0700 one since: a caller other than root
+     * lists the one opened only if he may read it and reaches it */
+    if (fd >= 0 && fuse_get_context()->uid != 0 &&
+        (fstat(fd, &st) < 0 || !drxfs_caller_may_fd(fd, &st, 4) ||
+         !drxfs_caller_reaches(n->rel, &st))) {
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: replaced behind the mount by a directory the caller (uid %u) may "
+                            "not list: refused",
+                            n->rel, (unsigned)fuse_get_context()->uid);
+        close(fd);
+        fd = -1;
+        errno = EACCES;
+    }
     if (fd < 0 || !(dh->dp = fdopendir(fd))) {
         int rc = -errno;
         if (fd >= 0)

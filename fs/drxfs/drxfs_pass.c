@@ -117,6 +117,12 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return rc;
     if (!(n = drxfs_node_get_memo(path, true, &rc)))
         return rc;
+    /* the lookups of a caller other than root: the name resolved as root
+     * is one he reaches (drxfs_node_reached) */
+    if ((rc = drxfs_node_reached(n)) < 0) {
+        free(n);
+        return rc;
+    }
     /* An open file whose name holds another type now (replaced through
      * another mount): the kernel, given that type for the inode of the
      * file, failed every later fstat, read, write and the close with EIO.
@@ -855,8 +861,13 @@ int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t si
         rc = drxfs_array_getxattr(n, name, value, size);
     else if (rc == 0 && strcmp(name, DRXFS_STRIPE_XATTR) == 0)
         rc = drxfs_striped_getxattr(n, value, size);
-    else if (rc == 0)
+    else if (rc == 0) {
+        /* checked on the entry read, which a rename behind the mount may
+         * have made another user's since the kernel's check */
+        drxfs_guard_xattr_read(name);
         rc = entry_xattr(entry, DRX_XATTR_GET, name, value, size, 0);
+        drxfs_guard_done();
+    }
     free(n);
     return rc;
 }
@@ -867,13 +878,18 @@ static int list_but_layout(const char *entry, char *list, size_t size)
 {
     char *all = NULL;
     size_t outlen = 0;
-    int len = entry_xattr(entry, DRX_XATTR_LIST, NULL, NULL, 0, 0), rc = 0;
+    int len, rc = 0;
 
+    drxfs_guard_xattr_read(NULL);
+    len = entry_xattr(entry, DRX_XATTR_LIST, NULL, NULL, 0, 0);
+    drxfs_guard_done();
     if (len <= 0)
         return len;
     if (!(all = malloc((size_t)len)))
         return -ENOMEM;
+    drxfs_guard_xattr_read(NULL);
     len = entry_xattr(entry, DRX_XATTR_LIST, NULL, all, (size_t)len, 0);
+    drxfs_guard_done();
     if (len < 0)
         rc = len;
     for (int i = 0; rc == 0 && i < len;) {

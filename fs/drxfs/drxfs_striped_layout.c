@@ -287,6 +287,21 @@ static int subfiles_setattr(const char *rel, mode_t mode, uid_t uid, gid_t gid)
     drxfs_unpin(pin);
     if (rc < 0)
         return drxfs_striped_log_err("chmod", rel, rc, &err);
+    /* read again by name after the metafile's own change, checked on the
+     * metafile changed (drxfs_guard_owner): a rename behind the mount in
+     * between gave the chmod or chown of a caller other than root to
+     * another user's subfiles, made 0666 or his in the stripe
+     * directories.  Only the caller's own are his to change (the kernel
+     * let him change only a file of his), and a metafile is trusted only
+     * with its owner's subfiles (drx_stripe_subfile_open). */
+    uid_t caller = fuse_get_context()->uid;
+    if (caller != 0 && (!m.owned || m.owner != caller)) {
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: replaced behind the mount by a striped file the caller (uid %u) "
+                            "may not change so: its subfiles left as they are",
+                            rel, (unsigned)caller);
+        return -EPERM;
+    }
     pthread_mutex_lock(&drxfs_stable.mutex);
     if ((e = drxfs_sfile_find(rel)))
         e->refs++;

@@ -354,8 +354,19 @@ int zdoc_get(const struct zctx *zc, const char *rel, const char *var, const char
     const char *src = NULL;
     int rc = 0;
 
+    struct stat xst;
+
     if (zc->only)
         return -EIO; /* a partial group: its signature is not the group's */
+    /* the documents are kept by the signature of the .xmd resolved by
+     * name (zc->sig[0]) and made from the handle's metadata: of the same
+     * file, else a rename behind the mount between the two (a user's
+     * array swapped for root's) kept one array's attributes under the
+     * other's signature, for every later reader of that one */
+    int xfd = drx_array_xmd_fd(zc->a[0]);
+    if (xfd < 0 || fstat(xfd, &xst) < 0 || xst.st_ino != zc->sig[0].ino ||
+        xst.st_dev != zc->sig[0].dev)
+        return -ESTALE;
     pthread_mutex_lock(&docs.mutex);
     if (!(z = zdocs_current(zc, rel)))
         rc = -EIO;
@@ -645,15 +656,53 @@ int zarr_open_temp(struct ztemp *t, struct fuse_file_info *fi)
     return fh_new(fi, zf, NULL, 0);
 }
 
-/* Opens metadata file n of group zc (read-only) at mount path. */
-static int open_meta(const char *path, const struct drxfs_node *n, struct zctx *zc,
+/* Whether the caller may have every bit of want of the file at fd, store
+ * entry rel with suffix, and reaches it. */
+static bool zfile_may(int fd, const char *rel, const char *suffix, unsigned want)
+{
+    char name[PATH_MAX];
+    struct stat st;
+
+    return fd >= 0 && fstat(fd, &st) == 0 && drxfs_caller_may_fd(fd, &st, want) &&
+           drxfs_rel_suffix(name, rel, suffix) == 0 && drxfs_caller_reaches(name, &st);
+}
+
+/* 0 when the caller may read variable i of group zc, whose .xta's mode
+ * its zarr/ nodes show, and reaches that .xta (the directories on its
+ * way), and for its metadata (meta) the .xmd it was read from too, else
+ * -EACCES (logged); root may all.  The kernel checked the node it holds,
+ * whose array a rename behind the mount may have made another user's
+ * since (drxfs_array.c, drxfs_arr_caller_may): checked again on the
+ * files the handle read, whose .xmd a reload by name can have taken from
+ * another array of the same type and chunks than its .xta.  Its lock is
+ * held. */
+static int zcaller_may(const struct zctx *zc, int i, bool meta, const char *path)
+{
+    const char *key = drxfs_arr_key(zc->arr[i]);
+
+    if (fuse_get_context()->uid == 0)
+        return 0;
+    if (zfile_may(drx_array_xta_fd(zc->a[i]), key, DRXFS_XTA, 4) &&
+        (!meta || zfile_may(drx_array_xmd_fd(zc->a[i]), key, DRXFS_XMD, 4)))
+        return 0;
+    drx_log_ratelimited(DRX_LOG_WARNING,
+                        "%s: replaced behind the mount by an array the caller (uid %u) may not "
+                        "read so: refused",
+                        path ? path : key, (unsigned)fuse_get_context()->uid);
+    return -EACCES;
+}
+
+/* Opens metadata file n of group zc (read-only) at mount path: of
+ * variable i (0: of the group), whose mode it shows. */
+static int open_meta(const char *path, const struct drxfs_node *n, struct zctx *zc, int i,
                      struct drxfs_zfile *zf, struct fuse_file_info *fi)
 {
     char *text = NULL;
     size_t len = 0;
     int rc;
 
-    if ((rc = zdoc_get(zc, n->rel, n->zvar, n->zname, &text, &len)) < 0) {
+    if ((rc = zcaller_may(zc, i, true, path)) < 0 ||
+        (rc = zdoc_get(zc, n->rel, n->zvar, n->zname, &text, &len)) < 0) {
         zfile_free(zf);
         return rc;
     }
@@ -669,19 +718,13 @@ static int open_key(const char *path, struct zctx *zc, int i, uint64_t q, struct
                     struct fuse_file_info *fi)
 {
     const struct drx_array_meta *m = drx_array_meta(zc->a[i]);
-    int rc, xfd = drx_array_xta_fd(zc->a[i]);
-    struct stat xst;
+    int rc;
 
     /* the key shows its variable's .xta, which the kernel checked as it
-     * held it: checked again on the one read (drxfs_array.c, arr_caller_may) */
-    if (fuse_get_context()->uid != 0 &&
-        (fstat(xfd, &xst) < 0 || !drxfs_caller_may_fd(xfd, &xst, 4))) {
-        drx_log_ratelimited(DRX_LOG_WARNING,
-                            "%s: replaced behind the mount by an array the caller (uid %u) may "
-                            "not open so: refused",
-                            path, (unsigned)fuse_get_context()->uid);
+     * held it: checked again on the one read */
+    if ((rc = zcaller_may(zc, i, false, path)) < 0) {
         zfile_free(zf);
-        return -EACCES;
+        return rc;
     }
     zf->bytes = m->chunk_bytes;
     zf->addr = q * m->chunk_bytes;
@@ -715,7 +758,7 @@ static int open_node(const char *path, const struct drxfs_node *n, struct zctx *
     if ((rc = zstat(n, zc, zi, &zf->st)) < 0)
         goto fail;
     if (zi->what == ZW_META)
-        return open_meta(path, n, zc, zf, fi);
+        return open_meta(path, n, zc, zi->var >= 0 ? zi->var : 0, zf, fi);
     if (zi->what == ZW_KEY)
         return open_key(path, zc, zi->var, zi->q, zf, fi);
     rc = -EISDIR;
@@ -831,6 +874,8 @@ int drxfs_zarr_opendir(const struct drxfs_node *n, struct drxfs_zdir **out)
         return rc;
     if ((rc = zclassify(n, &zc, &zi)) == 0 && zi.what != ZW_GROUP_DIR && zi.what != ZW_VAR_DIR)
         rc = -ENOTDIR;
+    if (rc == 0)
+        rc = zcaller_may(&zc, zi.var >= 0 ? zi.var : 0, false, NULL);
     if (rc == 0 && !(zd = calloc(1, sizeof *zd)))
         rc = -ENOMEM;
     if (rc < 0)

@@ -597,6 +597,11 @@ int drx_array_xta_fd(const struct drx_array *a)
     return a->xta_fd;
 }
 
+int drx_array_xmd_fd(const struct drx_array *a)
+{
+    return a->xmd_fd;
+}
+
 const char *drx_array_own_file(const struct drx_array *a, int fd)
 {
     struct stat st, own;

@@ -273,6 +273,8 @@ bool drx_array_chunk_get_loads(const struct drx_array *a, uint64_t len);
 
 /* File descriptors, for callers that do their own I/O (drx-load, fsync). */
 int drx_array_xta_fd(const struct drx_array *a);
+/* The .xmd the handle's metadata was read from, held open (-1: none). */
+int drx_array_xmd_fd(const struct drx_array *a);
 
 /* ".xta" or ".xmd" when fd is open on that file of a (the same inode),
  * else NULL: an output that would cut the array it is read from, or an

@@ -1,0 +1,245 @@
+#!/usr/bin/env bats
+# Another local user against a root daemon (allow_other), third round:
+# names he swaps behind the mount (hostile_users2.bats) while the daemon
+# reads metadata, lists, looks up, reads attributes or follows a striped
+# file's metafile as root.  Each attack runs as user nobody (uid 65534)
+# through the real mount; each test failed before its fix.
+
+load test_helper
+
+setup() {
+    hostile_setup hostile3
+}
+
+teardown() {
+    hostile_teardown
+}
+
+# probes_as_nobody EXPR ARG...: user nobody evaluates the python
+# expression EXPR (a: the list ARG...; os imported) 3000 times and prints
+# how many times it was true; an OSError counts as false
+probes_as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$@" <<'PY'
+import os, sys
+expr, a = compile(sys.argv[1], "probe", "eval"), sys.argv[2:]
+got = 0
+for i in range(3000):
+    try:
+        got += bool(eval(expr))
+    except OSError:
+        pass
+print("leaked %d times" % got)
+PY
+}
+
+# two_arrays: in nobody's directory u, his own array d1/a and root's
+# array d2/a (mode 0600, attribute secret=SECRET, bytes SECRET!!); d1 and
+# d2 his, so that he may exchange them
+two_arrays() {
+    mkdir "$RV/s/u/d1" "$RV/s/u/d2"
+    "$DRX" create "$RV/s/u/d2/a" --type u8 --shape 8 --chunk 8
+    printf 'SECRET!!' | "$DRX" put "$RV/s/u/d2/a"
+    "$DRX" attr set "$RV/s/u/d2/a" secret SECRET
+    chmod "${1:-600}" "$RV/s/u/d2/a.xmd" "$RV/s/u/d2/a.xta"
+    chown 65534:65534 "$RV/s/u/d1" "$RV/s/u/d2"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        sh -c "'$DRX' create '$RV/s/u/d1/a' --type u8 --shape 8 --chunk 8 &&
+               printf 'mine....' | '$DRX' put '$RV/s/u/d1/a' &&
+               '$DRX' attr set '$RV/s/u/d1/a' secret mine"
+}
+
+# root_dir_beside: in nobody's directory u, his d1 and root's d2 (0700),
+# each with a file f (mode 0644) of attribute user.x and a file named
+# after its owner (d1/mine, d2/SECRETNAME); root's hold SECRET
+root_dir_beside() {
+    mkdir "$RV/s/u/d1" "$RV/s/u/d2"
+    printf 'SECRET\n' >"$RV/s/u/d2/f"
+    printf 'SECRET\n' >"$RV/s/u/d2/SECRETNAME"
+    setfattr -n user.x -v SECRET "$RV/s/u/d2/f"
+    setfattr -n user.SECRET -v 1 "$RV/s/u/d2/f"
+    printf 'mine\n' >"$RV/s/u/d1/f"
+    printf 'mine\n' >"$RV/s/u/d1/mine"
+    setfattr -n user.x -v mine "$RV/s/u/d1/f"
+    chmod 644 "$RV/s/u/d2/f" "$RV/s/u/d1/f"
+    chown -R 65534:65534 "$RV/s/u/d1"
+    chmod 700 "$RV/s/u/d2"
+}
+
+# Found in this review: the info file shows the array's metadata (its
+# attributes among them) as the daemon's handle read it, by name, as root:
+# root's 0600 array swapped for the user's own behind the mount showed
+# its attributes through his own array's info.
+@test "an array swapped for a user's own behind the mount does not show him its info" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    two_arrays
+    renamer "$RV/s/u" d1 d2
+    run reads_as_nobody "$RV/m/u/d1/a" info
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "read root's bytes 0 times" <<<"$output"
+}
+
+# Found in this review: the same for the zarr/ metadata documents, which
+# carry the array's attributes (.zattrs, .zmetadata).
+@test "an array swapped for a user's own behind the mount does not show him its zarr metadata" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    two_arrays
+    renamer "$RV/s/u" d1 d2
+    run reads_as_nobody "$RV/m/u/d1/a" zarr/.zmetadata zarr/a/.zattrs
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "read root's bytes 0 times" <<<"$output"
+}
+
+# Found in this review: an array's attributes read as user xattrs of its
+# directory, the same way.
+@test "an array swapped for a user's own behind the mount does not show him its attributes" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    two_arrays
+    renamer "$RV/s/u" d1 d2
+    run probes_as_nobody 'b"SECRET" in os.getxattr(a[0], "user.secret")' "$RV/m/u/d1/a"
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "leaked 0 times" <<<"$output"
+}
+
+# Found in this review: a zarr/ key is checked against its .xta's mode,
+# not the directories on its way: root's array of mode 0644 in a 0700
+# directory, swapped for the user's own, was read through his key.
+@test "an array in a directory only root may enter, swapped behind the mount, hides its zarr keys" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    two_arrays 644
+    chown 0:0 "$RV/s/u/d2"
+    chmod 700 "$RV/s/u/d2"
+    renamer "$RV/s/u" d1 d2
+    run reads_as_nobody "$RV/m/u/d1/a" zarr/a/0 data
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "read root's bytes 0 times" <<<"$output"
+}
+
+# Found in this review: a listing of the user's directory, swapped for
+# root's 0700 one behind the mount between the kernel's check and the
+# daemon's open, gave him root's names.
+@test "a directory only root may enter, swapped for a user's own behind the mount, is not listed for him" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    root_dir_beside
+    renamer "$RV/s/u" d1 d2
+    run probes_as_nobody '"SECRETNAME" in os.listdir(a[0])' "$RV/m/u/d1"
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "leaked 0 times" <<<"$output"
+}
+
+# Found in this review: the same for a lookup (stat of a name in it).
+@test "a directory only root may enter, swapped for a user's own behind the mount, answers him no lookups" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    root_dir_beside
+    renamer "$RV/s/u" d1 d2
+    run probes_as_nobody 'os.stat(a[0]).st_size > 0' "$RV/m/u/d1/SECRETNAME"
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "leaked 0 times" <<<"$output"
+}
+
+# Found in this review: user xattrs are read by whoever may read the
+# file: root's 0600 file renamed over the user's own showed its values.
+@test "a file renamed over a user's own behind the mount does not show him its xattrs" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    printf 'SECRET\n' >"$RV/s/u/secret"
+    setfattr -n user.x -v SECRET "$RV/s/u/secret"
+    chmod 600 "$RV/s/u/secret"
+    printf 'mine\n' >"$RV/s/u/f"
+    setfattr -n user.x -v mine "$RV/s/u/f"
+    chown 65534:65534 "$RV/s/u/f"
+    renamer "$RV/s/u" f secret
+    run probes_as_nobody 'b"SECRET" in os.getxattr(a[0], "user.x")' "$RV/m/u/f"
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "leaked 0 times" <<<"$output"
+}
+
+# Found in this review: the same for the xattrs (values and names) of a
+# file in root's 0700 directory.
+@test "a directory only root may enter, swapped for a user's own behind the mount, hides its files' xattrs" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    root_dir_beside
+    renamer "$RV/s/u" d1 d2
+    run probes_as_nobody 'b"SECRET" in os.getxattr(a[0], "user.x")' "$RV/m/u/d1/f"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "leaked 0 times" <<<"$output"
+    run probes_as_nobody '"user.SECRET" in os.listxattr(a[0])' "$RV/m/u/d1/f"
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "leaked 0 times" <<<"$output"
+}
+
+# Found in this review: a striped file's chmod and chown reach its
+# subfiles through its metafile read again by name after the metafile's
+# own, checked, change: root's 0600 striped file renamed over the user's
+# own in between had its subfiles made 0666 or his, readable in the
+# stripe directories.
+@test "a striped file renamed over a user's own behind the mount keeps its subfiles' modes and owner" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    printf 'SECRET\n' >"$RV/m/u/secret"
+    chmod 600 "$RV/m/u/secret"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- sh -c "printf 'mine\n' >'$RV/m/u/f'"
+    chmod 600 "$RV/s/u/f.nafs"
+    # the sizes recorded before the renames (a batched commit that finds
+    # another file under the name records nothing: see the report)
+    commit_mount "$RV/m"
+    [ -f "$RV/s/u/f.nafs" ] && [ -f "$RV/s/u/secret.nafs" ]
+    renamer "$RV/s/u" f.nafs secret.nafs
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/f" <<'PY'
+import os, sys
+for i in range(3000):
+    for call in (lambda: os.chmod(sys.argv[1], 0o666 if i % 2 else 0o600),
+                 lambda: os.chown(sys.argv[1], 65534, 65534)):
+        try:
+            call()
+        except OSError:
+            pass
+PY
+    touch "$RV/s/u/stop"
+    stop_holder
+    [ "$status" -eq 0 ]
+    # every subfile holding root's bytes is root's, of mode 0600
+    run grep -rl SECRET "$RV/s/.drx/stripes"
+    [ "$status" -eq 0 ]
+    for f in "${lines[@]}"; do
+        stat -c '%u %a %n' "$f"
+        [ "$(stat -c '%u %a' "$f")" = "0 600" ]
+    done
+    # and root's file reads as before, under whichever name it ended
+    for f in f secret; do
+        if [ "$(stat -c %u "$RV/s/u/$f.nafs")" -eq 0 ]; then
+            [ "$(cat "$RV/m/u/$f")" = SECRET ]
+        fi
+    done
+}
