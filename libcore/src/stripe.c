@@ -263,12 +263,21 @@ static void give_back_locked(struct drx_stripe *f, uint64_t recorded)
 }
 
 /* Only durability is missing: fsync the metafile as it is, and its
- * directory. */
+ * directory.  Opened O_NONBLOCK, as every other open of a metafile: the
+ * name was read a moment ago, and a FIFO its owner renamed over it since
+ * (behind a mount) held the thread in open(2), and the file's lock, until
+ * someone opened the FIFO for writing; a lease its owner holds fails the
+ * fsync (EWOULDBLOCK) rather than waiting lease-break-time. */
 static int meta_fsync(const char *mp)
 {
     bool held = drx_stripe_path_is_held(mp);
-    int rc = 0, fd = open(mp, O_RDONLY | O_CLOEXEC | (held ? 0 : O_NOFOLLOW));
+    int rc = 0, fd = open(mp, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (held ? 0 : O_NOFOLLOW));
+    struct stat st;
 
+    if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EIO; /* not a metafile: its load refuses it next time */
+    }
     if (fd < 0 || fsync(fd) < 0)
         rc = -errno;
     if (fd >= 0)
