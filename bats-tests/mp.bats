@@ -96,16 +96,12 @@ SHAPES="'$DRX' info store/run --json | '$PY' -c 'import json,sys; print(\"shape\
 # writes its zone in C order (then F order, another seed), and `drx get`
 # equals the reference; then every rank reads 12 random boxes in each order
 # and 8 widened to whole chunks (each rank reads those alone; half as many
-# at P >= 5), and compares them with `drx get`.  Under the sanitizers
-# fewer ranks counts and boxes (ranks_of).
+# at P >= 5), and compares them with `drx get`.
 zones_roundtrip() {
     local name=$1 type=$2 p seed=1 boxes=12 wide=8
     shift 2
-    # under the sanitizers fewer boxes: each is a collective round, slow
-    # with ranks oversubscribed, and the code paths are the same
-    [ -z "${DRX_TEST_SANITIZED:-}" ] || boxes=4 wide=3
     grown "$name" "$type" "$1" "$2" "$3"
-    for p in $(ranks_of "$4"); do
+    for p in $4; do
         for order in C F; do
             seed=$((seed + 1))
             run mp "$p" "$name" open:w "write:$order:$seed"

@@ -268,20 +268,6 @@ unmount_store() {
     fi
 }
 
-# ranks_of "P...": the rank counts a matrix test runs.  Under the
-# sanitizers (scripts/test's second pass, DRX_TEST_SANITIZED) the smallest
-# and the largest only: the same code paths (one rank alone, several with
-# uneven zones), in a third of the mpiexec launches; the first pass runs
-# them all.
-ranks_of() {
-    local ps=($1)
-    if [ -z "${DRX_TEST_SANITIZED:-}" ] || [ "${#ps[@]}" -le 2 ]; then
-        echo "$1"
-    else
-        echo "${ps[0]} ${ps[-1]}"
-    fi
-}
-
 # MPI processes of a suite run in its scratch directories; anything of
 # ours still alive at the end is found by its working directory and killed
 # by pid (never by name: other suites and users may run MPI too).
