@@ -192,8 +192,11 @@ closed nowhere"
     # Answers README lets differ are accepted and counted (a stale entry
     # within the entry timeout; a descriptor whose name the other mount
     # removed or replaced; uncoordinated writers are not made).
-    local seed
-    for seed in ${DRX_TWO_SEEDS:-1 2 3 4 5 6 8 9}; do
+    # Under the sanitizers half the seeds (each ends with a strict walk
+    # after 1.5 s: past the entry timeout every name agrees).
+    local seed seeds="1 2 3 4 5 6 8 9"
+    [ -z "${DRX_TEST_SANITIZED:-}" ] || seeds="1 3 5 8"
+    for seed in ${DRX_TWO_SEEDS:-$seeds}; do
         local d="$BATS_TEST_TMPDIR/s$seed"
         mkdir -p "$d/model"
         "$DRX" init "$d/store" --count 2 --extent 4096 >/dev/null
