@@ -46,11 +46,7 @@ for i in range(6000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
         pass
 print("read root's file %d times" % got)
 PY
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "read root's file 0 times" <<<"$output"
+    race_done "read root's file 0 times"
     # whichever name it ended under, root's file holds its own bytes
     for f in "$RV/s/u/f" "$RV/s/u/secret"; do
         if [ "$(stat -c %u "$f")" -eq 0 ]; then
@@ -70,11 +66,7 @@ PY
     [ -f "$RV/s/u/f.nafs" ] && [ -f "$RV/s/u/secret.nafs" ]
     renamer "$RV/s/u" f.nafs secret.nafs
     run reads_as_nobody "$RV/m/u" f
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "read root's bytes 0 times" <<<"$output"
+    race_done "read root's bytes 0 times"
 }
 
 # The same with arrays, whose two store files a user swaps at once by
@@ -93,11 +85,7 @@ PY
                printf 'mine....' | '$DRX' put '$RV/s/u/d1/a'"
     renamer "$RV/s/u" d1 d2
     run reads_as_nobody "$RV/m/u/d1/a" data data.npy zarr/a/0
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "read root's bytes 0 times" <<<"$output"
+    race_done "read root's bytes 0 times"
 }
 
 # The same for chmod, user xattrs and utimes, which the daemon did by name
@@ -153,11 +141,7 @@ PY
     setpriv --reuid=65534 --regid=65534 --clear-groups -- sh -c "printf 'mine\n' >'$RV/m/u/d1/g'"
     renamer "$RV/s/u" d1 d2
     run reads_as_nobody "$RV/m/u/d1" f g
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "read root's bytes 0 times" <<<"$output"
+    race_done "read root's bytes 0 times"
 }
 
 # Found in this review: a user takes a write lease (F_SETLEASE, which the

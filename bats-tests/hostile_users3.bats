@@ -75,11 +75,7 @@ root_dir_beside() {
     two_arrays
     renamer "$RV/s/u" d1 d2
     run reads_as_nobody "$RV/m/u/d1/a" info
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "read root's bytes 0 times" <<<"$output"
+    race_done "read root's bytes 0 times"
 }
 
 # Found in this review: the same for the zarr/ metadata documents, which
@@ -90,11 +86,7 @@ root_dir_beside() {
     two_arrays
     renamer "$RV/s/u" d1 d2
     run reads_as_nobody "$RV/m/u/d1/a" zarr/.zmetadata zarr/a/.zattrs
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "read root's bytes 0 times" <<<"$output"
+    race_done "read root's bytes 0 times"
 }
 
 # Found in this review: an array's attributes read as user xattrs of its
@@ -105,11 +97,7 @@ root_dir_beside() {
     two_arrays
     renamer "$RV/s/u" d1 d2
     run probes_as_nobody 'b"SECRET" in os.getxattr(a[0], "user.secret")' "$RV/m/u/d1/a"
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "leaked 0 times" <<<"$output"
+    race_done "leaked 0 times"
 }
 
 # Found in this review: a zarr/ key is checked against its .xta's mode,
@@ -123,11 +111,7 @@ root_dir_beside() {
     chmod 700 "$RV/s/u/d2"
     renamer "$RV/s/u" d1 d2
     run reads_as_nobody "$RV/m/u/d1/a" zarr/a/0 data
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "read root's bytes 0 times" <<<"$output"
+    race_done "read root's bytes 0 times"
 }
 
 # Found in this review: a listing of the user's directory, swapped for
@@ -139,11 +123,7 @@ root_dir_beside() {
     root_dir_beside
     renamer "$RV/s/u" d1 d2
     run probes_as_nobody '"SECRETNAME" in os.listdir(a[0])' "$RV/m/u/d1"
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "leaked 0 times" <<<"$output"
+    race_done "leaked 0 times"
 }
 
 # Found in this review: the same for a lookup (stat of a name in it).
@@ -153,11 +133,7 @@ root_dir_beside() {
     root_dir_beside
     renamer "$RV/s/u" d1 d2
     run probes_as_nobody 'os.stat(a[0]).st_size > 0' "$RV/m/u/d1/SECRETNAME"
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "leaked 0 times" <<<"$output"
+    race_done "leaked 0 times"
 }
 
 # Found in this review: user xattrs are read by whoever may read the
@@ -173,11 +149,7 @@ root_dir_beside() {
     chown 65534:65534 "$RV/s/u/f"
     renamer "$RV/s/u" f secret
     run probes_as_nobody 'b"SECRET" in os.getxattr(a[0], "user.x")' "$RV/m/u/f"
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "leaked 0 times" <<<"$output"
+    race_done "leaked 0 times"
 }
 
 # Found in this review: the same for the xattrs (values and names) of a
@@ -192,11 +164,7 @@ root_dir_beside() {
     [ "$status" -eq 0 ]
     grep -qx "leaked 0 times" <<<"$output"
     run probes_as_nobody '"user.SECRET" in os.listxattr(a[0])' "$RV/m/u/d1/f"
-    touch "$RV/s/u/stop"
-    stop_holder
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -qx "leaked 0 times" <<<"$output"
+    race_done "leaked 0 times"
 }
 
 # Found in this review: a striped file's chmod and chown reach its

@@ -380,6 +380,16 @@ DRX_RACE_DIV=1
 [ -z "${DRX_TEST_SANITIZED:-}" ] || DRX_RACE_DIV=3
 export DRX_RACE_DIV
 
+# race_done LINE: the end of a race against renamer (in $RV/s/u): stops
+# it, then the probe run before it succeeded and printed LINE
+race_done() {
+    touch "$RV/s/u/stop"
+    stop_holder
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx "$1" <<<"$output"
+}
+
 # reads_as_nobody DIR NAME...: user nobody reads DIR/NAME for each NAME,
 # 3000 rounds (DRX_RACE_DIV), and prints how many reads held root's SECRET
 # bytes

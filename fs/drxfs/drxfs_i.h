@@ -278,6 +278,13 @@ void drxfs_type_moved(const char *from, const char *to);
  * (gone, or of another type), or err when it was just said for the same
  * path (the kernel's one retry, after looking the name up again). */
 int drxfs_stale_once(const char *path, int err);
+/* rc, or ESTALE once (drxfs_stale_once) when it is ENOENT: a call by path
+ * on a name the kernel holds but the store has no more (removed through
+ * another mount) left the kernel's entry for later calls (rmdir of the
+ * name said ENOTDIR from it); the retry looks the name up again.  For
+ * calls by path only: an fd's call, whose ESTALE nothing retries, keeps
+ * its ENOENT where the daemon can tell. */
+int drxfs_gone(const char *path, int rc);
 /* The caller's retry of a stale open of path, if any, is over (an open of
  * it succeeded, or a create): the next ESTALE is a new one. */
 void drxfs_stale_done(const char *path);

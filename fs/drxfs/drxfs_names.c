@@ -129,7 +129,7 @@ int drxfs_op_link(const char *from, const char *to)
     if ((rc = drxfs_check_new_name(to, rel, name, at_root)) < 0)
         return rc;
     if (!(n = drxfs_node_get(from, &rc)))
-        return rc;
+        return drxfs_gone(from, rc);
     /* The kernel links the inode it holds for from, and fails the link
      * with EIO when the new name's type is another: a source replaced
      * behind the mount (a symlink the kernel holds, a file now, made

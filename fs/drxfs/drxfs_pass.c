@@ -277,7 +277,7 @@ static int attr_change(const char *path, struct fuse_file_info *fi, const struct
         return rc;
     }
     if (!(n = drxfs_node_get_memo(path, false, &rc)))
-        return rc;
+        return fh ? rc : drxfs_gone(path, rc);
     if (!fh && a->op == A_TRUNCATE)
         drxfs_killpriv_truncate(n, NULL, path);
     chown_kill = a->op == A_CHOWN && drxfs_killpriv_chown_before(n, NULL, path, &before);
@@ -454,6 +454,11 @@ void drxfs_stale_done(const char *path)
         __atomic_sub_fetch(&stale.armed, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&stale.mutex);
+}
+
+int drxfs_gone(const char *path, int rc)
+{
+    return rc == -ENOENT ? drxfs_stale_once(path, rc) : rc;
 }
 
 int drxfs_op_open(const char *path, struct fuse_file_info *fi)
@@ -784,8 +789,9 @@ int drxfs_op_setxattr(const char *path, const char *name, const char *value, siz
     }
     if (drxfs.ro)
         return -EROFS;
-    rc = xattr_node(path, &n, entry);
-    if (n && drxfs_is_array_kind(n->kind) && drxfs_acl_name(name))
+    if ((rc = xattr_node(path, &n, entry)) < 0 && !n)
+        return drxfs_gone(path, rc);
+    if (drxfs_is_array_kind(n->kind) && drxfs_acl_name(name))
         rc = drxfs_array_setacl(n, name, value, size);
     else if (rc == XATTR_ARRAY)
         rc = drxfs_array_setxattr(n, name, value, size, flags);
@@ -856,7 +862,9 @@ int drxfs_op_getxattr(const char *path, const char *name, char *value, size_t si
         return entry_xattr(entry, DRX_XATTR_GET, name, value, size, 0);
     if (drxfs_acl_name(name))
         return acl_get(path, name, value, size);
-    rc = xattr_node(path, &n, entry);
+    /* (the security namespace is the kernel's own asking: as it was) */
+    if ((rc = xattr_node(path, &n, entry)) < 0 && !n)
+        return strncmp(name, "security.", 9) == 0 ? rc : drxfs_gone(path, rc);
     if (rc == XATTR_ARRAY)
         rc = drxfs_array_getxattr(n, name, value, size);
     else if (rc == 0 && strcmp(name, DRXFS_STRIPE_XATTR) == 0)
@@ -913,7 +921,8 @@ int drxfs_op_listxattr(const char *path, char *list, size_t size)
     char entry[PATH_MAX];
     int rc;
 
-    rc = xattr_node(path, &n, entry);
+    if ((rc = xattr_node(path, &n, entry)) < 0 && !n)
+        return drxfs_gone(path, rc);
     if (rc == XATTR_ARRAY)
         rc = drxfs_array_listxattr(n, list, size);
     else if (rc == 0)
@@ -932,8 +941,9 @@ int drxfs_op_removexattr(const char *path, const char *name)
 
     if (drxfs.ro)
         return -EROFS;
-    rc = xattr_node(path, &n, entry);
-    if (n && drxfs_is_array_kind(n->kind) && drxfs_acl_name(name))
+    if ((rc = xattr_node(path, &n, entry)) < 0 && !n)
+        return drxfs_gone(path, rc);
+    if (drxfs_is_array_kind(n->kind) && drxfs_acl_name(name))
         rc = drxfs_array_setacl(n, name, NULL, 0);
     else if (rc == XATTR_ARRAY)
         rc = drxfs_array_removexattr(n, name);
