@@ -284,6 +284,9 @@ static int arr_refresh(struct drxfs_arr *e, const struct drxfs_node *n)
     if (st_now.st_ino != st_ours.st_ino || st_now.st_dev != st_ours.st_dev)
         return 1;
     rc = drx_array_reload(e->a, &err);
+    /* another array under the name now (libcore's pair check): replaced */
+    if (rc == -ESTALE)
+        return 1;
     if (rc < 0) {
         drx_log_ratelimited(DRX_LOG_WARNING, "%s: reloading metadata: %s", n->rel,
                             err.msg[0] ? err.msg : strerror(-rc));

@@ -412,6 +412,36 @@ fail:
     return rc;
 }
 
+/* Whether a's names still lead to the files it holds: the .xmd read
+ * (xmd_fd) and its .xta.  The two are read by name at different moments,
+ * and a rename behind the handle in between (its directory swapped for
+ * another holding an array of the same name, type and chunks; an array
+ * made anew under the name) gave a handle one array's metadata and
+ * another's chunks: reads of the one laid out as the other, and writes
+ * at the other's addresses.  Checked after both were read: an array's
+ * .xta takes its name before its .xmd does (create, rename), so a .xmd
+ * read from another array shows here as another .xta or .xmd. */
+static bool pair_intact(const struct drx_array *a, int xmd_fd)
+{
+    struct stat name, held;
+
+    return lstat(a->xmd_at, &name) == 0 && fstat(xmd_fd, &held) == 0 &&
+           name.st_ino == held.st_ino && name.st_dev == held.st_dev &&
+           lstat(a->xta_at, &name) == 0 && fstat(a->xta_fd, &held) == 0 &&
+           name.st_ino == held.st_ino && name.st_dev == held.st_dev;
+}
+
+/* Tries at reading a pair whose names keep changing: past them, ESTALE. */
+#define PAIR_TRIES 3
+
+static int pair_replaced(const struct drx_array *a, struct drx_err *err)
+{
+    return drx_err_set(err, ESTALE,
+                       "%s: the array was replaced by a different one (its names lead to "
+                       "another .xmd or .xta than the handle holds)",
+                       a->xmd_path);
+}
+
 int drx_array_open(const char *path, int mode, struct drx_array **out, struct drx_err *err)
 {
     struct drx_array *a = drx_array_alloc(path, mode);
@@ -427,11 +457,10 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
                              : drx_err_set(err, errno, "%s: %s", a->xmd_path, strerror(errno));
         goto fail;
     }
-    rc = drx_array_reread(a, err);
-    if (rc)
-        goto fail;
-    {
+    for (int tries = 1;; tries++) {
         struct stat st;
+        if ((rc = drx_array_reread(a, err)))
+            goto fail;
         rc = drx_array_open_regular(a->xta_at, a->mode == DRX_RDWR ? O_RDWR : O_RDONLY, &st,
                                     err);
         /* an .xmd without its .xta is a broken array, not no array (it
@@ -442,6 +471,16 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
         if (rc < 0)
             goto fail;
         a->xta_fd = rc;
+        if (pair_intact(a, a->xmd_fd))
+            break;
+        /* renamed in between: both read again, as of one array */
+        close(a->xta_fd);
+        a->xta_fd = -1;
+        drx_array_meta_fini(&a->meta);
+        if (tries == PAIR_TRIES) {
+            rc = pair_replaced(a, err);
+            goto fail;
+        }
     }
     rc = check_xta_size(a, err);
     if (rc == 0 && a->mode == DRX_RDWR)
@@ -623,16 +662,27 @@ static bool same_file_state(const struct stat *a, const struct stat *b)
 /* Reads the .xmd again in full and holds it open: the handle's metadata,
  * or an error with the handle as it was.  Only growth is possible: chunk
  * shape and type never change, so cached chunks stay valid; anything else
- * is another array under the same name. */
+ * is another array under the same name (ESTALE), and so is a .xmd whose
+ * name no longer leads to the handle's .xta (pair_intact). */
 int drx_array_reread(struct drx_array *a, struct drx_err *err)
 {
     struct drx_array_meta fresh;
     struct drx_xmd_pos pos;
     int fd, rc;
 
-    rc = drx_xmd_read(a->xmd_at, &fresh, &pos, &fd, a->meta_only, err);
-    if (rc)
-        return rc;
+    for (int tries = 1;; tries++) {
+        rc = drx_xmd_read(a->xmd_at, &fresh, &pos, &fd, a->meta_only, err);
+        if (rc)
+            return rc;
+        if (a->xta_fd < 0 || pair_intact(a, fd))
+            break;
+        /* the .xmd replaced as it was read (an attribute written), or
+         * another array's under the name now */
+        drx_array_meta_fini(&fresh);
+        close(fd);
+        if (tries == PAIR_TRIES)
+            return pair_replaced(a, err);
+    }
     if (a->meta.rank &&
         (fresh.type != a->meta.type || fresh.rank != a->meta.rank ||
          memcmp(fresh.chunk, a->meta.chunk, sizeof fresh.chunk))) {

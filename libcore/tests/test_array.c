@@ -811,6 +811,42 @@ static void extend_pending(void)
     drx_array_close(r);
 }
 
+/* A handle whose array was removed and made anew under its name, of the
+ * same type and chunks but another shape (drx rm, drx create, while a
+ * program holds it, as an MPI application's DRX-MP handle does): its
+ * reload took the new .xmd beside the old, removed .xta, and served the
+ * old array's 4 ones as an array of 8, its writes going to the removed
+ * file at the new layout's addresses (the review of 2026-12-07). */
+static void replaced_under_handle(void)
+{
+    static const uint8_t one = 1, two = 2;
+    struct drx_array_spec s4 = {.type = DRX_U8, .rank = 1, .shape = {4}, .chunk = {2}, .fill = &one};
+    struct drx_array_spec s8 = {.type = DRX_U8, .rank = 1, .shape = {8}, .chunk = {2}, .fill = &two};
+    struct drx_array *h, *b;
+    struct drx_err err = {{0}};
+    struct drx_view v;
+    uint8_t got[8] = {0};
+    char p[300];
+
+    snprintf(p, sizeof p, "%s/replaced", dir);
+    tap_ok(drx_array_create(p, &s4, &h, &err) == 0, "an array of 4 ones, held");
+    tap_ok(drx_array_remove(p, &err) == 0 && drx_array_create(p, &s8, &b, &err) == 0,
+           "removed and made anew: 8 twos, same type and chunks");
+    drx_array_close(b);
+    int rc = drx_array_reload(h, &err);
+    tap_ok(rc == -ESTALE, "the held handle's reload says it was replaced (%d: %s)", rc, err.msg);
+    tap_ok(drx_array_meta(h)->bounds[0] == 4, "and keeps its own metadata");
+    drx_view_whole(drx_array_meta(h), &v);
+    tap_ok(drx_view_read(h, &v, 0, got, 4) == 4 && got[0] == 1 && got[3] == 1,
+           "which reads its own 4 ones");
+    drx_array_close(h);
+    tap_ok(drx_array_open(p, DRX_RDONLY, &h, &err) == 0 && drx_array_meta(h)->bounds[0] == 8,
+           "a new handle is the 8 twos'");
+    drx_view_whole(drx_array_meta(h), &v);
+    tap_ok(drx_view_read(h, &v, 0, got, 8) == 8 && got[0] == 2 && got[7] == 2, "and reads them");
+    drx_array_close(h);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -825,6 +861,7 @@ int main(void)
     reserve_undo_locked();
     names();
     attributes();
+    replaced_under_handle();
     {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
