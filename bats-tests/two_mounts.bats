@@ -279,3 +279,54 @@ PY
         assert_line "$c ENOENT then rmdir ENOENT"
     done
 }
+
+@test "a stat, access or readlink that finds its name removed through the other mount says ENOENT and leaves no entry behind" {
+    # the same for the calls that only look: GETATTR (a stat past the
+    # attribute timeout: --cached=never asks it), ACCESS and READLINK (a
+    # symlink's readlink, or a path through it) answered ENOENT and left
+    # the kernel's entry: an rmdir of the name then said ENOTDIR (the
+    # symlink's: two_mounts.py, seed 42 at 800 operations, a read through
+    # a symlink the other mount had removed)
+    run "$PY" - "$M" "$M2" <<'PY'
+import errno, os, subprocess, sys
+a, b = sys.argv[1:3]
+def stat(*opt):
+    def go(p):
+        r = subprocess.run(["stat", "--cached=never", *opt, p], capture_output=True, text=True)
+        if r.returncode:
+            raise OSError(errno.ENOENT if "No such file" in r.stderr else errno.EIO, r.stderr)
+    return go
+def access(p):
+    if not os.access(p, os.F_OK):
+        raise OSError(errno.ENOENT, p)
+calls = [
+    ("file", "stat", stat()),
+    ("file", "access", access),
+    ("link", "lstat", stat()),
+    ("link", "stat", stat("-L")),
+    ("link", "access", access),
+    ("link", "readlink", os.readlink),
+    ("link", "open", lambda p: open(p).close()),
+]
+def err(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+for kind, name, call in calls:
+    n = "/look_%s_%s" % (kind, name)
+    if kind == "file":
+        open(a + n, "w").close()
+    else:
+        os.symlink("nowhere", a + n)
+    os.lstat(a + n)  # this mount's kernel holds the name
+    os.unlink(b + n)
+    print(kind, name, err(lambda: call(a + n)), "then rmdir", err(lambda: os.rmdir(a + n)))
+PY
+    echo "$output"
+    assert_success
+    for c in "file stat" "file access" "link lstat" "link stat" "link access" "link readlink" "link open"; do
+        assert_line "$c ENOENT then rmdir ENOENT"
+    done
+}

@@ -115,8 +115,16 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return rc;
     if (fh && (rc = fh_getattr(fh, path, st)) != 1)
         return rc;
-    if (!(n = drxfs_node_get_memo(path, true, &rc)))
-        return rc;
+    /* A name the kernel holds that the store no longer has (removed
+     * through another mount): ESTALE once (drxfs_gone), on which stat(2)
+     * and access(2) look the name up again; ENOENT left the kernel's
+     * entry, and an rmdir of the name said ENOTDIR from it.  Not within
+     * a LOOKUP (a gone name is a negative entry there) nor libfuse's own
+     * getattr after a creation, whose callers retry nothing. */
+    if (!(n = drxfs_node_get_memo(path, true, &rc))) {
+        uint32_t op = drxfs_order_opcode();
+        return !fi && (op == FUSE_GETATTR || op == FUSE_ACCESS) ? drxfs_gone(path, rc) : rc;
+    }
     /* the lookups of a caller other than root: the name resolved as root
      * is one he reaches (drxfs_node_reached) */
     if ((rc = drxfs_node_reached(n)) < 0) {
@@ -212,8 +220,9 @@ int drxfs_op_readlink(const char *path, char *buf, size_t size)
 
     if (size == 0)
         return -EINVAL;
+    /* gone (removed through another mount): ESTALE once, as getattr */
     if (!(n = drxfs_node_get(path, &rc)))
-        return rc;
+        return drxfs_gone(path, rc);
     if (n->kind != DRXFS_LINK) {
         /* the kernel asks only of what it holds as a symlink: replaced
          * behind the mount (drxfs_types.c) */
