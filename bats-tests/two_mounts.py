@@ -140,14 +140,35 @@ class Run:
             for i in range(1, len(parts) + 1):
                 yield "/".join(parts[:i])
 
+    def through(self, rel, depth=0):
+        """the names a walk to rel looks up in the model now: those above
+        it, and where one is a symlink, those its target leads through"""
+        out, cur = [], ""
+        for part in rel.split("/"):
+            name = os.path.join(cur, part) if cur else part
+            out.append(name)
+            try:
+                target = os.readlink(self.q(name))
+            except OSError:
+                cur = name
+                continue
+            if depth > 8 or target.startswith("/"):
+                break
+            cur = os.path.normpath(os.path.join(cur, target))
+            if cur == "." or cur.startswith(".."):
+                break
+            out += self.through(cur, depth + 1)
+        return out
+
     def note(self, m, rels):
-        """mount m's kernel looked up rels (and the names above them): it
-        may hold each as the type the model has now, for the entry
-        timeout (missing names it does not keep)"""
+        """mount m's kernel looked up rels (and the names above them, and
+        those a symlink among them leads through): it may hold each as the
+        type the model has now, for the entry timeout (missing names it
+        does not keep)"""
         if m not in self.seen:
             return
         now, cur = time.monotonic(), self.types()
-        for p in self.prefixes(rels):
+        for p in set(n for rel in rels for n in self.through(rel)):
             if cur.get(p):
                 self.seen[m].setdefault(p, {})[cur[p]] = now
 
@@ -184,6 +205,17 @@ class Run:
             if h[0] != party and len(h) == 6 and self.model_ino(h[4]) != h[3]:
                 self.held[i] = h + ("orphan",)
 
+    def shares_inode(self, m, rel):
+        """whether mount m holds a descriptor of a file whose name rel
+        another mount removed or replaced (an orphan): libfuse's one node
+        per path gives the kernel's inode of that file to the name's new
+        file too, and a read through the descriptor, which asks the
+        attributes with its handle, leaves the kernel the old file's size
+        for the inode until the attribute timeout; an open of the name and
+        fstat within it show that size (README, Known limitations; seed
+        65 at 800 operations: size 0 of 9000 bytes read)"""
+        return any(h[0] == m and len(h) > 6 and h[4] == rel for h in self.held)
+
     def busy(self, m, rels):
         for rel in rels:
             ino = self.model_ino(rel)
@@ -197,9 +229,17 @@ class Run:
         left as it is: the operation did nothing)"""
         got = err_of(mount_fn)
         if m != "S" and got[0] in self.STALE_ERRS and self.recent(m, rels):
-            want = err_of(lambda: os.lstat(self.q(rels[0])))
             self.log.append("    %s through %s: accepted (a stale entry)" % (ename(got[0]), m))
             self.accepted += 1
+            # the kernel may have looked names up afresh for it all the
+            # same (those whose entries had expired, a symlink's target):
+            # it holds them as they are now (the model is as the store:
+            # the operation did nothing), an rmdir of one of them within
+            # the entry timeout after another mount's change is judged
+            # from that (seed 42 at 800 operations: a stale hold of b
+            # looked b up as a symlink, which the other mount removed,
+            # and rmdir b said ENOTDIR)
+            self.note(m, rels)
             return None
         self.note(m, rels)
         want = err_of(model_fn)
@@ -239,7 +279,11 @@ class Run:
         if r is None:
             return
         got, want = r
-        self.check("write %s" % rel, (ename(got[0]), got[1]), (ename(want[0]), want[1]))
+        if got[0] == want[0] == 0 and got[1] != want[1] and self.shares_inode(m, rel):
+            self.log.append("    sizes %s against %s: an orphan's inode: accepted" % (got[1], want[1]))
+            self.accepted += 1
+        else:
+            self.check("write %s" % rel, (ename(got[0]), got[1]), (ename(want[0]), want[1]))
         self.taint(ino if ino is not None else rel)
         self.taint(rel)
 
@@ -264,7 +308,11 @@ class Run:
         if r is None:
             return
         got, want = r
-        if want[0] == 0 and got[0] == 0 and got[1] != want[1]:
+        if want[0] == 0 and got[0] == 0 and got[1][1:] == want[1][1:] and self.shares_inode(m, rel):
+            if got[1][0] != want[1][0]:
+                self.log.append("    size %d against %d: an orphan's inode: accepted" % (got[1][0], want[1][0]))
+                self.accepted += 1
+        elif want[0] == 0 and got[0] == 0 and got[1] != want[1]:
             raise Fail("read %s: mount size %d, read %d; model %d" % (rel, got[1][0], got[1][1], want[1][0]))
         self.check("read %s" % rel, ename(got[0]), ename(want[0]))
 
