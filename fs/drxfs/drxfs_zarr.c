@@ -350,7 +350,7 @@ static const char *zdocs_pick(const struct zdocs *z, const char *var, const char
 int zdoc_get(const struct zctx *zc, const char *rel, const char *var, const char *file, char **text,
              size_t *len)
 {
-    const struct zdocs *z;
+    struct zdocs *z;
     const char *src = NULL;
     int rc = 0;
 
@@ -362,13 +362,16 @@ int zdoc_get(const struct zctx *zc, const char *rel, const char *var, const char
      * name (zc->sig[0]) and made from the handle's metadata: of the same
      * file, else a rename behind the mount between the two (a user's
      * array swapped for root's) kept one array's attributes under the
-     * other's signature, for every later reader of that one */
+     * other's signature, for every later reader of that one.  Another
+     * file: made from the handle for this caller alone, not kept.  Not
+     * ESTALE, which open(2) does not retry: an attribute set replaces the
+     * .xmd, and with `drx attr set` in a loop nearly every read of zarr/
+     * metadata (xarray.open_zarr) failed so. */
     int xfd = drx_array_xmd_fd(zc->a[0]);
-    if (xfd < 0 || fstat(xfd, &xst) < 0 || xst.st_ino != zc->sig[0].ino ||
-        xst.st_dev != zc->sig[0].dev)
-        return -ESTALE;
+    bool keep = xfd >= 0 && fstat(xfd, &xst) == 0 && xst.st_ino == zc->sig[0].ino &&
+                xst.st_dev == zc->sig[0].dev;
     pthread_mutex_lock(&docs.mutex);
-    if (!(z = zdocs_current(zc, rel)))
+    if (!(z = keep ? zdocs_current(zc, rel) : zdocs_build(zc, rel)))
         rc = -EIO;
     else if (!(src = zdocs_pick(z, var, file)))
         rc = -ENOENT;
@@ -377,6 +380,8 @@ int zdoc_get(const struct zctx *zc, const char *rel, const char *var, const char
         if (text && !(*text = strdup(src)))
             rc = -ENOMEM;
     }
+    if (!keep)
+        zdocs_free(z);
     pthread_mutex_unlock(&docs.mutex);
     return rc;
 }
