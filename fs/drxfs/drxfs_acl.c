@@ -216,8 +216,8 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
 }
 
 /* drxfs_caller_reaches, saying why not: 0, -errno of the caller's open
- * (EACCES: a directory on the way he may not search; ENOENT), or -EACCES
- * when the name is another file's now. */
+ * (EACCES: a directory on the way he may not search; ENOENT), or -ESTALE
+ * when the name is another file's now (drxfs_caller_reach). */
 static int reach_rc(const char *rel, const struct stat *st)
 {
     struct fuse_context *ctx = fuse_get_context();
@@ -244,14 +244,21 @@ static int reach_rc(const char *rel, const struct stat *st)
         drx_log_ratelimited(DRX_LOG_ERROR, "putting back the daemon's groups: %s", strerror(errno));
     if (fd < 0)
         return fd == -ENOENT || fd == -ENOTDIR ? fd : -EACCES;
-    bool same = fstat(fd, &got) == 0 && got.st_dev == st->st_dev && got.st_ino == st->st_ino;
+    int rc = fstat(fd, &got) < 0                                    ? -EACCES
+             : got.st_dev == st->st_dev && got.st_ino == st->st_ino ? 0
+                                                                    : -ESTALE;
     close(fd);
-    return same ? 0 : -EACCES;
+    return rc;
 }
 
 bool drxfs_caller_reaches(const char *rel, const struct stat *st)
 {
     return reach_rc(rel, st) == 0;
+}
+
+int drxfs_caller_reach(const char *rel, const struct stat *st)
+{
+    return reach_rc(rel, st);
 }
 
 int drxfs_node_reached(const struct drxfs_node *n)
@@ -266,7 +273,9 @@ int drxfs_node_reached(const struct drxfs_node *n)
         suffix = DRXFS_NAFS;
     else if (drxfs_is_array_kind(n->kind) || n->kind == DRXFS_ZARR)
         suffix = DRXFS_XMD;
-    if ((rc = drxfs_rel_suffix(entry, n->rel, suffix)) < 0 || (rc = reach_rc(entry, &n->st)) == 0)
+    /* another file under the name now: the caller resolves it again */
+    if ((rc = drxfs_rel_suffix(entry, n->rel, suffix)) < 0 || (rc = reach_rc(entry, &n->st)) == 0 ||
+        rc == -ESTALE)
         return rc;
     drx_log_ratelimited(DRX_LOG_WARNING,
                         "%s: replaced behind the mount by a file the caller (uid %u) does not "

@@ -649,17 +649,38 @@ int drxfs_arr_caller_may(struct drxfs_arr *e, const char *rel, unsigned want, bo
 {
     char name[PATH_MAX];
     struct stat st;
+    int rc = -EACCES;
 
     if (fuse_get_context()->uid == 0)
         return 0;
-    pthread_rwlock_rdlock(&e->lock);
-    int fd = xmd ? drx_array_xmd_fd(e->a) : drx_array_xta_fd(e->a);
-    bool ok = fd >= 0 && fstat(fd, &st) == 0 && drxfs_caller_may_fd(fd, &st, want);
-    pthread_rwlock_unlock(&e->lock);
-    ok = ok && drxfs_rel_suffix(name, rel, xmd ? DRXFS_XMD : DRXFS_XTA) == 0 &&
-         drxfs_caller_reaches(name, &st);
-    if (ok)
-        return 0;
+    if (drxfs_rel_suffix(name, rel, xmd ? DRXFS_XMD : DRXFS_XTA) < 0)
+        goto refused;
+    /* The .xmd the handle read is no longer the name's after an attribute
+     * set (replaced whole) by anyone: read again, as an open after it
+     * would, and checked on that one; a few times, then refused (a user
+     * who may read the array was refused data.nc, data.npy, info and its
+     * xattrs a few times in a thousand with a setter in a loop).  A .xta
+     * under the name that is not the handle's is another array's: refused,
+     * as a reload refuses it (pair_intact). */
+    for (int tries = 1;; tries++) {
+        pthread_rwlock_rdlock(&e->lock);
+        int fd = xmd ? drx_array_xmd_fd(e->a) : drx_array_xta_fd(e->a);
+        bool ok = fd >= 0 && fstat(fd, &st) == 0 && drxfs_caller_may_fd(fd, &st, want);
+        pthread_rwlock_unlock(&e->lock);
+        if (!ok)
+            goto refused;
+        if ((rc = drxfs_caller_reach(name, &st)) == 0)
+            return 0;
+        if (rc != -ESTALE || !xmd || tries == REACH_TRIES)
+            goto refused;
+        struct drx_err err = {{0}};
+        pthread_rwlock_wrlock(&e->lock);
+        rc = drx_array_reload(e->a, &err);
+        pthread_rwlock_unlock(&e->lock);
+        if (rc < 0)
+            goto refused;
+    }
+refused:
     drx_log_ratelimited(DRX_LOG_WARNING,
                         "%s: replaced behind the mount by an array the caller (uid %u) may not "
                         "%s so: refused",

@@ -586,9 +586,16 @@ bool drxfs_caller_may_fd(int fd, const struct stat *st, unsigned want);
  * caller's file system IDs and groups, the thread's own).  True for root,
  * or when the daemon is not root. */
 bool drxfs_caller_reaches(const char *rel, const struct stat *st);
+/* The same, saying why not: 0, -EACCES, -ENOENT, or -ESTALE when the name
+ * leads to another file than st's now: replaced behind the mount, by an
+ * attribute set (a new .xmd) as well as a swap, so that the caller takes
+ * what the name holds (afresh) and checks again, REACH_TRIES times. */
+int drxfs_caller_reach(const char *rel, const struct stat *st);
+#define REACH_TRIES 3
 /* The same for the store entry of node n as resolved (n->st: the entry
  * itself, an array's .xmd, a striped file's metafile): 0, or -EACCES
- * (logged) or -ENOENT.  What a lookup, getattr or listing shows a caller
+ * (logged) or -ENOENT, or -ESTALE (not logged) when the name holds
+ * another file now (to be resolved again).  What a lookup, getattr or listing shows a caller
  * other than root, whose kernel checked the directories it holds: one
  * of them swapped behind the mount for root's 0700 directory showed him
  * the names and attributes of its files. */

@@ -126,8 +126,23 @@ int drxfs_op_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return !fi && (op == FUSE_GETATTR || op == FUSE_ACCESS) ? drxfs_gone(path, rc) : rc;
     }
     /* the lookups of a caller other than root: the name resolved as root
-     * is one he reaches (drxfs_node_reached) */
-    if ((rc = drxfs_node_reached(n)) < 0) {
+     * is one he reaches (drxfs_node_reached); resolved again when it
+     * holds another file by then (an attribute set replaces an array's
+     * .xmd: a user who may read the array was refused a stat, EACCES, a
+     * few times in a thousand with a setter in a loop) */
+    for (int tries = 1; (rc = drxfs_node_reached(n)) == -ESTALE && tries < REACH_TRIES; tries++) {
+        free(n);
+        if (!(n = drxfs_node_get(path, &rc)))
+            return rc;
+    }
+    if (rc < 0) {
+        if (rc == -ESTALE) {
+            drx_log_ratelimited(DRX_LOG_WARNING,
+                                "%s: replaced behind the mount, again and again, as the caller "
+                                "(uid %u) looked: refused",
+                                n->rel, (unsigned)fuse_get_context()->uid);
+            rc = -EACCES;
+        }
         free(n);
         return rc;
     }
@@ -951,6 +966,7 @@ int drxfs_op_removexattr(const char *path, const char *name)
     if (drxfs.ro)
         return -EROFS;
     if ((rc = xattr_node(path, &n, entry)) < 0 && !n)
+
         return drxfs_gone(path, rc);
     if (drxfs_is_array_kind(n->kind) && drxfs_acl_name(name))
         rc = drxfs_array_setacl(n, name, NULL, 0);
@@ -966,4 +982,3 @@ int drxfs_op_removexattr(const char *path, const char *name)
     free(n);
     return rc;
 }
-
