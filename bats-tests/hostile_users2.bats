@@ -24,10 +24,7 @@ teardown() {
 @test "a file renamed over a user's own behind the mount is not opened for him as root" {
     [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
     user_dir_store
-    printf 'SECRET\n' >"$RV/s/u/secret"
-    chmod 600 "$RV/s/u/secret"
-    printf 'mine\n' >"$RV/s/u/f"
-    chown 65534:65534 "$RV/s/u/f"
+    secret_and_mine
     renamer "$RV/s/u" f secret
     run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/f" <<'PY'
 import os, sys
@@ -94,10 +91,7 @@ PY
 @test "a file renamed over a user's own behind the mount does not take his chmod, xattrs or times" {
     [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
     user_dir_store
-    printf 'SECRET\n' >"$RV/s/u/secret"
-    chmod 600 "$RV/s/u/secret"
-    printf 'mine\n' >"$RV/s/u/f"
-    chown 65534:65534 "$RV/s/u/f"
+    secret_and_mine
     renamer "$RV/s/u" f secret
     run calls_as_nobody 4000 "$RV/m/u/f" 'os.chmod(p, 0o666)' 'os.setxattr(p, "user.x", b"1")' \
         'os.utime(p, (0, 0))'

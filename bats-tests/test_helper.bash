@@ -380,6 +380,26 @@ DRX_RACE_DIV=1
 [ -z "${DRX_TEST_SANITIZED:-}" ] || DRX_RACE_DIV=3
 export DRX_RACE_DIV
 
+# secret_and_mine: in $RV/s/u, root's 0600 file secret (SECRET) and user
+# nobody's f (mine), the two names a race exchanges
+secret_and_mine() {
+    printf 'SECRET\n' >"$RV/s/u/secret"
+    chmod 600 "$RV/s/u/secret"
+    printf 'mine\n' >"$RV/s/u/f"
+    chown 65534:65534 "$RV/s/u/f"
+}
+
+# writer_done: stops the background writer $APID (it ends when $RV/n/stop
+# exists); the run before it succeeded and printed "refused []"
+writer_done() {
+    touch "$RV/n/stop"
+    wait "$APID"
+    APID=
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "refused []" ]
+}
+
 # race_done LINE: the end of a race against renamer (in $RV/s/u): stops
 # it, then the probe run before it succeeded and printed LINE
 race_done() {
