@@ -132,13 +132,12 @@ static void check_name_shared(struct fsck *k, const char *path, bool array)
 }
 
 /* Waits for metafile mp's pending size (drx_stripe_pending_wait) out of
- * the walk's budget of DRX_STRIPE_PENDING_WAIT_MS in all; true when it is
+ * the walk's budget of drx_stripe_pending_wait_ms() in all; true when it is
  * still pending. */
 static bool pending_wait(struct fsck *k, const char *mp)
 {
-    unsigned left = k->pending_spent_ms >= DRX_STRIPE_PENDING_WAIT_MS
-                        ? 0
-                        : DRX_STRIPE_PENDING_WAIT_MS - k->pending_spent_ms;
+    unsigned wait_ms = drx_stripe_pending_wait_ms();
+    unsigned left = k->pending_spent_ms >= wait_ms ? 0 : wait_ms - k->pending_spent_ms;
     struct timespec t0, t1;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -192,9 +191,9 @@ static void check_striped(struct fsck *k, const char *mp)
             drx_fsck_finding(k, rel, false, NULL,
                              "subfile %u (%s) is %lld bytes, past the %llu the recorded size "
                              "%llu needs, and the size is pending: a process holds its mark "
-                             "(a mount's batched commit; fsck waits %u s in all for them)",
+                             "(a mount's batched commit; fsck waits %g s in all for them)",
                              i, sub, (long long)st.st_size, (unsigned long long)want,
-                             (unsigned long long)m.size, DRX_STRIPE_PENDING_WAIT_MS / 1000);
+                             (unsigned long long)m.size, drx_stripe_pending_wait_ms() / 1000.0);
         else if ((uint64_t)st.st_size > want)
             drx_fsck_subfile_long(k, mp, &m, i, &st, want);
     }

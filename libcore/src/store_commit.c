@@ -21,6 +21,7 @@
 
 #include "drx/log.h"
 #include "store_i.h"
+#include "stripe_i.h"
 
 struct ask {
     pthread_mutex_t lock;
@@ -120,8 +121,14 @@ void drx_store_ask_commit(const char *mnt, dev_t dev, long owner)
     pthread_attr_destroy(&attr);
     /* A daemon that does not answer (stopped, hung) leaves the thread
      * waiting until the process exits (which ends the request). */
+    unsigned wait_ms = drx_stripe_pending_wait_ms();
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += DRX_STORE_COMMIT_WAIT;
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
     pthread_mutex_lock(&a->lock);
     while (!a->done && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&a->cond, &a->lock, &until);
@@ -129,9 +136,9 @@ void drx_store_ask_commit(const char *mnt, dev_t dev, long owner)
         drx_log(DRX_LOG_WARNING, "%s: not asked to commit: %s", mnt, strerror(-a->rc));
     else if (!a->done) /* an error: what is read may be older than the mount shows */
         drx_log(DRX_LOG_ERROR,
-                "%s: no answer to the commit request in %d s: sizes it has not recorded yet "
+                "%s: no answer to the commit request in %g s: sizes it has not recorded yet "
                 "are not seen",
-                mnt, DRX_STORE_COMMIT_WAIT);
+                mnt, wait_ms / 1000.0);
     pthread_mutex_unlock(&a->lock);
     ask_put(a);
 }

@@ -13,9 +13,6 @@ void drx_store_at_close(struct drx_store *s);
 
 /* ---- store_commit.c ---- */
 
-/* Seconds drx_store_ask_commit waits for the daemon's answer. */
-#define DRX_STORE_COMMIT_WAIT 10
-
 /* True when a mount of owner (mountinfo's user_id=, -1 unknown) is one the
  * caller (euid) may ask to commit: its own only (root asks only root's). */
 bool drx_store_commit_owner_ok(long owner, uid_t euid);
@@ -26,7 +23,7 @@ bool drx_store_commit_owner_ok(long owner, uid_t euid);
 int drx_store_commit_at(const char *mnt, dev_t dev);
 
 /* drx_store_commit_at(mnt, dev) when owner is the caller, waiting at most
- * DRX_STORE_COMMIT_WAIT seconds for the answer (in a thread: a stopped or
+ * drx_stripe_pending_wait_ms() for the answer (in a thread: a stopped or
  * hung daemon is left waiting, and warned of). */
 void drx_store_ask_commit(const char *mnt, dev_t dev, long owner);
 

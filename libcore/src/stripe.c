@@ -856,11 +856,11 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
         return drx_err_set(err, ENAMETOOLONG, "%s: name too long", path);
     /* Another process's size not recorded yet (stripe_pending.c): the
      * recorded one would be short of its bytes. */
-    if (drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS) < 0)
+    if (drx_stripe_pending_wait(mp, drx_stripe_pending_wait_ms()) < 0)
         drx_log_ratelimited(DRX_LOG_WARNING,
-                            "%s: another process has not recorded its size in %u s (a commit "
+                            "%s: another process has not recorded its size in %g s (a commit "
                             "interval longer than that?); opened with the size recorded before",
-                            path, DRX_STRIPE_PENDING_WAIT_MS / 1000);
+                            path, drx_stripe_pending_wait_ms() / 1000.0);
     f = handle_new(s, path, mode);
     if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
@@ -970,7 +970,7 @@ static int reload(struct drx_stripe *f, bool wait)
     /* a size another process has not recorded yet: once it is (an open
      * sees what a close elsewhere left; stripe_pending.c) */
     if (wait && drx_stripe_meta_path_of(f, mp, sizeof mp) == 0)
-        (void)drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS);
+        (void)drx_stripe_pending_wait(mp, drx_stripe_pending_wait_ms());
     pthread_mutex_lock(&f->lock);
     rc = drx_stripe_meta_path(f->path, mp, sizeof mp);
     if (rc < 0)

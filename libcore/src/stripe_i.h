@@ -70,8 +70,10 @@ int drx_stripe_meta_path_of(struct drx_stripe *f, char *buf, size_t len);
 
 /* How long (ms) an open or a truncate waits for another process to record
  * the size it has written (drxfs's batched commit: commit_interval, 5 s
- * by default, and the sync before it). */
-#define DRX_STRIPE_PENDING_WAIT_MS 10000u
+ * by default, and the sync before it), and drx for a mount to answer a
+ * commit request: DRX_COMMIT_WAIT_MS from the environment when it is a
+ * number of milliseconds (read once), else 10000. */
+unsigned drx_stripe_pending_wait_ms(void);
 
 /* Takes the pending-size lock for f's metafile, once (f->lock held): its
  * size runs ahead of the metafile until a later commit.  Best effort:

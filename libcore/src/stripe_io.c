@@ -658,11 +658,11 @@ int drx_stripe_truncate(struct drx_stripe *f, uint64_t size)
     /* another process's size not recorded yet: its bytes past the recorded
      * size are its data, not leftovers to cut (stripe_pending.c) */
     if (drx_stripe_meta_path_of(f, mp, sizeof mp) == 0 &&
-        drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS) < 0) {
+        drx_stripe_pending_wait(mp, drx_stripe_pending_wait_ms()) < 0) {
         drx_log_ratelimited(DRX_LOG_WARNING,
                             "%s" DRX_STRIPE_SUFFIX ": truncate refused: another process has "
-                            "written it and not recorded its size in %u s",
-                            f->path, DRX_STRIPE_PENDING_WAIT_MS / 1000);
+                            "written it and not recorded its size in %g s",
+                            f->path, drx_stripe_pending_wait_ms() / 1000.0);
         return -EAGAIN;
     }
     pthread_rwlock_wrlock(&f->io);

@@ -42,6 +42,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -292,13 +293,28 @@ int drx_stripe_pending_wait(const char *mp, unsigned ms)
     return rc;
 }
 
+unsigned drx_stripe_pending_wait_ms(void)
+{
+    static unsigned ms; /* 0: not read yet */
+    unsigned got = __atomic_load_n(&ms, __ATOMIC_RELAXED);
+
+    if (got)
+        return got;
+    const char *env = getenv("DRX_COMMIT_WAIT_MS");
+    char *end;
+    unsigned long v = env && *env ? strtoul(env, &end, 10) : 0;
+    got = env && *env && !*end && v > 0 && v <= 3600000 ? (unsigned)v : 10000;
+    __atomic_store_n(&ms, got, __ATOMIC_RELAXED);
+    return got;
+}
+
 int drx_stripe_wait_recorded(const char *path)
 {
     char mp[PATH_MAX];
 
     if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
         return 0;
-    return drx_stripe_pending_wait(mp, DRX_STRIPE_PENDING_WAIT_MS);
+    return drx_stripe_pending_wait(mp, drx_stripe_pending_wait_ms());
 }
 
 bool drx_stripe_size_pending(const char *path)
