@@ -372,11 +372,11 @@ while time.monotonic() < end:
     APID=$!
     # the victim side: the real directory (held open: its name flips) gets
     # a file "victim", removed through the mount; mkdir through the mount
-    # (15 s; 5 under the sanitizers, which look for memory errors here:
+    # (8 s; 5 under the sanitizers, which look for memory errors here:
     # the race itself is the first pass's; longer, up to 40 s, until the
     # loop has reached the daemon 10 times each way: under ASan 9
     # removals in 5 s were seen once, 2026-12-07)
-    local secs=15
+    local secs=8
     [ -z "${DRX_TEST_SANITIZED:-}" ] || secs=5
     run timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" -c '
 import os, sys, time
