@@ -283,3 +283,80 @@ print("refused", sorted(bad.items()))
 PY
     writer_done
 }
+
+@test "a user reading an array's zarr/ metadata and chunk keys while root sets its attributes is never refused" {
+    # the same check as data.nc's and info's above, for zarr/: the
+    # group's metadata and the chunk keys of an array he may read (passed
+    # when written: the class's other member; 300 rounds, each made anew
+    # for him after the setter's every change)
+    user_dir_store
+    "$DRX" create "$RV/s/u/a" --type u8 --shape 8 --chunk 8
+    cat >"$RV/setter.py" <<'PY'
+import os, sys
+n = 0
+while not os.path.exists(sys.argv[2]):
+    os.setxattr(sys.argv[1], "user.n", str(n).encode())
+    n += 1
+PY
+    "$PY" "$RV/setter.py" "$RV/m/u/a" "$RV/n/stop" &
+    APID=$!
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/a/zarr" <<'PY'
+import errno, os, sys
+z, bad = sys.argv[1], {}
+for i in range(300 // int(os.environ.get("DRX_RACE_DIV", "1"))):
+    for f in (".zmetadata", ".zgroup", "a/.zarray", "a/.zattrs", "a/0"):
+        try:
+            with open(os.path.join(z, f), "rb") as fh:
+                fh.read()
+        except OSError as e:
+            k = "%s %s" % (f, errno.errorcode[e.errno])
+            bad[k] = bad.get(k, 0) + 1
+    try:
+        os.listdir(z + "/a")
+        os.stat(z + "/a/0")
+    except OSError as e:
+        k = "list/stat %s" % errno.errorcode[e.errno]
+        bad[k] = bad.get(k, 0) + 1
+print("refused", sorted(bad.items()))
+PY
+    writer_done
+}
+
+@test "a user opening a striped file that root keeps writing whole through the mount and renaming over it is never refused" {
+    # plain files' test above, for a striped file written through the
+    # mount: the kernel's walk to the old file (renamed over, or hidden by
+    # libfuse while its last close was under way) asked that node's ACL
+    # for a user other than root, and the daemon said ENOENT for it, which
+    # failed his open (41 in 1000).  ESTALE, the kernel's one retry of an
+    # open raced again (libfuse answers it for a node renamed over before
+    # its OPEN came: README, Known limitations), stays rare: 2 in 1000
+    # beside three other suites, none on an idle machine
+    user_dir_store
+    echo v0 >"$RV/m/u/f"
+    cat >"$RV/replacer.py" <<'PY'
+import os, sys, time
+d, n = sys.argv[1], 0
+while not os.path.exists(sys.argv[2]):
+    with open(d + "/.f.tmp", "w") as f:
+        f.write("v%d\n" % n)
+    os.rename(d + "/.f.tmp", d + "/f")
+    n += 1
+    time.sleep(0.0005)
+PY
+    "$PY" "$RV/replacer.py" "$RV/m/u" "$RV/n/stop" &
+    APID=$!
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/f" <<'PY'
+import errno, os, sys
+bad = {}
+for i in range(1000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
+    try:
+        with open(sys.argv[1]) as f:
+            assert f.read().startswith("v")
+    except OSError as e:
+        bad[errno.errorcode[e.errno]] = bad.get(errno.errorcode[e.errno], 0) + 1
+if bad.get("ESTALE", 0) <= 10:
+    bad.pop("ESTALE", None)
+print("refused", sorted(bad.items()))
+PY
+    writer_done
+}
