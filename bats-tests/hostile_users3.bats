@@ -32,6 +32,23 @@ print("leaked %d times" % got)
 PY
 }
 
+# array_with_setter: nobody's directory u in a new store (user_dir_store)
+# with root's array a (u8, 8 elements), whose attribute user.n root sets
+# through the mount in a loop (each set replaces the .xmd) until
+# writer_done
+array_with_setter() {
+    user_dir_store
+    "$DRX" create "$RV/s/u/a" --type u8 --shape 8 --chunk 8
+    "$PY" - "$RV/m/u/a" "$RV/n/stop" <<'PY' &
+import os, sys
+n = 0
+while not os.path.exists(sys.argv[2]):
+    os.setxattr(sys.argv[1], "user.n", str(n).encode())
+    n += 1
+PY
+    APID=$!
+}
+
 # two_arrays: in nobody's directory u, his own array d1/a and root's
 # array d2/a (mode 0600, attribute secret=SECRET, bytes SECRET!!); d1 and
 # d2 his, so that he may exchange them
@@ -211,17 +228,7 @@ root_dir_beside() {
     # info, stat and the xattrs said EACCES to a user who may read the
     # array (a few reads in a thousand with a setter in a loop: 5 reads a
     # round, 1000 rounds; 3000 took a minute for no more)
-    user_dir_store
-    "$DRX" create "$RV/s/u/a" --type u8 --shape 8 --chunk 8
-    cat >"$RV/setter.py" <<'PY'
-import os, sys
-n = 0
-while not os.path.exists(sys.argv[2]):
-    os.setxattr(sys.argv[1], "user.n", str(n).encode())
-    n += 1
-PY
-    "$PY" "$RV/setter.py" "$RV/m/u/a" "$RV/n/stop" &
-    APID=$!
+    array_with_setter
     run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/a" <<'PY'
 import errno, os, sys
 a, bad = sys.argv[1], {}
@@ -289,17 +296,7 @@ PY
     # group's metadata and the chunk keys of an array he may read (passed
     # when written: the class's other member; 300 rounds, each made anew
     # for him after the setter's every change)
-    user_dir_store
-    "$DRX" create "$RV/s/u/a" --type u8 --shape 8 --chunk 8
-    cat >"$RV/setter.py" <<'PY'
-import os, sys
-n = 0
-while not os.path.exists(sys.argv[2]):
-    os.setxattr(sys.argv[1], "user.n", str(n).encode())
-    n += 1
-PY
-    "$PY" "$RV/setter.py" "$RV/m/u/a" "$RV/n/stop" &
-    APID=$!
+    array_with_setter
     run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/a/zarr" <<'PY'
 import errno, os, sys
 z, bad = sys.argv[1], {}
