@@ -215,10 +215,9 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
     return may_with(st, uid, groups, ngroups, want, acl_of_rel, rel);
 }
 
-/* drxfs_caller_reaches, saying why not: 0, -errno of the caller's open
- * (EACCES: a directory on the way he may not search; ENOENT), or -ESTALE
- * when the name is another file's now (drxfs_caller_reach). */
-static int reach_rc(const char *rel, const struct stat *st)
+/* 0, -errno of the caller's open (EACCES: a directory on the way he may
+ * not search; ENOENT), or -ESTALE when the name is another file's now. */
+int drxfs_caller_reach(const char *rel, const struct stat *st)
 {
     struct fuse_context *ctx = fuse_get_context();
     gid_t groups[DRXFS_CALLER_GROUPS], saved[DRXFS_CALLER_GROUPS];
@@ -253,12 +252,7 @@ static int reach_rc(const char *rel, const struct stat *st)
 
 bool drxfs_caller_reaches(const char *rel, const struct stat *st)
 {
-    return reach_rc(rel, st) == 0;
-}
-
-int drxfs_caller_reach(const char *rel, const struct stat *st)
-{
-    return reach_rc(rel, st);
+    return drxfs_caller_reach(rel, st) == 0;
 }
 
 int drxfs_node_reached(const struct drxfs_node *n)
@@ -274,8 +268,8 @@ int drxfs_node_reached(const struct drxfs_node *n)
     else if (drxfs_is_array_kind(n->kind) || n->kind == DRXFS_ZARR)
         suffix = DRXFS_XMD;
     /* another file under the name now: the caller resolves it again */
-    if ((rc = drxfs_rel_suffix(entry, n->rel, suffix)) < 0 || (rc = reach_rc(entry, &n->st)) == 0 ||
-        rc == -ESTALE)
+    if ((rc = drxfs_rel_suffix(entry, n->rel, suffix)) < 0 ||
+        (rc = drxfs_caller_reach(entry, &n->st)) == 0 || rc == -ESTALE)
         return rc;
     drx_log_ratelimited(DRX_LOG_WARNING,
                         "%s: replaced behind the mount by a file the caller (uid %u) does not "
