@@ -112,7 +112,7 @@ static int open_view_path(const char *cmd, const char *arg, int mode, struct drx
         return drx_cli_fail_err(NULL, rc, &err);
     drx_view_spec_init(spec);
     rc = drx_view_path_split(path, array, sizeof array, spec, &err);
-    if (rc == -ENOENT) /* the message names the path */
+    if (rc == -ENOENT || rc == -EACCES) /* the message names the path (drx_array_no_such) */
         return drx_cli_fail_err(cmd, rc, &err);
     if (rc < 0)
         return drx_cli_fail("%s: %s: %s", cmd, arg, err.msg[0] ? err.msg : strerror(-rc));

@@ -116,7 +116,9 @@ int drx_array_open_regular(const char *path, int flags, struct stat *st, struct 
 int drx_array_reread(struct drx_array *a, struct drx_err *err);
 /* -ENOENT with why path names no array: the first component that is
  * missing ("no such array ('tmep' does not exist in DIR)"), or what the
- * path is instead ("not an array (a striped file)"). */
+ * path is instead ("not an array (a striped file)"); -EACCES ("PATH:
+ * Permission denied") when a component is one the caller may not look
+ * up.  The message names the path. */
 int drx_array_no_such(const char *path, struct drx_err *err);
 
 /* ---- array_meta.c: the .xmd's libconfig part; array_records.c: its

@@ -186,7 +186,13 @@ int drx_array_no_such(const char *path, struct drx_err *err)
             continue;
         char c = *p;
         *p = '\0';
-        if (lstat(buf, &st) < 0 && drx_store_classify(buf) == DRX_STORE_NONE) {
+        int e = lstat(buf, &st) < 0 ? errno : 0;
+        if (e && drx_store_classify(buf) == DRX_STORE_NONE) {
+            /* a name the caller may not look at is not a missing one: a
+             * user other than root asking for root's array in a 0700
+             * directory was told "no such array" where ls says EACCES */
+            if (e == EACCES)
+                return drx_err_set(err, EACCES, "%.400s: %s", path, strerror(e));
             char *slash = strrchr(buf, '/');
             const char *missing = slash ? slash + 1 : buf;
             const char *parent = !slash ? "." : slash == buf ? "/" : buf;
