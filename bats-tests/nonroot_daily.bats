@@ -151,3 +151,45 @@ run ln r/secret u2/hl; echo m >u2/m; run mv u2/m r/'
         assert_output --partial "Permission denied"
     done
 }
+
+# member_reads_subfiles FILE: a member of group nogroup who is not nobody
+# (uid 65533, gid 65534) reads each subfile of striped FILE (store path)
+# straight from its stripe directory; prints what each read gave
+member_reads_subfiles() {
+    local sub
+    for sub in $("$DRX" stripe get "$1" | awk '/^subfile/ && $4 != "(not" {print $3}'); do
+        setpriv --reuid=65533 --regid=65534 --clear-groups -- cat "$sub" >/dev/null 2>&1 &&
+            echo read || echo refused
+    done
+}
+
+# Found in the audit: a striped file's subfiles take its mode bits, and
+# the group bits of a file with an extended ACL are the ACL's mask (what
+# its named users may have), not its group's entry: `setfacl -m
+# u:bob:r f` on a 0600 file, or a file made in a directory whose default
+# ACL names a user, made the subfiles 0640, and every member of the
+# file's group the ACL refused read its bytes in the stripe directories
+# (0755).
+@test "an ACL that names a user opens a striped file's subfiles to no member of its group" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    command -v setfacl >/dev/null || skip "needs setfacl"
+    local out
+    out=$(daily "head -c 70000 /dev/urandom >f && chmod 600 f && setfacl -m u:0:r f &&
+        mkdir d && setfacl -d -m u::rw,g::-,o::-,u:0:r d && head -c 70000 /dev/urandom >d/g &&
+        head -c 100 /dev/urandom >h && chmod 600 h && setfacl -m u:0:r h && head -c 70000 /dev/urandom >>h &&
+        getfacl -cp f d/g h | grep -c '^group::---' && stat -c %A f d/g h" "$RV/m/u")
+    [ "$out" = "$(printf '%s\n' 3 -rw-r----- -rw-r----- -rw-r-----)" ] || { echo "$out" >&2; false; }
+    # what a local disk does with such a file: the group is refused
+    run setpriv --reuid=65533 --regid=65534 --clear-groups -- cat "$RV/m/u/f"
+    assert_failure
+    run member_reads_subfiles "$RV/s/u/f"
+    assert_output "$(printf '%s\n' 'refused' 'refused')"
+    run member_reads_subfiles "$RV/s/u/d/g"
+    assert_output "$(printf '%s\n' 'refused' 'refused')"
+    run member_reads_subfiles "$RV/s/u/h"
+    assert_output "$(printf '%s\n' 'refused' 'refused')"
+    # a chmod of such a file sets the mask, not the group's entry
+    daily "chmod 660 f" "$RV/m/u"
+    run member_reads_subfiles "$RV/s/u/f"
+    assert_output "$(printf '%s\n' 'refused' 'refused')"
+}

@@ -284,6 +284,9 @@ static int subfiles_setattr(const char *rel, mode_t mode, uid_t uid, gid_t gid)
     if ((rc = drxfs_lib_path(path, sizeof path, rel, &pin)) < 0)
         return rc;
     rc = drx_stripe_stat(drxfs.store, path, &m, &err);
+    /* the bits its group has when an ACL's mask is the group bits */
+    if (mode != (mode_t)-1)
+        mode = drx_stripe_sub_mode(path, mode);
     drxfs_unpin(pin);
     if (rc < 0)
         return drxfs_striped_log_err("chmod", rel, rc, &err);

@@ -138,6 +138,27 @@ mode_t drx_replace_new_mode(int dfd, mode_t mode)
     return (mode & ~(mode_t)0777) | (mode & (u << 6 | g << 3 | o));
 }
 
+mode_t drx_replace_group_own(const char *path, const char *name, mode_t mode)
+{
+    unsigned char acl[4 + 8 * 512];
+    ssize_t n = getxattr(path, name, acl, sizeof acl);
+    mode_t own = 07;
+    bool mask = false;
+
+    if (n < 0 && errno == ERANGE)
+        return mode & ~(mode_t)070; /* more entries than we read: none */
+    if (n < 4 || (n - 4) % 8 != 0)
+        return mode; /* none, or not the kernel's format: the bits are the group's */
+    for (ssize_t i = 4; i < n; i += 8) {
+        unsigned tag = acl[i] | (unsigned)acl[i + 1] << 8;
+        if (tag == 0x04) /* ACL_GROUP_OBJ */
+            own = (mode_t)(acl[i + 2] & 07);
+        else if (tag == 0x10) /* ACL_MASK */
+            mask = true;
+    }
+    return mask ? mode & ~((~own & 07) << 3) : mode;
+}
+
 /* Names a replacement takes over: the user's own, and the access ACL.
  * Never trusted.* or security.* (a capability, a label): root may set
  * them, and a replacement written by root must not carry a user's choice

@@ -47,6 +47,17 @@ int drx_replace_write_s(struct drx_store *s, const char *path, const void *data,
  * (the umask ignored), as the kernel would; without one, mode. */
 mode_t drx_replace_new_mode(int dfd, mode_t mode);
 
+/* mode with group bits that the owning group has under the ACL xattr name
+ * of path (system.posix_acl_access of a file, or system.posix_acl_default
+ * of the directory a file is made in; followed: it can only narrow): where
+ * the ACL has a mask (it names users or groups), the group bits of a mode
+ * are the mask, what those may have, and the owning group has only its own
+ * entry within it; without a mask, mode.  For copies of a file's bytes
+ * that hold no ACL (a striped file's subfiles): a 0600 file given `setfacl
+ * -m u:bob:r` shows 0640, and 0640 subfiles let every member of its group
+ * read what the ACL refuses them. */
+mode_t drx_replace_group_own(const char *path, const char *name, mode_t mode);
+
 /* Gives the open file fd the owner, group and mode of like, as far as the
  * caller may.  Root keeps all three.  Anyone else becomes the owner (the
  * new file is theirs), keeps the group when they are in it, and where the

@@ -711,6 +711,27 @@ static mode_t meta_new_mode(const char *mp, mode_t mode)
     return mode;
 }
 
+/* The mode of the subfiles of a new metafile mp of mode (meta_new_mode):
+ * the group's own bits under its directory's default ACL, which the
+ * metafile inherits (drx_replace_group_own). */
+static mode_t sub_new_mode(const char *mp, mode_t mode)
+{
+    char dir[PATH_MAX];
+    const char *base;
+
+    drx_stripe_split_path(mp, dir, sizeof dir, &base);
+    return drx_replace_group_own(dir, "system.posix_acl_default", mode);
+}
+
+mode_t drx_stripe_sub_mode(const char *path, mode_t mode)
+{
+    char mp[PATH_MAX];
+
+    if (drx_stripe_meta_path(path, mp, sizeof mp) < 0)
+        return mode & ~(mode_t)077;
+    return drx_replace_group_own(mp, "system.posix_acl_access", mode);
+}
+
 /* drx_stripe_create() with the metafile at mp: NAME.nafs (temp false), or
  * a temporary name, written in place (temp true); -EEXIST when mp exists by
  * then. */
@@ -736,7 +757,7 @@ static int create_meta(struct drx_store *s, const char *path, const char *mp, bo
     mode = (mode & ~(mode_t)0777) | (meta_new_mode(mp, mode) & 0777);
     /* temporary files are filled behind libcore's back (drx-load over
      * MPI-IO opens every subfile by path): all of them now */
-    rc = create_subfiles(f, path, mp, mode, !temp, err);
+    rc = create_subfiles(f, path, mp, sub_new_mode(mp, mode), !temp, err);
     if (rc < 0)
         goto out;
     f->meta.size = 0;
@@ -868,7 +889,7 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
     if (rc < 0)
         goto out;
     f->size = f->persisted = f->meta.size;
-    f->sub_mode = st.st_mode & 0666;
+    f->sub_mode = drx_replace_group_own(mp, "system.posix_acl_access", st.st_mode) & 0666;
     set_identity(f, mp, &st);
     f->meta_synced = true; /* as far as we know: we did not write it */
     rc = open_subfiles(f, mp, err);

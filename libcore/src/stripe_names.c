@@ -479,8 +479,9 @@ int drx_stripe_commit_temp(struct drx_store *s, const char *tmp, const char *pat
      * file).  Best effort, as drx_replace_take_owner: who may not chown
      * keeps the file his, metafile and subfiles alike. */
     if (like)
-        (void)drx_stripe_subfiles_setattr(s, &m, like->st_mode & 07777, like->st_uid,
-                                          like->st_gid, path);
+        (void)drx_stripe_subfiles_setattr(
+            s, &m, drx_replace_group_own(mp, "system.posix_acl_access", like->st_mode) & 07777,
+            like->st_uid, like->st_gid, path);
     m.size = size;
     /* In place: the temporary is ours alone, and a full disk (the copy
      * filled it) has no block for a rewrite. */

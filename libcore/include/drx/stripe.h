@@ -488,7 +488,14 @@ int drx_stripe_subfile_open(const struct drx_store *s, const struct drx_stripe_m
 int drx_stripe_subfiles_setattr(const struct drx_store *s, const struct drx_stripe_meta *m,
                                 mode_t mode, uid_t uid, gid_t gid, const char *who);
 
-/* The mode f's subfiles made from now on get (a chmod of the open file). */
+/* The mode the subfiles of the striped file at path get for its mode:
+ * mode, with the group bits of its owning group alone when the file has
+ * an ACL that names users or groups (the mode's group bits are then the
+ * ACL's mask). */
+mode_t drx_stripe_sub_mode(const char *path, mode_t mode);
+
+/* The mode f's subfiles made from now on get (a chmod of the open file;
+ * drx_stripe_sub_mode's). */
 void drx_stripe_set_mode(struct drx_stripe *f, mode_t mode);
 
 /* Path of subfile i of m in s: "<stripe dir>/<name>" (for fsck and
