@@ -671,15 +671,27 @@ int drxfs_arr_caller_may(struct drxfs_arr *e, const char *rel, unsigned want, bo
             goto refused;
         if ((rc = drxfs_caller_reach(name, &st)) == 0)
             return 0;
+        if (rc == -ENOENT || rc == -ENOTDIR)
+            goto gone;
         if (rc != -ESTALE || !xmd || tries == REACH_TRIES)
             goto refused;
         struct drx_err err = {{0}};
         pthread_rwlock_wrlock(&e->lock);
         rc = drx_array_reload(e->a, &err);
         pthread_rwlock_unlock(&e->lock);
+        if (rc == -ENOENT)
+            goto gone;
         if (rc < 0)
             goto refused;
     }
+gone:
+    /* no array under the name now (removed behind the mount, maybe made
+     * anew): the node the kernel holds is stale, which it walks again
+     * once, finding the new array or none (ENOENT); a user who may read
+     * both was refused (EACCES) an open of info or data.npy a few times
+     * in a thousand while root ran drx rm and drx create in a loop.  No
+     * file is served: the new one is checked in full when opened */
+    return -ESTALE;
 refused:
     drx_log_ratelimited(DRX_LOG_WARNING,
                         "%s: replaced behind the mount by an array the caller (uid %u) may not "
