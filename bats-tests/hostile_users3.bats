@@ -391,3 +391,85 @@ print("refused", sorted(bad.items()))
 PY
     writer_done
 }
+
+# behind_loop WHAT: root changes u/p (a plain file: "rename", written
+# whole and renamed over it; "unlink", removed and written anew) or u/D (a
+# directory: "rmdir", removed and made anew) behind the mount, at a busy
+# writer's pace, until writer_done
+behind_loop() {
+    echo v0 >"$RV/s/u/p"
+    mkdir "$RV/s/u/D"
+    "$PY" - "$1" "$RV/s/u" "$RV/n/stop" <<'PY' &
+import os, sys, time
+what, d, n = sys.argv[1], sys.argv[2], 0
+while not os.path.exists(sys.argv[3]):
+    if what == "rmdir":
+        os.rmdir(d + "/D")
+        os.mkdir(d + "/D")
+    else:
+        name = d + ("/.p.tmp" if what == "rename" else "/p")
+        if what == "unlink":
+            os.unlink(name)
+        with open(name, "w") as f:
+            f.write("v%d\n" % n)
+        if what == "rename":
+            os.rename(name, d + "/p")
+    n += 1
+    time.sleep(0.0005)
+PY
+    APID=$!
+}
+
+# refusals_as_nobody EXPR: user nobody evaluates the python expression
+# EXPR (p: u/p, D: u/D below the mount; os imported) 1000 times
+# (DRX_RACE_DIV) and prints how many of them failed with EACCES
+refusals_as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u" "$1" <<'PY'
+import errno, os, sys
+p, D, bad = sys.argv[1] + "/p", sys.argv[1] + "/D", {}
+expr = compile(sys.argv[2], "probe", "eval")
+for i in range(1000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
+    try:
+        eval(expr)
+    except OSError as e:
+        if e.errno == errno.EACCES:
+            bad["EACCES"] = bad.get("EACCES", 0) + 1
+print("refused", sorted(bad.items()))
+PY
+}
+
+@test "a user reading the attributes of a file that root keeps writing whole behind the mount and renaming over it is never refused" {
+    # the check that the entry the daemon opened for the attribute call
+    # is the one the name leads him to (drx_store_entry_guard) refused
+    # him (EACCES) when the name led to the next file by then: 19 reads
+    # of user.x in 1000.  Now the name is opened again and checked anew.
+    # ENODATA (the file has no user.x) is not counted
+    user_dir_store
+    behind_loop rename
+    run refusals_as_nobody '[os.listxattr(p), os.getxattr(p, "user.x")]'
+    writer_done
+}
+
+@test "a user opening a file that root keeps removing and writing anew behind the mount is never refused" {
+    # the open's check that the name still leads to the file opened
+    # (plain_store_open) refused him (EACCES) when it led nowhere by
+    # then: 9 opens in 1000.  Now it opens the name again, and says
+    # ENOENT only when it is absent then; ENOENT and an empty read (the
+    # instants between the unlink and the write) are what ext4 gives too
+    user_dir_store
+    behind_loop unlink
+    run refusals_as_nobody 'open(p).read()'
+    writer_done
+}
+
+@test "a user listing a directory that root keeps removing and making anew behind the mount is never refused" {
+    # the listing's check that the name still leads to the directory
+    # opened (dirh_open_store_dir) refused him (EACCES) when it led to
+    # the next one or none by then: 73 listings in 1000.  Now it opens
+    # the name again.  ENOENT (no directory at that instant) and ESTALE
+    # (the kernel's node of a directory gone) are not counted
+    user_dir_store
+    behind_loop rmdir
+    run refusals_as_nobody 'os.listdir(D)'
+    writer_done
+}

@@ -354,29 +354,50 @@ static int guard_refused(int fd, const struct stat *st, int rc)
     return rc;
 }
 
+/* 0 when the caller reaches the entry at fd by its name rel; -ESTALE
+ * (not logged) when the name leads to another file or none now: renamed
+ * over or removed behind the mount since it was opened, by anyone (a user
+ * who may read both was refused the user. attribute of a plain file that
+ * root kept writing whole and renaming over it 19 times in 1000), which
+ * the store's call opens again by name and checks anew
+ * (drx_store_entry_guard); else -EACCES, logged. */
+static int guard_reached(int fd, const struct stat *st, const char *rel)
+{
+    int rc = drxfs_caller_reach(rel, st);
+
+    if (rc == -ESTALE || rc == -ENOENT)
+        return -ESTALE;
+    return rc < 0 ? guard_refused(fd, st, -EACCES) : 0;
+}
+
 static int guard_owner(int fd, const struct stat *st, const char *rel, void *arg)
 {
+    int rc;
+
     (void)arg;
-    if (!drxfs_caller_reaches(rel, st))
-        return guard_refused(fd, st, -EACCES);
+    if ((rc = guard_reached(fd, st, rel)) < 0)
+        return rc;
     return st->st_uid == fuse_get_context()->uid ? 0 : guard_refused(fd, st, -EPERM);
 }
 
 static int guard_write(int fd, const struct stat *st, const char *rel, void *arg)
 {
+    int rc;
+
     (void)arg;
-    return drxfs_caller_reaches(rel, st) && drxfs_caller_may_fd(fd, st, 2)
-               ? 0
-               : guard_refused(fd, st, -EACCES);
+    if ((rc = guard_reached(fd, st, rel)) < 0)
+        return rc;
+    return drxfs_caller_may_fd(fd, st, 2) ? 0 : guard_refused(fd, st, -EACCES);
 }
 
 static int guard_times(int fd, const struct stat *st, const char *rel, void *arg)
 {
     const struct timespec *tv = arg;
     bool now = !tv || (tv[0].tv_nsec == UTIME_NOW && tv[1].tv_nsec == UTIME_NOW);
+    int rc;
 
-    if (!drxfs_caller_reaches(rel, st))
-        return guard_refused(fd, st, -EACCES);
+    if ((rc = guard_reached(fd, st, rel)) < 0)
+        return rc;
     if (st->st_uid == fuse_get_context()->uid)
         return 0;
     if (!now)
@@ -409,15 +430,17 @@ void drxfs_guard_xattr(const char *name)
 static int guard_reach(int fd, const struct stat *st, const char *rel, void *arg)
 {
     (void)arg;
-    return drxfs_caller_reaches(rel, st) ? 0 : guard_refused(fd, st, -EACCES);
+    return guard_reached(fd, st, rel);
 }
 
 static int guard_read(int fd, const struct stat *st, const char *rel, void *arg)
 {
+    int rc;
+
     (void)arg;
-    return drxfs_caller_reaches(rel, st) && drxfs_caller_may_fd(fd, st, 4)
-               ? 0
-               : guard_refused(fd, st, -EACCES);
+    if ((rc = guard_reached(fd, st, rel)) < 0)
+        return rc;
+    return drxfs_caller_may_fd(fd, st, 4) ? 0 : guard_refused(fd, st, -EACCES);
 }
 
 void drxfs_guard_xattr_read(const char *name)

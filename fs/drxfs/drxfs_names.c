@@ -604,23 +604,36 @@ static int opendir_zarr(const struct drxfs_node *n, const char *path, struct fus
 /* Opens store directory n for dh's listing, beneath the store. */
 static int dirh_open_store_dir(struct drxfs_dirh *dh, const struct drxfs_node *n)
 {
-    int fd = drx_store_entry_open(drxfs.store, n->rel, O_RDONLY | O_DIRECTORY, 0);
     struct stat st;
-    if (fd < 0)
-        errno = -fd;
+    int fd;
+
     /* the kernel checked the directory it holds, which a rename behind the
      * mount may have made root's 0700 one since: a caller other than root
-     * lists the one opened only if he may read it and reaches it */
-    if (fd >= 0 && fuse_get_context()->uid != 0 &&
-        (fstat(fd, &st) < 0 || !drxfs_caller_may_fd(fd, &st, 4) ||
-         !drxfs_caller_reaches(n->rel, &st))) {
+     * lists the one opened only if he may read it and reaches it.  One
+     * the name no longer leads to by the check (removed and made anew,
+     * or renamed over, by anyone: 73 listings in 1000 refused to a user
+     * who may read both) is opened again, the one the name holds now */
+    for (int tries = 1;; tries++) {
+        fd = drx_store_entry_open(drxfs.store, n->rel, O_RDONLY | O_DIRECTORY, 0);
+        if (fd < 0)
+            errno = -fd;
+        if (fd < 0 || fuse_get_context()->uid == 0)
+            break;
+        int reach = fstat(fd, &st) < 0 || !drxfs_caller_may_fd(fd, &st, 4)
+                        ? -EACCES
+                        : drxfs_caller_reach(n->rel, &st);
+        if (reach == 0)
+            break;
+        close(fd);
+        fd = -1;
+        errno = EACCES;
+        if ((reach == -ESTALE || reach == -ENOENT) && tries < REACH_TRIES)
+            continue;
         drx_log_ratelimited(DRX_LOG_WARNING,
                             "%s: replaced behind the mount by a directory the caller (uid %u) may "
                             "not list: refused",
                             n->rel, (unsigned)fuse_get_context()->uid);
-        close(fd);
-        fd = -1;
-        errno = EACCES;
+        break;
     }
     if (fd < 0 || !(dh->dp = fdopendir(fd))) {
         int rc = -errno;

@@ -212,8 +212,9 @@ static int plain_store_open(const char *rel, int flags)
         /* another file under the name by the check (a file written
          * whole and renamed over it, by anyone: 4 opens in 10 refused to
          * a user who may read both, with a loop of such writes in the
-         * store): opened again, the one it holds now */
-        if (rc == -ESTALE && tries < REACH_TRIES)
+         * store), or none (removed and written anew: 9 in 1000 refused):
+         * opened again, the one it holds now, or ENOENT */
+        if ((rc == -ESTALE || rc == -ENOENT) && tries < REACH_TRIES)
             continue;
         drx_log_ratelimited(DRX_LOG_WARNING,
                             "%s: replaced behind the mount by a file the caller (uid %u) may not "

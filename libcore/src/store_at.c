@@ -667,23 +667,29 @@ int drx_store_entry_open(const struct drx_store *s, const char *rel, int flags, 
 
 /* rel opened O_PATH beneath the store with its stat; symlinks themselves
  * are opened (and have no mode: callers that would follow the descriptor's
- * name refuse them).  The thread's guard, if any, checks it (and goes). */
+ * name refuse them).  The thread's guard, if any, checks it (and goes);
+ * when it says -ESTALE (the name leads to another entry by the check),
+ * the name is opened again and checked anew, GUARD_TRIES times in all. */
+#define GUARD_TRIES 16
 static int path_fd(const struct drx_store *s, const char *rel, struct stat *st)
 {
     int (*check)(int, const struct stat *, const char *, void *) = guard.check;
-    int fd = drx_store_entry_open(s, rel, O_PATH | O_NOFOLLOW, 0), e;
+    int fd, e;
 
     guard.check = NULL;
-    if (fd >= 0 && fstat(fd, st) < 0) {
-        e = -errno;
+    for (int tries = 1;; tries++) {
+        fd = drx_store_entry_open(s, rel, O_PATH | O_NOFOLLOW, 0);
+        if (fd >= 0 && fstat(fd, st) < 0) {
+            e = -errno;
+            close(fd);
+            return e;
+        }
+        if (fd < 0 || !check || (e = check(fd, st, rel, guard.arg)) == 0)
+            return fd;
         close(fd);
-        return e;
+        if (e != -ESTALE || tries == GUARD_TRIES)
+            return e;
     }
-    if (fd >= 0 && check && (e = check(fd, st, rel, guard.arg)) < 0) {
-        close(fd);
-        return e;
-    }
-    return fd;
 }
 
 /* rel opened O_PATH beneath the store and named by its descriptor, for

@@ -444,7 +444,9 @@ ssize_t drx_store_entry_xattr(const struct drx_store *s, const char *rel,
  * _chown, _utimens or _xattr call reaches, made on the descriptor it
  * opened (fd, O_PATH; st its stat; rel its name) before it acts: 0 lets
  * the call go on,
- * -errno ends it with that error.  For a daemon acting for another user:
+ * -errno ends it with that error, but -ESTALE (the name leads to another
+ * entry or none now), for which the name is opened again and checked
+ * anew, 16 times at most (then -ESTALE).  For a daemon acting for another user:
  * his permission checked on the very file changed, which the name may no
  * longer be when it was checked (a rename behind the daemon's back).  Used
  * once, then cleared; drx_store_entry_guard(NULL, NULL) clears it. */
