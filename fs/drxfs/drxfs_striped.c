@@ -580,7 +580,10 @@ static int attach_fh(struct drxfs_sfile *e, const char *rel, struct fuse_file_in
  * the handle's descriptor of its metafile is the file it serves.  A
  * handle that holds none (its metafile replaced while it was opened, or
  * reached through a descriptor of .drx/hidden) is checked on the name's
- * metafile when that is still its file, else refused. */
+ * metafile when that is still its file, else refused.  -ESTALE (not
+ * logged) when the name leads to another metafile or none by the check
+ * (written whole and renamed over, or removed, through another mount or
+ * behind this one, by anyone): the caller takes the name's file anew. */
 static int sfile_caller_may(const struct drxfs_sfile *e, const char *rel, unsigned want)
 {
     char mrel[PATH_MAX];
@@ -593,8 +596,14 @@ static int sfile_caller_may(const struct drxfs_sfile *e, const char *rel, unsign
         return -ENAMETOOLONG;
     if ((fd = drx_stripe_meta_dup(e->f)) < 0)
         fd = drx_store_entry_open(drxfs.store, mrel, O_PATH | O_NOFOLLOW, 0);
+    if (fd == -ENOENT)
+        return -ESTALE;
     if (fd < 0 || fstat(fd, &st) < 0 || !drx_stripe_meta_is(e->f, &st) ||
-        !drxfs_caller_may_fd(fd, &st, want) || !drxfs_caller_reaches(mrel, &st)) {
+        !drxfs_caller_may_fd(fd, &st, want))
+        rc = -EACCES;
+    else if ((rc = drxfs_caller_reach(mrel, &st)) == -ESTALE || rc == -ENOENT)
+        rc = -ESTALE;
+    if (rc < 0 && rc != -ESTALE) {
         drx_log_ratelimited(DRX_LOG_WARNING,
                             "%s: replaced behind the mount by a file the caller (uid %u) may not "
                             "open so: refused",
@@ -614,13 +623,25 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
 
     if (wr && drxfs.ro)
         return -EROFS;
-    if ((rc = sfile_get(n->rel, &n->st, wr, &e)) < 0)
-        return rc;
     unsigned want = ((fi->flags & O_ACCMODE) != O_WRONLY ? 4 : 0) |
                     (wr || (fi->flags & O_TRUNC) ? 2 : 0);
-    if ((rc = sfile_caller_may(e, n->rel, want)) < 0) {
+    struct stat meta = n->st;
+    /* a user who may read both was refused (EACCES) 27 opens in 1000 of
+     * a striped file that root kept writing whole and renaming over it
+     * through another mount: the name's metafile now is opened, and
+     * checked in full, REACH_TRIES times in all */
+    for (int tries = 1;; tries++) {
+        char mrel[PATH_MAX];
+        if ((rc = sfile_get(n->rel, &meta, wr, &e)) < 0)
+            return rc;
+        if ((rc = sfile_caller_may(e, n->rel, want)) == 0)
+            break;
         drxfs_sfile_put(e);
-        return rc;
+        if (rc != -ESTALE || tries == REACH_TRIES)
+            return rc;
+        if (drxfs_rel_suffix(mrel, n->rel, DRXFS_NAFS) < 0 ||
+            drx_store_entry_stat(drxfs.store, mrel, &meta) < 0)
+            return -ESTALE;
     }
     if (wr && (fi->flags & O_TRUNC) && (rc = drx_stripe_truncate(e->f, 0)) < 0) {
         drxfs_striped_log_err("truncate", n->rel, rc, NULL);
