@@ -504,3 +504,23 @@ PY
     run refusals_as_nobody 'open(p[:-1] + "f", "r+").read()'
     writer_done
 }
+
+@test "a user reading an array's zarr/ metadata while root sets its attributes behind the mount is never refused" {
+    # the check that the .xmd and .xta the group's handles read are the
+    # ones the names lead him to (zcaller_may) refused him (EACCES) when
+    # drx attr set had replaced the .xmd by then: 70 opens of .zmetadata
+    # and 61 of .zattrs in 1000.  Now the group is taken anew from the
+    # name's .xmd and checked in full (the member of the class above
+    # whose attributes are set through the mount passed as written)
+    user_dir_store
+    "$DRX" create "$RV/s/u/a" --type u8 --shape 8 --chunk 8
+    (
+        n=0
+        while [ ! -e "$RV/n/stop" ]; do
+            "$DRX" attr set "$RV/s/u/a" n "$((n++))"
+        done
+    ) &
+    APID=$!
+    run refusals_as_nobody 'open(p[:-1] + "a/zarr/" + (".zmetadata", "a/.zattrs")[i % 2], "rb").read()'
+    writer_done
+}

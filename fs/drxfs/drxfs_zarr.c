@@ -661,15 +661,21 @@ int zarr_open_temp(struct ztemp *t, struct fuse_file_info *fi)
     return fh_new(fi, zf, NULL, 0);
 }
 
-/* Whether the caller may have every bit of want of the file at fd, store
- * entry rel with suffix, and reaches it. */
-static bool zfile_may(int fd, const char *rel, const char *suffix, unsigned want)
+/* 0 when the caller may have every bit of want of the file at fd, store
+ * entry rel with suffix, and reaches it; -ESTALE when the name leads to
+ * another file or none now; else -EACCES. */
+static int zfile_may(int fd, const char *rel, const char *suffix, unsigned want)
 {
     char name[PATH_MAX];
     struct stat st;
+    int rc;
 
-    return fd >= 0 && fstat(fd, &st) == 0 && drxfs_caller_may_fd(fd, &st, want) &&
-           drxfs_rel_suffix(name, rel, suffix) == 0 && drxfs_caller_reaches(name, &st);
+    if (fd < 0 || fstat(fd, &st) < 0 || !drxfs_caller_may_fd(fd, &st, want) ||
+        drxfs_rel_suffix(name, rel, suffix) < 0)
+        return -EACCES;
+    if ((rc = drxfs_caller_reach(name, &st)) == -ESTALE || rc == -ENOENT)
+        return -ESTALE;
+    return rc < 0 ? -EACCES : 0;
 }
 
 /* 0 when the caller may read variable i of group zc, whose .xta's mode
@@ -680,16 +686,23 @@ static bool zfile_may(int fd, const char *rel, const char *suffix, unsigned want
  * since (drxfs_array.c, drxfs_arr_caller_may): checked again on the
  * files the handle read, whose .xmd a reload by name can have taken from
  * another array of the same type and chunks than its .xta.  Its lock is
- * held. */
+ * held.  -ESTALE (not logged) when a name leads to another file or none
+ * now. */
 static int zcaller_may(const struct zctx *zc, int i, bool meta, const char *path)
 {
     const char *key = drxfs_arr_key(zc->arr[i]);
 
+    int rc;
+
     if (fuse_get_context()->uid == 0)
         return 0;
-    if (zfile_may(drx_array_xta_fd(zc->a[i]), key, DRXFS_XTA, 4) &&
-        (!meta || zfile_may(drx_array_xmd_fd(zc->a[i]), key, DRXFS_XMD, 4)))
-        return 0;
+    if ((rc = zfile_may(drx_array_xta_fd(zc->a[i]), key, DRXFS_XTA, 4)) == 0 && meta)
+        rc = zfile_may(drx_array_xmd_fd(zc->a[i]), key, DRXFS_XMD, 4);
+    /* the name leads to another array or none now (an attribute set, or
+     * removed and made anew, behind the mount, by anyone): taken anew
+     * (drxfs_zarr_open), not refused */
+    if (rc == 0 || rc == -ESTALE)
+        return rc;
     drx_log_ratelimited(DRX_LOG_WARNING,
                         "%s: replaced behind the mount by an array the caller (uid %u) may not "
                         "read so: refused",
@@ -772,15 +785,63 @@ fail:
     return rc;
 }
 
+/* once(n, arg) again, on n as the name's .xmd is now, while it says
+ * -ESTALE (a name that leads to another file or none by zcaller_may's
+ * check), REACH_TRIES times in all: each try checked in full. */
+static int zfresh(const struct drxfs_node *n, int (*once)(const struct drxfs_node *, void *),
+                  void *arg)
+{
+    struct drxfs_node *cur = NULL;
+    int rc;
+
+    for (int tries = 1;; tries++) {
+        char xmd[PATH_MAX];
+        rc = once(cur ? cur : n, arg);
+        if (rc != -ESTALE || tries == REACH_TRIES)
+            break;
+        if (!cur) {
+            if (!(cur = malloc(sizeof *cur))) {
+                rc = -ENOMEM;
+                break;
+            }
+            memcpy(cur, n, sizeof *cur);
+        }
+        if (drxfs_rel_suffix(xmd, cur->rel, DRXFS_XMD) < 0 ||
+            drx_store_entry_stat(drxfs.store, xmd, &cur->st) < 0)
+            break;
+    }
+    free(cur);
+    return rc;
+}
+
+struct zopen_arg {
+    const char *path;
+    struct fuse_file_info *fi;
+};
+
+static int zarr_open_once(const struct drxfs_node *n, void *arg);
+
 int drxfs_zarr_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi)
 {
     struct ztemp *t;
+
+    if ((t = temp_of(n)))
+        return zarr_open_temp(t, fi);
+    /* a file of an array whose .xmd or .xta the name no longer leads to:
+     * a user who may read it was refused (EACCES) 70 opens of .zmetadata
+     * in 1000 while root ran drx attr set on it behind the mount */
+    return zfresh(n, zarr_open_once, &(struct zopen_arg){path, fi});
+}
+
+/* drxfs_zarr_open's one try, n's handles taken as it was resolved. */
+static int zarr_open_once(const struct drxfs_node *n, void *arg)
+{
+    const char *path = ((struct zopen_arg *)arg)->path;
+    struct fuse_file_info *fi = ((struct zopen_arg *)arg)->fi;
     struct zctx zc;
     struct zinfo zi;
     int rc;
 
-    if ((t = temp_of(n)))
-        return zarr_open_temp(t, fi);
     /* why a coordinate is left out is logged at info when metadata is
      * opened (once per client open of the group), not for every chunk */
     if ((rc = zctx_open(&zc, n, n->zlevel == ZL_FILE && n->zname[0] == '.')) < 0)
@@ -868,8 +929,16 @@ struct drxfs_zdir {
     uint64_t nkeys;
 };
 
+static int zarr_opendir_once(const struct drxfs_node *n, void *arg);
+
 int drxfs_zarr_opendir(const struct drxfs_node *n, struct drxfs_zdir **out)
 {
+    return zfresh(n, zarr_opendir_once, out);
+}
+
+static int zarr_opendir_once(const struct drxfs_node *n, void *arg)
+{
+    struct drxfs_zdir **out = arg;
     struct drxfs_zdir *zd = NULL;
     struct zctx zc;
     struct zinfo zi;
