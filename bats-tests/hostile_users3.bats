@@ -52,6 +52,41 @@ PY
     APID=$!
 }
 
+# replacer DIR PAUSE: root writes DIR/f whole (DIR/.f.tmp, "vN") and
+# renames it over DIR/f, then sleeps PAUSE seconds, until writer_done
+replacer() {
+    "$PY" - "$1" "$RV/n/stop" "$2" <<'PY' &
+import os, sys, time
+d, n = sys.argv[1], 0
+while not os.path.exists(sys.argv[2]):
+    with open(d + "/.f.tmp", "w") as f:
+        f.write("v%d\n" % n)
+    os.rename(d + "/.f.tmp", d + "/f")
+    n += 1
+    time.sleep(float(sys.argv[3]))
+PY
+    APID=$!
+}
+
+# opens_as_nobody ROUNDS ESTALE_OK: user nobody opens and reads u/f below
+# the mount ROUNDS times (DRX_RACE_DIV) and prints the errors by errno;
+# ESTALE left out when there were at most ESTALE_OK of them
+opens_as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/f" "$@" <<'PY'
+import errno, os, sys
+bad = {}
+for i in range(int(sys.argv[2]) // int(os.environ.get("DRX_RACE_DIV", "1"))):
+    try:
+        with open(sys.argv[1]) as f:
+            assert f.read().startswith("v")
+    except OSError as e:
+        bad[errno.errorcode[e.errno]] = bad.get(errno.errorcode[e.errno], 0) + 1
+if bad.get("ESTALE", 0) <= int(sys.argv[3]):
+    bad.pop("ESTALE", None)
+print("refused", sorted(bad.items()))
+PY
+}
+
 # two_arrays: in nobody's directory u, his own array d1/a and root's
 # array d2/a (mode 0600, attribute secret=SECRET, bytes SECRET!!); d1 and
 # d2 his, so that he may exchange them
@@ -268,29 +303,8 @@ PY
     # go, a few in a hundred at this pace
     user_dir_store
     echo v0 >"$RV/s/u/f"
-    cat >"$RV/replacer.py" <<'PY'
-import os, sys, time
-d, n = sys.argv[1], 0
-while not os.path.exists(sys.argv[2]):
-    with open(d + "/.f.tmp", "w") as f:
-        f.write("v%d\n" % n)
-    os.rename(d + "/.f.tmp", d + "/f")
-    n += 1
-    time.sleep(0.0005)  # a busy writer's pace, not a swapping loop's
-PY
-    "$PY" "$RV/replacer.py" "$RV/s/u" "$RV/n/stop" &
-    APID=$!
-    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/f" <<'PY'
-import errno, os, sys
-bad = {}
-for i in range(3000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
-    try:
-        with open(sys.argv[1]) as f:
-            assert f.read().startswith("v")
-    except OSError as e:
-        bad[errno.errorcode[e.errno]] = bad.get(errno.errorcode[e.errno], 0) + 1
-print("refused", sorted(bad.items()))
-PY
+    replacer "$RV/s/u" 0.0005 # a busy writer's pace, not a swapping loop's
+    run opens_as_nobody 3000 0
     writer_done
 }
 
@@ -334,31 +348,8 @@ PY
     # load of 3.3 with a rename every 0.5 ms (here one a millisecond)
     user_dir_store
     echo v0 >"$RV/m/u/f"
-    cat >"$RV/replacer.py" <<'PY'
-import os, sys, time
-d, n = sys.argv[1], 0
-while not os.path.exists(sys.argv[2]):
-    with open(d + "/.f.tmp", "w") as f:
-        f.write("v%d\n" % n)
-    os.rename(d + "/.f.tmp", d + "/f")
-    n += 1
-    time.sleep(0.001)
-PY
-    "$PY" "$RV/replacer.py" "$RV/m/u" "$RV/n/stop" &
-    APID=$!
-    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV/m/u/f" <<'PY'
-import errno, os, sys
-bad = {}
-for i in range(1000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
-    try:
-        with open(sys.argv[1]) as f:
-            assert f.read().startswith("v")
-    except OSError as e:
-        bad[errno.errorcode[e.errno]] = bad.get(errno.errorcode[e.errno], 0) + 1
-if bad.get("ESTALE", 0) <= 30:
-    bad.pop("ESTALE", None)
-print("refused", sorted(bad.items()))
-PY
+    replacer "$RV/m/u" 0.001
+    run opens_as_nobody 1000 30
     writer_done
 }
 
