@@ -267,9 +267,10 @@ int drxfs_node_reached(const struct drxfs_node *n)
         suffix = DRXFS_NAFS;
     else if (drxfs_is_array_kind(n->kind) || n->kind == DRXFS_ZARR)
         suffix = DRXFS_XMD;
-    /* another file under the name now: the caller resolves it again */
+    /* another file under the name now: the caller resolves it again; none
+     * (removed meanwhile): ENOENT, which is no refusal to log */
     if ((rc = drxfs_rel_suffix(entry, n->rel, suffix)) < 0 ||
-        (rc = drxfs_caller_reach(entry, &n->st)) == 0 || rc == -ESTALE)
+        (rc = drxfs_caller_reach(entry, &n->st)) == 0 || rc == -ESTALE || rc == -ENOENT)
         return rc;
     drx_log_ratelimited(DRX_LOG_WARNING,
                         "%s: replaced behind the mount by a file the caller (uid %u) does not "
