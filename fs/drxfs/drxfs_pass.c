@@ -966,7 +966,6 @@ int drxfs_op_removexattr(const char *path, const char *name)
     if (drxfs.ro)
         return -EROFS;
     if ((rc = xattr_node(path, &n, entry)) < 0 && !n)
-
         return drxfs_gone(path, rc);
     if (drxfs_is_array_kind(n->kind) && drxfs_acl_name(name))
         rc = drxfs_array_setacl(n, name, NULL, 0);
