@@ -862,10 +862,11 @@ static int open_subfiles(struct drx_stripe *f, const char *mp, struct drx_err *e
     return 0;
 }
 
-int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_stripe **out,
-                    struct drx_err *err)
+/* drx_stripe_open, or drx_stripe_open_meta_fd when metafd >= 0. */
+static int stripe_open(struct drx_store *s, const char *path, int metafd, int mode,
+                       struct drx_stripe **out, struct drx_err *err)
 {
-    char mp[PATH_MAX];
+    char mp[PATH_MAX], held[32];
     struct drx_stripe *f;
     struct stat st;
     int rc;
@@ -885,11 +886,17 @@ int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_
     f = handle_new(s, path, mode);
     if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
-    rc = drx_stripe_meta_load_st(mp, s->cfg.stripe.ndirs, &f->meta, &st, err);
+    /* the file open at metafd: read through its /proc name, which is
+     * that inode whatever the name holds by now */
+    snprintf(held, sizeof held, "/proc/self/fd/%d", metafd);
+    const char *from = metafd >= 0 ? held : mp;
+    rc = drx_stripe_meta_load_st(from, s->cfg.stripe.ndirs, &f->meta, &st, err);
     if (rc < 0)
         goto out;
     f->size = f->persisted = f->meta.size;
-    f->sub_mode = drx_replace_group_own(mp, "system.posix_acl_access", st.st_mode) & 0666;
+    f->sub_mode = drx_replace_group_own(from, "system.posix_acl_access", st.st_mode) & 0666;
+    if (metafd >= 0)
+        f->meta_fd = fcntl(metafd, F_DUPFD_CLOEXEC, 0);
     set_identity(f, mp, &st);
     f->meta_synced = true; /* as far as we know: we did not write it */
     rc = open_subfiles(f, mp, err);
@@ -902,6 +909,33 @@ out:
     if (f)
         handle_free(f);
     return rc;
+}
+
+int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_stripe **out,
+                    struct drx_err *err)
+{
+    return stripe_open(s, path, -1, mode, out, err);
+}
+
+int drx_stripe_open_meta_fd(struct drx_store *s, const char *path, int metafd, int mode,
+                            struct drx_stripe **out, struct drx_err *err)
+{
+    if (metafd < 0) {
+        *out = NULL;
+        return drx_err_set(err, EBADF, "%s: no metafile descriptor", path);
+    }
+    return stripe_open(s, path, metafd, mode, out, err);
+}
+
+bool drx_stripe_incomplete(struct drx_stripe *f)
+{
+    uint64_t size = drx_stripe_size(f);
+
+    for (unsigned i = 0; i < f->meta.layout.count; i++)
+        if (drx_stripe_subfile_len(&f->meta.layout, i, size) > 0 &&
+            __atomic_load_n(&f->fds[i], __ATOMIC_ACQUIRE) < 0)
+            return true;
+    return false;
 }
 
 int drx_stripe_close(struct drx_stripe *f)

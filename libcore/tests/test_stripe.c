@@ -303,6 +303,54 @@ static void test_rename_unlink(struct drx_store *s, const char *root)
            "rename of an open file + set_path: size recorded under the new name");
 }
 
+/* A handle of the metafile a descriptor holds, not of what the name holds
+ * by then: drxfs opens a striped file for a user other than root from the
+ * metafile he reached, whatever was renamed over the name since. */
+static void test_open_meta_fd(struct drx_store *s, const char *root)
+{
+    struct drx_stripe_layout l = {2, 4};
+    struct drx_stripe_meta old, m;
+    struct drx_stripe *f = NULL;
+    unsigned char back[16];
+    char a[600], b[600], amp[700], bmp[700], sp[1024];
+
+    snprintf(a, sizeof a, "%s/mfd_a", root);
+    snprintf(b, sizeof b, "%s/mfd_b", root);
+    snprintf(amp, sizeof amp, "%s.nafs", a);
+    snprintf(bmp, sizeof bmp, "%s.nafs", b);
+    make_striped(s, a, &l, 0640, "old", 3, &old);
+    make_striped(s, b, &l, 0640, "newer", 5, &m);
+    int fd = open(amp, O_PATH | O_NOFOLLOW);
+    /* b's metafile renamed over a's, a's subfiles left (as while another
+     * process's rename over it has not removed them yet) */
+    tap_ok(fd >= 0 && rename(bmp, amp) == 0, "metafile held, another renamed over its name");
+    tap_ok(drx_stripe_open_meta_fd(s, a, fd, DRX_STRIPE_RDWR, &f, NULL) == 0 &&
+               drx_stripe_read(f, back, sizeof back, 0) == 3 && memcmp(back, "old", 3) == 0 &&
+               !drx_stripe_incomplete(f),
+           "open by the held metafile serves that file, not the name's");
+    drx_stripe_close(f);
+    f = NULL;
+    tap_ok(drx_stripe_open(s, a, DRX_STRIPE_RDONLY, &f, NULL) == 0 &&
+               drx_stripe_read(f, back, sizeof back, 0) == 5 && memcmp(back, "newer", 5) == 0,
+           "open by name serves the file renamed over it");
+    drx_stripe_close(f);
+    f = NULL;
+    /* the replaced file's subfiles removed before its handle opened them */
+    for (unsigned i = 0; i < old.layout.count; i++)
+        if (drx_stripe_subfile_path(s, &old, i, sp, sizeof sp) > 0)
+            unlink(sp);
+    tap_ok(drx_stripe_open_meta_fd(s, a, fd, DRX_STRIPE_RDONLY, &f, NULL) == 0 &&
+               drx_stripe_incomplete(f) && drx_stripe_read(f, back, sizeof back, 0) == -EIO,
+           "a held metafile whose subfiles are gone: incomplete, its reads EIO");
+    drx_stripe_close(f);
+    f = NULL;
+    tap_ok(drx_stripe_open_meta_fd(s, a, -1, DRX_STRIPE_RDONLY, &f, NULL) == -EBADF && !f,
+           "no descriptor: EBADF");
+    if (fd >= 0)
+        close(fd);
+    drx_stripe_unlink(s, a, NULL);
+}
+
 /* Writes a metafile by hand. */
 static void hostile(struct drx_store *s, const char *root, const char *tag, const char *text,
                     int expect_open)
@@ -1424,6 +1472,7 @@ int main(void)
         test_gathered(s, root);
         test_truncate(s, root);
         test_rename_unlink(s, root);
+        test_open_meta_fd(s, root);
         test_hostile(s, root);
         test_missing(s, root);
         test_threads_and_persist(s, root);

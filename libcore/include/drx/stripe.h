@@ -257,6 +257,20 @@ int drx_stripe_create(struct drx_store *s, const char *path, const struct drx_st
 int drx_stripe_open(struct drx_store *s, const char *path, int mode, struct drx_stripe **out,
                     struct drx_err *err);
 
+/* The same, the metafile being the file open at metafd (any descriptor,
+ * O_PATH too), not what NAME.nafs holds: a caller that opened and checked
+ * that file gets a handle serving it, even when another was renamed over
+ * the name meanwhile (the handle then serves its open files as one whose
+ * name was replaced does).  metafd stays the caller's. */
+int drx_stripe_open_meta_fd(struct drx_store *s, const char *path, int metafd, int mode,
+                            struct drx_stripe **out, struct drx_err *err);
+
+/* Whether a subfile that the handle's size needs is not open: missing
+ * when the handle was opened (the file removed, or renamed over and its
+ * subfiles removed, between the read of its metafile and the opens of
+ * its subfiles; or a damaged store), so that its extents fail with EIO. */
+bool drx_stripe_incomplete(struct drx_stripe *f);
+
 /* Persists a changed size (as drx_stripe_flush), closes every descriptor and
  * frees.  Returns 0 or the flush error (the handle is freed anyway).  NULL is
  * a no-op returning 0. */
