@@ -215,20 +215,26 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
     return may_with(st, uid, groups, ngroups, want, acl_of_rel, rel);
 }
 
-/* 0, -errno of the caller's open (EACCES: a directory on the way he may
- * not search; ENOENT), or -ESTALE when the name is another file's now. */
-int drxfs_caller_reach(const char *rel, const struct stat *st)
+/* Whether the daemon opens rel for the caller as him: a caller other than
+ * root, a daemon run as root, and no name in the daemon's own .drx. */
+static bool caller_checked(const char *rel)
 {
     struct fuse_context *ctx = fuse_get_context();
-    gid_t groups[DRXFS_CALLER_GROUPS], saved[DRXFS_CALLER_GROUPS];
-    struct stat got;
 
     /* the daemon's own directory (.drx/hidden: files removed while open)
      * is no user's to reach, and a daemon not run as root opens nothing
      * its own user could not */
-    if (!ctx || ctx->uid == 0 || !drxfs.root_euid ||
-        strncmp(rel, DRX_STORE_DIR "/", sizeof DRX_STORE_DIR) == 0)
-        return 0;
+    return ctx && ctx->uid != 0 && drxfs.root_euid &&
+           strncmp(rel, DRX_STORE_DIR "/", sizeof DRX_STORE_DIR) != 0;
+}
+
+int drxfs_caller_entry_open(const char *rel)
+{
+    struct fuse_context *ctx = fuse_get_context();
+    gid_t groups[DRXFS_CALLER_GROUPS], saved[DRXFS_CALLER_GROUPS];
+
+    if (!caller_checked(rel))
+        return drx_store_entry_open(drxfs.store, rel, O_PATH | O_NOFOLLOW, 0);
     int n = drxfs_caller_groups(groups, DRXFS_CALLER_GROUPS);
     long ns = syscall(SYS_getgroups, DRXFS_CALLER_GROUPS, saved);
     /* the thread's own credentials (the system calls, not glibc's
@@ -241,8 +247,20 @@ int drxfs_caller_reach(const char *rel, const struct stat *st)
     setfsgid((gid_t)ogid);
     if (syscall(SYS_setgroups, (size_t)ns, saved) < 0)
         drx_log_ratelimited(DRX_LOG_ERROR, "putting back the daemon's groups: %s", strerror(errno));
+    return fd >= 0 || fd == -ENOENT || fd == -ENOTDIR ? fd : -EACCES;
+}
+
+/* 0, -errno of the caller's open (EACCES: a directory on the way he may
+ * not search; ENOENT), or -ESTALE when the name is another file's now. */
+int drxfs_caller_reach(const char *rel, const struct stat *st)
+{
+    struct stat got;
+
+    if (!caller_checked(rel))
+        return 0;
+    int fd = drxfs_caller_entry_open(rel);
     if (fd < 0)
-        return fd == -ENOENT || fd == -ENOTDIR ? fd : -EACCES;
+        return fd;
     int rc = fstat(fd, &got) < 0                                    ? -EACCES
              : got.st_dev == st->st_dev && got.st_ino == st->st_ino ? 0
                                                                     : -ESTALE;
@@ -250,9 +268,34 @@ int drxfs_caller_reach(const char *rel, const struct stat *st)
     return rc;
 }
 
-bool drxfs_caller_reaches(const char *rel, const struct stat *st)
+int drxfs_caller_open_checked(const char *rel, mode_t type, unsigned want, struct stat *st)
 {
-    return drxfs_caller_reach(rel, st) == 0;
+    int fd = drxfs_caller_entry_open(rel);
+
+    if (fd < 0)
+        return fd;
+    if (fstat(fd, st) < 0 || (st->st_mode & S_IFMT) != type) {
+        close(fd);
+        return -ESTALE;
+    }
+    if (!drxfs_caller_may_fd(fd, st, want)) {
+        close(fd);
+        drx_log_ratelimited(DRX_LOG_WARNING,
+                            "%s: replaced behind the mount by a file the caller (uid %u) may not "
+                            "open so: refused",
+                            rel, (unsigned)fuse_get_context()->uid);
+        return -EACCES;
+    }
+    return fd;
+}
+
+int drxfs_reopen(int pfd, int flags)
+{
+    char self[32];
+
+    snprintf(self, sizeof self, "/proc/self/fd/%d", pfd);
+    int fd = open(self, (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_PATH)) | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
 }
 
 int drxfs_node_reached(const struct drxfs_node *n)

@@ -579,20 +579,37 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
  * call by name): what the daemon does as root for a caller it checks again
  * on what it opened (drxfs_plain.c). */
 bool drxfs_caller_may_fd(int fd, const struct stat *st, unsigned want);
-/* Whether the caller reaches store entry rel, as the file of stat st (its
- * device and inode), along its directories now: each searchable to him.
- * A directory only root may enter, swapped in for one of his the same
- * way, hides files that its modes alone would not (opened O_PATH with the
- * caller's file system IDs and groups, the thread's own).  True for root,
- * or when the daemon is not root. */
-bool drxfs_caller_reaches(const char *rel, const struct stat *st);
-/* The same, saying why not: 0, -EACCES, -ENOENT, or -ESTALE when the name
+/* Store entry rel opened O_PATH | O_NOFOLLOW with the caller's file system
+ * IDs and groups (the thread's own), else as the daemon (root's call, a
+ * daemon not run as root, a name in the daemon's own .drx/hidden: files
+ * removed while open, no user's to reach): the file he reaches by that name now, each directory on the way
+ * searchable to him (a directory only root may enter, swapped in for one
+ * of his behind the mount, hides files that the modes alone would not).
+ * The descriptor, or -ENOENT, -ENOTDIR or -EACCES.  Opening that file for
+ * him (drxfs_reopen) after checking its mode and ACL
+ * (drxfs_caller_may_fd) serves him what he reached, whatever the name
+ * holds by then: no check by name again, which a file renamed over the
+ * name every millisecond defeated. */
+int drxfs_caller_entry_open(const char *rel);
+/* drxfs_caller_entry_open of rel, a file of type (S_IFREG, S_IFDIR) whose
+ * owner, mode and ACL give the caller every bit of want (4 r, 2 w): the
+ * descriptor, with its stat in *st; -ESTALE when it is of another type
+ * (the name replaced: the kernel walks it again), -EACCES (logged), or
+ * the open's -errno. */
+int drxfs_caller_open_checked(const char *rel, mode_t type, unsigned want, struct stat *st);
+/* The file open at descriptor pfd (O_PATH too) opened anew with flags,
+ * through its /proc/self/fd name, as the daemon: the descriptor or
+ * -errno. */
+int drxfs_reopen(int pfd, int flags);
+/* Whether the caller reaches store entry rel as the file of stat st (its
+ * device and inode) now: 0, -EACCES, -ENOENT, or -ESTALE when the name
  * leads to another file than st's now: replaced behind the mount, by an
  * attribute set (a new .xmd) as well as a swap, so that the caller takes
  * what the name holds (afresh) and checks again, REACH_TRIES times.  Each
  * try is checked in full, so more tries give a swapper nothing; 3 still
  * refused a reader of a file renamed over every 0.5 ms on a loaded
- * machine (CI, 2026-12-07). */
+ * machine (CI, 2026-12-07): drxfs_caller_entry_open needs none.  0 where
+ * drxfs_caller_entry_open opens as the daemon. */
 int drxfs_caller_reach(const char *rel, const struct stat *st);
 #define REACH_TRIES 16
 /* The same for the store entry of node n as resolved (n->st: the entry

@@ -145,8 +145,9 @@ static int plain_fgetattr(struct drxfs_fh *fh, const char *path, struct stat *st
 /* Tries store file rel's open (flags with O_NONBLOCK) again while a lease
  * on it is being broken, as open(2) would wait, in one of the waiting
  * threads drxfs_wait_begin allows: the descriptor, or -errno (EWOULDBLOCK
- * when no thread may wait or the lease stays). */
-static int lease_wait(const char *rel, int flags)
+ * when no thread may wait or the lease stays).  pfd >= 0: the file open
+ * there (drxfs_reopen), not what the name holds. */
+static int lease_wait(const char *rel, int pfd, int flags)
 {
     struct timespec t0, t;
     long ns = 1000000;
@@ -163,7 +164,9 @@ static int lease_wait(const char *rel, int flags)
         struct timespec nap = {0, ns};
         nanosleep(&nap, NULL);
         ns = ns * 2 > LEASE_NAP_MAX_NS ? LEASE_NAP_MAX_NS : ns * 2;
-        if ((fd = drx_store_entry_open(drxfs.store, rel, flags | O_NONBLOCK, 0)) != -EWOULDBLOCK)
+        fd = pfd >= 0 ? drxfs_reopen(pfd, flags | O_NONBLOCK)
+                      : drx_store_entry_open(drxfs.store, rel, flags | O_NONBLOCK, 0);
+        if (fd != -EWOULDBLOCK)
             break;
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > LEASE_WAIT_NS)
@@ -181,46 +184,40 @@ static int lease_wait(const char *rel, int flags)
  * The kernel checked the file it holds under the name, which a user who
  * may write its directory can have renamed another file over behind the
  * mount since (a loop of renames found one in a few tries): the daemon,
- * root, would then have opened a file of root's for him.  O_NONBLOCK for
- * the open: a FIFO put there the same way would hold the thread until a
- * writer came, and a lease the file's owner holds (F_SETLEASE, which any
- * owner may take) held every thread opening it for lease-break-time (45
- * s: ten opens of leased files hung the mount for everyone); a lease is
- * waited for in one of the threads drxfs_wait_begin allows. */
+ * root, would then open a file of root's for him.  So for a caller other
+ * than root it opens what the name leads him to (drxfs_caller_entry_open),
+ * checks that file's mode and ACL, and opens that very file: never
+ * another, and no check by name after (which refused 9 opens in 1000 of
+ * a file removed and written anew behind the mount, and a loop of
+ * retries 1 in 1000 under load).  O_NONBLOCK for the open: a FIFO put
+ * there the same way would hold the thread until a writer came, and a
+ * lease the file's owner holds (F_SETLEASE, which any owner may take)
+ * held every thread opening it for lease-break-time (45 s: ten opens of
+ * leased files hung the mount for everyone); a lease is waited for in
+ * one of the threads drxfs_wait_begin allows. */
 static int plain_store_open(const char *rel, int flags)
 {
-    int acc = flags & O_ACCMODE, fd;
+    int acc = flags & O_ACCMODE, fd, pfd = -1;
     unsigned want = (acc != O_WRONLY ? 4 : 0) | (acc != O_RDONLY || (flags & O_TRUNC) ? 2 : 0);
     struct stat st;
 
+    if (fuse_get_context()->uid != 0 &&
+        (pfd = drxfs_caller_open_checked(rel, S_IFREG, want, &st)) < 0)
+        return pfd;
     /* O_TRUNC (never sent while atomic O_TRUNC is off) only once the
      * caller is checked, as the striped open truncates */
-    for (int tries = 1;; tries++) {
-        fd = drx_store_entry_open(drxfs.store, rel, (flags & ~O_TRUNC) | O_NONBLOCK, 0);
-        if (fd == -EWOULDBLOCK && !(flags & O_NONBLOCK))
-            fd = lease_wait(rel, flags & ~O_TRUNC);
-        if (fd < 0)
-            return fd;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-            close(fd);
-            return -ESTALE;
-        }
-        int rc = drxfs_caller_may_fd(fd, &st, want) ? drxfs_caller_reach(rel, &st) : -EACCES;
-        if (rc == 0)
-            break;
+    int oflags = flags & ~O_TRUNC;
+    fd = pfd >= 0 ? drxfs_reopen(pfd, oflags | O_NONBLOCK)
+                  : drx_store_entry_open(drxfs.store, rel, oflags | O_NONBLOCK, 0);
+    if (fd == -EWOULDBLOCK && !(flags & O_NONBLOCK))
+        fd = lease_wait(rel, pfd, oflags);
+    if (pfd >= 0)
+        close(pfd);
+    if (fd < 0)
+        return fd;
+    if (pfd < 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
         close(fd);
-        /* another file under the name by the check (a file written
-         * whole and renamed over it, by anyone: 4 opens in 10 refused to
-         * a user who may read both, with a loop of such writes in the
-         * store), or none (removed and written anew: 9 in 1000 refused):
-         * opened again, the one it holds now, or ENOENT */
-        if ((rc == -ESTALE || rc == -ENOENT) && tries < REACH_TRIES)
-            continue;
-        drx_log_ratelimited(DRX_LOG_WARNING,
-                            "%s: replaced behind the mount by a file the caller (uid %u) may not "
-                            "open so: refused",
-                            rel, (unsigned)fuse_get_context()->uid);
-        return -EACCES;
+        return -ESTALE;
     }
     if ((flags & O_TRUNC) && ftruncate(fd, 0) < 0) {
         int rc = -errno;

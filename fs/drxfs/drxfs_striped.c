@@ -149,8 +149,10 @@ static struct drxfs_sfile *sfile_find_ref(const char *rel, const struct stat *me
 
 /* Opens rel afresh (for writing when the mount and the file allow it, else
  * for reading), in *out with one reference.  meta: its metafile's stat
- * when it was looked up. */
-static int sfile_open(const char *rel, const struct stat *meta, struct drxfs_sfile **out)
+ * when it was looked up.  metafd >= 0: the metafile is the file open
+ * there (of stat *meta), not what the name holds now. */
+static int sfile_open(const char *rel, const struct stat *meta, int metafd,
+                      struct drxfs_sfile **out)
 {
     char path[PATH_MAX + 64], mrel[PATH_MAX];
     struct drx_err err = {{0}};
@@ -169,7 +171,9 @@ static int sfile_open(const char *rel, const struct stat *meta, struct drxfs_sfi
     pthread_mutex_init(&fresh->times_lock, NULL);
     rc = -EROFS;
     if (!drxfs.ro) {
-        rc = drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDWR, &fresh->f, &err);
+        rc = metafd >= 0 ? drx_stripe_open_meta_fd(drxfs.store, path, metafd, DRX_STRIPE_RDWR,
+                                                   &fresh->f, &err)
+                         : drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDWR, &fresh->f, &err);
         fresh->rw = rc == 0;
     }
     /* the store's file system gone read-only (errors=remount-ro) says so
@@ -177,7 +181,9 @@ static int sfile_open(const char *rel, const struct stat *meta, struct drxfs_sfi
     fresh->ro_rc = rc == -EROFS ? -EROFS : -EACCES;
     if (rc == -EACCES || rc == -EPERM || rc == -EROFS) {
         err.msg[0] = '\0';
-        rc = drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDONLY, &fresh->f, &err);
+        rc = metafd >= 0 ? drx_stripe_open_meta_fd(drxfs.store, path, metafd, DRX_STRIPE_RDONLY,
+                                                   &fresh->f, &err)
+                         : drx_stripe_open(drxfs.store, path, DRX_STRIPE_RDONLY, &fresh->f, &err);
     }
     if (rc < 0) {
         drxfs_unpin(fresh->pin);
@@ -189,7 +195,7 @@ static int sfile_open(const char *rel, const struct stat *meta, struct drxfs_sfi
     /* the name removed meanwhile (through another mount): the stat it was
      * looked up with, never none (a create that opened the file took mode
      * 0 from its handle for no file, and failed with EIO) */
-    if (drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) < 0 ||
+    if (metafd >= 0 || drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) < 0 ||
         drx_store_entry_stat(drxfs.store, mrel, &fresh->st) < 0)
         fresh->st = *meta;
     *out = fresh;
@@ -197,14 +203,21 @@ static int sfile_open(const char *rel, const struct stat *meta, struct drxfs_sfi
 }
 
 /* Puts fresh in the table, or takes the handle another thread put there
- * meanwhile (closing fresh): the handle, with a reference. */
-static struct drxfs_sfile *sfile_insert(const char *rel, struct drxfs_sfile *fresh)
+ * meanwhile (closing fresh): the handle, with a reference.  exact: only
+ * a handle of fresh's own metafile will do; when the table's serves
+ * another, fresh is handed out on its own (detached: the handle of a file
+ * whose name leads to another now). */
+static struct drxfs_sfile *sfile_insert(const char *rel, struct drxfs_sfile *fresh, bool exact)
 {
     struct drxfs_sfile *e;
 
     pthread_mutex_lock(&drxfs_stable.mutex);
     e = s_find_node(rel, &fresh->st);
-    if (e) {
+    if (e && exact && !drx_stripe_meta_is(e->f, &fresh->st)) {
+        fresh->detached = true;
+        e = fresh;
+        fresh = NULL;
+    } else if (e) {
         e->refs++;
     } else {
         s_insert(fresh);
@@ -230,18 +243,22 @@ static int sfile_hand_out(struct drxfs_sfile *e, bool want_rw, struct drxfs_sfil
 }
 
 /* The shared handle of rel, opened when needed.  want_rw: the caller
- * writes.  */
-static int sfile_get(const char *rel, const struct stat *meta, bool want_rw,
+ * writes.  metafd >= 0: the handle of the metafile open there (of stat
+ * *meta), the table's when it is that file's, else one of its own. */
+static int sfile_get(const char *rel, const struct stat *meta, int metafd, bool want_rw,
                      struct drxfs_sfile **out)
 {
     struct drxfs_sfile *e, *fresh = NULL;
     int rc;
 
-    if ((e = sfile_find_ref(rel, meta)))
-        return sfile_hand_out(e, want_rw, out);
-    if ((rc = sfile_open(rel, meta, &fresh)) < 0)
+    if ((e = sfile_find_ref(rel, meta))) {
+        if (metafd < 0 || drx_stripe_meta_is(e->f, meta))
+            return sfile_hand_out(e, want_rw, out);
+        drxfs_sfile_put(e);
+    }
+    if ((rc = sfile_open(rel, meta, metafd, &fresh)) < 0)
         return rc;
-    return sfile_hand_out(sfile_insert(rel, fresh), want_rw, out);
+    return sfile_hand_out(sfile_insert(rel, fresh, metafd >= 0), want_rw, out);
 }
 
 void drxfs_sfile_put(struct drxfs_sfile *e)
@@ -572,47 +589,43 @@ static int attach_fh(struct drxfs_sfile *e, const char *rel, struct fuse_file_in
     return 0;
 }
 
-/* 0 when the caller may have every bit of want (4 r, 2 w) of the file
- * handle e reads and writes, by its metafile's owner, mode and ACL, else
- * -EACCES (logged).  The kernel checked the file it holds under the name,
- * which a user who may write the directory can have renamed another
- * user's metafile over since, behind the mount (drxfs_plain.c says how);
- * the handle's descriptor of its metafile is the file it serves.  A
- * handle that holds none (its metafile replaced while it was opened, or
- * reached through a descriptor of .drx/hidden) is checked on the name's
- * metafile when that is still its file, else refused.  -ESTALE (not
- * logged) when the name leads to another metafile or none by the check
- * (written whole and renamed over, or removed, through another mount or
- * behind this one, by anyone): the caller takes the name's file anew. */
-static int sfile_caller_may(const struct drxfs_sfile *e, const char *rel, unsigned want)
+/* The handle of striped file node n for the caller, who wants every bit
+ * of want (4 r, 2 w) of it; wr: a handle that writes.  The kernel checked
+ * the file it holds under the name, which a user who may write the
+ * directory can have renamed another user's metafile over since, behind
+ * the mount (drxfs_plain.c says how).  So for a caller other than root
+ * the metafile is the one the name leads him to now
+ * (drxfs_caller_open_checked: its owner, mode and ACL), and the handle
+ * serves that file: never another, and no check by name after (which
+ * refused a user who may read both 27 opens in 1000 of a file that root
+ * kept writing whole and renaming over it through another mount, and
+ * after 16 tries still 1-2 in 1000 under load).  That file renamed over
+ * meanwhile and its subfiles removed before the handle opened them
+ * (15-20 reads in 4000 failed with EIO so) is taken anew from the name,
+ * REACH_TRIES times.  -ESTALE when the name leads nowhere now: the kernel
+ * walks it again. */
+static int sfile_get_for_caller(const struct drxfs_node *n, bool wr, unsigned want,
+                                struct drxfs_sfile **out)
 {
     char mrel[PATH_MAX];
-    struct stat st;
-    int fd, rc = 0;
+    struct stat meta = n->st, now;
 
     if (fuse_get_context()->uid == 0)
-        return 0;
-    if (drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) < 0)
+        return sfile_get(n->rel, &meta, -1, wr, out);
+    if (drxfs_rel_suffix(mrel, n->rel, DRXFS_NAFS) < 0)
         return -ENAMETOOLONG;
-    if ((fd = drx_stripe_meta_dup(e->f)) < 0)
-        fd = drx_store_entry_open(drxfs.store, mrel, O_PATH | O_NOFOLLOW, 0);
-    if (fd == -ENOENT)
-        return -ESTALE;
-    if (fd < 0 || fstat(fd, &st) < 0 || !drx_stripe_meta_is(e->f, &st) ||
-        !drxfs_caller_may_fd(fd, &st, want))
-        rc = -EACCES;
-    else if ((rc = drxfs_caller_reach(mrel, &st)) == -ESTALE || rc == -ENOENT)
-        rc = -ESTALE;
-    if (rc < 0 && rc != -ESTALE) {
-        drx_log_ratelimited(DRX_LOG_WARNING,
-                            "%s: replaced behind the mount by a file the caller (uid %u) may not "
-                            "open so: refused",
-                            rel, (unsigned)fuse_get_context()->uid);
-        rc = -EACCES;
+    for (int tries = 1;; tries++) {
+        int mfd = drxfs_caller_open_checked(mrel, S_IFREG, want, &meta);
+        if (mfd < 0)
+            return mfd == -ENOENT ? -ESTALE : mfd;
+        int rc = sfile_get(n->rel, &meta, mfd, wr, out);
+        bool gone = rc == 0 && tries < REACH_TRIES && drx_stripe_incomplete((*out)->f) &&
+                    fstat(mfd, &now) == 0 && now.st_nlink == 0;
+        close(mfd);
+        if (!gone)
+            return rc;
+        drxfs_sfile_put(*out);
     }
-    if (fd >= 0)
-        close(fd);
-    return rc;
 }
 
 int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
@@ -625,24 +638,8 @@ int drxfs_striped_open(const struct drxfs_node *n, struct fuse_file_info *fi)
         return -EROFS;
     unsigned want = ((fi->flags & O_ACCMODE) != O_WRONLY ? 4 : 0) |
                     (wr || (fi->flags & O_TRUNC) ? 2 : 0);
-    struct stat meta = n->st;
-    /* a user who may read both was refused (EACCES) 27 opens in 1000 of
-     * a striped file that root kept writing whole and renaming over it
-     * through another mount: the name's metafile now is opened, and
-     * checked in full, REACH_TRIES times in all */
-    for (int tries = 1;; tries++) {
-        char mrel[PATH_MAX];
-        if ((rc = sfile_get(n->rel, &meta, wr, &e)) < 0)
-            return rc;
-        if ((rc = sfile_caller_may(e, n->rel, want)) == 0)
-            break;
-        drxfs_sfile_put(e);
-        if (rc != -ESTALE || tries == REACH_TRIES)
-            return rc;
-        if (drxfs_rel_suffix(mrel, n->rel, DRXFS_NAFS) < 0 ||
-            drx_store_entry_stat(drxfs.store, mrel, &meta) < 0)
-            return -ESTALE;
-    }
+    if ((rc = sfile_get_for_caller(n, wr, want, &e)) < 0)
+        return rc;
     if (wr && (fi->flags & O_TRUNC) && (rc = drx_stripe_truncate(e->f, 0)) < 0) {
         drxfs_striped_log_err("truncate", n->rel, rc, NULL);
         drxfs_sfile_put(e);
@@ -1154,12 +1151,8 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
         mark_changed(fh->sf);
         return 0;
     }
-    if ((rc = sfile_get(n->rel, &n->st, true, &e)) < 0)
+    if ((rc = sfile_get_for_caller(n, true, 2, &e)) < 0)
         return rc;
-    if ((rc = sfile_caller_may(e, n->rel, 2)) < 0) {
-        drxfs_sfile_put(e);
-        return rc;
-    }
     rc = drx_stripe_truncate(e->f, (uint64_t)size);
     if (rc < 0)
         drxfs_striped_log_err("truncate", n->rel, rc, NULL);
