@@ -357,11 +357,13 @@ PY
     # the check that the name still leads to the array the handle read
     # (drxfs_arr_caller_may) said EACCES when the name led nowhere (the
     # array removed by then): 5-9 opens in 1000 refused.  Now ESTALE, and
-    # the kernel walks the name again.  Only EACCES is counted: drx rm and
-    # drx create are not one step, so ENOENT (no array at that instant),
-    # ESTALE (walked again into the next gap) and EIO (an array half made
-    # or half removed: its .xta missing, README Known limitations) are
-    # what a reader of that loop may meet
+    # the kernel walks the name again.  EIO counts too: an open that read
+    # the .xmd and then found the .xta gone (drx rm takes the .xmd first)
+    # said the array was broken (1-2 opens in 1000); now it is no array
+    # (ENOENT), or the new one's read again.  drx rm and drx create are
+    # not one step, so ENOENT (no array at that instant) and ESTALE
+    # (walked again into the next gap) are what a reader of that loop may
+    # meet
     user_dir_store
     "$DRX" create "$RV/s/u/ARR" --type u8 --shape 8 --chunk 8
     (
@@ -380,8 +382,9 @@ for i in range(1000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
             with open(os.path.join(sys.argv[1], f), "rb") as fh:
                 fh.read()
         except OSError as e:
-            if e.errno == errno.EACCES:
-                bad[f] = bad.get(f, 0) + 1
+            if e.errno in (errno.EACCES, errno.EIO):
+                k = "%s %s" % (f, errno.errorcode[e.errno])
+                bad[k] = bad.get(k, 0) + 1
 print("refused", sorted(bad.items()))
 PY
     writer_done

@@ -464,10 +464,31 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
         rc = drx_array_open_regular(a->xta_at, a->mode == DRX_RDWR ? O_RDWR : O_RDONLY, &st,
                                     err);
         /* an .xmd without its .xta is a broken array, not no array (it
-         * is listed; drx fsck reports it) */
-        if (rc == -ENOENT)
+         * is listed; drx fsck reports it); but one whose name no longer
+         * leads to the .xmd read was removed meanwhile (drx rm takes the
+         * .xmd first: a reader met EIO 1-2 opens in 1000 of an array
+         * removed and made anew in a loop) or replaced (read again) */
+        if (rc == -ENOENT) {
+            struct stat name, held;
+            bool gone = lstat(a->xmd_at, &name) < 0 && errno == ENOENT;
+            if (gone || (fstat(a->xmd_fd, &held) == 0 &&
+                         (name.st_ino != held.st_ino || name.st_dev != held.st_dev))) {
+                if (err)
+                    err->msg[0] = '\0';
+                drx_array_meta_fini(&a->meta);
+                if (gone) {
+                    rc = drx_array_no_such(path, err);
+                    goto fail;
+                }
+                if (tries == PAIR_TRIES) {
+                    rc = pair_replaced(a, err);
+                    goto fail;
+                }
+                continue;
+            }
             rc = drx_err_set(err, EIO, "%s is missing (the array's chunks; see drx fsck)",
                              a->xta_path);
+        }
         if (rc < 0)
             goto fail;
         a->xta_fd = rc;
