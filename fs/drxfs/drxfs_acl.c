@@ -398,39 +398,24 @@ static int guard_refused(int fd, const struct stat *st, int rc)
     return rc;
 }
 
-/* 0 when the caller reaches the entry at fd by its name rel; -ESTALE
- * (not logged) when the name leads to another file or none now: renamed
- * over or removed behind the mount since it was opened, by anyone (a user
- * who may read both was refused the user. attribute of a plain file that
- * root kept writing whole and renaming over it 19 times in 1000), which
- * the store's call opens again by name and checks anew
- * (drx_store_entry_guard); else -EACCES, logged. */
-static int guard_reached(int fd, const struct stat *st, const char *rel)
-{
-    int rc = drxfs_caller_reach(rel, st);
-
-    if (rc == -ESTALE || rc == -ENOENT)
-        return -ESTALE;
-    return rc < 0 ? guard_refused(fd, st, -EACCES) : 0;
-}
-
+/* The guards below check the entry drxfs_caller_entry_open opened: the
+ * file the caller reaches by its name, every directory on the way
+ * searchable to him (a file in root's 0700 directory, swapped in behind
+ * the mount, is none he reaches).  A check by name after opening it as
+ * root refused a user who may read both the user. attribute of a plain
+ * file that root kept writing whole and renaming over it 19 times in
+ * 1000, and retries left some under load. */
 static int guard_owner(int fd, const struct stat *st, const char *rel, void *arg)
 {
-    int rc;
-
+    (void)rel;
     (void)arg;
-    if ((rc = guard_reached(fd, st, rel)) < 0)
-        return rc;
     return st->st_uid == fuse_get_context()->uid ? 0 : guard_refused(fd, st, -EPERM);
 }
 
 static int guard_write(int fd, const struct stat *st, const char *rel, void *arg)
 {
-    int rc;
-
+    (void)rel;
     (void)arg;
-    if ((rc = guard_reached(fd, st, rel)) < 0)
-        return rc;
     return drxfs_caller_may_fd(fd, st, 2) ? 0 : guard_refused(fd, st, -EACCES);
 }
 
@@ -438,10 +423,8 @@ static int guard_times(int fd, const struct stat *st, const char *rel, void *arg
 {
     const struct timespec *tv = arg;
     bool now = !tv || (tv[0].tv_nsec == UTIME_NOW && tv[1].tv_nsec == UTIME_NOW);
-    int rc;
 
-    if ((rc = guard_reached(fd, st, rel)) < 0)
-        return rc;
+    (void)rel;
     if (st->st_uid == fuse_get_context()->uid)
         return 0;
     if (!now)
@@ -452,13 +435,13 @@ static int guard_times(int fd, const struct stat *st, const char *rel, void *arg
 void drxfs_guard_owner(void)
 {
     if (fuse_get_context()->uid != 0)
-        drx_store_entry_guard(guard_owner, NULL);
+        drx_store_entry_guard(drxfs_caller_entry_open, guard_owner, NULL);
 }
 
 void drxfs_guard_times(const struct timespec tv[2])
 {
     if (fuse_get_context()->uid != 0)
-        drx_store_entry_guard(guard_times, (void *)tv);
+        drx_store_entry_guard(drxfs_caller_entry_open, guard_times, (void *)tv);
 }
 
 void drxfs_guard_xattr(const char *name)
@@ -468,22 +451,23 @@ void drxfs_guard_xattr(const char *name)
     /* an ACL is its owner's to set, as chmod; other attributes are set
      * by whoever may write the file (the kernel checked CAP_SYS_ADMIN
      * for trusted.*, CAP_SETFCAP for a capability) */
-    drx_store_entry_guard(drxfs_acl_name(name) ? guard_owner : guard_write, NULL);
+    drx_store_entry_guard(drxfs_caller_entry_open, drxfs_acl_name(name) ? guard_owner : guard_write,
+                          NULL);
 }
 
 static int guard_reach(int fd, const struct stat *st, const char *rel, void *arg)
 {
+    (void)fd;
+    (void)st;
+    (void)rel;
     (void)arg;
-    return guard_reached(fd, st, rel);
+    return 0; /* reached: opened as the caller */
 }
 
 static int guard_read(int fd, const struct stat *st, const char *rel, void *arg)
 {
-    int rc;
-
+    (void)rel;
     (void)arg;
-    if ((rc = guard_reached(fd, st, rel)) < 0)
-        return rc;
     return drxfs_caller_may_fd(fd, st, 4) ? 0 : guard_refused(fd, st, -EACCES);
 }
 
@@ -495,10 +479,11 @@ void drxfs_guard_xattr_read(const char *name)
      * the kernel's xattr_permission decides; names (name NULL: a listing)
      * and the other namespaces' values by whoever reaches it (the kernel
      * checked CAP_SYS_ADMIN for trusted.*) */
-    drx_store_entry_guard(name && strncmp(name, "user.", 5) == 0 ? guard_read : guard_reach, NULL);
+    drx_store_entry_guard(drxfs_caller_entry_open,
+                          name && strncmp(name, "user.", 5) == 0 ? guard_read : guard_reach, NULL);
 }
 
 void drxfs_guard_done(void)
 {
-    drx_store_entry_guard(NULL, NULL);
+    drx_store_entry_guard(NULL, NULL, NULL);
 }

@@ -622,8 +622,9 @@ int drxfs_caller_reach(const char *rel, const struct stat *st);
 int drxfs_node_reached(const struct drxfs_node *n);
 /* Each checks, for a caller other than root, the entry the thread's next
  * drx_store_entry_chmod/_chown/_utimens/_xattr call changes, on the
- * descriptor that call acts through (drx_store_entry_guard), as the
- * kernel checked the node it holds: the caller owns it (chmod, chown, an
+ * descriptor that call acts through (drx_store_entry_guard), opened as
+ * the caller reaches it (drxfs_caller_entry_open), as the kernel checked
+ * the node it holds: the caller owns it (chmod, chown, an
  * ACL), or owns it or, for times set to now only, may write it (times),
  * or may write it (other attributes).  drxfs_guard_done after the call. */
 void drxfs_guard_owner(void);

@@ -38,15 +38,19 @@ static void self_path(int fd, char out[SELF_LEN])
     snprintf(out, SELF_LEN, "/proc/self/fd/%d", fd);
 }
 
-/* The thread's check of the next entry it changes (drx_store_entry_guard). */
+/* The thread's opening and check of the next entry it changes
+ * (drx_store_entry_guard). */
 static __thread struct {
+    int (*open)(const char *rel);
     int (*check)(int fd, const struct stat *st, const char *rel, void *arg);
     void *arg;
 } guard;
 
-void drx_store_entry_guard(int (*check)(int fd, const struct stat *st, const char *rel, void *arg),
+void drx_store_entry_guard(int (*open)(const char *rel),
+                           int (*check)(int fd, const struct stat *st, const char *rel, void *arg),
                            void *arg)
 {
+    guard.open = check ? open : NULL;
     guard.check = check;
     guard.arg = arg;
 }
@@ -667,29 +671,26 @@ int drx_store_entry_open(const struct drx_store *s, const char *rel, int flags, 
 
 /* rel opened O_PATH beneath the store with its stat; symlinks themselves
  * are opened (and have no mode: callers that would follow the descriptor's
- * name refuse them).  The thread's guard, if any, checks it (and goes);
- * when it says -ESTALE (the name leads to another entry by the check),
- * the name is opened again and checked anew, GUARD_TRIES times in all. */
-#define GUARD_TRIES 16
+ * name refuse them).  The thread's guard, if any, opens it (its opener)
+ * and checks it, and goes. */
 static int path_fd(const struct drx_store *s, const char *rel, struct stat *st)
 {
     int (*check)(int, const struct stat *, const char *, void *) = guard.check;
+    int (*opener)(const char *) = guard.open;
     int fd, e;
 
     guard.check = NULL;
-    for (int tries = 1;; tries++) {
-        fd = drx_store_entry_open(s, rel, O_PATH | O_NOFOLLOW, 0);
-        if (fd >= 0 && fstat(fd, st) < 0) {
-            e = -errno;
-            close(fd);
-            return e;
-        }
-        if (fd < 0 || !check || (e = check(fd, st, rel, guard.arg)) == 0)
-            return fd;
+    guard.open = NULL;
+    fd = opener ? opener(rel) : drx_store_entry_open(s, rel, O_PATH | O_NOFOLLOW, 0);
+    if (fd >= 0 && fstat(fd, st) < 0) {
+        e = -errno;
         close(fd);
-        if (e != -ESTALE || tries == GUARD_TRIES)
-            return e;
+        return e;
     }
+    if (fd < 0 || !check || (e = check(fd, st, rel, guard.arg)) == 0)
+        return fd;
+    close(fd);
+    return e;
 }
 
 /* rel opened O_PATH beneath the store and named by its descriptor, for

@@ -340,6 +340,79 @@ static void test_entries(struct drx_store *s)
         close(ifd);
 }
 
+/* drx_store_entry_guard: its opener picks the file the call acts on (for
+ * drxfs, the one the caller reaches, opened as him), its check sees that
+ * file, and both go after one call. */
+static struct drx_store *guard_store;
+static ino_t guard_seen;
+
+static int open_other(const char *rel)
+{
+    (void)rel;
+    return drx_store_entry_open(guard_store, "g_other", O_PATH | O_NOFOLLOW, 0);
+}
+
+static int open_none(const char *rel)
+{
+    (void)rel;
+    return -ENOENT;
+}
+
+static int check_pass(int fd, const struct stat *st, const char *rel, void *arg)
+{
+    (void)fd;
+    (void)rel;
+    (void)arg;
+    guard_seen = st->st_ino;
+    return 0;
+}
+
+static int check_refuse(int fd, const struct stat *st, const char *rel, void *arg)
+{
+    (void)fd;
+    (void)st;
+    (void)rel;
+    (void)arg;
+    return -EPERM;
+}
+
+static mode_t mode_of(struct drx_store *s, const char *rel)
+{
+    struct stat st;
+    return fstatat(s->root_fd, rel, &st, 0) == 0 ? st.st_mode & 07777 : 0;
+}
+
+static void test_guard(struct drx_store *s)
+{
+    struct stat other;
+
+    guard_store = s;
+    touch(root, "g_name", "name");
+    touch(root, "g_other", "other");
+    fchmodat(s->root_fd, "g_name", 0644, 0);
+    fchmodat(s->root_fd, "g_other", 0644, 0);
+    fstatat(s->root_fd, "g_other", &other, 0);
+    drx_store_entry_guard(open_other, check_pass, NULL);
+    tap_ok(drx_store_entry_chmod(s, "g_name", 0600) == 0 && mode_of(s, "g_other") == 0600 &&
+               mode_of(s, "g_name") == 0644 && guard_seen == other.st_ino,
+           "a guarded call acts on the file its opener opened, which the check saw");
+    tap_ok(drx_store_entry_chmod(s, "g_name", 0640) == 0 && mode_of(s, "g_name") == 0640 &&
+               mode_of(s, "g_other") == 0600,
+           "the guard goes after one call");
+    drx_store_entry_guard(open_other, check_refuse, NULL);
+    tap_ok(drx_store_entry_chmod(s, "g_name", 0666) == -EPERM && mode_of(s, "g_other") == 0600 &&
+               mode_of(s, "g_name") == 0640,
+           "a check's error ends the call, nothing changed");
+    drx_store_entry_guard(open_none, check_pass, NULL);
+    tap_ok(drx_store_entry_chown(s, "g_name", getuid(), getgid()) == -ENOENT,
+           "an opener's error ends the call");
+    drx_store_entry_guard(open_other, check_pass, NULL);
+    drx_store_entry_guard(NULL, NULL, NULL);
+    tap_ok(drx_store_entry_chmod(s, "g_name", 0644) == 0 && mode_of(s, "g_name") == 0644 &&
+               mode_of(s, "g_other") == 0600,
+           "a guard cleared before its call opens by name");
+}
+
 int main(void)
 {
     char cmd[PATH_MAX + 16];
@@ -363,6 +436,7 @@ int main(void)
         test_listing(s);
         test_long_names(s);
         test_entries(s);
+        test_guard(s);
         drx_store_close(s);
     }
     if (fd >= 0)

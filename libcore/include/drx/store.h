@@ -443,14 +443,16 @@ ssize_t drx_store_entry_xattr(const struct drx_store *s, const char *rel,
 /* A check of the entry the calling thread's next drx_store_entry_chmod,
  * _chown, _utimens or _xattr call reaches, made on the descriptor it
  * opened (fd, O_PATH; st its stat; rel its name) before it acts: 0 lets
- * the call go on,
- * -errno ends it with that error, but -ESTALE (the name leads to another
- * entry or none now), for which the name is opened again and checked
- * anew, 16 times at most (then -ESTALE).  For a daemon acting for another user:
- * his permission checked on the very file changed, which the name may no
- * longer be when it was checked (a rename behind the daemon's back).  Used
- * once, then cleared; drx_store_entry_guard(NULL, NULL) clears it. */
-void drx_store_entry_guard(int (*check)(int fd, const struct stat *st, const char *rel, void *arg),
+ * the call go on, -errno ends it with that error.  open, when not NULL,
+ * opens rel for it (O_PATH | O_NOFOLLOW beneath the store: the
+ * descriptor or -errno), else the store's drx_store_entry_open does.
+ * For a daemon acting for another user: the file opened as he reaches it
+ * (open with his file system IDs), his permission checked on it, and the
+ * call made on that very file, whatever the name holds by then (a rename
+ * behind the daemon's back).  Used once, then cleared;
+ * drx_store_entry_guard(NULL, NULL, NULL) clears it. */
+void drx_store_entry_guard(int (*open)(const char *rel),
+                           int (*check)(int fd, const struct stat *st, const char *rel, void *arg),
                            void *arg);
 
 /* inotify_add_watch(ifd, entry rel, mask), the entry reached as above.
