@@ -938,7 +938,10 @@ time.sleep(3)' &
     [ $(((t1 - t0) / 1000000)) -ge 2500 ] || fail "the extension did not wait for the lock"
     # three ranks polling for about 3 s would add seconds of CPU (6.0 s
     # against 0.6 s here before they slept); sleeping, they add hundredths
-    awk -v b="$base" -v h="$held" 'BEGIN { exit !(h < b + 1.0) }' ||
+    # on an idle machine, but waking 1000 times a second each (load_util.c)
+    # they added 1.0 s once beside two other suites (1.25 against 0.25 s):
+    # 2 s is still less than half of what polling adds
+    awk -v b="$base" -v h="$held" 'BEGIN { exit !(h < b + 2.0) }' ||
         fail "CPU ${held} s with the lock held against ${base} s without"
 }
 
