@@ -557,3 +557,40 @@ PY
     run refusals_as_nobody 'open(p[:-1] + "a/zarr/" + (".zmetadata", "a/.zattrs")[i % 2], "rb").read()'
     writer_done
 }
+
+# Found in this review: the times a write or a utimens gives a striped
+# file were put on the metafile its name leads to when the handle
+# records them (at the flush, the commit, an fsync), as root: root's
+# 0600 striped file renamed over the user's own behind the mount while
+# he had it open took the times he set on his (atime 1971) or the mtime
+# of his writes.
+@test "a striped file renamed over a user's open one behind the mount does not take his times" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    for f in s1 s2; do
+        printf 'SECRET\n' >"$RV/m/u/$f"
+        chmod 600 "$RV/m/u/$f"
+    done
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        sh -c "printf 'mine\n' >'$RV/m/u/f1' && printf 'mine\n' >'$RV/m/u/f2'"
+    commit_mount "$RV/m"
+    touch -d 2001-01-01 "$RV/s/u/s1.nafs" "$RV/s/u/s2.nafs"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV" <<'PY'
+import os, sys
+rv = sys.argv[1]
+for f, s, utime in (("f1", "s1", True), ("f2", "s2", False)):
+    fd = os.open("%s/m/u/%s" % (rv, f), os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"more\n")
+    if utime:
+        os.utime(fd, (31536000, 31536000))
+    os.rename("%s/s/u/%s.nafs" % (rv, s), "%s/s/u/%s.nafs" % (rv, f))
+    os.close(fd)
+PY
+    commit_mount "$RV/m"
+    unmount_store "$RV/m"
+    for f in f1 f2; do
+        stat -c '%n %U %a %x | %y' "$RV/s/u/$f.nafs"
+        [ "$(stat -c %U "$RV/s/u/$f.nafs")" = root ]
+        [ "$(stat -c '%X %Y' "$RV/s/u/$f.nafs")" = "978307200 978307200" ]
+    done
+}

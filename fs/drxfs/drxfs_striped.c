@@ -388,6 +388,26 @@ static struct timespec mtime_of(struct drxfs_sfile *e)
     return (struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
 }
 
+/* The metafile handle e holds (its file, whatever its name leads to now):
+ * with tv (not NULL) its times set, then its stat in *st.  0, or -errno
+ * (-ENOENT: none held).  Not by name: a handle still in the table whose
+ * name another user renamed another file over behind the mount (root's
+ * 0600 striped file over his own, open) put the times of his writes, or
+ * those he set, on that file, as root. */
+static int held_meta(struct drxfs_sfile *e, const struct timespec tv[2], struct stat *st)
+{
+    char self[32];
+    int fd = drx_stripe_meta_dup(e->f), rc = 0;
+
+    if (fd < 0)
+        return -ENOENT;
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    if ((tv && utimensat(AT_FDCWD, self, tv, 0) < 0) || fstat(fd, st) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
 /* POSIX: a write marks mtime and ctime for update, and stat must show it.
  * Writes only set `dirty` (stamping the metafile per write would cost a
  * syscall each); a stat of a file with unstamped writes stamps it now and
@@ -395,7 +415,6 @@ static struct timespec mtime_of(struct drxfs_sfile *e)
 static int stamp_if_dirty(struct drxfs_sfile *e, struct stat *meta)
 {
     struct timespec now[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
-    char rel[PATH_MAX];
     bool ours;
     int rc = 0;
 
@@ -406,13 +425,12 @@ static int stamp_if_dirty(struct drxfs_sfile *e, struct stat *meta)
         goto out;
     now[1] = mtime_of(e); /* the change's, not the stat's */
     pthread_mutex_lock(&drxfs_stable.mutex);
-    ours = !e->detached && drxfs_rel_suffix(rel, e->key, DRXFS_NAFS) == 0;
+    ours = !e->detached;
     /* written after the times a utimens set: a later commit must not put
      * them back over this stamp */
     e->keep_times = false;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (ours && drx_store_entry_utimens(drxfs.store, rel, now) == 0 &&
-        drx_store_entry_stat(drxfs.store, rel, meta) == 0)
+    if (ours && held_meta(e, now, meta) == 0)
         rc = 1;
 out:
     pthread_mutex_unlock(&e->times_lock);
@@ -863,15 +881,14 @@ struct record_before {
  * then) or its metafile cannot be seen. */
 static bool mtime_before(struct drxfs_sfile *e, struct record_before *b)
 {
-    char meta[PATH_MAX];
     struct stat st;
 
     if (__atomic_load_n(&e->dirty, __ATOMIC_ACQUIRE))
         return false;
     pthread_mutex_lock(&drxfs_stable.mutex);
-    bool ours = !e->detached && drxfs_rel_suffix(meta, e->key, DRXFS_NAFS) == 0;
+    bool ours = !e->detached;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (!ours || drx_store_entry_stat(drxfs.store, meta, &st) < 0)
+    if (!ours || held_meta(e, NULL, &st) < 0)
         return false;
     b->mtime = st.st_mtim;
     b->dev = st.st_dev;
@@ -907,13 +924,12 @@ static bool rewritten_by_record(const struct stat *st, const struct record_befor
  * had before (before, NULL: unknown), when the rewrite moved them. */
 static void stamp_times(struct drxfs_sfile *e, const struct record_before *before)
 {
-    char meta[PATH_MAX];
     struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
     bool dirty = __atomic_exchange_n(&e->dirty, false, __ATOMIC_ACQUIRE);
     struct stat st;
 
     pthread_mutex_lock(&drxfs_stable.mutex);
-    bool ours = !e->detached && drxfs_rel_suffix(meta, e->key, DRXFS_NAFS) == 0;
+    bool ours = !e->detached;
     bool keep = e->keep_times && !dirty;
     dev_t dev = e->times_dev;
     ino_t ino = e->times_ino;
@@ -928,10 +944,10 @@ static void stamp_times(struct drxfs_sfile *e, const struct record_before *befor
     if (!ours || (!dirty && !keep && !before))
         return;
     if (!dirty && !keep &&
-        (drx_store_entry_stat(drxfs.store, meta, &st) < 0 || ts_eq(st.st_mtim, tv[1]) ||
+        (held_meta(e, NULL, &st) < 0 || ts_eq(st.st_mtim, tv[1]) ||
          !rewritten_by_record(&st, before)))
         return; /* not rewritten, or by someone else: no ctime change for nothing */
-    if (keep && drx_store_entry_stat(drxfs.store, meta, &st) == 0) {
+    if (keep && held_meta(e, NULL, &st) == 0) {
         /* rewritten in place: the atime is still the file's own, perhaps
          * moved by a read since the utimens; only the mtime moved */
         bool same = st.st_dev == dev && st.st_ino == ino;
@@ -940,7 +956,7 @@ static void stamp_times(struct drxfs_sfile *e, const struct record_before *befor
         if (same && st.st_mtim.tv_sec == tv[1].tv_sec && st.st_mtim.tv_nsec == tv[1].tv_nsec)
             return; /* not rewritten: no ctime change for nothing */
     }
-    drx_store_entry_utimens(drxfs.store, meta, tv);
+    (void)held_meta(e, tv, &st);
 }
 
 int drxfs_sfile_flush(struct drxfs_sfile *e)
