@@ -594,3 +594,106 @@ PY
         [ "$(stat -c '%X %Y' "$RV/s/u/$f.nafs")" = "978307200 978307200" ]
     done
 }
+
+# setid_race KIND: in nobody's directory u, his file f of mode 04666 and
+# root's secret (0600, SECRET), both plain or both striped (KIND); he
+# exchanges the two names behind the mount while he sets f's mode 04666
+# again and writes it (striped) or truncates it by name (plain), each of
+# which clears its set-ID bits (killpriv=daemon, the default).  Prints
+# root's file's mode and its subfiles' when one of them changed, else
+# "kept" (3000 rounds, DRX_RACE_DIV)
+setid_race() {
+    if [ "$1" = striped ]; then
+        printf 'SECRET\n' >"$RV/m/u/secret"
+        chmod 600 "$RV/m/u/secret"
+        setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+            sh -c "printf 'mine\n' >'$RV/m/u/f' && chmod 4666 '$RV/m/u/f'"
+        S=.nafs
+    else
+        printf 'SECRET\n' >"$RV/s/u/secret"
+        chmod 600 "$RV/s/u/secret"
+        printf 'mine\n' >"$RV/s/u/f"
+        chown 65534:65534 "$RV/s/u/f"
+        chmod 4666 "$RV/s/u/f"
+        S=
+    fi
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV" "$1" "$S" <<'PY'
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+rv, kind, s = sys.argv[1:4]
+names = [("%s/s/u/%s%s" % (rv, n, s)).encode() for n in ("f", "secret")]
+stop = False
+def exchange():
+    while not stop:
+        libc.renameat2(-100, names[0], -100, names[1], 2)
+t = threading.Thread(target=exchange)
+t.start()
+def root_files():
+    out = []
+    for n in names:
+        try:
+            st = os.stat(n)
+        except OSError:
+            continue
+        if st.st_uid == 0:
+            out.append(st.st_mode & 0o7777)
+    return out
+p = rv + "/m/u/f"
+changed = None
+for i in range(3000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
+    try:
+        os.chmod(p, 0o4666)
+    except OSError:
+        pass
+    try:
+        if kind == "striped":
+            fd = os.open(p, os.O_WRONLY)
+            try:
+                os.pwrite(fd, b"x", 5)
+            finally:
+                os.close(fd)
+        else:
+            os.truncate(p, 5)
+    except OSError:
+        pass
+    changed = [m for m in root_files() if m != 0o600]
+    if changed:
+        break
+stop = True
+t.join()
+print("root's file now %s" % " ".join(oct(m) for m in changed) if changed else "kept")
+PY
+    [ "$1" = plain ] && return 0
+    # its subfiles: root's, 0600 still
+    local f
+    for f in $(grep -rl SECRET "$RV/s/.drx/stripes"); do
+        stat -c 'subfile %u %a' "$f"
+    done
+}
+
+# Found in this review: the daemon clears a written file's set-ID bits
+# (killpriv=daemon): it stat'ed one file and chmod'ed the name, as root,
+# and a user exchanging his own 04666 file and root's 0600 one behind the
+# mount between the two got root's made 0666 (and a striped file's
+# subfiles, readable in the stripe directories) within a few hundred
+# rounds.
+@test "a set-ID file exchanged with root's behind the mount as it is written does not give root's its mode" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    run setid_race striped
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = kept ]
+    for l in "${lines[@]:1}"; do
+        [ "$l" = "subfile 0 600" ]
+    done
+}
+
+@test "a set-ID plain file exchanged with root's behind the mount as it is truncated does not give root's its mode" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    run setid_race plain
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = kept ]
+}

@@ -148,57 +148,76 @@ static void log_failure(const char *what, const char *name, int rc)
     drx_log_ratelimited(DRX_LOG_WARNING, "%s: %s at a write: %s", name, what, strerror(-rc));
 }
 
-/* A striped file's metafile, by the descriptor its handle holds (fd >= 0:
- * /proc/self/fd/N reaches the inode whatever its names), else by its store
- * name `meta`: its capability removed, should it hold one, and its stat
- * into *st (NULL: not asked).  0 or -errno. */
-static int striped_caps(int fd, const char *meta, struct stat *st)
+/* The file to clear: a descriptor of it (O_PATH will do), held (the
+ * open file's; a duplicate of the metafile a striped file's handle holds,
+ * own: closed here when refused), or else name rel opened as
+ * the caller reaches it (drxfs_caller_entry_open), with its stat in *st;
+ * -1 when there is none to clear, or it is no regular file.  Everything
+ * is then done on that descriptor: the stat that says which bits go and
+ * the chmod that clears them were by name, and a user who exchanged his
+ * own set-user-ID file (04666) and root's 0600 one behind the mount
+ * between the two had root's made 0666, its subfiles too.  A file
+ * reached by name is one the caller may write (or, at a chown, owns:
+ * to_clear): another's set-ID program, renamed over his file, is not
+ * his to strip at a truncate the open refuses after. */
+static int kill_target(int held, bool own, const char *rel, struct stat *st)
 {
-    char p[32];
-    struct drx_xattr_req get = {.op = DRX_XATTR_GET, .name = CAPS_XATTR};
-    struct drx_xattr_req del = {.op = DRX_XATTR_REMOVE, .name = CAPS_XATTR};
-    ssize_t n;
-    int rc;
+    int fd = held >= 0 ? held : rel ? drxfs_caller_entry_open(rel) : -1;
 
-    if (fd >= 0) {
-        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-        if (st && fstat(fd, st) < 0)
-            return -errno;
-        n = getxattr(p, CAPS_XATTR, NULL, 0) < 0 ? -errno : 0;
-        rc = n == 0 && removexattr(p, CAPS_XATTR) < 0 ? -errno : 0;
-    } else {
-        if (st && (rc = drx_store_entry_stat(drxfs.store, meta, st)) < 0)
-            return rc;
-        n = drx_store_entry_xattr(drxfs.store, meta, &get);
-        rc = n >= 0 ? (int)drx_store_entry_xattr(drxfs.store, meta, &del) : 0;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) ||
+        (held < 0 && !chowning && !drxfs_caller_may_fd(fd, st, 2))) {
+        if (held < 0 || own)
+            close(fd);
+        return -1;
     }
-    if (n < 0 && n != -ENODATA && n != -ENOTSUP)
-        return (int)n;
-    return rc < 0 ? rc : 0;
+    return fd;
 }
 
-static int chmod_as_root(const struct drxfs_kind_ops *ops, const struct drxfs_node *n,
-                         struct drxfs_fh *fh, mode_t mode);
+/* The capability of the file open at fd removed, should it hold one (by
+ * its /proc/self/fd name: the inode whatever its names).  0 or -errno. */
+static int caps_of_fd(int fd)
+{
+    char p[32];
 
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    if (removexattr(p, CAPS_XATTR) < 0 && errno != ENODATA && errno != ENOTSUP)
+        return -errno;
+    return 0;
+}
+
+/* The set-ID bits of the file open at fd (of stat st) cleared, as to_clear
+ * and killed say.  0 or -errno. */
+static int clear_of_fd(int fd, const struct stat *st)
+{
+    char p[32];
+
+    if (!kill_suidgid || !to_clear(st))
+        return 0;
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    return chmod(p, killed(st)) < 0 ? -errno : 0;
+}
+
+/* A striped file: its metafile (its mode and attributes).  Its subfiles
+ * keep theirs: they take the rwx bits only (mode & 0666), which the
+ * clearing leaves. */
 static void striped_kill(const struct drxfs_node *n, struct drxfs_fh *fh)
 {
     char meta[PATH_MAX], key[PATH_MAX];
-    int fd = fh ? drx_stripe_meta_dup(fh->sf->f) : -1, rc = 0;
+    int held = fh ? drx_stripe_meta_dup(fh->sf->f) : -1, rc;
     struct stat st;
 
-    if (fd < 0 && (rc = drxfs_striped_meta_rel(n, fh, meta, key)) < 0)
+    if (held < 0 && drxfs_striped_meta_rel(n, fh, meta, key) < 0)
         return; /* removed: nothing to change */
-    rc = striped_caps(fd, meta, kill_suidgid ? &st : NULL);
-    if (fd >= 0)
-        close(fd);
-    if (rc < 0) {
-        log_failure("removing its capability", fh ? fh->sf->key : meta, rc);
+    int fd = kill_target(held, true, meta, &st);
+    if (fd < 0)
         return;
-    }
-    /* the kernel's clearing, not the caller's chmod (drxfs_guard_owner) */
-    if (kill_suidgid && to_clear(&st) &&
-        (rc = chmod_as_root(&drxfs_striped_ops, n, fh, killed(&st))) < 0)
-        log_failure("clearing its set-ID bits", fh ? fh->sf->key : n->rel, rc);
+    if ((rc = caps_of_fd(fd)) < 0)
+        log_failure("removing its capability", fh ? fh->sf->key : meta, rc);
+    else if ((rc = clear_of_fd(fd, &st)) < 0)
+        log_failure("clearing its set-ID bits", fh ? fh->sf->key : meta, rc);
+    close(fd);
 }
 
 /* A plain file's truncation (its writes: the store's file system). */
@@ -206,27 +225,16 @@ static void plain_kill(const struct drxfs_node *n, struct drxfs_fh *fh)
 {
     const char *name = n ? n->rel : "(open file)";
     struct stat st;
-    int rc = 0;
+    int rc, fd = kill_target(fh ? fh->fd : -1, false, n ? n->rel : NULL, &st);
 
-    if (fh) {
-        if (fremovexattr(fh->fd, CAPS_XATTR) < 0 && errno != ENODATA && errno != ENOTSUP)
-            rc = -errno;
-    } else {
-        struct drx_xattr_req del = {.op = DRX_XATTR_REMOVE, .name = CAPS_XATTR};
-        ssize_t r = drx_store_entry_xattr(drxfs.store, n->rel, &del);
-        rc = r < 0 && r != -ENODATA && r != -ENOTSUP ? (int)r : 0;
-    }
-    if (rc < 0)
-        log_failure("removing its capability", name, rc);
-    if (!kill_suidgid)
+    if (fd < 0)
         return;
-    rc =
-        fh ? (fstat(fh->fd, &st) < 0 ? -errno : 0) : drx_store_entry_stat(drxfs.store, n->rel, &st);
-    if (rc == 0 && to_clear(&st))
-        rc = fh ? (fchmod(fh->fd, killed(&st)) < 0 ? -errno : 0)
-                : drx_store_entry_chmod(drxfs.store, n->rel, killed(&st));
-    if (rc < 0)
+    if ((rc = caps_of_fd(fd)) < 0)
+        log_failure("removing its capability", name, rc);
+    if ((rc = clear_of_fd(fd, &st)) < 0)
         log_failure("clearing its set-ID bits", name, rc);
+    if (!fh)
+        close(fd);
 }
 
 /* ops->chmod for the kernel, not the caller: an array's chmod refuses a
