@@ -599,11 +599,16 @@ PY
 # root's secret (0600, SECRET), both plain or both striped (KIND); he
 # exchanges the two names behind the mount while he sets f's mode 04666
 # again and writes it (striped) or truncates it by name (plain), each of
-# which clears its set-ID bits (killpriv=daemon, the default).  Prints
+# which clears its set-ID bits (killpriv=daemon, the default).  KIND
+# array: his array d1/a and root's d2/a (two_arrays), d1 and d2
+# exchanged, a's data written and truncated by name in turn.  Prints
 # root's file's mode and its subfiles' when one of them changed, else
 # "kept" (3000 rounds, DRX_RACE_DIV)
 setid_race() {
-    if [ "$1" = striped ]; then
+    if [ "$1" = array ]; then
+        two_arrays
+        chmod 4666 "$RV/s/u/d1/a.xmd" "$RV/s/u/d1/a.xta"
+    elif [ "$1" = striped ]; then
         printf 'SECRET\n' >"$RV/m/u/secret"
         chmod 600 "$RV/m/u/secret"
         setpriv --reuid=65534 --regid=65534 --clear-groups -- \
@@ -621,7 +626,9 @@ setid_race() {
 import ctypes, os, sys, threading
 libc = ctypes.CDLL(None, use_errno=True)
 rv, kind, s = sys.argv[1:4]
-names = [("%s/s/u/%s%s" % (rv, n, s)).encode() for n in ("f", "secret")]
+pair = ("d1", "d2") if kind == "array" else ("f", "secret")
+names = [("%s/s/u/%s%s" % (rv, n, s)).encode() for n in pair]
+files = [n + b"/a" + e for n in names for e in (b".xmd", b".xta")] if kind == "array" else names
 stop = False
 def exchange():
     while not stop:
@@ -630,7 +637,7 @@ t = threading.Thread(target=exchange)
 t.start()
 def root_files():
     out = []
-    for n in names:
+    for n in files:
         try:
             st = os.stat(n)
         except OSError:
@@ -638,7 +645,7 @@ def root_files():
         if st.st_uid == 0:
             out.append(st.st_mode & 0o7777)
     return out
-p = rv + "/m/u/f"
+p = rv + ("/m/u/d1/a/data" if kind == "array" else "/m/u/f")
 changed = None
 for i in range(3000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
     try:
@@ -646,14 +653,14 @@ for i in range(3000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
     except OSError:
         pass
     try:
-        if kind == "striped":
+        if kind == "striped" or (kind == "array" and i % 2):
             fd = os.open(p, os.O_WRONLY)
             try:
                 os.pwrite(fd, b"x", 5)
             finally:
                 os.close(fd)
         else:
-            os.truncate(p, 5)
+            os.truncate(p, 8 if kind == "array" else 5)
     except OSError:
         pass
     changed = [m for m in root_files() if m != 0o600]
@@ -663,7 +670,7 @@ stop = True
 t.join()
 print("root's file now %s" % " ".join(oct(m) for m in changed) if changed else "kept")
 PY
-    [ "$1" = plain ] && return 0
+    [ "$1" = striped ] || return 0
     # its subfiles: root's, 0600 still
     local f
     for f in $(grep -rl SECRET "$RV/s/.drx/stripes"); do
@@ -693,6 +700,15 @@ PY
     [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
     user_dir_store
     run setid_race plain
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = kept ]
+}
+
+@test "a set-ID array exchanged with root's behind the mount as its data is written does not give root's its mode" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    run setid_race array
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$output" = kept ]

@@ -242,6 +242,25 @@ static int node_files(const struct drxfs_node *n, struct drxfs_fh *fh, char *xmd
               : array_files(n->rel, n->nwords, xmd, xta);
 }
 
+int drxfs_array_kill_fds(const struct drxfs_node *n, struct drxfs_fh *fh, int fds[2])
+{
+    char xmd[PATH_MAX], xta[PATH_MAX];
+    int rc = node_files(n, fh, xmd, xta);
+
+    fds[0] = fds[1] = -1;
+    if (rc < 0)
+        return rc;
+    if (fh && fh->arr) {
+        int m = drx_array_xmd_fd(fh->arr->a);
+        fds[0] = fcntl(drx_array_xta_fd(fh->arr->a), F_DUPFD_CLOEXEC, 0);
+        fds[1] = m >= 0 ? fcntl(m, F_DUPFD_CLOEXEC, 0) : -1;
+    } else if (!fh) {
+        fds[0] = drxfs_caller_entry_open(xta);
+        fds[1] = drxfs_caller_entry_open(xmd);
+    }
+    return 0;
+}
+
 /* The stat of store file rel (of the array of a node the kernel let the
  * caller change) when the caller owns it too: the kernel checked him
  * against the node's own file only, and the other may have another owner

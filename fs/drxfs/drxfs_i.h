@@ -667,6 +667,13 @@ int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st);
  * at): what a write's check needs before the attributes, whose reading
  * (drxfs_arr_xta_seen) empties the chunk cache after any write. */
 bool drxfs_array_setid(struct drxfs_fh *fh);
+/* The store files of the array of node n or handle fh (not a view's:
+ * -EPERM), for the clearing of set-ID bits at a write or truncation
+ * (drxfs_killpriv.c): the .xta in fds[0] and the .xmd in fds[1] (-1
+ * where none), the handle's own (duplicated) or, for a node, the names
+ * opened O_PATH as the caller reaches them (drxfs_caller_entry_open).
+ * 0 or -errno. */
+int drxfs_array_kill_fds(const struct drxfs_node *n, struct drxfs_fh *fh, int fds[2]);
 /* Store-relative name (no suffix) of the array of an open file. */
 const char *drxfs_array_fh_rel(const struct drxfs_fh *fh);
 int drxfs_array_open(const char *path, const struct drxfs_node *n, struct fuse_file_info *fi);

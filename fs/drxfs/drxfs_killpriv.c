@@ -266,20 +266,53 @@ static int mount_stat(const struct drxfs_node *n, struct drxfs_fh *fh, const cha
     return rc;
 }
 
-/* Any other kind that can hold set-ID bits (an array's files): through
- * its chmod, only for a flagged request. */
+/* An array's files (not its directory: chown(-1, -1) keeps a
+ * directory's bits), only for a flagged request: each loses its own
+ * set-ID bits, on the descriptor stat'ed (drxfs_array_kill_fds).  Its
+ * chmod by name, as root, with the mode the mount showed, made root's
+ * 0600 array, exchanged for the caller's set-ID one behind the mount in
+ * between, 0666.  A file reached by name is one he may write (or, at a
+ * chown, owns). */
+static void array_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path)
+{
+    int fds[2];
+
+    if (!kill_suidgid || (fh ? fh->kind : n->kind) == DRXFS_ARRAY)
+        return;
+    /* at each write of another's array view: one fstat, not the view's
+     * attributes, which empty its chunk cache when the .xta changed (as
+     * it does at every write) */
+    if (fh && (fh->kind == DRXFS_ADATA || fh->kind == DRXFS_ANPY) && !drxfs_array_setid(fh))
+        return;
+    if (drxfs_array_kill_fds(n, fh, fds) < 0)
+        return;
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        int rc = 0;
+        if (fds[i] < 0)
+            continue;
+        if (fstat(fds[i], &st) == 0 && S_ISREG(st.st_mode) &&
+            (fh || chowning || drxfs_caller_may_fd(fds[i], &st, 2)))
+            rc = clear_of_fd(fds[i], &st);
+        if (rc < 0)
+            log_failure("clearing its set-ID bits", path ? path : "(open file)", rc);
+        close(fds[i]);
+    }
+}
+
+/* Any other kind that can hold set-ID bits: through its chmod, only for
+ * a flagged request. */
 static void other_kill(const struct drxfs_node *n, struct drxfs_fh *fh, const char *path)
 {
     const struct drxfs_kind_ops *ops = drxfs_ops_of(fh ? fh->kind : n->kind);
     struct stat st;
     int rc;
 
-    if (!kill_suidgid || !ops->chmod)
+    if (drxfs_is_array_kind(fh ? fh->kind : n->kind)) {
+        array_kill(n, fh, path);
         return;
-    /* at each write of another's array view: one fstat, not the view's
-     * attributes, which empty its chunk cache when the .xta changed (as
-     * it does at every write) */
-    if (fh && (fh->kind == DRXFS_ADATA || fh->kind == DRXFS_ANPY) && !drxfs_array_setid(fh))
+    }
+    if (!kill_suidgid || !ops->chmod)
         return;
     rc = mount_stat(n, fh, path, &st);
     if (rc == 0 && S_ISDIR(st.st_mode))
