@@ -94,11 +94,17 @@ static int link_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mo
     return -EOPNOTSUPP; /* a symlink has no mode */
 }
 
+/* checked as a plain entry's (entry_utimens): unchecked, a user's own
+ * symlink exchanged with root's file behind the mount gave root's file
+ * the times he set on his symlink (lutimes) */
 static int link_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
                         const struct timespec tv[2])
 {
     (void)fh;
-    return drx_store_entry_utimens(drxfs.store, n->rel, tv);
+    drxfs_guard_times(tv);
+    int rc = drx_store_entry_utimens(drxfs.store, n->rel, tv);
+    drxfs_guard_done();
+    return rc;
 }
 
 const struct drxfs_kind_ops drxfs_dir_ops = {

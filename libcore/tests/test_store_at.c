@@ -352,6 +352,12 @@ static int open_other(const char *rel)
     return drx_store_entry_open(guard_store, "g_other", O_PATH | O_NOFOLLOW, 0);
 }
 
+static int open_link(const char *rel)
+{
+    (void)rel;
+    return drx_store_entry_open(guard_store, "g_link", O_PATH | O_NOFOLLOW, 0);
+}
+
 static int open_none(const char *rel)
 {
     (void)rel;
@@ -411,6 +417,18 @@ static void test_guard(struct drx_store *s)
     tap_ok(drx_store_entry_chmod(s, "g_name", 0644) == 0 && mode_of(s, "g_name") == 0644 &&
                mode_of(s, "g_other") == 0600,
            "a guard cleared before its call opens by name");
+    /* a symlink the opener opened: its own times, not the name's file's
+     * (which drxfs's caller never reached: his symlink exchanged with
+     * root's file behind the mount) */
+    struct timespec tv[2] = {{31536000, 0}, {31536000, 0}};
+    struct stat ln, nm;
+    symlinkat("target", s->root_fd, "g_link");
+    drx_store_entry_guard(open_link, check_pass, NULL);
+    tap_ok(drx_store_entry_utimens(s, "g_name", tv) == 0 &&
+               fstatat(s->root_fd, "g_link", &ln, AT_SYMLINK_NOFOLLOW) == 0 &&
+               fstatat(s->root_fd, "g_name", &nm, 0) == 0 && ln.st_mtime == 31536000 &&
+               nm.st_mtime != 31536000,
+           "a guarded utimens of a symlink sets the symlink's times, not the name's file's");
 }
 
 int main(void)
