@@ -470,8 +470,9 @@ int drx_array_open(const char *path, int mode, struct drx_array **out, struct dr
          * removed and made anew in a loop) or replaced (read again) */
         if (rc == -ENOENT) {
             struct stat name, held;
-            bool gone = lstat(a->xmd_at, &name) < 0 && errno == ENOENT;
-            if (gone || (fstat(a->xmd_fd, &held) == 0 &&
+            int seen = lstat(a->xmd_at, &name) == 0 ? 0 : errno;
+            bool gone = seen == ENOENT;
+            if (gone || (seen == 0 && fstat(a->xmd_fd, &held) == 0 &&
                          (name.st_ino != held.st_ino || name.st_dev != held.st_dev))) {
                 if (err)
                     err->msg[0] = '\0';
