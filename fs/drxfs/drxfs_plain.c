@@ -194,13 +194,14 @@ static int lease_wait(const char *rel, int pfd, int flags)
  * than root it opens what the name leads him to (drxfs_caller_entry_open),
  * checks that file's mode and ACL, and opens that very file: never
  * another, and no check by name after (which refused 9 opens in 1000 of
- * a file removed and written anew behind the mount, and a loop of
- * retries 1 in 1000 under load).  O_NONBLOCK for the open: a FIFO put
- * there the same way would hold the thread until a writer came, and a
- * lease the file's owner holds (F_SETLEASE, which any owner may take)
- * held every thread opening it for lease-break-time (45 s: ten opens of
- * leased files hung the mount for everyone); a lease is waited for in
- * one of the threads drxfs_wait_begin allows. */
+ * a file removed and written anew behind the mount; with retries, its
+ * twin in the striped open still refused 1-2 in 1000 under load).
+ * O_NONBLOCK for the open: a FIFO put there the same way would hold the
+ * thread until a writer came, and a lease the file's owner holds
+ * (F_SETLEASE, which any owner may take) held every thread opening it
+ * for lease-break-time (45 s: ten opens of leased files hung the mount
+ * for everyone); a lease is waited for in one of the threads
+ * drxfs_wait_begin allows. */
 static int plain_store_open(const char *rel, int flags)
 {
     int acc = flags & O_ACCMODE, fd, pfd = -1;
