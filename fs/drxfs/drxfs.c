@@ -40,6 +40,7 @@ struct drxfs drxfs = {
     .split_reads = true,
     .kernel_cache = true,
     .read_ahead_kb = DRXFS_READ_AHEAD_KB,
+    .kcache_paths = DRXFS_KCACHE_PATHS,
     .commit_interval = DRXFS_COMMIT_INTERVAL,
 };
 
@@ -253,6 +254,9 @@ static void usage(const char *prog)
            "    -o killpriv=daemon|kernel  who clears set-ID bits and file capabilities\n"
            "                           at writes (default daemon: the kernel then asks\n"
            "                           for security.capability once, not at each write)\n"
+           "    -o kcache_paths=N      names the kernel cache records (open files and\n"
+           "                           views, zarr/ keys) before it drops them all and\n"
+           "                           the kernel asks again (default %u, 64 to %u)\n"
            "    -o read_ahead=KB       the kernel's read-ahead window for the mount (as\n"
            "                           root; 0: the kernel's 128; default %u)\n"
            "    -o commit_interval=S   record striped files' sizes in batches every S\n"
@@ -284,7 +288,8 @@ static void usage(const char *prog)
            "                           else 0 each; drxfs invalidates what changes)\n"
            "    -o max_read=N          largest read request in bytes\n"
            "    -o nosuid, nodev, noexec, noatime, ...  passed to the kernel\n",
-           prog, prog, (unsigned long long)DRX_DEFAULT_CACHE_BYTES, DRXFS_READ_AHEAD_KB,
+           prog, prog, (unsigned long long)DRX_DEFAULT_CACHE_BYTES, DRXFS_KCACHE_PATHS,
+           DRXFS_KCACHE_PATHS_MAX, DRXFS_READ_AHEAD_KB,
            DRXFS_COMMIT_INTERVAL, DRXFS_THREADS, DRXFS_THREADS);
 }
 

@@ -53,6 +53,12 @@
  * 128 KiB, which also caps each read request at 128 KiB; see the README's
  * Benchmarks for what each size measured). */
 #define DRXFS_READ_AHEAD_KB 4096
+/* Paths the kernel cache records at most (-o kcache_paths=N); beyond,
+ * everything but the paths of open files is invalidated and forgotten
+ * (the kernel then asks again).  Each chunk key of a zarr/ group read is
+ * one: this many keys stay hot.  About 100 bytes each. */
+#define DRXFS_KCACHE_PATHS 65536
+#define DRXFS_KCACHE_PATHS_MAX (1U << 24)
 /* How long (ms) a request waits for a lock another process holds on a
  * store file before it fails with EAGAIN (drx_io_set_lock_wait_ms). */
 #define DRXFS_LOCK_WAIT_MS 10000u
@@ -78,6 +84,7 @@ struct drxfs {
     bool split_reads;                 /* large array reads use two threads */
     bool kernel_cache;                /* kernel caches kept while unchanged (kcache=) */
     unsigned read_ahead_kb;           /* the mount's read-ahead window, 0: the kernel's */
+    unsigned kcache_paths;            /* paths the kernel cache records at most (kcache_paths=) */
     unsigned commit_interval;         /* s between batched commits of striped files, 0: at close */
     char *mountpoint;                 /* absolute, or NULL */
     bool root_euid;                   /* we may chown what we create */

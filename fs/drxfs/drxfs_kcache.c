@@ -41,10 +41,6 @@
 #include "drx/stripe.h"
 #include "drxfs_i.h"
 
-/* Paths remembered at most; beyond, everything but the paths of open
- * files is invalidated and forgotten (the kernel then asks again).  Each chunk key of a zarr/ group
- * read is one: this many keys stay hot. */
-#define KC_PATHS_MAX 65536
 /* Store directories watched at most (each costs the kernel about 1 KiB);
  * beyond, changes show at the next open only. */
 #define KC_WATCHES_MAX 4096
@@ -278,7 +274,7 @@ static struct kc_path *path_find(struct kc_group *g, const char *path, bool make
     g->paths = p;
     p->hnext = *b;
     *b = p;
-    if (++kc.npaths > KC_PATHS_MAX)
+    if (++kc.npaths > drxfs.kcache_paths)
         kc.flush_all = true;
     return p;
 }
@@ -1002,11 +998,23 @@ void drxfs_kc_first_request(void)
         drxfs_kc_read_ahead(drxfs.mountpoint, drxfs.read_ahead_kb);
 }
 
-/* kcache=, read_ahead=KB. */
+/* kcache=, kcache_paths=N, read_ahead=KB. */
 int drxfs_kc_option(const char *name, const char *value)
 {
     if (strcmp(name, "kcache") == 0)
         return drxfs_opt_choice(name, value, "yes", "no", &drxfs.kernel_cache);
+    if (strcmp(name, "kcache_paths") == 0) {
+        unsigned n;
+        if (drxfs_opt_count(name, value, "paths", DRXFS_KCACHE_PATHS_MAX, &n) < 0)
+            return -1;
+        if (n < 64) {
+            fprintf(stderr, "drxfs: %s=%s: expected paths, 64 to %u\n", name, value,
+                    DRXFS_KCACHE_PATHS_MAX);
+            return -1;
+        }
+        drxfs.kcache_paths = n;
+        return 0;
+    }
     if (strcmp(name, "read_ahead") == 0)
         return drxfs_opt_count(name, value, "KiB", 1UL << 20, &drxfs.read_ahead_kb);
     return 1;
