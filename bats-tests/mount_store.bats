@@ -585,6 +585,7 @@ libfuse $(pkg-config --modversion fuse3)"
     assert_output --partial "split_reads"
     # each module's own options, a bad value each: refused, by name
     for bad in npy_io=maybe striped_io=fast kcache=perhaps read_ahead=-1 read_ahead=9999999 \
+        kcache_paths=10 kcache_paths=99999999 kcache_paths=many \
         commit_interval=3601 commit_interval=5s; do
         run "$DRXFS" -f -o "$bad" "$S" m1
         assert_failure
