@@ -96,7 +96,7 @@ PY
 @test "ncdump reads an array's data.nc: dimensions, variable, _FillValue, values" {
     run ncdump -h "$M/temp/data.nc"
     assert_success
-    assert_line --partial "time = 6 ;"
+    assert_line --partial "time = UNLIMITED ; // (6 currently)"
     assert_line --partial "lon = 7 ;"
     assert_line --partial "double temp(time, lat, lon) ;"
     assert_line --partial "temp:_FillValue = -999. ;"
@@ -422,6 +422,72 @@ PY
     assert_line --partial "lat:_FillValue = 0s ;"
 }
 
+# Found in the daily-use audit: data.nc had no record dimension, so NCO's
+# ncrcat and ncra refused it ("no variables fit criteria for processing")
+# and xarray saw no unlimited dimension to append along.
+@test "the first dimension is the record dimension: ncrcat joins views, reads at any offset match, xarray sees it unlimited" {
+    mkdir -p "$S/r"
+    "$DRX" create "$S/r/sst" --type f32 --shape 7x3x5 --chunk 2x2x2 --dims time,lat,lon --fill -999
+    "$PY" -c "import numpy as np; (np.arange(105) * 0.5).astype('<f4').tofile('raw')"
+    "$DRX" put "$S/r/sst" <raw
+    "$DRX" create "$S/r/time" --type f64 --shape 7 --chunk 4 --dims time
+    "$PY" -c "import numpy as np; (np.arange(7) * 6.0 + 1).astype('<f8').tofile('t')"
+    "$DRX" put "$S/r/time" <t
+    "$DRX" attr set "$S/r/time" units "hours since 2000-01-01"
+    # i8 without a record coordinate: one record variable of 3-byte
+    # records, unpadded (CDF-2, which scipy reads too)
+    "$DRX" create "$S/r/flag" --type i8 --shape 5x3 --chunk 2x2 --dims step,lat
+    "$PY" -c "import numpy as np; np.arange(15, dtype='i1').tofile('f')"
+    "$DRX" put "$S/r/flag" <f
+    run ncdump -h "$M/r/sst/data.nc"
+    assert_line --partial "time = UNLIMITED ; // (7 currently)"
+    assert_line --partial "double time(time) ;"
+    # ncrcat of two views along the record dimension is the whole array
+    ncrcat -O "$M/r/sst/time=0:3/data.nc" "$M/r/sst/time=3:/data.nc" joined.nc
+    ncra -O "$M/r/sst/data.nc" mean.nc
+    # reads at every offset and size give the bytes of one whole read:
+    # records with the coordinate (each padded), and unpadded ones
+    for f in "$M/r/sst/data.nc" "$M/r/sst/lat=1:/lon=1::2/data.nc" "$M/r/sst/order=F/data.nc" \
+        "$M/r/flag/data.nc" "$M/r/flag/lat=1:/data.nc"; do
+        "$PY" - "$f" <<'PY'
+import os, sys
+p = sys.argv[1]
+whole = open(p, "rb").read()
+assert len(whole) == os.stat(p).st_size, (len(whole), os.stat(p).st_size)
+fd = os.open(p, os.O_RDONLY)
+for size in (1, 3, 5, 7, 13, 64, 333):
+    got = b"".join(os.pread(fd, size, off) for off in range(0, len(whole), size))
+    assert got == whole, (p, size)
+for off in range(len(whole) - 50, len(whole) + 2):
+    assert os.pread(fd, 100, off) == whole[off:off + 100], (p, off)
+PY
+    done
+    "$PY" - "$M/r" <<'PY'
+import sys
+import numpy as np
+import netCDF4
+import xarray as xr
+m = sys.argv[1]
+sst = (np.arange(105) * 0.5).astype("f4").reshape(7, 3, 5)
+time = np.arange(7) * 6.0 + 1
+j = netCDF4.Dataset("joined.nc")
+assert j.dimensions["time"].isunlimited() and len(j.dimensions["time"]) == 7
+assert (j["sst"][:] == sst).all() and (j["time"][:] == time).all(), j["time"][:]
+a = netCDF4.Dataset("mean.nc")
+assert np.allclose(a["sst"][:], sst.mean(axis=0, keepdims=True)), a["sst"][:]
+for engine in ("netcdf4", "scipy"):
+    ds = xr.open_dataset(m + "/sst/lat=1:/data.nc", engine=engine, decode_times=False)
+    assert (ds.sst.values == sst[:, 1:]).all() and (ds.time.values == time).all(), engine
+    assert ds.encoding.get("unlimited_dims") == {"time"}, (engine, ds.encoding)
+    f = xr.open_dataset(m + "/flag/data.nc", engine=engine, mask_and_scale=False)
+    assert (f.flag.values == np.arange(15).reshape(5, 3)).all(), (engine, f.flag.values)
+# order=F: the slowest dimension of the file (lon) is the record one
+d = netCDF4.Dataset(m + "/sst/order=F/data.nc")
+assert d["sst"].dimensions == ("lon", "lat", "time") and d.dimensions["lon"].isunlimited()
+assert (d["sst"][:] == sst.T).all() and (d["time"][:] == time).all()
+PY
+}
+
 @test "a coordinate named as the variable is left out: one variable of each name" {
     # array "x y" is variable x_y; its dimension x_y has a coordinate array x_y
     mkdir "$S/dupname"
@@ -544,7 +610,7 @@ PY
     assert_output "64-bit offset"
     run ncdump -h "$M/huge/h/data.nc"
     assert_success
-    assert_line --partial "y = 40960 ;"
+    assert_line --partial "y = UNLIMITED ; // (40960 currently)"
     assert_line --partial "float y(y) ;"
     assert_line --partial "int x(x) ;"
     assert_line --partial "double h(y, x) ;"
@@ -569,7 +635,7 @@ PY
     run ncdump -k "$M/huge/long/data.nc"
     assert_output "cdf5"
     run ncdump -h "$M/huge/long/data.nc"
-    assert_line --partial "dim0 = 3000000000 ;"
+    assert_line --partial "dim0 = UNLIMITED ; // (3000000000 currently)"
     "$PY" - "$M/huge/long/data.nc" <<'PY'
 import sys
 import netCDF4

@@ -183,9 +183,9 @@ time.sleep(120)' "$RV/n/held" $(for i in $(seq 48); do echo "$RV/m/pub/a$i/data"
     [ "$hwm" -lt $((512 * 1024)) ]
     grep -q "pub/t: pub/lat is not dimension lat's coordinate: its elements in the view pass" "$RV/m.log"
     # a slice of it is small enough: lat is its coordinate there (1000
-    # f64 elements beside t's 1000 bytes)
-    [ "$(stat -c %s "$RV/m/pub/t/lat=0:1000/data.nc")" -gt 9000 ]
-    [ "$(stat -c %s "$RV/m/pub/t/lat=0:1000/data.nc")" -lt 10000 ]
+    # records of an f64 of lat and a byte of t padded to 4)
+    [ "$(stat -c %s "$RV/m/pub/t/lat=0:1000/data.nc")" -gt 12000 ]
+    [ "$(stat -c %s "$RV/m/pub/t/lat=0:1000/data.nc")" -lt 13000 ]
 }
 
 # Found in review: info, data.nc, data.npy and the zarr/ metadata are made

@@ -283,14 +283,17 @@ static int coords_read(struct nc_coords *cs, const struct drx_view *v, const cha
     return 0;
 }
 
-/* The bytes of data.nc before the view's elements (the header and the
+/* The bytes of data.nc before its records (the header and the fixed
  * coordinate variables' data): their size in *len, and when buf is not
- * NULL the bytes in a malloc'ed *buf.  One look-up of the coordinates
- * serves both, so the size and the bytes agree.  -ENOENT where the view
- * has no data.nc.  The latest times of the coordinates' files are folded
- * into times' st_mtim and st_ctim. */
+ * NULL the bytes in a malloc'ed *buf.  Its records in *rec: with buf, the
+ * record coordinate's elements (if any) in a malloc'ed *coord, which
+ * rec->coord_data points to.  One look-up of the coordinates serves all,
+ * so the size and the bytes agree.  -ENOENT where the view has no
+ * data.nc.  The latest times of the coordinates' files are folded into
+ * times' st_mtim and st_ctim. */
 static int nc_prefix(struct drxfs_arr *e, const struct drxfs_node *n, const struct drx_view *v,
-                     char **buf, size_t *len, uint64_t *pad, struct stat *times)
+                     char **buf, size_t *len, struct stat *times,
+                     struct drx_nc_records *rec, void **coord)
 {
     const struct drx_array_meta *m = drx_array_meta(e->a);
     struct nc_coords cs = {0};
@@ -299,7 +302,7 @@ static int nc_prefix(struct drxfs_arr *e, const struct drxfs_node *n, const stru
 
     coords_find(n, m, v, buf != NULL, &cs);
     times_latest(times, &cs.mtim, &cs.ctim);
-    rc = drx_nc_file_header(m, v, n->rel, cs.c, cs.n, NULL, len, pad);
+    rc = drx_nc_file_header(m, v, n->rel, cs.c, cs.n, NULL, len, rec);
     if (rc < 0) {
         if (drx_log_enabled(DRX_LOG_DEBUG))
             drx_log(DRX_LOG_DEBUG, "%s: no data.nc: %s", n->rel,
@@ -315,7 +318,17 @@ static int nc_prefix(struct drxfs_arr *e, const struct drxfs_node *n, const stru
         rc = -ENOMEM;
         goto out;
     }
-    drx_nc_file_header(m, v, n->rel, cs.c, cs.n, out, len, pad);
+    drx_nc_file_header(m, v, n->rel, cs.c, cs.n, out, len, rec);
+    if (rec->coord) {
+        /* kept past the coordinates' buffers */
+        if (!(*coord = malloc(rec->count * rec->coord))) {
+            free(out);
+            rc = -ENOMEM;
+            goto out;
+        }
+        memcpy(*coord, rec->coord_data, rec->count * rec->coord);
+        rec->coord_data = *coord;
+    }
     *buf = (char *)out;
 out:
     coords_fini(&cs);
@@ -327,14 +340,13 @@ bool drxfs_array_has_nc(const struct drxfs_node *n)
     struct drxfs_arr *e;
     struct drx_view v;
     size_t len;
-    uint64_t pad;
     bool has = false;
 
     if (drxfs_arr_get(n, &e) < 0)
         return false;
     pthread_rwlock_rdlock(&e->lock);
     if (resolve_view(e, n, &v) == 0)
-        has = drx_nc_header(drx_array_meta(e->a), &v, n->rel, NULL, &len, &pad) == 0;
+        has = drx_nc_header(drx_array_meta(e->a), &v, n->rel, NULL, &len) == 0;
     pthread_rwlock_unlock(&e->lock);
     drxfs_arr_put(e);
     return has;
@@ -377,10 +389,10 @@ int drxfs_array_getattr(const struct drxfs_node *n, struct stat *st)
         struct stat nct = n->st;
         if (n->kind == DRXFS_ANC) {
             size_t hlen;
-            uint64_t pad;
-            if ((rc = nc_prefix(e, n, &v, NULL, &hlen, &pad, &nct)) < 0)
+            struct drx_nc_records rec;
+            if ((rc = nc_prefix(e, n, &v, NULL, &hlen, &nct, &rec, NULL)) < 0)
                 goto out;
-            size += hlen + pad;
+            size = hlen + rec.count * rec.size;
         } else if (n->kind == DRXFS_ANPY) {
             size_t hlen;
             if (drx_npy_header(&v, NULL, &hlen) < 0) {
@@ -479,7 +491,7 @@ int drxfs_array_fgetattr(struct drxfs_fh *fh, struct stat *st)
     if (fh->kind == DRXFS_ANPY)
         size += fh->text_len;
     else if (fh->kind == DRXFS_ANC) {
-        size += fh->text_len + fh->pad;
+        size = fh->text_len + fh->nc_rec.count * fh->nc_rec.size;
         times_latest(st, &fh->times.st_mtim, &fh->times.st_ctim);
     } else if (fh->kind == DRXFS_AINFO) {
         size = fh->text_len;
@@ -511,6 +523,7 @@ static void fh_free(struct drxfs_fh *fh)
     if (!fh)
         return;
     free(fh->text);
+    free(fh->nc_coord);
     if (fh->words)
         for (int i = 0; i < fh->nwords; i++)
             free(fh->words[i]);
@@ -610,7 +623,8 @@ static int fh_view_text(struct drxfs_fh *fh, struct drxfs_arr *e, const struct d
         /* netCDF data is big-endian whatever rep the path asked for */
         fh->view.rep = DRX_REP_EXTERNAL32;
         fh->times = n->st;
-        rc = nc_prefix(e, n, &fh->view, &fh->text, &fh->text_len, &fh->pad, &fh->times);
+        rc = nc_prefix(e, n, &fh->view, &fh->text, &fh->text_len, &fh->times,
+                       &fh->nc_rec, &fh->nc_coord);
         break;
     default:
         break;
@@ -870,20 +884,63 @@ static size_t read_text(const struct drxfs_fh *fh, char *buf, size_t size, uint6
     return n;
 }
 
-/* The zeros that pad netCDF data to a multiple of 4 bytes, where a read
- * reaching element offset at wants them: how many went to buf (room
- * bytes at most). */
-static size_t read_nc_pad(const struct drxfs_fh *fh, char *buf, size_t room, uint64_t at)
+/* The part of data.nc's records (each the record coordinate's element,
+ * then the view's slab of the record, each padded to 4 bytes) at uoff from
+ * their start into buf: the view's bytes the request covers are one run of
+ * it, read at once, then spread over the records.  The count, or -errno. */
+static int read_nc_records(struct drxfs_fh *fh, char *buf, size_t size, uint64_t uoff)
 {
-    uint64_t bytes = drx_view_bytes(&fh->view);
-    size_t z = 0;
-    if (at >= bytes && at < bytes + fh->pad) {
-        z = (size_t)(bytes + fh->pad - at);
-        if (z > room)
-            z = room;
-        memset(buf, 0, z);
+    const struct drx_nc_records *r = &fh->nc_rec;
+    const uint64_t cpad = (r->coord + 3) / 4 * 4, total = r->count * r->size;
+    uint64_t a = UINT64_MAX, b = 0; /* the view's bytes covered */
+    char *data = NULL;
+
+    if (uoff >= total)
+        return 0;
+    if (size > total - uoff)
+        size = (size_t)(total - uoff);
+    for (uint64_t rec = uoff / r->size; rec * r->size < uoff + size; rec++) {
+        uint64_t s0 = rec * r->size + cpad, s1 = s0 + r->slab;
+        uint64_t lo = s0 > uoff ? s0 : uoff, hi = s1 < uoff + size ? s1 : uoff + size;
+        if (lo >= hi)
+            continue;
+        if (a == UINT64_MAX)
+            a = rec * r->slab + (lo - s0);
+        b = rec * r->slab + (hi - s0);
     }
-    return z;
+    if (a < b) {
+        if (!(data = malloc(b - a)))
+            return -ENOMEM;
+        pthread_rwlock_rdlock(&fh->arr->lock);
+        ssize_t n = view_read(fh->arr->a, &fh->view, a, data, b - a);
+        if (n < 0)
+            drxfs_arr_read_failed(fh->arr, b - a, a, (int)n);
+        pthread_rwlock_unlock(&fh->arr->lock);
+        if (n < 0 || (uint64_t)n < b - a) {
+            free(data);
+            return n < 0 ? (int)n : -EIO;
+        }
+    }
+    /* each byte: the coordinate's, the view's, or a pad's zero */
+    for (size_t done = 0; done < size;) {
+        uint64_t at = uoff + done, rec = at / r->size, in = at % r->size, n;
+        if (in < r->coord) {
+            n = r->coord - in;
+            n = n < size - done ? n : size - done;
+            memcpy(buf + done, (const char *)r->coord_data + rec * r->coord + in, n);
+        } else if (in >= cpad && in < cpad + r->slab) {
+            n = cpad + r->slab - in;
+            n = n < size - done ? n : size - done;
+            memcpy(buf + done, data + (rec * r->slab + (in - cpad) - a), n);
+        } else {
+            n = (in < cpad ? cpad : r->size) - in;
+            n = n < size - done ? n : size - done;
+            memset(buf + done, 0, n);
+        }
+        done += n;
+    }
+    free(data);
+    return (int)size;
 }
 
 int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
@@ -901,6 +958,10 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
             return (int)done;
         uoff = uoff + done - fh->text_len;
     }
+    if (fh->kind == DRXFS_ANC && fh->nc_rec.coord) {
+        int n = read_nc_records(fh, buf + done, size - done, uoff);
+        return n < 0 ? (done ? (int)done : n) : (int)done + n;
+    }
     pthread_rwlock_rdlock(&fh->arr->lock);
     ssize_t n = view_read(fh->arr->a, &fh->view, uoff, buf + done, size - done);
     if (n < 0)
@@ -909,8 +970,6 @@ int drxfs_array_read(struct drxfs_fh *fh, char *buf, size_t size, off_t off)
     if (n < 0)
         return done ? (int)done : (int)n;
     done += (size_t)n;
-    if (fh->kind == DRXFS_ANC && done < size)
-        done += read_nc_pad(fh, buf + done, size - done, uoff + (uint64_t)n);
     return (int)done;
 }
 

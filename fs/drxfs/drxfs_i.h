@@ -36,6 +36,7 @@
 #include <sys/statvfs.h>
 
 #include "drx/array.h"
+#include "drx/format.h"
 #include "drx/log.h"
 #include "drx/store.h"
 #include "drx/view.h"
@@ -346,7 +347,8 @@ struct drxfs_fh {
     struct drx_view view;  /* resolved at open */
     char *text;            /* .npy or netCDF header, or info JSON */
     size_t text_len;
-    uint64_t pad;           /* zeros after the data (DRXFS_ANC) */
+    struct drx_nc_records nc_rec; /* DRXFS_ANC: its records (coord_data: nc_coord) */
+    void *nc_coord;               /* the record coordinate's elements, or NULL */
     struct stat times;      /* DRXFS_ANC: the .xmd's and coordinates' latest
                              * times at open, beside the .xta's (fgetattr);
                              * DRXFS_AINFO: the .xmd's stat at open */

@@ -47,7 +47,6 @@ static void resolve(const struct drx_view_spec *s)
     struct drx_err err;
     unsigned char *buf;
     size_t len;
-    uint64_t pad;
 
     if (drx_view_resolve(s, m, &v, &err) < 0)
         return;
@@ -59,8 +58,8 @@ static void resolve(const struct drx_view_spec *s)
             abort();
         free(buf);
     }
-    if (drx_nc_header(m, &v, "a", NULL, &len, &pad) == 0 && (buf = malloc(len))) {
-        if (drx_nc_header(m, &v, "a", buf, &len, &pad) < 0)
+    if (drx_nc_header(m, &v, "a", NULL, &len) == 0 && (buf = malloc(len))) {
+        if (drx_nc_header(m, &v, "a", buf, &len) < 0)
             abort();
         free(buf);
     }

@@ -45,11 +45,10 @@ static void formats(const struct drx_array_meta *m)
     struct drx_view v;
     unsigned char *buf;
     size_t len;
-    uint64_t pad;
 
     drx_view_whole(m, &v);
-    if (drx_nc_header(m, &v, "a", NULL, &len, &pad) == 0 && (buf = malloc(len))) {
-        if (drx_nc_header(m, &v, "a", buf, &len, &pad) < 0)
+    if (drx_nc_header(m, &v, "a", NULL, &len) == 0 && (buf = malloc(len))) {
+        if (drx_nc_header(m, &v, "a", buf, &len) < 0)
             abort();
         free(buf);
     }

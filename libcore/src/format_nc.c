@@ -187,38 +187,55 @@ static void dim_label(const struct drx_array_meta *m, int d, char *out, size_t l
         snprintf(out, len, "dim%d", d);
 }
 
+/* The coordinate of the record dimension (the variable's first), or -1. */
+static int record_coord(const int *dims, const struct drx_nc_coord *coords, int ncoords)
+{
+    for (int c = 0; c < ncoords; c++)
+        if (coords[c].dim == dims[0])
+            return c;
+    return -1;
+}
+
 /* The header, with `base` the header's own size (0 on the counting pass:
- * only the begin offsets depend on it, and they have a fixed size). */
+ * only the begin offsets depend on it, and they have a fixed size).  The
+ * variable's first dimension is the record (unlimited) dimension: the
+ * variable, and the coordinate of that dimension if there is one, are
+ * record variables, laid out after the other coordinates (rec). */
 static void put_header(struct out *o, const struct drx_array_meta *m, const struct drx_view *v,
                        const char *vname, const int *dims, const uint64_t *origin,
                        const uint64_t *step, const struct drx_nc_coord *coords, int ncoords,
-                       uint64_t base)
+                       const struct drx_nc_records *rec, uint64_t base)
 {
     const uint32_t type = nc_type_of[v->type];
-    const int k = v->rank;
-    uint64_t bytes = v->nelem * v->elem_size, at = base;
+    const int k = v->rank, rc = record_coord(dims, coords, ncoords);
+    uint64_t at = base, rec_at = base;
     unsigned char fill[DRX_MAX_ELEM];
 
     put(o, o->cdf5 ? "CDF\x05" : "CDF\x02", 4);
-    put_nonneg(o, 0); /* numrecs: no record dimension */
+    put_nonneg(o, rec->count); /* numrecs */
     put_be(o, NC_DIMENSION, 4);
     put_nonneg(o, (uint64_t)k);
     for (int i = 0; i < k; i++) {
         char dn[DRX_MAX_DIM_NAME + 8];
         dim_label(m, dims[i], dn, sizeof dn);
         put_name(o, dn);
-        put_nonneg(o, v->count[dims[i]]);
+        put_nonneg(o, i == 0 ? 0 : v->count[dims[i]]); /* 0: the record dimension */
     }
     put_be(o, 0, 4); /* no global attributes: ABSENT */
     put_nonneg(o, 0);
 
     put_be(o, NC_VARIABLE, 4);
     put_nonneg(o, 1 + (uint64_t)ncoords);
+    /* the fixed coordinates' data first, then the records */
+    for (int c = 0; c < ncoords; c++)
+        if (c != rc)
+            rec_at += padded(v->count[coords[c].dim] * coords[c].meta->elem_size);
     /* coordinate variables first, so that the array's own variable, which
-     * may pass 4 GiB, is the last one as CDF-2 requires */
+     * may pass 4 GiB (a record of it), is the last one as CDF-2 requires */
     for (int c = 0; c < ncoords; c++) {
         const struct drx_array_meta *cm = coords[c].meta;
-        uint64_t cbytes = v->count[coords[c].dim] * cm->elem_size;
+        /* the record coordinate: one element a record */
+        uint64_t cbytes = (c == rc ? 1 : v->count[coords[c].dim]) * cm->elem_size;
         int pos = 0;
         while (dims[pos] != coords[c].dim)
             pos++;
@@ -228,8 +245,9 @@ static void put_header(struct out *o, const struct drx_array_meta *m, const stru
         put_user_attrs(o, cm);
         put_be(o, nc_type_of[cm->type], 4);
         put_nonneg(o, padded(cbytes));
-        put_be(o, at, 8);
-        at += padded(cbytes);
+        put_be(o, c == rc ? rec_at : at, 8);
+        if (c != rc)
+            at += padded(cbytes);
     }
     put_name(o, vname);
     put_nonneg(o, (uint64_t)k);
@@ -261,15 +279,32 @@ static void put_header(struct out *o, const struct drx_array_meta *m, const stru
         put_attr_ints(o, "drx_step", itype, step, k);
     }
     put_be(o, type, 4);
-    /* vsize: the data padded to 4 bytes; in CDF-2 a size past 32 bits is
-     * written as 2^32 - 1, which the format allows for the last variable */
+    /* vsize: a record's data padded to 4 bytes; in CDF-2 a size past 32
+     * bits is written as 2^32 - 1, which the format allows for the last
+     * variable */
     {
-        uint64_t vsize = padded(bytes);
+        uint64_t vsize = padded(rec->slab);
         if (!o->cdf5 && vsize > UINT32_MAX)
             vsize = UINT32_MAX;
         put_nonneg(o, vsize);
     }
-    put_be(o, at, 8); /* begin: after the header and the coordinates */
+    put_be(o, rec_at + padded(rec->coord), 8); /* begin: its part of the first record */
+}
+
+/* The records of the view (rec, as drx_nc_file_header gives them). */
+static void records_of(const struct drx_view *v, const int *dims, const struct drx_nc_coord *coords,
+                       int ncoords, struct drx_nc_records *rec)
+{
+    int rc = record_coord(dims, coords, ncoords);
+
+    rec->count = v->count[dims[0]];
+    rec->slab = v->nelem / rec->count * v->elem_size;
+    rec->coord = rc < 0 ? 0 : coords[rc].meta->elem_size;
+    rec->coord_data = rc < 0 ? NULL : coords[rc].data;
+    /* one record variable: its records unpadded, one after the other
+     * (netCDF's special case), so that the variable's elements are
+     * contiguous as in a fixed-size variable */
+    rec->size = rc < 0 ? rec->slab : padded(rec->coord) + padded(rec->slab);
 }
 
 /* The variable's dimensions, slowest first (the view's order), with their
@@ -317,11 +352,13 @@ static int coords_check(const struct drx_array_meta *m, int k, const struct drx_
 
 int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
                        const struct drx_nc_coord *coords, int ncoords, unsigned char *buf,
-                       size_t *len, uint64_t *pad)
+                       size_t *len, struct drx_nc_records *records)
 {
+    struct drx_nc_records rec_here;
+    struct drx_nc_records *rec = records ? records : &rec_here;
     const uint32_t type = nc_type_of[v->type];
     struct out o = {NULL, 0, false};
-    uint64_t origin[DRX_MAX_RANK], step[DRX_MAX_RANK], bytes = v->nelem * v->elem_size;
+    uint64_t origin[DRX_MAX_RANK], step[DRX_MAX_RANK];
     int dims[DRX_MAX_RANK];
     char vname[NC_NAME_MAX + 1];
     struct drx_nc_coord kept[DRX_MAX_RANK] = {{0}};
@@ -351,20 +388,25 @@ int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v,
     coords = kept;
     ncoords = nkept;
     coords_check(m, v->rank, coords, ncoords, &o.cdf5);
+    records_of(v, dims, coords, ncoords, rec);
+    int rc_at = record_coord(dims, coords, ncoords);
 
-    put_header(&o, m, v, vname, dims, origin, step, coords, ncoords, 0);
+    put_header(&o, m, v, vname, dims, origin, step, coords, ncoords, rec, 0);
     hlen = o.pos;
     for (int c = 0; c < ncoords; c++)
-        o.pos += padded(v->count[coords[c].dim] * coords[c].meta->elem_size);
+        if (c != rc_at)
+            o.pos += padded(v->count[coords[c].dim] * coords[c].meta->elem_size);
     *len = o.pos;
-    *pad = (4 - bytes % 4) % 4;
     if (!buf)
         return 0;
-    /* the same header with the begin offsets, then each coordinate's data */
+    /* the same header with the begin offsets, then each fixed coordinate's
+     * data */
     o.p = buf;
     o.pos = 0;
-    put_header(&o, m, v, vname, dims, origin, step, coords, ncoords, hlen);
+    put_header(&o, m, v, vname, dims, origin, step, coords, ncoords, rec, hlen);
     for (int c = 0; c < ncoords; c++) {
+        if (c == rc_at)
+            continue;
         uint64_t cbytes = v->count[coords[c].dim] * coords[c].meta->elem_size;
         put(&o, coords[c].data, cbytes);
         pad4(&o);
@@ -373,7 +415,7 @@ int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v,
 }
 
 int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
-                  unsigned char *buf, size_t *len, uint64_t *pad)
+                  unsigned char *buf, size_t *len)
 {
-    return drx_nc_file_header(m, v, name, NULL, 0, buf, len, pad);
+    return drx_nc_file_header(m, v, name, NULL, 0, buf, len, NULL);
 }

@@ -1,6 +1,8 @@
-/* The netCDF header of data.nc against ncgen's: for the same dimensions,
- * variable and attributes, the header bytes must be the same, for CDF-2 and
- * CDF-5, C and F order, sliced views. */
+/* The netCDF header of data.nc against ncgen's: for the same dimensions
+ * (the first the record dimension), variable, attributes and records, the
+ * header bytes must be the same, and the data's layout, for CDF-2 and
+ * CDF-5, C and F order, sliced views, with a coordinate of the record
+ * dimension and without. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,20 @@ static unsigned char *ncgen_header(const char *cdl, const char *kind, size_t wan
     return buf;
 }
 
+/* cdl (ending " }\n") with a data section giving variable var nelem
+ * fills ("_"), so that ncgen makes that many elements' records; static. */
+static const char *cdl_with_fills(const char *cdl, const char *var, uint64_t nelem)
+{
+    static char out[8192];
+    size_t n = strlen(cdl) - 3;
+    int at = snprintf(out, sizeof out, "%.*s data: %s%s = ", (int)n, cdl,
+                      var[0] >= '0' && var[0] <= '9' ? "\\" : "", var);
+    for (uint64_t i = 0; i < nelem && at < (int)sizeof out - 16; i++)
+        at += snprintf(out + at, sizeof out - (size_t)at, i ? ", _" : "_");
+    snprintf(out + at, sizeof out - (size_t)at, " ; }\n");
+    return out;
+}
+
 /* attrs: NULL, or NAME, TYPE, VALUE triples (as drx attr set takes them)
  * then NULL, set on the array before the header is made. */
 static void check(const char *name, const char *type, int rank, const char *shape,
@@ -47,7 +63,6 @@ static void check(const char *name, const char *type, int rank, const char *shap
     struct drx_err err;
     char path[256], w[128];
     size_t len = 0, len2 = 0, got = 0;
-    uint64_t pad = 9;
     unsigned char *hdr, *ref;
     int64_t dims[DRX_MAX_RANK];
 
@@ -76,19 +91,21 @@ static void check(const char *name, const char *type, int rank, const char *shap
         drx_view_spec_add(&s, t, &err);
     drx_view_resolve(&s, drx_array_meta(a), &v, &err);
     v.rep = DRX_REP_EXTERNAL32;
-    drx_nc_header(drx_array_meta(a), &v, path, NULL, &len, &pad);
+    drx_nc_header(drx_array_meta(a), &v, path, NULL, &len);
     hdr = malloc(len);
-    drx_nc_header(drx_array_meta(a), &v, path, hdr, &len2, &pad);
+    drx_nc_header(drx_array_meta(a), &v, path, hdr, &len2);
     tap_ok(len == len2, "%s: the size without formatting is the formatted size (%zu)", name, len);
-    ref = ncgen_header(cdl, kind, len + v.nelem * v.elem_size + 64, &got);
+    ref = ncgen_header(cdl_with_fills(cdl, name, v.nelem), kind, len + v.nelem * v.elem_size + 64,
+                       &got);
     if (!ref) {
         printf("ok %d - # SKIP ncgen not found\n", ++tap_n);
     } else {
         tap_ok(got >= len && memcmp(hdr, ref, len) == 0,
                "%s: the header is ncgen's byte for byte (%s, %zu bytes)", name, kind, len);
-        tap_ok(pad == (4 - v.nelem * v.elem_size % 4) % 4 &&
-                   got == len + v.nelem * v.elem_size + pad,
-               "%s: the data and its padding follow (file %zu bytes)", name, got);
+        /* one record variable: its records unpadded, one after another,
+         * and nothing after them */
+        tap_ok(got == len + v.nelem * v.elem_size,
+               "%s: the data follows, unpadded (file %zu bytes)", name, got);
     }
     free(ref);
     free(hdr);
@@ -102,29 +119,28 @@ int main(void)
     struct drx_view v;
     struct drx_err err;
     size_t len;
-    uint64_t pad;
     char path[256];
 
     if (!mkdtemp(dir))
         return 1;
     check("temp", "f64", 3, "4 3 5", "", NULL,
-          "netcdf t { dimensions: time = 4 ; dim1 = 3 ; dim2 = 5 ;\n"
+          "netcdf t { dimensions: time = UNLIMITED ; dim1 = 3 ; dim2 = 5 ;\n"
           "variables: double temp(time, dim1, dim2) ; temp:_FillValue = 0. ;\n"
           "temp:drx_origin = 0, 0, 0 ; temp:drx_step = 1, 1, 1 ; }\n",
           "64-bit-offset");
     check("b", "i8", 2, "3 7", "dim1=1::3 order=F", NULL,
-          "netcdf t { dimensions: dim1 = 2 ; time = 3 ;\n"
+          "netcdf t { dimensions: dim1 = UNLIMITED ; time = 3 ;\n"
           "variables: byte b(dim1, time) ; b:_FillValue = 0b ;\n"
           "b:drx_origin = 1, 0 ; b:drx_step = 3, 1 ; }\n",
           "64-bit-offset");
     check("u", "u16", 2, "3 3", "dim0=1:", NULL,
-          "netcdf t { dimensions: time = 2 ; dim1 = 3 ;\n"
+          "netcdf t { dimensions: time = UNLIMITED ; dim1 = 3 ;\n"
           "variables: ushort u(time, dim1) ; u:_FillValue = 0US ;\n"
           "u:drx_origin = 1LL, 0LL ; u:drx_step = 1LL, 1LL ; }\n",
           "cdf5");
     /* a leading digit is netCDF's (CDL escapes it) */
     check("3dx", "u32", 1, "5", "", NULL,
-          "netcdf t { dimensions: time = 5 ;\n"
+          "netcdf t { dimensions: time = UNLIMITED ;\n"
           "variables: uint \\3dx(time) ; \\3dx:_FillValue = 0U ;\n"
           "\\3dx:drx_origin = 0LL ; \\3dx:drx_step = 1LL ; }\n",
           "cdf5");
@@ -147,7 +163,7 @@ int main(void)
                                     NULL};
         /* clang-format on */
         check("ta", "f64", 2, "4 3", "dim0=1:3", classic,
-              "netcdf t { dimensions: time = 2 ; dim1 = 3 ;\n"
+              "netcdf t { dimensions: time = UNLIMITED ; dim1 = 3 ;\n"
               "variables: double ta(time, dim1) ; ta:_FillValue = 0. ;\n"
               "ta:units = \"K\" ; ta:long_name = \"air \\\"temp\\\" at 2 m\" ;\n"
               "ta:scale_factor = 0.01 ; ta:valid_range = -5s, 300s ;\n"
@@ -155,7 +171,7 @@ int main(void)
               "ta:drx_origin = 1, 0 ; ta:drx_step = 1, 1 ; }\n",
               "64-bit-offset");
         check("tw", "f32", 1, "5", "", wide,
-              "netcdf t { dimensions: time = 5 ;\n"
+              "netcdf t { dimensions: time = UNLIMITED ;\n"
               "variables: float tw(time) ; tw:_FillValue = 0.f ;\n"
               "tw:units = \"m\" ; tw:mask = 255UB ; tw:big = -9000000000LL ;\n"
               "tw:ubig = 18446744073709551615ULL ;\n"
@@ -197,23 +213,34 @@ int main(void)
         drx_view_resolve(&vs, drx_array_meta(a), &v, &err);
         c[0] = (struct drx_nc_coord){0, drx_array_meta(t), tdata};
         c[1] = (struct drx_nc_coord){1, drx_array_meta(l), ldata};
-        drx_nc_file_header(drx_array_meta(a), &v, path, c, 2, NULL, &len, &pad);
-        hdr = malloc(len);
-        drx_nc_file_header(drx_array_meta(a), &v, path, c, 2, hdr, &hl, &pad);
-        ref = ncgen_header("netcdf t { dimensions: time = 2 ; lat = 3 ;\n"
+        struct drx_nc_records rec;
+        drx_nc_file_header(drx_array_meta(a), &v, path, c, 2, NULL, &len, NULL);
+        hdr = malloc(len + 2 * 28);
+        drx_nc_file_header(drx_array_meta(a), &v, path, c, 2, hdr, &hl, &rec);
+        tap_ok(rec.count == 2 && rec.slab == 24 && rec.coord == 4 && rec.size == 28 &&
+                   rec.coord_data == tdata,
+               "coordinates: 2 records of 28 bytes, time's 4 then tc's 24");
+        /* the records as drxfs lays them out: time's element, tc's (fill) */
+        memset(hdr + len, 0, 2 * 28);
+        for (unsigned r = 0; r < rec.count; r++)
+            memcpy(hdr + len + r * rec.size, tdata + r * rec.coord, rec.coord);
+        ref = ncgen_header("netcdf t { dimensions: time = UNLIMITED ; lat = 3 ;\n"
                            "variables: int time(time) ; time:units = \"days since 2000-01-01\" ;\n"
                            "float lat(lat) ;\n"
                            "double tc(time, lat) ; tc:_FillValue = 0. ;\n"
                            "tc:drx_origin = 1, 0 ; tc:drx_step = 1, 1 ;\n"
                            "data: time = 20, 30 ; lat = 0.5, 1.5, 2.5 ; }\n",
-                           "64-bit-offset", len + 6 * 8 + 64, &got);
+                           "64-bit-offset", len + 2 * 28 + 64, &got);
         if (!ref)
             printf("ok %d - # SKIP ncgen not found\n", ++tap_n);
         else
-            tap_ok(hl == len && got == len + 6 * 8 && memcmp(hdr, ref, len) == 0,
-                   "coordinates: header and coordinate data are ncgen's byte for byte (%zu)", len);
+            tap_ok(hl == len && got == len + 2 * 28 && memcmp(hdr, ref, got) == 0,
+                   "coordinates: header, lat's data and the records (time's with tc's) are "
+                   "ncgen's byte for byte (%zu + %zu)",
+                   len, got - len);
         c[1].dim = 5;
-        tap_ok(drx_nc_file_header(drx_array_meta(a), &v, path, c, 2, NULL, &len, &pad) == -EINVAL,
+        tap_ok(drx_nc_file_header(drx_array_meta(a), &v, path, c, 2, NULL, &len, NULL) ==
+                   -EINVAL,
                "a coordinate of an unknown dimension is refused");
         free(ref);
         free(hdr);
@@ -242,7 +269,7 @@ int main(void)
     snprintf(path, sizeof path, "%s/cx", dir);
     drx_array_create(path, &spec, &a, &err);
     drx_view_whole(drx_array_meta(a), &v);
-    tap_ok(drx_nc_header(drx_array_meta(a), &v, path, NULL, &len, &pad) == -ENOTSUP,
+    tap_ok(drx_nc_header(drx_array_meta(a), &v, path, NULL, &len) == -ENOTSUP,
            "complex elements have no netCDF header");
     drx_array_close(a);
     spec.type = DRX_F32;
@@ -251,7 +278,7 @@ int main(void)
     drx_view_whole(drx_array_meta(a), &v);
     v.count[0] = 0;
     v.nelem = 0;
-    tap_ok(drx_nc_header(drx_array_meta(a), &v, path, NULL, &len, &pad) == -ENOENT,
+    tap_ok(drx_nc_header(drx_array_meta(a), &v, path, NULL, &len) == -ENOENT,
            "an empty view has no netCDF header (an extent of 0 would mean a record dimension)");
     drx_array_close(a);
     {

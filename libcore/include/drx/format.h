@@ -26,20 +26,23 @@ int drx_npy_header(const struct drx_view *v, char *buf, size_t *len);
 /* netCDF classic, one variable.  Its name is `name` with every character
  * outside netCDF's rules ([A-Za-z0-9_.@+-], not starting with a digit or
  * one of ".@+-") replaced by '_'; dimensions are the array's names (dimK
- * when unnamed), reversed for order=F; attributes _FillValue and the view's
+ * when unnamed), reversed for order=F; the first of them (the slowest) is
+ * the record (unlimited) dimension, whose extent is the number of records;
+ * attributes _FillValue and the view's
  * drx_origin and drx_step in array coordinates (in the variable's dimension
  * order).  CDF-2 (64-bit offset) when the type is i8, i16, i32, f32 or f64
  * and every extent fits in 31 bits, CDF-5 otherwise.  The data that
  * follows the header is the view's elements in order v->order, big-endian
- * (rep=external32), then pad bytes (zeros) to a multiple of 4.
+ * (rep=external32): the one record variable's records, one after the
+ * other, unpadded (netCDF's special case), and no padding after them.
  *
  * Writes the header to buf when buf is not NULL (buf holds *len bytes from
  * an earlier call with buf NULL) and sets *len to its size either way; with
- * buf NULL nothing is formatted.  *pad is the padding after the data.
- * -ENOTSUP for complex types, -ENOENT for an empty view (netCDF reads an
- * extent of 0 as the record dimension). */
+ * buf NULL nothing is formatted.
+ * -ENOTSUP for complex types, -ENOENT for an empty view (an extent of 0
+ * in the header marks the record dimension). */
 int drx_nc_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
-                  unsigned char *buf, size_t *len, uint64_t *pad);
+                  unsigned char *buf, size_t *len);
 
 /* A coordinate variable of data.nc: the 1-D array `meta` labels array
  * dimension `dim` (a named one; the variable takes its name).  data: the
@@ -51,14 +54,31 @@ struct drx_nc_coord {
     const void *data;
 };
 
+/* The records of a data.nc: `count` of them, `size` bytes apart, from the
+ * end of the header and fixed coordinates (drx_nc_file_header's *len).
+ * Without a coordinate of the record dimension (coord 0) the variable is
+ * the only record variable, size == slab: its elements are contiguous.
+ * With one, each record is that coordinate's element (coord bytes, of
+ * coord_data, zeros to 4 bytes), then the variable's slab bytes of the
+ * record (zeros to 4 bytes). */
+struct drx_nc_records {
+    uint64_t count;         /* records: the view's extent along its first dimension */
+    uint64_t slab;          /* bytes of the variable in one record */
+    uint64_t size;          /* bytes from one record to the next */
+    uint64_t coord;         /* bytes of the record coordinate in a record; 0: none */
+    const void *coord_data; /* its count elements, big-endian (coords[]'s data) */
+};
+
 /* drx_nc_header with coordinate variables: they come first (in the order
  * given), each with the coordinate array's attributes, and *len covers the
- * header and their data (each padded to 4 bytes), which buf then holds; the
- * view's elements follow.  -EINVAL for a coordinate that is not 1-D, is
- * complex, or labels an unnamed or unknown dimension. */
+ * header and the data of those of fixed size (each padded to 4 bytes),
+ * which buf then holds; the records follow, as *records (may be NULL)
+ * says: the coordinate of the record dimension, if given, is in them.
+ * -EINVAL for a coordinate that is not 1-D, is complex, or labels an
+ * unnamed or unknown dimension. */
 int drx_nc_file_header(const struct drx_array_meta *m, const struct drx_view *v, const char *name,
                        const struct drx_nc_coord *coords, int ncoords, unsigned char *buf,
-                       size_t *len, uint64_t *pad);
+                       size_t *len, struct drx_nc_records *records);
 
 /* Zarr v2: the `zarr/` group of an array directory (README, "Zarr").  A
  * variable is an array of the store seen as a Zarr array: the array itself,
