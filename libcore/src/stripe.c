@@ -732,6 +732,14 @@ mode_t drx_stripe_sub_mode(const char *path, mode_t mode)
     return drx_replace_group_own(mp, "system.posix_acl_access", mode);
 }
 
+mode_t drx_stripe_sub_mode_fd(int fd, mode_t mode)
+{
+    char self[32];
+
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    return drx_replace_group_own(self, "system.posix_acl_access", mode);
+}
+
 /* drx_stripe_create() with the metafile at mp: NAME.nafs (temp false), or
  * a temporary name, written in place (temp true); -EEXIST when mp exists by
  * then. */

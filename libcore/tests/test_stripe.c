@@ -1454,6 +1454,47 @@ static void test_links_and_space(struct drx_store *s, const char *root)
            "committed under the long name");
 }
 
+/* drx_stripe_sub_mode_fd reads the ACL of the metafile open at its
+ * descriptor, not of what the name holds: drxfs carries an open file's
+ * chmod to its subfiles after another file was renamed over its name. */
+static void test_sub_mode_fd(void)
+{
+    /* user::rw- user:65534:rw- group::r-- mask::rw- other::--- */
+    static const unsigned char acl[] = {
+        2,    0, 0, 0,                         /* version 2 */
+        0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, /* USER_OBJ rw */
+        0x02, 0, 6, 0, 0xfe, 0xff, 0,    0,    /* USER 65534 rw */
+        0x04, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, /* GROUP_OBJ r */
+        0x10, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, /* MASK rw */
+        0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, /* OTHER */
+    };
+    char name[600], mp[700], plain[700];
+
+    snprintf(name, sizeof name, "%s/acl", base);
+    snprintf(mp, sizeof mp, "%s.nafs", name);
+    snprintf(plain, sizeof plain, "%s/plain.nafs", base);
+    write_file(mp, "x", 1);
+    write_file(plain, "x", 1);
+    if (setxattr(mp, "system.posix_acl_access", acl, sizeof acl, 0) < 0) {
+        tap_ok(1, "# SKIP sub mode by descriptor: no ACLs here (%s)", strerror(errno));
+        return;
+    }
+    int a = open(mp, O_PATH | O_CLOEXEC), p = open(plain, O_PATH | O_CLOEXEC);
+    tap_ok(a >= 0 && p >= 0, "metafiles opened O_PATH");
+    tap_ok(drx_stripe_sub_mode_fd(a, 0660) == 0640 && drx_stripe_sub_mode(name, 0660) == 0640,
+           "a named user's ACL: the subfiles get the owning group's own bits (0%o)",
+           (unsigned)drx_stripe_sub_mode_fd(a, 0660));
+    tap_ok(drx_stripe_sub_mode_fd(p, 0660) == 0660, "no ACL: the mode's group bits");
+    /* another file renamed over the name: the descriptor's file still */
+    tap_ok(rename(plain, mp) == 0, "a file without an ACL renamed over the name");
+    tap_ok(drx_stripe_sub_mode_fd(a, 0660) == 0640, "the open metafile's ACL, not the name's");
+    tap_ok(drx_stripe_sub_mode(name, 0660) == 0660, "by name: the name's file");
+    if (a >= 0)
+        close(a);
+    if (p >= 0)
+        close(p);
+}
+
 int main(void)
 {
     char root[512];
@@ -1486,6 +1527,7 @@ int main(void)
     test_enospc();
     test_full_store();
     test_replaced_owner_mode();
+    test_sub_mode_fd();
     rm_rf(base);
     return tap_done();
 }

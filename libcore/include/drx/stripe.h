@@ -507,6 +507,9 @@ int drx_stripe_subfiles_setattr(const struct drx_store *s, const struct drx_stri
  * an ACL that names users or groups (the mode's group bits are then the
  * ACL's mask). */
 mode_t drx_stripe_sub_mode(const char *path, mode_t mode);
+/* The same for the metafile open at fd (O_PATH will do): that file's ACL,
+ * whatever its name holds now (an open file's, renamed over). */
+mode_t drx_stripe_sub_mode_fd(int fd, mode_t mode);
 
 /* The mode f's subfiles made from now on get (a chmod of the open file;
  * drx_stripe_sub_mode's). */
