@@ -19,6 +19,7 @@
  * ENODATA. */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
@@ -165,6 +166,47 @@ bool drxfs_caller_in_group(gid_t gid)
         if (groups[i] == gid)
             return true;
     return false;
+}
+
+int drxfs_caller_syscall(long *nr, unsigned long args[2])
+{
+    char p[40], buf[256];
+
+    snprintf(p, sizeof p, "/proc/%d/syscall", (int)fuse_get_context()->pid);
+    /* "running" while the caller is not asleep in its system call (a
+     * wakeup in its wait for this request): read again */
+    for (int tries = 0; tries < 20; tries++) {
+        FILE *f = fopen(p, "re");
+        if (!f)
+            return -1;
+        buf[0] = '\0';
+        bool got = fgets(buf, sizeof buf, f) != NULL;
+        fclose(f);
+        args[0] = args[1] = 0;
+        if (got && sscanf(buf, "%ld %lx %lx", nr, &args[0], &args[1]) >= 1)
+            return *nr >= 0 ? 0 : -1;
+        if (strncmp(buf, "running", 7) != 0)
+            return -1;
+        sched_yield();
+    }
+    return -1;
+}
+
+int drxfs_caller_by_fd(void)
+{
+    unsigned long a[2];
+    long nr;
+
+    if (drxfs_caller_syscall(&nr, a) < 0)
+        return -1;
+    /* futimens(3) is utimensat(fd, NULL, ...); the calls on a name
+     * (chmod, fchmodat, fchownat: also with AT_EMPTY_PATH, whose
+     * descriptor may be an O_PATH one, of no open file) are not */
+    return nr == SYS_fchmod || nr == SYS_fchown || (nr == SYS_utimensat && a[1] == 0)
+#ifdef SYS_futimesat
+           || (nr == SYS_futimesat && a[1] == 0)
+#endif
+        ;
 }
 
 /* drxfs_acl_may with the file's access ACL read by get (rel or fd). */
@@ -398,6 +440,24 @@ static int guard_refused(int fd, const struct stat *st, int rc)
     return rc;
 }
 
+/* The rules the guards apply, for a caller other than root: 0, or the
+ * error of the refusal. */
+static int owner_rule(const struct stat *st)
+{
+    return st->st_uid == fuse_get_context()->uid ? 0 : -EPERM;
+}
+
+static int times_rule(int fd, const struct stat *st, const struct timespec *tv)
+{
+    bool now = !tv || (tv[0].tv_nsec == UTIME_NOW && tv[1].tv_nsec == UTIME_NOW);
+
+    if (st->st_uid == fuse_get_context()->uid)
+        return 0;
+    if (!now)
+        return -EPERM;
+    return drxfs_caller_may_fd(fd, st, 2) ? 0 : -EACCES;
+}
+
 /* The guards below check the entry drxfs_caller_entry_open opened: the
  * file the caller reaches by its name, every directory on the way
  * searchable to him (a file in root's 0700 directory, swapped in behind
@@ -407,9 +467,11 @@ static int guard_refused(int fd, const struct stat *st, int rc)
  * 1000, and retries left some under load. */
 static int guard_owner(int fd, const struct stat *st, const char *rel, void *arg)
 {
+    int rc = owner_rule(st);
+
     (void)rel;
     (void)arg;
-    return st->st_uid == fuse_get_context()->uid ? 0 : guard_refused(fd, st, -EPERM);
+    return rc ? guard_refused(fd, st, rc) : 0;
 }
 
 static int guard_write(int fd, const struct stat *st, const char *rel, void *arg)
@@ -421,15 +483,10 @@ static int guard_write(int fd, const struct stat *st, const char *rel, void *arg
 
 static int guard_times(int fd, const struct stat *st, const char *rel, void *arg)
 {
-    const struct timespec *tv = arg;
-    bool now = !tv || (tv[0].tv_nsec == UTIME_NOW && tv[1].tv_nsec == UTIME_NOW);
+    int rc = times_rule(fd, st, arg);
 
     (void)rel;
-    if (st->st_uid == fuse_get_context()->uid)
-        return 0;
-    if (!now)
-        return guard_refused(fd, st, -EPERM);
-    return drxfs_caller_may_fd(fd, st, 2) ? 0 : guard_refused(fd, st, -EACCES);
+    return rc ? guard_refused(fd, st, rc) : 0;
 }
 
 void drxfs_guard_owner(void)
@@ -486,4 +543,33 @@ void drxfs_guard_xattr_read(const char *name)
 void drxfs_guard_done(void)
 {
     drx_store_entry_guard(NULL, NULL, NULL);
+}
+
+/* A refusal of a change of the open file who (of stat st), logged. */
+static int held_refused(const char *who, const struct stat *st, int rc)
+{
+    drx_log_ratelimited(DRX_LOG_WARNING,
+                        "%s: the open file is not the caller's (uid %u) to change so (owner uid "
+                        "%u, mode %o): refused",
+                        who, (unsigned)fuse_get_context()->uid, (unsigned)st->st_uid,
+                        (unsigned)(st->st_mode & 07777));
+    return rc;
+}
+
+int drxfs_held_owner(const struct stat *st, const char *who)
+{
+    int rc;
+
+    if (fuse_get_context()->uid == 0 || (rc = owner_rule(st)) == 0)
+        return 0;
+    return held_refused(who, st, rc);
+}
+
+int drxfs_held_times(int fd, const struct stat *st, const struct timespec tv[2], const char *who)
+{
+    int rc;
+
+    if (fuse_get_context()->uid == 0 || (rc = times_rule(fd, st, tv)) == 0)
+        return 0;
+    return held_refused(who, st, rc);
 }

@@ -643,12 +643,29 @@ void drxfs_guard_xattr(const char *name);
  * caller reaches the entry, and may read it for a user.* value. */
 void drxfs_guard_xattr_read(const char *name);
 void drxfs_guard_done(void);
+/* The same checks of a file the caller holds open (of stat st, at fd;
+ * who names it in the log): the kernel checked the attributes it holds,
+ * which may be another file's than the open one (its name's, renamed over
+ * behind the mount) or old (a chown behind the mount).  0 for root, or
+ * -EPERM or -EACCES (logged). */
+int drxfs_held_owner(const struct stat *st, const char *who);
+int drxfs_held_times(int fd, const struct stat *st, const struct timespec tv[2], const char *who);
 /* The caller's groups into groups (max of them): his primary group, then
  * his supplementary ones (fuse_getgroups); their count. */
 #define DRXFS_CALLER_GROUPS 257
 int drxfs_caller_groups(gid_t *groups, int max);
 /* Whether gid is one of the caller's groups. */
 bool drxfs_caller_in_group(gid_t gid);
+/* The system call the caller makes, blocked in it while the daemon serves
+ * the request it sent, by /proc/TID/syscall: its number in *nr and its
+ * first two arguments in args.  0, or -1 when not known (not readable:
+ * another pid namespace, a daemon not root under Yama's ptrace_scope; or
+ * the caller gone). */
+int drxfs_caller_syscall(long *nr, unsigned long args[2]);
+/* Whether the caller's system call is fchmod, fchown or futimens: of an
+ * open file, which the kernel sends by its node alone, with no handle (it
+ * sends one with a truncation only).  1, 0, or -1 when not known. */
+int drxfs_caller_by_fd(void);
 /* The access ACL req (n bytes) set through a node that shows its store
  * file's permissions by map, made that file's into out (n bytes): each
  * entry takes the bits the node shows of it from req (a directory's x

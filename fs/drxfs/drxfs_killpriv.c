@@ -47,7 +47,6 @@
  * is served here then too.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,29 +344,13 @@ void drxfs_killpriv_fallocate(struct drxfs_fh *fh, const char *path)
 }
 
 /* Whether the caller (blocked in the system call that sent this request)
- * is in chown(2) or its kin, by /proc/TID/syscall: 1 or 0; -1 unknown (not
- * readable: another pid namespace, or a daemon not root). */
+ * is in chown(2) or its kin (drxfs_caller_syscall): 1 or 0; -1 unknown. */
 static int caller_chowns(void)
 {
-    char p[40], buf[64];
-    long nr = -1;
+    unsigned long args[2];
+    long nr;
 
-    snprintf(p, sizeof p, "/proc/%d/syscall", (int)fuse_get_context()->pid);
-    /* "running" while the caller is not asleep in its system call (a
-     * wakeup in its wait for this request): read again */
-    for (int tries = 0; tries < 20 && nr < 0; tries++) {
-        FILE *f = fopen(p, "re");
-        if (!f)
-            return -1;
-        buf[0] = '\0';
-        bool ok = fgets(buf, sizeof buf, f) && sscanf(buf, "%ld", &nr) == 1;
-        fclose(f);
-        if (!ok && strncmp(buf, "running", 7) != 0)
-            return -1;
-        if (!ok)
-            sched_yield();
-    }
-    if (nr < 0)
+    if (drxfs_caller_syscall(&nr, args) < 0)
         return -1;
     return nr == SYS_fchown || nr == SYS_fchownat
 #ifdef SYS_chown
