@@ -764,3 +764,294 @@ PY
     [ "$status" -eq 0 ]
     [ "$output" = kept ]
 }
+
+# fd_attrs WHO STAT CALL...: in nobody's directory u (user_dir_store),
+# striped file A ("AAAA", 0640) of WHO's (root or nobody) and root's B
+# ("BBBB", 0600, times 2001).  WHO opens A through the mount; root
+# renames B's metafile over A.nafs behind the mount (and, STAT 1, stats
+# u/A through the mount, which takes the open file's handle out of the
+# table); WHO then makes each CALL through his descriptor (fchmod: mode
+# 0604, fchown: 123:123, futimens: times 1973/1976) and prints its
+# outcome, then the metafile his descriptor holds (found among the
+# daemon's descriptors, while it is open) as "held UID GID MODE ATIME
+# MTIME".  Then A's name, B and their subfiles go.
+fd_attrs() {
+    local owner=0 who=$1 stat=$2
+    shift 2
+    [ "$who" = root ] || owner=65534
+    printf 'AAAA\n' >"$RV/m/u/A"
+    printf 'BBBB\n' >"$RV/m/u/B"
+    chmod 640 "$RV/m/u/A"
+    chmod 600 "$RV/m/u/B"
+    chown "$owner:$owner" "$RV/m/u/A"
+    commit_mount "$RV/m"
+    touch -d 2001-01-01 "$RV/s/u/B.nafs"
+    "$PY" - "$RV" "$owner" "$stat" "$(cat "$RV/m.pid")" "$@" <<'PY'
+import errno, os, sys
+rv, owner, stat, daemon = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+up_r, up_w = os.pipe()
+down_r, down_w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(up_r)
+    os.close(down_w)
+    if owner:
+        os.setgroups([])
+        os.setresgid(owner, owner, owner)
+        os.setresuid(owner, owner, owner)
+    fd = os.open(rv + "/m/u/A", os.O_RDONLY)
+    os.write(up_w, b"o")
+    os.read(down_r, 1)
+    calls = {"fchmod": lambda: os.fchmod(fd, 0o604),
+             "fchown": lambda: os.fchown(fd, 123, 123),
+             "futimens": lambda: os.utime(fd, (100000000, 200000000))}
+    for name in sys.argv[5:]:
+        try:
+            calls[name]()
+            print(name, "ok", flush=True)
+        except OSError as e:
+            print(name, errno.errorcode[e.errno], flush=True)
+    os.write(up_w, b"d")
+    os.read(down_r, 1)
+    os._exit(0)
+os.close(up_w)
+os.close(down_r)
+os.read(up_r, 1)
+os.rename(rv + "/s/u/B.nafs", rv + "/s/u/A.nafs")
+if stat:
+    os.stat(rv + "/m/u/A")
+os.write(down_w, b"r")
+os.read(up_r, 1)
+fds = "/proc/%s/fd/" % daemon
+for n in os.listdir(fds):
+    if os.readlink(fds + n) == rv + "/s/u/A.nafs (deleted)":
+        st = os.stat(fds + n)
+        print("held %d %d %o %d %d" % (st.st_uid, st.st_gid, st.st_mode & 0o7777,
+                                       st.st_atime, st.st_mtime))
+        break
+os.write(down_w, b"c")
+os.waitpid(pid, 0)
+PY
+}
+
+# subfiles_of TEXT: "UID GID MODE" of each subfile holding TEXT
+subfiles_of() {
+    local f
+    for f in $(grep -rl "$1" "$RV/s/.drx/stripes"); do
+        stat -c '%u %g %a' "$f"
+    done
+}
+
+# b_kept: B, at A's name now, and its subfiles as they were (fd_attrs);
+# then they go, and so do A's subfiles
+b_kept() {
+    [ "$(stat -c '%u %g %a %X %Y' "$RV/s/u/A.nafs")" = "0 0 600 978307200 978307200" ]
+    [ "$(subfiles_of BBBB)" = "0 0 600" ]
+    rm "$RV/s/u/A.nafs"
+    rm $(grep -rl 'AAAA\|BBBB' "$RV/s/.drx/stripes")
+}
+
+# Found in this review: fchmod, fchown and futimens come without the open
+# file's handle (the kernel sends one with a truncation only), so they
+# were served by the name: after another file was renamed over it behind
+# the mount they changed that file and its subfiles (root's), or were
+# refused (a user's, EPERM), instead of the file the descriptor reads.
+@test "fchmod, fchown and futimens of root's open striped file renamed over behind the mount change the open file" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    for stat in 0 1; do
+        run fd_attrs root "$stat" fchmod fchown futimens
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "fchmod ok" ]
+        [ "${lines[1]}" = "fchown ok" ]
+        [ "${lines[2]}" = "futimens ok" ]
+        [ "${lines[3]}" = "held 123 123 604 100000000 200000000" ]
+        # the open file's subfiles followed it
+        [ "$(subfiles_of AAAA)" = "123 123 604" ]
+        b_kept
+    done
+}
+
+# Each call on a file of its own: the kernel checks a user's call against
+# the attributes it holds, which the reply to the first call gives it by
+# the name (root's B's), and refuses a second (README, Known limitations).
+@test "fchmod and futimens of a user's open striped file that root's was renamed over behind the mount change his file" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    run fd_attrs nobody 0 fchmod
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "fchmod ok" ]
+    [ "$(echo "${lines[1]}" | cut -d' ' -f1-4)" = "held 65534 65534 604" ]
+    [ "$(subfiles_of AAAA)" = "65534 65534 604" ]
+    b_kept
+    run fd_attrs nobody 0 futimens
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "futimens ok" ]
+    [ "${lines[1]}" = "held 65534 65534 640 100000000 200000000" ]
+    b_kept
+}
+
+# The check the kernel makes by the attributes it holds is made again on
+# the open file itself: a user who opened root's striped file R and put
+# his own file at its name behind the mount (R's metafile moved aside to
+# R2) has the kernel hold his file's attributes (after a stat), and
+# fchmod and futimens of his descriptor, which mean R, must be refused,
+# as on a local disk, not change R (a set-user-ID root file) nor his file.
+# Without the kernel cache (kcache=no), whose invalidation of R's
+# attributes at the renames may come as the stat asks and leave the
+# kernel R's (which refuses the calls itself).
+@test "a user's fchmod and futimens of root's open striped file, his own put at its name behind the mount, are refused" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir "$RV/s/u"
+    chown 65534:65534 "$RV/s/u"
+    mount_store "$RV/s" "$RV/m" -o allow_other,kcache=no
+    printf 'SECRET\n' >"$RV/m/u/R"
+    chmod 644 "$RV/m/u/R"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- sh -c "printf 'mine\n' >'$RV/m/u/M'"
+    commit_mount "$RV/m"
+    touch -d 2001-01-01 "$RV/s/u/R.nafs"
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV" <<'PY'
+import errno, os, sys
+rv = sys.argv[1]
+fd = os.open(rv + "/m/u/R", os.O_RDONLY)
+os.rename(rv + "/s/u/R.nafs", rv + "/s/u/R2.nafs")
+os.rename(rv + "/s/u/M.nafs", rv + "/s/u/R.nafs")
+print("stat uid", os.stat(rv + "/m/u/R").st_uid, file=sys.stderr)
+for name, call in (("fchmod", lambda: os.fchmod(fd, 0o4777)),
+                   ("futimens", lambda: os.utime(fd, (100000000, 200000000)))):
+    try:
+        call()
+        print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -v '^stat')" = "$(printf 'fchmod EPERM\nfutimens EPERM')" ]
+    [ "$(stat -c '%u %g %a %X %Y' "$RV/s/u/R2.nafs")" = "0 0 644 978307200 978307200" ]
+    [ "$(subfiles_of SECRET)" = "0 0 644" ]
+    [ "$(stat -c '%a' "$RV/s/u/R.nafs")" = 644 ]
+}
+
+# The only chmod the kernel sends with the open file's handle: with
+# killpriv=kernel, the clearing of set-ID bits at a truncation, of a mode
+# it works out from attributes it asks of the handle, which are the
+# name's file's (a getattr by the name, drxfs_striped_fgetattr).  Served
+# by the name too, it fell on root's set-user-ID file renamed over the
+# user's open one behind the mount (refused: EPERM, and the truncation
+# with it; his file kept its bit); only the bits go, from the open file.
+@test "killpriv=kernel: a truncation of a user's open set-ID striped file renamed over behind the mount clears his file's bits" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir "$RV/s/u"
+    chown 65534:65534 "$RV/s/u"
+    mount_store "$RV/s" "$RV/m" -o allow_other,kcache=no,killpriv=kernel
+    printf 'BBBB\n' >"$RV/m/u/B"
+    chmod 4755 "$RV/m/u/B"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        sh -c "printf 'AAAA\n' >'$RV/m/u/A' && chmod 4766 '$RV/m/u/A'"
+    commit_mount "$RV/m"
+    run "$PY" - "$RV" "$(cat "$RV/m.pid")" <<'PY'
+import errno, os, sys
+rv, daemon = sys.argv[1:3]
+up_r, up_w = os.pipe()
+down_r, down_w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(up_r)
+    os.close(down_w)
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+    fd = os.open(rv + "/m/u/A", os.O_RDWR)
+    os.write(up_w, b"o")
+    os.read(down_r, 1)
+    try:
+        os.ftruncate(fd, 2)
+        print("ftruncate ok", flush=True)
+    except OSError as e:
+        print("ftruncate", errno.errorcode[e.errno], flush=True)
+    os.write(up_w, b"d")
+    os.read(down_r, 1)
+    os._exit(0)
+os.close(up_w)
+os.close(down_r)
+os.read(up_r, 1)
+os.rename(rv + "/s/u/B.nafs", rv + "/s/u/A.nafs")
+os.write(down_w, b"r")
+os.read(up_r, 1)
+fds = "/proc/%s/fd/" % daemon
+for n in os.listdir(fds):
+    if os.readlink(fds + n) == rv + "/s/u/A.nafs (deleted)":
+        print("held %o" % (os.stat(fds + n).st_mode & 0o7777))
+        break
+os.write(down_w, b"c")
+os.waitpid(pid, 0)
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "ftruncate ok" ]
+    [ "${lines[1]}" = "held 766" ]
+    [ "$(stat -c '%u %a' "$RV/s/u/A.nafs")" = "0 4755" ]
+}
+
+# A user's open file given to root behind the mount (chown) is not his to
+# change, though the kernel holds it as his (kcache=no: no invalidation
+# tells it): fchmod of his descriptor reaches the daemon, by the name,
+# which checks the file (a plain file's handle, which the daemon would
+# fchmod as root unchecked, never comes with it: no escalation to a
+# set-user-ID root file).
+@test "a user's fchmod and futimens of his open file chowned to root behind the mount are refused" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir "$RV/s/u"
+    chown 65534:65534 "$RV/s/u"
+    mount_store "$RV/s" "$RV/m" -o allow_other,kcache=no
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        sh -c "printf 'mine\n' >'$RV/m/u/S' && printf 'mine\n' >'$RV/s/u/P'"
+    chmod 644 "$RV/s/u/P" "$RV/s/u/S.nafs"
+    commit_mount "$RV/m"
+    run "$PY" - "$RV" <<'PY'
+import errno, os, sys
+rv = sys.argv[1]
+up_r, up_w = os.pipe()
+down_r, down_w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(up_r)
+    os.close(down_w)
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+    fds = [os.open(rv + "/m/u/" + f, os.O_RDONLY) for f in ("P", "S")]
+    os.write(up_w, b"o")
+    os.read(down_r, 1)
+    for f, fd in zip("PS", fds):
+        for name, call in (("fchmod", lambda: os.fchmod(fd, 0o4777)),
+                           ("futimens", lambda: os.utime(fd, (100000000, 200000000)))):
+            try:
+                call()
+                print(f, name, "ok", flush=True)
+            except OSError as e:
+                print(f, name, errno.errorcode[e.errno], flush=True)
+    os._exit(0)
+os.close(up_w)
+os.close(down_r)
+if os.read(up_r, 1):
+    for f in ("P", "S.nafs"):
+        os.chown(rv + "/s/u/" + f, 0, 0)
+        os.utime(rv + "/s/u/" + f, (978307200, 978307200))
+os.write(down_w, b"c")
+os.waitpid(pid, 0)
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(printf 'P fchmod EPERM\nP futimens EPERM\nS fchmod EPERM\nS futimens EPERM')" ]
+    for f in P S.nafs; do
+        [ "$(stat -c '%u %a %Y' "$RV/s/u/$f")" = "0 644 978307200" ]
+    done
+}

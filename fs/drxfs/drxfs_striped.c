@@ -41,12 +41,13 @@ static bool sfile_refresh(struct drxfs_sfile *e)
     return false;
 }
 
-static void s_unlink(struct drxfs_sfile *e)
+/* Takes e out of list *head (the table or the detached handles). */
+static void s_unlink(struct drxfs_sfile **head, struct drxfs_sfile *e)
 {
     if (e->prev)
         e->prev->next = e->next;
     else
-        drxfs_stable.head = e->next;
+        *head = e->next;
     if (e->next)
         e->next->prev = e->prev;
     e->prev = e->next = NULL;
@@ -87,13 +88,14 @@ static struct drxfs_sfile *s_find_node(const char *rel, const struct stat *meta)
     return NULL;
 }
 
-static void s_insert(struct drxfs_sfile *e)
+/* Puts e in list *head (the table or the detached handles). */
+static void s_insert(struct drxfs_sfile **head, struct drxfs_sfile *e)
 {
     e->prev = NULL;
-    e->next = drxfs_stable.head;
-    if (drxfs_stable.head)
-        drxfs_stable.head->prev = e;
-    drxfs_stable.head = e;
+    e->next = *head;
+    if (*head)
+        (*head)->prev = e;
+    *head = e;
 }
 
 
@@ -215,12 +217,13 @@ static struct drxfs_sfile *sfile_insert(const char *rel, struct drxfs_sfile *fre
     e = s_find_node(rel, &fresh->st);
     if (e && exact && !drx_stripe_meta_is(e->f, &fresh->st)) {
         fresh->detached = true;
+        s_insert(&drxfs_stable.detached, fresh);
         e = fresh;
         fresh = NULL;
     } else if (e) {
         e->refs++;
     } else {
-        s_insert(fresh);
+        s_insert(&drxfs_stable.head, fresh);
         e = fresh;
         fresh = NULL;
     }
@@ -266,17 +269,19 @@ void drxfs_sfile_put(struct drxfs_sfile *e)
     bool last;
     pthread_mutex_lock(&drxfs_stable.mutex);
     last = --e->refs == 0;
-    if (last && !e->detached)
-        s_unlink(e);
+    if (last)
+        s_unlink(e->detached ? &drxfs_stable.detached : &drxfs_stable.head, e);
     pthread_mutex_unlock(&drxfs_stable.mutex);
     if (last)
         sfile_close(e);
 }
 
-/* Takes e out of the table (stable.mutex held). */
+/* Takes e out of the table, into the detached handles (stable.mutex
+ * held). */
 static void s_detach(struct drxfs_sfile *e)
 {
-    s_unlink(e);
+    s_unlink(&drxfs_stable.head, e);
+    s_insert(&drxfs_stable.detached, e);
     e->detached = true;
     if (e->opens)
         drxfs_stable.ndetached++;
@@ -728,7 +733,7 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     struct drxfs_sfile *old = drxfs_sfile_find(rel);
     if (old) /* a stale entry of a file removed behind our back */
         s_detach(old);
-    s_insert(e);
+    s_insert(&drxfs_stable.head, e);
     pthread_mutex_unlock(&drxfs_stable.mutex);
     if ((rc = attach_fh(e, rel, fi)) < 0)
         drxfs_sfile_put(e);
@@ -1179,6 +1184,34 @@ int drxfs_striped_truncate(const struct drxfs_node *n, struct drxfs_fh *fh, off_
     return rc;
 }
 
+struct drxfs_sfile *drxfs_striped_fd_target(const struct drxfs_node *n)
+{
+    struct drxfs_sfile *found = NULL;
+    unsigned count = 0;
+
+    /* every open file of the node was opened by its name (a rename
+     * through the mount moves the table's key with libfuse's path);
+     * handles out of the table keep the name they had */
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    for (int l = 0; l < 2; l++)
+        for (struct drxfs_sfile *e = l ? drxfs_stable.detached : drxfs_stable.head; e; e = e->next)
+            if (e->opens && strcmp(e->key, n->rel) == 0) {
+                found = e;
+                count++;
+            }
+    /* the name's own file: by the name is the same */
+    if (count != 1 || drx_stripe_meta_is(found->f, &n->st))
+        found = NULL;
+    else
+        found->refs++;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    if (found && drxfs_caller_by_fd() != 1) {
+        drxfs_sfile_put(found);
+        found = NULL;
+    }
+    return found;
+}
+
 int drxfs_striped_meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char *out, char *key)
 {
     int rc = 0;
@@ -1197,15 +1230,74 @@ int drxfs_striped_meta_rel(const struct drxfs_node *n, struct drxfs_fh *fh, char
     return rc < 0 ? rc : drxfs_rel_suffix(out, key, DRXFS_NAFS);
 }
 
+/* The times a utimens set on e's metafile (of stat st now), put back
+ * after a size recorded later rewrites it (stamp_times); e->times_lock
+ * held. */
+static void keep_times(struct drxfs_sfile *e, const struct stat *st)
+{
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    e->times[0] = st->st_atim;
+    e->times[1] = st->st_mtim;
+    e->times_dev = st->st_dev;
+    e->times_ino = st->st_ino;
+    e->keep_times = true;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+}
+
+/* utimens of open file e on the metafile it holds: 1 when it holds none
+ * (by the name then), else 0 or -errno. */
+static int held_utimens(struct drxfs_sfile *e, const struct timespec tv[2])
+{
+    struct stat st;
+    char self[32];
+    int fd = drx_stripe_meta_dup(e->f), rc;
+
+    if (fd < 0)
+        return 1;
+    if (fstat(fd, &st) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if ((rc = drxfs_held_times(fd, &st, tv, e->key)) < 0)
+        goto out;
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    pthread_mutex_lock(&e->times_lock);
+    /* written bytes get the times set now, not those of a later flush */
+    __atomic_store_n(&e->dirty, false, __ATOMIC_RELAXED);
+    rc = utimensat(AT_FDCWD, self, tv, 0) < 0 ? -errno : 0;
+    if (rc == 0 && e->rw && fstat(fd, &st) == 0)
+        keep_times(e, &st);
+    pthread_mutex_unlock(&e->times_lock);
+out:
+    close(fd);
+    return rc;
+}
+
 int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
                           const struct timespec tv[2])
 {
     char meta[PATH_MAX], key[PATH_MAX];
-    int rc = drxfs_striped_meta_rel(n, fh, meta, key);
-    if (rc < 0)
+    struct drxfs_sfile *e = NULL;
+    int rc;
+
+    /* an open file's (futimens), which its name may no longer lead to */
+    if (fh) {
+        pthread_mutex_lock(&drxfs_stable.mutex);
+        (e = fh->sf)->refs++;
+        pthread_mutex_unlock(&drxfs_stable.mutex);
+    } else {
+        e = drxfs_striped_fd_target(n);
+    }
+    if (e) {
+        rc = held_utimens(e, tv);
+        drxfs_sfile_put(e);
+        if (rc != 1)
+            return rc;
+    }
+    if ((rc = drxfs_striped_meta_rel(n, fh, meta, key)) < 0)
         return rc;
     pthread_mutex_lock(&drxfs_stable.mutex);
-    struct drxfs_sfile *e = drxfs_sfile_find(key);
+    e = drxfs_sfile_find(key);
     if (e)
         e->refs++;
     pthread_mutex_unlock(&drxfs_stable.mutex);
@@ -1219,21 +1311,16 @@ int drxfs_striped_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
     drxfs_guard_done();
     /* A size waiting to be recorded (batched commit) is recorded later,
      * rewriting the metafile: the times set now are put back then
-     * (stamp_times), rather than the size recorded now with its syncs. */
+     * (stamp_times), rather than the size recorded now with its syncs.
+     * Not those of another file renamed over the name behind the mount,
+     * which the handle's metafile is not. */
     struct stat st;
-    if (e && e->rw && rc == 0 && drx_store_entry_stat(drxfs.store, meta, &st) == 0) {
-        pthread_mutex_lock(&drxfs_stable.mutex);
-        e->times[0] = st.st_atim;
-        e->times[1] = st.st_mtim;
-        e->times_dev = st.st_dev;
-        e->times_ino = st.st_ino;
-        e->keep_times = true;
-        pthread_mutex_unlock(&drxfs_stable.mutex);
-    }
+    if (e && e->rw && rc == 0 && drx_store_entry_stat(drxfs.store, meta, &st) == 0 &&
+        drx_stripe_meta_is(e->f, &st))
+        keep_times(e, &st);
     if (e) {
         pthread_mutex_unlock(&e->times_lock);
         drxfs_sfile_put(e);
     }
     return rc;
 }
-

@@ -82,6 +82,10 @@ struct drxfs_stable {
     pthread_mutex_t mutex;
     struct drxfs_sfile *head;
     unsigned ndetached; /* handles out of the table with open files */
+    /* The handles out of the table (detached), until their last
+     * reference goes: which open file a call without a handle may mean
+     * (drxfs_striped_fd_target). */
+    struct drxfs_sfile *detached;
 };
 extern struct drxfs_stable drxfs_stable;
 
@@ -104,6 +108,15 @@ struct drxfs_sfile *drxfs_sfile_detach(const char *rel);
  * keep the removed subfiles' space until the commit; the commit lets it go
  * now.  Drops drxfs_sfile_detach's reference; NULL is a no-op. */
 void drxfs_sfile_forget(struct drxfs_sfile *e);
+
+/* The open file a chmod, chown or utimens of node n without a handle
+ * means, when it is not the file n's name leads to now (another renamed
+ * over it behind the mount): the one open file of that name, with a
+ * reference, when the caller is in fchmod, fchown or futimens
+ * (drxfs_caller_by_fd), which the kernel sends by the node alone.  NULL
+ * when the call is by the name, or which open file it means cannot be
+ * told (none, or several open by that name): then by the name. */
+struct drxfs_sfile *drxfs_striped_fd_target(const struct drxfs_node *n);
 
 /* drxfs_striped_names.c: e->key becomes key (stable.mutex held). */
 void drxfs_sfile_set_key(struct drxfs_sfile *e, char *key);

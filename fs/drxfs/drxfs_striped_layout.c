@@ -320,11 +320,107 @@ static int subfiles_setattr(const char *rel, mode_t mode, uid_t uid, gid_t gid)
     return rc;
 }
 
+/* The open file a chmod, chown or utimens of n or fh changes when its name
+ * may lead to another: fh's (with a truncation's chmod: the only one the
+ * kernel sends with a handle), or the one a caller's fchmod, fchown or
+ * futimens means (drxfs_striped_fd_target); with a reference, or NULL. */
+static struct drxfs_sfile *open_target(const struct drxfs_node *n, struct drxfs_fh *fh)
+{
+    if (!fh)
+        return drxfs_striped_fd_target(n);
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    fh->sf->refs++;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    return fh->sf;
+}
+
+/* A chmod (mode, unless -1) or chown (uid, gid) of e's subfiles, taken
+ * from its own metafile (at fd, of stat st) rather than by the name: the
+ * mode the group's ACL entries give (drx_stripe_sub_mode_fd), and owned
+ * by that metafile's owner (drx_stripe_subfile_check). */
+static int held_subfiles(struct drxfs_sfile *e, int fd, const struct stat *st, mode_t mode,
+                         uid_t uid, gid_t gid)
+{
+    struct drx_stripe_meta m;
+
+    drx_stripe_meta_get(e->f, &m);
+    m.owned = true;
+    m.owner = st->st_uid;
+    if (mode != (mode_t)-1) {
+        mode = drx_stripe_sub_mode_fd(fd, mode);
+        drx_stripe_set_mode(e->f, mode);
+    }
+    int rc = drx_stripe_subfiles_setattr(drxfs.store, &m, mode, uid, gid, e->key);
+    if (rc < 0)
+        drx_log_ratelimited(DRX_LOG_WARNING, "%s: chmod or chown of its subfiles: %s", e->key,
+                            strerror(-rc));
+    return rc;
+}
+
+/* chmod (chown: uid, gid) of open file e through the metafile it holds,
+ * and its subfiles: 1 when it holds none (by the name then), else 0 or
+ * -errno.  A caller other than root must own it, as the kernel checked by
+ * the attributes it holds, which may be the name's file's.  clear: the
+ * kernel's clearing of set-ID bits at a truncation, with a mode it worked
+ * out from the name's attributes: only the set-ID bits that mode lacks go,
+ * from the file's own mode, which its writer may (ext4's rule). */
+static int held_attr(struct drxfs_sfile *e, bool chown, mode_t mode, uid_t uid, gid_t gid,
+                     bool clear)
+{
+    struct stat st;
+    char self[32];
+    int fd = drx_stripe_meta_dup(e->f), rc;
+
+    if (fd < 0)
+        return 1;
+    if (fstat(fd, &st) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (clear && !chown) {
+        mode = st.st_mode & 07777 & ~(~mode & (S_ISUID | S_ISGID));
+    } else if ((rc = drxfs_held_owner(&st, e->key)) < 0) {
+        goto out;
+    } else if (!chown && (mode & S_ISGID) && fuse_get_context()->uid != 0 &&
+               !drxfs_caller_in_group(st.st_gid)) {
+        mode &= ~(mode_t)S_ISGID; /* as chmod(2), by the group the file has */
+    }
+    if (chown) {
+        /* the subfiles first, as by the name (drxfs_striped_chown) */
+        if ((rc = held_subfiles(e, fd, &st, (mode_t)-1, uid, gid)) == 0 &&
+            fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0)
+            rc = -errno;
+        goto out;
+    }
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    if (chmod(self, mode & 07777) < 0)
+        rc = -errno;
+    else
+        rc = held_subfiles(e, fd, &st, mode, (uid_t)-1, (gid_t)-1);
+out:
+    close(fd);
+    return rc;
+}
+
+/* held_attr of the open file n or fh means, if any: 1 when none. */
+static int open_attr(const struct drxfs_node *n, struct drxfs_fh *fh, bool chown, mode_t mode,
+                     uid_t uid, gid_t gid)
+{
+    struct drxfs_sfile *e = open_target(n, fh);
+
+    if (!e)
+        return 1;
+    int rc = held_attr(e, chown, mode, uid, gid, fh != NULL);
+    drxfs_sfile_put(e);
+    return rc;
+}
+
 int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t mode)
 {
     char meta[PATH_MAX], key[PATH_MAX];
-    int rc = drxfs_striped_meta_rel(n, fh, meta, key);
-    if (rc < 0)
+    int rc = open_attr(n, fh, false, mode, (uid_t)-1, (gid_t)-1);
+
+    if (rc != 1 || (rc = drxfs_striped_meta_rel(n, fh, meta, key)) < 0)
         return rc;
     drxfs_guard_owner();
     rc = drx_store_entry_chmod(drxfs.store, meta, mode);
@@ -337,7 +433,11 @@ int drxfs_striped_chmod(const struct drxfs_node *n, struct drxfs_fh *fh, mode_t 
 int drxfs_striped_chown(const struct drxfs_node *n, struct drxfs_fh *fh, uid_t uid, gid_t gid)
 {
     char meta[PATH_MAX], key[PATH_MAX];
-    int rc = drxfs_striped_meta_rel(n, fh, meta, key);
+    int rc = open_attr(n, fh, true, (mode_t)-1, uid, gid);
+
+    if (rc != 1)
+        return rc;
+    rc = drxfs_striped_meta_rel(n, fh, meta, key);
     /* The subfiles first, checked against the metafile's owner as it is:
      * the other order left them refused (another user's than the
      * metafile's, drx_stripe_subfile_check), never given. */
