@@ -1055,3 +1055,53 @@ PY
         [ "$(stat -c '%u %a %Y' "$RV/s/u/$f")" = "0 644 978307200" ]
     done
 }
+
+# Found in this review (the class of the striped fix above: a call the
+# kernel checked on the node it holds, served by the name as root): an
+# array's utimens was never checked on the file it changes, as a plain
+# file's is (drxfs_guard_times).  A user exchanging the directories of
+# his array and root's 0600 one behind the mount as he set his array's
+# times (his data, info and directory) gave root's array the times he
+# asked, within 5 s here every run.
+@test "a user's array exchanged with root's behind the mount as he sets its times leaves root's array's times" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    two_arrays
+    touch -d 2001-01-01 "$RV/s/u/d2/a.xmd" "$RV/s/u/d2/a.xta"
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV" <<'PY'
+import ctypes, os, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+rv = sys.argv[1]
+names = [(rv + "/s/u/" + n).encode() for n in ("d1", "d2")]
+stop = False
+def exchange():
+    while not stop:
+        libc.renameat2(-100, names[0], -100, names[1], 2)
+def touch():
+    while not stop:
+        for p in ("a", "a/data", "a/info"):
+            try:
+                os.utime(rv + "/m/u/d1/" + p, (31536000, 31536000))
+            except OSError:
+                pass
+ts = [threading.Thread(target=f) for f in (exchange, touch, touch)]
+for t in ts:
+    t.start()
+moved, end = False, time.monotonic() + 5
+while not moved and time.monotonic() < end:
+    for f in ("d1/a.xmd", "d1/a.xta", "d2/a.xmd", "d2/a.xta"):
+        try:
+            st = os.stat(rv + "/s/u/" + f)
+        except OSError:
+            continue
+        moved |= st.st_uid == 0 and st.st_mtime != 978307200
+    time.sleep(0.001)
+stop = True
+for t in ts:
+    t.join()
+print("root's array's times moved" if moved else "kept")
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = kept ]
+}

@@ -456,8 +456,14 @@ static int array_utimens(const struct drxfs_node *n, struct drxfs_fh *fh,
     if ((rc = drxfs_rel_suffix(xmd, rel, DRXFS_XMD)) < 0 ||
         (rc = drxfs_rel_suffix(xta, rel, DRXFS_XTA)) < 0)
         return rc;
-    return drx_store_entry_utimens(
+    /* checked on the file changed, as a plain file's (unchecked, a user
+     * exchanging his array's directory with root's behind the mount as he
+     * touched it set root's array's times) */
+    drxfs_guard_times(tv);
+    rc = drx_store_entry_utimens(
         drxfs.store, (k == DRXFS_ADATA || k == DRXFS_ANPY || k == DRXFS_ANC) ? xta : xmd, tv);
+    drxfs_guard_done();
+    return rc;
 }
 
 static int array_getattr(const struct drxfs_node *n, const char *path, struct stat *st)
