@@ -1105,3 +1105,65 @@ PY
     [ "$status" -eq 0 ]
     [ "$output" = kept ]
 }
+
+# Found in this review, the same class: an array's setfacl checked the
+# owner of its two files by name (owned_stat) and set the ACL on each by
+# name as root: a user exchanging the directories of his array and
+# root's 0600 one behind the mount in between gave root's array his ACL
+# (user:65534:rw, so its bytes were his to read and write in the store),
+# within 5 s every run.  Each set is now checked on the file it changes.
+@test "a user's array exchanged with root's behind the mount as he sets its ACL leaves root's array without it" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    two_arrays
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV" <<'PY'
+import ctypes, os, struct, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+rv = sys.argv[1]
+names = [(rv + "/s/u/" + n).encode() for n in ("d1", "d2")]
+# user::rw- user:65534:rw- group::--- mask::rw- other::---
+acl = struct.pack("<I", 2) + b"".join(
+    struct.pack("<HHI", t, p, i)
+    for t, p, i in ((1, 6, 2**32 - 1), (2, 6, 65534), (4, 0, 2**32 - 1), (0x10, 6, 2**32 - 1),
+                    (0x20, 0, 2**32 - 1)))
+stop = False
+def exchange():
+    while not stop:
+        libc.renameat2(-100, names[0], -100, names[1], 2)
+def setacl():
+    while not stop:
+        for p in ("a", "a/data"):
+            try:
+                os.setxattr(rv + "/m/u/d1/" + p, "system.posix_acl_access", acl)
+            except OSError:
+                pass
+# root's file with an ACL, seen on one descriptor (a name is swapped
+# between two calls)
+def root_acl(p):
+    try:
+        fd = os.open(p, os.O_PATH | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        return os.fstat(fd).st_uid == 0 and bool(
+            os.getxattr("/proc/self/fd/%d" % fd, "system.posix_acl_access"))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+ts = [threading.Thread(target=f) for f in (exchange, setacl, setacl)]
+for t in ts:
+    t.start()
+got, end = False, time.monotonic() + 5
+while not got and time.monotonic() < end:
+    got = any(root_acl(rv + "/s/u/" + f) for f in ("d1/a.xmd", "d1/a.xta", "d2/a.xmd", "d2/a.xta"))
+    time.sleep(0.001)
+stop = True
+for t in ts:
+    t.join()
+print("root's array took his ACL" if got else "kept")
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = kept ]
+}

@@ -418,9 +418,14 @@ int drxfs_array_setacl(const struct drxfs_node *n, const char *name, const char 
     /* the .xta's ACL (or mode) as it was, put back if the .xmd's cannot
      * follow: the two stay alike */
     nold = drx_store_entry_xattr(drxfs.store, rel[0], &get);
+    /* each set checked on the file it changes (drxfs_guard_xattr: the
+     * owner), as chmod's: owned_stat looked at the names, and a user
+     * exchanging his array's directory with root's behind the mount in
+     * between gave root's 0600 array his ACL, granting him its bytes */
     for (int i = 0; i < 2 && w >= 0; i++) {
         struct drx_xattr_req r = {value ? DRX_XATTR_SET : DRX_XATTR_REMOVE, DRXFS_ACL_ACCESS,
                                   acl[i], len[i], 0};
+        drxfs_guard_xattr(DRXFS_ACL_ACCESS);
         w = drx_store_entry_xattr(drxfs.store, rel[i], &r);
         if (w == -ENODATA && !value) {
             gone++;
@@ -428,7 +433,9 @@ int drxfs_array_setacl(const struct drxfs_node *n, const char *name, const char 
         } else if (w < 0 && i == 1) {
             struct drx_xattr_req back = {nold >= 0 ? DRX_XATTR_SET : DRX_XATTR_REMOVE,
                                          DRXFS_ACL_ACCESS, old, nold >= 0 ? (size_t)nold : 0, 0};
+            drxfs_guard_xattr(DRXFS_ACL_ACCESS);
             ssize_t b = drx_store_entry_xattr(drxfs.store, rel[0], &back);
+            drxfs_guard_owner();
             if (nold < 0 && (b >= 0 || b == -ENODATA))
                 b = drx_store_entry_chmod(drxfs.store, rel[0], st[0].st_mode & 07777);
             if (b < 0)
@@ -438,6 +445,7 @@ int drxfs_array_setacl(const struct drxfs_node *n, const char *name, const char 
                                     n->rel, strerror((int)-w), strerror((int)-b));
         }
     }
+    drxfs_guard_done();
     if (w < 0)
         return (int)w;
     return gone == 2 ? -ENODATA : 0;
