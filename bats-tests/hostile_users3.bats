@@ -1167,3 +1167,103 @@ PY
     [ "$status" -eq 0 ]
     [ "$output" = kept ]
 }
+
+# xattr_race OP...: user nobody exchanges the directories of his array and
+# root's 0600 one (two_arrays) behind the mount while two threads set
+# (set) or remove (rm) attributes of his array through it, in turn, up to
+# 3000 rounds each (DRX_RACE_DIV) or 4 s; prints "root's array rewritten"
+# as soon as a .xmd owned by root is another file than root's (an
+# attribute set replaces it whole) or one he may read holds root's
+# attribute, else "kept"
+xattr_race() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV" "$@" <<'PY'
+import ctypes, os, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+rv, ops = sys.argv[1], sys.argv[2:]
+names = [(rv + "/s/u/" + n).encode() for n in ("d1", "d2")]
+xmds = [rv + "/s/u/" + n + "/a.xmd" for n in ("d1", "d2")]
+def root_xmds():
+    out = set()
+    for x in xmds:
+        try:
+            st = os.stat(x)
+        except OSError:
+            continue
+        if st.st_uid == 0:
+            out.add((st.st_ino, st.st_size))
+        else:
+            try:
+                with open(x, "rb") as f:
+                    if b"SECRET" in f.read():
+                        out.add("read")
+            except OSError:
+                pass
+    return out
+first = root_xmds()
+stop = False
+def exchange():
+    while not stop:
+        libc.renameat2(-100, names[0], -100, names[1], 2)
+def change():
+    for i in range(3000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
+        if stop:
+            break
+        try:
+            if ops[i % len(ops)] == "set":
+                os.setxattr(rv + "/m/u/d1/a", "user.evil", b"x" * 64)
+            else:
+                os.removexattr(rv + "/m/u/d1/a", "user.secret")
+        except OSError:
+            pass
+ts = [threading.Thread(target=f) for f in (exchange, change, change)]
+for t in ts:
+    t.start()
+got, end = False, time.monotonic() + 4
+while not got and time.monotonic() < end and any(t.is_alive() for t in ts[1:]):
+    got = bool(root_xmds() - first)
+    time.sleep(0.001)
+stop = True
+for t in ts:
+    t.join()
+got = got or bool(root_xmds() - first)
+print("root's array rewritten" if got else "kept")
+PY
+}
+
+# Found in this review: an attribute set or removed through an array's
+# directory went to the handle of the array under the name then, as root,
+# with no check of the caller on the .xmd it rewrote: a user exchanging
+# the directories of his array and root's 0600 one behind the mount as he
+# set user.evil (or removed user.secret) rewrote root's .xmd with it.
+@test "a user's array exchanged with root's behind the mount as he sets its attributes leaves root's array" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    two_arrays
+    run xattr_race set
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = kept ]
+    for d in d1 d2; do
+        if [ "$(stat -c %u "$RV/s/u/$d/a.xmd")" = 0 ]; then
+            run "$DRX" attr get "$RV/s/u/$d/a" evil
+            [ "$status" -ne 0 ]
+        fi
+    done
+}
+
+@test "a user's array exchanged with root's behind the mount as he removes its attributes leaves root's array" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    two_arrays
+    run xattr_race rm set
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = kept ]
+    for d in d1 d2; do
+        if [ "$(stat -c %u "$RV/s/u/$d/a.xmd")" = 0 ]; then
+            run "$DRX" attr get "$RV/s/u/$d/a" secret
+            [ "$status" -eq 0 ]
+            [[ "$output" == *SECRET* ]]
+        fi
+    done
+}

@@ -38,6 +38,13 @@ static int xattr_array(const struct drxfs_node *n, const char *name, bool wr,
         rc = (*out)->rdonly_rc;
     else if (wr && (*out)->shared)
         rc = -EIO;
+    /* the kernel checked the caller on the node it holds; the handle is
+     * the array under the name now, which a user exchanging his array's
+     * directory with root's behind the mount made root's: his attribute
+     * was written into root's 0600 .xmd.  Checked on the .xmd the handle
+     * read, which the change is made from */
+    else if (wr)
+        rc = drxfs_arr_caller_may(*out, n->rel, 2, true);
     if (rc < 0) {
         drxfs_arr_put(*out);
         *out = NULL;
