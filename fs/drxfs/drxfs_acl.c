@@ -540,6 +540,41 @@ void drxfs_guard_xattr_read(const char *name)
                           name && strncmp(name, "user.", 5) == 0 ? guard_read : guard_reach, NULL);
 }
 
+/* The directory a name is made or removed in: the caller may write and
+ * search it, and in a sticky one owns it or the entries named arg
+ * (names[2], store-relative, NULL or made) of it that exist, as the
+ * kernel's may_delete. */
+static int guard_dir(int fd, const struct stat *st, const char *rel, void *arg)
+{
+    const char *const *names = arg;
+    uid_t uid = fuse_get_context()->uid;
+
+    if (!S_ISDIR(st->st_mode))
+        return -ENOTDIR;
+    if (!drxfs_caller_may_fd(fd, st, 3))
+        return guard_refused(fd, st, -EACCES);
+    if (!(st->st_mode & S_ISVTX) || st->st_uid == uid)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        const char *slash = names[i] ? strrchr(names[i], '/') : NULL;
+        size_t dlen = slash ? (size_t)(slash - names[i]) : 1;
+        const char *dir = slash ? names[i] : ".";
+        struct stat e;
+        if (!names[i] || strlen(rel) != dlen || strncmp(rel, dir, dlen) != 0)
+            continue;
+        if (fstatat(fd, slash ? slash + 1 : names[i], &e, AT_SYMLINK_NOFOLLOW) == 0 &&
+            e.st_uid != uid)
+            return guard_refused(fd, st, -EPERM);
+    }
+    return 0;
+}
+
+void drxfs_guard_dir(const char *removed[2])
+{
+    if (fuse_get_context()->uid != 0)
+        drx_store_entry_guard(drxfs_caller_entry_open, guard_dir, (void *)removed);
+}
+
 void drxfs_guard_done(void)
 {
     drx_store_entry_guard(NULL, NULL, NULL);

@@ -642,6 +642,14 @@ void drxfs_guard_xattr(const char *name);
 /* The same for a read of attribute name (NULL: the list of names): the
  * caller reaches the entry, and may read it for a user.* value. */
 void drxfs_guard_xattr_read(const char *name);
+/* For the next call that makes or removes a name (drx_store_entry_mkdir,
+ * _mknod, _symlink, _unlink, _rename, _link): the directories it changes,
+ * opened as the caller reaches them, his to write and search, and in a
+ * sticky one his or the entries of removed (two store names, NULL or
+ * made: what goes or is replaced) his, as the kernel checked the
+ * directory node it holds, which a directory swapped behind the mount
+ * (root's in a directory of his) is not. */
+void drxfs_guard_dir(const char *removed[2]);
 void drxfs_guard_done(void);
 /* The same checks of a file the caller holds open (of stat st, at fd;
  * who names it in the log): the kernel checked the attributes it holds,

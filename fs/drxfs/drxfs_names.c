@@ -19,6 +19,11 @@
 
 /* ---- names ---- */
 
+/* The guard of a call that makes (gone NULL) or removes or replaces
+ * names (gone, store names) in directories the kernel checked the
+ * caller on as it holds them (drxfs_guard_dir); drxfs_guard_done after. */
+#define GUARD_DIR(a, b) drxfs_guard_dir((const char *[2]){(a), (b)})
+
 /* Refuses names the store reserves; EEXIST when name already stands for
  * something (an array NAME.xmd exists while NAME does not). */
 int drxfs_check_new_name(const char *path, const char *rel, const char *name, bool at_root)
@@ -43,7 +48,11 @@ int drxfs_op_mkdir(const char *path, mode_t mode)
         return rc;
     if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
         return rc;
-    if ((rc = drx_store_entry_mkdir(drxfs.store, rel, drxfs_new_mode(rel, mode) & 07777)) < 0)
+    mode = drxfs_new_mode(rel, mode) & 07777;
+    GUARD_DIR(NULL, NULL);
+    rc = drx_store_entry_mkdir(drxfs.store, rel, mode);
+    drxfs_guard_done();
+    if (rc < 0)
         return rc;
     drxfs_chown_new(rel);
     drxfs_node_memo(path, rel, at_root);
@@ -61,7 +70,10 @@ int drxfs_op_symlink(const char *target, const char *path)
         return rc;
     if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
         return rc;
-    if ((rc = drx_store_entry_symlink(drxfs.store, target, rel)) < 0)
+    GUARD_DIR(NULL, NULL);
+    rc = drx_store_entry_symlink(drxfs.store, target, rel);
+    drxfs_guard_done();
+    if (rc < 0)
         return rc;
     drxfs_chown_new(rel);
     drxfs_node_memo(path, rel, at_root);
@@ -89,7 +101,10 @@ int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev)
         if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
             return rc;
         mode = drxfs_new_mode(rel, mode);
-        if ((rc = drx_store_entry_mknod(drxfs.store, rel, mode & (S_IFMT | 07777), rdev)) < 0)
+        GUARD_DIR(NULL, NULL);
+        rc = drx_store_entry_mknod(drxfs.store, rel, mode & (S_IFMT | 07777), rdev);
+        drxfs_guard_done();
+        if (rc < 0)
             return rc;
         drxfs_chown_new(rel);
         return 0;
@@ -145,8 +160,11 @@ int drxfs_op_link(const char *from, const char *to)
         rc = drxfs_striped_link(n, rel);
     else if (n->kind != DRXFS_PLAIN && n->kind != DRXFS_SPECIAL && n->kind != DRXFS_LINK)
         rc = -EPERM;
-    else
+    else {
+        GUARD_DIR(NULL, NULL);
         rc = drx_store_entry_link(drxfs.store, n->rel, rel);
+        drxfs_guard_done();
+    }
     free(n);
     return rc;
 }
@@ -244,7 +262,9 @@ int drxfs_op_unlink(const char *path)
     case DRXFS_PLAIN:
     case DRXFS_SPECIAL:
     case DRXFS_LINK:
+        GUARD_DIR(n->rel, NULL);
         rc = drx_store_entry_unlink(drxfs.store, n->rel, 0);
+        drxfs_guard_done();
         break;
     case DRXFS_STRIPED:
         rc = drxfs_striped_unlink(n);
@@ -287,8 +307,13 @@ int drxfs_op_rmdir(const char *path)
     case DRXFS_DIR:
         if (strcmp(n->rel, ".") == 0)
             rc = -EBUSY;
-        else if ((rc = drx_store_entry_unlink(drxfs.store, n->rel, AT_REMOVEDIR)) == 0)
-            drxfs_arr_forget(n->rel);
+        else {
+            GUARD_DIR(n->rel, NULL);
+            rc = drx_store_entry_unlink(drxfs.store, n->rel, AT_REMOVEDIR);
+            drxfs_guard_done();
+            if (rc == 0)
+                drxfs_arr_forget(n->rel);
+        }
         break;
     case DRXFS_ARRAY:
         /* An array always holds data, data.npy and info; `drx rm` removes
@@ -362,11 +387,16 @@ static int rename_entry(const struct drxfs_node *src, const struct drxfs_node *d
             rc = dst->kind == DRXFS_ARRAY ? -ENOTEMPTY : -ENOTDIR;
         else if (dst->kind == DRXFS_ARRAY)
             rc = -EISDIR;
-        else if ((rc = drxfs_striped_unlink(dst)) == 0)
+        else if ((rc = drxfs_striped_unlink(dst)) == 0) {
+            GUARD_DIR(src->rel, NULL);
             rc = drx_store_entry_rename(drxfs.store, src->rel, rel, 0);
+            drxfs_guard_done();
+        }
         return rc;
     }
+    GUARD_DIR(src->rel, dst ? dst->rel : NULL);
     int rc = drx_store_entry_rename(drxfs.store, src->rel, rel, flags);
+    drxfs_guard_done();
     if (rc < 0)
         return rc;
     if (src->kind == DRXFS_DIR) {
@@ -397,7 +427,10 @@ static int rename_array_node(const struct drxfs_node *src, const struct drxfs_no
         if (dst->kind == DRXFS_ARRAY)
             return -ENOTEMPTY;
         /* an empty directory may be replaced, as rename(2) allows */
-        if ((rc = drx_store_entry_unlink(drxfs.store, dst->rel, AT_REMOVEDIR)) < 0)
+        GUARD_DIR(dst->rel, NULL);
+        rc = drx_store_entry_unlink(drxfs.store, dst->rel, AT_REMOVEDIR);
+        drxfs_guard_done();
+        if (rc < 0)
             return rc;
     }
     /* a long name: the array's files are named by its stem (drx/store.h) */

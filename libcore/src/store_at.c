@@ -331,16 +331,62 @@ static ssize_t name_call(int dfd, const char *name, const struct name_call *c)
     return -1;
 }
 
+/* The directory holding rel, for a call that changes its entries: with
+ * the thread's guard, opened by its opener and checked by it (the
+ * directory's rel its name), the guard kept for a second directory
+ * (keep); else drx_store_dir_get's.  *name: rel's last component. */
+static int entry_dir(const struct drx_store *s, const char *rel, const char **name, bool *held,
+                     bool keep)
+{
+    const char *slash = strrchr(rel, '/');
+    char dir[PATH_MAX];
+    struct stat st;
+    int fd;
+
+    *held = guard.check != NULL;
+    if (!*held)
+        return drx_store_dir_get(s, rel, name);
+    if (slash && (size_t)(slash - rel) >= sizeof dir)
+        return -ENAMETOOLONG;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".");
+    *name = slash ? slash + 1 : rel;
+    int (*open)(const char *) = guard.open;
+    int (*check)(int, const struct stat *, const char *, void *) = guard.check;
+    void *arg = guard.arg;
+    fd = path_fd(s, dir, &st);
+    if (keep)
+        drx_store_entry_guard(open, check, arg);
+    if (fd >= 0 && !S_ISDIR(st.st_mode)) {
+        close(fd);
+        fd = -ENOTDIR;
+    }
+    return fd;
+}
+
+static void entry_dir_put(const struct drx_store *s, int fd, bool held)
+{
+    if (held)
+        close(fd);
+    else
+        drx_store_dir_put(s, fd);
+}
+
 static ssize_t on_entry(const struct drx_store *s, const char *rel, const struct name_call *c)
 {
     const char *name;
-    int dfd = drx_store_dir_get(s, rel, &name);
+    bool held = false;
+    /* a name made or removed: in the directory the guard checked, if any
+     * (a directory swapped behind a root daemon for root's, the caller's
+     * unlink took root's file) */
+    bool change = c->op == NAME_MKDIR || c->op == NAME_MKNOD || c->op == NAME_SYMLINK ||
+                  c->op == NAME_UNLINK;
+    int dfd = change ? entry_dir(s, rel, &name, &held, false) : drx_store_dir_get(s, rel, &name);
 
     if (dfd < 0)
         return dfd;
     ssize_t rc = name_call(dfd, name, c);
     rc = rc < 0 ? -errno : rc;
-    drx_store_dir_put(s, dfd);
+    entry_dir_put(s, dfd, held);
     return rc;
 }
 
@@ -407,12 +453,16 @@ static int two_names(const struct drx_store *s, const char *from, const char *to
                      unsigned flags)
 {
     const char *fname, *tname;
-    int fdir = drx_store_dir_get(s, from, &fname), tdir, rc;
+    bool fheld, theld;
+    int fdir = entry_dir(s, from, &fname, &fheld, true), tdir, rc;
 
-    if (fdir < 0)
+    if (fdir < 0) {
+        guard.check = NULL;
+        guard.open = NULL;
         return fdir;
-    if ((tdir = drx_store_dir_get(s, to, &tname)) < 0) {
-        drx_store_dir_put(s, fdir);
+    }
+    if ((tdir = entry_dir(s, to, &tname, &theld, false)) < 0) {
+        entry_dir_put(s, fdir, fheld);
         return tdir;
     }
     if (op == 'l')
@@ -422,8 +472,8 @@ static int two_names(const struct drx_store *s, const char *from, const char *to
     else
         rc = renameat(fdir, fname, tdir, tname);
     rc = rc < 0 ? -errno : 0;
-    drx_store_dir_put(s, fdir);
-    drx_store_dir_put(s, tdir);
+    entry_dir_put(s, fdir, fheld);
+    entry_dir_put(s, tdir, theld);
     return rc;
 }
 

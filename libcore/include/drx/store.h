@@ -449,7 +449,10 @@ ssize_t drx_store_entry_xattr(const struct drx_store *s, const char *rel,
  * For a daemon acting for another user: the file opened as he reaches it
  * (open with his file system IDs), his permission checked on it, and the
  * call made on that very file, whatever the name holds by then (a rename
- * behind the daemon's back).  Used once, then cleared;
+ * behind the daemon's back).  The calls that make or remove a name
+ * (_mkdir, _mknod, _symlink, _unlink, _rename, _link) check and act in
+ * the directory holding it instead (rel that directory's, "." the
+ * root's; a rename's or link's two, each checked).  Used once, then cleared;
  * drx_store_entry_guard(NULL, NULL, NULL) clears it. */
 void drx_store_entry_guard(int (*open)(const char *rel),
                            int (*check)(int fd, const struct stat *st, const char *rel, void *arg),
