@@ -569,6 +569,35 @@ static int guard_dir(int fd, const struct stat *st, const char *rel, void *arg)
     return 0;
 }
 
+int drxfs_caller_dir_may(int dfd, const char *rel, const char *removed)
+{
+    const char *slash = strrchr(rel, '/');
+    char dir[PATH_MAX];
+    struct stat st;
+    int rc;
+
+    /* the root is no directory anyone swaps */
+    if (dfd < 0 || fuse_get_context()->uid == 0 || !slash)
+        return 0;
+    if ((size_t)(slash - rel) >= sizeof dir)
+        return -ENAMETOOLONG;
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - rel), rel);
+    if (fstat(dfd, &st) < 0 || !S_ISDIR(st.st_mode))
+        return -ESTALE;
+    /* the caller reaches it by its name, and may write and search it */
+    if ((rc = drxfs_caller_reach(dir, &st)) < 0)
+        return rc == -ENOENT || rc == -ENOTDIR ? -ESTALE : rc;
+    if ((rc = guard_dir(dfd, &st, dir, (void *)(const char *[2]){NULL, NULL})) < 0)
+        return rc;
+    if (removed && (st.st_mode & S_ISVTX) && st.st_uid != fuse_get_context()->uid) {
+        struct stat e;
+        if (fstatat(dfd, removed, &e, AT_SYMLINK_NOFOLLOW) == 0 &&
+            e.st_uid != fuse_get_context()->uid)
+            return guard_refused(dfd, &st, -EPERM);
+    }
+    return 0;
+}
+
 void drxfs_guard_dir(const char *removed[2])
 {
     if (fuse_get_context()->uid != 0)

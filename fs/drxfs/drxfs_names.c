@@ -365,6 +365,10 @@ static int rename_array(const char *from, const char *to)
         rc = tdir;
         goto out;
     }
+    /* in the directories held, checked as the caller's (drxfs_guard_dir) */
+    if ((rc = drxfs_caller_dir_may(fdir, from, NULL)) < 0 ||
+        (rc = drxfs_caller_dir_may(tdir, to, NULL)) < 0)
+        goto out;
     rc = drx_array_rename(fdir, fbase, tdir, tbase, &err);
     if (rc < 0)
         drx_log_ratelimited(rc == -ENOTEMPTY ? DRX_LOG_DEBUG : DRX_LOG_WARNING,

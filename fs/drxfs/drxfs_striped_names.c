@@ -19,6 +19,13 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
 
     if ((rc = store_path(path, n->rel, &pin)) < 0)
         return rc;
+    /* in the directory held (pin), checked as the caller's: the kernel
+     * checked the node it holds, which a directory swapped behind the
+     * mount is not */
+    if ((rc = drxfs_caller_dir_may(pin, n->rel, NULL)) < 0) {
+        drxfs_unpin(pin);
+        return rc;
+    }
     if (n->st.st_nlink > 1) {
         /* Other names keep the file: what was written under this one is
          * recorded now, while it can be. */
@@ -108,7 +115,10 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
 
     if ((rc = drx_store_long_new(drxfs.store, to_name, to_rel)) < 0)
         return rc;
-    if ((rc = store_path(from, src->rel, &pf)) < 0 || (rc = store_path(to, to_rel, &pt)) < 0) {
+    if ((rc = store_path(from, src->rel, &pf)) < 0 || (rc = store_path(to, to_rel, &pt)) < 0 ||
+        (rc = drxfs_caller_dir_may(pf, src->rel, NULL)) < 0 ||
+        (rc = drxfs_caller_dir_may(pt, to_rel, NULL)) < 0) {
+        drxfs_unpin(pt);
         drxfs_unpin(pf);
         drx_store_long_drop(drxfs.store, to_rel);
         return rc;
