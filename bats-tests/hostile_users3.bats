@@ -1425,3 +1425,81 @@ PY
     [ "$(stat -c %u "$RV/s/u/r")" = 0 ] || d=d1
     [ "$(cat "$RV/m/u/$d/f")" = SECRET ]
 }
+
+# Found in this review: the guard of the calls that make or remove names
+# in a directory the caller holds (drxfs_guard_dir) asked write and
+# search permission of both directories of a link, refusing a user's
+# link of his own file out of a directory he may only search, which
+# link(2) allows on a local disk.
+@test "a user links his own file out of root's directory he may only search, as on a local disk" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    mkdir -m 755 "$RV/s/ro"
+    printf 'mine\n' >"$RV/s/ro/f"
+    chown 65534:65534 "$RV/s/ro/f"
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- ln "$RV/m/ro/f" "$RV/m/u/f"
+    assert_success
+    [ "$(stat -c '%h %U' "$RV/s/u/f")" = "2 nobody" ]
+    # into root's directory: refused, by the kernel or by drxfs
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- ln "$RV/m/u/f" "$RV/m/ro/g"
+    assert_failure
+    [ ! -e "$RV/s/ro/g" ]
+}
+
+# Found in this review: a striped file's link acted in the directories
+# the daemon pinned by name, unchecked: a user exchanging his directory
+# with root's 0700 one behind the mount as he linked his file out of it
+# linked root's file into his directory.  A plain file's link is guarded
+# (drxfs_guard_link) as well.
+@test "a user's directory exchanged with root's 0700 one behind the mount as he links files out of it links none of root's" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    mkdir "$RV/m/u/d1" "$RV/m/u/r" "$RV/m/u/d3"
+    printf 'SECRET\n' >"$RV/m/u/r/s"
+    printf 'SECRET\n' >"$RV/s/u/r/p"
+    chmod 600 "$RV/m/u/r/s" "$RV/s/u/r/p"
+    chmod 700 "$RV/s/u/r"
+    chown 65534:65534 "$RV/s/u/d1" "$RV/s/u/d3"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        sh -c "printf 'mine\n' >'$RV/m/u/d1/s' && printf 'mine\n' >'$RV/s/u/d1/p'"
+    [ -e "$RV/s/u/r/s.nafs" ] && [ -e "$RV/s/u/d1/s.nafs" ]
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV" <<'PY'
+import ctypes, os, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+rv = sys.argv[1]
+names = [(rv + "/s/u/" + n).encode() for n in ("d1", "r")]
+stop = False
+def exchange():
+    while not stop:
+        libc.renameat2(-100, names[0], -100, names[1], 2)
+def roots_linked():
+    return sorted(n for n in os.listdir(rv + "/s/u/d3")
+                  if os.stat(rv + "/s/u/d3/" + n, follow_symlinks=False).st_uid == 0)
+t = threading.Thread(target=exchange)
+t.start()
+got, end = [], time.monotonic() + 4
+for i in range(3000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
+    for f in ("s", "p"):
+        try:
+            os.link(rv + "/m/u/d1/" + f, rv + "/m/u/d3/" + f)
+        except OSError:
+            pass
+    got = roots_linked()
+    for f in ("s", "p"):
+        try:
+            os.unlink(rv + "/m/u/d3/" + f)
+        except OSError:
+            pass
+    if got or time.monotonic() > end:
+        break
+stop = True
+t.join()
+print("root's linked: %s" % got if got else "none of root's")
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "none of root's" ]
+    local d=r
+    [ "$(stat -c %u "$RV/s/u/r")" = 0 ] || d=d1
+    [ "$(stat -c %h "$RV/s/u/$d/s.nafs")" = 1 ] && [ "$(stat -c %h "$RV/s/u/$d/p")" = 1 ]
+}

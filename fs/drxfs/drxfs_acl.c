@@ -540,6 +540,17 @@ void drxfs_guard_xattr_read(const char *name)
                           name && strncmp(name, "user.", 5) == 0 ? guard_read : guard_reach, NULL);
 }
 
+/* Whether store name name (NULL: none) is in directory rel ("." the
+ * root's): its last component then in *base. */
+static bool in_dir(const char *rel, const char *name, const char **base)
+{
+    const char *slash = name ? strrchr(name, '/') : NULL;
+    size_t dlen = slash ? (size_t)(slash - name) : 1;
+
+    *base = slash ? slash + 1 : name;
+    return name && strlen(rel) == dlen && strncmp(rel, slash ? name : ".", dlen) == 0;
+}
+
 /* The directory a name is made or removed in: the caller may write and
  * search it, and in a sticky one owns it or the entries named arg
  * (names[2], store-relative, NULL or made) of it that exist, as the
@@ -556,20 +567,33 @@ static int guard_dir(int fd, const struct stat *st, const char *rel, void *arg)
     if (!(st->st_mode & S_ISVTX) || st->st_uid == uid)
         return 0;
     for (int i = 0; i < 2; i++) {
-        const char *slash = names[i] ? strrchr(names[i], '/') : NULL;
-        size_t dlen = slash ? (size_t)(slash - names[i]) : 1;
-        const char *dir = slash ? names[i] : ".";
+        const char *base;
         struct stat e;
-        if (!names[i] || strlen(rel) != dlen || strncmp(rel, dir, dlen) != 0)
-            continue;
-        if (fstatat(fd, slash ? slash + 1 : names[i], &e, AT_SYMLINK_NOFOLLOW) == 0 &&
+        if (in_dir(rel, names[i], &base) && fstatat(fd, base, &e, AT_SYMLINK_NOFOLLOW) == 0 &&
             e.st_uid != uid)
             return guard_refused(fd, st, -EPERM);
     }
     return 0;
 }
 
-int drxfs_caller_dir_may(int dfd, const char *rel, const char *removed)
+/* A link's two directories (arg: its names, from and to): the one it is
+ * made in the caller may write and search, the other search only, as
+ * link(2) asks (guard_dir asked write of both, refusing a link of his
+ * own file out of root's 0755 directory). */
+static int guard_link_dir(int fd, const struct stat *st, const char *rel, void *arg)
+{
+    const char *const *names = arg;
+    const char *base;
+
+    if (!S_ISDIR(st->st_mode))
+        return -ENOTDIR;
+    if (!drxfs_caller_may_fd(fd, st, in_dir(rel, names[1], &base) ? 3 : 1))
+        return guard_refused(fd, st, -EACCES);
+    return 0;
+}
+
+/* drxfs_caller_dir_may, want 3 (write and search) or 1 (search). */
+static int dir_may(int dfd, const char *rel, const char *removed, unsigned want)
 {
     const char *slash = strrchr(rel, '/');
     char dir[PATH_MAX];
@@ -584,9 +608,12 @@ int drxfs_caller_dir_may(int dfd, const char *rel, const char *removed)
     snprintf(dir, sizeof dir, "%.*s", (int)(slash - rel), rel);
     if (fstat(dfd, &st) < 0 || !S_ISDIR(st.st_mode))
         return -ESTALE;
-    /* the caller reaches it by its name, and may write and search it */
+    /* the caller reaches it by its name, and may write and search it (or
+     * search it only) */
     if ((rc = drxfs_caller_reach(dir, &st)) < 0)
         return rc == -ENOENT || rc == -ENOTDIR ? -ESTALE : rc;
+    if (want != 3)
+        return drxfs_caller_may_fd(dfd, &st, want) ? 0 : guard_refused(dfd, &st, -EACCES);
     if ((rc = guard_dir(dfd, &st, dir, (void *)(const char *[2]){NULL, NULL})) < 0)
         return rc;
     if (removed && (st.st_mode & S_ISVTX) && st.st_uid != fuse_get_context()->uid) {
@@ -598,10 +625,26 @@ int drxfs_caller_dir_may(int dfd, const char *rel, const char *removed)
     return 0;
 }
 
+int drxfs_caller_dir_may(int dfd, const char *rel, const char *removed)
+{
+    return dir_may(dfd, rel, removed, 3);
+}
+
+int drxfs_caller_dir_search(int dfd, const char *rel)
+{
+    return dir_may(dfd, rel, NULL, 1);
+}
+
 void drxfs_guard_dir(const char *removed[2])
 {
     if (fuse_get_context()->uid != 0)
         drx_store_entry_guard(drxfs_caller_entry_open, guard_dir, (void *)removed);
+}
+
+void drxfs_guard_link(const char *names[2])
+{
+    if (fuse_get_context()->uid != 0)
+        drx_store_entry_guard(drxfs_caller_entry_open, guard_link_dir, (void *)names);
 }
 
 void drxfs_guard_done(void)

@@ -650,12 +650,19 @@ void drxfs_guard_xattr_read(const char *name);
  * directory node it holds, which a directory swapped behind the mount
  * (root's in a directory of his) is not. */
 void drxfs_guard_dir(const char *removed[2]);
+/* The same for drx_store_entry_link of names[0] to names[1]: the
+ * caller may write and search the directory of names[1], and search
+ * that of names[0], as link(2) asks. */
+void drxfs_guard_link(const char *names[2]);
 /* The same for a directory the daemon holds open as dfd (a pin), to make
  * or remove store name rel in it: 0 for root or at the store's root,
  * -ESTALE when the caller's walk of its name leads elsewhere now, else
  * -EACCES or -EPERM (removed: the entry's name in it, for a sticky
  * directory's rule). */
 int drxfs_caller_dir_may(int dfd, const char *rel, const char *removed);
+/* The same for a directory the caller needs only to search (a link's
+ * source's). */
+int drxfs_caller_dir_search(int dfd, const char *rel);
 void drxfs_guard_done(void);
 /* The same checks of a file the caller holds open (of stat st, at fd;
  * who names it in the log): the kernel checked the attributes it holds,

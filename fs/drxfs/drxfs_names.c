@@ -161,7 +161,7 @@ int drxfs_op_link(const char *from, const char *to)
     else if (n->kind != DRXFS_PLAIN && n->kind != DRXFS_SPECIAL && n->kind != DRXFS_LINK)
         rc = -EPERM;
     else {
-        GUARD_DIR(NULL, NULL);
+        drxfs_guard_link((const char *[2]){n->rel, rel});
         rc = drx_store_entry_link(drxfs.store, n->rel, rel);
         drxfs_guard_done();
     }

@@ -63,7 +63,12 @@ int drxfs_striped_link(const struct drxfs_node *n, const char *to_rel)
         return rc;
     if ((rc = store_path(from, n->rel, &pin[0])) < 0)
         return rc;
-    if ((rc = store_path(to, stem, &pin[1])) == 0)
+    /* in the directories held, checked as the caller's (as a plain
+     * file's link, drxfs_guard_link): one swapped behind the mount for
+     * root's 0700 directory linked root's file into his */
+    if ((rc = store_path(to, stem, &pin[1])) == 0 &&
+        (rc = drxfs_caller_dir_search(pin[0], n->rel)) == 0 &&
+        (rc = drxfs_caller_dir_may(pin[1], stem, NULL)) == 0)
         rc = drx_stripe_link(drxfs.store, from, to, &err);
     drxfs_unpin(pin[0]);
     drxfs_unpin(pin[1]);
