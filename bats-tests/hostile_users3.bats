@@ -1503,3 +1503,68 @@ PY
     [ "$(stat -c %u "$RV/s/u/r")" = 0 ] || d=d1
     [ "$(stat -c %h "$RV/s/u/$d/s.nafs")" = 1 ] && [ "$(stat -c %h "$RV/s/u/$d/p")" = 1 ]
 }
+
+# Found in this review: a directory, symlink or FIFO a user makes was
+# given to him by a chown of its name, as root, after it was made: a user
+# exchanging his directory with root's behind the mount in between was
+# given root's entry of that name (x).  They are made as the caller now
+# (his file system IDs), owned by him from the start.  A striped file's
+# metafile (w.nafs) is given him through its handle's descriptor.
+@test "a user's directory exchanged with root's behind the mount as he makes entries in it gives him none of root's" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    mkdir "$RV/s/u/d1" "$RV/s/u/r"
+    for x in x y z; do
+        printf 'SECRET\n' >"$RV/s/u/r/$x"
+        chmod 600 "$RV/s/u/r/$x"
+    done
+    printf 'SECRET\n' >"$RV/m/u/r/w"
+    chmod 600 "$RV/m/u/r/w"
+    [ -e "$RV/s/u/r/w.nafs" ]
+    chown 65534:65534 "$RV/s/u/d1"
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV" <<'PY'
+import ctypes, os, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+rv = sys.argv[1]
+names = [(rv + "/s/u/" + n).encode() for n in ("d1", "r")]
+m = rv + "/m/u/d1/"
+stop = False
+def exchange():
+    while not stop:
+        libc.renameat2(-100, names[0], -100, names[1], 2)
+# root's entries, held by their inodes wherever their names go
+root = {x: os.open("%s/s/u/r/%s" % (rv, x), os.O_PATH | os.O_NOFOLLOW)
+        for x in ("x", "y", "z", "w.nafs")}
+rdir = os.open(rv + "/s/u/r", os.O_RDONLY | os.O_DIRECTORY)
+def given():
+    # and nothing made in root's directory, which he may not write
+    return [x for x, fd in root.items() if os.fstat(fd).st_uid != 0] + \
+        ["made " + x for x in sorted(set(os.listdir(rdir)) - set(root))]
+def call(f, *a):
+    try:
+        f(*a)
+    except OSError:
+        pass
+t = threading.Thread(target=exchange)
+t.start()
+got, end = [], time.monotonic() + 4
+for i in range(3000 // int(os.environ.get("DRX_RACE_DIV", "1"))):
+    call(os.mkdir, m + "x")
+    call(os.rmdir, m + "x")
+    call(os.symlink, "t", m + "y")
+    call(os.unlink, m + "y")
+    call(os.mkfifo, m + "z")
+    call(os.unlink, m + "z")
+    call(lambda: os.close(os.open(m + "w", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)))
+    call(os.unlink, m + "w")
+    got = given()
+    if got or time.monotonic() > end:
+        break
+stop = True
+t.join()
+print("given root's %s" % got if got else "none given")
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "none given" ]
+}

@@ -259,6 +259,12 @@ bool drxfs_acl_may(const char *rel, const struct stat *st, uid_t uid, const gid_
 
 /* Whether the daemon opens rel for the caller as him: a caller other than
  * root, a daemon run as root, and no name in the daemon's own .drx. */
+static bool daemons_own(const char *rel)
+{
+    return strncmp(rel, DRX_STORE_DIR "/", sizeof DRX_STORE_DIR) == 0 ||
+           strcmp(rel, DRX_STORE_DIR) == 0;
+}
+
 static bool caller_checked(const char *rel)
 {
     struct fuse_context *ctx = fuse_get_context();
@@ -266,30 +272,50 @@ static bool caller_checked(const char *rel)
     /* the daemon's own directory (.drx/hidden: files removed while open)
      * is no user's to reach, and a daemon not run as root opens nothing
      * its own user could not */
-    return ctx && ctx->uid != 0 && drxfs.root_euid &&
-           strncmp(rel, DRX_STORE_DIR "/", sizeof DRX_STORE_DIR) != 0;
+    return ctx && ctx->uid != 0 && drxfs.root_euid && !daemons_own(rel);
+}
+
+int drxfs_ids_caller(struct drxfs_ids *ids, const char *rel)
+{
+    struct fuse_context *ctx = fuse_get_context();
+    gid_t groups[DRXFS_CALLER_GROUPS];
+
+    ids->on = false;
+    if (!caller_checked(rel))
+        return 0;
+    int n = drxfs_caller_groups(groups, DRXFS_CALLER_GROUPS);
+    ids->ns = syscall(SYS_getgroups, DRXFS_CALLER_GROUPS, ids->saved);
+    /* the thread's own credentials (the system calls, not glibc's
+     * wrappers, which change every thread's groups) */
+    if (ids->ns < 0 || syscall(SYS_setgroups, (size_t)n, groups) < 0)
+        return -EACCES;
+    ids->ogid = setfsgid(ctx->gid);
+    ids->ouid = setfsuid(ctx->uid);
+    ids->on = true;
+    return 0;
+}
+
+void drxfs_ids_restore(struct drxfs_ids *ids)
+{
+    if (!ids->on)
+        return;
+    setfsuid((uid_t)ids->ouid);
+    setfsgid((gid_t)ids->ogid);
+    if (syscall(SYS_setgroups, (size_t)ids->ns, ids->saved) < 0)
+        drx_log_ratelimited(DRX_LOG_ERROR, "putting back the daemon's groups: %s", strerror(errno));
+    ids->on = false;
 }
 
 int drxfs_caller_entry_open(const char *rel)
 {
-    struct fuse_context *ctx = fuse_get_context();
-    gid_t groups[DRXFS_CALLER_GROUPS], saved[DRXFS_CALLER_GROUPS];
+    struct drxfs_ids ids;
 
-    if (!caller_checked(rel))
-        return drx_store_entry_open(drxfs.store, rel, O_PATH | O_NOFOLLOW, 0);
-    int n = drxfs_caller_groups(groups, DRXFS_CALLER_GROUPS);
-    long ns = syscall(SYS_getgroups, DRXFS_CALLER_GROUPS, saved);
-    /* the thread's own credentials (the system calls, not glibc's
-     * wrappers, which change every thread's groups) */
-    if (ns < 0 || syscall(SYS_setgroups, (size_t)n, groups) < 0)
+    if (drxfs_ids_caller(&ids, rel) < 0)
         return -EACCES;
-    int ogid = setfsgid(ctx->gid), ouid = setfsuid(ctx->uid);
+    bool as_caller = ids.on;
     int fd = drx_store_entry_open(drxfs.store, rel, O_PATH | O_NOFOLLOW, 0);
-    setfsuid((uid_t)ouid);
-    setfsgid((gid_t)ogid);
-    if (syscall(SYS_setgroups, (size_t)ns, saved) < 0)
-        drx_log_ratelimited(DRX_LOG_ERROR, "putting back the daemon's groups: %s", strerror(errno));
-    return fd >= 0 || fd == -ENOENT || fd == -ENOTDIR ? fd : -EACCES;
+    drxfs_ids_restore(&ids);
+    return !as_caller || fd >= 0 || fd == -ENOENT || fd == -ENOTDIR ? fd : -EACCES;
 }
 
 /* 0, -errno of the caller's open (EACCES: a directory on the way he may
@@ -562,6 +588,11 @@ static int guard_dir(int fd, const struct stat *st, const char *rel, void *arg)
 
     if (!S_ISDIR(st->st_mode))
         return -ENOTDIR;
+    /* .drx/hidden: where libfuse's hide of a file removed while open
+     * puts it, the daemon's own (checked, sqlite's unlink of its open
+     * -shm file was refused) */
+    if (daemons_own(rel))
+        return 0;
     if (!drxfs_caller_may_fd(fd, st, 3))
         return guard_refused(fd, st, -EACCES);
     if (!(st->st_mode & S_ISVTX) || st->st_uid == uid)
@@ -600,8 +631,9 @@ static int dir_may(int dfd, const char *rel, const char *removed, unsigned want)
     struct stat st;
     int rc;
 
-    /* the root is no directory anyone swaps */
-    if (dfd < 0 || fuse_get_context()->uid == 0 || !slash)
+    /* the root is no directory anyone swaps; .drx/ is the daemon's own
+     * (guard_dir) */
+    if (dfd < 0 || fuse_get_context()->uid == 0 || !slash || daemons_own(rel))
         return 0;
     if ((size_t)(slash - rel) >= sizeof dir)
         return -ENAMETOOLONG;

@@ -194,6 +194,9 @@ void drxfs_unpin(int pin);
 bool drxfs_name_reserved(const char *name, bool at_root);
 /* Gives the calling user the new store object rel (when we run as root). */
 void drxfs_chown_new(const char *rel);
+/* The same through descriptor fd (O_PATH too) of the new entry rel, -1:
+ * by the name. */
+void drxfs_chown_new_fd(int fd, const char *rel);
 /* The group a new entry rel belongs to: its directory's in a set-group-ID
  * directory, else the caller's. */
 gid_t drxfs_new_gid(const char *rel);
@@ -675,6 +678,17 @@ int drxfs_held_times(int fd, const struct stat *st, const struct timespec tv[2],
  * his supplementary ones (fuse_getgroups); their count. */
 #define DRXFS_CALLER_GROUPS 257
 int drxfs_caller_groups(gid_t *groups, int max);
+/* The thread's file system IDs and groups, made the caller's by
+ * drxfs_ids_caller (when drxfs_caller_entry_open would open rel as him:
+ * `on`) until drxfs_ids_restore. */
+struct drxfs_ids {
+    bool on;
+    long ns;
+    int ouid, ogid;
+    gid_t saved[DRXFS_CALLER_GROUPS];
+};
+int drxfs_ids_caller(struct drxfs_ids *ids, const char *rel);
+void drxfs_ids_restore(struct drxfs_ids *ids);
 /* Whether gid is one of the caller's groups. */
 bool drxfs_caller_in_group(gid_t gid);
 /* The system call the caller makes, blocked in it while the daemon serves

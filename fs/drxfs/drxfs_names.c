@@ -24,6 +24,51 @@
  * caller on as it holds them (drxfs_guard_dir); drxfs_guard_done after. */
 #define GUARD_DIR(a, b) drxfs_guard_dir((const char *[2]){(a), (b)})
 
+/* Makes store name rel as the caller (drxfs_ids_caller: the kernel
+ * checks him on the directory it is made in, whichever the name leads to
+ * by then, and the entry is his from the start, its group by the
+ * kernel's rule, as drxfs_chown_new's); where the daemon acts as itself
+ * (root's calls, a daemon not run as root) as before, then given to the
+ * caller by name.  A chown of the name after making it, as root, gave a
+ * user exchanging his directory with root's behind the mount in between
+ * root's entry of that name.  0 or -errno. */
+static int make_as_caller(const char *rel, int (*make)(const char *rel, const void *arg),
+                          const void *arg)
+{
+    struct drxfs_ids ids;
+    int rc = drxfs_ids_caller(&ids, rel);
+
+    if (rc < 0)
+        return rc;
+    bool his = ids.on;
+    rc = make(rel, arg);
+    drxfs_ids_restore(&ids);
+    if (rc == 0 && !his)
+        drxfs_chown_new(rel);
+    return rc;
+}
+
+static int make_dir(const char *rel, const void *arg)
+{
+    return drx_store_entry_mkdir(drxfs.store, rel, *(const mode_t *)arg);
+}
+
+static int make_symlink(const char *rel, const void *arg)
+{
+    return drx_store_entry_symlink(drxfs.store, arg, rel);
+}
+
+struct node_args {
+    mode_t mode;
+    dev_t rdev;
+};
+
+static int make_node(const char *rel, const void *arg)
+{
+    const struct node_args *a = arg;
+    return drx_store_entry_mknod(drxfs.store, rel, a->mode, a->rdev);
+}
+
 /* Refuses names the store reserves; EEXIST when name already stands for
  * something (an array NAME.xmd exists while NAME does not). */
 int drxfs_check_new_name(const char *path, const char *rel, const char *name, bool at_root)
@@ -49,12 +94,8 @@ int drxfs_op_mkdir(const char *path, mode_t mode)
     if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
         return rc;
     mode = drxfs_new_mode(rel, mode) & 07777;
-    GUARD_DIR(NULL, NULL);
-    rc = drx_store_entry_mkdir(drxfs.store, rel, mode);
-    drxfs_guard_done();
-    if (rc < 0)
+    if ((rc = make_as_caller(rel, make_dir, &mode)) < 0)
         return rc;
-    drxfs_chown_new(rel);
     drxfs_node_memo(path, rel, at_root);
     return 0;
 }
@@ -70,12 +111,8 @@ int drxfs_op_symlink(const char *target, const char *path)
         return rc;
     if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
         return rc;
-    GUARD_DIR(NULL, NULL);
-    rc = drx_store_entry_symlink(drxfs.store, target, rel);
-    drxfs_guard_done();
-    if (rc < 0)
+    if ((rc = make_as_caller(rel, make_symlink, target)) < 0)
         return rc;
-    drxfs_chown_new(rel);
     drxfs_node_memo(path, rel, at_root);
     return 0;
 }
@@ -101,13 +138,8 @@ int drxfs_op_mknod(const char *path, mode_t mode, dev_t rdev)
         if ((rc = drxfs_check_new_name(path, rel, name, at_root)) < 0)
             return rc;
         mode = drxfs_new_mode(rel, mode);
-        GUARD_DIR(NULL, NULL);
-        rc = drx_store_entry_mknod(drxfs.store, rel, mode & (S_IFMT | 07777), rdev);
-        drxfs_guard_done();
-        if (rc < 0)
-            return rc;
-        drxfs_chown_new(rel);
-        return 0;
+        return make_as_caller(rel, make_node,
+                              &(struct node_args){mode & (S_IFMT | 07777), rdev});
     }
     struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT | O_EXCL};
     rc = drxfs_op_create(path, mode, &fi);

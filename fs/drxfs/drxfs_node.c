@@ -82,13 +82,20 @@ mode_t drxfs_new_mode(const char *rel, mode_t mode)
 
 void drxfs_chown_new(const char *rel)
 {
+    drxfs_chown_new_fd(-1, rel);
+}
+
+void drxfs_chown_new_fd(int fd, const char *rel)
+{
     if (!drxfs.root_euid)
         return;
     struct fuse_context *ctx = fuse_get_context();
     /* In a set-group-ID directory the new entry keeps the directory's group,
      * which our mkdir/open already gave it, as on any local filesystem. */
     gid_t dgid, gid = parent_setgid(rel, &dgid) ? (gid_t)-1 : ctx->gid;
-    int rc = drx_store_entry_chown(drxfs.store, rel, ctx->uid, gid);
+    int rc = fd < 0 ? drx_store_entry_chown(drxfs.store, rel, ctx->uid, gid)
+             : fchownat(fd, "", ctx->uid, gid, AT_EMPTY_PATH) < 0 ? -errno
+                                                                  : 0;
     if (rc < 0)
         drx_log_ratelimited(DRX_LOG_WARNING, "chown %s to %u:%u: %s", rel, (unsigned)ctx->uid,
                             (unsigned)ctx->gid, strerror(-rc));

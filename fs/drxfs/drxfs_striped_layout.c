@@ -224,8 +224,19 @@ void drxfs_striped_chown_new(struct drx_stripe *f, const char *rel, mode_t mode)
      * project's group quota counts the bytes, not the caller's group) */
     drx_stripe_meta_get(f, &m);
     drx_stripe_subfiles_setattr(drxfs.store, &m, (mode_t)-1, ctx->uid, drxfs_new_gid(rel), rel);
-    if (ctx->uid != geteuid() || ctx->gid != getegid() || (mode & (S_ISUID | S_ISGID)))
-        drxfs_chown_new(meta);
+    /* the metafile the handle made and holds, not the name's: a user
+     * exchanging his directory with root's behind the mount as he
+     * created f was given root's f.nafs */
+    if (ctx->uid != geteuid() || ctx->gid != getegid() || (mode & (S_ISUID | S_ISGID))) {
+        int fd = drx_stripe_meta_dup(f);
+        if (fd >= 0) {
+            drxfs_chown_new_fd(fd, meta);
+            close(fd);
+        } else {
+            drx_log_ratelimited(DRX_LOG_WARNING, "%s: made, but its handle holds no metafile "
+                                "to give its maker: left the daemon's", rel);
+        }
+    }
 }
 
 /* ---- the operations of striped files (drxfs_striped.c) ---- */
