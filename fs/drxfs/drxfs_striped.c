@@ -1244,20 +1244,30 @@ static void keep_times(struct drxfs_sfile *e, const struct stat *st)
     pthread_mutex_unlock(&drxfs_stable.mutex);
 }
 
+int drxfs_sfile_held_fd(struct drxfs_sfile *e, struct stat *st)
+{
+    int fd = drx_stripe_meta_dup(e->f);
+
+    if (fd < 0)
+        return -ENOENT;
+    if (fstat(fd, st) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
 /* utimens of open file e on the metafile it holds: 1 when it holds none
  * (by the name then), else 0 or -errno. */
 static int held_utimens(struct drxfs_sfile *e, const struct timespec tv[2])
 {
     struct stat st;
     char self[32];
-    int fd = drx_stripe_meta_dup(e->f), rc;
+    int fd = drxfs_sfile_held_fd(e, &st), rc;
 
     if (fd < 0)
-        return 1;
-    if (fstat(fd, &st) < 0) {
-        rc = -errno;
-        goto out;
-    }
+        return fd == -ENOENT ? 1 : fd;
     if ((rc = drxfs_held_times(fd, &st, tv, e->key)) < 0)
         goto out;
     snprintf(self, sizeof self, "/proc/self/fd/%d", fd);

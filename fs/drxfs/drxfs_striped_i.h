@@ -118,6 +118,11 @@ void drxfs_sfile_forget(struct drxfs_sfile *e);
  * told (none, or several open by that name): then by the name. */
 struct drxfs_sfile *drxfs_striped_fd_target(const struct drxfs_node *n);
 
+/* The metafile open file e holds (its inode, whatever its names now),
+ * opened O_PATH (close it), with its stat in *st: the descriptor,
+ * -ENOENT when e holds none, or -errno. */
+int drxfs_sfile_held_fd(struct drxfs_sfile *e, struct stat *st);
+
 /* drxfs_striped_names.c: e->key becomes key (stable.mutex held). */
 void drxfs_sfile_set_key(struct drxfs_sfile *e, char *key);
 

@@ -380,14 +380,10 @@ static int held_attr(struct drxfs_sfile *e, bool chown, mode_t mode, uid_t uid, 
 {
     struct stat st;
     char self[32];
-    int fd = drx_stripe_meta_dup(e->f), rc;
+    int fd = drxfs_sfile_held_fd(e, &st), rc = 0;
 
     if (fd < 0)
-        return 1;
-    if (fstat(fd, &st) < 0) {
-        rc = -errno;
-        goto out;
-    }
+        return fd == -ENOENT ? 1 : fd;
     if (clear && !chown) {
         mode = st.st_mode & 07777 & ~(~mode & (S_ISUID | S_ISGID));
     } else if ((rc = drxfs_held_owner(&st, e->key)) < 0) {
