@@ -1568,3 +1568,25 @@ PY
     [ "$status" -eq 0 ]
     [ "$output" = "none given" ]
 }
+
+# Found in this review (a CI run of the test above read a user's file as
+# root's): a striped file's handle follows the directory it was opened
+# in, and stays in the table while its size waits for the batched
+# commit; a directory exchanged behind the mount with one holding a file
+# of the same name left that handle serving the name, so root's cat of
+# his own file read the user's.  The handle is now checked against what
+# the name leads to.
+@test "a directory exchanged behind the mount: an open of a name serves the name's striped file, not a waiting handle of the old one" {
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir "$RV/s/d1" "$RV/s/r"
+    mount_store "$RV/s" "$RV/m" -o commit_interval=3600
+    printf 'SECRET\n' >"$RV/m/r/f"
+    commit_mount "$RV/m"
+    # its size waits for the commit: its handle stays in the table
+    printf 'mine\n' >"$RV/m/d1/f"
+    "$PY" -c "import ctypes, sys; assert ctypes.CDLL(None).renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2) == 0" "$RV/s/d1" "$RV/s/r"
+    [ "$(stat -c %U "$RV/s/d1/f.nafs")" = root ]
+    run cat "$RV/m/d1/f"
+    assert_output SECRET
+    [ "$(stat -c %s "$RV/m/d1/f")" = 7 ]
+}

@@ -27,14 +27,37 @@ struct drxfs_stable drxfs_stable = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 void drxfs_sfile_put(struct drxfs_sfile *e);
 static void sfile_detach_entry(struct drxfs_sfile *e);
 
+/* Whether store name rel leads to e's metafile now, by the name from the
+ * store's root (true when it leads to none: the lookup's business). */
+static bool name_leads_to(struct drxfs_sfile *e, const char *rel)
+{
+    char mrel[PATH_MAX];
+    struct stat now;
+
+    return drxfs_rel_suffix(mrel, rel, DRXFS_NAFS) < 0 ||
+           drx_store_entry_stat(drxfs.store, mrel, &now) < 0 || drx_stripe_meta_is(e->f, &now);
+}
+
 /* The handle's view of the metafile, refreshed: another process may have
  * written the file since (drx-load), or put another file in its place
- * (drx-load copy renames a new file over it).  In that case e is taken out
- * of the table, serving its open files only, and false is returned: the
- * name is now another file, for a fresh handle. */
-static bool sfile_refresh(struct drxfs_sfile *e)
+ * (drx-load copy renames a new file over it), or the name rel it is asked
+ * for leads elsewhere now: the handle follows the directory it was opened
+ * in (its pin), and a directory exchanged behind the mount with another
+ * one holding a file of the same name left the table's handle of the
+ * old name serving it (root's cat of his file read a user's, whose handle
+ * waited for its batched commit).  In these cases e is taken out of the
+ * table, serving its open files only, and false is returned: the name is
+ * now another file, for a fresh handle. */
+static bool sfile_refresh(struct drxfs_sfile *e, const char *rel)
 {
-    if (drx_stripe_reload(e->f) != -ESTALE)
+    int rc = drx_stripe_reload(e->f);
+    bool ok = rc != -ESTALE && name_leads_to(e, rel);
+
+    /* once more after a reload: a metafile the handle's own persist
+     * replaced in between is still its own */
+    if (!ok && rc != -ESTALE)
+        ok = drx_stripe_reload(e->f) != -ESTALE && name_leads_to(e, rel);
+    if (ok)
         return true;
     drx_log(DRX_LOG_DEBUG, "%s: replaced behind the mount; open files keep the old one", e->key);
     sfile_detach_entry(e);
@@ -142,7 +165,7 @@ static struct drxfs_sfile *sfile_find_ref(const char *rel, const struct stat *me
     if (e)
         e->refs++;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (e && !sfile_refresh(e)) {
+    if (e && !sfile_refresh(e, rel)) {
         drxfs_sfile_put(e);
         e = NULL;
     }
@@ -473,7 +496,7 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     if (e)
         e->refs++;
     pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (e && !sfile_refresh(e)) {
+    if (e && !sfile_refresh(e, n->rel)) {
         drxfs_sfile_put(e);
         e = NULL;
     }
