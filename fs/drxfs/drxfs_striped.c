@@ -25,7 +25,7 @@
 struct drxfs_stable drxfs_stable = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
 void drxfs_sfile_put(struct drxfs_sfile *e);
-static void sfile_detach_entry(struct drxfs_sfile *e);
+static void sfile_detach_entry(struct drxfs_sfile *e, bool moved);
 
 /* Whether store name rel leads to e's metafile now, by the name from the
  * store's root (true when it leads to none: the lookup's business). */
@@ -55,12 +55,14 @@ static bool sfile_refresh(struct drxfs_sfile *e, const char *rel)
 
     /* once more after a reload: a metafile the handle's own persist
      * replaced in between is still its own */
-    if (!ok && rc != -ESTALE)
-        ok = drx_stripe_reload(e->f) != -ESTALE && name_leads_to(e, rel);
+    if (!ok && rc != -ESTALE) {
+        rc = drx_stripe_reload(e->f);
+        ok = rc != -ESTALE && name_leads_to(e, rel);
+    }
     if (ok)
         return true;
     drx_log(DRX_LOG_DEBUG, "%s: replaced behind the mount; open files keep the old one", e->key);
-    sfile_detach_entry(e);
+    sfile_detach_entry(e, rc != -ESTALE);
     return false;
 }
 
@@ -97,20 +99,6 @@ static bool s_same_inode(const struct drxfs_sfile *e, const struct stat *meta)
            now.st_ino == meta->st_ino && now.st_dev == meta->st_dev;
 }
 
-/* The handle of rel, or of another name of the same metafile *meta (a
- * hard link): one handle per file, whatever name opened it. */
-static struct drxfs_sfile *s_find_node(const char *rel, const struct stat *meta)
-{
-    struct drxfs_sfile *e = drxfs_sfile_find(rel);
-
-    if (e || !meta || meta->st_nlink < 2)
-        return e;
-    for (e = drxfs_stable.head; e; e = e->next)
-        if (s_same_inode(e, meta))
-            return e;
-    return NULL;
-}
-
 /* Puts e in list *head (the table or the detached handles). */
 static void s_insert(struct drxfs_sfile **head, struct drxfs_sfile *e)
 {
@@ -119,6 +107,71 @@ static void s_insert(struct drxfs_sfile **head, struct drxfs_sfile *e)
     if (*head)
         (*head)->prev = e;
     *head = e;
+}
+
+/* e, holding the metafile rel leads to, is named rel now (stable.mutex
+ * held): the old name no longer leads to it.  Back in the table when it
+ * was moved out of it. */
+static void s_rename_moved(struct drxfs_sfile *e, const char *rel)
+{
+    char *key = strdup(rel);
+
+    if (!key)
+        return; /* the old key stays: a fresh handle serves rel */
+    if (e->detached) {
+        s_unlink(&drxfs_stable.detached, e);
+        s_insert(&drxfs_stable.head, e);
+        e->detached = e->moved = false;
+        if (e->opens)
+            drxfs_stable.ndetached--;
+    }
+    drx_log(DRX_LOG_DEBUG, "%s: moved behind the mount to %s", e->key, rel);
+    drxfs_sfile_set_key(e, key);
+}
+
+/* The handle of metafile *meta (a stat of rel's now) under another name
+ * than rel that no longer leads to it (stable.mutex held): its directory
+ * was renamed or exchanged behind the mount.  Without this, rel got a
+ * fresh handle reading the size recorded, not the one the old handle
+ * held for the batched commit (root's cat of his file, in a directory a
+ * user exchanged with his, read nothing).  Found by the metafile the
+ * handle holds open, so the inode is no other file's; it takes rel as
+ * its name. */
+static struct drxfs_sfile *s_find_moved(const char *rel, const struct stat *meta)
+{
+    char mrel[PATH_MAX];
+    struct stat now;
+
+    /* the identity remembered first: no system call per handle */
+    for (struct drxfs_sfile *e = drxfs_stable.head; e; e = e->next) {
+        if (!drx_stripe_meta_is(e->f, meta) || !drx_stripe_holds(e->f, meta))
+            continue;
+        if (drxfs_rel_suffix(mrel, e->key, DRXFS_NAFS) < 0 ||
+            drx_store_entry_stat(drxfs.store, mrel, &now) < 0 || !drx_stripe_meta_is(e->f, &now))
+            s_rename_moved(e, rel);
+        return e;
+    }
+    for (struct drxfs_sfile *e = drxfs_stable.detached; e; e = e->next)
+        if (e->moved && drx_stripe_meta_is(e->f, meta) && drx_stripe_holds(e->f, meta)) {
+            s_rename_moved(e, rel);
+            return e->detached ? NULL : e;
+        }
+    return NULL;
+}
+
+/* The handle of rel, or of another name of the same metafile *meta (a
+ * hard link, or the name it had before a rename behind the mount): one
+ * handle per file, whatever name opened it. */
+static struct drxfs_sfile *s_find_node(const char *rel, const struct stat *meta)
+{
+    struct drxfs_sfile *e = drxfs_sfile_find(rel);
+
+    if (e || !meta)
+        return e;
+    for (e = drxfs_stable.head; meta->st_nlink >= 2 && e; e = e->next)
+        if (s_same_inode(e, meta))
+            return e;
+    return s_find_moved(rel, meta);
 }
 
 
@@ -155,21 +208,22 @@ static void sfile_close(struct drxfs_sfile *e)
 }
 
 /* The table's handle of rel for metafile meta, with a reference, when it
- * is there and still that file; else NULL. */
+ * is there and still that file; else NULL.  Twice: the handle under the
+ * name may be another file's (moved out of the table now), and the
+ * name's file may have one under its old name (s_find_moved). */
 static struct drxfs_sfile *sfile_find_ref(const char *rel, const struct stat *meta)
 {
-    struct drxfs_sfile *e;
-
-    pthread_mutex_lock(&drxfs_stable.mutex);
-    e = s_find_node(rel, meta);
-    if (e)
-        e->refs++;
-    pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (e && !sfile_refresh(e, rel)) {
+    for (int tries = 0; tries < 2; tries++) {
+        pthread_mutex_lock(&drxfs_stable.mutex);
+        struct drxfs_sfile *e = s_find_node(rel, meta);
+        if (e)
+            e->refs++;
+        pthread_mutex_unlock(&drxfs_stable.mutex);
+        if (!e || sfile_refresh(e, rel))
+            return e;
         drxfs_sfile_put(e);
-        e = NULL;
     }
-    return e;
+    return NULL;
 }
 
 /* Opens rel afresh (for writing when the mount and the file allow it, else
@@ -324,20 +378,47 @@ static void s_opens_add(struct drxfs_sfile *e, int d)
 }
 
 /* Takes e out of the table if it is still there under its key. */
-static void sfile_detach_entry(struct drxfs_sfile *e)
+static void sfile_detach_entry(struct drxfs_sfile *e, bool moved)
 {
     pthread_mutex_lock(&drxfs_stable.mutex);
-    if (!e->detached && drxfs_sfile_find(e->key) == e)
+    if (!e->detached && drxfs_sfile_find(e->key) == e) {
         s_detach(e);
+        e->moved = moved;
+    }
     pthread_mutex_unlock(&drxfs_stable.mutex);
 }
 
-struct drxfs_sfile *drxfs_sfile_detach(const char *rel)
+/* Whether e's metafile is the one at libcore path `path` now (stable.mutex
+ * may be held). */
+static bool s_is_at(struct drxfs_sfile *e, const char *path)
+{
+    char mp[PATH_MAX + 64 + sizeof DRX_STRIPE_SUFFIX];
+    struct stat st;
+
+    return (size_t)snprintf(mp, sizeof mp, "%s" DRX_STRIPE_SUFFIX, path) < sizeof mp &&
+           lstat(mp, &st) == 0 && drx_stripe_meta_is(e->f, &st);
+}
+
+struct drxfs_sfile *drxfs_sfile_ref_at(const char *rel, const char *path)
+{
+    pthread_mutex_lock(&drxfs_stable.mutex);
+    struct drxfs_sfile *e = drxfs_sfile_find(rel);
+    if (e && !s_is_at(e, path))
+        e = NULL;
+    if (e)
+        e->refs++;
+    pthread_mutex_unlock(&drxfs_stable.mutex);
+    return e;
+}
+
+struct drxfs_sfile *drxfs_sfile_detach(const char *rel, const char *path)
 {
     struct drxfs_sfile *idle = NULL;
 
     pthread_mutex_lock(&drxfs_stable.mutex);
     struct drxfs_sfile *e = drxfs_sfile_find(rel);
+    if (e && !s_is_at(e, path))
+        e = NULL;
     if (e)
         s_detach(e);
     if (e && !e->opens) {
@@ -491,16 +572,7 @@ int drxfs_striped_getattr(const struct drxfs_node *n, struct stat *st)
     struct stat meta = n->st;
     int rc;
 
-    pthread_mutex_lock(&drxfs_stable.mutex);
-    e = s_find_node(n->rel, &n->st);
-    if (e)
-        e->refs++;
-    pthread_mutex_unlock(&drxfs_stable.mutex);
-    if (e && !sfile_refresh(e, n->rel)) {
-        drxfs_sfile_put(e);
-        e = NULL;
-    }
-    if (e) {
+    if ((e = sfile_find_ref(n->rel, &n->st))) {
         /* An open handle knows writes not yet recorded in the metafile. */
         drx_stripe_meta_get(e->f, &m);
         size = m.size;
@@ -707,6 +779,12 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
 
     if ((rc = store_path(path, rel, &pin)) < 0)
         return rc;
+    /* in the directory held (pin), checked as the caller's: one exchanged
+     * behind the mount with root's got a user's new files */
+    if ((rc = drxfs_caller_dir_may(pin, rel, NULL)) < 0) {
+        drxfs_unpin(pin);
+        return rc;
+    }
     if (!(e = calloc(1, sizeof(*e))) || !(e->key = strdup(rel))) {
         free(e);
         drxfs_unpin(pin);

@@ -24,6 +24,10 @@ struct drxfs_sfile {
     int ro_rc;     /* when not rw, what a write gets: -EROFS on a read-only
                     * file system, else -EACCES */
     bool detached; /* unlinked or replaced: serves its open files only */
+    /* Detached because its name led to another file (its directory
+     * exchanged or renamed behind the mount): its file, found under its
+     * new name (s_find_moved), gets it back with its waiting size. */
+    bool moved;
     /* Written since the last flush (atomic): the metafile's mtime is the
      * file's, and a write that does not change the size does not rewrite
      * the metafile, so flush sets it. */
@@ -98,11 +102,18 @@ extern struct drxfs_stable drxfs_stable;
 struct drxfs_sfile *drxfs_sfile_find(const char *rel);
 void drxfs_sfile_put(struct drxfs_sfile *e);
 int drxfs_sfile_flush(struct drxfs_sfile *e);
-/* Takes rel out of the table: its open files keep their handle.  Returns
- * the handle with a reference when no file has it open (the batched commit
- * may still hold it), for drxfs_sfile_forget() once the name is gone; else
- * NULL. */
-struct drxfs_sfile *drxfs_sfile_detach(const char *rel);
+/* The table's handle of rel with a reference, when its metafile is the
+ * one at libcore path `path` (rel's, through the directory the caller
+ * pinned) now; else NULL.  A handle under a name may be another file's:
+ * it follows the directory it was opened in, which may have been
+ * exchanged behind the mount (then a user's rename of his file moved
+ * root's, whose handle had his file's name). */
+struct drxfs_sfile *drxfs_sfile_ref_at(const char *rel, const char *path);
+/* Takes rel's handle out of the table, when it is the file at `path` (as
+ * drxfs_sfile_ref_at): its open files keep it.  Returns the handle with a
+ * reference when no file has it open (the batched commit may still hold
+ * it), for drxfs_sfile_forget() once the name is gone; else NULL. */
+struct drxfs_sfile *drxfs_sfile_detach(const char *rel, const char *path);
 /* The name of e is gone (unlinked, renamed over): a size waiting for the
  * batched commit has no name to be recorded under, and the handle would
  * keep the removed subfiles' space until the commit; the commit lets it go

@@ -298,6 +298,10 @@ static int subfiles_setattr(const char *rel, mode_t mode, uid_t uid, gid_t gid)
     /* the bits its group has when an ACL's mask is the group bits */
     if (mode != (mode_t)-1)
         mode = drx_stripe_sub_mode(path, mode);
+    /* the handle of the file the name leads to: not another's under the
+     * name (its directory exchanged behind the mount), whose subfiles
+     * made from now on would get this mode */
+    e = rc < 0 ? NULL : drxfs_sfile_ref_at(rel, path);
     drxfs_unpin(pin);
     if (rc < 0)
         return drxfs_striped_log_err("chmod", rel, rc, &err);
@@ -314,12 +318,10 @@ static int subfiles_setattr(const char *rel, mode_t mode, uid_t uid, gid_t gid)
                             "%s: replaced behind the mount by a striped file the caller (uid %u) "
                             "may not change so: its subfiles left as they are",
                             rel, (unsigned)caller);
+        if (e)
+            drxfs_sfile_put(e);
         return -EPERM;
     }
-    pthread_mutex_lock(&drxfs_stable.mutex);
-    if ((e = drxfs_sfile_find(rel)))
-        e->refs++;
-    pthread_mutex_unlock(&drxfs_stable.mutex);
     if (e && mode != (mode_t)-1)
         drx_stripe_set_mode(e->f, mode);
     if (e)

@@ -29,17 +29,13 @@ int drxfs_striped_unlink(const struct drxfs_node *n)
     if (n->st.st_nlink > 1) {
         /* Other names keep the file: what was written under this one is
          * recorded now, while it can be. */
-        pthread_mutex_lock(&drxfs_stable.mutex);
-        struct drxfs_sfile *e = drxfs_sfile_find(n->rel);
-        if (e)
-            e->refs++;
-        pthread_mutex_unlock(&drxfs_stable.mutex);
+        struct drxfs_sfile *e = drxfs_sfile_ref_at(n->rel, path);
         if (e && e->rw)
             drxfs_sfile_flush(e);
         if (e)
             drxfs_sfile_put(e);
     }
-    struct drxfs_sfile *idle = drxfs_sfile_detach(n->rel);
+    struct drxfs_sfile *idle = drxfs_sfile_detach(n->rel, path);
     struct drx_stripe_meta gone;
     rc = drx_stripe_unlink_keep(drxfs.store, path, &gone, &err);
     /* The subfiles after this mount's handle (a file waiting for the
@@ -97,15 +93,11 @@ static void sfile_rekey(struct drxfs_sfile *e, const char *to_rel, int pin)
     drxfs_sfile_put(e);
 }
 
-/* The open handle of rel with a reference taken and, with flush, its size
- * recorded; or NULL. */
-static struct drxfs_sfile *sfile_take(const char *rel, bool flush)
+/* The open handle of rel, the file at path, with a reference taken and,
+ * with flush, its size recorded; or NULL. */
+static struct drxfs_sfile *sfile_take(const char *rel, const char *path, bool flush)
 {
-    pthread_mutex_lock(&drxfs_stable.mutex);
-    struct drxfs_sfile *e = drxfs_sfile_find(rel);
-    if (e)
-        e->refs++;
-    pthread_mutex_unlock(&drxfs_stable.mutex);
+    struct drxfs_sfile *e = drxfs_sfile_ref_at(rel, path);
     if (e && e->rw && flush)
         drxfs_sfile_flush(e);
     return e;
@@ -132,16 +124,16 @@ int drxfs_striped_rename(const struct drxfs_node *src, const struct drxfs_node *
      * under the old name first, as ext4 flushes a file renamed over
      * another: the replacement is durable before it replaces.  To a new
      * name it stays pending: rename_handle below moves it with the file. */
-    struct drxfs_sfile *e = sfile_take(src->rel, dst != NULL);
+    struct drxfs_sfile *e = sfile_take(src->rel, from, dst != NULL);
     struct drxfs_sfile *replaced = NULL;
     if (dst && dst->kind == DRXFS_STRIPED)
-        replaced = drxfs_sfile_detach(to_rel);
+        replaced = drxfs_sfile_detach(to_rel, to);
     /* With an open handle, the rename and its new path happen under the
      * handle's lock: a flush or close on another thread in between would
      * write the size back under the old name (or, finding no metafile
      * there, keep it pending for the new one). */
     if (e)
-        rc = drx_stripe_rename_handle(e->f, to, 0, &err);
+        rc = drx_stripe_rename_handle(e->f, from, to, 0, &err);
     else
         rc = drx_stripe_rename(drxfs.store, from, to, 0, &err);
     drxfs_unpin(pf);

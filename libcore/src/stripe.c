@@ -179,6 +179,17 @@ bool drx_stripe_meta_is(struct drx_stripe *f, const struct stat *st)
     return is;
 }
 
+bool drx_stripe_holds(struct drx_stripe *f, const struct stat *st)
+{
+    struct stat h;
+
+    pthread_mutex_lock(&f->lock);
+    bool is = f->meta_fd >= 0 && fstat(f->meta_fd, &h) == 0 && h.st_dev == st->st_dev &&
+              h.st_ino == st->st_ino;
+    pthread_mutex_unlock(&f->lock);
+    return is;
+}
+
 int drx_stripe_lock_fd(const struct drx_stripe *f)
 {
     for (unsigned i = 0; i < f->meta.layout.count; i++)
@@ -998,10 +1009,11 @@ int drx_stripe_set_path(struct drx_stripe *f, const char *path)
     return 0;
 }
 
-int drx_stripe_rename_handle(struct drx_stripe *f, const char *to, unsigned flags,
-                             struct drx_err *err)
+int drx_stripe_rename_handle(struct drx_stripe *f, const char *from, const char *to,
+                             unsigned flags, struct drx_err *err)
 {
-    char *copy = strdup(to);
+    char *copy = strdup(to), mp[PATH_MAX];
+    struct stat st;
     int rc;
 
     if (!copy)
@@ -1011,7 +1023,16 @@ int drx_stripe_rename_handle(struct drx_stripe *f, const char *to, unsigned flag
      * the rename would otherwise write it back there after it, a second
      * metafile naming the same subfiles. */
     pthread_mutex_lock(&f->lock);
-    rc = drx_stripe_rename(f->s, f->path, to, flags, err);
+    if (!from)
+        from = f->path;
+    if (drx_stripe_meta_path(from, mp, sizeof mp) < 0)
+        rc = drx_err_set(err, ENAMETOOLONG, "%s: name too long", from);
+    else if (lstat(mp, &st) < 0)
+        rc = drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
+    else if (st.st_dev != f->meta_dev || st.st_ino != f->meta_ino)
+        rc = drx_err_set(err, ESTALE, "%s: another file has this name now", from);
+    else
+        rc = drx_stripe_rename(f->s, from, to, flags, err);
     if (rc == 0) {
         free(f->path);
         f->path = copy;

@@ -677,12 +677,29 @@ static void test_shared_handles(struct drx_store *s, const char *root)
 
     /* rename through the handle: the pending size follows */
     drx_stripe_write(a, buf, 100, 500);
-    tap_ok(drx_stripe_rename_handle(a, path, 0, NULL) == 0 && !drx_stripe_exists(to),
+    tap_ok(drx_stripe_rename_handle(a, NULL, path, 0, NULL) == 0 && !drx_stripe_exists(to),
            "rename_handle");
     drx_stripe_close(a);
     drx_stripe_stat(s, path, &m, NULL);
     TAP_CHECK_EQ_U64(m.size, 600, "close after rename_handle records the size under the new name");
     tap_ok(!drx_stripe_exists(to), "and not under the old one");
+
+    /* a rename from a name another file has now (a directory exchanged
+     * behind drxfs's handle): refused, and neither file moves */
+    char other[600];
+    snprintf(other, sizeof other, "%s/shared-other", root);
+    drx_stripe_open(s, path, DRX_STRIPE_RDWR, &a, NULL);
+    drx_stripe_create(s, other, &l, 0644, &b, NULL);
+    tap_ok(drx_stripe_rename_handle(a, other, to, 0, NULL) == -ESTALE,
+           "rename_handle from another file's name: ESTALE");
+    tap_ok(drx_stripe_exists(other) && drx_stripe_exists(path) && !drx_stripe_exists(to),
+           "and nothing was renamed");
+    tap_ok(drx_stripe_rename_handle(b, other, to, 0, NULL) == 0 && drx_stripe_exists(to) &&
+               !drx_stripe_exists(other),
+           "rename_handle from the handle's own name given");
+    drx_stripe_close(b);
+    drx_stripe_close(a);
+    drx_stripe_unlink(s, to, NULL);
 
     /* replaced by another file: its metafile is left alone */
     drx_stripe_open(s, path, DRX_STRIPE_RDWR, &a, NULL);

@@ -305,6 +305,11 @@ int drx_stripe_meta_dup(struct drx_stripe *f);
 /* Whether st (a stat) is of the metafile f reads and writes: its device
  * and inode, under f's lock. */
 bool drx_stripe_meta_is(struct drx_stripe *f, const struct stat *st);
+/* Whether st (a stat of a name now) is of the metafile f holds open,
+ * whatever names it has: the descriptor keeps its inode, whose number is
+ * then no other file's (an inode number alone may be reused once its file
+ * is gone).  False when f holds none. */
+bool drx_stripe_holds(struct drx_stripe *f, const struct stat *st);
 
 ssize_t drx_stripe_append(struct drx_stripe *f, const void *buf, size_t len, uint64_t *at);
 
@@ -372,12 +377,14 @@ int drx_stripe_reload_nowait(struct drx_stripe *f);
  * finds no metafile and keeps the size pending for the new name.) */
 int drx_stripe_set_path(struct drx_stripe *f, const char *path);
 
-/* drx_stripe_rename() of the file open as f (from its current path to
- * `to`) and drx_stripe_set_path(f, to), with f's persists held off in
- * between, so a flush or close racing the rename can neither record the size
- * under the old name nor lose it.  Returns 0 or -errno. */
-int drx_stripe_rename_handle(struct drx_stripe *f, const char *to, unsigned flags,
-                             struct drx_err *err);
+/* drx_stripe_rename() of the file open as f, from path `from` (NULL: its
+ * current path) to `to`, and drx_stripe_set_path(f, to), with f's
+ * persists held off in between, so a flush or close racing the rename can
+ * neither record the size under the old name nor lose it.  Returns 0 or
+ * -errno: -ESTALE when the metafile at `from` is not f's (another file
+ * has the name now). */
+int drx_stripe_rename_handle(struct drx_stripe *f, const char *from, const char *to,
+                             unsigned flags, struct drx_err *err);
 
 /* ---- space: blocks, preallocation, holes (stripe_space.c) ---------------- */
 
