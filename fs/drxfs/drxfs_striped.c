@@ -142,9 +142,15 @@ static struct drxfs_sfile *s_find_moved(const char *rel, const struct stat *meta
     char mrel[PATH_MAX];
     struct stat now;
 
-    /* the identity remembered first: no system call per handle */
+    /* The metafile's inode at the handle's open or last stamp (e->st) first,
+     * neither a lock nor a system call per handle: a name missing from the
+     * table is asked of every handle waiting for the commit (a thousand
+     * after a cp -r).  One whose persist has replaced its metafile since
+     * (an old unpadded one rewritten) is not found: a fresh handle then, as
+     * before. */
     for (struct drxfs_sfile *e = drxfs_stable.head; e; e = e->next) {
-        if (!drx_stripe_meta_is(e->f, meta) || !drx_stripe_holds(e->f, meta))
+        if (e->st.st_ino != meta->st_ino || e->st.st_dev != meta->st_dev ||
+            !drx_stripe_holds(e->f, meta))
             continue;
         if (drxfs_rel_suffix(mrel, e->key, DRXFS_NAFS) < 0 ||
             drx_store_entry_stat(drxfs.store, mrel, &now) < 0 || !drx_stripe_meta_is(e->f, &now))
@@ -152,7 +158,8 @@ static struct drxfs_sfile *s_find_moved(const char *rel, const struct stat *meta
         return e;
     }
     for (struct drxfs_sfile *e = drxfs_stable.detached; e; e = e->next)
-        if (e->moved && drx_stripe_meta_is(e->f, meta) && drx_stripe_holds(e->f, meta)) {
+        if (e->moved && e->st.st_ino == meta->st_ino && e->st.st_dev == meta->st_dev &&
+            drx_stripe_holds(e->f, meta)) {
             s_rename_moved(e, rel);
             return e->detached ? NULL : e;
         }
