@@ -110,14 +110,24 @@ static void s_insert(struct drxfs_sfile **head, struct drxfs_sfile *e)
 }
 
 /* e, holding the metafile rel leads to, is named rel now (stable.mutex
- * held): the old name no longer leads to it.  Back in the table when it
- * was moved out of it. */
+ * held): the old name no longer leads to it.  Its path too, through rel's
+ * directory (pinned): a file made since under the old name is another
+ * (reloaded there, e said -ESTALE and was moved out of the table).  Back
+ * in the table when it was out of it. */
 static void s_rename_moved(struct drxfs_sfile *e, const char *rel)
 {
-    char *key = strdup(rel);
+    char path[PATH_MAX + 64], *key = strdup(rel);
+    int pin = -1;
 
-    if (!key)
-        return; /* the old key stays: a fresh handle serves rel */
+    /* on failure the old name stays: a fresh handle serves rel */
+    if (!key || store_path(path, rel, &pin) < 0 || drx_stripe_set_path(e->f, path) < 0) {
+        drxfs_unpin(pin);
+        free(key);
+        return;
+    }
+    int old = e->pin;
+    e->pin = pin;
+    drxfs_unpin(old);
     if (e->detached) {
         s_unlink(&drxfs_stable.detached, e);
         s_insert(&drxfs_stable.head, e);
@@ -839,8 +849,10 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     e->refs = 1;
     pthread_mutex_lock(&drxfs_stable.mutex);
     struct drxfs_sfile *old = drxfs_sfile_find(rel);
-    if (old) /* a stale entry of a file removed behind our back */
+    if (old) { /* a stale entry of a file removed or moved behind our back */
         s_detach(old);
+        old->moved = true; /* moved: found under its new name (s_find_moved) */
+    }
     s_insert(&drxfs_stable.head, e);
     pthread_mutex_unlock(&drxfs_stable.mutex);
     if ((rc = attach_fh(e, rel, fi)) < 0)
