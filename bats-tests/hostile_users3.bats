@@ -1723,3 +1723,105 @@ PY
     mount_store "$RV/s" "$RV/m"
     [ "$(cat "$RV/m/u/r/f")" = SECRET ]
 }
+
+# xmd_pair: in nobody's directory u, his array a (a 16 MiB .xmd of 1024
+# long string attributes: about 0.5 s to read) and root's r (0600, with
+# attribute secret)
+xmd_pair() {
+    "$DRX" create "$RV/s/u/r" --type u8 --shape 8 --chunk 8
+    "$DRX" attr set "$RV/s/u/r" secret SECRET
+    chmod 600 "$RV/s/u/r.xmd" "$RV/s/u/r.xta"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        sh -c "'$DRX' create '$RV/s/u/a' --type u8 --shape 1 --chunk 1 &&
+               '$PY' '$DRX_SOURCE/bats-tests/xmd_gen.py' strings '$RV/s/u/a.xmd' $((16 << 20))"
+}
+
+# xmd_exchanged_while OP: nobody reads a's attributes through the mount
+# (the daemon's handle of a opened), then, as soon as the daemon reads
+# his .xmd again (inotify, IN_OPEN or IN_ACCESS on the file itself),
+# exchanges the names a.xmd and r.xmd in the store while he sets (set)
+# or removes (rm) a's attribute s0 through the mount.  Prints
+# "exchanged" and the call's outcome.
+xmd_exchanged_while() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV" "$1" <<'PY'
+import ctypes, os, select, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+rv, op = sys.argv[1], sys.argv[2]
+u, arr = rv + "/s/u/", rv + "/m/u/a"
+os.getxattr(arr, "user.s1")  # the daemon's handle of a, open from now on
+ino = libc.inotify_init1(os.O_CLOEXEC)
+assert libc.inotify_add_watch(ino, (u + "a.xmd").encode(), 0x20 | 0x1) >= 0  # IN_OPEN|IN_ACCESS
+out = []
+def change():
+    try:
+        if op == "set":
+            os.setxattr(arr, "user.s0", b"mine")
+        else:
+            os.removexattr(arr, "user.s0")
+        out.append("done")
+    except OSError as e:
+        out.append("refused: " + os.strerror(e.errno))
+t = threading.Thread(target=change)
+t.start()
+# a bound for a daemon that never reads it, not a wait for the window
+if select.select([ino], [], [], 120)[0]:
+    assert libc.renameat2(-100, (u + "a.xmd").encode(), -100, (u + "r.xmd").encode(), 2) == 0
+    print("exchanged")
+t.join()
+print(out[0])
+PY
+}
+
+# xmd_kept INO_ROOT INO_HIS: the store's u holds root's .xmd (inode
+# INO_ROOT, root's 0600, his secret in it) and nobody's (INO_HIS, without
+# "mine"), under either name: nothing was written
+xmd_kept() {
+    local x n=0
+    for x in "$RV/s/u/a.xmd" "$RV/s/u/r.xmd"; do
+        echo "$x: $(stat -c '%i %U %a %s' "$x")"
+        case $(stat -c %i "$x") in
+        "$1")
+            [ "$(stat -c %U:%a "$x")" = root:600 ] && grep -q SECRET "$x" && n=$((n + 1))
+            ;;
+        "$2")
+            [ "$(stat -c %U "$x")" = nobody ] && ! grep -q mine "$x" && n=$((n + 2))
+            ;;
+        esac
+    done
+    [ "$n" -eq 3 ]
+}
+
+# Found in review: an attribute set or removed through the mount read the
+# .xmd by name and replaced it by name, taking the new file's owner and
+# mode from whatever the name held then: nobody exchanging his .xmd with
+# root's in his directory as the daemon read his got his metadata written
+# as a file of root's, over root's .xmd (about once in 8 runs of a 5 s
+# race; every run with his .xmd made long to read and the exchange on the
+# daemon's first read of it).  The change is now made from the .xmd the
+# handle holds, whose owner and mode it keeps, and refused (ESTALE) when
+# the name no longer leads to that file.
+@test "a user's .xmd exchanged with root's as the daemon reads it to set his attribute is not written as root's" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    xmd_pair
+    local root his
+    root=$(stat -c %i "$RV/s/u/r.xmd") his=$(stat -c %i "$RV/s/u/a.xmd")
+    run xmd_exchanged_while set
+    echo "$output"
+    [ "${lines[0]}" = exchanged ]
+    xmd_kept "$root" "$his"
+    [[ "${lines[1]}" == refused:* ]]
+}
+
+@test "a user's .xmd exchanged with root's as the daemon reads it to remove his attribute is not written as root's" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    xmd_pair
+    local root his
+    root=$(stat -c %i "$RV/s/u/r.xmd") his=$(stat -c %i "$RV/s/u/a.xmd")
+    run xmd_exchanged_while rm
+    echo "$output"
+    [ "${lines[0]}" = exchanged ]
+    xmd_kept "$root" "$his"
+    [[ "${lines[1]}" == refused:* ]]
+}

@@ -287,6 +287,23 @@ static int create_xta_unnamed(struct drx_array *a, struct drx_err *err)
     return 0;
 }
 
+/* The new array's .xmd, with the owner and mode of its .xta (open as
+ * xta_fd), never over a file: one that took the name since the create
+ * looked is not this array's, and its owner and mode must not become the
+ * array's (an .xmd linked there was taken as the one to replace). */
+static int first_xmd(struct drx_array *a, struct drx_err *err)
+{
+    struct stat like;
+    int rc;
+
+    if (fstat(a->xta_fd, &like) < 0)
+        return drx_err_set(err, errno, "%s: %s", a->xta_path, strerror(errno));
+    rc = drx_xmd_write(a->xmd_at, &like, DRX_REPLACE_NOREPLACE, &a->meta, err);
+    if (rc == -EEXIST)
+        rc = drx_err_set(err, EEXIST, "%s: an array (or its .xmd/.xta) already exists", a->path);
+    return rc;
+}
+
 /* Chunks first, metadata last: a crash leaves nothing (the .xta unnamed
  * until full), or where there is no O_TMPFILE an orphan .xta at worst.
  * Mode 0666 less the umask, as any new file (and the .xmd takes the
@@ -300,7 +317,7 @@ static int create_files(struct drx_array *a, struct drx_err *err)
         return rc;
     if (rc == 0) {
         /* the .xmd makes it an array; its write syncs the directory */
-        if ((rc = drx_xmd_write(a->xmd_at, a->xta_fd, &a->meta, err)))
+        if ((rc = first_xmd(a, err)))
             unlink(a->xta_at);
         flock(a->xta_fd, LOCK_UN);
         return rc;
@@ -324,7 +341,7 @@ static int create_files(struct drx_array *a, struct drx_err *err)
     if (rc)
         rc = drx_err_set(err, -rc, "%s: %s", a->xta_path, strerror(-rc));
     if (rc == 0)
-        rc = drx_xmd_write(a->xmd_at, a->xta_fd, &a->meta, err);
+        rc = first_xmd(a, err);
     if (rc)
         unlink(a->xta_at);
     flock(a->xta_fd, LOCK_UN);
@@ -429,6 +446,22 @@ static bool pair_intact(const struct drx_array *a, int xmd_fd)
            name.st_ino == held.st_ino && name.st_dev == held.st_dev &&
            lstat(a->xta_at, &name) == 0 && fstat(a->xta_fd, &held) == 0 &&
            name.st_ino == held.st_ino && name.st_dev == held.st_dev;
+}
+
+int drx_array_held_xmd(const struct drx_array *a, struct stat *st, struct drx_err *err)
+{
+    struct stat held;
+
+    if (a->xmd_fd >= 0 && a->xta_fd >= 0 && pair_intact(a, a->xmd_fd) &&
+        fstat(a->xmd_fd, &held) == 0 && S_ISREG(held.st_mode)) {
+        if (st)
+            *st = held;
+        return 0;
+    }
+    return drx_err_set(err, ESTALE,
+                       "%s: renamed or replaced behind the handle (the name leads to another "
+                       ".xmd or .xta than the handle read): not changed",
+                       a->xmd_path);
 }
 
 /* Tries at reading a pair whose names keep changing: past them, ESTALE. */

@@ -71,9 +71,11 @@ static bool extension_committed(const char *xmd_path, uint64_t old_chunks)
  * array's extend lock (one changer at a time, across processes), reloads
  * what another changed meanwhile, and refuses an .xta with a second name:
  * under the lock no rename is half done, so another name is a crash's
- * leftover whose metadata this change would leave behind.  The caller
- * lets go with flock(LOCK_UN) whatever this returns (harmless when the
- * lock itself failed).  0 or -errno. */
+ * leftover whose metadata this change would leave behind.  The .xmd the
+ * handle then holds (xmd_fd) is the one the change starts from and
+ * replaces: refused (ESTALE) unless the names lead to it and to the
+ * handle's .xta.  The caller lets go with flock(LOCK_UN) whatever this
+ * returns (harmless when the lock itself failed).  0 or -errno. */
 static int meta_change_begin(struct drx_array *a, struct drx_err *err)
 {
     int rc;
@@ -90,7 +92,28 @@ static int meta_change_begin(struct drx_array *a, struct drx_err *err)
     rc = drx_array_reload(a, err);
     if (rc < 0)
         return rc;
-    return drx_array_xta_links(a, false, err);
+    if ((rc = drx_array_xta_links(a, false, err)) < 0)
+        return rc;
+    return drx_array_held_xmd(a, NULL, err);
+}
+
+/* Replaces the handle's .xmd with m: taken to be the file the handle
+ * holds, whose owner and mode the new one keeps, checked right before
+ * (drx_array_held_xmd: ESTALE, nothing written, when a name was changed
+ * behind the handle).  A name exchanged between that check and the
+ * rename is replaced with the held file's owner and mode, never another
+ * file's.  *written (may be NULL): the write was tried. */
+static int xmd_rewrite(struct drx_array *a, const struct drx_array_meta *m, bool *written,
+                       struct drx_err *err)
+{
+    struct stat like;
+    int rc = drx_array_held_xmd(a, &like, err);
+
+    if (rc < 0)
+        return rc;
+    if (written)
+        *written = true;
+    return drx_xmd_write(a->xmd_at, &like, 0, m, err);
 }
 
 /* Whether this process appends to the .xmd (st, open for writing) rather
@@ -163,11 +186,13 @@ static int xmd_append(struct drx_array *a, const char *line, size_t len, struct 
 
 /* Commits a growth by replacing the .xmd with one that has it in its
  * history (folding in the growth records): for arrays this process may
- * not append to, and version 1 files. */
-static int xmd_fold(struct drx_array *a, int dim, uint64_t from, uint64_t to, struct drx_err *err)
+ * not append to, and version 1 files.  *written: the .xmd was replaced,
+ * perhaps (the write was tried). */
+static int xmd_fold(struct drx_array *a, int dim, uint64_t from, uint64_t to, bool *written,
+                    struct drx_err *err)
 {
     struct drx_array_meta next;
-    int rc = drx_array_meta_load(a->xmd_at, &next, err);
+    int rc = drx_xmd_read_fd(a->xmd_fd, a->xmd_path, &next, err);
 
     if (rc)
         return rc;
@@ -175,7 +200,7 @@ static int xmd_fold(struct drx_array *a, int dim, uint64_t from, uint64_t to, st
     if (rc == 0 && drx_xmd_history_add(&next, dim, from, to))
         rc = drx_err_set(err, ENOMEM, "out of memory");
     if (rc == 0)
-        rc = drx_xmd_write(a->xmd_at, a->xta_fd, &next, err);
+        rc = xmd_rewrite(a, &next, written, err);
     drx_array_meta_fini(&next);
     return rc;
 }
@@ -194,8 +219,8 @@ static int commit_growth(struct drx_array *a, int dim, uint64_t from, uint64_t t
     if (rc < 0)
         return rc;
     if (rc == 0) {
-        *landed = true; /* perhaps: the caller reads the .xmd to know */
-        rc = xmd_fold(a, dim, from, to, err);
+        /* once written, perhaps: the caller reads the .xmd to know */
+        rc = xmd_fold(a, dim, from, to, landed, err);
         return rc < 0 ? rc : drx_array_reread(a, err);
     }
     *landed = true;
@@ -416,8 +441,9 @@ static int pend_commit(struct drx_array *a, bool sync_data, bool *kept, struct d
     if (rc == 0) {
         /* not appendable: the whole .xmd replaced, history included (the
          * extend lock kept anybody else's change out since it was read) */
-        rc = drx_xmd_write(a->xmd_at, a->xta_fd, &a->meta, err);
-        *kept = rc == 0 || extension_committed(a->xmd_at, a->pend_from);
+        bool written = false;
+        rc = xmd_rewrite(a, &a->meta, &written, err);
+        *kept = rc == 0 || (written && extension_committed(a->xmd_at, a->pend_from));
         return rc < 0 ? rc : 0;
     }
     *kept = rc > 0;
@@ -579,12 +605,14 @@ static int attrs_update(struct drx_array *a, attr_change_fn *change, const void 
         return drx_err_set(err, EBUSY, "%s: growths are pending (not committed yet)", a->path);
     if ((rc = meta_change_begin(a, err)) < 0)
         goto out;
-    rc = drx_array_meta_load(a->xmd_at, &next, err);
+    /* from the .xmd the handle holds (read by name, it was another's when
+     * the name was exchanged meanwhile) */
+    rc = drx_xmd_read_fd(a->xmd_fd, a->xmd_path, &next, err);
     if (rc)
         goto out;
     rc = change(&next, arg, err);
     if (rc == 0)
-        rc = drx_xmd_write(a->xmd_at, a->xta_fd, &next, err);
+        rc = xmd_rewrite(a, &next, NULL, err);
     drx_array_meta_fini(&next);
     if (rc == 0)
         rc = drx_array_reread(a, err);

@@ -114,6 +114,15 @@ int drx_array_open_regular(const char *path, int flags, struct stat *st, struct 
  * replaced it.  0, or -errno with the handle unchanged (-ESTALE: another
  * array now has the name). */
 int drx_array_reread(struct drx_array *a, struct drx_err *err);
+/* Whether a's .xmd name still leads to the .xmd it holds (xmd_fd) and
+ * its .xta name to xta_fd: 0 with the held .xmd's stat in *st (may be
+ * NULL), else -ESTALE with a message naming the .xmd ("not changed": for
+ * the writers that call it before they replace the file).  A rewrite of
+ * the .xmd takes its content and its owner and mode from the held file
+ * and calls this right before the rename: a user exchanging his .xmd's
+ * name with root's (in a directory he owns) as the daemon rewrote his
+ * got his metadata written as root's file. */
+int drx_array_held_xmd(const struct drx_array *a, struct stat *st, struct drx_err *err);
 /* -ENOENT with why path names no array: the first component that is
  * missing ("no such array ('tmep' does not exist in DIR)"), or what the
  * path is instead ("not an array (a striped file)"); -EACCES ("PATH:
@@ -152,6 +161,11 @@ int drx_xmd_shape(const char *file, const char *text, size_t len, struct drx_err
  * err. */
 int drx_xmd_read(const char *xmd_path, struct drx_array_meta *m, struct drx_xmd_pos *pos, int *fdp,
                  bool counts, struct drx_err *err);
+/* Reads the .xmd open as fd in full, from its start, into m (the whole
+ * metadata, as drx_array_meta_load): a handle's change of its metadata
+ * starts from the file it holds, not from whatever its name leads to.  0
+ * or -errno with "FILE:LINE: reason" (xmd_path, for messages). */
+int drx_xmd_read_fd(int fd, const char *xmd_path, struct drx_array_meta *m, struct drx_err *err);
 /* Takes the growth records appended to the .xmd open as fd (now size
  * bytes) since pos, applying each to m.  The count taken, -ESTALE when the
  * file was not appended to (read it again in full), or -errno. */
@@ -172,10 +186,12 @@ const char *drx_xmd_too_big(int rc);
  * its chunk counts only; they become m's).  0, or -EINVAL when the
  * history does not lead from b to m's bounds and chunk count. */
 int drx_xmd_put_records(FILE *f, struct drx_array_meta *b, const struct drx_array_meta *m);
-/* Replaces the .xmd atomically with m (owner and mode of the old one, a
- * first one those of the .xta open as xta_fd). */
-int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta *m,
-                  struct drx_err *err);
+/* Replaces the .xmd atomically with m.  like: the file whose owner, group
+ * and mode the new one takes (drx_replace_write), never looked up by name
+ * here: a handle's rewrite passes the .xmd it holds (drx_array_held_xmd),
+ * a first .xmd its .xta.  flags: DRX_REPLACE_NOREPLACE for a first one. */
+int drx_xmd_write(const char *xmd_path, const struct stat *like, unsigned flags,
+                  const struct drx_array_meta *m, struct drx_err *err);
 
 /* ---- array_extend.c ---- */
 

@@ -672,13 +672,15 @@ static int write_meta_stream(FILE *f, const struct drx_array_meta *m)
 
 /* Replaces the .xmd atomically (drx_replace_write: readers see the old or
  * the new metadata, never a mix).  The new .xmd keeps the mode and owner of
- * the one it replaces (a chmod or chown of the array survives an extension
- * by anyone allowed to extend); a first one takes those of the .xta (open
- * as xta_fd), so umask applies to both. */
-int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta *m,
-                      struct drx_err *err)
+ * the one it replaces, like (a chmod or chown of the array survives an
+ * extension by anyone allowed to extend); a first one takes those of the
+ * .xta, so umask applies to both.  like is the caller's, never the name's
+ * file at the time of the write: lstat(xmd_path) here gave a user who
+ * exchanged his .xmd's name with root's as the daemon rewrote his a file
+ * of root's holding his metadata. */
+int drx_xmd_write(const char *xmd_path, const struct stat *like, unsigned flags,
+                  const struct drx_array_meta *m, struct drx_err *err)
 {
-    struct stat like;
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -703,11 +705,7 @@ int drx_xmd_write(const char *xmd_path, int xta_fd, const struct drx_array_meta 
                          xmd_path, len, DRX_XMD_MAX_BYTES);
         goto out;
     }
-    if (!(lstat(xmd_path, &like) == 0 && S_ISREG(like.st_mode)) && fstat(xta_fd, &like) < 0) {
-        rc = drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
-        goto out;
-    }
-    rc = drx_replace_write(xmd_path, text, len, &like, 0, 0, NULL);
+    rc = drx_replace_write(xmd_path, text, len, like, 0, flags, NULL);
     if (rc == -EACCES) {
         /* written whole, it is a new file beside it: the directory is
          * what refused (a user the .xmd's ACL lets write it, in a

@@ -341,7 +341,6 @@ out:
 int drx_array_unshare(const char *path, struct drx_err *err)
 {
     struct drx_array *a = drx_array_alloc(path, DRX_RDONLY);
-    struct drx_array_meta m = {0};
     struct stat xst, mst;
     int rc, changed = 0;
 
@@ -356,26 +355,31 @@ int drx_array_unshare(const char *path, struct drx_err *err)
                          errno == EWOULDBLOCK ? "an extension holds its lock" : strerror(errno));
         goto out;
     }
-    if ((rc = drx_array_meta_load(a->xmd_at, &m, err)) < 0 || lstat(a->xmd_at, &mst) < 0 ||
-        fstat(a->xta_fd, &xst) < 0) {
-        rc = rc ? rc : drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+    /* the .xmd held open (and paired with the .xta) as a handle's: its
+     * copy is written from it with its owner and mode, not from whatever
+     * the name holds by then */
+    if ((rc = drx_array_reread(a, err)) < 0 || (rc = drx_array_held_xmd(a, &mst, err)) < 0)
         goto out;
+    if (fstat(a->xta_fd, &xst) < 0) {
+        rc = drx_err_set(err, errno, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    /* A shared .xmd is harmless alone (an extension replaces it by
+     * rename), but the names must not share anything afterwards.  First:
+     * the .xta's copy takes its name from the descriptor held. */
+    if (mst.st_nlink > 1) {
+        if ((rc = drx_array_held_xmd(a, &mst, err)) < 0 ||
+            (rc = drx_xmd_write(a->xmd_at, &mst, 0, &a->meta, err)) < 0)
+            goto out;
+        changed = 1;
     }
     if (xst.st_nlink > 1) {
         if ((rc = xta_copy_over(a->xta_at, a->xta_fd, &xst, err)) < 0)
             goto out;
         changed = 1;
     }
-    /* A shared .xmd is harmless alone (an extension replaces it by
-     * rename), but the names must not share anything afterwards. */
-    if (mst.st_nlink > 1) {
-        if ((rc = drx_xmd_write(a->xmd_at, a->xta_fd, &m, err)) < 0)
-            goto out;
-        changed = 1;
-    }
     rc = changed;
 out:
-    drx_array_meta_fini(&m);
     drx_array_close(a); /* and the lock with it */
     return rc;
 }

@@ -256,6 +256,8 @@ static int reserve_records(struct drx_array_meta *m, const struct drx_xmd_pos *p
 
 struct xmd_stream {
     int fd;
+    uint64_t off;  /* where the next read starts (pread: a descriptor held
+                    * by a handle keeps its offset) */
     uint64_t left; /* bytes still to read of the size the open saw */
     char *buf;     /* buf[0..len), with room for a NUL after */
     size_t len, cap;
@@ -280,12 +282,13 @@ static ssize_t stream_fill(struct xmd_stream *s)
     }
     want = s->cap - s->len < s->left ? s->cap - s->len : (size_t)s->left;
     do
-        n = read(s->fd, s->buf + s->len, want);
+        n = pread(s->fd, s->buf + s->len, want, (off_t)s->off);
     while (n < 0 && errno == EINTR);
     if (n < 0)
         return -errno;
     if (n == 0)
         s->left = 0; /* shorter than the open saw: cut meanwhile */
+    s->off += (uint64_t)n;
     s->len += (size_t)n;
     s->left -= (uint64_t)n;
     return n;
@@ -351,36 +354,58 @@ static int read_stream(struct xmd_stream *s, const char *file, struct drx_array_
     return rc < 0 ? rc : 0;
 }
 
+/* The .xmd open as fd (pos->st its fstat) read in full from its start. */
+static int read_open(int fd, const char *file, struct drx_array_meta *m, struct drx_xmd_pos *pos,
+                     struct drx_err *err)
+{
+    struct xmd_stream s = {.fd = fd};
+    int rc;
+
+    /* exactly the bytes the fstat saw: what is appended meanwhile is for
+     * the next read */
+    s.left = (uint64_t)pos->st.st_size;
+    s.cap = s.left < XMD_BLOCK ? (size_t)s.left : XMD_BLOCK;
+    s.buf = malloc(s.cap + 1);
+    rc = s.buf ? read_stream(&s, file, m, pos, err) : drx_err_set(err, ENOMEM, "out of memory");
+    free(s.buf);
+    if (rc < 0)
+        drx_array_meta_fini(m);
+    return rc;
+}
+
 int drx_xmd_read(const char *xmd_path, struct drx_array_meta *m, struct drx_xmd_pos *pos, int *fdp,
                  bool counts, struct drx_err *err)
 {
-    struct xmd_stream s = {.fd = -1};
-    int rc;
+    int fd, rc;
 
     memset(m, 0, sizeof *m);
     memset(pos, 0, sizeof *pos);
     pos->counts = counts;
     /* Never a symlink, a FIFO or an @include: the daemon reads .xmd files
      * users can write, as root. */
-    s.fd = drx_cfgfile_open(AT_FDCWD, xmd_path, xmd_path, 0, DRX_XMD_MAX_BYTES, &pos->st, NULL,
-                            err);
-    if (s.fd < 0)
-        return s.fd;
-    /* exactly the bytes the fstat saw: what is appended meanwhile is for
-     * the next read */
-    s.left = (uint64_t)pos->st.st_size;
-    s.cap = s.left < XMD_BLOCK ? (size_t)s.left : XMD_BLOCK;
-    s.buf = malloc(s.cap + 1);
-    rc = s.buf ? read_stream(&s, xmd_path, m, pos, err)
-               : drx_err_set(err, ENOMEM, "out of memory");
-    free(s.buf);
+    fd = drx_cfgfile_open(AT_FDCWD, xmd_path, xmd_path, 0, DRX_XMD_MAX_BYTES, &pos->st, NULL, err);
+    if (fd < 0)
+        return fd;
+    rc = read_open(fd, xmd_path, m, pos, err);
     if (rc < 0 || !fdp)
-        close(s.fd);
+        close(fd);
     else
-        *fdp = s.fd;
-    if (rc < 0)
-        drx_array_meta_fini(m);
+        *fdp = fd;
     return rc;
+}
+
+int drx_xmd_read_fd(int fd, const char *xmd_path, struct drx_array_meta *m, struct drx_err *err)
+{
+    struct drx_xmd_pos pos = {0};
+
+    memset(m, 0, sizeof *m);
+    if (fstat(fd, &pos.st) < 0)
+        return drx_err_set(err, errno, "%s: %s", xmd_path, strerror(errno));
+    /* the bound drx_cfgfile_open puts on a read by name */
+    if ((uint64_t)pos.st.st_size > DRX_XMD_MAX_BYTES)
+        return drx_err_set(err, EFBIG, "%s: more than %zu bytes (refused)", xmd_path,
+                           DRX_XMD_MAX_BYTES);
+    return read_open(fd, xmd_path, m, &pos, err);
 }
 
 int drx_xmd_catch_up(int fd, const char *xmd_path, uint64_t size, struct drx_array_meta *m,
