@@ -1825,3 +1825,53 @@ xmd_kept() {
     xmd_kept "$root" "$his"
     [[ "${lines[1]}" == refused:* ]]
 }
+
+# Found in review: the caller's write permission on an array's .xmd was
+# checked on the .xmd the daemon's handle held before the change took
+# the extend lock; the reload under the lock then took whatever file the
+# names led to.  Nobody, holding the lock on his a.xta (his own file) as
+# he set an attribute through the mount, exchanged a.xmd with root's
+# r.xmd (same type and chunks) meanwhile and released the lock: his
+# attribute was written into root's metadata, as a file of root's.  The
+# check is now made by libcore on the .xmd the change is made from, under
+# the lock (drx_array_attr_set_may).  The 0.3 s wait only lets the daemon
+# reach the lock before the exchange (one made earlier is refused by the
+# check before, as now); what the test asserts does not depend on it.
+@test "a user's .xmd exchanged with root's while his attribute set waits for the extend lock leaves root's array" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    "$DRX" create "$RV/s/u/r" --type u8 --shape 8 --chunk 8
+    "$DRX" attr set "$RV/s/u/r" secret SECRET
+    chmod 600 "$RV/s/u/r.xmd" "$RV/s/u/r.xta"
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        "$DRX" create "$RV/s/u/a" --type u8 --shape 8 --chunk 8
+    local root his
+    root=$(stat -c %i "$RV/s/u/r.xmd") his=$(stat -c %i "$RV/s/u/a.xmd")
+    run setpriv --reuid=65534 --regid=65534 --clear-groups -- "$PY" - "$RV" <<'PY'
+import ctypes, fcntl, os, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+rv = sys.argv[1]
+u, arr = rv + "/s/u/", rv + "/m/u/a"
+os.listxattr(arr)  # the daemon's handle of a, open from now on
+lock = os.open(u + "a.xta", os.O_RDONLY)
+fcntl.flock(lock, fcntl.LOCK_EX)
+out = []
+def change():
+    try:
+        os.setxattr(arr, "user.evil", b"mine")
+        out.append("done")
+    except OSError as e:
+        out.append("refused: " + os.strerror(e.errno))
+t = threading.Thread(target=change)
+t.start()
+time.sleep(0.3)
+assert libc.renameat2(-100, (u + "a.xmd").encode(), -100, (u + "r.xmd").encode(), 2) == 0
+fcntl.flock(lock, fcntl.LOCK_UN)
+t.join()
+print(out[0])
+PY
+    echo "$output"
+    xmd_kept "$root" "$his"
+    ! grep -l evil "$RV"/s/u/*.xmd
+    [[ "$output" == refused:* ]]
+}

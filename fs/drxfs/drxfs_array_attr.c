@@ -52,6 +52,17 @@ static int xattr_array(const struct drxfs_node *n, const char *name, bool wr,
     return rc;
 }
 
+/* The caller's write permission on the .xmd an attribute change is made
+ * from, checked by libcore under the extend lock after its reload: the
+ * check in xattr_array was on the .xmd the handle held before, and a
+ * user exchanging his .xmd's name with root's (same type and chunks)
+ * while the change waited for the lock had his attribute set in root's. */
+static int caller_may_write(int fd, const struct stat *st, void *arg)
+{
+    (void)arg;
+    return drxfs_caller_may_fd(fd, st, 2) ? 0 : -EACCES;
+}
+
 /* An attribute is text without NUL bytes (netCDF's NC_CHAR is, too); one
  * terminating NUL is allowed. */
 static bool value_is_text(const char *value, size_t size)
@@ -78,7 +89,7 @@ static int attr_set(struct drxfs_arr *e, const char *name, const char *text, int
     if (rc == 0 && old && !old->is_string)
         type = drx_type_name(old->type);
     if (rc == 0 && (rc = drx_attr_parse(name, type, text, at, err)) == 0)
-        rc = drx_array_attr_set(e->a, at, err);
+        rc = drx_array_attr_set_may(e->a, at, caller_may_write, NULL, err);
     pthread_rwlock_unlock(&e->lock);
     /* setfattr cannot say more than its status: the log says it */
     if (rc == 0 && !type && drx_attr_cf_number(name))
@@ -217,7 +228,7 @@ int drxfs_array_removexattr(const struct drxfs_node *n, const char *name)
     if ((rc = xattr_array(n, name, true, &e)) < 0)
         return rc;
     pthread_rwlock_wrlock(&e->lock);
-    rc = drx_array_attr_rm(e->a, name + strlen(USER_NS), &err);
+    rc = drx_array_attr_rm_may(e->a, name + strlen(USER_NS), caller_may_write, NULL, &err);
     pthread_rwlock_unlock(&e->lock);
     if (rc == -ENOENT)
         rc = -ENODATA;

@@ -594,9 +594,10 @@ typedef int attr_change_fn(struct drx_array_meta *m, const void *arg, struct drx
  * commits it as an extension does, so that an attribute update and an
  * extension by another process never undo each other. */
 static int attrs_update(struct drx_array *a, attr_change_fn *change, const void *arg,
-                        struct drx_err *err)
+                        drx_array_may_fn *may, void *may_arg, struct drx_err *err)
 {
     struct drx_array_meta next;
+    struct stat st;
     int rc;
 
     if (a->mode != DRX_RDWR)
@@ -605,6 +606,12 @@ static int attrs_update(struct drx_array *a, attr_change_fn *change, const void 
         return drx_err_set(err, EBUSY, "%s: growths are pending (not committed yet)", a->path);
     if ((rc = meta_change_begin(a, err)) < 0)
         goto out;
+    if (may && ((rc = drx_array_held_xmd(a, &st, err)) < 0 ||
+                (rc = may(a->xmd_fd, &st, may_arg)) < 0)) {
+        if (rc != -ESTALE)
+            rc = drx_err_set(err, -rc, "%s: %s", a->xmd_path, strerror(-rc));
+        goto out;
+    }
     /* from the .xmd the handle holds (read by name, it was another's when
      * the name was exchanged meanwhile) */
     rc = drx_xmd_read_fd(a->xmd_fd, a->xmd_path, &next, err);
@@ -664,6 +671,12 @@ static int attr_drop(struct drx_array_meta *m, const void *arg, struct drx_err *
 
 int drx_array_attr_set(struct drx_array *a, const struct drx_attr *attr, struct drx_err *err)
 {
+    return drx_array_attr_set_may(a, attr, NULL, NULL, err);
+}
+
+int drx_array_attr_set_may(struct drx_array *a, const struct drx_attr *attr, drx_array_may_fn *may,
+                           void *arg, struct drx_err *err)
+{
     size_t bytes;
     int rc;
 
@@ -685,10 +698,16 @@ int drx_array_attr_set(struct drx_array *a, const struct drx_attr *attr, struct 
     if ((!attr->is_string && attr->n == 0) || bytes > DRX_MAX_ATTR_BYTES ||
         (attr->is_string && strlen(attr->value) != attr->n))
         return drx_err_set(err, EINVAL, "attribute %s: bad value size", attr->name);
-    return attrs_update(a, attr_put, attr, err);
+    return attrs_update(a, attr_put, attr, may, arg, err);
 }
 
 int drx_array_attr_rm(struct drx_array *a, const char *name, struct drx_err *err)
 {
-    return attrs_update(a, attr_drop, name, err);
+    return attrs_update(a, attr_drop, name, NULL, NULL, err);
+}
+
+int drx_array_attr_rm_may(struct drx_array *a, const char *name, drx_array_may_fn *may, void *arg,
+                          struct drx_err *err)
+{
+    return attrs_update(a, attr_drop, name, may, arg, err);
 }

@@ -851,6 +851,61 @@ static void replaced_under_handle(void)
     drx_array_close(h);
 }
 
+/* drx_array_attr_set_may's check sees the .xmd the change is made from:
+ * after the reload under the lock, not the one held before the call. */
+struct may_seen {
+    ino_t ino;
+    int rc;
+};
+
+static int may_record(int fd, const struct stat *st, void *arg)
+{
+    struct may_seen *m = arg;
+    struct stat f;
+
+    m->ino = fstat(fd, &f) == 0 && f.st_ino == st->st_ino ? st->st_ino : 0;
+    return m->rc;
+}
+
+static void attr_checked_on_changed_file(void)
+{
+    struct drx_array_spec s = {.type = DRX_U8, .rank = 1, .shape = {4}, .chunk = {2}};
+    struct drx_attr at = {.name = "evil", .is_string = true, .value = "mine", .n = 4};
+    struct drx_array *h = NULL, *o = NULL;
+    struct drx_array_meta m;
+    struct drx_err err = {{0}};
+    struct may_seen seen = {0, -EACCES};
+    char p[300], q[300], px[310], qx[310];
+    struct stat before, after;
+
+    snprintf(p, sizeof p, "%s/mine", dir);
+    snprintf(q, sizeof q, "%s/other", dir);
+    snprintf(px, sizeof px, "%s.xmd", p);
+    snprintf(qx, sizeof qx, "%s.xmd", q);
+    tap_ok(drx_array_create(p, &s, &h, &err) == 0 && drx_array_create(q, &s, &o, &err) == 0,
+           "two arrays of one type and chunks, one held");
+    if (o)
+        drx_array_close(o);
+    tap_ok(renameat2(AT_FDCWD, px, AT_FDCWD, qx, RENAME_EXCHANGE) == 0 && stat(px, &before) == 0,
+           "their .xmd names exchanged behind the handle");
+    int rc = drx_array_attr_set_may(h, &at, may_record, &seen, &err);
+    tap_ok(rc == -EACCES && seen.ino == before.st_ino,
+           "the check is made on the .xmd the name leads to now, and refuses (%d: %s)", rc,
+           err.msg);
+    tap_ok(stat(px, &after) == 0 && after.st_ino == before.st_ino &&
+               drx_array_meta_load(px, &m, &err) == 0,
+           "that .xmd is left as it was");
+    if (after.st_ino == before.st_ino) {
+        tap_ok(m.nattrs == 0, "without the attribute");
+        drx_array_meta_fini(&m);
+    }
+    seen.rc = 0;
+    tap_ok(drx_array_attr_rm_may(h, "evil", may_record, &seen, &err) == -ENOENT &&
+               seen.ino == before.st_ino,
+           "a removal is checked on it too (then: no such attribute)");
+    drx_array_close(h);
+}
+
 /* The thread that removes an array (its .xmd, then its .xta, as drx rm
  * does) when the open's read of the .xmd asks the fanotify group fan
  * for permission, and lets every read go on; until stop. */
@@ -941,6 +996,7 @@ int main(void)
     names();
     attributes();
     replaced_under_handle();
+    attr_checked_on_changed_file();
     removed_while_opened();
     {
         char cmd[300];

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "drx/attr.h"
@@ -218,6 +219,20 @@ int drx_array_pending_drop(struct drx_array *a, struct drx_err *err);
  * get: the attribute in m, or NULL. */
 int drx_array_attr_set(struct drx_array *a, const struct drx_attr *attr, struct drx_err *err);
 int drx_array_attr_rm(struct drx_array *a, const char *name, struct drx_err *err);
+/* A check of the .xmd an attribute change is made from (open as fd, st
+ * its stat), called under the extend lock after the reload, right before
+ * the change: 0 lets it go ahead, -errno refuses it (nothing changed). */
+typedef int drx_array_may_fn(int fd, const struct stat *st, void *arg);
+/* drx_array_attr_set and drx_array_attr_rm with may(arg) checked on that
+ * .xmd: a daemon acting for a user checks him there.  Checked before the
+ * call, it was the .xmd the handle held then, and the reload under the
+ * lock takes whatever file the names lead to by then: a user exchanging
+ * his .xmd's name with root's as he set an attribute of his array set it
+ * in root's (same type and chunks). */
+int drx_array_attr_set_may(struct drx_array *a, const struct drx_attr *attr, drx_array_may_fn *may,
+                           void *arg, struct drx_err *err);
+int drx_array_attr_rm_may(struct drx_array *a, const char *name, drx_array_may_fn *may, void *arg,
+                          struct drx_err *err);
 const struct drx_attr *drx_array_attr_get(const struct drx_array_meta *m, const char *name);
 
 /* Re-reads the .xmd if it changed on disk since it was read (another process
