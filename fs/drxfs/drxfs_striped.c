@@ -26,6 +26,7 @@ struct drxfs_stable drxfs_stable = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
 void drxfs_sfile_put(struct drxfs_sfile *e);
 static void sfile_detach_entry(struct drxfs_sfile *e, bool moved);
+static bool s_is_at(struct drxfs_sfile *e, const char *path);
 
 /* Whether store name rel leads to e's metafile now, by the name from the
  * store's root (true when it leads to none: the lookup's business). */
@@ -111,16 +112,21 @@ static void s_insert(struct drxfs_sfile **head, struct drxfs_sfile *e)
 
 /* e, holding the metafile rel leads to, is named rel now (stable.mutex
  * held): the old name no longer leads to it.  Its path too, through rel's
- * directory (pinned): a file made since under the old name is another
- * (reloaded there, e said -ESTALE and was moved out of the table).  Back
- * in the table when it was out of it. */
+ * directory (pinned): the file itself renamed behind the mount (not its
+ * directory, which the pin follows), the old path led to whatever was
+ * made under the old name next, and the handle, reloading from there,
+ * took itself for replaced: the new name got a fresh handle with the
+ * recorded size, and an append wrote over the file's first bytes.
+ * Unchanged when rel no longer leads to it by then.  Back in the table
+ * when it was out of it. */
 static void s_rename_moved(struct drxfs_sfile *e, const char *rel)
 {
     char path[PATH_MAX + 64], *key = strdup(rel);
     int pin = -1;
 
     /* on failure the old name stays: a fresh handle serves rel */
-    if (!key || store_path(path, rel, &pin) < 0 || drx_stripe_set_path(e->f, path) < 0) {
+    if (!key || store_path(path, rel, &pin) < 0 || !s_is_at(e, path) ||
+        drx_stripe_set_path(e->f, path) < 0) {
         drxfs_unpin(pin);
         free(key);
         return;

@@ -1,0 +1,42 @@
+#!/usr/bin/env bats
+# A striped file's handle that follows its file to a new name behind the
+# mount (s_find_moved, drxfs_striped.c): its waiting size, its path, and
+# what another user can make it do.  Through the real mount; each test
+# failed before its fix.
+
+load test_helper
+
+setup() {
+    hostile_setup moved
+}
+
+teardown() {
+    hostile_teardown
+}
+
+# Found in this review: the handle that found its file under its new name
+# kept its old path (through the directory it was opened in), so once a
+# file was made under the old name the handle took itself for replaced:
+# the new name got a fresh handle with the recorded size (0), and an
+# append wrote over the file's first bytes ("MORE\nT\n" after the
+# commit and a remount).  The handle takes the new name's path too.
+@test "a striped file renamed behind the mount, its old name made anew: its waiting size stays with it, appends and all" {
+    "$DRX" init "$RV/s" >/dev/null
+    mount_store "$RV/s" "$RV/m" -o commit_interval=3600
+    printf 'SECRET\n' >"$RV/m/x"
+    mv "$RV/s/x.nafs" "$RV/s/y.nafs"
+    [ "$(cat "$RV/m/y")" = SECRET ]
+    printf 'other\n' >"$RV/m/x"
+    run cat "$RV/m/y"
+    assert_output SECRET
+    printf 'MORE\n' >>"$RV/m/y"
+    run cat "$RV/m/y"
+    assert_output "$(printf 'SECRET\nMORE')"
+    commit_mount "$RV/m"
+    unmount_store "$RV/m"
+    mount_store "$RV/s" "$RV/m"
+    run cat "$RV/m/y"
+    assert_output "$(printf 'SECRET\nMORE')"
+    run cat "$RV/m/x"
+    assert_output other
+}
