@@ -40,3 +40,52 @@ teardown() {
     run cat "$RV/m/x"
     assert_output other
 }
+
+# Found in this review: the same when the new name was not looked up
+# before the old one was made anew through the mount: the create took the
+# handle out of the table for good (a stale entry of a removed file), and
+# the renamed file, found under its new name, got a fresh handle.  The
+# create leaves it to be found by its file (moved).
+@test "a striped file renamed behind the mount and its old name made through the mount before the new one is looked up keeps its waiting size" {
+    "$DRX" init "$RV/s" >/dev/null
+    mount_store "$RV/s" "$RV/m" -o commit_interval=3600
+    printf 'SECRET\n' >"$RV/m/x"
+    mv "$RV/s/x.nafs" "$RV/s/y.nafs"
+    printf 'other\n' >"$RV/m/x"
+    run cat "$RV/m/y"
+    assert_output SECRET
+    printf 'MORE\n' >>"$RV/m/y"
+    commit_mount "$RV/m"
+    unmount_store "$RV/m"
+    mount_store "$RV/s" "$RV/m"
+    run cat "$RV/m/y"
+    assert_output "$(printf 'SECRET\nMORE')"
+    run cat "$RV/m/x"
+    assert_output other
+}
+
+# Found in this review: the same when the old name was made anew behind
+# the mount (another striped file renamed there) and looked up first:
+# the handle, reloading from its old name, found another file there
+# (ESTALE) and was taken out of the table for good.
+@test "a striped file renamed behind the mount and another put at its old name there keeps its waiting size" {
+    "$DRX" init "$RV/s" >/dev/null
+    mount_store "$RV/s" "$RV/m" -o commit_interval=3600
+    printf 'other\n' >"$RV/m/z"
+    commit_mount "$RV/m"
+    printf 'SECRET\n' >"$RV/m/x"
+    mv "$RV/s/x.nafs" "$RV/s/y.nafs"
+    mv "$RV/s/z.nafs" "$RV/s/x.nafs"
+    run cat "$RV/m/x"
+    assert_output other
+    run cat "$RV/m/y"
+    assert_output SECRET
+    printf 'MORE\n' >>"$RV/m/y"
+    commit_mount "$RV/m"
+    unmount_store "$RV/m"
+    mount_store "$RV/s" "$RV/m"
+    run cat "$RV/m/y"
+    assert_output "$(printf 'SECRET\nMORE')"
+    run cat "$RV/m/x"
+    assert_output other
+}

@@ -63,7 +63,11 @@ static bool sfile_refresh(struct drxfs_sfile *e, const char *rel)
     if (ok)
         return true;
     drx_log(DRX_LOG_DEBUG, "%s: replaced behind the mount; open files keep the old one", e->key);
-    sfile_detach_entry(e, rc != -ESTALE);
+    /* moved even when another file has its old name (-ESTALE): the file
+     * renamed behind the mount and another put at the name, it is found
+     * under its new name by the metafile it holds (s_find_moved), else
+     * that name got a fresh handle with the recorded size */
+    sfile_detach_entry(e, true);
     return false;
 }
 
@@ -855,9 +859,13 @@ int drxfs_striped_create(const char *rel, mode_t mode, struct fuse_file_info *fi
     e->refs = 1;
     pthread_mutex_lock(&drxfs_stable.mutex);
     struct drxfs_sfile *old = drxfs_sfile_find(rel);
-    if (old) { /* a stale entry of a file removed or moved behind our back */
+    /* a stale entry of a file removed or renamed behind our back: found
+     * by its file under its new name, if any (s_find_moved), with the size
+     * it holds; taken for good, that name got a fresh handle, and an
+     * append wrote over the file's first bytes */
+    if (old) {
         s_detach(old);
-        old->moved = true; /* moved: found under its new name (s_find_moved) */
+        old->moved = true;
     }
     s_insert(&drxfs_stable.head, e);
     pthread_mutex_unlock(&drxfs_stable.mutex);
