@@ -89,3 +89,34 @@ teardown() {
     run cat "$RV/m/x"
     assert_output other
 }
+
+# Found in this review: a handle reloading its metafile by its name took
+# any metafile of the same layout for its own, whoever owned it.  Root's
+# striped file in a user's directory (his to rename in, not to write):
+# he renamed it away behind the mount and put a copy of its metafile, his
+# own, at its name; his open of that copy got root's handle, and his
+# write went into root's bytes (root's file read "PWNED" after it, and
+# its size was recorded in his copy).  A metafile of another user than the
+# daemon's is now its file's only with that user's subfiles (as a subfile
+# is opened, drx_stripe_subfile_open).
+@test "a copy of root's metafile a user puts at its name behind the mount gives him no write to root's bytes" {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    "$DRX" init "$RV/s" >/dev/null
+    mkdir "$RV/s/u"
+    chown 65534:65534 "$RV/s/u"
+    mount_store "$RV/s" "$RV/m" -o allow_other,commit_interval=3600
+    printf 'ROOTDATA\n' >"$RV/m/u/f"
+    [ "$(stat -c '%U %a' "$RV/s/u/f.nafs")" = "root 644" ]
+    local u="setpriv --reuid=65534 --regid=65534 --clear-groups --"
+    $u sh -c "cp '$RV/s/u/f.nafs' '$RV/s/u/g.nafs' && mv '$RV/s/u/f.nafs' '$RV/s/u/h.nafs' &&
+              mv '$RV/s/u/g.nafs' '$RV/s/u/f.nafs'"
+    run $u sh -c "printf 'PWNED!!!!\n' >'$RV/m/u/f'"
+    echo "$output"
+    run cat "$RV/m/u/h"
+    assert_output ROOTDATA
+    commit_mount "$RV/m"
+    unmount_store "$RV/m"
+    mount_store "$RV/s" "$RV/m"
+    run cat "$RV/m/u/h"
+    assert_output ROOTDATA
+}

@@ -117,13 +117,35 @@ static void handle_free(struct drx_stripe *f)
     free(f);
 }
 
+/* True when metafile m may describe f's subfiles by the rule a subfile is
+ * opened by (drx_stripe_subfile_open): a metafile of another user than
+ * this process's names only that user's subfiles.  f's subfiles' owner is
+ * that of an open one, else of the metafile it holds.  A copy of root's
+ * readable metafile that a user put at its name (root's file, in the
+ * user's directory, renamed away) was taken by root's daemon handle as
+ * its own: the user's open of it, his, got root's handle and wrote
+ * root's bytes. */
+static bool trusted_with(const struct drx_stripe *f, const struct drx_stripe_meta *m)
+{
+    struct stat st;
+    int fd = drx_stripe_lock_fd(f);
+
+    if (!m->owned || m->owner == geteuid())
+        return true;
+    if (fd >= 0 && fstat(fd, &st) == 0)
+        return st.st_uid == m->owner;
+    if (f->meta_fd >= 0 && fstat(f->meta_fd, &st) == 0)
+        return st.st_uid == m->owner;
+    return f->meta.owned && f->meta.owner == m->owner;
+}
+
 /* True when m (a metafile read from disk) describes the file f opened: the
- * same layout and subfiles, which are what a handle's descriptors serve.
- * Not the inode: a persist into an old unpadded metafile replaces it (a
- * new inode, the same file). */
+ * same layout and subfiles, which are what a handle's descriptors serve,
+ * and trusted with them (trusted_with).  Not the inode: a persist into an
+ * old unpadded metafile replaces it (a new inode, the same file). */
 bool drx_stripe_same_file(const struct drx_stripe *f, const struct drx_stripe_meta *m)
 {
-    return drx_stripe_same_layout(&f->meta, m);
+    return drx_stripe_same_layout(&f->meta, m) && trusted_with(f, m);
 }
 
 /* The metafile mp (identity *st) is this handle's: remembered, and held
