@@ -467,7 +467,17 @@ static int persist_locked_how(struct drx_stripe *f, bool sync, bool give_back, b
     } else {
         locked = drx_stripe_lock_take(f, lfd);
     }
-    rc = load_current(f, mp, at, sizeof at, &disk, &st);
+    /* again when the metafile loaded is not the one at its name by the
+     * time it is written (exchanged behind a mount with another file's:
+     * meta_replace_size's -ESTALE) */
+    for (int tries = 0;; tries++) {
+        rc = load_current(f, mp, at, sizeof at, &disk, &st);
+        if (rc != 0)
+            break;
+        rc = persist_merge(f, at, &disk, &st, sync, give_back);
+        if (rc != -ESTALE || tries == 4)
+            goto out;
+    }
     if (rc == 1) {
         /* Unlinked, renamed away or replaced, with no other name: writing
          * the name would resurrect or clobber another file.  The size stays
@@ -478,9 +488,6 @@ static int persist_locked_how(struct drx_stripe *f, bool sync, bool give_back, b
         rc = 0;
         goto out;
     }
-    if (rc < 0)
-        goto out;
-    rc = persist_merge(f, at, &disk, &st, sync, give_back);
 out:
     if (locked)
         flock(lfd, LOCK_UN);

@@ -133,7 +133,8 @@ bool drx_stripe_same_layout(const struct drx_stripe_meta *a, const struct drx_st
 
 /* On a full disk: records m->size in metafile mp (the file `was`) by
  * rewriting its size setting in place (stripe_meta.c says why that is
- * safe).  0, -EOPNOTSUPP when it cannot be done in place, or -errno. */
+ * safe).  0, -ESTALE when mp is not `was` any more, -EOPNOTSUPP when it
+ * cannot be done in place, or -errno. */
 int drx_stripe_meta_size_in_place(const char *mp, const struct stat *was,
                                   const struct drx_stripe_meta *m, size_t ndirs,
                                   const struct stat *like, bool sync, struct stat *st_out);

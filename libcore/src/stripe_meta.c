@@ -544,14 +544,21 @@ static int meta_open_rw(const char *mp)
 }
 
 /* The text of metafile fd (the file `was`), NUL-terminated, into *text
- * (free it), its length in *len.  0, -EOPNOTSUPP when it is not `was` any
- * more or not a metafile's size, or -errno. */
+ * (free it), its length in *len.  0, -ESTALE when it is not `was` any more
+ * (another file has the name now), -EOPNOTSUPP when not a metafile's size,
+ * or -errno.  Apart: a caller replacing the name for -EOPNOTSUPP (an
+ * older drx's metafile) replaced the other file's, a file exchanged with
+ * this one behind a mount between the caller's load and this open, with
+ * this file's text (that file's metafile named this one's subfiles, its
+ * own bytes lost). */
 static int read_was(int fd, const struct stat *was, char **text, size_t *len)
 {
     struct stat st;
     ssize_t n;
 
     *text = NULL;
+    if (fstat(fd, &st) == 0 && (st.st_dev != was->st_dev || st.st_ino != was->st_ino))
+        return -ESTALE;
     if (!in_place_allowed(fd, was, &st))
         return -EOPNOTSUPP;
     if (!(*text = malloc((size_t)st.st_size + 1)))
