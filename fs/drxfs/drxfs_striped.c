@@ -186,6 +186,29 @@ static struct drxfs_sfile *s_find_moved(const char *rel, const struct stat *meta
     return NULL;
 }
 
+/* The handle, in the table or out of it, holding the metafile *held that
+ * a fresh handle of rel holds (stable.mutex held): one handle per file.
+ * Out of the table, it is named rel when rel still leads to it
+ * (s_rename_moved), else serves this open out of the table.  Looked up by
+ * name alone, an open racing an exchange of files or directories behind
+ * the mount missed the file's handle, moved out of the table a moment
+ * before, and got a second one: appends through the two wrote at their
+ * own sizes, over each other (a thousand appends lost in 10 s, and zeros
+ * recorded in the file). */
+static struct drxfs_sfile *s_find_holder(const char *rel, const struct stat *held)
+{
+    for (int l = 0; l < 2; l++)
+        for (struct drxfs_sfile *e = l ? drxfs_stable.detached : drxfs_stable.head; e;
+             e = e->next) {
+            if (!drx_stripe_holds(e->f, held))
+                continue;
+            if (e->detached)
+                s_rename_moved(e, rel);
+            return e;
+        }
+    return NULL;
+}
+
 /* The handle of rel, or of another name of the same metafile *meta (a
  * hard link, or the name it had before a rename behind the mount): one
  * handle per file, whatever name opened it. */
@@ -316,9 +339,15 @@ static int sfile_open(const char *rel, const struct stat *meta, int metafd,
 static struct drxfs_sfile *sfile_insert(const char *rel, struct drxfs_sfile *fresh, bool exact)
 {
     struct drxfs_sfile *e;
+    struct stat held;
+    int fd = drxfs_sfile_held_fd(fresh, &held);
 
+    if (fd >= 0)
+        close(fd);
     pthread_mutex_lock(&drxfs_stable.mutex);
-    e = s_find_node(rel, &fresh->st);
+    e = fd >= 0 ? s_find_holder(rel, &held) : NULL;
+    if (!e)
+        e = s_find_node(rel, &fresh->st);
     if (e && exact && !drx_stripe_meta_is(e->f, &fresh->st)) {
         fresh->detached = true;
         s_insert(&drxfs_stable.detached, fresh);

@@ -917,7 +917,7 @@ static int stripe_open(struct drx_store *s, const char *path, int metafd, int mo
     char mp[PATH_MAX], held[32];
     struct drx_stripe *f;
     struct stat st;
-    int rc;
+    int rc, own = -1;
 
     *out = NULL;
     if (mode != DRX_STRIPE_RDONLY && mode != DRX_STRIPE_RDWR)
@@ -934,17 +934,33 @@ static int stripe_open(struct drx_store *s, const char *path, int metafd, int mo
     f = handle_new(s, path, mode);
     if (!f)
         return drx_err_set(err, ENOMEM, "out of memory");
+    /* Without one, the metafile the name holds now, opened first: loaded
+     * by the name and then opened by it to be held (set_identity), a
+     * metafile exchanged with another file's in between (behind a mount)
+     * was not held at all, and the handle, unknown by its file, was a
+     * second one of a file whose handle drxfs had: appends through the
+     * two wrote over each other. */
+    if (metafd < 0 && !drx_stripe_path_is_held(mp) &&
+        (own = open(mp, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0 && errno != ENOENT) {
+        rc = drx_err_set(err, errno, "%s: %s", mp, strerror(errno));
+        goto out;
+    }
+    if (metafd < 0 && own < 0 && !drx_stripe_path_is_held(mp)) {
+        rc = drx_err_set(err, ENOENT, "%s: %s", mp, strerror(ENOENT));
+        goto out;
+    }
     /* the file open at metafd: read through its /proc name, which is
      * that inode whatever the name holds by now */
-    snprintf(held, sizeof held, "/proc/self/fd/%d", metafd);
-    const char *from = metafd >= 0 ? held : mp;
-    rc = drx_stripe_meta_load_st(from, s->cfg.stripe.ndirs, &f->meta, &st, err);
+    snprintf(held, sizeof held, "/proc/self/fd/%d", metafd >= 0 ? metafd : own);
+    const char *from = metafd >= 0 || own >= 0 ? held : mp;
+    rc = drx_stripe_meta_load_as(from, own >= 0 ? mp : from, s->cfg.stripe.ndirs, &f->meta, &st,
+                                 err);
     if (rc < 0)
         goto out;
     f->size = f->persisted = f->meta.size;
     f->sub_mode = drx_replace_group_own(from, "system.posix_acl_access", st.st_mode) & 0666;
-    if (metafd >= 0)
-        f->meta_fd = fcntl(metafd, F_DUPFD_CLOEXEC, 0);
+    if (metafd >= 0 || own >= 0)
+        f->meta_fd = fcntl(metafd >= 0 ? metafd : own, F_DUPFD_CLOEXEC, 0);
     set_identity(f, mp, &st);
     f->meta_synced = true; /* as far as we know: we did not write it */
     rc = open_subfiles(f, mp, err);
@@ -954,6 +970,8 @@ static int stripe_open(struct drx_store *s, const char *path, int metafd, int mo
     f = NULL;
     rc = 0;
 out:
+    if (own >= 0)
+        close(own);
     if (f)
         handle_free(f);
     return rc;

@@ -101,6 +101,10 @@ int drx_stripe_meta_path(const char *path, char *buf, size_t len);
  * or -errno; err may be NULL. */
 int drx_stripe_meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta *m,
                             struct stat *st, struct drx_err *err);
+/* The same, its messages naming it `shown` (mp: a held descriptor's
+ * /proc name). */
+int drx_stripe_meta_load_as(const char *mp, const char *shown, size_t ndirs,
+                            struct drx_stripe_meta *m, struct stat *st, struct drx_err *err);
 
 /* The directory of mp into dir, and *base pointing at its last name. */
 void drx_stripe_split_path(const char *mp, char *dir, size_t dlen, const char **base);

@@ -246,6 +246,12 @@ static int meta_parse(config_t *lc, const char *path, size_t ndirs, struct drx_s
 int drx_stripe_meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta *m,
                             struct stat *st, struct drx_err *err)
 {
+    return drx_stripe_meta_load_as(mp, mp, ndirs, m, st, err);
+}
+
+int drx_stripe_meta_load_as(const char *mp, const char *shown, size_t ndirs,
+                            struct drx_stripe_meta *m, struct stat *st, struct drx_err *err)
+{
     struct drx_cfgfile cf;
     struct drx_err why = {{0}};
     bool refused;
@@ -254,14 +260,14 @@ int drx_stripe_meta_load_st(const char *mp, size_t ndirs, struct drx_stripe_meta
     /* A held descriptor's magic link is followed (DRX_CFGFILE_USER): it is
      * the metafile's inode itself. */
     unsigned flags = DRX_CFGFILE_META | (drx_stripe_path_is_held(mp) ? DRX_CFGFILE_USER : 0);
-    rc = drx_cfgfile_read(AT_FDCWD, mp, mp, flags, META_MAX_BYTES, &cf, &refused, &why);
+    rc = drx_cfgfile_read(AT_FDCWD, mp, shown, flags, META_MAX_BYTES, &cf, &refused, &why);
     if (rc < 0) {
         if (!refused)
             return drx_err_set(err, -rc, "%s", why.msg);
         drx_log_ratelimited(DRX_LOG_WARNING, "refused metafile: %s", why.msg);
         return drx_err_set(err, EIO, "%s (bad metafile)", why.msg);
     }
-    rc = meta_parse(&cf.cfg, mp, ndirs, m, err);
+    rc = meta_parse(&cf.cfg, shown, ndirs, m, err);
     if (rc == 0) {
         m->owned = true;
         m->owner = cf.st.st_uid;
