@@ -1172,7 +1172,7 @@ EOF
 
 # A file renamed behind the mount (drx mv, a shell in the store) while its
 # size waits for the batched commit: under its new name it shows what was
-# written, also after a new file took its old name (until 2026-12-08 the
+# written, also after a new file took its old name (until 2026-12-07 the
 # new name showed the size recorded, 0, until the commit).
 @test "a striped file renamed behind the mount while its size waits shows its bytes under the new name" {
     local s="$BATS_TEST_TMPDIR/s" m="$BATS_TEST_TMPDIR/m1"

@@ -206,8 +206,10 @@ bool drx_stripe_holds(struct drx_stripe *f, const struct stat *st)
     struct stat h;
 
     pthread_mutex_lock(&f->lock);
-    bool is = f->meta_fd >= 0 && fstat(f->meta_fd, &h) == 0 && h.st_dev == st->st_dev &&
-              h.st_ino == st->st_ino;
+    /* the identity remembered first (set_identity keeps it the held
+     * file's): no system call for the many handles of other files */
+    bool is = f->meta_dev == st->st_dev && f->meta_ino == st->st_ino && f->meta_fd >= 0 &&
+              fstat(f->meta_fd, &h) == 0 && h.st_dev == st->st_dev && h.st_ino == st->st_ino;
     pthread_mutex_unlock(&f->lock);
     return is;
 }
