@@ -1791,6 +1791,22 @@ xmd_kept() {
     [ "$n" -eq 3 ]
 }
 
+# xmd_exchange_refused OP: nobody's attribute OP (set, rm) through the
+# mount, his a.xmd exchanged with root's r.xmd as the daemon reads it, is
+# refused, and both .xmd files are as they were.
+xmd_exchange_refused() {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
+    user_dir_store
+    xmd_pair
+    local root his
+    root=$(stat -c %i "$RV/s/u/r.xmd") his=$(stat -c %i "$RV/s/u/a.xmd")
+    run xmd_exchanged_while "$1"
+    echo "$output"
+    [ "${lines[0]}" = exchanged ]
+    xmd_kept "$root" "$his"
+    [[ "${lines[1]}" == refused:* ]]
+}
+
 # Found in review: an attribute set or removed through the mount read the
 # .xmd by name and replaced it by name, taking the new file's owner and
 # mode from whatever the name held then: nobody exchanging his .xmd with
@@ -1801,29 +1817,11 @@ xmd_kept() {
 # handle holds, whose owner and mode it keeps, and refused (ESTALE) when
 # the name no longer leads to that file.
 @test "a user's .xmd exchanged with root's as the daemon reads it to set his attribute is not written as root's" {
-    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
-    user_dir_store
-    xmd_pair
-    local root his
-    root=$(stat -c %i "$RV/s/u/r.xmd") his=$(stat -c %i "$RV/s/u/a.xmd")
-    run xmd_exchanged_while set
-    echo "$output"
-    [ "${lines[0]}" = exchanged ]
-    xmd_kept "$root" "$his"
-    [[ "${lines[1]}" == refused:* ]]
+    xmd_exchange_refused set
 }
 
 @test "a user's .xmd exchanged with root's as the daemon reads it to remove his attribute is not written as root's" {
-    [ "$(id -u)" -eq 0 ] || skip "needs root (a second user)"
-    user_dir_store
-    xmd_pair
-    local root his
-    root=$(stat -c %i "$RV/s/u/r.xmd") his=$(stat -c %i "$RV/s/u/a.xmd")
-    run xmd_exchanged_while rm
-    echo "$output"
-    [ "${lines[0]}" = exchanged ]
-    xmd_kept "$root" "$his"
-    [[ "${lines[1]}" == refused:* ]]
+    xmd_exchange_refused rm
 }
 
 # Found in review: the caller's write permission on an array's .xmd was

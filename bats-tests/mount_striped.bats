@@ -1169,31 +1169,3 @@ EOF
     unmount_store "$m2"
     rm "$M/c"
 }
-
-# A file renamed behind the mount (drx mv, a shell in the store) while its
-# size waits for the batched commit: under its new name it shows what was
-# written, also after a new file took its old name (until 2026-12-07 the
-# new name showed the size recorded, 0, until the commit).
-@test "a striped file renamed behind the mount while its size waits shows its bytes under the new name" {
-    local s="$BATS_TEST_TMPDIR/s" m="$BATS_TEST_TMPDIR/m1"
-    "$DRX" init "$s" >/dev/null
-    mount_store "$s" "$m" -o commit_interval=3600
-    printf 'first\n' >"$m/f"
-    printf 'second\n' >"$m/h"
-    mv "$s/f.nafs" "$s/g.nafs"
-    [ "$(cat "$m/g")" = first ]
-    mv "$s/h.nafs" "$s/k.nafs"
-    # a new file under the old name before the moved one is asked for
-    printf 'new\n' >"$m/h"
-    [ "$(stat -c %s "$m/k")" = 7 ]
-    [ "$(cat "$m/k")" = second ]
-    [ "$(cat "$m/h")" = new ]
-    printf 'more\n' >>"$m/k"
-    commit_mount "$m"
-    unmount_store "$m"
-    mount_store "$s" "$m"
-    [ "$(cat "$m/g")" = first ]
-    [ "$(cat "$m/k")" = "$(printf 'second\nmore')" ]
-    [ "$(cat "$m/h")" = new ]
-    [ ! -e "$m/f" ]
-}

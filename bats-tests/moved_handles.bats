@@ -14,6 +14,20 @@ teardown() {
     hostile_teardown
 }
 
+# appended_and_kept: y (SECRET, moved behind the mount while its size
+# waited) appended through the mount, committed, and after a remount y
+# and x (other, made under y's old name) hold what was written.
+appended_and_kept() {
+    printf 'MORE\n' >>"$RV/m/y"
+    commit_mount "$RV/m"
+    unmount_store "$RV/m"
+    mount_store "$RV/s" "$RV/m"
+    run cat "$RV/m/y"
+    assert_output "$(printf 'SECRET\nMORE')"
+    run cat "$RV/m/x"
+    assert_output other
+}
+
 # Found in this review: the handle that found its file under its new name
 # kept its old path (through the directory it was opened in), so once a
 # file was made under the old name the handle took itself for replaced:
@@ -54,14 +68,7 @@ teardown() {
     printf 'other\n' >"$RV/m/x"
     run cat "$RV/m/y"
     assert_output SECRET
-    printf 'MORE\n' >>"$RV/m/y"
-    commit_mount "$RV/m"
-    unmount_store "$RV/m"
-    mount_store "$RV/s" "$RV/m"
-    run cat "$RV/m/y"
-    assert_output "$(printf 'SECRET\nMORE')"
-    run cat "$RV/m/x"
-    assert_output other
+    appended_and_kept
 }
 
 # Found in this review: the same when the old name was made anew behind
@@ -80,14 +87,7 @@ teardown() {
     assert_output other
     run cat "$RV/m/y"
     assert_output SECRET
-    printf 'MORE\n' >>"$RV/m/y"
-    commit_mount "$RV/m"
-    unmount_store "$RV/m"
-    mount_store "$RV/s" "$RV/m"
-    run cat "$RV/m/y"
-    assert_output "$(printf 'SECRET\nMORE')"
-    run cat "$RV/m/x"
-    assert_output other
+    appended_and_kept
 }
 
 # Found in this review: a handle reloading its metafile by its name took
