@@ -824,11 +824,15 @@ os.write(down_w, b"r")
 os.read(up_r, 1)
 fds = "/proc/%s/fd/" % daemon
 for n in os.listdir(fds):
-    if os.readlink(fds + n) == rv + "/s/u/A.nafs (deleted)":
+    try:  # a descriptor the daemon closes meanwhile is not the held one
+        if os.readlink(fds + n) != rv + "/s/u/A.nafs (deleted)":
+            continue
         st = os.stat(fds + n)
-        print("held %d %d %o %d %d" % (st.st_uid, st.st_gid, st.st_mode & 0o7777,
-                                       st.st_atime, st.st_mtime))
-        break
+    except FileNotFoundError:
+        continue
+    print("held %d %d %o %d %d" % (st.st_uid, st.st_gid, st.st_mode & 0o7777,
+                                   st.st_atime, st.st_mtime))
+    break
 os.write(down_w, b"c")
 os.waitpid(pid, 0)
 PY
@@ -986,9 +990,14 @@ os.write(down_w, b"r")
 os.read(up_r, 1)
 fds = "/proc/%s/fd/" % daemon
 for n in os.listdir(fds):
-    if os.readlink(fds + n) == rv + "/s/u/A.nafs (deleted)":
-        print("held %o" % (os.stat(fds + n).st_mode & 0o7777))
-        break
+    try:  # a descriptor the daemon closes meanwhile is not the held one
+        if os.readlink(fds + n) != rv + "/s/u/A.nafs (deleted)":
+            continue
+        st = os.stat(fds + n)
+    except FileNotFoundError:
+        continue
+    print("held %o" % (st.st_mode & 0o7777))
+    break
 os.write(down_w, b"c")
 os.waitpid(pid, 0)
 PY
